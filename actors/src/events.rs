@@ -1,0 +1,89 @@
+//! Events: the fan-out of run changes to every UI that asked for them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use bosun_shared::protocol::ui::{Event, RunView, ServerFrame};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::sync::mpsc;
+
+/// The Events actor's messages.
+pub enum EventsMsg {
+    /// A session wants every run change from now on.
+    Subscribe {
+        session: u64,
+        tx: mpsc::UnboundedSender<ServerFrame>,
+    },
+    Unsubscribe {
+        session: u64,
+    },
+    /// A run changed (already persisted).
+    RunChanged(Box<RunView>),
+}
+
+pub struct Events;
+
+pub struct EventsState {
+    subscribers: HashMap<u64, mpsc::UnboundedSender<ServerFrame>>,
+}
+
+impl Actor for Events {
+    type Msg = EventsMsg;
+    type State = EventsState;
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        _args: (),
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(EventsState {
+            subscribers: HashMap::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            EventsMsg::Subscribe { session, tx } => {
+                state.subscribers.insert(session, tx);
+            }
+            EventsMsg::Unsubscribe { session } => {
+                state.subscribers.remove(&session);
+            }
+            EventsMsg::RunChanged(run) => {
+                // A subscriber whose session is gone is dropped; the others each get the event.
+                state.subscribers.retain(|_, tx| {
+                    tx.send(ServerFrame::Event(Event::RunChanged {
+                        run: (*run).clone(),
+                    }))
+                    .is_ok()
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where to send run changes: the current Events actor. Root replaces it when Events is
+/// restarted, so nobody keeps a reference to a dead one.
+#[derive(Clone, Default)]
+pub struct EventsHandle(Arc<RwLock<Option<ActorRef<EventsMsg>>>>);
+
+impl EventsHandle {
+    pub fn set(&self, actor: ActorRef<EventsMsg>) {
+        if let Ok(mut a) = self.0.write() {
+            *a = Some(actor);
+        }
+    }
+
+    pub fn cast(&self, msg: EventsMsg) {
+        if let Some(actor) = self.0.read().ok().and_then(|a| a.clone()) {
+            let _ = actor.cast(msg);
+        }
+    }
+}

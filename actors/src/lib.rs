@@ -1,0 +1,11 @@
+//! bosun-actors: the actors of `bosund` and the domain logic they own, and the store.
+//!
+//! - [`store`]: the redb file and its one group-committing writer.
+//! - [`runs`]: Runs, the supervisor of one RunActor per live run; log hubs and followers.
+//! - [`events`]: the fan-out of run changes to subscribed UIs.
+//! - [`supervision`]: the restart budget every supervisor uses.
+
+pub mod events;
+pub mod runs;
+pub mod store;
+pub mod supervision;

@@ -1,0 +1,161 @@
+//! Following a run's log: replay from the store, then live from the run's hub, with no gap and
+//! no duplicate, for any number of followers at once.
+//!
+//! A follower keeps one position (the next seq to send). While that position is in the hub's
+//! memory it is served from there; otherwise from the store. A follower that falls out of memory
+//! because it is slow is told so (`LogLagged`) and goes on from the store at its position, so it
+//! never loses a chunk, and the run never waits for it.
+
+use std::sync::Arc;
+
+use bosun_shared::RunId;
+use bosun_shared::protocol::LogBytes;
+use bosun_shared::protocol::ui::{Event, ServerFrame};
+use bosun_shared::run::Stream;
+use tokio::sync::mpsc;
+
+use super::log_hub::LogHub;
+use crate::store::{LogChunk, Store, StoreError};
+
+const STORE_BATCH_CHUNKS: usize = 256;
+const STORE_BATCH_BYTES: usize = 4 * 1024 * 1024;
+const HUB_BATCH_CHUNKS: usize = 256;
+
+/// What to follow.
+#[derive(Clone, Copy, Debug)]
+pub struct FollowSpec {
+    pub sub: u64,
+    pub run: RunId,
+    pub from_seq: u64,
+    /// Keep going until the run ends; otherwise stop at what is committed now.
+    pub follow: bool,
+    pub stream: Option<Stream>,
+}
+
+/// Sends the log to `out` as `Log` events, then a `LogEnd`. Returns when done, or when the
+/// receiver is gone.
+pub async fn follow(
+    store: Store,
+    hub: Option<Arc<LogHub>>,
+    spec: FollowSpec,
+    out: mpsc::Sender<ServerFrame>,
+) -> Result<(), StoreError> {
+    let mut next = spec.from_seq.max(1);
+    match hub {
+        None => {
+            // The run is over: everything is in the store.
+            let last = blocking(&store, move |s| s.last_log_seq(spec.run)).await?;
+            if !send_from_store(&store, &spec, &mut next, last, &out).await? {
+                return Ok(());
+            }
+        }
+        Some(hub) => {
+            let mut watch = hub.subscribe();
+            let target = hub.state().committed;
+            let mut served_live = false;
+            loop {
+                let state = *watch.borrow_and_update();
+                let upto = if spec.follow { state.committed } else { target };
+                while next <= upto {
+                    match hub.read_from(next, HUB_BATCH_CHUNKS) {
+                        Some(chunks) if !chunks.is_empty() => {
+                            served_live = true;
+                            for c in chunks.iter().take_while(|c| c.seq <= upto) {
+                                if !send_chunk(&spec, c, &out).await {
+                                    return Ok(());
+                                }
+                                next = c.seq + 1;
+                            }
+                        }
+                        Some(_) | None => {
+                            if served_live {
+                                let lagged = Event::LogLagged {
+                                    sub: spec.sub,
+                                    resume_from: next,
+                                };
+                                if out.send(ServerFrame::Event(lagged)).await.is_err() {
+                                    return Ok(());
+                                }
+                                served_live = false;
+                            }
+                            if !send_from_store(&store, &spec, &mut next, upto, &out).await? {
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+                if !spec.follow || state.ended {
+                    break;
+                }
+                if watch.changed().await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let run = spec.run;
+    let view = blocking(&store, move |s| s.run(run)).await?;
+    if let Some(rec) = view {
+        let end = Event::LogEnd {
+            sub: spec.sub,
+            last_seq: next - 1,
+            run: rec.view(next - 1),
+        };
+        let _ = out.send(ServerFrame::Event(end)).await;
+    }
+    Ok(())
+}
+
+/// Sends chunks `next..=upto` from the store. False when the receiver is gone.
+async fn send_from_store(
+    store: &Store,
+    spec: &FollowSpec,
+    next: &mut u64,
+    upto: u64,
+    out: &mpsc::Sender<ServerFrame>,
+) -> Result<bool, StoreError> {
+    while *next <= upto {
+        let (run, from) = (spec.run, *next);
+        let chunks = blocking(store, move |s| {
+            s.log_range(run, from, upto, STORE_BATCH_CHUNKS, STORE_BATCH_BYTES)
+        })
+        .await?;
+        let Some(last) = chunks.last().map(|c| c.seq) else {
+            // Nothing stored in the range (a run whose log starts later): done.
+            *next = upto + 1;
+            break;
+        };
+        for c in &chunks {
+            if !send_chunk(spec, c, out).await {
+                return Ok(false);
+            }
+        }
+        *next = last + 1;
+    }
+    Ok(true)
+}
+
+async fn send_chunk(spec: &FollowSpec, c: &LogChunk, out: &mpsc::Sender<ServerFrame>) -> bool {
+    if spec.stream.is_some_and(|s| s != c.stream) {
+        return true;
+    }
+    let event = Event::Log {
+        sub: spec.sub,
+        seq: c.seq,
+        stream: c.stream,
+        at: c.at,
+        data: LogBytes(c.data.clone()),
+    };
+    out.send(ServerFrame::Event(event)).await.is_ok()
+}
+
+/// Runs a store read on a blocking thread.
+pub async fn blocking<T: Send + 'static>(
+    store: &Store,
+    f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|e| StoreError::Corrupt(format!("a store read was cut off: {e}")))?
+}

@@ -1,0 +1,75 @@
+//! The live runs: for each run not over yet, its actor, its log hub and the latest persisted
+//! snapshot of its record.
+//!
+//! Runs inserts and removes entries; each RunActor replaces its snapshot after every persisted
+//! transition. Readers (`bosun ps`, a follower looking for a hub, a runner attaching) read it
+//! without sending a message to anyone, so listing a thousand live runs costs one lock.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use bosun_shared::RunId;
+use ractor::ActorRef;
+
+use super::log_hub::LogHub;
+use super::run_actor::RunMsg;
+use crate::store::RunRecord;
+
+#[derive(Clone)]
+pub struct LiveEntry {
+    pub actor: ActorRef<RunMsg>,
+    pub hub: Arc<LogHub>,
+    pub record: Arc<RunRecord>,
+}
+
+#[derive(Clone, Default)]
+pub struct LiveRuns {
+    inner: Arc<RwLock<HashMap<RunId, LiveEntry>>>,
+}
+
+impl LiveRuns {
+    pub fn insert(&self, entry: LiveEntry) {
+        if let Ok(mut map) = self.inner.write() {
+            map.insert(entry.record.id, entry);
+        }
+    }
+
+    pub fn update(&self, record: &RunRecord) {
+        if let Ok(mut map) = self.inner.write() {
+            if let Some(e) = map.get_mut(&record.id) {
+                e.record = Arc::new(record.clone());
+            }
+        }
+    }
+
+    pub fn remove(&self, id: RunId) {
+        if let Ok(mut map) = self.inner.write() {
+            map.remove(&id);
+        }
+    }
+
+    pub fn clear(&self) {
+        if let Ok(mut map) = self.inner.write() {
+            map.clear();
+        }
+    }
+
+    pub fn get(&self, id: RunId) -> Option<LiveEntry> {
+        self.inner.read().ok()?.get(&id).cloned()
+    }
+
+    pub fn entries(&self) -> Vec<LiveEntry> {
+        self.inner
+            .read()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.read().map(|m| m.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

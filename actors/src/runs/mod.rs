@@ -1,0 +1,420 @@
+//! Runs: the supervisor of every RunActor, and the one place a run is started.
+//!
+//! It validates a start request, records nothing itself (the new RunActor persists the run before
+//! the person hears of it), restarts a RunActor that fails within its [`RestartBudget`], and at
+//! startup brings back every run the store says is not over. It also carries out the daemon's
+//! shutdown: every run stopped by its ladder, the caller told when the last one has ended.
+
+pub mod follow;
+pub mod live;
+pub mod log_hub;
+pub mod run_actor;
+mod spawn;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bosun_shared::paths::StateDir;
+use bosun_shared::process::{self, SweepTarget};
+use bosun_shared::protocol::runner::{LaunchPlan, StopLadder, StopOrder};
+use bosun_shared::protocol::ui::{RunView, StartRunParams};
+use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_shared::run::{ExitInfo, Outcome, RunState};
+use bosun_shared::{RunId, RunToken, Timestamp};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tracing::{error, info, warn};
+
+use crate::events::{EventsHandle, EventsMsg};
+use crate::store::writer::StoreWriter;
+use crate::store::{RunRecord, Store};
+use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
+use live::LiveRuns;
+use log_hub::LogHub;
+use run_actor::{Launch, RunActor, RunArgs, RunMsg};
+
+/// What every RunActor shares.
+pub struct RunsContext {
+    pub store: Store,
+    pub writer: StoreWriter,
+    pub dirs: StateDir,
+    pub runner_bin: PathBuf,
+    pub live: LiveRuns,
+    pub events: EventsHandle,
+}
+
+impl RunsContext {
+    pub(crate) fn announce(&self, view: RunView) {
+        self.events.cast(EventsMsg::RunChanged(Box::new(view)));
+    }
+
+    pub(crate) fn delete_secret_files(&self, rec: &RunRecord) {
+        for path in &rec.secret_files {
+            match std::fs::remove_file(path) {
+                Ok(()) => {
+                    info!(run_id = %rec.id, path = %path.display(), "deleted a leftover secret file")
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    warn!(run_id = %rec.id, path = %path.display(), error = %e, "could not delete a secret file")
+                }
+            }
+        }
+    }
+}
+
+/// The Runs actor's messages.
+pub enum RunsMsg {
+    Start {
+        params: StartRunParams,
+        reply: RpcReplyPort<Result<RunView, WireError>>,
+    },
+    /// Stop every run (by the ladder, or at once) and answer when none is left.
+    Shutdown {
+        immediate: bool,
+        reply: RpcReplyPort<()>,
+    },
+    /// Whether a shutdown is under way.
+    ShuttingDown { reply: RpcReplyPort<bool> },
+}
+
+pub struct Runs;
+
+pub struct RunsState {
+    ctx: Arc<RunsContext>,
+    by_actor: HashMap<ActorId, RunId>,
+    budgets: HashMap<RunId, RestartBudget>,
+    shutting_down: bool,
+    shutdown_waiters: Vec<RpcReplyPort<()>>,
+}
+
+impl Actor for Runs {
+    type Msg = RunsMsg;
+    type State = RunsState;
+    type Arguments = Arc<RunsContext>;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<RunsMsg>,
+        ctx: Arc<RunsContext>,
+    ) -> Result<RunsState, ActorProcessingErr> {
+        // After a restart of Runs, the RunActors of the previous one are gone (ractor kills the
+        // children of a failed supervisor); recovery below brings every unfinished run back.
+        ctx.live.clear();
+        Ok(RunsState {
+            ctx,
+            by_actor: HashMap::new(),
+            budgets: HashMap::new(),
+            shutting_down: false,
+            shutdown_waiters: Vec::new(),
+        })
+    }
+
+    /// Startup recovery: every run that is not over gets its RunActor back, which waits for its
+    /// runner or finds it gone. Leftover secret files of finished runs are deleted.
+    async fn post_start(
+        &self,
+        myself: ActorRef<RunsMsg>,
+        state: &mut RunsState,
+    ) -> Result<(), ActorProcessingErr> {
+        let store = state.ctx.store.clone();
+        let records = tokio::task::spawn_blocking(move || store.runs()).await??;
+        let mut recovering = 0;
+        for rec in records {
+            if rec.state.is_final() {
+                state.ctx.delete_secret_files(&rec);
+                continue;
+            }
+            if state.ctx.live.get(rec.id).is_some() {
+                continue;
+            }
+            state
+                .spawn_run(
+                    &myself,
+                    rec,
+                    Launch::Recover {
+                        daemon_restart: true,
+                    },
+                )
+                .await?;
+            recovering += 1;
+        }
+        if recovering > 0 {
+            info!(
+                runs = recovering,
+                "recovering runs that were live when bosund stopped"
+            );
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<RunsMsg>,
+        msg: RunsMsg,
+        state: &mut RunsState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RunsMsg::Start { params, reply } => {
+                if state.shutting_down {
+                    let _ = reply.send(Err(WireError::new(
+                        ErrorCode::ShuttingDown,
+                        "bosund is shutting down and starts no new runs; start the run again once it is back",
+                    )));
+                    return Ok(());
+                }
+                match state.prepare(params) {
+                    Ok((rec, plan)) => {
+                        let launch = Launch::Fresh {
+                            plan: Box::new(plan),
+                            reply: Some(reply),
+                        };
+                        state.spawn_run(&myself, rec, launch).await?;
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
+            RunsMsg::Shutdown { immediate, reply } => {
+                state.shutting_down = true;
+                state.shutdown_waiters.push(reply);
+                let order = StopOrder {
+                    reason: "bosund was shut down".into(),
+                    immediate,
+                };
+                for entry in state.ctx.live.entries() {
+                    let _ = entry.actor.cast(RunMsg::Stop {
+                        order: order.clone(),
+                        reply: None,
+                    });
+                }
+                state.answer_shutdown_if_done();
+            }
+            RunsMsg::ShuttingDown { reply } => {
+                let _ = reply.send(state.shutting_down);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<RunsMsg>,
+        event: SupervisionEvent,
+        state: &mut RunsState,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                if let Some(id) = state.by_actor.remove(&cell.get_id()) {
+                    state.ctx.live.remove(id);
+                    state.budgets.remove(&id);
+                }
+                state.answer_shutdown_if_done();
+            }
+            SupervisionEvent::ActorFailed(cell, err) => {
+                let Some(id) = state.by_actor.remove(&cell.get_id()) else {
+                    return Ok(());
+                };
+                state.ctx.live.remove(id);
+                let err = err.to_string();
+                error!(run_id = %id, error = %err, "a run actor failed");
+                let budget = state
+                    .budgets
+                    .entry(id)
+                    .or_insert_with(|| RestartBudget::new(RestartPolicy::DEFAULT));
+                match budget.on_failure(Instant::now()) {
+                    Verdict::Restart { n } => {
+                        info!(run_id = %id, restart = n, "restarting the run actor from the store");
+                        state.restart_run(&myself, id).await?;
+                    }
+                    Verdict::GiveUp => {
+                        let reason = format!(
+                            "bosund's actor for this run {}",
+                            budget.give_up_reason(&err)
+                        );
+                        state.budgets.remove(&id);
+                        state.give_up(id, reason).await;
+                    }
+                }
+                state.answer_shutdown_if_done();
+            }
+            SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => {}
+        }
+        Ok(())
+    }
+}
+
+impl RunsState {
+    /// Checks a start request and turns it into a record and a launch plan.
+    fn prepare(&self, p: StartRunParams) -> Result<(RunRecord, LaunchPlan), WireError> {
+        let bad = |m: String| Err(WireError::bad_request(m));
+        if p.program.trim().is_empty() {
+            return bad("no program given; say what to run after `--`".into());
+        }
+        if !p.cwd.is_absolute() {
+            return bad(format!(
+                "the working directory {} is not an absolute path",
+                p.cwd.display()
+            ));
+        }
+        if !p.cwd.is_dir() {
+            return bad(format!(
+                "the working directory {} does not exist",
+                p.cwd.display()
+            ));
+        }
+        if let Some(name) = &p.name {
+            if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+                return bad(
+                    "a run's name must be 1 to 100 characters, without control characters".into(),
+                );
+            }
+        }
+        for (k, v) in &p.env {
+            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                return bad(format!("`{k}` is not a valid environment variable name"));
+            }
+        }
+        if p.time_cap_ms == Some(0) {
+            return bad("a time cap must be longer than zero".into());
+        }
+        let id = RunId::new();
+        let token = RunToken::generate();
+        let ladder = p.ladder.unwrap_or_default();
+        let run_dir = self.ctx.dirs.run_dir(id);
+        let rec = RunRecord {
+            id,
+            name: p.name,
+            program: p.program.clone(),
+            args: p.args.clone(),
+            cwd: p.cwd.clone(),
+            env_names: p.env.iter().map(|(k, _)| k.clone()).collect(),
+            time_cap_ms: p.time_cap_ms,
+            ladder,
+            state: RunState::Queued,
+            created_at: Timestamp::now(),
+            started_at: None,
+            ended_at: None,
+            runner: None,
+            process: None,
+            token_digest: token.digest(),
+            stop: None,
+            exit: None,
+            last_seq: 0,
+            secret_files: Vec::new(),
+        };
+        let plan = LaunchPlan {
+            run_id: id,
+            token,
+            socket: self.ctx.dirs.socket(),
+            run_dir,
+            program: p.program,
+            args: p.args,
+            env: p.env,
+            cwd: p.cwd,
+            files: Vec::new(),
+            time_cap_ms: p.time_cap_ms,
+            ladder,
+        };
+        Ok((rec, plan))
+    }
+
+    async fn spawn_run(
+        &mut self,
+        myself: &ActorRef<RunsMsg>,
+        rec: RunRecord,
+        launch: Launch,
+    ) -> Result<(), ActorProcessingErr> {
+        let id = rec.id;
+        let committed = if rec.state == RunState::Queued {
+            0
+        } else {
+            let store = self.ctx.store.clone();
+            tokio::task::spawn_blocking(move || store.last_log_seq(id)).await??
+        };
+        let args = RunArgs {
+            ctx: self.ctx.clone(),
+            record: rec,
+            hub: LogHub::new(committed),
+            launch,
+        };
+        let (actor, _) = Actor::spawn_linked(None, RunActor, args, myself.get_cell()).await?;
+        self.by_actor.insert(actor.get_id(), id);
+        Ok(())
+    }
+
+    async fn restart_run(
+        &mut self,
+        myself: &ActorRef<RunsMsg>,
+        id: RunId,
+    ) -> Result<(), ActorProcessingErr> {
+        let store = self.ctx.store.clone();
+        let rec = tokio::task::spawn_blocking(move || store.run(id)).await??;
+        match rec {
+            Some(rec) if !rec.state.is_final() => {
+                self.spawn_run(
+                    myself,
+                    rec,
+                    Launch::Recover {
+                        daemon_restart: false,
+                    },
+                )
+                .await
+            }
+            Some(_) | None => Ok(()),
+        }
+    }
+
+    /// The run's actor keeps failing: end what the run left and record it lost, with why.
+    async fn give_up(&mut self, id: RunId, reason: String) {
+        let store = self.ctx.store.clone();
+        let rec = match tokio::task::spawn_blocking(move || store.run(id)).await {
+            Ok(Ok(Some(rec))) => rec,
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => return,
+        };
+        if rec.state.is_final() {
+            return;
+        }
+        let target = SweepTarget {
+            marker: Some(id.to_string()),
+            runner: rec.runner,
+            group_leader: rec.process.map(|p| p.leader()),
+            reap_children: false,
+        };
+        if let Some(r) = rec.runner {
+            let _ = process::signal_process(r.pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ =
+            tokio::task::spawn_blocking(move || process::sweep(&target, Duration::from_secs(5)))
+                .await;
+        self.ctx.delete_secret_files(&rec);
+        let mut rec = rec;
+        rec.state = RunState::Exited(Outcome::Lost);
+        rec.ended_at = Some(Timestamp::now());
+        rec.exit = Some(ExitInfo {
+            outcome: Outcome::Lost,
+            code: None,
+            signal: None,
+            reason: reason.clone(),
+        });
+        error!(run_id = %id, %reason, "gave up on a run");
+        if self.ctx.writer.put_run(&rec).await.is_ok() {
+            self.ctx.announce(rec.view(rec.last_seq));
+        }
+    }
+
+    fn answer_shutdown_if_done(&mut self) {
+        if self.shutting_down && self.by_actor.is_empty() {
+            for w in self.shutdown_waiters.drain(..) {
+                let _ = w.send(());
+            }
+        }
+    }
+}
+
+/// The default stop ladder, for the command line's help text.
+pub fn default_ladder() -> StopLadder {
+    StopLadder::default()
+}

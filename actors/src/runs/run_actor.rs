@@ -1,0 +1,511 @@
+//! RunActor: one per live run. It owns the run's record and the link to its runner, persists
+//! every transition before announcing it, commits the runner's output through the store writer
+//! and acks it, and decides when a run whose runner is gone is lost.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bosun_shared::process::{self, SweepTarget};
+use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::runner::{
+    DaemonMsg, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
+};
+use bosun_shared::protocol::ui::RunView;
+use bosun_shared::run::{ExitInfo, Outcome, RunState, signal_name};
+use bosun_shared::{RunToken, Timestamp};
+use nix::sys::signal::Signal;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use super::RunsContext;
+use super::live::LiveEntry;
+use super::log_hub::LogHub;
+use super::spawn::{send_plan, spawn_runner};
+use crate::store::writer::WriteOp;
+use crate::store::{LogChunk, ProcessInfo, RunRecord};
+
+/// How often a run whose runner is not connected checks that the runner is still alive.
+const RUNNER_CHECK_EVERY: Duration = Duration::from_millis(250);
+/// How long a runner that is alive may stay away before it is ended and the run is lost.
+const RECONNECT_GRACE: Duration = Duration::from_secs(20);
+/// How long the daemon's own sweep of a lost run keeps killing.
+const SWEEP_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The RunActor's messages.
+pub enum RunMsg {
+    /// A runner connected for this run (its token already checked).
+    Attach {
+        tx: mpsc::UnboundedSender<DaemonMsg>,
+        reply: RpcReplyPort<Attached>,
+    },
+    /// A message from the runner on link `link_id`.
+    FromRunner { link_id: u64, msg: RunnerMsg },
+    /// Link `link_id` closed.
+    Detached { link_id: u64 },
+    /// An output chunk was committed (or the commit failed).
+    LogCommitted {
+        chunk: Arc<LogChunk>,
+        result: Result<(), String>,
+    },
+    /// The runner process this daemon started has exited.
+    RunnerExited { how: String },
+    /// Time to look at a runner that is not connected.
+    CheckRunner,
+    /// Stop the run by its ladder (or at once).
+    Stop {
+        order: StopOrder,
+        reply: Option<RpcReplyPort<Result<RunView, WireError>>>,
+    },
+    /// The run's record as the UI shows it.
+    Get { reply: RpcReplyPort<RunView> },
+}
+
+/// What a runner is told when it attaches.
+#[derive(Debug)]
+pub struct Attached {
+    pub link_id: u64,
+    pub acked_seq: u64,
+    pub stop: Option<StopOrder>,
+    pub started_recorded: bool,
+}
+
+/// How a RunActor begins.
+pub enum Launch {
+    /// A new run: persist it, start its runner, hand over the plan, answer the person.
+    Fresh {
+        plan: Box<LaunchPlan>,
+        reply: Option<RpcReplyPort<Result<RunView, WireError>>>,
+    },
+    /// A run found unfinished at startup (`daemon_restart`), or after this actor failed: wait
+    /// for its runner to come back, or find it gone.
+    Recover { daemon_restart: bool },
+}
+
+pub struct RunArgs {
+    pub ctx: Arc<RunsContext>,
+    pub record: RunRecord,
+    pub hub: Arc<LogHub>,
+    pub launch: Launch,
+}
+
+pub struct RunActor;
+
+pub struct RunActorState {
+    ctx: Arc<RunsContext>,
+    rec: RunRecord,
+    hub: Arc<LogHub>,
+    link: Option<Link>,
+    next_link_id: u64,
+    /// The highest output seq received (committed, or on its way to the store).
+    received: u64,
+    /// How the runner process ended, when this daemon started it and saw it end.
+    runner_exited: Option<String>,
+    /// When the runner was last seen connected (or when recovery began).
+    away_since: Option<Instant>,
+    /// Whether this run was found unfinished when the daemon started.
+    daemon_restart: bool,
+    launch: Option<Launch>,
+}
+
+struct Link {
+    link_id: u64,
+    tx: mpsc::UnboundedSender<DaemonMsg>,
+}
+
+impl Actor for RunActor {
+    type Msg = RunMsg;
+    type State = RunActorState;
+    type Arguments = RunArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<RunMsg>,
+        args: RunArgs,
+    ) -> Result<RunActorState, ActorProcessingErr> {
+        let received = args.hub.state().committed;
+        args.ctx.live.insert(LiveEntry {
+            actor: myself,
+            hub: args.hub.clone(),
+            record: Arc::new(args.record.clone()),
+        });
+        Ok(RunActorState {
+            ctx: args.ctx,
+            rec: args.record,
+            hub: args.hub,
+            link: None,
+            next_link_id: 1,
+            received,
+            runner_exited: None,
+            away_since: None,
+            daemon_restart: false,
+            launch: Some(args.launch),
+        })
+    }
+
+    /// The launch (or recovery) runs here rather than in `pre_start`, so that the spawner is
+    /// not held up by it: runs start concurrently.
+    async fn post_start(
+        &self,
+        myself: ActorRef<RunMsg>,
+        state: &mut RunActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match state.launch.take() {
+            Some(Launch::Fresh { plan, reply }) => state.launch(&myself, *plan, reply).await,
+            Some(Launch::Recover { daemon_restart }) => {
+                state.daemon_restart = daemon_restart;
+                state.recover(&myself).await
+            }
+            None => Ok(()),
+        }
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<RunMsg>,
+        msg: RunMsg,
+        state: &mut RunActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RunMsg::Attach { tx, reply } => {
+                let link_id = state.next_link_id;
+                state.next_link_id += 1;
+                state.link = Some(Link { link_id, tx });
+                state.away_since = None;
+                let _ = reply.send(Attached {
+                    link_id,
+                    acked_seq: state.hub.state().committed,
+                    stop: state.rec.stop.clone(),
+                    started_recorded: state.rec.process.is_some(),
+                });
+                info!(run_id = %state.rec.id, link_id, "runner attached");
+            }
+            RunMsg::FromRunner { link_id, msg } => {
+                if state.link.as_ref().is_some_and(|l| l.link_id == link_id) {
+                    state.from_runner(&myself, msg).await?;
+                }
+            }
+            RunMsg::Detached { link_id } => {
+                if state.link.as_ref().is_some_and(|l| l.link_id == link_id) {
+                    state.link = None;
+                    if !state.rec.state.is_final() {
+                        state.away_since = Some(Instant::now());
+                        let _ = myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner);
+                    }
+                }
+            }
+            RunMsg::LogCommitted { chunk, result } => {
+                result
+                    .map_err(|e| format!("could not save output of run {}: {e}", state.rec.id))?;
+                let seq = chunk.seq;
+                state.hub.committed([chunk]);
+                state.send(DaemonMsg::Ack { seq });
+            }
+            RunMsg::RunnerExited { how } => {
+                state.runner_exited = Some(how.clone());
+                if !state.rec.state.is_final() && state.link.is_none() {
+                    state
+                        .lose(&myself, format!("the runner died ({how})"))
+                        .await?;
+                }
+            }
+            RunMsg::CheckRunner => state.check_runner(&myself).await?,
+            RunMsg::Stop { order, reply } => {
+                let result = state.stop(order).await;
+                if let Some(reply) = reply {
+                    let _ = reply.send(result);
+                }
+            }
+            RunMsg::Get { reply } => {
+                let _ = reply.send(state.view());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl RunActorState {
+    fn view(&self) -> RunView {
+        self.rec.view(self.hub.state().committed)
+    }
+
+    /// Persists the record durably, then tells everyone.
+    async fn persist(&mut self) -> Result<(), ActorProcessingErr> {
+        self.ctx.writer.put_run(&self.rec).await?;
+        self.ctx.live.update(&self.rec);
+        self.ctx.announce(self.view());
+        Ok(())
+    }
+
+    fn send(&self, msg: DaemonMsg) {
+        if let Some(link) = &self.link {
+            let _ = link.tx.send(msg);
+        }
+    }
+
+    async fn launch(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        plan: LaunchPlan,
+        reply: Option<RpcReplyPort<Result<RunView, WireError>>>,
+    ) -> Result<(), ActorProcessingErr> {
+        let persisted = self.persist().await;
+        if let Some(reply) = reply {
+            let _ = reply.send(match &persisted {
+                Ok(()) => Ok(self.view()),
+                Err(e) => Err(WireError::internal(format!(
+                    "could not record the run: {e}"
+                ))),
+            });
+        }
+        persisted?;
+
+        let run_dir = self.ctx.dirs.run_dir(self.rec.id);
+        let spawned = match spawn_runner(&self.ctx.runner_bin, &self.ctx.dirs, &run_dir) {
+            Ok(s) => s,
+            Err(e) => {
+                let reason = format!(
+                    "could not start the runner {}: {e}",
+                    self.ctx.runner_bin.display()
+                );
+                return self.finish(myself, failed(reason)).await;
+            }
+        };
+        self.rec.state = RunState::Starting;
+        self.rec.runner = Some(spawned.identity);
+        self.persist().await?;
+
+        // The runner is recorded: now it may have its plan.
+        if let Err(e) = send_plan(spawned.stdin, &plan).await {
+            warn!(run_id = %self.rec.id, error = %e, "could not hand the runner its plan");
+        }
+        let me = myself.clone();
+        let mut child = spawned.child;
+        tokio::spawn(async move {
+            let how = match child.wait().await {
+                Ok(status) => describe_status(status),
+                Err(e) => format!("could not wait for it: {e}"),
+            };
+            let _ = me.cast(RunMsg::RunnerExited { how });
+        });
+        self.away_since = Some(Instant::now());
+        Ok(())
+    }
+
+    async fn recover(&mut self, myself: &ActorRef<RunMsg>) -> Result<(), ActorProcessingErr> {
+        match (self.rec.state, self.rec.runner) {
+            (RunState::Exited(_), _) => Ok(()),
+            (
+                RunState::Queued | RunState::Starting | RunState::Running | RunState::Stopping,
+                None,
+            ) => {
+                let reason = "bosund stopped before the run's runner was started; start it again";
+                self.lose(myself, reason.into()).await
+            }
+            (
+                RunState::Starting | RunState::Running | RunState::Stopping | RunState::Queued,
+                Some(_),
+            ) => {
+                self.away_since = Some(Instant::now());
+                self.check_runner(myself).await
+            }
+        }
+    }
+
+    /// Looks at a runner that is not connected: gone means lost; alive but away too long
+    /// means it is ended and the run is lost.
+    async fn check_runner(&mut self, myself: &ActorRef<RunMsg>) -> Result<(), ActorProcessingErr> {
+        if self.rec.state.is_final() || self.link.is_some() {
+            return Ok(());
+        }
+        let Some(runner) = self.rec.runner else {
+            return Ok(());
+        };
+        if !runner.is_alive() {
+            let reason = match &self.runner_exited {
+                Some(how) => format!("the runner died ({how})"),
+                None if self.daemon_restart => "runner lost after daemon restart".to_string(),
+                None => "the runner died".to_string(),
+            };
+            return self.lose(myself, reason).await;
+        }
+        let away = self.away_since.get_or_insert_with(Instant::now).elapsed();
+        if away >= RECONNECT_GRACE {
+            let _ = process::signal_process(runner.pid, Signal::SIGKILL);
+            let reason = format!(
+                "the runner did not reconnect within {}s and was ended",
+                RECONNECT_GRACE.as_secs()
+            );
+            return self.lose(myself, reason).await;
+        }
+        let _ = myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner);
+        Ok(())
+    }
+
+    async fn from_runner(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        msg: RunnerMsg,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RunnerMsg::Output(chunk) => self.on_output(myself, chunk),
+            RunnerMsg::Started(started) => self.on_started(started).await,
+            RunnerMsg::Exited(exit) => {
+                if !self.rec.state.is_final() {
+                    self.finish(myself, exit).await?;
+                }
+                self.send(DaemonMsg::ExitAck);
+                Ok(())
+            }
+        }
+    }
+
+    fn on_output(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        chunk: OutputChunk,
+    ) -> Result<(), ActorProcessingErr> {
+        if chunk.seq <= self.received {
+            // Resent after a reconnect; already on its way to the store.
+            return Ok(());
+        }
+        if chunk.seq != self.received + 1 {
+            warn!(run_id = %self.rec.id, expected = self.received + 1, got = chunk.seq, "output seq skipped");
+        }
+        self.received = chunk.seq;
+        let stored = Arc::new(LogChunk {
+            seq: chunk.seq,
+            stream: chunk.stream,
+            at: chunk.at,
+            data: chunk.data.0,
+        });
+        let me = myself.clone();
+        let for_hub = stored.clone();
+        self.ctx.writer.submit(
+            WriteOp::AppendLog {
+                run: self.rec.id,
+                chunk: stored,
+            },
+            Some(Box::new(move |result| {
+                let _ = me.cast(RunMsg::LogCommitted {
+                    chunk: for_hub,
+                    result: result.map_err(|e| e.to_string()),
+                });
+            })),
+        )?;
+        Ok(())
+    }
+
+    async fn on_started(&mut self, s: Started) -> Result<(), ActorProcessingErr> {
+        if self.rec.process.is_none() {
+            self.rec.process = Some(ProcessInfo {
+                pid: s.pid,
+                pgid: s.pgid,
+                start_time: s.start_time,
+            });
+            self.rec.started_at = Some(s.at);
+            if matches!(self.rec.state, RunState::Queued | RunState::Starting) {
+                self.rec.state = RunState::Running;
+            }
+            self.persist().await?;
+        }
+        self.send(DaemonMsg::StartedAck);
+        Ok(())
+    }
+
+    async fn stop(&mut self, order: StopOrder) -> Result<RunView, WireError> {
+        if let RunState::Exited(outcome) = self.rec.state {
+            return Err(WireError::conflict(format!(
+                "run {} has already ended ({outcome})",
+                self.rec.id.short()
+            )));
+        }
+        let escalate = order.immediate && !self.rec.stop.as_ref().is_some_and(|s| s.immediate);
+        if self.rec.stop.is_none() || escalate {
+            self.rec.stop = Some(order.clone());
+            self.rec.state = RunState::Stopping;
+            self.persist()
+                .await
+                .map_err(|e| WireError::internal(format!("could not record the stop: {e}")))?;
+            self.send(DaemonMsg::Stop(order.clone()));
+        }
+        if order.immediate {
+            // Do not count on the runner: kill the program's group from here too.
+            if let Some(p) = self.rec.process.filter(|p| p.leader().is_alive()) {
+                let _ = process::signal_group(p.pgid, Signal::SIGKILL);
+            }
+        }
+        Ok(self.view())
+    }
+
+    /// Records the end, tells everyone, and stops this actor.
+    async fn finish(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        exit: ExitInfo,
+    ) -> Result<(), ActorProcessingErr> {
+        self.rec.state = RunState::Exited(exit.outcome);
+        self.rec.ended_at = Some(Timestamp::now());
+        self.rec.exit = Some(exit);
+        self.rec.stop = None;
+        self.rec.last_seq = self.received;
+        self.persist().await?;
+        self.hub.end();
+        info!(run_id = %self.rec.id, outcome = %self.rec.state, "run ended");
+        myself.stop(Some("run ended".into()));
+        Ok(())
+    }
+
+    /// The runner is gone without reporting an end: end whatever the run left, delete its
+    /// secret files, and record it lost.
+    async fn lose(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        reason: String,
+    ) -> Result<(), ActorProcessingErr> {
+        let target = SweepTarget {
+            marker: Some(self.rec.id.to_string()),
+            runner: self.rec.runner,
+            group_leader: self.rec.process.map(|p| p.leader()),
+            reap_children: false,
+        };
+        let report = tokio::task::spawn_blocking(move || process::sweep(&target, SWEEP_DEADLINE))
+            .await
+            .unwrap_or_default();
+        if report.killed > 0 || report.survivors > 0 {
+            info!(run_id = %self.rec.id, killed = report.killed, survivors = report.survivors, "swept a lost run");
+        }
+        self.ctx.delete_secret_files(&self.rec);
+        warn!(run_id = %self.rec.id, %reason, "run lost");
+        let exit = ExitInfo {
+            outcome: Outcome::Lost,
+            code: None,
+            signal: None,
+            reason,
+        };
+        self.finish(myself, exit).await
+    }
+}
+
+fn failed(reason: String) -> ExitInfo {
+    ExitInfo {
+        outcome: Outcome::Failed,
+        code: None,
+        signal: None,
+        reason,
+    }
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("killed by {}", signal_name(s)),
+        (None, None) => "ended".to_string(),
+    }
+}
+
+/// A fresh token for a new run's runner.
+pub fn new_token() -> RunToken {
+    RunToken::generate()
+}

@@ -1,0 +1,229 @@
+//! The store: one redb file, opened by `bosund` alone.
+//!
+//! Reads go through [`Store`] from blocking threads. Every write goes through the one
+//! [`writer::StoreWriter`] thread, which commits in groups: whatever arrived while the previous
+//! commit was being made goes into the next one, each commit durable (fsync) before anybody is
+//! told it happened. That keeps log throughput high without weakening any promise.
+
+mod record;
+pub mod writer;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bosun_shared::RunId;
+use bosun_shared::Timestamp;
+use bosun_shared::run::Stream;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+pub use record::{ProcessInfo, RunRecord};
+
+/// The schema this build reads and writes.
+pub const SCHEMA_VERSION: u64 = 1;
+
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub(crate) const RUNS: TableDefinition<&str, &[u8]> = TableDefinition::new("runs");
+pub(crate) const RUN_LOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("run_log");
+
+/// What can go wrong with the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another daemon holds the file. Returned by [`Store::open`]; not retryable until it exits.
+    #[error("another bosund is already running on this state directory")]
+    AlreadyOpen,
+    /// The file was written by a newer bosun. Returned by [`Store::open`].
+    #[error(
+        "the store was written by a newer bosun (schema {found}, this one reads {SCHEMA_VERSION}); run the newer bosun"
+    )]
+    NewerSchema { found: u64 },
+    /// A record could not be read back. Means corruption or a bug; not retryable.
+    #[error("a stored record is not readable: {0}")]
+    Corrupt(String),
+    /// redb failed (I/O, full disk). Retrying may help once the cause is fixed.
+    #[error("the store failed: {0}")]
+    Db(#[from] redb::Error),
+    /// A group commit failed (full disk, I/O error); none of its changes were written. Retrying
+    /// may help once the cause is fixed.
+    #[error("could not save to the store: {0}")]
+    CommitFailed(String),
+    /// The writer thread is gone (the daemon is shutting down).
+    #[error("the store is closed")]
+    Closed,
+}
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self { StoreError::Db(e.into()) }
+        }
+    )*};
+}
+from_redb!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// A chunk of a run's output as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogChunk {
+    pub seq: u64,
+    pub stream: Stream,
+    pub at: Timestamp,
+    pub data: Vec<u8>,
+}
+
+impl LogChunk {
+    /// `[stream: u8][at: u64 BE][bytes…]`: small, and the bytes stay raw.
+    pub(crate) fn encode_value(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(9 + self.data.len());
+        v.push(self.stream.as_byte());
+        v.extend_from_slice(&self.at.as_millis().to_be_bytes());
+        v.extend_from_slice(&self.data);
+        v
+    }
+
+    fn decode_value(seq: u64, v: &[u8]) -> Result<Self, StoreError> {
+        let bad = || StoreError::Corrupt(format!("log chunk {seq} is malformed"));
+        let stream = Stream::from_byte(*v.first().ok_or_else(bad)?).ok_or_else(bad)?;
+        let at: [u8; 8] = v.get(1..9).ok_or_else(bad)?.try_into().map_err(|_| bad())?;
+        Ok(Self {
+            seq,
+            stream,
+            at: Timestamp::from_millis(u64::from_be_bytes(at)),
+            data: v[9..].to_vec(),
+        })
+    }
+}
+
+/// The daemon's handle on the store, for reads. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<Database>,
+}
+
+impl Store {
+    /// Opens (or creates) the store, refusing a file held by another daemon or written by a newer
+    /// bosun, and creates every table so reads never meet a missing one.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let db = match Database::create(path) {
+            Ok(db) => db,
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(StoreError::AlreadyOpen),
+            Err(e) => return Err(StoreError::Db(e.into())),
+        };
+        let txn = db.begin_write()?;
+        {
+            let mut meta = txn.open_table(META)?;
+            let found = meta
+                .get("schema_version")?
+                .map(|v| {
+                    v.value()
+                        .try_into()
+                        .map(u64::from_be_bytes)
+                        .map_err(|_| StoreError::Corrupt("schema_version is malformed".into()))
+                })
+                .transpose()?;
+            match found {
+                Some(v) if v > SCHEMA_VERSION => return Err(StoreError::NewerSchema { found: v }),
+                Some(_) => {}
+                None => {
+                    meta.insert("schema_version", SCHEMA_VERSION.to_be_bytes().as_slice())?;
+                }
+            }
+            txn.open_table(RUNS)?;
+            txn.open_table(RUN_LOG)?;
+        }
+        txn.commit()?;
+        Ok(Self { db: Arc::new(db) })
+    }
+
+    pub(crate) fn db(&self) -> &Database {
+        &self.db
+    }
+
+    /// One run's record.
+    pub fn run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(RUNS)?;
+        let key = id.to_string();
+        let Some(v) = table.get(key.as_str())? else {
+            return Ok(None);
+        };
+        RunRecord::decode(v.value()).map(Some)
+    }
+
+    /// Every run record, in id order.
+    pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(RUNS)?;
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (_, v) = entry?;
+            out.push(RunRecord::decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The ids of runs whose id starts with `prefix`, at most `limit` of them.
+    pub fn run_ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(RUNS)?;
+        let mut out = Vec::new();
+        for entry in table.range(prefix..)? {
+            let (k, _) = entry?;
+            let key = k.value();
+            if !key.starts_with(prefix) || out.len() >= limit {
+                break;
+            }
+            if let Ok(id) = key.parse() {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Up to `max_chunks` chunks (and about `max_bytes`) of a run's log from `from_seq` on,
+    /// stopping after `to_seq`.
+    pub fn log_range(
+        &self,
+        id: RunId,
+        from_seq: u64,
+        to_seq: u64,
+        max_chunks: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<LogChunk>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(RUN_LOG)?;
+        let key = id.to_string();
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for entry in table.range((key.as_str(), from_seq)..=(key.as_str(), to_seq))? {
+            let (k, v) = entry?;
+            let chunk = LogChunk::decode_value(k.value().1, v.value())?;
+            bytes += chunk.data.len();
+            out.push(chunk);
+            if out.len() >= max_chunks || bytes >= max_bytes {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The seq of a run's last stored chunk (0 when it has none).
+    pub fn last_log_seq(&self, id: RunId) -> Result<u64, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(RUN_LOG)?;
+        let key = id.to_string();
+        let last = table
+            .range((key.as_str(), 0)..=(key.as_str(), u64::MAX))?
+            .next_back()
+            .transpose()?
+            .map(|(k, _)| k.value().1);
+        Ok(last.unwrap_or(0))
+    }
+}

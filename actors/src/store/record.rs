@@ -1,0 +1,101 @@
+//! The stored form of a run. Only `bosund` reads and writes it; what the UI sees is the
+//! protocol's `RunView`, made from it.
+
+use std::path::PathBuf;
+
+use bosun_shared::process::ProcessIdentity;
+use bosun_shared::protocol::runner::{StopLadder, StopOrder};
+use bosun_shared::protocol::ui::RunView;
+use bosun_shared::run::{ExitInfo, RunState};
+use bosun_shared::{RunId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use super::StoreError;
+
+/// The program of a run as the runner reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub pid: i32,
+    pub pgid: i32,
+    pub start_time: u64,
+}
+
+impl ProcessInfo {
+    pub fn leader(&self) -> ProcessIdentity {
+        ProcessIdentity {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+}
+
+/// Everything bosun keeps about a run. Environment *values* are not kept (only names): the
+/// plan that carried them is gone once the runner has it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: RunId,
+    pub name: Option<String>,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env_names: Vec<String>,
+    pub time_cap_ms: Option<u64>,
+    pub ladder: StopLadder,
+    pub state: RunState,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    /// The runner, recorded before it is handed its plan.
+    pub runner: Option<ProcessIdentity>,
+    /// The program, as the runner reported it.
+    pub process: Option<ProcessInfo>,
+    /// SHA-256 of the runner's token, to check it when it reconnects after a restart.
+    pub token_digest: String,
+    /// A stop asked for and not yet carried out, kept so a runner that reconnects gets it.
+    pub stop: Option<StopOrder>,
+    pub exit: Option<ExitInfo>,
+    /// The last committed output seq, set when the run ends (live runs: the log hub has it).
+    pub last_seq: u64,
+    /// Files of the run that hold secrets: deleted by the runner at the end, or at startup
+    /// after a crash.
+    pub secret_files: Vec<PathBuf>,
+}
+
+impl RunRecord {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        // Serializing plain data to JSON cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
+        serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("run record: {e}")))
+    }
+
+    /// The record as the UI shows it, with `last_seq` given by whoever knows it best.
+    pub fn view(&self, last_seq: u64) -> RunView {
+        RunView {
+            id: self.id,
+            short_id: self.id.short(),
+            name: self.name.clone(),
+            state: self.state.name().to_string(),
+            outcome: self.state.outcome(),
+            exit: self.exit.clone(),
+            program: self.program.clone(),
+            args: self.args.clone(),
+            cwd: self.cwd.clone(),
+            created_at: self.created_at,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            pid: self.process.map(|p| p.pid),
+            pgid: self.process.map(|p| p.pgid),
+            time_cap_ms: self.time_cap_ms,
+            last_seq: last_seq.max(self.last_seq),
+            stop_reason: match self.state {
+                RunState::Stopping => self.stop.as_ref().map(|s| s.reason.clone()),
+                RunState::Queued | RunState::Starting | RunState::Running | RunState::Exited(_) => {
+                    None
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! The runner's link to `bosund`: connect, say hello, resend whatever is not acked, stream new
+//! frames, take acks and stop orders, and reconnect with backoff whenever the daemon goes away.
+//!
+//! The link ends only when the daemon has acked the run's exit, or when the daemon refuses the
+//! runner outright (it does not know the run): then nobody will ever read the output, and the
+//! runner ends the program instead of waiting forever.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bosun_shared::protocol::frame::encode_frame;
+use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg, Started, StopOrder};
+use bosun_shared::protocol::socket::{self, ReadHalf};
+use bosun_shared::protocol::{
+    ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
+};
+use bosun_shared::run::ExitInfo;
+use bosun_shared::{RunId, RunToken};
+use tokio::sync::{Notify, mpsc};
+
+use crate::outbox::Outbox;
+
+const BACKOFF_FIRST: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_millis(500);
+
+/// What the link shares with the rest of the runner.
+pub struct LinkState {
+    pub outbox: Arc<Mutex<Outbox>>,
+    pub wake: Arc<Notify>,
+    pub started: Mutex<Option<Started>>,
+    pub exit: Mutex<Option<ExitInfo>>,
+    pub stops: mpsc::UnboundedSender<StopOrder>,
+}
+
+/// How the link ended.
+#[derive(Debug)]
+pub enum LinkEnd {
+    /// The daemon recorded the exit.
+    ExitAcked,
+    /// The daemon refused this runner; nothing it sends will be kept.
+    Refused(String),
+}
+
+enum SessionEnd {
+    ExitAcked,
+    Lost(String),
+    Refused(String),
+}
+
+pub async fn run_link(
+    socket: PathBuf,
+    run_id: RunId,
+    token: RunToken,
+    state: Arc<LinkState>,
+) -> LinkEnd {
+    let mut backoff = BACKOFF_FIRST;
+    let mut last_problem = String::new();
+    loop {
+        match socket::connect(&socket).await {
+            Ok(stream) => {
+                backoff = BACKOFF_FIRST;
+                match session(stream, run_id, &token, &state).await {
+                    SessionEnd::ExitAcked => return LinkEnd::ExitAcked,
+                    SessionEnd::Refused(why) => return LinkEnd::Refused(why),
+                    SessionEnd::Lost(why) => {
+                        if why != last_problem {
+                            eprintln!("bosun-runner: lost the daemon ({why}); reconnecting");
+                            last_problem = why;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                let why = format!("cannot reach {}: {e}", socket.display());
+                if why != last_problem {
+                    eprintln!("bosun-runner: {why}; retrying");
+                    last_problem = why;
+                }
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+async fn session(
+    stream: interprocess::local_socket::tokio::Stream,
+    run_id: RunId,
+    token: &RunToken,
+    state: &LinkState,
+) -> SessionEnd {
+    let (r, w) = socket::split(stream);
+    let mut writer = FrameWriter::new(w);
+    let mut reader = FrameReader::new(r);
+    let hello = Hello {
+        protocol_version: PROTOCOL_VERSION,
+        role: Role::Runner {
+            run_id,
+            token: token.clone(),
+        },
+    };
+    if let Err(e) = writer.send_now(&hello).await {
+        return SessionEnd::Lost(e.to_string());
+    }
+    let welcome = match reader.read::<HelloReply>().await {
+        Ok(Some(HelloReply::Welcome(w))) => w,
+        Ok(Some(HelloReply::Refused(e))) => {
+            return match e.code {
+                ErrorCode::NotFound | ErrorCode::Unauthorized | ErrorCode::ProtocolVersion => {
+                    SessionEnd::Refused(e.message)
+                }
+                _ => SessionEnd::Lost(e.message),
+            };
+        }
+        Ok(None) => return SessionEnd::Lost("the daemon closed the connection".into()),
+        Err(e) => return SessionEnd::Lost(e.to_string()),
+    };
+    if let Ok(mut outbox) = state.outbox.lock() {
+        if let Err(e) = outbox.ack(welcome.acked_seq) {
+            eprintln!("bosun-runner: spool: {e}");
+        }
+    }
+    if let Some(stop) = welcome.stop {
+        let _ = state.stops.send(stop);
+    }
+
+    let (msgs_tx, mut msgs) = mpsc::unbounded_channel();
+    let reader_task = tokio::spawn(read_daemon(reader, msgs_tx));
+    let end = pump(state, &mut writer, &mut msgs, welcome.started_recorded).await;
+    reader_task.abort();
+    end
+}
+
+/// Sends what is due and handles what the daemon says, until the session ends.
+async fn pump(
+    state: &LinkState,
+    writer: &mut FrameWriter<socket::WriteHalf>,
+    msgs: &mut mpsc::UnboundedReceiver<io::Result<DaemonMsg>>,
+    mut started_acked: bool,
+) -> SessionEnd {
+    let mut next_seq = state.outbox.lock().map(|o| o.acked() + 1).unwrap_or(1);
+    let mut started_sent = false;
+    let mut exit_sent = false;
+    loop {
+        // The start first, so the daemon sees the program running before its output.
+        if !started_acked && !started_sent {
+            let started = state.started.lock().ok().and_then(|s| *s);
+            if let Some(s) = started {
+                if let Err(e) = writer.send(&RunnerMsg::Started(s)).await {
+                    return SessionEnd::Lost(e.to_string());
+                }
+                started_sent = true;
+            }
+        }
+        loop {
+            let frame = match state.outbox.lock() {
+                Ok(o) => o.frame(next_seq),
+                Err(_) => Ok(None),
+            };
+            match frame {
+                Ok(Some(f)) => {
+                    if let Err(e) = writer.send_encoded(&f).await {
+                        return SessionEnd::Lost(e.to_string());
+                    }
+                    next_seq += 1;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!("bosun-runner: spool: {e}");
+                    break;
+                }
+            }
+        }
+        if !exit_sent {
+            let all_acked = state.outbox.lock().map(|o| o.all_acked()).unwrap_or(false);
+            let exit = state.exit.lock().ok().and_then(|e| e.clone());
+            if let (true, Some(exit)) = (all_acked, exit) {
+                let frame = encode_frame(&RunnerMsg::Exited(exit)).unwrap_or_default();
+                if let Err(e) = writer.send_encoded(&frame).await {
+                    return SessionEnd::Lost(e.to_string());
+                }
+                exit_sent = true;
+            }
+        }
+        if let Err(e) = writer.flush().await {
+            return SessionEnd::Lost(e.to_string());
+        }
+        tokio::select! {
+            msg = msgs.recv() => match msg {
+                Some(Ok(DaemonMsg::Ack { seq })) => {
+                    if let Ok(mut o) = state.outbox.lock() {
+                        if let Err(e) = o.ack(seq) {
+                            eprintln!("bosun-runner: spool: {e}");
+                        }
+                    }
+                }
+                Some(Ok(DaemonMsg::StartedAck)) => started_acked = true,
+                Some(Ok(DaemonMsg::Stop(order))) => { let _ = state.stops.send(order); }
+                Some(Ok(DaemonMsg::ExitAck)) => return SessionEnd::ExitAcked,
+                Some(Err(e)) => return SessionEnd::Lost(e.to_string()),
+                None => return SessionEnd::Lost("the daemon closed the connection".into()),
+            },
+            _ = state.wake.notified() => {}
+        }
+    }
+}
+
+/// Reads the daemon's messages into a channel, so that the pump never cancels a half-read frame.
+async fn read_daemon(
+    mut reader: FrameReader<ReadHalf>,
+    tx: mpsc::UnboundedSender<io::Result<DaemonMsg>>,
+) {
+    loop {
+        let msg = match reader.read::<DaemonMsg>().await {
+            Ok(Some(m)) => Ok(m),
+            Ok(None) => return,
+            Err(e) => Err(io::Error::other(e.to_string())),
+        };
+        let failed = msg.is_err();
+        if tx.send(msg).is_err() || failed {
+            return;
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! `bosun-runner`: carries out one run's launch plan.
+//!
+//! The daemon starts one runner per run and hands it the plan on stdin. The runner leaves the
+//! daemon's session (so the run outlives a crash of `bosund` and no terminal signal reaches it),
+//! makes itself a child subreaper (so grandchildren that escape into process groups of their own
+//! are still its to end), starts the program in a process group of its own with stdin at
+//! `/dev/null`, relays its output, enforces the time cap and the stop ladder, and when the
+//! program has exited, SIGKILLs whatever it left, deletes the run's secret files, reports the
+//! exit, waits for the daemon's ack and exits.
+
+mod link;
+mod outbox;
+mod relay;
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bosun_shared::RUN_MARKER_ENV;
+use bosun_shared::Timestamp;
+use bosun_shared::process::{self, ProcessIdentity, SweepTarget};
+use bosun_shared::protocol::FrameReader;
+use bosun_shared::protocol::runner::{LaunchPlan, StopOrder};
+use bosun_shared::run::{ExitInfo, Outcome, signal_name};
+use bosun_shared::time::format_duration;
+use nix::sys::signal::Signal;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::link::{LinkEnd, LinkState};
+use crate::outbox::Outbox;
+use crate::relay::Sink;
+
+/// Unacked output kept in memory before it goes to the spool file.
+const OUTBOX_MEMORY: usize = 8 * 1024 * 1024;
+/// How long the final sweep keeps killing before it gives up on survivors.
+const SWEEP_DEADLINE: Duration = Duration::from_secs(5);
+/// How long the relay may go on reading after the sweep, for output still in the pipes.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+fn main() -> ExitCode {
+    // Before any thread exists: a session of our own (we are not a group leader, so this
+    // succeeds), and orphans of the run come to us rather than to init.
+    let _ = nix::unistd::setsid();
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        eprintln!("bosun-runner: could not become a child subreaper: {e}");
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bosun-runner: could not start: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bosun-runner: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Why the program is being stopped, once it is.
+struct Stopping {
+    outcome: Outcome,
+    reason: String,
+}
+
+async fn run() -> Result<(), String> {
+    let mut stdin = FrameReader::new(tokio::io::stdin());
+    let plan: LaunchPlan = match stdin.read().await {
+        Ok(Some(plan)) => plan,
+        Ok(None) => return Err("no launch plan arrived on stdin".into()),
+        Err(e) => return Err(format!("the launch plan on stdin is not valid: {e}")),
+    };
+    drop(stdin);
+
+    let outbox = Arc::new(Mutex::new(Outbox::new(
+        plan.run_dir.join("spool"),
+        OUTBOX_MEMORY,
+    )));
+    let wake = Arc::new(Notify::new());
+    let (stops_tx, mut stops) = mpsc::unbounded_channel::<StopOrder>();
+    let state = Arc::new(LinkState {
+        outbox: outbox.clone(),
+        wake: wake.clone(),
+        started: Mutex::new(None),
+        exit: Mutex::new(None),
+        stops: stops_tx,
+    });
+    let link = tokio::spawn(link::run_link(
+        plan.socket.clone(),
+        plan.run_id,
+        plan.token.clone(),
+        state.clone(),
+    ));
+
+    let exit = match start_program(&plan) {
+        Err(reason) => ExitInfo {
+            outcome: Outcome::Failed,
+            code: None,
+            signal: None,
+            reason,
+        },
+        Ok(mut child) => {
+            let me = ProcessIdentity::of(std::process::id() as i32);
+            let pid = child.id().map(|p| p as i32).unwrap_or(0);
+            let leader = ProcessIdentity::of(pid);
+            if let Some(l) = leader {
+                *lock(&state.started) = Some(bosun_shared::protocol::runner::Started {
+                    pid,
+                    pgid: pid,
+                    start_time: l.start_time,
+                    at: Timestamp::now(),
+                });
+                wake.notify_one();
+            }
+            let sink = Sink {
+                outbox: outbox.clone(),
+                wake: wake.clone(),
+            };
+            let (finish_tx, finish_rx) = oneshot::channel();
+            let relay = match (child.stdout.take(), child.stderr.take()) {
+                (Some(out), Some(err)) => {
+                    Some(tokio::spawn(relay::relay(out, err, sink, finish_rx)))
+                }
+                _ => None,
+            };
+            let (status, stopping) = supervise(&mut child, &plan, pid, &mut stops).await;
+
+            // The program is gone: end whatever it left, then let the relay drain the pipes.
+            let target = SweepTarget {
+                marker: Some(plan.run_id.to_string()),
+                runner: me,
+                group_leader: leader,
+                reap_children: true,
+            };
+            let report =
+                tokio::task::spawn_blocking(move || process::sweep(&target, SWEEP_DEADLINE))
+                    .await
+                    .unwrap_or_default();
+            if report.survivors > 0 {
+                eprintln!(
+                    "bosun-runner: {} process(es) of the run would not die",
+                    report.survivors
+                );
+            }
+            if let Some(relay) = relay {
+                let drained = tokio::time::timeout(DRAIN_GRACE, async {
+                    let mut relay = relay;
+                    tokio::select! {
+                        _ = &mut relay => {}
+                        _ = tokio::time::sleep(DRAIN_GRACE / 2) => {
+                            let _ = finish_tx.send(());
+                            let _ = relay.await;
+                        }
+                    }
+                })
+                .await;
+                if drained.is_err() {
+                    eprintln!("bosun-runner: output pipes did not close");
+                }
+            }
+            exit_info(status, stopping)
+        }
+    };
+
+    delete_secret_files(&plan);
+    *lock(&state.exit) = Some(exit);
+    wake.notify_one();
+    match link.await {
+        Ok(LinkEnd::ExitAcked) => {}
+        Ok(LinkEnd::Refused(why)) => eprintln!("bosun-runner: the daemon refused this run: {why}"),
+        Err(e) => eprintln!("bosun-runner: the link failed: {e}"),
+    }
+    lock(&outbox).remove_spool();
+    Ok(())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Writes the plan's files and starts the program in a process group of its own.
+fn start_program(plan: &LaunchPlan) -> Result<tokio::process::Child, String> {
+    for file in &plan.files {
+        write_private_file(&file.path, file.contents.as_bytes())
+            .map_err(|e| format!("could not write {}: {e}", file.path.display()))?;
+    }
+    if !plan.cwd.is_dir() {
+        return Err(format!(
+            "could not start `{}`: the working directory {} does not exist",
+            plan.program,
+            plan.cwd.display()
+        ));
+    }
+    let mut cmd = tokio::process::Command::new(&plan.program);
+    cmd.args(&plan.args)
+        .env_clear()
+        .envs(plan.env.iter().map(|(k, v)| (k, v)))
+        .env(RUN_MARKER_ENV, plan.run_id.to_string())
+        .current_dir(&plan.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    cmd.spawn().map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such program (looked in the run's PATH)".into(),
+            std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+            _ => e.to_string(),
+        };
+        format!("could not start `{}`: {why}", plan.program)
+    })
+}
+
+fn write_private_file(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        bosun_shared::paths::create_private_dir(parent)?;
+    }
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(contents)?;
+    f.sync_all()
+}
+
+fn delete_secret_files(plan: &LaunchPlan) {
+    for file in plan.files.iter().filter(|f| f.secret) {
+        match fs::remove_file(&file.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => eprintln!(
+                "bosun-runner: could not delete {}: {e}",
+                file.path.display()
+            ),
+        }
+    }
+}
+
+/// Waits for the program to exit, carrying out stop orders, the time cap and the runner's own
+/// signals by the ladder meanwhile.
+async fn supervise(
+    child: &mut tokio::process::Child,
+    plan: &LaunchPlan,
+    pgid: i32,
+    stops: &mut mpsc::UnboundedReceiver<StopOrder>,
+) -> (Option<std::process::ExitStatus>, Option<Stopping>) {
+    let cap = plan.time_cap_ms.map(Duration::from_millis);
+    let cap_at = cap.map(|c| tokio::time::Instant::now() + c);
+    let far = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
+    let mut stopping: Option<Stopping> = None;
+    let mut ladder: Option<tokio::task::JoinHandle<()>> = None;
+    let mut sigterm = signal(SignalKind::terminate()).ok();
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    let mut sighup = signal(SignalKind::hangup()).ok();
+
+    let status = loop {
+        let mut start_ladder = |stopping: &mut Option<Stopping>, outcome, reason: String, now| {
+            if stopping.is_none() {
+                *stopping = Some(Stopping { outcome, reason });
+                ladder = Some(tokio::spawn(run_ladder(pgid, plan.ladder, now)));
+            } else if now {
+                let _ = process::signal_group(pgid, Signal::SIGKILL);
+            }
+        };
+        tokio::select! {
+            status = child.wait() => break status.ok(),
+            Some(order) = stops.recv() => {
+                start_ladder(&mut stopping, Outcome::Stopped, order.reason, order.immediate);
+            }
+            _ = tokio::time::sleep_until(cap_at.unwrap_or(far)), if cap_at.is_some() && stopping.is_none() => {
+                let reason = format!("time cap {} reached", cap.map(format_duration).unwrap_or_default());
+                start_ladder(&mut stopping, Outcome::TimedOut, reason, false);
+            }
+            Some(()) = recv_signal(&mut sigterm) => {
+                start_ladder(&mut stopping, Outcome::Stopped, "the runner was sent SIGTERM".into(), false);
+            }
+            Some(()) = recv_signal(&mut sigint) => {
+                start_ladder(&mut stopping, Outcome::Stopped, "the runner was sent SIGINT".into(), false);
+            }
+            Some(()) = recv_signal(&mut sighup) => {}
+        }
+    };
+    if let Some(l) = ladder {
+        l.abort();
+    }
+    (status, stopping)
+}
+
+async fn recv_signal(sig: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match sig {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// SIGINT, wait, SIGTERM, wait, SIGKILL, to the program's whole process group. Aborted as soon
+/// as the program exits.
+async fn run_ladder(pgid: i32, ladder: bosun_shared::protocol::runner::StopLadder, now: bool) {
+    if !now {
+        for (sig, grace) in [
+            (Signal::SIGINT, ladder.int_grace_ms),
+            (Signal::SIGTERM, ladder.term_grace_ms),
+        ] {
+            if !process::signal_group(pgid, sig).unwrap_or(false) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(grace)).await;
+        }
+    }
+    let _ = process::signal_group(pgid, Signal::SIGKILL);
+}
+
+fn exit_info(status: Option<std::process::ExitStatus>, stopping: Option<Stopping>) -> ExitInfo {
+    let code = status.and_then(|s| s.code());
+    let signal = status.and_then(|s| s.signal());
+    let (outcome, reason) = match stopping {
+        Some(s) => (s.outcome, s.reason),
+        None => match (code, signal) {
+            (Some(0), _) => (Outcome::Succeeded, "exited with status 0".to_string()),
+            (Some(c), _) => (Outcome::Failed, format!("exited with status {c}")),
+            (None, Some(sig)) => (Outcome::Failed, format!("killed by {}", signal_name(sig))),
+            (None, None) => (Outcome::Failed, "ended in an unknown way".to_string()),
+        },
+    };
+    ExitInfo {
+        outcome,
+        code,
+        signal,
+        reason,
+    }
+}

@@ -1,0 +1,231 @@
+//! Relays the program's stdout and stderr into the outbox as sequence-numbered chunks.
+//!
+//! Both pipes are read by one task, so chunks get their seqs in the order output arrived. A
+//! chunk holds whole lines, gathered for a few milliseconds so that a program writing one line
+//! per write still makes few, large chunks (per-chunk costs, not bytes, are what limit
+//! throughput). What follows the last newline waits for the rest of its line, but no longer
+//! than [`PARTIAL_FLUSH`] (a prompt or a progress bar must show up live), and a line longer than
+//! [`MAX_LINE`] is split. Bytes are kept as they are; a split falls on a UTF-8 character
+//! boundary when there is one nearby.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bosun_shared::Timestamp;
+use bosun_shared::protocol::LogBytes;
+use bosun_shared::protocol::frame::encode_frame;
+use bosun_shared::protocol::runner::{OutputChunk, RunnerMsg};
+use bosun_shared::run::Stream;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+
+use crate::outbox::Outbox;
+
+/// How long a line without its newline waits before it is sent as it is.
+const PARTIAL_FLUSH: Duration = Duration::from_millis(100);
+/// How long whole lines wait for more before they are sent.
+const BATCH_DELAY: Duration = Duration::from_millis(5);
+/// Whole lines are sent at once when this many bytes of them are waiting.
+const BATCH_BYTES: usize = 48 * 1024;
+/// The longest piece of a single line sent as one chunk.
+pub const MAX_LINE: usize = 64 * 1024;
+const READ_BUF: usize = 64 * 1024;
+
+/// Where chunks go: the outbox, and a nudge to the link that there is something to send.
+#[derive(Clone)]
+pub struct Sink {
+    pub outbox: Arc<Mutex<Outbox>>,
+    pub wake: Arc<Notify>,
+}
+
+impl Sink {
+    fn emit(&self, stream: Stream, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        let at = Timestamp::now();
+        let pushed = match self.outbox.lock() {
+            Ok(mut outbox) => outbox.push(|seq| {
+                let msg = RunnerMsg::Output(OutputChunk {
+                    seq,
+                    stream,
+                    at,
+                    data: LogBytes(bytes),
+                });
+                // A chunk is at most 128 KiB, far under the frame limit, and JSON encoding of
+                // these types cannot fail; an empty frame would be refused by the daemon.
+                encode_frame(&msg).unwrap_or_default()
+            }),
+            Err(_) => return,
+        };
+        if let Err(e) = pushed {
+            eprintln!("bosun-runner: could not keep output for the daemon: {e}");
+        }
+        self.wake.notify_one();
+    }
+}
+
+/// What one stream has read and not sent yet: complete lines first, then the start of a line
+/// whose newline has not come.
+struct Pending {
+    stream: Stream,
+    buf: Vec<u8>,
+    /// `buf[..complete]` ends with a newline.
+    complete: usize,
+    /// When complete lines started waiting in `buf`.
+    lines_since: Option<Instant>,
+    /// When an unfinished line started waiting.
+    partial_since: Option<Instant>,
+}
+
+impl Pending {
+    fn new(stream: Stream) -> Self {
+        Self {
+            stream,
+            buf: Vec::new(),
+            complete: 0,
+            lines_since: None,
+            partial_since: None,
+        }
+    }
+
+    /// Takes in freshly read bytes. Whole lines wait a moment (up to [`BATCH_DELAY`] or
+    /// [`BATCH_BYTES`]) so that a program writing line by line still makes few, large chunks.
+    fn feed(&mut self, data: &[u8], sink: &Sink) {
+        let now = Instant::now();
+        let old_len = self.buf.len();
+        self.buf.extend_from_slice(data);
+        if let Some(pos) = data.iter().rposition(|&b| b == b'\n') {
+            self.complete = old_len + pos + 1;
+            self.lines_since.get_or_insert(now);
+        }
+        if self.complete >= BATCH_BYTES {
+            self.send_lines(sink);
+        }
+        while self.buf.len() - self.complete >= MAX_LINE {
+            // A line too long to wait for: send what is before it, then a piece of it.
+            self.send_lines(sink);
+            let cut = char_boundary_at_most(&self.buf, MAX_LINE);
+            let rest = self.buf.split_off(cut);
+            sink.emit(self.stream, std::mem::replace(&mut self.buf, rest));
+        }
+        self.partial_since = if self.buf.len() > self.complete {
+            self.partial_since.or(Some(now))
+        } else {
+            None
+        };
+    }
+
+    /// Sends the complete lines waiting, if any.
+    fn send_lines(&mut self, sink: &Sink) {
+        if self.complete > 0 {
+            let rest = self.buf.split_off(self.complete);
+            sink.emit(self.stream, std::mem::replace(&mut self.buf, rest));
+            self.complete = 0;
+        }
+        self.lines_since = None;
+    }
+
+    /// Sends everything waiting, an unfinished line included.
+    fn send_all(&mut self, sink: &Sink) {
+        self.complete = 0;
+        self.lines_since = None;
+        self.partial_since = None;
+        sink.emit(self.stream, std::mem::take(&mut self.buf));
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let lines = self.lines_since.map(|t| t + BATCH_DELAY);
+        let partial = self.partial_since.map(|t| t + PARTIAL_FLUSH);
+        lines.into_iter().chain(partial).min()
+    }
+
+    /// Sends what is due at `now`.
+    fn on_timer(&mut self, now: Instant, sink: &Sink) {
+        if self.partial_since.is_some_and(|t| t + PARTIAL_FLUSH <= now) {
+            self.send_all(sink);
+        } else if self.lines_since.is_some_and(|t| t + BATCH_DELAY <= now) {
+            self.send_lines(sink);
+        }
+    }
+}
+
+/// The largest cut at or below `max` that does not split a UTF-8 character, or `max` itself
+/// when the bytes there are not UTF-8.
+fn char_boundary_at_most(buf: &[u8], max: usize) -> usize {
+    (max.saturating_sub(3)..=max)
+        .rev()
+        .find(|&i| i < buf.len() && (buf[i] & 0xC0) != 0x80)
+        .unwrap_or(max)
+}
+
+/// Reads both pipes until both are closed, or until `finish` fires (the program is gone and
+/// something outside the run still holds a pipe open): then what is pending is sent and the
+/// relay ends.
+pub async fn relay(
+    mut stdout: impl AsyncRead + Unpin,
+    mut stderr: impl AsyncRead + Unpin,
+    sink: Sink,
+    mut finish: oneshot::Receiver<()>,
+) {
+    let mut out = Pending::new(Stream::Stdout);
+    let mut err = Pending::new(Stream::Stderr);
+    let mut out_buf = vec![0u8; READ_BUF];
+    let mut err_buf = vec![0u8; READ_BUF];
+    let (mut out_open, mut err_open) = (true, true);
+    let far = || Instant::now() + Duration::from_secs(3600);
+    while out_open || err_open {
+        let deadline = [out.deadline(), err.deadline()]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or_else(far);
+        tokio::select! {
+            r = stdout.read(&mut out_buf), if out_open => match r {
+                Ok(n) if n > 0 => {
+                    // Lines of the other stream that came first go first.
+                    err.send_lines(&sink);
+                    out.feed(&out_buf[..n], &sink);
+                }
+                Ok(_) | Err(_) => { out.send_all(&sink); out_open = false; }
+            },
+            r = stderr.read(&mut err_buf), if err_open => match r {
+                Ok(n) if n > 0 => {
+                    out.send_lines(&sink);
+                    err.feed(&err_buf[..n], &sink);
+                }
+                Ok(_) | Err(_) => { err.send_all(&sink); err_open = false; }
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                let now = Instant::now();
+                out.on_timer(now, &sink);
+                err.on_timer(now, &sink);
+            },
+            _ = &mut finish => break,
+        }
+    }
+    out.send_all(&sink);
+    err.send_all(&sink);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_never_splits_a_character() {
+        let text = "aé".repeat(10);
+        let bytes = text.as_bytes();
+        for max in 1..bytes.len() {
+            let cut = char_boundary_at_most(bytes, max);
+            assert!(
+                std::str::from_utf8(&bytes[..cut]).is_ok(),
+                "max {max} cut {cut}"
+            );
+            assert!(cut + 3 >= max);
+        }
+        let binary = [0x80u8; 10];
+        assert_eq!(char_boundary_at_most(&binary, 5), 5);
+    }
+}

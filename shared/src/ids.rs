@@ -1,0 +1,148 @@
+//! Typed ids. Each id is a newtype with a private field, so a run id can never be passed where a
+//! chat id is expected, and each knows how it is written at the UI.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// A run's id: 128 random bits, written as 26 lower-case Crockford base32 characters. The UI shows
+/// the first 8 and accepts any unique prefix. The bits are random rather than time-ordered so that
+/// the first few characters tell runs apart; listings sort by creation time instead.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RunId(ulid::Ulid);
+
+impl RunId {
+    /// A fresh random id.
+    pub fn new() -> Self {
+        Self(ulid::Ulid::from(rand::random::<u128>()))
+    }
+
+    /// The full lower-case form, as stored and as used for the run's directory.
+    pub fn as_string(&self) -> String {
+        self.0.to_string().to_ascii_lowercase()
+    }
+
+    /// The short form shown in listings: the first 8 characters (40 bits).
+    pub fn short(&self) -> String {
+        let mut full = self.as_string();
+        full.truncate(8);
+        full
+    }
+}
+
+impl Default for RunId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.as_string())
+    }
+}
+
+impl fmt::Debug for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RunId({self})")
+    }
+}
+
+/// Why a string is not a run id.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{0}` is not a run id (run ids are 26 letters and digits, such as 01jd2k6w9q3m8y7x5v4t3s2r1p)"
+)]
+pub struct BadRunId(String);
+
+impl FromStr for RunId {
+    type Err = BadRunId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ulid::Ulid::from_string(&s.to_ascii_uppercase())
+            .map(Self)
+            .map_err(|_| BadRunId(s.to_string()))
+    }
+}
+
+impl TryFrom<String> for RunId {
+    type Error = BadRunId;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<RunId> for String {
+    fn from(id: RunId) -> Self {
+        id.as_string()
+    }
+}
+
+/// The secret a runner proves itself with when it connects back to `bosund`. It reaches the
+/// runner only through its stdin; the store keeps only its SHA-256 ([`RunToken::digest`]).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunToken(String);
+
+impl RunToken {
+    /// 32 random bytes, hex encoded.
+    pub fn generate() -> Self {
+        let bytes: [u8; 32] = rand::random();
+        Self(hex(&bytes))
+    }
+
+    /// The digest kept in the store, to check a reconnecting runner after a daemon restart.
+    pub fn digest(&self) -> String {
+        hex(&Sha256::digest(self.0.as_bytes()))
+    }
+}
+
+impl fmt::Debug for RunToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RunToken(…)")
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_id_round_trips_through_its_lower_case_form() {
+        let id = RunId::new();
+        let text = id.to_string();
+        assert_eq!(text.len(), 26);
+        assert_eq!(text, text.to_ascii_lowercase());
+        assert_eq!(text.parse::<RunId>().ok(), Some(id));
+        let json = serde_json::to_string(&id).unwrap_or_default();
+        assert_eq!(json, format!("\"{text}\""));
+    }
+
+    #[test]
+    fn run_id_refuses_garbage_with_an_example() {
+        let err = "nope"
+            .parse::<RunId>()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("`nope` is not a run id"), "{err}");
+    }
+
+    #[test]
+    fn token_digest_is_stable_and_debug_hides_the_token() {
+        let t = RunToken::generate();
+        assert_eq!(t.digest(), t.digest());
+        assert_eq!(format!("{t:?}"), "RunToken(…)");
+    }
+}

@@ -1,0 +1,20 @@
+//! bosun-shared: what every bosun process agrees on.
+//!
+//! This crate owns the typed ids, the domain types of a run, the wire protocols with their one
+//! frame codec, the plain-words error shape that crosses every socket, the state-directory layout,
+//! and the process-group helpers. It depends on nothing else of bosun's, and it stays small:
+//! `bosun-runner` links it, and a runner must stay a few megabytes.
+
+pub mod ids;
+pub mod paths;
+pub mod process;
+pub mod protocol;
+pub mod run;
+pub mod time;
+
+pub use ids::{RunId, RunToken};
+pub use time::Timestamp;
+
+/// The environment variable that marks every process a run starts, so that a sweep after a crash
+/// can find processes that escaped the run's process group and session.
+pub const RUN_MARKER_ENV: &str = "BOSUN_RUN_ID";

@@ -1,0 +1,67 @@
+//! The wire protocols and their one frame codec.
+//!
+//! Every socket of bosun speaks the same frames ([`frame`]): a big-endian `u32` length, then that
+//! many bytes of JSON. A connection opens with a [`Hello`] naming the protocol version and the
+//! peer's role; the daemon answers with a [`HelloReply`]. After that, a UI speaks [`ui`] and a
+//! runner speaks [`runner`]. Protocol types are kept apart from the domain types of
+//! [`crate::run`]: they are what crosses the socket, and they change only with the version.
+
+pub mod bytes;
+pub mod error;
+pub mod frame;
+pub mod runner;
+pub mod socket;
+pub mod ui;
+
+use serde::{Deserialize, Serialize};
+
+pub use bytes::LogBytes;
+pub use error::{ErrorCode, WireError};
+pub use frame::{FrameError, FrameReader, FrameWriter, MAX_FRAME_LEN};
+
+use crate::{RunId, RunToken};
+
+/// The version both ends must speak. Raise it with any change a peer of the old version would
+/// misread.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The first frame of every connection, from the connecting side.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol_version: u32,
+    pub role: Role,
+}
+
+/// Who is connecting.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Role {
+    /// A person's tool: the `bosun` command line or the web UI.
+    Ui,
+    /// The runner of one run, proving itself with the token it was given on stdin.
+    Runner { run_id: RunId, token: RunToken },
+}
+
+/// The daemon's answer to a [`Hello`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HelloReply {
+    Welcome(Welcome),
+    Refused(WireError),
+}
+
+/// The daemon accepted the connection.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Welcome {
+    pub protocol_version: u32,
+    /// The daemon's version, for `bosun daemon status`.
+    pub daemon_version: String,
+    pub daemon_pid: u32,
+    /// For a runner: the highest output seq the daemon has committed for its run, so the runner
+    /// resends everything after it. Zero when nothing is committed yet.
+    pub acked_seq: u64,
+    /// For a runner: a stop the daemon wants carried out (asked for while the runner was away).
+    pub stop: Option<runner::StopOrder>,
+    /// For a runner: whether the daemon already recorded the program's start.
+    pub started_recorded: bool,
+}

@@ -1,0 +1,127 @@
+//! The runner protocol: the launch plan on the runner's stdin, and the messages between a runner
+//! and `bosund` over the socket.
+//!
+//! The plan travels on stdin, never in argv or the environment, because both are readable by
+//! other processes in `/proc`. Output carries a sequence number per chunk; the daemon acks the
+//! highest seq it has committed, and after any reconnect the runner resends everything after the
+//! last ack, so the log has no gap and no duplicate.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::LogBytes;
+use crate::run::{ExitInfo, Stream};
+use crate::{RunId, RunToken, Timestamp};
+
+/// Everything a runner needs to carry out one run. The runner executes the plan and nothing else.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LaunchPlan {
+    pub run_id: RunId,
+    pub token: RunToken,
+    /// The daemon's socket, to connect back to.
+    pub socket: PathBuf,
+    /// The run's own directory (0700), for its files and the output spool.
+    pub run_dir: PathBuf,
+    pub program: String,
+    pub args: Vec<String>,
+    /// The program's whole environment: nothing else is inherited.
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    /// Files to write before the program starts (mode 0600).
+    pub files: Vec<PlanFile>,
+    /// The run is stopped by its ladder when this much time has passed since the start.
+    pub time_cap_ms: Option<u64>,
+    pub ladder: StopLadder,
+}
+
+/// A file the runner writes for the program, such as a per-run config.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct PlanFile {
+    pub path: PathBuf,
+    pub contents: String,
+    /// A secret file is deleted when the run ends, and swept at startup after a crash.
+    pub secret: bool,
+}
+
+impl std::fmt::Debug for PlanFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanFile")
+            .field("path", &self.path)
+            .field("contents", &format_args!("<{} bytes>", self.contents.len()))
+            .field("secret", &self.secret)
+            .finish()
+    }
+}
+
+/// How long each rung of the stop ladder waits before the next: SIGINT, wait `int_grace_ms`,
+/// SIGTERM, wait `term_grace_ms`, SIGKILL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopLadder {
+    pub int_grace_ms: u64,
+    pub term_grace_ms: u64,
+}
+
+impl Default for StopLadder {
+    fn default() -> Self {
+        Self {
+            int_grace_ms: 5_000,
+            term_grace_ms: 5_000,
+        }
+    }
+}
+
+/// A runner's message to the daemon.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunnerMsg {
+    /// The program started. Sent again after each reconnect until the daemon has recorded it.
+    Started(Started),
+    /// A chunk of output: whole lines, unless a line was very long or no newline came for a
+    /// while.
+    Output(OutputChunk),
+    /// The program and everything it left behind are gone, and the run's secret files are
+    /// deleted. Sent after all output is acked; the runner exits after [`DaemonMsg::ExitAck`].
+    Exited(ExitInfo),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Started {
+    pub pid: i32,
+    pub pgid: i32,
+    /// The program's start time in clock ticks since boot (`/proc/<pid>/stat` field 22), so a
+    /// sweep after a crash never kills a process that merely reuses the pid.
+    pub start_time: u64,
+    pub at: Timestamp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OutputChunk {
+    pub seq: u64,
+    pub stream: Stream,
+    pub at: Timestamp,
+    pub data: LogBytes,
+}
+
+/// The daemon's message to a runner.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum DaemonMsg {
+    /// Every chunk up to and including `seq` is committed; the runner may forget them.
+    Ack { seq: u64 },
+    /// The start is recorded; the runner stops resending it.
+    StartedAck,
+    /// Stop the program by the ladder.
+    Stop(StopOrder),
+    /// The exit is recorded; the runner may exit.
+    ExitAck,
+}
+
+/// Why a run is being stopped, and how hard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopOrder {
+    /// Recorded as the run's end reason, e.g. "stopped by the person".
+    pub reason: String,
+    /// Skip the ladder and SIGKILL the group at once (a second shutdown signal).
+    pub immediate: bool,
+}

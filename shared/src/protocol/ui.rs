@@ -1,0 +1,193 @@
+//! The UI protocol: what the `bosun` command line and the web UI say to `bosund`.
+//!
+//! The client sends [`ClientFrame::Request`]s with ids it chooses; the daemon answers each with a
+//! [`ServerFrame::Response`] carrying the same id, and pushes [`ServerFrame::Event`]s for the
+//! subscriptions the client opened (a log being followed, run changes).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::runner::StopLadder;
+use super::{LogBytes, WireError};
+use crate::run::{ExitInfo, Outcome, RunState, Stream};
+use crate::{RunId, Timestamp};
+
+/// A frame from a UI to the daemon.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientFrame {
+    Request { id: u64, body: Request },
+}
+
+/// A frame from the daemon to a UI.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    Response {
+        id: u64,
+        result: ResponseResult,
+    },
+    Event(Event),
+    /// The client sent something the daemon could not read; the connection stays open unless
+    /// the code says the frame was too large.
+    Error(WireError),
+}
+
+/// The answer to one request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseResult {
+    Ok(Response),
+    Err(WireError),
+}
+
+/// What a UI can ask.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "method", content = "params", rename_all = "snake_case")]
+pub enum Request {
+    /// Start a supervised run of a program.
+    StartRun(StartRunParams),
+    /// The runs that are not over; with `all`, the finished ones too.
+    ListRuns {
+        all: bool,
+    },
+    /// One run, by full id or unique prefix.
+    GetRun {
+        run: String,
+    },
+    /// Stop a run by its ladder.
+    StopRun {
+        run: String,
+    },
+    /// Replay a run's log from a seq, and with `follow` keep streaming until the run ends.
+    FollowLog(FollowParams),
+    /// Stop a log subscription opened by [`Request::FollowLog`].
+    Unfollow {
+        sub: u64,
+    },
+    /// Receive [`Event::RunChanged`] for every run from now on.
+    SubscribeRuns,
+    DaemonStatus,
+    /// Stop every run by its ladder and exit. A second `DaemonStop` (or a second signal) makes
+    /// the stop immediate.
+    DaemonStop,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StartRunParams {
+    pub name: Option<String>,
+    pub program: String,
+    pub args: Vec<String>,
+    /// Absolute; the command line sends its own working directory when none is given.
+    pub cwd: PathBuf,
+    /// The program's whole environment.
+    pub env: Vec<(String, String)>,
+    pub time_cap_ms: Option<u64>,
+    pub ladder: Option<StopLadder>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FollowParams {
+    pub run: String,
+    /// The first seq to send; 0 or 1 sends from the start.
+    pub from_seq: u64,
+    /// Keep streaming new output until the run ends; otherwise end at what is committed now.
+    pub follow: bool,
+    /// Only this stream; both when absent.
+    pub stream: Option<Stream>,
+}
+
+/// A successful answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Response {
+    Run(RunView),
+    Runs {
+        runs: Vec<RunView>,
+    },
+    /// A log subscription opened; its events carry `sub`.
+    Following {
+        sub: u64,
+        run: RunView,
+    },
+    Done,
+    Status(DaemonStatus),
+}
+
+/// Something the daemon pushes on a subscription.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A chunk of a followed log.
+    Log {
+        sub: u64,
+        seq: u64,
+        stream: Stream,
+        at: Timestamp,
+        data: LogBytes,
+    },
+    /// The subscriber fell behind the live stream; it goes on from the store at `resume_from`,
+    /// and nothing is skipped.
+    LogLagged { sub: u64, resume_from: u64 },
+    /// The subscription is over: everything up to `last_seq` was sent. `run` is the run as it
+    /// is now (over, when following ended because the run ended).
+    LogEnd {
+        sub: u64,
+        last_seq: u64,
+        run: RunView,
+    },
+    /// A run changed state.
+    RunChanged { run: RunView },
+}
+
+/// A run as the UI shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub id: RunId,
+    pub short_id: String,
+    pub name: Option<String>,
+    /// `queued`, `starting`, `running`, `stopping` or `exited`.
+    pub state: String,
+    /// How it ended, once it has.
+    pub outcome: Option<Outcome>,
+    pub exit: Option<ExitInfo>,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    pub pid: Option<i32>,
+    pub pgid: Option<i32>,
+    pub time_cap_ms: Option<u64>,
+    /// The seq of the last committed output chunk (0 when none).
+    pub last_seq: u64,
+    /// Set while a stop is under way: why.
+    pub stop_reason: Option<String>,
+}
+
+impl RunView {
+    /// The run's state as the domain type.
+    pub fn run_state(&self) -> RunState {
+        match (self.state.as_str(), self.outcome) {
+            ("queued", _) => RunState::Queued,
+            ("starting", _) => RunState::Starting,
+            ("running", _) => RunState::Running,
+            ("stopping", _) => RunState::Stopping,
+            (_, Some(o)) => RunState::Exited(o),
+            (_, None) => RunState::Exited(Outcome::Lost),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DaemonStatus {
+    pub pid: u32,
+    pub version: String,
+    pub protocol_version: u32,
+    pub state_dir: PathBuf,
+    pub started_at: Timestamp,
+    pub live_runs: usize,
+    pub shutting_down: bool,
+}

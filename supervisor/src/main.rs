@@ -1,0 +1,202 @@
+//! `bosund`: the daemon. One per state directory; it owns the store, the actor tree and the
+//! socket. People do not usually start it themselves: `bosun` starts it when it is not running.
+
+mod ctx;
+mod listener;
+mod requests;
+mod root;
+mod session;
+
+use std::fs;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use bosun_actors::store::writer::StoreWriter;
+use bosun_actors::store::{Store, StoreError};
+use bosun_shared::Timestamp;
+use bosun_shared::paths::StateDir;
+use ractor::Actor;
+use tokio::signal::unix::{SignalKind, signal};
+use tracing::{error, info};
+
+use crate::ctx::DaemonCtx;
+use crate::root::{Root, RootMsg};
+
+const HELP: &str = "\
+bosund: the bosun daemon
+
+Usage: bosund
+
+It runs in the foreground, on the state directory named by BOSUN_HOME (else
+$XDG_STATE_HOME/bosun, else ~/.local/state/bosun), and logs to bosund.log there.
+`bosun` starts it by itself when it is not running. SIGINT or SIGTERM stops every
+run by its ladder and exits; a second one kills every run at once.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None => {}
+        Some("-h" | "--help") => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Some("-V" | "--version") => {
+            println!("bosund {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => {
+            eprintln!("bosund: unknown argument `{other}`; bosund takes none (see bosund --help)");
+            return ExitCode::from(2);
+        }
+    }
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bosund: {e:#}");
+            error!("bosund stopped: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let dirs = StateDir::from_env()?;
+    dirs.ensure()?;
+    init_logging(&dirs)?;
+    bosun_shared::process::raise_fd_limit();
+    install_panic_hook();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    runtime.block_on(serve(dirs))
+}
+
+async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
+    let store = match Store::open(&dirs.db()) {
+        Ok(s) => s,
+        Err(StoreError::AlreadyOpen) => {
+            let pid = fs::read_to_string(dirs.pid_file()).unwrap_or_default();
+            let pid = pid.trim();
+            let who = if pid.is_empty() {
+                String::new()
+            } else {
+                format!(" (pid {pid})")
+            };
+            anyhow::bail!(
+                "another bosund{who} is already running on {}; stop it with `bosun daemon stop`, or set BOSUN_HOME to use another state directory",
+                dirs.root().display()
+            );
+        }
+        Err(e) => {
+            return Err(e).context(format!("could not open the store {}", dirs.db().display()));
+        }
+    };
+    fs::write(dirs.pid_file(), format!("{}\n", std::process::id()))
+        .context("could not write the pid file")?;
+    let (writer, writer_thread) = StoreWriter::start(store.clone())?;
+    let runner_bin = ctx::runner_binary()?;
+    let ctx = Arc::new(DaemonCtx::new(
+        dirs.clone(),
+        store,
+        writer,
+        runner_bin,
+        Timestamp::now(),
+    ));
+
+    let (root, root_done) = Actor::spawn(Some("root".into()), Root, ctx.clone())
+        .await
+        .context("could not start the daemon's actors")?;
+    info!(pid = std::process::id(), state_dir = %dirs.root().display(), "bosund is ready");
+
+    let signals = tokio::spawn(forward_signals(root.clone()));
+    let _ = root_done.await;
+    signals.abort();
+    let failed = ctx.root_failure();
+
+    drop(ctx);
+    // The writer thread ends once every handle is dropped; wait so the last commit completes.
+    let _ = tokio::task::spawn_blocking(move || writer_thread.join()).await;
+    let _ = fs::remove_file(dirs.pid_file());
+    match failed {
+        Some(why) => {
+            error!(%why, "bosund gave up");
+            eprintln!("bosund: {why}");
+            Ok(ExitCode::FAILURE)
+        }
+        None => {
+            info!("bosund stopped");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The first SIGINT or SIGTERM stops every run by its ladder; a second one kills them at once.
+async fn forward_signals(root: ractor::ActorRef<RootMsg>) {
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        error!("could not listen for SIGINT and SIGTERM");
+        return;
+    };
+    let mut immediate = false;
+    loop {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        info!(immediate, "stop signal received");
+        let _ = root.cast(RootMsg::Shutdown { immediate });
+        immediate = true;
+    }
+}
+
+fn init_logging(dirs: &StateDir) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(dirs.log())
+        .with_context(|| format!("could not open the log {}", dirs.log().display()))?;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BOSUN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let to_terminal = std::io::stderr().is_terminal();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(LogSink { file, to_terminal }))
+        .init();
+    Ok(())
+}
+
+/// The daemon's log goes to `bosund.log`, and to the terminal too when it runs in one.
+struct LogSink {
+    file: fs::File,
+    to_terminal: bool,
+}
+
+impl Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.to_terminal {
+            let _ = std::io::stderr().write_all(buf);
+        }
+        self.file.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// A panic inside an actor is caught by ractor and handled by supervision; this hook makes sure
+/// it is also in the log, where someone will look for it.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        error!(panic = %info, "a panic was caught");
+    }));
+}

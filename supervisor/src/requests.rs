@@ -1,0 +1,165 @@
+//! Answers to a UI's requests, and the lookups they share (a run named by an id prefix, the
+//! freshest view of a run).
+
+use std::sync::Arc;
+
+use bosun_actors::runs::RunsMsg;
+use bosun_actors::runs::follow::blocking;
+use bosun_actors::runs::run_actor::RunMsg;
+use bosun_actors::store::StoreError;
+use bosun_shared::RunId;
+use bosun_shared::protocol::runner::StopOrder;
+use bosun_shared::protocol::ui::{DaemonStatus, Request, Response, RunView};
+use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
+use tracing::error;
+
+use crate::ctx::DaemonCtx;
+use crate::root::RootMsg;
+
+/// Answers a request that needs no subscription.
+pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, WireError> {
+    match request {
+        Request::StartRun(params) => {
+            let runs = ctx.actors().ok_or_else(starting_up)?.runs;
+            ractor::call!(runs, |reply| RunsMsg::Start { params, reply })
+                .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
+                .map(Response::Run)
+        }
+        Request::ListRuns { all } => list_runs(ctx, all)
+            .await
+            .map(|runs| Response::Runs { runs }),
+        Request::GetRun { run } => {
+            let id = resolve(ctx, &run).await?;
+            run_view(ctx, id).await.map(Response::Run)
+        }
+        Request::StopRun { run } => {
+            let id = resolve(ctx, &run).await?;
+            let Some(entry) = ctx.live.get(id) else {
+                let view = run_view(ctx, id).await?;
+                return Err(WireError::conflict(format!(
+                    "run {} has already ended ({})",
+                    view.short_id,
+                    view.outcome.map(|o| o.to_string()).unwrap_or_default()
+                )));
+            };
+            let order = StopOrder {
+                reason: "stopped by the person".into(),
+                immediate: false,
+            };
+            ractor::call!(entry.actor, |reply| RunMsg::Stop {
+                order,
+                reply: Some(reply)
+            })
+            .map_err(|_| WireError::conflict(format!("run {} has just ended", id.short())))?
+            .map(Response::Run)
+        }
+        Request::DaemonStatus => {
+            let shutting_down = match ctx.actors() {
+                Some(a) => {
+                    ractor::call!(a.runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(true)
+                }
+                None => false,
+            };
+            Ok(Response::Status(DaemonStatus {
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                protocol_version: PROTOCOL_VERSION,
+                state_dir: ctx.dirs.root().to_path_buf(),
+                started_at: ctx.started_at,
+                live_runs: ctx.live.len(),
+                shutting_down,
+            }))
+        }
+        Request::DaemonStop => {
+            let actors = ctx.actors().ok_or_else(starting_up)?;
+            let immediate = ractor::call!(actors.runs, |reply| RunsMsg::ShuttingDown { reply })
+                .unwrap_or(false);
+            let _ = actors.root.cast(RootMsg::Shutdown { immediate });
+            Ok(Response::Done)
+        }
+        Request::FollowLog(_) | Request::Unfollow { .. } | Request::SubscribeRuns => Err(
+            WireError::internal("this request is handled by the session"),
+        ),
+    }
+}
+
+fn starting_up() -> WireError {
+    WireError::new(
+        ErrorCode::Internal,
+        "bosund is still starting; try again in a moment",
+    )
+}
+
+fn store_error(e: StoreError) -> WireError {
+    error!(error = %e, "a store read failed");
+    WireError::internal(format!("bosund could not read its store: {e}"))
+}
+
+/// The run a person named by its id or a unique prefix of it.
+pub async fn resolve(ctx: &Arc<DaemonCtx>, text: &str) -> Result<RunId, WireError> {
+    let prefix = text.trim().to_ascii_lowercase();
+    if prefix.is_empty() {
+        return Err(WireError::bad_request(
+            "no run given; name it by its id or the start of it",
+        ));
+    }
+    if let Ok(id) = prefix.parse::<RunId>() {
+        if ctx.live.get(id).is_some() {
+            return Ok(id);
+        }
+    }
+    let p = prefix.clone();
+    let ids = blocking(&ctx.store, move |s| s.run_ids_with_prefix(&p, 3))
+        .await
+        .map_err(store_error)?;
+    match ids.as_slice() {
+        [] => Err(WireError::not_found(format!(
+            "no run has an id starting with `{prefix}`; `bosun ps --all` lists every run"
+        ))),
+        [one] => Ok(*one),
+        [a, b, ..] => Err(WireError::new(
+            ErrorCode::Ambiguous,
+            format!(
+                "`{prefix}` is the start of more than one run's id ({}, {}{}); type more of it",
+                a.short(),
+                b.short(),
+                if ids.len() > 2 { ", …" } else { "" }
+            ),
+        )),
+    }
+}
+
+/// A run as it is now: from its live snapshot, or from the store once it is over.
+pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireError> {
+    if let Some(e) = ctx.live.get(id) {
+        return Ok(e.record.view(e.hub.state().committed));
+    }
+    let rec = blocking(&ctx.store, move |s| s.run(id))
+        .await
+        .map_err(store_error)?;
+    rec.map(|r| r.view(r.last_seq))
+        .ok_or_else(|| WireError::not_found(format!("no run {id}")))
+}
+
+async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, WireError> {
+    let mut views: Vec<RunView> = if all {
+        let records = blocking(&ctx.store, |s| s.runs())
+            .await
+            .map_err(store_error)?;
+        records
+            .into_iter()
+            .map(|r| match ctx.live.get(r.id) {
+                Some(e) => e.record.view(e.hub.state().committed),
+                None => r.view(r.last_seq),
+            })
+            .collect()
+    } else {
+        ctx.live
+            .entries()
+            .into_iter()
+            .map(|e| e.record.view(e.hub.state().committed))
+            .collect()
+    };
+    views.sort_by_key(|v| (v.created_at, v.id));
+    Ok(views)
+}

@@ -1,0 +1,488 @@
+//! Session: one per connection. It takes the hello, then serves a UI (requests, log
+//! subscriptions, run events) or links a runner to its RunActor.
+//!
+//! A frame that is not valid JSON of the expected shape is answered with a plain-words error
+//! and the connection goes on; a frame over the size limit is answered and the connection is
+//! closed (its body is never read). Neither disturbs any other connection.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bosun_actors::runs::follow::{FollowSpec, follow};
+use bosun_actors::runs::run_actor::RunMsg;
+use bosun_shared::protocol::frame::decode_body;
+use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg};
+use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
+use bosun_shared::protocol::ui::{ClientFrame, Request, Response, ResponseResult, ServerFrame};
+use bosun_shared::protocol::{
+    ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
+    Welcome, WireError,
+};
+use bosun_shared::{RunId, RunToken};
+use interprocess::local_socket::tokio::Stream;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+use crate::ctx::DaemonCtx;
+use crate::requests;
+
+/// How long a new connection has to say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Frames waiting for a slow UI before producers (log followers) wait too.
+const UI_OUTBOX: usize = 256;
+
+pub struct SessionArgs {
+    pub ctx: Arc<DaemonCtx>,
+    pub stream: Stream,
+    pub id: u64,
+}
+
+pub enum SessionMsg {
+    /// A UI's request.
+    Request { id: u64, body: Request },
+    /// A UI sent a frame that is not a request.
+    BadFrame { detail: String },
+    /// A UI sent a frame over the limit; the connection is closed after the answer.
+    TooLarge { detail: String },
+    /// A log subscription ended.
+    FollowEnded { sub: u64 },
+    /// The connection closed.
+    Closed,
+}
+
+pub struct Session;
+
+pub struct SessionState {
+    ctx: Arc<DaemonCtx>,
+    id: u64,
+    stream: Option<Stream>,
+    mode: Mode,
+    /// The reader (and for a runner, the writer): ended with the session.
+    tasks: Vec<JoinHandle<()>>,
+    follows: HashMap<u64, JoinHandle<()>>,
+}
+
+enum Mode {
+    Handshake,
+    Ui {
+        out: mpsc::Sender<ServerFrame>,
+        events: mpsc::UnboundedSender<ServerFrame>,
+    },
+    Runner {
+        run_id: RunId,
+        actor: ActorRef<RunMsg>,
+        link_id: u64,
+    },
+}
+
+impl Actor for Session {
+    type Msg = SessionMsg;
+    type State = SessionState;
+    type Arguments = SessionArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<SessionMsg>,
+        args: SessionArgs,
+    ) -> Result<SessionState, ActorProcessingErr> {
+        Ok(SessionState {
+            ctx: args.ctx,
+            id: args.id,
+            stream: Some(args.stream),
+            mode: Mode::Handshake,
+            tasks: Vec::new(),
+            follows: HashMap::new(),
+        })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(stream) = state.stream.take() else {
+            return Ok(());
+        };
+        let (r, w) = socket::split(stream);
+        let mut reader = FrameReader::new(r);
+        let mut writer = FrameWriter::new(w);
+        let hello = match tokio::time::timeout(HELLO_TIMEOUT, reader.read::<Hello>()).await {
+            Err(_) => {
+                debug!(session = state.id, "no hello in time");
+                myself.stop(None);
+                return Ok(());
+            }
+            Ok(Ok(Some(h))) => h,
+            Ok(Ok(None)) => {
+                myself.stop(None);
+                return Ok(());
+            }
+            Ok(Err(e)) => {
+                let code = match e {
+                    FrameError::TooLarge { .. } => ErrorCode::FrameTooLarge,
+                    FrameError::Malformed { .. } | FrameError::Io(_) | FrameError::Truncated => {
+                        ErrorCode::BadFrame
+                    }
+                };
+                let err = WireError::new(code, format!("the first frame must be a hello: {e}"));
+                let _ = writer.send_now(&HelloReply::Refused(err)).await;
+                myself.stop(None);
+                return Ok(());
+            }
+        };
+        if hello.protocol_version != PROTOCOL_VERSION {
+            let err = WireError::new(
+                ErrorCode::ProtocolVersion,
+                format!(
+                    "this bosund speaks protocol {PROTOCOL_VERSION} and the client speaks protocol {}; use a bosun and a bosund of the same version (`bosun daemon stop` ends the running daemon so the next command starts the installed one)",
+                    hello.protocol_version
+                ),
+            );
+            warn!(
+                session = state.id,
+                client = hello.protocol_version,
+                "refused a client of another protocol version"
+            );
+            let _ = writer.send_now(&HelloReply::Refused(err)).await;
+            myself.stop(None);
+            return Ok(());
+        }
+        match hello.role {
+            Role::Ui => state.start_ui(&myself, reader, writer).await,
+            Role::Runner { run_id, token } => {
+                state
+                    .start_runner(&myself, reader, writer, run_id, token)
+                    .await
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<SessionMsg>,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        for (_, t) in state.follows.drain() {
+            t.abort();
+        }
+        for t in state.tasks.drain(..) {
+            t.abort();
+        }
+        // A UI's writer is not aborted: once the session's senders are dropped below, it sends
+        // what is still queued (such as the error that closed the connection) and ends.
+        match std::mem::replace(&mut state.mode, Mode::Handshake) {
+            Mode::Runner {
+                run_id,
+                actor,
+                link_id,
+            } => {
+                debug!(session = state.id, run_id = %run_id, "runner unlinked");
+                let _ = actor.cast(RunMsg::Detached { link_id });
+            }
+            Mode::Ui { .. } => {
+                state
+                    .ctx
+                    .events
+                    .cast(bosun_actors::events::EventsMsg::Unsubscribe { session: state.id });
+            }
+            Mode::Handshake => {}
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        msg: SessionMsg,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SessionMsg::Request { id, body } => state.on_request(&myself, id, body).await,
+            SessionMsg::BadFrame { detail } => {
+                let err = WireError::new(
+                    ErrorCode::BadFrame,
+                    format!("a frame was not a valid request and was ignored: {detail}"),
+                );
+                state.send(ServerFrame::Error(err)).await;
+            }
+            SessionMsg::TooLarge { detail } => {
+                let err = WireError::new(
+                    ErrorCode::FrameTooLarge,
+                    format!("{detail}; the connection is closed"),
+                );
+                state.send(ServerFrame::Error(err)).await;
+                myself.stop(None);
+            }
+            SessionMsg::FollowEnded { sub } => {
+                state.follows.remove(&sub);
+            }
+            SessionMsg::Closed => myself.stop(None),
+        }
+        Ok(())
+    }
+}
+
+impl SessionState {
+    async fn send(&self, frame: ServerFrame) {
+        if let Mode::Ui { out, .. } = &self.mode {
+            let _ = out.send(frame).await;
+        }
+    }
+
+    async fn start_ui(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        mut reader: FrameReader<ReadHalf>,
+        mut writer: FrameWriter<WriteHalf>,
+    ) {
+        if writer
+            .send_now(&HelloReply::Welcome(welcome(0, None, false)))
+            .await
+            .is_err()
+        {
+            myself.stop(None);
+            return;
+        }
+        let (out, out_rx) = mpsc::channel(UI_OUTBOX);
+        let (events, events_rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_ui(writer, out_rx, events_rx));
+        let me = myself.clone();
+        self.tasks.push(tokio::spawn(async move {
+            loop {
+                let msg = match reader.read_raw().await {
+                    Ok(Some(body)) => match decode_body::<ClientFrame>(&body) {
+                        Ok(ClientFrame::Request { id, body }) => SessionMsg::Request { id, body },
+                        Err(e) => SessionMsg::BadFrame {
+                            detail: e.to_string(),
+                        },
+                    },
+                    Ok(None) => SessionMsg::Closed,
+                    Err(e @ FrameError::TooLarge { .. }) => SessionMsg::TooLarge {
+                        detail: e.to_string(),
+                    },
+                    Err(FrameError::Malformed { detail }) => SessionMsg::BadFrame { detail },
+                    Err(FrameError::Io(_) | FrameError::Truncated) => SessionMsg::Closed,
+                };
+                let last = matches!(msg, SessionMsg::Closed | SessionMsg::TooLarge { .. });
+                if me.cast(msg).is_err() || last {
+                    return;
+                }
+            }
+        }));
+        self.mode = Mode::Ui { out, events };
+    }
+
+    async fn start_runner(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        mut reader: FrameReader<ReadHalf>,
+        mut writer: FrameWriter<WriteHalf>,
+        run_id: RunId,
+        token: RunToken,
+    ) {
+        let refuse = |code, message: String| HelloReply::Refused(WireError::new(code, message));
+        let Some(entry) = self.ctx.live.get(run_id) else {
+            let msg = format!("run {run_id} is not running under this bosund");
+            let _ = writer.send_now(&refuse(ErrorCode::NotFound, msg)).await;
+            myself.stop(None);
+            return;
+        };
+        if entry.record.token_digest != token.digest() {
+            warn!(run_id = %run_id, "a runner presented the wrong token");
+            let msg = format!("the token for run {run_id} is wrong");
+            let _ = writer.send_now(&refuse(ErrorCode::Unauthorized, msg)).await;
+            myself.stop(None);
+            return;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel::<DaemonMsg>();
+        let attached = match ractor::call!(entry.actor, |reply| RunMsg::Attach { tx, reply }) {
+            Ok(a) => a,
+            Err(_) => {
+                let msg = format!("run {run_id} is not running under this bosund");
+                let _ = writer.send_now(&refuse(ErrorCode::NotFound, msg)).await;
+                myself.stop(None);
+                return;
+            }
+        };
+        let hello = HelloReply::Welcome(welcome(
+            attached.acked_seq,
+            attached.stop.clone(),
+            attached.started_recorded,
+        ));
+        if writer.send_now(&hello).await.is_err() {
+            let _ = entry.actor.cast(RunMsg::Detached {
+                link_id: attached.link_id,
+            });
+            myself.stop(None);
+            return;
+        }
+        self.tasks.push(tokio::spawn(async move {
+            while let Some(msg) = rx.recv().await {
+                if writer.send(&msg).await.is_err() {
+                    return;
+                }
+                while let Ok(more) = rx.try_recv() {
+                    if writer.send(&more).await.is_err() {
+                        return;
+                    }
+                }
+                if writer.flush().await.is_err() {
+                    return;
+                }
+            }
+        }));
+        let (actor, link_id) = (entry.actor.clone(), attached.link_id);
+        let me = myself.clone();
+        self.tasks.push(tokio::spawn(async move {
+            loop {
+                match reader.read::<RunnerMsg>().await {
+                    Ok(Some(msg)) => {
+                        if actor.cast(RunMsg::FromRunner { link_id, msg }).is_err() {
+                            // The run's actor is gone (restarting): close, and the runner
+                            // reconnects to its successor.
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        warn!(run_id = %run_id, error = %e, "a runner sent something unreadable; closing its link");
+                        break;
+                    }
+                }
+            }
+            let _ = me.cast(SessionMsg::Closed);
+        }));
+        self.mode = Mode::Runner {
+            run_id,
+            actor: entry.actor,
+            link_id,
+        };
+        debug!(session = self.id, run_id = %run_id, "runner linked");
+    }
+
+    async fn on_request(&mut self, myself: &ActorRef<SessionMsg>, id: u64, body: Request) {
+        let Mode::Ui { out, events } = &self.mode else {
+            return;
+        };
+        let (out, events) = (out.clone(), events.clone());
+        let result = match body {
+            Request::FollowLog(p) => match requests::resolve(&self.ctx, &p.run).await {
+                Ok(run) => {
+                    let view = requests::run_view(&self.ctx, run).await;
+                    match view {
+                        Ok(view) => {
+                            let hub = self.ctx.live.get(run).map(|e| e.hub);
+                            let spec = FollowSpec {
+                                sub: id,
+                                run,
+                                from_seq: p.from_seq,
+                                follow: p.follow,
+                                stream: p.stream,
+                            };
+                            // The answer goes out before any of the subscription's events.
+                            let answer = ServerFrame::Response {
+                                id,
+                                result: ResponseResult::Ok(Response::Following {
+                                    sub: id,
+                                    run: view,
+                                }),
+                            };
+                            if out.send(answer).await.is_err() {
+                                return;
+                            }
+                            let store = self.ctx.store.clone();
+                            let me = myself.clone();
+                            let task = tokio::spawn(async move {
+                                if let Err(e) = follow(store, hub, spec, out).await {
+                                    warn!(run_id = %run, error = %e, "following a log failed");
+                                }
+                                let _ = me.cast(SessionMsg::FollowEnded { sub: id });
+                            });
+                            self.follows.insert(id, task);
+                            return;
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            },
+            Request::Unfollow { sub } => {
+                if let Some(t) = self.follows.remove(&sub) {
+                    t.abort();
+                }
+                Ok(Response::Done)
+            }
+            Request::SubscribeRuns => {
+                self.ctx
+                    .events
+                    .cast(bosun_actors::events::EventsMsg::Subscribe {
+                        session: self.id,
+                        tx: events,
+                    });
+                Ok(Response::Done)
+            }
+            other => requests::answer(&self.ctx, other).await,
+        };
+        let result = match result {
+            Ok(r) => ResponseResult::Ok(r),
+            Err(e) => ResponseResult::Err(e),
+        };
+        let _ = out.send(ServerFrame::Response { id, result }).await;
+    }
+}
+
+fn welcome(
+    acked_seq: u64,
+    stop: Option<bosun_shared::protocol::runner::StopOrder>,
+    started_recorded: bool,
+) -> Welcome {
+    Welcome {
+        protocol_version: PROTOCOL_VERSION,
+        daemon_version: env!("CARGO_PKG_VERSION").to_string(),
+        daemon_pid: std::process::id(),
+        acked_seq,
+        stop,
+        started_recorded,
+    }
+}
+
+/// Writes a UI's frames: answers and log events in the order they were queued, run events as
+/// they come, flushed whenever nothing more is waiting.
+async fn write_ui(
+    mut writer: FrameWriter<WriteHalf>,
+    mut out: mpsc::Receiver<ServerFrame>,
+    mut events: mpsc::UnboundedReceiver<ServerFrame>,
+) {
+    loop {
+        let frame = tokio::select! {
+            f = out.recv() => f,
+            Some(f) = events.recv() => Some(f),
+        };
+        let Some(frame) = frame else {
+            let _ = writer.flush().await;
+            return;
+        };
+        if writer.send(&frame).await.is_err() {
+            return;
+        }
+        loop {
+            let next = match out.try_recv() {
+                Ok(f) => f,
+                Err(_) => match events.try_recv() {
+                    Ok(f) => f,
+                    Err(_) => break,
+                },
+            };
+            if writer.send(&next).await.is_err() {
+                return;
+            }
+        }
+        if writer.flush().await.is_err() {
+            return;
+        }
+    }
+}

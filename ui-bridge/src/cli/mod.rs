@@ -1,0 +1,82 @@
+//! The subcommands: raw arguments (clap) turned into requests, and answers printed for people
+//! or, with `--json`, for programs.
+
+mod logs;
+mod output;
+mod runs;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use bosun_shared::paths::StateDir;
+use bosun_ui::Client;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bosun",
+    version,
+    about = "Supervise coding-agent runs: start them, follow their logs live, stop them",
+    after_help = "The daemon bosund starts by itself when needed. The state directory is BOSUN_HOME, else $XDG_STATE_HOME/bosun, else ~/.local/state/bosun."
+)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Start a supervised run of a program and print its id
+    Run(runs::RunArgs),
+    /// List live runs (with --all, finished ones too)
+    Ps(runs::PsArgs),
+    /// Show one run
+    Show(runs::ShowArgs),
+    /// Print a run's output exactly as the program wrote it
+    Logs(logs::LogsArgs),
+    /// Stop a run by its ladder (SIGINT, then SIGTERM, then SIGKILL)
+    Stop(runs::StopArgs),
+    /// Look after the daemon
+    #[command(subcommand)]
+    Daemon(DaemonCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum DaemonCommand {
+    /// Whether bosund is running, and how it is
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop every run by its ladder and stop bosund
+    Stop {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let dirs = StateDir::from_env()?;
+    match args.command {
+        Command::Run(a) => runs::run(&dirs, a).await,
+        Command::Ps(a) => runs::ps(&dirs, a).await,
+        Command::Show(a) => runs::show(&dirs, a).await,
+        Command::Logs(a) => logs::logs(&dirs, a).await,
+        Command::Stop(a) => runs::stop(&dirs, a).await,
+        Command::Daemon(DaemonCommand::Status { json }) => runs::daemon_status(&dirs, json).await,
+        Command::Daemon(DaemonCommand::Stop { json }) => runs::daemon_stop(&dirs, json).await,
+    }
+}
+
+/// Connects to the daemon, starting it when it is not running.
+pub(crate) async fn connect(dirs: &StateDir) -> anyhow::Result<Client> {
+    Client::connect(dirs, true)
+        .await
+        .map_err(anyhow::Error::from)
+}
+
+/// The current directory, for a run given no `--cwd`.
+pub(crate) fn current_dir() -> anyhow::Result<PathBuf> {
+    std::env::current_dir().context("could not read the current directory")
+}

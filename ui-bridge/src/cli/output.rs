@@ -1,0 +1,152 @@
+//! How answers are printed: tables and key-value lines for people, JSON for programs.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use bosun_shared::Timestamp;
+use bosun_shared::protocol::ui::{DaemonStatus, RunView};
+use bosun_shared::time::format_duration;
+use serde::Serialize;
+
+pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+pub fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// The state in words: `running`, `succeeded`, `failed (exited with status 2)`.
+pub fn state_words(run: &RunView) -> String {
+    match (&run.outcome, &run.exit) {
+        (Some(o), Some(exit)) => format!("{o} ({})", exit.reason),
+        (Some(o), None) => o.to_string(),
+        (None, _) => match &run.stop_reason {
+            Some(why) => format!("{} ({why})", run.state),
+            None => run.state.clone(),
+        },
+    }
+}
+
+/// `bosun run --follow` ends with the run's own exit status.
+pub fn exit_code_of(run: &RunView) -> ExitCode {
+    let code = run.exit.as_ref().map(|e| e.shell_status()).unwrap_or(1);
+    ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+fn command_line(run: &RunView) -> String {
+    std::iter::once(run.program.as_str())
+        .chain(run.args.iter().map(String::as_str))
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn age(t: Timestamp) -> String {
+    let secs = Timestamp::now().since(t).as_secs();
+    format_duration(Duration::from_secs(secs.max(0))) + " ago"
+}
+
+pub fn print_table(runs: &[RunView]) {
+    if runs.is_empty() {
+        println!("no runs");
+        return;
+    }
+    let rows: Vec<[String; 5]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.short_id.clone(),
+                r.name.clone().unwrap_or_else(|| "-".into()),
+                r.outcome
+                    .map(|o| o.to_string())
+                    .unwrap_or_else(|| r.state.clone()),
+                age(r.created_at),
+                command_line(r),
+            ]
+        })
+        .collect();
+    let headers = ["ID", "NAME", "STATE", "CREATED", "COMMAND"];
+    let mut widths = headers.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        s
+    };
+    println!("{}", line(&headers));
+    for row in &rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        println!("{}", line(&cells));
+    }
+}
+
+pub fn print_run(run: &RunView) {
+    let mut lines = vec![
+        ("id", run.id.to_string()),
+        ("name", run.name.clone().unwrap_or_else(|| "-".into())),
+        ("state", state_words(run)),
+        ("command", command_line(run)),
+        ("cwd", run.cwd.display().to_string()),
+        ("created", run.created_at.rfc3339()),
+    ];
+    if let Some(t) = run.started_at {
+        lines.push(("started", t.rfc3339()));
+    }
+    if let Some(t) = run.ended_at {
+        lines.push(("ended", t.rfc3339()));
+    }
+    if let (Some(pid), Some(pgid)) = (run.pid, run.pgid) {
+        lines.push(("pid", format!("{pid} (process group {pgid})")));
+    }
+    if let Some(exit) = &run.exit {
+        if let Some(code) = exit.code {
+            lines.push(("exit status", code.to_string()));
+        }
+        if let Some(sig) = exit.signal {
+            lines.push(("signal", bosun_shared::run::signal_name(sig)));
+        }
+    }
+    if let Some(cap) = run.time_cap_ms {
+        lines.push(("time cap", format_duration(Duration::from_millis(cap))));
+    }
+    lines.push(("output chunks", run.last_seq.to_string()));
+    for (k, v) in lines {
+        println!("{k:<14}{v}");
+    }
+}
+
+pub fn print_status(s: &DaemonStatus) {
+    println!("bosund is running");
+    println!("{:<14}{}", "pid", s.pid);
+    println!("{:<14}{}", "version", s.version);
+    println!("{:<14}{}", "state dir", s.state_dir.display());
+    println!(
+        "{:<14}{} ({})",
+        "up since",
+        s.started_at.rfc3339(),
+        age(s.started_at)
+    );
+    println!("{:<14}{}", "live runs", s.live_runs);
+    if s.shutting_down {
+        println!("{:<14}yes", "shutting down");
+    }
+}

@@ -1,0 +1,275 @@
+//! `bosun run`, `ps`, `show`, `stop` and `daemon …`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::runner::StopLadder;
+use bosun_shared::protocol::ui::{Request, Response, StartRunParams};
+use bosun_shared::time::parse_duration;
+use bosun_ui::{Client, ClientError};
+use clap::Args;
+
+use super::logs::{FollowOptions, print_log};
+use super::output;
+use super::{connect, current_dir};
+
+/// The variables of the caller's environment a run gets, besides its own `--env` lines.
+const ENV_ALLOW_LIST: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR",
+];
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A name for the run, shown in listings
+    #[arg(long)]
+    name: Option<String>,
+    /// The working directory (default: the current one)
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// An environment variable for the run, KEY=VALUE (repeatable)
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
+    env: Vec<String>,
+    /// Stop the run by its ladder after this long, such as 90s, 10m or 1h30m
+    #[arg(long, value_name = "DURATION")]
+    time_cap: Option<String>,
+    /// How long the program has after SIGINT before SIGTERM, and after SIGTERM before SIGKILL
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    stop_grace: String,
+    /// Stream the run's log until it ends, and exit with the run's exit status
+    #[arg(long, short = 'f')]
+    follow: bool,
+    /// Print the run as JSON
+    #[arg(long)]
+    json: bool,
+    /// The program and its arguments
+    #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
+    command: Vec<String>,
+}
+
+pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
+    let Some((program, args)) = a.command.split_first() else {
+        anyhow::bail!("no program given; write it after `--`, such as: bosun run -- make test");
+    };
+    let mut env: Vec<(String, String)> = ENV_ALLOW_LIST
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .chain(std::env::vars().filter(|(k, _)| k.starts_with("LC_")))
+        .collect();
+    for line in &a.env {
+        let Some((k, v)) = line.split_once('=') else {
+            anyhow::bail!(
+                "`{line}` is not KEY=VALUE; write an environment line such as --env RUST_LOG=debug"
+            );
+        };
+        if k.is_empty() {
+            anyhow::bail!("`{line}` has no name before `=`");
+        }
+        env.retain(|(key, _)| key != k);
+        env.push((k.to_string(), v.to_string()));
+    }
+    let time_cap_ms = a
+        .time_cap
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--time-cap: {e}"))?
+        .map(|d| d.as_millis() as u64);
+    let grace = parse_duration(&a.stop_grace).map_err(|e| anyhow::anyhow!("--stop-grace: {e}"))?;
+    let grace_ms = grace.as_millis() as u64;
+    let cwd = match a.cwd {
+        Some(d) if d.is_absolute() => d,
+        Some(d) => current_dir()?.join(d),
+        None => current_dir()?,
+    };
+    let params = StartRunParams {
+        name: a.name,
+        program: program.clone(),
+        args: args.to_vec(),
+        cwd,
+        env,
+        time_cap_ms,
+        ladder: Some(StopLadder {
+            int_grace_ms: grace_ms,
+            term_grace_ms: grace_ms,
+        }),
+    };
+    let mut client = connect(dirs).await?;
+    let run = match client.request(Request::StartRun(params)).await? {
+        Response::Run(v) => v,
+        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    };
+    if !a.follow {
+        if a.json {
+            output::print_json(&run)?;
+        } else {
+            println!("{}", run.id);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.json {
+        output::print_json(&run)?;
+    } else if output::stderr_is_terminal() {
+        eprintln!(
+            "bosun: run {} started; Ctrl-C stops following, not the run",
+            run.short_id
+        );
+    }
+    let opts = FollowOptions {
+        from_seq: 1,
+        follow: true,
+        stream: None,
+        timestamps: false,
+        json: a.json,
+    };
+    let end = print_log(&mut client, &run.id.to_string(), opts).await?;
+    Ok(output::exit_code_of(&end))
+}
+
+#[derive(Args, Debug)]
+pub struct PsArgs {
+    /// Finished runs too
+    #[arg(long, short = 'a')]
+    all: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn ps(dirs: &StateDir, a: PsArgs) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let runs = match client.request(Request::ListRuns { all: a.all }).await? {
+        Response::Runs { runs } => runs,
+        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    };
+    if a.json {
+        output::print_json(&runs)?;
+    } else {
+        output::print_table(&runs);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// The run's id, or a unique start of it
+    run: String,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn show(dirs: &StateDir, a: ShowArgs) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let run = match client.request(Request::GetRun { run: a.run }).await? {
+        Response::Run(v) => v,
+        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    };
+    if a.json {
+        output::print_json(&run)?;
+    } else {
+        output::print_run(&run);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct StopArgs {
+    /// The run's id, or a unique start of it
+    run: String,
+    /// Wait until the run has ended
+    #[arg(long, short = 'w')]
+    wait: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn stop(dirs: &StateDir, a: StopArgs) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let mut run = match client.request(Request::StopRun { run: a.run }).await? {
+        Response::Run(v) => v,
+        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    };
+    if a.wait {
+        let opts = FollowOptions {
+            from_seq: u64::MAX,
+            follow: true,
+            stream: None,
+            timestamps: false,
+            json: false,
+        };
+        run = print_log(&mut client, &run.id.to_string(), opts).await?;
+    }
+    if a.json {
+        output::print_json(&run)?;
+    } else if a.wait {
+        println!("{} {}", run.short_id, output::state_words(&run));
+    } else {
+        println!("{} stopping", run.short_id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode> {
+    let mut client = match Client::connect(dirs, false).await {
+        Ok(c) => c,
+        Err(ClientError::NotRunning(dir)) => {
+            if json {
+                output::print_json(&serde_json::json!({ "running": false, "state_dir": dir }))?;
+            } else {
+                println!("bosund is not running (state directory {dir})");
+            }
+            return Ok(ExitCode::from(3));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let status = match client.request(Request::DaemonStatus).await? {
+        Response::Status(s) => s,
+        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    };
+    if json {
+        let mut v = serde_json::to_value(&status)?;
+        v["running"] = serde_json::Value::Bool(true);
+        output::print_json(&v)?;
+    } else {
+        output::print_status(&status);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn daemon_stop(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode> {
+    let mut client = match Client::connect(dirs, false).await {
+        Ok(c) => c,
+        Err(ClientError::NotRunning(dir)) => {
+            if json {
+                output::print_json(&serde_json::json!({ "stopped": false, "was_running": false }))?;
+            } else {
+                println!("bosund is not running (state directory {dir})");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let pid = client.welcome.daemon_pid;
+    client.request(Request::DaemonStop).await?;
+    if !json && output::stderr_is_terminal() {
+        eprintln!("bosun: stopping every run, then bosund (pid {pid})…");
+    }
+    // The daemon closes every connection as it exits.
+    client.closed().await;
+    // The process may take a moment more to be gone after closing its sockets.
+    for _ in 0..100 {
+        let alive = bosun_shared::process::stat(pid as i32).is_some_and(|s| s.state != 'Z');
+        if !alive {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if json {
+        output::print_json(
+            &serde_json::json!({ "stopped": true, "was_running": true, "pid": pid }),
+        )?;
+    } else {
+        println!("bosund stopped");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,194 @@
+//! bosun-ui: the client side of bosund's UI protocol, used by the `bosun` command line.
+//!
+//! [`Client::connect`] attaches to the daemon of a state directory, starting `bosund` first when
+//! it is not running and waiting until it answers. A client sends requests and receives their
+//! answers in order; events of its subscriptions that arrive meanwhile are kept for
+//! [`Client::next_event`].
+
+pub mod daemon;
+
+use std::collections::VecDeque;
+use std::io;
+
+use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::socket::{self, WriteHalf};
+use bosun_shared::protocol::ui::{
+    ClientFrame, Event, Request, Response, ResponseResult, ServerFrame,
+};
+use bosun_shared::protocol::{
+    FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role, Welcome,
+    WireError,
+};
+use tokio::sync::mpsc;
+
+/// What can go wrong talking to the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The daemon is not running (and was not to be started).
+    #[error("bosund is not running (state directory {0})")]
+    NotRunning(String),
+    /// The daemon could not be started; the text says why.
+    #[error("{0}")]
+    StartFailed(String),
+    /// The daemon refused the connection (another protocol version, another user).
+    #[error("{0}")]
+    Refused(WireError),
+    /// The daemon answered the request with an error.
+    #[error("{0}")]
+    Daemon(WireError),
+    /// The connection broke.
+    #[error("lost the connection to bosund: {0}")]
+    Connection(String),
+}
+
+impl From<FrameError> for ClientError {
+    fn from(e: FrameError) -> Self {
+        ClientError::Connection(e.to_string())
+    }
+}
+
+/// A connection to bosund as a UI.
+pub struct Client {
+    writer: FrameWriter<WriteHalf>,
+    frames: mpsc::Receiver<Result<ServerFrame, String>>,
+    pending_events: VecDeque<Event>,
+    next_id: u64,
+    pub welcome: Welcome,
+}
+
+impl Client {
+    /// Connects to the daemon of `dirs`, starting it if `autostart` and it is not running.
+    pub async fn connect(dirs: &StateDir, autostart: bool) -> Result<Self, ClientError> {
+        let stream = match socket::connect(&dirs.socket()).await {
+            Ok(s) => s,
+            Err(e) if daemon::is_not_running(&e) => {
+                if !autostart {
+                    return Err(ClientError::NotRunning(dirs.root().display().to_string()));
+                }
+                daemon::start(dirs).await?
+            }
+            Err(e) => {
+                return Err(ClientError::Connection(format!(
+                    "{}: {e}",
+                    dirs.socket().display()
+                )));
+            }
+        };
+        Self::handshake(stream).await
+    }
+
+    async fn handshake(
+        stream: interprocess::local_socket::tokio::Stream,
+    ) -> Result<Self, ClientError> {
+        let (r, w) = socket::split(stream);
+        let mut writer = FrameWriter::new(w);
+        let mut reader = FrameReader::new(r);
+        writer
+            .send_now(&Hello {
+                protocol_version: PROTOCOL_VERSION,
+                role: Role::Ui,
+            })
+            .await?;
+        let welcome = match reader.read::<HelloReply>().await? {
+            Some(HelloReply::Welcome(w)) => w,
+            Some(HelloReply::Refused(e)) => return Err(ClientError::Refused(e)),
+            None => {
+                return Err(ClientError::Connection(
+                    "bosund closed the connection".into(),
+                ));
+            }
+        };
+        let (tx, frames) = mpsc::channel(1024);
+        tokio::spawn(async move {
+            loop {
+                let item = match reader.read::<ServerFrame>().await {
+                    Ok(Some(f)) => Ok(f),
+                    Ok(None) => return,
+                    Err(e) => Err(e.to_string()),
+                };
+                let end = item.is_err();
+                if tx.send(item).await.is_err() || end {
+                    return;
+                }
+            }
+        });
+        Ok(Self {
+            writer,
+            frames,
+            pending_events: VecDeque::new(),
+            next_id: 1,
+            welcome,
+        })
+    }
+
+    /// Sends a request without waiting for its answer; returns its id.
+    pub async fn send(&mut self, body: Request) -> Result<u64, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.writer
+            .send_now(&ClientFrame::Request { id, body })
+            .await?;
+        Ok(id)
+    }
+
+    /// Sends a request and waits for its answer.
+    pub async fn request(&mut self, body: Request) -> Result<Response, ClientError> {
+        let id = self.send(body).await?;
+        loop {
+            match self.next_frame().await? {
+                Some(ServerFrame::Response { id: rid, result }) if rid == id => {
+                    return match result {
+                        ResponseResult::Ok(r) => Ok(r),
+                        ResponseResult::Err(e) => Err(ClientError::Daemon(e)),
+                    };
+                }
+                Some(ServerFrame::Response { .. }) => {}
+                Some(ServerFrame::Event(e)) => self.pending_events.push_back(e),
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Daemon(e)),
+                None => {
+                    return Err(ClientError::Connection(
+                        "bosund closed the connection".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The next event of this client's subscriptions; `None` when the connection closed.
+    pub async fn next_event(&mut self) -> Result<Option<Event>, ClientError> {
+        if let Some(e) = self.pending_events.pop_front() {
+            return Ok(Some(e));
+        }
+        loop {
+            match self.next_frame().await? {
+                Some(ServerFrame::Event(e)) => return Ok(Some(e)),
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Daemon(e)),
+                Some(ServerFrame::Response { .. }) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+
+    async fn next_frame(&mut self) -> Result<Option<ServerFrame>, ClientError> {
+        match self.frames.recv().await {
+            Some(Ok(f)) => Ok(Some(f)),
+            Some(Err(e)) => Err(ClientError::Connection(e)),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether a frame has arrived that the caller has not taken yet.
+    pub fn has_buffered(&self) -> bool {
+        !self.pending_events.is_empty() || !self.frames.is_empty()
+    }
+
+    /// Waits until the daemon closes this connection (it does when it exits).
+    pub async fn closed(&mut self) {
+        while let Some(Ok(_)) = self.frames.recv().await {}
+    }
+}
+
+/// Whether an error means the daemon is simply not there.
+pub fn is_connection_refused(e: &io::Error) -> bool {
+    daemon::is_not_running(e)
+}
