@@ -181,14 +181,32 @@ pub async fn relay(
             .flatten()
             .min()
             .unwrap_or_else(far);
+        // Biased: when both pipes are readable at once, which was written first cannot be
+        // known; stdout goes first, so that a program's usual "print, then complain" reads in
+        // order.
         tokio::select! {
-            r = stdout.read(&mut out_buf), if out_open => match r {
-                Ok(n) if n > 0 => {
-                    // Lines of the other stream that came first go first.
-                    err.send_lines(&sink);
-                    out.feed(&out_buf[..n], &sink);
+            biased;
+            r = stdout.read(&mut out_buf), if out_open => {
+                match r {
+                    Ok(n) if n > 0 => {
+                        // Lines of the other stream that came first go first.
+                        err.send_lines(&sink);
+                        out.feed(&out_buf[..n], &sink);
+                    }
+                    Ok(_) | Err(_) => { out.send_all(&sink); out_open = false; }
                 }
-                Ok(_) | Err(_) => { out.send_all(&sink); out_open = false; }
+                // Whatever stderr has now is read before stdout is looked at again, so a
+                // program that never stops writing to stdout does not hold stderr back.
+                if err_open {
+                    match poll_once(stderr.read(&mut err_buf)) {
+                        Some(Ok(n)) if n > 0 => {
+                            out.send_lines(&sink);
+                            err.feed(&err_buf[..n], &sink);
+                        }
+                        Some(_) => { err.send_all(&sink); err_open = false; }
+                        None => {}
+                    }
+                }
             },
             r = stderr.read(&mut err_buf), if err_open => match r {
                 Ok(n) if n > 0 => {
@@ -207,6 +225,17 @@ pub async fn relay(
     }
     out.send_all(&sink);
     err.send_all(&sink);
+}
+
+/// Polls a future once: its output if it is ready now, `None` if it would wait. Only for
+/// cancel-safe futures (a pipe read is: nothing is read unless it completes).
+fn poll_once<F: std::future::Future>(fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => Some(v),
+        std::task::Poll::Pending => None,
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,156 @@
+//! The socket protocol under bad input: a malformed frame, an oversized frame, a wrong protocol
+//! version and a runner with a wrong token each get a clear error, and the daemon keeps serving
+//! everyone else.
+
+use std::time::Duration;
+
+use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
+use bosun_shared::protocol::ui::{ClientFrame, Request, Response, ResponseResult, ServerFrame};
+use bosun_shared::protocol::{
+    ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
+};
+use bosun_shared::{RunId, RunToken};
+use bosun_tests::Bosun;
+use tokio::io::AsyncWriteExt;
+
+async fn connect(b: &Bosun) -> anyhow::Result<(FrameReader<ReadHalf>, FrameWriter<WriteHalf>)> {
+    let (r, w) = socket::split(socket::connect(&b.home.join("bosund.sock")).await?);
+    Ok((FrameReader::new(r), FrameWriter::new(w)))
+}
+
+async fn hello(b: &Bosun, version: u32, role: Role) -> anyhow::Result<(HelloReply, FrameReader<ReadHalf>, FrameWriter<WriteHalf>)> {
+    let (mut r, mut w) = connect(b).await?;
+    w.send_now(&Hello { protocol_version: version, role }).await?;
+    let reply = r.read::<HelloReply>().await?.ok_or_else(|| anyhow::anyhow!("no hello reply"))?;
+    Ok((reply, r, w))
+}
+
+async fn status_works(r: &mut FrameReader<ReadHalf>, w: &mut FrameWriter<WriteHalf>, id: u64) -> anyhow::Result<()> {
+    w.send_now(&ClientFrame::Request { id, body: Request::DaemonStatus }).await?;
+    match r.read::<ServerFrame>().await? {
+        Some(ServerFrame::Response { id: rid, result: ResponseResult::Ok(Response::Status(_)) }) if rid == id => Ok(()),
+        other => anyhow::bail!("expected a status answer, got {other:?}"),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}
+
+#[test]
+fn bad_frames_get_clear_errors_and_the_daemon_serves_others() -> anyhow::Result<()> {
+    let b = Bosun::new("proto_bad_frames");
+    b.ok(&["ps"])?;
+    runtime()?.block_on(async {
+        // A bystander, connected before the trouble, served after it.
+        let (reply, mut br, mut bw) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        assert!(matches!(reply, HelloReply::Welcome(_)));
+
+        // Malformed: valid length, not a request. Answered; the connection goes on.
+        let (_, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        w.send_encoded(&[0, 0, 0, 9]).await?;
+        w.send_encoded(b"{\"nope\":1").await?;
+        w.flush().await?;
+        match r.read::<ServerFrame>().await? {
+            Some(ServerFrame::Error(e)) => {
+                assert_eq!(e.code, ErrorCode::BadFrame);
+                assert!(e.message.starts_with("a frame was not a valid request and was ignored"), "{}", e.message);
+            }
+            other => anyhow::bail!("expected an error for a malformed frame, got {other:?}"),
+        }
+        status_works(&mut r, &mut w, 2).await?;
+
+        // Oversized: refused before its body is read, and the connection is closed.
+        let (_, mut r2, mut w2) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        w2.send_encoded(&(64u32 * 1024 * 1024).to_be_bytes()).await?;
+        w2.flush().await?;
+        match r2.read::<ServerFrame>().await? {
+            Some(ServerFrame::Error(e)) => {
+                assert_eq!(e.code, ErrorCode::FrameTooLarge);
+                assert_eq!(e.message, "a frame of 67108864 bytes is over the limit of 4194304 bytes; the connection is closed");
+            }
+            other => anyhow::bail!("expected an error for an oversized frame, got {other:?}"),
+        }
+        let closed = tokio::time::timeout(Duration::from_secs(5), r2.read::<ServerFrame>()).await?;
+        assert!(matches!(closed, Ok(None) | Err(_)), "the connection is closed: {closed:?}");
+
+        // Garbage instead of a hello.
+        let (mut r3, mut w3) = connect(&b).await?;
+        w3.send_encoded(&[0, 0, 0, 2]).await?;
+        w3.send_encoded(b"hi").await?;
+        w3.flush().await?;
+        match r3.read::<HelloReply>().await? {
+            Some(HelloReply::Refused(e)) => {
+                assert_eq!(e.code, ErrorCode::BadFrame);
+                assert!(e.message.starts_with("the first frame must be a hello"), "{}", e.message);
+            }
+            other => anyhow::bail!("expected a refusal, got {other:?}"),
+        }
+        // A client closing mid-frame harms nobody.
+        let (_, _r4, mut w4) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        w4.send_encoded(&[0, 0, 1, 0, b'{']).await?;
+        w4.flush().await?;
+        drop(w4);
+
+        status_works(&mut br, &mut bw, 7).await?;
+        let _ = bw.flush().await;
+        let mut raw = socket::connect(&b.home.join("bosund.sock")).await?;
+        raw.shutdown().await.ok();
+        anyhow::Ok(())
+    })?;
+    b.ok(&["ps"])?;
+    b.finish()
+}
+
+#[test]
+fn a_client_of_another_protocol_version_is_told_so() -> anyhow::Result<()> {
+    let b = Bosun::new("proto_version");
+    b.ok(&["ps"])?;
+    runtime()?.block_on(async {
+        let (reply, _, _) = hello(&b, PROTOCOL_VERSION + 1, Role::Ui).await?;
+        match reply {
+            HelloReply::Refused(e) => {
+                assert_eq!(e.code, ErrorCode::ProtocolVersion);
+                assert!(
+                    e.message.starts_with(&format!(
+                        "this bosund speaks protocol {PROTOCOL_VERSION} and the client speaks protocol {}",
+                        PROTOCOL_VERSION + 1
+                    )),
+                    "{}",
+                    e.message
+                );
+            }
+            HelloReply::Welcome(_) => anyhow::bail!("a client of another version was welcomed"),
+        }
+        anyhow::Ok(())
+    })?;
+    b.ok(&["ps"])?;
+    b.finish()
+}
+
+#[test]
+fn a_runner_with_a_wrong_token_or_an_unknown_run_is_refused() -> anyhow::Result<()> {
+    let b = Bosun::new("proto_runner_token");
+    let id = b.start(&[], &["sleep", "30"])?;
+    b.wait_run(&id, "the run to start", Duration::from_secs(20), |v| v["state"] == "running")?;
+    let run_id: RunId = id.parse()?;
+    runtime()?.block_on(async {
+        let (reply, _, _) = hello(&b, PROTOCOL_VERSION, Role::Runner { run_id, token: RunToken::generate() }).await?;
+        match reply {
+            HelloReply::Refused(e) => {
+                assert_eq!(e.code, ErrorCode::Unauthorized);
+                assert_eq!(e.message, format!("the token for run {id} is wrong"));
+            }
+            HelloReply::Welcome(_) => anyhow::bail!("a wrong token was accepted"),
+        }
+        let other = RunId::new();
+        let (reply, _, _) = hello(&b, PROTOCOL_VERSION, Role::Runner { run_id: other, token: RunToken::generate() }).await?;
+        assert!(matches!(reply, HelloReply::Refused(e) if e.code == ErrorCode::NotFound));
+        anyhow::Ok(())
+    })?;
+    // The real runner is undisturbed.
+    assert_eq!(b.show(&id)?["state"], "running");
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(20))?;
+    b.finish()
+}
