@@ -58,10 +58,8 @@ impl Actor for Events {
             EventsMsg::RunChanged(run) => {
                 // A subscriber whose session is gone is dropped; the others each get the event.
                 state.subscribers.retain(|_, tx| {
-                    tx.send(ServerFrame::Event(Event::RunChanged {
-                        run: (*run).clone(),
-                    }))
-                    .is_ok()
+                    tx.send(ServerFrame::Event(Event::RunChanged { run: run.clone() }))
+                        .is_ok()
                 });
             }
         }

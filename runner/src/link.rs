@@ -107,20 +107,28 @@ async fn session(
     let welcome = match reader.read::<HelloReply>().await {
         Ok(Some(HelloReply::Welcome(w))) => w,
         Ok(Some(HelloReply::Refused(e))) => {
+            // The daemon does not know this run, or will never talk to this runner: nothing it
+            // sends will be kept. Any other refusal may pass (a daemon starting up).
             return match e.code {
                 ErrorCode::NotFound | ErrorCode::Unauthorized | ErrorCode::ProtocolVersion => {
                     SessionEnd::Refused(e.message)
                 }
-                _ => SessionEnd::Lost(e.message),
+                ErrorCode::BadRequest
+                | ErrorCode::Ambiguous
+                | ErrorCode::Conflict
+                | ErrorCode::BadFrame
+                | ErrorCode::FrameTooLarge
+                | ErrorCode::ShuttingDown
+                | ErrorCode::Internal => SessionEnd::Lost(e.message),
             };
         }
         Ok(None) => return SessionEnd::Lost("the daemon closed the connection".into()),
         Err(e) => return SessionEnd::Lost(e.to_string()),
     };
-    if let Ok(mut outbox) = state.outbox.lock() {
-        if let Err(e) = outbox.ack(welcome.acked_seq) {
-            eprintln!("bosun-runner: spool: {e}");
-        }
+    if let Ok(mut outbox) = state.outbox.lock()
+        && let Err(e) = outbox.ack(welcome.acked_seq)
+    {
+        eprintln!("bosun-runner: spool: {e}");
     }
     if let Some(stop) = welcome.stop {
         let _ = state.stops.send(stop);
@@ -190,10 +198,10 @@ async fn pump(
         tokio::select! {
             msg = msgs.recv() => match msg {
                 Some(Ok(DaemonMsg::Ack { seq })) => {
-                    if let Ok(mut o) = state.outbox.lock() {
-                        if let Err(e) = o.ack(seq) {
-                            eprintln!("bosun-runner: spool: {e}");
-                        }
+                    if let Ok(mut o) = state.outbox.lock()
+                        && let Err(e) = o.ack(seq)
+                    {
+                        eprintln!("bosun-runner: spool: {e}");
                     }
                 }
                 Some(Ok(DaemonMsg::StartedAck)) => started_acked = true,

@@ -213,10 +213,12 @@ fn start_program(plan: &LaunchPlan) -> Result<tokio::process::Child, String> {
         .stderr(Stdio::piped())
         .process_group(0);
     cmd.spawn().map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::NotFound => "no such program (looked in the run's PATH)".into(),
-            std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-            _ => e.to_string(),
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            "no such program (looked in the run's PATH)".to_string()
+        } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+            "permission denied".to_string()
+        } else {
+            e.to_string()
         };
         format!("could not start `{}`: {why}", plan.program)
     })

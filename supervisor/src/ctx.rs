@@ -95,10 +95,10 @@ pub fn runner_binary() -> anyhow::Result<PathBuf> {
         return Ok(PathBuf::from(p));
     }
     let exe = std::env::current_exe().context("could not find bosund's own path")?;
-    if let Some(beside) = exe.parent().map(|d| d.join("bosun-runner")) {
-        if beside.is_file() {
-            return Ok(beside);
-        }
+    if let Some(beside) = exe.parent().map(|d| d.join("bosun-runner"))
+        && beside.is_file()
+    {
+        return Ok(beside);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)

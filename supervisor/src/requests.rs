@@ -23,14 +23,14 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             let runs = ctx.actors().ok_or_else(starting_up)?.runs;
             ractor::call!(runs, |reply| RunsMsg::Start { params, reply })
                 .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
-                .map(Response::Run)
+                .map(|v| Response::Run(Box::new(v)))
         }
         Request::ListRuns { all } => list_runs(ctx, all)
             .await
             .map(|runs| Response::Runs { runs }),
         Request::GetRun { run } => {
             let id = resolve(ctx, &run).await?;
-            run_view(ctx, id).await.map(Response::Run)
+            run_view(ctx, id).await.map(|v| Response::Run(Box::new(v)))
         }
         Request::StopRun { run } => {
             let id = resolve(ctx, &run).await?;
@@ -51,7 +51,7 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
                 reply: Some(reply)
             })
             .map_err(|_| WireError::conflict(format!("run {} has just ended", id.short())))?
-            .map(Response::Run)
+            .map(|v| Response::Run(Box::new(v)))
         }
         Request::DaemonStatus => {
             let shutting_down = match ctx.actors() {
@@ -103,10 +103,10 @@ pub async fn resolve(ctx: &Arc<DaemonCtx>, text: &str) -> Result<RunId, WireErro
             "no run given; name it by its id or the start of it",
         ));
     }
-    if let Ok(id) = prefix.parse::<RunId>() {
-        if ctx.live.get(id).is_some() {
-            return Ok(id);
-        }
+    if let Ok(id) = prefix.parse::<RunId>()
+        && ctx.live.get(id).is_some()
+    {
+        return Ok(id);
     }
     let p = prefix.clone();
     let ids = blocking(&ctx.store, move |s| s.run_ids_with_prefix(&p, 3))

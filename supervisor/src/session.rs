@@ -388,7 +388,7 @@ impl SessionState {
                                 id,
                                 result: ResponseResult::Ok(Response::Following {
                                     sub: id,
-                                    run: view,
+                                    run: Box::new(view),
                                 }),
                             };
                             if out.send(answer).await.is_err() {
@@ -425,7 +425,12 @@ impl SessionState {
                     });
                 Ok(Response::Done)
             }
-            other => requests::answer(&self.ctx, other).await,
+            other @ (Request::StartRun(_)
+            | Request::ListRuns { .. }
+            | Request::GetRun { .. }
+            | Request::StopRun { .. }
+            | Request::DaemonStatus
+            | Request::DaemonStop) => requests::answer(&self.ctx, other).await,
         };
         let result = match result {
             Ok(r) => ResponseResult::Ok(r),

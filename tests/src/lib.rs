@@ -69,7 +69,11 @@ impl Bosun {
     /// A fresh state directory named after the test.
     pub fn new(test: &str) -> Self {
         // Short, because the socket path must fit in 108 bytes.
-        let short: String = test.chars().filter(|c| c.is_ascii_alphanumeric()).take(24).collect();
+        let short: String = test
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .take(24)
+            .collect();
         let dir = tempfile::Builder::new()
             .prefix(&format!("bt-{short}-"))
             .tempdir_in("/tmp")
@@ -84,7 +88,12 @@ impl Bosun {
 
     /// A scratch directory of the test, beside the state directory.
     pub fn scratch(&self) -> PathBuf {
-        let p = self.home.parent().map(Path::to_path_buf).unwrap_or_default().join("scratch");
+        let p = self
+            .home
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+            .join("scratch");
         let _ = std::fs::create_dir_all(&p);
         p
     }
@@ -148,7 +157,10 @@ impl Bosun {
         args.push("--");
         args.extend_from_slice(program);
         let v: Value = serde_json::from_str(&self.ok(&args)?)?;
-        v["id"].as_str().map(str::to_string).context("bosun run --json printed no id")
+        v["id"]
+            .as_str()
+            .map(str::to_string)
+            .context("bosun run --json printed no id")
     }
 
     /// `bosun show RUN --json`.
@@ -179,7 +191,10 @@ impl Bosun {
     pub fn logs(&self, run: &str) -> anyhow::Result<Vec<u8>> {
         let out = self.output(&["logs", run])?;
         if !out.status.success() {
-            bail!("bosun logs failed: {}", String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "bosun logs failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         Ok(out.stdout)
     }
@@ -197,8 +212,13 @@ impl Bosun {
     /// SIGKILLs the daemon and waits until it is gone.
     pub fn kill_daemon(&self) -> anyhow::Result<()> {
         let pid = self.daemon_pid().context("bosund is not running")?;
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL)?;
-        wait_for("bosund to die", Duration::from_secs(10), || Ok((!alive(pid)).then_some(())))
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )?;
+        wait_for("bosund to die", Duration::from_secs(10), || {
+            Ok((!alive(pid)).then_some(()))
+        })
     }
 
     /// The ids of every run this test created (from the run directories).
@@ -252,10 +272,14 @@ impl Bosun {
             self.ok(&["daemon", "stop"])?;
         }
         // Runners exit right after the daemon acks their end; give them a moment.
-        let leftover = wait_for("every process of the test to end", Duration::from_secs(10), || {
-            let p = self.processes();
-            Ok(p.is_empty().then_some(()))
-        });
+        let leftover = wait_for(
+            "every process of the test to end",
+            Duration::from_secs(10),
+            || {
+                let p = self.processes();
+                Ok(p.is_empty().then_some(()))
+            },
+        );
         if leftover.is_err() {
             let procs = self.processes();
             self.kill_everything();
@@ -290,5 +314,8 @@ pub fn alive(pid: i32) -> bool {
 
 /// Lines of a log as text.
 pub fn lines(log: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(log).lines().map(str::to_string).collect()
+    String::from_utf8_lossy(log)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }

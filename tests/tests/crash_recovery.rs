@@ -26,16 +26,27 @@ fn a_daemon_killed_mid_run_loses_no_line_and_duplicates_none() -> anyhow::Result
     let b = Bosun::new("crash_daemon");
     let writer = "i=0; while [ $i -lt 600 ]; do i=$((i+1)); echo \"line $i\"; sleep 0.005; done";
     let id = b.start(&[], &["sh", "-c", writer])?;
-    b.wait_run(&id, "output to start", T, |v| v["last_seq"].as_u64().unwrap_or(0) >= 3)?;
+    b.wait_run(&id, "output to start", T, |v| {
+        v["last_seq"].as_u64().unwrap_or(0) >= 3
+    })?;
     b.kill_daemon()?;
     // The run goes on without the daemon.
-    let program = b.processes().into_iter().find(|(_, c)| c.starts_with("sh -c"));
-    assert!(program.is_some(), "the program kept running while bosund was down");
+    let program = b
+        .processes()
+        .into_iter()
+        .find(|(_, c)| c.starts_with("sh -c"));
+    assert!(
+        program.is_some(),
+        "the program kept running while bosund was down"
+    );
     std::thread::sleep(Duration::from_millis(300));
 
     // Any command brings the daemon back; it reattaches the runner.
     let run = b.show(&id)?;
-    assert!(run["state"] == "running" || run["state"] == "exited", "{run}");
+    assert!(
+        run["state"] == "running" || run["state"] == "exited",
+        "{run}"
+    );
     let run = b.wait_ended(&id, T)?;
     assert_eq!(run["outcome"], "succeeded", "{run}");
     assert_eq!(lines(&b.logs(&id)?), numbered(600));
@@ -54,12 +65,17 @@ fn output_written_while_the_daemon_is_down_is_spooled_and_delivered_whole() -> a
         go = go.display()
     );
     let id = b.start(&[], &["sh", "-c", &script])?;
-    b.wait_run(&id, "the first line", T, |v| v["last_seq"].as_u64().unwrap_or(0) >= 1)?;
+    b.wait_run(&id, "the first line", T, |v| {
+        v["last_seq"].as_u64().unwrap_or(0) >= 1
+    })?;
     b.kill_daemon()?;
     std::fs::write(&go, "")?;
     let spool = b.home.join("runs").join(&id).join("spool");
     wait_for("the runner to spool output", T, || {
-        Ok(std::fs::metadata(&spool).ok().filter(|m| m.len() > 0).map(|_| ()))
+        Ok(std::fs::metadata(&spool)
+            .ok()
+            .filter(|m| m.len() > 0)
+            .map(|_| ()))
     })?;
     let run = b.wait_ended(&id, Duration::from_secs(60))?;
     assert_eq!(run["outcome"], "succeeded");
@@ -70,12 +86,16 @@ fn output_written_while_the_daemon_is_down_is_spooled_and_delivered_whole() -> a
         let want = format!("line {} {:090}", i + 1, 0);
         assert_eq!(line, &want, "line {} of the log", i + 2);
     }
-    assert!(!spool.exists(), "the spool is removed once everything is acked");
+    assert!(
+        !spool.exists(),
+        "the spool is removed once everything is acked"
+    );
     b.finish()
 }
 
 #[test]
-fn a_runner_killed_while_the_daemon_is_up_makes_its_run_lost_and_ends_its_program() -> anyhow::Result<()> {
+fn a_runner_killed_while_the_daemon_is_up_makes_its_run_lost_and_ends_its_program()
+-> anyhow::Result<()> {
     let b = Bosun::new("crash_runner");
     let id = b.start(&[], &["sh", "-c", "echo up; sleep 60"])?;
     let run = b.wait_run(&id, "the program to run", T, |v| v["pid"].is_i64())?;
@@ -83,7 +103,9 @@ fn a_runner_killed_while_the_daemon_is_up_makes_its_run_lost_and_ends_its_progra
     let runners = runner_pids(&b);
     assert_eq!(runners.len(), 1, "{runners:?}");
     kill(Pid::from_raw(runners[0]), Signal::SIGKILL)?;
-    let run = b.wait_run(&id, "the run to be lost", Duration::from_secs(5), |v| v["state"] == "exited")?;
+    let run = b.wait_run(&id, "the run to be lost", Duration::from_secs(5), |v| {
+        v["state"] == "exited"
+    })?;
     assert_eq!(run["outcome"], "lost");
     assert_eq!(run["exit"]["reason"], "the runner died (killed by SIGKILL)");
     assert!(!alive(program), "the program of a lost run is ended");
@@ -103,7 +125,9 @@ fn a_runner_that_died_while_the_daemon_was_down_is_found_lost_at_restart() -> an
     let run = b.wait_run(&id, "the program to run", T, |v| v["pid"].is_i64())?;
     let program = run["pid"].as_i64().unwrap_or(0) as i32;
     let grandchild: i32 = wait_for("the grandchild's pid", T, || {
-        Ok(std::fs::read_to_string(&pidfile).ok().and_then(|s| s.trim().parse().ok()))
+        Ok(std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok()))
     })?;
     b.kill_daemon()?;
     for r in runner_pids(&b) {
@@ -113,6 +137,9 @@ fn a_runner_that_died_while_the_daemon_was_down_is_found_lost_at_restart() -> an
     assert_eq!(run["outcome"], "lost");
     assert_eq!(run["exit"]["reason"], "runner lost after daemon restart");
     assert!(!alive(program), "the program is ended");
-    assert!(!alive(grandchild), "the escaped grandchild is ended too (found by the run marker)");
+    assert!(
+        !alive(grandchild),
+        "the escaped grandchild is ended too (found by the run marker)"
+    );
     b.finish()
 }

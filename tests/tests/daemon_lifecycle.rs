@@ -23,7 +23,10 @@ fn a_second_daemon_on_the_same_directory_is_refused_clearly() -> anyhow::Result<
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("another bosund (pid {first}) is already running on {}", b.home.display())),
+        err.contains(&format!(
+            "another bosund (pid {first}) is already running on {}",
+            b.home.display()
+        )),
         "{err}"
     );
     assert!(err.contains("bosun daemon stop"), "{err}");
@@ -67,15 +70,24 @@ fn status_says_whether_the_daemon_runs() -> anyhow::Result<()> {
 #[test]
 fn daemon_stop_stops_every_run_by_its_ladder_first() -> anyhow::Result<()> {
     let b = Bosun::new("daemon_stop");
-    let a = b.start(&["--stop-grace", "1s"], &["sh", "-c", "trap '' INT; echo a; sleep 60"])?;
+    let a = b.start(
+        &["--stop-grace", "1s"],
+        &["sh", "-c", "trap '' INT; echo a; sleep 60"],
+    )?;
     let c = b.start(&[], &["sh", "-c", "echo c; sleep 60"])?;
     for id in [&a, &c] {
-        b.wait_run(id, "output", T, |v| v["last_seq"].as_u64().unwrap_or(0) >= 1)?;
+        b.wait_run(id, "output", T, |v| {
+            v["last_seq"].as_u64().unwrap_or(0) >= 1
+        })?;
     }
     let pid = b.daemon_pid().expect("running");
     assert_eq!(b.ok(&["daemon", "stop"])?.trim(), "bosund stopped");
     assert!(!alive(pid));
-    assert!(b.processes().is_empty(), "nothing is left: {:?}", b.processes());
+    assert!(
+        b.processes().is_empty(),
+        "nothing is left: {:?}",
+        b.processes()
+    );
     // The runs are recorded as stopped, with why.
     for (id, signal) in [(&a, 15), (&c, 2)] {
         let run = b.show(id)?;
@@ -94,7 +106,9 @@ fn sigterm_stops_runs_by_the_ladder_and_a_second_one_kills_them_at_once() -> any
         &["--stop-grace", "30s"],
         &["sh", "-c", "trap '' INT TERM; echo stubborn; sleep 120"],
     )?;
-    b.wait_run(&id, "output", T, |v| v["last_seq"].as_u64().unwrap_or(0) >= 1)?;
+    b.wait_run(&id, "output", T, |v| {
+        v["last_seq"].as_u64().unwrap_or(0) >= 1
+    })?;
     let pid = b.daemon_pid().expect("running");
     let t0 = Instant::now();
     kill(Pid::from_raw(pid), Signal::SIGTERM)?;
@@ -104,9 +118,16 @@ fn sigterm_stops_runs_by_the_ladder_and_a_second_one_kills_them_at_once() -> any
     std::thread::sleep(Duration::from_millis(300));
     assert!(alive(pid), "bosund waits for the ladder after one SIGTERM");
     kill(Pid::from_raw(pid), Signal::SIGTERM)?;
-    wait_for("bosund to exit", Duration::from_secs(10), || Ok((!alive(pid)).then_some(())))?;
-    assert!(t0.elapsed() < Duration::from_secs(15), "the second signal did not wait for the ladder");
-    wait_for("every process to end", Duration::from_secs(5), || Ok(b.processes().is_empty().then_some(())))?;
+    wait_for("bosund to exit", Duration::from_secs(10), || {
+        Ok((!alive(pid)).then_some(()))
+    })?;
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "the second signal did not wait for the ladder"
+    );
+    wait_for("every process to end", Duration::from_secs(5), || {
+        Ok(b.processes().is_empty().then_some(()))
+    })?;
     let run = b.show(&id)?;
     assert_eq!(run["outcome"], "stopped", "{run}");
     assert_eq!(run["exit"]["signal"], 9, "{run}");

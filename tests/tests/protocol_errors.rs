@@ -18,23 +18,47 @@ async fn connect(b: &Bosun) -> anyhow::Result<(FrameReader<ReadHalf>, FrameWrite
     Ok((FrameReader::new(r), FrameWriter::new(w)))
 }
 
-async fn hello(b: &Bosun, version: u32, role: Role) -> anyhow::Result<(HelloReply, FrameReader<ReadHalf>, FrameWriter<WriteHalf>)> {
+async fn hello(
+    b: &Bosun,
+    version: u32,
+    role: Role,
+) -> anyhow::Result<(HelloReply, FrameReader<ReadHalf>, FrameWriter<WriteHalf>)> {
     let (mut r, mut w) = connect(b).await?;
-    w.send_now(&Hello { protocol_version: version, role }).await?;
-    let reply = r.read::<HelloReply>().await?.ok_or_else(|| anyhow::anyhow!("no hello reply"))?;
+    w.send_now(&Hello {
+        protocol_version: version,
+        role,
+    })
+    .await?;
+    let reply = r
+        .read::<HelloReply>()
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no hello reply"))?;
     Ok((reply, r, w))
 }
 
-async fn status_works(r: &mut FrameReader<ReadHalf>, w: &mut FrameWriter<WriteHalf>, id: u64) -> anyhow::Result<()> {
-    w.send_now(&ClientFrame::Request { id, body: Request::DaemonStatus }).await?;
+async fn status_works(
+    r: &mut FrameReader<ReadHalf>,
+    w: &mut FrameWriter<WriteHalf>,
+    id: u64,
+) -> anyhow::Result<()> {
+    w.send_now(&ClientFrame::Request {
+        id,
+        body: Request::DaemonStatus,
+    })
+    .await?;
     match r.read::<ServerFrame>().await? {
-        Some(ServerFrame::Response { id: rid, result: ResponseResult::Ok(Response::Status(_)) }) if rid == id => Ok(()),
+        Some(ServerFrame::Response {
+            id: rid,
+            result: ResponseResult::Ok(Response::Status(_)),
+        }) if rid == id => Ok(()),
         other => anyhow::bail!("expected a status answer, got {other:?}"),
     }
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }
 
 #[test]
@@ -132,10 +156,20 @@ fn a_client_of_another_protocol_version_is_told_so() -> anyhow::Result<()> {
 fn a_runner_with_a_wrong_token_or_an_unknown_run_is_refused() -> anyhow::Result<()> {
     let b = Bosun::new("proto_runner_token");
     let id = b.start(&[], &["sleep", "30"])?;
-    b.wait_run(&id, "the run to start", Duration::from_secs(20), |v| v["state"] == "running")?;
+    b.wait_run(&id, "the run to start", Duration::from_secs(20), |v| {
+        v["state"] == "running"
+    })?;
     let run_id: RunId = id.parse()?;
     runtime()?.block_on(async {
-        let (reply, _, _) = hello(&b, PROTOCOL_VERSION, Role::Runner { run_id, token: RunToken::generate() }).await?;
+        let (reply, _, _) = hello(
+            &b,
+            PROTOCOL_VERSION,
+            Role::Runner {
+                run_id,
+                token: RunToken::generate(),
+            },
+        )
+        .await?;
         match reply {
             HelloReply::Refused(e) => {
                 assert_eq!(e.code, ErrorCode::Unauthorized);
@@ -144,7 +178,15 @@ fn a_runner_with_a_wrong_token_or_an_unknown_run_is_refused() -> anyhow::Result<
             HelloReply::Welcome(_) => anyhow::bail!("a wrong token was accepted"),
         }
         let other = RunId::new();
-        let (reply, _, _) = hello(&b, PROTOCOL_VERSION, Role::Runner { run_id: other, token: RunToken::generate() }).await?;
+        let (reply, _, _) = hello(
+            &b,
+            PROTOCOL_VERSION,
+            Role::Runner {
+                run_id: other,
+                token: RunToken::generate(),
+            },
+        )
+        .await?;
         assert!(matches!(reply, HelloReply::Refused(e) if e.code == ErrorCode::NotFound));
         anyhow::Ok(())
     })?;
@@ -152,5 +194,60 @@ fn a_runner_with_a_wrong_token_or_an_unknown_run_is_refused() -> anyhow::Result<
     assert_eq!(b.show(&id)?["state"], "running");
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(20))?;
+    b.finish()
+}
+
+/// Only meaningful as root, which can open the socket to another user for the test: the
+/// daemon must then refuse that user by its peer credentials, not by file permissions alone.
+#[test]
+fn a_connection_from_another_user_is_refused_and_logged() -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::getuid().is_root() {
+        // Without root there is no second user to connect as; the file permissions (checked in
+        // daemon_lifecycle) are then what keeps other users out.
+        return Ok(());
+    }
+    let b = Bosun::new("proto_other_uid");
+    b.ok(&["ps"])?;
+    let socket = b.home.join("bosund.sock");
+    // Open the way for the test only: the directories and the socket.
+    for dir in [b.home.parent().unwrap_or(&b.home), &b.home] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+    }
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777))?;
+    let script = r#"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+body = json.dumps({"protocol_version": 1, "role": {"kind": "ui"}}).encode()
+s.sendall(struct.pack(">I", len(body)) + body)
+n = struct.unpack(">I", s.recv(4, socket.MSG_WAITALL))[0]
+print(s.recv(n, socket.MSG_WAITALL).decode())
+"#;
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+            script,
+        ])
+        .arg(&socket)
+        .output()?;
+    let reply: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| anyhow::anyhow!("{e}: {}", String::from_utf8_lossy(&out.stderr)))?;
+    assert_eq!(reply["type"], "refused", "{reply}");
+    assert_eq!(reply["code"], "unauthorized", "{reply}");
+    assert_eq!(
+        reply["message"],
+        "this bosund belongs to another user; connections from uid 65534 are refused"
+    );
+    let log = std::fs::read_to_string(b.home.join("bosund.log"))?;
+    assert!(
+        log.contains("refused a connection from another user uid=65534"),
+        "{log}"
+    );
+    b.ok(&["ps"])?;
     b.finish()
 }

@@ -11,7 +11,11 @@ fn a_run_lives_from_start_to_recorded_exit() -> anyhow::Result<()> {
     let b = Bosun::new("run_life");
     let id = b.start(
         &["--name", "counter", "--env", "GREETING=hello"],
-        &["sh", "-c", "echo $GREETING; sleep 0.1; echo to-stderr >&2; sleep 0.4; echo done; exit 3"],
+        &[
+            "sh",
+            "-c",
+            "echo $GREETING; sleep 0.1; echo to-stderr >&2; sleep 0.4; echo done; exit 3",
+        ],
     )?;
     assert_eq!(id.len(), 26);
 
@@ -42,7 +46,14 @@ fn a_run_lives_from_start_to_recorded_exit() -> anyhow::Result<()> {
 #[test]
 fn run_follow_streams_the_log_and_exits_with_the_runs_status() -> anyhow::Result<()> {
     let b = Bosun::new("run_follow");
-    let out = b.output(&["run", "--follow", "--", "sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.1; done; exit 7"])?;
+    let out = b.output(&[
+        "run",
+        "--follow",
+        "--",
+        "sh",
+        "-c",
+        "for i in 1 2 3; do echo line $i; sleep 0.1; done; exit 7",
+    ])?;
     assert_eq!(out.status.code(), Some(7));
     assert_eq!(lines(&out.stdout), ["line 1", "line 2", "line 3"]);
     let ok = b.output(&["run", "-f", "--", "true"])?;
@@ -62,9 +73,15 @@ fn output_bytes_are_kept_exactly_and_long_lines_are_split_but_whole() -> anyhow:
     expected.extend(std::iter::repeat_n(b'x', 300_000));
     expected.extend_from_slice(b"\nlast-no-newline");
     assert_eq!(log.len(), expected.len());
-    assert!(log == expected, "the log differs from what the program wrote");
+    assert!(
+        log == expected,
+        "the log differs from what the program wrote"
+    );
     let run = b.show(&id)?;
-    assert!(run["last_seq"].as_u64().unwrap_or(0) >= 5, "a 300 KB line is split into chunks: {run}");
+    assert!(
+        run["last_seq"].as_u64().unwrap_or(0) >= 5,
+        "a 300 KB line is split into chunks: {run}"
+    );
     b.finish()
 }
 
@@ -74,8 +91,18 @@ fn the_run_gets_its_cwd_env_and_a_null_stdin() -> anyhow::Result<()> {
     let dir = b.scratch();
     let cwd = dir.to_str().unwrap_or_default();
     let out = b.output(&[
-        "run", "-f", "--cwd", cwd, "--env", "A=1", "--env", "B=x=y", "--",
-        "sh", "-c", "pwd; echo $A $B; cat; echo stdin-done; test -n \"$BOSUN_RUN_ID\" && echo marked",
+        "run",
+        "-f",
+        "--cwd",
+        cwd,
+        "--env",
+        "A=1",
+        "--env",
+        "B=x=y",
+        "--",
+        "sh",
+        "-c",
+        "pwd; echo $A $B; cat; echo stdin-done; test -n \"$BOSUN_RUN_ID\" && echo marked",
     ])?;
     assert!(out.status.success(), "{out:?}");
     assert_eq!(lines(&out.stdout), [cwd, "1 x=y", "stdin-done", "marked"]);
@@ -92,19 +119,35 @@ fn bad_input_is_refused_plainly_and_starts_nothing() -> anyhow::Result<()> {
     let err = b.fails(&["run", "--time-cap", "soon", "--", "true"])?;
     assert!(err.contains("is not a duration"), "{err}");
     let err = b.fails(&["run", "--cwd", "/no/such/dir", "--", "true"])?;
-    assert!(err.contains("the working directory /no/such/dir does not exist"), "{err}");
+    assert!(
+        err.contains("the working directory /no/such/dir does not exist"),
+        "{err}"
+    );
     let err = b.fails(&["show", "zzzzzz"])?;
-    assert!(err.contains("no run has an id starting with `zzzzzz`"), "{err}");
+    assert!(
+        err.contains("no run has an id starting with `zzzzzz`"),
+        "{err}"
+    );
     let err = b.fails(&["stop", "0"])?;
-    assert!(err.contains("no run has an id starting with `0`") || err.contains("more than one"), "{err}");
-    assert!(b.json(&["ps", "--all"])?.as_array().is_some_and(|a| a.is_empty()));
+    assert!(
+        err.contains("no run has an id starting with `0`") || err.contains("more than one"),
+        "{err}"
+    );
+    assert!(
+        b.json(&["ps", "--all"])?
+            .as_array()
+            .is_some_and(|a| a.is_empty())
+    );
 
     // A program that does not exist is a run that failed, with the reason.
     let id = b.start(&[], &["no-such-program-anywhere"])?;
     let run = b.wait_ended(&id, T)?;
     assert_eq!(run["outcome"], "failed");
     let reason = run["exit"]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("could not start `no-such-program-anywhere`"), "{reason}");
+    assert!(
+        reason.contains("could not start `no-such-program-anywhere`"),
+        "{reason}"
+    );
     b.finish()
 }
 
@@ -123,7 +166,10 @@ fn an_ambiguous_prefix_is_refused_with_the_candidates() -> anyhow::Result<()> {
         .unwrap_or("0")
         .to_string();
     let err = b.fails(&["show", &first])?;
-    assert!(err.contains("is the start of more than one run's id"), "{err}");
+    assert!(
+        err.contains("is the start of more than one run's id"),
+        "{err}"
+    );
     for id in &ids {
         b.wait_ended(id, T)?;
     }

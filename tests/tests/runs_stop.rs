@@ -17,14 +17,20 @@ fn started(b: &Bosun, id: &str) -> anyhow::Result<()> {
 #[test]
 fn a_program_that_ignores_sigint_is_ended_by_sigterm() -> anyhow::Result<()> {
     let b = Bosun::new("stop_ignores_int");
-    let id = b.start(&["--stop-grace", "1s"], &["sh", "-c", "trap '' INT; echo ready; sleep 60"])?;
+    let id = b.start(
+        &["--stop-grace", "1s"],
+        &["sh", "-c", "trap '' INT; echo ready; sleep 60"],
+    )?;
     started(&b, &id)?;
     let t0 = Instant::now();
     let stopping = b.json(&["stop", &id])?;
     assert_eq!(stopping["state"], "stopping");
     assert_eq!(stopping["stop_reason"], "stopped by the person");
     let run = b.wait_ended(&id, T)?;
-    assert!(t0.elapsed() >= Duration::from_millis(900), "SIGTERM came only after the grace");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "SIGTERM came only after the grace"
+    );
     assert_eq!(run["outcome"], "stopped");
     assert_eq!(run["exit"]["reason"], "stopped by the person");
     assert_eq!(run["exit"]["signal"], 15, "{run}");
@@ -42,7 +48,10 @@ fn a_program_that_ignores_sigint_and_sigterm_is_killed() -> anyhow::Result<()> {
     let t0 = Instant::now();
     let out = b.ok(&["stop", "--wait", &id])?;
     assert!(out.contains("stopped (stopped by the person)"), "{out}");
-    assert!(t0.elapsed() >= Duration::from_millis(1900), "SIGKILL came after both graces");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1900),
+        "SIGKILL came after both graces"
+    );
     let run = b.show(&id)?;
     assert_eq!(run["exit"]["signal"], 9, "{run}");
     b.finish()
@@ -53,7 +62,11 @@ fn a_program_that_handles_sigint_ends_cleanly_and_its_output_is_kept() -> anyhow
     let b = Bosun::new("stop_clean");
     let id = b.start(
         &[],
-        &["sh", "-c", "trap 'echo got-int; exit 0' INT; echo ready; while :; do sleep 0.1; done"],
+        &[
+            "sh",
+            "-c",
+            "trap 'echo got-int; exit 0' INT; echo ready; while :; do sleep 0.1; done",
+        ],
     )?;
     started(&b, &id)?;
     b.ok(&["stop", &id])?;
@@ -77,12 +90,21 @@ fn a_grandchild_that_escaped_into_its_own_session_is_ended_on_stop() -> anyhow::
     let id = b.start(&["--stop-grace", "1s"], &["sh", "-c", &script])?;
     started(&b, &id)?;
     let escaped: i32 = wait_for("the escaped pid", T, || {
-        Ok(std::fs::read_to_string(&pidfile).ok().and_then(|s| s.trim().parse().ok()))
+        Ok(std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok()))
     })?;
     let sid = bosun_shared::process::stat(escaped).map(|s| s.sid);
-    assert_eq!(sid, Some(escaped), "the grandchild leads a session of its own");
+    assert_eq!(
+        sid,
+        Some(escaped),
+        "the grandchild leads a session of its own"
+    );
     b.ok(&["stop", "--wait", &id])?;
-    assert!(!alive(escaped), "the escaped grandchild {escaped} survived the stop");
+    assert!(
+        !alive(escaped),
+        "the escaped grandchild {escaped} survived the stop"
+    );
     b.finish()
 }
 
@@ -99,7 +121,9 @@ fn what_a_program_leaves_running_is_ended_when_it_exits_by_itself() -> anyhow::R
     let run = b.wait_ended(&id, T)?;
     assert_eq!(run["outcome"], "succeeded");
     let daemon: i32 = std::fs::read_to_string(&pidfile)?.trim().parse()?;
-    wait_for("the leftover to be gone", Duration::from_secs(5), || Ok((!alive(daemon)).then_some(())))?;
+    wait_for("the leftover to be gone", Duration::from_secs(5), || {
+        Ok((!alive(daemon)).then_some(()))
+    })?;
     b.finish()
 }
 
@@ -107,10 +131,16 @@ fn what_a_program_leaves_running_is_ended_when_it_exits_by_itself() -> anyhow::R
 fn the_time_cap_stops_the_run_by_its_ladder() -> anyhow::Result<()> {
     let b = Bosun::new("time_cap");
     let t0 = Instant::now();
-    let id = b.start(&["--time-cap", "1s"], &["sh", "-c", "echo working; sleep 30"])?;
+    let id = b.start(
+        &["--time-cap", "1s"],
+        &["sh", "-c", "echo working; sleep 30"],
+    )?;
     let run = b.wait_ended(&id, T)?;
     let took = t0.elapsed();
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(10), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
     assert_eq!(run["outcome"], "timed_out");
     assert_eq!(run["exit"]["reason"], "time cap 1s reached");
     assert_eq!(run["time_cap_ms"], 1000);

@@ -107,16 +107,16 @@ pub async fn start(dirs: &StateDir) -> Result<Stream, ClientError> {
         }
         // A daemon that exited at once will never answer, unless another one (started by a
         // client racing us) does; give that one a moment, then report why ours failed.
-        if let Some(status) = exited {
-            if started.elapsed() > Duration::from_secs(2) {
-                let why = fs::read_to_string(&stderr_path).unwrap_or_default();
-                let why = why.trim().trim_start_matches("bosund: ");
-                return Err(ClientError::StartFailed(if why.is_empty() {
-                    format!("bosund exited at once ({status})")
-                } else {
-                    why.to_string()
-                }));
-            }
+        if let Some(status) = exited
+            && started.elapsed() > Duration::from_secs(2)
+        {
+            let why = fs::read_to_string(&stderr_path).unwrap_or_default();
+            let why = why.trim().trim_start_matches("bosund: ");
+            return Err(ClientError::StartFailed(if why.is_empty() {
+                format!("bosund exited at once ({status})")
+            } else {
+                why.to_string()
+            }));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

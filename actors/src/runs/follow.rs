@@ -99,7 +99,7 @@ pub async fn follow(
         let end = Event::LogEnd {
             sub: spec.sub,
             last_seq: next - 1,
-            run: rec.view(next - 1),
+            run: Box::new(rec.view(next - 1)),
         };
         let _ = out.send(ServerFrame::Event(end)).await;
     }

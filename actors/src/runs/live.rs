@@ -35,10 +35,10 @@ impl LiveRuns {
     }
 
     pub fn update(&self, record: &RunRecord) {
-        if let Ok(mut map) = self.inner.write() {
-            if let Some(e) = map.get_mut(&record.id) {
-                e.record = Arc::new(record.clone());
-            }
+        if let Ok(mut map) = self.inner.write()
+            && let Some(e) = map.get_mut(&record.id)
+        {
+            e.record = Arc::new(record.clone());
         }
     }
 

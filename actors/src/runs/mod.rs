@@ -265,12 +265,12 @@ impl RunsState {
                 p.cwd.display()
             ));
         }
-        if let Some(name) = &p.name {
-            if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-                return bad(
-                    "a run's name must be 1 to 100 characters, without control characters".into(),
-                );
-            }
+        if let Some(name) = &p.name
+            && (name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control))
+        {
+            return bad(
+                "a run's name must be 1 to 100 characters, without control characters".into(),
+            );
         }
         for (k, v) in &p.env {
             if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {

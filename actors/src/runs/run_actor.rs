@@ -182,7 +182,7 @@ impl Actor for RunActor {
             }
             RunMsg::FromRunner { link_id, msg } => {
                 if state.link.as_ref().is_some_and(|l| l.link_id == link_id) {
-                    state.from_runner(&myself, msg).await?;
+                    state.on_runner_msg(&myself, msg).await?;
                 }
             }
             RunMsg::Detached { link_id } => {
@@ -190,7 +190,7 @@ impl Actor for RunActor {
                     state.link = None;
                     if !state.rec.state.is_final() {
                         state.away_since = Some(Instant::now());
-                        let _ = myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner);
+                        drop(myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner));
                     }
                 }
             }
@@ -338,11 +338,11 @@ impl RunActorState {
             );
             return self.lose(myself, reason).await;
         }
-        let _ = myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner);
+        drop(myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner));
         Ok(())
     }
 
-    async fn from_runner(
+    async fn on_runner_msg(
         &mut self,
         myself: &ActorRef<RunMsg>,
         msg: RunnerMsg,

@@ -102,14 +102,14 @@ pub struct FollowParams {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Response {
-    Run(RunView),
+    Run(Box<RunView>),
     Runs {
         runs: Vec<RunView>,
     },
     /// A log subscription opened; its events carry `sub`.
     Following {
         sub: u64,
-        run: RunView,
+        run: Box<RunView>,
     },
     Done,
     Status(DaemonStatus),
@@ -135,10 +135,10 @@ pub enum Event {
     LogEnd {
         sub: u64,
         last_seq: u64,
-        run: RunView,
+        run: Box<RunView>,
     },
     /// A run changed state.
-    RunChanged { run: RunView },
+    RunChanged { run: Box<RunView> },
 }
 
 /// A run as the UI shows it.

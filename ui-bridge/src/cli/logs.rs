@@ -74,9 +74,8 @@ pub async fn print_log(
         follow: opts.follow,
         stream: opts.stream,
     });
-    let (sub, mut view) = match client.request(request).await? {
-        Response::Following { sub, run } => (sub, run),
-        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    let Response::Following { sub, run: mut view } = client.request(request).await? else {
+        anyhow::bail!("bosund answered something unexpected");
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout.lock());
@@ -90,7 +89,7 @@ pub async fn print_log(
                 if output::stderr_is_terminal() {
                     eprintln!("\nbosun: stopped following; run {} goes on (`bosun stop {}` ends it)", view.short_id, view.short_id);
                 }
-                return Ok(view);
+                return Ok(*view);
             }
         };
         let Some(event) = event else {
@@ -120,7 +119,7 @@ pub async fn print_log(
             Event::LogEnd { sub: s, run, .. } if s == sub => {
                 out.flush()?;
                 view = run;
-                return Ok(view);
+                return Ok(*view);
             }
             Event::Log { .. }
             | Event::LogLagged { .. }

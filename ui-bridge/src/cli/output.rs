@@ -52,7 +52,7 @@ fn command_line(run: &RunView) -> String {
 
 fn age(t: Timestamp) -> String {
     let secs = Timestamp::now().since(t).as_secs();
-    format_duration(Duration::from_secs(secs.max(0))) + " ago"
+    format_duration(Duration::from_secs(secs)) + " ago"
 }
 
 pub fn print_table(runs: &[RunView]) {

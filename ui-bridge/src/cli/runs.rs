@@ -96,9 +96,8 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         }),
     };
     let mut client = connect(dirs).await?;
-    let run = match client.request(Request::StartRun(params)).await? {
-        Response::Run(v) => v,
-        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    let Response::Run(run) = client.request(Request::StartRun(params)).await? else {
+        anyhow::bail!("bosund answered something unexpected");
     };
     if !a.follow {
         if a.json {
@@ -138,9 +137,8 @@ pub struct PsArgs {
 
 pub async fn ps(dirs: &StateDir, a: PsArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let runs = match client.request(Request::ListRuns { all: a.all }).await? {
-        Response::Runs { runs } => runs,
-        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    let Response::Runs { runs } = client.request(Request::ListRuns { all: a.all }).await? else {
+        anyhow::bail!("bosund answered something unexpected");
     };
     if a.json {
         output::print_json(&runs)?;
@@ -160,9 +158,8 @@ pub struct ShowArgs {
 
 pub async fn show(dirs: &StateDir, a: ShowArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let run = match client.request(Request::GetRun { run: a.run }).await? {
-        Response::Run(v) => v,
-        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    let Response::Run(run) = client.request(Request::GetRun { run: a.run }).await? else {
+        anyhow::bail!("bosund answered something unexpected");
     };
     if a.json {
         output::print_json(&run)?;
@@ -185,9 +182,8 @@ pub struct StopArgs {
 
 pub async fn stop(dirs: &StateDir, a: StopArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let mut run = match client.request(Request::StopRun { run: a.run }).await? {
-        Response::Run(v) => v,
-        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    let Response::Run(mut run) = client.request(Request::StopRun { run: a.run }).await? else {
+        anyhow::bail!("bosund answered something unexpected");
     };
     if a.wait {
         let opts = FollowOptions {
@@ -197,7 +193,7 @@ pub async fn stop(dirs: &StateDir, a: StopArgs) -> anyhow::Result<ExitCode> {
             timestamps: false,
             json: false,
         };
-        run = print_log(&mut client, &run.id.to_string(), opts).await?;
+        *run = print_log(&mut client, &run.id.to_string(), opts).await?;
     }
     if a.json {
         output::print_json(&run)?;
@@ -222,9 +218,8 @@ pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCo
         }
         Err(e) => return Err(e.into()),
     };
-    let status = match client.request(Request::DaemonStatus).await? {
-        Response::Status(s) => s,
-        other => anyhow::bail!("bosund answered something unexpected: {other:?}"),
+    let Response::Status(status) = client.request(Request::DaemonStatus).await? else {
+        anyhow::bail!("bosund answered something unexpected");
     };
     if json {
         let mut v = serde_json::to_value(&status)?;
