@@ -63,7 +63,15 @@ pub async fn run_link(
                 backoff = BACKOFF_FIRST;
                 match session(stream, run_id, &token, &state).await {
                     SessionEnd::ExitAcked => return LinkEnd::ExitAcked,
-                    SessionEnd::Refused(why) => return LinkEnd::Refused(why),
+                    SessionEnd::Refused(why) => {
+                        // Nobody will ever keep this run's output or record its end: end the
+                        // program rather than leave it running unsupervised.
+                        let _ = state.stops.send(StopOrder {
+                            reason: format!("bosund refused the run's runner: {why}"),
+                            immediate: false,
+                        });
+                        return LinkEnd::Refused(why);
+                    }
                     SessionEnd::Lost(why) => {
                         if why != last_problem {
                             eprintln!("bosun-runner: lost the daemon ({why}); reconnecting");
@@ -119,6 +127,7 @@ async fn session(
                 | ErrorCode::BadFrame
                 | ErrorCode::FrameTooLarge
                 | ErrorCode::ShuttingDown
+                | ErrorCode::Unavailable
                 | ErrorCode::Internal => SessionEnd::Lost(e.message),
             };
         }

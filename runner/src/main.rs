@@ -36,7 +36,7 @@ use crate::outbox::Outbox;
 use crate::relay::Sink;
 
 /// Unacked output kept in memory before it goes to the spool file.
-const OUTBOX_MEMORY: usize = 8 * 1024 * 1024;
+const OUTBOX_MEMORY: usize = 32 * 1024 * 1024;
 /// How long the final sweep keeps killing before it gives up on survivors.
 const SWEEP_DEADLINE: Duration = Duration::from_secs(5);
 /// How long the relay may go on reading after the sweep, for output still in the pipes.
@@ -49,6 +49,7 @@ fn main() -> ExitCode {
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
         eprintln!("bosun-runner: could not become a child subreaper: {e}");
     }
+    bosun_shared::process::tune_allocator();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -13,8 +13,11 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Memory held at a peak above this is given back to the system once it is free again.
+const GIVE_BACK_AFTER: usize = 1024 * 1024;
+
 /// A frame ready to send, shared between the outbox and the link.
-pub type Frame = Arc<[u8]>;
+pub type Frame = Arc<Vec<u8>>;
 
 pub struct Outbox {
     spool_path: PathBuf,
@@ -26,6 +29,8 @@ pub struct Outbox {
     /// Frames for seqs `acked + 1 ..`, contiguous.
     mem: VecDeque<Frame>,
     mem_bytes: usize,
+    /// The most bytes held in memory since memory was last given back.
+    mem_peak: usize,
     /// Frames after those in memory, contiguous.
     spool: Option<Spool>,
 }
@@ -46,6 +51,7 @@ impl Outbox {
             acked: 0,
             mem: VecDeque::new(),
             mem_bytes: 0,
+            mem_peak: 0,
             spool: None,
         }
     }
@@ -59,7 +65,8 @@ impl Outbox {
             self.spool_append(&frame)?;
         } else {
             self.mem_bytes += frame.len();
-            self.mem.push_back(frame.into());
+            self.mem_peak = self.mem_peak.max(self.mem_bytes);
+            self.mem.push_back(Arc::new(frame));
         }
         self.next_seq += 1;
         Ok(())
@@ -120,7 +127,7 @@ impl Outbox {
         };
         let mut buf = vec![0u8; len];
         spool.file.read_exact_at(&mut buf, offset)?;
-        Ok(Some(buf.into()))
+        Ok(Some(Arc::new(buf)))
     }
 
     /// Forgets every frame up to and including `seq`.
@@ -134,7 +141,18 @@ impl Outbox {
                 s.index.pop_front();
             }
         }
-        self.refill_from_spool()
+        self.refill_from_spool()?;
+        if self.mem.is_empty() && self.mem_peak > GIVE_BACK_AFTER {
+            // A burst is over: hand the memory it took back to the system, so an idle runner
+            // stays small. glibc keeps freed heap memory otherwise.
+            self.mem_peak = 0;
+            // SAFETY: malloc_trim only releases free memory of the allocator; it has no
+            // preconditions.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
+        Ok(())
     }
 
     /// Moves spooled frames back into memory while there is room, oldest first, and empties
@@ -151,7 +169,7 @@ impl Outbox {
             spool.file.read_exact_at(&mut buf, offset)?;
             spool.index.pop_front();
             self.mem_bytes += len;
-            self.mem.push_back(buf.into());
+            self.mem.push_back(Arc::new(buf));
         }
         if spool.index.is_empty() && spool.end > 0 {
             spool.file.set_len(0)?;

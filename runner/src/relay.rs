@@ -12,9 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::LogBytes;
-use bosun_shared::protocol::frame::encode_frame;
-use bosun_shared::protocol::runner::{OutputChunk, RunnerMsg};
+use bosun_shared::protocol::fast;
 use bosun_shared::run::Stream;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Notify, oneshot};
@@ -46,17 +44,7 @@ impl Sink {
         }
         let at = Timestamp::now();
         let pushed = match self.outbox.lock() {
-            Ok(mut outbox) => outbox.push(|seq| {
-                let msg = RunnerMsg::Output(OutputChunk {
-                    seq,
-                    stream,
-                    at,
-                    data: LogBytes(bytes),
-                });
-                // A chunk is at most 128 KiB, far under the frame limit, and JSON encoding of
-                // these types cannot fail; an empty frame would be refused by the daemon.
-                encode_frame(&msg).unwrap_or_default()
-            }),
+            Ok(mut outbox) => outbox.push(|seq| fast::output_frame(seq, stream, at, &bytes)),
             Err(_) => return,
         };
         if let Err(e) = pushed {

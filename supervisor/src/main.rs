@@ -66,6 +66,7 @@ fn run() -> anyhow::Result<ExitCode> {
     dirs.ensure()?;
     init_logging(&dirs)?;
     bosun_shared::process::raise_fd_limit();
+    bosun_shared::process::tune_allocator();
     install_panic_hook();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -67,6 +67,7 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
                 state_dir: ctx.dirs.root().to_path_buf(),
                 started_at: ctx.started_at,
                 live_runs: ctx.live.len(),
+                attached_runners: ctx.live.attached(),
                 shutting_down,
             }))
         }
@@ -132,7 +133,7 @@ pub async fn resolve(ctx: &Arc<DaemonCtx>, text: &str) -> Result<RunId, WireErro
 /// A run as it is now: from its live snapshot, or from the store once it is over.
 pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireError> {
     if let Some(e) = ctx.live.get(id) {
-        return Ok(e.record.view(e.hub.state().committed));
+        return Ok(e.record.view(e.hub.state().received));
     }
     let rec = blocking(&ctx.store, move |s| s.run(id))
         .await
@@ -149,7 +150,7 @@ async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, Wire
         records
             .into_iter()
             .map(|r| match ctx.live.get(r.id) {
-                Some(e) => e.record.view(e.hub.state().committed),
+                Some(e) => e.record.view(e.hub.state().received),
                 None => r.view(r.last_seq),
             })
             .collect()
@@ -157,7 +158,7 @@ async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, Wire
         ctx.live
             .entries()
             .into_iter()
-            .map(|e| e.record.view(e.hub.state().committed))
+            .map(|e| e.record.view(e.hub.state().received))
             .collect()
     };
     views.sort_by_key(|v| (v.created_at, v.id));

@@ -9,12 +9,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_actors::runs::follow::{FollowSpec, follow};
+use bosun_actors::runs::follow::{FollowSpec, blocking, follow};
 use bosun_actors::runs::run_actor::RunMsg;
 use bosun_shared::protocol::frame::decode_body;
 use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg};
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
-use bosun_shared::protocol::ui::{ClientFrame, Request, Response, ResponseResult, ServerFrame};
+use bosun_shared::protocol::ui::{
+    ClientFrame, Outbound, Request, Response, ResponseResult, ServerFrame,
+};
 use bosun_shared::protocol::{
     ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
     Welcome, WireError,
@@ -68,7 +70,7 @@ pub struct SessionState {
 enum Mode {
     Handshake,
     Ui {
-        out: mpsc::Sender<ServerFrame>,
+        out: mpsc::Sender<Outbound>,
         events: mpsc::UnboundedSender<ServerFrame>,
     },
     Runner {
@@ -229,7 +231,7 @@ impl Actor for Session {
 impl SessionState {
     async fn send(&self, frame: ServerFrame) {
         if let Mode::Ui { out, .. } = &self.mode {
-            let _ = out.send(frame).await;
+            let _ = out.send(frame.into()).await;
         }
     }
 
@@ -254,7 +256,7 @@ impl SessionState {
         self.tasks.push(tokio::spawn(async move {
             loop {
                 let msg = match reader.read_raw().await {
-                    Ok(Some(body)) => match decode_body::<ClientFrame>(&body) {
+                    Ok(Some(body)) => match decode_body::<ClientFrame>(body) {
                         Ok(ClientFrame::Request { id, body }) => SessionMsg::Request { id, body },
                         Err(e) => SessionMsg::BadFrame {
                             detail: e.to_string(),
@@ -286,8 +288,24 @@ impl SessionState {
     ) {
         let refuse = |code, message: String| HelloReply::Refused(WireError::new(code, message));
         let Some(entry) = self.ctx.live.get(run_id) else {
-            let msg = format!("run {run_id} is not running under this bosund");
-            let _ = writer.send_now(&refuse(ErrorCode::NotFound, msg)).await;
+            // Not live: either not recovered yet (the runner must try again), or over or
+            // unknown (the runner must give up).
+            let stored = blocking(&self.ctx.store, move |s| s.run(run_id)).await;
+            let reply = match stored {
+                Ok(Some(rec)) if !rec.state.is_final() => refuse(
+                    ErrorCode::Unavailable,
+                    format!("bosund is still recovering run {run_id}; try again"),
+                ),
+                Ok(Some(_)) | Ok(None) => refuse(
+                    ErrorCode::NotFound,
+                    format!("run {run_id} is not running under this bosund"),
+                ),
+                Err(e) => refuse(
+                    ErrorCode::Unavailable,
+                    format!("bosund could not read run {run_id}: {e}"),
+                ),
+            };
+            let _ = writer.send_now(&reply).await;
             myself.stop(None);
             return;
         };
@@ -335,10 +353,13 @@ impl SessionState {
                 }
             }
         }));
-        let (actor, link_id) = (entry.actor.clone(), attached.link_id);
+        let (actor, link_id, hub) = (entry.actor.clone(), attached.link_id, entry.hub.clone());
         let me = myself.clone();
         self.tasks.push(tokio::spawn(async move {
             loop {
+                // Backpressure: while too much output waits for the store, leave it in the
+                // runner's outbox rather than in the daemon's memory.
+                hub.room().await;
                 match reader.read::<RunnerMsg>().await {
                     Ok(Some(msg)) => {
                         if actor.cast(RunMsg::FromRunner { link_id, msg }).is_err() {
@@ -391,7 +412,7 @@ impl SessionState {
                                     run: Box::new(view),
                                 }),
                             };
-                            if out.send(answer).await.is_err() {
+                            if out.send(answer.into()).await.is_err() {
                                 return;
                             }
                             let store = self.ctx.store.clone();
@@ -436,7 +457,7 @@ impl SessionState {
             Ok(r) => ResponseResult::Ok(r),
             Err(e) => ResponseResult::Err(e),
         };
-        let _ = out.send(ServerFrame::Response { id, result }).await;
+        let _ = out.send(ServerFrame::Response { id, result }.into()).await;
     }
 }
 
@@ -459,35 +480,45 @@ fn welcome(
 /// they come, flushed whenever nothing more is waiting.
 async fn write_ui(
     mut writer: FrameWriter<WriteHalf>,
-    mut out: mpsc::Receiver<ServerFrame>,
+    mut out: mpsc::Receiver<Outbound>,
     mut events: mpsc::UnboundedReceiver<ServerFrame>,
 ) {
     loop {
         let frame = tokio::select! {
             f = out.recv() => f,
-            Some(f) = events.recv() => Some(f),
+            Some(f) = events.recv() => Some(Outbound::Frame(f)),
         };
         let Some(frame) = frame else {
             let _ = writer.flush().await;
             return;
         };
-        if writer.send(&frame).await.is_err() {
+        if send_outbound(&mut writer, frame).await.is_err() {
             return;
         }
         loop {
             let next = match out.try_recv() {
                 Ok(f) => f,
                 Err(_) => match events.try_recv() {
-                    Ok(f) => f,
+                    Ok(f) => Outbound::Frame(f),
                     Err(_) => break,
                 },
             };
-            if writer.send(&next).await.is_err() {
+            if send_outbound(&mut writer, next).await.is_err() {
                 return;
             }
         }
         if writer.flush().await.is_err() {
             return;
         }
+    }
+}
+
+async fn send_outbound(
+    writer: &mut FrameWriter<WriteHalf>,
+    frame: Outbound,
+) -> Result<(), FrameError> {
+    match frame {
+        Outbound::Frame(f) => writer.send(&f).await,
+        Outbound::Encoded(bytes) => writer.send_encoded(&bytes).await,
     }
 }

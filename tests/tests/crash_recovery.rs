@@ -57,11 +57,11 @@ fn a_daemon_killed_mid_run_loses_no_line_and_duplicates_none() -> anyhow::Result
 fn output_written_while_the_daemon_is_down_is_spooled_and_delivered_whole() -> anyhow::Result<()> {
     let b = Bosun::new("crash_spool");
     let go = b.scratch().join("go");
-    // Waits for the test's signal, then writes 12 MB of numbered lines at once: more than the
+    // Waits for the test's signal, then writes 40 MB of numbered lines at once: more than the
     // runner keeps in memory, so the rest goes to its spool file.
     let script = format!(
         "echo waiting; while [ ! -e {go} ]; do sleep 0.02; done; \
-         awk 'BEGIN {{ for (i = 1; i <= 120000; i++) printf \"line %d %090d\\n\", i, 0 }}'; sleep 1",
+         awk 'BEGIN {{ for (i = 1; i <= 400000; i++) printf \"line %d %090d\\n\", i, 0 }}'; sleep 1",
         go = go.display()
     );
     let id = b.start(&[], &["sh", "-c", &script])?;
@@ -80,7 +80,7 @@ fn output_written_while_the_daemon_is_down_is_spooled_and_delivered_whole() -> a
     let run = b.wait_ended(&id, Duration::from_secs(60))?;
     assert_eq!(run["outcome"], "succeeded");
     let log = lines(&b.logs(&id)?);
-    assert_eq!(log.len(), 120_001);
+    assert_eq!(log.len(), 400_001);
     assert_eq!(log[0], "waiting");
     for (i, line) in log[1..].iter().enumerate() {
         let want = format!("line {} {:090}", i + 1, 0);

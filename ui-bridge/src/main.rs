@@ -9,6 +9,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Args::parse();
+    bosun_shared::process::tune_allocator();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

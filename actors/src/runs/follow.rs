@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use bosun_shared::RunId;
-use bosun_shared::protocol::LogBytes;
-use bosun_shared::protocol::ui::{Event, ServerFrame};
+use bosun_shared::protocol::fast;
+use bosun_shared::protocol::ui::{Event, Outbound, ServerFrame};
 use bosun_shared::run::Stream;
 use tokio::sync::mpsc;
 
@@ -27,7 +27,7 @@ pub struct FollowSpec {
     pub sub: u64,
     pub run: RunId,
     pub from_seq: u64,
-    /// Keep going until the run ends; otherwise stop at what is committed now.
+    /// Keep going until the run ends; otherwise stop at what has arrived now.
     pub follow: bool,
     pub stream: Option<Stream>,
 }
@@ -38,7 +38,7 @@ pub async fn follow(
     store: Store,
     hub: Option<Arc<LogHub>>,
     spec: FollowSpec,
-    out: mpsc::Sender<ServerFrame>,
+    out: mpsc::Sender<Outbound>,
 ) -> Result<(), StoreError> {
     let mut next = spec.from_seq.max(1);
     match hub {
@@ -51,11 +51,11 @@ pub async fn follow(
         }
         Some(hub) => {
             let mut watch = hub.subscribe();
-            let target = hub.state().committed;
+            let target = hub.state().received;
             let mut served_live = false;
             loop {
                 let state = *watch.borrow_and_update();
-                let upto = if spec.follow { state.committed } else { target };
+                let upto = if spec.follow { state.received } else { target };
                 while next <= upto {
                     match hub.read_from(next, HUB_BATCH_CHUNKS) {
                         Some(chunks) if !chunks.is_empty() => {
@@ -73,13 +73,21 @@ pub async fn follow(
                                     sub: spec.sub,
                                     resume_from: next,
                                 };
-                                if out.send(ServerFrame::Event(lagged)).await.is_err() {
+                                if out.send(ServerFrame::Event(lagged).into()).await.is_err() {
                                     return Ok(());
                                 }
                                 served_live = false;
                             }
-                            if !send_from_store(&store, &spec, &mut next, upto, &out).await? {
+                            // Not in memory means in the store (see the hub's invariant).
+                            let stored_upto = upto.min(hub.state().visible);
+                            let before = next;
+                            if !send_from_store(&store, &spec, &mut next, stored_upto, &out).await?
+                            {
                                 return Ok(());
+                            }
+                            if next == before {
+                                // Nothing to read yet: wait for the hub to move.
+                                break;
                             }
                         }
                     }
@@ -101,7 +109,7 @@ pub async fn follow(
             last_seq: next - 1,
             run: Box::new(rec.view(next - 1)),
         };
-        let _ = out.send(ServerFrame::Event(end)).await;
+        let _ = out.send(ServerFrame::Event(end).into()).await;
     }
     Ok(())
 }
@@ -112,7 +120,7 @@ async fn send_from_store(
     spec: &FollowSpec,
     next: &mut u64,
     upto: u64,
-    out: &mpsc::Sender<ServerFrame>,
+    out: &mpsc::Sender<Outbound>,
 ) -> Result<bool, StoreError> {
     while *next <= upto {
         let (run, from) = (spec.run, *next);
@@ -135,18 +143,12 @@ async fn send_from_store(
     Ok(true)
 }
 
-async fn send_chunk(spec: &FollowSpec, c: &LogChunk, out: &mpsc::Sender<ServerFrame>) -> bool {
+async fn send_chunk(spec: &FollowSpec, c: &LogChunk, out: &mpsc::Sender<Outbound>) -> bool {
     if spec.stream.is_some_and(|s| s != c.stream) {
         return true;
     }
-    let event = Event::Log {
-        sub: spec.sub,
-        seq: c.seq,
-        stream: c.stream,
-        at: c.at,
-        data: LogBytes(c.data.clone()),
-    };
-    out.send(ServerFrame::Event(event)).await.is_ok()
+    let frame = fast::log_event_frame(spec.sub, c.seq, c.stream, c.at, &c.data);
+    out.send(Outbound::Encoded(frame)).await.is_ok()
 }
 
 /// Runs a store read on a blocking thread.

@@ -20,6 +20,8 @@ pub struct LiveEntry {
     pub actor: ActorRef<RunMsg>,
     pub hub: Arc<LogHub>,
     pub record: Arc<RunRecord>,
+    /// Whether the run's runner is connected now.
+    pub attached: bool,
 }
 
 #[derive(Clone, Default)]
@@ -46,6 +48,22 @@ impl LiveRuns {
         if let Ok(mut map) = self.inner.write() {
             map.remove(&id);
         }
+    }
+
+    pub fn set_attached(&self, id: RunId, attached: bool) {
+        if let Ok(mut map) = self.inner.write()
+            && let Some(e) = map.get_mut(&id)
+        {
+            e.attached = attached;
+        }
+    }
+
+    /// How many live runs have their runner connected.
+    pub fn attached(&self) -> usize {
+        self.inner
+            .read()
+            .map(|m| m.values().filter(|e| e.attached).count())
+            .unwrap_or(0)
     }
 
     pub fn clear(&self) {

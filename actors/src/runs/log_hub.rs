@@ -1,47 +1,67 @@
-//! A live run's log as its followers see it: the recently committed chunks in memory, and a
-//! watch of how far the log is committed and whether the run is over.
+//! A live run's log as its followers see it.
 //!
-//! Only committed chunks enter the hub, so what a follower is sent is always in the store too.
-//! A follower reads from the hub while its position is still in memory and from the store
-//! otherwise; either way it never misses a chunk, never gets one twice, and never slows the
-//! run down (the run does not wait for followers).
+//! Chunks enter the hub the moment they arrive from the runner, in seq order, so followers see
+//! output without waiting for the disk. Each chunk then becomes *visible* in the store (written,
+//! readable by this daemon) and later *durable* (fsynced); only durable chunks are acked to the
+//! runner, which keeps and resends everything else after a crash, with the same seqs and bytes.
+//!
+//! **Invariant:** a chunk stays in the hub's memory until it is visible in the store, so every
+//! seq up to the last received is always in one place or the other, and a follower never finds
+//! a hole. Past that, the hub keeps a window of recent chunks for followers that are live.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::store::LogChunk;
 
-/// Committed bytes kept in memory per live run.
+/// Visible bytes kept in memory per live run, for live followers.
 const RING_BYTES: usize = 2 * 1024 * 1024;
+/// Bytes received but not yet visible in the store, past which the runner's link stops being
+/// read until the store catches up (the runner keeps the rest in its outbox).
+const MAX_UNSTORED_BYTES: usize = 32 * 1024 * 1024;
 
-/// How far a run's log is committed, and whether the run is over.
+/// Where a run's log is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct HubState {
-    pub committed: u64,
+    /// The last seq received from the runner.
+    pub received: u64,
+    /// Every seq up to this is readable from the store.
+    pub visible: u64,
+    /// Every seq up to this is durable in the store (and acked to the runner).
+    pub durable: u64,
+    /// The run is over and its end is recorded: nothing more will come.
     pub ended: bool,
 }
 
 pub struct LogHub {
     ring: Mutex<Ring>,
     state: watch::Sender<HubState>,
+    room: Notify,
 }
 
 #[derive(Default)]
 struct Ring {
     chunks: VecDeque<Arc<LogChunk>>,
-    bytes: usize,
+    /// Bytes of chunks already visible in the store.
+    visible_bytes: usize,
+    /// Bytes of chunks not yet visible in the store.
+    unstored_bytes: usize,
 }
 
 impl LogHub {
-    pub fn new(committed: u64) -> Arc<Self> {
+    /// A hub for a run whose log is in the store up to `stored` (durable).
+    pub fn new(stored: u64) -> Arc<Self> {
         Arc::new(Self {
             ring: Mutex::new(Ring::default()),
             state: watch::Sender::new(HubState {
-                committed,
+                received: stored,
+                visible: stored,
+                durable: stored,
                 ended: false,
             }),
+            room: Notify::new(),
         })
     }
 
@@ -53,34 +73,71 @@ impl LogHub {
         self.state.subscribe()
     }
 
-    /// Adds chunks that are now committed, in seq order, and wakes the followers.
-    pub fn committed(&self, chunks: impl IntoIterator<Item = Arc<LogChunk>>) {
-        let mut last = None;
+    /// A chunk arrived from the runner (the next seq): followers may have it now.
+    pub fn push(&self, chunk: Arc<LogChunk>) {
+        let seq = chunk.seq;
         if let Ok(mut ring) = self.ring.lock() {
-            for chunk in chunks {
-                last = Some(chunk.seq);
-                ring.bytes += chunk.data.len();
-                ring.chunks.push_back(chunk);
-            }
-            while ring.bytes > RING_BYTES && ring.chunks.len() > 1 {
+            ring.unstored_bytes += chunk.data.len();
+            ring.chunks.push_back(chunk);
+        }
+        self.state.send_modify(|s| s.received = s.received.max(seq));
+    }
+
+    /// Every chunk up to `seq` is readable from the store: the oldest of them may leave memory.
+    pub fn visible(&self, seq: u64) {
+        let before = self.state().visible;
+        if let Ok(mut ring) = self.ring.lock() {
+            let moved: usize = ring
+                .chunks
+                .iter()
+                .filter(|c| c.seq > before && c.seq <= seq)
+                .map(|c| c.data.len())
+                .sum();
+            ring.unstored_bytes -= moved;
+            ring.visible_bytes += moved;
+            while ring.visible_bytes > RING_BYTES
+                && ring.chunks.front().is_some_and(|c| c.seq <= seq)
+            {
                 if let Some(old) = ring.chunks.pop_front() {
-                    ring.bytes -= old.data.len();
+                    ring.visible_bytes -= old.data.len();
                 }
             }
         }
-        if let Some(seq) = last {
-            self.state
-                .send_modify(|s| s.committed = s.committed.max(seq));
-        }
+        self.state.send_modify(|s| s.visible = s.visible.max(seq));
+        self.room.notify_waiters();
     }
 
-    /// Marks the run over: followers finish once they have everything up to `committed`.
+    /// Every chunk up to `seq` is durable.
+    pub fn durable(&self, seq: u64) {
+        self.visible(seq);
+        self.state.send_modify(|s| s.durable = s.durable.max(seq));
+    }
+
+    /// Marks the run over: followers finish once they have everything.
     pub fn end(&self) {
         self.state.send_modify(|s| s.ended = true);
     }
 
+    /// Waits while too much received output is not yet in the store. The runner's link is read
+    /// only after this, so a fast program is slowed by its runner's outbox, never by the
+    /// daemon's memory.
+    pub async fn room(&self) {
+        loop {
+            let notified = self.room.notified();
+            let full = self
+                .ring
+                .lock()
+                .map(|r| r.unstored_bytes > MAX_UNSTORED_BYTES)
+                .unwrap_or(false);
+            if !full {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Chunks from `from_seq` on, up to `max`, if `from_seq` is still in memory. `None` means
-    /// the follower must read from the store.
+    /// the follower must read from the store (where, by the invariant, it is).
     pub fn read_from(&self, from_seq: u64, max: usize) -> Option<Vec<Arc<LogChunk>>> {
         let ring = self.ring.lock().ok()?;
         let first = ring.chunks.front()?.seq;
@@ -108,18 +165,34 @@ mod tests {
     }
 
     #[test]
-    fn the_ring_keeps_the_newest_chunks_and_sends_old_positions_to_the_store() {
+    fn chunks_stay_in_memory_until_stored_then_only_a_window_is_kept() {
         let hub = LogHub::new(0);
-        hub.committed((1..=3).map(|s| chunk(s, 1024 * 1024)));
-        assert_eq!(hub.state().committed, 3);
-        assert!(hub.read_from(1, 10).is_none(), "seq 1 fell out of memory");
-        let got: Vec<u64> = hub
+        for s in 1..=4 {
+            hub.push(chunk(s, 1024 * 1024));
+        }
+        assert_eq!(hub.state().received, 4);
+        // Nothing is stored yet: everything stays, however much it is.
+        let all: Vec<u64> = hub
+            .read_from(1, 10)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| c.seq)
+            .collect();
+        assert_eq!(all, vec![1, 2, 3, 4]);
+        // Stored up to 3: the oldest leave memory down to the window.
+        hub.visible(3);
+        assert!(
+            hub.read_from(1, 10).is_none(),
+            "seq 1 is read from the store now"
+        );
+        let kept: Vec<u64> = hub
             .read_from(2, 10)
             .unwrap_or_default()
             .iter()
             .map(|c| c.seq)
             .collect();
-        assert_eq!(got, vec![2, 3]);
-        assert_eq!(hub.read_from(4, 10).map(|v| v.len()), Some(0));
+        assert_eq!(kept, vec![2, 3, 4]);
+        hub.durable(3);
+        assert_eq!((hub.state().visible, hub.state().durable), (3, 3));
     }
 }

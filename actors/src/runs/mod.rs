@@ -328,7 +328,7 @@ impl RunsState {
         launch: Launch,
     ) -> Result<(), ActorProcessingErr> {
         let id = rec.id;
-        let committed = if rec.state == RunState::Queued {
+        let stored = if rec.state == RunState::Queued {
             0
         } else {
             let store = self.ctx.store.clone();
@@ -337,7 +337,7 @@ impl RunsState {
         let args = RunArgs {
             ctx: self.ctx.clone(),
             record: rec,
-            hub: LogHub::new(committed),
+            hub: LogHub::new(stored),
             launch,
         };
         let (actor, _) = Actor::spawn_linked(None, RunActor, args, myself.get_cell()).await?;

@@ -22,7 +22,7 @@ use super::RunsContext;
 use super::live::LiveEntry;
 use super::log_hub::LogHub;
 use super::spawn::{send_plan, spawn_runner};
-use crate::store::writer::WriteOp;
+use crate::store::writer::{Committed, WriteOp};
 use crate::store::{LogChunk, ProcessInfo, RunRecord};
 
 /// How often a run whose runner is not connected checks that the runner is still alive.
@@ -43,10 +43,10 @@ pub enum RunMsg {
     FromRunner { link_id: u64, msg: RunnerMsg },
     /// Link `link_id` closed.
     Detached { link_id: u64 },
-    /// An output chunk was committed (or the commit failed).
-    LogCommitted {
-        chunk: Arc<LogChunk>,
-        result: Result<(), String>,
+    /// An output chunk reached the store (visible, then durable), or could not be saved.
+    LogStored {
+        seq: u64,
+        result: Result<Committed, String>,
     },
     /// The runner process this daemon started has exited.
     RunnerExited { how: String },
@@ -123,11 +123,12 @@ impl Actor for RunActor {
         myself: ActorRef<RunMsg>,
         args: RunArgs,
     ) -> Result<RunActorState, ActorProcessingErr> {
-        let received = args.hub.state().committed;
+        let received = args.hub.state().received;
         args.ctx.live.insert(LiveEntry {
             actor: myself,
             hub: args.hub.clone(),
             record: Arc::new(args.record.clone()),
+            attached: false,
         });
         Ok(RunActorState {
             ctx: args.ctx,
@@ -172,9 +173,10 @@ impl Actor for RunActor {
                 state.next_link_id += 1;
                 state.link = Some(Link { link_id, tx });
                 state.away_since = None;
+                state.ctx.live.set_attached(state.rec.id, true);
                 let _ = reply.send(Attached {
                     link_id,
-                    acked_seq: state.hub.state().committed,
+                    acked_seq: state.hub.state().durable,
                     stop: state.rec.stop.clone(),
                     started_recorded: state.rec.process.is_some(),
                 });
@@ -188,18 +190,23 @@ impl Actor for RunActor {
             RunMsg::Detached { link_id } => {
                 if state.link.as_ref().is_some_and(|l| l.link_id == link_id) {
                     state.link = None;
+                    state.ctx.live.set_attached(state.rec.id, false);
                     if !state.rec.state.is_final() {
                         state.away_since = Some(Instant::now());
                         drop(myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner));
                     }
                 }
             }
-            RunMsg::LogCommitted { chunk, result } => {
-                result
+            RunMsg::LogStored { seq, result } => {
+                let level = result
                     .map_err(|e| format!("could not save output of run {}: {e}", state.rec.id))?;
-                let seq = chunk.seq;
-                state.hub.committed([chunk]);
-                state.send(DaemonMsg::Ack { seq });
+                match level {
+                    Committed::Visible => state.hub.visible(seq),
+                    Committed::Durable => {
+                        state.hub.durable(seq);
+                        state.send(DaemonMsg::Ack { seq });
+                    }
+                }
             }
             RunMsg::RunnerExited { how } => {
                 state.runner_exited = Some(how.clone());
@@ -226,7 +233,7 @@ impl Actor for RunActor {
 
 impl RunActorState {
     fn view(&self) -> RunView {
-        self.rec.view(self.hub.state().committed)
+        self.rec.view(self.hub.state().received)
     }
 
     /// Persists the record durably, then tells everyone.
@@ -366,7 +373,7 @@ impl RunActorState {
         chunk: OutputChunk,
     ) -> Result<(), ActorProcessingErr> {
         if chunk.seq <= self.received {
-            // Resent after a reconnect; already on its way to the store.
+            // Resent after a reconnect: already here (in memory or in the store).
             return Ok(());
         }
         if chunk.seq != self.received + 1 {
@@ -379,16 +386,17 @@ impl RunActorState {
             at: chunk.at,
             data: chunk.data.0,
         });
+        self.hub.push(stored.clone());
         let me = myself.clone();
-        let for_hub = stored.clone();
+        let seq = stored.seq;
         self.ctx.writer.submit(
             WriteOp::AppendLog {
                 run: self.rec.id,
                 chunk: stored,
             },
             Some(Box::new(move |result| {
-                let _ = me.cast(RunMsg::LogCommitted {
-                    chunk: for_hub,
+                let _ = me.cast(RunMsg::LogStored {
+                    seq,
                     result: result.map_err(|e| e.to_string()),
                 });
             })),

@@ -28,6 +28,8 @@ pub enum ErrorCode {
     Unauthorized,
     /// The daemon is shutting down and takes no new work.
     ShuttingDown,
+    /// Not possible yet (the daemon is still starting or recovering); retry shortly.
+    Unavailable,
     /// The daemon could not do it because of a failure on its side; retrying may help.
     Internal,
 }

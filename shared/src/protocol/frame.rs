@@ -73,6 +73,8 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
 pub struct FrameReader<R> {
     inner: BufReader<R>,
     max: usize,
+    /// The body of the last frame, reused so a stream of frames costs no allocation each.
+    body: Vec<u8>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -80,11 +82,13 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         Self {
             inner: BufReader::with_capacity(64 * 1024, inner),
             max: MAX_FRAME_LEN,
+            body: Vec::new(),
         }
     }
 
     /// The next frame's body, or `None` when the peer closed the connection between frames.
-    pub async fn read_raw(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+    /// The body is valid until the next read.
+    pub async fn read_raw(&mut self) -> Result<Option<&[u8]>, FrameError> {
         let mut len_buf = [0u8; 4];
         let mut got = 0;
         while got < 4 {
@@ -102,9 +106,16 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if len > self.max {
             return Err(FrameError::TooLarge { len, max: self.max });
         }
-        let mut body = vec![0u8; len];
-        match self.inner.read_exact(&mut body).await {
-            Ok(_) => Ok(Some(body)),
+        self.body.clear();
+        self.body.reserve(len);
+        // Read straight into spare capacity: no zero-filling of every frame's buffer.
+        match (&mut self.inner)
+            .take(len as u64)
+            .read_to_end(&mut self.body)
+            .await
+        {
+            Ok(n) if n == len => Ok(Some(&self.body)),
+            Ok(_) => Err(FrameError::Truncated),
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(FrameError::Truncated),
             Err(e) => Err(FrameError::Io(e)),
         }
@@ -113,7 +124,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// The next frame decoded as `T`, or `None` at a clean end of the connection.
     pub async fn read<T: DeserializeOwned>(&mut self) -> Result<Option<T>, FrameError> {
         match self.read_raw().await? {
-            Some(body) => decode_body(&body).map(Some),
+            Some(body) => decode_body(body).map(Some),
             None => Ok(None),
         }
     }

@@ -8,6 +8,7 @@
 
 pub mod bytes;
 pub mod error;
+pub mod fast;
 pub mod frame;
 pub mod runner;
 pub mod socket;

@@ -34,6 +34,19 @@ pub enum ServerFrame {
     Error(WireError),
 }
 
+/// A frame on its way to a UI: typed, or already encoded by [`super::fast`] (log chunks).
+#[derive(Debug)]
+pub enum Outbound {
+    Frame(ServerFrame),
+    Encoded(Vec<u8>),
+}
+
+impl From<ServerFrame> for Outbound {
+    fn from(f: ServerFrame) -> Self {
+        Outbound::Frame(f)
+    }
+}
+
 /// The answer to one request.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -189,5 +202,7 @@ pub struct DaemonStatus {
     pub state_dir: PathBuf,
     pub started_at: Timestamp,
     pub live_runs: usize,
+    /// Live runs whose runner is connected now (after a restart, the ones reattached so far).
+    pub attached_runners: usize,
     pub shutting_down: bool,
 }

@@ -146,6 +146,7 @@ pub fn print_status(s: &DaemonStatus) {
         age(s.started_at)
     );
     println!("{:<14}{}", "live runs", s.live_runs);
+    println!("{:<14}{} connected", "runners", s.attached_runners);
     if s.shutting_down {
         println!("{:<14}yes", "shutting down");
     }
