@@ -97,13 +97,21 @@ fn main() -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     }
     let t0 = Instant::now();
+    let stderr = std::fs::File::create(env.scratch().join("bosund.stderr"))?;
     let mut bosund = Command::new(bin("bosund")?)
         .env("BOSUN_HOME", &env.home)
         .env("BOSUN_RUNNER_BIN", bin("bosun-runner")?)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()?;
-    let (first_answer, all_back) = runtime.block_on(wait_reattached(&env))?;
+    let (first_answer, all_back) = match runtime.block_on(wait_reattached(&env)) {
+        Ok(t) => t,
+        Err(e) => {
+            let why =
+                std::fs::read_to_string(env.scratch().join("bosund.stderr")).unwrap_or_default();
+            bail!("{e}; bosund said: {why}");
+        }
+    };
     let recovery = all_back.duration_since(t0);
     report(Figure {
         bench: "scale",

@@ -101,9 +101,34 @@ impl Env {
 }
 
 impl Drop for Env {
+    /// Stops the daemon, and even when a benchmark failed half-way, ends every process it
+    /// started (found by the state directory or a run marker in their environment).
     fn drop(&mut self) {
         if self.daemon_pid().is_some() {
             let _ = self.ok(&["daemon", "stop"]);
+        }
+        let home = format!("BOSUN_HOME={}", self.home.display());
+        let runs: Vec<String> = std::fs::read_dir(self.home.join("runs"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .map(|id| format!("BOSUN_RUN_ID={id}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for p in bosun_shared::process::all_processes() {
+            let Ok(env) = std::fs::read(format!("/proc/{}/environ", p.pid)) else {
+                continue;
+            };
+            let ours = env
+                .split(|b| *b == 0)
+                .any(|e| e == home.as_bytes() || runs.iter().any(|r| e == r.as_bytes()));
+            if ours && p.pid != std::process::id() as i32 {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p.pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }

@@ -1,9 +1,11 @@
 //! The runner's link to `bosund`: connect, say hello, resend whatever is not acked, stream new
 //! frames, take acks and stop orders, and reconnect with backoff whenever the daemon goes away.
 //!
-//! The link ends only when the daemon has acked the run's exit, or when the daemon refuses the
-//! runner outright (it does not know the run): then nobody will ever read the output, and the
-//! runner ends the program instead of waiting forever.
+//! The link ends only when the daemon has acked the run's exit, or when no daemon will ever
+//! take the run: the daemon refuses the runner outright (it does not know the run), or the run's
+//! directory is gone (its state directory was deleted). Then nobody will ever read the output,
+//! and the runner ends the program instead of waiting forever. While the daemon is merely away,
+//! the runner waits for it, however long that takes.
 
 use std::io;
 use std::path::PathBuf;
@@ -51,6 +53,7 @@ enum SessionEnd {
 
 pub async fn run_link(
     socket: PathBuf,
+    run_dir: PathBuf,
     run_id: RunId,
     token: RunToken,
     state: Arc<LinkState>,
@@ -79,6 +82,15 @@ pub async fn run_link(
                         }
                     }
                 }
+            }
+            Err(_) if !run_dir.exists() => {
+                // The state directory was deleted: no daemon will ever come back for this run.
+                let why = format!("the run's directory {} is gone", run_dir.display());
+                let _ = state.stops.send(StopOrder {
+                    reason: why.clone(),
+                    immediate: false,
+                });
+                return LinkEnd::Refused(why);
             }
             Err(e) => {
                 let why = format!("cannot reach {}: {e}", socket.display());

@@ -99,6 +99,7 @@ async fn run() -> Result<(), String> {
     });
     let link = tokio::spawn(link::run_link(
         plan.socket.clone(),
+        plan.run_dir.clone(),
         plan.run_id,
         plan.token.clone(),
         state.clone(),
@@ -203,6 +204,9 @@ fn start_program(plan: &LaunchPlan) -> Result<tokio::process::Child, String> {
             plan.cwd.display()
         ));
     }
+    // The runner's own files are private (it inherits bosund's 0o077); the program gets the
+    // mask of the person who started the run.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(plan.umask as _));
     let mut cmd = tokio::process::Command::new(&plan.program);
     cmd.args(&plan.args)
         .env_clear()

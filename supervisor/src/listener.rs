@@ -159,11 +159,25 @@ impl Actor for Listener {
     }
 }
 
-/// Tells a peer why it is refused, then closes the connection.
+/// Tells a peer why it is refused, then closes the connection. What the peer sends meanwhile
+/// (its hello) is read and dropped for a moment first, so that its write does not fail before
+/// it gets to read the refusal.
 fn refuse(stream: Stream, error: WireError) {
     tokio::spawn(async move {
-        let (_r, w) = bosun_shared::protocol::socket::split(stream);
+        let (mut r, w) = bosun_shared::protocol::socket::split(stream);
         let mut writer = FrameWriter::new(w);
         let _ = writer.send_now(&HelloReply::Refused(error)).await;
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            use tokio::io::AsyncReadExt;
+            let mut total = 0;
+            while let Ok(n) = r.read(&mut sink).await {
+                total += n;
+                if n == 0 || total > 64 * 1024 {
+                    break;
+                }
+            }
+        })
+        .await;
     });
 }

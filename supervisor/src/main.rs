@@ -62,6 +62,8 @@ fn main() -> ExitCode {
 }
 
 fn run() -> anyhow::Result<ExitCode> {
+    // Everything bosund creates (store, log, run files) is private to its owner.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let dirs = StateDir::from_env()?;
     dirs.ensure()?;
     init_logging(&dirs)?;
@@ -76,25 +78,7 @@ fn run() -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
-    let store = match Store::open(&dirs.db()) {
-        Ok(s) => s,
-        Err(StoreError::AlreadyOpen) => {
-            let pid = fs::read_to_string(dirs.pid_file()).unwrap_or_default();
-            let pid = pid.trim();
-            let who = if pid.is_empty() {
-                String::new()
-            } else {
-                format!(" (pid {pid})")
-            };
-            anyhow::bail!(
-                "another bosund{who} is already running on {}; stop it with `bosun daemon stop`, or set BOSUN_HOME to use another state directory",
-                dirs.root().display()
-            );
-        }
-        Err(e) => {
-            return Err(e).context(format!("could not open the store {}", dirs.db().display()));
-        }
-    };
+    let store = open_store(&dirs).await?;
     fs::write(dirs.pid_file(), format!("{}\n", std::process::id()))
         .context("could not write the pid file")?;
     let (writer, writer_thread) = StoreWriter::start(store.clone())?;
@@ -130,6 +114,37 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
         None => {
             info!("bosund stopped");
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Opens the store, waiting a few seconds for a predecessor that is still dying (a SIGKILLed
+/// daemon holds its lock until its last thread is gone, which can outlast its main thread), and
+/// refusing at once when another live bosund holds it.
+async fn open_store(dirs: &StateDir) -> anyhow::Result<Store> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Store::open(&dirs.db(), &dirs.runs()) {
+            Ok(s) => return Ok(s),
+            Err(StoreError::AlreadyOpen) => {
+                let pid: Option<i32> = fs::read_to_string(dirs.pid_file())
+                    .ok()
+                    .and_then(|p| p.trim().parse().ok());
+                let holder_alive = pid.is_some_and(|p| {
+                    bosun_shared::process::stat(p).is_some_and(|s| s.state != 'Z')
+                });
+                if holder_alive || std::time::Instant::now() > deadline {
+                    let who = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+                    anyhow::bail!(
+                        "another bosund{who} is already running on {}; stop it with `bosun daemon stop`, or set BOSUN_HOME to use another state directory",
+                        dirs.root().display()
+                    );
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => {
+                return Err(e).context(format!("could not open the store {}", dirs.db().display()));
+            }
         }
     }
 }

@@ -143,3 +143,21 @@ fn a_runner_that_died_while_the_daemon_was_down_is_found_lost_at_restart() -> an
     );
     b.finish()
 }
+
+#[test]
+fn a_runner_whose_state_directory_is_deleted_ends_its_program_and_exits() -> anyhow::Result<()> {
+    let b = Bosun::new("crash_dir_gone");
+    let id = b.start(&[], &["sh", "-c", "echo up; sleep 300"])?;
+    let run = b.wait_run(&id, "the program to run", T, |v| v["pid"].is_i64())?;
+    let program = run["pid"].as_i64().unwrap_or(0) as i32;
+    let runners = runner_pids(&b);
+    b.kill_daemon()?;
+    std::fs::remove_dir_all(&b.home)?;
+    wait_for("the program to be ended", T, || {
+        Ok((!alive(program)).then_some(()))
+    })?;
+    for r in runners {
+        wait_for("the runner to exit", T, || Ok((!alive(r)).then_some(())))?;
+    }
+    b.finish()
+}

@@ -39,10 +39,22 @@ fn a_second_daemon_on_the_same_directory_is_refused_clearly() -> anyhow::Result<
 #[test]
 fn the_state_directory_and_socket_are_private() -> anyhow::Result<()> {
     let b = Bosun::new("daemon_private");
-    let id = b.start(&[], &["true"])?;
+    let created = b.scratch().join("made-by-the-program");
+    let script = format!("echo out; touch {}", created.display());
+    let id = b.start(&[], &["sh", "-c", &script])?;
     b.wait_ended(&id, T)?;
     let mode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
     assert_eq!(mode(&b.home)?, 0o700);
+    assert_eq!(mode(&b.home.join("bosun.redb"))?, 0o600);
+    assert_eq!(mode(&b.home.join("runs").join(&id).join("log"))?, 0o600);
+    // The program itself creates files with the mask of whoever started the run, not bosund's.
+    let caller_mask = {
+        use nix::sys::stat::{Mode, umask};
+        let old = umask(Mode::from_bits_truncate(0o022));
+        umask(old);
+        old.bits()
+    };
+    assert_eq!(mode(&created)?, 0o666 & !caller_mask);
     assert_eq!(mode(&b.home.join("bosund.sock"))?, 0o600);
     assert_eq!(mode(&b.home.join("runs").join(&id))?, 0o700);
     assert_eq!(mode(&b.home.join("bosund.log"))?, 0o600);

@@ -2,9 +2,10 @@
 //! no duplicate, for any number of followers at once.
 //!
 //! A follower keeps one position (the next seq to send). While that position is in the hub's
-//! memory it is served from there; otherwise from the store. A follower that falls out of memory
-//! because it is slow is told so (`LogLagged`) and goes on from the store at its position, so it
-//! never loses a chunk, and the run never waits for it.
+//! memory it is served from there; otherwise from the run's log file, read on from where it last
+//! stopped. A follower that falls out of memory because it is slow is told so (`LogLagged`) and
+//! goes on from the file at its position, so it never loses a chunk, and the run never waits for
+//! it.
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use bosun_shared::run::Stream;
 use tokio::sync::mpsc;
 
 use super::log_hub::LogHub;
+use crate::store::logfile::LogReader;
 use crate::store::{LogChunk, Store, StoreError};
 
 const STORE_BATCH_CHUNKS: usize = 256;
@@ -32,6 +34,45 @@ pub struct FollowSpec {
     pub stream: Option<Stream>,
 }
 
+/// Reads a run's log file on from where it stopped.
+struct FileCursor {
+    store: Store,
+    run: RunId,
+    reader: Option<LogReader>,
+}
+
+impl FileCursor {
+    /// Up to a batch of chunks from `next` to `upto`, from the file.
+    async fn read(&mut self, next: u64, upto: u64) -> Result<Vec<LogChunk>, StoreError> {
+        let path = self.store.log_path(self.run);
+        let mut reader = self.reader.take();
+        let (reader, chunks) = tokio::task::spawn_blocking(move || {
+            if reader.is_none() {
+                reader = LogReader::open(&path)?;
+            }
+            let mut chunks = Vec::new();
+            if let Some(r) = reader.as_mut() {
+                r.skip_to(next)?;
+                let mut bytes = 0;
+                while chunks.len() < STORE_BATCH_CHUNKS && bytes < STORE_BATCH_BYTES {
+                    match r.next(true)? {
+                        Some(c) if c.seq <= upto => {
+                            bytes += c.data.len();
+                            chunks.push(c);
+                        }
+                        Some(_) | None => break,
+                    }
+                }
+            }
+            Ok::<_, StoreError>((reader, chunks))
+        })
+        .await
+        .map_err(|e| StoreError::Corrupt(format!("a log read was cut off: {e}")))??;
+        self.reader = reader;
+        Ok(chunks)
+    }
+}
+
 /// Sends the log to `out` as `Log` events, then a `LogEnd`. Returns when done, or when the
 /// receiver is gone.
 pub async fn follow(
@@ -41,11 +82,15 @@ pub async fn follow(
     out: mpsc::Sender<Outbound>,
 ) -> Result<(), StoreError> {
     let mut next = spec.from_seq.max(1);
+    let mut file = FileCursor {
+        store: store.clone(),
+        run: spec.run,
+        reader: None,
+    };
     match hub {
         None => {
-            // The run is over: everything is in the store.
-            let last = blocking(&store, move |s| s.last_log_seq(spec.run)).await?;
-            if !send_from_store(&store, &spec, &mut next, last, &out).await? {
+            // The run is over: everything is in its file.
+            if !send_from_file(&mut file, &spec, &mut next, u64::MAX, &out).await? {
                 return Ok(());
             }
         }
@@ -78,10 +123,11 @@ pub async fn follow(
                                 }
                                 served_live = false;
                             }
-                            // Not in memory means in the store (see the hub's invariant).
-                            let stored_upto = upto.min(hub.state().visible);
+                            // Not in memory means in the file (see the hub's invariant).
+                            let stored_upto = upto.min(hub.state().stored);
                             let before = next;
-                            if !send_from_store(&store, &spec, &mut next, stored_upto, &out).await?
+                            if !send_from_file(&mut file, &spec, &mut next, stored_upto, &out)
+                                .await?
                             {
                                 return Ok(());
                             }
@@ -114,23 +160,18 @@ pub async fn follow(
     Ok(())
 }
 
-/// Sends chunks `next..=upto` from the store. False when the receiver is gone.
-async fn send_from_store(
-    store: &Store,
+/// Sends chunks `next..=upto` from the file, as far as the file has them. False when the
+/// receiver is gone.
+async fn send_from_file(
+    file: &mut FileCursor,
     spec: &FollowSpec,
     next: &mut u64,
     upto: u64,
     out: &mpsc::Sender<Outbound>,
 ) -> Result<bool, StoreError> {
     while *next <= upto {
-        let (run, from) = (spec.run, *next);
-        let chunks = blocking(store, move |s| {
-            s.log_range(run, from, upto, STORE_BATCH_CHUNKS, STORE_BATCH_BYTES)
-        })
-        .await?;
+        let chunks = file.read(*next, upto).await?;
         let Some(last) = chunks.last().map(|c| c.seq) else {
-            // Nothing stored in the range (a run whose log starts later): done.
-            *next = upto + 1;
             break;
         };
         for c in &chunks {

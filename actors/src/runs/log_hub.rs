@@ -1,13 +1,13 @@
 //! A live run's log as its followers see it.
 //!
 //! Chunks enter the hub the moment they arrive from the runner, in seq order, so followers see
-//! output without waiting for the disk. Each chunk then becomes *visible* in the store (written,
-//! readable by this daemon) and later *durable* (fsynced); only durable chunks are acked to the
-//! runner, which keeps and resends everything else after a crash, with the same seqs and bytes.
+//! output without waiting for the store. Each chunk is then *stored* (written to the run's log
+//! file) and acked to the runner, which keeps and resends everything unacked after a crash, with
+//! the same seqs and bytes.
 //!
-//! **Invariant:** a chunk stays in the hub's memory until it is visible in the store, so every
-//! seq up to the last received is always in one place or the other, and a follower never finds
-//! a hole. Past that, the hub keeps a window of recent chunks for followers that are live.
+//! **Invariant:** a chunk stays in the hub's memory until it is stored, so every seq up to the
+//! last received is always in one place or the other, and a follower never finds a hole. Past
+//! that, the hub keeps a window of recent chunks for followers that are live.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -16,9 +16,9 @@ use tokio::sync::{Notify, watch};
 
 use crate::store::LogChunk;
 
-/// Visible bytes kept in memory per live run, for live followers.
+/// Stored bytes kept in memory per live run, for live followers.
 const RING_BYTES: usize = 2 * 1024 * 1024;
-/// Bytes received but not yet visible in the store, past which the runner's link stops being
+/// Bytes received but not yet stored, past which the runner's link stops being
 /// read until the store catches up (the runner keeps the rest in its outbox).
 const MAX_UNSTORED_BYTES: usize = 32 * 1024 * 1024;
 
@@ -27,10 +27,8 @@ const MAX_UNSTORED_BYTES: usize = 32 * 1024 * 1024;
 pub struct HubState {
     /// The last seq received from the runner.
     pub received: u64,
-    /// Every seq up to this is readable from the store.
-    pub visible: u64,
-    /// Every seq up to this is durable in the store (and acked to the runner).
-    pub durable: u64,
+    /// Every seq up to this is in the run's log file (and acked to the runner).
+    pub stored: u64,
     /// The run is over and its end is recorded: nothing more will come.
     pub ended: bool,
 }
@@ -44,21 +42,20 @@ pub struct LogHub {
 #[derive(Default)]
 struct Ring {
     chunks: VecDeque<Arc<LogChunk>>,
-    /// Bytes of chunks already visible in the store.
-    visible_bytes: usize,
-    /// Bytes of chunks not yet visible in the store.
+    /// Bytes of chunks already stored.
+    stored_bytes: usize,
+    /// Bytes of chunks not yet stored.
     unstored_bytes: usize,
 }
 
 impl LogHub {
-    /// A hub for a run whose log is in the store up to `stored` (durable).
+    /// A hub for a run whose log is in the store up to `stored`.
     pub fn new(stored: u64) -> Arc<Self> {
         Arc::new(Self {
             ring: Mutex::new(Ring::default()),
             state: watch::Sender::new(HubState {
                 received: stored,
-                visible: stored,
-                durable: stored,
+                stored,
                 ended: false,
             }),
             room: Notify::new(),
@@ -83,9 +80,9 @@ impl LogHub {
         self.state.send_modify(|s| s.received = s.received.max(seq));
     }
 
-    /// Every chunk up to `seq` is readable from the store: the oldest of them may leave memory.
-    pub fn visible(&self, seq: u64) {
-        let before = self.state().visible;
+    /// Every chunk up to `seq` is stored: the oldest of them may leave memory.
+    pub fn stored(&self, seq: u64) {
+        let before = self.state().stored;
         if let Ok(mut ring) = self.ring.lock() {
             let moved: usize = ring
                 .chunks
@@ -94,23 +91,17 @@ impl LogHub {
                 .map(|c| c.data.len())
                 .sum();
             ring.unstored_bytes -= moved;
-            ring.visible_bytes += moved;
-            while ring.visible_bytes > RING_BYTES
+            ring.stored_bytes += moved;
+            while ring.stored_bytes > RING_BYTES
                 && ring.chunks.front().is_some_and(|c| c.seq <= seq)
             {
                 if let Some(old) = ring.chunks.pop_front() {
-                    ring.visible_bytes -= old.data.len();
+                    ring.stored_bytes -= old.data.len();
                 }
             }
         }
-        self.state.send_modify(|s| s.visible = s.visible.max(seq));
+        self.state.send_modify(|s| s.stored = s.stored.max(seq));
         self.room.notify_waiters();
-    }
-
-    /// Every chunk up to `seq` is durable.
-    pub fn durable(&self, seq: u64) {
-        self.visible(seq);
-        self.state.send_modify(|s| s.durable = s.durable.max(seq));
     }
 
     /// Marks the run over: followers finish once they have everything.
@@ -180,7 +171,7 @@ mod tests {
             .collect();
         assert_eq!(all, vec![1, 2, 3, 4]);
         // Stored up to 3: the oldest leave memory down to the window.
-        hub.visible(3);
+        hub.stored(3);
         assert!(
             hub.read_from(1, 10).is_none(),
             "seq 1 is read from the store now"
@@ -192,7 +183,6 @@ mod tests {
             .map(|c| c.seq)
             .collect();
         assert_eq!(kept, vec![2, 3, 4]);
-        hub.durable(3);
-        assert_eq!((hub.state().visible, hub.state().durable), (3, 3));
+        assert_eq!(hub.state().stored, 3);
     }
 }

@@ -317,6 +317,7 @@ impl RunsState {
             files: Vec::new(),
             time_cap_ms: p.time_cap_ms,
             ladder,
+            umask: p.umask.unwrap_or(0o022) & 0o777,
         };
         Ok((rec, plan))
     }

@@ -22,7 +22,7 @@ use super::RunsContext;
 use super::live::LiveEntry;
 use super::log_hub::LogHub;
 use super::spawn::{send_plan, spawn_runner};
-use crate::store::writer::{Committed, WriteOp};
+use crate::store::writer::WriteOp;
 use crate::store::{LogChunk, ProcessInfo, RunRecord};
 
 /// How often a run whose runner is not connected checks that the runner is still alive.
@@ -43,10 +43,10 @@ pub enum RunMsg {
     FromRunner { link_id: u64, msg: RunnerMsg },
     /// Link `link_id` closed.
     Detached { link_id: u64 },
-    /// An output chunk reached the store (visible, then durable), or could not be saved.
+    /// An output chunk is stored (or could not be saved).
     LogStored {
         seq: u64,
-        result: Result<Committed, String>,
+        result: Result<(), String>,
     },
     /// The runner process this daemon started has exited.
     RunnerExited { how: String },
@@ -176,7 +176,7 @@ impl Actor for RunActor {
                 state.ctx.live.set_attached(state.rec.id, true);
                 let _ = reply.send(Attached {
                     link_id,
-                    acked_seq: state.hub.state().durable,
+                    acked_seq: state.hub.state().stored,
                     stop: state.rec.stop.clone(),
                     started_recorded: state.rec.process.is_some(),
                 });
@@ -198,15 +198,10 @@ impl Actor for RunActor {
                 }
             }
             RunMsg::LogStored { seq, result } => {
-                let level = result
+                result
                     .map_err(|e| format!("could not save output of run {}: {e}", state.rec.id))?;
-                match level {
-                    Committed::Visible => state.hub.visible(seq),
-                    Committed::Durable => {
-                        state.hub.durable(seq);
-                        state.send(DaemonMsg::Ack { seq });
-                    }
-                }
+                state.hub.stored(seq);
+                state.send(DaemonMsg::Ack { seq });
             }
             RunMsg::RunnerExited { how } => {
                 state.runner_exited = Some(how.clone());

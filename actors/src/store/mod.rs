@@ -1,19 +1,19 @@
-//! The store: one redb file, opened by `bosund` alone.
+//! The store: the redb file `bosun.redb`, opened by `bosund` alone, and each run's output in an
+//! append-only file of its own (`runs/<run-id>/log`, see [`logfile`]).
 //!
 //! Reads go through [`Store`] from blocking threads. Every write goes through the one
 //! [`writer::StoreWriter`] thread, which commits in groups: whatever arrived while the previous
-//! commit was being made goes into the next one, each commit durable (fsync) before anybody is
-//! told it happened. That keeps log throughput high without weakening any promise.
+//! commit was being made goes into the next one.
 
+pub mod logfile;
 mod record;
 pub mod writer;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bosun_shared::RunId;
-use bosun_shared::Timestamp;
 use bosun_shared::run::Stream;
+use bosun_shared::{RunId, Timestamp};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 pub use record::{ProcessInfo, RunRecord};
@@ -23,7 +23,6 @@ pub const SCHEMA_VERSION: u64 = 1;
 
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub(crate) const RUNS: TableDefinition<&str, &[u8]> = TableDefinition::new("runs");
-pub(crate) const RUN_LOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("run_log");
 
 /// What can go wrong with the store.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +41,9 @@ pub enum StoreError {
     /// redb failed (I/O, full disk). Retrying may help once the cause is fixed.
     #[error("the store failed: {0}")]
     Db(#[from] redb::Error),
+    /// A run's log file could not be written or read (full disk, I/O error).
+    #[error("a run's log file failed: {0}")]
+    LogFile(#[from] std::io::Error),
     /// A group commit failed (full disk, I/O error); none of its changes were written. Retrying
     /// may help once the cause is fixed.
     #[error("could not save to the store: {0}")]
@@ -65,7 +67,7 @@ from_redb!(
     redb::CommitError
 );
 
-/// A chunk of a run's output as stored.
+/// A chunk of a run's output.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogChunk {
     pub seq: u64,
@@ -74,39 +76,18 @@ pub struct LogChunk {
     pub data: Vec<u8>,
 }
 
-impl LogChunk {
-    /// `[stream: u8][at: u64 BE][bytes…]`: small, and the bytes stay raw.
-    pub(crate) fn encode_value(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(9 + self.data.len());
-        v.push(self.stream.as_byte());
-        v.extend_from_slice(&self.at.as_millis().to_be_bytes());
-        v.extend_from_slice(&self.data);
-        v
-    }
-
-    fn decode_value(seq: u64, v: &[u8]) -> Result<Self, StoreError> {
-        let bad = || StoreError::Corrupt(format!("log chunk {seq} is malformed"));
-        let stream = Stream::from_byte(*v.first().ok_or_else(bad)?).ok_or_else(bad)?;
-        let at: [u8; 8] = v.get(1..9).ok_or_else(bad)?.try_into().map_err(|_| bad())?;
-        Ok(Self {
-            seq,
-            stream,
-            at: Timestamp::from_millis(u64::from_be_bytes(at)),
-            data: v[9..].to_vec(),
-        })
-    }
-}
-
 /// The daemon's handle on the store, for reads. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
     db: Arc<Database>,
+    runs_dir: PathBuf,
 }
 
 impl Store {
     /// Opens (or creates) the store, refusing a file held by another daemon or written by a newer
-    /// bosun, and creates every table so reads never meet a missing one.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
+    /// bosun, and creates every table so reads never meet a missing one. Run directories (and
+    /// their log files) are under `runs_dir`.
+    pub fn open(path: &Path, runs_dir: &Path) -> Result<Self, StoreError> {
         let db = match Database::create(path) {
             Ok(db) => db,
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(StoreError::AlreadyOpen),
@@ -132,14 +113,21 @@ impl Store {
                 }
             }
             txn.open_table(RUNS)?;
-            txn.open_table(RUN_LOG)?;
         }
         txn.commit()?;
-        Ok(Self { db: Arc::new(db) })
+        Ok(Self {
+            db: Arc::new(db),
+            runs_dir: runs_dir.to_path_buf(),
+        })
     }
 
     pub(crate) fn db(&self) -> &Database {
         &self.db
+    }
+
+    /// The log file of a run.
+    pub fn log_path(&self, id: RunId) -> PathBuf {
+        self.runs_dir.join(id.to_string()).join("log")
     }
 
     /// One run's record.
@@ -187,43 +175,15 @@ impl Store {
         Ok(out)
     }
 
-    /// Up to `max_chunks` chunks (and about `max_bytes`) of a run's log from `from_seq` on,
-    /// stopping after `to_seq`.
-    pub fn log_range(
-        &self,
-        id: RunId,
-        from_seq: u64,
-        to_seq: u64,
-        max_chunks: usize,
-        max_bytes: usize,
-    ) -> Result<Vec<LogChunk>, StoreError> {
-        let txn = self.db.begin_read()?;
-        let table = txn.open_table(RUN_LOG)?;
-        let key = id.to_string();
-        let mut out = Vec::new();
-        let mut bytes = 0;
-        for entry in table.range((key.as_str(), from_seq)..=(key.as_str(), to_seq))? {
-            let (k, v) = entry?;
-            let chunk = LogChunk::decode_value(k.value().1, v.value())?;
-            bytes += chunk.data.len();
-            out.push(chunk);
-            if out.len() >= max_chunks || bytes >= max_bytes {
-                break;
-            }
-        }
-        Ok(out)
-    }
-
     /// The seq of a run's last stored chunk (0 when it has none).
     pub fn last_log_seq(&self, id: RunId) -> Result<u64, StoreError> {
-        let txn = self.db.begin_read()?;
-        let table = txn.open_table(RUN_LOG)?;
-        let key = id.to_string();
-        let last = table
-            .range((key.as_str(), 0)..=(key.as_str(), u64::MAX))?
-            .next_back()
-            .transpose()?
-            .map(|(k, _)| k.value().1);
-        Ok(last.unwrap_or(0))
+        let Some(mut reader) = logfile::LogReader::open(&self.log_path(id))? else {
+            return Ok(0);
+        };
+        let mut last = 0;
+        while let Some(c) = reader.next(false)? {
+            last = c.seq;
+        }
+        Ok(last)
     }
 }

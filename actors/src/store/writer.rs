@@ -1,14 +1,18 @@
 //! The store's one writer: a thread that commits in groups.
 //!
-//! Jobs queue up while a commit is being made; the next commit takes all of them (up to a bound)
-//! in one transaction. A run's record (any state change) is always committed durably, with an
-//! fsync, before its waiter is told. Output chunks are committed without an fsync first
-//! (*visible*: readable by the daemon) and made durable by the next durable commit, which comes
-//! within [`DURABLE_EVERY`] or with the next state change, whichever is first; only then is the
-//! runner acked, so a chunk the runner forgets is always on disk. Jobs are applied in the order
-//! they were submitted, so a run's final state, submitted after its last chunk, is never
-//! committed before it.
+//! Jobs queue up while a commit is being made; the next commit takes all of them (up to a bound).
+//! Output chunks are appended to their run's log file, one write per run per group, and their
+//! waiters are told at once: from then on a crash of bosund cannot lose them. Run records (every
+//! state change) go into redb in one durable commit (fsync) before their waiters are told. Jobs
+//! are applied in the order they were submitted, so a run's final state, submitted after its
+//! last chunk, is never saved before it.
+//!
+//! Log files are fdatasynced by a second thread, so the disk's pace never holds up a commit:
+//! every file written to is synced within [`SYNC_EVERY`], and a run's file once more when the
+//! run ends.
 
+use std::collections::HashMap;
+use std::fs::File;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
@@ -18,14 +22,15 @@ use bosun_shared::RunId;
 use redb::Durability;
 use tokio::sync::oneshot;
 
-use super::{LogChunk, RUN_LOG, RUNS, RunRecord, Store, StoreError};
+use super::logfile::LogFile;
+use super::{LogChunk, RUNS, RunRecord, Store, StoreError};
 
 /// The most jobs in one commit.
 const MAX_JOBS_PER_COMMIT: usize = 8192;
 /// About the most log bytes in one commit.
 const MAX_BYTES_PER_COMMIT: usize = 32 * 1024 * 1024;
-/// The longest a committed chunk waits for its fsync.
-pub const DURABLE_EVERY: Duration = Duration::from_millis(100);
+/// The longest written output waits for its fdatasync.
+pub const SYNC_EVERY: Duration = Duration::from_secs(1);
 
 /// One change to the store.
 #[derive(Debug)]
@@ -41,27 +46,11 @@ impl WriteOp {
             WriteOp::AppendLog { chunk, .. } => chunk.data.len(),
         }
     }
-
-    fn needs_fsync(&self) -> bool {
-        match self {
-            WriteOp::PutRun(_) => true,
-            WriteOp::AppendLog { .. } => false,
-        }
-    }
 }
 
-/// How far a job has got.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Committed {
-    /// Written and readable by this daemon; lost if the daemon dies before the next fsync.
-    Visible,
-    /// On disk.
-    Durable,
-}
-
-/// Called on the writer thread as a job is committed: with `Visible` (output chunks only) and
-/// then `Durable`, or once with an error. It must not block: it sends a message and returns.
-pub type Done = Box<dyn FnMut(Result<Committed, StoreError>) + Send>;
+/// Called on the writer thread once a job is saved (or failed). It must not block: it sends a
+/// message and returns.
+pub type Done = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
 struct Job {
     op: WriteOp,
@@ -75,16 +64,34 @@ pub struct StoreWriter {
 }
 
 impl StoreWriter {
-    /// Starts the writer thread.
+    /// Starts the writer thread (and its syncer).
     pub fn start(store: Store) -> std::io::Result<(Self, thread::JoinHandle<()>)> {
         let (tx, rx) = mpsc::channel::<Job>();
+        let (sync_tx, sync_rx) = mpsc::channel::<File>();
+        let syncer = thread::Builder::new()
+            .name("log-syncer".into())
+            .spawn(move || {
+                while let Ok(file) = sync_rx.recv() {
+                    if let Err(e) = file.sync_data() {
+                        tracing::error!(error = %e, "could not fdatasync a run's log file");
+                    }
+                }
+            })?;
         let handle = thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || write_loop(&store, &rx))?;
+            .spawn(move || {
+                Writer {
+                    store,
+                    logs: HashMap::new(),
+                    syncer: sync_tx,
+                }
+                .run(&rx);
+                let _ = syncer.join();
+            })?;
         Ok((Self { tx }, handle))
     }
 
-    /// Submits a change; `done` hears how far it got.
+    /// Submits a change; `done` hears when it is saved.
     pub fn submit(&self, op: WriteOp, done: Option<Done>) -> Result<(), StoreError> {
         self.tx
             .send(Job { op, done })
@@ -94,112 +101,143 @@ impl StoreWriter {
     /// Writes a run's record durably and returns once it is on disk.
     pub async fn put_run(&self, record: &RunRecord) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
-        let mut tx = Some(tx);
         let done: Done = Box::new(move |r| {
-            if let Some(tx) = tx.take() {
-                let _ = tx.send(r.map(|_| ()));
-            }
+            let _ = tx.send(r);
         });
         self.submit(WriteOp::PutRun(Box::new(record.clone())), Some(done))?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
 }
 
-fn write_loop(store: &Store, rx: &mpsc::Receiver<Job>) {
-    // Jobs committed without an fsync, waiting for the next durable commit.
-    let mut waiting: Vec<Done> = Vec::new();
-    let mut last_durable = Instant::now();
-    loop {
-        let first = if waiting.is_empty() {
-            match rx.recv() {
-                Ok(job) => Some(job),
-                Err(_) => return,
-            }
-        } else {
-            match rx.recv_timeout(DURABLE_EVERY.saturating_sub(last_durable.elapsed())) {
+struct Writer {
+    store: Store,
+    /// Log files of runs that are writing, open for appending.
+    logs: HashMap<RunId, LogFile>,
+    syncer: mpsc::Sender<File>,
+}
+
+impl Writer {
+    fn run(mut self, rx: &mpsc::Receiver<Job>) {
+        let mut last_sync = Instant::now();
+        loop {
+            let first = match rx.recv_timeout(SYNC_EVERY) {
                 Ok(job) => Some(job),
                 Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => {
-                    // Shutting down: make what is waiting durable, then stop.
-                    let result = commit(store, &[], Durability::Immediate);
-                    finish(&mut waiting, &result, Committed::Durable);
-                    return;
-                }
-            }
-        };
-        let mut jobs = Vec::new();
-        let mut bytes = 0;
-        if let Some(job) = first {
-            bytes += job.op.bytes();
-            jobs.push(job);
-            while jobs.len() < MAX_JOBS_PER_COMMIT && bytes < MAX_BYTES_PER_COMMIT {
-                match rx.try_recv() {
-                    Ok(job) => {
-                        bytes += job.op.bytes();
-                        jobs.push(job);
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            if let Some(first) = first {
+                let mut bytes = first.op.bytes();
+                let mut jobs = vec![first];
+                while jobs.len() < MAX_JOBS_PER_COMMIT && bytes < MAX_BYTES_PER_COMMIT {
+                    match rx.try_recv() {
+                        Ok(job) => {
+                            bytes += job.op.bytes();
+                            jobs.push(job);
+                        }
+                        Err(_) => break,
                     }
-                    Err(_) => break,
                 }
+                self.apply(jobs);
+            }
+            if last_sync.elapsed() >= SYNC_EVERY {
+                last_sync = Instant::now();
+                self.sync_dirty();
             }
         }
-        let durable = jobs.iter().any(|j| j.op.needs_fsync())
-            || last_durable.elapsed() >= DURABLE_EVERY
-            || jobs.is_empty();
-        let durability = if durable {
-            Durability::Immediate
-        } else {
-            Durability::None
-        };
-        let result = commit(store, &jobs, durability);
-        if let Err(e) = &result {
-            tracing::error!(error = %e, jobs = jobs.len(), "a store commit failed");
-        }
-        let mut dones: Vec<Done> = jobs.into_iter().filter_map(|j| j.done).collect();
-        if durable {
-            last_durable = Instant::now();
-            finish(&mut waiting, &result, Committed::Durable);
-            finish(&mut dones, &result, Committed::Durable);
-        } else if result.is_ok() {
-            for done in &mut dones {
-                done(Ok(Committed::Visible));
-            }
-            waiting.append(&mut dones);
-        } else {
-            finish(&mut dones, &result, Committed::Visible);
+        // Shutting down: every log file to disk.
+        for (_, mut log) in self.logs.drain() {
+            let _ = log.sync();
         }
     }
-}
 
-/// Tells each waiter how its job went, and forgets the waiters.
-fn finish(dones: &mut Vec<Done>, result: &Result<(), StoreError>, level: Committed) {
-    for mut done in dones.drain(..) {
-        done(match result {
-            Ok(()) => Ok(level),
-            Err(e) => Err(StoreError::CommitFailed(e.to_string())),
-        });
-    }
-}
-
-fn commit(store: &Store, jobs: &[Job], durability: Durability) -> Result<(), StoreError> {
-    let mut txn = store.db().begin_write()?;
-    txn.set_durability(durability)
-        .map_err(|e| StoreError::CommitFailed(e.to_string()))?;
-    {
-        let mut runs = txn.open_table(RUNS)?;
-        let mut log = txn.open_table(RUN_LOG)?;
-        for job in jobs {
+    fn apply(&mut self, jobs: Vec<Job>) {
+        // Output first, grouped by run, one write each; then the records, in one durable commit.
+        let mut by_run: HashMap<RunId, Vec<Arc<LogChunk>>> = HashMap::new();
+        let mut records = Vec::new();
+        for job in &jobs {
             match &job.op {
-                WriteOp::PutRun(rec) => {
-                    let key = rec.id.to_string();
-                    runs.insert(key.as_str(), rec.encode().as_slice())?;
-                }
                 WriteOp::AppendLog { run, chunk } => {
-                    let key = run.to_string();
-                    log.insert((key.as_str(), chunk.seq), chunk.encode_value().as_slice())?;
+                    by_run.entry(*run).or_default().push(chunk.clone());
+                }
+                WriteOp::PutRun(rec) => records.push(rec.as_ref()),
+            }
+        }
+        let mut failed_runs: HashMap<RunId, String> = HashMap::new();
+        for (run, chunks) in by_run {
+            if let Err(e) = self.append(run, &chunks) {
+                tracing::error!(run_id = %run, error = %e, "could not write a run's output");
+                failed_runs.insert(run, e.to_string());
+            }
+        }
+        let commit = if records.is_empty() {
+            Ok(())
+        } else {
+            self.commit(&records)
+        };
+        if let Err(e) = &commit {
+            tracing::error!(error = %e, "a store commit failed");
+        }
+        // A run that ended has written its last output: its file goes to disk and is closed.
+        if commit.is_ok() {
+            for rec in &records {
+                if rec.state.is_final()
+                    && let Some(mut log) = self.logs.remove(&rec.id)
+                    && let Ok(Some(file)) = log.take_dirty()
+                {
+                    let _ = self.syncer.send(file);
                 }
             }
         }
+        for job in jobs {
+            let Some(done) = job.done else { continue };
+            let result = match &job.op {
+                WriteOp::AppendLog { run, .. } => match failed_runs.get(run) {
+                    Some(e) => Err(StoreError::CommitFailed(e.clone())),
+                    None => Ok(()),
+                },
+                WriteOp::PutRun(_) => match &commit {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(StoreError::CommitFailed(e.to_string())),
+                },
+            };
+            done(result);
+        }
     }
-    txn.commit()?;
-    Ok(())
+
+    fn append(&mut self, run: RunId, chunks: &[Arc<LogChunk>]) -> Result<(), StoreError> {
+        let log = match self.logs.get_mut(&run) {
+            Some(log) => log,
+            None => {
+                let log = LogFile::open_for_append(&self.store.log_path(run))?;
+                self.logs.entry(run).or_insert(log)
+            }
+        };
+        // Chunks the file already has (resent after a crash) are not written twice.
+        let last = log.last_seq();
+        log.append(chunks.iter().filter(|c| c.seq > last).map(|c| c.as_ref()))?;
+        Ok(())
+    }
+
+    fn commit(&self, records: &[&RunRecord]) -> Result<(), StoreError> {
+        let mut txn = self.store.db().begin_write()?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| StoreError::CommitFailed(e.to_string()))?;
+        {
+            let mut runs = txn.open_table(RUNS)?;
+            for rec in records {
+                let key = rec.id.to_string();
+                runs.insert(key.as_str(), rec.encode().as_slice())?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn sync_dirty(&mut self) {
+        for log in self.logs.values_mut() {
+            if let Ok(Some(file)) = log.take_dirty() {
+                let _ = self.syncer.send(file);
+            }
+        }
+    }
 }

@@ -33,6 +33,8 @@ pub struct LaunchPlan {
     /// The run is stopped by its ladder when this much time has passed since the start.
     pub time_cap_ms: Option<u64>,
     pub ladder: StopLadder,
+    /// The program's file mode creation mask (bosun's own processes use 0o077).
+    pub umask: u32,
 }
 
 /// A file the runner writes for the program, such as a per-run config.

@@ -98,6 +98,9 @@ pub struct StartRunParams {
     pub env: Vec<(String, String)>,
     pub time_cap_ms: Option<u64>,
     pub ladder: Option<StopLadder>,
+    /// The file mode creation mask the program starts with (the caller's own); 0o022 when
+    /// absent.
+    pub umask: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

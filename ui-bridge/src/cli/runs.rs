@@ -94,6 +94,7 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
             int_grace_ms: grace_ms,
             term_grace_ms: grace_ms,
         }),
+        umask: Some(current_umask()),
     };
     let mut client = connect(dirs).await?;
     let Response::Run(run) = client.request(Request::StartRun(params)).await? else {
@@ -267,4 +268,12 @@ pub async fn daemon_stop(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode
         println!("bosund stopped");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// This process's file mode creation mask (reading it means setting it, so it is set back).
+fn current_umask() -> u32 {
+    use nix::sys::stat::{Mode, umask};
+    let old = umask(Mode::from_bits_truncate(0o022));
+    umask(old);
+    old.bits()
 }

@@ -1,0 +1,328 @@
+//! A run's output: an append-only file of records, `runs/<run-id>/log`.
+//!
+//! Output does not go into redb. A chatty run would otherwise make every commit of every other
+//! run wait behind its megabytes, and redb's page copying would cost more than the disk does. A
+//! record is written with one `write` and is then as safe as the runner's own copy: a crash of
+//! bosund cannot lose it (it is in the page cache), so the runner is acked right after. The file
+//! is fdatasynced in the background within a second, and when the run ends.
+//!
+//! A record: `[magic "BL"][stream u8][0u8][len u32][seq u64][at u64][crc32 u32]` then `len`
+//! bytes; all big-endian; the CRC covers the header before it and the bytes. A reader stops at
+//! the first record that is incomplete or does not check out (a write cut off by a crash, or a
+//! page the disk never got); [`LogFile::open_for_append`] cuts the file there.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use bosun_shared::Timestamp;
+use bosun_shared::run::Stream;
+
+use super::LogChunk;
+
+const MAGIC: [u8; 2] = *b"BL";
+const HEADER: usize = 28;
+/// A record's bytes, at most: chunks are far smaller; anything larger is corruption.
+const MAX_RECORD: u32 = 16 * 1024 * 1024;
+
+fn encode_header(chunk: &LogChunk) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[0..2].copy_from_slice(&MAGIC);
+    h[2] = chunk.stream.as_byte();
+    h[4..8].copy_from_slice(&(chunk.data.len() as u32).to_be_bytes());
+    h[8..16].copy_from_slice(&chunk.seq.to_be_bytes());
+    h[16..24].copy_from_slice(&chunk.at.as_millis().to_be_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&h[..24]);
+    crc.update(&chunk.data);
+    h[24..28].copy_from_slice(&crc.finalize().to_be_bytes());
+    h
+}
+
+/// A record's header, read back.
+struct Header {
+    stream: Stream,
+    len: u32,
+    seq: u64,
+    at: Timestamp,
+    crc: u32,
+}
+
+fn decode_header(h: &[u8; HEADER]) -> Option<Header> {
+    if h[0..2] != MAGIC {
+        return None;
+    }
+    let u32_at = |i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    let u64_at = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&h[i..i + 8]);
+        u64::from_be_bytes(b)
+    };
+    let len = u32_at(4);
+    if len > MAX_RECORD {
+        return None;
+    }
+    Some(Header {
+        stream: Stream::from_byte(h[2])?,
+        len,
+        seq: u64_at(8),
+        at: Timestamp::from_millis(u64_at(16)),
+        crc: u32_at(24),
+    })
+}
+
+/// Reads a run's log file from the start, record by record, and can go on where it stopped as
+/// the file grows.
+pub struct LogReader {
+    file: File,
+    /// Where the next record starts.
+    offset: u64,
+}
+
+impl LogReader {
+    /// Opens the log file; a run that never wrote output has none, which reads as empty.
+    pub fn open(path: &Path) -> io::Result<Option<Self>> {
+        match File::open(path) {
+            Ok(file) => Ok(Some(Self { file, offset: 0 })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The next complete, checked record, or `None` at the end (or at a torn tail). With
+    /// `want_data` false only the header is read and the data is skipped.
+    pub fn next(&mut self, want_data: bool) -> io::Result<Option<LogChunk>> {
+        let mut h = [0u8; HEADER];
+        if !read_exact_at(&self.file, &mut h, self.offset)? {
+            return Ok(None);
+        }
+        let Some(header) = decode_header(&h) else {
+            return Ok(None);
+        };
+        let mut data = vec![0u8; header.len as usize];
+        if !read_exact_at(&self.file, &mut data, self.offset + HEADER as u64)? {
+            return Ok(None);
+        }
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&h[..24]);
+        crc.update(&data);
+        if crc.finalize() != header.crc {
+            return Ok(None);
+        }
+        self.offset += HEADER as u64 + header.len as u64;
+        if !want_data {
+            data = Vec::new();
+        }
+        Ok(Some(LogChunk {
+            seq: header.seq,
+            stream: header.stream,
+            at: header.at,
+            data,
+        }))
+    }
+
+    /// Where the reader is: the end of the last good record it read.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Moves past records before `seq`, reading only their headers (what is skipped is not
+    /// checked; the record at `seq` is, when it is read).
+    pub fn skip_to(&mut self, seq: u64) -> io::Result<()> {
+        loop {
+            let mut h = [0u8; HEADER];
+            if !read_exact_at(&self.file, &mut h, self.offset)? {
+                return Ok(());
+            }
+            let Some(header) = decode_header(&h) else {
+                return Ok(());
+            };
+            if header.seq >= seq {
+                return Ok(());
+            }
+            let end = self.offset + HEADER as u64 + header.len as u64;
+            if self.file.metadata()?.len() < end {
+                return Ok(());
+            }
+            self.offset = end;
+        }
+    }
+}
+
+/// Fills `buf` from `offset`; false when the file ends first.
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<bool> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => return Ok(false),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// A run's log file, open for appending.
+pub struct LogFile {
+    file: File,
+    end: u64,
+    last_seq: u64,
+    dirty: bool,
+}
+
+impl LogFile {
+    /// Opens (or creates, mode 0600) the log file, checks every record, and cuts off whatever
+    /// follows the last good one.
+    pub fn open_for_append(path: &Path) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        let mut reader = LogReader {
+            file: file.try_clone()?,
+            offset: 0,
+        };
+        let mut last_seq = 0;
+        while let Some(c) = reader.next(false)? {
+            last_seq = c.seq;
+        }
+        let end = reader.offset();
+        if file.metadata()?.len() > end {
+            file.set_len(end)?;
+        }
+        Ok(Self {
+            file,
+            end,
+            last_seq,
+            dirty: false,
+        })
+    }
+
+    /// The last seq in the file (0 when none).
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Appends chunks with one write.
+    pub fn append<'a>(&mut self, chunks: impl IntoIterator<Item = &'a LogChunk>) -> io::Result<()> {
+        let mut buf = Vec::new();
+        let mut last = self.last_seq;
+        for c in chunks {
+            buf.extend_from_slice(&encode_header(c));
+            buf.extend_from_slice(&c.data);
+            last = c.seq;
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        self.file.write_all_at(&buf, self.end)?;
+        self.end += buf.len() as u64;
+        self.last_seq = last;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// A handle for fdatasync from another thread, if anything was written since the last one.
+    pub fn take_dirty(&mut self) -> io::Result<Option<File>> {
+        if !self.dirty {
+            return Ok(None);
+        }
+        self.dirty = false;
+        self.file.try_clone().map(Some)
+    }
+
+    /// Flushes to disk now.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.dirty = false;
+        self.file.sync_data()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(seq: u64, text: &str) -> LogChunk {
+        LogChunk {
+            seq,
+            stream: if seq.is_multiple_of(2) {
+                Stream::Stderr
+            } else {
+                Stream::Stdout
+            },
+            at: Timestamp::from_millis(1000 + seq),
+            data: text.as_bytes().to_vec(),
+        }
+    }
+
+    fn read_all(path: &Path) -> Vec<LogChunk> {
+        let mut r = LogReader::open(path).ok().flatten().expect("file");
+        let mut out = Vec::new();
+        while let Ok(Some(c)) = r.next(true) {
+            out.push(c);
+        }
+        out
+    }
+
+    #[test]
+    fn records_come_back_as_written() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("log");
+        let mut f = LogFile::open_for_append(&path)?;
+        let chunks = [chunk(1, "a\n"), chunk(2, "b\u{ff}c"), chunk(3, "")];
+        f.append(&chunks)?;
+        assert_eq!(read_all(&path), chunks);
+        let f = LogFile::open_for_append(&path)?;
+        assert_eq!(f.last_seq(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn skipping_reads_headers_only_and_lands_on_the_seq() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("log");
+        let mut f = LogFile::open_for_append(&path)?;
+        let chunks: Vec<LogChunk> = (1..=5).map(|s| chunk(s, "line\n")).collect();
+        f.append(&chunks)?;
+        let mut r = LogReader::open(&path)?.expect("file");
+        r.skip_to(4)?;
+        assert_eq!(r.next(true)?.map(|c| c.seq), Some(4));
+        r.skip_to(99)?;
+        assert_eq!(r.next(true)?, None);
+        Ok(())
+    }
+
+    #[test]
+    fn a_torn_or_corrupt_tail_is_cut_off_and_appending_goes_on() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("log");
+        let mut f = LogFile::open_for_append(&path)?;
+        f.append(&[chunk(1, "one\n"), chunk(2, "two\n")])?;
+        drop(f);
+        let good = std::fs::metadata(&path)?.len();
+        // A record cut in the middle, as by a crash during the write.
+        let mut torn = encode_header(&chunk(3, "three\n")).to_vec();
+        torn.extend_from_slice(b"thr");
+        let file = OpenOptions::new().append(true).open(&path)?;
+        std::io::Write::write_all(&mut &file, &torn)?;
+        drop(file);
+        let mut f = LogFile::open_for_append(&path)?;
+        assert_eq!(f.last_seq(), 2);
+        assert_eq!(std::fs::metadata(&path)?.len(), good);
+        f.append(&[chunk(3, "three\n")])?;
+        assert_eq!(read_all(&path).len(), 3);
+
+        // A flipped byte inside a record: the reader stops before it.
+        let mut bytes = std::fs::read(&path)?;
+        let last = bytes.len() - 2;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, &bytes)?;
+        assert_eq!(read_all(&path).len(), 2);
+        Ok(())
+    }
+}
