@@ -209,24 +209,10 @@ async fn wait_reattached(env: &Env) -> anyhow::Result<(Instant, Instant)> {
     }
 }
 
-fn processes_of(env: &Env) -> Vec<(i32, String)> {
-    let home = format!("BOSUN_HOME={}", env.home.display());
-    bosun_shared::process::all_processes()
-        .into_iter()
-        .filter(|p| p.state != 'Z')
-        .filter_map(|p| {
-            let environ = std::fs::read(format!("/proc/{}/environ", p.pid)).ok()?;
-            let ours = environ.split(|b| *b == 0).any(|e| e == home.as_bytes());
-            let cmd = std::fs::read_to_string(format!("/proc/{}/comm", p.pid)).ok()?;
-            ours.then(|| (p.pid, cmd.trim().to_string()))
-        })
-        .collect()
-}
-
 fn runner_pids(env: &Env) -> Vec<i32> {
-    processes_of(env)
+    bosun_tests::processes_of(&env.home)
         .into_iter()
-        .filter(|(_, c)| c == "bosun-runner")
+        .filter(|(_, cmd)| cmd.contains("bosun-runner"))
         .map(|(p, _)| p)
         .collect()
 }

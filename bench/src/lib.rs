@@ -2,7 +2,7 @@
 //! own, timing helpers, and one way to report a figure with the baseline measured in the same
 //! run. Results also go to `target/bench-results.jsonl`, for `docs/benchmarks.md`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,17 +10,7 @@ use anyhow::{Context, bail};
 use bosun_shared::paths::StateDir;
 use bosun_ui::Client;
 
-/// `target/release`, where `scripts/bench` builds the binaries.
-pub fn bin_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("BOSUN_BIN_DIR") {
-        return PathBuf::from(dir);
-    }
-    let exe = std::env::current_exe().unwrap_or_default();
-    exe.parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
+pub use bosun_tests::bin_dir;
 
 pub fn bin(name: &str) -> anyhow::Result<PathBuf> {
     let p = bin_dir().join(name);
@@ -107,29 +97,7 @@ impl Drop for Env {
         if self.daemon_pid().is_some() {
             let _ = self.ok(&["daemon", "stop"]);
         }
-        let home = format!("BOSUN_HOME={}", self.home.display());
-        let runs: Vec<String> = std::fs::read_dir(self.home.join("runs"))
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .filter_map(|e| e.file_name().into_string().ok())
-                    .map(|id| format!("BOSUN_RUN_ID={id}"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for p in bosun_shared::process::all_processes() {
-            let Ok(env) = std::fs::read(format!("/proc/{}/environ", p.pid)) else {
-                continue;
-            };
-            let ours = env
-                .split(|b| *b == 0)
-                .any(|e| e == home.as_bytes() || runs.iter().any(|r| e == r.as_bytes()));
-            if ours && p.pid != std::process::id() as i32 {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(p.pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
+        bosun_tests::kill_all_of(&self.home);
     }
 }
 

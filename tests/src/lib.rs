@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-/// The directory holding the workspace's built binaries (`target/debug` for `cargo test`).
+/// The directory holding the workspace's built binaries: `target/debug` for `cargo test`,
+/// `target/release` for `cargo bench`.
 pub fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("BOSUN_BIN_DIR") {
         return PathBuf::from(dir);
@@ -232,36 +233,9 @@ impl Bosun {
             .unwrap_or_default()
     }
 
-    /// Every live process that belongs to this test: the daemon and runners (their environment
-    /// names this state directory) and everything a run started (the run marker).
+    /// Every live process that belongs to this test (see [`processes_of`]).
     pub fn processes(&self) -> Vec<(i32, String)> {
-        let home = format!("BOSUN_HOME={}", self.home.display());
-        let markers: HashSet<String> = self
-            .run_ids()
-            .into_iter()
-            .map(|id| format!("BOSUN_RUN_ID={id}"))
-            .collect();
-        let me = std::process::id() as i32;
-        let mut found = Vec::new();
-        for p in bosun_shared::process::all_processes() {
-            if p.pid == me || p.state == 'Z' {
-                continue;
-            }
-            let Ok(env) = std::fs::read(format!("/proc/{}/environ", p.pid)) else {
-                continue;
-            };
-            let ours = env.split(|b| *b == 0).any(|e| {
-                let e = String::from_utf8_lossy(e);
-                e == home || markers.contains(e.as_ref())
-            });
-            if ours {
-                let cmd = std::fs::read(format!("/proc/{}/cmdline", p.pid))
-                    .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-                    .unwrap_or_default();
-                found.push((p.pid, cmd.trim().to_string()));
-            }
-        }
-        found
+        processes_of(&self.home)
     }
 
     /// Ends the test: stops the daemon the way a person would, then fails if any process of
@@ -289,12 +263,7 @@ impl Bosun {
     }
 
     fn kill_everything(&self) {
-        for (pid, _) in self.processes() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
+        kill_all_of(&self.home);
     }
 }
 
@@ -304,6 +273,52 @@ impl Drop for Bosun {
         if !self.finished {
             self.kill_everything();
         }
+    }
+}
+
+/// Every live process that belongs to the state directory `home`: the daemon and runners (their
+/// environment names it) and everything its runs started (the run marker, for every run
+/// directory under it). With the command line of each.
+pub fn processes_of(home: &Path) -> Vec<(i32, String)> {
+    let home_var = format!("BOSUN_HOME={}", home.display());
+    let markers: HashSet<String> = std::fs::read_dir(home.join("runs"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .map(|id| format!("BOSUN_RUN_ID={id}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for p in bosun_shared::process::all_processes() {
+        if p.pid == me || p.state == 'Z' {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{}/environ", p.pid)) else {
+            continue;
+        };
+        let ours = env.split(|b| *b == 0).any(|e| {
+            let e = String::from_utf8_lossy(e);
+            e == home_var || markers.contains(e.as_ref())
+        });
+        if ours {
+            let cmd = std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            found.push((p.pid, cmd.trim().to_string()));
+        }
+    }
+    found
+}
+
+/// SIGKILLs every process of the state directory `home`.
+pub fn kill_all_of(home: &Path) {
+    for (pid, _) in processes_of(home) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 }
 
