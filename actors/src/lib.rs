@@ -3,9 +3,13 @@
 //! - [`store`]: the redb file and its one group-committing writer.
 //! - [`runs`]: Runs, the supervisor of one RunActor per live run; log hubs and followers.
 //! - [`events`]: the fan-out of run changes to subscribed UIs.
+//! - [`mcp`]: the MCP server registry, List tools, inspect, call and import.
+//! - [`keychain`]: where secret values live (Secret Service, or a 0600 file for tests).
 //! - [`supervision`]: the restart budget every supervisor uses.
 
 pub mod events;
+pub mod keychain;
+pub mod mcp;
 pub mod runs;
 pub mod store;
 pub mod supervision;

@@ -7,78 +7,97 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// A run's id: 128 random bits, written as 26 lower-case Crockford base32 characters. The UI shows
-/// the first 8 and accepts any unique prefix. The bits are random rather than time-ordered so that
-/// the first few characters tell runs apart; listings sort by creation time instead.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct RunId(ulid::Ulid);
+/// Defines an id type: 128 random bits, written as 26 lower-case Crockford base32 characters,
+/// shown as the first 8, and accepted back from any unique prefix by the daemon. The bits are
+/// random rather than time-ordered so that the first few characters tell ids apart; listings
+/// sort by creation time instead.
+macro_rules! random_id {
+    ($(#[$doc:meta])* $name:ident, $what:literal, $err:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(ulid::Ulid);
 
-impl RunId {
-    /// A fresh random id.
-    pub fn new() -> Self {
-        Self(ulid::Ulid::from(rand::random::<u128>()))
-    }
+        impl $name {
+            /// A fresh random id.
+            pub fn new() -> Self {
+                Self(ulid::Ulid::from(rand::random::<u128>()))
+            }
 
-    /// The full lower-case form, as stored and as used for the run's directory.
-    pub fn as_string(&self) -> String {
-        self.0.to_string().to_ascii_lowercase()
-    }
+            /// The full lower-case form, as stored.
+            pub fn as_string(&self) -> String {
+                self.0.to_string().to_ascii_lowercase()
+            }
 
-    /// The short form shown in listings: the first 8 characters (40 bits).
-    pub fn short(&self) -> String {
-        let mut full = self.as_string();
-        full.truncate(8);
-        full
-    }
+            /// The short form shown in listings: the first 8 characters (40 bits).
+            pub fn short(&self) -> String {
+                let mut full = self.as_string();
+                full.truncate(8);
+                full
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.as_string())
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({self})", stringify!($name))
+            }
+        }
+
+        /// Why a string is not such an id.
+        #[derive(Debug, thiserror::Error)]
+        #[error("`{0}` is not a {what} (ids are 26 letters and digits, such as 2wsews00nev1322zbxr4fzry82)", what = $what)]
+        pub struct $err(String);
+
+        impl FromStr for $name {
+            type Err = $err;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                ulid::Ulid::from_string(&s.to_ascii_uppercase())
+                    .map(Self)
+                    .map_err(|_| $err(s.to_string()))
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $err;
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                s.parse()
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> Self {
+                id.as_string()
+            }
+        }
+    };
 }
 
-impl Default for RunId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+random_id!(
+    /// A run's id.
+    RunId,
+    "run id",
+    BadRunId
+);
 
-impl fmt::Display for RunId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.as_string())
-    }
-}
-
-impl fmt::Debug for RunId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RunId({self})")
-    }
-}
-
-/// Why a string is not a run id.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "`{0}` is not a run id (run ids are 26 letters and digits, such as 01jd2k6w9q3m8y7x5v4t3s2r1p)"
-)]
-pub struct BadRunId(String);
-
-impl FromStr for RunId {
-    type Err = BadRunId;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ulid::Ulid::from_string(&s.to_ascii_uppercase())
-            .map(Self)
-            .map_err(|_| BadRunId(s.to_string()))
-    }
-}
-
-impl TryFrom<String> for RunId {
-    type Error = BadRunId;
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<RunId> for String {
-    fn from(id: RunId) -> Self {
-        id.as_string()
-    }
-}
+random_id!(
+    /// An MCP server's id: stable for the server's life, whatever it is renamed to. Its secrets
+    /// live in the keychain under `mcp/<server id>/…`.
+    ServerId,
+    "server id",
+    BadServerId
+);
 
 /// The secret a runner proves itself with when it connects back to `bosund`. It reaches the
 /// runner only through its stdin; the store keeps only its SHA-256 ([`RunToken::digest`]).
@@ -137,6 +156,9 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(err.contains("`nope` is not a run id"), "{err}");
+        assert!(
+            matches!("nope".parse::<ServerId>(), Err(e) if e.to_string().contains("server id"))
+        );
     }
 
     #[test]

@@ -6,13 +6,14 @@
 //! `bosun-runner` links it, and a runner must stay a few megabytes.
 
 pub mod ids;
+pub mod mcp;
 pub mod paths;
 pub mod process;
 pub mod protocol;
 pub mod run;
 pub mod time;
 
-pub use ids::{RunId, RunToken};
+pub use ids::{RunId, RunToken, ServerId};
 pub use time::Timestamp;
 
 /// The environment variable that marks every process a run starts, so that a sweep after a crash

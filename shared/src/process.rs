@@ -141,6 +141,34 @@ pub fn signal_process(pid: i32, sig: Signal) -> io::Result<bool> {
     }
 }
 
+/// Ends a process group when dropped: SIGKILL to the whole group, whatever path the owner took
+/// (an error, a timeout, a cancelled task). For short-lived helpers bosund starts itself, such
+/// as a stdio MCP server it lists the tools of.
+#[derive(Debug)]
+pub struct ProcessGroupGuard {
+    pgid: i32,
+}
+
+impl ProcessGroupGuard {
+    /// Guards the group `pgid` (a child started with `process_group(0)`, so pgid == its pid).
+    pub fn new(pgid: i32) -> Self {
+        Self { pgid }
+    }
+
+    /// Sends `sig` to the group now.
+    pub fn signal(&self, sig: Signal) {
+        if self.pgid > 1 {
+            let _ = signal_group(self.pgid, sig);
+        }
+    }
+}
+
+impl Drop for ProcessGroupGuard {
+    fn drop(&mut self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
 /// What belongs to a run, for [`sweep`].
 #[derive(Clone, Debug, Default)]
 pub struct SweepTarget {

@@ -1,10 +1,13 @@
-//! What the daemon's parts share: the store, the live runs, the actor refs, and the paths.
+//! What the daemon's parts share: the store, the keychain, the live runs, the actor refs, and
+//! the paths.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::Context;
 use bosun_actors::events::EventsHandle;
+use bosun_actors::keychain::Keychain;
+use bosun_actors::mcp::registry::{RegistryContext, RegistryMsg};
 use bosun_actors::runs::live::LiveRuns;
 use bosun_actors::runs::{RunsContext, RunsMsg};
 use bosun_actors::store::Store;
@@ -22,16 +25,22 @@ pub struct DaemonCtx {
     pub runner_bin: PathBuf,
     pub live: LiveRuns,
     pub events: EventsHandle,
+    pub keychain: Keychain,
     pub started_at: Timestamp,
-    actors: RwLock<Option<Actors>>,
+    root: RwLock<Option<ActorRef<RootMsg>>>,
+    runs: RwLock<Option<ActorRef<RunsMsg>>>,
+    registry: RwLock<Option<ActorRef<RegistryMsg>>>,
     root_failure: Mutex<Option<String>>,
 }
 
-/// The long-lived actors, known once Root has started them.
-#[derive(Clone)]
-pub struct Actors {
-    pub root: ActorRef<RootMsg>,
-    pub runs: ActorRef<RunsMsg>,
+fn read<T: Clone>(lock: &RwLock<Option<T>>) -> Option<T> {
+    lock.read().ok().and_then(|a| a.clone())
+}
+
+fn write<T>(lock: &RwLock<Option<T>>, value: T) {
+    if let Ok(mut a) = lock.write() {
+        *a = Some(value);
+    }
 }
 
 impl DaemonCtx {
@@ -40,6 +49,7 @@ impl DaemonCtx {
         store: Store,
         writer: StoreWriter,
         runner_bin: PathBuf,
+        keychain: Keychain,
         started_at: Timestamp,
     ) -> Self {
         Self {
@@ -49,21 +59,48 @@ impl DaemonCtx {
             runner_bin,
             live: LiveRuns::default(),
             events: EventsHandle::default(),
+            keychain,
             started_at,
-            actors: RwLock::new(None),
+            root: RwLock::new(None),
+            runs: RwLock::new(None),
+            registry: RwLock::new(None),
             root_failure: Mutex::new(None),
         }
     }
 
-    pub fn set_actors(&self, actors: Actors) {
-        if let Ok(mut a) = self.actors.write() {
-            *a = Some(actors);
+    /// The actors, once Root has started them (and the current ones after a restart).
+    pub fn root(&self) -> Option<ActorRef<RootMsg>> {
+        read(&self.root)
+    }
+
+    pub fn runs(&self) -> Option<ActorRef<RunsMsg>> {
+        read(&self.runs)
+    }
+
+    pub fn registry(&self) -> Option<ActorRef<RegistryMsg>> {
+        read(&self.registry)
+    }
+
+    pub fn set_root(&self, a: ActorRef<RootMsg>) {
+        write(&self.root, a);
+    }
+
+    pub fn set_runs(&self, a: ActorRef<RunsMsg>) {
+        write(&self.runs, a);
+    }
+
+    pub fn set_registry(&self, a: ActorRef<RegistryMsg>) {
+        write(&self.registry, a);
+    }
+
+    pub fn record_root_failure(&self, why: String) {
+        if let Ok(mut f) = self.root_failure.lock() {
+            *f = Some(why);
         }
     }
 
-    /// The actors; `None` only before Root has started them.
-    pub fn actors(&self) -> Option<Actors> {
-        self.actors.read().ok().and_then(|a| a.clone())
+    pub fn root_failure(&self) -> Option<String> {
+        self.root_failure.lock().ok().and_then(|f| f.clone())
     }
 
     /// What the RunActors share, made from the daemon's parts.
@@ -78,14 +115,13 @@ impl DaemonCtx {
         })
     }
 
-    pub fn record_root_failure(&self, why: String) {
-        if let Ok(mut f) = self.root_failure.lock() {
-            *f = Some(why);
+    /// What the MCP registry works with.
+    pub fn registry_context(&self) -> RegistryContext {
+        RegistryContext {
+            store: self.store.clone(),
+            writer: self.writer.clone(),
+            keychain: self.keychain.clone(),
         }
-    }
-
-    pub fn root_failure(&self) -> Option<String> {
-        self.root_failure.lock().ok().and_then(|f| f.clone())
     }
 }
 

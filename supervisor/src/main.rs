@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
+use bosun_actors::keychain::Keychain;
 use bosun_actors::store::writer::StoreWriter;
 use bosun_actors::store::{Store, StoreError};
 use bosun_shared::Timestamp;
@@ -83,11 +84,14 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
         .context("could not write the pid file")?;
     let (writer, writer_thread) = StoreWriter::start(store.clone())?;
     let runner_bin = ctx::runner_binary()?;
+    let keychain = tokio::task::spawn_blocking(Keychain::from_env).await?;
+    info!(keychain = %keychain.describe(), "keychain");
     let ctx = Arc::new(DaemonCtx::new(
         dirs.clone(),
         store,
         writer,
         runner_bin,
+        keychain,
         Timestamp::now(),
     ));
 

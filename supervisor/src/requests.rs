@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use bosun_actors::mcp::look;
+use bosun_actors::mcp::registry::{self, RegistryMsg};
 use bosun_actors::runs::RunsMsg;
 use bosun_actors::runs::follow::blocking;
 use bosun_actors::runs::run_actor::RunMsg;
@@ -20,7 +22,7 @@ use crate::root::RootMsg;
 pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, WireError> {
     match request {
         Request::StartRun(params) => {
-            let runs = ctx.actors().ok_or_else(starting_up)?.runs;
+            let runs = ctx.runs().ok_or_else(starting_up)?;
             ractor::call!(runs, |reply| RunsMsg::Start { params, reply })
                 .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
                 .map(|v| Response::Run(Box::new(v)))
@@ -54,9 +56,9 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             .map(|v| Response::Run(Box::new(v)))
         }
         Request::DaemonStatus => {
-            let shutting_down = match ctx.actors() {
-                Some(a) => {
-                    ractor::call!(a.runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(true)
+            let shutting_down = match ctx.runs() {
+                Some(runs) => {
+                    ractor::call!(runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(true)
                 }
                 None => false,
             };
@@ -72,16 +74,84 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             }))
         }
         Request::DaemonStop => {
-            let actors = ctx.actors().ok_or_else(starting_up)?;
-            let immediate = ractor::call!(actors.runs, |reply| RunsMsg::ShuttingDown { reply })
-                .unwrap_or(false);
-            let _ = actors.root.cast(RootMsg::Shutdown { immediate });
+            let (root, runs) = (ctx.root(), ctx.runs());
+            let (Some(root), Some(runs)) = (root, runs) else {
+                return Err(starting_up());
+            };
+            let immediate =
+                ractor::call!(runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(false);
+            let _ = root.cast(RootMsg::Shutdown { immediate });
             Ok(Response::Done)
+        }
+        Request::McpAdd(params) => registry_call(ctx, |reply| RegistryMsg::Add { params, reply })
+            .await
+            .map(|v| Response::Server(Box::new(v))),
+        Request::McpEdit(params) => registry_call(ctx, |reply| RegistryMsg::Edit { params, reply })
+            .await
+            .map(|v| Response::Server(Box::new(v))),
+        Request::McpRename { server, new_name } => {
+            registry_call(ctx, |reply| RegistryMsg::Rename {
+                server,
+                new_name,
+                reply,
+            })
+            .await
+            .map(|v| Response::Server(Box::new(v)))
+        }
+        Request::McpRemove { server } => {
+            registry_call(ctx, |reply| RegistryMsg::Remove { server, reply })
+                .await
+                .map(|v| Response::Server(Box::new(v)))
+        }
+        Request::McpList => registry::list(&ctx.registry_context())
+            .await
+            .map(|servers| Response::Servers { servers }),
+        Request::McpShow { server } => registry::show(&ctx.registry_context(), &server)
+            .await
+            .map(|v| Response::Server(Box::new(v))),
+        Request::McpTools {
+            server,
+            cached: true,
+        } => look::last_listing(&ctx.registry_context(), &server)
+            .await
+            .map(|l| Response::Tools(Box::new(l))),
+        Request::McpTools {
+            server,
+            cached: false,
+        } => {
+            let registry = ctx.registry().ok_or_else(starting_up)?;
+            look::list_tools(&ctx.registry_context(), &registry, &server)
+                .await
+                .map(|l| Response::Tools(Box::new(l)))
+        }
+        Request::McpInspect { server } => look::inspect(&ctx.registry_context(), &server)
+            .await
+            .map(|v| Response::Inspect(Box::new(v))),
+        Request::McpCall { server, tool, args } => {
+            look::call(&ctx.registry_context(), &server, &tool, args)
+                .await
+                .map(|v| Response::Call(Box::new(v)))
+        }
+        Request::McpImportScan(_) | Request::McpImport(_) => {
+            Err(WireError::internal("import is not wired yet"))
         }
         Request::FollowLog(_) | Request::Unfollow { .. } | Request::SubscribeRuns => Err(
             WireError::internal("this request is handled by the session"),
         ),
     }
+}
+
+/// Asks the Registry actor (every change to the MCP servers goes through it, one at a time).
+async fn registry_call<T: Send + 'static>(
+    ctx: &Arc<DaemonCtx>,
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, WireError>>) -> RegistryMsg,
+) -> Result<T, WireError> {
+    let registry = ctx.registry().ok_or_else(starting_up)?;
+    registry
+        .call(msg, None)
+        .await
+        .map_err(|e| WireError::internal(format!("the MCP registry did not answer: {e}")))?
+        .success_or(WireError::internal("the MCP registry did not answer"))?
 }
 
 fn starting_up() -> WireError {

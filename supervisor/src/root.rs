@@ -1,4 +1,5 @@
-//! Root: the top of bosund's actor tree. It starts Events, Runs and the IPC listener, restarts
+//! Root: the top of bosund's actor tree. It starts Events, Runs, the MCP Registry and the IPC
+//! listener, restarts
 //! any of them that fails within its restart budget (and gives up, recording why, past it), and
 //! carries out the daemon's shutdown.
 
@@ -7,12 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bosun_actors::events::Events;
+use bosun_actors::mcp::registry::Registry;
 use bosun_actors::runs::{Runs, RunsMsg};
 use bosun_actors::supervision::{RestartBudget, RestartPolicy, Verdict};
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tracing::{error, info, warn};
 
-use crate::ctx::{Actors, DaemonCtx};
+use crate::ctx::DaemonCtx;
 use crate::listener::Listener;
 
 /// How long an immediate shutdown waits for runners to report before bosund exits anyway.
@@ -29,6 +31,7 @@ pub enum RootMsg {
 enum Child {
     Events,
     Runs,
+    Registry,
     Listener,
 }
 
@@ -57,7 +60,8 @@ impl Actor for Root {
             budgets: HashMap::new(),
             shutting_down: false,
         };
-        for child in [Child::Events, Child::Runs, Child::Listener] {
+        state.ctx.set_root(myself.clone());
+        for child in [Child::Events, Child::Runs, Child::Registry, Child::Listener] {
             state.start(&myself, child).await?;
         }
         Ok(state)
@@ -73,13 +77,12 @@ impl Actor for Root {
             RootMsg::Shutdown { immediate } => {
                 let first = !state.shutting_down;
                 state.shutting_down = true;
-                let Some(actors) = state.ctx.actors() else {
+                let Some(runs) = state.ctx.runs() else {
                     myself.stop(None);
                     return Ok(());
                 };
                 info!(immediate, "shutting down: stopping every run");
                 let me = myself.clone();
-                let runs = actors.runs.clone();
                 tokio::spawn(async move {
                     let _ = ractor::call!(runs, |reply| RunsMsg::Shutdown { immediate, reply });
                     let _ = me.cast(RootMsg::RunsStopped);
@@ -134,10 +137,13 @@ impl RootState {
             Child::Runs => {
                 let ctx = self.ctx.runs_context();
                 let (a, _) = Actor::spawn_linked(None, Runs, ctx, myself.get_cell()).await?;
-                self.ctx.set_actors(Actors {
-                    root: myself.clone(),
-                    runs: a.clone(),
-                });
+                self.ctx.set_runs(a.clone());
+                a.get_cell()
+            }
+            Child::Registry => {
+                let ctx = self.ctx.registry_context();
+                let (a, _) = Actor::spawn_linked(None, Registry, ctx, myself.get_cell()).await?;
+                self.ctx.set_registry(a.clone());
                 a.get_cell()
             }
             Child::Listener => {

@@ -64,6 +64,8 @@ pub struct SessionState {
     mode: Mode,
     /// The reader (and for a runner, the writer): ended with the session.
     tasks: Vec<JoinHandle<()>>,
+    /// Tasks working for one request each: log subscriptions, looks at MCP servers. Aborted
+    /// when the session ends.
     follows: HashMap<u64, JoinHandle<()>>,
 }
 
@@ -446,12 +448,38 @@ impl SessionState {
                     });
                 Ok(Response::Done)
             }
+            // Looking at an MCP server can take minutes (a first npx download): it runs as a
+            // task of the session's, ended (with the server's process group) if the client goes.
+            long @ (Request::McpTools { .. }
+            | Request::McpInspect { .. }
+            | Request::McpCall { .. }
+            | Request::McpImport(_)) => {
+                let ctx = self.ctx.clone();
+                let me = myself.clone();
+                let task = tokio::spawn(async move {
+                    let result = match requests::answer(&ctx, long).await {
+                        Ok(r) => ResponseResult::Ok(r),
+                        Err(e) => ResponseResult::Err(e),
+                    };
+                    let _ = out.send(ServerFrame::Response { id, result }.into()).await;
+                    let _ = me.cast(SessionMsg::FollowEnded { sub: id });
+                });
+                self.follows.insert(id, task);
+                return;
+            }
             other @ (Request::StartRun(_)
             | Request::ListRuns { .. }
             | Request::GetRun { .. }
             | Request::StopRun { .. }
             | Request::DaemonStatus
-            | Request::DaemonStop) => requests::answer(&self.ctx, other).await,
+            | Request::DaemonStop
+            | Request::McpAdd(_)
+            | Request::McpEdit(_)
+            | Request::McpRename { .. }
+            | Request::McpRemove { .. }
+            | Request::McpList
+            | Request::McpShow { .. }
+            | Request::McpImportScan(_)) => requests::answer(&self.ctx, other).await,
         };
         let result = match result {
             Ok(r) => ResponseResult::Ok(r),

@@ -64,6 +64,10 @@ pub struct Bosun {
     _dir: tempfile::TempDir,
     pub home: PathBuf,
     finished: bool,
+    /// Extra environment for every command (and so for the daemon it starts).
+    env: Vec<(String, String)>,
+    /// Everything the commands printed, to search for secrets that must not be there.
+    printed: std::sync::Mutex<Vec<u8>>,
 }
 
 impl Bosun {
@@ -80,11 +84,94 @@ impl Bosun {
             .tempdir_in("/tmp")
             .unwrap_or_else(|e| panic!("could not make a state directory: {e}"));
         let home = dir.path().join("state");
+        let keychain = dir.path().join("keychain.json");
         Self {
             _dir: dir,
             home,
             finished: false,
+            env: vec![("BOSUN_FAKE_KEYCHAIN".into(), keychain.display().to_string())],
+            printed: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Adds (or replaces) an environment variable for every command and the daemon.
+    pub fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Leaves the keychain to the environment (no fake file): the Secret Service if one is
+    /// reachable, else none.
+    pub fn without_fake_keychain(mut self) -> Self {
+        self.env.retain(|(k, _)| k != "BOSUN_FAKE_KEYCHAIN");
+        self
+    }
+
+    /// The fake keychain's file.
+    pub fn keychain_file(&self) -> PathBuf {
+        self.home
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+            .join("keychain.json")
+    }
+
+    /// Runs `bosun` with `input` on its stdin; returns its output, whatever its status.
+    pub fn output_with_stdin(&self, args: &[&str], input: &str) -> anyhow::Result<Output> {
+        use std::io::Write;
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input.as_bytes())?;
+        }
+        let out = child.wait_with_output()?;
+        self.remember(&out);
+        Ok(out)
+    }
+
+    fn remember(&self, out: &Output) {
+        if let Ok(mut p) = self.printed.lock() {
+            p.extend_from_slice(&out.stdout);
+            p.extend_from_slice(&out.stderr);
+        }
+    }
+
+    /// Fails if `secret` is anywhere bosun could have written it: what any command printed, and
+    /// every file in the state directory (the store, the logs, the runs' files).
+    pub fn assert_secret_nowhere(&self, secret: &str) -> anyhow::Result<()> {
+        let needle = secret.as_bytes();
+        let contains = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        if self.printed.lock().map(|p| contains(&p)).unwrap_or(true) {
+            bail!("the secret appeared in a command's output");
+        }
+        self.assert_secret_not_in_files(secret)
+    }
+
+    /// Fails if `secret` is in any file of the state directory (the store, the logs, the runs'
+    /// files).
+    pub fn assert_secret_not_in_files(&self, secret: &str) -> anyhow::Result<()> {
+        let needle = secret.as_bytes();
+        let contains = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        let mut stack = vec![self.home.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.is_file()
+                    && let Ok(bytes) = std::fs::read(&path)
+                    && contains(&bytes)
+                {
+                    bail!("the secret appeared in {}", path.display());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A scratch directory of the test, beside the state directory.
@@ -106,15 +193,19 @@ impl Bosun {
             .env("BOSUN_HOME", &self.home)
             .env("BOSUN_DAEMON_BIN", bin("bosund"))
             .env("BOSUN_RUNNER_BIN", bin("bosun-runner"))
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         c
     }
 
     /// Runs `bosun` and returns its output, whatever its status.
     pub fn output(&self, args: &[&str]) -> anyhow::Result<Output> {
-        self.cmd(args)
+        let out = self
+            .cmd(args)
             .output()
-            .with_context(|| format!("could not run bosun {args:?}"))
+            .with_context(|| format!("could not run bosun {args:?}"))?;
+        self.remember(&out);
+        Ok(out)
     }
 
     /// Runs `bosun`, fails unless it succeeds, and returns its stdout.
@@ -333,4 +424,207 @@ pub fn lines(log: &[u8]) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// A test's own server process (an MCP server reached by address), in a process group of its
+/// own that is killed when this is dropped.
+pub struct Peer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl Peer {
+    /// Starts `cmd` and waits until its stdout or stderr shows `ready` (a line containing it).
+    /// `url` is the address it serves.
+    pub fn start(mut cmd: Command, ready: &str, url: impl Into<String>) -> anyhow::Result<Self> {
+        use std::io::{BufRead, BufReader};
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().context("could not start a test server")?;
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        let mut peer = Self {
+            child,
+            url: url.into(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains(ready) => {
+                    if let Some(u) = line.strip_prefix("listening ") {
+                        peer.url = u.trim().to_string();
+                    }
+                    return Ok(peer);
+                }
+                Ok(_) => {}
+                Err(_) => bail!("the test server did not say `{ready}` within 30 s"),
+            }
+        }
+    }
+
+    /// `test-mcp-server --transport http --mode MODE`, on a free port.
+    pub fn test_server(mode: &str) -> anyhow::Result<Self> {
+        let mut cmd = Command::new(bin("test-mcp-server"));
+        cmd.args(["--transport", "http", "--mode", mode]);
+        Self::start(cmd, "listening", "")
+    }
+
+    /// `@modelcontextprotocol/server-everything` over `streamableHttp` or `sse`.
+    pub fn everything(transport: &str) -> anyhow::Result<Self> {
+        let port = free_port()?;
+        let mut cmd = Command::new(everything_bin());
+        cmd.arg(transport).env("PORT", port.to_string());
+        let (ready, path) = match transport {
+            "sse" => ("Server is running on port", "sse"),
+            _ => ("listening on port", "mcp"),
+        };
+        Self::start(cmd, ready, format!("http://127.0.0.1:{port}/{path}"))
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// The test server binary of this workspace.
+pub fn test_server_bin() -> PathBuf {
+    bin("test-mcp-server")
+}
+
+/// `mcp-server-everything` from `tests/node` (installed by `npm ci --prefix tests/node`).
+pub fn everything_bin() -> PathBuf {
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("node/node_modules/.bin/mcp-server-everything");
+    assert!(
+        p.exists(),
+        "{} is missing: install the test peers with `npm ci --prefix tests/node` (./scripts/test does)",
+        p.display()
+    );
+    p
+}
+
+/// A real Secret Service for a test: a private D-Bus session bus and gnome-keyring, unlocked,
+/// with its keyrings in a scratch home. Both are ended when this is dropped.
+pub struct SecretService {
+    dir: tempfile::TempDir,
+    dbus: std::process::Child,
+    /// `DBUS_SESSION_BUS_ADDRESS` for the test's bosun.
+    pub address: String,
+}
+
+impl SecretService {
+    pub fn start() -> anyhow::Result<Self> {
+        use std::io::{BufRead, BufReader, Write};
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::Builder::new()
+            .prefix("bt-ss-")
+            .tempdir_in("/tmp")?;
+        let marker = format!("BOSUN_TEST_SS={}", dir.path().display());
+        let (mkey, mval) = marker.split_once('=').unwrap_or_default();
+        let home = dir.path().join("home");
+        let runtime = dir.path().join("run");
+        std::fs::create_dir_all(&home)?;
+        crate_private_dir(&runtime)?;
+        let mut dbus = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1"])
+            .env(mkey, mval)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("could not start dbus-daemon (install the Debian package dbus)")?;
+        let mut address = String::new();
+        if let Some(out) = dbus.stdout.take() {
+            BufReader::new(out).read_line(&mut address)?;
+        }
+        let address = address.trim().to_string();
+        if address.is_empty() {
+            let _ = dbus.kill();
+            bail!("dbus-daemon printed no address");
+        }
+        let mut keyring = Command::new("gnome-keyring-daemon")
+            .args(["--unlock", "--components=secrets"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &address)
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env(mkey, mval)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context(
+                "could not start gnome-keyring-daemon (install the Debian package gnome-keyring)",
+            )?;
+        if let Some(mut stdin) = keyring.stdin.take() {
+            stdin.write_all(b"test-keyring-password")?;
+        }
+        let status = keyring.wait()?;
+        let ss = Self { dir, dbus, address };
+        if !status.success() {
+            bail!("gnome-keyring-daemon --unlock failed: {status}");
+        }
+        Ok(ss)
+    }
+}
+
+fn crate_private_dir(p: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(p)?;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700))
+}
+
+impl Drop for SecretService {
+    fn drop(&mut self) {
+        let marker = format!("BOSUN_TEST_SS={}", self.dir.path().display());
+        for p in bosun_shared::process::all_processes() {
+            if let Ok(env) = std::fs::read(format!("/proc/{}/environ", p.pid))
+                && env.split(|b| *b == 0).any(|e| e == marker.as_bytes())
+            {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p.pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        let _ = self.dbus.kill();
+        let _ = self.dbus.wait();
+    }
 }

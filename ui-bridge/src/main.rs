@@ -8,6 +8,15 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Like any Unix filter: when the reader of our output goes away (`bosun logs … | head`),
+    // end quietly instead of failing to print.
+    // SAFETY: setting a signal's disposition to the default has no preconditions.
+    unsafe {
+        let _ = nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGPIPE,
+            nix::sys::signal::SigHandler::SigDfl,
+        );
+    }
     let args = cli::Args::parse();
     bosun_shared::process::tune_allocator();
     let runtime = match tokio::runtime::Builder::new_current_thread()

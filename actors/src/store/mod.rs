@@ -18,11 +18,14 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 pub use record::{ProcessInfo, RunRecord};
 
+use crate::mcp::record::ServerRecord;
+
 /// The schema this build reads and writes.
 pub const SCHEMA_VERSION: u64 = 1;
 
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub(crate) const RUNS: TableDefinition<&str, &[u8]> = TableDefinition::new("runs");
+pub(crate) const SERVERS: TableDefinition<&str, &[u8]> = TableDefinition::new("servers");
 
 /// What can go wrong with the store.
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +116,7 @@ impl Store {
                 }
             }
             txn.open_table(RUNS)?;
+            txn.open_table(SERVERS)?;
         }
         txn.commit()?;
         Ok(Self {
@@ -173,6 +177,35 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Every MCP server, in name order.
+    pub fn servers(&self) -> Result<Vec<ServerRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(SERVERS)?;
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (_, v) = entry?;
+            out.push(ServerRecord::decode(v.value())?);
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// The server with this name, or whose id is this (or starts with it, when only one does).
+    pub fn find_server(&self, name_or_id: &str) -> Result<Option<ServerRecord>, StoreError> {
+        let servers = self.servers()?;
+        if let Some(s) = servers.iter().find(|s| s.name == name_or_id) {
+            return Ok(Some(s.clone()));
+        }
+        let lower = name_or_id.to_ascii_lowercase();
+        let mut by_id = servers
+            .into_iter()
+            .filter(|s| s.id.to_string().starts_with(&lower));
+        match (by_id.next(), by_id.next()) {
+            (Some(s), None) if lower.len() >= 4 => Ok(Some(s)),
+            (Some(_), _) | (None, _) => Ok(None),
+        }
     }
 
     /// The seq of a run's last stored chunk (0 when it has none).

@@ -18,12 +18,13 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bosun_shared::RunId;
+use bosun_shared::{RunId, ServerId};
 use redb::Durability;
 use tokio::sync::oneshot;
 
 use super::logfile::LogFile;
-use super::{LogChunk, RUNS, RunRecord, Store, StoreError};
+use super::{LogChunk, RUNS, RunRecord, SERVERS, Store, StoreError};
+use crate::mcp::record::ServerRecord;
 
 /// The most jobs in one commit.
 const MAX_JOBS_PER_COMMIT: usize = 8192;
@@ -37,12 +38,14 @@ pub const SYNC_EVERY: Duration = Duration::from_secs(1);
 pub enum WriteOp {
     PutRun(Box<RunRecord>),
     AppendLog { run: RunId, chunk: Arc<LogChunk> },
+    PutServer(Box<ServerRecord>),
+    DeleteServer(ServerId),
 }
 
 impl WriteOp {
     fn bytes(&self) -> usize {
         match self {
-            WriteOp::PutRun(_) => 512,
+            WriteOp::PutRun(_) | WriteOp::PutServer(_) | WriteOp::DeleteServer(_) => 512,
             WriteOp::AppendLog { chunk, .. } => chunk.data.len(),
         }
     }
@@ -100,11 +103,27 @@ impl StoreWriter {
 
     /// Writes a run's record durably and returns once it is on disk.
     pub async fn put_run(&self, record: &RunRecord) -> Result<(), StoreError> {
+        self.durably(WriteOp::PutRun(Box::new(record.clone())))
+            .await
+    }
+
+    /// Writes a server's record durably and returns once it is on disk.
+    pub async fn put_server(&self, record: &ServerRecord) -> Result<(), StoreError> {
+        self.durably(WriteOp::PutServer(Box::new(record.clone())))
+            .await
+    }
+
+    /// Deletes a server's record durably.
+    pub async fn delete_server(&self, id: ServerId) -> Result<(), StoreError> {
+        self.durably(WriteOp::DeleteServer(id)).await
+    }
+
+    async fn durably(&self, op: WriteOp) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
         let done: Done = Box::new(move |r| {
             let _ = tx.send(r);
         });
-        self.submit(WriteOp::PutRun(Box::new(record.clone())), Some(done))?;
+        self.submit(op, Some(done))?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
 }
@@ -159,7 +178,9 @@ impl Writer {
                 WriteOp::AppendLog { run, chunk } => {
                     by_run.entry(*run).or_default().push(chunk.clone());
                 }
-                WriteOp::PutRun(rec) => records.push(rec.as_ref()),
+                WriteOp::PutRun(_) | WriteOp::PutServer(_) | WriteOp::DeleteServer(_) => {
+                    records.push(&job.op);
+                }
             }
         }
         let mut failed_runs: HashMap<RunId, String> = HashMap::new();
@@ -179,8 +200,9 @@ impl Writer {
         }
         // A run that ended has written its last output: its file goes to disk and is closed.
         if commit.is_ok() {
-            for rec in &records {
-                if rec.state.is_final()
+            for op in &records {
+                if let WriteOp::PutRun(rec) = op
+                    && rec.state.is_final()
                     && let Some(mut log) = self.logs.remove(&rec.id)
                     && let Ok(Some(file)) = log.take_dirty()
                 {
@@ -195,10 +217,12 @@ impl Writer {
                     Some(e) => Err(StoreError::CommitFailed(e.clone())),
                     None => Ok(()),
                 },
-                WriteOp::PutRun(_) => match &commit {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(StoreError::CommitFailed(e.to_string())),
-                },
+                WriteOp::PutRun(_) | WriteOp::PutServer(_) | WriteOp::DeleteServer(_) => {
+                    match &commit {
+                        Ok(()) => Ok(()),
+                        Err(e) => Err(StoreError::CommitFailed(e.to_string())),
+                    }
+                }
             };
             done(result);
         }
@@ -218,15 +242,29 @@ impl Writer {
         Ok(())
     }
 
-    fn commit(&self, records: &[&RunRecord]) -> Result<(), StoreError> {
+    fn commit(&self, ops: &[&WriteOp]) -> Result<(), StoreError> {
         let mut txn = self.store.db().begin_write()?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| StoreError::CommitFailed(e.to_string()))?;
         {
             let mut runs = txn.open_table(RUNS)?;
-            for rec in records {
-                let key = rec.id.to_string();
-                runs.insert(key.as_str(), rec.encode().as_slice())?;
+            let mut servers = txn.open_table(SERVERS)?;
+            for op in ops {
+                match op {
+                    WriteOp::PutRun(rec) => {
+                        let key = rec.id.to_string();
+                        runs.insert(key.as_str(), rec.encode().as_slice())?;
+                    }
+                    WriteOp::PutServer(rec) => {
+                        let key = rec.id.to_string();
+                        servers.insert(key.as_str(), rec.encode().as_slice())?;
+                    }
+                    WriteOp::DeleteServer(id) => {
+                        let key = id.to_string();
+                        servers.remove(key.as_str())?;
+                    }
+                    WriteOp::AppendLog { .. } => {}
+                }
             }
         }
         txn.commit()?;

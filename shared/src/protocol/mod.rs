@@ -10,6 +10,7 @@ pub mod bytes;
 pub mod error;
 pub mod fast;
 pub mod frame;
+pub mod mcp;
 pub mod runner;
 pub mod socket;
 pub mod ui;

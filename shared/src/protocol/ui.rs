@@ -8,6 +8,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::mcp::{
+    AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportScan,
+    InspectView, ServerView, ToolListing,
+};
 use super::runner::StopLadder;
 use super::{LogBytes, WireError};
 use crate::run::{ExitInfo, Outcome, RunState, Stream};
@@ -85,6 +89,35 @@ pub enum Request {
     /// Stop every run by its ladder and exit. A second `DaemonStop` (or a second signal) makes
     /// the stop immediate.
     DaemonStop,
+    McpAdd(AddServerParams),
+    McpEdit(EditServerParams),
+    McpRename {
+        server: String,
+        new_name: String,
+    },
+    McpRemove {
+        server: String,
+    },
+    McpList,
+    McpShow {
+        server: String,
+    },
+    /// Start (or call) the server and list its tools; the listing is kept. With `cached`, the
+    /// last listing kept, without starting anything.
+    McpTools {
+        server: String,
+        cached: bool,
+    },
+    McpInspect {
+        server: String,
+    },
+    McpCall {
+        server: String,
+        tool: String,
+        args: serde_json::Value,
+    },
+    McpImportScan(ImportScan),
+    McpImport(ImportParams),
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -114,9 +147,9 @@ pub struct FollowParams {
     pub stream: Option<Stream>,
 }
 
-/// A successful answer.
+/// A successful answer. (Tagged `answer`, since a run or a server may have a field `kind`.)
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "answer", rename_all = "snake_case")]
 pub enum Response {
     Run(Box<RunView>),
     Runs {
@@ -129,6 +162,20 @@ pub enum Response {
     },
     Done,
     Status(DaemonStatus),
+    Server(Box<ServerView>),
+    Servers {
+        servers: Vec<ServerView>,
+    },
+    /// A server's tools, and the server (with its listing recorded).
+    Tools(Box<ToolListing>),
+    Inspect(Box<InspectView>),
+    Call(Box<CallView>),
+    ImportCandidates {
+        candidates: Vec<ImportCandidateView>,
+    },
+    Imported {
+        servers: Vec<ServerView>,
+    },
 }
 
 /// Something the daemon pushes on a subscription.

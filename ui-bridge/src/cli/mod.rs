@@ -2,6 +2,7 @@
 //! or, with `--json`, for programs.
 
 mod logs;
+mod mcp;
 mod output;
 mod runs;
 
@@ -40,6 +41,9 @@ enum Command {
     /// Look after the daemon
     #[command(subcommand)]
     Daemon(DaemonCommand),
+    /// MCP servers: one list for all agents, secrets in the keychain
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -66,6 +70,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stop(a) => runs::stop(&dirs, a).await,
         Command::Daemon(DaemonCommand::Status { json }) => runs::daemon_status(&dirs, json).await,
         Command::Daemon(DaemonCommand::Stop { json }) => runs::daemon_stop(&dirs, json).await,
+        Command::Mcp(c) => mcp::run(&dirs, c).await,
     }
 }
 

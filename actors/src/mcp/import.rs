@@ -1,0 +1,1505 @@
+//! Finding the MCP servers people already configured in the three coding CLIs, so they can be
+//! imported into bosun's one list.
+//!
+//! What it reads, and nothing else:
+//!
+//! - **Claude Code**: `$CLAUDE_CONFIG_DIR/.claude.json` (else `~/.claude.json`): user scope in the
+//!   top-level `"mcpServers"`, local scope in `"projects"."<folder>"."mcpServers"`; and, when asked,
+//!   a project's `<folder>/.mcp.json` (project scope).
+//! - **Codex CLI**: `$CODEX_HOME/config.toml` (else `~/.codex/config.toml`), the
+//!   `[mcp_servers.<name>]` tables.
+//! - **Gemini CLI**: `~/.gemini/settings.json` (`$GEMINI_CLI_HOME/.gemini/settings.json` when that
+//!   is set), and, when asked, a project's `<folder>/.gemini/settings.json`: the `"mcpServers"`
+//!   object. Gemini allows `//` and `/* */` comments in that file; so does this reader.
+//!
+//! It is read-only: it never writes, creates or locks any of these files, never starts a server
+//! (it does not run `claude mcp list` or any other CLI), and never reads `.credentials.json` or
+//! any other file where the CLIs keep their sign-ins.
+//!
+//! Env and header **values are secrets**. [`ImportCandidate`] and [`CandidateTransport`] keep them
+//! (an import copies them into the keychain), but their `Debug` prints the names only, like
+//! `GITHUB_TOKEN=<value>`.
+//!
+//! References to environment variables are never resolved. The text is kept as written, so the
+//! person sees what the CLI would expand at run time:
+//!
+//! - Claude Code `${VAR}` / `${VAR:-default}` and Gemini `$VAR` / `${VAR}` inside values stay as
+//!   they are.
+//! - Codex keeps some secrets *by name* in separate keys. They become values in the Claude Code
+//!   `${VAR}` form (which the Claude Code runs expand from their environment), never the
+//!   variable's content: `bearer_token_env_var = "T"` becomes the header
+//!   `Authorization: Bearer ${T}` (unless an `Authorization` header is already set),
+//!   `env_http_headers = { "X-Key" = "K" }` becomes the header `X-Key: ${K}`, and
+//!   `env_vars = ["A", { name = "B" }]` (variables passed through from the environment) become
+//!   the env lines `A=${A}` and `B=${B}`.
+//!
+//! What the CLIs write, measured with Claude Code 2.1.332, Codex CLI 0.171.0 and Gemini CLI
+//! 0.61.0 (fixtures in `tests/fixtures/import/`):
+//!
+//! - Claude Code: `{"type": "stdio", "command", "args", "env"}`, `{"type": "http" | "sse", "url",
+//!   "headers"}`. An entry without `"type"` is stdio (Claude Code treats it so; `claude mcp
+//!   add-json` stores it without one). Other types (`"ws"`, which `add-json` accepts, and the
+//!   IDE/SDK ones) are skipped, as are entries missing their command or address.
+//! - Codex: `command`/`args`/`env` (stdio) or `url` (Streamable HTTP; Codex has no SSE) with
+//!   `http_headers`, `env_http_headers`, `bearer_token_env_var`. An entry Codex itself refuses
+//!   (both `url` and `command`, a literal `bearer_token`, neither) is skipped. `enabled = false`
+//!   servers are still found.
+//! - Gemini CLI: `command`/`args`/`env` (stdio); `"url"` with `"type": "http"` (Streamable HTTP,
+//!   what `gemini mcp add -t http` writes) or `"type": "sse"`; the older `"httpUrl"` (Streamable
+//!   HTTP, wins over `"url"`); `"headers"`. A `"url"` without `"type"` is read as SSE, as Gemini's
+//!   documentation says (Gemini 0.61 itself tries Streamable HTTP first there, then SSE).
+//!
+//! Not carried over: working folders (`cwd`), timeouts, tool filters, trust flags, OAuth client
+//! settings and header helpers; the person sets those in bosun.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+/// Which coding CLI a candidate came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ImportSource {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+impl fmt::Display for ImportSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImportSource::Claude => "Claude Code",
+            ImportSource::Codex => "Codex",
+            ImportSource::Gemini => "Gemini CLI",
+        })
+    }
+}
+
+/// Where in the CLI's configuration a server is set.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ImportScope {
+    /// For every folder (Claude Code `--scope user`, Codex, Gemini `-s user`).
+    User,
+    /// Claude Code's local scope: only in this folder, kept in `.claude.json`.
+    Local { folder: PathBuf },
+    /// Kept in the folder itself: Claude Code's `.mcp.json`, Gemini's `.gemini/settings.json`.
+    Project { folder: PathBuf },
+}
+
+impl fmt::Display for ImportScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ImportScope::User => f.write_str("user"),
+            ImportScope::Local { folder } => write!(f, "local ({})", folder.display()),
+            ImportScope::Project { folder } => write!(f, "project ({})", folder.display()),
+        }
+    }
+}
+
+/// How bosun would talk to a found server. Env and header values are secrets: `Debug` prints
+/// their names only.
+#[derive(Clone, PartialEq, Eq)]
+pub enum CandidateTransport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    /// Streamable HTTP.
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+    Sse {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl CandidateTransport {
+    /// `"stdio"`, `"http"` or `"sse"`, the words the CLIs use.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CandidateTransport::Stdio { .. } => "stdio",
+            CandidateTransport::Http { .. } => "http",
+            CandidateTransport::Sse { .. } => "sse",
+        }
+    }
+}
+
+impl fmt::Debug for CandidateTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CandidateTransport::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &NamesOnly(env))
+                .finish(),
+            CandidateTransport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &NamesOnly(headers))
+                .finish(),
+            CandidateTransport::Sse { url, headers } => f
+                .debug_struct("Sse")
+                .field("url", url)
+                .field("headers", &NamesOnly(headers))
+                .finish(),
+        }
+    }
+}
+
+/// Prints `[NAME=<value>, …]`: the names of env or header lines, never their values.
+struct NamesOnly<'a>(&'a [(String, String)]);
+
+impl fmt::Debug for NamesOnly<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| HiddenValue(name)))
+            .finish()
+    }
+}
+
+struct HiddenValue<'a>(&'a str);
+
+impl fmt::Debug for HiddenValue<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}=<value>", self.0)
+    }
+}
+
+/// One MCP server found in a CLI's configuration, as it is written there.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ImportCandidate {
+    pub source: ImportSource,
+    /// The config file it came from (for Claude Code, this names the account).
+    pub account: PathBuf,
+    pub scope: ImportScope,
+    pub name: String,
+    pub transport: CandidateTransport,
+}
+
+impl ImportCandidate {
+    /// The names of its env lines (stdio), in file order.
+    pub fn env_names(&self) -> Vec<&str> {
+        match &self.transport {
+            CandidateTransport::Stdio { env, .. } => env.iter().map(|(k, _)| k.as_str()).collect(),
+            CandidateTransport::Http { .. } | CandidateTransport::Sse { .. } => Vec::new(),
+        }
+    }
+
+    /// The names of its header lines (http, sse), in file order.
+    pub fn header_names(&self) -> Vec<&str> {
+        match &self.transport {
+            CandidateTransport::Stdio { .. } => Vec::new(),
+            CandidateTransport::Http { headers, .. } | CandidateTransport::Sse { headers, .. } => {
+                headers.iter().map(|(k, _)| k.as_str()).collect()
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ImportCandidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ImportCandidate")
+            .field("source", &self.source)
+            .field("account", &self.account)
+            .field("scope", &self.scope)
+            .field("name", &self.name)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+/// Why a config file could not be read. The messages never quote the file's content.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("could not read {}: {}", .path.display(), io_words(.source))]
+    Unreadable { path: PathBuf, source: io::Error },
+    /// `detail` goes right after the path, like "is not valid JSON (line 3, column 7: …); fix it
+    /// in Claude Code or leave it out".
+    #[error("{} {detail}", .path.display())]
+    Malformed { path: PathBuf, detail: String },
+}
+
+fn io_words(err: &io::Error) -> String {
+    let kind = err.kind();
+    if kind == io::ErrorKind::NotFound {
+        "there is no such file".to_owned()
+    } else if kind == io::ErrorKind::PermissionDenied {
+        "permission denied".to_owned()
+    } else if kind == io::ErrorKind::IsADirectory {
+        "it is a folder, not a file".to_owned()
+    } else {
+        kind.to_string()
+    }
+}
+
+/// The user-scope and local-scope servers in a Claude Code `.claude.json`.
+///
+/// User scope is the top-level `"mcpServers"`; local scope is `"projects"."<folder>"."mcpServers"`
+/// ([`ImportScope::Local`] with that folder). Entries Claude Code would not start, or that bosun
+/// cannot talk to (an unknown `"type"`, no command or address), are left out; the rest of the file
+/// still counts.
+pub fn read_claude(file: &Path) -> Result<Vec<ImportCandidate>, ImportError> {
+    let src = ImportSource::Claude;
+    let root = read_json(file, src, false)?;
+    let mut found = Vec::new();
+    collect_json_servers(
+        file,
+        src,
+        &root,
+        "\"mcpServers\"",
+        &ImportScope::User,
+        claude_entry,
+        &mut found,
+    )?;
+    if let Some(projects) = root.get("projects").and_then(Value::as_object) {
+        for (folder, project) in projects {
+            if !project.is_object() {
+                continue;
+            }
+            let scope = ImportScope::Local {
+                folder: PathBuf::from(folder),
+            };
+            collect_json_servers(
+                file,
+                src,
+                project,
+                &format!("\"projects\".\"{folder}\".\"mcpServers\""),
+                &scope,
+                claude_entry,
+                &mut found,
+            )?;
+        }
+    }
+    Ok(found)
+}
+
+/// The servers in a project's `.mcp.json` (`{"mcpServers": …}`), as [`ImportScope::Project`]
+/// with the folder the file is in.
+pub fn read_claude_project(mcp_json: &Path) -> Result<Vec<ImportCandidate>, ImportError> {
+    let src = ImportSource::Claude;
+    let root = read_json(mcp_json, src, false)?;
+    let scope = ImportScope::Project {
+        folder: folder_above(mcp_json, 1),
+    };
+    let mut found = Vec::new();
+    collect_json_servers(
+        mcp_json,
+        src,
+        &root,
+        "\"mcpServers\"",
+        &scope,
+        claude_entry,
+        &mut found,
+    )?;
+    Ok(found)
+}
+
+/// The servers in a Codex `config.toml` (`[mcp_servers.<name>]`), all user scope.
+pub fn read_codex(file: &Path) -> Result<Vec<ImportCandidate>, ImportError> {
+    let src = ImportSource::Codex;
+    let text = read_text(file, src)?;
+    let root = parse_toml(&text).map_err(|detail| malformed(file, src, &detail))?;
+    let Some(servers) = root.get("mcp_servers") else {
+        return Ok(Vec::new());
+    };
+    let Some(servers) = servers.as_object() else {
+        return Err(malformed(file, src, "has mcp_servers that is not a table"));
+    };
+    let mut found = Vec::new();
+    for (name, entry) in servers {
+        push_entry(
+            file,
+            src,
+            &ImportScope::User,
+            name,
+            codex_entry(entry),
+            &mut found,
+        );
+    }
+    Ok(found)
+}
+
+/// The servers in a Gemini CLI user `settings.json` (`"mcpServers"`), all user scope.
+pub fn read_gemini(file: &Path) -> Result<Vec<ImportCandidate>, ImportError> {
+    read_gemini_as(file, &ImportScope::User)
+}
+
+/// The servers in a project's `<folder>/.gemini/settings.json`, as [`ImportScope::Project`] with
+/// that folder.
+pub fn read_gemini_project(settings_json: &Path) -> Result<Vec<ImportCandidate>, ImportError> {
+    let scope = ImportScope::Project {
+        folder: folder_above(settings_json, 2),
+    };
+    read_gemini_as(settings_json, &scope)
+}
+
+fn read_gemini_as(file: &Path, scope: &ImportScope) -> Result<Vec<ImportCandidate>, ImportError> {
+    let src = ImportSource::Gemini;
+    let root = read_json(file, src, true)?;
+    let mut found = Vec::new();
+    collect_json_servers(
+        file,
+        src,
+        &root,
+        "\"mcpServers\"",
+        scope,
+        gemini_entry,
+        &mut found,
+    )?;
+    Ok(found)
+}
+
+/// Where each CLI keeps its config for the current user, from the environment (`env` looks a
+/// variable up; an empty value counts as unset). Only files that exist are listed.
+///
+/// - Claude Code: `$CLAUDE_CONFIG_DIR/.claude.json` if that is set, else `~/.claude.json`; when
+///   that file is missing, the older `.config.json` in `$CLAUDE_CONFIG_DIR` (else `~/.claude`),
+///   which Claude Code still reads.
+/// - Codex: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`.
+/// - Gemini CLI: `~/.gemini/settings.json`, with `$GEMINI_CLI_HOME` in place of `~` if set.
+pub fn default_files(env: &dyn Fn(&str) -> Option<String>) -> Vec<(ImportSource, PathBuf)> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = var("HOME");
+    let mut files = Vec::new();
+
+    let claude_dir = var("CLAUDE_CONFIG_DIR");
+    let claude = claude_dir
+        .clone()
+        .or_else(|| home.clone())
+        .map(|dir| dir.join(".claude.json"));
+    let claude_legacy = claude_dir
+        .or_else(|| home.as_ref().map(|h| h.join(".claude")))
+        .map(|dir| dir.join(".config.json"));
+    if let Some(file) = [claude, claude_legacy]
+        .into_iter()
+        .flatten()
+        .find(|f| f.exists())
+    {
+        files.push((ImportSource::Claude, file));
+    }
+
+    let codex = var("CODEX_HOME")
+        .or_else(|| home.as_ref().map(|h| h.join(".codex")))
+        .map(|dir| dir.join("config.toml"));
+    if let Some(file) = codex.filter(|f| f.exists()) {
+        files.push((ImportSource::Codex, file));
+    }
+
+    let gemini = var("GEMINI_CLI_HOME")
+        .or(home)
+        .map(|dir| dir.join(".gemini").join("settings.json"));
+    if let Some(file) = gemini.filter(|f| f.exists()) {
+        files.push((ImportSource::Gemini, file));
+    }
+    files
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading files
+
+fn read_text(path: &Path, src: ImportSource) -> Result<String, ImportError> {
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Unreadable {
+        path: path.to_owned(),
+        source,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| malformed(path, src, "is not UTF-8 text"))?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    })
+}
+
+/// Reads a JSON file whose top level must be an object. `comments`: allow `//` and `/* */`
+/// (Gemini's settings.json).
+fn read_json(path: &Path, src: ImportSource, comments: bool) -> Result<Value, ImportError> {
+    let text = read_text(path, src)?;
+    let text = if comments {
+        strip_json_comments(&text)
+    } else {
+        text
+    };
+    let root: Value = serde_json::from_str(&text).map_err(|e| {
+        let detail = format!("is not valid JSON ({})", json_error_words(&e));
+        malformed(path, src, &detail)
+    })?;
+    if !root.is_object() {
+        return Err(malformed(path, src, "is not a JSON object"));
+    }
+    Ok(root)
+}
+
+fn malformed(path: &Path, src: ImportSource, what: &str) -> ImportError {
+    ImportError::Malformed {
+        path: path.to_owned(),
+        detail: format!("{what}; fix it in {src} or leave it out"),
+    }
+}
+
+/// "line 3, column 7: expected `,` or `}`", without serde_json's own " at line … column …".
+fn json_error_words(err: &serde_json::Error) -> String {
+    let (line, column) = (err.line(), err.column());
+    let message = match err.classify() {
+        serde_json::error::Category::Eof => "the file ends too early".to_owned(),
+        serde_json::error::Category::Io
+        | serde_json::error::Category::Syntax
+        | serde_json::error::Category::Data => {
+            let full = err.to_string();
+            let suffix = format!(" at line {line} column {column}");
+            full.strip_suffix(&suffix).unwrap_or(&full).to_owned()
+        }
+    };
+    format!("line {line}, column {column}: {message}")
+}
+
+/// Replaces `//` and `/* */` comments outside strings with spaces (newlines kept), so line and
+/// column numbers in errors still match the file. Like the strip-json-comments Gemini CLI uses;
+/// trailing commas stay errors, as in Gemini.
+fn strip_json_comments(text: &str) -> String {
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum State {
+        Code,
+        Str,
+        StrEscape,
+        Line,
+        Block,
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut state = State::Code;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match state {
+            State::Code => {
+                if c == '"' {
+                    state = State::Str;
+                    out.push(c);
+                } else if c == '/' && chars.peek() == Some(&'/') {
+                    chars.next();
+                    out.push_str("  ");
+                    state = State::Line;
+                } else if c == '/' && chars.peek() == Some(&'*') {
+                    chars.next();
+                    out.push_str("  ");
+                    state = State::Block;
+                } else {
+                    out.push(c);
+                }
+            }
+            State::Str => {
+                if c == '\\' {
+                    state = State::StrEscape;
+                } else if c == '"' {
+                    state = State::Code;
+                }
+                out.push(c);
+            }
+            State::StrEscape => {
+                state = State::Str;
+                out.push(c);
+            }
+            State::Line => {
+                if c == '\n' || c == '\r' {
+                    state = State::Code;
+                    out.push(c);
+                } else {
+                    out.push(' ');
+                }
+            }
+            State::Block => {
+                if c == '*' && chars.peek() == Some(&'/') {
+                    chars.next();
+                    out.push_str("  ");
+                    state = State::Code;
+                } else if c == '\n' || c == '\r' {
+                    out.push(c);
+                } else {
+                    out.push(' ');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Parses TOML into a JSON value, keeping the file's order of keys (the `toml` crate's own maps
+/// are sorted). Err is the detail for [`ImportError::Malformed`]; it never quotes the file.
+fn parse_toml(text: &str) -> Result<Value, String> {
+    let root = toml::de::DeTable::parse(text).map_err(|e| {
+        let message = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(", ");
+        match e.span() {
+            Some(span) => {
+                let (line, column) = line_column(text, span.start);
+                format!("is not valid TOML (line {line}, column {column}: {message})")
+            }
+            None => format!("is not valid TOML ({message})"),
+        }
+    })?;
+    Ok(toml_table_to_json(root.get_ref()))
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map_or(0, |last| last.chars().count())
+        + 1;
+    (line, column)
+}
+
+fn toml_table_to_json(table: &toml::de::DeTable<'_>) -> Value {
+    let mut entries: Vec<_> = table.iter().collect();
+    entries.sort_by_key(|(key, _)| key.span().start);
+    let mut map = Map::new();
+    for (key, value) in entries {
+        map.insert(key.get_ref().to_string(), toml_to_json(value.get_ref()));
+    }
+    Value::Object(map)
+}
+
+fn toml_to_json(value: &toml::de::DeValue<'_>) -> Value {
+    use toml::de::DeValue;
+    match value {
+        DeValue::String(s) => Value::String(s.to_string()),
+        DeValue::Integer(i) => i64::from_str_radix(&i.as_str().replace('_', ""), i.radix())
+            .map_or_else(|_| Value::String(i.as_str().to_owned()), Value::from),
+        DeValue::Float(x) => x
+            .as_str()
+            .replace('_', "")
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| Value::String(x.as_str().to_owned()), Value::Number),
+        DeValue::Boolean(b) => Value::Bool(*b),
+        DeValue::Datetime(d) => Value::String(d.to_string()),
+        DeValue::Array(items) => {
+            Value::Array(items.iter().map(|v| toml_to_json(v.get_ref())).collect())
+        }
+        DeValue::Table(t) => toml_table_to_json(t),
+    }
+}
+
+/// The folder `levels` steps above a file (1: the file's own folder).
+fn folder_above(file: &Path, levels: usize) -> PathBuf {
+    let mut folder = file;
+    for _ in 0..levels {
+        match folder.parent() {
+            Some(parent) => folder = parent,
+            None => break,
+        }
+    }
+    folder.to_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entries
+
+type EntryReader = fn(&Value) -> Result<CandidateTransport, &'static str>;
+
+/// Reads `container["mcpServers"]`, if there is one, with `entry` for each server.
+fn collect_json_servers(
+    file: &Path,
+    src: ImportSource,
+    container: &Value,
+    where_: &str,
+    scope: &ImportScope,
+    entry: EntryReader,
+    found: &mut Vec<ImportCandidate>,
+) -> Result<(), ImportError> {
+    let servers = match container.get("mcpServers") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(servers) => servers,
+    };
+    let Some(servers) = servers.as_object() else {
+        let what = format!("has {where_} that is not a JSON object");
+        return Err(malformed(file, src, &what));
+    };
+    for (name, value) in servers {
+        push_entry(file, src, scope, name, entry(value), found);
+    }
+    Ok(())
+}
+
+fn push_entry(
+    file: &Path,
+    src: ImportSource,
+    scope: &ImportScope,
+    name: &str,
+    transport: Result<CandidateTransport, &'static str>,
+    found: &mut Vec<ImportCandidate>,
+) {
+    match transport {
+        Ok(transport) => found.push(ImportCandidate {
+            source: src,
+            account: file.to_owned(),
+            scope: scope.clone(),
+            name: name.to_owned(),
+            transport,
+        }),
+        Err(why) => tracing::debug!(
+            file = %file.display(),
+            server = name,
+            "MCP import: left out a server: {why}"
+        ),
+    }
+}
+
+/// Claude Code: `{"type": "stdio"|absent, "command", "args", "env"}` or `{"type": "http"|"sse",
+/// "url", "headers"}`.
+fn claude_entry(value: &Value) -> Result<CandidateTransport, &'static str> {
+    let entry = value.as_object().ok_or("not a JSON object")?;
+    let kind = match entry.get("type") {
+        None | Some(Value::Null) => "stdio",
+        Some(kind) => kind.as_str().ok_or("\"type\" is not a string")?,
+    };
+    match kind {
+        "stdio" => stdio(entry),
+        "http" => Ok(CandidateTransport::Http {
+            url: required_string(entry, "url")?,
+            headers: string_pairs(entry, "headers")?,
+        }),
+        "sse" => Ok(CandidateTransport::Sse {
+            url: required_string(entry, "url")?,
+            headers: string_pairs(entry, "headers")?,
+        }),
+        _ => Err("a type bosun does not import"),
+    }
+}
+
+/// Codex: `command`/`args`/`env`/`env_vars`, or `url`/`http_headers`/`env_http_headers`/
+/// `bearer_token_env_var`.
+fn codex_entry(value: &Value) -> Result<CandidateTransport, &'static str> {
+    let entry = value.as_object().ok_or("not a table")?;
+    match (entry.contains_key("command"), entry.contains_key("url")) {
+        (true, true) => Err("both command and url (Codex refuses this)"),
+        (false, false) => Err("neither command nor url"),
+        (true, false) => {
+            let (command, args, mut env) = stdio_parts(entry)?;
+            for var in optional_array(entry, "env_vars")? {
+                let name = match var {
+                    Value::String(name) => name.as_str(),
+                    Value::Object(var) => var
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or("an env_vars entry without a name")?,
+                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::Array(_) => {
+                        return Err("an env_vars entry that is not a name");
+                    }
+                };
+                if !env.iter().any(|(k, _)| k == name) {
+                    env.push((name.to_owned(), env_reference(name)));
+                }
+            }
+            Ok(CandidateTransport::Stdio { command, args, env })
+        }
+        (false, true) => {
+            if entry.contains_key("bearer_token") {
+                return Err("a literal bearer_token (Codex refuses this)");
+            }
+            let url = required_string(entry, "url")?;
+            let mut headers = string_pairs(entry, "http_headers")?;
+            for (header, var) in string_pairs(entry, "env_http_headers")? {
+                headers.push((header, env_reference(&var)));
+            }
+            if let Some(var) = optional_string(entry, "bearer_token_env_var")? {
+                let has_auth = headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+                if !has_auth {
+                    headers.push((
+                        "Authorization".to_owned(),
+                        format!("Bearer {}", env_reference(&var)),
+                    ));
+                }
+            }
+            Ok(CandidateTransport::Http { url, headers })
+        }
+    }
+}
+
+/// Gemini CLI: `httpUrl` (Streamable HTTP), `url` + `type` (`http`, or `sse` / none: SSE), or
+/// `command`/`args`/`env`; `headers` for the first two. Gemini picks them in that order.
+fn gemini_entry(value: &Value) -> Result<CandidateTransport, &'static str> {
+    let entry = value.as_object().ok_or("not a JSON object")?;
+    if entry.contains_key("httpUrl") {
+        return Ok(CandidateTransport::Http {
+            url: required_string(entry, "httpUrl")?,
+            headers: string_pairs(entry, "headers")?,
+        });
+    }
+    if entry.contains_key("url") {
+        let url = required_string(entry, "url")?;
+        let headers = string_pairs(entry, "headers")?;
+        return match optional_string(entry, "type")?.as_deref() {
+            Some("http") => Ok(CandidateTransport::Http { url, headers }),
+            Some("sse") | None => Ok(CandidateTransport::Sse { url, headers }),
+            Some(_) => Err("a type bosun does not import"),
+        };
+    }
+    if entry.contains_key("command") {
+        return stdio(entry);
+    }
+    Err("no command, url or httpUrl")
+}
+
+/// `command`, `args` and `env`, the same keys in all three CLIs.
+fn stdio(entry: &Map<String, Value>) -> Result<CandidateTransport, &'static str> {
+    let (command, args, env) = stdio_parts(entry)?;
+    Ok(CandidateTransport::Stdio { command, args, env })
+}
+
+type StdioParts = (String, Vec<String>, Vec<(String, String)>);
+
+fn stdio_parts(entry: &Map<String, Value>) -> Result<StdioParts, &'static str> {
+    let command = required_string(entry, "command")?;
+    let mut args = Vec::new();
+    for arg in optional_array(entry, "args")? {
+        args.push(
+            arg.as_str()
+                .ok_or("an argument that is not a string")?
+                .to_owned(),
+        );
+    }
+    Ok((command, args, string_pairs(entry, "env")?))
+}
+
+/// `${NAME}`: a reference to an environment variable, in the form Claude Code expands.
+fn env_reference(name: &str) -> String {
+    format!("${{{name}}}")
+}
+
+fn required_string(entry: &Map<String, Value>, key: &'static str) -> Result<String, &'static str> {
+    match optional_string(entry, key)? {
+        Some(s) if !s.trim().is_empty() => Ok(s),
+        Some(_) | None => Err("a command or address is missing"),
+    }
+}
+
+fn optional_string(
+    entry: &Map<String, Value>,
+    key: &'static str,
+) -> Result<Option<String>, &'static str> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Bool(_) | Value::Number(_) | Value::Array(_) | Value::Object(_)) => {
+            Err("a field that should be text is not")
+        }
+    }
+}
+
+fn optional_array<'a>(
+    entry: &'a Map<String, Value>,
+    key: &'static str,
+) -> Result<&'a [Value], &'static str> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(items)) => Ok(items),
+        Some(Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_)) => {
+            Err("a field that should be a list is not")
+        }
+    }
+}
+
+/// An object of text values (env, headers), in file order.
+fn string_pairs(
+    entry: &Map<String, Value>,
+    key: &'static str,
+) -> Result<Vec<(String, String)>, &'static str> {
+    match entry.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v.as_str() {
+                Some(v) => Ok((k.clone(), v.to_owned())),
+                None => Err("an env or header value that is not text"),
+            })
+            .collect(),
+        Some(Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_)) => {
+            Err("env or headers that are not an object")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/import");
+
+    fn fixture(rel: &str) -> PathBuf {
+        PathBuf::from(FIXTURES).join(rel)
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn strings(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn stdio_t(command: &str, args: &[&str], env: &[(&str, &str)]) -> CandidateTransport {
+        CandidateTransport::Stdio {
+            command: command.to_owned(),
+            args: strings(args),
+            env: pairs(env),
+        }
+    }
+
+    fn http_t(url: &str, headers: &[(&str, &str)]) -> CandidateTransport {
+        CandidateTransport::Http {
+            url: url.to_owned(),
+            headers: pairs(headers),
+        }
+    }
+
+    fn sse_t(url: &str, headers: &[(&str, &str)]) -> CandidateTransport {
+        CandidateTransport::Sse {
+            url: url.to_owned(),
+            headers: pairs(headers),
+        }
+    }
+
+    fn cand(
+        source: ImportSource,
+        account: &Path,
+        scope: &ImportScope,
+        name: &str,
+        transport: CandidateTransport,
+    ) -> ImportCandidate {
+        ImportCandidate {
+            source,
+            account: account.to_owned(),
+            scope: scope.clone(),
+            name: name.to_owned(),
+            transport,
+        }
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    const GITHUB_ARGS: &[&str] = &["-y", "@modelcontextprotocol/server-github", "--verbose"];
+
+    #[test]
+    fn claude_fixture_user_and_local_scope() {
+        let file = fixture("claude/.claude.json");
+        let got = read_claude(&file).unwrap();
+        let user = ImportScope::User;
+        let local = ImportScope::Local {
+            folder: PathBuf::from("/work/npm-cli/run/project"),
+        };
+        let c = |scope: &ImportScope, name: &str, t: CandidateTransport| {
+            cand(ImportSource::Claude, &file, scope, name, t)
+        };
+        let want = vec![
+            c(
+                &user,
+                "github",
+                stdio_t(
+                    "npx",
+                    GITHUB_ARGS,
+                    &[
+                        ("GITHUB_TOKEN", "canary-secret-1234"),
+                        ("LOG_LEVEL", "debug"),
+                    ],
+                ),
+            ),
+            c(
+                &user,
+                "remote",
+                http_t(
+                    "https://mcp.example.com/mcp",
+                    &[
+                        ("Authorization", "Bearer canary-secret-1234"),
+                        ("X-Team", "blue"),
+                    ],
+                ),
+            ),
+            c(
+                &user,
+                "events",
+                sse_t(
+                    "https://sse.example.com/sse",
+                    &[("X-Api-Key", "canary-secret-5678")],
+                ),
+            ),
+            c(&user, "plain", http_t("https://plain.example.com/mcp", &[])),
+            c(
+                &user,
+                "envref",
+                http_t(
+                    "https://envref.example.com/mcp",
+                    &[("Authorization", "Bearer ${GH_TOKEN}")],
+                ),
+            ),
+            c(
+                &user,
+                "fromjson",
+                stdio_t("/usr/bin/env", &["mcp-thing"], &[("API_KEY", "${API_KEY}")]),
+            ),
+            c(&user, "notype", stdio_t("/bin/echo", &["hi"], &[])),
+            // "wsserver" ({"type": "ws"}, stored by `claude mcp add-json`) is left out.
+            c(
+                &user,
+                "oauthsrv",
+                http_t("https://oauth.example.com/mcp", &[]),
+            ),
+            c(
+                &local,
+                "localstdio",
+                stdio_t(
+                    "/usr/local/bin/db-mcp",
+                    &["--port", "5432"],
+                    &[("DB_PASSWORD", "canary-secret-local")],
+                ),
+            ),
+            c(
+                &local,
+                "lochttp",
+                http_t(
+                    "https://local.example.com/mcp",
+                    &[("Authorization", "Bearer canary-secret-9999")],
+                ),
+            ),
+            c(
+                &local,
+                "locsse",
+                sse_t("https://local.example.com/sse", &[]),
+            ),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(got[0].env_names(), vec!["GITHUB_TOKEN", "LOG_LEVEL"]);
+        assert!(got[0].header_names().is_empty());
+        assert_eq!(got[1].header_names(), vec!["Authorization", "X-Team"]);
+        assert!(got[1].env_names().is_empty());
+    }
+
+    #[test]
+    fn claude_fixture_project_scope() {
+        let file = fixture("claude/project/.mcp.json");
+        let got = read_claude_project(&file).unwrap();
+        let scope = ImportScope::Project {
+            folder: fixture("claude/project"),
+        };
+        let want = vec![
+            cand(
+                ImportSource::Claude,
+                &file,
+                &scope,
+                "projsrv",
+                stdio_t("/bin/echo", &["p"], &[("PROJ_TOKEN", "canary-secret-proj")]),
+            ),
+            cand(
+                ImportSource::Claude,
+                &file,
+                &scope,
+                "projhttp",
+                http_t(
+                    "https://proj.example.com/mcp",
+                    &[("X-Key", "canary-secret-projhttp")],
+                ),
+            ),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn codex_fixture() {
+        let file = fixture("codex/config.toml");
+        let got = read_codex(&file).unwrap();
+        let c = |name: &str, t: CandidateTransport| {
+            cand(ImportSource::Codex, &file, &ImportScope::User, name, t)
+        };
+        let want = vec![
+            c(
+                "github",
+                stdio_t(
+                    "npx",
+                    GITHUB_ARGS,
+                    &[
+                        ("GITHUB_TOKEN", "canary-secret-1234"),
+                        ("LOG_LEVEL", "debug"),
+                    ],
+                ),
+            ),
+            c(
+                "remote",
+                http_t(
+                    "https://mcp.example.com/mcp",
+                    &[("Authorization", "Bearer ${GITHUB_TOKEN}")],
+                ),
+            ),
+            c("plain", http_t("https://plain.example.com/mcp", &[])),
+            c("oauthsrv", http_t("https://oauth.example.com/mcp", &[])),
+            c(
+                "envref",
+                stdio_t("/usr/bin/env", &["mcp-thing"], &[("API_KEY", "${API_KEY}")]),
+            ),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn codex_handwritten_fixture_env_references() {
+        let file = fixture("codex/config-handwritten.toml");
+        let got = read_codex(&file).unwrap();
+        let c = |name: &str, t: CandidateTransport| {
+            cand(ImportSource::Codex, &file, &ImportScope::User, name, t)
+        };
+        let want = vec![
+            c(
+                "headers",
+                http_t(
+                    "https://headers.example.com/mcp",
+                    &[
+                        ("X-Team", "blue"),
+                        ("X-Api-Key", "canary-secret-codexhdr"),
+                        ("X-Org-Token", "${ORG_TOKEN}"),
+                        ("Authorization", "Bearer ${API_BEARER}"),
+                    ],
+                ),
+            ),
+            c(
+                "passthru",
+                stdio_t(
+                    "/usr/local/bin/tool-mcp",
+                    &["--stdio"],
+                    &[
+                        ("STATIC", "canary-secret-static"),
+                        ("HOME_TOKEN", "${HOME_TOKEN}"),
+                        ("OTHER_TOKEN", "${OTHER_TOKEN}"),
+                    ],
+                ),
+            ),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn gemini_fixture_user_scope() {
+        let file = fixture("gemini/settings.json");
+        let got = read_gemini(&file).unwrap();
+        let c = |name: &str, t: CandidateTransport| {
+            cand(ImportSource::Gemini, &file, &ImportScope::User, name, t)
+        };
+        let want = vec![
+            c(
+                "github",
+                stdio_t(
+                    "npx",
+                    GITHUB_ARGS,
+                    &[
+                        ("GITHUB_TOKEN", "canary-secret-1234"),
+                        ("LOG_LEVEL", "debug"),
+                    ],
+                ),
+            ),
+            c(
+                "remote",
+                http_t(
+                    "https://mcp.example.com/mcp",
+                    &[
+                        ("Authorization", "Bearer canary-secret-1234"),
+                        ("X-Team", "blue"),
+                    ],
+                ),
+            ),
+            c(
+                "events",
+                sse_t(
+                    "https://sse.example.com/sse",
+                    &[("X-Api-Key", "canary-secret-5678")],
+                ),
+            ),
+            c("plain", http_t("https://plain.example.com/mcp", &[])),
+            c(
+                "envref",
+                stdio_t(
+                    "/usr/bin/env",
+                    &["mcp-thing"],
+                    &[("API_KEY", "$API_KEY"), ("OTHER", "${OTHER_TOKEN}")],
+                ),
+            ),
+            c("withopts", stdio_t("/bin/echo", &["hi"], &[])),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn gemini_fixture_project_scope() {
+        let file = fixture("gemini/project/.gemini/settings.json");
+        let got = read_gemini_project(&file).unwrap();
+        let scope = ImportScope::Project {
+            folder: fixture("gemini/project"),
+        };
+        let want = vec![
+            cand(
+                ImportSource::Gemini,
+                &file,
+                &scope,
+                "projsrv",
+                stdio_t("/bin/echo", &["p"], &[("PROJ_TOKEN", "canary-secret-proj")]),
+            ),
+            cand(
+                ImportSource::Gemini,
+                &file,
+                &scope,
+                "projsse",
+                sse_t("https://proj.example.com/sse", &[]),
+            ),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn gemini_handwritten_fixture_comments_url_httpurl() {
+        let file = fixture("gemini/settings-handwritten.json");
+        let got = read_gemini(&file).unwrap();
+        let c = |name: &str, t: CandidateTransport| {
+            cand(ImportSource::Gemini, &file, &ImportScope::User, name, t)
+        };
+        let want = vec![
+            c(
+                "legacyurl",
+                sse_t(
+                    "https://legacy.example.com/sse",
+                    &[("Authorization", "Bearer $LEGACY_TOKEN")],
+                ),
+            ),
+            c(
+                "streamable",
+                http_t(
+                    "https://stream.example.com/mcp",
+                    &[("X-Api-Key", "canary-secret-httpurl")],
+                ),
+            ),
+            c(
+                "withcwd",
+                stdio_t(
+                    "node",
+                    &["server.js", "--url=http://x//y"],
+                    &[("PATHY", "a/*b*/c")],
+                ),
+            ),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn debug_never_prints_secret_values() {
+        let mut all = read_claude(&fixture("claude/.claude.json")).unwrap();
+        all.extend(read_claude_project(&fixture("claude/project/.mcp.json")).unwrap());
+        all.extend(read_codex(&fixture("codex/config.toml")).unwrap());
+        all.extend(read_codex(&fixture("codex/config-handwritten.toml")).unwrap());
+        all.extend(read_gemini(&fixture("gemini/settings.json")).unwrap());
+        all.extend(read_gemini(&fixture("gemini/settings-handwritten.json")).unwrap());
+        assert!(all.len() > 20);
+        for c in &all {
+            for text in [
+                format!("{c:?}"),
+                format!("{c:#?}"),
+                format!("{:?}", c.transport),
+            ] {
+                assert!(!text.contains("canary"), "secret in Debug: {text}");
+                assert!(!text.contains("Bearer"), "header value in Debug: {text}");
+            }
+        }
+        let github = &all[0];
+        let text = format!("{github:?}");
+        assert!(text.contains("GITHUB_TOKEN=<value>"), "{text}");
+        assert!(text.contains("LOG_LEVEL=<value>"), "{text}");
+        assert!(!text.contains("debug\""), "{text}");
+        let remote = format!("{:?}", all[1]);
+        assert!(remote.contains("Authorization=<value>"), "{remote}");
+    }
+
+    #[test]
+    fn unknown_type_and_broken_entries_are_skipped_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write(
+            dir.path(),
+            ".claude.json",
+            r#"{"mcpServers": {
+                "bogus": {"type": "bogus", "url": "http://x"},
+                "ide": {"type": "sse-ide", "url": "http://x"},
+                "nocmd": {"type": "stdio", "args": ["a"]},
+                "nourl": {"type": "http"},
+                "badargs": {"command": "x", "args": [1]},
+                "badenv": {"command": "x", "env": {"A": 1}},
+                "notobj": "x",
+                "ok": {"command": "/bin/true"}
+            },
+            "projects": {"/p": "not an object", "/q": {"allowedTools": []}}}"#,
+        );
+        let got = read_claude(&file).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].name, "ok");
+        assert_eq!(got[0].transport, stdio_t("/bin/true", &[], &[]));
+
+        let codex = write(
+            dir.path(),
+            "config.toml",
+            "[mcp_servers.both]\nurl = \"http://x\"\ncommand = \"x\"\n\
+             [mcp_servers.neither]\nargs = [\"x\"]\n\
+             [mcp_servers.literal]\nurl = \"http://x\"\nbearer_token = \"canary\"\n\
+             [mcp_servers.ok]\nurl = \"http://ok\"\n",
+        );
+        let got = read_codex(&codex).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].transport, http_t("http://ok", &[]));
+
+        let gemini = write(
+            dir.path(),
+            "settings.json",
+            r#"{"mcpServers": {"ws": {"url": "ws://x", "type": "ws"}, "none": {"trust": true},
+                "ok": {"url": "http://ok", "type": "http"}}}"#,
+        );
+        let got = read_gemini(&gemini).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].transport, http_t("http://ok", &[]));
+    }
+
+    #[test]
+    fn files_without_servers_give_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let claude = write(dir.path(), ".claude.json", r#"{"numStartups": 3}"#);
+        assert!(read_claude(&claude).unwrap().is_empty());
+        let codex = write(dir.path(), "config.toml", "model = \"o3\"\n");
+        assert!(read_codex(&codex).unwrap().is_empty());
+        let gemini = write(dir.path(), "settings.json", "{}");
+        assert!(read_gemini(&gemini).unwrap().is_empty());
+    }
+
+    #[test]
+    fn malformed_json_is_malformed_with_a_plain_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write(
+            dir.path(),
+            ".claude.json",
+            "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"canary-secret\"\n  }\n",
+        );
+        let err = read_claude(&file).unwrap_err();
+        assert!(matches!(err, ImportError::Malformed { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "{} is not valid JSON (line 5, column 0: the file ends too early); \
+                 fix it in Claude Code or leave it out",
+                file.display()
+            )
+        );
+
+        let file = write(dir.path(), "bad.json", "{\n  \"a\": 1,,\n}");
+        let msg = read_claude_project(&file).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "{} is not valid JSON (line 2, column 10: key must be a string); \
+                 fix it in Claude Code or leave it out",
+                file.display()
+            )
+        );
+        assert!(!msg.ends_with('.'));
+
+        let file = write(dir.path(), "array.json", "[1, 2]");
+        let msg = read_gemini(&file).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "{} is not a JSON object; fix it in Gemini CLI or leave it out",
+                file.display()
+            )
+        );
+
+        let file = write(dir.path(), "servers.json", r#"{"mcpServers": []}"#);
+        let msg = read_claude(&file).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "{} has \"mcpServers\" that is not a JSON object; \
+                 fix it in Claude Code or leave it out",
+                file.display()
+            )
+        );
+
+        let file = write(dir.path(), "latin1.json", "");
+        std::fs::write(&file, b"{\"a\": \"\xe9\"}").unwrap();
+        let msg = read_claude(&file).unwrap_err().to_string();
+        assert!(msg.ends_with("is not UTF-8 text; fix it in Claude Code or leave it out"));
+    }
+
+    #[test]
+    fn malformed_toml_is_malformed_with_a_plain_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = write(
+            dir.path(),
+            "config.toml",
+            "[mcp_servers.a]\ncommand = \"x\"\nenv = { TOKEN = canary-secret-1234 }\n",
+        );
+        let err = read_codex(&file).unwrap_err();
+        assert!(matches!(err, ImportError::Malformed { .. }), "{err:?}");
+        let msg = err.to_string();
+        let start = format!("{} is not valid TOML (line 3, column ", file.display());
+        assert!(msg.starts_with(&start), "{msg}");
+        assert!(msg.ends_with("; fix it in Codex or leave it out"), "{msg}");
+        assert!(!msg.contains("canary"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+
+        let file = write(dir.path(), "dup.toml", "[mcp_servers.a]\n[mcp_servers.a]\n");
+        let msg = read_codex(&file).unwrap_err().to_string();
+        assert!(msg.contains("is not valid TOML (line 2, column"), "{msg}");
+
+        let file = write(dir.path(), "shape.toml", "mcp_servers = 3\n");
+        let msg = read_codex(&file).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "{} has mcp_servers that is not a table; fix it in Codex or leave it out",
+                file.display()
+            )
+        );
+    }
+
+    #[test]
+    fn missing_file_is_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.json");
+        for result in [
+            read_claude(&missing),
+            read_claude_project(&missing),
+            read_codex(&missing),
+            read_gemini(&missing),
+            read_gemini_project(&missing),
+        ] {
+            let err = result.unwrap_err();
+            assert!(matches!(err, ImportError::Unreadable { .. }), "{err:?}");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "could not read {}: there is no such file",
+                    missing.display()
+                )
+            );
+        }
+        let err = read_claude(dir.path()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "could not read {}: it is a folder, not a file",
+                dir.path().display()
+            )
+        );
+    }
+
+    #[test]
+    fn comments_are_stripped_only_outside_strings() {
+        let text = "{\"a\": \"x//y /* z */\", // c\n \"b\": /* d\n e */ 1}";
+        let stripped = strip_json_comments(text);
+        assert_eq!(stripped.len(), text.len());
+        let v: Value = serde_json::from_str(&stripped).unwrap();
+        assert_eq!(v["a"], "x//y /* z */");
+        assert_eq!(v["b"], 1);
+        assert_eq!(
+            strip_json_comments(r#"{"q": "a\"//b"}"#),
+            r#"{"q": "a\"//b"}"#
+        );
+    }
+
+    #[test]
+    fn default_files_follow_the_environment() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        let env_of = |pairs: Vec<(&'static str, PathBuf)>| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.display().to_string())
+            }
+        };
+        let only_home = env_of(vec![("HOME", h.to_owned())]);
+        assert!(default_files(&only_home).is_empty());
+
+        std::fs::create_dir_all(h.join(".codex")).unwrap();
+        std::fs::create_dir_all(h.join(".gemini")).unwrap();
+        std::fs::create_dir_all(h.join(".claude")).unwrap();
+        write(h, ".claude.json", "{}");
+        write(&h.join(".codex"), "config.toml", "");
+        write(&h.join(".gemini"), "settings.json", "{}");
+        assert_eq!(
+            default_files(&only_home),
+            vec![
+                (ImportSource::Claude, h.join(".claude.json")),
+                (ImportSource::Codex, h.join(".codex/config.toml")),
+                (ImportSource::Gemini, h.join(".gemini/settings.json")),
+            ]
+        );
+
+        let other = h.join("second");
+        std::fs::create_dir_all(other.join(".gemini")).unwrap();
+        write(&other, ".claude.json", "{}");
+        write(&other, "config.toml", "");
+        write(&other.join(".gemini"), "settings.json", "{}");
+        let overridden = env_of(vec![
+            ("HOME", h.to_owned()),
+            ("CLAUDE_CONFIG_DIR", other.clone()),
+            ("CODEX_HOME", other.clone()),
+            ("GEMINI_CLI_HOME", other.clone()),
+        ]);
+        assert_eq!(
+            default_files(&overridden),
+            vec![
+                (ImportSource::Claude, other.join(".claude.json")),
+                (ImportSource::Codex, other.join("config.toml")),
+                (ImportSource::Gemini, other.join(".gemini/settings.json")),
+            ]
+        );
+
+        // A set but missing CLAUDE_CONFIG_DIR file does not fall back to ~/.claude.json.
+        let empty = h.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let missing = env_of(vec![
+            ("HOME", h.to_owned()),
+            ("CLAUDE_CONFIG_DIR", empty.clone()),
+        ]);
+        assert_eq!(default_files(&missing)[0].0, ImportSource::Codex);
+        // ...but does find the older .config.json there.
+        write(&empty, ".config.json", "{}");
+        assert_eq!(
+            default_files(&missing)[0],
+            (ImportSource::Claude, empty.join(".config.json"))
+        );
+
+        let nothing = |_: &str| None;
+        assert!(default_files(&nothing).is_empty());
+    }
+
+    #[test]
+    fn display_words() {
+        assert_eq!(ImportSource::Claude.to_string(), "Claude Code");
+        assert_eq!(ImportSource::Codex.to_string(), "Codex");
+        assert_eq!(ImportSource::Gemini.to_string(), "Gemini CLI");
+        assert_eq!(http_t("u", &[]).kind(), "http");
+        assert_eq!(sse_t("u", &[]).kind(), "sse");
+        assert_eq!(stdio_t("c", &[], &[]).kind(), "stdio");
+    }
+}

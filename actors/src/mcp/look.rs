@@ -1,0 +1,172 @@
+//! A look at a server on the person's behalf: List tools, inspect (the "test connection"), and
+//! calling one tool by hand. Each starts the server (or reaches its address), does its one
+//! thing, and stops it; List tools keeps what it found, with the time, on the server's record.
+
+use std::time::Instant;
+
+use bosun_shared::Timestamp;
+use bosun_shared::protocol::mcp::{CallView, InspectView, ToolListing};
+use bosun_shared::protocol::{ErrorCode, WireError};
+use ractor::ActorRef;
+
+use super::client::{self, Limits, McpError};
+use super::record::StoredListing;
+use super::registry::{self, RegistryContext, RegistryMsg};
+use super::tools;
+
+fn failed(server: &str, what: &str, e: &McpError) -> WireError {
+    WireError::new(
+        ErrorCode::Unavailable,
+        format!("could not {what} `{server}`: {e}"),
+    )
+}
+
+/// Starts or reaches the server, lists every tool, stops it, and keeps the listing.
+pub async fn list_tools(
+    ctx: &RegistryContext,
+    registry: &ActorRef<RegistryMsg>,
+    server: &str,
+) -> Result<ToolListing, WireError> {
+    let (rec, ep) = registry::endpoint(ctx, server).await?;
+    let outcome = async {
+        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+        let listing = conn.list_tools().await;
+        conn.close().await;
+        listing
+    }
+    .await;
+    match outcome {
+        Ok(listing) => {
+            let kept = StoredListing {
+                at: Timestamp::now(),
+                tools: listing.tools.iter().map(tools::from_rmcp).collect(),
+                pages: listing.pages,
+                truncated: listing.truncated,
+            };
+            let view = ToolListing {
+                server: rec.name.clone(),
+                listed_at: kept.at,
+                tools: kept
+                    .tools
+                    .iter()
+                    .map(|t| tools::view(&rec.name, t))
+                    .collect(),
+                pages: kept.pages,
+                truncated: kept.truncated.clone(),
+            };
+            // Kept before the answer goes out, so a `show` right after sees it.
+            let _ = ractor::call!(registry, |reply| RegistryMsg::SaveLook {
+                id: rec.id,
+                listing: Some(kept),
+                error: None,
+                reply,
+            });
+            Ok(view)
+        }
+        Err(e) => {
+            let _ = ractor::call!(registry, |reply| RegistryMsg::SaveLook {
+                id: rec.id,
+                listing: None,
+                error: Some(e.to_string()),
+                reply,
+            });
+            Err(failed(&rec.name, "list the tools of", &e))
+        }
+    }
+}
+
+/// The last listing kept, without starting the server.
+pub async fn last_listing(ctx: &RegistryContext, server: &str) -> Result<ToolListing, WireError> {
+    let rec = registry::find(&ctx.store, server).await?;
+    let Some(kept) = rec.listing else {
+        return Err(WireError::not_found(format!(
+            "the tools of `{}` have not been listed yet; `bosun mcp tools {}` lists them",
+            rec.name, rec.name
+        )));
+    };
+    Ok(ToolListing {
+        server: rec.name.clone(),
+        listed_at: kept.at,
+        tools: kept
+            .tools
+            .iter()
+            .map(|t| tools::view(&rec.name, t))
+            .collect(),
+        pages: kept.pages,
+        truncated: kept.truncated,
+    })
+}
+
+/// The "test connection": identity, protocol, capabilities, counts and timings.
+pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView, WireError> {
+    let (rec, ep) = registry::endpoint(ctx, server).await?;
+    let t0 = Instant::now();
+    let result = async {
+        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+        let connected = t0.elapsed();
+        let t1 = Instant::now();
+        let outcome = async {
+            let listing = conn.list_tools().await?;
+            let prompts = conn.count_prompts().await?;
+            let resources = conn.count_resources().await?;
+            Ok::<_, McpError>((listing, prompts, resources))
+        }
+        .await;
+        let list_time = t1.elapsed();
+        let peer = conn.peer();
+        conn.close().await;
+        let (listing, prompts, resources) = outcome?;
+        Ok::<_, McpError>((connected, list_time, peer, listing, prompts, resources))
+    }
+    .await;
+    let (connected, list_time, peer, listing, prompts, resources) =
+        result.map_err(|e| failed(&rec.name, "reach", &e))?;
+    let peer = peer.ok_or_else(|| {
+        WireError::internal(format!(
+            "`{}` answered initialize without its details",
+            rec.name
+        ))
+    })?;
+    Ok(InspectView {
+        server: rec.name,
+        protocol_version: peer.protocol_version.to_string(),
+        server_name: peer.server_info.as_ref().map(|i| i.name.clone()),
+        server_version: peer.server_info.as_ref().map(|i| i.version.clone()),
+        capabilities: serde_json::to_value(&peer.capabilities).unwrap_or_default(),
+        tools: listing.tools.len(),
+        prompts,
+        resources,
+        instructions: peer.instructions.clone(),
+        connect_ms: connected.as_millis() as u64,
+        list_ms: list_time.as_millis() as u64,
+        total_ms: t0.elapsed().as_millis() as u64,
+    })
+}
+
+/// Calls one tool of the server, for checking it by hand.
+pub async fn call(
+    ctx: &RegistryContext,
+    server: &str,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<CallView, WireError> {
+    let serde_json::Value::Object(args) = args else {
+        return Err(WireError::bad_request(
+            "--args must be a JSON object, such as '{\"message\": \"hi\"}'",
+        ));
+    };
+    let (rec, ep) = registry::endpoint(ctx, server).await?;
+    let outcome = async {
+        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+        let result = conn.call(tool, args).await;
+        conn.close().await;
+        result
+    }
+    .await;
+    let result = outcome.map_err(|e| failed(&rec.name, &format!("call `{tool}` on"), &e))?;
+    Ok(CallView {
+        is_error: result.is_error.unwrap_or(false),
+        content: serde_json::to_value(&result.content).unwrap_or_default(),
+        structured: result.structured_content.clone(),
+    })
+}

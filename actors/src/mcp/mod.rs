@@ -1,0 +1,15 @@
+//! MCP servers: one registry for all agents, their secrets in the keychain, a look into each
+//! server (List tools, inspect, call), and the import of servers the coding CLIs already have.
+//!
+//! - [`record`]: a server as stored (names of its lines, never their values).
+//! - [`registry`]: the Registry actor, the one place servers are added, changed and removed.
+//! - [`client`]: talking to a server for a moment, over stdio, Streamable HTTP or [`sse`].
+//! - [`tools`]: a server's tools as bosun shows them, with their risk.
+
+pub mod client;
+pub mod import;
+pub mod look;
+pub mod record;
+pub mod registry;
+pub mod sse;
+pub mod tools;

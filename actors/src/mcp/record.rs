@@ -1,0 +1,126 @@
+//! A server as stored in redb (`servers[server id]`): how to reach it, the *names* of its
+//! environment and header lines (their values are in the keychain), and its last listing.
+
+use bosun_shared::mcp::Hints;
+use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView};
+use bosun_shared::{ServerId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoreError;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerRecord {
+    pub id: ServerId,
+    pub name: String,
+    pub kind: ServerKind,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub url: Option<String>,
+    /// Names of environment lines; each value is in the keychain under `mcp/<id>/env/<name>`.
+    pub env_names: Vec<String>,
+    /// Names of header lines; each value is under `mcp/<id>/header/<name>`.
+    pub header_names: Vec<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// The last successful listing of its tools.
+    pub listing: Option<StoredListing>,
+    /// Why the last look at it failed, if it did (plain words, no secrets).
+    pub last_error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredListing {
+    pub at: Timestamp,
+    pub tools: Vec<StoredTool>,
+    pub pages: usize,
+    pub truncated: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredTool {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub params: Vec<StoredParam>,
+    pub hints: Hints,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredParam {
+    pub name: String,
+    pub r#type: Option<String>,
+    pub required: bool,
+    pub description: Option<String>,
+}
+
+impl ServerRecord {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| StoreError::Corrupt(format!("server record: {e}")))
+    }
+
+    /// The server as the UI shows it; `saved` says whether a line's value is in the keychain.
+    pub fn view(&self, saved: impl Fn(LineKind, &str) -> bool) -> ServerView {
+        ServerView {
+            id: self.id,
+            name: self.name.clone(),
+            kind: self.kind,
+            command: self.command.clone(),
+            args: self.args.clone(),
+            url: self.url.clone(),
+            env: self
+                .env_names
+                .iter()
+                .map(|n| LineView {
+                    name: n.clone(),
+                    saved: saved(LineKind::Env, n),
+                })
+                .collect(),
+            headers: self
+                .header_names
+                .iter()
+                .map(|n| LineView {
+                    name: n.clone(),
+                    saved: saved(LineKind::Header, n),
+                })
+                .collect(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            listed_at: self.listing.as_ref().map(|l| l.at),
+            tool_count: self.listing.as_ref().map(|l| l.tools.len()),
+            last_error: self.last_error.clone(),
+        }
+    }
+
+    /// What the server is reached by, for matching an imported server against this one.
+    pub fn target(&self) -> String {
+        match self.kind {
+            ServerKind::Stdio => std::iter::once(self.command.clone().unwrap_or_default())
+                .chain(self.args.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            ServerKind::Http | ServerKind::Sse => self.url.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// Which kind of line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    Env,
+    Header,
+}
+
+impl LineKind {
+    /// The keychain key of this line of `server`.
+    pub fn key(self, server: ServerId, name: &str) -> String {
+        match self {
+            LineKind::Env => crate::keychain::env_key(server, name),
+            LineKind::Header => crate::keychain::header_key(server, name),
+        }
+    }
+}

@@ -1,0 +1,614 @@
+//! The Registry actor: the one place MCP servers are added, changed, renamed and removed, so two
+//! changes never race (two servers with one name, a lost edit). Reads go straight to the store.
+//!
+//! Every change is checked whole before anything is written, secrets go to the keychain before
+//! the record that names them is committed, and a failure part-way puts back what was changed:
+//! nothing is ever half-saved.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bosun_shared::mcp::check_server_name;
+use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::mcp::{
+    AddServerParams, EditServerParams, SecretLine, ServerKind, ServerView,
+};
+use bosun_shared::{ServerId, Timestamp};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tracing::{info, warn};
+
+use super::client::Endpoint;
+use super::record::{LineKind, ServerRecord, StoredListing};
+use crate::keychain::{Keychain, KeychainError};
+use crate::store::writer::StoreWriter;
+use crate::store::{Store, StoreError};
+
+/// Header names rmcp (and the MCP transport) set themselves.
+const RESERVED_HEADERS: [&str; 4] = [
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// What the Registry works with.
+#[derive(Clone)]
+pub struct RegistryContext {
+    pub store: Store,
+    pub writer: StoreWriter,
+    pub keychain: Keychain,
+}
+
+pub enum RegistryMsg {
+    Add {
+        params: AddServerParams,
+        reply: RpcReplyPort<Result<ServerView, WireError>>,
+    },
+    Edit {
+        params: EditServerParams,
+        reply: RpcReplyPort<Result<ServerView, WireError>>,
+    },
+    Rename {
+        server: String,
+        new_name: String,
+        reply: RpcReplyPort<Result<ServerView, WireError>>,
+    },
+    Remove {
+        server: String,
+        reply: RpcReplyPort<Result<ServerView, WireError>>,
+    },
+    /// Records the outcome of a look at a server: its tools, or why it failed.
+    SaveLook {
+        id: ServerId,
+        listing: Option<StoredListing>,
+        error: Option<String>,
+        reply: RpcReplyPort<()>,
+    },
+}
+
+pub struct Registry;
+
+impl Actor for Registry {
+    type Msg = RegistryMsg;
+    type State = RegistryContext;
+    type Arguments = RegistryContext;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<RegistryMsg>,
+        ctx: RegistryContext,
+    ) -> Result<RegistryContext, ActorProcessingErr> {
+        Ok(ctx)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<RegistryMsg>,
+        msg: RegistryMsg,
+        ctx: &mut RegistryContext,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RegistryMsg::Add { params, reply } => {
+                let _ = reply.send(add(ctx, params).await);
+            }
+            RegistryMsg::Edit { params, reply } => {
+                let _ = reply.send(edit(ctx, params).await);
+            }
+            RegistryMsg::Rename {
+                server,
+                new_name,
+                reply,
+            } => {
+                let _ = reply.send(rename(ctx, &server, &new_name).await);
+            }
+            RegistryMsg::Remove { server, reply } => {
+                let _ = reply.send(remove(ctx, &server).await);
+            }
+            RegistryMsg::SaveLook {
+                id,
+                listing,
+                error,
+                reply,
+            } => {
+                if let Err(e) = save_look(ctx, id, listing, error).await {
+                    warn!(server = %id, error = %e, "could not record a look at a server");
+                }
+                let _ = reply.send(());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn store_error(e: StoreError) -> WireError {
+    WireError::internal(format!("bosund could not use its store: {e}"))
+}
+
+fn keychain_error(e: KeychainError) -> WireError {
+    WireError::new(
+        bosun_shared::protocol::ErrorCode::Unavailable,
+        e.to_string(),
+    )
+}
+
+/// Runs blocking work (the store, the keychain) off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, WireError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| WireError::internal(format!("a blocking task failed: {e}")))
+}
+
+/// The server named (by name, or id), or a plain not-found.
+pub async fn find(store: &Store, server: &str) -> Result<ServerRecord, WireError> {
+    let (store, key) = (store.clone(), server.to_string());
+    blocking(move || store.find_server(&key))
+        .await?
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            WireError::not_found(format!(
+                "there is no MCP server `{server}`; `bosun mcp list` shows them"
+            ))
+        })
+}
+
+/// Every server as the UI shows it, each line marked saved or missing in the keychain.
+pub async fn list(ctx: &RegistryContext) -> Result<Vec<ServerView>, WireError> {
+    let store = ctx.store.clone();
+    let records = blocking(move || store.servers())
+        .await?
+        .map_err(store_error)?;
+    let keychain = ctx.keychain.clone();
+    blocking(move || records.iter().map(|r| view_of(&keychain, r)).collect()).await
+}
+
+/// One server as the UI shows it.
+pub async fn show(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
+    let rec = find(&ctx.store, server).await?;
+    let keychain = ctx.keychain.clone();
+    blocking(move || view_of(&keychain, &rec)).await
+}
+
+fn view_of(keychain: &Keychain, rec: &ServerRecord) -> ServerView {
+    rec.view(|kind, name| {
+        keychain
+            .get(&kind.key(rec.id, name))
+            .ok()
+            .flatten()
+            .is_some()
+    })
+}
+
+/// How to reach a server, with its secret values read from the keychain for this one use.
+pub async fn endpoint(
+    ctx: &RegistryContext,
+    server: &str,
+) -> Result<(ServerRecord, Endpoint), WireError> {
+    let rec = find(&ctx.store, server).await?;
+    let keychain = ctx.keychain.clone();
+    let r = rec.clone();
+    let lines = blocking(move || {
+        let mut env = Vec::new();
+        let mut headers = Vec::new();
+        for (kind, names, out) in [
+            (LineKind::Env, &r.env_names, &mut env),
+            (LineKind::Header, &r.header_names, &mut headers),
+        ] {
+            for name in names {
+                match keychain.get(&kind.key(r.id, name)) {
+                    Ok(Some(v)) => out.push((name.clone(), v)),
+                    Ok(None) => {
+                        let flag = match kind {
+                            LineKind::Env => "--env",
+                            LineKind::Header => "--header",
+                        };
+                        return Err(WireError::conflict(format!(
+                            "a value is missing from the keychain ({name}); set it with `bosun mcp edit {} {flag} {name} --values-from-stdin`",
+                            r.name
+                        )));
+                    }
+                    Err(e) => return Err(keychain_error(e)),
+                }
+            }
+        }
+        Ok((env, headers))
+    })
+    .await??;
+    let (env, headers) = lines;
+    let ep = Endpoint {
+        server: rec.name.clone(),
+        kind: rec.kind,
+        command: rec.command.clone(),
+        args: rec.args.clone(),
+        url: rec.url.clone(),
+        env,
+        headers,
+    };
+    Ok((rec, ep))
+}
+
+/// Checks how a server is reached: a command for stdio, an http(s) address otherwise.
+fn check_target(
+    kind: ServerKind,
+    command: &Option<String>,
+    url: &Option<String>,
+) -> Result<(), WireError> {
+    let bad = |m: String| Err(WireError::bad_request(m));
+    match kind {
+        ServerKind::Stdio => {
+            if command.as_deref().is_none_or(|c| c.trim().is_empty()) {
+                return bad("a stdio server needs a command; write it after `--`, such as: bosun mcp add NAME -- npx -y @acme/mcp".into());
+            }
+            if url.is_some() {
+                return bad("a stdio server has a command, not an address".into());
+            }
+        }
+        ServerKind::Http | ServerKind::Sse => {
+            let Some(u) = url else {
+                return bad("an http or sse server needs an address (--url)".into());
+            };
+            match url::Url::parse(u) {
+                Ok(parsed)
+                    if matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some() => {}
+                Ok(parsed) => {
+                    return bad(format!(
+                        "`{u}` is a {} address; an MCP server's address starts with http:// or https://",
+                        parsed.scheme()
+                    ));
+                }
+                Err(e) => {
+                    return bad(format!(
+                        "`{u}` is not an address ({e}); write it such as https://example.com/mcp"
+                    ));
+                }
+            }
+            if command.is_some() {
+                return bad("a server reached by address has no command".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks environment and header lines: valid names, each once, values that fit.
+fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), WireError> {
+    let bad = |m: String| Err(WireError::bad_request(m));
+    let mut seen = HashSet::new();
+    for l in env {
+        let ok = l
+            .name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && l.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            return bad(format!(
+                "`{}` is not an environment variable name; use letters, digits and _, not starting with a digit",
+                l.name
+            ));
+        }
+        if l.value.contains('\0') {
+            return bad(format!(
+                "the value of {} has a NUL byte, which no environment can hold",
+                l.name
+            ));
+        }
+        if !seen.insert(l.name.clone()) {
+            return bad(format!("the environment line {} is given twice", l.name));
+        }
+    }
+    let mut seen = HashSet::new();
+    for h in headers {
+        if reqwest::header::HeaderName::try_from(h.name.as_str()).is_err() {
+            return bad(format!("`{}` is not a header name", h.name));
+        }
+        if RESERVED_HEADERS.contains(&h.name.to_ascii_lowercase().as_str()) {
+            return bad(format!(
+                "the header {} is set by bosun itself and cannot be given",
+                h.name
+            ));
+        }
+        if reqwest::header::HeaderValue::try_from(h.value.as_str()).is_err() {
+            return bad(format!(
+                "the value of header {} has characters a header cannot hold",
+                h.name
+            ));
+        }
+        if !seen.insert(h.name.to_ascii_lowercase()) {
+            return bad(format!("the header {} is given twice", h.name));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a name, and that no other server has it.
+async fn check_name(
+    ctx: &RegistryContext,
+    name: &str,
+    except: Option<ServerId>,
+) -> Result<(), WireError> {
+    check_server_name(name).map_err(|e| WireError::bad_request(e.to_string()))?;
+    let store = ctx.store.clone();
+    let servers = blocking(move || store.servers())
+        .await?
+        .map_err(store_error)?;
+    if servers
+        .iter()
+        .any(|s| s.name == name && Some(s.id) != except)
+    {
+        return Err(WireError::conflict(format!(
+            "there is already a server named `{name}`; choose another name, or change that one with `bosun mcp edit {name}`"
+        )));
+    }
+    Ok(())
+}
+
+/// Saves lines' values in the keychain; on failure puts back what was there.
+async fn save_values(
+    keychain: &Keychain,
+    id: ServerId,
+    lines: Vec<(LineKind, SecretLine)>,
+) -> Result<(), WireError> {
+    let keychain = keychain.clone();
+    blocking(move || {
+        let mut done: Vec<(String, Option<String>)> = Vec::new();
+        for (kind, line) in &lines {
+            let key = kind.key(id, &line.name);
+            let before = keychain.get(&key);
+            let result = before.and_then(|b| keychain.set(&key, &line.value).map(|()| b));
+            match result {
+                Ok(before) => done.push((key, before)),
+                Err(e) => {
+                    for (key, before) in done.into_iter().rev() {
+                        let _ = match before {
+                            Some(v) => keychain.set(&key, &v),
+                            None => keychain.delete(&key),
+                        };
+                    }
+                    return Err(keychain_error(e));
+                }
+            }
+        }
+        Ok(())
+    })
+    .await?
+}
+
+async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), WireError> {
+    let keychain = keychain.clone();
+    blocking(move || {
+        for key in &keys {
+            keychain.delete(key).map_err(keychain_error)?;
+        }
+        Ok(())
+    })
+    .await?
+}
+
+async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, WireError> {
+    check_name(ctx, &p.name, None).await?;
+    check_target(p.kind, &p.command, &p.url)?;
+    check_lines(&p.env, &p.headers)?;
+    let now = Timestamp::now();
+    let rec = ServerRecord {
+        id: ServerId::new(),
+        name: p.name,
+        kind: p.kind,
+        command: p.command,
+        args: p.args,
+        url: p.url,
+        env_names: p.env.iter().map(|l| l.name.clone()).collect(),
+        header_names: p.headers.iter().map(|l| l.name.clone()).collect(),
+        created_at: now,
+        updated_at: now,
+        listing: None,
+        last_error: None,
+    };
+    let lines: Vec<(LineKind, SecretLine)> = p
+        .env
+        .into_iter()
+        .map(|l| (LineKind::Env, l))
+        .chain(p.headers.into_iter().map(|l| (LineKind::Header, l)))
+        .collect();
+    let keys: Vec<String> = lines.iter().map(|(k, l)| k.key(rec.id, &l.name)).collect();
+    save_values(&ctx.keychain, rec.id, lines).await?;
+    if let Err(e) = ctx.writer.put_server(&rec).await {
+        let _ = delete_values(&ctx.keychain, keys).await;
+        return Err(store_error(e));
+    }
+    info!(server = %rec.name, id = %rec.id, "server added");
+    Ok(rec.view(|_, _| true))
+}
+
+async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, WireError> {
+    let mut rec = find(&ctx.store, &p.server).await?;
+    if let Some(kind) = p.kind {
+        rec.kind = kind;
+    }
+    if let Some(c) = p.command {
+        rec.command = Some(c);
+    }
+    if let Some(a) = p.args {
+        rec.args = a;
+    }
+    if let Some(u) = p.url {
+        rec.url = Some(u);
+    }
+    match rec.kind {
+        ServerKind::Stdio => rec.url = None,
+        ServerKind::Http | ServerKind::Sse => {
+            rec.command = None;
+            rec.args.clear();
+        }
+    }
+    check_target(rec.kind, &rec.command, &rec.url)?;
+    check_lines(&p.set_env, &p.set_headers)?;
+    for (names, removed, what) in [
+        (&rec.env_names, &p.remove_env, "environment line"),
+        (&rec.header_names, &p.remove_headers, "header"),
+    ] {
+        if let Some(missing) = removed.iter().find(|r| !names.contains(r)) {
+            return Err(WireError::bad_request(format!(
+                "`{}` has no {what} {missing} to remove",
+                rec.name
+            )));
+        }
+    }
+    let mut stale = Vec::new();
+    for name in &p.remove_env {
+        rec.env_names.retain(|n| n != name);
+        stale.push(LineKind::Env.key(rec.id, name));
+    }
+    for name in &p.remove_headers {
+        rec.header_names.retain(|n| n != name);
+        stale.push(LineKind::Header.key(rec.id, name));
+    }
+    for l in &p.set_env {
+        if !rec.env_names.contains(&l.name) {
+            rec.env_names.push(l.name.clone());
+        }
+    }
+    for l in &p.set_headers {
+        if !rec.header_names.contains(&l.name) {
+            rec.header_names.push(l.name.clone());
+        }
+    }
+    rec.updated_at = Timestamp::now();
+    let lines: Vec<(LineKind, SecretLine)> = p
+        .set_env
+        .into_iter()
+        .map(|l| (LineKind::Env, l))
+        .chain(p.set_headers.into_iter().map(|l| (LineKind::Header, l)))
+        .collect();
+    save_values(&ctx.keychain, rec.id, lines).await?;
+    ctx.writer.put_server(&rec).await.map_err(store_error)?;
+    // The record no longer names them: the old lines' values go.
+    if let Err(e) = delete_values(&ctx.keychain, stale).await {
+        warn!(server = %rec.name, error = %e, "could not delete the values of removed lines");
+    }
+    info!(server = %rec.name, "server changed");
+    let keychain = ctx.keychain.clone();
+    blocking(move || view_of(&keychain, &rec)).await
+}
+
+async fn rename(
+    ctx: &RegistryContext,
+    server: &str,
+    new_name: &str,
+) -> Result<ServerView, WireError> {
+    let mut rec = find(&ctx.store, server).await?;
+    check_name(ctx, new_name, Some(rec.id)).await?;
+    let old = std::mem::replace(&mut rec.name, new_name.to_string());
+    rec.updated_at = Timestamp::now();
+    ctx.writer.put_server(&rec).await.map_err(store_error)?;
+    info!(from = %old, to = %new_name, "server renamed");
+    let keychain = ctx.keychain.clone();
+    blocking(move || view_of(&keychain, &rec)).await
+}
+
+async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
+    let rec = find(&ctx.store, server).await?;
+    let keys: Vec<String> = rec
+        .env_names
+        .iter()
+        .map(|n| LineKind::Env.key(rec.id, n))
+        .chain(
+            rec.header_names
+                .iter()
+                .map(|n| LineKind::Header.key(rec.id, n)),
+        )
+        .collect();
+    // Secrets first: a server is never removed while its secrets stay behind unnoticed.
+    delete_values(&ctx.keychain, keys)
+        .await
+        .map_err(|e| WireError::new(e.code, format!("{}; nothing was removed", e.message)))?;
+    ctx.writer
+        .delete_server(rec.id)
+        .await
+        .map_err(store_error)?;
+    info!(server = %rec.name, "server removed");
+    Ok(rec.view(|_, _| false))
+}
+
+async fn save_look(
+    ctx: &RegistryContext,
+    id: ServerId,
+    listing: Option<StoredListing>,
+    error: Option<String>,
+) -> Result<(), StoreError> {
+    let store = ctx.store.clone();
+    let key = id.to_string();
+    let current = tokio::task::spawn_blocking(move || store.find_server(&key))
+        .await
+        .map_err(|e| StoreError::Corrupt(e.to_string()))??;
+    let Some(mut rec) = current else {
+        return Ok(());
+    };
+    if listing.is_some() {
+        rec.listing = listing;
+    }
+    rec.last_error = error;
+    ctx.writer.put_server(&rec).await
+}
+
+/// The registry's context, shared by the daemon's request handlers.
+pub type SharedRegistry = Arc<RegistryContext>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(name: &str, value: &str) -> SecretLine {
+        SecretLine {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn targets_and_lines_are_checked_with_reasons() {
+        let msg = |r: Result<(), WireError>| r.err().map(|e| e.message).unwrap_or_default();
+        assert!(msg(check_target(ServerKind::Stdio, &None, &None)).contains("needs a command"));
+        assert!(
+            msg(check_target(
+                ServerKind::Http,
+                &None,
+                &Some("ftp://x/mcp".into())
+            ))
+            .contains("is a ftp address")
+        );
+        assert!(
+            msg(check_target(
+                ServerKind::Http,
+                &None,
+                &Some("not a url".into())
+            ))
+            .contains("is not an address")
+        );
+        assert!(
+            check_target(
+                ServerKind::Sse,
+                &None,
+                &Some("https://example.com/sse".into())
+            )
+            .is_ok()
+        );
+        assert!(
+            msg(check_lines(&[line("1BAD", "x")], &[]))
+                .contains("is not an environment variable name")
+        );
+        assert!(msg(check_lines(&[line("A", "1"), line("A", "2")], &[])).contains("given twice"));
+        assert!(msg(check_lines(&[], &[line("Accept", "x")])).contains("set by bosun itself"));
+        assert!(msg(check_lines(&[], &[line("X-Key", "a\nb")])).contains("cannot hold"));
+        assert!(
+            check_lines(
+                &[line("GITHUB_TOKEN", "x")],
+                &[line("Authorization", "Bearer y")]
+            )
+            .is_ok()
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! The UI protocol's part for MCP servers: the registry, List tools, inspect, call and import.
+//!
+//! A secret value (an environment or header line's value) travels only in a request, in a
+//! [`SecretLine`], from the person's tool to the daemon, which puts it in the keychain. No
+//! answer ever carries one back: a saved line is shown by its name and "saved".
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::mcp::{Assessment, Hints};
+use crate::{ServerId, Timestamp};
+
+/// How a server is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerKind {
+    /// A command bosun starts, speaking MCP on its stdin and stdout.
+    Stdio,
+    /// An address, Streamable HTTP.
+    Http,
+    /// An address, the older HTTP+SSE transport.
+    Sse,
+}
+
+impl fmt::Display for ServerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ServerKind::Stdio => "stdio",
+            ServerKind::Http => "http",
+            ServerKind::Sse => "sse",
+        })
+    }
+}
+
+/// An environment or header line with its value, on its way to the keychain.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretLine {
+    pub name: String,
+    pub value: String,
+}
+
+impl fmt::Debug for SecretLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}=<secret>", self.name)
+    }
+}
+
+/// A new server.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AddServerParams {
+    pub name: String,
+    pub kind: ServerKind,
+    /// Stdio: the program.
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// Http or Sse: the address.
+    pub url: Option<String>,
+    pub env: Vec<SecretLine>,
+    pub headers: Vec<SecretLine>,
+}
+
+/// Changes to a server; what is absent stays as it is.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EditServerParams {
+    pub server: String,
+    pub command: Option<String>,
+    /// Replaces the arguments when given.
+    pub args: Option<Vec<String>>,
+    pub url: Option<String>,
+    pub kind: Option<ServerKind>,
+    /// Lines to add or whose value to replace.
+    pub set_env: Vec<SecretLine>,
+    pub remove_env: Vec<String>,
+    pub set_headers: Vec<SecretLine>,
+    pub remove_headers: Vec<String>,
+}
+
+/// One environment or header line of a server, by name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineView {
+    pub name: String,
+    /// Whether its value is in the keychain ("saved") or missing.
+    pub saved: bool,
+}
+
+/// A server as the UI shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerView {
+    pub id: ServerId,
+    pub name: String,
+    pub kind: ServerKind,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub url: Option<String>,
+    pub env: Vec<LineView>,
+    pub headers: Vec<LineView>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// When its tools were last listed, and how many there were.
+    pub listed_at: Option<Timestamp>,
+    pub tool_count: Option<usize>,
+    /// Set when the last look at the server failed, in plain words.
+    pub last_error: Option<String>,
+}
+
+/// One parameter of a tool, in the order the server lists them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamView {
+    pub name: String,
+    /// The JSON Schema type, when the server says (`string`, `integer`, `array`, …).
+    pub r#type: Option<String>,
+    pub required: bool,
+    pub description: Option<String>,
+}
+
+/// One tool of a server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolView {
+    pub name: String,
+    /// `mcp__<server>__<tool>`.
+    pub full_name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub params: Vec<ParamView>,
+    pub hints: Hints,
+    pub assessment: Assessment,
+}
+
+/// A server's tools as listed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolListing {
+    pub server: String,
+    pub listed_at: Timestamp,
+    pub tools: Vec<ToolView>,
+    /// How many pages `tools/list` took.
+    pub pages: usize,
+    /// Set when listing stopped at a bound (a server that never stops paging).
+    pub truncated: Option<String>,
+}
+
+/// What `bosun mcp inspect` shows: the "test connection".
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InspectView {
+    pub server: String,
+    pub protocol_version: String,
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+    /// The capabilities the server advertised, as it sent them.
+    pub capabilities: serde_json::Value,
+    pub tools: usize,
+    pub prompts: Option<usize>,
+    pub resources: Option<usize>,
+    pub instructions: Option<String>,
+    /// Milliseconds: starting or reaching the server and `initialize`, then each listing.
+    pub connect_ms: u64,
+    pub list_ms: u64,
+    pub total_ms: u64,
+}
+
+/// The result of `bosun mcp call`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallView {
+    pub is_error: bool,
+    /// The result's content, as the server sent it.
+    pub content: serde_json::Value,
+    pub structured: Option<serde_json::Value>,
+}
+
+/// Where an importable server comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportScan {
+    /// Config files to read beyond the usual places (Claude Code `.claude.json` of further
+    /// accounts, a Codex `config.toml`, a Gemini `settings.json`).
+    pub extra_files: Vec<PathBuf>,
+}
+
+/// A server found in a coding CLI's configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportCandidateView {
+    /// "Claude Code", "Codex", "Gemini CLI".
+    pub source: String,
+    /// The file it is in.
+    pub account: PathBuf,
+    /// "user", or "local <folder>" / "project <folder>".
+    pub scope: String,
+    pub name: String,
+    pub kind: ServerKind,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub url: Option<String>,
+    /// Names only: values are never shown.
+    pub env_names: Vec<String>,
+    pub header_names: Vec<String>,
+    pub status: ImportStatus,
+}
+
+/// Whether a candidate can be imported as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportStatus {
+    /// Not in bosun's list yet.
+    New,
+    /// A server with the same name and the same command or address is already in the list.
+    AlreadyInList,
+    /// Another server has this name: import it under another (`--as`).
+    NameTaken,
+    /// The name breaks the rules or is reserved: import it under another (`--as`).
+    BadName,
+}
+
+/// Which candidates to import.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportParams {
+    pub extra_files: Vec<PathBuf>,
+    /// Every candidate that is new.
+    pub all: bool,
+    /// Candidates by name, each with the name to give it in bosun (the same when absent).
+    pub picks: Vec<ImportPick>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportPick {
+    pub name: String,
+    pub rename_to: Option<String>,
+    /// To choose between servers of the same name in several files or scopes.
+    pub account: Option<PathBuf>,
+}

@@ -1,0 +1,1017 @@
+//! `test-mcp-server`: a small, deliberately quirky MCP server for bosun's end-to-end tests.
+//!
+//! It speaks just enough MCP (JSON-RPC 2.0; protocol revisions 2025-11-25, 2025-06-18,
+//! 2025-03-26 and 2024-11-05) to exercise bosun's MCP client ("List tools", "inspect", "call")
+//! in the ways the reference `@modelcontextprotocol/server-everything` cannot: pagination, tools
+//! without annotations, a server that hangs, one that exits at once, one that answers 401, and
+//! one that is not an MCP server at all.
+//!
+//! ```text
+//! test-mcp-server [--transport stdio|http] [--port N] --mode MODE
+//! ```
+//!
+//! Transports:
+//! - `stdio` (default): newline-delimited JSON-RPC messages on stdin and stdout, one JSON
+//!   object per line. Logs go to stderr only. The server exits when stdin closes.
+//! - `http`: a minimal MCP "Streamable HTTP" server on `127.0.0.1:N` (`--port 0`, the
+//!   default, picks a free port). Once listening it prints exactly one line,
+//!   `listening http://127.0.0.1:<port>/mcp`, to stdout. `POST /mcp` takes one JSON-RPC
+//!   message: a request is answered `200` with an `application/json` body (the `initialize`
+//!   answer also carries an `Mcp-Session-Id` header), a notification or client response gets
+//!   `202` and no body, unparsable JSON gets `400` with a JSON-RPC parse error. `GET /mcp`
+//!   (the server-initiated SSE stream, which we do not offer) and other methods on `/mcp` get
+//!   `405`, `DELETE /mcp` gets `200`, any other path `404`. Connections are kept alive unless
+//!   the client sends `Connection: close` (or speaks HTTP/1.0 without asking for keep-alive).
+//!
+//! Every MCP-speaking mode answers `initialize` (echoing the client's protocol version when
+//! supported, else `2025-11-25`), `ping`, `tools/list`, `tools/call`, `prompts/list` (`p1`,
+//! `p2`) and `resources/list` (`test://r1`); unknown methods get `-32601`, unknown tools and bad
+//! arguments `-32602`, malformed JSON `-32700` with a null id. Notifications get no answer.
+//!
+//! Modes (`--mode`):
+//! - `paged`: `tools/list` comes in three pages chained by the cursors `page-2` and `page-3`:
+//!   `tool-01` … `tool-12`, four a page, plus `echo` on the last page. Each numbered tool has a
+//!   title, a description, all four annotation hints (varied from tool to tool) and an input
+//!   schema whose properties are, in this order, `zeta`, `alpha`, `mid`: not alphabetical, to
+//!   catch a client that sorts keys.
+//! - `no-annotations`: one page: `bare` (no `annotations` field, no title), `partial` (only
+//!   `readOnlyHint`) and `echo`.
+//! - `hang`: reads requests but never answers any (over HTTP, the connection is held open with
+//!   no response). Runs until killed, or until stdin closes over stdio.
+//! - `exit`: writes `line 1 of stderr` … `line 30 of stderr` to stderr, then, if `TEST_SECRET`
+//!   is set, `using token <TEST_SECRET>`, and exits with status 3 without reading anything.
+//! - `unauthorized` (http only): every request to `/mcp` gets `401` with a
+//!   `WWW-Authenticate: Bearer resource_metadata=…, error="invalid_token"` header.
+//! - `not-mcp`: over HTTP every request gets `200` with a small HTML page; over stdio every
+//!   input line is answered with the line `hello, I am not an MCP server`.
+//! - `endless`: every `tools/list` returns one new tool (`endless-<N>`) and a fresh cursor
+//!   (`c<N>`), forever, to test that a client bounds pagination.
+//! - `repeat-cursor`: every `tools/list` returns the tool `looping` and the cursor `same`: a
+//!   cursor loop.
+//!
+//! Usage errors exit with status 2, other failures with status 1.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncWrite, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+const USAGE: &str = "usage: test-mcp-server [--transport stdio|http] [--port N] --mode MODE
+modes: paged, no-annotations, hang, exit, unauthorized (http only), not-mcp, endless, repeat-cursor";
+
+const SERVER_NAME: &str = "bosun-test-mcp";
+const SERVER_VERSION: &str = "1.0.0";
+const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
+    ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+const MCP_PATH: &str = "/mcp";
+const NOT_MCP_LINE: &str = "hello, I am not an MCP server";
+const NOT_MCP_PAGE: &str = "<html><body>hello</body></html>";
+
+/// Exit status of the `exit` mode.
+const EXIT_MODE_STATUS: u8 = 3;
+/// Exit status for a bad command line.
+const USAGE_STATUS: u8 = 2;
+/// How many lines the `exit` mode writes to stderr (before the optional secret line).
+const EXIT_MODE_STDERR_LINES: usize = 30;
+
+/// Tools per page in the `paged` mode, and how many pages there are.
+const PAGE_SIZE: usize = 4;
+const PAGE_COUNT: usize = 3;
+
+/// Limits on what the HTTP server accepts.
+const MAX_HEADER_LINE_BYTES: u64 = 8 * 1024;
+const MAX_HEADERS: usize = 100;
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("test-mcp-server: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let options = match parse_args(std::env::args().skip(1)) {
+        Ok(Command::Run(options)) => options,
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(err) => {
+            eprintln!("test-mcp-server: {err:#}\n{USAGE}");
+            return Ok(ExitCode::from(USAGE_STATUS));
+        }
+    };
+    if options.mode == Mode::Exit {
+        return exit_at_once();
+    }
+    if options.mode == Mode::Unauthorized && options.transport == Transport::Stdio {
+        eprintln!("test-mcp-server: the unauthorized mode needs --transport http\n{USAGE}");
+        return Ok(ExitCode::from(USAGE_STATUS));
+    }
+    eprintln!(
+        "test-mcp-server: mode {}, transport {}",
+        options.mode.name(),
+        options.transport.name()
+    );
+    let server = Arc::new(McpServer::new(options.mode));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    match options.transport {
+        Transport::Stdio => runtime.block_on(serve_stdio(&server))?,
+        Transport::Http => runtime.block_on(serve_http(server, options.port))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command line
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Transport {
+    Stdio,
+    Http,
+}
+
+impl Transport {
+    fn parse(value: &str) -> anyhow::Result<Self> {
+        match value {
+            "stdio" => Ok(Self::Stdio),
+            "http" => Ok(Self::Http),
+            other => bail!("unknown transport {other:?} (expected stdio or http)"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+        }
+    }
+}
+
+/// How the server misbehaves; see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Paged,
+    NoAnnotations,
+    Hang,
+    Exit,
+    Unauthorized,
+    NotMcp,
+    Endless,
+    RepeatCursor,
+}
+
+impl Mode {
+    const ALL: [Self; 8] = [
+        Self::Paged,
+        Self::NoAnnotations,
+        Self::Hang,
+        Self::Exit,
+        Self::Unauthorized,
+        Self::NotMcp,
+        Self::Endless,
+        Self::RepeatCursor,
+    ];
+
+    fn parse(value: &str) -> anyhow::Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|mode| mode.name() == value)
+            .with_context(|| format!("unknown mode {value:?}"))
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Paged => "paged",
+            Self::NoAnnotations => "no-annotations",
+            Self::Hang => "hang",
+            Self::Exit => "exit",
+            Self::Unauthorized => "unauthorized",
+            Self::NotMcp => "not-mcp",
+            Self::Endless => "endless",
+            Self::RepeatCursor => "repeat-cursor",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Options {
+    transport: Transport,
+    port: u16,
+    mode: Mode,
+}
+
+#[derive(Debug)]
+enum Command {
+    Run(Options),
+    Help,
+}
+
+/// Parses `--transport`, `--port` and `--mode`, each as `--flag value` or `--flag=value`.
+fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Command> {
+    let mut transport = Transport::Stdio;
+    let mut port = 0;
+    let mut mode = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline_value) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_owned(), Some(value.to_owned()))
+            }
+            Some(_) | None => (arg, None),
+        };
+        if flag == "-h" || flag == "--help" {
+            return Ok(Command::Help);
+        }
+        let value = match inline_value {
+            Some(value) => value,
+            None => args
+                .next()
+                .with_context(|| format!("{flag} needs a value"))?,
+        };
+        match flag.as_str() {
+            "--transport" => transport = Transport::parse(&value)?,
+            "--port" => {
+                port = value
+                    .parse()
+                    .with_context(|| format!("bad port {value:?}"))?;
+            }
+            "--mode" => mode = Some(Mode::parse(&value)?),
+            other => bail!("unknown argument {other:?}"),
+        }
+    }
+    let mode = mode.context("--mode is required")?;
+    Ok(Command::Run(Options {
+        transport,
+        port,
+        mode,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `exit` mode
+// ---------------------------------------------------------------------------------------------
+
+/// Writes the stderr lines of the `exit` mode and returns its exit status, reading nothing.
+fn exit_at_once() -> anyhow::Result<ExitCode> {
+    let mut stderr = std::io::stderr().lock();
+    for n in 1..=EXIT_MODE_STDERR_LINES {
+        writeln!(stderr, "line {n} of stderr")?;
+    }
+    if let Some(secret) = std::env::var_os("TEST_SECRET") {
+        writeln!(stderr, "using token {}", secret.to_string_lossy())?;
+    }
+    stderr.flush()?;
+    Ok(ExitCode::from(EXIT_MODE_STATUS))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The MCP protocol, independent of the transport
+// ---------------------------------------------------------------------------------------------
+
+/// What to send back for one incoming message.
+#[derive(Debug)]
+enum Reply {
+    /// The response to a request.
+    Response(Value),
+    /// The response to a successful `initialize`: over HTTP, it starts a session.
+    SessionStart(Value),
+    /// The message could not be parsed or is not a JSON-RPC message: this error response.
+    Rejected(Value),
+    /// A notification, or a response from the client: nothing to send.
+    Silent,
+}
+
+impl Reply {
+    fn into_message(self) -> Option<Value> {
+        match self {
+            Self::Response(message) | Self::SessionStart(message) | Self::Rejected(message) => {
+                Some(message)
+            }
+            Self::Silent => None,
+        }
+    }
+}
+
+/// A JSON-RPC error to answer a request with.
+#[derive(Debug)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+impl RpcError {
+    fn invalid_params(message: impl Into<String>) -> Self {
+        Self {
+            code: INVALID_PARAMS,
+            message: message.into(),
+        }
+    }
+}
+
+/// The server's state: its mode and a few counters.
+struct McpServer {
+    mode: Mode,
+    /// How many pages the `endless` mode has handed out.
+    endless_pages: AtomicU64,
+    /// How many HTTP sessions have been started.
+    sessions: AtomicU64,
+}
+
+impl McpServer {
+    fn new(mode: Mode) -> Self {
+        Self {
+            mode,
+            endless_pages: AtomicU64::new(0),
+            sessions: AtomicU64::new(0),
+        }
+    }
+
+    fn new_session_id(&self) -> String {
+        let n = self.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("bosun-test-{}-{n}", std::process::id())
+    }
+
+    /// Handles one serialized JSON-RPC message.
+    fn handle_text(&self, text: &str) -> Reply {
+        match serde_json::from_str(text) {
+            Ok(message) => self.handle_message(message),
+            Err(err) => {
+                eprintln!("test-mcp-server: malformed JSON: {err}");
+                Reply::Rejected(error_response(Value::Null, PARSE_ERROR, "Parse error"))
+            }
+        }
+    }
+
+    fn handle_message(&self, message: Value) -> Reply {
+        let Value::Object(mut fields) = message else {
+            return invalid_request();
+        };
+        let method = match fields.get("method") {
+            None => None,
+            Some(Value::String(method)) => Some(method.clone()),
+            Some(_) => return invalid_request(),
+        };
+        match (fields.remove("id"), method) {
+            (Some(id), Some(method)) => self.handle_request(id, &method, fields.get("params")),
+            (None, Some(method)) => {
+                eprintln!("test-mcp-server: notification {method}");
+                Reply::Silent
+            }
+            // A response to a request of ours; we never send any, so there is nothing to do.
+            (Some(_), None) => Reply::Silent,
+            (None, None) => invalid_request(),
+        }
+    }
+
+    fn handle_request(&self, id: Value, method: &str, params: Option<&Value>) -> Reply {
+        eprintln!("test-mcp-server: request {method} (id {id})");
+        match self.dispatch(method, params) {
+            Ok(result) => {
+                let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                if method == "initialize" {
+                    Reply::SessionStart(response)
+                } else {
+                    Reply::Response(response)
+                }
+            }
+            Err(err) => Reply::Response(error_response(id, err.code, &err.message)),
+        }
+    }
+
+    fn dispatch(&self, method: &str, params: Option<&Value>) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => Ok(initialize_result(params)),
+            "ping" => Ok(json!({})),
+            "tools/list" => self.list_tools(cursor(params)?),
+            "tools/call" => self.call_tool(params),
+            "prompts/list" => Ok(json!({"prompts": [{"name": "p1"}, {"name": "p2"}]})),
+            "resources/list" => Ok(json!({"resources": [{"uri": "test://r1", "name": "r1"}]})),
+            _ => Err(RpcError {
+                code: METHOD_NOT_FOUND,
+                message: "Method not found".to_owned(),
+            }),
+        }
+    }
+
+    fn list_tools(&self, cursor: Option<&str>) -> Result<Value, RpcError> {
+        match self.mode {
+            Mode::Paged => paged_tools(cursor),
+            Mode::NoAnnotations => Ok(json!({"tools": [bare_tool(), partial_tool(), echo_tool()]})),
+            Mode::Endless => {
+                let n = self.endless_pages.fetch_add(1, Ordering::Relaxed) + 1;
+                Ok(json!({
+                    "tools": [plain_tool(&format!("endless-{n}"))],
+                    "nextCursor": format!("c{n}"),
+                }))
+            }
+            Mode::RepeatCursor => Ok(json!({
+                "tools": [plain_tool("looping")],
+                "nextCursor": "same",
+            })),
+            // These modes never get as far as answering a request.
+            Mode::Hang | Mode::Exit | Mode::Unauthorized | Mode::NotMcp => Ok(json!({"tools": []})),
+        }
+    }
+
+    fn call_tool(&self, params: Option<&Value>) -> Result<Value, RpcError> {
+        let name = params
+            .and_then(|params| params.get("name"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| RpcError::invalid_params("tools/call needs a string `name`"))?;
+        if !self.knows_tool(name) {
+            return Err(RpcError::invalid_params(format!("unknown tool {name}")));
+        }
+        if name == "echo" {
+            let message = params
+                .and_then(|params| params.get("arguments"))
+                .and_then(|arguments| arguments.get("message"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    RpcError::invalid_params("echo needs a string argument `message`")
+                })?;
+            return Ok(text_content(&format!("Echo: {message}")));
+        }
+        Ok(text_content(&format!("called {name}")))
+    }
+
+    /// Whether `name` is a tool this mode lists.
+    fn knows_tool(&self, name: &str) -> bool {
+        match self.mode {
+            Mode::Paged => {
+                name == "echo" || (1..=PAGE_SIZE * PAGE_COUNT).any(|n| paged_tool_name(n) == name)
+            }
+            Mode::NoAnnotations => matches!(name, "bare" | "partial" | "echo"),
+            Mode::Endless => {
+                let listed = self.endless_pages.load(Ordering::Relaxed);
+                name.strip_prefix("endless-")
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|n| (1..=listed).contains(&n))
+            }
+            Mode::RepeatCursor => name == "looping",
+            Mode::Hang | Mode::Exit | Mode::Unauthorized | Mode::NotMcp => false,
+        }
+    }
+}
+
+fn error_response(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+fn invalid_request() -> Reply {
+    Reply::Rejected(error_response(
+        Value::Null,
+        INVALID_REQUEST,
+        "Invalid Request",
+    ))
+}
+
+fn initialize_result(params: Option<&Value>) -> Value {
+    let requested = params
+        .and_then(|params| params.get("protocolVersion"))
+        .and_then(Value::as_str);
+    let version = requested
+        .filter(|version| SUPPORTED_PROTOCOL_VERSIONS.contains(version))
+        .unwrap_or(LATEST_PROTOCOL_VERSION);
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}, "prompts": {}, "resources": {}},
+        "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
+    })
+}
+
+/// The `cursor` of a `tools/list` request, if any (`null` counts as none).
+fn cursor(params: Option<&Value>) -> Result<Option<&str>, RpcError> {
+    match params.and_then(|params| params.get("cursor")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(cursor)) => Ok(Some(cursor)),
+        Some(_) => Err(RpcError::invalid_params("cursor must be a string")),
+    }
+}
+
+fn text_content(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+// ---------------------------------------------------------------------------------------------
+
+/// One page of the `paged` mode: no cursor is page 1, `page-2` and `page-3` the others.
+fn paged_tools(cursor: Option<&str>) -> Result<Value, RpcError> {
+    let page = match cursor {
+        None => 1,
+        Some(cursor) => cursor
+            .strip_prefix("page-")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| (2..=PAGE_COUNT).contains(n))
+            .ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {cursor}")))?,
+    };
+    let first = (page - 1) * PAGE_SIZE + 1;
+    let mut tools: Vec<Value> = (first..first + PAGE_SIZE)
+        .map(|n| paged_tool(n, page))
+        .collect();
+    if page == PAGE_COUNT {
+        tools.push(echo_tool());
+        Ok(json!({"tools": tools}))
+    } else {
+        Ok(json!({"tools": tools, "nextCursor": format!("page-{}", page + 1)}))
+    }
+}
+
+fn paged_tool_name(n: usize) -> String {
+    format!("tool-{n:02}")
+}
+
+/// Tool `n` of the `paged` mode. The schema's properties are deliberately not in alphabetical
+/// order, and the annotation hints vary with `n` (tool-01 read-only, tool-02 destructive, …).
+fn paged_tool(n: usize, page: usize) -> Value {
+    json!({
+        "name": paged_tool_name(n),
+        "title": format!("Tool {n:02}"),
+        "description": format!("Paged test tool number {n}, on page {page}"),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "zeta": {"type": "string", "description": "last letter"},
+                "alpha": {"type": "integer", "description": "first letter"},
+                "mid": {"type": "boolean"},
+            },
+            "required": ["zeta"],
+        },
+        "annotations": {
+            "readOnlyHint": n % 3 == 1,
+            "destructiveHint": n % 3 == 2,
+            "idempotentHint": n.is_multiple_of(2),
+            "openWorldHint": n.is_multiple_of(4),
+        },
+    })
+}
+
+/// `echo`: returns `Echo: <message>`; it has all four annotation hints.
+fn echo_tool() -> Value {
+    json!({
+        "name": "echo",
+        "title": "Echo",
+        "description": "Echoes the message back",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "message": {"type": "string", "description": "the text to echo back"},
+            },
+            "required": ["message"],
+        },
+        "annotations": {
+            "readOnlyHint": true,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": false,
+        },
+    })
+}
+
+/// A tool with no `annotations` field and no title.
+fn bare_tool() -> Value {
+    json!({
+        "name": "bare",
+        "description": "A tool without annotations or title",
+        "inputSchema": {"type": "object", "properties": {}},
+    })
+}
+
+/// A tool whose annotations have only `readOnlyHint`.
+fn partial_tool() -> Value {
+    json!({
+        "name": "partial",
+        "title": "Partial",
+        "description": "A tool with only some annotations",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": true},
+    })
+}
+
+/// A minimal tool for the `endless` and `repeat-cursor` modes.
+fn plain_tool(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": format!("The tool {name}"),
+        "inputSchema": {"type": "object", "properties": {}},
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// stdio transport
+// ---------------------------------------------------------------------------------------------
+
+/// Serves newline-delimited JSON-RPC on stdin and stdout until stdin closes.
+async fn serve_stdio(server: &McpServer) -> anyhow::Result<()> {
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut stdout = tokio::io::stdout();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = stdin
+            .read_until(b'\n', &mut line)
+            .await
+            .context("reading stdin")?;
+        if read == 0 {
+            eprintln!("test-mcp-server: stdin closed, exiting");
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let Some(reply) = stdio_reply(server, &text)? {
+            stdout
+                .write_all(reply.as_bytes())
+                .await
+                .context("writing stdout")?;
+            stdout.write_all(b"\n").await.context("writing stdout")?;
+            stdout.flush().await.context("writing stdout")?;
+        }
+    }
+}
+
+/// The line to answer one input line with, if any.
+fn stdio_reply(server: &McpServer, text: &str) -> anyhow::Result<Option<String>> {
+    match server.mode {
+        Mode::Paged | Mode::NoAnnotations | Mode::Endless | Mode::RepeatCursor => server
+            .handle_text(text)
+            .into_message()
+            .map(|message| serde_json::to_string(&message))
+            .transpose()
+            .context("serializing a response"),
+        Mode::NotMcp => Ok(Some(NOT_MCP_LINE.to_owned())),
+        // `exit` and `unauthorized` never get here; `hang` answers nothing.
+        Mode::Hang | Mode::Exit | Mode::Unauthorized => Ok(None),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP transport
+// ---------------------------------------------------------------------------------------------
+
+/// Listens on `127.0.0.1:port`, announces the URL on stdout, and serves connections forever.
+async fn serve_http(server: Arc<McpServer>, port: u16) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(("127.0.0.1", port))
+        .await
+        .with_context(|| format!("listening on 127.0.0.1:{port}"))?;
+    let port = listener
+        .local_addr()
+        .context("reading the bound address")?
+        .port();
+    announce(port)?;
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                eprintln!("test-mcp-server: accept failed: {err}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let server = Arc::clone(&server);
+        tokio::spawn(async move {
+            if let Err(err) = serve_connection(&server, stream, port).await {
+                eprintln!("test-mcp-server: connection from {peer}: {err:#}");
+            }
+        });
+    }
+}
+
+/// Prints the one line tests wait for, `listening http://127.0.0.1:<port>/mcp`.
+fn announce(port: u16) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening http://127.0.0.1:{port}{MCP_PATH}").context("writing stdout")?;
+    stdout.flush().context("writing stdout")
+}
+
+/// Serves the requests of one connection, in order, until either side closes it.
+async fn serve_connection(server: &McpServer, stream: TcpStream, port: u16) -> anyhow::Result<()> {
+    let (read_half, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(read_half);
+    loop {
+        let request = match read_request(&mut reader, &mut writer).await {
+            Ok(Some(request)) => request,
+            Ok(None) => return Ok(()),
+            Err(err) => {
+                let response =
+                    Response::new(400, "Bad Request").with_body("text/plain", format!("{err:#}\n"));
+                // The request was unreadable; answering is best-effort before closing.
+                if let Err(write_err) = write_response(&mut writer, &response, false).await {
+                    eprintln!("test-mcp-server: writing a 400: {write_err:#}");
+                }
+                return Err(err);
+            }
+        };
+        let Some(response) = route(server, &request, port) else {
+            eprintln!(
+                "test-mcp-server: hanging on {} {}",
+                request.method, request.target
+            );
+            return std::future::pending().await;
+        };
+        let keep_alive = request.keep_alive();
+        write_response(&mut writer, &response, keep_alive).await?;
+        if !keep_alive {
+            writer.shutdown().await.context("closing the connection")?;
+            return Ok(());
+        }
+    }
+}
+
+/// One parsed HTTP request.
+#[derive(Debug)]
+struct Request {
+    method: String,
+    target: String,
+    /// Whether the request line said HTTP/1.0 (keep-alive is then off by default).
+    http_1_0: bool,
+    /// Header names are lowercased.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    /// The target without its query string.
+    fn path(&self) -> &str {
+        self.target
+            .split_once('?')
+            .map_or(self.target.as_str(), |(path, _)| path)
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        header_value(&self.headers, name)
+    }
+
+    fn keep_alive(&self) -> bool {
+        let has = |token: &str| {
+            self.header("connection").is_some_and(|value| {
+                value
+                    .split(',')
+                    .any(|item| item.trim().eq_ignore_ascii_case(token))
+            })
+        };
+        if self.http_1_0 {
+            has("keep-alive")
+        } else {
+            !has("close")
+        }
+    }
+}
+
+fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(header, _)| header == name)
+        .map(|(_, value)| value.as_str())
+}
+
+/// Reads one request; `None` if the client closed the connection between requests.
+async fn read_request<R, W>(reader: &mut R, writer: &mut W) -> anyhow::Result<Option<Request>>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let Some(request_line) = read_request_line(reader).await? else {
+        return Ok(None);
+    };
+    let (method, target, http_1_0) = parse_request_line(&request_line)?;
+    let headers = read_headers(reader).await?;
+    if header_value(&headers, "transfer-encoding").is_some() {
+        bail!("Transfer-Encoding is not supported; send a Content-Length");
+    }
+    let length = match header_value(&headers, "content-length") {
+        Some(value) => value
+            .parse::<usize>()
+            .with_context(|| format!("bad Content-Length {value:?}"))?,
+        None => 0,
+    };
+    if length > MAX_BODY_BYTES {
+        bail!("body of {length} bytes is too large");
+    }
+    let expects_continue = header_value(&headers, "expect")
+        .is_some_and(|value| value.eq_ignore_ascii_case("100-continue"));
+    if expects_continue && length > 0 {
+        writer
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .context("writing 100 Continue")?;
+        writer.flush().await.context("writing 100 Continue")?;
+    }
+    let mut body = vec![0; length];
+    reader
+        .read_exact(&mut body)
+        .await
+        .context("reading the body")?;
+    Ok(Some(Request {
+        method,
+        target,
+        http_1_0,
+        headers,
+        body,
+    }))
+}
+
+/// The request line, skipping empty lines before it; `None` on end of stream.
+async fn read_request_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> anyhow::Result<Option<String>> {
+    loop {
+        match read_line(reader).await? {
+            None => return Ok(None),
+            Some(line) if line.is_empty() => {}
+            Some(line) => return Ok(Some(line)),
+        }
+    }
+}
+
+fn parse_request_line(line: &str) -> anyhow::Result<(String, String, bool)> {
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        bail!("malformed request line {line:?}");
+    };
+    let http_1_0 = match version {
+        "HTTP/1.1" => false,
+        "HTTP/1.0" => true,
+        other => bail!("unsupported HTTP version {other:?}"),
+    };
+    Ok((method.to_owned(), target.to_owned(), http_1_0))
+}
+
+async fn read_headers<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut headers = Vec::new();
+    loop {
+        let line = read_line(reader)
+            .await?
+            .context("connection closed in the middle of the headers")?;
+        if line.is_empty() {
+            return Ok(headers);
+        }
+        if headers.len() == MAX_HEADERS {
+            bail!("more than {MAX_HEADERS} headers");
+        }
+        let (name, value) = line
+            .split_once(':')
+            .with_context(|| format!("malformed header line {line:?}"))?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+    }
+}
+
+/// One CRLF- (or LF-) terminated line without its terminator; `None` at end of stream.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> anyhow::Result<Option<String>> {
+    let mut line = Vec::new();
+    let read = (&mut *reader)
+        .take(MAX_HEADER_LINE_BYTES)
+        .read_until(b'\n', &mut line)
+        .await
+        .context("reading the request")?;
+    if read == 0 {
+        return Ok(None);
+    }
+    if line.pop() != Some(b'\n') {
+        bail!("request line or header too long, or cut short");
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    String::from_utf8(line)
+        .map(Some)
+        .context("request line or header is not UTF-8")
+}
+
+/// An HTTP response to send.
+#[derive(Debug)]
+struct Response {
+    status: u16,
+    reason: &'static str,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn new(status: u16, reason: &'static str) -> Self {
+        Self {
+            status,
+            reason,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    fn with_body(self, content_type: &'static str, body: impl Into<Vec<u8>>) -> Self {
+        let mut response = self.with_header("Content-Type", content_type);
+        response.body = body.into();
+        response
+    }
+
+    fn json(status: u16, reason: &'static str, body: &Value) -> Self {
+        Self::new(status, reason).with_body("application/json", body.to_string())
+    }
+}
+
+/// Picks the response to a request; `None` means never answer (the `hang` mode).
+fn route(server: &McpServer, request: &Request, port: u16) -> Option<Response> {
+    let on_mcp = request.path() == MCP_PATH;
+    match server.mode {
+        Mode::NotMcp => Some(Response::new(200, "OK").with_body("text/html", NOT_MCP_PAGE)),
+        Mode::Unauthorized if on_mcp => Some(unauthorized(port)),
+        Mode::Hang if on_mcp && request.method == "POST" => None,
+        Mode::Paged
+        | Mode::NoAnnotations
+        | Mode::Endless
+        | Mode::RepeatCursor
+        | Mode::Hang
+        | Mode::Unauthorized
+        | Mode::Exit => Some(mcp_endpoint(server, request, on_mcp)),
+    }
+}
+
+/// The Streamable HTTP endpoint at `/mcp`.
+fn mcp_endpoint(server: &McpServer, request: &Request, on_mcp: bool) -> Response {
+    if !on_mcp {
+        return Response::new(404, "Not Found");
+    }
+    match request.method.as_str() {
+        "POST" => post_message(server, &request.body),
+        "DELETE" => Response::new(200, "OK"),
+        // GET would open the server-initiated SSE stream, which we do not offer.
+        _ => Response::new(405, "Method Not Allowed").with_header("Allow", "POST, DELETE"),
+    }
+}
+
+/// Answers one JSON-RPC message POSTed to `/mcp`.
+fn post_message(server: &McpServer, body: &[u8]) -> Response {
+    match server.handle_text(&String::from_utf8_lossy(body)) {
+        Reply::Response(message) => Response::json(200, "OK", &message),
+        Reply::SessionStart(message) => Response::json(200, "OK", &message)
+            .with_header("Mcp-Session-Id", server.new_session_id()),
+        Reply::Rejected(message) => Response::json(400, "Bad Request", &message),
+        Reply::Silent => Response::new(202, "Accepted"),
+    }
+}
+
+fn unauthorized(port: u16) -> Response {
+    let challenge = format!(
+        "Bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource\", error=\"invalid_token\""
+    );
+    Response::json(401, "Unauthorized", &json!({"error": "invalid_token"}))
+        .with_header("WWW-Authenticate", challenge)
+}
+
+async fn write_response<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    response: &Response,
+    keep_alive: bool,
+) -> anyhow::Result<()> {
+    let mut head = format!("HTTP/1.1 {} {}\r\n", response.status, response.reason);
+    for (name, value) in &response.headers {
+        write!(head, "{name}: {value}\r\n")?;
+    }
+    write!(head, "Content-Length: {}\r\n", response.body.len())?;
+    let connection = if keep_alive { "keep-alive" } else { "close" };
+    write!(head, "Connection: {connection}\r\n\r\n")?;
+    writer
+        .write_all(head.as_bytes())
+        .await
+        .context("writing the response")?;
+    writer
+        .write_all(&response.body)
+        .await
+        .context("writing the response")?;
+    writer.flush().await.context("writing the response")
+}

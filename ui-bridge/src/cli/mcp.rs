@@ -1,0 +1,830 @@
+//! `bosun mcp …`: the MCP server registry, List tools, inspect, call and import.
+//!
+//! Secret values (environment and header lines) are taken, by preference, from stdin
+//! (`--env-from-stdin`) or from a prompt that does not echo, because a command line is visible
+//! to every process on the machine. `-e KEY=VALUE` works too, as with `claude mcp add`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::mcp::{
+    AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportPick,
+    ImportScan, ImportStatus, InspectView, SecretLine, ServerKind, ServerView, ToolListing,
+};
+use bosun_shared::protocol::ui::{Request, Response};
+use bosun_ui::Client;
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::{connect, output};
+
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// Add a server: a command (`-- CMD ARGS…`) or an address (`--url URL`, or the address as
+    /// the second argument with --transport http|sse)
+    Add(AddArgs),
+    /// List the servers
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one server (its lines by name: values are never shown)
+    Show {
+        name: String,
+        /// Also print the tools found by the last listing
+        #[arg(long)]
+        tools: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a server: its command or address, or its environment and header lines
+    Edit(EditArgs),
+    /// Give a server another name (its id, secrets and listing stay)
+    Rename {
+        name: String,
+        new_name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a server and its secrets
+    Remove {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start (or call) the server, list its tools with what each may do, and stop it
+    Tools {
+        name: String,
+        /// Show the last listing kept, without starting the server
+        #[arg(long)]
+        cached: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Test the connection: protocol, identity, capabilities, counts and timings
+    Inspect {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool by hand
+    Call {
+        name: String,
+        tool: String,
+        /// The tool's arguments, a JSON object
+        #[arg(long, default_value = "{}")]
+        args: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import servers from Claude Code, Codex and Gemini CLI (read-only; shows them when none is
+    /// picked)
+    Import(ImportArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TransportArg {
+    Stdio,
+    Http,
+    Sse,
+}
+
+impl From<TransportArg> for ServerKind {
+    fn from(t: TransportArg) -> Self {
+        match t {
+            TransportArg::Stdio => ServerKind::Stdio,
+            TransportArg::Http => ServerKind::Http,
+            TransportArg::Sse => ServerKind::Sse,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    name: String,
+    /// With --transport http or sse: the address (or use --url)
+    url_arg: Option<String>,
+    /// How the server is reached (default: stdio with a command, http with an address)
+    #[arg(long, short = 't', value_enum)]
+    transport: Option<TransportArg>,
+    /// The server's address
+    #[arg(long)]
+    url: Option<String>,
+    /// An environment line, KEY=VALUE, or KEY alone to be asked for the value (repeatable)
+    #[arg(long = "env", short = 'e', value_name = "KEY[=VALUE]")]
+    env: Vec<String>,
+    /// A header line, 'Name: value', or Name alone to be asked for the value (repeatable)
+    #[arg(long = "header", short = 'H', value_name = "NAME[: VALUE]")]
+    headers: Vec<String>,
+    /// Read lines from stdin: KEY=VALUE for the environment, 'Name: value' for headers
+    #[arg(long, alias = "values-from-stdin")]
+    env_from_stdin: bool,
+    #[arg(long)]
+    json: bool,
+    /// The command and its arguments
+    #[arg(last = true, value_name = "CMD ARGS")]
+    command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct EditArgs {
+    name: String,
+    #[arg(long, short = 't', value_enum)]
+    transport: Option<TransportArg>,
+    #[arg(long)]
+    url: Option<String>,
+    /// Add an environment line or replace its value: KEY=VALUE, or KEY to be asked
+    #[arg(long = "env", short = 'e', value_name = "KEY[=VALUE]")]
+    env: Vec<String>,
+    /// Remove an environment line (and its value from the keychain)
+    #[arg(long, value_name = "KEY")]
+    remove_env: Vec<String>,
+    /// Add a header line or replace its value: 'Name: value', or Name to be asked
+    #[arg(long = "header", short = 'H', value_name = "NAME[: VALUE]")]
+    headers: Vec<String>,
+    /// Remove a header line (and its value from the keychain)
+    #[arg(long, value_name = "NAME")]
+    remove_header: Vec<String>,
+    /// Read lines from stdin: KEY=VALUE for the environment, 'Name: value' for headers
+    #[arg(long, alias = "values-from-stdin")]
+    env_from_stdin: bool,
+    #[arg(long)]
+    json: bool,
+    /// A new command and arguments (replaces both)
+    #[arg(last = true, value_name = "CMD ARGS")]
+    command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// Server names to import (see them first by running without names)
+    names: Vec<String>,
+    /// Import every server found that is not in the list yet
+    #[arg(long)]
+    all: bool,
+    /// Import a server under another name: NAME=NEW (repeatable)
+    #[arg(long = "as", value_name = "NAME=NEW")]
+    rename: Vec<String>,
+    /// Also read this file: another account's .claude.json, a Codex config.toml, a Gemini
+    /// settings.json (repeatable)
+    #[arg(long = "file", value_name = "PATH")]
+    files: Vec<PathBuf>,
+    /// When a name is found in several files, the one to take
+    #[arg(long, value_name = "PATH")]
+    from_file: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        McpCommand::Add(a) => add(dirs, a).await,
+        McpCommand::List { json } => {
+            let mut client = connect(dirs).await?;
+            let Response::Servers { servers } = client.request(Request::McpList).await? else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            if json {
+                output::print_json(&servers)?;
+            } else {
+                print_servers(&servers);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCommand::Show { name, tools, json } => {
+            let mut client = connect(dirs).await?;
+            let Response::Server(server) = client
+                .request(Request::McpShow {
+                    server: name.clone(),
+                })
+                .await?
+            else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            let listing = if tools && server.listed_at.is_some() {
+                let request = Request::McpTools {
+                    server: server.name.clone(),
+                    cached: true,
+                };
+                let Response::Tools(l) = client.request(request).await? else {
+                    anyhow::bail!("bosund answered something unexpected");
+                };
+                Some(l)
+            } else {
+                None
+            };
+            if json {
+                match listing {
+                    Some(l) => {
+                        output::print_json(&serde_json::json!({ "server": server, "tools": l }))?
+                    }
+                    None => output::print_json(&server)?,
+                }
+            } else {
+                print_server(&server);
+                if let Some(l) = listing {
+                    println!();
+                    print_tools(&l);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCommand::Edit(a) => edit(dirs, a).await,
+        McpCommand::Rename {
+            name,
+            new_name,
+            json,
+        } => {
+            let mut client = connect(dirs).await?;
+            let Response::Server(server) = client
+                .request(Request::McpRename {
+                    server: name,
+                    new_name,
+                })
+                .await?
+            else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            done(json, &server, "renamed")
+        }
+        McpCommand::Remove { name, json } => {
+            let mut client = connect(dirs).await?;
+            let Response::Server(server) =
+                client.request(Request::McpRemove { server: name }).await?
+            else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            done(json, &server, "removed, with its secrets")
+        }
+        McpCommand::Tools { name, cached, json } => {
+            let mut client = connect(dirs).await?;
+            let request = Request::McpTools {
+                server: name.clone(),
+                cached,
+            };
+            let answer = with_progress(&mut client, request, &name, !cached && !json).await?;
+            let Response::Tools(listing) = answer else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            if json {
+                output::print_json(&listing)?;
+            } else {
+                print_tools(&listing);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCommand::Inspect { name, json } => {
+            let mut client = connect(dirs).await?;
+            let answer = with_progress(
+                &mut client,
+                Request::McpInspect {
+                    server: name.clone(),
+                },
+                &name,
+                !json,
+            )
+            .await?;
+            let Response::Inspect(view) = answer else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            if json {
+                output::print_json(&view)?;
+            } else {
+                print_inspect(&view);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCommand::Call {
+            name,
+            tool,
+            args,
+            json,
+        } => {
+            let args: serde_json::Value = serde_json::from_str(&args).map_err(|e| {
+                anyhow::anyhow!(
+                    "--args is not JSON ({e}); give an object such as '{{\"message\": \"hi\"}}'"
+                )
+            })?;
+            let mut client = connect(dirs).await?;
+            let request = Request::McpCall {
+                server: name.clone(),
+                tool,
+                args,
+            };
+            let answer = with_progress(&mut client, request, &name, !json).await?;
+            let Response::Call(view) = answer else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            if json {
+                output::print_json(&view)?;
+            } else {
+                print_call(&view);
+            }
+            Ok(if view.is_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        McpCommand::Import(a) => import(dirs, a).await,
+    }
+}
+
+fn done(json: bool, server: &ServerView, what: &str) -> anyhow::Result<ExitCode> {
+    if json {
+        output::print_json(server)?;
+    } else {
+        println!("{} {what}", server.name);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
+    let (mut env, mut headers) = (
+        lines(&a.env, LineSyntax::Env)?,
+        lines(&a.headers, LineSyntax::Header)?,
+    );
+    if a.env_from_stdin {
+        let (e, h) = read_stdin_lines()?;
+        env.extend(e);
+        headers.extend(h);
+    }
+    let url = a.url.clone().or(a.url_arg.clone());
+    let kind: ServerKind = match (a.transport, &url, a.command.is_empty()) {
+        (Some(t), _, _) => t.into(),
+        (None, Some(_), true) => ServerKind::Http,
+        (None, None, _) | (None, Some(_), false) => ServerKind::Stdio,
+    };
+    let (command, args, url) = match kind {
+        ServerKind::Stdio => {
+            if url.is_some() && a.command.is_empty() {
+                anyhow::bail!(
+                    "a stdio server takes a command after `--`, not an address; for an address use --transport http or sse"
+                );
+            }
+            let mut parts = a.command.clone().into_iter();
+            (parts.next(), parts.collect(), None)
+        }
+        ServerKind::Http | ServerKind::Sse => {
+            if !a.command.is_empty() {
+                anyhow::bail!(
+                    "a server reached by address takes no command; remove what follows `--`"
+                );
+            }
+            (None, Vec::new(), url)
+        }
+    };
+    let params = AddServerParams {
+        name: a.name,
+        kind,
+        command,
+        args,
+        url,
+        env,
+        headers,
+    };
+    let mut client = connect(dirs).await?;
+    let Response::Server(server) = client.request(Request::McpAdd(params)).await? else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    if a.json {
+        output::print_json(&server)?;
+    } else {
+        println!("added {} ({})", server.name, describe_target(&server));
+        if server.kind == ServerKind::Stdio {
+            println!("list its tools with: bosun mcp tools {}", server.name);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
+    let (mut env, mut headers) = (
+        lines(&a.env, LineSyntax::Env)?,
+        lines(&a.headers, LineSyntax::Header)?,
+    );
+    if a.env_from_stdin {
+        let (e, h) = read_stdin_lines()?;
+        env.extend(e);
+        headers.extend(h);
+    }
+    let (command, args) = if a.command.is_empty() {
+        (None, None)
+    } else {
+        let mut parts = a.command.into_iter();
+        (parts.next(), Some(parts.collect()))
+    };
+    let params = EditServerParams {
+        server: a.name,
+        command,
+        args,
+        url: a.url,
+        kind: a.transport.map(Into::into),
+        set_env: env,
+        remove_env: a.remove_env,
+        set_headers: headers,
+        remove_headers: a.remove_header,
+    };
+    let mut client = connect(dirs).await?;
+    let Response::Server(server) = client.request(Request::McpEdit(params)).await? else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    done(a.json, &server, "changed")
+}
+
+#[derive(Clone, Copy)]
+enum LineSyntax {
+    Env,
+    Header,
+}
+
+/// Turns `KEY=VALUE` / `Name: value` arguments into lines; a name alone is asked for on the
+/// terminal without echo.
+fn lines(args: &[String], syntax: LineSyntax) -> anyhow::Result<Vec<SecretLine>> {
+    let mut out = Vec::new();
+    for arg in args {
+        let split = match syntax {
+            LineSyntax::Env => arg.split_once('='),
+            LineSyntax::Header => arg.split_once(':'),
+        };
+        let (name, value) = match split {
+            Some((n, v)) => (
+                n.trim().to_string(),
+                match syntax {
+                    LineSyntax::Env => v.to_string(),
+                    LineSyntax::Header => v.trim().to_string(),
+                },
+            ),
+            None => {
+                let name = arg.trim().to_string();
+                (name.clone(), ask(&name)?)
+            }
+        };
+        if name.is_empty() {
+            anyhow::bail!(
+                "`{arg}` has no name; write {}",
+                match syntax {
+                    LineSyntax::Env => "KEY=VALUE",
+                    LineSyntax::Header => "'Name: value'",
+                }
+            );
+        }
+        out.push(SecretLine { name, value });
+    }
+    Ok(out)
+}
+
+/// Asks for a value on the terminal without echoing it.
+fn ask(name: &str) -> anyhow::Result<String> {
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "no value given for {name}, and there is no terminal to ask on; pass it on stdin with --env-from-stdin (a line {name}=VALUE, or '{name}: value' for a header)"
+        );
+    }
+    let value = rpassword::prompt_password(format!("value of {name} (not shown): "))?;
+    Ok(value)
+}
+
+/// Reads `KEY=VALUE` (environment) and `Name: value` (header) lines from stdin.
+fn read_stdin_lines() -> anyhow::Result<(Vec<SecretLine>, Vec<SecretLine>)> {
+    let (mut env, mut headers) = (Vec::new(), Vec::new());
+    for (i, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line?;
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let eq = line.find('=');
+        let colon = line.find(':');
+        match (eq, colon) {
+            (Some(e), c) if c.is_none_or(|c| e < c) => env.push(SecretLine {
+                name: line[..e].trim().to_string(),
+                value: line[e + 1..].to_string(),
+            }),
+            (_, Some(c)) => headers.push(SecretLine {
+                name: line[..c].trim().to_string(),
+                value: line[c + 1..].trim().to_string(),
+            }),
+            (Some(_), None) | (None, None) => anyhow::bail!(
+                "line {} on stdin is neither KEY=VALUE nor 'Name: value'",
+                i + 1
+            ),
+        }
+    }
+    Ok((env, headers))
+}
+
+/// Sends a request that starts a server, showing on a terminal how long it has been going.
+async fn with_progress(
+    client: &mut Client,
+    request: Request,
+    name: &str,
+    show: bool,
+) -> anyhow::Result<Response> {
+    let show = show && std::io::stderr().is_terminal();
+    let t0 = Instant::now();
+    let mut ticker = tokio::time::interval(Duration::from_millis(500));
+    let pending = client.request(request);
+    tokio::pin!(pending);
+    let result = loop {
+        tokio::select! {
+            r = &mut pending => break r,
+            _ = ticker.tick(), if show => {
+                let secs = t0.elapsed().as_secs();
+                if secs >= 1 {
+                    let hint = if secs >= 5 { " (a first run of an npx server downloads its package: up to 2 minutes)" } else { "" };
+                    eprint!("\r\x1b[2Kstarting {name}… {secs}s{hint}");
+                    let _ = std::io::stderr().flush();
+                }
+            }
+        }
+    };
+    if show && t0.elapsed() >= Duration::from_secs(1) {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(result?)
+}
+
+async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    if !a.all && a.names.is_empty() {
+        let scan = ImportScan {
+            extra_files: a.files.clone(),
+        };
+        let Response::ImportCandidates { candidates } =
+            client.request(Request::McpImportScan(scan)).await?
+        else {
+            anyhow::bail!("bosund answered something unexpected");
+        };
+        if a.json {
+            output::print_json(&candidates)?;
+        } else {
+            print_candidates(&candidates);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut renames = std::collections::HashMap::new();
+    for r in &a.rename {
+        let Some((from, to)) = r.split_once('=') else {
+            anyhow::bail!("--as takes NAME=NEW, such as --as github=github-work");
+        };
+        renames.insert(from.to_string(), to.to_string());
+    }
+    let picks = a
+        .names
+        .iter()
+        .map(|n| ImportPick {
+            name: n.clone(),
+            rename_to: renames.get(n).cloned(),
+            account: a.from_file.clone(),
+        })
+        .collect();
+    let params = ImportParams {
+        extra_files: a.files,
+        all: a.all,
+        picks,
+    };
+    let Response::Imported { servers } = client.request(Request::McpImport(params)).await? else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    if a.json {
+        output::print_json(&servers)?;
+    } else if servers.is_empty() {
+        println!("nothing to import: every server found is already in the list");
+    } else {
+        for s in &servers {
+            println!("imported {} ({})", s.name, describe_target(s));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe_target(s: &ServerView) -> String {
+    match s.kind {
+        ServerKind::Stdio => {
+            let mut parts = vec![s.command.clone().unwrap_or_default()];
+            parts.extend(s.args.iter().cloned());
+            format!("stdio: {}", parts.join(" "))
+        }
+        ServerKind::Http | ServerKind::Sse => {
+            format!("{}: {}", s.kind, s.url.clone().unwrap_or_default())
+        }
+    }
+}
+
+fn print_servers(servers: &[ServerView]) {
+    if servers.is_empty() {
+        println!(
+            "no MCP servers; add one with `bosun mcp add NAME -- CMD ARGS…` or `bosun mcp import`"
+        );
+        return;
+    }
+    for s in servers {
+        let tools = match (s.tool_count, s.listed_at) {
+            (Some(n), Some(_)) => format!("{n} tools"),
+            _ => "tools not listed yet".to_string(),
+        };
+        let missing: Vec<&str> = s
+            .env
+            .iter()
+            .chain(s.headers.iter())
+            .filter(|l| !l.saved)
+            .map(|l| l.name.as_str())
+            .collect();
+        let mut line = format!("{:<20} {}  ({tools})", s.name, describe_target(s));
+        if !missing.is_empty() {
+            line.push_str(&format!(
+                "  missing from the keychain: {}",
+                missing.join(", ")
+            ));
+        }
+        if let Some(e) = &s.last_error {
+            line.push_str(&format!("\n{:<20} last look failed: {e}", ""));
+        }
+        println!("{line}");
+    }
+}
+
+fn print_server(s: &ServerView) {
+    println!("{:<12}{}", "name", s.name);
+    println!("{:<12}{}", "id", s.id);
+    println!("{:<12}{}", "reached by", describe_target(s));
+    for (what, lines) in [("env", &s.env), ("headers", &s.headers)] {
+        if lines.is_empty() {
+            continue;
+        }
+        for (i, l) in lines.iter().enumerate() {
+            let label = if i == 0 { what } else { "" };
+            println!(
+                "{label:<12}{} ({})",
+                l.name,
+                if l.saved {
+                    "saved"
+                } else {
+                    "missing from the keychain"
+                }
+            );
+        }
+    }
+    match (s.listed_at, s.tool_count) {
+        (Some(at), Some(n)) => println!("{:<12}{n}, listed {}", "tools", at.rfc3339()),
+        _ => println!("{:<12}not listed yet (bosun mcp tools {})", "tools", s.name),
+    }
+    if let Some(e) = &s.last_error {
+        println!("{:<12}{e}", "last error");
+    }
+}
+
+fn print_tools(l: &ToolListing) {
+    println!(
+        "{} tools of {} (listed {})",
+        l.tools.len(),
+        l.server,
+        l.listed_at.rfc3339()
+    );
+    if let Some(t) = &l.truncated {
+        println!("note: {t}");
+    }
+    for t in &l.tools {
+        println!();
+        let title = t
+            .title
+            .as_deref()
+            .map(|t| format!(" — {t}"))
+            .unwrap_or_default();
+        println!("{}{title}", t.full_name);
+        println!(
+            "  risk: {} ({})",
+            t.assessment.risk,
+            t.assessment.words.join(", ")
+        );
+        if t.assessment.sent.is_empty() {
+            println!("  hints: none sent; the MCP spec's defaults apply");
+        } else if t.assessment.sent.len() < 4 {
+            println!(
+                "  hints sent: {}; the others are the spec's defaults",
+                t.assessment.sent.join(", ")
+            );
+        }
+        if let Some(d) = &t.description {
+            for line in d.lines().filter(|l| !l.trim().is_empty()).take(6) {
+                println!("  {line}");
+            }
+        }
+        for p in &t.params {
+            let ty = p.r#type.as_deref().unwrap_or("any");
+            let req = if p.required { "required" } else { "optional" };
+            let desc = p
+                .description
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            println!("    {} ({ty}, {req}){desc}", p.name);
+        }
+    }
+}
+
+fn print_inspect(v: &InspectView) {
+    println!("{:<18}{}", "server", v.server);
+    println!(
+        "{:<18}{} {}",
+        "identifies as",
+        v.server_name.as_deref().unwrap_or("?"),
+        v.server_version.as_deref().unwrap_or("")
+    );
+    println!("{:<18}{}", "protocol", v.protocol_version);
+    let caps: Vec<String> = v
+        .capabilities
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    println!(
+        "{:<18}{}",
+        "capabilities",
+        if caps.is_empty() {
+            "none".into()
+        } else {
+            caps.join(", ")
+        }
+    );
+    println!("{:<18}{}", "tools", v.tools);
+    println!(
+        "{:<18}{}",
+        "prompts",
+        v.prompts
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "not offered".into())
+    );
+    println!(
+        "{:<18}{}",
+        "resources",
+        v.resources
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "not offered".into())
+    );
+    println!(
+        "{:<18}connect + initialize {} ms, listing {} ms, total {} ms",
+        "timings", v.connect_ms, v.list_ms, v.total_ms
+    );
+}
+
+fn print_call(v: &CallView) {
+    if v.is_error {
+        println!("the tool reported an error:");
+    }
+    match v.content.as_array() {
+        Some(items) => {
+            for item in items {
+                match item.get("text").and_then(|t| t.as_str()) {
+                    Some(text) => println!("{text}"),
+                    None => println!("{item}"),
+                }
+            }
+        }
+        None => println!("{}", v.content),
+    }
+    if let Some(s) = &v.structured {
+        println!("structured: {s}");
+    }
+}
+
+fn print_candidates(cands: &[ImportCandidateView]) {
+    if cands.is_empty() {
+        println!("no MCP servers found in Claude Code, Codex or Gemini CLI configuration");
+        return;
+    }
+    for c in cands {
+        let status = match c.status {
+            ImportStatus::New => "new",
+            ImportStatus::AlreadyInList => "already in the list",
+            ImportStatus::NameTaken => "name taken: import with --as NAME=NEW",
+            ImportStatus::BadName => "name not allowed in bosun: import with --as NAME=NEW",
+        };
+        let target = match c.kind {
+            ServerKind::Stdio => {
+                let mut parts = vec![c.command.clone().unwrap_or_default()];
+                parts.extend(c.args.iter().cloned());
+                parts.join(" ")
+            }
+            ServerKind::Http | ServerKind::Sse => c.url.clone().unwrap_or_default(),
+        };
+        println!(
+            "{:<20} {} ({}), {} scope, {}: {target}",
+            c.name,
+            c.source,
+            c.account.display(),
+            c.scope,
+            c.kind
+        );
+        if !c.env_names.is_empty() {
+            println!("{:<20} env: {}", "", c.env_names.join(", "));
+        }
+        if !c.header_names.is_empty() {
+            println!("{:<20} headers: {}", "", c.header_names.join(", "));
+        }
+        println!("{:<20} {status}", "");
+    }
+    println!("\nimport with: bosun mcp import NAME… (or --all)");
+}
