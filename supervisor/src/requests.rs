@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use bosun_actors::mcp::look;
 use bosun_actors::mcp::registry::{self, RegistryMsg};
+use bosun_actors::mcp::{adopt, look};
 use bosun_actors::runs::RunsMsg;
 use bosun_actors::runs::follow::blocking;
 use bosun_actors::runs::run_actor::RunMsg;
@@ -132,8 +132,25 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
                 .await
                 .map(|v| Response::Call(Box::new(v)))
         }
-        Request::McpImportScan(_) | Request::McpImport(_) => {
-            Err(WireError::internal("import is not wired yet"))
+        Request::McpImportScan(scan) => {
+            let found = tokio::task::spawn_blocking(move || adopt::find(&scan))
+                .await
+                .map_err(|e| WireError::internal(e.to_string()))??;
+            let existing = registry::list(&ctx.registry_context()).await?;
+            Ok(Response::ImportCandidates {
+                candidates: found
+                    .candidates
+                    .iter()
+                    .map(|c| adopt::view(c, &existing))
+                    .collect(),
+                problems: found.problems,
+            })
+        }
+        Request::McpImport(params) => {
+            let registry = ctx.registry().ok_or_else(starting_up)?;
+            adopt::import(&ctx.registry_context(), &registry, params)
+                .await
+                .map(|servers| Response::Imported { servers })
         }
         Request::FollowLog(_) | Request::Unfollow { .. } | Request::SubscribeRuns => Err(
             WireError::internal("this request is handled by the session"),

@@ -527,13 +527,13 @@ pub fn test_server_bin() -> PathBuf {
     bin("test-mcp-server")
 }
 
-/// `mcp-server-everything` from `tests/node` (installed by `npm ci --prefix tests/node`).
+/// `mcp-server-everything` from `tests/node` (installed by `npm install --prefix tests/node`).
 pub fn everything_bin() -> PathBuf {
     let p =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("node/node_modules/.bin/mcp-server-everything");
     assert!(
         p.exists(),
-        "{} is missing: install the test peers with `npm ci --prefix tests/node` (./scripts/test does)",
+        "{} is missing: install the test peers with `npm install --prefix tests/node` (./scripts/test does)",
         p.display()
     );
     p
@@ -627,4 +627,17 @@ impl Drop for SecretService {
         let _ = self.dbus.kill();
         let _ = self.dbus.wait();
     }
+}
+
+/// A program from `tests/node/node_modules/.bin` (the coding CLIs, the MCP Inspector).
+pub fn node_bin(name: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("node/node_modules/.bin")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: install the test peers with `npm install --prefix tests/node` (./scripts/test does)",
+        p.display()
+    );
+    p
 }

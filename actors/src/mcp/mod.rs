@@ -5,7 +5,9 @@
 //! - [`registry`]: the Registry actor, the one place servers are added, changed and removed.
 //! - [`client`]: talking to a server for a moment, over stdio, Streamable HTTP or [`sse`].
 //! - [`tools`]: a server's tools as bosun shows them, with their risk.
+//! - [`import`] and [`adopt`]: the servers the coding CLIs already have, read and taken over.
 
+pub mod adopt;
 pub mod client;
 pub mod import;
 pub mod look;

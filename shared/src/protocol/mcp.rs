@@ -168,12 +168,15 @@ pub struct CallView {
     pub structured: Option<serde_json::Value>,
 }
 
-/// Where an importable server comes from.
+/// Where importable servers are looked for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportScan {
     /// Config files to read beyond the usual places (Claude Code `.claude.json` of further
-    /// accounts, a Codex `config.toml`, a Gemini `settings.json`).
+    /// accounts, a project's `.mcp.json`, a Codex `config.toml`, a Gemini `settings.json`).
     pub extra_files: Vec<PathBuf>,
+    /// The person's own `HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and `GEMINI_CLI_HOME`, which
+    /// say where the usual places are (the daemon's may differ).
+    pub env: Vec<(String, String)>,
 }
 
 /// A server found in a coding CLI's configuration.
@@ -183,7 +186,7 @@ pub struct ImportCandidateView {
     pub source: String,
     /// The file it is in.
     pub account: PathBuf,
-    /// "user", or "local <folder>" / "project <folder>".
+    /// "user", or "local (<folder>)" / "project (<folder>)".
     pub scope: String,
     pub name: String,
     pub kind: ServerKind,
@@ -213,7 +216,7 @@ pub enum ImportStatus {
 /// Which candidates to import.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportParams {
-    pub extra_files: Vec<PathBuf>,
+    pub scan: ImportScan,
     /// Every candidate that is new.
     pub all: bool,
     /// Candidates by name, each with the name to give it in bosun (the same when absent).

@@ -170,8 +170,10 @@ pub enum Response {
     Tools(Box<ToolListing>),
     Inspect(Box<InspectView>),
     Call(Box<CallView>),
+    /// What an import would find; `problems` are files that could not be read, in words.
     ImportCandidates {
         candidates: Vec<ImportCandidateView>,
+        problems: Vec<String>,
     },
     Imported {
         servers: Vec<ServerView>,

@@ -549,18 +549,34 @@ async fn with_progress(
 
 async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
+    let scan = ImportScan {
+        extra_files: a
+            .files
+            .iter()
+            .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone()))
+            .collect(),
+        env: ["HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"]
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect(),
+    };
     if !a.all && a.names.is_empty() {
-        let scan = ImportScan {
-            extra_files: a.files.clone(),
-        };
-        let Response::ImportCandidates { candidates } =
-            client.request(Request::McpImportScan(scan)).await?
+        let request = Request::McpImportScan(scan);
+        let Response::ImportCandidates {
+            candidates,
+            problems,
+        } = client.request(request).await?
         else {
             anyhow::bail!("bosund answered something unexpected");
         };
         if a.json {
-            output::print_json(&candidates)?;
+            output::print_json(
+                &serde_json::json!({ "candidates": candidates, "problems": problems }),
+            )?;
         } else {
+            for p in &problems {
+                eprintln!("bosun: {p}");
+            }
             print_candidates(&candidates);
         }
         return Ok(ExitCode::SUCCESS);
@@ -578,11 +594,14 @@ async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<ExitCode> {
         .map(|n| ImportPick {
             name: n.clone(),
             rename_to: renames.get(n).cloned(),
-            account: a.from_file.clone(),
+            account: a
+                .from_file
+                .as_ref()
+                .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone())),
         })
         .collect();
     let params = ImportParams {
-        extra_files: a.files,
+        scan,
         all: a.all,
         picks,
     };
