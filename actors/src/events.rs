@@ -1,11 +1,12 @@
 //! Events: the fan-out of run changes to every UI that asked for them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
 
 use bosun_shared::protocol::ui::{Event, RunView, ServerFrame};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::mpsc;
+
+use crate::handle::ActorHandle;
 
 /// The Events actor's messages.
 pub enum EventsMsg {
@@ -67,21 +68,5 @@ impl Actor for Events {
     }
 }
 
-/// Where to send run changes: the current Events actor. Root replaces it when Events is
-/// restarted, so nobody keeps a reference to a dead one.
-#[derive(Clone, Default)]
-pub struct EventsHandle(Arc<RwLock<Option<ActorRef<EventsMsg>>>>);
-
-impl EventsHandle {
-    pub fn set(&self, actor: ActorRef<EventsMsg>) {
-        if let Ok(mut a) = self.0.write() {
-            *a = Some(actor);
-        }
-    }
-
-    pub fn cast(&self, msg: EventsMsg) {
-        if let Some(actor) = self.0.read().ok().and_then(|a| a.clone()) {
-            let _ = actor.cast(msg);
-        }
-    }
-}
+/// Where to send run changes: the current Events actor.
+pub type EventsHandle = ActorHandle<EventsMsg>;

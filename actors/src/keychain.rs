@@ -215,6 +215,11 @@ pub fn header_key(server: bosun_shared::ServerId, name: &str) -> String {
     format!("mcp/{server}/header/{name}")
 }
 
+/// The keychain key of an agent's secret environment line.
+pub fn agent_env_key(agent: bosun_shared::AgentId, name: &str) -> String {
+    format!("agent/{agent}/env/{name}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,9 +5,13 @@
 //! - [`events`]: the fan-out of run changes to subscribed UIs.
 //! - [`mcp`]: the MCP server registry, List tools, inspect, call and import.
 //! - [`keychain`]: where secret values live (Secret Service, or a 0600 file for tests).
-//! - [`supervision`]: the restart budget every supervisor uses.
+//! - [`agents`]: agents, their switches, the CLI adapters, and their runs' streams.
+//! - [`supervision`]: the restart budget every supervisor uses; [`handle`]: "the current"
+//!   actor of a kind, across restarts.
 
+pub mod agents;
 pub mod events;
+pub mod handle;
 pub mod keychain;
 pub mod mcp;
 pub mod runs;

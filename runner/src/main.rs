@@ -105,6 +105,11 @@ async fn run() -> Result<(), String> {
         state.clone(),
     ));
 
+    Sink {
+        outbox: outbox.clone(),
+        wake: wake.clone(),
+    }
+    .notes(&plan.notes);
     let exit = match start_program(&plan) {
         Err(reason) => ExitInfo {
             outcome: Outcome::Failed,

@@ -38,6 +38,13 @@ pub struct Sink {
 }
 
 impl Sink {
+    /// bosun's own lines about the run, in its log before the program's output.
+    pub fn notes(&self, notes: &[String]) {
+        for n in notes {
+            self.emit(Stream::Note, format!("{n}\n").into_bytes());
+        }
+    }
+
     fn emit(&self, stream: Stream, bytes: Vec<u8>) {
         if bytes.is_empty() {
             return;

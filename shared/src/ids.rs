@@ -99,6 +99,14 @@ random_id!(
     BadServerId
 );
 
+random_id!(
+    /// An agent's id: stable whatever it is renamed to. Its secret environment lines live in
+    /// the keychain under `agent/<agent id>/env/…`.
+    AgentId,
+    "agent id",
+    BadAgentId
+);
+
 /// The secret a runner proves itself with when it connects back to `bosund`. It reaches the
 /// runner only through its stdin; the store keeps only its SHA-256 ([`RunToken::digest`]).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]

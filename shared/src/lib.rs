@@ -5,6 +5,7 @@
 //! and the process-group helpers. It depends on nothing else of bosun's, and it stays small:
 //! `bosun-runner` links it, and a runner must stay a few megabytes.
 
+pub mod agents;
 pub mod ids;
 pub mod mcp;
 pub mod paths;
@@ -13,7 +14,7 @@ pub mod protocol;
 pub mod run;
 pub mod time;
 
-pub use ids::{RunId, RunToken, ServerId};
+pub use ids::{AgentId, RunId, RunToken, ServerId};
 pub use time::Timestamp;
 
 /// The environment variable that marks every process a run starts, so that a sweep after a crash

@@ -118,6 +118,8 @@ impl ExitInfo {
 pub enum Stream {
     Stdout,
     Stderr,
+    /// bosun's own lines about the run, such as a server left out and why.
+    Note,
 }
 
 impl Stream {
@@ -125,6 +127,7 @@ impl Stream {
         match self {
             Stream::Stdout => 1,
             Stream::Stderr => 2,
+            Stream::Note => 3,
         }
     }
 
@@ -132,6 +135,7 @@ impl Stream {
         match b {
             1 => Some(Stream::Stdout),
             2 => Some(Stream::Stderr),
+            3 => Some(Stream::Note),
             _ => None,
         }
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::Context;
+use bosun_actors::agents::registry::{AgentsContext, AgentsHandle};
 use bosun_actors::events::EventsHandle;
 use bosun_actors::keychain::Keychain;
 use bosun_actors::mcp::registry::{RegistryContext, RegistryMsg};
@@ -26,6 +27,7 @@ pub struct DaemonCtx {
     pub live: LiveRuns,
     pub events: EventsHandle,
     pub keychain: Keychain,
+    pub agents: AgentsHandle,
     pub started_at: Timestamp,
     root: RwLock<Option<ActorRef<RootMsg>>>,
     runs: RwLock<Option<ActorRef<RunsMsg>>>,
@@ -60,6 +62,7 @@ impl DaemonCtx {
             live: LiveRuns::default(),
             events: EventsHandle::default(),
             keychain,
+            agents: AgentsHandle::default(),
             started_at,
             root: RwLock::new(None),
             runs: RwLock::new(None),
@@ -112,7 +115,17 @@ impl DaemonCtx {
             runner_bin: self.runner_bin.clone(),
             live: self.live.clone(),
             events: self.events.clone(),
+            agents: self.agents.clone(),
         })
+    }
+
+    /// What the Agents actor works with.
+    pub fn agents_context(&self) -> AgentsContext {
+        AgentsContext {
+            store: self.store.clone(),
+            writer: self.writer.clone(),
+            keychain: self.keychain.clone(),
+        }
     }
 
     /// What the MCP registry works with.

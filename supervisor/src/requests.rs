@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+use bosun_actors::agents::registry::{self as agents, AgentsMsg};
+use bosun_actors::agents::{builtin, launch};
 use bosun_actors::mcp::registry::{self, RegistryMsg};
 use bosun_actors::mcp::{adopt, look};
-use bosun_actors::runs::RunsMsg;
 use bosun_actors::runs::follow::blocking;
 use bosun_actors::runs::run_actor::RunMsg;
+use bosun_actors::runs::{RunSpec, RunsMsg};
 use bosun_actors::store::StoreError;
 use bosun_shared::RunId;
 use bosun_shared::protocol::runner::StopOrder;
@@ -21,11 +23,39 @@ use crate::root::RootMsg;
 /// Answers a request that needs no subscription.
 pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, WireError> {
     match request {
-        Request::StartRun(params) => {
-            let runs = ctx.runs().ok_or_else(starting_up)?;
-            ractor::call!(runs, |reply| RunsMsg::Start { params, reply })
-                .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
-                .map(|v| Response::Run(Box::new(v)))
+        Request::StartRun(params) => start(ctx, RunSpec::plain(params)).await,
+        Request::AgentAdd(params) => agents_call(ctx, |reply| AgentsMsg::Add { params, reply })
+            .await
+            .map(|v| Response::Agent(Box::new(v))),
+        Request::AgentEdit(params) => agents_call(ctx, |reply| AgentsMsg::Edit { params, reply })
+            .await
+            .map(|v| Response::Agent(Box::new(v))),
+        Request::AgentSet { agent, settings } => agents_call(ctx, |reply| AgentsMsg::Set {
+            agent,
+            settings,
+            reply,
+        })
+        .await
+        .map(|v| Response::Agent(Box::new(v))),
+        Request::AgentRemove { agent } => {
+            agents_call(ctx, |reply| AgentsMsg::Remove { agent, reply })
+                .await
+                .map(|v| Response::Agent(Box::new(v)))
+        }
+        Request::AgentShow { agent } => agents::show(&ctx.agents_context(), &agent)
+            .await
+            .map(|v| Response::Agent(Box::new(v))),
+        Request::AgentList => agents::list(&ctx.agents_context())
+            .await
+            .map(|agents| Response::Agents { agents }),
+        Request::AgentRun { agent, prompt } => {
+            let spec = launch::prepare(&ctx.agents_context(), &agent, &prompt).await?;
+            start(ctx, spec).await
+        }
+        Request::AgentTools { agent, ask } => {
+            builtin::tools(&ctx.agents_context(), ctx.agents.get(), &agent, ask)
+                .await
+                .map(|v| Response::BuiltinTools(Box::new(v)))
         }
         Request::ListRuns { all } => list_runs(ctx, all)
             .await
@@ -156,6 +186,27 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             WireError::internal("this request is handled by the session"),
         ),
     }
+}
+
+async fn start(ctx: &Arc<DaemonCtx>, spec: RunSpec) -> Result<Response, WireError> {
+    let runs = ctx.runs().ok_or_else(starting_up)?;
+    let spec = Box::new(spec);
+    ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
+        .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
+        .map(|v| Response::Run(Box::new(v)))
+}
+
+/// Asks the Agents actor (every change to the agents goes through it, one at a time).
+async fn agents_call<T: Send + 'static>(
+    ctx: &Arc<DaemonCtx>,
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, WireError>>) -> AgentsMsg,
+) -> Result<T, WireError> {
+    let agents = ctx.agents.get().ok_or_else(starting_up)?;
+    agents
+        .call(msg, None)
+        .await
+        .map_err(|e| WireError::internal(format!("bosund's agents did not answer: {e}")))?
+        .success_or(WireError::internal("bosund's agents did not answer"))?
 }
 
 /// Asks the Registry actor (every change to the MCP servers goes through it, one at a time).

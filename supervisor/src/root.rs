@@ -1,12 +1,12 @@
-//! Root: the top of bosund's actor tree. It starts Events, Runs, the MCP Registry and the IPC
-//! listener, restarts
-//! any of them that fails within its restart budget (and gives up, recording why, past it), and
-//! carries out the daemon's shutdown.
+//! Root: the top of bosund's actor tree. It starts Events, Runs, the MCP Registry, Agents and
+//! the IPC listener, restarts any of them that fails within its restart budget (and gives up,
+//! recording why, past it), and carries out the daemon's shutdown.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bosun_actors::agents::registry::Agents;
 use bosun_actors::events::Events;
 use bosun_actors::mcp::registry::Registry;
 use bosun_actors::runs::{Runs, RunsMsg};
@@ -32,6 +32,7 @@ enum Child {
     Events,
     Runs,
     Registry,
+    Agents,
     Listener,
 }
 
@@ -61,7 +62,13 @@ impl Actor for Root {
             shutting_down: false,
         };
         state.ctx.set_root(myself.clone());
-        for child in [Child::Events, Child::Runs, Child::Registry, Child::Listener] {
+        for child in [
+            Child::Events,
+            Child::Runs,
+            Child::Registry,
+            Child::Agents,
+            Child::Listener,
+        ] {
             state.start(&myself, child).await?;
         }
         Ok(state)
@@ -144,6 +151,12 @@ impl RootState {
                 let ctx = self.ctx.registry_context();
                 let (a, _) = Actor::spawn_linked(None, Registry, ctx, myself.get_cell()).await?;
                 self.ctx.set_registry(a.clone());
+                a.get_cell()
+            }
+            Child::Agents => {
+                let ctx = self.ctx.agents_context();
+                let (a, _) = Actor::spawn_linked(None, Agents, ctx, myself.get_cell()).await?;
+                self.ctx.agents.set(a.clone());
                 a.get_cell()
             }
             Child::Listener => {

@@ -44,7 +44,7 @@ pub struct SessionArgs {
 
 pub enum SessionMsg {
     /// A UI's request.
-    Request { id: u64, body: Request },
+    Request { id: u64, body: Box<Request> },
     /// A UI sent a frame that is not a request.
     BadFrame { detail: String },
     /// A UI sent a frame over the limit; the connection is closed after the answer.
@@ -205,7 +205,7 @@ impl Actor for Session {
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SessionMsg::Request { id, body } => state.on_request(&myself, id, body).await,
+            SessionMsg::Request { id, body } => state.on_request(&myself, id, *body).await,
             SessionMsg::BadFrame { detail } => {
                 let err = WireError::new(
                     ErrorCode::BadFrame,
@@ -259,7 +259,10 @@ impl SessionState {
             loop {
                 let msg = match reader.read_raw().await {
                     Ok(Some(body)) => match decode_body::<ClientFrame>(body) {
-                        Ok(ClientFrame::Request { id, body }) => SessionMsg::Request { id, body },
+                        Ok(ClientFrame::Request { id, body }) => SessionMsg::Request {
+                            id,
+                            body: Box::new(body),
+                        },
                         Err(e) => SessionMsg::BadFrame {
                             detail: e.to_string(),
                         },
@@ -453,7 +456,9 @@ impl SessionState {
             long @ (Request::McpTools { .. }
             | Request::McpInspect { .. }
             | Request::McpCall { .. }
-            | Request::McpImport(_)) => {
+            | Request::McpImport(_)
+            | Request::AgentRun { .. }
+            | Request::AgentTools { .. }) => {
                 let ctx = self.ctx.clone();
                 let me = myself.clone();
                 let task = tokio::spawn(async move {
@@ -479,7 +484,13 @@ impl SessionState {
             | Request::McpRemove { .. }
             | Request::McpList
             | Request::McpShow { .. }
-            | Request::McpImportScan(_)) => requests::answer(&self.ctx, other).await,
+            | Request::McpImportScan(_)
+            | Request::AgentAdd(_)
+            | Request::AgentEdit(_)
+            | Request::AgentSet { .. }
+            | Request::AgentShow { .. }
+            | Request::AgentList
+            | Request::AgentRemove { .. }) => requests::answer(&self.ctx, other).await,
         };
         let result = match result {
             Ok(r) => ResponseResult::Ok(r),

@@ -641,3 +641,80 @@ pub fn node_bin(name: &str) -> PathBuf {
     );
     p
 }
+
+/// `fake-model-api`: a scripted model API on 127.0.0.1 for the real coding CLIs (see the
+/// binary's own documentation for the script and the log), killed when this is dropped.
+pub struct FakeModel {
+    _dir: tempfile::TempDir,
+    peer: Peer,
+    log: PathBuf,
+}
+
+impl FakeModel {
+    /// `api`: `anthropic`, `openai` or `gemini`.
+    pub fn start(api: &str, script: &str) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("bt-fake-")
+            .tempdir_in("/tmp")?;
+        let log = dir.path().join("turns.jsonl");
+        let mut cmd = Command::new(bin("fake-model-api"));
+        cmd.args(["--api", api, "--script", script, "--log"])
+            .arg(&log);
+        let peer = Peer::start(cmd, "listening", "")?;
+        Ok(Self {
+            _dir: dir,
+            peer,
+            log,
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.peer.url
+    }
+
+    /// Every turn logged so far, retries left out.
+    pub fn turns(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|t| t["retry"] != Value::Bool(true))
+            .collect()
+    }
+
+    /// Waits until at least `n` turns have come.
+    pub fn wait_turns(&self, n: usize, timeout: Duration) -> anyhow::Result<Vec<Value>> {
+        wait_for(&format!("{n} model turns"), timeout, || {
+            let t = self.turns();
+            Ok((t.len() >= n).then_some(t))
+        })
+    }
+}
+
+/// The session a live process is in.
+pub fn session_of(pid: i32) -> Option<i32> {
+    bosun_shared::process::stat(pid).map(|s| s.sid)
+}
+
+/// Every live process of session `sid`, with its command line.
+pub fn session_members(sid: i32) -> Vec<(i32, String)> {
+    bosun_shared::process::all_processes()
+        .into_iter()
+        .filter(|p| p.sid == sid && p.state != 'Z')
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            (p.pid, cmd.trim().to_string())
+        })
+        .collect()
+}
+
+/// A file's permission bits.
+pub fn mode_of(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o777)
+}

@@ -8,6 +8,7 @@
 //! - [`import`] and [`adopt`]: the servers the coding CLIs already have, read and taken over.
 
 pub mod adopt;
+pub mod browser;
 pub mod client;
 pub mod import;
 pub mod look;

@@ -6,6 +6,7 @@ use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView};
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use super::browser::BrowserSettings;
 use crate::store::StoreError;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -26,6 +27,10 @@ pub struct ServerRecord {
     pub listing: Option<StoredListing>,
     /// Why the last look at it failed, if it did (plain words, no secrets).
     pub last_error: Option<String>,
+    /// Set on the built-in browser (`chrome-devtools`) only: its version and program. Its
+    /// command line is made from these each time it starts.
+    #[serde(default)]
+    pub browser: Option<BrowserSettings>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -93,6 +98,8 @@ impl ServerRecord {
             listed_at: self.listing.as_ref().map(|l| l.at),
             tool_count: self.listing.as_ref().map(|l| l.tools.len()),
             last_error: self.last_error.clone(),
+            builtin: self.browser.is_some(),
+            browser: None,
         }
     }
 

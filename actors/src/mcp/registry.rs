@@ -17,6 +17,11 @@ use bosun_shared::{ServerId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
 
+use std::path::PathBuf;
+
+use bosun_shared::protocol::mcp::BrowserView;
+
+use super::browser::{self, BrowserSettings};
 use super::client::Endpoint;
 use super::record::{LineKind, ServerRecord, StoredListing};
 use crate::keychain::{Keychain, KeychainError};
@@ -78,6 +83,7 @@ impl Actor for Registry {
         _myself: ActorRef<RegistryMsg>,
         ctx: RegistryContext,
     ) -> Result<RegistryContext, ActorProcessingErr> {
+        ensure_builtin(&ctx).await?;
         Ok(ctx)
     }
 
@@ -171,13 +177,101 @@ pub async fn show(ctx: &RegistryContext, server: &str) -> Result<ServerView, Wir
 }
 
 fn view_of(keychain: &Keychain, rec: &ServerRecord) -> ServerView {
-    rec.view(|kind, name| {
+    let mut view = rec.view(|kind, name| {
         keychain
             .get(&kind.key(rec.id, name))
             .ok()
             .flatten()
             .is_some()
-    })
+    });
+    if let Some(settings) = &rec.browser {
+        let path = std::env::var("PATH").ok();
+        let mut missing = Vec::new();
+        let node = browser::check_node(path.as_deref())
+            .map_err(|e| missing.push(e))
+            .ok();
+        let program = browser::find_program(settings, path.as_deref())
+            .map_err(|e| missing.push(e))
+            .ok();
+        let shown = match &program {
+            Some(p) => browser::command_line(settings, p, false),
+            None => browser::command_line(
+                settings,
+                &browser::Program::ServerFinds(PathBuf::new()),
+                false,
+            ),
+        };
+        view.command = Some(shown.command);
+        view.args = shown.args;
+        view.browser = Some(BrowserView {
+            version: settings.version.clone(),
+            program_set: settings.program.clone(),
+            program_found: program.map(|p| p.path().to_path_buf()),
+            node,
+            missing,
+        });
+    }
+    view
+}
+
+/// The built-in browser is a server like the others (it has a listing and per-tool switches),
+/// created with the pinned version the first time bosund starts.
+async fn ensure_builtin(ctx: &RegistryContext) -> Result<(), StoreError> {
+    let store = ctx.store.clone();
+    let found = tokio::task::spawn_blocking(move || store.find_server(browser::NAME))
+        .await
+        .map_err(|e| StoreError::Corrupt(e.to_string()))??;
+    if found.is_some() {
+        return Ok(());
+    }
+    let now = Timestamp::now();
+    let settings = BrowserSettings::default();
+    let shown = browser::command_line(
+        &settings,
+        &browser::Program::ServerFinds(PathBuf::new()),
+        false,
+    );
+    let rec = ServerRecord {
+        id: ServerId::new(),
+        name: browser::NAME.to_string(),
+        kind: ServerKind::Stdio,
+        command: Some(shown.command),
+        args: shown.args,
+        url: None,
+        env_names: Vec::new(),
+        header_names: Vec::new(),
+        created_at: now,
+        updated_at: now,
+        listing: None,
+        last_error: None,
+        browser: Some(settings),
+    };
+    ctx.writer.put_server(&rec).await?;
+    info!(
+        server = browser::NAME,
+        version = browser::PINNED_VERSION,
+        "built-in browser server added"
+    );
+    Ok(())
+}
+
+/// Refused for the built-in browser, which only changes its version and program.
+fn builtin_refusal(what: &str) -> WireError {
+    WireError::bad_request(format!(
+        "{} is built in and cannot be {what}; only its version and browser program change (`bosun mcp edit {} --version V --browser PATH`), and each agent switches it with `bosun agent set NAME browser=on|off`",
+        browser::NAME,
+        browser::NAME
+    ))
+}
+
+/// A command line that starts chrome-devtools-mcp is checked for the forbidden options.
+fn check_browser_options(command: &Option<String>, args: &[String]) -> Result<(), WireError> {
+    match command {
+        Some(c) if browser::starts_chrome_devtools(c, args) => {
+            browser::check_command_line(c, args).map_err(WireError::bad_request)
+        }
+        Some(_) | None => Ok(()),
+    }
 }
 
 /// How to reach a server, with its secret values read from the keychain for this one use.
@@ -215,12 +309,31 @@ pub async fn endpoint(
         Ok((env, headers))
     })
     .await??;
-    let (env, headers) = lines;
+    let (mut env, headers) = lines;
+    let (command, args) = match &rec.browser {
+        Some(settings) => {
+            let settings = settings.clone();
+            let launch = blocking(move || {
+                browser::launch(&settings, false, std::env::var("PATH").ok().as_deref())
+            })
+            .await?
+            .map_err(|why| {
+                WireError::new(
+                    bosun_shared::protocol::ErrorCode::Unavailable,
+                    format!("the browser cannot start: {why}"),
+                )
+            })?;
+            env.extend(launch.env);
+            (Some(launch.command), launch.args)
+        }
+        None => (rec.command.clone(), rec.args.clone()),
+    };
+    check_browser_options(&command, &args)?;
     let ep = Endpoint {
         server: rec.name.clone(),
         kind: rec.kind,
-        command: rec.command.clone(),
-        args: rec.args.clone(),
+        command,
+        args,
         url: rec.url.clone(),
         env,
         headers,
@@ -391,6 +504,7 @@ async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), Wir
 async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, WireError> {
     check_name(ctx, &p.name, None).await?;
     check_target(p.kind, &p.command, &p.url)?;
+    check_browser_options(&p.command, &p.args)?;
     check_lines(&p.env, &p.headers)?;
     let now = Timestamp::now();
     let rec = ServerRecord {
@@ -406,6 +520,7 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Wi
         updated_at: now,
         listing: None,
         last_error: None,
+        browser: None,
     };
     let lines: Vec<(LineKind, SecretLine)> = p
         .env
@@ -425,6 +540,16 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Wi
 
 async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, WireError> {
     let mut rec = find(&ctx.store, &p.server).await?;
+    if rec.browser.is_some() {
+        return edit_builtin(ctx, rec, p).await;
+    }
+    if p.browser_version.is_some() || p.browser_program.is_some() {
+        return Err(WireError::bad_request(format!(
+            "`{}` is not the built-in browser; a version and browser program are set on {} only",
+            rec.name,
+            browser::NAME
+        )));
+    }
     if let Some(kind) = p.kind {
         rec.kind = kind;
     }
@@ -445,6 +570,7 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
         }
     }
     check_target(rec.kind, &rec.command, &rec.url)?;
+    check_browser_options(&rec.command, &rec.args)?;
     check_lines(&p.set_env, &p.set_headers)?;
     for (names, removed, what) in [
         (&rec.env_names, &p.remove_env, "environment line"),
@@ -494,12 +620,58 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     blocking(move || view_of(&keychain, &rec)).await
 }
 
+/// The built-in browser: its version and its program, nothing else.
+async fn edit_builtin(
+    ctx: &RegistryContext,
+    mut rec: ServerRecord,
+    p: EditServerParams,
+) -> Result<ServerView, WireError> {
+    let other = p.command.is_some()
+        || p.args.is_some()
+        || p.url.is_some()
+        || p.kind.is_some()
+        || !p.set_env.is_empty()
+        || !p.remove_env.is_empty()
+        || !p.set_headers.is_empty()
+        || !p.remove_headers.is_empty();
+    if other {
+        return Err(builtin_refusal("changed that way"));
+    }
+    let mut settings = rec.browser.clone().unwrap_or_default();
+    if let Some(v) = p.browser_version {
+        browser::check_version(v.trim()).map_err(WireError::bad_request)?;
+        settings.version = v.trim().to_string();
+    }
+    if let Some(program) = p.browser_program {
+        if program.trim().is_empty() {
+            settings.program = None;
+        } else {
+            let path = PathBuf::from(program.trim());
+            browser::check_program(&path).map_err(WireError::bad_request)?;
+            settings.program = Some(path);
+        }
+    }
+    if rec.browser.as_ref().map(|b| &b.version) != Some(&settings.version) {
+        // Another version may have other tools: the old listing no longer says what it has.
+        rec.listing = None;
+    }
+    rec.browser = Some(settings);
+    rec.updated_at = Timestamp::now();
+    ctx.writer.put_server(&rec).await.map_err(store_error)?;
+    info!(server = %rec.name, "built-in browser changed");
+    let keychain = ctx.keychain.clone();
+    blocking(move || view_of(&keychain, &rec)).await
+}
+
 async fn rename(
     ctx: &RegistryContext,
     server: &str,
     new_name: &str,
 ) -> Result<ServerView, WireError> {
     let mut rec = find(&ctx.store, server).await?;
+    if rec.browser.is_some() {
+        return Err(builtin_refusal("renamed"));
+    }
     check_name(ctx, new_name, Some(rec.id)).await?;
     let old = std::mem::replace(&mut rec.name, new_name.to_string());
     rec.updated_at = Timestamp::now();
@@ -511,6 +683,9 @@ async fn rename(
 
 async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
     let rec = find(&ctx.store, server).await?;
+    if rec.browser.is_some() {
+        return Err(builtin_refusal("removed"));
+    }
     let keys: Vec<String> = rec
         .env_names
         .iter()

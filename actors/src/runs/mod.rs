@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::process::{self, SweepTarget};
-use bosun_shared::protocol::runner::{LaunchPlan, StopLadder, StopOrder};
+use bosun_shared::protocol::runner::{LaunchPlan, PlanFile, StopLadder, StopOrder};
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
@@ -26,6 +26,9 @@ use bosun_shared::{RunId, RunToken, Timestamp};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tracing::{error, info, warn};
 
+use crate::agents::adapter::RUN_DIR;
+use crate::agents::registry::AgentsHandle;
+use crate::agents::stream::AgentRun;
 use crate::events::{EventsHandle, EventsMsg};
 use crate::store::writer::StoreWriter;
 use crate::store::{RunRecord, Store};
@@ -42,6 +45,8 @@ pub struct RunsContext {
     pub runner_bin: PathBuf,
     pub live: LiveRuns,
     pub events: EventsHandle,
+    /// Where a run of an agent reports what it found.
+    pub agents: AgentsHandle,
 }
 
 impl RunsContext {
@@ -64,10 +69,32 @@ impl RunsContext {
     }
 }
 
+/// A run to start: what the person asked for, or what an agent's adapter made.
+#[derive(Debug, Default)]
+pub struct RunSpec {
+    pub params: StartRunParams,
+    /// Files the runner writes (mode 0600) before the program starts and deletes when the run
+    /// ends: (path, contents), the path under [`RUN_DIR`](crate::agents::adapter::RUN_DIR).
+    pub files: Vec<(String, String)>,
+    /// Lines for the run's log, before the program's output.
+    pub notes: Vec<String>,
+    /// Set for a run of an agent.
+    pub agent: Option<AgentRun>,
+}
+
+impl RunSpec {
+    pub fn plain(params: StartRunParams) -> Self {
+        Self {
+            params,
+            ..Self::default()
+        }
+    }
+}
+
 /// The Runs actor's messages.
 pub enum RunsMsg {
     Start {
-        params: StartRunParams,
+        spec: Box<RunSpec>,
         reply: RpcReplyPort<Result<RunView, WireError>>,
     },
     /// Stop every run (by the ladder, or at once) and answer when none is left.
@@ -156,7 +183,7 @@ impl Actor for Runs {
         state: &mut RunsState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            RunsMsg::Start { params, reply } => {
+            RunsMsg::Start { spec, reply } => {
                 if state.shutting_down {
                     let _ = reply.send(Err(WireError::new(
                         ErrorCode::ShuttingDown,
@@ -164,7 +191,7 @@ impl Actor for Runs {
                     )));
                     return Ok(());
                 }
-                match state.prepare(params) {
+                match state.prepare(*spec) {
                     Ok((rec, plan)) => {
                         let launch = Launch::Fresh {
                             plan: Box::new(plan),
@@ -248,7 +275,13 @@ impl Actor for Runs {
 
 impl RunsState {
     /// Checks a start request and turns it into a record and a launch plan.
-    fn prepare(&self, p: StartRunParams) -> Result<(RunRecord, LaunchPlan), WireError> {
+    fn prepare(&self, spec: RunSpec) -> Result<(RunRecord, LaunchPlan), WireError> {
+        let RunSpec {
+            params: mut p,
+            files,
+            notes,
+            agent,
+        } = spec;
         let bad = |m: String| Err(WireError::bad_request(m));
         if p.program.trim().is_empty() {
             return bad("no program given; say what to run after `--`".into());
@@ -284,6 +317,22 @@ impl RunsState {
         let token = RunToken::generate();
         let ladder = p.ladder.unwrap_or_default();
         let run_dir = self.ctx.dirs.run_dir(id);
+        // An agent's invocation names its own files by the run's directory, known only now.
+        let dir = run_dir.display().to_string();
+        let here = |s: &str| s.replace(RUN_DIR, &dir);
+        let mut plan_files = Vec::new();
+        if agent.is_some() {
+            p.args = p.args.iter().map(|a| here(a)).collect();
+            p.env = p.env.iter().map(|(k, v)| (k.clone(), here(v))).collect();
+            plan_files = files
+                .iter()
+                .map(|(path, contents)| PlanFile {
+                    path: PathBuf::from(here(path)),
+                    contents: contents.clone(),
+                    secret: true,
+                })
+                .collect();
+        }
         let rec = RunRecord {
             id,
             name: p.name,
@@ -303,7 +352,8 @@ impl RunsState {
             stop: None,
             exit: None,
             last_seq: 0,
-            secret_files: Vec::new(),
+            secret_files: plan_files.iter().map(|f| f.path.clone()).collect(),
+            agent,
         };
         let plan = LaunchPlan {
             run_id: id,
@@ -314,10 +364,11 @@ impl RunsState {
             args: p.args,
             env: p.env,
             cwd: p.cwd,
-            files: Vec::new(),
+            files: plan_files,
             time_cap_ms: p.time_cap_ms,
             ladder,
             umask: p.umask.unwrap_or(0o022) & 0o777,
+            notes,
         };
         Ok((rec, plan))
     }

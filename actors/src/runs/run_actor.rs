@@ -11,7 +11,7 @@ use bosun_shared::protocol::runner::{
     DaemonMsg, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
 };
 use bosun_shared::protocol::ui::RunView;
-use bosun_shared::run::{ExitInfo, Outcome, RunState, signal_name};
+use bosun_shared::run::{ExitInfo, Outcome, RunState, Stream, signal_name};
 use bosun_shared::{RunToken, Timestamp};
 use nix::sys::signal::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -22,6 +22,9 @@ use super::RunsContext;
 use super::live::LiveEntry;
 use super::log_hub::LogHub;
 use super::spawn::{send_plan, spawn_runner};
+use crate::agents::record::LastRun;
+use crate::agents::registry::AgentsMsg;
+use crate::agents::stream::{Change, StreamParser};
 use crate::store::writer::WriteOp;
 use crate::store::{LogChunk, ProcessInfo, RunRecord};
 
@@ -106,6 +109,10 @@ pub struct RunActorState {
     /// Whether this run was found unfinished when the daemon started.
     daemon_restart: bool,
     launch: Option<Launch>,
+    /// For a run of an agent: its CLI's stdout, read into the record's events.
+    parser: Option<StreamParser>,
+    /// The parser found something worth saving at once (the init line, the result).
+    events_to_save: bool,
 }
 
 struct Link {
@@ -124,6 +131,12 @@ impl Actor for RunActor {
         args: RunArgs,
     ) -> Result<RunActorState, ActorProcessingErr> {
         let received = args.hub.state().received;
+        let parser = args
+            .record
+            .agent
+            .as_ref()
+            .and_then(|a| a.cli)
+            .map(StreamParser::new);
         args.ctx.live.insert(LiveEntry {
             actor: myself,
             hub: args.hub.clone(),
@@ -141,6 +154,8 @@ impl Actor for RunActor {
             away_since: None,
             daemon_restart: false,
             launch: Some(args.launch),
+            parser,
+            events_to_save: false,
         })
     }
 
@@ -350,7 +365,13 @@ impl RunActorState {
         msg: RunnerMsg,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            RunnerMsg::Output(chunk) => self.on_output(myself, chunk),
+            RunnerMsg::Output(chunk) => {
+                self.on_output(myself, chunk)?;
+                if std::mem::take(&mut self.events_to_save) && !self.rec.state.is_final() {
+                    self.persist().await?;
+                }
+                Ok(())
+            }
             RunnerMsg::Started(started) => self.on_started(started).await,
             RunnerMsg::Exited(exit) => {
                 if !self.rec.state.is_final() {
@@ -375,6 +396,15 @@ impl RunActorState {
             warn!(run_id = %self.rec.id, expected = self.received + 1, got = chunk.seq, "output seq skipped");
         }
         self.received = chunk.seq;
+        if chunk.stream == Stream::Stdout
+            && let (Some(parser), Some(run)) = (self.parser.as_mut(), self.rec.agent.as_mut())
+        {
+            match parser.feed(&chunk.data.0, run) {
+                Change::None => {}
+                Change::Minor => self.ctx.live.update(&self.rec),
+                Change::Major => self.events_to_save = true,
+            }
+        }
         let stored = Arc::new(LogChunk {
             seq: chunk.seq,
             stream: chunk.stream,
@@ -445,8 +475,15 @@ impl RunActorState {
     async fn finish(
         &mut self,
         myself: &ActorRef<RunMsg>,
-        exit: ExitInfo,
+        mut exit: ExitInfo,
     ) -> Result<(), ActorProcessingErr> {
+        // A CLI can exit with 0 and still say the run failed (Claude Code when not logged in).
+        if exit.outcome == Outcome::Succeeded
+            && let Some(why) = self.rec.agent.as_ref().and_then(|a| a.reported_failure())
+        {
+            exit.outcome = Outcome::Failed;
+            exit.reason = format!("{}; {why}", exit.reason);
+        }
         self.rec.state = RunState::Exited(exit.outcome);
         self.rec.ended_at = Some(Timestamp::now());
         self.rec.exit = Some(exit);
@@ -455,6 +492,19 @@ impl RunActorState {
         self.persist().await?;
         self.hub.end();
         info!(run_id = %self.rec.id, outcome = %self.rec.state, "run ended");
+        if let Some(run) = &self.rec.agent
+            && let Some(agent) = run.agent
+        {
+            self.ctx.agents.cast(AgentsMsg::RunEnded {
+                agent,
+                last: LastRun {
+                    run: Some(self.rec.id),
+                    at: self.rec.ended_at,
+                    servers: run.servers.clone(),
+                    tools_seen: run.tools_seen(),
+                },
+            });
+        }
         myself.stop(Some("run ended".into()));
         Ok(())
     }

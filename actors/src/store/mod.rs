@@ -18,6 +18,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 pub use record::{ProcessInfo, RunRecord};
 
+use crate::agents::record::AgentRecord;
 use crate::mcp::record::ServerRecord;
 
 /// The schema this build reads and writes.
@@ -26,6 +27,7 @@ pub const SCHEMA_VERSION: u64 = 1;
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub(crate) const RUNS: TableDefinition<&str, &[u8]> = TableDefinition::new("runs");
 pub(crate) const SERVERS: TableDefinition<&str, &[u8]> = TableDefinition::new("servers");
+pub(crate) const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("agents");
 
 /// What can go wrong with the store.
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +119,7 @@ impl Store {
             }
             txn.open_table(RUNS)?;
             txn.open_table(SERVERS)?;
+            txn.open_table(AGENTS)?;
         }
         txn.commit()?;
         Ok(Self {
@@ -204,6 +207,35 @@ impl Store {
             .filter(|s| s.id.to_string().starts_with(&lower));
         match (by_id.next(), by_id.next()) {
             (Some(s), None) if lower.len() >= 4 => Ok(Some(s)),
+            (Some(_), _) | (None, _) => Ok(None),
+        }
+    }
+
+    /// Every agent, in name order.
+    pub fn agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(AGENTS)?;
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (_, v) = entry?;
+            out.push(AgentRecord::decode(v.value())?);
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// The agent with this name, or whose id starts with this (when only one does).
+    pub fn find_agent(&self, name_or_id: &str) -> Result<Option<AgentRecord>, StoreError> {
+        let agents = self.agents()?;
+        if let Some(a) = agents.iter().find(|a| a.name == name_or_id) {
+            return Ok(Some(a.clone()));
+        }
+        let lower = name_or_id.to_ascii_lowercase();
+        let mut by_id = agents
+            .into_iter()
+            .filter(|a| a.id.to_string().starts_with(&lower));
+        match (by_id.next(), by_id.next()) {
+            (Some(a), None) if lower.len() >= 4 => Ok(Some(a)),
             (Some(_), _) | (None, _) => Ok(None),
         }
     }

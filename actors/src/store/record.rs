@@ -11,6 +11,7 @@ use bosun_shared::{RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
+use crate::agents::stream::AgentRun;
 
 /// The program of a run as the runner reported it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +60,9 @@ pub struct RunRecord {
     /// Files of the run that hold secrets: deleted by the runner at the end, or at startup
     /// after a crash.
     pub secret_files: Vec<PathBuf>,
+    /// For a run of an agent: the agent, and what the CLI's own stream said.
+    #[serde(default)]
+    pub agent: Option<AgentRun>,
 }
 
 impl RunRecord {
@@ -96,6 +100,7 @@ impl RunRecord {
                     None
                 }
             },
+            agent: self.agent.as_ref().map(AgentRun::view),
         }
     }
 }

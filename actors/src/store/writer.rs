@@ -18,12 +18,13 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bosun_shared::{RunId, ServerId};
+use bosun_shared::{AgentId, RunId, ServerId};
 use redb::Durability;
 use tokio::sync::oneshot;
 
 use super::logfile::LogFile;
-use super::{LogChunk, RUNS, RunRecord, SERVERS, Store, StoreError};
+use super::{AGENTS, LogChunk, RUNS, RunRecord, SERVERS, Store, StoreError};
+use crate::agents::record::AgentRecord;
 use crate::mcp::record::ServerRecord;
 
 /// The most jobs in one commit.
@@ -40,12 +41,18 @@ pub enum WriteOp {
     AppendLog { run: RunId, chunk: Arc<LogChunk> },
     PutServer(Box<ServerRecord>),
     DeleteServer(ServerId),
+    PutAgent(Box<AgentRecord>),
+    DeleteAgent(AgentId),
 }
 
 impl WriteOp {
     fn bytes(&self) -> usize {
         match self {
-            WriteOp::PutRun(_) | WriteOp::PutServer(_) | WriteOp::DeleteServer(_) => 512,
+            WriteOp::PutRun(_)
+            | WriteOp::PutServer(_)
+            | WriteOp::DeleteServer(_)
+            | WriteOp::PutAgent(_)
+            | WriteOp::DeleteAgent(_) => 512,
             WriteOp::AppendLog { chunk, .. } => chunk.data.len(),
         }
     }
@@ -118,6 +125,17 @@ impl StoreWriter {
         self.durably(WriteOp::DeleteServer(id)).await
     }
 
+    /// Writes an agent's record durably.
+    pub async fn put_agent(&self, record: &AgentRecord) -> Result<(), StoreError> {
+        self.durably(WriteOp::PutAgent(Box::new(record.clone())))
+            .await
+    }
+
+    /// Deletes an agent's record durably.
+    pub async fn delete_agent(&self, id: AgentId) -> Result<(), StoreError> {
+        self.durably(WriteOp::DeleteAgent(id)).await
+    }
+
     async fn durably(&self, op: WriteOp) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
         let done: Done = Box::new(move |r| {
@@ -178,7 +196,11 @@ impl Writer {
                 WriteOp::AppendLog { run, chunk } => {
                     by_run.entry(*run).or_default().push(chunk.clone());
                 }
-                WriteOp::PutRun(_) | WriteOp::PutServer(_) | WriteOp::DeleteServer(_) => {
+                WriteOp::PutRun(_)
+                | WriteOp::PutServer(_)
+                | WriteOp::DeleteServer(_)
+                | WriteOp::PutAgent(_)
+                | WriteOp::DeleteAgent(_) => {
                     records.push(&job.op);
                 }
             }
@@ -217,12 +239,14 @@ impl Writer {
                     Some(e) => Err(StoreError::CommitFailed(e.clone())),
                     None => Ok(()),
                 },
-                WriteOp::PutRun(_) | WriteOp::PutServer(_) | WriteOp::DeleteServer(_) => {
-                    match &commit {
-                        Ok(()) => Ok(()),
-                        Err(e) => Err(StoreError::CommitFailed(e.to_string())),
-                    }
-                }
+                WriteOp::PutRun(_)
+                | WriteOp::PutServer(_)
+                | WriteOp::DeleteServer(_)
+                | WriteOp::PutAgent(_)
+                | WriteOp::DeleteAgent(_) => match &commit {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(StoreError::CommitFailed(e.to_string())),
+                },
             };
             done(result);
         }
@@ -249,6 +273,7 @@ impl Writer {
         {
             let mut runs = txn.open_table(RUNS)?;
             let mut servers = txn.open_table(SERVERS)?;
+            let mut agents = txn.open_table(AGENTS)?;
             for op in ops {
                 match op {
                     WriteOp::PutRun(rec) => {
@@ -262,6 +287,14 @@ impl Writer {
                     WriteOp::DeleteServer(id) => {
                         let key = id.to_string();
                         servers.remove(key.as_str())?;
+                    }
+                    WriteOp::PutAgent(rec) => {
+                        let key = rec.id.to_string();
+                        agents.insert(key.as_str(), rec.encode().as_slice())?;
+                    }
+                    WriteOp::DeleteAgent(id) => {
+                        let key = id.to_string();
+                        agents.remove(key.as_str())?;
                     }
                     WriteOp::AppendLog { .. } => {}
                 }

@@ -42,6 +42,7 @@ fn stream_name(s: Stream) -> &'static str {
     match s {
         Stream::Stdout => "stdout",
         Stream::Stderr => "stderr",
+        Stream::Note => "note",
     }
 }
 

@@ -75,6 +75,12 @@ pub struct EditServerParams {
     pub remove_env: Vec<String>,
     pub set_headers: Vec<SecretLine>,
     pub remove_headers: Vec<String>,
+    /// The built-in browser only: the exact version of chrome-devtools-mcp.
+    #[serde(default)]
+    pub browser_version: Option<String>,
+    /// The built-in browser only: the browser program (`Some("")` goes back to finding one).
+    #[serde(default)]
+    pub browser_program: Option<String>,
 }
 
 /// One environment or header line of a server, by name.
@@ -103,6 +109,27 @@ pub struct ServerView {
     pub tool_count: Option<usize>,
     /// Set when the last look at the server failed, in plain words.
     pub last_error: Option<String>,
+    /// The built-in browser (`chrome-devtools`): only its version and program can change.
+    #[serde(default)]
+    pub builtin: bool,
+    /// For the built-in browser: what it needs, and what was found.
+    #[serde(default)]
+    pub browser: Option<BrowserView>,
+}
+
+/// The built-in browser's settings and what it needs on this machine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrowserView {
+    /// The pinned version of chrome-devtools-mcp.
+    pub version: String,
+    /// The browser program the person set.
+    pub program_set: Option<PathBuf>,
+    /// The browser program a run would use.
+    pub program_found: Option<PathBuf>,
+    /// Node's version, when found.
+    pub node: Option<String>,
+    /// What is missing, and what to install, in plain words.
+    pub missing: Vec<String>,
 }
 
 /// One parameter of a tool, in the order the server lists them.

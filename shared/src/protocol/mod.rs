@@ -6,6 +6,7 @@
 //! runner speaks [`runner`]. Protocol types are kept apart from the domain types of
 //! [`crate::run`]: they are what crosses the socket, and they change only with the version.
 
+pub mod agents;
 pub mod bytes;
 pub mod error;
 pub mod fast;

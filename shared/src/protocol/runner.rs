@@ -35,6 +35,10 @@ pub struct LaunchPlan {
     pub ladder: StopLadder,
     /// The program's file mode creation mask (bosun's own processes use 0o077).
     pub umask: u32,
+    /// bosun's own lines for the run's log (what was left out of the run, and why), sent as
+    /// [`Stream::Note`](crate::run::Stream::Note) output before the program starts.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// A file the runner writes for the program, such as a per-run config.

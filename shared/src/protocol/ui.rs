@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::agents::{AgentParams, AgentRunView, AgentView, BuiltinToolsView, EditAgentParams};
 use super::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportScan,
     InspectView, ServerView, ToolListing,
@@ -118,6 +119,31 @@ pub enum Request {
     },
     McpImportScan(ImportScan),
     McpImport(ImportParams),
+    AgentAdd(AgentParams),
+    AgentEdit(EditAgentParams),
+    /// Switches as `key=value` (`mcp.<server>`, `mcp.<server>.<tool>`, `web.search`,
+    /// `web.fetch`, `browser`, `browser.insecure-certs`, `skills`).
+    AgentSet {
+        agent: String,
+        settings: Vec<String>,
+    },
+    AgentShow {
+        agent: String,
+    },
+    AgentList,
+    AgentRemove {
+        agent: String,
+    },
+    /// Starts a run of the agent with this prompt.
+    AgentRun {
+        agent: String,
+        prompt: String,
+    },
+    /// The CLI's own tools; with `ask`, asks the installed Claude Code for its list.
+    AgentTools {
+        agent: String,
+        ask: bool,
+    },
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -178,6 +204,11 @@ pub enum Response {
     Imported {
         servers: Vec<ServerView>,
     },
+    Agent(Box<AgentView>),
+    Agents {
+        agents: Vec<AgentView>,
+    },
+    BuiltinTools(Box<BuiltinToolsView>),
 }
 
 /// Something the daemon pushes on a subscription.
@@ -230,6 +261,9 @@ pub struct RunView {
     pub last_seq: u64,
     /// Set while a stop is under way: why.
     pub stop_reason: Option<String>,
+    /// For a run of an agent: the agent, and what the CLI's own stream said.
+    #[serde(default)]
+    pub agent: Option<AgentRunView>,
 }
 
 impl RunView {

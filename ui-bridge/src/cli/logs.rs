@@ -109,6 +109,12 @@ pub async fn print_log(
                         serde_json::json!({ "seq": seq, "stream": stream, "at": at, "data": data });
                     serde_json::to_writer(&mut out, &line)?;
                     out.write_all(b"\n")?;
+                } else if stream == Stream::Note {
+                    // bosun's own lines about the run go with its other messages, on stderr.
+                    out.flush()?;
+                    for line in String::from_utf8_lossy(data.as_slice()).lines() {
+                        eprintln!("bosun: {line}");
+                    }
                 } else if opts.timestamps {
                     write_with_times(&mut out, data.as_slice(), at, &mut at_line_start)?;
                 } else {

@@ -150,6 +150,13 @@ pub struct EditArgs {
     /// Read lines from stdin: KEY=VALUE for the environment, 'Name: value' for headers
     #[arg(long, alias = "values-from-stdin")]
     env_from_stdin: bool,
+    /// The built-in browser (chrome-devtools) only: the exact chrome-devtools-mcp version
+    #[arg(long, value_name = "VERSION")]
+    version: Option<String>,
+    /// The built-in browser only: the browser program (Google Chrome or Chromium; "" to let
+    /// bosun find one)
+    #[arg(long, value_name = "PATH")]
+    browser: Option<String>,
     #[arg(long)]
     json: bool,
     /// A new command and arguments (replaces both)
@@ -426,6 +433,8 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
         remove_env: a.remove_env,
         set_headers: headers,
         remove_headers: a.remove_header,
+        browser_version: a.version,
+        browser_program: a.browser,
     };
     let mut client = connect(dirs).await?;
     let Response::Server(server) = client.request(Request::McpEdit(params)).await? else {
@@ -653,6 +662,19 @@ fn print_servers(servers: &[ServerView]) {
             .map(|l| l.name.as_str())
             .collect();
         let mut line = format!("{:<20} {}  ({tools})", s.name, describe_target(s));
+        if let Some(b) = &s.browser {
+            line = format!(
+                "{:<20} built-in browser, chrome-devtools-mcp {}  ({tools})",
+                s.name, b.version
+            );
+            if !b.missing.is_empty() {
+                line.push_str(&format!(
+                    "\n{:<20} cannot start: {}",
+                    "",
+                    b.missing.join("; ")
+                ));
+            }
+        }
         if !missing.is_empty() {
             line.push_str(&format!(
                 "  missing from the keychain: {}",
@@ -685,6 +707,23 @@ fn print_server(s: &ServerView) {
                     "missing from the keychain"
                 }
             );
+        }
+    }
+    if let Some(b) = &s.browser {
+        println!(
+            "{:<12}chrome-devtools-mcp {} (built in)",
+            "browser", b.version
+        );
+        match &b.program_found {
+            Some(p) => println!("{:<12}{}", "program", p.display()),
+            None => println!("{:<12}none found", "program"),
+        }
+        match &b.node {
+            Some(v) => println!("{:<12}{v}", "node"),
+            None => println!("{:<12}not usable", "node"),
+        }
+        for m in &b.missing {
+            println!("{:<12}{m}", "missing");
         }
     }
     match (s.listed_at, s.tool_count) {

@@ -1,6 +1,7 @@
 //! The subcommands: raw arguments (clap) turned into requests, and answers printed for people
 //! or, with `--json`, for programs.
 
+mod agents;
 mod logs;
 mod mcp;
 mod output;
@@ -44,6 +45,10 @@ enum Command {
     /// MCP servers: one list for all agents, secrets in the keychain
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Agents: saved setups of Claude Code, Codex, Gemini CLI or a program of yours, with the
+    /// tools each may use
+    #[command(subcommand)]
+    Agent(agents::AgentCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -71,6 +76,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Daemon(DaemonCommand::Status { json }) => runs::daemon_status(&dirs, json).await,
         Command::Daemon(DaemonCommand::Stop { json }) => runs::daemon_stop(&dirs, json).await,
         Command::Mcp(c) => mcp::run(&dirs, c).await,
+        Command::Agent(c) => agents::run(&dirs, c).await,
     }
 }
 

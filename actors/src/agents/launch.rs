@@ -1,0 +1,478 @@
+//! An agent and a prompt turned into a run: the servers that are switched on resolved (their
+//! secret values read from the keychain only now, for this run's 0600 files), the ones that
+//! cannot be used left out with the reason, the allowed commands filtered to commands, the
+//! environment built from an explicit allow-list plus the agent's own, the login checked, and
+//! the adapter's invocation made into a [`RunSpec`].
+
+use std::time::Duration;
+
+use bosun_shared::agents::CliKind;
+use bosun_shared::protocol::mcp::ServerKind;
+use bosun_shared::protocol::ui::StartRunParams;
+use bosun_shared::protocol::{ErrorCode, WireError};
+use tokio::process::Command;
+
+use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
+use super::record::{AgentRecord, ServerSwitch, ToolSelection};
+use super::registry::{AgentsContext, blocking, find, keychain_error, store_error};
+use super::stream::AgentRun;
+use crate::keychain::{Keychain, agent_env_key};
+use crate::mcp::browser;
+use crate::mcp::record::{LineKind, ServerRecord};
+use crate::runs::RunSpec;
+
+/// The daemon's environment variables a run gets (besides the agent's own): enough to find
+/// programs, a home, the locale, and where the CLIs keep their sign-ins.
+const BASE_ENV: [&str; 14] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+];
+
+/// How long the login check may take.
+const LOGIN_CHECK_LIMIT: Duration = Duration::from_secs(15);
+
+/// The longest prompt.
+const MAX_PROMPT: usize = 256 * 1024;
+
+fn unavailable(m: String) -> WireError {
+    WireError::new(ErrorCode::Unavailable, m)
+}
+
+/// Turns an agent and a prompt into a run.
+pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<RunSpec, WireError> {
+    let rec = find(&ctx.store, agent).await?;
+    if prompt.trim().is_empty() {
+        return Err(WireError::bad_request(format!(
+            "no prompt given; say what the agent should do: bosun agent run {} \"fix the failing test\"",
+            rec.name
+        )));
+    }
+    if prompt.len() > MAX_PROMPT || prompt.contains('\0') {
+        return Err(WireError::bad_request(
+            "the prompt is over 256 KiB or has a NUL byte; shorten it",
+        ));
+    }
+    if !rec.cwd.is_dir() {
+        return Err(WireError::bad_request(format!(
+            "the agent's working folder {} does not exist any more; create it, or change it with `bosun agent edit {} --cwd DIR`",
+            rec.cwd.display(),
+            rec.name
+        )));
+    }
+    let store = ctx.store.clone();
+    let servers = blocking(move || store.servers())
+        .await?
+        .map_err(store_error)?;
+
+    let mut notes: Vec<String> = Vec::new();
+    let mut run = AgentRun {
+        agent: Some(rec.id),
+        agent_name: rec.name.clone(),
+        cli: Some(rec.cli),
+        ..AgentRun::default()
+    };
+
+    // The agent's own environment, secret lines from the keychain.
+    let secret_env = {
+        let keychain = ctx.keychain.clone();
+        let (id, names) = (rec.id, rec.secret_env.clone());
+        blocking(move || read_agent_secrets(&keychain, id, &names)).await??
+    };
+    let mut env: Vec<(String, String)> = BASE_ENV
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    let daemon_path = std::env::var("PATH").ok();
+    let run_path = rec
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or(daemon_path);
+
+    // The servers switched on, each resolved or left out with the reason.
+    let mut run_servers: Vec<RunServer> = Vec::new();
+    let uses_servers = rec.cli != CliKind::Command;
+    for s in &servers {
+        let Some(switch) = rec.switches.mcp.get(&s.id).filter(|sw| sw.on) else {
+            continue;
+        };
+        if !uses_servers {
+            continue;
+        }
+        let Some(tools) = tool_plan(switch, s) else {
+            let why = "switched on with none of its tools".to_string();
+            left_out(&mut notes, &mut run, &s.name, &why, None);
+            continue;
+        };
+        match resolve(
+            ctx.keychain.clone(),
+            s.clone(),
+            tools,
+            &rec,
+            run_path.clone(),
+        )
+        .await?
+        {
+            Ok(server) => {
+                if let Some(clash) = env_clash(rec.cli, &run_servers, &server) {
+                    left_out(&mut notes, &mut run, &s.name, &clash, None);
+                    continue;
+                }
+                run.servers.push((s.name.clone(), "given".into()));
+                run_servers.push(server);
+            }
+            Err((why, fix)) => left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref()),
+        }
+    }
+    if !uses_servers && rec.switches.mcp.values().any(|s| s.on) {
+        notes.push(
+            "A command agent's program is not a coding CLI: its MCP servers are not given to it."
+                .into(),
+        );
+    }
+
+    // Allowed commands take only commands.
+    let mut allowed_commands = Vec::new();
+    for rule in &rec.allowed_commands {
+        if rule == "Bash" || rule.starts_with("Bash(") {
+            allowed_commands.push(rule.clone());
+        } else {
+            notes.push(format!(
+                "Left out `{rule}` from the allowed commands: they take only commands (Bash(…)); web search, fetching pages, skills and other tools have switches of their own."
+            ));
+        }
+    }
+    if !rec.cli.has_skills_switch() && rec.switches.skills {
+        notes.push(format!(
+            "{} has no checked per-run switch for slash commands and skills: this run goes without them.",
+            rec.cli
+        ));
+    }
+
+    let setup = AgentSetup {
+        cli: rec.cli,
+        instructions: rec.instructions.clone(),
+        permission_mode: rec.permission_mode.clone(),
+        allowed_commands,
+        web_search: rec.switches.web_search,
+        web_fetch: rec.switches.web_fetch.clone(),
+        skills: rec.switches.skills && rec.cli.has_skills_switch(),
+        outside_sources: rec.has_outside_sources(),
+        command: rec.command.clone(),
+        model: rec.model.clone(),
+        codex_config: rec.codex_config.clone(),
+        gemini_vertex: rec
+            .env
+            .iter()
+            .any(|(k, v)| k == "GOOGLE_GENAI_USE_VERTEXAI" && v == "true"),
+    };
+    let inv = adapter::build(&setup, prompt, &run_servers);
+    notes.extend(inv.notes.iter().cloned());
+
+    // The environment: the allow-list, the agent's own lines, then what the adapter needs
+    // (a Gemini run's own home), which wins.
+    set_all(&mut env, rec.env.iter().cloned());
+    set_all(&mut env, secret_env);
+    let agent_env = env.clone();
+    set_all(&mut env, inv.env.iter().cloned());
+    check_login(&rec, &agent_env, &inv.program).await?;
+
+    let params = StartRunParams {
+        name: Some(rec.name.clone()),
+        program: inv.program.clone(),
+        args: inv.args.clone(),
+        cwd: rec.cwd.clone(),
+        env,
+        time_cap_ms: rec.time_cap_ms,
+        ladder: None,
+        umask: None,
+    };
+    Ok(RunSpec {
+        params,
+        files: inv.files,
+        notes,
+        agent: Some(run),
+    })
+}
+
+fn set_all(env: &mut Vec<(String, String)>, lines: impl IntoIterator<Item = (String, String)>) {
+    for (k, v) in lines {
+        match env.iter_mut().find(|(name, _)| *name == k) {
+            Some(line) => line.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+}
+
+fn left_out(
+    notes: &mut Vec<String>,
+    run: &mut AgentRun,
+    server: &str,
+    why: &str,
+    fix: Option<&str>,
+) {
+    let mut line = format!("Left out {server}: {why}.");
+    if let Some(fix) = fix {
+        line.push_str(&format!(" {fix}"));
+    }
+    notes.push(line);
+    run.servers
+        .push((server.to_string(), format!("left out: {why}")));
+}
+
+/// Which of a server's tools the run may use; `None` when none is on.
+fn tool_plan(switch: &ServerSwitch, s: &ServerRecord) -> Option<ToolPlan> {
+    let known: Option<Vec<String>> = s
+        .listing
+        .as_ref()
+        .map(|l| l.tools.iter().map(|t| t.name.clone()).collect());
+    match &switch.tools {
+        ToolSelection::AllExcept(off) if off.is_empty() => Some(ToolPlan::All),
+        ToolSelection::AllExcept(off) => {
+            let on = known.map(|k| {
+                k.into_iter()
+                    .filter(|t| !off.contains(t))
+                    .collect::<Vec<_>>()
+            });
+            if on.as_ref().is_some_and(Vec::is_empty) {
+                return None;
+            }
+            Some(ToolPlan::AllExcept {
+                off: off.iter().cloned().collect(),
+                on,
+            })
+        }
+        ToolSelection::Only(on) if on.is_empty() => None,
+        ToolSelection::Only(on) => Some(ToolPlan::Only {
+            on: on.iter().cloned().collect(),
+            off: known.map(|k| k.into_iter().filter(|t| !on.contains(t)).collect()),
+        }),
+    }
+}
+
+/// Codex hands a stdio server's secrets on by the variable's name: two servers that need the
+/// same name with different values cannot both be given.
+fn env_clash(cli: CliKind, given: &[RunServer], new: &RunServer) -> Option<String> {
+    if cli != CliKind::Codex {
+        return None;
+    }
+    for (k, v) in &new.env {
+        if let Some(other) = given
+            .iter()
+            .find(|g| g.env.iter().any(|(gk, gv)| gk == k && gv != v))
+        {
+            return Some(format!(
+                "Codex passes environment lines by name, and {} already gives {k} another value",
+                other.name
+            ));
+        }
+    }
+    None
+}
+
+/// A server made ready for the run, or why it cannot be used (and how to fix it).
+type Resolved = Result<RunServer, (String, Option<String>)>;
+
+async fn resolve(
+    keychain: Keychain,
+    s: ServerRecord,
+    tools: ToolPlan,
+    agent: &AgentRecord,
+    path: Option<String>,
+) -> Result<Resolved, WireError> {
+    if let Some(settings) = &s.browser {
+        let settings = settings.clone();
+        let insecure = agent.switches.browser_insecure_certs;
+        let launch =
+            blocking(move || browser::launch(&settings, insecure, path.as_deref())).await?;
+        return Ok(match launch {
+            Ok(l) => Ok(RunServer {
+                name: s.name.clone(),
+                kind: ServerKind::Stdio,
+                command: Some(l.command),
+                args: l.args,
+                url: None,
+                env: l.env,
+                headers: Vec::new(),
+                tools,
+            }),
+            Err(why) => Err((format!("the browser cannot start: {why}"), None)),
+        });
+    }
+    if let Some(c) = &s.command
+        && browser::starts_chrome_devtools(c, &s.args)
+        && let Err(why) = browser::check_command_line(c, &s.args)
+    {
+        return Ok(Err((
+            why,
+            Some(format!(
+                "Change its command line with `bosun mcp edit {}`.",
+                s.name
+            )),
+        )));
+    }
+    let rec = s.clone();
+    let values = blocking(move || {
+        let mut env = Vec::new();
+        let mut headers = Vec::new();
+        for (kind, names, out) in [
+            (LineKind::Env, &rec.env_names, &mut env),
+            (LineKind::Header, &rec.header_names, &mut headers),
+        ] {
+            for name in names {
+                match keychain.get(&kind.key(rec.id, name)) {
+                    Ok(Some(v)) => out.push((name.clone(), v)),
+                    Ok(None) => {
+                        return Err((
+                            format!("a value is missing from the keychain ({name})"),
+                            Some(format!("Set it with `bosun mcp edit {}`.", rec.name)),
+                        ));
+                    }
+                    Err(e) => {
+                        return Err((format!("the keychain could not be read ({e})"), None));
+                    }
+                }
+            }
+        }
+        Ok((env, headers))
+    })
+    .await?;
+    Ok(values.map(|(env, headers)| RunServer {
+        name: s.name.clone(),
+        kind: s.kind,
+        command: s.command.clone(),
+        args: s.args.clone(),
+        url: s.url.clone(),
+        env,
+        headers,
+        tools,
+    }))
+}
+
+fn read_agent_secrets(
+    keychain: &Keychain,
+    id: bosun_shared::AgentId,
+    names: &[String],
+) -> Result<Vec<(String, String)>, WireError> {
+    let mut out = Vec::new();
+    for name in names {
+        match keychain.get(&agent_env_key(id, name)) {
+            Ok(Some(v)) => out.push((name.clone(), v)),
+            Ok(None) => {
+                return Err(WireError::conflict(format!(
+                    "the agent's secret {name} is missing from the keychain; set it again with `bosun agent edit AGENT --secret-env {name}` (the value is read from stdin)"
+                )));
+            }
+            Err(e) => return Err(keychain_error(e)),
+        }
+    }
+    Ok(out)
+}
+
+/// Checks cheaply that the CLI is signed in, with the run's own environment: `claude auth
+/// status`, `codex login status`; for Gemini, that a key (or Vertex AI) is given, as a run has
+/// a home of its own.
+async fn check_login(
+    rec: &AgentRecord,
+    env: &[(String, String)],
+    program: &str,
+) -> Result<(), WireError> {
+    let has = |k: &str| env.iter().any(|(name, v)| name == k && !v.is_empty());
+    let args: &[&str] = match rec.cli {
+        CliKind::Claude => &["auth", "status"],
+        CliKind::Codex => {
+            // A provider of the agent's own signs in its own way (or not at all).
+            let own_provider = rec
+                .codex_config
+                .iter()
+                .any(|(k, v)| k == "model_provider" && v.trim_matches('"') != "openai");
+            if own_provider || has("OPENAI_API_KEY") || has("CODEX_API_KEY") {
+                return Ok(());
+            }
+            &["login", "status"]
+        }
+        CliKind::Gemini => {
+            if has("GEMINI_API_KEY") || has("GOOGLE_API_KEY") || has("GOOGLE_GENAI_USE_VERTEXAI") {
+                return Ok(());
+            }
+            return Err(unavailable(format!(
+                "Gemini CLI has no key for this agent: each run has a home of its own, so give it one with `bosun agent edit {} --secret-env GEMINI_API_KEY` (the value is read from stdin)",
+                rec.name
+            )));
+        }
+        CliKind::Command => return Ok(()),
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(&rec.cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = cmd.spawn().map_err(|e| {
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "`{program}` was not found on the PATH the run would have; install it, or put its folder on PATH (`bosun agent edit {} --env PATH=…`)",
+                rec.name
+            )
+        } else {
+            format!("could not run `{program}` to check its sign-in: {e}")
+        };
+        unavailable(why)
+    })?;
+    let out = match tokio::time::timeout(LOGIN_CHECK_LIMIT, child.wait_with_output()).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => {
+            return Err(unavailable(format!(
+                "could not check the sign-in of {program}: {e}"
+            )));
+        }
+        Err(_) => {
+            return Err(unavailable(format!(
+                "`{program} {}` did not answer within {} s",
+                args.join(" "),
+                LOGIN_CHECK_LIMIT.as_secs()
+            )));
+        }
+    };
+    if out.status.success() {
+        return Ok(());
+    }
+    let fix = match rec.cli {
+        CliKind::Claude => format!(
+            "sign Claude Code in (`claude /login` in a terminal, with the same CLAUDE_CONFIG_DIR), or give the agent a key: `bosun agent edit {} --secret-env ANTHROPIC_API_KEY`",
+            rec.name
+        ),
+        CliKind::Codex => format!(
+            "sign Codex in (`codex login`, with the same CODEX_HOME), or give the agent a key: `bosun agent edit {} --secret-env OPENAI_API_KEY`",
+            rec.name
+        ),
+        CliKind::Gemini | CliKind::Command => String::new(),
+    };
+    Err(unavailable(format!(
+        "{} is not signed in for this agent (`{program} {}` says so); {fix}",
+        match rec.cli {
+            CliKind::Claude => "Claude Code",
+            CliKind::Codex => "Codex",
+            CliKind::Gemini => "Gemini CLI",
+            CliKind::Command => "the program",
+        },
+        args.join(" ")
+    )))
+}

@@ -1,0 +1,170 @@
+//! An agent as stored in redb (`agents[agent id]`): its setup, its switches, and what its last
+//! run found.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use bosun_shared::agents::{CliKind, WebFetch};
+use bosun_shared::{AgentId, RunId, ServerId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoreError;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    pub id: AgentId,
+    pub name: String,
+    /// `worker`, or `lead` for the agent the person chats with.
+    pub role: String,
+    pub cli: CliKind,
+    pub instructions: String,
+    pub permission_mode: Option<String>,
+    /// Commands the agent may run without asking, such as `Bash(git *)`.
+    pub allowed_commands: Vec<String>,
+    pub time_cap_ms: Option<u64>,
+    /// The folder its runs work in.
+    pub cwd: PathBuf,
+    /// A `command` agent's program and arguments.
+    pub command: Vec<String>,
+    /// Plain environment lines for its runs.
+    pub env: Vec<(String, String)>,
+    /// Names of secret environment lines; each value is in the keychain under
+    /// `agent/<id>/env/<name>`.
+    pub secret_env: Vec<String>,
+    /// The model; the CLI's own default when absent.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Codex only: model and provider settings (`-c key=value`).
+    #[serde(default)]
+    pub codex_config: Vec<(String, String)>,
+    pub switches: Switches,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub last_run: Option<LastRun>,
+}
+
+/// Everything an agent may use besides its folder. All off by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Switches {
+    /// MCP servers by id (they keep their switches when renamed), the built-in browser among
+    /// them.
+    pub mcp: BTreeMap<ServerId, ServerSwitch>,
+    pub web_search: bool,
+    pub web_fetch: WebFetch,
+    /// `--acceptInsecureCerts` for the built-in browser (whose switch is its entry in `mcp`).
+    pub browser_insecure_certs: bool,
+    /// Claude Code's slash commands and skills.
+    pub skills: bool,
+}
+
+/// One server's switch and its tools'.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerSwitch {
+    pub on: bool,
+    pub tools: ToolSelection,
+}
+
+/// Which of a server's tools are on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "tools")]
+pub enum ToolSelection {
+    /// Every tool but these.
+    AllExcept(BTreeSet<String>),
+    /// Only these.
+    Only(BTreeSet<String>),
+}
+
+impl ServerSwitch {
+    pub fn all_on() -> Self {
+        Self {
+            on: true,
+            tools: ToolSelection::AllExcept(BTreeSet::new()),
+        }
+    }
+
+    pub fn off() -> Self {
+        Self {
+            on: false,
+            tools: ToolSelection::AllExcept(BTreeSet::new()),
+        }
+    }
+
+    /// Whether a tool of the server is on.
+    pub fn tool_on(&self, tool: &str) -> bool {
+        self.on
+            && match &self.tools {
+                ToolSelection::AllExcept(off) => !off.contains(tool),
+                ToolSelection::Only(on) => on.contains(tool),
+            }
+    }
+
+    /// Switches one tool: on turns the server on too (with only that tool when it was off).
+    pub fn set_tool(&mut self, tool: &str, on: bool) {
+        if on && !self.on {
+            self.on = true;
+            self.tools = ToolSelection::Only(BTreeSet::from([tool.to_string()]));
+            return;
+        }
+        match (&mut self.tools, on) {
+            (ToolSelection::AllExcept(off), true) => {
+                off.remove(tool);
+            }
+            (ToolSelection::AllExcept(off), false) => {
+                off.insert(tool.to_string());
+            }
+            (ToolSelection::Only(set), true) => {
+                set.insert(tool.to_string());
+            }
+            (ToolSelection::Only(set), false) => {
+                set.remove(tool);
+            }
+        }
+    }
+}
+
+/// What the agent's last run found out about its tools.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastRun {
+    pub run: Option<RunId>,
+    pub at: Option<Timestamp>,
+    /// Each MCP server's state in that run: connected, failed, needs-auth, left out (why).
+    pub servers: Vec<(String, String)>,
+    /// The tools the CLI reported it had.
+    pub tools_seen: Vec<String>,
+}
+
+impl AgentRecord {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
+        serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("agent record: {e}")))
+    }
+
+    /// Whether anything from outside (an outside MCP server, the web, the browser) is on: then
+    /// its runs are told that what those return is data, never instructions.
+    pub fn has_outside_sources(&self) -> bool {
+        self.switches.mcp.values().any(|s| s.on)
+            || self.switches.web_search
+            || self.switches.web_fetch != WebFetch::Off
+            || self.cli == CliKind::Gemini
+    }
+
+    /// The warnings the form would show: an outside source together with npm or npx allowed.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let npm = self
+            .allowed_commands
+            .iter()
+            .find(|c| c.starts_with("Bash(npm") || c.starts_with("Bash(npx"));
+        if let Some(rule) = npm
+            && self.has_outside_sources()
+        {
+            out.push(format!(
+                "{rule} is allowed while an outside source (an MCP server, the web or the browser) is on: a server's answer or a web page could try to make the agent run code"
+            ));
+        }
+        out
+    }
+}

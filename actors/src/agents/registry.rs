@@ -1,0 +1,889 @@
+//! The Agents actor: the one place agents are added, changed, switched and removed, and where a
+//! run's findings (its servers' states, the tools it had) are kept on its agent, so two changes
+//! never race. Reads go straight to the store.
+//!
+//! Every change is checked whole before anything is written (a refused `set` of five switches
+//! changes none of them), secret values go to the keychain before the record that names them,
+//! and a failure part-way puts back what was changed.
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+
+use bosun_shared::agents::{CliKind, WebFetch, check_agent_name, check_allowed_command};
+use bosun_shared::protocol::agents::{
+    AgentParams, AgentView, EditAgentParams, LastRunView, ServerSwitchView, SwitchesView,
+    ToolSwitchView,
+};
+use bosun_shared::protocol::mcp::{LineView, SecretLine};
+use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_shared::{AgentId, Timestamp};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tracing::{info, warn};
+
+use super::record::{AgentRecord, LastRun, ServerSwitch, Switches, ToolSelection};
+use crate::keychain::{Keychain, KeychainError, agent_env_key};
+use crate::mcp::browser;
+use crate::mcp::record::ServerRecord;
+use crate::mcp::tools;
+use crate::store::writer::StoreWriter;
+use crate::store::{Store, StoreError};
+
+/// The longest instructions an agent may have.
+const MAX_INSTRUCTIONS: usize = 64 * 1024;
+/// The longest time cap: a week.
+const MAX_TIME_CAP_MS: u64 = 7 * 24 * 3600 * 1000;
+
+/// What the Agents actor works with.
+#[derive(Clone)]
+pub struct AgentsContext {
+    pub store: Store,
+    pub writer: StoreWriter,
+    pub keychain: Keychain,
+}
+
+pub enum AgentsMsg {
+    Add {
+        params: AgentParams,
+        reply: RpcReplyPort<Result<AgentView, WireError>>,
+    },
+    Edit {
+        params: EditAgentParams,
+        reply: RpcReplyPort<Result<AgentView, WireError>>,
+    },
+    /// Switches as `key=value`, all applied or none.
+    Set {
+        agent: String,
+        settings: Vec<String>,
+        reply: RpcReplyPort<Result<AgentView, WireError>>,
+    },
+    Remove {
+        agent: String,
+        reply: RpcReplyPort<Result<AgentView, WireError>>,
+    },
+    /// A run of the agent ended: keep what it found.
+    RunEnded { agent: AgentId, last: LastRun },
+    /// The CLI was asked for its tools: keep them as the ones seen.
+    ToolsSeen { agent: AgentId, tools: Vec<String> },
+}
+
+pub struct Agents;
+
+/// Where runs report to: the current Agents actor.
+pub type AgentsHandle = crate::handle::ActorHandle<AgentsMsg>;
+
+impl Actor for Agents {
+    type Msg = AgentsMsg;
+    type State = AgentsContext;
+    type Arguments = AgentsContext;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<AgentsMsg>,
+        ctx: AgentsContext,
+    ) -> Result<AgentsContext, ActorProcessingErr> {
+        Ok(ctx)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<AgentsMsg>,
+        msg: AgentsMsg,
+        ctx: &mut AgentsContext,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            AgentsMsg::Add { params, reply } => {
+                let _ = reply.send(add(ctx, params).await);
+            }
+            AgentsMsg::Edit { params, reply } => {
+                let _ = reply.send(edit(ctx, params).await);
+            }
+            AgentsMsg::Set {
+                agent,
+                settings,
+                reply,
+            } => {
+                let _ = reply.send(set(ctx, &agent, &settings).await);
+            }
+            AgentsMsg::Remove { agent, reply } => {
+                let _ = reply.send(remove(ctx, &agent).await);
+            }
+            AgentsMsg::RunEnded { agent, last } => {
+                if let Err(e) = keep_last_run(ctx, agent, |l| *l = last).await {
+                    warn!(agent = %agent, error = %e, "could not keep what a run found on its agent");
+                }
+            }
+            AgentsMsg::ToolsSeen { agent, tools } => {
+                if let Err(e) = keep_last_run(ctx, agent, |l| l.tools_seen = tools).await {
+                    warn!(agent = %agent, error = %e, "could not keep the tools seen on an agent");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn store_error(e: StoreError) -> WireError {
+    WireError::internal(format!("bosund could not use its store: {e}"))
+}
+
+pub(crate) fn keychain_error(e: KeychainError) -> WireError {
+    WireError::new(ErrorCode::Unavailable, e.to_string())
+}
+
+/// Runs blocking work (the store, the keychain) off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, WireError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| WireError::internal(format!("a blocking task failed: {e}")))
+}
+
+/// The agent named (by name, or id), or a plain not-found.
+pub async fn find(store: &Store, agent: &str) -> Result<AgentRecord, WireError> {
+    let (store, key) = (store.clone(), agent.to_string());
+    blocking(move || store.find_agent(&key))
+        .await?
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            WireError::not_found(format!(
+                "there is no agent `{agent}`; `bosun agent list` shows them"
+            ))
+        })
+}
+
+async fn servers(store: &Store) -> Result<Vec<ServerRecord>, WireError> {
+    let store = store.clone();
+    blocking(move || store.servers())
+        .await?
+        .map_err(store_error)
+}
+
+/// Every agent as the UI shows it.
+pub async fn list(ctx: &AgentsContext) -> Result<Vec<AgentView>, WireError> {
+    let store = ctx.store.clone();
+    let agents = blocking(move || store.agents())
+        .await?
+        .map_err(store_error)?;
+    let servers = servers(&ctx.store).await?;
+    let keychain = ctx.keychain.clone();
+    blocking(move || {
+        agents
+            .iter()
+            .map(|a| view_of(&keychain, a, &servers))
+            .collect()
+    })
+    .await
+}
+
+/// One agent as the UI shows it.
+pub async fn show(ctx: &AgentsContext, agent: &str) -> Result<AgentView, WireError> {
+    let rec = find(&ctx.store, agent).await?;
+    view(ctx, rec).await
+}
+
+async fn view(ctx: &AgentsContext, rec: AgentRecord) -> Result<AgentView, WireError> {
+    let servers = servers(&ctx.store).await?;
+    let keychain = ctx.keychain.clone();
+    blocking(move || view_of(&keychain, &rec, &servers)).await
+}
+
+fn view_of(keychain: &Keychain, rec: &AgentRecord, servers: &[ServerRecord]) -> AgentView {
+    let last = rec.last_run.clone().unwrap_or_default();
+    let seen: HashSet<&str> = last.tools_seen.iter().map(String::as_str).collect();
+    let mut mcp: Vec<ServerSwitchView> = servers
+        .iter()
+        .map(|s| {
+            let switch = rec
+                .switches
+                .mcp
+                .get(&s.id)
+                .cloned()
+                .unwrap_or_else(ServerSwitch::off);
+            let tools = s
+                .listing
+                .as_ref()
+                .map(|l| {
+                    l.tools
+                        .iter()
+                        .map(|t| ToolSwitchView {
+                            name: t.name.clone(),
+                            on: switch.tool_on(&t.name),
+                            risk: tools::view(&s.name, t).assessment.risk,
+                            seen_in_last_run: seen.contains(
+                                bosun_shared::mcp::full_tool_name(&s.name, &t.name).as_str(),
+                            ),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            ServerSwitchView {
+                server: s.name.clone(),
+                server_id: s.id,
+                on: switch.on,
+                tools,
+                listed: s.listing.is_some(),
+                last_run_state: last
+                    .servers
+                    .iter()
+                    .find(|(name, _)| *name == s.name)
+                    .map(|(_, state)| state.clone()),
+            }
+        })
+        .collect();
+    // The built-in browser first, as in the person's list of servers.
+    mcp.sort_by_key(|s| (s.server != browser::NAME, s.server.clone()));
+    let browser_on = servers
+        .iter()
+        .find(|s| s.browser.is_some())
+        .and_then(|s| rec.switches.mcp.get(&s.id))
+        .is_some_and(|s| s.on);
+    AgentView {
+        id: rec.id,
+        name: rec.name.clone(),
+        role: rec.role.clone(),
+        cli: rec.cli,
+        instructions: rec.instructions.clone(),
+        permission_mode: rec.permission_mode.clone(),
+        allowed_commands: rec.allowed_commands.clone(),
+        time_cap_ms: rec.time_cap_ms,
+        cwd: rec.cwd.clone(),
+        command: rec.command.clone(),
+        env: rec.env.clone(),
+        secret_env: rec
+            .secret_env
+            .iter()
+            .map(|n| LineView {
+                name: n.clone(),
+                saved: keychain
+                    .get(&agent_env_key(rec.id, n))
+                    .ok()
+                    .flatten()
+                    .is_some(),
+            })
+            .collect(),
+        model: rec.model.clone(),
+        codex_config: rec.codex_config.clone(),
+        switches: SwitchesView {
+            mcp,
+            web_search: rec.switches.web_search,
+            web_fetch: rec.switches.web_fetch.clone(),
+            browser: browser_on,
+            browser_insecure_certs: rec.switches.browser_insecure_certs,
+            skills: rec.switches.skills,
+        },
+        last_run: rec.last_run.as_ref().map(|l| LastRunView {
+            run: l.run,
+            at: l.at,
+            servers: l.servers.clone(),
+            tools_seen: l.tools_seen.clone(),
+        }),
+        warnings: warnings(rec),
+        created_at: rec.created_at,
+        updated_at: rec.updated_at,
+    }
+}
+
+/// What the form warns about: npm or npx with an outside source, and switches the agent's CLI
+/// cannot keep to.
+fn warnings(rec: &AgentRecord) -> Vec<String> {
+    let mut out = rec.warnings();
+    match (rec.cli, &rec.switches.web_fetch) {
+        (CliKind::Gemini, WebFetch::Domains(_)) => out.push(
+            "Gemini cannot keep to a list of domains when fetching pages: its runs go without fetching pages".into(),
+        ),
+        (CliKind::Codex, WebFetch::Any | WebFetch::Domains(_)) => out.push(
+            "Codex has no switch of its own for fetching pages: its runs go without it".into(),
+        ),
+        (CliKind::Command, WebFetch::Any | WebFetch::Domains(_)) => out.push(
+            "a command agent's program is not a coding CLI: the web switches do not reach it"
+                .into(),
+        ),
+        (CliKind::Claude | CliKind::Gemini | CliKind::Codex | CliKind::Command, _) => {}
+    }
+    if rec.cli == CliKind::Gemini && !rec.switches.web_search {
+        out.push("Gemini searches the web in every run: its instructions always say that what comes from outside is data".into());
+    }
+    if rec.cli == CliKind::Command && rec.switches.mcp.values().any(|s| s.on) {
+        out.push(
+            "a command agent's program is not a coding CLI: its MCP switches do not reach it"
+                .into(),
+        );
+    }
+    out
+}
+
+fn bad(m: impl Into<String>) -> WireError {
+    WireError::bad_request(m.into())
+}
+
+/// Checks an environment line's name and value.
+fn check_env_line(name: &str, value: &str) -> Result<(), WireError> {
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(bad(format!(
+            "`{name}` is not an environment variable name; use letters, digits and _, not starting with a digit"
+        )));
+    }
+    if name.starts_with("BOSUN_") {
+        return Err(bad(format!(
+            "{name} starts with BOSUN_, which bosun keeps for itself; choose another name"
+        )));
+    }
+    if value.contains('\0') {
+        return Err(bad(format!(
+            "the value of {name} has a NUL byte, which no environment can hold"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a whole agent record (after a change), saying what is wrong and what to do.
+fn check_record(rec: &AgentRecord) -> Result<(), WireError> {
+    check_agent_name(&rec.name).map_err(bad)?;
+    let role = rec.role.trim();
+    if role.is_empty() || role.chars().count() > 40 || role.chars().any(char::is_control) {
+        return Err(bad(
+            "a role is 1 to 40 characters, such as worker, lead, QA or Frontend",
+        ));
+    }
+    if rec.instructions.len() > MAX_INSTRUCTIONS {
+        return Err(bad(format!(
+            "the instructions are {} KiB; keep them under {} KiB",
+            rec.instructions.len() / 1024,
+            MAX_INSTRUCTIONS / 1024
+        )));
+    }
+    if let Some(mode) = &rec.permission_mode {
+        rec.cli.check_permission_mode(mode).map_err(bad)?;
+    }
+    for rule in &rec.allowed_commands {
+        check_allowed_command(rule).map_err(bad)?;
+    }
+    match rec.time_cap_ms {
+        Some(0) => return Err(bad("a time cap must be longer than zero")),
+        Some(ms) if ms > MAX_TIME_CAP_MS => {
+            return Err(bad("a time cap can be a week at most"));
+        }
+        Some(_) | None => {}
+    }
+    check_cwd(&rec.cwd)?;
+    match rec.cli {
+        CliKind::Command => {
+            if rec.command.first().is_none_or(|c| c.trim().is_empty()) {
+                return Err(bad(
+                    "a command agent needs its program; write it after `--`, such as: bosun agent add NAME --cli command -- ./review.sh",
+                ));
+            }
+        }
+        CliKind::Claude | CliKind::Codex | CliKind::Gemini => {
+            if !rec.command.is_empty() {
+                return Err(bad(format!(
+                    "a {} agent runs {}, so it takes no command of its own; use --cli command to run a program of yours",
+                    rec.cli, rec.cli
+                )));
+            }
+        }
+    }
+    if let Some(m) = &rec.model
+        && (m.chars().count() > 100 || m.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        return Err(bad(format!(
+            "`{m}` is not a model name; give one such as sonnet, gpt-5 or gemini-2.5-pro"
+        )));
+    }
+    if !rec.codex_config.is_empty() && rec.cli != CliKind::Codex {
+        return Err(bad(format!(
+            "Codex settings (--codex-config) are for a codex agent; `{}` runs {}",
+            rec.name, rec.cli
+        )));
+    }
+    for (k, v) in &rec.codex_config {
+        check_codex_config(k, v)?;
+    }
+    if rec.switches.skills && !rec.cli.has_skills_switch() {
+        return Err(bad(format!(
+            "bosun has no checked per-run switch for the slash commands and skills of {}; switch skills off first (`bosun agent set {} skills=off`)",
+            rec.cli, rec.name
+        )));
+    }
+    let mut seen = HashSet::new();
+    for (k, v) in &rec.env {
+        check_env_line(k, v)?;
+        if !seen.insert(k.as_str()) {
+            return Err(bad(format!("the environment line {k} is given twice")));
+        }
+    }
+    for k in &rec.secret_env {
+        check_env_line(k, "")?;
+        if !seen.insert(k.as_str()) {
+            return Err(bad(format!(
+                "{k} is given twice (as a plain and a secret line, or twice); give it once"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The Codex settings an agent may carry: its model and its provider. Everything else (MCP
+/// servers, web search, the sandbox, approvals) is bosun's to set from the switches.
+const CODEX_KEYS: [&str; 7] = [
+    "model",
+    "model_provider",
+    "model_providers.",
+    "model_reasoning_effort",
+    "model_reasoning_summary",
+    "model_verbosity",
+    "service_tier",
+];
+
+fn check_codex_config(key: &str, value: &str) -> Result<(), WireError> {
+    let allowed = CODEX_KEYS.iter().any(|k| {
+        if k.ends_with('.') {
+            key.starts_with(k) && key.len() > k.len()
+        } else {
+            key == *k
+        }
+    });
+    if !allowed {
+        return Err(bad(format!(
+            "`{key}` is not a Codex setting an agent may carry; only the model and provider ones (model, model_provider, model_providers.<id>.<key>, model_reasoning_effort, model_reasoning_summary, model_verbosity, service_tier): MCP servers, web search and the sandbox come from the agent's switches"
+        )));
+    }
+    if !key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+    {
+        return Err(bad(format!("`{key}` is not a Codex setting name")));
+    }
+    if value.trim().is_empty() || value.contains('\0') || value.contains('\n') {
+        return Err(bad(format!(
+            "the value of {key} is empty or has a line break; give a TOML value such as \"ollama\""
+        )));
+    }
+    Ok(())
+}
+
+fn check_cwd(cwd: &Path) -> Result<(), WireError> {
+    if !cwd.is_absolute() {
+        return Err(bad(format!(
+            "the working folder {} is not an absolute path",
+            cwd.display()
+        )));
+    }
+    if !cwd.is_dir() {
+        return Err(bad(format!(
+            "the working folder {} does not exist; create it, or give another with --cwd",
+            cwd.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the name is free among the agents.
+async fn check_name_free(
+    ctx: &AgentsContext,
+    name: &str,
+    except: Option<AgentId>,
+) -> Result<(), WireError> {
+    let store = ctx.store.clone();
+    let agents = blocking(move || store.agents())
+        .await?
+        .map_err(store_error)?;
+    if agents
+        .iter()
+        .any(|a| a.name == name && Some(a.id) != except)
+    {
+        return Err(WireError::conflict(format!(
+            "there is already an agent named `{name}`; choose another name, or change that one with `bosun agent edit {name}`"
+        )));
+    }
+    Ok(())
+}
+
+/// Saves secret values in the keychain; on failure puts back what was there.
+async fn save_values(
+    keychain: &Keychain,
+    id: AgentId,
+    lines: Vec<SecretLine>,
+) -> Result<(), WireError> {
+    let keychain = keychain.clone();
+    blocking(move || {
+        let mut done: Vec<(String, Option<String>)> = Vec::new();
+        for line in &lines {
+            let key = agent_env_key(id, &line.name);
+            let result = keychain
+                .get(&key)
+                .and_then(|before| keychain.set(&key, &line.value).map(|()| before));
+            match result {
+                Ok(before) => done.push((key, before)),
+                Err(e) => {
+                    for (key, before) in done.into_iter().rev() {
+                        let _ = match before {
+                            Some(v) => keychain.set(&key, &v),
+                            None => keychain.delete(&key),
+                        };
+                    }
+                    return Err(keychain_error(e));
+                }
+            }
+        }
+        Ok(())
+    })
+    .await?
+}
+
+async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), WireError> {
+    let keychain = keychain.clone();
+    blocking(move || {
+        for key in &keys {
+            keychain.delete(key).map_err(keychain_error)?;
+        }
+        Ok(())
+    })
+    .await?
+}
+
+async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, WireError> {
+    let now = Timestamp::now();
+    let rec = AgentRecord {
+        id: AgentId::new(),
+        name: p.name,
+        role: p
+            .role
+            .map(|r| r.trim().to_string())
+            .unwrap_or_else(|| "worker".into()),
+        cli: p.cli,
+        instructions: p.instructions.unwrap_or_default(),
+        permission_mode: p.permission_mode.filter(|m| !m.is_empty()),
+        allowed_commands: p.allowed_commands,
+        time_cap_ms: p.time_cap_ms,
+        cwd: p.cwd,
+        command: p.command,
+        env: p.env,
+        secret_env: p.secret_env.iter().map(|l| l.name.clone()).collect(),
+        model: p.model.filter(|m| !m.trim().is_empty()),
+        codex_config: p.codex_config,
+        switches: Switches::default(),
+        created_at: now,
+        updated_at: now,
+        last_run: None,
+    };
+    check_record(&rec)?;
+    for l in &p.secret_env {
+        check_env_line(&l.name, &l.value)?;
+    }
+    check_name_free(ctx, &rec.name, None).await?;
+    let keys: Vec<String> = rec
+        .secret_env
+        .iter()
+        .map(|n| agent_env_key(rec.id, n))
+        .collect();
+    save_values(&ctx.keychain, rec.id, p.secret_env).await?;
+    if let Err(e) = ctx.writer.put_agent(&rec).await {
+        let _ = delete_values(&ctx.keychain, keys).await;
+        return Err(store_error(e));
+    }
+    info!(agent = %rec.name, id = %rec.id, cli = %rec.cli, "agent added");
+    view(ctx, rec).await
+}
+
+async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, WireError> {
+    let mut rec = find(&ctx.store, &p.agent).await?;
+    if let Some(n) = p.name {
+        rec.name = n;
+    }
+    if let Some(r) = p.role {
+        rec.role = r.trim().to_string();
+    }
+    if let Some(c) = p.cli
+        && c != rec.cli
+    {
+        rec.cli = c;
+        // A mode of the old CLI means nothing to the new one.
+        if rec
+            .permission_mode
+            .as_deref()
+            .is_some_and(|m| c.check_permission_mode(m).is_err())
+        {
+            rec.permission_mode = None;
+        }
+        if !c.has_skills_switch() {
+            rec.switches.skills = false;
+        }
+        if c != CliKind::Command {
+            rec.command.clear();
+        }
+    }
+    if let Some(i) = p.instructions {
+        rec.instructions = i;
+    }
+    if let Some(m) = p.permission_mode {
+        rec.permission_mode = Some(m).filter(|m| !m.is_empty());
+    }
+    if let Some(a) = p.allowed_commands {
+        rec.allowed_commands = a;
+    }
+    if let Some(t) = p.time_cap_ms {
+        rec.time_cap_ms = Some(t).filter(|t| *t > 0);
+    }
+    if let Some(c) = p.cwd {
+        rec.cwd = c;
+    }
+    if let Some(c) = p.command {
+        rec.command = c;
+    }
+    if let Some(m) = p.model {
+        rec.model = Some(m).filter(|m| !m.trim().is_empty());
+    }
+    if let Some(c) = p.codex_config {
+        rec.codex_config = c;
+    }
+    for name in p.remove_env.iter().chain(p.remove_secret_env.iter()) {
+        let known = rec.env.iter().any(|(k, _)| k == name) || rec.secret_env.contains(name);
+        if !known {
+            return Err(bad(format!(
+                "`{}` has no environment line {name} to remove",
+                rec.name
+            )));
+        }
+    }
+    let mut stale = Vec::new();
+    for name in &p.remove_env {
+        rec.env.retain(|(k, _)| k != name);
+    }
+    for name in &p.remove_secret_env {
+        rec.secret_env.retain(|n| n != name);
+        stale.push(agent_env_key(rec.id, name));
+    }
+    for (k, v) in &p.set_env {
+        // A plain line replaces a secret one of the same name (and the other way round).
+        if rec.secret_env.contains(k) {
+            rec.secret_env.retain(|n| n != k);
+            stale.push(agent_env_key(rec.id, k));
+        }
+        match rec.env.iter_mut().find(|(name, _)| name == k) {
+            Some(line) => line.1 = v.clone(),
+            None => rec.env.push((k.clone(), v.clone())),
+        }
+    }
+    for l in &p.set_secret_env {
+        check_env_line(&l.name, &l.value)?;
+        rec.env.retain(|(k, _)| *k != l.name);
+        stale.retain(|key| *key != agent_env_key(rec.id, &l.name));
+        if !rec.secret_env.contains(&l.name) {
+            rec.secret_env.push(l.name.clone());
+        }
+    }
+    check_record(&rec)?;
+    check_name_free(ctx, &rec.name, Some(rec.id)).await?;
+    rec.updated_at = Timestamp::now();
+    save_values(&ctx.keychain, rec.id, p.set_secret_env).await?;
+    ctx.writer.put_agent(&rec).await.map_err(store_error)?;
+    if let Err(e) = delete_values(&ctx.keychain, stale).await {
+        warn!(agent = %rec.name, error = %e, "could not delete the values of removed lines");
+    }
+    info!(agent = %rec.name, "agent changed");
+    view(ctx, rec).await
+}
+
+/// One parsed `key=value`.
+enum Setting {
+    Server {
+        server: ServerRecord,
+        on: bool,
+    },
+    Tool {
+        server: ServerRecord,
+        tool: String,
+        on: bool,
+    },
+    WebSearch(bool),
+    WebFetch(WebFetch),
+    Browser(bool),
+    BrowserInsecureCerts(bool),
+    Skills(bool),
+}
+
+fn on_off(key: &str, value: &str) -> Result<bool, WireError> {
+    match value.trim() {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        other => Err(bad(format!("`{key}={other}`: {key} takes on or off"))),
+    }
+}
+
+/// The keys `bosun agent set` takes, for messages.
+const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills";
+
+fn parse_setting(text: &str, servers: &[ServerRecord], cli: CliKind) -> Result<Setting, WireError> {
+    let Some((key, value)) = text.split_once('=') else {
+        return Err(bad(format!(
+            "`{text}` is not a setting; write KEY=VALUE, such as mcp.github=on or web.fetch=docs.rs (keys: {KEYS})"
+        )));
+    };
+    let key = key.trim();
+    match key {
+        "web.search" => Ok(Setting::WebSearch(on_off(key, value)?)),
+        "web.fetch" => WebFetch::parse(value).map(Setting::WebFetch).map_err(|e| {
+            bad(format!(
+                "{e}; web.fetch takes off, any, or a comma-separated list of domains"
+            ))
+        }),
+        "browser" => Ok(Setting::Browser(on_off(key, value)?)),
+        "browser.insecure-certs" => Ok(Setting::BrowserInsecureCerts(on_off(key, value)?)),
+        "skills" => {
+            let on = on_off(key, value)?;
+            if on && !cli.has_skills_switch() {
+                return Err(bad(format!(
+                    "skills=on is refused for a {cli} agent: bosun has no checked per-run switch for its slash commands and skills (only Claude Code has one)"
+                )));
+            }
+            Ok(Setting::Skills(on))
+        }
+        other => {
+            let Some(rest) = other.strip_prefix("mcp.") else {
+                return Err(bad(format!(
+                    "`{other}` is not a switch; the keys are {KEYS}"
+                )));
+            };
+            // Server names have no dots; a tool's name may.
+            let (server_name, tool) = match rest.split_once('.') {
+                Some((s, t)) => (s, Some(t)),
+                None => (rest, None),
+            };
+            let Some(server) = servers.iter().find(|s| s.name == server_name) else {
+                return Err(WireError::not_found(format!(
+                    "there is no MCP server `{server_name}`; add it with `bosun mcp add {server_name} …` first (`bosun mcp list` shows them)"
+                )));
+            };
+            let on = on_off(key, value)?;
+            match tool {
+                None => Ok(Setting::Server {
+                    server: server.clone(),
+                    on,
+                }),
+                Some(tool) => {
+                    let Some(listing) = &server.listing else {
+                        return Err(bad(format!(
+                            "the tools of `{server_name}` have not been listed; list them first with `bosun mcp tools {server_name}`, then switch one"
+                        )));
+                    };
+                    if !listing.tools.iter().any(|t| t.name == tool) {
+                        return Err(WireError::not_found(format!(
+                            "`{server_name}` has no tool `{tool}` in its last listing; `bosun mcp tools {server_name}` lists them again"
+                        )));
+                    }
+                    Ok(Setting::Tool {
+                        server: server.clone(),
+                        tool: tool.to_string(),
+                        on,
+                    })
+                }
+            }
+        }
+    }
+}
+
+fn apply(switches: &mut Switches, setting: Setting, browser_id: Option<bosun_shared::ServerId>) {
+    match setting {
+        Setting::Server { server, on } => {
+            let entry = switches
+                .mcp
+                .entry(server.id)
+                .or_insert_with(ServerSwitch::off);
+            entry.on = on;
+            if on && matches!(&entry.tools, ToolSelection::Only(set) if set.is_empty()) {
+                entry.tools = ToolSelection::AllExcept(BTreeSet::new());
+            }
+        }
+        Setting::Tool { server, tool, on } => {
+            switches
+                .mcp
+                .entry(server.id)
+                .or_insert_with(ServerSwitch::off)
+                .set_tool(&tool, on);
+        }
+        Setting::WebSearch(on) => switches.web_search = on,
+        Setting::WebFetch(f) => switches.web_fetch = f,
+        Setting::Browser(on) => {
+            if let Some(id) = browser_id {
+                switches.mcp.entry(id).or_insert_with(ServerSwitch::off).on = on;
+            }
+        }
+        Setting::BrowserInsecureCerts(on) => switches.browser_insecure_certs = on,
+        Setting::Skills(on) => switches.skills = on,
+    }
+}
+
+async fn set(
+    ctx: &AgentsContext,
+    agent: &str,
+    settings: &[String],
+) -> Result<AgentView, WireError> {
+    if settings.is_empty() {
+        return Err(bad(format!(
+            "no switch given; write KEY=VALUE, such as: bosun agent set {agent} mcp.github=on web.search=on (keys: {KEYS})"
+        )));
+    }
+    let mut rec = find(&ctx.store, agent).await?;
+    let servers = servers(&ctx.store).await?;
+    let browser_id = servers.iter().find(|s| s.browser.is_some()).map(|s| s.id);
+    // Every setting is parsed and checked before any is applied: all or nothing.
+    let parsed = settings
+        .iter()
+        .map(|s| parse_setting(s, &servers, rec.cli))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut switches = rec.switches.clone();
+    for p in parsed {
+        apply(&mut switches, p, browser_id);
+    }
+    // Switches of servers that are gone go too.
+    switches
+        .mcp
+        .retain(|id, _| servers.iter().any(|s| s.id == *id));
+    rec.switches = switches;
+    check_record(&rec)?;
+    rec.updated_at = Timestamp::now();
+    ctx.writer.put_agent(&rec).await.map_err(store_error)?;
+    info!(agent = %rec.name, "agent switches changed");
+    view(ctx, rec).await
+}
+
+async fn remove(ctx: &AgentsContext, agent: &str) -> Result<AgentView, WireError> {
+    let rec = find(&ctx.store, agent).await?;
+    let keys: Vec<String> = rec
+        .secret_env
+        .iter()
+        .map(|n| agent_env_key(rec.id, n))
+        .collect();
+    let shown = view(ctx, rec.clone()).await?;
+    // Secrets first: an agent is never removed while its secrets stay behind unnoticed.
+    delete_values(&ctx.keychain, keys)
+        .await
+        .map_err(|e| WireError::new(e.code, format!("{}; nothing was removed", e.message)))?;
+    ctx.writer.delete_agent(rec.id).await.map_err(store_error)?;
+    info!(agent = %rec.name, "agent removed");
+    Ok(shown)
+}
+
+async fn keep_last_run(
+    ctx: &AgentsContext,
+    id: AgentId,
+    change: impl FnOnce(&mut LastRun),
+) -> Result<(), StoreError> {
+    let store = ctx.store.clone();
+    let key = id.to_string();
+    let current = tokio::task::spawn_blocking(move || store.find_agent(&key))
+        .await
+        .map_err(|e| StoreError::Corrupt(e.to_string()))??;
+    let Some(mut rec) = current else {
+        return Ok(());
+    };
+    change(rec.last_run.get_or_insert_with(LastRun::default));
+    ctx.writer.put_agent(&rec).await
+}

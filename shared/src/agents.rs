@@ -1,0 +1,260 @@
+//! What every bosun process knows about agents: which coding CLIs there are, what each takes as
+//! a permission mode, and the rules for the values of an agent's switches.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The program an agent's runs are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CliKind {
+    Claude,
+    Codex,
+    Gemini,
+    /// Any program: the agent's command, with the prompt in `BOSUN_PROMPT`.
+    Command,
+}
+
+impl fmt::Display for CliKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CliKind::Claude => "claude",
+            CliKind::Codex => "codex",
+            CliKind::Gemini => "gemini",
+            CliKind::Command => "command",
+        })
+    }
+}
+
+impl FromStr for CliKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "claude" | "claude-code" => Ok(CliKind::Claude),
+            "codex" => Ok(CliKind::Codex),
+            "gemini" => Ok(CliKind::Gemini),
+            "command" => Ok(CliKind::Command),
+            other => Err(format!(
+                "`{other}` is not a CLI bosun runs; choose claude, codex, gemini or command"
+            )),
+        }
+    }
+}
+
+impl CliKind {
+    /// The permission modes the CLI takes, the first being its default.
+    pub fn permission_modes(self) -> &'static [&'static str] {
+        match self {
+            // Claude Code's --permission-mode (bypassPermissions needs IS_SANDBOX=1 as root).
+            CliKind::Claude => &[
+                "default",
+                "acceptEdits",
+                "auto",
+                "dontAsk",
+                "plan",
+                "bypassPermissions",
+            ],
+            // Codex's --sandbox for the commands the model runs.
+            CliKind::Codex => &["read-only", "workspace-write", "danger-full-access"],
+            // Gemini's --approval-mode.
+            CliKind::Gemini => &["default", "auto_edit", "plan", "yolo"],
+            CliKind::Command => &[],
+        }
+    }
+
+    /// Checks a permission mode for this CLI, saying which it takes when it is not one.
+    pub fn check_permission_mode(self, mode: &str) -> Result<(), String> {
+        let modes = self.permission_modes();
+        if modes.contains(&mode) {
+            return Ok(());
+        }
+        if modes.is_empty() {
+            return Err(format!("a {self} agent has no permission mode"));
+        }
+        Err(format!(
+            "`{mode}` is not a permission mode of {self}; it takes {}",
+            modes.join(", ")
+        ))
+    }
+
+    /// Whether bosun has a checked per-run switch for the CLI's slash commands and skills.
+    pub fn has_skills_switch(self) -> bool {
+        matches!(self, CliKind::Claude)
+    }
+}
+
+/// The longest name an agent may have.
+pub const MAX_AGENT_NAME_LEN: usize = 64;
+
+/// Checks an agent's name: letters, digits, `-` and `_`, starting with a letter or digit.
+pub fn check_agent_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("an agent needs a name".into());
+    }
+    if name.chars().count() > MAX_AGENT_NAME_LEN {
+        return Err(format!(
+            "`{name}` is longer than {MAX_AGENT_NAME_LEN} characters"
+        ));
+    }
+    if let Some(ch) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        return Err(format!(
+            "`{name}` has `{ch}` in it; an agent's name takes only letters, digits, - and _"
+        ));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "`{name}` starts with `{}`; an agent's name starts with a letter or digit",
+            &name[..1]
+        ));
+    }
+    Ok(())
+}
+
+/// Fetching web pages: off, any page, or only listed domains.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case", tag = "mode", content = "domains")]
+pub enum WebFetch {
+    #[default]
+    Off,
+    Any,
+    Domains(Vec<String>),
+}
+
+impl fmt::Display for WebFetch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WebFetch::Off => f.write_str("off"),
+            WebFetch::Any => f.write_str("any"),
+            WebFetch::Domains(d) => f.write_str(&d.join(",")),
+        }
+    }
+}
+
+impl WebFetch {
+    /// `off`, `any`, or a comma-separated list of domains such as `docs.rs,*.laravel.com`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "off" | "" => Ok(WebFetch::Off),
+            "any" | "on" => Ok(WebFetch::Any),
+            list => {
+                let domains: Vec<String> = list
+                    .split(',')
+                    .map(|d| d.trim().to_ascii_lowercase())
+                    .filter(|d| !d.is_empty())
+                    .collect();
+                for d in &domains {
+                    check_domain(d)?;
+                }
+                Ok(WebFetch::Domains(domains))
+            }
+        }
+    }
+}
+
+/// A domain for the fetch list: a host name, optionally starting with `*.` for its subdomains.
+pub fn check_domain(d: &str) -> Result<(), String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "`{d}` is not a domain for fetching pages: {why}; write it such as docs.rs or *.laravel.com"
+        ))
+    };
+    if d.contains("://") {
+        return bad("leave out the scheme");
+    }
+    if d.contains('/') || d.contains(':') {
+        return bad("give the host only, without a path or port");
+    }
+    let host = d.strip_prefix("*.").unwrap_or(d);
+    if host.contains('*') {
+        return bad("a * may only start it, as in *.example.com");
+    }
+    let labels: Vec<&str> = host.split('.').collect();
+    if labels.len() < 2 {
+        return bad("it needs a dot");
+    }
+    for l in labels {
+        let ok = !l.is_empty()
+            && l.len() <= 63
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-');
+        if !ok {
+            return bad("it has a part that is not a host name label");
+        }
+    }
+    Ok(())
+}
+
+/// An allowed command, such as `Bash(git *)`: a tool name with an optional pattern.
+pub fn check_allowed_command(rule: &str) -> Result<(), String> {
+    let (tool, rest) = match rule.find('(') {
+        Some(i) => (&rule[..i], Some(&rule[i..])),
+        None => (rule, None),
+    };
+    let tool_ok = !tool.is_empty() && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let rest_ok =
+        rest.is_none_or(|r| r.len() > 2 && r.ends_with(')') && !r[1..r.len() - 1].contains(')'));
+    if tool_ok && rest_ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{rule}` is not an allowed command; write it such as Bash(git *) or Bash(npm test)"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn web_fetch_lists_are_checked_domain_by_domain() {
+        assert_eq!(WebFetch::parse("off"), Ok(WebFetch::Off));
+        assert_eq!(WebFetch::parse("any"), Ok(WebFetch::Any));
+        assert_eq!(
+            WebFetch::parse("docs.rs, *.Laravel.com"),
+            Ok(WebFetch::Domains(vec![
+                "docs.rs".into(),
+                "*.laravel.com".into()
+            ]))
+        );
+        for bad in [
+            "https://docs.rs",
+            "docs.rs/path",
+            "local",
+            "a.*.b",
+            "x..y",
+            "-a.b",
+            "host:80",
+        ] {
+            assert!(WebFetch::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn permission_modes_and_commands_are_checked_per_cli() {
+        assert!(CliKind::Claude.check_permission_mode("acceptEdits").is_ok());
+        let err = CliKind::Codex
+            .check_permission_mode("acceptEdits")
+            .unwrap_err();
+        assert!(
+            err.contains("read-only, workspace-write, danger-full-access"),
+            "{err}"
+        );
+        assert!(
+            "cursor"
+                .parse::<CliKind>()
+                .unwrap_err()
+                .contains("choose claude, codex, gemini or command")
+        );
+        assert!(check_allowed_command("Bash(git *)").is_ok());
+        assert!(check_allowed_command("WebFetch(domain:docs.rs)").is_ok());
+        assert!(check_allowed_command("Bash(git").is_err());
+        assert!(check_allowed_command("rm -rf").is_err());
+    }
+}

@@ -1,0 +1,184 @@
+//! The UI protocol's part for agents: their setup, their switches, and starting a run of one.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::mcp::{LineView, SecretLine};
+use crate::agents::{CliKind, WebFetch};
+use crate::mcp::Risk;
+use crate::{AgentId, RunId, ServerId, Timestamp};
+
+/// A new agent.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgentParams {
+    pub name: String,
+    pub role: Option<String>,
+    pub cli: CliKind,
+    pub instructions: Option<String>,
+    pub permission_mode: Option<String>,
+    pub allowed_commands: Vec<String>,
+    pub time_cap_ms: Option<u64>,
+    /// The folder its runs work in; absolute.
+    pub cwd: PathBuf,
+    /// A `command` agent's program and arguments.
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub secret_env: Vec<SecretLine>,
+    /// The model, such as `sonnet`; the CLI's own default when absent.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Codex only: model and provider settings as `key=value` (TOML values), such as
+    /// `model_provider="ollama"`.
+    #[serde(default)]
+    pub codex_config: Vec<(String, String)>,
+}
+
+/// Changes to an agent; what is absent stays.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EditAgentParams {
+    pub agent: String,
+    pub name: Option<String>,
+    pub role: Option<String>,
+    pub cli: Option<CliKind>,
+    pub instructions: Option<String>,
+    /// `Some("")` clears it.
+    pub permission_mode: Option<String>,
+    pub allowed_commands: Option<Vec<String>>,
+    /// `Some(0)` clears it.
+    pub time_cap_ms: Option<u64>,
+    pub cwd: Option<PathBuf>,
+    pub command: Option<Vec<String>>,
+    pub set_env: Vec<(String, String)>,
+    pub remove_env: Vec<String>,
+    pub set_secret_env: Vec<SecretLine>,
+    pub remove_secret_env: Vec<String>,
+    /// `Some("")` clears it.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Replaces them when given.
+    #[serde(default)]
+    pub codex_config: Option<Vec<(String, String)>>,
+}
+
+/// An agent as the UI shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentView {
+    pub id: AgentId,
+    pub name: String,
+    pub role: String,
+    pub cli: CliKind,
+    pub instructions: String,
+    pub permission_mode: Option<String>,
+    pub allowed_commands: Vec<String>,
+    pub time_cap_ms: Option<u64>,
+    pub cwd: PathBuf,
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub secret_env: Vec<LineView>,
+    pub model: Option<String>,
+    pub codex_config: Vec<(String, String)>,
+    pub switches: SwitchesView,
+    pub last_run: Option<LastRunView>,
+    /// What the form would warn about (an outside source with npm or npx allowed, …).
+    pub warnings: Vec<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwitchesView {
+    /// Every MCP server, with this agent's switch for it and its tools.
+    pub mcp: Vec<ServerSwitchView>,
+    pub web_search: bool,
+    pub web_fetch: WebFetch,
+    pub browser: bool,
+    pub browser_insecure_certs: bool,
+    pub skills: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerSwitchView {
+    pub server: String,
+    pub server_id: ServerId,
+    pub on: bool,
+    /// Its tools from the last listing, each with its switch and risk.
+    pub tools: Vec<ToolSwitchView>,
+    /// Whether the tools are known (listed) at all.
+    pub listed: bool,
+    /// The server's state in the agent's last run: connected, failed, needs-auth, left out …
+    pub last_run_state: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSwitchView {
+    pub name: String,
+    pub on: bool,
+    pub risk: Risk,
+    /// Whether the CLI reported it in the last run.
+    pub seen_in_last_run: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LastRunView {
+    pub run: Option<RunId>,
+    pub at: Option<Timestamp>,
+    pub servers: Vec<(String, String)>,
+    pub tools_seen: Vec<String>,
+}
+
+/// The CLI's own tools, by group, merged with what it reported in the agent's last run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BuiltinToolsView {
+    pub agent: String,
+    pub cli: CliKind,
+    /// Where the list comes from, in words.
+    pub source: String,
+    pub tools: Vec<BuiltinToolView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BuiltinToolView {
+    pub name: String,
+    /// Files, Commands, Agents, Planning, Web, Other.
+    pub group: String,
+    pub what: String,
+    /// `None`: a tool the catalog does not know.
+    pub risk: Option<Risk>,
+    /// always on, set elsewhere (…), off, a switch (on/off) …
+    pub state: String,
+    pub seen_in_last_run: bool,
+}
+
+/// What bosun knows about a run of an agent, from the CLI's own stream.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentRunView {
+    pub agent: Option<AgentId>,
+    pub agent_name: String,
+    pub cli: Option<CliKind>,
+    /// Each MCP server and its state in the run: given, connected, failed, needs-auth, or
+    /// left out (why).
+    pub servers: Vec<(String, String)>,
+    /// The tools the CLI reported it had.
+    pub tools: Vec<String>,
+    pub calls: Vec<ToolCallView>,
+    pub session: Option<String>,
+    pub model: Option<String>,
+    pub result: Option<CliResultView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallView {
+    pub name: String,
+    /// `None` while it runs.
+    pub ok: Option<bool>,
+    pub error: Option<String>,
+}
+
+/// How the CLI itself judged the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CliResultView {
+    pub is_error: bool,
+    pub reason: Option<String>,
+    pub text: Option<String>,
+}

@@ -1,0 +1,672 @@
+//! `bosun agent add|edit|show|list|remove|set|run|tools`.
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bosun_shared::agents::CliKind;
+use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::agents::{AgentParams, AgentView, BuiltinToolsView, EditAgentParams};
+use bosun_shared::protocol::mcp::SecretLine;
+use bosun_shared::protocol::ui::{Request, Response};
+use bosun_shared::time::{format_duration, parse_duration};
+use clap::{Args, Subcommand};
+
+use super::logs::{FollowOptions, print_log};
+use super::{connect, current_dir, output};
+
+#[derive(Subcommand, Debug)]
+pub enum AgentCommand {
+    /// Save a new agent: its CLI, instructions, permission mode, allowed commands, time cap
+    Add(AddArgs),
+    /// Change an agent (what is not given stays)
+    Edit(EditArgs),
+    /// Show an agent with its switches and what its last run found
+    Show(NameArgs),
+    /// List the agents
+    List(ListArgs),
+    /// Remove an agent (and its secrets from the keychain)
+    Remove(NameArgs),
+    /// Switch what the agent may use: mcp.<server>=on|off, mcp.<server>.<tool>=on|off,
+    /// web.search=on|off, web.fetch=off|any|<domains>, browser=on|off,
+    /// browser.insecure-certs=on|off, skills=on|off
+    Set(SetArgs),
+    /// Start a run of the agent with a prompt, and print its id
+    Run(RunArgs),
+    /// The agent's CLI's own tools, by group
+    Tools(ToolsArgs),
+}
+
+/// What `add` and `edit` share.
+#[derive(Args, Debug)]
+pub struct SetupArgs {
+    /// `worker` (the default), `lead`, or a role of yours such as QA
+    #[arg(long)]
+    role: Option<String>,
+    /// What the agent is told before each task
+    #[arg(long, conflicts_with = "instructions_file")]
+    instructions: Option<String>,
+    /// Read the instructions from this file
+    #[arg(long, value_name = "PATH")]
+    instructions_file: Option<PathBuf>,
+    /// The CLI's permission mode (claude: default, acceptEdits, auto, dontAsk, plan,
+    /// bypassPermissions; codex: read-only, workspace-write, danger-full-access; gemini:
+    /// default, auto_edit, plan, yolo)
+    #[arg(long, value_name = "MODE")]
+    permission_mode: Option<String>,
+    /// A command the agent may run without asking, such as 'Bash(git *)' (repeatable)
+    #[arg(long = "allow", value_name = "RULE")]
+    allow: Vec<String>,
+    /// Stop each run by its ladder after this long, such as 30m or 2h ("none" for no cap)
+    #[arg(long, value_name = "DURATION")]
+    time_cap: Option<String>,
+    /// The folder its runs work in (default for a new agent: the current one)
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// The model, such as sonnet
+    #[arg(long)]
+    model: Option<String>,
+    /// Codex only: a model or provider setting, KEY=VALUE in TOML, such as
+    /// model_provider="ollama" (repeatable)
+    #[arg(long = "codex-config", value_name = "KEY=VALUE")]
+    codex_config: Vec<String>,
+    /// A plain environment line for its runs, KEY=VALUE (repeatable)
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
+    env: Vec<String>,
+    /// A secret environment line, such as an API key, kept in the keychain; the value is read
+    /// from stdin (one name: all of stdin; several: KEY=VALUE lines) or asked on a terminal
+    #[arg(long = "secret-env", value_name = "KEY")]
+    secret_env: Vec<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    name: String,
+    /// Which CLI its runs are: claude, codex, gemini, or command (a program of yours)
+    #[arg(long)]
+    cli: String,
+    #[command(flatten)]
+    setup: SetupArgs,
+    /// A command agent's program and arguments (the prompt is in BOSUN_PROMPT)
+    #[arg(last = true, value_name = "PROGRAM ARGS")]
+    command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct EditArgs {
+    name: String,
+    /// A new name
+    #[arg(long = "name", value_name = "NEW")]
+    new_name: Option<String>,
+    #[arg(long)]
+    cli: Option<String>,
+    #[command(flatten)]
+    setup: SetupArgs,
+    /// Take away every allowed command
+    #[arg(long, conflicts_with = "allow")]
+    no_allow: bool,
+    /// Remove an environment line, plain or secret (repeatable)
+    #[arg(long, value_name = "KEY")]
+    remove_env: Vec<String>,
+    /// A new program and arguments for a command agent
+    #[arg(last = true, value_name = "PROGRAM ARGS")]
+    command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct NameArgs {
+    name: String,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SetArgs {
+    name: String,
+    /// KEY=VALUE switches, all applied or none
+    #[arg(required = true, value_name = "KEY=VALUE")]
+    settings: Vec<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    name: String,
+    /// What the agent should do
+    prompt: String,
+    /// Stream the run's log until it ends, and exit with the run's exit status
+    #[arg(long, short = 'f')]
+    follow: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ToolsArgs {
+    name: String,
+    /// Ask the installed Claude Code for its list now (no model call, nothing spent)
+    #[arg(long)]
+    ask: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(dirs: &StateDir, cmd: AgentCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        AgentCommand::Add(a) => add(dirs, a).await,
+        AgentCommand::Edit(a) => edit(dirs, a).await,
+        AgentCommand::Show(a) => {
+            let agent = agent_request(dirs, Request::AgentShow { agent: a.name }).await?;
+            if a.json {
+                output::print_json(&agent)?;
+            } else {
+                print_agent(&agent);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AgentCommand::List(a) => {
+            let mut client = connect(dirs).await?;
+            let Response::Agents { agents } = client.request(Request::AgentList).await? else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            if a.json {
+                output::print_json(&agents)?;
+            } else {
+                print_agents(&agents);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AgentCommand::Remove(a) => {
+            let agent = agent_request(dirs, Request::AgentRemove { agent: a.name }).await?;
+            done(a.json, &agent, "removed")
+        }
+        AgentCommand::Set(a) => {
+            let agent = agent_request(
+                dirs,
+                Request::AgentSet {
+                    agent: a.name,
+                    settings: a.settings,
+                },
+            )
+            .await?;
+            if a.json {
+                output::print_json(&agent)?;
+            } else {
+                println!("{} switched", agent.name);
+                print_switches(&agent);
+                print_warnings(&agent);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        AgentCommand::Run(a) => start(dirs, a).await,
+        AgentCommand::Tools(a) => {
+            let mut client = connect(dirs).await?;
+            let request = Request::AgentTools {
+                agent: a.name,
+                ask: a.ask,
+            };
+            let Response::BuiltinTools(view) = client.request(request).await? else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            if a.json {
+                output::print_json(&view)?;
+            } else {
+                print_tools(&view);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn agent_request(dirs: &StateDir, request: Request) -> anyhow::Result<AgentView> {
+    let mut client = connect(dirs).await?;
+    let Response::Agent(agent) = client.request(request).await? else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    Ok(*agent)
+}
+
+fn done(json: bool, agent: &AgentView, what: &str) -> anyhow::Result<ExitCode> {
+    if json {
+        output::print_json(agent)?;
+    } else {
+        println!("{} {what}", agent.name);
+        print_warnings(agent);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn key_values(args: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
+    args.iter()
+        .map(|line| {
+            let Some((k, v)) = line.split_once('=') else {
+                anyhow::bail!("{flag} `{line}` is not KEY=VALUE");
+            };
+            if k.trim().is_empty() {
+                anyhow::bail!("{flag} `{line}` has no name before `=`");
+            }
+            Ok((k.trim().to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The values of `--secret-env` names: one name takes all of stdin (or is asked on a
+/// terminal), several take `KEY=VALUE` lines.
+fn secret_values(names: &[String]) -> anyhow::Result<Vec<SecretLine>> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return names
+            .iter()
+            .map(|n| {
+                let value = rpassword::prompt_password(format!("value of {n} (not shown): "))?;
+                Ok(SecretLine {
+                    name: n.clone(),
+                    value,
+                })
+            })
+            .collect();
+    }
+    let mut text = String::new();
+    stdin.lock().read_to_string(&mut text)?;
+    if let [name] = names {
+        let value = text.strip_suffix('\n').unwrap_or(&text);
+        let value = value.strip_suffix('\r').unwrap_or(value);
+        if value.is_empty() {
+            anyhow::bail!(
+                "no value for {name} on stdin; pipe it in, such as: printenv {name} | bosun agent … --secret-env {name}"
+            );
+        }
+        return Ok(vec![SecretLine {
+            name: name.clone(),
+            value: value.to_string(),
+        }]);
+    }
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            anyhow::bail!(
+                "with several --secret-env names, stdin holds KEY=VALUE lines; one line is not"
+            );
+        };
+        let k = k.trim();
+        if !names.iter().any(|n| n == k) {
+            anyhow::bail!("stdin has a value for {k}, which is not one of the --secret-env names");
+        }
+        out.push(SecretLine {
+            name: k.to_string(),
+            value: v.to_string(),
+        });
+    }
+    if let Some(missing) = names.iter().find(|n| !out.iter().any(|l| l.name == **n)) {
+        anyhow::bail!("stdin has no line {missing}=VALUE");
+    }
+    Ok(out)
+}
+
+fn instructions(s: &SetupArgs) -> anyhow::Result<Option<String>> {
+    match (&s.instructions, &s.instructions_file) {
+        (Some(t), _) => Ok(Some(t.clone())),
+        (None, Some(p)) => std::fs::read_to_string(p).map(Some).map_err(|e| {
+            anyhow::anyhow!("could not read the instructions from {}: {e}", p.display())
+        }),
+        (None, None) => Ok(None),
+    }
+}
+
+/// `--time-cap`: a duration, or `none` (0: no cap).
+fn time_cap(s: &SetupArgs) -> anyhow::Result<Option<u64>> {
+    match s.time_cap.as_deref() {
+        None => Ok(None),
+        Some("none" | "off") => Ok(Some(0)),
+        Some(t) => {
+            let d = parse_duration(t).map_err(|e| anyhow::anyhow!("--time-cap: {e}"))?;
+            if d.is_zero() {
+                anyhow::bail!("--time-cap: a time cap must be longer than zero (or `none`)");
+            }
+            Ok(Some(d.as_millis() as u64))
+        }
+    }
+}
+
+fn absolute(p: PathBuf) -> anyhow::Result<PathBuf> {
+    Ok(if p.is_absolute() {
+        p
+    } else {
+        current_dir()?.join(p)
+    })
+}
+
+async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
+    let cli: CliKind = a.cli.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let s = &a.setup;
+    let params = AgentParams {
+        name: a.name,
+        role: s.role.clone(),
+        cli,
+        instructions: instructions(s)?,
+        permission_mode: s.permission_mode.clone(),
+        allowed_commands: s.allow.clone(),
+        time_cap_ms: time_cap(s)?.filter(|t| *t > 0),
+        cwd: match s.cwd.clone() {
+            Some(d) => absolute(d)?,
+            None => current_dir()?,
+        },
+        command: a.command,
+        env: key_values(&s.env, "--env")?,
+        secret_env: secret_values(&s.secret_env)?,
+        model: s.model.clone(),
+        codex_config: key_values(&s.codex_config, "--codex-config")?,
+    };
+    let agent = agent_request(dirs, Request::AgentAdd(params)).await?;
+    done(s.json, &agent, "added")
+}
+
+async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
+    let s = &a.setup;
+    let cli = a
+        .cli
+        .as_deref()
+        .map(|c| c.parse::<CliKind>().map_err(|e| anyhow::anyhow!(e)))
+        .transpose()?;
+    let allowed_commands = if a.no_allow {
+        Some(Vec::new())
+    } else if s.allow.is_empty() {
+        None
+    } else {
+        Some(s.allow.clone())
+    };
+    let codex_config = if s.codex_config.is_empty() {
+        None
+    } else {
+        Some(key_values(&s.codex_config, "--codex-config")?)
+    };
+    let params = EditAgentParams {
+        agent: a.name,
+        name: a.new_name,
+        role: s.role.clone(),
+        cli,
+        instructions: instructions(s)?,
+        permission_mode: s.permission_mode.clone(),
+        allowed_commands,
+        time_cap_ms: time_cap(s)?,
+        cwd: s.cwd.clone().map(absolute).transpose()?,
+        command: if a.command.is_empty() {
+            None
+        } else {
+            Some(a.command)
+        },
+        set_env: key_values(&s.env, "--env")?,
+        remove_env: Vec::new(),
+        set_secret_env: secret_values(&s.secret_env)?,
+        remove_secret_env: Vec::new(),
+        model: s.model.clone(),
+        codex_config,
+    };
+    // A name to remove may be a plain or a secret line: the daemon knows which.
+    let mut client = connect(dirs).await?;
+    let Response::Agent(current) = client
+        .request(Request::AgentShow {
+            agent: params.agent.clone(),
+        })
+        .await?
+    else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    let mut params = params;
+    for name in a.remove_env {
+        if current.secret_env.iter().any(|l| l.name == name) {
+            params.remove_secret_env.push(name);
+        } else {
+            params.remove_env.push(name);
+        }
+    }
+    let Response::Agent(agent) = client.request(Request::AgentEdit(params)).await? else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    done(s.json, &agent, "changed")
+}
+
+async fn start(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let request = Request::AgentRun {
+        agent: a.name,
+        prompt: a.prompt,
+    };
+    let Response::Run(run) = client.request(request).await? else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    if !a.follow {
+        if a.json {
+            output::print_json(&run)?;
+        } else {
+            println!("{}", run.id);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.json {
+        output::print_json(&run)?;
+    } else if output::stderr_is_terminal() {
+        eprintln!(
+            "bosun: run {} started; Ctrl-C stops following, not the run",
+            run.short_id
+        );
+    }
+    let opts = FollowOptions {
+        from_seq: 1,
+        follow: true,
+        stream: None,
+        timestamps: false,
+        json: a.json,
+    };
+    let end = print_log(&mut client, &run.id.to_string(), opts).await?;
+    if !a.json && end.outcome != Some(bosun_shared::run::Outcome::Succeeded) {
+        eprintln!("bosun: run {} {}", end.short_id, output::state_words(&end));
+    }
+    Ok(output::exit_code_of(&end))
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+fn print_agents(agents: &[AgentView]) {
+    if agents.is_empty() {
+        println!("no agents; add one with `bosun agent add NAME --cli claude`");
+        return;
+    }
+    for a in agents {
+        let servers: Vec<&str> = a
+            .switches
+            .mcp
+            .iter()
+            .filter(|s| s.on)
+            .map(|s| s.server.as_str())
+            .collect();
+        println!(
+            "{:<20} {:<8} {:<8} {}  mcp: {}",
+            a.name,
+            a.cli.to_string(),
+            a.role,
+            a.cwd.display(),
+            if servers.is_empty() {
+                "none".to_string()
+            } else {
+                servers.join(", ")
+            }
+        );
+    }
+}
+
+fn print_agent(a: &AgentView) {
+    let row = |k: &str, v: String| println!("{k:<18}{v}");
+    row("name", a.name.clone());
+    row("id", a.id.to_string());
+    row("role", a.role.clone());
+    row("cli", a.cli.to_string());
+    if let Some(m) = &a.model {
+        row("model", m.clone());
+    }
+    row("folder", a.cwd.display().to_string());
+    if !a.command.is_empty() {
+        row("command", a.command.join(" "));
+    }
+    row(
+        "permission mode",
+        a.permission_mode
+            .clone()
+            .unwrap_or_else(|| "the CLI's default".into()),
+    );
+    row(
+        "allowed commands",
+        if a.allowed_commands.is_empty() {
+            "none".into()
+        } else {
+            a.allowed_commands.join(", ")
+        },
+    );
+    row(
+        "time cap",
+        a.time_cap_ms
+            .map(|t| format_duration(std::time::Duration::from_millis(t)))
+            .unwrap_or_else(|| "none".into()),
+    );
+    for (k, v) in &a.codex_config {
+        row("codex config", format!("{k}={v}"));
+    }
+    for (k, _) in &a.env {
+        row("env", k.clone());
+    }
+    for l in &a.secret_env {
+        row(
+            "secret env",
+            format!(
+                "{} ({})",
+                l.name,
+                if l.saved {
+                    "saved"
+                } else {
+                    "missing from the keychain"
+                }
+            ),
+        );
+    }
+    if !a.instructions.is_empty() {
+        let first = a.instructions.lines().next().unwrap_or_default();
+        row(
+            "instructions",
+            format!(
+                "{first}{}",
+                if a.instructions.lines().count() > 1 {
+                    " …"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    print_switches(a);
+    if let Some(l) = &a.last_run {
+        println!();
+        println!(
+            "last run          {}",
+            l.run.map(|r| r.short()).unwrap_or_else(|| "-".into())
+        );
+        for (server, state) in &l.servers {
+            println!("  {server:<16}{state}");
+        }
+        if !l.tools_seen.is_empty() {
+            println!("  {} tools seen", l.tools_seen.len());
+        }
+    }
+    print_warnings(a);
+}
+
+fn print_switches(a: &AgentView) {
+    let s = &a.switches;
+    println!();
+    println!("web search        {}", on_off(s.web_search));
+    println!("fetch web pages   {}", s.web_fetch);
+    println!(
+        "browser           {}{}",
+        on_off(s.browser),
+        if s.browser_insecure_certs {
+            " (accepts self-signed certificates)"
+        } else {
+            ""
+        }
+    );
+    println!("skills            {}", on_off(s.skills));
+    for server in &s.mcp {
+        if server.server == "chrome-devtools" && !server.on {
+            continue;
+        }
+        let mut line = format!("mcp {:<14}{}", server.server, on_off(server.on));
+        if let Some(state) = &server.last_run_state {
+            line.push_str(&format!("  (last run: {state})"));
+        }
+        println!("{line}");
+        if server.on {
+            if !server.listed {
+                println!("    tools not listed yet: all of them are on");
+            }
+            for t in &server.tools {
+                println!(
+                    "    {:<28}{:<4} {} risk{}",
+                    t.name,
+                    on_off(t.on),
+                    t.risk,
+                    if t.seen_in_last_run {
+                        ", seen in the last run"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+    }
+}
+
+fn print_warnings(a: &AgentView) {
+    for w in &a.warnings {
+        eprintln!("bosun: warning: {w}");
+    }
+}
+
+fn print_tools(v: &BuiltinToolsView) {
+    println!("{} ({}): {}", v.agent, v.cli, v.source);
+    let mut group = "";
+    for t in &v.tools {
+        if t.group != group {
+            group = &t.group;
+            println!();
+            println!("{group}");
+        }
+        println!(
+            "  {:<22}{:<8}{}{}",
+            t.name,
+            t.risk
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| "unknown".into()),
+            t.state,
+            if t.seen_in_last_run { " · seen" } else { "" }
+        );
+        if !t.what.is_empty() {
+            println!("  {:<22}{:<8}{}", "", "", t.what);
+        }
+    }
+}
