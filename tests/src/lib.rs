@@ -718,3 +718,57 @@ pub fn mode_of(path: &Path) -> Option<u32> {
         .ok()
         .map(|m| m.permissions().mode() & 0o777)
 }
+
+/// `PATH` with `tests/node/node_modules/.bin` (the coding CLIs) first.
+pub fn node_path() -> String {
+    let dir = node_bin("claude")
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    format!("{dir}:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+impl Bosun {
+    /// Adds server-everything (stdio) as `name` with a secret environment line
+    /// `EVERYTHING_TOKEN`, and lists its tools.
+    pub fn add_everything(&self, name: &str, secret: &str) -> anyhow::Result<()> {
+        let everything = everything_bin().display().to_string();
+        self.ok(&[
+            "mcp",
+            "add",
+            name,
+            "--env",
+            &format!("EVERYTHING_TOKEN={secret}"),
+            "--",
+            &everything,
+            "stdio",
+        ])?;
+        self.ok(&["mcp", "tools", name])?;
+        Ok(())
+    }
+
+    /// `bosun agent add NAME ARGS…` with `secret` on stdin (for `--secret-env`).
+    pub fn add_agent(&self, name: &str, args: &[&str], secret: &str) -> anyhow::Result<()> {
+        let mut all = vec!["agent", "add", name];
+        all.extend_from_slice(args);
+        let out = self.output_with_stdin(&all, secret)?;
+        if !out.status.success() {
+            bail!(
+                "bosun agent add failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The environment of a live process, as `KEY=VALUE` strings.
+pub fn environ_of(pid: i32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|e| {
+            e.split(|b| *b == 0)
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -405,3 +405,40 @@ fn claude_code_is_asked_for_its_tools_without_a_key() -> anyhow::Result<()> {
     assert!(names(&shown["last_run"]["tools_seen"]).contains(&"Read".to_string()));
     b.finish()
 }
+
+#[test]
+fn after_a_crash_of_daemon_and_runner_the_runs_secret_file_and_processes_are_gone()
+-> anyhow::Result<()> {
+    let b = Bosun::new("claude_agent_crash");
+    let fake = FakeModel::start("anthropic", "hold")?;
+    setup(&b, &fake)?;
+    let run = b.json(&["agent", "run", "coder", "take your time"])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(1, Duration::from_secs(60))?;
+    let config = b.home.join("runs").join(&id).join("mcp.json");
+    assert!(config.exists());
+    let pid = b.show(&id)?["pid"].as_i64().unwrap_or_default() as i32;
+    let sid = session_of(pid).unwrap_or_default();
+
+    // Both bosun processes die at once: nobody deletes the file or ends the run.
+    b.kill_daemon()?;
+    for (p, cmd) in b.processes() {
+        if cmd.contains("bosun-runner") {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            )?;
+        }
+    }
+    // The next daemon finds the run lost, ends what it left, and deletes its secret file.
+    let ended = b.wait_ended(&id, Duration::from_secs(60))?;
+    assert_eq!(ended["outcome"], "lost");
+    assert!(!config.exists(), "the secret file is swept");
+    wait_for(
+        "the run's session to be empty",
+        Duration::from_secs(10),
+        || Ok(session_members(sid).is_empty().then_some(())),
+    )?;
+    b.assert_secret_not_in_files(SERVER_SECRET)?;
+    b.finish()
+}

@@ -281,10 +281,14 @@ pub fn check_node(path: Option<&str>) -> Result<String, String> {
             .find(|c| is_executable(c))
     };
     let Some(node) = find("node") else {
-        return Err("Node.js was not found on the PATH bosund runs with; install Node 20.19 or newer (with npx)".into());
+        return Err(
+            "Node.js was not found on the PATH; install Node 20.19 or newer (with npx)".into(),
+        );
     };
     if find("npx").is_none() {
-        return Err("npx was not found on the PATH bosund runs with; it comes with npm (install npm beside Node)".into());
+        return Err(
+            "npx was not found on the PATH; it comes with npm (install npm beside Node)".into(),
+        );
     }
     let out = Command::new(&node)
         .arg("--version")

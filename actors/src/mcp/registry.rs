@@ -162,9 +162,11 @@ pub async fn find(store: &Store, server: &str) -> Result<ServerRecord, WireError
 /// Every server as the UI shows it, each line marked saved or missing in the keychain.
 pub async fn list(ctx: &RegistryContext) -> Result<Vec<ServerView>, WireError> {
     let store = ctx.store.clone();
-    let records = blocking(move || store.servers())
+    let mut records = blocking(move || store.servers())
         .await?
         .map_err(store_error)?;
+    // The built-in browser at the top, then by name.
+    records.sort_by(|a, b| (a.browser.is_none(), &a.name).cmp(&(b.browser.is_none(), &b.name)));
     let keychain = ctx.keychain.clone();
     blocking(move || records.iter().map(|r| view_of(&keychain, r)).collect()).await
 }

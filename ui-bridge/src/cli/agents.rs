@@ -626,7 +626,7 @@ fn print_switches(a: &AgentView) {
             }
             for t in &server.tools {
                 println!(
-                    "    {:<28}{:<4} {} risk{}",
+                    "    {:<32}{:<4} {} risk{}",
                     t.name,
                     on_off(t.on),
                     t.risk,

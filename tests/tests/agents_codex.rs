@@ -1,0 +1,198 @@
+//! Agents on the real Codex CLI (0.171, from npm) pointed at the project's fake Responses API
+//! through a model provider of the agent's own, with server-everything as an MCP server given
+//! by `-c mcp_servers.…` and `--ignore-user-config`: the tool that is on answers, the one in
+//! `disabled_tools` is not there, the run's record has the thread and the calls, and a stop
+//! mid-turn ends Codex and its MCP server (which sits in a process group of its own).
+
+use std::time::Duration;
+
+use bosun_tests::{Bosun, FakeModel, environ_of, node_path, session_members, session_of, wait_for};
+use serde_json::Value;
+
+const SERVER_SECRET: &str = "everything-token-c0d3x9";
+
+fn setup(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
+    b.add_everything("everything", SERVER_SECRET)?;
+    let scratch = b.scratch();
+    for d in ["work", "home", "codex"] {
+        std::fs::create_dir_all(scratch.join(d))?;
+    }
+    b.add_agent(
+        "coder",
+        &[
+            "--cli",
+            "codex",
+            "--cwd",
+            &scratch.join("work").display().to_string(),
+            "--permission-mode",
+            "read-only",
+            "--allow",
+            "Bash(git *)",
+            "--env",
+            &format!("HOME={}", scratch.join("home").display()),
+            "--env",
+            &format!("CODEX_HOME={}", scratch.join("codex").display()),
+            "--env",
+            &format!("PATH={}", node_path()),
+            "--codex-config",
+            r#"model_provider="mock""#,
+            "--codex-config",
+            r#"model_providers.mock.name="Mock""#,
+            "--codex-config",
+            &format!(r#"model_providers.mock.base_url="{}/v1""#, fake.url()),
+            "--codex-config",
+            r#"model_providers.mock.wire_api="responses""#,
+        ],
+        "",
+    )?;
+    b.ok(&[
+        "agent",
+        "set",
+        "coder",
+        "mcp.everything=on",
+        "mcp.everything.get-sum=off",
+    ])?;
+    Ok(())
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_tool_that_is_on_answers_and_the_disabled_one_is_not_there() -> anyhow::Result<()> {
+    let b = Bosun::new("codex_agent_tools");
+    let fake = FakeModel::start(
+        "openai",
+        r#"tool:echo:{"message":"ping"};tool:get-sum:{"a":1,"b":2};text:All done."#,
+    )?;
+    setup(&b, &fake)?;
+
+    let out = b.output(&[
+        "agent",
+        "run",
+        "coder",
+        "echo ping, then add 1 and 2",
+        "--follow",
+    ])?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "the run failed: {stderr}");
+    // Codex has no list of allowed commands: the log says what was left out.
+    assert!(
+        stderr.contains("bosun: Codex has no list of allowed commands"),
+        "{stderr}"
+    );
+
+    let turns = fake.turns();
+    assert_eq!(turns.len(), 3, "{turns:#?}");
+    assert!(
+        turns[1]["tool_result"]
+            .as_str()
+            .is_some_and(|r| r.contains("Echo: ping")),
+        "the echo result came back: {}",
+        turns[1]
+    );
+    assert!(
+        turns[2]["tool_result"]
+            .as_str()
+            .is_some_and(|r| r.contains("tools.mcp__everything__get_sum is not a function")),
+        "the disabled tool is not there: {}",
+        turns[2]
+    );
+
+    let run = &b.json(&["ps", "--all"])?[0];
+    assert_eq!(run["outcome"], "succeeded");
+    let agent = &run["agent"];
+    assert!(
+        agent["session"].as_str().is_some_and(|s| !s.is_empty()),
+        "thread.started: {agent}"
+    );
+    let calls = agent["calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        calls.len(),
+        1,
+        "only the call that reached a tool: {calls:#?}"
+    );
+    assert_eq!(calls[0]["name"], "mcp__everything__echo");
+    assert_eq!(calls[0]["ok"], true);
+    assert_eq!(
+        agent["servers"],
+        serde_json::json!([["everything", "connected"]])
+    );
+    assert_eq!(agent["result"]["reason"], "completed");
+
+    let args = strings(&run["args"]);
+    for want in [
+        "exec",
+        "--json",
+        "--ignore-user-config",
+        r#"mcp_servers.everything.disabled_tools=["get-sum"]"#,
+        r#"mcp_servers.everything.env_vars=["EVERYTHING_TOKEN"]"#,
+        r#"web_search="disabled""#,
+    ] {
+        assert!(args.iter().any(|a| a == want), "{want} in {args:#?}");
+    }
+    assert!(
+        !args.iter().any(|a| a.contains(SERVER_SECRET)),
+        "no secret on Codex's command line"
+    );
+    let shown = b.json(&["agent", "show", "coder"])?;
+    assert_eq!(
+        strings(&shown["last_run"]["tools_seen"]),
+        vec!["mcp__everything__echo"]
+    );
+    b.assert_secret_nowhere(SERVER_SECRET)?;
+    b.finish()
+}
+
+#[test]
+fn a_stop_mid_turn_ends_codex_and_its_mcp_server() -> anyhow::Result<()> {
+    let b = Bosun::new("codex_agent_stop");
+    let fake = FakeModel::start("openai", "hold")?;
+    setup(&b, &fake)?;
+
+    let run = b.json(&["agent", "run", "coder", "take your time"])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(1, Duration::from_secs(60))?;
+    let view = b.show(&id)?;
+    let pid = view["pid"].as_i64().unwrap_or_default() as i32;
+    let sid = session_of(pid).unwrap_or_default();
+    // The server is started at once, in a process group of its own, with its value.
+    let server = wait_for("the MCP server to start", Duration::from_secs(30), || {
+        Ok(session_members(sid)
+            .into_iter()
+            .find(|(_, c)| c.contains("mcp-server-everything stdio")))
+    })?;
+    let pgid = bosun_shared::process::stat(server.0).map(|s| s.pgid);
+    assert_ne!(
+        pgid,
+        Some(pid),
+        "Codex puts its MCP server in a group of its own"
+    );
+    assert!(
+        environ_of(server.0).contains(&format!("EVERYTHING_TOKEN={SERVER_SECRET}")),
+        "the server got its value by name"
+    );
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))?;
+    assert!(
+        !String::from_utf8_lossy(&cmdline).contains(SERVER_SECRET),
+        "no secret on the command line"
+    );
+
+    b.ok(&["stop", &id])?;
+    let ended = b.wait_ended(&id, Duration::from_secs(30))?;
+    assert_eq!(ended["outcome"], "stopped");
+    wait_for(
+        "the run's session to be empty",
+        Duration::from_secs(10),
+        || Ok(session_members(sid).is_empty().then_some(())),
+    )?;
+    b.assert_secret_not_in_files(SERVER_SECRET)?;
+    b.finish()
+}
