@@ -276,6 +276,9 @@ fn a_server_that_cannot_be_used_is_left_out_and_the_log_says_why() -> anyhow::Re
         serde_json::from_str(&std::fs::read_to_string(&keychain)?)?;
     entries.retain(|k, _| !k.contains("/env/EVERYTHING_TOKEN"));
     std::fs::write(&keychain, serde_json::to_string(&entries)?)?;
+    // And a server that is given to the run but cannot start.
+    b.ok(&["mcp", "add", "broken", "--", "/bin/false"])?;
+    b.ok(&["agent", "set", "coder", "mcp.broken=on"])?;
 
     let out = b.output(&["agent", "run", "coder", "hello", "--follow"])?;
     assert!(
@@ -290,14 +293,23 @@ fn a_server_that_cannot_be_used_is_left_out_and_the_log_says_why() -> anyhow::Re
         ),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("bosun: MCP server broken failed to connect in this run"),
+        "{stderr}"
+    );
     let run = &b.json(&["ps", "--all"])?[0];
     assert_eq!(
         run["agent"]["servers"],
-        serde_json::json!([[
-            "everything",
-            "left out: a value is missing from the keychain (EVERYTHING_TOKEN)"
-        ]])
+        serde_json::json!([
+            ["broken", "failed"],
+            [
+                "everything",
+                "left out: a value is missing from the keychain (EVERYTHING_TOKEN)"
+            ]
+        ])
     );
+    let shown = b.ok(&["show", run["id"].as_str().unwrap_or_default()])?;
+    assert!(shown.contains("mcp server    broken: failed"), "{shown}");
     assert!(
         !names(&run["agent"]["tools"])
             .iter()

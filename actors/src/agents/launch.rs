@@ -72,9 +72,10 @@ pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<R
         )));
     }
     let store = ctx.store.clone();
-    let servers = blocking(move || store.servers())
+    let mut servers = blocking(move || store.servers())
         .await?
         .map_err(store_error)?;
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
 
     let mut notes: Vec<String> = Vec::new();
     let mut run = AgentRun {
@@ -188,6 +189,16 @@ pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<R
     set_all(&mut env, secret_env);
     let agent_env = env.clone();
     set_all(&mut env, inv.env.iter().cloned());
+    if rec.cli == CliKind::Claude
+        && rec.permission_mode.as_deref() == Some("bypassPermissions")
+        && nix::unistd::geteuid().is_root()
+        && !agent_env.iter().any(|(k, v)| k == "IS_SANDBOX" && v == "1")
+    {
+        return Err(WireError::bad_request(format!(
+            "Claude Code refuses bypassPermissions as root unless IS_SANDBOX=1 says the machine is a sandbox; if it is one, add it with `bosun agent edit {} --env IS_SANDBOX=1`, else choose another permission mode",
+            rec.name
+        )));
+    }
     check_login(&rec, &agent_env, &inv.program).await?;
 
     let params = StartRunParams {

@@ -474,6 +474,11 @@ async fn start(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         json: a.json,
     };
     let end = print_log(&mut client, &run.id.to_string(), opts).await?;
+    if !a.json {
+        for p in output::server_problems(&end) {
+            eprintln!("bosun: {p}");
+        }
+    }
     if !a.json && end.outcome != Some(bosun_shared::run::Outcome::Succeeded) {
         eprintln!("bosun: run {} {}", end.short_id, output::state_words(&end));
     }

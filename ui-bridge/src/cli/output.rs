@@ -129,9 +129,58 @@ pub fn print_run(run: &RunView) {
         lines.push(("time cap", format_duration(Duration::from_millis(cap))));
     }
     lines.push(("output chunks", run.last_seq.to_string()));
-    for (k, v) in lines {
+    let mut owned: Vec<(&str, String)> = Vec::new();
+    if let Some(a) = &run.agent {
+        owned.push(("agent", a.agent_name.clone()));
+        if let Some(m) = &a.model {
+            owned.push(("model", m.clone()));
+        }
+        for (server, state) in &a.servers {
+            owned.push(("mcp server", format!("{server}: {state}")));
+        }
+        if !a.tools.is_empty() {
+            owned.push(("tools", format!("{} reported by the CLI", a.tools.len())));
+        }
+        for c in &a.calls {
+            let how = match (c.ok, &c.error) {
+                (Some(true), _) => "ok".to_string(),
+                (Some(false), Some(e)) => format!("failed: {e}"),
+                (Some(false), None) => "failed".to_string(),
+                (None, _) => "running".to_string(),
+            };
+            owned.push(("tool call", format!("{} ({how})", c.name)));
+        }
+        if let Some(r) = &a.result {
+            let verdict = if r.is_error { "error" } else { "ok" };
+            let reason = r
+                .reason
+                .as_deref()
+                .map(|x| format!(" ({x})"))
+                .unwrap_or_default();
+            owned.push(("cli verdict", format!("{verdict}{reason}")));
+        }
+    }
+    for (k, v) in lines.into_iter().chain(owned) {
         println!("{k:<14}{v}");
     }
+}
+
+/// What an agent's run should tell the person at its end: the MCP servers the CLI could not
+/// use.
+pub fn server_problems(run: &RunView) -> Vec<String> {
+    let Some(a) = &run.agent else {
+        return Vec::new();
+    };
+    a.servers
+        .iter()
+        .filter_map(|(server, state)| match state.as_str() {
+            "failed" => Some(format!("MCP server {server} failed to connect in this run")),
+            "needs-auth" => Some(format!(
+                "MCP server {server} needs a sign-in the CLI does not have; this run went without it"
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 pub fn print_status(s: &DaemonStatus) {
