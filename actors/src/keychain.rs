@@ -124,6 +124,37 @@ impl Keychain {
     }
 }
 
+impl Keychain {
+    /// Saves several values, all or none: on a failure part-way, what was there before each
+    /// key is put back.
+    pub fn set_many(&self, pairs: &[(String, String)]) -> Result<(), KeychainError> {
+        let mut done: Vec<(&str, Option<String>)> = Vec::new();
+        for (key, value) in pairs {
+            let result = self
+                .get(key)
+                .and_then(|before| self.set(key, value).map(|()| before));
+            match result {
+                Ok(before) => done.push((key, before)),
+                Err(e) => {
+                    for (key, before) in done.into_iter().rev() {
+                        let _ = match before {
+                            Some(v) => self.set(key, &v),
+                            None => self.delete(key),
+                        };
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes several values; stops at the first failure.
+    pub fn delete_many(&self, keys: &[String]) -> Result<(), KeychainError> {
+        keys.iter().try_for_each(|k| self.delete(k))
+    }
+}
+
 fn entry(store: &Arc<CredentialStore>, key: &str) -> Result<Entry, KeychainError> {
     Entry::new_in_store(store, SERVICE, key).map_err(keyring_error)
 }

@@ -14,6 +14,7 @@ pub mod events;
 pub mod handle;
 pub mod keychain;
 pub mod mcp;
+pub mod offload;
 pub mod runs;
 pub mod store;
 pub mod supervision;

@@ -6,6 +6,10 @@
 //! process of it is still alive: the daemon, a runner, or anything a run started (found by the
 //! run marker in its environment). Waiting is always on a condition with a deadline
 //! ([`wait_for`]), never a bare sleep.
+//!
+//! [`http`] is the small HTTP/1.1 server layer the test-server binaries share.
+
+pub mod http;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -14,11 +14,12 @@ use tokio::process::Command;
 
 use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
 use super::record::{AgentRecord, ServerSwitch, ToolSelection};
-use super::registry::{AgentsContext, blocking, find, keychain_error, store_error};
+use super::registry::{AgentsContext, find};
 use super::stream::AgentRun;
 use crate::keychain::{Keychain, agent_env_key};
 use crate::mcp::browser;
 use crate::mcp::record::{LineKind, ServerRecord};
+use crate::offload::{blocking, keychain_error, store_error};
 use crate::runs::RunSpec;
 
 /// The daemon's environment variables a run gets (besides the agent's own): enough to find

@@ -10,21 +10,22 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
 use bosun_shared::agents::{CliKind, WebFetch, check_agent_name, check_allowed_command};
+use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::agents::{
     AgentParams, AgentView, EditAgentParams, LastRunView, ServerSwitchView, SwitchesView,
     ToolSwitchView,
 };
 use bosun_shared::protocol::mcp::{LineView, SecretLine};
-use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::{AgentId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
 
 use super::record::{AgentRecord, LastRun, ServerSwitch, Switches, ToolSelection};
-use crate::keychain::{Keychain, KeychainError, agent_env_key};
+use crate::keychain::{Keychain, agent_env_key};
 use crate::mcp::browser;
 use crate::mcp::record::ServerRecord;
 use crate::mcp::tools;
+use crate::offload::{blocking, keychain_error, store_error};
 use crate::store::writer::StoreWriter;
 use crate::store::{Store, StoreError};
 
@@ -120,23 +121,6 @@ impl Actor for Agents {
         }
         Ok(())
     }
-}
-
-pub(crate) fn store_error(e: StoreError) -> WireError {
-    WireError::internal(format!("bosund could not use its store: {e}"))
-}
-
-pub(crate) fn keychain_error(e: KeychainError) -> WireError {
-    WireError::new(ErrorCode::Unavailable, e.to_string())
-}
-
-/// Runs blocking work (the store, the keychain) off the async workers.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, WireError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| WireError::internal(format!("a blocking task failed: {e}")))
 }
 
 /// The agent named (by name, or id), or a plain not-found.
@@ -505,47 +489,23 @@ async fn check_name_free(
     Ok(())
 }
 
-/// Saves secret values in the keychain; on failure puts back what was there.
+/// Saves secret values in the keychain, all or none.
 async fn save_values(
     keychain: &Keychain,
     id: AgentId,
     lines: Vec<SecretLine>,
 ) -> Result<(), WireError> {
     let keychain = keychain.clone();
-    blocking(move || {
-        let mut done: Vec<(String, Option<String>)> = Vec::new();
-        for line in &lines {
-            let key = agent_env_key(id, &line.name);
-            let result = keychain
-                .get(&key)
-                .and_then(|before| keychain.set(&key, &line.value).map(|()| before));
-            match result {
-                Ok(before) => done.push((key, before)),
-                Err(e) => {
-                    for (key, before) in done.into_iter().rev() {
-                        let _ = match before {
-                            Some(v) => keychain.set(&key, &v),
-                            None => keychain.delete(&key),
-                        };
-                    }
-                    return Err(keychain_error(e));
-                }
-            }
-        }
-        Ok(())
-    })
-    .await?
+    let pairs: Vec<(String, String)> = lines
+        .into_iter()
+        .map(|l| (agent_env_key(id, &l.name), l.value))
+        .collect();
+    blocking(move || keychain.set_many(&pairs).map_err(keychain_error)).await?
 }
 
 async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), WireError> {
     let keychain = keychain.clone();
-    blocking(move || {
-        for key in &keys {
-            keychain.delete(key).map_err(keychain_error)?;
-        }
-        Ok(())
-    })
-    .await?
+    blocking(move || keychain.delete_many(&keys).map_err(keychain_error)).await?
 }
 
 async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, WireError> {

@@ -24,7 +24,8 @@ use bosun_shared::protocol::mcp::BrowserView;
 use super::browser::{self, BrowserSettings};
 use super::client::Endpoint;
 use super::record::{LineKind, ServerRecord, StoredListing};
-use crate::keychain::{Keychain, KeychainError};
+use crate::keychain::Keychain;
+use crate::offload::{blocking, keychain_error, store_error};
 use crate::store::writer::StoreWriter;
 use crate::store::{Store, StoreError};
 
@@ -124,26 +125,6 @@ impl Actor for Registry {
         }
         Ok(())
     }
-}
-
-fn store_error(e: StoreError) -> WireError {
-    WireError::internal(format!("bosund could not use its store: {e}"))
-}
-
-fn keychain_error(e: KeychainError) -> WireError {
-    WireError::new(
-        bosun_shared::protocol::ErrorCode::Unavailable,
-        e.to_string(),
-    )
-}
-
-/// Runs blocking work (the store, the keychain) off the async workers.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, WireError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| WireError::internal(format!("a blocking task failed: {e}")))
 }
 
 /// The server named (by name, or id), or a plain not-found.
@@ -461,46 +442,23 @@ async fn check_name(
     Ok(())
 }
 
-/// Saves lines' values in the keychain; on failure puts back what was there.
+/// Saves lines' values in the keychain, all or none.
 async fn save_values(
     keychain: &Keychain,
     id: ServerId,
     lines: Vec<(LineKind, SecretLine)>,
 ) -> Result<(), WireError> {
     let keychain = keychain.clone();
-    blocking(move || {
-        let mut done: Vec<(String, Option<String>)> = Vec::new();
-        for (kind, line) in &lines {
-            let key = kind.key(id, &line.name);
-            let before = keychain.get(&key);
-            let result = before.and_then(|b| keychain.set(&key, &line.value).map(|()| b));
-            match result {
-                Ok(before) => done.push((key, before)),
-                Err(e) => {
-                    for (key, before) in done.into_iter().rev() {
-                        let _ = match before {
-                            Some(v) => keychain.set(&key, &v),
-                            None => keychain.delete(&key),
-                        };
-                    }
-                    return Err(keychain_error(e));
-                }
-            }
-        }
-        Ok(())
-    })
-    .await?
+    let pairs: Vec<(String, String)> = lines
+        .into_iter()
+        .map(|(kind, l)| (kind.key(id, &l.name), l.value))
+        .collect();
+    blocking(move || keychain.set_many(&pairs).map_err(keychain_error)).await?
 }
 
 async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), WireError> {
     let keychain = keychain.clone();
-    blocking(move || {
-        for key in &keys {
-            keychain.delete(key).map_err(keychain_error)?;
-        }
-        Ok(())
-    })
-    .await?
+    blocking(move || keychain.delete_many(&keys).map_err(keychain_error)).await?
 }
 
 async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, WireError> {

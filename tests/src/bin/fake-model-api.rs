@@ -70,7 +70,6 @@
 //! Usage errors exit with status 2, other failures with status 1.
 
 use std::collections::hash_map::DefaultHasher;
-use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::hash::{Hash as _, Hasher as _};
 use std::io::Write as _;
@@ -81,10 +80,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail, ensure};
+use bosun_tests::http::{self, Reply, Request, Response};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::io::{AsyncWrite, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 
 const USAGE: &str =
     "usage: fake-model-api --api anthropic|openai|gemini --script SCRIPT [--port N] [--log FILE]
@@ -99,11 +97,6 @@ const DONE_TEXT: &str = "done";
 
 /// The pause between two events of a stream, so that clients really see a stream.
 const EVENT_GAP: Duration = Duration::from_millis(20);
-
-/// Limits on what the HTTP server accepts.
-const MAX_HEADER_LINE_BYTES: u64 = 64 * 1024;
-const MAX_HEADERS: usize = 100;
-const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 fn main() -> ExitCode {
     match run() {
@@ -603,32 +596,6 @@ fn halves(text: &str) -> Vec<&str> {
         .collect()
 }
 
-fn reason_phrase(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        529 => "Overloaded",
-        _ => "Error",
-    }
-}
-
-/// The answer to one request.
-enum Reply {
-    /// A complete response; the connection can stay open.
-    Full(Response),
-    /// A `text/event-stream` of these frames, then the connection closes.
-    Stream(Vec<String>),
-    /// No answer at all, until the client closes the connection.
-    Hold,
-}
-
 /// One server-sent event with an `event:` line, as Anthropic and OpenAI send them.
 fn named_event(event: &Value) -> String {
     let name = event
@@ -787,7 +754,7 @@ fn anthropic_route(fake: &Fake, request: &Request) -> Reply {
         "delta": {"stop_reason": stop_reason, "stop_sequence": null},
         "usage": {"output_tokens": 20}}));
     events.push(json!({"type": "message_stop"}));
-    Reply::Stream(events.iter().map(named_event).collect())
+    event_stream(events.iter().map(named_event).collect())
 }
 
 fn anthropic_text_block(index: u64, text: &str) -> Vec<Value> {
@@ -969,7 +936,7 @@ fn openai_route(fake: &Fake, request: &Request) -> Reply {
             "total_tokens": 15,
         }}}),
     );
-    Reply::Stream(events.iter().map(named_event).collect())
+    event_stream(events.iter().map(named_event).collect())
 }
 
 /// Codex exposes tool names to JavaScript as identifiers: anything else becomes `_`.
@@ -1170,7 +1137,7 @@ fn gemini_route(fake: &Fake, request: &Request) -> Reply {
         // `turn` always resolves a call for a tool step.
         (Step::Tool(_), None) => return Reply::Full(error_response(Api::Gemini, 500)),
     };
-    Reply::Stream(
+    event_stream(
         chunks
             .iter()
             .map(|chunk| format!("data: {chunk}\r\n\r\n"))
@@ -1224,375 +1191,53 @@ fn gemini_tool_results(body: &Value) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// HTTP/1.1
+// Serving
 // ---------------------------------------------------------------------------------------------
 
 /// Listens on `127.0.0.1:port`, announces the URL on stdout, and serves connections forever.
 async fn serve(fake: Arc<Fake>, port: u16) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(("127.0.0.1", port))
-        .await
-        .with_context(|| format!("listening on 127.0.0.1:{port}"))?;
-    let port = listener
-        .local_addr()
-        .context("reading the bound address")?
-        .port();
+    let (listener, port) = http::listen(port).await?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening http://127.0.0.1:{port}").context("writing stdout")?;
     stdout.flush().context("writing stdout")?;
     drop(stdout);
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                eprintln!("fake-model-api: accept failed: {err}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    http::serve(listener, "fake-model-api", move |request| {
         let fake = Arc::clone(&fake);
-        tokio::spawn(async move {
-            if let Err(err) = serve_connection(&fake, stream).await {
-                eprintln!("fake-model-api: connection from {peer}: {err:#}");
+        async move { answer(&fake, &request) }
+    })
+    .await
+}
+
+/// Logs one request and routes it.
+fn answer(fake: &Fake, request: &Request) -> Reply {
+    eprintln!(
+        "fake-model-api: {} {} ({} bytes)",
+        request.method,
+        request.target,
+        request.body.len()
+    );
+    let reply = route(fake, request);
+    if let Reply::Hold = reply {
+        eprintln!("fake-model-api: holding {}", request.target);
+    }
+    reply
+}
+
+/// A `200` event stream of these frames, one every [`EVENT_GAP`]; the connection closes after
+/// the last.
+fn event_stream(frames: Vec<String>) -> Reply {
+    let (sender, receiver) = mpsc::channel(1);
+    tokio::spawn(async move {
+        for frame in frames {
+            if sender.send(frame.into_bytes()).await.is_err() {
+                // The client is gone.
+                return;
             }
-        });
-    }
-}
-
-/// Serves the requests of one connection, in order, until either side closes it.
-async fn serve_connection(fake: &Fake, stream: TcpStream) -> anyhow::Result<()> {
-    let (read_half, mut writer) = stream.into_split();
-    let mut reader = BufReader::new(read_half);
-    loop {
-        let request = match read_request(&mut reader, &mut writer).await {
-            Ok(Some(request)) => request,
-            Ok(None) => return Ok(()),
-            Err(err) => {
-                let response = Response::new(400).with_body("text/plain", format!("{err:#}\n"));
-                // The request was unreadable; answering is best-effort before closing.
-                if let Err(write_err) = write_response(&mut writer, &response, false).await {
-                    eprintln!("fake-model-api: writing a 400: {write_err:#}");
-                }
-                return Err(err);
-            }
-        };
-        eprintln!(
-            "fake-model-api: {} {} ({} bytes)",
-            request.method,
-            request.target,
-            request.body.len()
-        );
-        match route(fake, &request) {
-            Reply::Full(mut response) => {
-                if request.method == "HEAD" {
-                    response.body.clear();
-                }
-                let keep_alive = request.keep_alive();
-                write_response(&mut writer, &response, keep_alive).await?;
-                if !keep_alive {
-                    writer.shutdown().await.context("closing the connection")?;
-                    return Ok(());
-                }
-            }
-            Reply::Stream(frames) => {
-                write_stream(&mut writer, &frames).await?;
-                writer.shutdown().await.context("closing the connection")?;
-                return Ok(());
-            }
-            Reply::Hold => {
-                eprintln!("fake-model-api: holding {}", request.target);
-                wait_for_close(&mut reader).await;
-                eprintln!("fake-model-api: the client closed a held request");
-                return Ok(());
-            }
+            tokio::time::sleep(EVENT_GAP).await;
         }
-    }
-}
-
-/// Reads and drops whatever the client sends until it closes the connection.
-async fn wait_for_close<R: AsyncBufRead + Unpin>(reader: &mut R) {
-    let mut buffer = [0; 4096];
-    while let Ok(read) = reader.read(&mut buffer).await {
-        if read == 0 {
-            return;
-        }
-    }
-}
-
-/// One parsed HTTP request.
-#[derive(Debug)]
-struct Request {
-    method: String,
-    target: String,
-    /// Whether the request line said HTTP/1.0 (keep-alive is then off by default).
-    http_1_0: bool,
-    /// Header names are lowercased.
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    /// The target without its query string.
-    fn path(&self) -> &str {
-        self.target
-            .split_once('?')
-            .map_or(self.target.as_str(), |(path, _)| path)
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        header_value(&self.headers, name)
-    }
-
-    fn keep_alive(&self) -> bool {
-        let has = |token: &str| {
-            self.header("connection").is_some_and(|value| {
-                value
-                    .split(',')
-                    .any(|item| item.trim().eq_ignore_ascii_case(token))
-            })
-        };
-        if self.http_1_0 {
-            has("keep-alive")
-        } else {
-            !has("close")
-        }
-    }
-}
-
-fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(header, _)| header == name)
-        .map(|(_, value)| value.as_str())
-}
-
-/// Reads one request; `None` if the client closed the connection between requests.
-async fn read_request<R, W>(reader: &mut R, writer: &mut W) -> anyhow::Result<Option<Request>>
-where
-    R: AsyncBufRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let Some(request_line) = read_request_line(reader).await? else {
-        return Ok(None);
-    };
-    let (method, target, http_1_0) = parse_request_line(&request_line)?;
-    let headers = read_headers(reader).await?;
-    let chunked = header_value(&headers, "transfer-encoding")
-        .is_some_and(|value| value.to_ascii_lowercase().contains("chunked"));
-    let length = match header_value(&headers, "content-length") {
-        Some(value) => value
-            .parse::<usize>()
-            .with_context(|| format!("bad Content-Length {value:?}"))?,
-        None => 0,
-    };
-    if length > MAX_BODY_BYTES {
-        bail!("body of {length} bytes is too large");
-    }
-    let expects_continue = header_value(&headers, "expect")
-        .is_some_and(|value| value.eq_ignore_ascii_case("100-continue"));
-    if expects_continue && (length > 0 || chunked) {
-        writer
-            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-            .await
-            .context("writing 100 Continue")?;
-        writer.flush().await.context("writing 100 Continue")?;
-    }
-    let body = if chunked {
-        read_chunked_body(reader).await?
-    } else {
-        let mut body = vec![0; length];
-        reader
-            .read_exact(&mut body)
-            .await
-            .context("reading the body")?;
-        body
-    };
-    Ok(Some(Request {
-        method,
-        target,
-        http_1_0,
-        headers,
-        body,
-    }))
-}
-
-/// A `Transfer-Encoding: chunked` body, trailers dropped.
-async fn read_chunked_body<R: AsyncBufRead + Unpin>(reader: &mut R) -> anyhow::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let line = read_line(reader)
-            .await?
-            .context("connection closed in a chunked body")?;
-        let size_text = line.split_once(';').map_or(line.as_str(), |(size, _)| size);
-        let size = usize::from_str_radix(size_text.trim(), 16)
-            .with_context(|| format!("bad chunk size {line:?}"))?;
-        if size == 0 {
-            while !read_line(reader)
-                .await?
-                .context("connection closed in the trailers")?
-                .is_empty()
-            {}
-            return Ok(body);
-        }
-        let start = body.len();
-        if start.saturating_add(size) > MAX_BODY_BYTES {
-            bail!("chunked body is too large");
-        }
-        body.resize(start + size, 0);
-        let chunk = body.get_mut(start..).context("sizing a chunk")?;
-        reader.read_exact(chunk).await.context("reading a chunk")?;
-        let end = read_line(reader)
-            .await?
-            .context("connection closed after a chunk")?;
-        ensure!(end.is_empty(), "chunk not followed by CRLF");
-    }
-}
-
-/// The request line, skipping empty lines before it; `None` on end of stream.
-async fn read_request_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-) -> anyhow::Result<Option<String>> {
-    loop {
-        match read_line(reader).await? {
-            None => return Ok(None),
-            Some(line) if line.is_empty() => {}
-            Some(line) => return Ok(Some(line)),
-        }
-    }
-}
-
-fn parse_request_line(line: &str) -> anyhow::Result<(String, String, bool)> {
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        bail!("malformed request line {line:?}");
-    };
-    let http_1_0 = match version {
-        "HTTP/1.1" => false,
-        "HTTP/1.0" => true,
-        other => bail!("unsupported HTTP version {other:?}"),
-    };
-    Ok((method.to_owned(), target.to_owned(), http_1_0))
-}
-
-async fn read_headers<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let mut headers = Vec::new();
-    loop {
-        let line = read_line(reader)
-            .await?
-            .context("connection closed in the middle of the headers")?;
-        if line.is_empty() {
-            return Ok(headers);
-        }
-        if headers.len() == MAX_HEADERS {
-            bail!("more than {MAX_HEADERS} headers");
-        }
-        let (name, value) = line
-            .split_once(':')
-            .with_context(|| format!("malformed header line {line:?}"))?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-    }
-}
-
-/// One CRLF- (or LF-) terminated line without its terminator; `None` at end of stream.
-async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> anyhow::Result<Option<String>> {
-    let mut line = Vec::new();
-    let read = (&mut *reader)
-        .take(MAX_HEADER_LINE_BYTES)
-        .read_until(b'\n', &mut line)
-        .await
-        .context("reading the request")?;
-    if read == 0 {
-        return Ok(None);
-    }
-    if line.pop() != Some(b'\n') {
-        bail!("request line or header too long, or cut short");
-    }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    String::from_utf8(line)
-        .map(Some)
-        .context("request line or header is not UTF-8")
-}
-
-/// A complete HTTP response to send.
-#[derive(Debug)]
-struct Response {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-}
-
-impl Response {
-    fn new(status: u16) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    }
-
-    fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
-        self.headers.push((name, value.into()));
-        self
-    }
-
-    fn with_body(mut self, content_type: &'static str, body: impl Into<Vec<u8>>) -> Self {
-        self.headers.push(("Content-Type", content_type.to_owned()));
-        self.body = body.into();
-        self
-    }
-
-    fn json(status: u16, body: &Value) -> Self {
-        Self::new(status).with_body("application/json", body.to_string())
-    }
-}
-
-async fn write_response<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    response: &Response,
-    keep_alive: bool,
-) -> anyhow::Result<()> {
-    let status = response.status;
-    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status));
-    for (name, value) in &response.headers {
-        write!(head, "{name}: {value}\r\n")?;
-    }
-    write!(head, "Content-Length: {}\r\n", response.body.len())?;
-    let connection = if keep_alive { "keep-alive" } else { "close" };
-    write!(head, "Connection: {connection}\r\n\r\n")?;
-    writer
-        .write_all(head.as_bytes())
-        .await
-        .context("writing the response")?;
-    writer
-        .write_all(&response.body)
-        .await
-        .context("writing the response")?;
-    writer.flush().await.context("writing the response")
-}
-
-/// A `200` event stream, delimited by closing the connection.
-async fn write_stream<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    frames: &[String],
-) -> anyhow::Result<()> {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
-                Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
-    writer
-        .write_all(head.as_bytes())
-        .await
-        .context("writing the stream")?;
-    for frame in frames {
-        writer
-            .write_all(frame.as_bytes())
-            .await
-            .context("writing the stream")?;
-        writer.flush().await.context("writing the stream")?;
-        tokio::time::sleep(EVENT_GAP).await;
-    }
-    Ok(())
+    });
+    let head = Response::new(200)
+        .with_header("Content-Type", "text/event-stream")
+        .with_header("Cache-Control", "no-cache");
+    Reply::Stream(head, receiver)
 }

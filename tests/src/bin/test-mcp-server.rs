@@ -51,18 +51,15 @@
 //!
 //! Usage errors exit with status 2, other failures with status 1.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use bosun_tests::http::{self, Request, Response};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::io::{AsyncWrite, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 const USAGE: &str = "usage: test-mcp-server [--transport stdio|http] [--port N] --mode MODE
 modes: paged, no-annotations, hang, exit, unauthorized (http only), not-mcp, endless, repeat-cursor";
@@ -87,11 +84,6 @@ const EXIT_MODE_STDERR_LINES: usize = 30;
 /// Tools per page in the `paged` mode, and how many pages there are.
 const PAGE_SIZE: usize = 4;
 const PAGE_COUNT: usize = 3;
-
-/// Limits on what the HTTP server accepts.
-const MAX_HEADER_LINE_BYTES: u64 = 8 * 1024;
-const MAX_HEADERS: usize = 100;
-const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
@@ -678,30 +670,13 @@ fn stdio_reply(server: &McpServer, text: &str) -> anyhow::Result<Option<String>>
 
 /// Listens on `127.0.0.1:port`, announces the URL on stdout, and serves connections forever.
 async fn serve_http(server: Arc<McpServer>, port: u16) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(("127.0.0.1", port))
-        .await
-        .with_context(|| format!("listening on 127.0.0.1:{port}"))?;
-    let port = listener
-        .local_addr()
-        .context("reading the bound address")?
-        .port();
+    let (listener, port) = http::listen(port).await?;
     announce(port)?;
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                eprintln!("test-mcp-server: accept failed: {err}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
+    http::serve(listener, "test-mcp-server", move |request| {
         let server = Arc::clone(&server);
-        tokio::spawn(async move {
-            if let Err(err) = serve_connection(&server, stream, port).await {
-                eprintln!("test-mcp-server: connection from {peer}: {err:#}");
-            }
-        });
-    }
+        async move { http_reply(&server, &request, port) }
+    })
+    .await
 }
 
 /// Prints the one line tests wait for, `listening http://127.0.0.1:<port>/mcp`.
@@ -711,236 +686,17 @@ fn announce(port: u16) -> anyhow::Result<()> {
     stdout.flush().context("writing stdout")
 }
 
-/// Serves the requests of one connection, in order, until either side closes it.
-async fn serve_connection(server: &McpServer, stream: TcpStream, port: u16) -> anyhow::Result<()> {
-    let (read_half, mut writer) = stream.into_split();
-    let mut reader = BufReader::new(read_half);
-    loop {
-        let request = match read_request(&mut reader, &mut writer).await {
-            Ok(Some(request)) => request,
-            Ok(None) => return Ok(()),
-            Err(err) => {
-                let response =
-                    Response::new(400, "Bad Request").with_body("text/plain", format!("{err:#}\n"));
-                // The request was unreadable; answering is best-effort before closing.
-                if let Err(write_err) = write_response(&mut writer, &response, false).await {
-                    eprintln!("test-mcp-server: writing a 400: {write_err:#}");
-                }
-                return Err(err);
-            }
-        };
-        let Some(response) = route(server, &request, port) else {
+/// The answer to one HTTP request: the response, or none at all in the `hang` mode.
+fn http_reply(server: &McpServer, request: &Request, port: u16) -> http::Reply {
+    match route(server, request, port) {
+        Some(response) => http::Reply::Full(response),
+        None => {
             eprintln!(
                 "test-mcp-server: hanging on {} {}",
                 request.method, request.target
             );
-            return std::future::pending().await;
-        };
-        let keep_alive = request.keep_alive();
-        write_response(&mut writer, &response, keep_alive).await?;
-        if !keep_alive {
-            writer.shutdown().await.context("closing the connection")?;
-            return Ok(());
+            http::Reply::Hold
         }
-    }
-}
-
-/// One parsed HTTP request.
-#[derive(Debug)]
-struct Request {
-    method: String,
-    target: String,
-    /// Whether the request line said HTTP/1.0 (keep-alive is then off by default).
-    http_1_0: bool,
-    /// Header names are lowercased.
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    /// The target without its query string.
-    fn path(&self) -> &str {
-        self.target
-            .split_once('?')
-            .map_or(self.target.as_str(), |(path, _)| path)
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        header_value(&self.headers, name)
-    }
-
-    fn keep_alive(&self) -> bool {
-        let has = |token: &str| {
-            self.header("connection").is_some_and(|value| {
-                value
-                    .split(',')
-                    .any(|item| item.trim().eq_ignore_ascii_case(token))
-            })
-        };
-        if self.http_1_0 {
-            has("keep-alive")
-        } else {
-            !has("close")
-        }
-    }
-}
-
-fn header_value<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(header, _)| header == name)
-        .map(|(_, value)| value.as_str())
-}
-
-/// Reads one request; `None` if the client closed the connection between requests.
-async fn read_request<R, W>(reader: &mut R, writer: &mut W) -> anyhow::Result<Option<Request>>
-where
-    R: AsyncBufRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let Some(request_line) = read_request_line(reader).await? else {
-        return Ok(None);
-    };
-    let (method, target, http_1_0) = parse_request_line(&request_line)?;
-    let headers = read_headers(reader).await?;
-    if header_value(&headers, "transfer-encoding").is_some() {
-        bail!("Transfer-Encoding is not supported; send a Content-Length");
-    }
-    let length = match header_value(&headers, "content-length") {
-        Some(value) => value
-            .parse::<usize>()
-            .with_context(|| format!("bad Content-Length {value:?}"))?,
-        None => 0,
-    };
-    if length > MAX_BODY_BYTES {
-        bail!("body of {length} bytes is too large");
-    }
-    let expects_continue = header_value(&headers, "expect")
-        .is_some_and(|value| value.eq_ignore_ascii_case("100-continue"));
-    if expects_continue && length > 0 {
-        writer
-            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-            .await
-            .context("writing 100 Continue")?;
-        writer.flush().await.context("writing 100 Continue")?;
-    }
-    let mut body = vec![0; length];
-    reader
-        .read_exact(&mut body)
-        .await
-        .context("reading the body")?;
-    Ok(Some(Request {
-        method,
-        target,
-        http_1_0,
-        headers,
-        body,
-    }))
-}
-
-/// The request line, skipping empty lines before it; `None` on end of stream.
-async fn read_request_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-) -> anyhow::Result<Option<String>> {
-    loop {
-        match read_line(reader).await? {
-            None => return Ok(None),
-            Some(line) if line.is_empty() => {}
-            Some(line) => return Ok(Some(line)),
-        }
-    }
-}
-
-fn parse_request_line(line: &str) -> anyhow::Result<(String, String, bool)> {
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        bail!("malformed request line {line:?}");
-    };
-    let http_1_0 = match version {
-        "HTTP/1.1" => false,
-        "HTTP/1.0" => true,
-        other => bail!("unsupported HTTP version {other:?}"),
-    };
-    Ok((method.to_owned(), target.to_owned(), http_1_0))
-}
-
-async fn read_headers<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let mut headers = Vec::new();
-    loop {
-        let line = read_line(reader)
-            .await?
-            .context("connection closed in the middle of the headers")?;
-        if line.is_empty() {
-            return Ok(headers);
-        }
-        if headers.len() == MAX_HEADERS {
-            bail!("more than {MAX_HEADERS} headers");
-        }
-        let (name, value) = line
-            .split_once(':')
-            .with_context(|| format!("malformed header line {line:?}"))?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-    }
-}
-
-/// One CRLF- (or LF-) terminated line without its terminator; `None` at end of stream.
-async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> anyhow::Result<Option<String>> {
-    let mut line = Vec::new();
-    let read = (&mut *reader)
-        .take(MAX_HEADER_LINE_BYTES)
-        .read_until(b'\n', &mut line)
-        .await
-        .context("reading the request")?;
-    if read == 0 {
-        return Ok(None);
-    }
-    if line.pop() != Some(b'\n') {
-        bail!("request line or header too long, or cut short");
-    }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    String::from_utf8(line)
-        .map(Some)
-        .context("request line or header is not UTF-8")
-}
-
-/// An HTTP response to send.
-#[derive(Debug)]
-struct Response {
-    status: u16,
-    reason: &'static str,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-}
-
-impl Response {
-    fn new(status: u16, reason: &'static str) -> Self {
-        Self {
-            status,
-            reason,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    }
-
-    fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
-        self.headers.push((name, value.into()));
-        self
-    }
-
-    fn with_body(self, content_type: &'static str, body: impl Into<Vec<u8>>) -> Self {
-        let mut response = self.with_header("Content-Type", content_type);
-        response.body = body.into();
-        response
-    }
-
-    fn json(status: u16, reason: &'static str, body: &Value) -> Self {
-        Self::new(status, reason).with_body("application/json", body.to_string())
     }
 }
 
@@ -948,7 +704,7 @@ impl Response {
 fn route(server: &McpServer, request: &Request, port: u16) -> Option<Response> {
     let on_mcp = request.path() == MCP_PATH;
     match server.mode {
-        Mode::NotMcp => Some(Response::new(200, "OK").with_body("text/html", NOT_MCP_PAGE)),
+        Mode::NotMcp => Some(Response::new(200).with_body("text/html", NOT_MCP_PAGE)),
         Mode::Unauthorized if on_mcp => Some(unauthorized(port)),
         Mode::Hang if on_mcp && request.method == "POST" => None,
         Mode::Paged
@@ -964,24 +720,25 @@ fn route(server: &McpServer, request: &Request, port: u16) -> Option<Response> {
 /// The Streamable HTTP endpoint at `/mcp`.
 fn mcp_endpoint(server: &McpServer, request: &Request, on_mcp: bool) -> Response {
     if !on_mcp {
-        return Response::new(404, "Not Found");
+        return Response::new(404);
     }
     match request.method.as_str() {
         "POST" => post_message(server, &request.body),
-        "DELETE" => Response::new(200, "OK"),
+        "DELETE" => Response::new(200),
         // GET would open the server-initiated SSE stream, which we do not offer.
-        _ => Response::new(405, "Method Not Allowed").with_header("Allow", "POST, DELETE"),
+        _ => Response::new(405).with_header("Allow", "POST, DELETE"),
     }
 }
 
 /// Answers one JSON-RPC message POSTed to `/mcp`.
 fn post_message(server: &McpServer, body: &[u8]) -> Response {
     match server.handle_text(&String::from_utf8_lossy(body)) {
-        Reply::Response(message) => Response::json(200, "OK", &message),
-        Reply::SessionStart(message) => Response::json(200, "OK", &message)
-            .with_header("Mcp-Session-Id", server.new_session_id()),
-        Reply::Rejected(message) => Response::json(400, "Bad Request", &message),
-        Reply::Silent => Response::new(202, "Accepted"),
+        Reply::Response(message) => Response::json(200, &message),
+        Reply::SessionStart(message) => {
+            Response::json(200, &message).with_header("Mcp-Session-Id", server.new_session_id())
+        }
+        Reply::Rejected(message) => Response::json(400, &message),
+        Reply::Silent => Response::new(202),
     }
 }
 
@@ -989,29 +746,6 @@ fn unauthorized(port: u16) -> Response {
     let challenge = format!(
         "Bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource\", error=\"invalid_token\""
     );
-    Response::json(401, "Unauthorized", &json!({"error": "invalid_token"}))
+    Response::json(401, &json!({"error": "invalid_token"}))
         .with_header("WWW-Authenticate", challenge)
-}
-
-async fn write_response<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    response: &Response,
-    keep_alive: bool,
-) -> anyhow::Result<()> {
-    let mut head = format!("HTTP/1.1 {} {}\r\n", response.status, response.reason);
-    for (name, value) in &response.headers {
-        write!(head, "{name}: {value}\r\n")?;
-    }
-    write!(head, "Content-Length: {}\r\n", response.body.len())?;
-    let connection = if keep_alive { "keep-alive" } else { "close" };
-    write!(head, "Connection: {connection}\r\n\r\n")?;
-    writer
-        .write_all(head.as_bytes())
-        .await
-        .context("writing the response")?;
-    writer
-        .write_all(&response.body)
-        .await
-        .context("writing the response")?;
-    writer.flush().await.context("writing the response")
 }
