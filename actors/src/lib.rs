@@ -10,6 +10,7 @@
 //!   actor of a kind, across restarts.
 
 pub mod agents;
+pub mod auth;
 pub mod events;
 pub mod handle;
 pub mod keychain;

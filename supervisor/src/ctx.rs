@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use anyhow::Context;
 use bosun_actors::agents::registry::{AgentsContext, AgentsHandle};
+use bosun_actors::auth::AuthContext;
 use bosun_actors::events::EventsHandle;
 use bosun_actors::keychain::Keychain;
 use bosun_actors::mcp::registry::{RegistryContext, RegistryMsg};
@@ -28,6 +29,8 @@ pub struct DaemonCtx {
     pub events: EventsHandle,
     pub keychain: Keychain,
     pub agents: AgentsHandle,
+    /// Sign-ins: shared by the Auth actor, the registry, List tools and the runs' launch.
+    pub auth: AuthContext,
     pub started_at: Timestamp,
     root: RwLock<Option<ActorRef<RootMsg>>>,
     runs: RwLock<Option<ActorRef<RunsMsg>>>,
@@ -54,6 +57,7 @@ impl DaemonCtx {
         keychain: Keychain,
         started_at: Timestamp,
     ) -> Self {
+        let auth = AuthContext::new(store.clone(), writer.clone(), keychain.clone());
         Self {
             dirs,
             store,
@@ -63,6 +67,7 @@ impl DaemonCtx {
             events: EventsHandle::default(),
             keychain,
             agents: AgentsHandle::default(),
+            auth,
             started_at,
             root: RwLock::new(None),
             runs: RwLock::new(None),
@@ -125,6 +130,7 @@ impl DaemonCtx {
             store: self.store.clone(),
             writer: self.writer.clone(),
             keychain: self.keychain.clone(),
+            auth: self.auth.clone(),
         }
     }
 
@@ -134,6 +140,7 @@ impl DaemonCtx {
             store: self.store.clone(),
             writer: self.writer.clone(),
             keychain: self.keychain.clone(),
+            auth: self.auth.clone(),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use bosun_actors::agents::registry::{self as agents, AgentsMsg};
 use bosun_actors::agents::{builtin, launch};
+use bosun_actors::auth::{self, signin};
 use bosun_actors::mcp::registry::{self, RegistryMsg};
 use bosun_actors::mcp::{adopt, look};
 use bosun_actors::runs::follow::blocking;
@@ -181,6 +182,30 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             adopt::import(&ctx.registry_context(), &registry, params)
                 .await
                 .map(|servers| Response::Imported { servers })
+        }
+        Request::McpSignIn { server } => {
+            let rc = ctx.registry_context();
+            let rec = registry::find(&ctx.store, &server).await?;
+            let (_, headers) = registry::secret_lines(&ctx.keychain, &rec).await?;
+            let started = signin::start(&rc.auth, &rec, headers).await?;
+            Ok(Response::SignInStarted {
+                attempt: started.attempt,
+                url: started.url,
+                wait_secs: started.wait.as_secs(),
+            })
+        }
+        Request::McpSignInFinish { attempt } => {
+            let server = signin::finish(&ctx.auth, attempt).await?;
+            registry::show(&ctx.registry_context(), &server.to_string())
+                .await
+                .map(|v| Response::Server(Box::new(v)))
+        }
+        Request::McpSignOut { server } => {
+            let rec = registry::find(&ctx.store, &server).await?;
+            auth::sign_out(&ctx.auth, rec.id).await?;
+            registry::show(&ctx.registry_context(), &rec.name)
+                .await
+                .map(|v| Response::Server(Box::new(v)))
         }
         Request::FollowLog(_) | Request::Unfollow { .. } | Request::SubscribeRuns => Err(
             WireError::internal("this request is handled by the session"),

@@ -1,5 +1,5 @@
-//! Root: the top of bosund's actor tree. It starts Events, Runs, the MCP Registry, Agents and
-//! the IPC listener, restarts any of them that fails within its restart budget (and gives up,
+//! Root: the top of bosund's actor tree. It starts Events, Runs, the MCP Registry, Agents, Auth
+//! (the token refreshers) and the IPC listener, restarts any of them that fails within its restart budget (and gives up,
 //! recording why, past it), and carries out the daemon's shutdown.
 
 use std::collections::HashMap;
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bosun_actors::agents::registry::Agents;
+use bosun_actors::auth::Auth;
 use bosun_actors::events::Events;
 use bosun_actors::mcp::registry::Registry;
 use bosun_actors::runs::{Runs, RunsMsg};
@@ -33,6 +34,7 @@ enum Child {
     Runs,
     Registry,
     Agents,
+    Auth,
     Listener,
 }
 
@@ -67,6 +69,7 @@ impl Actor for Root {
             Child::Runs,
             Child::Registry,
             Child::Agents,
+            Child::Auth,
             Child::Listener,
         ] {
             state.start(&myself, child).await?;
@@ -157,6 +160,12 @@ impl RootState {
                 let ctx = self.ctx.agents_context();
                 let (a, _) = Actor::spawn_linked(None, Agents, ctx, myself.get_cell()).await?;
                 self.ctx.agents.set(a.clone());
+                a.get_cell()
+            }
+            Child::Auth => {
+                let ctx = self.ctx.auth.clone();
+                let (a, _) = Actor::spawn_linked(None, Auth, ctx, myself.get_cell()).await?;
+                self.ctx.auth.auth.set(a.clone());
                 a.get_cell()
             }
             Child::Listener => {

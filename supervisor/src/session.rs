@@ -457,6 +457,9 @@ impl SessionState {
             | Request::McpInspect { .. }
             | Request::McpCall { .. }
             | Request::McpImport(_)
+            | Request::McpSignIn { .. }
+            | Request::McpSignInFinish { .. }
+            | Request::McpSignOut { .. }
             | Request::AgentRun { .. }
             | Request::AgentTools { .. }) => {
                 let ctx = self.ctx.clone();

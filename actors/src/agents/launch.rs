@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use bosun_shared::agents::CliKind;
-use bosun_shared::protocol::mcp::ServerKind;
+use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::ui::StartRunParams;
 use bosun_shared::protocol::{ErrorCode, WireError};
 use tokio::process::Command;
@@ -16,6 +16,7 @@ use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
 use super::record::{AgentRecord, ServerSwitch, ToolSelection};
 use super::registry::{AgentsContext, find};
 use super::stream::AgentRun;
+use crate::auth::{Access, AuthContext};
 use crate::keychain::{Keychain, agent_env_key};
 use crate::mcp::browser;
 use crate::mcp::record::{LineKind, ServerRecord};
@@ -119,7 +120,12 @@ pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<R
             left_out(&mut notes, &mut run, &s.name, &why, None);
             continue;
         };
+        if let Err((why, fix)) = signed_in_for_run(&rec, s) {
+            left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref());
+            continue;
+        }
         match resolve(
+            &ctx.auth,
             ctx.keychain.clone(),
             s.clone(),
             tools,
@@ -299,6 +305,7 @@ fn env_clash(cli: CliKind, given: &[RunServer], new: &RunServer) -> Option<Strin
 type Resolved = Result<RunServer, (String, Option<String>)>;
 
 async fn resolve(
+    auth: &AuthContext,
     keychain: Keychain,
     s: ServerRecord,
     tools: ToolPlan,
@@ -362,7 +369,50 @@ async fn resolve(
         Ok((env, headers))
     })
     .await?;
-    Ok(values.map(|(env, headers)| RunServer {
+    let (env, mut headers) = match values {
+        Ok(v) => v,
+        Err(why) => return Ok(Err(why)),
+    };
+    if s.kind != ServerKind::Stdio && s.sign_in_by == SignInBy::Bosun {
+        // A token good for the whole run: refreshed first when less than its time cap is left.
+        let min_valid = agent
+            .time_cap_ms
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::ZERO);
+        match crate::auth::access(auth, s.id, min_valid, None).await {
+            Ok(Access::Token(t)) => {
+                headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                headers.push(("Authorization".into(), format!("Bearer {t}")));
+            }
+            Ok(Access::None) => {
+                if s.last_error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("needs sign-in"))
+                {
+                    return Ok(Err((
+                        "not signed in".into(),
+                        Some(format!("Sign in with `bosun mcp sign-in {}`.", s.name)),
+                    )));
+                }
+            }
+            Err(e) if e.code == ErrorCode::Unauthorized => {
+                return Ok(Err((
+                    "signed out".into(),
+                    Some(format!(
+                        "Sign in again with `bosun mcp sign-in {}`.",
+                        s.name
+                    )),
+                )));
+            }
+            Err(e) => {
+                return Ok(Err((
+                    format!("its sign-in could not be refreshed ({})", e.message),
+                    None,
+                )));
+            }
+        }
+    }
+    Ok(Ok(RunServer {
         name: s.name.clone(),
         kind: s.kind,
         command: s.command.clone(),
@@ -372,6 +422,24 @@ async fn resolve(
         headers,
         tools,
     }))
+}
+
+/// A server Claude Code signs in to goes only to Claude Code runs (which keep their own
+/// sign-ins); it is never left out of one for bosun's sign-in.
+fn signed_in_for_run(
+    agent: &AgentRecord,
+    s: &ServerRecord,
+) -> Result<(), (String, Option<String>)> {
+    if s.sign_in_by == SignInBy::ClaudeCode && agent.cli != CliKind::Claude {
+        return Err((
+            format!(
+                "Claude Code signs in to it, and this agent runs {}",
+                agent.cli
+            ),
+            None,
+        ));
+    }
+    Ok(())
 }
 
 fn read_agent_secrets(

@@ -40,6 +40,8 @@ pub struct AgentsContext {
     pub store: Store,
     pub writer: StoreWriter,
     pub keychain: Keychain,
+    /// Sign-ins: a run gets a fresh token for each signed-in server.
+    pub auth: crate::auth::AuthContext,
 }
 
 pub enum AgentsMsg {

@@ -258,6 +258,10 @@ pub async fn import(
             url,
             env,
             headers,
+            client_id: None,
+            client_secret: None,
+            callback_port: None,
+            sign_in_by: None,
         };
         let result = ractor::call!(registry, |reply| RegistryMsg::Add { params, reply })
             .map_err(|e| WireError::internal(format!("the MCP registry did not answer: {e}")))

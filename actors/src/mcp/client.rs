@@ -110,6 +110,10 @@ pub enum McpError {
         "the server needs sign-in: it answered 401 Unauthorized (WWW-Authenticate: {www_authenticate})"
     )]
     NeedsSignIn { www_authenticate: String },
+    #[error(
+        "the server needs a wider sign-in: it answered 403 insufficient_scope (WWW-Authenticate: {www_authenticate})"
+    )]
+    InsufficientScope { www_authenticate: String },
     #[error("could not make a secure (TLS) connection to {url}: {detail}")]
     Tls { url: String, detail: String },
     #[error("{url} refused the connection; is the server running there?")]
@@ -344,6 +348,20 @@ async fn connect_http(
     }
 }
 
+/// A 401 or 403 challenge as the error it is.
+fn auth_error(www_authenticate: &str) -> McpError {
+    let challenge = crate::auth::challenge::Challenge::parse(www_authenticate);
+    if challenge.is_insufficient_scope() {
+        McpError::InsufficientScope {
+            www_authenticate: www_authenticate.to_string(),
+        }
+    } else {
+        McpError::NeedsSignIn {
+            www_authenticate: www_authenticate.to_string(),
+        }
+    }
+}
+
 /// Finds out why an address did not work, with one plain `initialize` POST.
 async fn diagnose_http(
     http: &reqwest::Client,
@@ -387,6 +405,12 @@ async fn diagnose_http(
         return McpError::NeedsSignIn {
             www_authenticate: www.unwrap_or_else(|| "none".into()),
         };
+    }
+    if status.as_u16() == 403
+        && let Some(w) = www.as_deref()
+        && crate::auth::challenge::Challenge::parse(w).is_insufficient_scope()
+    {
+        return auth_error(w);
     }
     let text = response.text().await.unwrap_or_default();
     let snippet = ep.redact(&text.chars().take(160).collect::<String>());
@@ -698,7 +722,10 @@ impl Connection {
     ) -> Result<T, McpError> {
         match tokio::time::timeout(self.limits.request, fut).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(McpError::Protocol(e.to_string())),
+            Ok(Err(e)) => Err(match e.auth_challenge() {
+                Some(header) => auth_error(header),
+                None => McpError::Protocol(e.to_string()),
+            }),
             Err(_) => Err(McpError::TimedOut {
                 secs: self.limits.request.as_secs(),
                 hint: String::new(),

@@ -9,16 +9,89 @@ use bosun_shared::protocol::mcp::{CallView, InspectView, ToolListing};
 use bosun_shared::protocol::{ErrorCode, WireError};
 use ractor::ActorRef;
 
-use super::client::{self, Limits, McpError};
-use super::record::StoredListing;
+use std::future::Future;
+
+use super::client::{self, Endpoint, Limits, McpError};
+use super::record::{ServerRecord, StoredListing};
 use super::registry::{self, RegistryContext, RegistryMsg};
 use super::tools;
 
 fn failed(server: &str, what: &str, e: &McpError) -> WireError {
-    WireError::new(
-        ErrorCode::Unavailable,
-        format!("could not {what} `{server}`: {e}"),
-    )
+    let advice = match e {
+        McpError::NeedsSignIn { .. } => format!("; sign in with `bosun mcp sign-in {server}`"),
+        McpError::InsufficientScope { .. } => {
+            format!(
+                "; sign in again with `bosun mcp sign-in {server}` to give bosun the wider access"
+            )
+        }
+        McpError::CommandNotFound { .. }
+        | McpError::CannotStart { .. }
+        | McpError::Exited { .. }
+        | McpError::TimedOut { .. }
+        | McpError::Tls { .. }
+        | McpError::Refused { .. }
+        | McpError::Unreachable { .. }
+        | McpError::NotMcp { .. }
+        | McpError::Http { .. }
+        | McpError::Protocol(_)
+        | McpError::NoSuchTool(_)
+        | McpError::BadConfig(_) => String::new(),
+    };
+    let code = match e {
+        McpError::NeedsSignIn { .. } | McpError::InsufficientScope { .. } => {
+            ErrorCode::Unauthorized
+        }
+        McpError::CommandNotFound { .. }
+        | McpError::CannotStart { .. }
+        | McpError::Exited { .. }
+        | McpError::TimedOut { .. }
+        | McpError::Tls { .. }
+        | McpError::Refused { .. }
+        | McpError::Unreachable { .. }
+        | McpError::NotMcp { .. }
+        | McpError::Http { .. }
+        | McpError::Protocol(_)
+        | McpError::NoSuchTool(_)
+        | McpError::BadConfig(_) => ErrorCode::Unavailable,
+    };
+    WireError::new(code, format!("could not {what} `{server}`: {e}{advice}"))
+}
+
+/// Reaches the server and does `op`, with the sign-in in mind: a token the server refuses
+/// (401) is refreshed and the look tried once more; a 403 asking for a wider scope is kept
+/// for the next sign-in.
+async fn reach<T, F, Fut>(
+    ctx: &RegistryContext,
+    server: &str,
+    op: F,
+) -> Result<(ServerRecord, Result<T, McpError>), WireError>
+where
+    F: Fn(Endpoint) -> Fut,
+    Fut: Future<Output = Result<T, McpError>>,
+{
+    let (rec, ep) = registry::endpoint(ctx, server).await?;
+    let token = bearer(&ep);
+    let mut outcome = op(ep).await;
+    if let (Err(McpError::NeedsSignIn { .. }), Some(t)) = (&outcome, token) {
+        let refused = Some(crate::auth::refresher::fingerprint(&t));
+        let (_, ep) = registry::endpoint_with(ctx, server, refused).await?;
+        outcome = op(ep).await;
+    }
+    if let Err(McpError::InsufficientScope { www_authenticate }) = &outcome {
+        let challenge = crate::auth::challenge::Challenge::parse(www_authenticate);
+        if let Some(scope) = challenge.scope {
+            crate::auth::want_scope(&ctx.auth, rec.id, scope).await;
+        }
+    }
+    Ok((rec, outcome))
+}
+
+/// The bearer token bosun added to a server's headers, if it did.
+fn bearer(ep: &Endpoint) -> Option<String> {
+    ep.headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        .and_then(|(_, v)| v.strip_prefix("Bearer ").map(str::to_string))
 }
 
 /// Starts or reaches the server, lists every tool, stops it, and keeps the listing.
@@ -27,14 +100,13 @@ pub async fn list_tools(
     registry: &ActorRef<RegistryMsg>,
     server: &str,
 ) -> Result<ToolListing, WireError> {
-    let (rec, ep) = registry::endpoint(ctx, server).await?;
-    let outcome = async {
+    let (rec, outcome) = reach(ctx, server, |ep| async move {
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
         let listing = conn.list_tools().await;
         conn.close().await;
         listing
-    }
-    .await;
+    })
+    .await?;
     match outcome {
         Ok(listing) => {
             let kept = StoredListing {
@@ -99,9 +171,8 @@ pub async fn last_listing(ctx: &RegistryContext, server: &str) -> Result<ToolLis
 
 /// The "test connection": identity, protocol, capabilities, counts and timings.
 pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView, WireError> {
-    let (rec, ep) = registry::endpoint(ctx, server).await?;
     let t0 = Instant::now();
-    let result = async {
+    let (rec, result) = reach(ctx, server, |ep| async move {
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
         let connected = t0.elapsed();
         let t1 = Instant::now();
@@ -117,8 +188,8 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
         conn.close().await;
         let (listing, prompts, resources) = outcome?;
         Ok::<_, McpError>((connected, list_time, peer, listing, prompts, resources))
-    }
-    .await;
+    })
+    .await?;
     let (connected, list_time, peer, listing, prompts, resources) =
         result.map_err(|e| failed(&rec.name, "reach", &e))?;
     let peer = peer.ok_or_else(|| {
@@ -155,14 +226,16 @@ pub async fn call(
             "--args must be a JSON object, such as '{\"message\": \"hi\"}'",
         ));
     };
-    let (rec, ep) = registry::endpoint(ctx, server).await?;
-    let outcome = async {
-        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
-        let result = conn.call(tool, args).await;
-        conn.close().await;
-        result
-    }
-    .await;
+    let (rec, outcome) = reach(ctx, server, |ep| {
+        let args = args.clone();
+        async move {
+            let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+            let result = conn.call(tool, args).await;
+            conn.close().await;
+            result
+        }
+    })
+    .await?;
     let result = outcome.map_err(|e| failed(&rec.name, &format!("call `{tool}` on"), &e))?;
     Ok(CallView {
         is_error: result.is_error.unwrap_or(false),

@@ -2,7 +2,7 @@
 //! environment and header lines (their values are in the keychain), and its last listing.
 
 use bosun_shared::mcp::Hints;
-use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView};
+use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +31,15 @@ pub struct ServerRecord {
     /// command line is made from these each time it starts.
     #[serde(default)]
     pub browser: Option<BrowserSettings>,
+    /// A client id the person got from the service (for servers that take no registration);
+    /// its secret, if any, is in the keychain.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// The loopback port the sign-in's answer comes back to (0 or absent: any free one).
+    #[serde(default)]
+    pub callback_port: Option<u16>,
+    #[serde(default)]
+    pub sign_in_by: SignInBy,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -100,6 +109,10 @@ impl ServerRecord {
             last_error: self.last_error.clone(),
             builtin: self.browser.is_some(),
             browser: None,
+            sign_in_by: self.sign_in_by,
+            client_id: self.client_id.clone(),
+            callback_port: self.callback_port,
+            sign_in: None,
         }
     }
 

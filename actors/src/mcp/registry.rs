@@ -19,11 +19,13 @@ use tracing::{info, warn};
 
 use std::path::PathBuf;
 
-use bosun_shared::protocol::mcp::BrowserView;
+use bosun_shared::protocol::mcp::{BrowserView, SecretValue, SignInBy, SignInView};
 
 use super::browser::{self, BrowserSettings};
 use super::client::Endpoint;
 use super::record::{LineKind, ServerRecord, StoredListing};
+use crate::auth::AuthContext;
+use crate::auth::record::configured_secret_key;
 use crate::keychain::Keychain;
 use crate::offload::{blocking, keychain_error, store_error};
 use crate::store::writer::StoreWriter;
@@ -43,6 +45,8 @@ pub struct RegistryContext {
     pub store: Store,
     pub writer: StoreWriter,
     pub keychain: Keychain,
+    /// Sign-ins: a server's token is added when it is reached.
+    pub auth: AuthContext,
 }
 
 pub enum RegistryMsg {
@@ -148,18 +152,24 @@ pub async fn list(ctx: &RegistryContext) -> Result<Vec<ServerView>, WireError> {
         .map_err(store_error)?;
     // The built-in browser at the top, then by name.
     records.sort_by(|a, b| (a.browser.is_none(), &a.name).cmp(&(b.browser.is_none(), &b.name)));
-    let keychain = ctx.keychain.clone();
-    blocking(move || records.iter().map(|r| view_of(&keychain, r)).collect()).await
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    blocking(move || {
+        records
+            .iter()
+            .map(|r| view_of(&store, &keychain, r))
+            .collect()
+    })
+    .await
 }
 
 /// One server as the UI shows it.
 pub async fn show(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
     let rec = find(&ctx.store, server).await?;
-    let keychain = ctx.keychain.clone();
-    blocking(move || view_of(&keychain, &rec)).await
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    blocking(move || view_of(&store, &keychain, &rec)).await
 }
 
-fn view_of(keychain: &Keychain, rec: &ServerRecord) -> ServerView {
+fn view_of(store: &Store, keychain: &Keychain, rec: &ServerRecord) -> ServerView {
     let mut view = rec.view(|kind, name| {
         keychain
             .get(&kind.key(rec.id, name))
@@ -194,7 +204,77 @@ fn view_of(keychain: &Keychain, rec: &ServerRecord) -> ServerView {
             missing,
         });
     }
+    view.sign_in = sign_in_view(store, rec);
+    // A look that failed for want of a sign-in is old news once signed in.
+    if view
+        .sign_in
+        .as_ref()
+        .is_some_and(|s| s.state == "signed in")
+        && view
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("needs sign-in"))
+    {
+        view.last_error = None;
+    }
     view
+}
+
+/// A server's sign-in, for the views (a server started as a command has none).
+fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInView> {
+    if rec.kind == ServerKind::Stdio {
+        return None;
+    }
+    let empty = |state: &str, why: Option<String>| SignInView {
+        state: state.to_string(),
+        why,
+        issuer: None,
+        client_id: rec.client_id.clone(),
+        registered: false,
+        scope: None,
+        expires_at: None,
+        signed_in_at: None,
+        refreshed_at: None,
+        wanted_scope: None,
+    };
+    if rec.sign_in_by == SignInBy::ClaudeCode {
+        return Some(empty("Claude Code signs in", None));
+    }
+    match store.sign_in(rec.id).ok().flatten() {
+        Some(s) => Some(SignInView {
+            state: if s.is_signed_in() {
+                "signed in".to_string()
+            } else {
+                "needs sign-in".to_string()
+            },
+            why: s.needs_sign_in.clone(),
+            issuer: Some(s.issuer.clone()),
+            client_id: Some(s.client_id.clone()),
+            registered: s.registered,
+            scope: s.scope.clone(),
+            expires_at: s.expires_at,
+            signed_in_at: Some(s.signed_in_at),
+            refreshed_at: s.refreshed_at,
+            wanted_scope: s.wanted_scope.clone(),
+        }),
+        None => {
+            let asked = rec
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("needs sign-in"));
+            Some(if asked {
+                empty(
+                    "needs sign-in",
+                    Some(format!(
+                        "the server asks for one; run `bosun mcp sign-in {}`",
+                        rec.name
+                    )),
+                )
+            } else {
+                empty("not signed in", None)
+            })
+        }
+    }
 }
 
 /// The built-in browser is a server like the others (it has a listing and per-tool switches),
@@ -228,6 +308,9 @@ async fn ensure_builtin(ctx: &RegistryContext) -> Result<(), StoreError> {
         listing: None,
         last_error: None,
         browser: Some(settings),
+        client_id: None,
+        callback_port: None,
+        sign_in_by: SignInBy::Bosun,
     };
     ctx.writer.put_server(&rec).await?;
     info!(
@@ -257,15 +340,15 @@ fn check_browser_options(command: &Option<String>, args: &[String]) -> Result<()
     }
 }
 
-/// How to reach a server, with its secret values read from the keychain for this one use.
-pub async fn endpoint(
-    ctx: &RegistryContext,
-    server: &str,
-) -> Result<(ServerRecord, Endpoint), WireError> {
-    let rec = find(&ctx.store, server).await?;
-    let keychain = ctx.keychain.clone();
+/// A server's environment and header lines with their values, read from the keychain for this
+/// one use; a value that is missing is an error saying how to set it.
+pub async fn secret_lines(
+    keychain: &Keychain,
+    rec: &ServerRecord,
+) -> Result<(Vec<(String, String)>, Vec<(String, String)>), WireError> {
+    let keychain = keychain.clone();
     let r = rec.clone();
-    let lines = blocking(move || {
+    blocking(move || {
         let mut env = Vec::new();
         let mut headers = Vec::new();
         for (kind, names, out) in [
@@ -291,8 +374,49 @@ pub async fn endpoint(
         }
         Ok((env, headers))
     })
-    .await??;
-    let (mut env, headers) = lines;
+    .await?
+}
+
+/// How to reach a server, with its secret values read from the keychain for this one use.
+pub async fn endpoint(
+    ctx: &RegistryContext,
+    server: &str,
+) -> Result<(ServerRecord, Endpoint), WireError> {
+    endpoint_with(ctx, server, None).await
+}
+
+/// As [`endpoint`]; `refused` is the fingerprint of a token the server just refused, which is
+/// then refreshed rather than used again.
+pub async fn endpoint_with(
+    ctx: &RegistryContext,
+    server: &str,
+    refused: Option<String>,
+) -> Result<(ServerRecord, Endpoint), WireError> {
+    let rec = find(&ctx.store, server).await?;
+    if rec.sign_in_by == SignInBy::ClaudeCode {
+        return Err(WireError::conflict(format!(
+            "Claude Code signs in to `{}`, so bosun has no sign-in to call it with and cannot look at it itself; agents running Claude Code get all of its tools",
+            rec.name
+        )));
+    }
+    let (mut env, mut headers) = secret_lines(&ctx.keychain, &rec).await?;
+    if rec.kind != ServerKind::Stdio {
+        // Before a look, a token good for a minute at least.
+        match crate::auth::access(
+            &ctx.auth,
+            rec.id,
+            std::time::Duration::from_secs(60),
+            refused,
+        )
+        .await?
+        {
+            crate::auth::Access::Token(t) => {
+                headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                headers.push(("Authorization".into(), format!("Bearer {t}")));
+            }
+            crate::auth::Access::None => {}
+        }
+    }
     let (command, args) = match &rec.browser {
         Some(settings) => {
             let settings = settings.clone();
@@ -420,6 +544,31 @@ fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), WireErr
     Ok(())
 }
 
+/// Checks the sign-in settings: they are for a server reached by address.
+fn check_sign_in_settings(
+    kind: ServerKind,
+    client_id: &Option<String>,
+    client_secret: &Option<SecretValue>,
+    by: Option<SignInBy>,
+) -> Result<(), WireError> {
+    let given = client_id.as_deref().is_some_and(|c| !c.is_empty())
+        || client_secret.is_some()
+        || by == Some(SignInBy::ClaudeCode);
+    if kind == ServerKind::Stdio && given {
+        return Err(WireError::bad_request(
+            "a client id, a client secret and who signs in are for a server reached by address (--transport http or sse); a stdio server gets its credentials from its environment lines",
+        ));
+    }
+    if let Some(id) = client_id
+        && (id.chars().any(|c| c.is_control() || c.is_whitespace()) || id.len() > 512)
+    {
+        return Err(WireError::bad_request(format!(
+            "`{id}` is not a client id; copy it from the service's developer settings"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a name, and that no other server has it.
 async fn check_name(
     ctx: &RegistryContext,
@@ -442,17 +591,17 @@ async fn check_name(
     Ok(())
 }
 
-/// Saves lines' values in the keychain, all or none.
-async fn save_values(
-    keychain: &Keychain,
-    id: ServerId,
-    lines: Vec<(LineKind, SecretLine)>,
-) -> Result<(), WireError> {
-    let keychain = keychain.clone();
-    let pairs: Vec<(String, String)> = lines
+/// The keychain keys and values of a server's lines.
+fn line_pairs(id: ServerId, lines: Vec<(LineKind, SecretLine)>) -> Vec<(String, String)> {
+    lines
         .into_iter()
         .map(|(kind, l)| (kind.key(id, &l.name), l.value))
-        .collect();
+        .collect()
+}
+
+/// Saves values in the keychain, all or none.
+async fn save_values(keychain: &Keychain, pairs: Vec<(String, String)>) -> Result<(), WireError> {
+    let keychain = keychain.clone();
     blocking(move || keychain.set_many(&pairs).map_err(keychain_error)).await?
 }
 
@@ -466,6 +615,7 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Wi
     check_target(p.kind, &p.command, &p.url)?;
     check_browser_options(&p.command, &p.args)?;
     check_lines(&p.env, &p.headers)?;
+    check_sign_in_settings(p.kind, &p.client_id, &p.client_secret, p.sign_in_by)?;
     let now = Timestamp::now();
     let rec = ServerRecord {
         id: ServerId::new(),
@@ -481,6 +631,9 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Wi
         listing: None,
         last_error: None,
         browser: None,
+        client_id: p.client_id.clone().filter(|c| !c.is_empty()),
+        callback_port: p.callback_port.filter(|port| *port != 0),
+        sign_in_by: p.sign_in_by.unwrap_or_default(),
     };
     let lines: Vec<(LineKind, SecretLine)> = p
         .env
@@ -488,14 +641,19 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Wi
         .map(|l| (LineKind::Env, l))
         .chain(p.headers.into_iter().map(|l| (LineKind::Header, l)))
         .collect();
-    let keys: Vec<String> = lines.iter().map(|(k, l)| k.key(rec.id, &l.name)).collect();
-    save_values(&ctx.keychain, rec.id, lines).await?;
+    let mut pairs = line_pairs(rec.id, lines);
+    if let Some(secret) = p.client_secret {
+        pairs.push((configured_secret_key(rec.id), secret.0));
+    }
+    let keys: Vec<String> = pairs.iter().map(|(k, _)| k.clone()).collect();
+    save_values(&ctx.keychain, pairs).await?;
     if let Err(e) = ctx.writer.put_server(&rec).await {
         let _ = delete_values(&ctx.keychain, keys).await;
         return Err(store_error(e));
     }
     info!(server = %rec.name, id = %rec.id, "server added");
-    Ok(rec.view(|_, _| true))
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    blocking(move || view_of(&store, &keychain, &rec)).await
 }
 
 async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, WireError> {
@@ -519,6 +677,7 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     if let Some(a) = p.args {
         rec.args = a;
     }
+    let old_target = (rec.kind, rec.url.clone());
     if let Some(u) = p.url {
         rec.url = Some(u);
     }
@@ -532,6 +691,33 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     check_target(rec.kind, &rec.command, &rec.url)?;
     check_browser_options(&rec.command, &rec.args)?;
     check_lines(&p.set_env, &p.set_headers)?;
+    let by = p.sign_in_by.unwrap_or(rec.sign_in_by);
+    check_sign_in_settings(rec.kind, &p.client_id, &p.client_secret, Some(by))?;
+    let mut stale = Vec::new();
+    let mut secrets: Vec<(String, String)> = Vec::new();
+    match p.client_id.as_deref() {
+        Some("") => {
+            rec.client_id = None;
+            stale.push(configured_secret_key(rec.id));
+        }
+        Some(id) => rec.client_id = Some(id.to_string()),
+        None => {}
+    }
+    if let Some(secret) = p.client_secret {
+        if rec.client_id.is_none() {
+            return Err(WireError::bad_request(format!(
+                "a client secret goes with a client id; give both: `bosun mcp edit {} --client-id ID --client-secret-stdin`",
+                rec.name
+            )));
+        }
+        secrets.push((configured_secret_key(rec.id), secret.0));
+    }
+    if let Some(port) = p.callback_port {
+        rec.callback_port = Some(port).filter(|p| *p != 0);
+    }
+    // A sign-in is for one address and one way of signing in: changing either ends it.
+    let sign_out = (rec.kind, rec.url.clone()) != old_target || by != rec.sign_in_by;
+    rec.sign_in_by = by;
     for (names, removed, what) in [
         (&rec.env_names, &p.remove_env, "environment line"),
         (&rec.header_names, &p.remove_headers, "header"),
@@ -543,7 +729,6 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
             )));
         }
     }
-    let mut stale = Vec::new();
     for name in &p.remove_env {
         rec.env_names.retain(|n| n != name);
         stale.push(LineKind::Env.key(rec.id, name));
@@ -569,15 +754,19 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
         .map(|l| (LineKind::Env, l))
         .chain(p.set_headers.into_iter().map(|l| (LineKind::Header, l)))
         .collect();
-    save_values(&ctx.keychain, rec.id, lines).await?;
+    secrets.extend(line_pairs(rec.id, lines));
+    if sign_out {
+        crate::auth::sign_out(&ctx.auth, rec.id).await?;
+    }
+    save_values(&ctx.keychain, secrets).await?;
     ctx.writer.put_server(&rec).await.map_err(store_error)?;
     // The record no longer names them: the old lines' values go.
     if let Err(e) = delete_values(&ctx.keychain, stale).await {
         warn!(server = %rec.name, error = %e, "could not delete the values of removed lines");
     }
     info!(server = %rec.name, "server changed");
-    let keychain = ctx.keychain.clone();
-    blocking(move || view_of(&keychain, &rec)).await
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    blocking(move || view_of(&store, &keychain, &rec)).await
 }
 
 /// The built-in browser: its version and its program, nothing else.
@@ -619,8 +808,8 @@ async fn edit_builtin(
     rec.updated_at = Timestamp::now();
     ctx.writer.put_server(&rec).await.map_err(store_error)?;
     info!(server = %rec.name, "built-in browser changed");
-    let keychain = ctx.keychain.clone();
-    blocking(move || view_of(&keychain, &rec)).await
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    blocking(move || view_of(&store, &keychain, &rec)).await
 }
 
 async fn rename(
@@ -637,8 +826,8 @@ async fn rename(
     rec.updated_at = Timestamp::now();
     ctx.writer.put_server(&rec).await.map_err(store_error)?;
     info!(from = %old, to = %new_name, "server renamed");
-    let keychain = ctx.keychain.clone();
-    blocking(move || view_of(&keychain, &rec)).await
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    blocking(move || view_of(&store, &keychain, &rec)).await
 }
 
 async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
@@ -646,6 +835,10 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireE
     if rec.browser.is_some() {
         return Err(builtin_refusal("removed"));
     }
+    // Its sign-in first (revoked where the server offers that), then its lines.
+    crate::auth::sign_out(&ctx.auth, rec.id)
+        .await
+        .map_err(|e| WireError::new(e.code, format!("{}; nothing was removed", e.message)))?;
     let keys: Vec<String> = rec
         .env_names
         .iter()
@@ -655,6 +848,7 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireE
                 .iter()
                 .map(|n| LineKind::Header.key(rec.id, n)),
         )
+        .chain(std::iter::once(configured_secret_key(rec.id)))
         .collect();
     // Secrets first: a server is never removed while its secrets stay behind unnoticed.
     delete_values(&ctx.keychain, keys)

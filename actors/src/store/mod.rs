@@ -13,12 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bosun_shared::run::Stream;
-use bosun_shared::{RunId, Timestamp};
+use bosun_shared::{RunId, ServerId, Timestamp};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 pub use record::{ProcessInfo, RunRecord};
 
 use crate::agents::record::AgentRecord;
+use crate::auth::record::SignInRecord;
 use crate::mcp::record::ServerRecord;
 
 /// The schema this build reads and writes.
@@ -28,6 +29,7 @@ pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta
 pub(crate) const RUNS: TableDefinition<&str, &[u8]> = TableDefinition::new("runs");
 pub(crate) const SERVERS: TableDefinition<&str, &[u8]> = TableDefinition::new("servers");
 pub(crate) const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("agents");
+pub(crate) const OAUTH: TableDefinition<&str, &[u8]> = TableDefinition::new("oauth");
 
 /// What can go wrong with the store.
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +122,7 @@ impl Store {
             txn.open_table(RUNS)?;
             txn.open_table(SERVERS)?;
             txn.open_table(AGENTS)?;
+            txn.open_table(OAUTH)?;
         }
         txn.commit()?;
         Ok(Self {
@@ -238,6 +241,29 @@ impl Store {
             (Some(a), None) if lower.len() >= 4 => Ok(Some(a)),
             (Some(_), _) | (None, _) => Ok(None),
         }
+    }
+
+    /// Every sign-in to an MCP server.
+    pub fn sign_ins(&self) -> Result<Vec<SignInRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(OAUTH)?;
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (_, v) = entry?;
+            out.push(SignInRecord::decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The sign-in to one server, if there is one.
+    pub fn sign_in(&self, server: ServerId) -> Result<Option<SignInRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(OAUTH)?;
+        let key = server.to_string();
+        table
+            .get(key.as_str())?
+            .map(|v| SignInRecord::decode(v.value()))
+            .transpose()
     }
 
     /// The seq of a run's last stored chunk (0 when it has none).

@@ -23,8 +23,9 @@ use redb::Durability;
 use tokio::sync::oneshot;
 
 use super::logfile::LogFile;
-use super::{AGENTS, LogChunk, RUNS, RunRecord, SERVERS, Store, StoreError};
+use super::{AGENTS, LogChunk, OAUTH, RUNS, RunRecord, SERVERS, Store, StoreError};
 use crate::agents::record::AgentRecord;
+use crate::auth::record::SignInRecord;
 use crate::mcp::record::ServerRecord;
 
 /// The most jobs in one commit.
@@ -43,6 +44,8 @@ pub enum WriteOp {
     DeleteServer(ServerId),
     PutAgent(Box<AgentRecord>),
     DeleteAgent(AgentId),
+    PutSignIn(Box<SignInRecord>),
+    DeleteSignIn(ServerId),
 }
 
 impl WriteOp {
@@ -52,7 +55,9 @@ impl WriteOp {
             | WriteOp::PutServer(_)
             | WriteOp::DeleteServer(_)
             | WriteOp::PutAgent(_)
-            | WriteOp::DeleteAgent(_) => 512,
+            | WriteOp::DeleteAgent(_)
+            | WriteOp::PutSignIn(_)
+            | WriteOp::DeleteSignIn(_) => 512,
             WriteOp::AppendLog { chunk, .. } => chunk.data.len(),
         }
     }
@@ -136,6 +141,17 @@ impl StoreWriter {
         self.durably(WriteOp::DeleteAgent(id)).await
     }
 
+    /// Writes a sign-in's record durably.
+    pub async fn put_sign_in(&self, record: &SignInRecord) -> Result<(), StoreError> {
+        self.durably(WriteOp::PutSignIn(Box::new(record.clone())))
+            .await
+    }
+
+    /// Deletes a sign-in's record durably.
+    pub async fn delete_sign_in(&self, server: ServerId) -> Result<(), StoreError> {
+        self.durably(WriteOp::DeleteSignIn(server)).await
+    }
+
     async fn durably(&self, op: WriteOp) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
         let done: Done = Box::new(move |r| {
@@ -200,7 +216,9 @@ impl Writer {
                 | WriteOp::PutServer(_)
                 | WriteOp::DeleteServer(_)
                 | WriteOp::PutAgent(_)
-                | WriteOp::DeleteAgent(_) => {
+                | WriteOp::DeleteAgent(_)
+                | WriteOp::PutSignIn(_)
+                | WriteOp::DeleteSignIn(_) => {
                     records.push(&job.op);
                 }
             }
@@ -243,7 +261,9 @@ impl Writer {
                 | WriteOp::PutServer(_)
                 | WriteOp::DeleteServer(_)
                 | WriteOp::PutAgent(_)
-                | WriteOp::DeleteAgent(_) => match &commit {
+                | WriteOp::DeleteAgent(_)
+                | WriteOp::PutSignIn(_)
+                | WriteOp::DeleteSignIn(_) => match &commit {
                     Ok(()) => Ok(()),
                     Err(e) => Err(StoreError::CommitFailed(e.to_string())),
                 },
@@ -274,6 +294,7 @@ impl Writer {
             let mut runs = txn.open_table(RUNS)?;
             let mut servers = txn.open_table(SERVERS)?;
             let mut agents = txn.open_table(AGENTS)?;
+            let mut oauth = txn.open_table(OAUTH)?;
             for op in ops {
                 match op {
                     WriteOp::PutRun(rec) => {
@@ -295,6 +316,14 @@ impl Writer {
                     WriteOp::DeleteAgent(id) => {
                         let key = id.to_string();
                         agents.remove(key.as_str())?;
+                    }
+                    WriteOp::PutSignIn(rec) => {
+                        let key = rec.server.to_string();
+                        oauth.insert(key.as_str(), rec.encode().as_slice())?;
+                    }
+                    WriteOp::DeleteSignIn(id) => {
+                        let key = id.to_string();
+                        oauth.remove(key.as_str())?;
                     }
                     WriteOp::AppendLog { .. } => {}
                 }

@@ -34,6 +34,27 @@ impl fmt::Display for ServerKind {
     }
 }
 
+/// Who signs in to a server reached by address.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignInBy {
+    /// bosun signs in (OAuth), keeps the tokens and hands runs a fresh one.
+    #[default]
+    Bosun,
+    /// Claude Code signs in itself, with the sign-ins it keeps per account; bosun hands its runs
+    /// the address and header lines only, and lists no tools.
+    ClaudeCode,
+}
+
+impl fmt::Display for SignInBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SignInBy::Bosun => "bosun",
+            SignInBy::ClaudeCode => "claude-code",
+        })
+    }
+}
+
 /// An environment or header line with its value, on its way to the keychain.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SecretLine {
@@ -44,6 +65,17 @@ pub struct SecretLine {
 impl fmt::Debug for SecretLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}=<secret>", self.name)
+    }
+}
+
+/// A secret value on its way to the keychain (never printed by `Debug`).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SecretValue(pub String);
+
+impl fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<secret>")
     }
 }
 
@@ -59,6 +91,16 @@ pub struct AddServerParams {
     pub url: Option<String>,
     pub env: Vec<SecretLine>,
     pub headers: Vec<SecretLine>,
+    /// A client id from the service, for a server that takes no registration.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    #[serde(default)]
+    pub client_secret: Option<SecretValue>,
+    /// The loopback port for the sign-in's answer (a client id registered with a fixed one).
+    #[serde(default)]
+    pub callback_port: Option<u16>,
+    #[serde(default)]
+    pub sign_in_by: Option<SignInBy>,
 }
 
 /// Changes to a server; what is absent stays as it is.
@@ -81,6 +123,16 @@ pub struct EditServerParams {
     /// The built-in browser only: the browser program (`Some("")` goes back to finding one).
     #[serde(default)]
     pub browser_program: Option<String>,
+    /// `Some("")` removes it (and its secret).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    #[serde(default)]
+    pub client_secret: Option<SecretValue>,
+    /// `Some(0)` goes back to any free port.
+    #[serde(default)]
+    pub callback_port: Option<u16>,
+    #[serde(default)]
+    pub sign_in_by: Option<SignInBy>,
 }
 
 /// One environment or header line of a server, by name.
@@ -115,6 +167,34 @@ pub struct ServerView {
     /// For the built-in browser: what it needs, and what was found.
     #[serde(default)]
     pub browser: Option<BrowserView>,
+    #[serde(default)]
+    pub sign_in_by: SignInBy,
+    #[serde(default)]
+    pub client_id: Option<String>,
+    #[serde(default)]
+    pub callback_port: Option<u16>,
+    /// For a server reached by address: its sign-in.
+    #[serde(default)]
+    pub sign_in: Option<SignInView>,
+}
+
+/// A server's sign-in as the UI shows it (never a token).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInView {
+    /// `signed in`, `needs sign-in`, `not signed in`, or `Claude Code signs in`.
+    pub state: String,
+    /// Why the person must sign in (again), when they must.
+    pub why: Option<String>,
+    pub issuer: Option<String>,
+    pub client_id: Option<String>,
+    /// Whether bosun registered the client itself.
+    pub registered: bool,
+    pub scope: Option<String>,
+    pub expires_at: Option<Timestamp>,
+    pub signed_in_at: Option<Timestamp>,
+    pub refreshed_at: Option<Timestamp>,
+    /// A wider scope the server asked for, for the next sign-in.
+    pub wanted_scope: Option<String>,
 }
 
 /// The built-in browser's settings and what it needs on this machine.

@@ -119,6 +119,18 @@ pub enum Request {
     },
     McpImportScan(ImportScan),
     McpImport(ImportParams),
+    /// Starts a sign-in: the answer is the page for the person to open.
+    McpSignIn {
+        server: String,
+    },
+    /// Waits for a started sign-in to end (10 minutes at most).
+    McpSignInFinish {
+        attempt: u64,
+    },
+    /// Revokes (where the server offers that) and forgets a server's sign-in.
+    McpSignOut {
+        server: String,
+    },
     AgentAdd(AgentParams),
     AgentEdit(EditAgentParams),
     /// Switches as `key=value` (`mcp.<server>`, `mcp.<server>.<tool>`, `web.search`,
@@ -203,6 +215,12 @@ pub enum Response {
     },
     Imported {
         servers: Vec<ServerView>,
+    },
+    /// A started sign-in: open `url` in the person's browser, then ask `mcp_sign_in_finish`.
+    SignInStarted {
+        attempt: u64,
+        url: String,
+        wait_secs: u64,
     },
     Agent(Box<AgentView>),
     Agents {

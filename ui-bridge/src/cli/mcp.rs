@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportPick,
-    ImportScan, ImportStatus, InspectView, SecretLine, ServerKind, ServerView, ToolListing,
+    ImportScan, ImportStatus, InspectView, SecretLine, SecretValue, ServerKind, ServerView,
+    SignInBy, ToolListing,
 };
 use bosun_shared::protocol::ui::{Request, Response};
 use bosun_ui::Client;
@@ -82,6 +83,73 @@ pub enum McpCommand {
     /// Import servers from Claude Code, Codex and Gemini CLI (read-only; shows them when none is
     /// picked)
     Import(ImportArgs),
+    /// Sign in to a server reached by address (OAuth): opens the sign-in page in your browser
+    /// ($BROWSER, else the system opener) and waits for it (10 minutes at most)
+    SignIn {
+        name: String,
+        /// Print the page's address instead of opening a browser
+        #[arg(long)]
+        no_browser: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sign out of a server: revoke its token where the server offers that, and forget it
+    SignOut {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The sign-in options `add` and `edit` share.
+#[derive(Args, Debug)]
+pub struct SignInArgs {
+    /// A client id from the service's developer settings, for a server that takes no
+    /// registration ("" removes it)
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// Read the client id's secret from stdin (kept in the keychain)
+    #[arg(long)]
+    client_secret_stdin: bool,
+    /// The loopback port the sign-in's answer comes back to (for a client id registered with a
+    /// fixed redirect address; 0: any free port)
+    #[arg(long, value_name = "PORT")]
+    callback_port: Option<u16>,
+    /// Who signs in: bosun, or claude-code (for services that let only listed apps register;
+    /// Claude Code then signs in with its own sign-ins)
+    #[arg(long, value_enum, value_name = "WHO")]
+    sign_in_by: Option<SignInByArg>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SignInByArg {
+    Bosun,
+    ClaudeCode,
+}
+
+impl From<SignInByArg> for SignInBy {
+    fn from(a: SignInByArg) -> Self {
+        match a {
+            SignInByArg::Bosun => SignInBy::Bosun,
+            SignInByArg::ClaudeCode => SignInBy::ClaudeCode,
+        }
+    }
+}
+
+impl SignInArgs {
+    /// The client secret, read from stdin when asked for.
+    fn secret(&self) -> anyhow::Result<Option<SecretValue>> {
+        if !self.client_secret_stdin {
+            return Ok(None);
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)?;
+        let value = text.trim_end_matches(['\n', '\r']).to_string();
+        if value.is_empty() {
+            anyhow::bail!("--client-secret-stdin: stdin was empty; pipe the secret in");
+        }
+        Ok(Some(SecretValue(value)))
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -121,6 +189,8 @@ pub struct AddArgs {
     /// Read lines from stdin: KEY=VALUE for the environment, 'Name: value' for headers
     #[arg(long, alias = "values-from-stdin")]
     env_from_stdin: bool,
+    #[command(flatten)]
+    sign_in: SignInArgs,
     #[arg(long)]
     json: bool,
     /// The command and its arguments
@@ -157,6 +227,8 @@ pub struct EditArgs {
     /// bosun find one)
     #[arg(long, value_name = "PATH")]
     browser: Option<String>,
+    #[command(flatten)]
+    sign_in: SignInArgs,
     #[arg(long)]
     json: bool,
     /// A new command and arguments (replaces both)
@@ -336,6 +408,23 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             })
         }
         McpCommand::Import(a) => import(dirs, a).await,
+        McpCommand::SignIn {
+            name,
+            no_browser,
+            json,
+        } => sign_in(dirs, &name, no_browser, json).await,
+        McpCommand::SignOut { name, json } => {
+            let mut client = connect(dirs).await?;
+            let Response::Server(server) = client
+                .request(Request::McpSignOut {
+                    server: name.clone(),
+                })
+                .await?
+            else {
+                anyhow::bail!("bosund answered something unexpected");
+            };
+            done(json, &server, "signed out")
+        }
     }
 }
 
@@ -391,6 +480,10 @@ async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
         url,
         env,
         headers,
+        client_secret: a.sign_in.secret()?,
+        client_id: a.sign_in.client_id,
+        callback_port: a.sign_in.callback_port,
+        sign_in_by: a.sign_in.sign_in_by.map(Into::into),
     };
     let mut client = connect(dirs).await?;
     let Response::Server(server) = client.request(Request::McpAdd(params)).await? else {
@@ -435,12 +528,87 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
         remove_headers: a.remove_header,
         browser_version: a.version,
         browser_program: a.browser,
+        client_secret: a.sign_in.secret()?,
+        client_id: a.sign_in.client_id,
+        callback_port: a.sign_in.callback_port,
+        sign_in_by: a.sign_in.sign_in_by.map(Into::into),
     };
     let mut client = connect(dirs).await?;
     let Response::Server(server) = client.request(Request::McpEdit(params)).await? else {
         anyhow::bail!("bosund answered something unexpected");
     };
     done(a.json, &server, "changed")
+}
+
+/// Starts the sign-in, opens the page in the person's browser (or prints it), and waits.
+async fn sign_in(
+    dirs: &StateDir,
+    name: &str,
+    no_browser: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let Response::SignInStarted {
+        attempt,
+        url,
+        wait_secs,
+    } = client
+        .request(Request::McpSignIn {
+            server: name.to_string(),
+        })
+        .await?
+    else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    let opened = if no_browser {
+        Err("asked not to".to_string())
+    } else {
+        open_browser(&url)
+    };
+    match opened {
+        Ok(how) => eprintln!("bosun: opened the sign-in page for {name} with {how}"),
+        Err(_) => eprintln!("bosun: open this page to sign in to {name}:\n\n  {url}\n"),
+    }
+    eprintln!(
+        "bosun: waiting for the sign-in to finish ({} at most)…",
+        bosun_shared::time::format_duration(Duration::from_secs(wait_secs))
+    );
+    let Response::Server(server) = client.request(Request::McpSignInFinish { attempt }).await?
+    else {
+        anyhow::bail!("bosund answered something unexpected");
+    };
+    done(json, &server, "signed in")
+}
+
+/// Opens `url` with `$BROWSER` when set, else the system opener; says which, or why not.
+fn open_browser(url: &str) -> Result<String, String> {
+    let (program, args): (String, Vec<String>) = match std::env::var("BROWSER") {
+        Ok(b) if !b.trim().is_empty() => {
+            // $BROWSER may be a command with arguments, and may say where the address goes.
+            let mut parts = b.split_whitespace().map(str::to_string);
+            let program = parts.next().unwrap_or_default();
+            let mut args: Vec<String> = parts.collect();
+            if args.iter().any(|a| a.contains("%s")) {
+                args = args.into_iter().map(|a| a.replace("%s", url)).collect();
+            } else {
+                args.push(url.to_string());
+            }
+            (program, args)
+        }
+        Ok(_) | Err(_) => ("xdg-open".to_string(), vec![url.to_string()]),
+    };
+    let status = std::process::Command::new(&program)
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if status.success() {
+        Ok(program)
+    } else {
+        Err(format!("{program} exited with {status}"))
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -681,6 +849,11 @@ fn print_servers(servers: &[ServerView]) {
                 missing.join(", ")
             ));
         }
+        if let Some(si) = &s.sign_in
+            && si.state != "not signed in"
+        {
+            line.push_str(&format!("  [{}]", si.state));
+        }
         if let Some(e) = &s.last_error {
             line.push_str(&format!("\n{:<20} last look failed: {e}", ""));
         }
@@ -730,9 +903,49 @@ fn print_server(s: &ServerView) {
         (Some(at), Some(n)) => println!("{:<12}{n}, listed {}", "tools", at.rfc3339()),
         _ => println!("{:<12}not listed yet (bosun mcp tools {})", "tools", s.name),
     }
+    if let Some(si) = &s.sign_in {
+        println!("{:<12}{}", "sign-in", si.state);
+        if let Some(why) = &si.why {
+            println!("{:<12}{why}", "");
+        }
+        if let Some(issuer) = &si.issuer {
+            println!("{:<12}{issuer}", "issuer");
+        }
+        if let Some(id) = &si.client_id {
+            let how = if si.registered {
+                " (registered by bosun)"
+            } else {
+                ""
+            };
+            println!("{:<12}{id}{how}", "client id");
+        }
+        if let Some(scope) = &si.scope {
+            println!("{:<12}{scope}", "scope");
+        }
+        if let Some(left) = token_life(si.expires_at) {
+            println!("{:<12}{left}", "token");
+        }
+        if let Some(w) = &si.wanted_scope {
+            println!("{:<12}the server asks for more: {w} (sign in again)", "");
+        }
+    }
     if let Some(e) = &s.last_error {
         println!("{:<12}{e}", "last error");
     }
+}
+
+/// How long an access token has left, in words.
+fn token_life(at: Option<bosun_shared::Timestamp>) -> Option<String> {
+    let at = at?;
+    let now = bosun_shared::Timestamp::now().as_millis();
+    Some(if at.as_millis() <= now {
+        "expired (refreshed when next used)".to_string()
+    } else {
+        format!(
+            "valid for {}",
+            bosun_shared::time::format_duration(Duration::from_secs((at.as_millis() - now) / 1000))
+        )
+    })
 }
 
 fn print_tools(l: &ToolListing) {

@@ -1,0 +1,305 @@
+//! Signing in to MCP servers with OAuth (the MCP authorization spec, 2025-11-25), and keeping
+//! the tokens fresh with one actor per signed-in server.
+//!
+//! - [`challenge`]: the `WWW-Authenticate` header.
+//! - [`discovery`]: where to sign in (RFC 9728, RFC 8414, OpenID discovery, defaults).
+//! - [`oauth`]: registration, the authorization URL, code exchange, refresh, revocation.
+//! - [`record`]: a sign-in as stored (redb for what is not secret, the keychain for tokens).
+//! - [`signin`]: the person's sign-in: the browser, the loopback listener, the code exchange.
+//! - [`refresher`]: the TokenRefresher actor, one per signed-in server, the only one that
+//!   refreshes; [`Auth`] supervises them.
+
+pub mod challenge;
+pub mod discovery;
+pub mod oauth;
+pub mod record;
+pub mod refresher;
+pub mod signin;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use bosun_shared::ServerId;
+use bosun_shared::protocol::{ErrorCode, WireError};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use tracing::{error, info, warn};
+
+use crate::handle::ActorHandle;
+use crate::keychain::Keychain;
+use crate::offload::{blocking, store_error};
+use crate::store::Store;
+use crate::store::writer::StoreWriter;
+use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
+use refresher::{RefresherArgs, RefresherMsg, TokenRefresher};
+
+/// The refreshers that are running, for callers to ask directly (asking Auth would make every
+/// server's callers wait for one server's refresh).
+#[derive(Clone, Default)]
+pub struct Refreshers(Arc<RwLock<HashMap<ServerId, ActorRef<RefresherMsg>>>>);
+
+impl Refreshers {
+    fn get(&self, server: ServerId) -> Option<ActorRef<RefresherMsg>> {
+        self.0.read().ok().and_then(|m| m.get(&server).cloned())
+    }
+
+    fn insert(&self, server: ServerId, actor: ActorRef<RefresherMsg>) {
+        if let Ok(mut m) = self.0.write() {
+            m.insert(server, actor);
+        }
+    }
+
+    fn remove(&self, server: ServerId) {
+        if let Ok(mut m) = self.0.write() {
+            m.remove(&server);
+        }
+    }
+}
+
+/// What signing in and the refreshers work with.
+#[derive(Clone)]
+pub struct AuthContext {
+    pub store: Store,
+    pub writer: StoreWriter,
+    pub keychain: Keychain,
+    pub http: reqwest::Client,
+    pub refreshers: Refreshers,
+    pub auth: ActorHandle<AuthMsg>,
+    /// Sign-ins under way, waiting for the person's browser.
+    pub pending: signin::Pending,
+}
+
+impl AuthContext {
+    pub fn new(store: Store, writer: StoreWriter, keychain: Keychain) -> Self {
+        Self {
+            store,
+            writer,
+            keychain,
+            http: oauth::http_client(),
+            refreshers: Refreshers::default(),
+            auth: ActorHandle::default(),
+            pending: signin::Pending::default(),
+        }
+    }
+}
+
+pub enum AuthMsg {
+    /// A server was signed in: start (or restart) its refresher.
+    Start {
+        server: ServerId,
+        name: String,
+        reply: RpcReplyPort<()>,
+    },
+    /// Sign a server out: its refresher revokes and forgets (or, with none, the record goes).
+    SignOut {
+        server: ServerId,
+        reply: RpcReplyPort<Result<(), WireError>>,
+    },
+}
+
+/// The supervisor of the TokenRefreshers.
+pub struct Auth;
+
+pub struct AuthState {
+    ctx: AuthContext,
+    by_actor: HashMap<ActorId, (ServerId, String)>,
+    budgets: HashMap<ServerId, RestartBudget>,
+}
+
+impl Actor for Auth {
+    type Msg = AuthMsg;
+    type State = AuthState;
+    type Arguments = AuthContext;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<AuthMsg>,
+        ctx: AuthContext,
+    ) -> Result<AuthState, ActorProcessingErr> {
+        Ok(AuthState {
+            ctx,
+            by_actor: HashMap::new(),
+            budgets: HashMap::new(),
+        })
+    }
+
+    /// Every sign-in the store has gets its refresher back.
+    async fn post_start(
+        &self,
+        myself: ActorRef<AuthMsg>,
+        state: &mut AuthState,
+    ) -> Result<(), ActorProcessingErr> {
+        let store = state.ctx.store.clone();
+        let (sign_ins, servers) = tokio::task::spawn_blocking(move || {
+            Ok::<_, crate::store::StoreError>((store.sign_ins()?, store.servers()?))
+        })
+        .await??;
+        for s in sign_ins {
+            let name = servers
+                .iter()
+                .find(|r| r.id == s.server)
+                .map(|r| r.name.clone())
+                .unwrap_or_else(|| s.server.to_string());
+            state.start(&myself, s.server, name).await?;
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<AuthMsg>,
+        msg: AuthMsg,
+        state: &mut AuthState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            AuthMsg::Start {
+                server,
+                name,
+                reply,
+            } => {
+                if let Some(old) = state.ctx.refreshers.get(server) {
+                    state.by_actor.remove(&old.get_id());
+                    old.stop(Some("signed in again".into()));
+                }
+                state.start(&myself, server, name).await?;
+                let _ = reply.send(());
+            }
+            AuthMsg::SignOut { server, reply } => match state.ctx.refreshers.get(server) {
+                Some(r) => {
+                    state.by_actor.remove(&r.get_id());
+                    state.ctx.refreshers.remove(server);
+                    // The refresher revokes (a network call): the answer goes back from a task,
+                    // so Auth is not held up.
+                    tokio::spawn(async move {
+                        let result = ractor::call!(r, |reply| RefresherMsg::SignOut { reply })
+                            .unwrap_or_else(|e| {
+                                Err(WireError::internal(format!(
+                                    "the token refresher did not answer: {e}"
+                                )))
+                            });
+                        let _ = reply.send(result);
+                    });
+                }
+                None => {
+                    let _ = reply.send(refresher::forget(&state.ctx, server).await);
+                }
+            },
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<AuthMsg>,
+        event: SupervisionEvent,
+        state: &mut AuthState,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                if let Some((server, _)) = state.by_actor.remove(&cell.get_id()) {
+                    state.ctx.refreshers.remove(server);
+                }
+            }
+            SupervisionEvent::ActorFailed(cell, err) => {
+                let Some((server, name)) = state.by_actor.remove(&cell.get_id()) else {
+                    return Ok(());
+                };
+                state.ctx.refreshers.remove(server);
+                let budget = state
+                    .budgets
+                    .entry(server)
+                    .or_insert_with(|| RestartBudget::new(RestartPolicy::DEFAULT));
+                match budget.on_failure(Instant::now()) {
+                    Verdict::Restart { n } => {
+                        warn!(server = %name, restart = n, error = %err, "restarting the token refresher");
+                        state.start(&myself, server, name).await?;
+                    }
+                    Verdict::GiveUp => {
+                        error!(server = %name, reason = %budget.give_up_reason(&err.to_string()), "gave up on the token refresher");
+                    }
+                }
+            }
+            SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => {}
+        }
+        Ok(())
+    }
+}
+
+impl AuthState {
+    async fn start(
+        &mut self,
+        myself: &ActorRef<AuthMsg>,
+        server: ServerId,
+        name: String,
+    ) -> Result<(), ActorProcessingErr> {
+        let args = RefresherArgs {
+            ctx: self.ctx.clone(),
+            server,
+            server_name: name.clone(),
+        };
+        let (actor, _) = Actor::spawn_linked(None, TokenRefresher, args, myself.get_cell()).await?;
+        self.by_actor.insert(actor.get_id(), (server, name.clone()));
+        self.ctx.refreshers.insert(server, actor);
+        info!(server = %name, "token refresher started");
+        Ok(())
+    }
+}
+
+/// What bosun holds for a server reached by address.
+pub enum Access {
+    /// Not signed in by bosun (no sign-in, or the server needs none).
+    None,
+    /// An access token valid for the time asked.
+    Token(String),
+}
+
+/// The access token for `server`, valid for at least `min_valid`, refreshed first when it is
+/// not. `refused`: the fingerprint of a token the server just refused.
+pub async fn access(
+    ctx: &AuthContext,
+    server: ServerId,
+    min_valid: Duration,
+    refused: Option<String>,
+) -> Result<Access, WireError> {
+    if let Some(r) = ctx.refreshers.get(server) {
+        let answer = ractor::call!(r, |reply| RefresherMsg::Token {
+            min_valid,
+            refused,
+            reply
+        })
+        .map_err(|e| {
+            WireError::new(
+                ErrorCode::Unavailable,
+                format!("the token refresher did not answer ({e}); try again"),
+            )
+        })?;
+        return answer.map(Access::Token);
+    }
+    let store = ctx.store.clone();
+    let rec = blocking(move || store.sign_in(server))
+        .await?
+        .map_err(store_error)?;
+    match rec {
+        None => Ok(Access::None),
+        Some(_) => Err(WireError::new(
+            ErrorCode::Unavailable,
+            "the server's token refresher is not running (it failed too often); restart bosund with `bosun daemon stop`",
+        )),
+    }
+}
+
+/// Keeps the wider scope a server asked for, for the next sign-in.
+pub async fn want_scope(ctx: &AuthContext, server: ServerId, scope: String) {
+    if let Some(r) = ctx.refreshers.get(server) {
+        let _ = ractor::call!(r, |reply| RefresherMsg::WantScope { scope, reply });
+    }
+}
+
+/// Signs a server out (revoking where it offers that); a server not signed in is left as is.
+pub async fn sign_out(ctx: &AuthContext, server: ServerId) -> Result<(), WireError> {
+    let Some(auth) = ctx.auth.get() else {
+        return refresher::forget(ctx, server).await;
+    };
+    ractor::call!(auth, |reply| AuthMsg::SignOut { server, reply })
+        .map_err(|e| WireError::internal(format!("bosund's sign-ins did not answer: {e}")))?
+}

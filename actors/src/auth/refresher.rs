@@ -1,0 +1,464 @@
+//! TokenRefresher: one actor per signed-in server, the only one that refreshes its tokens.
+//!
+//! Everyone who needs a token (List tools, a run about to start) asks it. Its mailbox makes
+//! refreshes one at a time: twenty runs asking at once for an expired token make one refresh,
+//! and the nineteen asking after it get its new token. A refresh is done in this order, so a
+//! crash anywhere leaves something bosun can explain:
+//!
+//! 1. the marker `refresh_started` is committed (durably) to the sign-in's record;
+//! 2. the request goes out;
+//! 3. the new refresh token is saved to the keychain, then the new access token;
+//! 4. the record (expiry, scope) is committed with the marker cleared;
+//! 5. only then is the new access token handed to anyone.
+//!
+//! Found at startup, the marker means a refresh was cut off: the refresher tries the stored
+//! refresh token at once. If the server took it (the crash came before it rotated), all is
+//! well; if it refuses it (the crash fell between the rotation and the save), the person is
+//! told plainly to sign in again — not later, by a puzzling failure.
+//!
+//! After a refused refresh the stored token is read once more (another refresh may just have
+//! saved a new one) before the person is asked to sign in again; a token that is still refused
+//! right after a refresh is not refreshed again in a loop.
+
+use std::time::Duration;
+
+use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_shared::{ServerId, Timestamp};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use sha2::{Digest, Sha256};
+use tracing::{info, warn};
+
+use super::AuthContext;
+use super::oauth::{self, ClientIdentity};
+use super::record::{
+    SignInRecord, access_key, client_secret_key, configured_secret_key, refresh_key,
+};
+use crate::offload::{blocking, keychain_error, store_error};
+
+/// A token is refreshed this long before it expires (or a tenth of its life, when shorter).
+const MARGIN: Duration = Duration::from_secs(60);
+
+/// A short, one-way name for a token, to say which token was refused without holding it.
+pub fn fingerprint(token: &str) -> String {
+    let digest = Sha256::digest(token.as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Exits the daemon at a named point, for the crash tests: `BOSUN_CRASH_AT=<point>`.
+pub fn crash_point(point: &str) {
+    if std::env::var("BOSUN_CRASH_AT").is_ok_and(|p| p == point) {
+        eprintln!("bosund: BOSUN_CRASH_AT={point}: aborting here, as the test asked");
+        std::process::abort();
+    }
+}
+
+pub enum RefresherMsg {
+    /// An access token valid for at least `min_valid`. `refused` is the fingerprint of a token
+    /// the server just refused: that one is refreshed (once), not handed out again.
+    Token {
+        min_valid: Duration,
+        refused: Option<String>,
+        reply: RpcReplyPort<Result<String, WireError>>,
+    },
+    /// Time to refresh ahead of expiry.
+    Tick,
+    /// The server asked for a wider scope (403 `insufficient_scope`): kept for the next
+    /// sign-in.
+    WantScope {
+        scope: String,
+        reply: RpcReplyPort<()>,
+    },
+    /// The person signed out: revoke, forget, and stop.
+    SignOut {
+        reply: RpcReplyPort<Result<(), WireError>>,
+    },
+}
+
+pub struct TokenRefresher;
+
+pub struct RefresherArgs {
+    pub ctx: AuthContext,
+    pub server: ServerId,
+    pub server_name: String,
+}
+
+pub struct RefresherState {
+    ctx: AuthContext,
+    server: ServerId,
+    name: String,
+    rec: Option<SignInRecord>,
+    access: Option<String>,
+}
+
+impl Actor for TokenRefresher {
+    type Msg = RefresherMsg;
+    type State = RefresherState;
+    type Arguments = RefresherArgs;
+
+    /// Its state comes from the store and the keychain, so a restart loses nothing.
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<RefresherMsg>,
+        args: RefresherArgs,
+    ) -> Result<RefresherState, ActorProcessingErr> {
+        let mut state = RefresherState {
+            ctx: args.ctx,
+            server: args.server,
+            name: args.server_name,
+            rec: None,
+            access: None,
+        };
+        state.reload().await?;
+        Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<RefresherMsg>,
+        state: &mut RefresherState,
+    ) -> Result<(), ActorProcessingErr> {
+        let cut_off = state
+            .rec
+            .as_ref()
+            .is_some_and(|r| r.refresh_started.is_some());
+        if cut_off {
+            warn!(server = %state.name, "a token refresh was cut off by a crash; trying the stored token");
+            if let Err(e) = state.refresh(true).await {
+                warn!(server = %state.name, error = %e.message, "the refresh after a cut-off one failed");
+            }
+        }
+        state.schedule(&myself);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<RefresherMsg>,
+        msg: RefresherMsg,
+        state: &mut RefresherState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RefresherMsg::Token {
+                min_valid,
+                refused,
+                reply,
+            } => {
+                let result = state.token(min_valid, refused.as_deref()).await;
+                state.schedule(&myself);
+                let _ = reply.send(result);
+            }
+            RefresherMsg::Tick => {
+                if state.expires_within(state.margin())
+                    && let Err(e) = state.refresh(false).await
+                {
+                    warn!(server = %state.name, error = %e.message, "refreshing ahead of expiry failed");
+                }
+                state.schedule(&myself);
+            }
+            RefresherMsg::WantScope { scope, reply } => {
+                if let Some(mut rec) = state.rec.clone() {
+                    rec.wanted_scope = Some(scope);
+                    match state.ctx.writer.put_sign_in(&rec).await {
+                        Ok(()) => state.rec = Some(rec),
+                        Err(e) => {
+                            warn!(server = %state.name, error = %e, "could not keep the wider scope asked for")
+                        }
+                    }
+                }
+                let _ = reply.send(());
+            }
+            RefresherMsg::SignOut { reply } => {
+                let result = state.sign_out().await;
+                let _ = reply.send(result);
+                myself.stop(Some("signed out".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn needs_sign_in(name: &str, why: &str) -> WireError {
+    WireError::new(
+        ErrorCode::Unauthorized,
+        format!("`{name}` needs you to sign in again: {why}; run `bosun mcp sign-in {name}`"),
+    )
+}
+
+impl RefresherState {
+    async fn reload(&mut self) -> Result<(), WireError> {
+        let (store, server) = (self.ctx.store.clone(), self.server);
+        self.rec = blocking(move || store.sign_in(server))
+            .await?
+            .map_err(store_error)?;
+        let keychain = self.ctx.keychain.clone();
+        let key = access_key(self.server);
+        self.access = blocking(move || keychain.get(&key))
+            .await?
+            .map_err(keychain_error)?;
+        Ok(())
+    }
+
+    fn margin(&self) -> Duration {
+        let life = self
+            .rec
+            .as_ref()
+            .and_then(|r| Some((r.expires_at?, r.refreshed_at.unwrap_or(r.signed_in_at))))
+            .map(|(exp, from)| {
+                Duration::from_millis(exp.as_millis().saturating_sub(from.as_millis()))
+            });
+        match life {
+            Some(l) => MARGIN.min(l / 10),
+            None => MARGIN,
+        }
+    }
+
+    /// Whether the access token expires within `d` (a token with no known expiry never does).
+    fn expires_within(&self, d: Duration) -> bool {
+        let Some(exp) = self.rec.as_ref().and_then(|r| r.expires_at) else {
+            return false;
+        };
+        Timestamp::now().as_millis() + d.as_millis() as u64 >= exp.as_millis()
+    }
+
+    fn schedule(&self, myself: &ActorRef<RefresherMsg>) {
+        let Some(rec) = self.rec.as_ref().filter(|r| r.is_signed_in()) else {
+            return;
+        };
+        let Some(exp) = rec.expires_at else {
+            return;
+        };
+        let due = exp
+            .as_millis()
+            .saturating_sub(self.margin().as_millis() as u64)
+            .saturating_sub(Timestamp::now().as_millis());
+        // At most hourly, so a clock change is noticed; at least a second apart.
+        let wait =
+            Duration::from_millis(due).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        drop(myself.send_after(wait, || RefresherMsg::Tick));
+    }
+
+    async fn token(
+        &mut self,
+        min_valid: Duration,
+        refused: Option<&str>,
+    ) -> Result<String, WireError> {
+        let rec = self
+            .rec
+            .clone()
+            .ok_or_else(|| needs_sign_in(&self.name, "it is not signed in"))?;
+        if let Some(why) = &rec.needs_sign_in {
+            return Err(needs_sign_in(&self.name, why));
+        }
+        let current = self.access.clone();
+        let was_refused = match (&current, refused) {
+            (Some(t), Some(r)) => fingerprint(t) == r,
+            (Some(_) | None, None) | (None, Some(_)) => false,
+        };
+        if was_refused
+            && rec
+                .refreshed_at
+                .is_some_and(|t| Timestamp::now().since(t) < Duration::from_secs(5))
+        {
+            // Refreshed a moment ago and still refused: another refresh would not help.
+            let why = "the server refused a token it had just issued";
+            self.mark_needs_sign_in(why).await?;
+            return Err(needs_sign_in(&self.name, why));
+        }
+        match current {
+            Some(t) if !was_refused && !self.expires_within(min_valid.max(self.margin())) => Ok(t),
+            Some(_) | None => self.refresh(false).await,
+        }
+    }
+
+    async fn identity(&self, rec: &SignInRecord) -> Result<ClientIdentity, WireError> {
+        let keychain = self.ctx.keychain.clone();
+        let key = if rec.registered {
+            client_secret_key(self.server)
+        } else {
+            configured_secret_key(self.server)
+        };
+        let secret = blocking(move || keychain.get(&key))
+            .await?
+            .map_err(keychain_error)?;
+        Ok(ClientIdentity {
+            client_id: rec.client_id.clone(),
+            secret,
+            auth: rec.client_auth,
+        })
+    }
+
+    /// Refreshes now. `cut_off`: the record's marker is from a refresh a crash cut off.
+    async fn refresh(&mut self, cut_off: bool) -> Result<String, WireError> {
+        let Some(mut rec) = self.rec.clone() else {
+            return Err(needs_sign_in(&self.name, "it is not signed in"));
+        };
+        let keychain = self.ctx.keychain.clone();
+        let key = refresh_key(self.server);
+        let Some(refresh) = blocking(move || keychain.get(&key))
+            .await?
+            .map_err(keychain_error)?
+        else {
+            let why = "the server gave no refresh token, and the access token has expired";
+            self.mark_needs_sign_in(why).await?;
+            return Err(needs_sign_in(&self.name, why));
+        };
+        let identity = self.identity(&rec).await?;
+        // 1. The marker, durably, before the request.
+        rec.refresh_started = Some(Timestamp::now());
+        self.ctx
+            .writer
+            .put_sign_in(&rec)
+            .await
+            .map_err(store_error)?;
+        self.rec = Some(rec.clone());
+        crash_point("refresh-before-request");
+        // 2. The request.
+        let answer = oauth::refresh(
+            &self.ctx.http,
+            &identity,
+            &rec.authorization_endpoint,
+            &rec.token_endpoint,
+            &refresh,
+            &rec.resource,
+            rec.scope.as_deref(),
+        )
+        .await;
+        match answer {
+            Ok(tokens) => {
+                crash_point("refresh-after-answer");
+                // 3. The refresh token first, then the access token.
+                let keychain = self.ctx.keychain.clone();
+                let server = self.server;
+                let (new_refresh, new_access) = (tokens.refresh.clone(), tokens.access.clone());
+                blocking(move || {
+                    if let Some(r) = &new_refresh {
+                        keychain.set(&refresh_key(server), r)?;
+                    }
+                    keychain.set(&access_key(server), &new_access)
+                })
+                .await?
+                .map_err(keychain_error)?;
+                // 4. The record, marker cleared.
+                rec.expires_at = tokens.expires_at;
+                if tokens.scope.is_some() {
+                    rec.scope = tokens.scope.clone();
+                }
+                rec.refreshed_at = Some(Timestamp::now());
+                rec.refresh_started = None;
+                self.ctx
+                    .writer
+                    .put_sign_in(&rec)
+                    .await
+                    .map_err(store_error)?;
+                crash_point("refresh-after-save");
+                self.rec = Some(rec);
+                self.access = Some(tokens.access.clone());
+                info!(server = %self.name, "refreshed the sign-in");
+                // 5. Now it may be used.
+                Ok(tokens.access)
+            }
+            Err(e) if e.is_invalid_grant() => {
+                // Read the stored token once more: another refresh may just have saved one.
+                let keychain = self.ctx.keychain.clone();
+                let key = refresh_key(self.server);
+                let stored = blocking(move || keychain.get(&key))
+                    .await?
+                    .map_err(keychain_error)?;
+                if stored.as_deref().is_some_and(|s| s != refresh) {
+                    rec.refresh_started = None;
+                    self.ctx
+                        .writer
+                        .put_sign_in(&rec)
+                        .await
+                        .map_err(store_error)?;
+                    self.reload().await?;
+                    return Box::pin(self.refresh(false)).await;
+                }
+                let why = if cut_off {
+                    "a token refresh was cut off by a crash and the server no longer takes the old token".to_string()
+                } else {
+                    format!("the server refused to refresh the sign-in ({e})")
+                };
+                self.mark_needs_sign_in(&why).await?;
+                Err(needs_sign_in(&self.name, &why))
+            }
+            Err(e) => {
+                // The request did not get an answer: the old tokens stay, the marker too when
+                // the server may have seen it (cleared only when it surely did not).
+                if matches!(e, oauth::OAuthError::Unreachable { .. }) && !cut_off {
+                    rec.refresh_started = None;
+                    self.ctx
+                        .writer
+                        .put_sign_in(&rec)
+                        .await
+                        .map_err(store_error)?;
+                    self.rec = Some(rec);
+                }
+                Err(WireError::new(
+                    ErrorCode::Unavailable,
+                    format!("could not refresh the sign-in to `{}`: {e}", self.name),
+                ))
+            }
+        }
+    }
+
+    /// The tokens are no good: forget them, and keep why for the person.
+    async fn mark_needs_sign_in(&mut self, why: &str) -> Result<(), WireError> {
+        let Some(mut rec) = self.rec.clone() else {
+            return Ok(());
+        };
+        let keychain = self.ctx.keychain.clone();
+        let keys = vec![access_key(self.server), refresh_key(self.server)];
+        blocking(move || keychain.delete_many(&keys))
+            .await?
+            .map_err(keychain_error)?;
+        rec.needs_sign_in = Some(why.to_string());
+        rec.refresh_started = None;
+        self.ctx
+            .writer
+            .put_sign_in(&rec)
+            .await
+            .map_err(store_error)?;
+        warn!(server = %self.name, %why, "the sign-in is no longer usable");
+        self.rec = Some(rec);
+        self.access = None;
+        Ok(())
+    }
+
+    /// Revokes the refresh token where the server offers it, then forgets everything.
+    async fn sign_out(&mut self) -> Result<(), WireError> {
+        if let Some(rec) = self.rec.clone() {
+            let keychain = self.ctx.keychain.clone();
+            let key = refresh_key(self.server);
+            let refresh = blocking(move || keychain.get(&key))
+                .await?
+                .map_err(keychain_error)?;
+            if let (Some(endpoint), Some(token)) = (&rec.revocation_endpoint, refresh) {
+                let identity = self.identity(&rec).await?;
+                if let Err(e) = oauth::revoke(&self.ctx.http, &identity, endpoint, &token).await {
+                    // Forgotten here all the same; the server will expire it.
+                    warn!(server = %self.name, error = %e, "could not revoke the refresh token");
+                }
+            }
+        }
+        forget(&self.ctx, self.server).await?;
+        self.rec = None;
+        self.access = None;
+        info!(server = %self.name, "signed out");
+        Ok(())
+    }
+}
+
+/// Deletes a server's tokens, its registered client's secret and its sign-in record.
+pub async fn forget(ctx: &AuthContext, server: ServerId) -> Result<(), WireError> {
+    let keychain = ctx.keychain.clone();
+    let keys = vec![
+        access_key(server),
+        refresh_key(server),
+        client_secret_key(server),
+    ];
+    blocking(move || keychain.delete_many(&keys))
+        .await?
+        .map_err(keychain_error)?;
+    ctx.writer.delete_sign_in(server).await.map_err(store_error)
+}

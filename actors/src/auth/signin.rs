@@ -1,0 +1,548 @@
+//! The person's sign-in to a server: it starts with the server's 401 challenge, finds where to
+//! sign in, gets bosun a client (the one the person configured, or a registration of its own
+//! named "bosun"), and opens a loopback listener on `127.0.0.1:<port>/callback`. The person's
+//! own `bosun` opens the authorization URL in their browser (`$BROWSER`, else the system
+//! opener); the listener takes one answer, checks `state`, exchanges the code (PKCE S256,
+//! `resource`) and saves the tokens — or gives up after 10 minutes, saying so. Nothing is saved
+//! until the whole sign-in has worked.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
+use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_shared::{ServerId, Timestamp};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tracing::{info, warn};
+
+use super::challenge::Challenge;
+use super::discovery::{self, DiscoveryError};
+use super::oauth::{self, ClientAuth, ClientIdentity, OAuthError};
+use super::record::{
+    SignInRecord, access_key, client_secret_key, configured_secret_key, refresh_key,
+};
+use super::{AuthContext, AuthMsg};
+use crate::mcp::record::ServerRecord;
+use crate::offload::{blocking, keychain_error, store_error};
+
+/// How long the listener waits for the browser's answer.
+const WAIT: Duration = Duration::from_secs(600);
+/// Sign-ins in a row that asked for a wider scope before bosun stops asking.
+const MAX_STEP_UPS: u32 = 3;
+
+/// A sign-in waiting for the person's browser.
+pub struct Attempt {
+    server: ServerId,
+    done: oneshot::Receiver<Result<(), WireError>>,
+}
+
+/// Sign-ins under way, by attempt number.
+#[derive(Clone, Default)]
+pub struct Pending {
+    attempts: Arc<Mutex<HashMap<u64, Attempt>>>,
+    next: Arc<AtomicU64>,
+}
+
+/// A started sign-in: the page for the person to open.
+pub struct Started {
+    pub attempt: u64,
+    pub url: String,
+    pub wait: Duration,
+}
+
+fn wait_limit() -> Duration {
+    std::env::var("BOSUN_SIGN_IN_WAIT")
+        .ok()
+        .and_then(|t| bosun_shared::time::parse_duration(&t).ok())
+        .unwrap_or(WAIT)
+}
+
+fn unavailable(m: String) -> WireError {
+    WireError::new(ErrorCode::Unavailable, m)
+}
+
+fn discovery_error(name: &str, e: DiscoveryError) -> WireError {
+    let code = match e {
+        DiscoveryError::Fetch { .. } => ErrorCode::Unavailable,
+        DiscoveryError::Malformed { .. }
+        | DiscoveryError::ForeignResource { .. }
+        | DiscoveryError::NoAuthorizationServer
+        | DiscoveryError::NoPkce { .. }
+        | DiscoveryError::BadUrl(_) => ErrorCode::Conflict,
+    };
+    WireError::new(code, format!("could not sign in to `{name}`: {e}"))
+}
+
+fn oauth_error(name: &str, e: OAuthError) -> WireError {
+    let code = match e {
+        OAuthError::Unreachable { .. } => ErrorCode::Unavailable,
+        OAuthError::Refused { .. } | OAuthError::Malformed(_) | OAuthError::BadUrl(_) => {
+            ErrorCode::Conflict
+        }
+    };
+    WireError::new(code, format!("could not sign in to `{name}`: {e}"))
+}
+
+/// What the server answers an `initialize` without a token: its challenge, or `None` when it
+/// lets bosun in without one.
+async fn probe(
+    http: &reqwest::Client,
+    url: &str,
+    headers: &[(String, String)],
+) -> Result<Option<Challenge>, String> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "bosun", "version": env!("CARGO_PKG_VERSION")}}
+    });
+    let mut request = http
+        .post(url)
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .json(&body);
+    for (k, v) in headers {
+        if !k.eq_ignore_ascii_case("authorization") {
+            request = request.header(k, v);
+        }
+    }
+    let response = request.send().await.map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let www = response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    match status {
+        401 | 403 => Ok(Some(Challenge::parse(www.as_deref().unwrap_or_default()))),
+        s if (200..300).contains(&s) => Ok(None),
+        s => Err(format!("it answered HTTP {s} to an initialize")),
+    }
+}
+
+/// Starts a sign-in: everything up to the page the person opens.
+pub async fn start(
+    ctx: &AuthContext,
+    rec: &ServerRecord,
+    headers: Vec<(String, String)>,
+) -> Result<Started, WireError> {
+    let name = rec.name.clone();
+    let url = match (rec.kind, &rec.url) {
+        (ServerKind::Http | ServerKind::Sse, Some(u)) => u.clone(),
+        (ServerKind::Stdio, _) | (ServerKind::Http | ServerKind::Sse, None) => {
+            return Err(WireError::bad_request(format!(
+                "`{name}` is started as a command (stdio); only a server reached by address signs in"
+            )));
+        }
+    };
+    if rec.sign_in_by == SignInBy::ClaudeCode {
+        return Err(WireError::bad_request(format!(
+            "Claude Code signs in to `{name}` itself (`bosun mcp edit {name} --sign-in-by bosun` changes that); sign Claude Code in with /mcp in a `claude` session"
+        )));
+    }
+    let (store, server) = (ctx.store.clone(), rec.id);
+    let existing = blocking(move || store.sign_in(server))
+        .await?
+        .map_err(store_error)?;
+    let step_up = existing.as_ref().and_then(|e| e.wanted_scope.clone());
+    let step_ups = existing.as_ref().map(|e| e.step_ups).unwrap_or(0);
+    if step_up.is_some() && step_ups >= MAX_STEP_UPS {
+        return Err(WireError::conflict(format!(
+            "`{name}` asked for a wider sign-in {MAX_STEP_UPS} times in a row; bosun stops there. Check the server's scopes, sign out (`bosun mcp sign-out {name}`) and sign in afresh"
+        )));
+    }
+
+    let challenge = probe(&ctx.http, &url, &headers)
+        .await
+        .map_err(|why| unavailable(format!("could not reach `{name}` at {url}: {why}")))?;
+    let mut challenge = match challenge {
+        Some(c) => c,
+        None if step_up.is_some() => Challenge::default(),
+        None => {
+            return Err(WireError::conflict(format!(
+                "`{name}` answers without asking for a sign-in; there is nothing to sign in to"
+            )));
+        }
+    };
+    if let Some(wider) = &step_up {
+        let mut scopes: Vec<String> = challenge
+            .scope
+            .as_deref()
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        for s in wider.split_whitespace().chain(
+            existing
+                .as_ref()
+                .and_then(|e| e.scope.as_deref())
+                .unwrap_or_default()
+                .split_whitespace(),
+        ) {
+            if !scopes.iter().any(|x| x == s) {
+                scopes.push(s.to_string());
+            }
+        }
+        challenge.scope = Some(scopes.join(" "));
+    }
+    let found = discovery::discover(&ctx.http, &url, &challenge)
+        .await
+        .map_err(|e| discovery_error(&name, e))?;
+
+    // The loopback listener, before the registration that names its address.
+    let port = rec.callback_port.unwrap_or(0);
+    let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            WireError::conflict(format!(
+                "port {port} on 127.0.0.1, where the sign-in's answer comes back, is taken by another program; free it, or choose another with `bosun mcp edit {name} --callback-port N`"
+            ))
+        } else {
+            unavailable(format!("could not listen on 127.0.0.1:{port} for the sign-in's answer: {e}"))
+        }
+    })?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| unavailable(format!("could not listen for the sign-in's answer: {e}")))?;
+    let redirect_uri = format!("http://127.0.0.1:{}/callback", local.port());
+
+    let (identity, registered) = match &rec.client_id {
+        Some(id) => {
+            let keychain = ctx.keychain.clone();
+            let key = configured_secret_key(rec.id);
+            let secret = blocking(move || keychain.get(&key))
+                .await?
+                .map_err(keychain_error)?;
+            let auth = ClientAuth::choose(
+                None,
+                secret.is_some(),
+                &found.metadata.token_endpoint_auth_methods_supported,
+            );
+            (
+                ClientIdentity {
+                    client_id: id.clone(),
+                    secret,
+                    auth,
+                },
+                false,
+            )
+        }
+        None => match &found.metadata.registration_endpoint {
+            Some(endpoint) => (
+                oauth::register(
+                    &ctx.http,
+                    endpoint,
+                    &redirect_uri,
+                    &found.metadata.token_endpoint_auth_methods_supported,
+                )
+                .await
+                .map_err(|e| oauth_error(&name, e))?,
+                true,
+            ),
+            None => {
+                return Err(WireError::conflict(format!(
+                    "`{name}`'s authorization server takes no registration from apps: give bosun a client id from the service's developer settings with `bosun mcp edit {name} --client-id ID` (and `--client-secret-stdin` if it has a secret), or let Claude Code sign in with `--sign-in-by claude-code`"
+                )));
+            }
+        },
+    };
+    let authorization = oauth::authorization_url(
+        &identity,
+        &found.metadata.authorization_endpoint,
+        &found.metadata.token_endpoint,
+        &redirect_uri,
+        found.scope.as_deref(),
+        &found.resource,
+    )
+    .map_err(|e| oauth_error(&name, e))?;
+
+    let (tx, rx) = oneshot::channel();
+    let attempt = ctx.pending.next.fetch_add(1, Ordering::Relaxed) + 1;
+    let wait = wait_limit();
+    let page = authorization.url.clone();
+    let done = Finish {
+        ctx: ctx.clone(),
+        server: rec.id,
+        name: name.clone(),
+        identity,
+        registered,
+        redirect_uri,
+        found,
+        step_ups: if step_up.is_some() { step_ups + 1 } else { 0 },
+        previous_scope: existing.and_then(|e| e.scope),
+    };
+    tokio::spawn(async move {
+        let result = done.run(listener, authorization, wait).await;
+        if let Err(e) = &result {
+            warn!(server = %done.name, error = %e.message, "sign-in failed");
+        }
+        let _ = tx.send(result);
+    });
+    if let Ok(mut m) = ctx.pending.attempts.lock() {
+        m.insert(
+            attempt,
+            Attempt {
+                server: rec.id,
+                done: rx,
+            },
+        );
+    }
+    Ok(Started {
+        attempt,
+        url: page,
+        wait,
+    })
+}
+
+/// Waits for a started sign-in to end.
+pub async fn finish(ctx: &AuthContext, attempt: u64) -> Result<ServerId, WireError> {
+    let taken = ctx
+        .pending
+        .attempts
+        .lock()
+        .ok()
+        .and_then(|mut m| m.remove(&attempt));
+    let Some(a) = taken else {
+        return Err(WireError::not_found(format!(
+            "there is no sign-in {attempt} under way; start one with `bosun mcp sign-in NAME`"
+        )));
+    };
+    match a.done.await {
+        Ok(Ok(())) => Ok(a.server),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(WireError::internal("the sign-in stopped without an answer")),
+    }
+}
+
+/// What completes a sign-in once the browser's answer comes.
+struct Finish {
+    ctx: AuthContext,
+    server: ServerId,
+    name: String,
+    identity: ClientIdentity,
+    registered: bool,
+    redirect_uri: String,
+    found: discovery::Discovered,
+    step_ups: u32,
+    previous_scope: Option<String>,
+}
+
+impl Finish {
+    async fn run(
+        &self,
+        listener: TcpListener,
+        authorization: oauth::Authorization,
+        wait: Duration,
+    ) -> Result<(), WireError> {
+        let answer = tokio::time::timeout(wait, callback(&listener, &authorization.state, &self.name))
+            .await
+            .map_err(|_| {
+                WireError::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "the sign-in to `{}` was not finished within {}; nothing was saved. Run `bosun mcp sign-in {}` again",
+                        self.name,
+                        bosun_shared::time::format_duration(wait),
+                        self.name
+                    ),
+                )
+            })??;
+        drop(listener);
+        let tokens = oauth::exchange_code(
+            &self.ctx.http,
+            &self.identity,
+            &self.found.metadata.authorization_endpoint,
+            &self.found.metadata.token_endpoint,
+            &self.redirect_uri,
+            &answer,
+            authorization.verifier,
+            &self.found.resource,
+            self.found.scope.as_deref(),
+        )
+        .await
+        .map_err(|e| oauth_error(&self.name, e))?;
+        self.save(tokens).await
+    }
+
+    /// Saves the whole sign-in: secrets first (all or none), then the record; on a failure of
+    /// the record, the secrets go again.
+    async fn save(&self, tokens: oauth::Tokens) -> Result<(), WireError> {
+        let mut secrets = vec![(access_key(self.server), tokens.access.clone())];
+        if let Some(r) = &tokens.refresh {
+            secrets.push((refresh_key(self.server), r.clone()));
+        }
+        if let (true, Some(s)) = (self.registered, &self.identity.secret) {
+            secrets.push((client_secret_key(self.server), s.clone()));
+        }
+        let keys: Vec<String> = secrets.iter().map(|(k, _)| k.clone()).collect();
+        let keychain = self.ctx.keychain.clone();
+        // A refresh token of an earlier sign-in must not outlive this one.
+        let stale = if tokens.refresh.is_none() {
+            vec![refresh_key(self.server)]
+        } else {
+            Vec::new()
+        };
+        blocking(move || {
+            keychain.set_many(&secrets)?;
+            keychain.delete_many(&stale)
+        })
+        .await?
+        .map_err(keychain_error)?;
+        let now = Timestamp::now();
+        let m = &self.found.metadata;
+        let rec = SignInRecord {
+            server: self.server,
+            resource: self.found.resource.clone(),
+            issuer: self.found.issuer.clone(),
+            authorization_endpoint: m.authorization_endpoint.clone(),
+            token_endpoint: m.token_endpoint.clone(),
+            revocation_endpoint: m.revocation_endpoint.clone(),
+            registration_endpoint: m.registration_endpoint.clone(),
+            client_id: self.identity.client_id.clone(),
+            client_auth: self.identity.auth,
+            registered: self.registered,
+            redirect_uri: self.redirect_uri.clone(),
+            scope: tokens.scope.clone().or_else(|| self.previous_scope.clone()),
+            expires_at: tokens.expires_at,
+            signed_in_at: now,
+            refreshed_at: None,
+            refresh_started: None,
+            needs_sign_in: None,
+            wanted_scope: None,
+            step_ups: self.step_ups,
+        };
+        if let Err(e) = self.ctx.writer.put_sign_in(&rec).await {
+            let keychain = self.ctx.keychain.clone();
+            let _ = blocking(move || keychain.delete_many(&keys)).await;
+            return Err(store_error(e));
+        }
+        if let Some(auth) = self.ctx.auth.get() {
+            let name = self.name.clone();
+            let server = self.server;
+            let _ = ractor::call!(auth, |reply| AuthMsg::Start {
+                server,
+                name,
+                reply
+            });
+        }
+        info!(server = %self.name, source = %self.found.source, "signed in");
+        Ok(())
+    }
+}
+
+/// Takes the one answer on the loopback listener: the code, after checking `state`.
+async fn callback(listener: &TcpListener, state: &str, name: &str) -> Result<String, WireError> {
+    loop {
+        let (mut stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| unavailable(format!("the sign-in's listener failed: {e}")))?;
+        let Some(target) = read_target(&mut stream).await else {
+            continue;
+        };
+        let Ok(url) = url::Url::parse(&format!("http://127.0.0.1{target}")) else {
+            respond(&mut stream, 400, "That is not an answer bosun understands.").await;
+            continue;
+        };
+        if url.path() != "/callback" {
+            respond(
+                &mut stream,
+                404,
+                "Not here: bosun waits for the sign-in's answer at /callback.",
+            )
+            .await;
+            continue;
+        }
+        let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
+        if q.get("state").map(String::as_str) != Some(state) {
+            respond(
+                &mut stream,
+                400,
+                "This answer does not belong to the sign-in bosun started (its state does not match). Nothing was saved.",
+            )
+            .await;
+            return Err(WireError::conflict(format!(
+                "the sign-in to `{name}` got an answer whose state does not match the one bosun sent, so it was refused and nothing was saved; run `bosun mcp sign-in {name}` again"
+            )));
+        }
+        if let Some(error) = q.get("error") {
+            let description = q
+                .get("error_description")
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            respond(
+                &mut stream,
+                200,
+                &format!(
+                    "The sign-in was not completed: {error}{description}. You can close this page."
+                ),
+            )
+            .await;
+            return Err(WireError::conflict(format!(
+                "the sign-in to `{name}` was not completed: the authorization server answered {error}{description}; nothing was saved"
+            )));
+        }
+        let Some(code) = q.get("code").filter(|c| !c.is_empty()) else {
+            respond(&mut stream, 400, "The answer has no code.").await;
+            return Err(WireError::conflict(format!(
+                "the sign-in to `{name}` got an answer without a code; nothing was saved"
+            )));
+        };
+        respond(
+            &mut stream,
+            200,
+            &format!("bosun has the answer for {name}. You can close this page."),
+        )
+        .await;
+        return Ok(code.clone());
+    }
+}
+
+/// The request target of a GET, or `None` for anything else.
+async fn read_target(stream: &mut TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .ok()?
+            .ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let line = text.lines().next()?;
+    let mut parts = line.split(' ');
+    match (parts.next(), parts.next()) {
+        (Some("GET"), Some(target)) if target.starts_with('/') => Some(target.to_string()),
+        _ => None,
+    }
+}
+
+async fn respond(stream: &mut TcpStream, status: u16, message: &str) {
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        _ => "Bad Request",
+    };
+    let body = format!(
+        "<!doctype html><meta charset=utf-8><title>bosun</title><p>{}</p>\n",
+        message
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    );
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
