@@ -776,3 +776,104 @@ pub fn environ_of(pid: i32) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// `oauth-server`: an OAuth authorization server and a protected MCP server on 127.0.0.1 (see
+/// the binary's documentation for its flags and log), killed when this is dropped.
+pub struct OAuthServer {
+    _dir: tempfile::TempDir,
+    peer: Peer,
+    log: PathBuf,
+}
+
+impl OAuthServer {
+    pub fn start(flags: &[&str]) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("bt-oauth-")
+            .tempdir_in("/tmp")?;
+        let log = dir.path().join("requests.jsonl");
+        let mut cmd = Command::new(bin("oauth-server"));
+        cmd.args(flags).arg("--log").arg(&log);
+        let peer = Peer::start(cmd, "listening", "")?;
+        Ok(Self {
+            _dir: dir,
+            peer,
+            log,
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base(&self) -> &str {
+        &self.peer.url
+    }
+
+    /// The MCP server's address.
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.peer.url)
+    }
+
+    /// Every request logged so far.
+    pub fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+
+    /// The requests to one path.
+    pub fn requests_to(&self, path: &str) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r["path"].as_str().is_some_and(|p| p.ends_with(path)))
+            .collect()
+    }
+
+    /// How many refresh requests reached the token endpoint.
+    pub fn refreshes(&self) -> usize {
+        self.requests()
+            .iter()
+            .filter(|r| r["grant_type"] == "refresh_token")
+            .count()
+    }
+
+    /// Makes every access token issued so far expire now.
+    pub fn expire_tokens(&self) -> anyhow::Result<()> {
+        use std::io::{Read, Write};
+        let addr = self.peer.url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(addr)?;
+        write!(
+            stream,
+            "POST /test/expire HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer)?;
+        if !answer.starts_with("HTTP/1.1 200") {
+            bail!("could not expire the tokens: {answer}");
+        }
+        Ok(())
+    }
+}
+
+/// `test-browser`, which stands in for the person's browser (`BROWSER=…`).
+pub fn test_browser_bin() -> PathBuf {
+    bin("test-browser")
+}
+
+/// The values kept in the fake keychain file, by key.
+pub fn keychain_values(b: &Bosun) -> serde_json::Map<String, Value> {
+    std::fs::read_to_string(b.keychain_file())
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// `Value` array of strings as a `Vec<String>`.
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}

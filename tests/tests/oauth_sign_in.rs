@@ -1,0 +1,421 @@
+//! Signing in to MCP servers with OAuth, against the project's own authorization server and
+//! protected MCP server (`oauth-server`) with `test-browser` standing in for the person's
+//! browser: every discovery variant, registration or a configured client, the three client
+//! authentication methods, a scope step-up, refresh (rotating or not), a refused refresh,
+//! revocation on sign-out, and the refusals — with no token ever in an output or a file of
+//! bosun's.
+
+use std::time::Duration;
+
+use bosun_tests::{Bosun, OAuthServer, keychain_values, test_browser_bin};
+use serde_json::Value;
+
+/// A bosun whose "browser" is test-browser.
+fn bosun(test: &str) -> Bosun {
+    Bosun::new(test).with_env("BROWSER", &test_browser_bin().display().to_string())
+}
+
+/// Every token bosun holds (in the fake keychain), for the secret checks.
+fn held_tokens(b: &Bosun) -> Vec<String> {
+    keychain_values(b)
+        .iter()
+        .filter(|(k, _)| k.contains("/oauth/"))
+        .filter_map(|(_, v)| v.as_str().map(str::to_string))
+        .collect()
+}
+
+fn sign_in_state(b: &Bosun, server: &str) -> anyhow::Result<Value> {
+    Ok(b.json(&["mcp", "show", server])?["sign_in"].clone())
+}
+
+/// Adds the server, checks it needs sign-in, signs in, and lists and calls its tool.
+fn sign_in_and_use(b: &Bosun, oauth: &OAuthServer, extra: &[&str]) -> anyhow::Result<Value> {
+    let url = oauth.mcp_url();
+    let mut add = vec!["mcp", "add", "remote", "--transport", "http", &url];
+    add.extend_from_slice(extra);
+    let out = b.output_with_stdin(&add, "client-secret-for-bosun")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = b.fails(&["mcp", "tools", "remote"])?;
+    assert!(
+        err.contains("the server needs sign-in") && err.contains("bosun mcp sign-in remote"),
+        "{err}"
+    );
+    assert_eq!(sign_in_state(b, "remote")?["state"], "needs sign-in");
+    let signed = b.json(&["mcp", "sign-in", "remote"])?;
+    assert_eq!(signed["sign_in"]["state"], "signed in", "{signed:#}");
+    let listing = b.json(&["mcp", "tools", "remote"])?;
+    assert_eq!(listing["tools"][0]["name"], "whoami");
+    let call = b.json(&["mcp", "call", "remote", "whoami"])?;
+    let text = call["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(text.starts_with("client="), "{call}");
+    Ok(signed)
+}
+
+#[test]
+fn sign_in_with_registration_then_use_refresh_and_sign_out() -> anyhow::Result<()> {
+    let b = bosun("oauth_basic_flow");
+    let oauth = OAuthServer::start(&["--rotate"])?;
+    let signed = sign_in_and_use(&b, &oauth, &[])?;
+    let s = &signed["sign_in"];
+    assert_eq!(s["registered"], true);
+    assert_eq!(s["scope"], "mcp:read mcp:write offline_access");
+    assert_eq!(s["issuer"], oauth.base());
+    // The steps of the spec, in order, with PKCE, the resource and the registration.
+    let paths: Vec<String> = oauth
+        .requests()
+        .iter()
+        .filter_map(|r| r["path"].as_str().map(str::to_string))
+        .filter(|p| !p.starts_with("/mcp"))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-authorization-server",
+            "/register",
+            "/authorize",
+            "/token"
+        ]
+    );
+    let authorize = &oauth.requests_to("/authorize")[0];
+    assert_eq!(authorize["resource"], oauth.mcp_url());
+
+    // An expired token is refreshed (once) and the new, rotated one used.
+    let before = held_tokens(&b);
+    oauth.expire_tokens()?;
+    b.json(&["mcp", "tools", "remote"])?;
+    assert_eq!(oauth.refreshes(), 1);
+    let after = held_tokens(&b);
+    assert_ne!(before, after, "the rotated tokens were saved");
+
+    // Sign-out revokes the refresh token and forgets everything.
+    let tokens = held_tokens(&b);
+    let out = b.json(&["mcp", "sign-out", "remote"])?;
+    assert_eq!(out["sign_in"]["state"], "not signed in");
+    assert_eq!(oauth.requests_to("/revoke").len(), 1);
+    assert!(held_tokens(&b).is_empty(), "{:?}", keychain_values(&b));
+    for t in tokens {
+        b.assert_secret_nowhere(&t)?;
+    }
+    b.finish()
+}
+
+#[test]
+fn every_discovery_variant_and_client_authentication_signs_in() -> anyhow::Result<()> {
+    let variants: &[(&str, &[&str], &[&str])] = &[
+        ("prm at the path only", &["--prm", "path"], &[]),
+        ("prm at the root only", &["--prm", "root"], &[]),
+        (
+            "no prm: the server's origin is the issuer",
+            &["--prm", "none"],
+            &[],
+        ),
+        ("an issuer with a path", &["--issuer-path", "/tenant1"], &[]),
+        (
+            "OpenID metadata only",
+            &["--metadata", "openid", "--issuer-path", "/t"],
+            &[],
+        ),
+        (
+            "no metadata: default endpoints",
+            &["--metadata", "none"],
+            &[],
+        ),
+        (
+            "client_secret_basic from the registration",
+            &["--auth-method", "client_secret_basic"],
+            &[],
+        ),
+        (
+            "client_secret_post from the registration",
+            &["--auth-method", "client_secret_post"],
+            &[],
+        ),
+        (
+            "no registration: a configured client with a secret (basic)",
+            &[
+                "--registration",
+                "off",
+                "--client-id",
+                "bosun-test-client",
+                "--client-secret",
+                "client-secret-for-bosun",
+                "--auth-method",
+                "client_secret_basic",
+            ],
+            &["--client-id", "bosun-test-client", "--client-secret-stdin"],
+        ),
+        (
+            "no registration: a configured public client",
+            &["--registration", "off", "--client-id", "public-client"],
+            &["--client-id", "public-client"],
+        ),
+    ];
+    for (what, server_flags, add_flags) in variants {
+        let b = bosun("oauth_variants");
+        let oauth = OAuthServer::start(server_flags)?;
+        let signed =
+            sign_in_and_use(&b, &oauth, add_flags).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+        let configured = add_flags.contains(&"--client-id");
+        assert_eq!(signed["sign_in"]["registered"], !configured, "{what}");
+        assert!(
+            oauth.requests_to("/register").is_empty() == configured,
+            "{what}"
+        );
+        let token = &oauth.requests_to("/token")[0];
+        let want_auth = if server_flags.contains(&"client_secret_basic") {
+            "basic"
+        } else if server_flags.contains(&"client_secret_post") {
+            "post"
+        } else {
+            "none"
+        };
+        assert_eq!(token["auth"], want_auth, "{what}: {token}");
+        b.assert_secret_not_in_files("client-secret-for-bosun")?;
+        for t in held_tokens(&b) {
+            b.assert_secret_nowhere(&t)?;
+        }
+        b.finish()?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_wider_scope_asked_by_a_403_leads_to_one_more_sign_in() -> anyhow::Result<()> {
+    let b = bosun("oauth_step_up");
+    let oauth = OAuthServer::start(&["--step-up", "--scopes", "mcp:read mcp:write"])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    let first = b.json(&["mcp", "sign-in", "remote"])?;
+    assert_eq!(first["sign_in"]["scope"], "mcp:read");
+    b.json(&["mcp", "tools", "remote"])?;
+    let err = b.fails(&["mcp", "call", "remote", "whoami"])?;
+    assert!(
+        err.contains("needs a wider sign-in") && err.contains("bosun mcp sign-in remote"),
+        "{err}"
+    );
+    assert_eq!(
+        sign_in_state(&b, "remote")?["wanted_scope"],
+        "mcp:read mcp:write"
+    );
+    let second = b.json(&["mcp", "sign-in", "remote"])?;
+    assert_eq!(second["sign_in"]["scope"], "mcp:read mcp:write");
+    assert_eq!(second["sign_in"]["wanted_scope"], Value::Null);
+    let call = b.json(&["mcp", "call", "remote", "whoami"])?;
+    assert!(
+        call["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("mcp:write"))
+    );
+    // Each sign-in listens on a new port, so it registers that redirect address anew.
+    assert_eq!(oauth.requests_to("/register").len(), 2);
+    b.finish()
+}
+
+#[test]
+fn a_refused_refresh_asks_the_person_to_sign_in_again() -> anyhow::Result<()> {
+    let b = bosun("oauth_refused_refresh");
+    let oauth = OAuthServer::start(&["--refuse-refresh"])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    b.ok(&["mcp", "sign-in", "remote"])?;
+    oauth.expire_tokens()?;
+    let err = b.fails(&["mcp", "tools", "remote"])?;
+    assert!(
+        err.contains(
+            "`remote` needs you to sign in again: the server refused to refresh the sign-in"
+        ) && err.contains("run `bosun mcp sign-in remote`"),
+        "{err}"
+    );
+    let state = sign_in_state(&b, "remote")?;
+    assert_eq!(state["state"], "needs sign-in");
+    assert!(
+        held_tokens(&b).is_empty(),
+        "the refused tokens are forgotten"
+    );
+    // Asked again, it does not refresh in a loop.
+    b.fails(&["mcp", "tools", "remote"])?;
+    assert_eq!(oauth.refreshes(), 1);
+    b.ok(&["mcp", "sign-in", "remote"])?;
+    b.json(&["mcp", "tools", "remote"])?;
+    b.finish()
+}
+
+#[test]
+fn bad_answers_are_refused_plainly_and_nothing_is_half_saved() -> anyhow::Result<()> {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--malformed-metadata"], "is not valid metadata"),
+        (
+            &["--prm-resource", "http://127.0.0.1:1/mcp"],
+            "which is not the server's own address",
+        ),
+        (
+            &["--authorize-error", "access_denied"],
+            "was not completed: the authorization server answered access_denied",
+        ),
+        (
+            &["--wrong-state"],
+            "whose state does not match the one bosun sent",
+        ),
+        (
+            &["--registration", "off", "--client-id", "x"],
+            "takes no registration from apps: give bosun a client id",
+        ),
+    ];
+    for (flags, want) in cases {
+        let b = bosun("oauth_refusals");
+        let oauth = OAuthServer::start(flags)?;
+        b.ok(&[
+            "mcp",
+            "add",
+            "remote",
+            "--transport",
+            "http",
+            &oauth.mcp_url(),
+        ])?;
+        let err = b.fails(&["mcp", "sign-in", "remote"])?;
+        assert!(err.contains(want), "{flags:?}: {err}");
+        assert_ne!(sign_in_state(&b, "remote")?["state"], "signed in");
+        assert!(held_tokens(&b).is_empty(), "{flags:?}: nothing saved");
+        if flags.contains(&"--prm-resource") {
+            assert!(
+                oauth.requests_to("/authorize").is_empty()
+                    && oauth.requests_to("/register").is_empty(),
+                "refused before any authorization request"
+            );
+        }
+        b.finish()?;
+    }
+
+    // The listener's port is taken.
+    let b = bosun("oauth_port_taken");
+    let oauth = OAuthServer::start(&[])?;
+    let taken = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = taken.local_addr()?.port().to_string();
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+        "--callback-port",
+        &port,
+    ])?;
+    let err = b.fails(&["mcp", "sign-in", "remote"])?;
+    assert!(
+        err.contains(&format!("port {port} on 127.0.0.1"))
+            && err.contains("is taken by another program"),
+        "{err}"
+    );
+    drop(taken);
+    b.finish()?;
+
+    // The person never finishes: bosun gives up, saying so.
+    let b = bosun("oauth_never")
+        .with_env("TEST_BROWSER_MODE", "never")
+        .with_env("BOSUN_SIGN_IN_WAIT", "2s");
+    let oauth = OAuthServer::start(&[])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    let err = b.fails(&["mcp", "sign-in", "remote"])?;
+    assert!(
+        err.contains("was not finished within 2s; nothing was saved"),
+        "{err}"
+    );
+    assert!(held_tokens(&b).is_empty());
+    b.finish()?;
+
+    // A stdio server has nothing to sign in to.
+    let b = bosun("oauth_stdio");
+    b.ok(&["mcp", "add", "local", "--", "true"])?;
+    let err = b.fails(&["mcp", "sign-in", "local"])?;
+    assert!(
+        err.contains("only a server reached by address signs in"),
+        "{err}"
+    );
+    let err = b.fails(&["mcp", "edit", "local", "--client-id", "abc"])?;
+    assert!(err.contains("are for a server reached by address"), "{err}");
+    b.finish()
+}
+
+#[test]
+fn claude_code_signs_in_itself_when_told_to() -> anyhow::Result<()> {
+    let b = bosun("oauth_claude_code");
+    let oauth = OAuthServer::start(&[])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "figma",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    b.ok(&["mcp", "sign-in", "figma"])?;
+    assert!(!held_tokens(&b).is_empty());
+    // Switching to Claude Code signs bosun out first (revoking).
+    let shown = b.json(&["mcp", "edit", "figma", "--sign-in-by", "claude-code"])?;
+    assert_eq!(shown["sign_in"]["state"], "Claude Code signs in");
+    assert!(held_tokens(&b).is_empty());
+    assert_eq!(oauth.requests_to("/revoke").len(), 1);
+    let err = b.fails(&["mcp", "tools", "figma"])?;
+    assert!(err.contains("Claude Code signs in to `figma`"), "{err}");
+    let err = b.fails(&["mcp", "sign-in", "figma"])?;
+    assert!(
+        err.contains("Claude Code signs in to `figma` itself"),
+        "{err}"
+    );
+    b.finish()
+}
+
+#[test]
+fn a_short_lived_token_is_refreshed_ahead_of_expiry() -> anyhow::Result<()> {
+    let b = bosun("oauth_ahead");
+    let oauth = OAuthServer::start(&["--access-ttl", "3", "--rotate"])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    b.ok(&["mcp", "sign-in", "remote"])?;
+    // With nobody asking, the refresher renews the token before it expires.
+    bosun_tests::wait_for("a refresh ahead of expiry", Duration::from_secs(15), || {
+        Ok((oauth.refreshes() >= 1).then_some(()))
+    })?;
+    b.json(&["mcp", "tools", "remote"])?;
+    let mcp = oauth.requests_to("/mcp");
+    assert!(
+        mcp.iter()
+            .all(|r| r["status"] != 401 || r["bearer_sha"].is_null()),
+        "no expired token was used: {mcp:#?}"
+    );
+    b.finish()
+}
