@@ -11,6 +11,7 @@
 
 pub mod agents;
 pub mod auth;
+pub mod crash;
 pub mod events;
 pub mod handle;
 pub mod keychain;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bosun_actors::agents::registry::{self as agents, AgentsMsg};
 use bosun_actors::agents::{builtin, launch};
-use bosun_actors::auth::{self, signin};
+use bosun_actors::auth::signin;
 use bosun_actors::mcp::registry::{self, RegistryMsg};
 use bosun_actors::mcp::{adopt, look};
 use bosun_actors::runs::follow::blocking;
@@ -200,13 +200,9 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
                 .await
                 .map(|v| Response::Server(Box::new(v)))
         }
-        Request::McpSignOut { server } => {
-            let rec = registry::find(&ctx.store, &server).await?;
-            auth::sign_out(&ctx.auth, rec.id).await?;
-            registry::show(&ctx.registry_context(), &rec.name)
-                .await
-                .map(|v| Response::Server(Box::new(v)))
-        }
+        Request::McpSignOut { server } => registry::sign_out(&ctx.registry_context(), &server)
+            .await
+            .map(|v| Response::Server(Box::new(v))),
         Request::FollowLog(_) | Request::Unfollow { .. } | Request::SubscribeRuns => Err(
             WireError::internal("this request is handled by the session"),
         ),

@@ -751,6 +751,40 @@ impl Bosun {
         Ok(())
     }
 
+    /// A Claude Code agent `name` pointed at the fake model API `fake_url`, with a HOME, a
+    /// CLAUDE_CONFIG_DIR and a working folder of its own under the scratch folder, and
+    /// `extra` flags of `bosun agent add`.
+    pub fn add_claude_agent(
+        &self,
+        name: &str,
+        fake_url: &str,
+        extra: &[&str],
+    ) -> anyhow::Result<()> {
+        let dir = self.scratch().join(name);
+        for d in ["work", "home", "claude"] {
+            std::fs::create_dir_all(dir.join(d))?;
+        }
+        let mut args = vec![
+            "--cli".to_string(),
+            "claude".into(),
+            "--cwd".into(),
+            dir.join("work").display().to_string(),
+            "--env".into(),
+            format!("ANTHROPIC_BASE_URL={fake_url}"),
+            "--env".into(),
+            format!("HOME={}", dir.join("home").display()),
+            "--env".into(),
+            format!("CLAUDE_CONFIG_DIR={}", dir.join("claude").display()),
+            "--env".into(),
+            format!("PATH={}", node_path()),
+            "--secret-env".into(),
+            "ANTHROPIC_API_KEY".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.add_agent(name, &args, "sk-ant-test-77c1e0d9a4")
+    }
+
     /// `bosun agent add NAME ARGS…` with `secret` on stdin (for `--secret-env`).
     pub fn add_agent(&self, name: &str, args: &[&str], secret: &str) -> anyhow::Result<()> {
         let mut all = vec!["agent", "add", name];

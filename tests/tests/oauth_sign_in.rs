@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use bosun_tests::{Bosun, OAuthServer, keychain_values, test_browser_bin};
+use bosun_tests::{Bosun, FakeModel, OAuthServer, keychain_values, test_browser_bin};
 use serde_json::Value;
 
 /// A bosun whose "browser" is test-browser.
@@ -99,6 +99,11 @@ fn sign_in_with_registration_then_use_refresh_and_sign_out() -> anyhow::Result<(
     let tokens = held_tokens(&b);
     let out = b.json(&["mcp", "sign-out", "remote"])?;
     assert_eq!(out["sign_in"]["state"], "not signed in");
+    assert_eq!(
+        out["sign_in"]["why"],
+        "signed out; run `bosun mcp sign-in remote` to use it again"
+    );
+    assert_eq!(out["last_error"], Value::Null);
     assert_eq!(oauth.requests_to("/revoke").len(), 1);
     assert!(held_tokens(&b).is_empty(), "{:?}", keychain_values(&b));
     for t in tokens {
@@ -389,6 +394,31 @@ fn claude_code_signs_in_itself_when_told_to() -> anyhow::Result<()> {
     assert!(
         err.contains("Claude Code signs in to `figma` itself"),
         "{err}"
+    );
+
+    // A Claude Code run gets the address with no Authorization of bosun's; Claude Code, not
+    // signed in, says `needs-auth`, and the run says how to sign Claude Code in.
+    let fake = FakeModel::start("anthropic", "text:ok")?;
+    b.add_claude_agent("designer", fake.url(), &[])?;
+    b.ok(&["agent", "set", "designer", "mcp.figma=on"])?;
+    let before = oauth.requests_to("/mcp").len();
+    let out = b.output(&["agent", "run", "designer", "look at the design", "--follow"])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("MCP server figma needs Claude Code to sign in")
+            && err.contains("type `/mcp`, choose figma and sign in"),
+        "{err}"
+    );
+    let run = &b.json(&["ps", "--all"])?[0];
+    assert_eq!(
+        run["agent"]["servers"],
+        serde_json::json!([["figma", "needs-auth"]]),
+        "{run:#}"
+    );
+    let mcp = &oauth.requests_to("/mcp")[before..];
+    assert!(
+        !mcp.is_empty() && mcp.iter().all(|r| r["bearer_sha"].is_null()),
+        "{mcp:#?}"
     );
     b.finish()
 }

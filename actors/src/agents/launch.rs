@@ -140,6 +140,9 @@ pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<R
                     continue;
                 }
                 run.servers.push((s.name.clone(), "given".into()));
+                if s.sign_in_by == SignInBy::ClaudeCode {
+                    run.claude_signs_in.push(s.name.clone());
+                }
                 run_servers.push(server);
             }
             Err((why, fix)) => left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref()),

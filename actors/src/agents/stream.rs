@@ -36,6 +36,9 @@ pub struct AgentRun {
     /// Each MCP server of the agent's and its state in this run: `given` until the CLI says
     /// more (connected, failed, needs-auth), or `left out: why`.
     pub servers: Vec<(String, String)>,
+    /// The servers given whose sign-in Claude Code holds itself, not bosun.
+    #[serde(default)]
+    pub claude_signs_in: Vec<String>,
     /// The tools the CLI reported it had (Claude Code's init line).
     pub tools: Vec<String>,
     pub calls: Vec<ToolCall>,
@@ -78,6 +81,7 @@ impl AgentRun {
             agent_name: self.agent_name.clone(),
             cli: self.cli,
             servers: self.servers.clone(),
+            claude_signs_in: self.claude_signs_in.clone(),
             tools: self.tools.clone(),
             calls: self
                 .calls

@@ -38,18 +38,14 @@ use crate::offload::{blocking, keychain_error, store_error};
 /// A token is refreshed this long before it expires (or a tenth of its life, when shorter).
 const MARGIN: Duration = Duration::from_secs(60);
 
+/// A token obtained less than this long ago is not refreshed just to live longer: the new one
+/// would not, and every run of a burst would otherwise refresh once more.
+const FRESH: Duration = Duration::from_secs(60);
+
 /// A short, one-way name for a token, to say which token was refused without holding it.
 pub fn fingerprint(token: &str) -> String {
     let digest = Sha256::digest(token.as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-/// Exits the daemon at a named point, for the crash tests: `BOSUN_CRASH_AT=<point>`.
-pub fn crash_point(point: &str) {
-    if std::env::var("BOSUN_CRASH_AT").is_ok_and(|p| p == point) {
-        eprintln!("bosund: BOSUN_CRASH_AT={point}: aborting here, as the test asked");
-        std::process::abort();
-    }
 }
 
 pub enum RefresherMsg {
@@ -212,6 +208,13 @@ impl RefresherState {
         }
     }
 
+    /// How long ago the access token was obtained.
+    fn age(&self) -> Duration {
+        self.rec.as_ref().map_or(Duration::MAX, |r| {
+            Timestamp::now().since(r.refreshed_at.unwrap_or(r.signed_in_at))
+        })
+    }
+
     /// Whether the access token expires within `d` (a token with no known expiry never does).
     fn expires_within(&self, d: Duration) -> bool {
         let Some(exp) = self.rec.as_ref().and_then(|r| r.expires_at) else {
@@ -265,7 +268,15 @@ impl RefresherState {
             return Err(needs_sign_in(&self.name, why));
         }
         match current {
-            Some(t) if !was_refused && !self.expires_within(min_valid.max(self.margin())) => Ok(t),
+            Some(t) if !was_refused && !self.expires_within(self.margin()) => {
+                // Valid now. Refreshed for a longer-lived caller only when that would gain
+                // something: a token obtained moments ago lives as long as the server gives.
+                if self.expires_within(min_valid) && self.age() > FRESH {
+                    self.refresh(false).await
+                } else {
+                    Ok(t)
+                }
+            }
             Some(_) | None => self.refresh(false).await,
         }
     }
@@ -311,7 +322,7 @@ impl RefresherState {
             .await
             .map_err(store_error)?;
         self.rec = Some(rec.clone());
-        crash_point("refresh-before-request");
+        crate::crash::point("refresh-before-request");
         // 2. The request.
         let answer = oauth::refresh(
             &self.ctx.http,
@@ -325,7 +336,7 @@ impl RefresherState {
         .await;
         match answer {
             Ok(tokens) => {
-                crash_point("refresh-after-answer");
+                crate::crash::point("refresh-after-answer");
                 // 3. The refresh token first, then the access token.
                 let keychain = self.ctx.keychain.clone();
                 let server = self.server;
@@ -350,7 +361,7 @@ impl RefresherState {
                     .put_sign_in(&rec)
                     .await
                     .map_err(store_error)?;
-                crash_point("refresh-after-save");
+                crate::crash::point("refresh-after-save");
                 self.rec = Some(rec);
                 self.access = Some(tokens.access.clone());
                 info!(server = %self.name, "refreshed the sign-in");

@@ -144,6 +144,27 @@ pub async fn find(store: &Store, server: &str) -> Result<ServerRecord, WireError
         })
 }
 
+/// A server's last error once the person signed bosun out of it: it needs a sign-in again
+/// before a run may have it (until a look says otherwise).
+pub const SIGNED_OUT: &str = "needs sign-in: signed out with `bosun mcp sign-out`";
+
+/// Signs bosun out of a server at the person's asking, and remembers that it needs a sign-in.
+pub async fn sign_out(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
+    let rec = find(&ctx.store, server).await?;
+    let (store, id) = (ctx.store.clone(), rec.id);
+    let had = blocking(move || store.sign_in(id))
+        .await?
+        .map_err(store_error)?
+        .is_some();
+    crate::auth::sign_out(&ctx.auth, rec.id).await?;
+    if had {
+        save_look(ctx, rec.id, None, Some(SIGNED_OUT.to_string()))
+            .await
+            .map_err(store_error)?;
+    }
+    show(ctx, &rec.name).await
+}
+
 /// Every server as the UI shows it, each line marked saved or missing in the keychain.
 pub async fn list(ctx: &RegistryContext) -> Result<Vec<ServerView>, WireError> {
     let store = ctx.store.clone();
@@ -205,6 +226,10 @@ fn view_of(store: &Store, keychain: &Keychain, rec: &ServerRecord) -> ServerView
         });
     }
     view.sign_in = sign_in_view(store, rec);
+    if view.last_error.as_deref() == Some(SIGNED_OUT) {
+        // Said by the sign-in's state.
+        view.last_error = None;
+    }
     // A look that failed for want of a sign-in is old news once signed in.
     if view
         .sign_in
@@ -257,6 +282,13 @@ fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInView> {
             refreshed_at: s.refreshed_at,
             wanted_scope: s.wanted_scope.clone(),
         }),
+        None if rec.last_error.as_deref() == Some(SIGNED_OUT) => Some(empty(
+            "not signed in",
+            Some(format!(
+                "signed out; run `bosun mcp sign-in {}` to use it again",
+                rec.name
+            )),
+        )),
         None => {
             let asked = rec
                 .last_error

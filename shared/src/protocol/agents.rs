@@ -159,6 +159,9 @@ pub struct AgentRunView {
     /// Each MCP server and its state in the run: given, connected, failed, needs-auth, or
     /// left out (why).
     pub servers: Vec<(String, String)>,
+    /// The servers whose sign-in Claude Code holds itself, not bosun.
+    #[serde(default)]
+    pub claude_signs_in: Vec<String>,
     /// The tools the CLI reported it had.
     pub tools: Vec<String>,
     pub calls: Vec<ToolCallView>,

@@ -9,7 +9,7 @@
 //!              [--client-id ID [--client-secret S]]
 //!              [--auth-method none|client_secret_basic|client_secret_post]
 //!              [--revocation on|off] [--authorize-error CODE] [--wrong-state]
-//!              [--access-ttl SECONDS] [--rotate] [--refuse-refresh] [--refresh-delay-ms N]
+//!              [--access-ttl SECONDS] [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refresh-delay-ms N]
 //!              [--step-up] [--log FILE]
 //! ```
 //!
@@ -89,7 +89,8 @@
 //!   `--refresh-delay-ms N` waits N ms before handling a refresh (it is already counted in
 //!   `/test/state` while it waits, and it is carried out after the wait even if the client
 //!   has gone: with `--rotate`, a client killed mid-refresh loses its refresh token). Answers: `{access_token, token_type: "Bearer",
-//!   expires_in (--access-ttl, default 3600), refresh_token?, scope}`, errors as RFC 6749
+//!   expires_in (--access-ttl, default 3600; for a refresh --refreshed-ttl, default the same),
+//!   refresh_token?, scope}`, errors as RFC 6749
 //!   §5.2 JSON. Every code grant issues a refresh token, `offline_access` or not.
 //! - `POST /revoke` (RFC 7009; 404 with `--revocation off`): `token`, `token_type_hint`,
 //!   client authentication as for `/token`. A refresh token revokes its whole grant (every
@@ -159,7 +160,7 @@ const USAGE: &str =
   [--scopes \"mcp:read mcp:write offline_access\"] [--registration on|off]
   [--client-id ID [--client-secret S]] [--auth-method none|client_secret_basic|client_secret_post]
   [--revocation on|off] [--authorize-error CODE] [--wrong-state] [--access-ttl SECONDS]
-  [--rotate] [--refuse-refresh] [--refresh-delay-ms N] [--step-up] [--log FILE]";
+  [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refresh-delay-ms N] [--step-up] [--log FILE]";
 
 /// Exit status for a bad command line.
 const USAGE_STATUS: u8 = 2;
@@ -290,6 +291,7 @@ struct Options {
     authorize_error: Option<String>,
     wrong_state: bool,
     access_ttl: u64,
+    refreshed_ttl: Option<u64>,
     rotate: bool,
     refuse_refresh: bool,
     refresh_delay: Duration,
@@ -315,6 +317,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
         authorize_error: None,
         wrong_state: false,
         access_ttl: 3600,
+        refreshed_ttl: None,
         rotate: false,
         refuse_refresh: false,
         refresh_delay: Duration::ZERO,
@@ -370,6 +373,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--revocation" => options.revocation = choose(&flag, &value, &ON_OFF)?,
             "--authorize-error" => options.authorize_error = Some(value),
             "--access-ttl" => options.access_ttl = number(&value)?,
+            "--refreshed-ttl" => options.refreshed_ttl = Some(number(&value)?),
             "--refresh-delay-ms" => options.refresh_delay = Duration::from_millis(number(&value)?),
             "--log" => options.log = Some(PathBuf::from(value)),
             other => bail!("unknown argument {other:?}"),
@@ -1118,7 +1122,7 @@ impl Server {
             revoked: false,
         });
         let grant = state.grants.len() - 1;
-        Ok(self.issue(state, grant, &scope, true))
+        Ok(self.issue(state, grant, &scope, self.options.access_ttl, true))
     }
 
     fn refresh(
@@ -1156,13 +1160,24 @@ impl Server {
         {
             entry.used = true;
         }
-        Ok(self.issue(state, grant, &scope, self.options.rotate))
+        let ttl = self
+            .options
+            .refreshed_ttl
+            .unwrap_or(self.options.access_ttl);
+        Ok(self.issue(state, grant, &scope, ttl, self.options.rotate))
     }
 
     /// A token answer: a new access token and, if `with_refresh`, a new refresh token.
-    fn issue(&self, state: &mut State, grant: usize, scope: &str, with_refresh: bool) -> Value {
+    fn issue(
+        &self,
+        state: &mut State,
+        grant: usize,
+        scope: &str,
+        ttl_secs: u64,
+        with_refresh: bool,
+    ) -> Value {
         let access_token = random_token();
-        let ttl = Duration::from_secs(self.options.access_ttl);
+        let ttl = Duration::from_secs(ttl_secs);
         let entry = AccessToken {
             grant,
             scope: scope.to_owned(),
@@ -1174,7 +1189,7 @@ impl Server {
         let mut answer = json!({
             "access_token": access_token,
             "token_type": "Bearer",
-            "expires_in": self.options.access_ttl,
+            "expires_in": ttl_secs,
         });
         if with_refresh {
             let refresh_token = random_token();

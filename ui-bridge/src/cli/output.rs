@@ -175,8 +175,14 @@ pub fn server_problems(run: &RunView) -> Vec<String> {
         .iter()
         .filter_map(|(server, state)| match state.as_str() {
             "failed" => Some(format!("MCP server {server} failed to connect in this run")),
+            "needs-auth" if a.claude_signs_in.contains(server) => Some(format!(
+                "MCP server {server} needs Claude Code to sign in, and this run went without it: \
+                 start `claude` once with this agent's HOME and CLAUDE_CONFIG_DIR, type `/mcp`, \
+                 choose {server} and sign in; later runs use that sign-in"
+            )),
             "needs-auth" => Some(format!(
-                "MCP server {server} needs a sign-in the CLI does not have; this run went without it"
+                "MCP server {server} refused this run for want of a sign-in, and the run went \
+                 without it; sign in with `bosun mcp sign-in {server}`"
             )),
             _ => None,
         })
