@@ -401,6 +401,13 @@ fn claude_code_signs_in_itself_when_told_to() -> anyhow::Result<()> {
     let fake = FakeModel::start("anthropic", "text:ok")?;
     b.add_claude_agent("designer", fake.url(), &[])?;
     b.ok(&["agent", "set", "designer", "mcp.figma=on"])?;
+    let switches = &b.json(&["agent", "show", "designer"])?["switches"]["mcp"];
+    let figma = switches
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["server"] == "figma"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(figma["sign_in"], "Claude Code signs in", "{switches:#}");
     let before = oauth.requests_to("/mcp").len();
     let out = b.output(&["agent", "run", "designer", "look at the design", "--follow"])?;
     let err = String::from_utf8_lossy(&out.stderr);

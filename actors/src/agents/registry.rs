@@ -152,11 +152,11 @@ pub async fn list(ctx: &AgentsContext) -> Result<Vec<AgentView>, WireError> {
         .await?
         .map_err(store_error)?;
     let servers = servers(&ctx.store).await?;
-    let keychain = ctx.keychain.clone();
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
     blocking(move || {
         agents
             .iter()
-            .map(|a| view_of(&keychain, a, &servers))
+            .map(|a| view_of(&keychain, &store, a, &servers))
             .collect()
     })
     .await
@@ -170,11 +170,16 @@ pub async fn show(ctx: &AgentsContext, agent: &str) -> Result<AgentView, WireErr
 
 async fn view(ctx: &AgentsContext, rec: AgentRecord) -> Result<AgentView, WireError> {
     let servers = servers(&ctx.store).await?;
-    let keychain = ctx.keychain.clone();
-    blocking(move || view_of(&keychain, &rec, &servers)).await
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    blocking(move || view_of(&keychain, &store, &rec, &servers)).await
 }
 
-fn view_of(keychain: &Keychain, rec: &AgentRecord, servers: &[ServerRecord]) -> AgentView {
+fn view_of(
+    keychain: &Keychain,
+    store: &Store,
+    rec: &AgentRecord,
+    servers: &[ServerRecord],
+) -> AgentView {
     let last = rec.last_run.clone().unwrap_or_default();
     let seen: HashSet<&str> = last.tools_seen.iter().map(String::as_str).collect();
     let mut mcp: Vec<ServerSwitchView> = servers
@@ -209,6 +214,7 @@ fn view_of(keychain: &Keychain, rec: &AgentRecord, servers: &[ServerRecord]) -> 
                 on: switch.on,
                 tools,
                 listed: s.listing.is_some(),
+                sign_in: crate::mcp::registry::sign_in_view(store, s).map(|v| v.state),
                 last_run_state: last
                     .servers
                     .iter()

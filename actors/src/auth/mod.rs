@@ -16,7 +16,7 @@ pub mod record;
 pub mod refresher;
 pub mod signin;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -95,6 +95,13 @@ pub enum AuthMsg {
         server: ServerId,
         reply: RpcReplyPort<Result<(), WireError>>,
     },
+    /// The refresher of a signed-in server, started when it is not running yet (a request that
+    /// comes while the daemon is starting); `None` when there is no sign-in or Auth gave up on
+    /// it.
+    Refresher {
+        server: ServerId,
+        reply: RpcReplyPort<Option<ActorRef<RefresherMsg>>>,
+    },
 }
 
 /// The supervisor of the TokenRefreshers.
@@ -104,6 +111,8 @@ pub struct AuthState {
     ctx: AuthContext,
     by_actor: HashMap<ActorId, (ServerId, String)>,
     budgets: HashMap<ServerId, RestartBudget>,
+    /// The servers whose refresher failed too often, until they are signed in again.
+    given_up: HashSet<ServerId>,
 }
 
 impl Actor for Auth {
@@ -120,6 +129,7 @@ impl Actor for Auth {
             ctx,
             by_actor: HashMap::new(),
             budgets: HashMap::new(),
+            given_up: HashSet::new(),
         })
     }
 
@@ -161,8 +171,18 @@ impl Actor for Auth {
                     state.by_actor.remove(&old.get_id());
                     old.stop(Some("signed in again".into()));
                 }
+                state.given_up.remove(&server);
+                state.budgets.remove(&server);
                 state.start(&myself, server, name).await?;
                 let _ = reply.send(());
+            }
+            AuthMsg::Refresher { server, reply } => {
+                let running = match state.ctx.refreshers.get(server) {
+                    Some(r) => Some(r),
+                    None if state.given_up.contains(&server) => None,
+                    None => state.start_if_signed_in(&myself, server).await?,
+                };
+                let _ = reply.send(running);
             }
             AuthMsg::SignOut { server, reply } => match state.ctx.refreshers.get(server) {
                 Some(r) => {
@@ -215,6 +235,7 @@ impl Actor for Auth {
                         state.start(&myself, server, name).await?;
                     }
                     Verdict::GiveUp => {
+                        state.given_up.insert(server);
                         error!(server = %name, reason = %budget.give_up_reason(&err.to_string()), "gave up on the token refresher");
                     }
                 }
@@ -226,6 +247,28 @@ impl Actor for Auth {
 }
 
 impl AuthState {
+    /// Starts the refresher of `server` if the store has a sign-in for it.
+    async fn start_if_signed_in(
+        &mut self,
+        myself: &ActorRef<AuthMsg>,
+        server: ServerId,
+    ) -> Result<Option<ActorRef<RefresherMsg>>, ActorProcessingErr> {
+        let store = self.ctx.store.clone();
+        let (sign_in, rec) = tokio::task::spawn_blocking(move || {
+            Ok::<_, crate::store::StoreError>((
+                store.sign_in(server)?,
+                store.find_server(&server.to_string())?,
+            ))
+        })
+        .await??;
+        if sign_in.is_none() {
+            return Ok(None);
+        }
+        let name = rec.map_or_else(|| server.to_string(), |r| r.name);
+        self.start(myself, server, name).await?;
+        Ok(self.ctx.refreshers.get(server))
+    }
+
     async fn start(
         &mut self,
         myself: &ActorRef<AuthMsg>,
@@ -261,7 +304,11 @@ pub async fn access(
     min_valid: Duration,
     refused: Option<String>,
 ) -> Result<Access, WireError> {
-    if let Some(r) = ctx.refreshers.get(server) {
+    let running = match ctx.refreshers.get(server) {
+        Some(r) => Some(r),
+        None => refresher_of(ctx, server).await?,
+    };
+    if let Some(r) = running {
         let answer = ractor::call!(r, |reply| RefresherMsg::Token {
             min_valid,
             refused,
@@ -283,9 +330,25 @@ pub async fn access(
         None => Ok(Access::None),
         Some(_) => Err(WireError::new(
             ErrorCode::Unavailable,
-            "the server's token refresher is not running (it failed too often); restart bosund with `bosun daemon stop`",
+            "the server's token refresher failed too often and bosun gave up on it; sign in again with `bosun mcp sign-in`, or restart bosund with `bosun daemon stop`",
         )),
     }
+}
+
+/// Asks Auth for the refresher of `server` (started if it is signed in and not running yet).
+async fn refresher_of(
+    ctx: &AuthContext,
+    server: ServerId,
+) -> Result<Option<ActorRef<RefresherMsg>>, WireError> {
+    let Some(auth) = ctx.auth.get() else {
+        return Ok(None);
+    };
+    ractor::call!(auth, |reply| AuthMsg::Refresher { server, reply }).map_err(|e| {
+        WireError::new(
+            ErrorCode::Unavailable,
+            format!("bosun's sign-in keeper did not answer ({e}); try again"),
+        )
+    })
 }
 
 /// Keeps the wider scope a server asked for, for the next sign-in.

@@ -246,7 +246,7 @@ fn view_of(store: &Store, keychain: &Keychain, rec: &ServerRecord) -> ServerView
 }
 
 /// A server's sign-in, for the views (a server started as a command has none).
-fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInView> {
+pub(crate) fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInView> {
     if rec.kind == ServerKind::Stdio {
         return None;
     }

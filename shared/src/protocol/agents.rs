@@ -106,6 +106,10 @@ pub struct ServerSwitchView {
     pub tools: Vec<ToolSwitchView>,
     /// Whether the tools are known (listed) at all.
     pub listed: bool,
+    /// For a server reached by address, its sign-in: signed in, needs sign-in, not signed in,
+    /// Claude Code signs in.
+    #[serde(default)]
+    pub sign_in: Option<String>,
     /// The server's state in the agent's last run: connected, failed, needs-auth, left out …
     pub last_run_state: Option<String>,
 }

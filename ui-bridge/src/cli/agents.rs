@@ -621,6 +621,11 @@ fn print_switches(a: &AgentView) {
             continue;
         }
         let mut line = format!("mcp {:<14}{}", server.server, on_off(server.on));
+        match server.sign_in.as_deref() {
+            Some("signed in") => line.push_str("  (signed in: its tools act as you there)"),
+            Some(state) => line.push_str(&format!("  ({state})")),
+            None => {}
+        }
         if let Some(state) = &server.last_run_state {
             line.push_str(&format!("  (last run: {state})"));
         }
