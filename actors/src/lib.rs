@@ -11,6 +11,7 @@
 
 pub mod agents;
 pub mod auth;
+pub mod board;
 pub mod crash;
 pub mod events;
 pub mod handle;

@@ -107,6 +107,20 @@ random_id!(
     BadAgentId
 );
 
+random_id!(
+    /// A card's id on the board.
+    CardId,
+    "card id",
+    BadCardId
+);
+
+random_id!(
+    /// A board column's id: stable whatever it is renamed to.
+    ColumnId,
+    "column id",
+    BadColumnId
+);
+
 /// The secret a runner proves itself with when it connects back to `bosund`. It reaches the
 /// runner only through its stdin; the store keeps only its SHA-256 ([`RunToken::digest`]).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use anyhow::Context;
 use bosun_actors::agents::registry::{AgentsContext, AgentsHandle};
 use bosun_actors::auth::AuthContext;
+use bosun_actors::board::{BoardContext, BoardMsg};
 use bosun_actors::events::EventsHandle;
+use bosun_actors::handle::ActorHandle;
 use bosun_actors::keychain::Keychain;
 use bosun_actors::mcp::registry::{RegistryContext, RegistryMsg};
 use bosun_actors::runs::live::LiveRuns;
@@ -33,7 +35,8 @@ pub struct DaemonCtx {
     pub auth: AuthContext,
     pub started_at: Timestamp,
     root: RwLock<Option<ActorRef<RootMsg>>>,
-    runs: RwLock<Option<ActorRef<RunsMsg>>>,
+    runs: ActorHandle<RunsMsg>,
+    pub board: ActorHandle<BoardMsg>,
     registry: RwLock<Option<ActorRef<RegistryMsg>>>,
     root_failure: Mutex<Option<String>>,
 }
@@ -70,7 +73,8 @@ impl DaemonCtx {
             auth,
             started_at,
             root: RwLock::new(None),
-            runs: RwLock::new(None),
+            runs: ActorHandle::default(),
+            board: ActorHandle::default(),
             registry: RwLock::new(None),
             root_failure: Mutex::new(None),
         }
@@ -82,7 +86,7 @@ impl DaemonCtx {
     }
 
     pub fn runs(&self) -> Option<ActorRef<RunsMsg>> {
-        read(&self.runs)
+        self.runs.get()
     }
 
     pub fn registry(&self) -> Option<ActorRef<RegistryMsg>> {
@@ -94,7 +98,7 @@ impl DaemonCtx {
     }
 
     pub fn set_runs(&self, a: ActorRef<RunsMsg>) {
-        write(&self.runs, a);
+        self.runs.set(a);
     }
 
     pub fn set_registry(&self, a: ActorRef<RegistryMsg>) {
@@ -131,6 +135,16 @@ impl DaemonCtx {
             writer: self.writer.clone(),
             keychain: self.keychain.clone(),
             auth: self.auth.clone(),
+        }
+    }
+
+    /// What the board works with.
+    pub fn board_context(&self) -> BoardContext {
+        BoardContext {
+            store: self.store.clone(),
+            writer: self.writer.clone(),
+            agents: self.agents_context(),
+            runs: self.runs.clone(),
         }
     }
 

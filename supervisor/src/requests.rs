@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bosun_actors::agents::registry::{self as agents, AgentsMsg};
 use bosun_actors::agents::{builtin, launch};
 use bosun_actors::auth::signin;
+use bosun_actors::board::{BoardMsg, BoardRequest};
 use bosun_actors::mcp::registry::{self, RegistryMsg};
 use bosun_actors::mcp::{adopt, look};
 use bosun_actors::runs::follow::blocking;
@@ -52,6 +53,32 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
         Request::AgentRun { agent, prompt } => {
             let spec = launch::prepare(&ctx.agents_context(), &agent, &prompt).await?;
             start(ctx, spec).await
+        }
+        Request::Board => board(ctx, BoardRequest::Show).await,
+        Request::ColumnAdd(p) => board(ctx, BoardRequest::AddColumn(p)).await,
+        Request::ColumnSet(p) => board(ctx, BoardRequest::SetColumn(p)).await,
+        Request::CardAdd(p) => board(ctx, BoardRequest::AddCard(p)).await,
+        Request::CardEdit(p) => board(ctx, BoardRequest::EditCard(p)).await,
+        Request::CardShow { card } => board(ctx, BoardRequest::ShowCard(card)).await,
+        Request::BoardLimit { limit } => board(ctx, BoardRequest::SetLimit(limit)).await,
+        Request::NoteList => board(ctx, BoardRequest::Notes).await,
+        Request::NoteShow { path } => board(ctx, BoardRequest::Note(path)).await,
+        Request::NoteWrite {
+            path,
+            text,
+            base_version,
+            force,
+        } => {
+            board(
+                ctx,
+                BoardRequest::WriteNote {
+                    path,
+                    text,
+                    base_version,
+                    force,
+                },
+            )
+            .await
         }
         Request::AgentTools { agent, ask } => {
             builtin::tools(&ctx.agents_context(), ctx.agents.get(), &agent, ask)
@@ -207,6 +234,13 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             WireError::internal("this request is handled by the session"),
         ),
     }
+}
+
+/// Asks the Board actor (every change to the board and the notes goes through it).
+async fn board(ctx: &Arc<DaemonCtx>, req: BoardRequest) -> Result<Response, WireError> {
+    let board = ctx.board.get().ok_or_else(starting_up)?;
+    ractor::call!(board, |reply| BoardMsg::Request { req, reply })
+        .map_err(|e| WireError::internal(format!("the board did not answer: {e}")))?
 }
 
 async fn start(ctx: &Arc<DaemonCtx>, spec: RunSpec) -> Result<Response, WireError> {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bosun_actors::agents::registry::Agents;
 use bosun_actors::auth::Auth;
+use bosun_actors::board::Board;
 use bosun_actors::events::Events;
 use bosun_actors::mcp::registry::Registry;
 use bosun_actors::runs::{Runs, RunsMsg};
@@ -35,6 +36,7 @@ enum Child {
     Registry,
     Agents,
     Auth,
+    Board,
     Listener,
 }
 
@@ -70,6 +72,7 @@ impl Actor for Root {
             Child::Registry,
             Child::Agents,
             Child::Auth,
+            Child::Board,
             Child::Listener,
         ] {
             state.start(&myself, child).await?;
@@ -166,6 +169,12 @@ impl RootState {
                 let ctx = self.ctx.auth.clone();
                 let (a, _) = Actor::spawn_linked(None, Auth, ctx, myself.get_cell()).await?;
                 self.ctx.auth.auth.set(a.clone());
+                a.get_cell()
+            }
+            Child::Board => {
+                let ctx = self.ctx.board_context();
+                let (a, _) = Actor::spawn_linked(None, Board, ctx, myself.get_cell()).await?;
+                self.ctx.board.set(a.clone());
                 a.get_cell()
             }
             Child::Listener => {

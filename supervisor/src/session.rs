@@ -493,7 +493,17 @@ impl SessionState {
             | Request::AgentSet { .. }
             | Request::AgentShow { .. }
             | Request::AgentList
-            | Request::AgentRemove { .. }) => requests::answer(&self.ctx, other).await,
+            | Request::AgentRemove { .. }
+            | Request::Board
+            | Request::ColumnAdd(_)
+            | Request::ColumnSet(_)
+            | Request::CardAdd(_)
+            | Request::CardEdit(_)
+            | Request::CardShow { .. }
+            | Request::BoardLimit { .. }
+            | Request::NoteList
+            | Request::NoteShow { .. }
+            | Request::NoteWrite { .. }) => requests::answer(&self.ctx, other).await,
         };
         let result = match result {
             Ok(r) => ResponseResult::Ok(r),

@@ -59,6 +59,23 @@ pub struct Client {
 impl Client {
     /// Connects to the daemon of `dirs`, starting it if `autostart` and it is not running.
     pub async fn connect(dirs: &StateDir, autostart: bool) -> Result<Self, ClientError> {
+        // A daemon that dies (a crash, a SIGKILL) between our connect and its welcome breaks
+        // the hello; nothing was asked yet, so connecting again (and starting the next daemon)
+        // is safe.
+        let mut tries = 0;
+        loop {
+            match Self::connect_once(dirs, autostart).await {
+                Ok(client) => return Ok(client),
+                Err(ClientError::Connection(_)) if tries < 3 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100 * tries)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn connect_once(dirs: &StateDir, autostart: bool) -> Result<Self, ClientError> {
         let stream = match socket::connect(&dirs.socket()).await {
             Ok(s) => s,
             Err(e) if daemon::is_not_running(&e) => {

@@ -13,10 +13,10 @@
 //! Lines are parsed as whole JSON objects and dispatched on `type`; anything else (a CLI's
 //! noise, a line bosun does not know) is left alone.
 
-use bosun_shared::AgentId;
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::full_tool_name;
 use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView};
+use bosun_shared::{AgentId, CardId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -39,6 +39,9 @@ pub struct AgentRun {
     /// The servers given whose sign-in Claude Code holds itself, not bosun.
     #[serde(default)]
     pub claude_signs_in: Vec<String>,
+    /// The card (and its move) the board started this run for.
+    #[serde(default)]
+    pub card: Option<(CardId, u64)>,
     /// The tools the CLI reported it had (Claude Code's init line).
     pub tools: Vec<String>,
     pub calls: Vec<ToolCall>,
@@ -82,6 +85,7 @@ impl AgentRun {
             cli: self.cli,
             servers: self.servers.clone(),
             claude_signs_in: self.claude_signs_in.clone(),
+            card: self.card.map(|(c, _)| c),
             tools: self.tools.clone(),
             calls: self
                 .calls

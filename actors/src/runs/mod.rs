@@ -22,7 +22,7 @@ use bosun_shared::protocol::runner::{LaunchPlan, PlanFile, StopLadder, StopOrder
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
-use bosun_shared::{RunId, RunToken, Timestamp};
+use bosun_shared::{CardId, RunId, RunToken, Timestamp};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tracing::{error, info, warn};
 
@@ -114,6 +114,9 @@ pub struct RunsState {
     budgets: HashMap<RunId, RestartBudget>,
     shutting_down: bool,
     shutdown_waiters: Vec<RpcReplyPort<()>>,
+    /// The run made for each move of a board card: a second ask for the same move gets that
+    /// run, so a card is never started twice for one move (whatever crashed in between).
+    by_card: HashMap<(CardId, u64), RunId>,
 }
 
 impl Actor for Runs {
@@ -135,6 +138,7 @@ impl Actor for Runs {
             budgets: HashMap::new(),
             shutting_down: false,
             shutdown_waiters: Vec::new(),
+            by_card: HashMap::new(),
         })
     }
 
@@ -149,6 +153,9 @@ impl Actor for Runs {
         let records = tokio::task::spawn_blocking(move || store.runs()).await??;
         let mut recovering = 0;
         for rec in records {
+            if let Some(card) = rec.agent.as_ref().and_then(|a| a.card) {
+                state.by_card.insert(card, rec.id);
+            }
             if rec.state.is_final() {
                 state.ctx.delete_secret_files(&rec);
                 continue;
@@ -191,8 +198,23 @@ impl Actor for Runs {
                     )));
                     return Ok(());
                 }
+                let card = spec.agent.as_ref().and_then(|a| a.card);
+                if let Some(made) = card.and_then(|c| state.by_card.get(&c).copied()) {
+                    let store = state.ctx.store.clone();
+                    let found = tokio::task::spawn_blocking(move || store.run(made)).await?;
+                    let _ = reply.send(match found {
+                        Ok(Some(rec)) => Ok(rec.view(0)),
+                        Ok(None) | Err(_) => Err(WireError::internal(format!(
+                            "this card's move already has run {made}, which could not be read"
+                        ))),
+                    });
+                    return Ok(());
+                }
                 match state.prepare(*spec) {
                     Ok((rec, plan)) => {
+                        if let Some(c) = card {
+                            state.by_card.insert(c, rec.id);
+                        }
                         let launch = Launch::Fresh {
                             plan: Box::new(plan),
                             reply: Some(reply),

@@ -16,6 +16,8 @@ use bosun_shared::run::Stream;
 use bosun_shared::{RunId, ServerId, Timestamp};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
+use crate::board::record::{self as board_record, BoardMeta, CardRecord, ColumnRecord, NoteRecord};
+
 pub use record::{ProcessInfo, RunRecord};
 
 use crate::agents::record::AgentRecord;
@@ -30,6 +32,12 @@ pub(crate) const RUNS: TableDefinition<&str, &[u8]> = TableDefinition::new("runs
 pub(crate) const SERVERS: TableDefinition<&str, &[u8]> = TableDefinition::new("servers");
 pub(crate) const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("agents");
 pub(crate) const OAUTH: TableDefinition<&str, &[u8]> = TableDefinition::new("oauth");
+/// The board as stored: its settings (none before its first start), columns and cards.
+pub type StoredBoard = (Option<BoardMeta>, Vec<ColumnRecord>, Vec<CardRecord>);
+
+pub(crate) const COLUMNS: TableDefinition<&str, &[u8]> = TableDefinition::new("columns");
+pub(crate) const CARDS: TableDefinition<&str, &[u8]> = TableDefinition::new("cards");
+pub(crate) const NOTES: TableDefinition<&str, &[u8]> = TableDefinition::new("notes");
 
 /// What can go wrong with the store.
 #[derive(Debug, thiserror::Error)]
@@ -123,6 +131,9 @@ impl Store {
             txn.open_table(SERVERS)?;
             txn.open_table(AGENTS)?;
             txn.open_table(OAUTH)?;
+            txn.open_table(COLUMNS)?;
+            txn.open_table(CARDS)?;
+            txn.open_table(NOTES)?;
         }
         txn.commit()?;
         Ok(Self {
@@ -263,6 +274,47 @@ impl Store {
         table
             .get(key.as_str())?
             .map(|v| SignInRecord::decode(v.value()))
+            .transpose()
+    }
+
+    /// The board: its settings (none before the first start), columns and cards.
+    pub fn board(&self) -> Result<StoredBoard, StoreError> {
+        let txn = self.db.begin_read()?;
+        let meta = txn
+            .open_table(META)?
+            .get("board")?
+            .map(|v| board_record::decode("board", v.value()))
+            .transpose()?;
+        let mut columns = Vec::new();
+        for entry in txn.open_table(COLUMNS)?.iter()? {
+            let (_, v) = entry?;
+            columns.push(board_record::decode::<ColumnRecord>("column", v.value())?);
+        }
+        let mut cards = Vec::new();
+        for entry in txn.open_table(CARDS)?.iter()? {
+            let (_, v) = entry?;
+            cards.push(board_record::decode::<CardRecord>("card", v.value())?);
+        }
+        Ok((meta, columns, cards))
+    }
+
+    /// Every memory note, in path order.
+    pub fn notes(&self) -> Result<Vec<NoteRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let mut out = Vec::new();
+        for entry in txn.open_table(NOTES)?.iter()? {
+            let (_, v) = entry?;
+            out.push(board_record::decode::<NoteRecord>("note", v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// One memory note.
+    pub fn note(&self, path: &str) -> Result<Option<NoteRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        txn.open_table(NOTES)?
+            .get(path)?
+            .map(|v| board_record::decode("note", v.value()))
             .transpose()
     }
 

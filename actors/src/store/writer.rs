@@ -23,9 +23,13 @@ use redb::Durability;
 use tokio::sync::oneshot;
 
 use super::logfile::LogFile;
-use super::{AGENTS, LogChunk, OAUTH, RUNS, RunRecord, SERVERS, Store, StoreError};
+use super::{
+    AGENTS, CARDS, COLUMNS, LogChunk, META, NOTES, OAUTH, RUNS, RunRecord, SERVERS, Store,
+    StoreError,
+};
 use crate::agents::record::AgentRecord;
 use crate::auth::record::SignInRecord;
+use crate::board::record::{BoardChange, encode};
 use crate::mcp::record::ServerRecord;
 
 /// The most jobs in one commit.
@@ -39,13 +43,18 @@ pub const SYNC_EVERY: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub enum WriteOp {
     PutRun(Box<RunRecord>),
-    AppendLog { run: RunId, chunk: Arc<LogChunk> },
+    AppendLog {
+        run: RunId,
+        chunk: Arc<LogChunk>,
+    },
     PutServer(Box<ServerRecord>),
     DeleteServer(ServerId),
     PutAgent(Box<AgentRecord>),
     DeleteAgent(AgentId),
     PutSignIn(Box<SignInRecord>),
     DeleteSignIn(ServerId),
+    /// Changes to the board and the notes, committed together.
+    Board(Vec<BoardChange>),
 }
 
 impl WriteOp {
@@ -58,6 +67,7 @@ impl WriteOp {
             | WriteOp::DeleteAgent(_)
             | WriteOp::PutSignIn(_)
             | WriteOp::DeleteSignIn(_) => 512,
+            WriteOp::Board(changes) => 512 * changes.len(),
             WriteOp::AppendLog { chunk, .. } => chunk.data.len(),
         }
     }
@@ -128,6 +138,11 @@ impl StoreWriter {
     /// Deletes a server's record durably.
     pub async fn delete_server(&self, id: ServerId) -> Result<(), StoreError> {
         self.durably(WriteOp::DeleteServer(id)).await
+    }
+
+    /// Commits changes to the board and the notes together, durably.
+    pub async fn board(&self, changes: Vec<BoardChange>) -> Result<(), StoreError> {
+        self.durably(WriteOp::Board(changes)).await
     }
 
     /// Writes an agent's record durably.
@@ -218,7 +233,8 @@ impl Writer {
                 | WriteOp::PutAgent(_)
                 | WriteOp::DeleteAgent(_)
                 | WriteOp::PutSignIn(_)
-                | WriteOp::DeleteSignIn(_) => {
+                | WriteOp::DeleteSignIn(_)
+                | WriteOp::Board(_) => {
                     records.push(&job.op);
                 }
             }
@@ -263,7 +279,8 @@ impl Writer {
                 | WriteOp::PutAgent(_)
                 | WriteOp::DeleteAgent(_)
                 | WriteOp::PutSignIn(_)
-                | WriteOp::DeleteSignIn(_) => match &commit {
+                | WriteOp::DeleteSignIn(_)
+                | WriteOp::Board(_) => match &commit {
                     Ok(()) => Ok(()),
                     Err(e) => Err(StoreError::CommitFailed(e.to_string())),
                 },
@@ -295,6 +312,10 @@ impl Writer {
             let mut servers = txn.open_table(SERVERS)?;
             let mut agents = txn.open_table(AGENTS)?;
             let mut oauth = txn.open_table(OAUTH)?;
+            let mut meta = txn.open_table(META)?;
+            let mut columns = txn.open_table(COLUMNS)?;
+            let mut cards = txn.open_table(CARDS)?;
+            let mut notes = txn.open_table(NOTES)?;
             for op in ops {
                 match op {
                     WriteOp::PutRun(rec) => {
@@ -324,6 +345,29 @@ impl Writer {
                     WriteOp::DeleteSignIn(id) => {
                         let key = id.to_string();
                         oauth.remove(key.as_str())?;
+                    }
+                    WriteOp::Board(changes) => {
+                        for change in changes {
+                            match change {
+                                BoardChange::Meta(m) => {
+                                    meta.insert("board", encode(m).as_slice())?;
+                                }
+                                BoardChange::Column(c) => {
+                                    let key = c.id.to_string();
+                                    columns.insert(key.as_str(), encode(c).as_slice())?;
+                                }
+                                BoardChange::Card(c) => {
+                                    let key = c.id.to_string();
+                                    cards.insert(key.as_str(), encode(c.as_ref()).as_slice())?;
+                                }
+                                BoardChange::Note(n) => {
+                                    notes.insert(n.path.as_str(), encode(n).as_slice())?;
+                                }
+                                BoardChange::DeleteNote(path) => {
+                                    notes.remove(path.as_str())?;
+                                }
+                            }
+                        }
                     }
                     WriteOp::AppendLog { .. } => {}
                 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::mcp::{LineView, SecretLine};
 use crate::agents::{CliKind, WebFetch};
 use crate::mcp::Risk;
-use crate::{AgentId, RunId, ServerId, Timestamp};
+use crate::{AgentId, CardId, RunId, ServerId, Timestamp};
 
 /// A new agent.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -166,6 +166,9 @@ pub struct AgentRunView {
     /// The servers whose sign-in Claude Code holds itself, not bosun.
     #[serde(default)]
     pub claude_signs_in: Vec<String>,
+    /// The board's card this run was started for.
+    #[serde(default)]
+    pub card: Option<CardId>,
     /// The tools the CLI reported it had.
     pub tools: Vec<String>,
     pub calls: Vec<ToolCallView>,

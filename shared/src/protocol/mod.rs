@@ -7,6 +7,7 @@
 //! [`crate::run`]: they are what crosses the socket, and they change only with the version.
 
 pub mod agents;
+pub mod board;
 pub mod bytes;
 pub mod error;
 pub mod fast;

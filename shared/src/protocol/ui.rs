@@ -9,6 +9,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::agents::{AgentParams, AgentRunView, AgentView, BuiltinToolsView, EditAgentParams};
+use super::board::{
+    AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
+    NoteView, SetColumnParams,
+};
 use super::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportScan,
     InspectView, ServerView, ToolListing,
@@ -156,6 +160,34 @@ pub enum Request {
         agent: String,
         ask: bool,
     },
+    /// The board: its columns, its cards, the limit on card runs.
+    Board,
+    ColumnAdd(AddColumnParams),
+    ColumnSet(SetColumnParams),
+    CardAdd(AddCardParams),
+    CardEdit(EditCardParams),
+    CardShow {
+        card: String,
+    },
+    /// The most card runs going at once (1–64).
+    BoardLimit {
+        limit: u32,
+    },
+    NoteList,
+    NoteShow {
+        path: String,
+    },
+    /// Writes a note. `base_version`: the version the text was based on; the write fails when
+    /// the note has moved on since (absent: the note must not exist yet, or is overwritten
+    /// when `force`).
+    NoteWrite {
+        path: String,
+        text: String,
+        #[serde(default)]
+        base_version: Option<u64>,
+        #[serde(default)]
+        force: bool,
+    },
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -226,6 +258,13 @@ pub enum Response {
     Agents {
         agents: Vec<AgentView>,
     },
+    Board(Box<BoardView>),
+    Column(ColumnView),
+    Card(Box<CardView>),
+    Notes {
+        notes: Vec<NoteSummary>,
+    },
+    Note(NoteView),
     BuiltinTools(Box<BuiltinToolsView>),
 }
 

@@ -2,6 +2,7 @@
 //! or, with `--json`, for programs.
 
 mod agents;
+mod board;
 mod logs;
 mod mcp;
 mod output;
@@ -49,6 +50,11 @@ enum Command {
     /// tools each may use
     #[command(subcommand)]
     Agent(agents::AgentCommand),
+    /// The board: columns (Auto columns start their cards' agents), cards, holds
+    Board(board::BoardArgs),
+    /// Memory notes (path → text, with a version)
+    #[command(subcommand)]
+    Note(board::NoteCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -77,6 +83,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Daemon(DaemonCommand::Stop { json }) => runs::daemon_stop(&dirs, json).await,
         Command::Mcp(c) => mcp::run(&dirs, c).await,
         Command::Agent(c) => agents::run(&dirs, c).await,
+        Command::Board(a) => board::board(&dirs, a).await,
+        Command::Note(c) => board::note(&dirs, c).await,
     }
 }
 

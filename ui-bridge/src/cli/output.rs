@@ -50,7 +50,7 @@ fn command_line(run: &RunView) -> String {
         .join(" ")
 }
 
-fn age(t: Timestamp) -> String {
+pub fn age(t: Timestamp) -> String {
     let secs = Timestamp::now().since(t).as_secs();
     format_duration(Duration::from_secs(secs)) + " ago"
 }

@@ -1,0 +1,947 @@
+//! The board: columns (Auto or Manual), cards, the automation that starts a card's agent, and
+//! memory notes. One actor, Board, owns every change to them, so two changes never race; each
+//! step is committed durably before anyone hears of it.
+//!
+//! The automation: a card in an Auto column, with an assignee, not on hold, whose current move
+//! has no run yet, gets a run of its agent — oldest move first, while fewer than the board's
+//! limit of card runs are going. The move is marked (`started_for`) before the run is asked
+//! for, and the run carries the card and the move; Runs keeps one run per move, so a run asked
+//! again after any crash is the same run, never a second one.
+
+pub mod record;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use bosun_shared::protocol::board::{
+    AddCardParams, AddColumnParams, BoardView, CardView, EditCardParams, NoteSummary,
+    SetColumnParams,
+};
+use bosun_shared::protocol::ui::Response;
+use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_shared::run::{Outcome, RunState};
+use bosun_shared::{AgentId, CardId, ColumnId, RunId, Timestamp};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tracing::{info, warn};
+
+use crate::agents::launch;
+use crate::agents::registry::AgentsContext;
+use crate::handle::ActorHandle;
+use crate::offload::{blocking, store_error};
+use crate::runs::RunsMsg;
+use crate::store::Store;
+use crate::store::writer::StoreWriter;
+use record::{BoardChange, BoardMeta, CardRecord, CardRun, ColumnRecord, Hold, NoteRecord};
+
+/// How often the automation looks for work and for runs that ended.
+const TICK: Duration = Duration::from_millis(500);
+/// The most card runs at once the limit may be set to.
+const MAX_LIMIT: u32 = 64;
+const MAX_NAME: usize = 40;
+const MAX_TITLE: usize = 200;
+const MAX_TEXT: usize = 64 * 1024;
+const MAX_NOTE: usize = 1024 * 1024;
+const MAX_PATH: usize = 200;
+
+/// The columns a new board starts with: (name, auto).
+const FIRST_COLUMNS: [(&str, bool); 6] = [
+    ("Backlog", false),
+    ("To do", true),
+    ("In progress", true),
+    ("Testing", true),
+    ("Review", false),
+    ("Done", false),
+];
+
+#[derive(Clone)]
+pub struct BoardContext {
+    pub store: Store,
+    pub writer: StoreWriter,
+    pub agents: AgentsContext,
+    pub runs: ActorHandle<RunsMsg>,
+}
+
+pub type BoardHandle = ActorHandle<BoardMsg>;
+
+pub enum BoardRequest {
+    Show,
+    AddColumn(AddColumnParams),
+    SetColumn(SetColumnParams),
+    AddCard(AddCardParams),
+    EditCard(EditCardParams),
+    ShowCard(String),
+    SetLimit(u32),
+    Notes,
+    Note(String),
+    WriteNote {
+        path: String,
+        text: String,
+        base_version: Option<u64>,
+        force: bool,
+    },
+}
+
+pub enum BoardMsg {
+    Request {
+        req: BoardRequest,
+        reply: RpcReplyPort<Result<Response, WireError>>,
+    },
+    /// Time to look for work.
+    Tick,
+    /// A card's run was asked for; this is how it went.
+    Started {
+        card: CardId,
+        moved: u64,
+        result: Result<RunId, WireError>,
+    },
+}
+
+pub struct Board;
+
+/// What the store says of a card's run.
+struct RunNow {
+    words: String,
+    over: bool,
+    /// Its runner was never recorded, so its program never started.
+    never_ran: bool,
+    /// Lost before its program was reported started: it may or may not have begun.
+    maybe_ran: bool,
+    why: String,
+}
+
+pub struct BoardState {
+    ctx: BoardContext,
+    meta: BoardMeta,
+    columns: Vec<ColumnRecord>,
+    cards: HashMap<CardId, CardRecord>,
+    /// Cards whose run is being asked for.
+    starting: HashSet<CardId>,
+    /// Runs known to be over (not read again).
+    over: HashSet<RunId>,
+}
+
+impl Actor for Board {
+    type Msg = BoardMsg;
+    type State = BoardState;
+    type Arguments = BoardContext;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<BoardMsg>,
+        ctx: BoardContext,
+    ) -> Result<BoardState, ActorProcessingErr> {
+        let store = ctx.store.clone();
+        let (meta, mut columns, cards) =
+            tokio::task::spawn_blocking(move || store.board()).await??;
+        let meta = match meta {
+            Some(m) => m,
+            None => {
+                // A new board: its first columns.
+                let meta = BoardMeta::default();
+                let now = Timestamp::now();
+                columns = FIRST_COLUMNS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, auto))| ColumnRecord {
+                        id: ColumnId::new(),
+                        name: (*name).to_string(),
+                        auto: *auto,
+                        position: i as u32,
+                        created_at: now,
+                    })
+                    .collect();
+                let mut changes: Vec<BoardChange> =
+                    columns.iter().cloned().map(BoardChange::Column).collect();
+                changes.push(BoardChange::Meta(meta.clone()));
+                ctx.writer.board(changes).await?;
+                meta
+            }
+        };
+        columns.sort_by_key(|c| c.position);
+        Ok(BoardState {
+            ctx,
+            meta,
+            columns,
+            cards: cards.into_iter().map(|c| (c.id, c)).collect(),
+            starting: HashSet::new(),
+            over: HashSet::new(),
+        })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<BoardMsg>,
+        _state: &mut BoardState,
+    ) -> Result<(), ActorProcessingErr> {
+        // A move marked started whose run is not recorded on the card is asked again: Runs
+        // answers with the run it made for that move, or makes it if the crash came first.
+        myself.send_interval(TICK, || BoardMsg::Tick);
+        let _ = myself.cast(BoardMsg::Tick);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<BoardMsg>,
+        msg: BoardMsg,
+        state: &mut BoardState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            BoardMsg::Request { req, reply } => {
+                let answer = state.request(req).await;
+                let changed = answer.is_ok();
+                let _ = reply.send(answer);
+                if changed {
+                    state.automate(&myself).await?;
+                }
+            }
+            BoardMsg::Tick => state.automate(&myself).await?,
+            BoardMsg::Started {
+                card,
+                moved,
+                result,
+            } => {
+                state.starting.remove(&card);
+                state.started(card, moved, result).await?;
+                state.automate(&myself).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn bad(m: impl Into<String>) -> WireError {
+    WireError::bad_request(m)
+}
+
+/// A column's name: 1–40 characters, no control characters.
+fn check_column_name(name: &str) -> Result<String, WireError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
+        return Err(bad(format!(
+            "a column's name is 1 to {MAX_NAME} characters with no control characters; `{}` is not",
+            name.escape_debug()
+        )));
+    }
+    Ok(name.to_string())
+}
+
+fn check_title(title: &str) -> Result<String, WireError> {
+    let title = title.trim();
+    if title.is_empty() || title.chars().count() > MAX_TITLE || title.chars().any(char::is_control)
+    {
+        return Err(bad(format!(
+            "a card's title is 1 to {MAX_TITLE} characters on one line; give it a short title and put the rest in its description"
+        )));
+    }
+    Ok(title.to_string())
+}
+
+fn check_text(what: &str, text: &str) -> Result<(), WireError> {
+    if text.len() > MAX_TEXT || text.contains('\0') {
+        return Err(bad(format!(
+            "the card's {what} is over 64 KiB or has a NUL byte; shorten it"
+        )));
+    }
+    Ok(())
+}
+
+/// A note's path: segments of letters, digits, `.`, `_` and `-`, joined by `/`; no `.` or `..`
+/// segment, no leading `/`, at most 200 characters.
+pub fn check_note_path(path: &str) -> Result<(), WireError> {
+    let ok = !path.is_empty()
+        && path.len() <= MAX_PATH
+        && path.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg != "."
+                && seg != ".."
+                && seg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(format!(
+            "`{}` is not a note's path: use names of letters, digits, `.`, `_` and `-` joined by `/`, such as `decisions/api.md` (at most {MAX_PATH} characters, no `..`)",
+            path.escape_debug()
+        )))
+    }
+}
+
+impl BoardState {
+    fn column(&self, key: &str) -> Result<&ColumnRecord, WireError> {
+        let lower = key.trim().to_lowercase();
+        self.columns
+            .iter()
+            .find(|c| c.name.to_lowercase() == lower || c.id.to_string() == lower)
+            .ok_or_else(|| {
+                WireError::not_found(format!(
+                    "there is no column `{}`; the columns are: {}",
+                    key.trim(),
+                    self.columns
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    fn column_name(&self, id: ColumnId) -> String {
+        self.columns
+            .iter()
+            .find(|c| c.id == id)
+            .map_or_else(|| id.short(), |c| c.name.clone())
+    }
+
+    fn is_auto(&self, id: ColumnId) -> bool {
+        self.columns.iter().any(|c| c.id == id && c.auto)
+    }
+
+    fn card_id(&self, key: &str) -> Result<CardId, WireError> {
+        let lower = key.trim().to_ascii_lowercase();
+        let found: Vec<CardId> = self
+            .cards
+            .keys()
+            .filter(|id| id.to_string().starts_with(&lower))
+            .copied()
+            .collect();
+        match found.as_slice() {
+            [one] if lower.len() >= 4 => Ok(*one),
+            [] | [_] => Err(WireError::not_found(format!(
+                "there is no card `{}`; `bosun board` shows the cards with their ids",
+                key.trim()
+            ))),
+            [_, _, ..] => Err(WireError::new(
+                ErrorCode::Ambiguous,
+                format!(
+                    "`{}` is the start of {} cards' ids; give more of it",
+                    key.trim(),
+                    found.len()
+                ),
+            )),
+        }
+    }
+
+    async fn agent(&self, key: &str) -> Result<(AgentId, String), WireError> {
+        let rec = crate::agents::registry::find(&self.ctx.store, key).await?;
+        Ok((rec.id, rec.name))
+    }
+
+    async fn agent_names(&self) -> Result<HashMap<AgentId, String>, WireError> {
+        let store = self.ctx.store.clone();
+        Ok(blocking(move || store.agents())
+            .await?
+            .map_err(store_error)?
+            .into_iter()
+            .map(|a| (a.id, a.name))
+            .collect())
+    }
+
+    /// The state of each card's latest run, and whether it is over.
+    /// With `live_only`, runs already known to be over are not read again.
+    async fn run_states(&self, live_only: bool) -> HashMap<RunId, RunNow> {
+        let ids: Vec<RunId> = self
+            .cards
+            .values()
+            .filter_map(|c| c.runs.last().map(|r| r.run))
+            .filter(|r| !(live_only && self.over.contains(r)))
+            .collect();
+        let store = self.ctx.store.clone();
+        blocking(move || {
+            ids.into_iter()
+                .filter_map(|id| {
+                    store.run(id).ok().flatten().map(|r| {
+                        let now = RunNow {
+                            words: r.state.to_string(),
+                            over: r.state.is_final(),
+                            never_ran: r.runner.is_none()
+                                && r.state == RunState::Exited(Outcome::Lost),
+                            maybe_ran: r.runner.is_some()
+                                && r.process.is_none()
+                                && r.state == RunState::Exited(Outcome::Lost),
+                            why: r.exit.map(|e| e.reason).unwrap_or_default(),
+                        };
+                        (id, now)
+                    })
+                })
+                .collect()
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    fn card_view(
+        &self,
+        c: &CardRecord,
+        names: &HashMap<AgentId, String>,
+        states: &HashMap<RunId, RunNow>,
+        whole: bool,
+    ) -> CardView {
+        let run = c.runs.last().map(|r| r.run);
+        let run_state = if self.starting.contains(&c.id) {
+            Some("starting".to_string())
+        } else {
+            run.and_then(|r| states.get(&r).map(|s| s.words.clone()))
+        };
+        let activity = if whole {
+            c.activity.iter().map(|a| a.view()).collect()
+        } else {
+            c.activity.last().map(|a| a.view()).into_iter().collect()
+        };
+        CardView {
+            id: c.id,
+            short_id: c.id.short(),
+            title: c.title.clone(),
+            description: c.description.clone(),
+            acceptance: c.acceptance.clone(),
+            assignee: c.assignee.map(|a| {
+                names
+                    .get(&a)
+                    .cloned()
+                    .unwrap_or_else(|| format!("{} (removed)", a.short()))
+            }),
+            assignee_id: c.assignee,
+            column: self.column_name(c.column),
+            column_id: c.column,
+            hold: c.hold.as_ref().map(Hold::view),
+            run,
+            run_state,
+            runs: c.runs.len() as u32,
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+            activity,
+        }
+    }
+
+    async fn board_view(&self) -> Result<BoardView, WireError> {
+        let names = self.agent_names().await?;
+        let states = self.run_states(false).await;
+        let position = |id: ColumnId| {
+            self.columns
+                .iter()
+                .find(|c| c.id == id)
+                .map_or(u32::MAX, |c| c.position)
+        };
+        let mut cards: Vec<&CardRecord> = self.cards.values().collect();
+        cards.sort_by_key(|c| (position(c.column), c.moved_at, c.id));
+        let running = self
+            .cards
+            .values()
+            .filter(|c| self.in_progress(c, &states))
+            .count() as u32;
+        Ok(BoardView {
+            columns: self.columns.iter().map(ColumnRecord::view).collect(),
+            cards: cards
+                .into_iter()
+                .map(|c| self.card_view(c, &names, &states, false))
+                .collect(),
+            limit: self.meta.limit,
+            running,
+        })
+    }
+
+    /// Whether a run of the card is being started or going.
+    fn in_progress(&self, c: &CardRecord, states: &HashMap<RunId, RunNow>) -> bool {
+        self.starting.contains(&c.id)
+            || c.runs.last().is_some_and(|r| {
+                !self.over.contains(&r.run) && states.get(&r.run).is_none_or(|s| !s.over)
+            })
+    }
+
+    async fn card_answer(&self, id: CardId) -> Result<Response, WireError> {
+        let names = self.agent_names().await?;
+        let states = self.run_states(false).await;
+        let c = self
+            .cards
+            .get(&id)
+            .ok_or_else(|| WireError::internal("the card went away"))?;
+        Ok(Response::Card(Box::new(
+            self.card_view(c, &names, &states, true),
+        )))
+    }
+
+    async fn save(&self, changes: Vec<BoardChange>) -> Result<(), WireError> {
+        self.ctx.writer.board(changes).await.map_err(store_error)
+    }
+
+    async fn request(&mut self, req: BoardRequest) -> Result<Response, WireError> {
+        match req {
+            BoardRequest::Show => Ok(Response::Board(Box::new(self.board_view().await?))),
+            BoardRequest::AddColumn(p) => self.add_column(p).await,
+            BoardRequest::SetColumn(p) => self.set_column(p).await,
+            BoardRequest::AddCard(p) => self.add_card(p).await,
+            BoardRequest::EditCard(p) => self.edit_card(p).await,
+            BoardRequest::ShowCard(key) => {
+                let id = self.card_id(&key)?;
+                self.card_answer(id).await
+            }
+            BoardRequest::SetLimit(limit) => {
+                if limit == 0 || limit > MAX_LIMIT {
+                    return Err(bad(format!(
+                        "the limit on card runs at once is 1 to {MAX_LIMIT}; {limit} is not"
+                    )));
+                }
+                let meta = BoardMeta { limit };
+                self.save(vec![BoardChange::Meta(meta.clone())]).await?;
+                self.meta = meta;
+                Ok(Response::Board(Box::new(self.board_view().await?)))
+            }
+            BoardRequest::Notes => {
+                let store = self.ctx.store.clone();
+                let notes = blocking(move || store.notes())
+                    .await?
+                    .map_err(store_error)?;
+                Ok(Response::Notes {
+                    notes: notes
+                        .into_iter()
+                        .map(|n| NoteSummary {
+                            bytes: n.text.len() as u64,
+                            path: n.path,
+                            version: n.version,
+                            updated_at: n.updated_at,
+                        })
+                        .collect(),
+                })
+            }
+            BoardRequest::Note(path) => {
+                check_note_path(&path)?;
+                self.note(&path)
+                    .await?
+                    .map(|n| Response::Note(n.view()))
+                    .ok_or_else(|| {
+                        WireError::not_found(format!(
+                            "there is no note `{path}`; `bosun note list` shows them"
+                        ))
+                    })
+            }
+            BoardRequest::WriteNote {
+                path,
+                text,
+                base_version,
+                force,
+            } => self.write_note(path, text, base_version, force).await,
+        }
+    }
+
+    async fn note(&self, path: &str) -> Result<Option<NoteRecord>, WireError> {
+        let (store, path) = (self.ctx.store.clone(), path.to_string());
+        blocking(move || store.note(&path))
+            .await?
+            .map_err(store_error)
+    }
+
+    async fn write_note(
+        &mut self,
+        path: String,
+        text: String,
+        base_version: Option<u64>,
+        force: bool,
+    ) -> Result<Response, WireError> {
+        check_note_path(&path)?;
+        if text.len() > MAX_NOTE || text.contains('\0') {
+            return Err(bad("a note is at most 1 MiB of text with no NUL byte"));
+        }
+        let current = self.note(&path).await?;
+        let version = match (&current, base_version, force) {
+            (Some(n), _, true) => n.version + 1,
+            (Some(n), Some(base), false) if base == n.version => n.version + 1,
+            (Some(n), Some(base), false) => {
+                return Err(WireError::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "the note `{path}` has changed since version {base}: it is at version {}; read it again (`bosun note show {path}`) and write your change on that",
+                        n.version
+                    ),
+                ));
+            }
+            (Some(n), None, false) => {
+                return Err(WireError::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "the note `{path}` exists (version {}); say which version your text is based on with --base-version {}, or replace it whatever it says with --force",
+                        n.version, n.version
+                    ),
+                ));
+            }
+            (None, Some(base), false) => {
+                return Err(WireError::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "the note `{path}` does not exist (any more), so it is not at version {base}; write it without --base-version to create it"
+                    ),
+                ));
+            }
+            (None, _, _) => 1,
+        };
+        let note = NoteRecord {
+            path,
+            text,
+            version,
+            updated_at: Timestamp::now(),
+        };
+        self.save(vec![BoardChange::Note(note.clone())]).await?;
+        Ok(Response::Note(note.view()))
+    }
+
+    async fn add_column(&mut self, p: AddColumnParams) -> Result<Response, WireError> {
+        let name = check_column_name(&p.name)?;
+        if self.column(&name).is_ok() {
+            return Err(WireError::new(
+                ErrorCode::Conflict,
+                format!("there is a column `{name}` already; choose another name"),
+            ));
+        }
+        let at = p
+            .position
+            .unwrap_or(u32::MAX)
+            .min(self.columns.len() as u32);
+        let mut changes = Vec::new();
+        let col = ColumnRecord {
+            id: ColumnId::new(),
+            name,
+            auto: p.auto,
+            position: at,
+            created_at: Timestamp::now(),
+        };
+        let mut columns = self.columns.clone();
+        columns.insert(at as usize, col.clone());
+        renumber(&mut columns, &mut changes);
+        changes.push(BoardChange::Column(columns[at as usize].clone()));
+        self.save(changes).await?;
+        self.columns = columns;
+        info!(column = %col.name, auto = col.auto, "column added");
+        Ok(Response::Column(self.columns[at as usize].view()))
+    }
+
+    async fn set_column(&mut self, p: SetColumnParams) -> Result<Response, WireError> {
+        let id = self.column(&p.column)?.id;
+        let mut columns = self.columns.clone();
+        let Some(index) = columns.iter().position(|c| c.id == id) else {
+            return Err(WireError::internal("the column went away"));
+        };
+        let mut col = columns.remove(index);
+        if let Some(name) = &p.name {
+            let name = check_column_name(name)?;
+            if self.column(&name).is_ok_and(|other| other.id != id) {
+                return Err(WireError::new(
+                    ErrorCode::Conflict,
+                    format!("there is a column `{name}` already; choose another name"),
+                ));
+            }
+            col.name = name;
+        }
+        if let Some(auto) = p.auto {
+            col.auto = auto;
+        }
+        let at = p
+            .position
+            .map_or(index, |pos| (pos as usize).min(columns.len()));
+        columns.insert(at, col.clone());
+        let mut changes = Vec::new();
+        renumber(&mut columns, &mut changes);
+        changes.push(BoardChange::Column(columns[at].clone()));
+        self.save(changes).await?;
+        self.columns = columns;
+        Ok(Response::Column(self.columns[at].view()))
+    }
+
+    async fn add_card(&mut self, p: AddCardParams) -> Result<Response, WireError> {
+        let title = check_title(&p.title)?;
+        check_text("description", &p.description)?;
+        check_text("acceptance criteria", &p.acceptance)?;
+        let column = match &p.column {
+            Some(c) => self.column(c)?.id,
+            None => self.columns.first().map(|c| c.id).ok_or_else(|| {
+                bad("the board has no column; add one with `bosun board column add NAME`")
+            })?,
+        };
+        let assignee = match p.assignee.as_deref().map(str::trim) {
+            Some("") | None => None,
+            Some(a) => Some(self.agent(a).await?),
+        };
+        let now = Timestamp::now();
+        let mut card = CardRecord {
+            id: CardId::new(),
+            title,
+            description: p.description,
+            acceptance: p.acceptance,
+            assignee: assignee.as_ref().map(|(id, _)| *id),
+            column,
+            hold: None,
+            activity: Vec::new(),
+            created_at: now,
+            updated_at: now,
+            moved: 1,
+            moved_at: now,
+            started_for: None,
+            runs: Vec::new(),
+            rerun_on_release: false,
+        };
+        card.log(format!(
+            "created in {}{}",
+            self.column_name(column),
+            assignee
+                .map(|(_, n)| format!(", assigned to {n}"))
+                .unwrap_or_default()
+        ));
+        self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await?;
+        let id = card.id;
+        self.cards.insert(id, card);
+        self.card_answer(id).await
+    }
+
+    async fn edit_card(&mut self, p: EditCardParams) -> Result<Response, WireError> {
+        let id = self.card_id(&p.card)?;
+        let Some(mut card) = self.cards.get(&id).cloned() else {
+            return Err(WireError::internal("the card went away"));
+        };
+        if p.hold.is_some() && p.clear_hold {
+            return Err(bad(
+                "put a card on hold or take it off hold, not both at once",
+            ));
+        }
+        if let Some(t) = &p.title {
+            let t = check_title(t)?;
+            if t != card.title {
+                card.log(format!("title: {} → {t}", card.title));
+                card.title = t;
+            }
+        }
+        if let Some(d) = p.description {
+            check_text("description", &d)?;
+            if d != card.description {
+                card.description = d;
+                card.log("description changed");
+            }
+        }
+        if let Some(a) = p.acceptance {
+            check_text("acceptance criteria", &a)?;
+            if a != card.acceptance {
+                card.acceptance = a;
+                card.log("acceptance criteria changed");
+            }
+        }
+        if let Some(a) = p.assignee.as_deref().map(str::trim) {
+            let new = match a {
+                "" => None,
+                a => Some(self.agent(a).await?),
+            };
+            if new.as_ref().map(|(id, _)| *id) != card.assignee {
+                card.assignee = new.as_ref().map(|(id, _)| *id);
+                card.log(match new {
+                    Some((_, n)) => format!("assigned to {n}"),
+                    None => "assignee taken off".to_string(),
+                });
+            }
+        }
+        if let Some(c) = &p.column {
+            let col = self.column(c)?;
+            let (to, name) = (col.id, col.name.clone());
+            if to != card.column {
+                let from = self.column_name(card.column);
+                card.column = to;
+                card.moved += 1;
+                card.moved_at = Timestamp::now();
+                card.log(format!("moved from {from} to {name}"));
+            }
+        }
+        if let Some(reason) = p.hold {
+            let reason = reason.trim().to_string();
+            if reason.is_empty() {
+                return Err(bad("say why the card is on hold"));
+            }
+            card.log(format!("put on hold: {reason}"));
+            card.hold = Some(Hold::needs_decision(reason));
+        }
+        if p.clear_hold && card.hold.take().is_some() {
+            card.log("taken off hold");
+            if std::mem::take(&mut card.rerun_on_release) {
+                card.moved += 1;
+            }
+        }
+        if let Some(c) = p.comment {
+            check_text("comment", &c)?;
+            if !c.trim().is_empty() {
+                card.log(format!("comment: {}", c.trim()));
+            }
+        }
+        self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await?;
+        self.cards.insert(id, card);
+        self.card_answer(id).await
+    }
+
+    /// Starts the runs the board owes, as far as the limit allows, and notes runs that ended.
+    async fn automate(&mut self, myself: &ActorRef<BoardMsg>) -> Result<(), ActorProcessingErr> {
+        let states = self.run_states(true).await;
+        for (run, now) in &states {
+            if now.over && self.over.insert(*run) {
+                // Said on its card once.
+                let card = self
+                    .cards
+                    .values()
+                    .find(|c| c.runs.last().is_some_and(|r| r.run == *run && !r.ended))
+                    .cloned();
+                if let Some(mut card) = card {
+                    if let Some(r) = card.runs.last_mut() {
+                        r.ended = true;
+                    }
+                    if now.never_ran {
+                        // Its program never started (bosund died first): this move is owed a
+                        // run still, under a new move so that Runs makes a new one.
+                        card.moved += 1;
+                        card.log(format!(
+                            "run {} never started ({}); starting another",
+                            run.short(),
+                            now.why
+                        ));
+                    } else if now.maybe_ran {
+                        let reason = format!(
+                            "run {} was lost before it said its program had started ({}), so it may or may not have begun; check, then take the card off hold to run it again",
+                            run.short(),
+                            now.why
+                        );
+                        card.log(format!("put on hold: {reason}"));
+                        card.hold = Some(Hold::needs_decision(reason));
+                        card.rerun_on_release = true;
+                    } else {
+                        card.log(format!("run {} {}", run.short(), now.words));
+                    }
+                    self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+                        .await?;
+                    self.cards.insert(card.id, card);
+                }
+            }
+        }
+        let mut running = self
+            .cards
+            .values()
+            .filter(|c| self.in_progress(c, &states))
+            .count() as u32;
+        let mut due: Vec<&CardRecord> = self
+            .cards
+            .values()
+            .filter(|c| {
+                self.is_auto(c.column)
+                    && c.assignee.is_some()
+                    && c.hold.is_none()
+                    && !c.runs.iter().any(|r| r.moved == c.moved)
+                    && !self.in_progress(c, &states)
+            })
+            .collect();
+        due.sort_by_key(|c| (c.moved_at, c.id));
+        let due: Vec<CardId> = due.into_iter().map(|c| c.id).collect();
+        for id in due {
+            if running >= self.meta.limit {
+                break;
+            }
+            let Some(mut card) = self.cards.get(&id).cloned() else {
+                continue;
+            };
+            let Some(agent) = card.assignee else {
+                continue;
+            };
+            if card.started_for != Some(card.moved) {
+                card.started_for = Some(card.moved);
+                self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+                    .await?;
+                self.cards.insert(id, card.clone());
+                crate::crash::point("board-after-mark");
+            }
+            self.starting.insert(id);
+            running += 1;
+            let (ctx, runs, me) = (
+                self.ctx.agents.clone(),
+                self.ctx.runs.clone(),
+                myself.clone(),
+            );
+            let (prompt, moved) = (card.prompt(), card.moved);
+            tokio::spawn(async move {
+                let result = start_card_run(&ctx, &runs, agent, &prompt, (id, moved)).await;
+                let _ = me.cast(BoardMsg::Started {
+                    card: id,
+                    moved,
+                    result,
+                });
+            });
+        }
+        Ok(())
+    }
+
+    async fn started(
+        &mut self,
+        id: CardId,
+        moved: u64,
+        result: Result<RunId, WireError>,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(mut card) = self.cards.get(&id).cloned() else {
+            return Ok(());
+        };
+        match result {
+            Ok(run) => {
+                if card.runs.iter().any(|r| r.run == run) {
+                    return Ok(());
+                }
+                card.runs.push(CardRun {
+                    run,
+                    moved,
+                    ended: false,
+                });
+                card.log(format!("run {} started", run.short()));
+            }
+            Err(e) => {
+                warn!(card = %id, error = %e.message, "a card's run could not start");
+                card.started_for = None;
+                let reason = format!(
+                    "its agent's run could not start: {}. Put that right, then take the card off hold",
+                    e.message
+                );
+                card.log(format!("put on hold: {reason}"));
+                card.hold = Some(Hold::needs_decision(reason));
+            }
+        }
+        self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await?;
+        self.cards.insert(id, card);
+        Ok(())
+    }
+}
+
+/// Numbers the columns in order, adding a change for each whose number moved.
+fn renumber(columns: &mut [ColumnRecord], changes: &mut Vec<BoardChange>) {
+    for (i, c) in columns.iter_mut().enumerate() {
+        if c.position != i as u32 {
+            c.position = i as u32;
+            changes.push(BoardChange::Column(c.clone()));
+        }
+    }
+}
+
+/// A run of the card's agent, carrying the card and its move.
+async fn start_card_run(
+    ctx: &AgentsContext,
+    runs: &ActorHandle<RunsMsg>,
+    agent: AgentId,
+    prompt: &str,
+    card: (CardId, u64),
+) -> Result<RunId, WireError> {
+    let mut spec = launch::prepare(ctx, &agent.to_string(), prompt).await?;
+    if let Some(a) = spec.agent.as_mut() {
+        a.card = Some(card);
+    }
+    let runs = runs.get().ok_or_else(|| {
+        WireError::new(
+            ErrorCode::Unavailable,
+            "bosund is starting; the board will try again",
+        )
+    })?;
+    let spec = Box::new(spec);
+    let run = ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
+        .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
+        .map(|v| v.id);
+    crate::crash::point("board-after-run-started");
+    run
+}

@@ -1,0 +1,186 @@
+//! The board as stored: columns, cards (with the moves that decide when a card's run starts),
+//! the board's settings, and memory notes with their versions.
+
+use bosun_shared::protocol::board::{ActivityView, ColumnView, HoldView, NoteView};
+use bosun_shared::{AgentId, CardId, ColumnId, RunId, Timestamp};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoreError;
+
+/// The most activity lines a card keeps (the oldest go first).
+pub const MAX_ACTIVITY: usize = 200;
+
+pub(crate) fn encode<T: Serialize>(rec: &T) -> Vec<u8> {
+    serde_json::to_vec(rec).unwrap_or_default()
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("{what} record: {e}")))
+}
+
+/// The board's settings; stored under the key `board`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoardMeta {
+    /// The most card runs at once.
+    pub limit: u32,
+}
+
+impl Default for BoardMeta {
+    fn default() -> Self {
+        Self { limit: 4 }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnRecord {
+    pub id: ColumnId,
+    pub name: String,
+    pub auto: bool,
+    pub position: u32,
+    pub created_at: Timestamp,
+}
+
+impl ColumnRecord {
+    pub fn view(&self) -> ColumnView {
+        ColumnView {
+            id: self.id,
+            name: self.name.clone(),
+            auto: self.auto,
+            position: self.position,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    /// `needs_decision`.
+    pub kind: String,
+    pub reason: String,
+}
+
+impl Hold {
+    pub fn needs_decision(reason: impl Into<String>) -> Self {
+        Self {
+            kind: "needs_decision".into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn view(&self) -> HoldView {
+        HoldView {
+            kind: self.kind.clone(),
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Activity {
+    pub at: Timestamp,
+    pub what: String,
+}
+
+impl Activity {
+    pub fn view(&self) -> ActivityView {
+        ActivityView {
+            at: self.at,
+            what: self.what.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardRecord {
+    pub id: CardId,
+    pub title: String,
+    pub description: String,
+    pub acceptance: String,
+    pub assignee: Option<AgentId>,
+    pub column: ColumnId,
+    pub hold: Option<Hold>,
+    pub activity: Vec<Activity>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// One more each time the card is put into a column (created in one, or moved): its agent
+    /// is started at most once per move.
+    pub moved: u64,
+    pub moved_at: Timestamp,
+    /// The move a run was asked for. Committed before the run is started; a run carries the
+    /// card and the move, so after a crash the board can tell whether it was made.
+    pub started_for: Option<u64>,
+    /// Its runs, oldest first.
+    pub runs: Vec<CardRun>,
+    /// Taken off hold, it gets a new run (its last one may or may not have begun).
+    #[serde(default)]
+    pub rerun_on_release: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardRun {
+    pub run: RunId,
+    /// The move it was started for.
+    pub moved: u64,
+    /// Its end is in the card's activity log.
+    #[serde(default)]
+    pub ended: bool,
+}
+
+impl CardRecord {
+    pub fn log(&mut self, what: impl Into<String>) {
+        let now = Timestamp::now();
+        self.activity.push(Activity {
+            at: now,
+            what: what.into(),
+        });
+        if self.activity.len() > MAX_ACTIVITY {
+            let extra = self.activity.len() - MAX_ACTIVITY;
+            self.activity.drain(..extra);
+        }
+        self.updated_at = now;
+    }
+
+    /// The prompt its agent's run gets.
+    pub fn prompt(&self) -> String {
+        let mut p = format!("Card {}: {}\n", self.id.short(), self.title);
+        if !self.description.trim().is_empty() {
+            p.push_str(&format!("\n{}\n", self.description.trim_end()));
+        }
+        if !self.acceptance.trim().is_empty() {
+            p.push_str(&format!(
+                "\nAcceptance criteria:\n{}\n",
+                self.acceptance.trim_end()
+            ));
+        }
+        p
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteRecord {
+    pub path: String,
+    pub text: String,
+    pub version: u64,
+    pub updated_at: Timestamp,
+}
+
+impl NoteRecord {
+    pub fn view(&self) -> NoteView {
+        NoteView {
+            path: self.path.clone(),
+            text: self.text.clone(),
+            version: self.version,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// One change to the board's tables; the changes of one step are committed together.
+#[derive(Clone, Debug)]
+pub enum BoardChange {
+    Meta(BoardMeta),
+    Column(ColumnRecord),
+    Card(Box<CardRecord>),
+    Note(NoteRecord),
+    DeleteNote(String),
+}

@@ -1,0 +1,142 @@
+//! The UI protocol's part for the board: columns (Auto or Manual), cards with their hold and
+//! activity, the limit on card runs at once, and memory notes with their versions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{AgentId, CardId, ColumnId, RunId, Timestamp};
+
+/// A new column.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AddColumnParams {
+    pub name: String,
+    /// Auto: its assigned cards are picked up by their agent without being asked.
+    pub auto: bool,
+    /// Where it goes (0 = first); at the end when absent.
+    #[serde(default)]
+    pub position: Option<u32>,
+}
+
+/// Changes to a column; what is absent stays.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SetColumnParams {
+    pub column: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub auto: Option<bool>,
+    #[serde(default)]
+    pub position: Option<u32>,
+}
+
+/// A new card.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct AddCardParams {
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub acceptance: String,
+    /// The agent that takes it (name or id).
+    #[serde(default)]
+    pub assignee: Option<String>,
+    /// The column (name or id); the first column when absent.
+    #[serde(default)]
+    pub column: Option<String>,
+}
+
+/// Changes to a card; what is absent stays.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EditCardParams {
+    pub card: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub acceptance: Option<String>,
+    /// An agent's name or id; the empty string takes the assignee off.
+    #[serde(default)]
+    pub assignee: Option<String>,
+    /// Move it to this column (name or id).
+    #[serde(default)]
+    pub column: Option<String>,
+    /// Put it on hold (`needs_decision`) with this reason.
+    #[serde(default)]
+    pub hold: Option<String>,
+    #[serde(default)]
+    pub clear_hold: bool,
+    /// A line for its activity log.
+    #[serde(default)]
+    pub comment: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnView {
+    pub id: ColumnId,
+    pub name: String,
+    pub auto: bool,
+    pub position: u32,
+}
+
+/// Why a card waits: `needs_decision` and the reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldView {
+    pub kind: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityView {
+    pub at: Timestamp,
+    pub what: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CardView {
+    pub id: CardId,
+    pub short_id: String,
+    pub title: String,
+    pub description: String,
+    pub acceptance: String,
+    pub assignee: Option<String>,
+    pub assignee_id: Option<AgentId>,
+    pub column: String,
+    pub column_id: ColumnId,
+    pub hold: Option<HoldView>,
+    /// The latest run of it, and its state (`starting` while it is being started).
+    pub run: Option<RunId>,
+    pub run_state: Option<String>,
+    /// How many runs it has had.
+    pub runs: u32,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Only in `card_show`: the whole log; listings carry the last line.
+    pub activity: Vec<ActivityView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BoardView {
+    pub columns: Vec<ColumnView>,
+    pub cards: Vec<CardView>,
+    /// The most card runs at once.
+    pub limit: u32,
+    /// Card runs going now.
+    pub running: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteView {
+    pub path: String,
+    pub text: String,
+    /// 1 for a new note, one more with each change; a write based on an older one fails.
+    pub version: u64,
+    pub updated_at: Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoteSummary {
+    pub path: String,
+    pub version: u64,
+    pub bytes: u64,
+    pub updated_at: Timestamp,
+}

@@ -1,0 +1,422 @@
+//! `bosun board …` (columns, cards, the limit on card runs) and `bosun note …` (memory notes).
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::board::{
+    AddCardParams, AddColumnParams, BoardView, CardView, EditCardParams, NoteView, SetColumnParams,
+};
+use bosun_shared::protocol::ui::{Request, Response};
+use clap::{Args, Subcommand};
+
+use super::{connect, output};
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BoardArgs {
+    #[command(subcommand)]
+    command: Option<BoardCommand>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum BoardCommand {
+    /// Columns: Auto (their assigned cards are picked up by their agent) or Manual
+    #[command(subcommand)]
+    Column(ColumnCommand),
+    /// Cards: add, edit, move, hold, show
+    #[command(subcommand)]
+    Card(CardCommand),
+    /// The most card runs going at once
+    Limit {
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ColumnCommand {
+    /// Add a column (Manual unless --auto), at the end or at --position
+    Add {
+        name: String,
+        #[arg(long)]
+        auto: bool,
+        #[arg(long)]
+        position: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rename a column, make it Auto or Manual, or move it
+    Set {
+        column: String,
+        #[arg(long = "name", value_name = "NEW")]
+        new_name: Option<String>,
+        #[arg(long, conflicts_with = "manual")]
+        auto: bool,
+        #[arg(long)]
+        manual: bool,
+        #[arg(long)]
+        position: Option<u32>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+struct CardFields {
+    #[arg(long)]
+    description: Option<String>,
+    /// What must be true when it is done
+    #[arg(long)]
+    acceptance: Option<String>,
+    /// The agent that takes it ("" takes the assignee off)
+    #[arg(long)]
+    assignee: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum CardCommand {
+    /// Add a card (to the first column unless --column)
+    Add {
+        title: String,
+        #[arg(long)]
+        column: Option<String>,
+        #[command(flatten)]
+        fields: CardFields,
+    },
+    /// Change a card (what is not given stays)
+    Edit {
+        card: String,
+        #[arg(long)]
+        title: Option<String>,
+        /// Move it to this column
+        #[arg(long = "move", value_name = "COLUMN")]
+        column: Option<String>,
+        /// Put it on hold (needs_decision) with this reason; no agent starts a held card
+        #[arg(long, value_name = "REASON", conflicts_with = "clear_hold")]
+        hold: Option<String>,
+        /// Take it off hold
+        #[arg(long)]
+        clear_hold: bool,
+        /// Add a line to its activity log
+        #[arg(long)]
+        comment: Option<String>,
+        #[command(flatten)]
+        fields: CardFields,
+    },
+    /// Move a card to a column
+    Move {
+        card: String,
+        column: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a card with its whole activity log
+    Show {
+        card: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NoteCommand {
+    /// The notes, with their versions
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A note's text (with --json, its version too)
+    Show {
+        path: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a note from stdin. An existing note needs the version your text is based on
+    /// (--base-version, from `note show --json`), or --force to replace it whatever it says
+    Write {
+        path: String,
+        #[arg(long, value_name = "N")]
+        base_version: Option<u64>,
+        #[arg(long, conflicts_with = "base_version")]
+        force: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+async fn ask(dirs: &StateDir, req: Request) -> anyhow::Result<Response> {
+    let mut client = connect(dirs).await?;
+    Ok(client.request(req).await?)
+}
+
+fn unexpected() -> anyhow::Error {
+    anyhow::anyhow!("bosund answered something unexpected")
+}
+
+pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        None => {
+            let Response::Board(b) = ask(dirs, Request::Board).await? else {
+                return Err(unexpected());
+            };
+            show_board(&b, args.json)
+        }
+        Some(BoardCommand::Limit { limit, json }) => {
+            let Response::Board(b) = ask(dirs, Request::BoardLimit { limit }).await? else {
+                return Err(unexpected());
+            };
+            if json {
+                output::print_json(&b)?;
+            } else {
+                println!("at most {} card runs at once", b.limit);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(BoardCommand::Column(c)) => {
+            let (req, json) = match c {
+                ColumnCommand::Add {
+                    name,
+                    auto,
+                    position,
+                    json,
+                } => (
+                    Request::ColumnAdd(AddColumnParams {
+                        name,
+                        auto,
+                        position,
+                    }),
+                    json,
+                ),
+                ColumnCommand::Set {
+                    column,
+                    new_name,
+                    auto,
+                    manual,
+                    position,
+                    json,
+                } => (
+                    Request::ColumnSet(SetColumnParams {
+                        column,
+                        name: new_name,
+                        auto: (auto || manual).then_some(auto),
+                        position,
+                    }),
+                    json,
+                ),
+            };
+            {
+                let Response::Column(c) = ask(dirs, req).await? else {
+                    return Err(unexpected());
+                };
+                if json {
+                    output::print_json(&c)?;
+                } else {
+                    println!(
+                        "column {} ({}, position {})",
+                        c.name,
+                        if c.auto { "Auto" } else { "Manual" },
+                        c.position
+                    );
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+        Some(BoardCommand::Card(c)) => {
+            let (req, json) = match c {
+                CardCommand::Add {
+                    title,
+                    column,
+                    fields,
+                } => (
+                    Request::CardAdd(AddCardParams {
+                        title,
+                        description: fields.description.unwrap_or_default(),
+                        acceptance: fields.acceptance.unwrap_or_default(),
+                        assignee: fields.assignee,
+                        column,
+                    }),
+                    fields.json,
+                ),
+                CardCommand::Edit {
+                    card,
+                    title,
+                    column,
+                    hold,
+                    clear_hold,
+                    comment,
+                    fields,
+                } => (
+                    Request::CardEdit(EditCardParams {
+                        card,
+                        title,
+                        description: fields.description,
+                        acceptance: fields.acceptance,
+                        assignee: fields.assignee,
+                        column,
+                        hold,
+                        clear_hold,
+                        comment,
+                    }),
+                    fields.json,
+                ),
+                CardCommand::Move { card, column, json } => (
+                    Request::CardEdit(EditCardParams {
+                        card,
+                        column: Some(column),
+                        ..EditCardParams::default()
+                    }),
+                    json,
+                ),
+                CardCommand::Show { card, json } => (Request::CardShow { card }, json),
+            };
+            {
+                let Response::Card(c) = ask(dirs, req).await? else {
+                    return Err(unexpected());
+                };
+                if json {
+                    output::print_json(&c)?;
+                } else {
+                    print_card(&c);
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+}
+
+fn show_board(b: &BoardView, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        output::print_json(b)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "card runs: {} going, at most {} at once",
+        b.running, b.limit
+    );
+    for col in &b.columns {
+        let cards: Vec<&CardView> = b.cards.iter().filter(|c| c.column_id == col.id).collect();
+        println!();
+        println!(
+            "{} ({}, {} card{})",
+            col.name,
+            if col.auto { "Auto" } else { "Manual" },
+            cards.len(),
+            if cards.len() == 1 { "" } else { "s" }
+        );
+        for c in cards {
+            let mut line = format!("  {}  {}", c.short_id, c.title);
+            if let Some(a) = &c.assignee {
+                line.push_str(&format!("  → {a}"));
+            }
+            if let Some(s) = &c.run_state {
+                line.push_str(&format!("  [run {s}]"));
+            }
+            if c.hold.is_some() {
+                line.push_str("  ON HOLD");
+            }
+            println!("{line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_card(c: &CardView) {
+    println!("{:<12}{}", "card", c.id);
+    println!("{:<12}{}", "title", c.title);
+    println!("{:<12}{}", "column", c.column);
+    println!(
+        "{:<12}{}",
+        "assignee",
+        c.assignee.as_deref().unwrap_or("(none)")
+    );
+    if let Some(h) = &c.hold {
+        println!("{:<12}{}: {}", "on hold", h.kind, h.reason);
+    }
+    if let Some(r) = &c.run {
+        println!(
+            "{:<12}{} ({}), {} in all",
+            "last run",
+            r.short(),
+            c.run_state.as_deref().unwrap_or("?"),
+            c.runs
+        );
+    }
+    if !c.description.is_empty() {
+        println!("\n{}", c.description.trim_end());
+    }
+    if !c.acceptance.is_empty() {
+        println!("\nAcceptance criteria:\n{}", c.acceptance.trim_end());
+    }
+    if !c.activity.is_empty() {
+        println!("\nActivity:");
+        for a in &c.activity {
+            println!("  {:>10}  {}", output::age(a.at), a.what);
+        }
+    }
+}
+
+pub async fn note(dirs: &StateDir, cmd: NoteCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        NoteCommand::List { json } => {
+            let Response::Notes { notes } = ask(dirs, Request::NoteList).await? else {
+                return Err(unexpected());
+            };
+            if json {
+                output::print_json(&notes)?;
+            } else if notes.is_empty() {
+                println!("no notes yet; write one with `bosun note write PATH < file`");
+            } else {
+                for n in &notes {
+                    println!("{:<40} v{:<4} {} bytes", n.path, n.version, n.bytes);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        NoteCommand::Show { path, json } => {
+            let Response::Note(n) = ask(dirs, Request::NoteShow { path }).await? else {
+                return Err(unexpected());
+            };
+            print_note(&n, json, true)
+        }
+        NoteCommand::Write {
+            path,
+            base_version,
+            force,
+            json,
+        } => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| anyhow::anyhow!("could not read the note's text from stdin: {e}"))?;
+            let req = Request::NoteWrite {
+                path,
+                text,
+                base_version,
+                force,
+            };
+            {
+                let Response::Note(n) = ask(dirs, req).await? else {
+                    return Err(unexpected());
+                };
+                print_note(&n, json, false)
+            }
+        }
+    }
+}
+
+fn print_note(n: &NoteView, json: bool, text: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        output::print_json(n)?;
+    } else if text {
+        print!("{}", n.text);
+    } else {
+        println!("{} saved (version {})", n.path, n.version);
+    }
+    Ok(ExitCode::SUCCESS)
+}
