@@ -16,6 +16,7 @@ pub mod crash;
 pub mod events;
 pub mod handle;
 pub mod keychain;
+pub mod lead;
 pub mod mcp;
 pub mod offload;
 pub mod runs;

@@ -121,6 +121,27 @@ random_id!(
     BadColumnId
 );
 
+random_id!(
+    /// A chat with the lead.
+    ChatId,
+    "chat id",
+    BadChatId
+);
+
+random_id!(
+    /// One answer of the lead in a chat (one Claude Code invocation).
+    AnswerId,
+    "answer id",
+    BadAnswerId
+);
+
+random_id!(
+    /// A pending action: a privileged call of the lead's that waits for the person's OK.
+    ActionId,
+    "action id",
+    BadActionId
+);
+
 /// The secret a runner proves itself with when it connects back to `bosund`. It reaches the
 /// runner only through its stdin; the store keeps only its SHA-256 ([`RunToken::digest`]).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]

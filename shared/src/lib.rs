@@ -14,7 +14,7 @@ pub mod protocol;
 pub mod run;
 pub mod time;
 
-pub use ids::{AgentId, CardId, ColumnId, RunId, RunToken, ServerId};
+pub use ids::{ActionId, AgentId, AnswerId, CardId, ChatId, ColumnId, RunId, RunToken, ServerId};
 pub use time::Timestamp;
 
 /// The environment variable that marks every process a run starts, so that a sweep after a crash

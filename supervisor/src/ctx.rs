@@ -2,7 +2,7 @@
 //! the paths.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use anyhow::Context;
 use bosun_actors::agents::registry::{AgentsContext, AgentsHandle};
@@ -11,6 +11,10 @@ use bosun_actors::board::{BoardContext, BoardMsg};
 use bosun_actors::events::EventsHandle;
 use bosun_actors::handle::ActorHandle;
 use bosun_actors::keychain::Keychain;
+use bosun_actors::lead::answers::Answers;
+use bosun_actors::lead::chats::{ChatsContext, ChatsHandle};
+use bosun_actors::lead::server::McpCtx;
+use bosun_actors::lead::tools::ToolCtx;
 use bosun_actors::mcp::registry::{RegistryContext, RegistryMsg};
 use bosun_actors::runs::live::LiveRuns;
 use bosun_actors::runs::{RunsContext, RunsMsg};
@@ -37,6 +41,12 @@ pub struct DaemonCtx {
     root: RwLock<Option<ActorRef<RootMsg>>>,
     runs: ActorHandle<RunsMsg>,
     pub board: ActorHandle<BoardMsg>,
+    /// The lead's live answers, for bosun's own MCP server.
+    pub answers: Answers,
+    pub chats: ChatsHandle,
+    /// bosun's own MCP server, once it listens.
+    pub mcp_url: Arc<OnceLock<String>>,
+    mcp_server: Mutex<Option<tokio::task::JoinHandle<()>>>,
     registry: RwLock<Option<ActorRef<RegistryMsg>>>,
     root_failure: Mutex<Option<String>>,
 }
@@ -75,6 +85,10 @@ impl DaemonCtx {
             root: RwLock::new(None),
             runs: ActorHandle::default(),
             board: ActorHandle::default(),
+            answers: Answers::default(),
+            chats: ChatsHandle::default(),
+            mcp_url: Arc::new(OnceLock::new()),
+            mcp_server: Mutex::new(None),
             registry: RwLock::new(None),
             root_failure: Mutex::new(None),
         }
@@ -125,6 +139,7 @@ impl DaemonCtx {
             live: self.live.clone(),
             events: self.events.clone(),
             agents: self.agents.clone(),
+            answers: self.answers.clone(),
         })
     }
 
@@ -135,6 +150,52 @@ impl DaemonCtx {
             writer: self.writer.clone(),
             keychain: self.keychain.clone(),
             auth: self.auth.clone(),
+        }
+    }
+
+    pub fn set_mcp_server(&self, task: tokio::task::JoinHandle<()>) {
+        if let Ok(mut t) = self.mcp_server.lock() {
+            *t = Some(task);
+        }
+    }
+
+    /// Ends bosun's own MCP server and its connections (at shutdown).
+    pub async fn stop_mcp_server(&self) {
+        let task = self.mcp_server.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    /// What the lead's tools work with.
+    pub fn tool_context(&self) -> ToolCtx {
+        ToolCtx {
+            store: self.store.clone(),
+            board: self.board.clone(),
+            agents: self.agents.clone(),
+            agents_ctx: self.agents_context(),
+            runs: self.runs.clone(),
+        }
+    }
+
+    /// What the Chats actor works with.
+    pub fn chats_context(&self) -> ChatsContext {
+        ChatsContext {
+            store: self.store.clone(),
+            writer: self.writer.clone(),
+            answers: self.answers.clone(),
+            tools: self.tool_context(),
+            mcp_url: self.mcp_url.clone(),
+        }
+    }
+
+    /// What bosun's own MCP server works with.
+    pub fn mcp_context(&self) -> McpCtx {
+        McpCtx {
+            answers: self.answers.clone(),
+            tools: self.tool_context(),
+            chats: self.chats.clone(),
         }
     }
 

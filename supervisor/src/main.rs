@@ -103,6 +103,7 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
     let signals = tokio::spawn(forward_signals(root.clone()));
     let _ = root_done.await;
     signals.abort();
+    ctx.stop_mcp_server().await;
     let failed = ctx.root_failure();
 
     drop(ctx);

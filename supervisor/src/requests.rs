@@ -7,6 +7,7 @@ use bosun_actors::agents::registry::{self as agents, AgentsMsg};
 use bosun_actors::agents::{builtin, launch};
 use bosun_actors::auth::signin;
 use bosun_actors::board::{BoardMsg, BoardRequest};
+use bosun_actors::lead::chats::ChatsMsg;
 use bosun_actors::mcp::registry::{self, RegistryMsg};
 use bosun_actors::mcp::{adopt, look};
 use bosun_actors::runs::follow::blocking;
@@ -57,8 +58,26 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
         Request::Board => board(ctx, BoardRequest::Show).await,
         Request::ColumnAdd(p) => board(ctx, BoardRequest::AddColumn(p)).await,
         Request::ColumnSet(p) => board(ctx, BoardRequest::SetColumn(p)).await,
-        Request::CardAdd(p) => board(ctx, BoardRequest::AddCard(p)).await,
-        Request::CardEdit(p) => board(ctx, BoardRequest::EditCard(p)).await,
+        Request::CardAdd(params) => {
+            board(
+                ctx,
+                BoardRequest::AddCard {
+                    params,
+                    taint: None,
+                },
+            )
+            .await
+        }
+        Request::CardEdit(params) => {
+            board(
+                ctx,
+                BoardRequest::EditCard {
+                    params,
+                    taint: None,
+                },
+            )
+            .await
+        }
         Request::CardShow { card } => board(ctx, BoardRequest::ShowCard(card)).await,
         Request::BoardLimit { limit } => board(ctx, BoardRequest::SetLimit(limit)).await,
         Request::NoteList => board(ctx, BoardRequest::Notes).await,
@@ -80,6 +99,44 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             )
             .await
         }
+        Request::ChatNew { agent } => chats_call(ctx, |reply| ChatsMsg::New { agent, reply })
+            .await
+            .map(|c| Response::Chat(Box::new(c))),
+        Request::ChatSend {
+            chat,
+            message,
+            files,
+        } => chats_call(ctx, |reply| ChatsMsg::Send {
+            chat,
+            message,
+            files,
+            reply,
+        })
+        .await
+        .map(|(chat, run)| Response::AnswerStarted {
+            chat: Box::new(chat),
+            run: Box::new(run),
+        }),
+        Request::ChatShow { chat } => chats_call(ctx, |reply| ChatsMsg::Show { chat, reply })
+            .await
+            .map(|c| Response::Chat(Box::new(c))),
+        Request::ChatList => chats_call(ctx, |reply| ChatsMsg::List { reply })
+            .await
+            .map(|chats| Response::Chats { chats }),
+        Request::Inbox { chat } => chats_call(ctx, |reply| ChatsMsg::Inbox { chat, reply })
+            .await
+            .map(|actions| Response::Pending { actions }),
+        Request::Approve { action } => chats_call(ctx, |reply| ChatsMsg::Approve { action, reply })
+            .await
+            .map(|actions| Response::Pending { actions }),
+        Request::ApproveAll { chat } => {
+            chats_call(ctx, |reply| ChatsMsg::ApproveAll { chat, reply })
+                .await
+                .map(|actions| Response::Pending { actions })
+        }
+        Request::Discard { action } => chats_call(ctx, |reply| ChatsMsg::Discard { action, reply })
+            .await
+            .map(|actions| Response::Pending { actions }),
         Request::AgentTools { agent, ask } => {
             builtin::tools(&ctx.agents_context(), ctx.agents.get(), &agent, ask)
                 .await
@@ -234,6 +291,19 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             WireError::internal("this request is handled by the session"),
         ),
     }
+}
+
+/// Asks the Chats actor (chats, answers, and every decision on a pending action).
+async fn chats_call<T: Send + 'static>(
+    ctx: &Arc<DaemonCtx>,
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, WireError>>) -> ChatsMsg,
+) -> Result<T, WireError> {
+    let chats = ctx.chats.get().ok_or_else(starting_up)?;
+    chats
+        .call(msg, None)
+        .await
+        .map_err(|e| WireError::internal(format!("the chats did not answer: {e}")))?
+        .success_or(WireError::internal("the chats did not answer"))?
 }
 
 /// Asks the Board actor (every change to the board and the notes goes through it).

@@ -10,6 +10,7 @@ use bosun_actors::agents::registry::Agents;
 use bosun_actors::auth::Auth;
 use bosun_actors::board::Board;
 use bosun_actors::events::Events;
+use bosun_actors::lead::chats::Chats;
 use bosun_actors::mcp::registry::Registry;
 use bosun_actors::runs::{Runs, RunsMsg};
 use bosun_actors::supervision::{RestartBudget, RestartPolicy, Verdict};
@@ -37,6 +38,7 @@ enum Child {
     Agents,
     Auth,
     Board,
+    Chats,
     Listener,
 }
 
@@ -73,6 +75,7 @@ impl Actor for Root {
             Child::Agents,
             Child::Auth,
             Child::Board,
+            Child::Chats,
             Child::Listener,
         ] {
             state.start(&myself, child).await?;
@@ -175,6 +178,19 @@ impl RootState {
                 let ctx = self.ctx.board_context();
                 let (a, _) = Actor::spawn_linked(None, Board, ctx, myself.get_cell()).await?;
                 self.ctx.board.set(a.clone());
+                a.get_cell()
+            }
+            Child::Chats => {
+                if self.ctx.mcp_url.get().is_none() {
+                    // bosun's own MCP server, once for the daemon's life.
+                    let (url, task) =
+                        bosun_actors::lead::server::serve(self.ctx.mcp_context()).await?;
+                    let _ = self.ctx.mcp_url.set(url);
+                    self.ctx.set_mcp_server(task);
+                }
+                let ctx = self.ctx.chats_context();
+                let (a, _) = Actor::spawn_linked(None, Chats, ctx, myself.get_cell()).await?;
+                self.ctx.chats.set(a.clone());
                 a.get_cell()
             }
             Child::Listener => {

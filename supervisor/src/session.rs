@@ -461,7 +461,10 @@ impl SessionState {
             | Request::McpSignInFinish { .. }
             | Request::McpSignOut { .. }
             | Request::AgentRun { .. }
-            | Request::AgentTools { .. }) => {
+            | Request::AgentTools { .. }
+            | Request::ChatSend { .. }
+            | Request::Approve { .. }
+            | Request::ApproveAll { .. }) => {
                 let ctx = self.ctx.clone();
                 let me = myself.clone();
                 let task = tokio::spawn(async move {
@@ -503,7 +506,12 @@ impl SessionState {
             | Request::BoardLimit { .. }
             | Request::NoteList
             | Request::NoteShow { .. }
-            | Request::NoteWrite { .. }) => requests::answer(&self.ctx, other).await,
+            | Request::NoteWrite { .. }
+            | Request::ChatNew { .. }
+            | Request::ChatShow { .. }
+            | Request::ChatList
+            | Request::Inbox { .. }
+            | Request::Discard { .. }) => requests::answer(&self.ctx, other).await,
         };
         let result = match result {
             Ok(r) => ResponseResult::Ok(r),

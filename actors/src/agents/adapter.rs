@@ -39,6 +39,15 @@ pub struct AgentSetup {
     pub codex_config: Vec<(String, String)>,
     /// Gemini only: sign in through Vertex AI rather than an API key.
     pub gemini_vertex: bool,
+    /// An answer of the lead in a chat (Claude Code only): read-only built-ins, and the chat's
+    /// Claude Code session continued.
+    pub chat: Option<ChatAnswer>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatAnswer {
+    /// The chat's Claude Code session, once it has one.
+    pub resume: Option<String>,
 }
 
 /// A server the run gets, with its secret values (for this run's 0600 files only).
@@ -166,7 +175,21 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         "--setting-sources=user".into(),
         r#"--settings={"disableAllHooks":true}"#.into(),
     ];
-    if !setup.skills {
+    if let Some(chat) = &setup.chat {
+        // The lead reads; everything it changes goes through bosun's own tools.
+        let mut tools = vec!["Read", "Glob", "Grep"];
+        if setup.web_search {
+            tools.push("WebSearch");
+        }
+        if setup.web_fetch != WebFetch::Off {
+            tools.push("WebFetch");
+        }
+        args.push(format!("--tools={}", tools.join(",")));
+        if let Some(session) = &chat.resume {
+            args.push(format!("--resume={session}"));
+        }
+    }
+    if !setup.skills || setup.chat.is_some() {
         args.push("--disable-slash-commands".into());
     }
     if let Some(m) = &setup.permission_mode {
@@ -186,14 +209,19 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         args.push(format!("--append-system-prompt={ins}"));
     }
     let file = serde_json::to_string_pretty(&json!({ "mcpServers": config })).unwrap_or_default();
+    let mut env = vec![
+        // A server that never answers holds up the start for this long at most.
+        ("MCP_TIMEOUT".to_string(), "30000".to_string()),
+        ("DISABLE_AUTOUPDATER".into(), "1".into()),
+    ];
+    if setup.chat.is_some() {
+        // The lead's MCP tools offered as they are, not behind ToolSearch.
+        env.push(("ENABLE_TOOL_SEARCH".into(), "false".into()));
+    }
     Invocation {
         program: "claude".into(),
         args,
-        env: vec![
-            // A server that never answers holds up the start for this long at most.
-            ("MCP_TIMEOUT".into(), "30000".into()),
-            ("DISABLE_AUTOUPDATER".into(), "1".into()),
-        ],
+        env,
         files: vec![(mcp_path, file)],
         notes: Vec::new(),
     }

@@ -10,6 +10,7 @@ use bosun_shared::agents::CliKind;
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::ui::StartRunParams;
 use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_shared::{AnswerId, ChatId};
 use tokio::process::Command;
 
 use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
@@ -42,6 +43,9 @@ const BASE_ENV: [&str; 14] = [
     "XDG_CACHE_HOME",
 ];
 
+/// The name bosun's own MCP server has in a chat answer's config.
+pub const BOSUN_SERVER: &str = "bosun";
+
 /// How long the login check may take.
 const LOGIN_CHECK_LIMIT: Duration = Duration::from_secs(15);
 
@@ -52,9 +56,37 @@ fn unavailable(m: String) -> WireError {
     WireError::new(ErrorCode::Unavailable, m)
 }
 
+/// An answer of the lead in a chat: what its run gets besides the agent's own setup.
+#[derive(Clone, Debug)]
+pub struct ChatLaunch {
+    /// bosun's own MCP server.
+    pub url: String,
+    /// The bearer token that tells bosun's MCP server which answer a call belongs to.
+    pub token: String,
+    /// The chat's Claude Code session, once it has one.
+    pub resume: Option<String>,
+    pub answer: (ChatId, AnswerId),
+}
+
 /// Turns an agent and a prompt into a run.
 pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<RunSpec, WireError> {
+    prepare_with(ctx, agent, prompt, None).await
+}
+
+/// Turns an agent and a prompt into a run; with `chat`, an answer of the lead.
+pub async fn prepare_with(
+    ctx: &AgentsContext,
+    agent: &str,
+    prompt: &str,
+    chat: Option<ChatLaunch>,
+) -> Result<RunSpec, WireError> {
     let rec = find(&ctx.store, agent).await?;
+    if chat.is_some() && rec.cli != CliKind::Claude {
+        return Err(WireError::bad_request(format!(
+            "the lead answers through Claude Code, and `{}` is a {} agent; make the lead a Claude agent (`bosun agent add lead --cli claude --role lead …`)",
+            rec.name, rec.cli
+        )));
+    }
     if prompt.trim().is_empty() {
         return Err(WireError::bad_request(format!(
             "no prompt given; say what the agent should do: bosun agent run {} \"fix the failing test\"",
@@ -148,6 +180,19 @@ pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<R
             Err((why, fix)) => left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref()),
         }
     }
+    if let Some(c) = &chat {
+        run.answer = Some(c.answer);
+        run_servers.push(RunServer {
+            name: BOSUN_SERVER.into(),
+            kind: ServerKind::Http,
+            command: None,
+            args: Vec::new(),
+            url: Some(c.url.clone()),
+            env: Vec::new(),
+            headers: vec![("Authorization".into(), format!("Bearer {}", c.token))],
+            tools: ToolPlan::All,
+        });
+    }
     if !uses_servers && rec.switches.mcp.values().any(|s| s.on) {
         notes.push(
             "A command agent's program is not a coding CLI: its MCP servers are not given to it."
@@ -189,6 +234,9 @@ pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<R
             .env
             .iter()
             .any(|(k, v)| k == "GOOGLE_GENAI_USE_VERTEXAI" && v == "true"),
+        chat: chat.as_ref().map(|c| adapter::ChatAnswer {
+            resume: c.resume.clone(),
+        }),
     };
     let inv = adapter::build(&setup, prompt, &run_servers);
     notes.extend(inv.notes.iter().cloned());

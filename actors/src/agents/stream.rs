@@ -16,7 +16,7 @@
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::full_tool_name;
 use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView};
-use bosun_shared::{AgentId, CardId};
+use bosun_shared::{AgentId, AnswerId, CardId, ChatId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -42,6 +42,9 @@ pub struct AgentRun {
     /// The card (and its move) the board started this run for.
     #[serde(default)]
     pub card: Option<(CardId, u64)>,
+    /// The chat and the answer of the lead this run is.
+    #[serde(default)]
+    pub answer: Option<(ChatId, AnswerId)>,
     /// The tools the CLI reported it had (Claude Code's init line).
     pub tools: Vec<String>,
     pub calls: Vec<ToolCall>,
@@ -58,6 +61,36 @@ pub struct ToolCall {
     /// `None` while it runs.
     pub ok: Option<bool>,
     pub error: Option<String>,
+    /// A digest of its arguments (Claude Code's `tool_use` input), to match the call when it
+    /// reaches bosun's own MCP server.
+    #[serde(default)]
+    pub input: Option<String>,
+}
+
+/// A short digest of a tool call's arguments, the same whatever order their keys come in.
+pub fn input_digest(v: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    fn canonical(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), canonical(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => v.clone(),
+        }
+    }
+    let text = canonical(v).to_string();
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(12)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +177,7 @@ impl AgentRun {
         }
     }
 
-    fn call_started(&mut self, id: Option<String>, name: String) {
+    fn call_started(&mut self, id: Option<String>, name: String, input: Option<String>) {
         if let Some(id) = &id
             && self.calls.iter().any(|c| c.id.as_deref() == Some(id))
         {
@@ -156,6 +189,7 @@ impl AgentRun {
                 name,
                 ok: None,
                 error: None,
+                input,
             });
         }
     }
@@ -186,6 +220,7 @@ impl AgentRun {
                         name,
                         ok: Some(ok),
                         error,
+                        input: None,
                     });
                 }
             }
@@ -326,7 +361,8 @@ fn claude(v: &Value, run: &mut AgentRun) -> Change {
             for block in content(v) {
                 if block.get("type").and_then(Value::as_str) == Some("tool_use") {
                     let name = str_of(block, "name").unwrap_or_default();
-                    run.call_started(str_of(block, "id"), name);
+                    let input = block.get("input").map(input_digest);
+                    run.call_started(str_of(block, "id"), name, input);
                     change = Change::Minor;
                 }
             }
@@ -402,7 +438,7 @@ fn codex(v: &Value, run: &mut AgentRun) -> Change {
                 _ => return Change::None,
             };
             if kind == "item.started" {
-                run.call_started(id, name);
+                run.call_started(id, name, None);
             } else {
                 let status = item
                     .get("status")
@@ -464,7 +500,7 @@ fn gemini(v: &Value, run: &mut AgentRun) -> Change {
         "tool_use" => {
             let raw = str_of(v, "tool_name").unwrap_or_default();
             let (name, _) = gemini_tool_name(&raw, run);
-            run.call_started(str_of(v, "tool_id"), name);
+            run.call_started(str_of(v, "tool_id"), name, None);
             Change::Minor
         }
         "tool_result" => {

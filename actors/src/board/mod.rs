@@ -67,8 +67,15 @@ pub enum BoardRequest {
     Show,
     AddColumn(AddColumnParams),
     SetColumn(SetColumnParams),
-    AddCard(AddCardParams),
-    EditCard(EditCardParams),
+    /// `taint`: the outside tool the lead's answer used before this call, if any.
+    AddCard {
+        params: AddCardParams,
+        taint: Option<String>,
+    },
+    EditCard {
+        params: EditCardParams,
+        taint: Option<String>,
+    },
     ShowCard(String),
     SetLimit(u32),
     Notes,
@@ -78,6 +85,17 @@ pub enum BoardRequest {
         text: String,
         base_version: Option<u64>,
         force: bool,
+    },
+    /// Adds a section (a `## heading` and its text) at the end of a note, creating it if need
+    /// be.
+    AppendNote {
+        path: String,
+        heading: String,
+        text: String,
+    },
+    MoveNote {
+        from: String,
+        to: String,
     },
 }
 
@@ -471,8 +489,8 @@ impl BoardState {
             BoardRequest::Show => Ok(Response::Board(Box::new(self.board_view().await?))),
             BoardRequest::AddColumn(p) => self.add_column(p).await,
             BoardRequest::SetColumn(p) => self.set_column(p).await,
-            BoardRequest::AddCard(p) => self.add_card(p).await,
-            BoardRequest::EditCard(p) => self.edit_card(p).await,
+            BoardRequest::AddCard { params, taint } => self.add_card(params, taint).await,
+            BoardRequest::EditCard { params, taint } => self.edit_card(params, taint).await,
             BoardRequest::ShowCard(key) => {
                 let id = self.card_id(&key)?;
                 self.card_answer(id).await
@@ -522,7 +540,79 @@ impl BoardState {
                 base_version,
                 force,
             } => self.write_note(path, text, base_version, force).await,
+            BoardRequest::AppendNote {
+                path,
+                heading,
+                text,
+            } => self.append_note(path, heading, text).await,
+            BoardRequest::MoveNote { from, to } => self.move_note(from, to).await,
         }
+    }
+
+    async fn append_note(
+        &mut self,
+        path: String,
+        heading: String,
+        text: String,
+    ) -> Result<Response, WireError> {
+        check_note_path(&path)?;
+        let heading = heading.trim();
+        if heading.is_empty() || heading.contains('\n') {
+            return Err(bad("an appended section needs a one-line heading"));
+        }
+        let current = self.note(&path).await?;
+        let mut body = current.as_ref().map(|n| n.text.clone()).unwrap_or_default();
+        if !body.is_empty() && !body.ends_with('\n') {
+            body.push('\n');
+        }
+        if !body.is_empty() {
+            body.push('\n');
+        }
+        body.push_str(&format!("## {heading}\n\n{}\n", text.trim_end()));
+        if body.len() > MAX_NOTE || body.contains('\0') {
+            return Err(bad("a note is at most 1 MiB of text with no NUL byte"));
+        }
+        let note = NoteRecord {
+            path,
+            text: body,
+            version: current.map_or(1, |n| n.version + 1),
+            updated_at: Timestamp::now(),
+        };
+        self.save(vec![BoardChange::Note(note.clone())]).await?;
+        Ok(Response::Note(note.view()))
+    }
+
+    async fn move_note(&mut self, from: String, to: String) -> Result<Response, WireError> {
+        check_note_path(&from)?;
+        check_note_path(&to)?;
+        let Some(note) = self.note(&from).await? else {
+            return Err(WireError::not_found(format!(
+                "there is no note `{from}` to move"
+            )));
+        };
+        if from == to {
+            return Ok(Response::Note(note.view()));
+        }
+        if self.note(&to).await?.is_some() {
+            return Err(WireError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "there is a note `{to}` already; move it away first, or choose another path"
+                ),
+            ));
+        }
+        let moved = NoteRecord {
+            path: to,
+            text: note.text,
+            version: note.version + 1,
+            updated_at: Timestamp::now(),
+        };
+        self.save(vec![
+            BoardChange::DeleteNote(from),
+            BoardChange::Note(moved.clone()),
+        ])
+        .await?;
+        Ok(Response::Note(moved.view()))
     }
 
     async fn note(&self, path: &str) -> Result<Option<NoteRecord>, WireError> {
@@ -647,7 +737,11 @@ impl BoardState {
         Ok(Response::Column(self.columns[at].view()))
     }
 
-    async fn add_card(&mut self, p: AddCardParams) -> Result<Response, WireError> {
+    async fn add_card(
+        &mut self,
+        p: AddCardParams,
+        taint: Option<String>,
+    ) -> Result<Response, WireError> {
         let title = check_title(&p.title)?;
         check_text("description", &p.description)?;
         check_text("acceptance criteria", &p.acceptance)?;
@@ -686,6 +780,13 @@ impl BoardState {
                 .map(|(_, n)| format!(", assigned to {n}"))
                 .unwrap_or_default()
         ));
+        if let Some(tool) = &taint
+            && self.is_auto(column)
+        {
+            let reason = tainted_reason(tool);
+            card.log(format!("put on hold: {reason}"));
+            card.hold = Some(Hold::needs_decision(reason));
+        }
         self.save(vec![BoardChange::Card(Box::new(card.clone()))])
             .await?;
         let id = card.id;
@@ -693,7 +794,11 @@ impl BoardState {
         self.card_answer(id).await
     }
 
-    async fn edit_card(&mut self, p: EditCardParams) -> Result<Response, WireError> {
+    async fn edit_card(
+        &mut self,
+        p: EditCardParams,
+        taint: Option<String>,
+    ) -> Result<Response, WireError> {
         let id = self.card_id(&p.card)?;
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Err(WireError::internal("the card went away"));
@@ -766,6 +871,22 @@ impl BoardState {
             check_text("comment", &c)?;
             if !c.trim().is_empty() {
                 card.log(format!("comment: {}", c.trim()));
+            }
+        }
+        if let Some(tool) = &taint
+            && self.is_auto(card.column)
+        {
+            let before = self.cards.get(&id);
+            let touched = before.is_none_or(|b| {
+                b.column != card.column
+                    || b.description != card.description
+                    || b.acceptance != card.acceptance
+                    || b.assignee != card.assignee
+            });
+            if touched {
+                let reason = tainted_reason(tool);
+                card.log(format!("put on hold: {reason}"));
+                card.hold = Some(Hold::needs_decision(reason));
             }
         }
         self.save(vec![BoardChange::Card(Box::new(card.clone()))])
@@ -908,6 +1029,13 @@ impl BoardState {
         self.cards.insert(id, card);
         Ok(())
     }
+}
+
+/// Why a card the lead touched after an outside tool waits.
+pub fn tainted_reason(tool: &str) -> String {
+    format!(
+        "Waiting for your OK: the lead put this card here after using {tool}, a tool from outside bosun. Check it, then take it off hold."
+    )
 }
 
 /// Numbers the columns in order, adding a change for each whose number moved.

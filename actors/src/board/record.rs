@@ -6,6 +6,7 @@ use bosun_shared::{AgentId, CardId, ColumnId, RunId, Timestamp};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::lead::record::{ChatRecord, MessageRecord, PendingRecord};
 use crate::store::StoreError;
 
 /// The most activity lines a card keeps (the oldest go first).
@@ -175,7 +176,8 @@ impl NoteRecord {
     }
 }
 
-/// One change to the board's tables; the changes of one step are committed together.
+/// One change to the tables of the board, the notes, the chats and the pending actions; the
+/// changes of one step are committed together.
 #[derive(Clone, Debug)]
 pub enum BoardChange {
     Meta(BoardMeta),
@@ -183,4 +185,7 @@ pub enum BoardChange {
     Card(Box<CardRecord>),
     Note(NoteRecord),
     DeleteNote(String),
+    Chat(Box<ChatRecord>),
+    Message(Box<MessageRecord>),
+    Pending(Box<PendingRecord>),
 }

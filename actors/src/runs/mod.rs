@@ -47,6 +47,8 @@ pub struct RunsContext {
     pub events: EventsHandle,
     /// Where a run of an agent reports what it found.
     pub agents: AgentsHandle,
+    /// Where an answer of the lead reports the tools it called, as they are read.
+    pub answers: crate::lead::answers::Answers,
 }
 
 impl RunsContext {

@@ -25,6 +25,7 @@ use super::spawn::{send_plan, spawn_runner};
 use crate::agents::record::LastRun;
 use crate::agents::registry::AgentsMsg;
 use crate::agents::stream::{Change, StreamParser};
+use crate::lead::answers::SeenUse;
 use crate::store::writer::WriteOp;
 use crate::store::{LogChunk, ProcessInfo, RunRecord};
 
@@ -399,7 +400,19 @@ impl RunActorState {
         if chunk.stream == Stream::Stdout
             && let (Some(parser), Some(run)) = (self.parser.as_mut(), self.rec.agent.as_mut())
         {
-            match parser.feed(&chunk.data.0, run) {
+            let change = parser.feed(&chunk.data.0, run);
+            if change != Change::None && run.answer.is_some() {
+                let uses = run
+                    .calls
+                    .iter()
+                    .map(|c| SeenUse {
+                        name: c.name.clone(),
+                        input: c.input.clone(),
+                    })
+                    .collect();
+                self.ctx.answers.publish(self.rec.id, uses);
+            }
+            match change {
                 Change::None => {}
                 Change::Minor => self.ctx.live.update(&self.rec),
                 Change::Major => self.events_to_save = true,

@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bosun_shared::run::Stream;
-use bosun_shared::{RunId, ServerId, Timestamp};
+use bosun_shared::{ChatId, RunId, ServerId, Timestamp};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::board::record::{self as board_record, BoardMeta, CardRecord, ColumnRecord, NoteRecord};
+use crate::lead::record::{ChatRecord, MessageRecord, PendingRecord};
 
 pub use record::{ProcessInfo, RunRecord};
 
@@ -38,6 +39,9 @@ pub type StoredBoard = (Option<BoardMeta>, Vec<ColumnRecord>, Vec<CardRecord>);
 pub(crate) const COLUMNS: TableDefinition<&str, &[u8]> = TableDefinition::new("columns");
 pub(crate) const CARDS: TableDefinition<&str, &[u8]> = TableDefinition::new("cards");
 pub(crate) const NOTES: TableDefinition<&str, &[u8]> = TableDefinition::new("notes");
+pub(crate) const CHATS: TableDefinition<&str, &[u8]> = TableDefinition::new("chats");
+pub(crate) const MESSAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("messages");
+pub(crate) const PENDING: TableDefinition<&str, &[u8]> = TableDefinition::new("pending");
 
 /// What can go wrong with the store.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +138,9 @@ impl Store {
             txn.open_table(COLUMNS)?;
             txn.open_table(CARDS)?;
             txn.open_table(NOTES)?;
+            txn.open_table(CHATS)?;
+            txn.open_table(MESSAGES)?;
+            txn.open_table(PENDING)?;
         }
         txn.commit()?;
         Ok(Self {
@@ -316,6 +323,41 @@ impl Store {
             .get(path)?
             .map(|v| board_record::decode("note", v.value()))
             .transpose()
+    }
+
+    /// Every chat and every pending action (decided or not).
+    pub fn chats(&self) -> Result<(Vec<ChatRecord>, Vec<PendingRecord>), StoreError> {
+        let txn = self.db.begin_read()?;
+        let mut chats = Vec::new();
+        for entry in txn.open_table(CHATS)?.iter()? {
+            let (_, v) = entry?;
+            chats.push(board_record::decode::<ChatRecord>("chat", v.value())?);
+        }
+        let mut pending = Vec::new();
+        for entry in txn.open_table(PENDING)?.iter()? {
+            let (_, v) = entry?;
+            pending.push(board_record::decode::<PendingRecord>(
+                "pending action",
+                v.value(),
+            )?);
+        }
+        Ok((chats, pending))
+    }
+
+    /// A chat's messages, in order.
+    pub fn messages(&self, chat: ChatId) -> Result<Vec<MessageRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(MESSAGES)?;
+        let (from, to) = (
+            MessageRecord::key(chat, 0),
+            MessageRecord::key(chat, u64::MAX / 2),
+        );
+        let mut out = Vec::new();
+        for entry in table.range(from.as_str()..to.as_str())? {
+            let (_, v) = entry?;
+            out.push(board_record::decode::<MessageRecord>("message", v.value())?);
+        }
+        Ok(out)
     }
 
     /// The seq of a run's last stored chunk (0 when it has none).

@@ -24,12 +24,13 @@ use tokio::sync::oneshot;
 
 use super::logfile::LogFile;
 use super::{
-    AGENTS, CARDS, COLUMNS, LogChunk, META, NOTES, OAUTH, RUNS, RunRecord, SERVERS, Store,
-    StoreError,
+    AGENTS, CARDS, CHATS, COLUMNS, LogChunk, MESSAGES, META, NOTES, OAUTH, PENDING, RUNS,
+    RunRecord, SERVERS, Store, StoreError,
 };
 use crate::agents::record::AgentRecord;
 use crate::auth::record::SignInRecord;
 use crate::board::record::{BoardChange, encode};
+use crate::lead::record::MessageRecord;
 use crate::mcp::record::ServerRecord;
 
 /// The most jobs in one commit.
@@ -316,6 +317,9 @@ impl Writer {
             let mut columns = txn.open_table(COLUMNS)?;
             let mut cards = txn.open_table(CARDS)?;
             let mut notes = txn.open_table(NOTES)?;
+            let mut chats = txn.open_table(CHATS)?;
+            let mut messages = txn.open_table(MESSAGES)?;
+            let mut pending = txn.open_table(PENDING)?;
             for op in ops {
                 match op {
                     WriteOp::PutRun(rec) => {
@@ -365,6 +369,18 @@ impl Writer {
                                 }
                                 BoardChange::DeleteNote(path) => {
                                     notes.remove(path.as_str())?;
+                                }
+                                BoardChange::Chat(c) => {
+                                    let key = c.id.to_string();
+                                    chats.insert(key.as_str(), encode(c.as_ref()).as_slice())?;
+                                }
+                                BoardChange::Message(m) => {
+                                    let key = MessageRecord::key(m.chat, m.n);
+                                    messages.insert(key.as_str(), encode(m.as_ref()).as_slice())?;
+                                }
+                                BoardChange::Pending(p) => {
+                                    let key = p.id.to_string();
+                                    pending.insert(key.as_str(), encode(p.as_ref()).as_slice())?;
                                 }
                             }
                         }

@@ -12,6 +12,7 @@ pub mod bytes;
 pub mod error;
 pub mod fast;
 pub mod frame;
+pub mod lead;
 pub mod mcp;
 pub mod runner;
 pub mod socket;

@@ -13,6 +13,7 @@ use super::board::{
     AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
     NoteView, SetColumnParams,
 };
+use super::lead::{ChatView, PendingView};
 use super::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportScan,
     InspectView, ServerView, ToolListing,
@@ -188,6 +189,39 @@ pub enum Request {
         #[serde(default)]
         force: bool,
     },
+    /// A new chat with the lead (the agent with role `lead`, or the one named).
+    ChatNew {
+        #[serde(default)]
+        agent: Option<String>,
+    },
+    /// Sends a message; the answer is a run, streamed like any run's log.
+    ChatSend {
+        chat: String,
+        message: String,
+        /// Files the person adds (absolute paths): the lead may attach them to cards.
+        #[serde(default)]
+        files: Vec<PathBuf>,
+    },
+    ChatShow {
+        chat: String,
+    },
+    ChatList,
+    /// The pending actions waiting for the person (of one chat, or all).
+    Inbox {
+        #[serde(default)]
+        chat: Option<String>,
+    },
+    /// Runs exactly that call, once, as the lead.
+    Approve {
+        action: String,
+    },
+    /// Runs every waiting action of the chat, one after the other, in the order tried.
+    ApproveAll {
+        chat: String,
+    },
+    Discard {
+        action: String,
+    },
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -265,6 +299,18 @@ pub enum Response {
         notes: Vec<NoteSummary>,
     },
     Note(NoteView),
+    Chat(Box<ChatView>),
+    Chats {
+        chats: Vec<ChatView>,
+    },
+    /// A message was sent; the lead's answer is this run.
+    AnswerStarted {
+        chat: Box<ChatView>,
+        run: Box<RunView>,
+    },
+    Pending {
+        actions: Vec<PendingView>,
+    },
     BuiltinTools(Box<BuiltinToolsView>),
 }
 

@@ -3,6 +3,7 @@
 
 mod agents;
 mod board;
+mod chat;
 mod logs;
 mod mcp;
 mod output;
@@ -55,6 +56,15 @@ enum Command {
     /// Memory notes (path → text, with a version)
     #[command(subcommand)]
     Note(board::NoteCommand),
+    /// Chats with the lead
+    #[command(subcommand)]
+    Chat(chat::ChatCommand),
+    /// What the lead's calls wait for: your OK
+    Inbox(chat::InboxArgs),
+    /// Run a pending action (exactly that call, once), or --all of a chat's in order
+    Approve(chat::ApproveArgs),
+    /// Drop a pending action (nothing runs)
+    Discard(chat::DiscardArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -85,6 +95,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Agent(c) => agents::run(&dirs, c).await,
         Command::Board(a) => board::board(&dirs, a).await,
         Command::Note(c) => board::note(&dirs, c).await,
+        Command::Chat(c) => chat::chat(&dirs, c).await,
+        Command::Inbox(a) => chat::inbox(&dirs, a).await,
+        Command::Approve(a) => chat::approve(&dirs, a).await,
+        Command::Discard(a) => chat::discard(&dirs, a).await,
     }
 }
 

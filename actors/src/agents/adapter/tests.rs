@@ -8,6 +8,7 @@ use super::*;
 
 fn setup(cli: CliKind) -> AgentSetup {
     AgentSetup {
+        chat: None,
         cli,
         instructions: String::new(),
         permission_mode: None,

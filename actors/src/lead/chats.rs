@@ -1,0 +1,969 @@
+//! The Chats actor: chats with the lead, each answer a Claude Code run, and the pending actions
+//! — the one place that decides them. Every step is committed durably before anyone is told:
+//! a pending action before the lead hears that it waits, an approval before its call runs, so a
+//! crash loses none and runs none twice (an approval cut off between its decision and its result
+//! is recorded as failed, "may or may not have happened").
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bosun_shared::protocol::lead::{ChatView, PendingView};
+use bosun_shared::protocol::ui::RunView;
+use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_shared::{ActionId, AnswerId, ChatId, RunToken, Timestamp};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use serde_json::Value;
+use tracing::{info, warn};
+
+use super::answers::{Answers, token_digest};
+use super::record::{
+    AnswerRecord, ChatRecord, MessageKind, MessageRecord, PendingRecord, PendingState,
+};
+use super::tools::{self, ToolCtx};
+use crate::agents::launch::{self, ChatLaunch};
+use crate::agents::stream::input_digest;
+use crate::board::record::BoardChange;
+use crate::offload::{blocking, store_error};
+use crate::runs::RunsMsg;
+use crate::store::Store;
+use crate::store::writer::StoreWriter;
+
+/// How often answers are looked at for their end.
+const TICK: Duration = Duration::from_millis(300);
+const MAX_MESSAGE: usize = 256 * 1024;
+/// The last note, once nothing waits and the lead is not answering.
+pub const NOTHING_WAITS: &str =
+    "Nothing else waits for your OK. The lead's answer above is done: send a message to go on.";
+
+#[derive(Clone)]
+pub struct ChatsContext {
+    pub store: Store,
+    pub writer: StoreWriter,
+    pub answers: Answers,
+    pub tools: ToolCtx,
+    /// bosun's own MCP server, once it listens.
+    pub mcp_url: Arc<OnceLock<String>>,
+}
+
+pub type ChatsHandle = crate::handle::ActorHandle<ChatsMsg>;
+
+type Reply<T> = RpcReplyPort<Result<T, WireError>>;
+
+pub enum ChatsMsg {
+    New {
+        agent: Option<String>,
+        reply: Reply<ChatView>,
+    },
+    Send {
+        chat: String,
+        message: String,
+        files: Vec<PathBuf>,
+        reply: Reply<(ChatView, RunView)>,
+    },
+    Show {
+        chat: String,
+        reply: Reply<ChatView>,
+    },
+    List {
+        reply: Reply<Vec<ChatView>>,
+    },
+    Inbox {
+        chat: Option<String>,
+        reply: Reply<Vec<PendingView>>,
+    },
+    Approve {
+        action: String,
+        reply: Reply<Vec<PendingView>>,
+    },
+    ApproveAll {
+        chat: String,
+        reply: Reply<Vec<PendingView>>,
+    },
+    Discard {
+        action: String,
+        reply: Reply<Vec<PendingView>>,
+    },
+    /// A privileged call after an outside tool: keep it for the person. The answer is the
+    /// tool result the lead gets.
+    Pend {
+        chat: ChatId,
+        answer: AnswerId,
+        tool: String,
+        args: Value,
+        cause: String,
+        reply: RpcReplyPort<String>,
+    },
+    /// The lead made a privileged call itself and it ran: a waiting twin goes.
+    RanItself {
+        chat: ChatId,
+        tool: String,
+        args: Value,
+    },
+    Tick,
+}
+
+pub struct Chats;
+
+pub struct ChatsState {
+    ctx: ChatsContext,
+    chats: HashMap<ChatId, ChatRecord>,
+    pending: HashMap<ActionId, PendingRecord>,
+}
+
+impl Actor for Chats {
+    type Msg = ChatsMsg;
+    type State = ChatsState;
+    type Arguments = ChatsContext;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<ChatsMsg>,
+        ctx: ChatsContext,
+    ) -> Result<ChatsState, ActorProcessingErr> {
+        let store = ctx.store.clone();
+        let (chats, pending) = tokio::task::spawn_blocking(move || store.chats()).await??;
+        let mut state = ChatsState {
+            ctx,
+            chats: chats.into_iter().map(|c| (c.id, c)).collect(),
+            pending: pending.into_iter().map(|p| (p.id, p)).collect(),
+        };
+        state.recover().await?;
+        Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<ChatsMsg>,
+        _state: &mut ChatsState,
+    ) -> Result<(), ActorProcessingErr> {
+        myself.send_interval(TICK, || ChatsMsg::Tick);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<ChatsMsg>,
+        msg: ChatsMsg,
+        state: &mut ChatsState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ChatsMsg::New { agent, reply } => {
+                let _ = reply.send(state.new_chat(agent).await);
+            }
+            ChatsMsg::Send {
+                chat,
+                message,
+                files,
+                reply,
+            } => {
+                let _ = reply.send(state.send(&chat, message, files).await);
+            }
+            ChatsMsg::Show { chat, reply } => {
+                let answer = match state.chat_id(&chat) {
+                    Ok(id) => state.view(id, true).await,
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(answer);
+            }
+            ChatsMsg::List { reply } => {
+                let mut ids: Vec<&ChatRecord> = state.chats.values().collect();
+                ids.sort_by_key(|c| c.created_at);
+                let ids: Vec<ChatId> = ids.into_iter().map(|c| c.id).collect();
+                let mut out = Vec::new();
+                for id in ids {
+                    match state.view(id, false).await {
+                        Ok(v) => out.push(v),
+                        Err(e) => {
+                            let _ = reply.send(Err(e));
+                            return Ok(());
+                        }
+                    }
+                }
+                let _ = reply.send(Ok(out));
+            }
+            ChatsMsg::Inbox { chat, reply } => {
+                let answer = match chat.as_deref().map(|c| state.chat_id(c)).transpose() {
+                    Ok(chat) => {
+                        let ids = state.waiting(chat);
+                        Ok(state.views(&ids).await)
+                    }
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(answer);
+            }
+            ChatsMsg::Approve { action, reply } => {
+                let answer = match state.action_id(&action) {
+                    Ok(id) => match state.approve(id).await {
+                        Ok(()) => Ok(state.views(&[id]).await),
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(answer);
+            }
+            ChatsMsg::ApproveAll { chat, reply } => {
+                let answer = match state.chat_id(&chat) {
+                    Ok(chat) => {
+                        let ids = state.waiting(Some(chat));
+                        if ids.is_empty() {
+                            Err(WireError::new(
+                                ErrorCode::Conflict,
+                                "nothing in this chat waits for your OK",
+                            ))
+                        } else {
+                            for id in &ids {
+                                // Each is decided on its own; one failing does not stop the rest.
+                                if let Err(e) = state.approve(*id).await {
+                                    warn!(action = %id, error = %e.message, "approve all: one was not run");
+                                }
+                            }
+                            Ok(state.views(&ids).await)
+                        }
+                    }
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(answer);
+            }
+            ChatsMsg::Discard { action, reply } => {
+                let answer = match state.action_id(&action) {
+                    Ok(id) => match state.discard(id).await {
+                        Ok(()) => Ok(state.views(&[id]).await),
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(answer);
+            }
+            ChatsMsg::Pend {
+                chat,
+                answer,
+                tool,
+                args,
+                cause,
+                reply,
+            } => {
+                let text = state.pend(chat, answer, tool, args, cause).await?;
+                let _ = reply.send(text);
+            }
+            ChatsMsg::RanItself { chat, tool, args } => {
+                state.ran_itself(chat, &tool, &args).await?
+            }
+            ChatsMsg::Tick => state.tick().await?,
+        }
+        Ok(())
+    }
+}
+
+fn same_call(p: &PendingRecord, tool: &str, args: &Value) -> bool {
+    p.tool == tool && input_digest(&p.args) == input_digest(args)
+}
+
+/// What the lead's tool result says of a call kept for the person.
+pub fn kept_words(tool: &str, cause: &str) -> String {
+    format!(
+        "{tool} wasn't run: this answer used {cause}, a tool from outside bosun. bosun keeps the call for the person to approve with one click. Tell them in a sentence what it does."
+    )
+}
+
+impl ChatsState {
+    async fn save(&self, changes: Vec<BoardChange>) -> Result<(), WireError> {
+        self.ctx.writer.board(changes).await.map_err(store_error)
+    }
+
+    fn chat_id(&self, key: &str) -> Result<ChatId, WireError> {
+        let lower = key.trim().to_ascii_lowercase();
+        let found: Vec<ChatId> = self
+            .chats
+            .keys()
+            .filter(|id| id.to_string().starts_with(&lower))
+            .copied()
+            .collect();
+        match found.as_slice() {
+            [one] if lower.len() >= 4 => Ok(*one),
+            [] | [_] => Err(WireError::not_found(format!(
+                "there is no chat `{}`; `bosun chat list` shows them",
+                key.trim()
+            ))),
+            [_, _, ..] => Err(WireError::new(
+                ErrorCode::Ambiguous,
+                format!(
+                    "`{}` is the start of several chats' ids; give more of it",
+                    key.trim()
+                ),
+            )),
+        }
+    }
+
+    fn action_id(&self, key: &str) -> Result<ActionId, WireError> {
+        let lower = key.trim().to_ascii_lowercase();
+        let found: Vec<ActionId> = self
+            .pending
+            .keys()
+            .filter(|id| id.to_string().starts_with(&lower))
+            .copied()
+            .collect();
+        match found.as_slice() {
+            [one] if lower.len() >= 4 => Ok(*one),
+            [] | [_] => Err(WireError::not_found(format!(
+                "there is no pending action `{}`; `bosun inbox` shows what waits",
+                key.trim()
+            ))),
+            [_, _, ..] => Err(WireError::new(
+                ErrorCode::Ambiguous,
+                format!(
+                    "`{}` is the start of several actions' ids; give more of it",
+                    key.trim()
+                ),
+            )),
+        }
+    }
+
+    /// The waiting actions (of one chat, or all), in the order tried.
+    fn waiting(&self, chat: Option<ChatId>) -> Vec<ActionId> {
+        let mut w: Vec<&PendingRecord> = self
+            .pending
+            .values()
+            .filter(|p| p.state == PendingState::Waiting && chat.is_none_or(|c| p.chat == c))
+            .collect();
+        w.sort_by_key(|p| (p.chat, p.order));
+        w.into_iter().map(|p| p.id).collect()
+    }
+
+    async fn views(&self, ids: &[ActionId]) -> Vec<PendingView> {
+        let mut out = Vec::new();
+        for id in ids {
+            let Some(p) = self.pending.get(id) else {
+                continue;
+            };
+            let (preview, would_fail) = if p.state == PendingState::Waiting {
+                tools::preview(&self.ctx.tools, &p.tool, &p.args).await
+            } else {
+                (String::new(), None)
+            };
+            let result = match &p.state {
+                PendingState::Approved { result, .. } => Some(result.clone()),
+                PendingState::Failed { why, .. } => Some(why.clone()),
+                PendingState::Gone { why } => Some(why.clone()),
+                PendingState::Replaced { by } => Some(format!("replaced by {}", by.short())),
+                PendingState::Waiting
+                | PendingState::Approving { .. }
+                | PendingState::Discarded { .. } => None,
+            };
+            out.push(PendingView {
+                id: p.id,
+                short_id: p.id.short(),
+                chat: p.chat,
+                answer: p.answer,
+                tool: p.tool.clone(),
+                args: p.args.clone(),
+                cause: p.cause.clone(),
+                at: p.at,
+                state: p.state.word().to_string(),
+                line: tools::describe(&p.tool, &p.args),
+                preview,
+                would_fail,
+                result,
+            });
+        }
+        out
+    }
+
+    async fn view(&self, id: ChatId, with_messages: bool) -> Result<ChatView, WireError> {
+        let c = self
+            .chats
+            .get(&id)
+            .ok_or_else(|| WireError::internal("the chat went away"))?;
+        let store = self.ctx.store.clone();
+        let agent = match blocking(move || store.agents()).await?.map_err(store_error) {
+            Ok(list) => list
+                .into_iter()
+                .find(|a| a.id == c.agent)
+                .map_or_else(|| format!("{} (removed)", c.agent.short()), |a| a.name),
+            Err(e) => return Err(e),
+        };
+        let messages = if with_messages {
+            let store = self.ctx.store.clone();
+            blocking(move || store.messages(id))
+                .await?
+                .map_err(store_error)?
+                .iter()
+                .map(MessageRecord::view)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(ChatView {
+            id,
+            short_id: id.short(),
+            agent,
+            created_at: c.created_at,
+            answering: c.answering.as_ref().and_then(|a| a.run),
+            waiting: self.waiting(Some(id)).len() as u32,
+            messages,
+        })
+    }
+
+    fn message(
+        chat: &mut ChatRecord,
+        kind: MessageKind,
+        text: String,
+        failed: bool,
+    ) -> MessageRecord {
+        let m = MessageRecord {
+            chat: chat.id,
+            n: chat.messages + 1,
+            at: Timestamp::now(),
+            kind,
+            text,
+            failed,
+        };
+        chat.messages += 1;
+        m
+    }
+
+    async fn new_chat(&mut self, agent: Option<String>) -> Result<ChatView, WireError> {
+        let store = self.ctx.store.clone();
+        let agents = blocking(move || store.agents())
+            .await?
+            .map_err(store_error)?;
+        let lead = match agent {
+            Some(name) => crate::agents::registry::find(&self.ctx.store, &name).await?,
+            None => {
+                let leads: Vec<_> = agents.into_iter().filter(|a| a.role == "lead").collect();
+                match leads.as_slice() {
+                    [one] => one.clone(),
+                    [] => {
+                        return Err(WireError::bad_request(
+                            "there is no lead to chat with: add one with `bosun agent add lead --cli claude --role lead --secret-env ANTHROPIC_API_KEY …`, or name an agent with --agent",
+                        ));
+                    }
+                    [_, _, ..] => {
+                        return Err(WireError::bad_request(format!(
+                            "several agents have the role lead ({}); say which with --agent",
+                            leads
+                                .iter()
+                                .map(|a| a.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                }
+            }
+        };
+        if lead.cli != bosun_shared::agents::CliKind::Claude {
+            return Err(WireError::bad_request(format!(
+                "the lead answers through Claude Code, and `{}` is a {} agent",
+                lead.name, lead.cli
+            )));
+        }
+        let chat = ChatRecord {
+            id: ChatId::new(),
+            agent: lead.id,
+            created_at: Timestamp::now(),
+            session: None,
+            messages: 0,
+            answering: None,
+            untold: Vec::new(),
+            files: Vec::new(),
+            next_action: 1,
+        };
+        self.save(vec![BoardChange::Chat(Box::new(chat.clone()))])
+            .await?;
+        let id = chat.id;
+        self.chats.insert(id, chat);
+        info!(chat_id = %id, lead = %lead.name, "chat started");
+        self.view(id, false).await
+    }
+
+    async fn send(
+        &mut self,
+        key: &str,
+        message: String,
+        files: Vec<PathBuf>,
+    ) -> Result<(ChatView, RunView), WireError> {
+        let id = self.chat_id(key)?;
+        let Some(mut chat) = self.chats.get(&id).cloned() else {
+            return Err(WireError::internal("the chat went away"));
+        };
+        if chat.answering.is_some() {
+            return Err(WireError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "the lead is still answering in this chat; wait for it (`bosun chat show {} -f`) and send then",
+                    id.short()
+                ),
+            ));
+        }
+        if message.trim().is_empty() || message.len() > MAX_MESSAGE || message.contains('\0') {
+            return Err(WireError::bad_request(
+                "a message is 1 byte to 256 KiB of text with no NUL byte",
+            ));
+        }
+        for f in &files {
+            if !f.is_absolute() || !f.is_file() {
+                return Err(WireError::bad_request(format!(
+                    "{} is not a file (give an absolute path to an existing file)",
+                    f.display()
+                )));
+            }
+        }
+        let url = self.ctx.mcp_url.get().cloned().ok_or_else(|| {
+            WireError::new(
+                ErrorCode::Unavailable,
+                "bosun's MCP server is starting; try again",
+            )
+        })?;
+        // What the person decided since the last answer comes first.
+        let prompt = if chat.untold.is_empty() {
+            message.clone()
+        } else {
+            format!("[{}]\n\n{message}", chat.untold.join(" "))
+        };
+        let token = RunToken::generate();
+        let token_text = serde_json::to_value(&token)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let answer = AnswerRecord {
+            id: AnswerId::new(),
+            run: None,
+            token_digest: token_digest(&token_text),
+            started_at: Timestamp::now(),
+        };
+        chat.files
+            .extend(files.iter().map(|f| f.display().to_string()));
+        let person = Self::message(&mut chat, MessageKind::Person, message, false);
+        chat.untold.clear();
+        chat.answering = Some(answer.clone());
+        self.save(vec![
+            BoardChange::Message(Box::new(person)),
+            BoardChange::Chat(Box::new(chat.clone())),
+        ])
+        .await?;
+        self.chats.insert(id, chat.clone());
+        self.ctx
+            .answers
+            .open(answer.token_digest.clone(), id, answer.id, None);
+        let launch = ChatLaunch {
+            url,
+            token: token_text,
+            resume: chat.session.clone(),
+            answer: (id, answer.id),
+        };
+        let started = self.start_answer(&chat, &prompt, launch).await;
+        match started {
+            Ok(run) => {
+                chat.answering = Some(AnswerRecord {
+                    run: Some(run.id),
+                    ..answer.clone()
+                });
+                self.save(vec![BoardChange::Chat(Box::new(chat.clone()))])
+                    .await?;
+                self.chats.insert(id, chat);
+                self.ctx.answers.set_run(answer.id, run.id);
+                Ok((self.view(id, false).await?, run))
+            }
+            Err(e) => {
+                self.ctx.answers.close(answer.id);
+                chat.answering = None;
+                let note = Self::message(
+                    &mut chat,
+                    MessageKind::Note,
+                    format!("The lead's answer could not start: {}", e.message),
+                    true,
+                );
+                self.save(vec![
+                    BoardChange::Message(Box::new(note)),
+                    BoardChange::Chat(Box::new(chat.clone())),
+                ])
+                .await?;
+                self.chats.insert(id, chat);
+                Err(e)
+            }
+        }
+    }
+
+    async fn start_answer(
+        &self,
+        chat: &ChatRecord,
+        prompt: &str,
+        launch: ChatLaunch,
+    ) -> Result<RunView, WireError> {
+        let spec = launch::prepare_with(
+            &self.ctx.tools.agents_ctx,
+            &chat.agent.to_string(),
+            prompt,
+            Some(launch),
+        )
+        .await?;
+        let runs = self.ctx.tools.runs.get().ok_or_else(|| {
+            WireError::new(ErrorCode::Unavailable, "bosund is starting; try again")
+        })?;
+        let spec = Box::new(spec);
+        ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
+            .map_err(|e| WireError::internal(format!("bosund could not start the answer: {e}")))?
+    }
+
+    /// Looks for answers that ended.
+    async fn tick(&mut self) -> Result<(), ActorProcessingErr> {
+        let live: Vec<(ChatId, AnswerRecord)> = self
+            .chats
+            .values()
+            .filter_map(|c| c.answering.clone().map(|a| (c.id, a)))
+            .collect();
+        for (chat, answer) in live {
+            let Some(run) = answer.run else { continue };
+            let store = self.ctx.store.clone();
+            let Ok(Ok(Some(rec))) = blocking(move || store.run(run)).await else {
+                continue;
+            };
+            if !rec.state.is_final() {
+                continue;
+            }
+            let Some(mut c) = self.chats.get(&chat).cloned() else {
+                continue;
+            };
+            let agent = rec.agent.clone().unwrap_or_default();
+            if agent.session.is_some() {
+                c.session = agent.session.clone();
+            }
+            let result = agent.result.clone();
+            let msg = match result {
+                Some(r) if !r.is_error => {
+                    Self::message(&mut c, MessageKind::Lead, r.text.unwrap_or_default(), false)
+                }
+                Some(r) => Self::message(
+                    &mut c,
+                    MessageKind::Note,
+                    format!(
+                        "The lead's answer failed: {}",
+                        r.text
+                            .or(r.reason)
+                            .unwrap_or_else(|| "no reason given".into())
+                    ),
+                    true,
+                ),
+                None => Self::message(
+                    &mut c,
+                    MessageKind::Note,
+                    format!(
+                        "The lead's answer ended without a result ({})",
+                        rec.exit
+                            .map(|e| e.reason)
+                            .unwrap_or_else(|| rec.state.to_string())
+                    ),
+                    true,
+                ),
+            };
+            c.answering = None;
+            self.save(vec![
+                BoardChange::Message(Box::new(msg)),
+                BoardChange::Chat(Box::new(c.clone())),
+            ])
+            .await?;
+            self.chats.insert(chat, c);
+            self.ctx.answers.close(answer.id);
+        }
+        Ok(())
+    }
+
+    /// After a restart: approvals cut off are failed, answers go on or are over.
+    async fn recover(&mut self) -> Result<(), ActorProcessingErr> {
+        let cut: Vec<ActionId> = self
+            .pending
+            .values()
+            .filter(|p| matches!(p.state, PendingState::Approving { .. }))
+            .map(|p| p.id)
+            .collect();
+        for id in cut {
+            let Some(mut p) = self.pending.get(&id).cloned() else {
+                continue;
+            };
+            let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
+                continue;
+            };
+            let line = tools::describe(&p.tool, &p.args);
+            let why =
+                "bosund stopped while it was being carried out: it may or may not have happened"
+                    .to_string();
+            p.state = PendingState::Failed {
+                at: Timestamp::now(),
+                why: why.clone(),
+            };
+            let note = Self::message(
+                &mut chat,
+                MessageKind::Note,
+                format!("It failed: {line}: {why}."),
+                true,
+            );
+            chat.untold.push(format!(
+                "Approved, but cut off by a restart (may or may not have happened): {line}."
+            ));
+            self.save(vec![
+                BoardChange::Pending(Box::new(p.clone())),
+                BoardChange::Message(Box::new(note)),
+                BoardChange::Chat(Box::new(chat.clone())),
+            ])
+            .await?;
+            warn!(action = %id, "an approval was cut off by a restart; recorded as failed");
+            self.pending.insert(id, p);
+            self.chats.insert(chat.id, chat);
+        }
+        let answering: Vec<(ChatId, AnswerRecord)> = self
+            .chats
+            .values()
+            .filter_map(|c| c.answering.clone().map(|a| (c.id, a)))
+            .collect();
+        for (chat, answer) in answering {
+            match answer.run {
+                Some(run) => {
+                    self.ctx
+                        .answers
+                        .open(answer.token_digest.clone(), chat, answer.id, Some(run))
+                }
+                None => {
+                    // Cut off before its run was made: it never began.
+                    let Some(mut c) = self.chats.get(&chat).cloned() else {
+                        continue;
+                    };
+                    c.answering = None;
+                    let note = Self::message(
+                        &mut c,
+                        MessageKind::Note,
+                        "The lead's answer was cut off by a restart before it began; send the message again.".into(),
+                        true,
+                    );
+                    self.save(vec![
+                        BoardChange::Message(Box::new(note)),
+                        BoardChange::Chat(Box::new(c.clone())),
+                    ])
+                    .await?;
+                    self.chats.insert(chat, c);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn pend(
+        &mut self,
+        chat_id: ChatId,
+        answer: AnswerId,
+        tool: String,
+        args: Value,
+        cause: String,
+    ) -> Result<String, ActorProcessingErr> {
+        let words = kept_words(&tool, &cause);
+        let Some(mut chat) = self.chats.get(&chat_id).cloned() else {
+            return Ok(format!("{tool} wasn't run: its chat is gone."));
+        };
+        // The same call made twice is kept once.
+        if self.pending.values().any(|p| {
+            p.chat == chat_id && p.state == PendingState::Waiting && same_call(p, &tool, &args)
+        }) {
+            return Ok(words);
+        }
+        let id = ActionId::new();
+        let mut changes = Vec::new();
+        // A newer write or append of the same note takes the older one's place.
+        if matches!(tool.as_str(), "memory_write" | "memory_append") {
+            let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+            let older: Vec<ActionId> = self
+                .pending
+                .values()
+                .filter(|p| {
+                    p.chat == chat_id
+                        && p.state == PendingState::Waiting
+                        && matches!(p.tool.as_str(), "memory_write" | "memory_append")
+                        && p.args.get("path").and_then(Value::as_str) == Some(path)
+                })
+                .map(|p| p.id)
+                .collect();
+            for o in older {
+                if let Some(mut p) = self.pending.get(&o).cloned() {
+                    p.state = PendingState::Replaced { by: id };
+                    changes.push(BoardChange::Pending(Box::new(p.clone())));
+                    self.pending.insert(o, p);
+                }
+            }
+        }
+        let rec = PendingRecord {
+            id,
+            chat: chat_id,
+            answer,
+            tool,
+            args,
+            cause,
+            at: Timestamp::now(),
+            order: chat.next_action,
+            state: PendingState::Waiting,
+        };
+        chat.next_action += 1;
+        changes.push(BoardChange::Pending(Box::new(rec.clone())));
+        changes.push(BoardChange::Chat(Box::new(chat.clone())));
+        crate::crash::point("pending-before-commit");
+        self.save(changes).await?;
+        crate::crash::point("pending-after-commit");
+        info!(chat_id = %chat_id, action = %id, tool = %rec.tool, "a call waits for the person's OK");
+        self.pending.insert(id, rec);
+        self.chats.insert(chat_id, chat);
+        Ok(words)
+    }
+
+    async fn ran_itself(
+        &mut self,
+        chat_id: ChatId,
+        tool: &str,
+        args: &Value,
+    ) -> Result<(), ActorProcessingErr> {
+        let twins: Vec<ActionId> = self
+            .pending
+            .values()
+            .filter(|p| {
+                p.chat == chat_id && p.state == PendingState::Waiting && same_call(p, tool, args)
+            })
+            .map(|p| p.id)
+            .collect();
+        for id in twins {
+            let (Some(mut p), Some(mut chat)) = (
+                self.pending.get(&id).cloned(),
+                self.chats.get(&chat_id).cloned(),
+            ) else {
+                continue;
+            };
+            let line = tools::describe(&p.tool, &p.args);
+            p.state = PendingState::Gone {
+                why: "the lead made the same call itself, and it ran".into(),
+            };
+            let note = Self::message(
+                &mut chat,
+                MessageKind::Note,
+                format!(
+                    "The lead made this call itself, so the one waiting for your OK is gone: {line}."
+                ),
+                false,
+            );
+            self.save(vec![
+                BoardChange::Pending(Box::new(p.clone())),
+                BoardChange::Message(Box::new(note)),
+                BoardChange::Chat(Box::new(chat.clone())),
+            ])
+            .await
+            .map_err(|e| ActorProcessingErr::from(e.message))?;
+            self.pending.insert(id, p);
+            self.chats.insert(chat_id, chat);
+        }
+        Ok(())
+    }
+
+    fn decidable(&self, id: ActionId) -> Result<PendingRecord, WireError> {
+        let p = self
+            .pending
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| WireError::internal("the action went away"))?;
+        if p.state != PendingState::Waiting {
+            return Err(WireError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "action {} was {} already; each runs once at most",
+                    id.short(),
+                    p.state.word()
+                ),
+            ));
+        }
+        Ok(p)
+    }
+
+    async fn approve(&mut self, id: ActionId) -> Result<(), WireError> {
+        let mut p = self.decidable(id)?;
+        let line = tools::describe(&p.tool, &p.args);
+        // The decision, durably, before the call runs.
+        p.state = PendingState::Approving {
+            at: Timestamp::now(),
+        };
+        self.save(vec![BoardChange::Pending(Box::new(p.clone()))])
+            .await?;
+        self.pending.insert(id, p.clone());
+        crate::crash::point("approve-after-decision");
+        let result = tools::execute(&self.ctx.tools, &p.tool, &p.args, None).await;
+        crate::crash::point("approve-after-execution");
+        let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
+            return Err(WireError::internal("the chat went away"));
+        };
+        let note = match &result {
+            Ok(text) => {
+                p.state = PendingState::Approved {
+                    at: Timestamp::now(),
+                    result: text.clone(),
+                };
+                chat.untold.push(format!("Approved: {line}."));
+                let first = text.lines().next().unwrap_or_default();
+                Self::message(
+                    &mut chat,
+                    MessageKind::Note,
+                    format!("Approved: {line}. {first}"),
+                    false,
+                )
+            }
+            Err(why) => {
+                p.state = PendingState::Failed {
+                    at: Timestamp::now(),
+                    why: why.clone(),
+                };
+                chat.untold
+                    .push(format!("Approved, but it failed: {line}: {why}."));
+                Self::message(
+                    &mut chat,
+                    MessageKind::Note,
+                    format!("It failed: {line}: {why}"),
+                    true,
+                )
+            }
+        };
+        self.finish_decision(p, chat, note).await
+    }
+
+    async fn discard(&mut self, id: ActionId) -> Result<(), WireError> {
+        let mut p = self.decidable(id)?;
+        let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
+            return Err(WireError::internal("the chat went away"));
+        };
+        let line = tools::describe(&p.tool, &p.args);
+        p.state = PendingState::Discarded {
+            at: Timestamp::now(),
+        };
+        chat.untold.push(format!("Discarded: {line}."));
+        let note = Self::message(
+            &mut chat,
+            MessageKind::Note,
+            format!("Discarded: {line}."),
+            false,
+        );
+        self.finish_decision(p, chat, note).await
+    }
+
+    async fn finish_decision(
+        &mut self,
+        p: PendingRecord,
+        mut chat: ChatRecord,
+        note: MessageRecord,
+    ) -> Result<(), WireError> {
+        let mut changes = vec![
+            BoardChange::Pending(Box::new(p.clone())),
+            BoardChange::Message(Box::new(note)),
+        ];
+        self.pending.insert(p.id, p.clone());
+        let none_left = self.waiting(Some(chat.id)).is_empty();
+        if none_left && chat.answering.is_none() {
+            let last = Self::message(&mut chat, MessageKind::Note, NOTHING_WAITS.into(), false);
+            changes.push(BoardChange::Message(Box::new(last)));
+        }
+        changes.push(BoardChange::Chat(Box::new(chat.clone())));
+        self.save(changes).await?;
+        self.chats.insert(chat.id, chat);
+        Ok(())
+    }
+}

@@ -1,0 +1,7 @@
+//! The lead: chats, bosun's own MCP server, and the pending actions that wait for the person.
+
+pub mod answers;
+pub mod chats;
+pub mod record;
+pub mod server;
+pub mod tools;

@@ -1,0 +1,138 @@
+//! Chats with the lead, their messages, and pending actions, as stored.
+
+use bosun_shared::protocol::lead::MessageView;
+use bosun_shared::{ActionId, AgentId, AnswerId, ChatId, RunId, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatRecord {
+    pub id: ChatId,
+    /// The lead agent.
+    pub agent: AgentId,
+    pub created_at: Timestamp,
+    /// Claude Code's session, continued by each answer.
+    pub session: Option<String>,
+    /// How many messages it has.
+    pub messages: u64,
+    /// The answer being written, if any.
+    pub answering: Option<AnswerRecord>,
+    /// What the person decided since the lead last answered: the next answer starts with it.
+    pub untold: Vec<String>,
+    /// Files the person added to the chat (absolute paths).
+    pub files: Vec<String>,
+    /// The order of the next pending action.
+    pub next_action: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerRecord {
+    pub id: AnswerId,
+    pub run: Option<RunId>,
+    /// SHA-256 of the bearer token bosun's MCP server knows the answer by.
+    pub token_digest: String,
+    pub started_at: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    Person,
+    Lead,
+    Note,
+}
+
+impl MessageKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            MessageKind::Person => "person",
+            MessageKind::Lead => "lead",
+            MessageKind::Note => "note",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageRecord {
+    pub chat: ChatId,
+    pub n: u64,
+    pub at: Timestamp,
+    pub kind: MessageKind,
+    pub text: String,
+    pub failed: bool,
+}
+
+impl MessageRecord {
+    pub fn key(chat: ChatId, n: u64) -> String {
+        format!("{chat}/{n:012}")
+    }
+
+    pub fn view(&self) -> MessageView {
+        MessageView {
+            n: self.n,
+            at: self.at,
+            kind: self.kind.word().to_string(),
+            text: self.text.clone(),
+            failed: self.failed,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingRecord {
+    pub id: ActionId,
+    pub chat: ChatId,
+    pub answer: AnswerId,
+    pub tool: String,
+    pub args: Value,
+    /// The outside tool the answer had used.
+    pub cause: String,
+    pub at: Timestamp,
+    /// Its place in the chat's order (the order tried).
+    pub order: u64,
+    pub state: PendingState,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum PendingState {
+    Waiting,
+    /// The person approved; committed before the call runs. Found at startup, the call may or
+    /// may not have happened.
+    Approving {
+        at: Timestamp,
+    },
+    Approved {
+        at: Timestamp,
+        result: String,
+    },
+    Failed {
+        at: Timestamp,
+        why: String,
+    },
+    Discarded {
+        at: Timestamp,
+    },
+    /// A newer write or append of the same note took its place.
+    Replaced {
+        by: ActionId,
+    },
+    /// The lead made the same call itself and it ran.
+    Gone {
+        why: String,
+    },
+}
+
+impl PendingState {
+    pub fn word(&self) -> &'static str {
+        match self {
+            PendingState::Waiting => "waiting",
+            PendingState::Approving { .. } => "approving",
+            PendingState::Approved { .. } => "approved",
+            PendingState::Failed { .. } => "failed",
+            PendingState::Discarded { .. } => "discarded",
+            PendingState::Replaced { .. } => "replaced",
+            PendingState::Gone { .. } => "gone",
+        }
+    }
+}

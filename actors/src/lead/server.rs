@@ -1,0 +1,314 @@
+//! bosun's own MCP server (`bosun`), on 127.0.0.1 over Streamable HTTP (rmcp's server side,
+//! stateless, JSON answers), reached by each answer of the lead through its 0600 per-run config
+//! with a bearer token that belongs to that one answer while it runs.
+//!
+//! The gate: a privileged call, and a call that creates or changes a card, waits until the
+//! daemon has read the answer's stream up to it (at most 5 s; else it is refused and may be
+//! tried again). If the answer used a tool from outside bosun before it, a privileged call is
+//! not run but kept as a pending action, and a card it puts in or changes in an Auto column is
+//! saved on hold.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bosun_shared::AnswerId;
+use bosun_shared::protocol::ui::Response;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use tracing::{debug, info, warn};
+
+use super::answers::{Answers, LiveAnswer, OWN_PREFIX, Reading};
+use super::chats::{ChatsHandle, ChatsMsg};
+use super::tools::{self, PRIVILEGED, ToolCtx};
+use crate::agents::stream::input_digest;
+use crate::board::{BoardMsg, BoardRequest};
+
+/// How long a call waits for the daemon to read its answer up to it.
+const READ_LIMIT: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct McpCtx {
+    pub answers: Answers,
+    pub tools: ToolCtx,
+    pub chats: ChatsHandle,
+}
+
+#[derive(Clone)]
+struct BosunMcp {
+    ctx: Arc<McpCtx>,
+}
+
+fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+    headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
+
+fn text_result(text: String, error: bool) -> CallToolResponse {
+    let content = vec![ContentBlock::text(text)];
+    if error {
+        CallToolResult::error(content).into()
+    } else {
+        CallToolResult::success(content).into()
+    }
+}
+
+impl rmcp::ServerHandler for BosunMcp {
+    fn get_info(&self) -> InitializeResult {
+        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("bosun", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "bosun's board, agents, runs and memory notes. Changes that start runs, change agents or columns, or save notes wait for the person's OK once this answer has used a tool from outside bosun.".into(),
+        );
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = tools::catalog()
+            .into_iter()
+            .map(|t| {
+                let schema = match t.schema {
+                    Value::Object(m) => m,
+                    Value::Null
+                    | Value::Bool(_)
+                    | Value::Number(_)
+                    | Value::String(_)
+                    | Value::Array(_) => serde_json::Map::new(),
+                };
+                Tool::new(t.name, t.description, Arc::new(schema))
+                    .with_annotations(ToolAnnotations::new().read_only(t.read_only))
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let live = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| bearer(&p.headers))
+            .and_then(|t| self.ctx.answers.find(t));
+        let Some(live) = live else {
+            return Ok(text_result(
+                "this call carries no token of a live answer of the lead; bosun's tools answer only the lead's current answer".into(),
+                true,
+            ));
+        };
+        let tool = request.name.to_string();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        Ok(self.call(live, &tool, args).await)
+    }
+}
+
+impl BosunMcp {
+    async fn call(&self, live: LiveAnswer, tool: &str, args: Value) -> CallToolResponse {
+        let card_tool = matches!(tool, "create_task" | "update_task");
+        let mut taint = None;
+        if PRIVILEGED.contains(&tool) || card_tool {
+            let Some(run) = self.run_of(live.answer).await else {
+                return text_result(refused_unread(tool), true);
+            };
+            let name = format!("{OWN_PREFIX}{tool}");
+            match self
+                .ctx
+                .answers
+                .read_up_to(run, &name, &input_digest(&args), READ_LIMIT)
+                .await
+            {
+                Reading::NotYet => return text_result(refused_unread(tool), true),
+                Reading::Read { outside } => taint = outside,
+            }
+        }
+        let privileged = PRIVILEGED.contains(&tool)
+            || (tool == "update_task"
+                && args.get("clear_hold").and_then(Value::as_bool) == Some(true)
+                && self.card_in_auto(&args).await);
+        if privileged && let Some(cause) = &taint {
+            return match self.pend(live, tool, &args, cause).await {
+                Some(words) => text_result(words, false),
+                None => text_result(
+                    format!(
+                        "{tool} wasn't run, and bosun could not keep it for the person; tell them"
+                    ),
+                    true,
+                ),
+            };
+        }
+        let taint = if card_tool { taint } else { None };
+        match tools::execute(&self.ctx.tools, tool, &args, taint).await {
+            Ok(text) => {
+                if privileged {
+                    self.ctx.chats.cast(ChatsMsg::RanItself {
+                        chat: live.chat,
+                        tool: tool.to_string(),
+                        args,
+                    });
+                }
+                text_result(text, false)
+            }
+            Err(why) => text_result(why, true),
+        }
+    }
+
+    /// The answer's run, once it is known (it is set as the run starts).
+    async fn run_of(&self, answer: AnswerId) -> Option<bosun_shared::RunId> {
+        let deadline = tokio::time::Instant::now() + READ_LIMIT;
+        loop {
+            if let Some(run) = self.ctx.answers.run_of(answer) {
+                return Some(run);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn card_in_auto(&self, args: &Value) -> bool {
+        let Some(card) = args.get("card").and_then(Value::as_str) else {
+            return false;
+        };
+        let Some(board) = self.ctx.tools.board.get() else {
+            // Unknown: treated as the stricter case.
+            return true;
+        };
+        let req = BoardRequest::Show;
+        let Ok(Ok(Response::Board(b))) =
+            ractor::call!(board, |reply| BoardMsg::Request { req, reply })
+        else {
+            return true;
+        };
+        let lower = card.to_ascii_lowercase();
+        b.cards
+            .iter()
+            .find(|c| c.id.to_string().starts_with(&lower))
+            .and_then(|c| b.columns.iter().find(|col| col.id == c.column_id))
+            .is_none_or(|col| col.auto)
+    }
+
+    async fn pend(
+        &self,
+        live: LiveAnswer,
+        tool: &str,
+        args: &Value,
+        cause: &str,
+    ) -> Option<String> {
+        let chats = self.ctx.chats.get()?;
+        let (tool, args, cause) = (tool.to_string(), args.clone(), cause.to_string());
+        ractor::call!(chats, |reply| ChatsMsg::Pend {
+            chat: live.chat,
+            answer: live.answer,
+            tool,
+            args,
+            cause,
+            reply
+        })
+        .ok()
+    }
+}
+
+fn refused_unread(tool: &str) -> String {
+    format!(
+        "{tool} was refused: bosun has not read this answer up to the call yet (it waits at most 5 seconds); try the call again"
+    )
+}
+
+fn plain(
+    status: http::StatusCode,
+    text: &str,
+) -> http::Response<http_body_util::combinators::BoxBody<Bytes, Infallible>> {
+    let mut r = http::Response::new(Full::new(Bytes::from(text.to_string())).boxed());
+    *r.status_mut() = status;
+    r
+}
+
+/// Starts bosun's MCP server on 127.0.0.1 (a free port); returns its address and its task.
+/// Aborting the task ends the server and every connection to it (they hold the daemon's
+/// store writer, which must go before the daemon can finish its last commit).
+pub async fn serve(ctx: McpCtx) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr()?.port());
+    let ctx = Arc::new(ctx);
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None);
+    let handler = BosunMcp { ctx: ctx.clone() };
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    info!(%url, "bosun's MCP server is listening");
+    let task = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        loop {
+            // Finished connections are let go as new ones come.
+            while connections.try_join_next().is_some() {}
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    warn!(error = %e, "bosun's MCP server could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let (service, answers) = (service.clone(), ctx.answers.clone());
+            connections.spawn(async move {
+                let svc =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let (service, answers) = (service.clone(), answers.clone());
+                        async move {
+                            if req.uri().path() != "/mcp" {
+                                return Ok::<_, Infallible>(plain(
+                                    http::StatusCode::NOT_FOUND,
+                                    "bosun's MCP server is at /mcp",
+                                ));
+                            }
+                            // Only the token of a live answer of the lead gets in.
+                            if bearer(req.headers())
+                                .and_then(|t| answers.find(t))
+                                .is_none()
+                            {
+                                return Ok(plain(
+                                    http::StatusCode::UNAUTHORIZED,
+                                    "this token belongs to no live answer of the lead",
+                                ));
+                            }
+                            Ok(service.handle(req).await)
+                        }
+                    });
+                if let Err(e) = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await
+                {
+                    debug!(error = %e, "a connection to bosun's MCP server ended");
+                }
+            });
+        }
+    });
+    Ok((url, task))
+}

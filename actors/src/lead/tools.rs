@@ -1,0 +1,649 @@
+//! The tools of bosun's own MCP server: what each takes, which are privileged (they change
+//! what runs, the agents, the columns or the notes, and so wait for the person after an
+//! outside tool), how each is carried out, and how a waiting call is put in words for the
+//! person.
+
+use std::path::PathBuf;
+
+use bosun_shared::agents::CliKind;
+use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::agents::{AgentParams, EditAgentParams};
+use bosun_shared::protocol::board::{
+    AddCardParams, AddColumnParams, EditCardParams, SetColumnParams,
+};
+use bosun_shared::protocol::ui::Response;
+use serde_json::{Value, json};
+
+use crate::agents::launch;
+use crate::agents::registry::{AgentsContext, AgentsHandle, AgentsMsg};
+use crate::board::{BoardHandle, BoardMsg, BoardRequest};
+use crate::handle::ActorHandle;
+use crate::offload::{blocking, store_error};
+use crate::runs::RunsMsg;
+use crate::store::Store;
+
+/// What the tools work with.
+#[derive(Clone)]
+pub struct ToolCtx {
+    pub store: Store,
+    pub board: BoardHandle,
+    pub agents: AgentsHandle,
+    pub agents_ctx: AgentsContext,
+    pub runs: ActorHandle<RunsMsg>,
+}
+
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub schema: Value,
+    /// Reads only.
+    pub read_only: bool,
+}
+
+/// The calls that wait for the person after an outside tool (`update_task` only with
+/// `clear_hold` on a card in an Auto column, which the gate checks).
+pub const PRIVILEGED: [&str; 8] = [
+    "start_agent_run",
+    "create_agent",
+    "update_agent",
+    "add_column",
+    "set_column",
+    "memory_write",
+    "memory_append",
+    "memory_move",
+];
+
+fn obj(props: Value, required: &[&str]) -> Value {
+    json!({ "type": "object", "properties": props, "required": required })
+}
+
+fn s(d: &str) -> Value {
+    json!({ "type": "string", "description": d })
+}
+
+pub fn catalog() -> Vec<ToolSpec> {
+    let card_fields = || {
+        json!({
+            "title": s("A short title"),
+            "description": s("What the task is"),
+            "acceptance": s("What must be true when it is done"),
+            "assignee": s("The agent that takes it (its name); an Auto column starts it"),
+            "column": s("The column's name"),
+        })
+    };
+    vec![
+        ToolSpec {
+            name: "list_tasks",
+            description: "The board: its columns (Auto columns start their assigned cards' agents) and every card with its column, assignee, hold and last run.",
+            schema: obj(json!({}), &[]),
+            read_only: true,
+        },
+        ToolSpec {
+            name: "get_task",
+            description: "One card with its whole activity log.",
+            schema: obj(
+                json!({ "card": s("The card's id (or its first 8 characters)") }),
+                &["card"],
+            ),
+            read_only: true,
+        },
+        ToolSpec {
+            name: "create_task",
+            description: "Creates a card (in the first column unless `column` is given).",
+            schema: obj(card_fields(), &["title"]),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "update_task",
+            description: "Changes a card: its fields, its column (a move), a comment for its activity log, or `clear_hold` to take it off hold.",
+            schema: obj(
+                {
+                    let mut f = card_fields();
+                    f["card"] = s("The card's id");
+                    f["comment"] = s("A line for the card's activity log");
+                    f["clear_hold"] =
+                        json!({ "type": "boolean", "description": "Take the card off hold" });
+                    f
+                },
+                &["card"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "add_column",
+            description: "Adds a column to the board; `auto: true` makes its assigned cards start by themselves.",
+            schema: obj(
+                json!({ "name": s("The column's name"), "auto": { "type": "boolean" } }),
+                &["name"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "set_column",
+            description: "Renames a column or makes it Auto or Manual.",
+            schema: obj(
+                json!({ "column": s("The column's name"), "name": s("A new name"), "auto": { "type": "boolean" } }),
+                &["column"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "list_agents",
+            description: "The agents: name, role, CLI, model.",
+            schema: obj(json!({}), &[]),
+            read_only: true,
+        },
+        ToolSpec {
+            name: "get_agent",
+            description: "One agent: its setup and its switches (which MCP servers, web tools, browser and skills it may use — only the person changes those).",
+            schema: obj(json!({ "agent": s("The agent's name") }), &["agent"]),
+            read_only: true,
+        },
+        ToolSpec {
+            name: "create_agent",
+            description: "Creates an agent. Its tools stay off until the person switches them on.",
+            schema: obj(
+                json!({
+                    "name": s("Its name"),
+                    "cli": s("claude, codex or gemini"),
+                    "cwd": s("The absolute folder its runs work in"),
+                    "instructions": s("What it is told before each task"),
+                    "role": s("worker or a role such as QA"),
+                    "model": s("The model, such as sonnet"),
+                    "allowed_commands": { "type": "array", "items": { "type": "string" }, "description": "Commands only, such as Bash(git *)" },
+                }),
+                &["name", "cli", "cwd"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "update_agent",
+            description: "Changes an agent's instructions, role, model or allowed commands (never its tool switches).",
+            schema: obj(
+                json!({
+                    "agent": s("The agent's name"),
+                    "instructions": s("New instructions"),
+                    "role": s("A new role"),
+                    "model": s("A new model"),
+                    "allowed_commands": { "type": "array", "items": { "type": "string" } },
+                }),
+                &["agent"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "start_agent_run",
+            description: "Starts a run of an agent with a prompt.",
+            schema: obj(
+                json!({ "agent": s("The agent's name"), "prompt": s("What it should do") }),
+                &["agent", "prompt"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "memory_read",
+            description: "Reads a memory note (its text and version); without `path`, lists the notes.",
+            schema: obj(
+                json!({ "path": s("The note's path, such as decisions/api.md") }),
+                &[],
+            ),
+            read_only: true,
+        },
+        ToolSpec {
+            name: "memory_write",
+            description: "Writes a note. Changing an existing note needs `base_version`, the version you read; a note changed since fails.",
+            schema: obj(
+                json!({ "path": s("The note's path"), "text": s("Its whole new text"), "base_version": { "type": "integer" } }),
+                &["path", "text"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "memory_append",
+            description: "Adds a section (a heading and its text) at the end of a note.",
+            schema: obj(
+                json!({ "path": s("The note's path"), "heading": s("The section's heading"), "text": s("The section's text") }),
+                &["path", "heading", "text"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "memory_move",
+            description: "Moves a note to another path.",
+            schema: obj(
+                json!({ "from": s("Its path now"), "to": s("Its new path") }),
+                &["from", "to"],
+            ),
+            read_only: false,
+        },
+    ]
+}
+
+fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn need<'a>(args: &'a Value, key: &str) -> Result<&'a str, String> {
+    arg(args, key).ok_or_else(|| format!("`{key}` is missing (a string)"))
+}
+
+fn opt(args: &Value, key: &str) -> Option<String> {
+    arg(args, key).map(str::to_string)
+}
+
+fn strings(args: &Value, key: &str) -> Result<Option<Vec<String>>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("`{key}` is a list of strings"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(format!("`{key}` is a list of strings")),
+    }
+}
+
+/// Allowed commands take only commands: tools have switches that only the person sets.
+fn only_commands(list: &[String]) -> Result<(), String> {
+    match list
+        .iter()
+        .find(|r| !(r.as_str() == "Bash" || r.starts_with("Bash(")))
+    {
+        Some(r) => Err(format!(
+            "`{r}` is not a command: allowed_commands takes only commands (Bash(…)); tools, web access and skills have switches that only the person sets"
+        )),
+        None => Ok(()),
+    }
+}
+
+async fn board(ctx: &ToolCtx, req: BoardRequest) -> Result<Response, String> {
+    let b = ctx
+        .board
+        .get()
+        .ok_or("bosund is starting; try again in a moment")?;
+    ractor::call!(b, |reply| BoardMsg::Request { req, reply })
+        .map_err(|e| format!("the board did not answer: {e}"))?
+        .map_err(|e: WireError| e.message)
+}
+
+async fn agents(
+    ctx: &ToolCtx,
+    msg: impl FnOnce(
+        ractor::RpcReplyPort<Result<bosun_shared::protocol::agents::AgentView, WireError>>,
+    ) -> AgentsMsg,
+) -> Result<bosun_shared::protocol::agents::AgentView, String> {
+    let a = ctx
+        .agents
+        .get()
+        .ok_or("bosund is starting; try again in a moment")?;
+    a.call(msg, None)
+        .await
+        .map_err(|e| format!("the agents did not answer: {e}"))?
+        .success_or("the agents did not answer")
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.message)
+}
+
+fn pretty(v: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+fn response_text(r: &Response) -> String {
+    pretty(r)
+}
+
+/// Carries out a call. `taint`: the outside tool the answer used before it (cards the call
+/// puts in or changes in an Auto column wait on hold).
+pub async fn execute(
+    ctx: &ToolCtx,
+    tool: &str,
+    args: &Value,
+    taint: Option<String>,
+) -> Result<String, String> {
+    match tool {
+        "list_tasks" => board(ctx, BoardRequest::Show)
+            .await
+            .map(|r| response_text(&r)),
+        "get_task" => board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string()))
+            .await
+            .map(|r| response_text(&r)),
+        "create_task" => {
+            let params = AddCardParams {
+                title: need(args, "title")?.to_string(),
+                description: opt(args, "description").unwrap_or_default(),
+                acceptance: opt(args, "acceptance").unwrap_or_default(),
+                assignee: opt(args, "assignee"),
+                column: opt(args, "column"),
+            };
+            board(ctx, BoardRequest::AddCard { params, taint })
+                .await
+                .map(|r| held_words(&r))
+        }
+        "update_task" => {
+            let params = EditCardParams {
+                card: need(args, "card")?.to_string(),
+                title: opt(args, "title"),
+                description: opt(args, "description"),
+                acceptance: opt(args, "acceptance"),
+                assignee: opt(args, "assignee"),
+                column: opt(args, "column"),
+                hold: None,
+                clear_hold: args
+                    .get("clear_hold")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                comment: opt(args, "comment"),
+            };
+            board(ctx, BoardRequest::EditCard { params, taint })
+                .await
+                .map(|r| held_words(&r))
+        }
+        "add_column" => board(
+            ctx,
+            BoardRequest::AddColumn(AddColumnParams {
+                name: need(args, "name")?.to_string(),
+                auto: args.get("auto").and_then(Value::as_bool).unwrap_or(false),
+                position: None,
+            }),
+        )
+        .await
+        .map(|r| response_text(&r)),
+        "set_column" => board(
+            ctx,
+            BoardRequest::SetColumn(SetColumnParams {
+                column: need(args, "column")?.to_string(),
+                name: opt(args, "name"),
+                auto: args.get("auto").and_then(Value::as_bool),
+                position: None,
+            }),
+        )
+        .await
+        .map(|r| response_text(&r)),
+        "list_agents" => {
+            let store = ctx.store.clone();
+            let list = blocking(move || store.agents())
+                .await
+                .map_err(|e| e.message)?
+                .map_err(|e| store_error(e).message)?;
+            Ok(pretty(
+                &list
+                    .iter()
+                    .map(|a| json!({ "name": a.name, "role": a.role, "cli": a.cli.to_string(), "model": a.model }))
+                    .collect::<Vec<_>>(),
+            ))
+        }
+        "get_agent" => {
+            let view = crate::agents::registry::show(&ctx.agents_ctx, need(args, "agent")?)
+                .await
+                .map_err(|e| e.message)?;
+            Ok(pretty(&view))
+        }
+        "create_agent" => {
+            let cli: CliKind = need(args, "cli")?.parse().map_err(|e: String| e)?;
+            let allowed = strings(args, "allowed_commands")?.unwrap_or_default();
+            only_commands(&allowed)?;
+            let params = AgentParams {
+                name: need(args, "name")?.to_string(),
+                role: opt(args, "role"),
+                cli,
+                instructions: opt(args, "instructions"),
+                permission_mode: None,
+                allowed_commands: allowed,
+                time_cap_ms: None,
+                cwd: PathBuf::from(need(args, "cwd")?),
+                command: Vec::new(),
+                env: Vec::new(),
+                secret_env: Vec::new(),
+                model: opt(args, "model"),
+                codex_config: Vec::new(),
+            };
+            let view = agents(ctx, |reply| AgentsMsg::Add { params, reply }).await?;
+            Ok(format!(
+                "Created agent {} ({}); its tools are off until the person switches them on.",
+                view.name, view.cli
+            ))
+        }
+        "update_agent" => {
+            let allowed = strings(args, "allowed_commands")?;
+            if let Some(a) = &allowed {
+                only_commands(a)?;
+            }
+            let params = EditAgentParams {
+                agent: need(args, "agent")?.to_string(),
+                role: opt(args, "role"),
+                instructions: opt(args, "instructions"),
+                model: opt(args, "model"),
+                allowed_commands: allowed,
+                ..EditAgentParams::default()
+            };
+            let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
+            Ok(format!("Changed agent {}.", view.name))
+        }
+        "start_agent_run" => {
+            let agent = need(args, "agent")?;
+            let prompt = need(args, "prompt")?;
+            let spec = launch::prepare(&ctx.agents_ctx, agent, prompt)
+                .await
+                .map_err(|e| e.message)?;
+            let runs = ctx
+                .runs
+                .get()
+                .ok_or("bosund is starting; try again in a moment")?;
+            let spec = Box::new(spec);
+            let run = ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
+                .map_err(|e| format!("bosund could not start the run: {e}"))?
+                .map_err(|e| e.message)?;
+            Ok(format!("Started run {} of agent {agent}.", run.short_id))
+        }
+        "memory_read" => match arg(args, "path") {
+            Some(path) => board(ctx, BoardRequest::Note(path.to_string()))
+                .await
+                .map(|r| response_text(&r)),
+            None => board(ctx, BoardRequest::Notes)
+                .await
+                .map(|r| response_text(&r)),
+        },
+        "memory_write" => {
+            let base_version = match args.get("base_version") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().ok_or("`base_version` is a whole number")?),
+            };
+            board(
+                ctx,
+                BoardRequest::WriteNote {
+                    path: need(args, "path")?.to_string(),
+                    text: need(args, "text")?.to_string(),
+                    base_version,
+                    force: false,
+                },
+            )
+            .await
+            .map(|r| note_words(&r, "Saved"))
+        }
+        "memory_append" => board(
+            ctx,
+            BoardRequest::AppendNote {
+                path: need(args, "path")?.to_string(),
+                heading: need(args, "heading")?.to_string(),
+                text: need(args, "text")?.to_string(),
+            },
+        )
+        .await
+        .map(|r| note_words(&r, "Appended to")),
+        "memory_move" => board(
+            ctx,
+            BoardRequest::MoveNote {
+                from: need(args, "from")?.to_string(),
+                to: need(args, "to")?.to_string(),
+            },
+        )
+        .await
+        .map(|r| note_words(&r, "Moved to")),
+        other => Err(format!("bosun has no tool `{other}`")),
+    }
+}
+
+fn note_words(r: &Response, verb: &str) -> String {
+    if let Response::Note(n) = r {
+        return format!("{verb} {} (version {}).", n.path, n.version);
+    }
+    response_text(r)
+}
+
+/// A card's answer, saying so first when it waits on hold.
+fn held_words(r: &Response) -> String {
+    let Response::Card(c) = r else {
+        return response_text(r);
+    };
+    match &c.hold {
+        Some(h) => format!(
+            "The card {} is saved on hold ({}): {} No agent starts it until the person takes it off hold; tell them.\n{}",
+            c.short_id,
+            h.kind,
+            h.reason,
+            pretty(c)
+        ),
+        None => pretty(c),
+    }
+}
+
+/// One plain line of what a call does.
+pub fn describe(tool: &str, args: &Value) -> String {
+    let a = |k: &str| arg(args, k).unwrap_or("?");
+    match tool {
+        "memory_write" => format!("Write the note {}", a("path")),
+        "memory_append" => format!(
+            "Add the section “{}” to the note {}",
+            a("heading"),
+            a("path")
+        ),
+        "memory_move" => format!("Move the note {} to {}", a("from"), a("to")),
+        "start_agent_run" => format!("Start a run of agent {}", a("agent")),
+        "create_agent" => format!("Create agent {} ({})", a("name"), a("cli")),
+        "update_agent" => format!("Change agent {}", a("agent")),
+        "add_column" => format!(
+            "Add the column {} ({})",
+            a("name"),
+            if args.get("auto").and_then(Value::as_bool) == Some(true) {
+                "Auto"
+            } else {
+                "Manual"
+            }
+        ),
+        "set_column" => format!("Change the column {}", a("column")),
+        "update_task" => format!("Take card {} off hold", a("card")),
+        other => format!("Call {other}"),
+    }
+}
+
+/// A line-by-line diff, `-` for a line that goes and `+` for one that comes.
+fn diff(old: &str, new: &str) -> String {
+    let mut out = String::new();
+    for change in similar::TextDiff::from_lines(old, new).iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => "-",
+            similar::ChangeTag::Insert => "+",
+            similar::ChangeTag::Equal => " ",
+        };
+        out.push_str(sign);
+        out.push_str(change.value());
+        if !change.value().ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// What approving would do, worked out from the board and the notes as they are now, and why
+/// it would fail, when bosun can tell.
+pub async fn preview(ctx: &ToolCtx, tool: &str, args: &Value) -> (String, Option<String>) {
+    let a = |k: &str| arg(args, k).unwrap_or("").to_string();
+    let note = |path: String| async move {
+        match board(ctx, BoardRequest::Note(path)).await {
+            Ok(Response::Note(n)) => Some(n),
+            Ok(_) | Err(_) => None,
+        }
+    };
+    match tool {
+        "memory_write" => {
+            let (path, text) = (a("path"), a("text"));
+            match note(path.clone()).await {
+                Some(n) => {
+                    let base = args.get("base_version").and_then(Value::as_u64);
+                    let fail = match base {
+                        Some(b) if b == n.version => None,
+                        Some(b) => Some(format!(
+                            "the note changed since version {b} (it is at version {})",
+                            n.version
+                        )),
+                        None => Some(format!(
+                            "the note exists (version {}) and the call says no version it was based on",
+                            n.version
+                        )),
+                    };
+                    (
+                        format!("{path} (version {}):\n{}", n.version, diff(&n.text, &text)),
+                        fail,
+                    )
+                }
+                None => (format!("{path} (new):\n{text}"), None),
+            }
+        }
+        "memory_append" => (
+            format!("{}:\n## {}\n\n{}", a("path"), a("heading"), a("text")),
+            None,
+        ),
+        "memory_move" => {
+            let fail = match note(a("from")).await {
+                None => Some(format!("there is no note {} any more", a("from"))),
+                Some(_) if note(a("to")).await.is_some() => {
+                    Some(format!("there is a note {} already", a("to")))
+                }
+                Some(_) => None,
+            };
+            (format!("{} → {}", a("from"), a("to")), fail)
+        }
+        "start_agent_run" => {
+            let fail = crate::agents::registry::find(&ctx.store, &a("agent"))
+                .await
+                .err()
+                .map(|e| e.message);
+            (
+                format!("agent: {}\nprompt: {}", a("agent"), a("prompt")),
+                fail,
+            )
+        }
+        "update_agent" => match crate::agents::registry::find(&ctx.store, &a("agent")).await {
+            Ok(rec) => {
+                let mut lines = Vec::new();
+                if let Some(i) = arg(args, "instructions") {
+                    lines.push(format!("instructions:\n{}", diff(&rec.instructions, i)));
+                }
+                if let Some(r) = arg(args, "role") {
+                    lines.push(format!("role: {} → {r}", rec.role));
+                }
+                if let Some(m) = arg(args, "model") {
+                    lines.push(format!(
+                        "model: {} → {m}",
+                        rec.model.as_deref().unwrap_or("(default)")
+                    ));
+                }
+                if let Ok(Some(c)) = strings(args, "allowed_commands") {
+                    lines.push(format!(
+                        "allowed commands: {} → {}",
+                        rec.allowed_commands.join(", "),
+                        c.join(", ")
+                    ));
+                }
+                (lines.join("\n"), None)
+            }
+            Err(e) => (String::new(), Some(e.message)),
+        },
+        "create_agent" | "add_column" | "set_column" | "update_task" => (pretty(args), None),
+        other => (format!("{other} {}", pretty(args)), None),
+    }
+}

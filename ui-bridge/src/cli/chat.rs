@@ -1,0 +1,368 @@
+//! `bosun chat new|send|show|list`, and the person's decisions on what the lead's calls wait
+//! for: `bosun inbox`, `bosun approve ID | --all CHAT`, `bosun discard ID`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::lead::{ChatView, PendingView};
+use bosun_shared::protocol::ui::{Event, FollowParams, Request, Response};
+use bosun_shared::run::Stream;
+use clap::{Args, Subcommand};
+use serde_json::Value;
+
+use super::{connect, output};
+
+#[derive(Subcommand, Debug)]
+pub enum ChatCommand {
+    /// Start a chat with the lead (the agent with role lead, or --agent)
+    New {
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a message and stream the lead's answer until it ends
+    Send {
+        chat: String,
+        message: String,
+        /// A file the lead may attach to a card (repeatable)
+        #[arg(long = "file", value_name = "PATH")]
+        files: Vec<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The chat's messages; with -f, the answer being written too, until it ends
+    Show {
+        chat: String,
+        #[arg(short = 'f', long)]
+        follow: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The chats
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct InboxArgs {
+    /// Only this chat's
+    chat: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ApproveArgs {
+    /// The pending action's id
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    action: Option<String>,
+    /// Every action waiting in this chat, one after the other, in the order tried
+    #[arg(long, value_name = "CHAT")]
+    all: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DiscardArgs {
+    action: String,
+    #[arg(long)]
+    json: bool,
+}
+
+fn unexpected() -> anyhow::Error {
+    anyhow::anyhow!("bosund answered something unexpected")
+}
+
+pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    match cmd {
+        ChatCommand::New { agent, json } => {
+            let Response::Chat(c) = client.request(Request::ChatNew { agent }).await? else {
+                return Err(unexpected());
+            };
+            if json {
+                output::print_json(&c)?;
+            } else {
+                println!("{}", c.short_id);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ChatCommand::List { json } => {
+            let Response::Chats { chats } = client.request(Request::ChatList).await? else {
+                return Err(unexpected());
+            };
+            if json {
+                output::print_json(&chats)?;
+            } else if chats.is_empty() {
+                println!("no chats; start one with `bosun chat new`");
+            } else {
+                for c in &chats {
+                    println!(
+                        "{}  with {}  {}{}",
+                        c.short_id,
+                        c.agent,
+                        output::age(c.created_at),
+                        match (c.answering.is_some(), c.waiting) {
+                            (true, _) => "  (answering)".to_string(),
+                            (false, 0) => String::new(),
+                            (false, n) => format!("  ({n} waiting for your OK)"),
+                        }
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ChatCommand::Send {
+            chat,
+            message,
+            files,
+            json,
+        } => {
+            let files = files
+                .into_iter()
+                .map(|f| std::path::absolute(&f).unwrap_or(f))
+                .collect();
+            let Response::AnswerStarted { chat: c, run } = client
+                .request(Request::ChatSend {
+                    chat,
+                    message,
+                    files,
+                })
+                .await?
+            else {
+                return Err(unexpected());
+            };
+            stream_answer(&mut client, &run.id.to_string(), json).await?;
+            // The answer's end is recorded a moment after its run ends: return once it is, so
+            // the next message can follow at once.
+            let chat = c.id.to_string();
+            for _ in 0..50 {
+                let Response::Chat(now) = client
+                    .request(Request::ChatShow { chat: chat.clone() })
+                    .await?
+                else {
+                    return Err(unexpected());
+                };
+                if now.answering.is_none() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            if !json {
+                print_waiting(&mut client, &c).await?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ChatCommand::Show { chat, follow, json } => {
+            let Response::Chat(c) = client
+                .request(Request::ChatShow { chat: chat.clone() })
+                .await?
+            else {
+                return Err(unexpected());
+            };
+            if json && !follow {
+                output::print_json(&c)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            print_messages(&c, 0);
+            if follow && let Some(run) = c.answering {
+                stream_answer(&mut client, &run.to_string(), json).await?;
+                // The answer's end is recorded a moment after its run ends.
+                let mut after = c.clone();
+                for _ in 0..20 {
+                    let Response::Chat(now) = client
+                        .request(Request::ChatShow { chat: chat.clone() })
+                        .await?
+                    else {
+                        return Err(unexpected());
+                    };
+                    after = now;
+                    if after.answering.is_none() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                print_messages(&after, c.messages.last().map_or(0, |m| m.n));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_messages(c: &ChatView, after: u64) {
+    for m in c.messages.iter().filter(|m| m.n > after) {
+        match m.kind.as_str() {
+            "person" => println!("you: {}", m.text),
+            "lead" => println!("{}: {}", c.agent, m.text),
+            _ => println!("{}bosun: {}", if m.failed { "!! " } else { "" }, m.text),
+        }
+    }
+}
+
+/// Follows an answer's run and prints what the lead writes as it comes (with --json, the
+/// CLI's own stream-json lines).
+async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> anyhow::Result<()> {
+    let Response::Following { sub, .. } = client
+        .request(Request::FollowLog(FollowParams {
+            run: run.to_string(),
+            from_seq: 0,
+            follow: true,
+            stream: None,
+        }))
+        .await?
+    else {
+        return Err(unexpected());
+    };
+    let mut partial: Vec<u8> = Vec::new();
+    let stdout = std::io::stdout();
+    loop {
+        let Some(event) = client.next_event().await? else {
+            anyhow::bail!("bosund closed the connection before the answer ended");
+        };
+        match event {
+            Event::Log {
+                sub: s,
+                stream,
+                data,
+                ..
+            } if s == sub => {
+                if stream == Stream::Note {
+                    for line in String::from_utf8_lossy(data.as_slice()).lines() {
+                        eprintln!("bosun: {line}");
+                    }
+                    continue;
+                }
+                if stream != Stream::Stdout {
+                    continue;
+                }
+                partial.extend_from_slice(data.as_slice());
+                while let Some(i) = partial.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = partial.drain(..=i).collect();
+                    let mut out = stdout.lock();
+                    if json {
+                        out.write_all(&line)?;
+                    } else if let Ok(v) = serde_json::from_slice::<Value>(&line) {
+                        print_line(&mut out, &v)?;
+                    }
+                    out.flush()?;
+                }
+            }
+            Event::LogEnd { sub: s, .. } if s == sub => return Ok(()),
+            Event::Log { .. }
+            | Event::LogLagged { .. }
+            | Event::LogEnd { .. }
+            | Event::RunChanged { .. } => {}
+        }
+    }
+}
+
+/// One stream-json line of Claude Code, for a person: the lead's text, and its calls.
+fn print_line(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
+    if v["type"] != "assistant" {
+        return Ok(());
+    }
+    for block in v["message"]["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str() {
+            Some("text") => writeln!(out, "{}", block["text"].as_str().unwrap_or_default())?,
+            Some("tool_use") => {
+                writeln!(out, "  · {}", block["name"].as_str().unwrap_or_default())?
+            }
+            Some(_) | None => {}
+        }
+    }
+    Ok(())
+}
+
+async fn print_waiting(client: &mut bosun_ui::Client, c: &ChatView) -> anyhow::Result<()> {
+    let Response::Pending { actions } = client
+        .request(Request::Inbox {
+            chat: Some(c.id.to_string()),
+        })
+        .await?
+    else {
+        return Err(unexpected());
+    };
+    if !actions.is_empty() {
+        println!("\nWaiting for your OK:");
+        print_actions(&actions);
+    }
+    Ok(())
+}
+
+fn print_actions(actions: &[PendingView]) {
+    for a in actions {
+        println!(
+            "  {}  {}  [{}]  (after {})",
+            a.short_id, a.line, a.state, a.cause
+        );
+        for line in a.preview.lines() {
+            println!("      {line}");
+        }
+        if let Some(why) = &a.would_fail {
+            println!("      approving would fail now: {why}");
+        }
+        if let Some(r) = &a.result {
+            println!("      {}", r.lines().next().unwrap_or_default());
+        }
+    }
+}
+
+pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let Response::Pending { actions } = client.request(Request::Inbox { chat: a.chat }).await?
+    else {
+        return Err(unexpected());
+    };
+    if a.json {
+        output::print_json(&actions)?;
+    } else if actions.is_empty() {
+        println!("nothing waits for your OK");
+    } else {
+        print_actions(&actions);
+        println!(
+            "\n`bosun approve ID` runs one, `bosun approve --all CHAT` runs a chat's in order, `bosun discard ID` drops one."
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn approve(dirs: &StateDir, a: ApproveArgs) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let request = match (a.all, a.action) {
+        (Some(chat), _) => Request::ApproveAll { chat },
+        (None, Some(action)) => Request::Approve { action },
+        (None, None) => anyhow::bail!("say which action to approve, or --all CHAT"),
+    };
+    decided(&mut client, request, a.json).await
+}
+
+pub async fn discard(dirs: &StateDir, a: DiscardArgs) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    decided(&mut client, Request::Discard { action: a.action }, a.json).await
+}
+
+async fn decided(
+    client: &mut bosun_ui::Client,
+    request: Request,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let Response::Pending { actions } = client.request(request).await? else {
+        return Err(unexpected());
+    };
+    if json {
+        output::print_json(&actions)?;
+    } else {
+        print_actions(&actions);
+    }
+    Ok(if actions.iter().any(|a| a.state == "failed") {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
