@@ -176,6 +176,7 @@ impl DaemonCtx {
             agents: self.agents.clone(),
             agents_ctx: self.agents_context(),
             runs: self.runs.clone(),
+            attachments: self.dirs.root().join("attachments"),
         }
     }
 

@@ -531,3 +531,97 @@ fn only_a_live_answer_s_token_reaches_bosun_s_mcp_server() -> anyhow::Result<()>
     );
     b.finish()
 }
+
+#[test]
+fn attach_file_pause_and_continue_keep_their_rules() -> anyhow::Result<()> {
+    let b = Bosun::new("lead_more");
+    let card = b.json(&["board", "card", "add", "Docs"])?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let file = b.scratch().join("spec.txt");
+    std::fs::write(&file, "the spec\n")?;
+    let other = b.scratch().join("secret.txt");
+    std::fs::write(&other, "not named\n")?;
+    let script = format!(
+        concat!(
+            r#"tool:bosun/attach_file:{{"path":"{file}","card":"{card}"}};"#,
+            r#"tool:bosun/attach_file:{{"path":"{other}","card":"{card}"}};"#,
+            r#"tool:bosun/set_agent_status:{{"agent":"worker","status":"paused"}};"#,
+            r#"tool:bosun/continue_agent_run:{{"run":"{run}","prompt":"go on"}};"#,
+            "text:Done."
+        ),
+        file = file.display(),
+        other = other.display(),
+        card = card,
+        run = "00000000",
+    );
+    let fake = FakeModel::start("anthropic", &script)?;
+    setup(&b, &fake)?;
+    let chat = new_chat(&b)?;
+    send(
+        &b,
+        &chat,
+        &format!(
+            "attach {} to the Docs card, and pause the worker",
+            file.display()
+        ),
+    )?;
+
+    // Only the file the person named is attached (copied under the state directory).
+    let copied = b.home.join("attachments").join(&card).join("spec.txt");
+    assert_eq!(std::fs::read_to_string(&copied)?, "the spec\n");
+    assert!(
+        !b.home
+            .join("attachments")
+            .join(&card)
+            .join("secret.txt")
+            .exists()
+    );
+    let results: Vec<String> = fake
+        .turns()
+        .iter()
+        .filter_map(|t| t["tool_result"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("is not a file the person named or added in this chat")),
+        "{results:#?}"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("there is no run `00000000`")),
+        "{results:#?}"
+    );
+    let shown = b.json(&["board", "card", "show", &card[..8]])?;
+    assert!(
+        shown["activity"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|l| l["what"]
+                .as_str()
+                .is_some_and(|w| w.contains("attached") && w.contains("spec.txt"))))
+    );
+
+    // A paused agent's cards wait; made active, they start.
+    assert_eq!(b.json(&["agent", "show", "worker"])?["paused"], true);
+    let c = b.json(&[
+        "board",
+        "card",
+        "add",
+        "Work",
+        "--assignee",
+        "worker",
+        "--column",
+        "To do",
+    ])?;
+    let id = c["short_id"].as_str().unwrap_or_default().to_string();
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(b.json(&["board", "card", "show", &id])?["runs"], 0);
+    b.json(&["agent", "edit", "worker", "--unpause"])?;
+    wait_for("the card's run", Duration::from_secs(20), || {
+        Ok((b.json(&["board", "card", "show", &id])?["runs"] == 1).then_some(()))
+    })?;
+    b.finish()
+}

@@ -42,13 +42,13 @@ pub struct AgentSetup {
     /// An answer of the lead in a chat (Claude Code only): read-only built-ins, and the chat's
     /// Claude Code session continued.
     pub chat: Option<ChatAnswer>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChatAnswer {
-    /// The chat's Claude Code session, once it has one.
+    /// Claude Code only: the session this run continues.
     pub resume: Option<String>,
 }
+
+/// An answer of the lead (its session is in [`AgentSetup::resume`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatAnswer;
 
 /// A server the run gets, with its secret values (for this run's 0600 files only).
 #[derive(Clone, Debug)]
@@ -175,7 +175,7 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         "--setting-sources=user".into(),
         r#"--settings={"disableAllHooks":true}"#.into(),
     ];
-    if let Some(chat) = &setup.chat {
+    if setup.chat.is_some() {
         // The lead reads; everything it changes goes through bosun's own tools.
         let mut tools = vec!["Read", "Glob", "Grep"];
         if setup.web_search {
@@ -185,9 +185,9 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
             tools.push("WebFetch");
         }
         args.push(format!("--tools={}", tools.join(",")));
-        if let Some(session) = &chat.resume {
-            args.push(format!("--resume={session}"));
-        }
+    }
+    if let Some(session) = &setup.resume {
+        args.push(format!("--resume={session}"));
     }
     if !setup.skills || setup.chat.is_some() {
         args.push("--disable-slash-commands".into());

@@ -63,24 +63,30 @@ pub struct ChatLaunch {
     pub url: String,
     /// The bearer token that tells bosun's MCP server which answer a call belongs to.
     pub token: String,
-    /// The chat's Claude Code session, once it has one.
-    pub resume: Option<String>,
     pub answer: (ChatId, AnswerId),
 }
 
 /// Turns an agent and a prompt into a run.
 pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<RunSpec, WireError> {
-    prepare_with(ctx, agent, prompt, None).await
+    prepare_with(ctx, agent, prompt, None, None).await
 }
 
-/// Turns an agent and a prompt into a run; with `chat`, an answer of the lead.
+/// Turns an agent and a prompt into a run; with `chat`, an answer of the lead; with `resume`,
+/// a run that continues that Claude Code session.
 pub async fn prepare_with(
     ctx: &AgentsContext,
     agent: &str,
     prompt: &str,
     chat: Option<ChatLaunch>,
+    resume: Option<String>,
 ) -> Result<RunSpec, WireError> {
     let rec = find(&ctx.store, agent).await?;
+    if resume.is_some() && rec.cli != CliKind::Claude {
+        return Err(WireError::bad_request(format!(
+            "continuing a run works for Claude Code agents; `{}` is a {} agent: start a new run instead",
+            rec.name, rec.cli
+        )));
+    }
     if chat.is_some() && rec.cli != CliKind::Claude {
         return Err(WireError::bad_request(format!(
             "the lead answers through Claude Code, and `{}` is a {} agent; make the lead a Claude agent (`bosun agent add lead --cli claude --role lead …`)",
@@ -234,9 +240,8 @@ pub async fn prepare_with(
             .env
             .iter()
             .any(|(k, v)| k == "GOOGLE_GENAI_USE_VERTEXAI" && v == "true"),
-        chat: chat.as_ref().map(|c| adapter::ChatAnswer {
-            resume: c.resume.clone(),
-        }),
+        chat: chat.as_ref().map(|_| adapter::ChatAnswer),
+        resume,
     };
     let inv = adapter::build(&setup, prompt, &run_servers);
     notes.extend(inv.notes.iter().cloned());

@@ -38,6 +38,9 @@ pub struct AgentRecord {
     #[serde(default)]
     pub codex_config: Vec<(String, String)>,
     pub switches: Switches,
+    /// Paused: the board starts no run of it (a person's own `agent run` still does).
+    #[serde(default)]
+    pub paused: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub last_run: Option<LastRun>,

@@ -271,6 +271,7 @@ fn view_of(
             tools_seen: l.tools_seen.clone(),
         }),
         warnings: warnings(rec),
+        paused: rec.paused,
         created_at: rec.created_at,
         updated_at: rec.updated_at,
     }
@@ -537,6 +538,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, WireError
         model: p.model.filter(|m| !m.trim().is_empty()),
         codex_config: p.codex_config,
         switches: Switches::default(),
+        paused: false,
         created_at: now,
         updated_at: now,
         last_run: None,
@@ -610,6 +612,9 @@ async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, Wire
     }
     if let Some(c) = p.codex_config {
         rec.codex_config = c;
+    }
+    if let Some(paused) = p.paused {
+        rec.paused = paused;
     }
     for name in p.remove_env.iter().chain(p.remove_secret_env.iter()) {
         let known = rec.env.iter().any(|(k, _)| k == name) || rec.secret_env.contains(name);

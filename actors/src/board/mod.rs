@@ -942,12 +942,22 @@ impl BoardState {
             .values()
             .filter(|c| self.in_progress(c, &states))
             .count() as u32;
+        let store = self.ctx.store.clone();
+        let paused: HashSet<AgentId> = blocking(move || store.agents())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|a| a.paused)
+            .map(|a| a.id)
+            .collect();
         let mut due: Vec<&CardRecord> = self
             .cards
             .values()
             .filter(|c| {
                 self.is_auto(c.column)
-                    && c.assignee.is_some()
+                    && c.assignee.is_some_and(|a| !paused.contains(&a))
                     && c.hold.is_none()
                     && !c.runs.iter().any(|r| r.moved == c.moved)
                     && !self.in_progress(c, &states)

@@ -338,7 +338,7 @@ impl ChatsState {
                 continue;
             };
             let (preview, would_fail) = if p.state == PendingState::Waiting {
-                tools::preview(&self.ctx.tools, &p.tool, &p.args).await
+                tools::preview(&self.ctx.tools, &p.tool, &p.args, Some(p.chat)).await
             } else {
                 (String::new(), None)
             };
@@ -549,7 +549,6 @@ impl ChatsState {
         let launch = ChatLaunch {
             url,
             token: token_text,
-            resume: chat.session.clone(),
             answer: (id, answer.id),
         };
         let started = self.start_answer(&chat, &prompt, launch).await;
@@ -596,6 +595,7 @@ impl ChatsState {
             &chat.agent.to_string(),
             prompt,
             Some(launch),
+            chat.session.clone(),
         )
         .await?;
         let runs = self.ctx.tools.runs.get().ok_or_else(|| {
@@ -888,7 +888,7 @@ impl ChatsState {
             .await?;
         self.pending.insert(id, p.clone());
         crate::crash::point("approve-after-decision");
-        let result = tools::execute(&self.ctx.tools, &p.tool, &p.args, None).await;
+        let result = tools::execute(&self.ctx.tools, &p.tool, &p.args, None, Some(p.chat)).await;
         crate::crash::point("approve-after-execution");
         let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
             return Err(WireError::internal("the chat went away"));

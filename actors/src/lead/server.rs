@@ -158,7 +158,7 @@ impl BosunMcp {
             };
         }
         let taint = if card_tool { taint } else { None };
-        match tools::execute(&self.ctx.tools, tool, &args, taint).await {
+        match tools::execute(&self.ctx.tools, tool, &args, taint, Some(live.chat)).await {
             Ok(text) => {
                 if privileged {
                     self.ctx.chats.cast(ChatsMsg::RanItself {

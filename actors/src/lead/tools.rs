@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use bosun_shared::ChatId;
 use bosun_shared::agents::CliKind;
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::agents::{AgentParams, EditAgentParams};
@@ -30,6 +31,8 @@ pub struct ToolCtx {
     pub agents: AgentsHandle,
     pub agents_ctx: AgentsContext,
     pub runs: ActorHandle<RunsMsg>,
+    /// Where attached files go: `<attachments>/<card id>/<file name>`.
+    pub attachments: PathBuf,
 }
 
 pub struct ToolSpec {
@@ -42,10 +45,13 @@ pub struct ToolSpec {
 
 /// The calls that wait for the person after an outside tool (`update_task` only with
 /// `clear_hold` on a card in an Auto column, which the gate checks).
-pub const PRIVILEGED: [&str; 8] = [
+pub const PRIVILEGED: [&str; 11] = [
     "start_agent_run",
+    "continue_agent_run",
     "create_agent",
     "update_agent",
+    "set_agent_status",
+    "attach_file",
     "add_column",
     "set_column",
     "memory_write",
@@ -181,6 +187,33 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
+            name: "continue_agent_run",
+            description: "Continues an earlier run of a Claude Code agent (its session) with a new prompt.",
+            schema: obj(
+                json!({ "run": s("The earlier run's id"), "prompt": s("What it should do now") }),
+                &["run", "prompt"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "set_agent_status",
+            description: "Pauses an agent (the board starts no run of it) or makes it active again.",
+            schema: obj(
+                json!({ "agent": s("The agent's name"), "status": { "type": "string", "enum": ["active", "paused"] } }),
+                &["agent", "status"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "attach_file",
+            description: "Attaches a file to a card: only a file the person named or added in this chat.",
+            schema: obj(
+                json!({ "path": s("The file's absolute path"), "card": s("The card's id") }),
+                &["path", "card"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
             name: "memory_read",
             description: "Reads a memory note (its text and version); without `path`, lists the notes.",
             schema: obj(
@@ -303,8 +336,78 @@ pub async fn execute(
     tool: &str,
     args: &Value,
     taint: Option<String>,
+    chat: Option<ChatId>,
 ) -> Result<String, String> {
     match tool {
+        "continue_agent_run" => {
+            let key = need(args, "run")?.to_ascii_lowercase();
+            let prompt = need(args, "prompt")?;
+            let store = ctx.store.clone();
+            let earlier = blocking(move || {
+                let ids = store.run_ids_with_prefix(&key, 2)?;
+                match ids.as_slice() {
+                    [one] => store.run(*one),
+                    [] | [_, _, ..] => Ok(None),
+                }
+            })
+            .await
+            .map_err(|e| e.message)?
+            .map_err(|e| store_error(e).message)?
+            .ok_or_else(|| {
+                format!(
+                    "there is no run `{}` (or the id is too short)",
+                    need(args, "run").unwrap_or("?")
+                )
+            })?;
+            let agent_run = earlier
+                .agent
+                .ok_or("that run is not an agent's: only an agent's run can be continued")?;
+            let session = agent_run
+                .session
+                .ok_or("that run has no session to continue (it never started its CLI)")?;
+            let agent = agent_run.agent.ok_or("that run's agent is gone")?;
+            let spec = launch::prepare_with(
+                &ctx.agents_ctx,
+                &agent.to_string(),
+                prompt,
+                None,
+                Some(session),
+            )
+            .await
+            .map_err(|e| e.message)?;
+            let runs = ctx
+                .runs
+                .get()
+                .ok_or("bosund is starting; try again in a moment")?;
+            let spec = Box::new(spec);
+            let run = ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
+                .map_err(|e| format!("bosund could not start the run: {e}"))?
+                .map_err(|e| e.message)?;
+            Ok(format!(
+                "Started run {}, continuing run {}.",
+                run.short_id,
+                earlier.id.short()
+            ))
+        }
+        "set_agent_status" => {
+            let paused = match need(args, "status")? {
+                "paused" => true,
+                "active" => false,
+                other => return Err(format!("`{other}` is not a status: say active or paused")),
+            };
+            let params = EditAgentParams {
+                agent: need(args, "agent")?.to_string(),
+                paused: Some(paused),
+                ..EditAgentParams::default()
+            };
+            let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
+            Ok(format!(
+                "Agent {} is {}.",
+                view.name,
+                if view.paused { "paused" } else { "active" }
+            ))
+        }
+        "attach_file" => attach(ctx, args, chat).await,
         "list_tasks" => board(ctx, BoardRequest::Show)
             .await
             .map(|r| response_text(&r)),
@@ -487,6 +590,97 @@ pub async fn execute(
     }
 }
 
+/// The files the person named (in a message) or added in a chat.
+async fn person_files(ctx: &ToolCtx, chat: ChatId) -> Result<(Vec<String>, Vec<String>), String> {
+    let store = ctx.store.clone();
+    blocking(
+        move || -> Result<(Vec<String>, Vec<String>), crate::store::StoreError> {
+            let (chats, _) = store.chats()?;
+            let added = chats
+                .into_iter()
+                .find(|c| c.id == chat)
+                .map(|c| c.files)
+                .unwrap_or_default();
+            let said = store
+                .messages(chat)?
+                .into_iter()
+                .filter(|m| m.kind == crate::lead::record::MessageKind::Person)
+                .map(|m| m.text)
+                .collect();
+            Ok((added, said))
+        },
+    )
+    .await
+    .map_err(|e| e.message)?
+    .map_err(|e| store_error(e).message)
+}
+
+/// Checks an attachment: the file, its size, and where it would go.
+async fn attachment(
+    ctx: &ToolCtx,
+    args: &Value,
+    chat: Option<ChatId>,
+) -> Result<(PathBuf, u64, PathBuf, String), String> {
+    let path = PathBuf::from(need(args, "path")?);
+    let chat = chat.ok_or("attach_file works in a chat with the lead")?;
+    let (added, said) = person_files(ctx, chat).await?;
+    let shown = path.display().to_string();
+    if !(added.contains(&shown) || said.iter().any(|m| m.contains(&shown))) {
+        return Err(format!(
+            "{shown} is not a file the person named or added in this chat; attach_file takes only those"
+        ));
+    }
+    let meta = std::fs::metadata(&path).map_err(|e| format!("{shown} cannot be read: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a file"));
+    }
+    let answer = board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string())).await?;
+    let Response::Card(card) = answer else {
+        return Err(response_text(&answer));
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{shown} has no file name"))?;
+    let dest = ctx.attachments.join(card.id.to_string()).join(&name);
+    Ok((path, meta.len(), dest, card.id.to_string()))
+}
+
+async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<String, String> {
+    let (path, size, dest, card) = attachment(ctx, args, chat).await?;
+    let (from, to) = (path.clone(), dest.clone());
+    blocking(move || -> std::io::Result<()> {
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::copy(&from, &to).map(|_| ())
+    })
+    .await
+    .map_err(|e| e.message)?
+    .map_err(|e| format!("could not copy {}: {e}", path.display()))?;
+    let params = EditCardParams {
+        card,
+        comment: Some(format!(
+            "attached {} ({size} bytes) as {}",
+            path.display(),
+            dest.display()
+        )),
+        ..EditCardParams::default()
+    };
+    board(
+        ctx,
+        BoardRequest::EditCard {
+            params,
+            taint: None,
+        },
+    )
+    .await?;
+    Ok(format!(
+        "Attached {} ({size} bytes) to the card.",
+        path.display()
+    ))
+}
+
 fn note_words(r: &Response, verb: &str) -> String {
     if let Response::Note(n) = r {
         return format!("{verb} {} (version {}).", n.path, n.version);
@@ -523,6 +717,9 @@ pub fn describe(tool: &str, args: &Value) -> String {
         ),
         "memory_move" => format!("Move the note {} to {}", a("from"), a("to")),
         "start_agent_run" => format!("Start a run of agent {}", a("agent")),
+        "continue_agent_run" => format!("Continue run {}", a("run")),
+        "set_agent_status" => format!("Make agent {} {}", a("agent"), a("status")),
+        "attach_file" => format!("Attach {} to card {}", a("path"), a("card")),
         "create_agent" => format!("Create agent {} ({})", a("name"), a("cli")),
         "update_agent" => format!("Change agent {}", a("agent")),
         "add_column" => format!(
@@ -560,7 +757,12 @@ fn diff(old: &str, new: &str) -> String {
 
 /// What approving would do, worked out from the board and the notes as they are now, and why
 /// it would fail, when bosun can tell.
-pub async fn preview(ctx: &ToolCtx, tool: &str, args: &Value) -> (String, Option<String>) {
+pub async fn preview(
+    ctx: &ToolCtx,
+    tool: &str,
+    args: &Value,
+    chat: Option<ChatId>,
+) -> (String, Option<String>) {
     let a = |k: &str| arg(args, k).unwrap_or("").to_string();
     let note = |path: String| async move {
         match board(ctx, BoardRequest::Note(path)).await {
@@ -643,7 +845,17 @@ pub async fn preview(ctx: &ToolCtx, tool: &str, args: &Value) -> (String, Option
             }
             Err(e) => (String::new(), Some(e.message)),
         },
-        "create_agent" | "add_column" | "set_column" | "update_task" => (pretty(args), None),
+        "attach_file" => match attachment(ctx, args, chat).await {
+            Ok((path, size, dest, _)) => (
+                format!("{} ({size} bytes) → {}", path.display(), dest.display()),
+                None,
+            ),
+            Err(why) => (format!("{} → card {}", a("path"), a("card")), Some(why)),
+        },
+        "continue_agent_run" => (format!("run: {}\nprompt: {}", a("run"), a("prompt")), None),
+        "create_agent" | "add_column" | "set_column" | "update_task" | "set_agent_status" => {
+            (pretty(args), None)
+        }
         other => (format!("{other} {}", pretty(args)), None),
     }
 }

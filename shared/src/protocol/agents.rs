@@ -59,6 +59,9 @@ pub struct EditAgentParams {
     /// Replaces them when given.
     #[serde(default)]
     pub codex_config: Option<Vec<(String, String)>>,
+    /// Pause (the board starts no run of it) or make it active again.
+    #[serde(default)]
+    pub paused: Option<bool>,
 }
 
 /// An agent as the UI shows it.
@@ -82,6 +85,9 @@ pub struct AgentView {
     pub last_run: Option<LastRunView>,
     /// What the form would warn about (an outside source with npm or npx allowed, …).
     pub warnings: Vec<String>,
+    /// The board starts no run of a paused agent.
+    #[serde(default)]
+    pub paused: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

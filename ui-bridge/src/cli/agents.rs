@@ -107,6 +107,11 @@ pub struct EditArgs {
     /// Take away every allowed command
     #[arg(long, conflicts_with = "allow")]
     no_allow: bool,
+    /// The board starts no run of it until --unpause
+    #[arg(long, conflicts_with = "unpause")]
+    pause: bool,
+    #[arg(long)]
+    unpause: bool,
     /// Remove an environment line, plain or secret (repeatable)
     #[arg(long, value_name = "KEY")]
     remove_env: Vec<String>,
@@ -416,6 +421,7 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
         remove_secret_env: Vec::new(),
         model: s.model.clone(),
         codex_config,
+        paused: (a.pause || a.unpause).then_some(a.pause),
     };
     // A name to remove may be a plain or a secret line: the daemon knows which.
     let mut client = connect(dirs).await?;

@@ -9,6 +9,7 @@ use super::*;
 fn setup(cli: CliKind) -> AgentSetup {
     AgentSetup {
         chat: None,
+        resume: None,
         cli,
         instructions: String::new(),
         permission_mode: None,
