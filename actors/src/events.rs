@@ -20,6 +20,9 @@ pub enum EventsMsg {
     },
     /// A run changed (already persisted).
     RunChanged(Box<RunView>),
+    /// Any other event for every subscriber (a chat's message, a pending action), already
+    /// persisted.
+    Publish(Box<Event>),
 }
 
 pub struct Events;
@@ -55,6 +58,11 @@ impl Actor for Events {
             }
             EventsMsg::Unsubscribe { session } => {
                 state.subscribers.remove(&session);
+            }
+            EventsMsg::Publish(event) => {
+                state
+                    .subscribers
+                    .retain(|_, tx| tx.send(ServerFrame::Event((*event).clone())).is_ok());
             }
             EventsMsg::RunChanged(run) => {
                 // A subscriber whose session is gone is dropped; the others each get the event.

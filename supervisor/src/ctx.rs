@@ -188,6 +188,7 @@ impl DaemonCtx {
             answers: self.answers.clone(),
             tools: self.tool_context(),
             mcp_url: self.mcp_url.clone(),
+            events: self.events.clone(),
         }
     }
 

@@ -124,6 +124,12 @@ fn after_an_outside_tool_calls_wait_for_the_person_and_auto_cards_are_held() -> 
     )?;
     setup(&b, &fake)?;
     let chat = new_chat(&b)?;
+    // An attached UI: every action kept or decided reaches it as it happens.
+    let watcher = b
+        .cmd(&["inbox", "-f", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    std::thread::sleep(Duration::from_millis(500));
     let out = send(&b, &chat, "echo, then save the plan and start the worker")?;
     assert!(out.contains("Waiting for your OK:"), "{out}");
 
@@ -203,6 +209,32 @@ fn after_an_outside_tool_calls_wait_for_the_person_and_auto_cards_are_held() -> 
     let err = b.fails(&["approve", &run])?;
     assert!(err.contains("was discarded already"), "{err}");
     assert_eq!(worker_runs(&b)?, 0);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(watcher.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )?;
+    let seen = watcher.wait_with_output()?;
+    let events: Vec<(String, String)> = String::from_utf8_lossy(&seen.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            (
+                v["tool"].as_str().unwrap_or("").to_string(),
+                v["state"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("memory_write", "waiting"),
+        ("start_agent_run", "waiting"),
+        ("memory_write", "approving"),
+        ("memory_write", "approved"),
+        ("start_agent_run", "discarded"),
+    ]
+    .iter()
+    .map(|(t, s)| (t.to_string(), s.to_string()))
+    .collect();
+    assert_eq!(events, want);
     let notes = notes_of(&b, &chat)?;
     assert_eq!(
         notes,

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bosun_shared::protocol::lead::{ChatView, PendingView};
-use bosun_shared::protocol::ui::RunView;
+use bosun_shared::protocol::ui::{Event, RunView};
 use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::{ActionId, AnswerId, ChatId, RunToken, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -25,6 +25,7 @@ use super::tools::{self, ToolCtx};
 use crate::agents::launch::{self, ChatLaunch};
 use crate::agents::stream::input_digest;
 use crate::board::record::BoardChange;
+use crate::events::{EventsHandle, EventsMsg};
 use crate::offload::{blocking, store_error};
 use crate::runs::RunsMsg;
 use crate::store::Store;
@@ -45,6 +46,8 @@ pub struct ChatsContext {
     pub tools: ToolCtx,
     /// bosun's own MCP server, once it listens.
     pub mcp_url: Arc<OnceLock<String>>,
+    /// Every attached UI hears of new messages and of pending actions kept or decided.
+    pub events: EventsHandle,
 }
 
 pub type ChatsHandle = crate::handle::ActorHandle<ChatsMsg>;
@@ -268,8 +271,40 @@ pub fn kept_words(tool: &str, cause: &str) -> String {
 }
 
 impl ChatsState {
+    /// Commits the changes together, then tells every attached UI of the messages and the
+    /// pending actions among them.
     async fn save(&self, changes: Vec<BoardChange>) -> Result<(), WireError> {
-        self.ctx.writer.board(changes).await.map_err(store_error)
+        let mut told = Vec::new();
+        let mut actions = Vec::new();
+        for c in &changes {
+            match c {
+                BoardChange::Message(m) => told.push(Event::ChatMessage {
+                    chat: m.chat,
+                    message: m.view(),
+                }),
+                BoardChange::Pending(p) => actions.push(p.as_ref().clone()),
+                BoardChange::Meta(_)
+                | BoardChange::Column(_)
+                | BoardChange::Card(_)
+                | BoardChange::Note(_)
+                | BoardChange::DeleteNote(_)
+                | BoardChange::Chat(_) => {}
+            }
+        }
+        self.ctx.writer.board(changes).await.map_err(store_error)?;
+        for p in actions {
+            for view in self.views_of(&[p]).await {
+                self.ctx
+                    .events
+                    .cast(EventsMsg::Publish(Box::new(Event::PendingChanged {
+                        action: Box::new(view),
+                    })));
+            }
+        }
+        for e in told {
+            self.ctx.events.cast(EventsMsg::Publish(Box::new(e)));
+        }
+        Ok(())
     }
 
     fn chat_id(&self, key: &str) -> Result<ChatId, WireError> {
@@ -332,11 +367,16 @@ impl ChatsState {
     }
 
     async fn views(&self, ids: &[ActionId]) -> Vec<PendingView> {
+        let records: Vec<PendingRecord> = ids
+            .iter()
+            .filter_map(|id| self.pending.get(id).cloned())
+            .collect();
+        self.views_of(&records).await
+    }
+
+    async fn views_of(&self, records: &[PendingRecord]) -> Vec<PendingView> {
         let mut out = Vec::new();
-        for id in ids {
-            let Some(p) = self.pending.get(id) else {
-                continue;
-            };
+        for p in records {
             let (preview, would_fail) = if p.state == PendingState::Waiting {
                 tools::preview(&self.ctx.tools, &p.tool, &p.args, Some(p.chat)).await
             } else {

@@ -13,7 +13,7 @@ use super::board::{
     AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
     NoteView, SetColumnParams,
 };
-use super::lead::{ChatView, PendingView};
+use super::lead::{ChatView, MessageView, PendingView};
 use super::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportScan,
     InspectView, ServerView, ToolListing,
@@ -21,7 +21,7 @@ use super::mcp::{
 use super::runner::StopLadder;
 use super::{LogBytes, WireError};
 use crate::run::{ExitInfo, Outcome, RunState, Stream};
-use crate::{RunId, Timestamp};
+use crate::{ChatId, RunId, Timestamp};
 
 /// A frame from a UI to the daemon.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -89,7 +89,8 @@ pub enum Request {
     Unfollow {
         sub: u64,
     },
-    /// Receive [`Event::RunChanged`] for every run from now on.
+    /// Receive [`Event::RunChanged`] for every run, and the chats' and pending actions' events,
+    /// from now on.
     SubscribeRuns,
     DaemonStatus,
     /// Stop every run by its ladder and exit. A second `DaemonStop` (or a second signal) makes
@@ -338,6 +339,10 @@ pub enum Event {
     },
     /// A run changed state.
     RunChanged { run: Box<RunView> },
+    /// A pending action was kept, or decided (its `state` says which).
+    PendingChanged { action: Box<PendingView> },
+    /// A chat got a message (the person's, the lead's, or a note of bosun's).
+    ChatMessage { chat: ChatId, message: MessageView },
 }
 
 /// A run as the UI shows it.

@@ -52,6 +52,10 @@ pub enum ChatCommand {
 pub struct InboxArgs {
     /// Only this chat's
     chat: Option<String>,
+    /// Then print each action as it is kept or decided, until Ctrl-C (with --json, one JSON
+    /// object per line)
+    #[arg(short = 'f', long)]
+    follow: bool,
     #[arg(long)]
     json: bool,
 }
@@ -257,7 +261,9 @@ async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> 
             Event::Log { .. }
             | Event::LogLagged { .. }
             | Event::LogEnd { .. }
-            | Event::RunChanged { .. } => {}
+            | Event::RunChanged { .. }
+            | Event::PendingChanged { .. }
+            | Event::ChatMessage { .. } => {}
         }
     }
 }
@@ -315,10 +321,53 @@ fn print_actions(actions: &[PendingView]) {
 
 pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
+    if a.follow {
+        // Subscribed first, so nothing kept between the listing and the subscription is missed.
+        client.request(Request::SubscribeRuns).await?;
+    }
+    let chat = a.chat.clone();
     let Response::Pending { actions } = client.request(Request::Inbox { chat: a.chat }).await?
     else {
         return Err(unexpected());
     };
+    if a.follow {
+        let stdout = std::io::stdout();
+        for action in &actions {
+            let mut out = stdout.lock();
+            if a.json {
+                serde_json::to_writer(&mut out, action)?;
+                writeln!(out)?;
+            } else {
+                print_actions(std::slice::from_ref(action));
+            }
+            out.flush()?;
+        }
+        let mut interrupt =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        loop {
+            let event = tokio::select! {
+                e = client.next_event() => e?,
+                _ = interrupt.recv() => return Ok(ExitCode::SUCCESS),
+            };
+            let Some(event) = event else {
+                anyhow::bail!("bosund closed the connection");
+            };
+            if let Event::PendingChanged { action } = event
+                && chat
+                    .as_deref()
+                    .is_none_or(|c| action.chat.to_string().starts_with(&c.to_ascii_lowercase()))
+            {
+                let mut out = stdout.lock();
+                if a.json {
+                    serde_json::to_writer(&mut out, &action)?;
+                    writeln!(out)?;
+                } else {
+                    print_actions(std::slice::from_ref(&action));
+                }
+                out.flush()?;
+            }
+        }
+    }
     if a.json {
         output::print_json(&actions)?;
     } else if actions.is_empty() {

@@ -130,7 +130,9 @@ pub async fn print_log(
             Event::Log { .. }
             | Event::LogLagged { .. }
             | Event::LogEnd { .. }
-            | Event::RunChanged { .. } => {}
+            | Event::RunChanged { .. }
+            | Event::PendingChanged { .. }
+            | Event::ChatMessage { .. } => {}
         }
         // Flush whenever nothing else has arrived yet, so a live log shows at once.
         if !client.has_buffered() {
