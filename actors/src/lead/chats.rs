@@ -1,5 +1,7 @@
-//! The Chats actor: chats with the lead, each answer a Claude Code run, and the pending actions
-//! — the one place that decides them. Every step is committed durably before anyone is told:
+//! Chats with the lead: the Chats supervisor (it creates chats, and routes every request to the
+//! chat's own ChatActor, restarting a failed one within the restart budget), and the ChatActor,
+//! one per chat — its answers (each a Claude Code run) and its pending actions, which it alone
+//! decides. Every step is committed durably before anyone is told:
 //! a pending action before the lead hears that it waits, an approval before its call runs, so a
 //! crash loses none and runs none twice (an approval cut off between its decision and its result
 //! is recorded as failed, "may or may not have happened").
@@ -7,15 +9,15 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bosun_shared::protocol::lead::{ChatView, PendingView};
 use bosun_shared::protocol::ui::{Event, RunView};
 use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::{ActionId, AnswerId, ChatId, RunToken, Timestamp};
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde_json::Value;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use super::answers::{Answers, token_digest};
 use super::record::{
@@ -30,6 +32,7 @@ use crate::offload::{blocking, store_error};
 use crate::runs::RunsMsg;
 use crate::store::Store;
 use crate::store::writer::StoreWriter;
+use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
 
 /// How often answers are looked at for their end.
 const TICK: Duration = Duration::from_millis(300);
@@ -107,7 +110,8 @@ pub enum ChatsMsg {
     Tick,
 }
 
-pub struct Chats;
+/// One chat: its answers and its pending actions.
+pub struct ChatActor;
 
 pub struct ChatsState {
     ctx: ChatsContext,
@@ -115,22 +119,32 @@ pub struct ChatsState {
     pending: HashMap<ActionId, PendingRecord>,
 }
 
-impl Actor for Chats {
+impl Actor for ChatActor {
     type Msg = ChatsMsg;
     type State = ChatsState;
-    type Arguments = ChatsContext;
+    type Arguments = (ChatsContext, ChatId);
 
+    /// Its chat and its pending actions, from the store; an approval cut off by a crash is
+    /// recorded failed, an answer still running is taken back.
     async fn pre_start(
         &self,
         _myself: ActorRef<ChatsMsg>,
-        ctx: ChatsContext,
+        (ctx, id): (ChatsContext, ChatId),
     ) -> Result<ChatsState, ActorProcessingErr> {
         let store = ctx.store.clone();
         let (chats, pending) = tokio::task::spawn_blocking(move || store.chats()).await??;
         let mut state = ChatsState {
             ctx,
-            chats: chats.into_iter().map(|c| (c.id, c)).collect(),
-            pending: pending.into_iter().map(|p| (p.id, p)).collect(),
+            chats: chats
+                .into_iter()
+                .filter(|c| c.id == id)
+                .map(|c| (c.id, c))
+                .collect(),
+            pending: pending
+                .into_iter()
+                .filter(|p| p.chat == id)
+                .map(|p| (p.id, p))
+                .collect(),
         };
         state.recover().await?;
         Ok(state)
@@ -152,8 +166,8 @@ impl Actor for Chats {
         state: &mut ChatsState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ChatsMsg::New { agent, reply } => {
-                let _ = reply.send(state.new_chat(agent).await);
+            ChatsMsg::New { reply, .. } => {
+                let _ = reply.send(Err(WireError::internal("a chat does not start chats")));
             }
             ChatsMsg::Send {
                 chat,
@@ -256,6 +270,319 @@ impl Actor for Chats {
             ChatsMsg::Tick => state.tick().await?,
         }
         Ok(())
+    }
+}
+
+/// The supervisor of the ChatActors.
+pub struct Chats;
+
+pub struct ChatsSupervisor {
+    ctx: ChatsContext,
+    actors: HashMap<ChatId, ActorRef<ChatsMsg>>,
+    by_actor: HashMap<ActorId, ChatId>,
+    budgets: HashMap<ChatId, RestartBudget>,
+}
+
+impl Actor for Chats {
+    type Msg = ChatsMsg;
+    type State = ChatsSupervisor;
+    type Arguments = ChatsContext;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ChatsMsg>,
+        ctx: ChatsContext,
+    ) -> Result<ChatsSupervisor, ActorProcessingErr> {
+        let store = ctx.store.clone();
+        let (chats, _) = tokio::task::spawn_blocking(move || store.chats()).await??;
+        let mut state = ChatsSupervisor {
+            ctx,
+            actors: HashMap::new(),
+            by_actor: HashMap::new(),
+            budgets: HashMap::new(),
+        };
+        for c in chats {
+            state.open(&myself, c.id).await?;
+        }
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<ChatsMsg>,
+        msg: ChatsMsg,
+        state: &mut ChatsSupervisor,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ChatsMsg::New { agent, reply } => {
+                let mut scratch = ChatsState {
+                    ctx: state.ctx.clone(),
+                    chats: HashMap::new(),
+                    pending: HashMap::new(),
+                };
+                let answer = match scratch.new_chat(agent).await {
+                    Ok(view) => match state.open(&myself, view.id).await {
+                        Ok(()) => Ok(view),
+                        Err(e) => Err(WireError::internal(format!("the chat could not open: {e}"))),
+                    },
+                    Err(e) => Err(e),
+                };
+                let _ = reply.send(answer);
+            }
+            ChatsMsg::Send {
+                chat,
+                message,
+                files,
+                reply,
+            } => match state.actor_of(&chat) {
+                Ok(a) => forward(
+                    &a,
+                    ChatsMsg::Send {
+                        chat,
+                        message,
+                        files,
+                        reply,
+                    },
+                ),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            ChatsMsg::Show { chat, reply } => match state.actor_of(&chat) {
+                Ok(a) => forward(&a, ChatsMsg::Show { chat, reply }),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            ChatsMsg::ApproveAll { chat, reply } => match state.actor_of(&chat) {
+                Ok(a) => forward(&a, ChatsMsg::ApproveAll { chat, reply }),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            ChatsMsg::Inbox {
+                chat: Some(chat),
+                reply,
+            } => match state.actor_of(&chat) {
+                Ok(a) => forward(
+                    &a,
+                    ChatsMsg::Inbox {
+                        chat: Some(chat),
+                        reply,
+                    },
+                ),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            ChatsMsg::Inbox { chat: None, reply } => {
+                let actors = state.in_order().await;
+                // Asked of every chat away from here, so no chat waits on another.
+                tokio::spawn(async move {
+                    let mut all = Vec::new();
+                    for a in actors {
+                        if let Ok(Ok(mut some)) =
+                            ractor::call!(a, |reply| ChatsMsg::Inbox { chat: None, reply })
+                        {
+                            all.append(&mut some);
+                        }
+                    }
+                    let _ = reply.send(Ok(all));
+                });
+            }
+            ChatsMsg::List { reply } => {
+                let actors = state.in_order().await;
+                tokio::spawn(async move {
+                    let mut all = Vec::new();
+                    for a in actors {
+                        match ractor::call!(a, |reply| ChatsMsg::List { reply }) {
+                            Ok(Ok(mut some)) => all.append(&mut some),
+                            Ok(Err(e)) => {
+                                let _ = reply.send(Err(e));
+                                return;
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                    let _ = reply.send(Ok(all));
+                });
+            }
+            ChatsMsg::Approve { action, reply } => match state.chat_of_action(&action).await {
+                Ok(a) => forward(&a, ChatsMsg::Approve { action, reply }),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            ChatsMsg::Discard { action, reply } => match state.chat_of_action(&action).await {
+                Ok(a) => forward(&a, ChatsMsg::Discard { action, reply }),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            ChatsMsg::Pend {
+                chat,
+                answer,
+                tool,
+                args,
+                cause,
+                reply,
+            } => {
+                if let Some(a) = state.actors.get(&chat) {
+                    forward(
+                        a,
+                        ChatsMsg::Pend {
+                            chat,
+                            answer,
+                            tool,
+                            args,
+                            cause,
+                            reply,
+                        },
+                    );
+                }
+            }
+            ChatsMsg::RanItself { chat, tool, args } => {
+                if let Some(a) = state.actors.get(&chat) {
+                    forward(a, ChatsMsg::RanItself { chat, tool, args });
+                }
+            }
+            ChatsMsg::Tick => {}
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<ChatsMsg>,
+        event: SupervisionEvent,
+        state: &mut ChatsSupervisor,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                if let Some(chat) = state.by_actor.remove(&cell.get_id()) {
+                    state.actors.remove(&chat);
+                }
+            }
+            SupervisionEvent::ActorFailed(cell, err) => {
+                let Some(chat) = state.by_actor.remove(&cell.get_id()) else {
+                    return Ok(());
+                };
+                state.actors.remove(&chat);
+                let budget = state
+                    .budgets
+                    .entry(chat)
+                    .or_insert_with(|| RestartBudget::new(RestartPolicy::DEFAULT));
+                match budget.on_failure(Instant::now()) {
+                    Verdict::Restart { n } => {
+                        warn!(chat_id = %chat, restart = n, error = %err, "restarting a chat");
+                        state.open(&myself, chat).await?;
+                    }
+                    Verdict::GiveUp => {
+                        error!(chat_id = %chat, reason = %budget.give_up_reason(&err.to_string()), "gave up on a chat");
+                    }
+                }
+            }
+            SupervisionEvent::ActorStarted(_) | SupervisionEvent::ProcessGroupChanged(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// Hands a request to a chat's actor (its reply port goes with it).
+fn forward(actor: &ActorRef<ChatsMsg>, msg: ChatsMsg) {
+    if let Err(e) = actor.send_message(msg) {
+        warn!(error = %e, "a chat's actor is gone; its request went unanswered");
+    }
+}
+
+impl ChatsSupervisor {
+    async fn open(
+        &mut self,
+        myself: &ActorRef<ChatsMsg>,
+        chat: ChatId,
+    ) -> Result<(), ActorProcessingErr> {
+        let (actor, _) =
+            Actor::spawn_linked(None, ChatActor, (self.ctx.clone(), chat), myself.get_cell())
+                .await?;
+        self.by_actor.insert(actor.get_id(), chat);
+        self.actors.insert(chat, actor);
+        Ok(())
+    }
+
+    fn actor_of(&self, key: &str) -> Result<ActorRef<ChatsMsg>, WireError> {
+        let lower = key.trim().to_ascii_lowercase();
+        let found: Vec<ChatId> = self
+            .actors
+            .keys()
+            .filter(|id| id.to_string().starts_with(&lower))
+            .copied()
+            .collect();
+        match found.as_slice() {
+            [one] if lower.len() >= 4 => self
+                .actors
+                .get(one)
+                .cloned()
+                .ok_or_else(|| WireError::internal("the chat went away")),
+            [] | [_] => Err(WireError::not_found(format!(
+                "there is no chat `{}`; `bosun chat list` shows them",
+                key.trim()
+            ))),
+            [_, _, ..] => Err(WireError::new(
+                ErrorCode::Ambiguous,
+                format!(
+                    "`{}` is the start of several chats' ids; give more of it",
+                    key.trim()
+                ),
+            )),
+        }
+    }
+
+    /// The chat an action belongs to (found in the store, where every action is committed).
+    async fn chat_of_action(&self, key: &str) -> Result<ActorRef<ChatsMsg>, WireError> {
+        let store = self.ctx.store.clone();
+        let (_, pending) = blocking(move || store.chats())
+            .await?
+            .map_err(store_error)?;
+        let lower = key.trim().to_ascii_lowercase();
+        let found: Vec<&PendingRecord> = pending
+            .iter()
+            .filter(|p| p.id.to_string().starts_with(&lower))
+            .collect();
+        match found.as_slice() {
+            [one] if lower.len() >= 4 => self.actors.get(&one.chat).cloned().ok_or_else(|| {
+                WireError::new(
+                    ErrorCode::Unavailable,
+                    "that action's chat is restarting; try again",
+                )
+            }),
+            [] | [_] => Err(WireError::not_found(format!(
+                "there is no pending action `{}`; `bosun inbox` shows what waits",
+                key.trim()
+            ))),
+            [_, _, ..] => Err(WireError::new(
+                ErrorCode::Ambiguous,
+                format!(
+                    "`{}` is the start of several actions' ids; give more of it",
+                    key.trim()
+                ),
+            )),
+        }
+    }
+
+    /// The chats' actors, oldest chat first.
+    async fn in_order(&self) -> Vec<ActorRef<ChatsMsg>> {
+        let store = self.ctx.store.clone();
+        let mut chats = blocking(move || store.chats())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|(c, _)| c)
+            .unwrap_or_default();
+        chats.sort_by_key(|c| c.created_at);
+        chats
+            .iter()
+            .filter_map(|c| self.actors.get(&c.id).cloned())
+            .collect()
     }
 }
 
