@@ -19,6 +19,7 @@ pub mod keychain;
 pub mod lead;
 pub mod mcp;
 pub mod offload;
+pub mod prefix;
 pub mod runs;
 pub mod store;
 pub mod supervision;

@@ -318,28 +318,9 @@ impl BoardState {
     }
 
     fn card_id(&self, key: &str) -> Result<CardId, WireError> {
-        let lower = key.trim().to_ascii_lowercase();
-        let found: Vec<CardId> = self
-            .cards
-            .keys()
-            .filter(|id| id.to_string().starts_with(&lower))
-            .copied()
-            .collect();
-        match found.as_slice() {
-            [one] if lower.len() >= 4 => Ok(*one),
-            [] | [_] => Err(WireError::not_found(format!(
-                "there is no card `{}`; `bosun board` shows the cards with their ids",
-                key.trim()
-            ))),
-            [_, _, ..] => Err(WireError::new(
-                ErrorCode::Ambiguous,
-                format!(
-                    "`{}` is the start of {} cards' ids; give more of it",
-                    key.trim(),
-                    found.len()
-                ),
-            )),
-        }
+        crate::prefix::by_prefix(self.cards.keys().copied(), key, "cards'", |k| {
+            format!("there is no card `{k}`; `bosun board` shows the cards with their ids")
+        })
     }
 
     async fn agent(&self, key: &str) -> Result<(AgentId, String), WireError> {

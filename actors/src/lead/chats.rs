@@ -29,6 +29,7 @@ use crate::agents::stream::input_digest;
 use crate::board::record::BoardChange;
 use crate::events::{EventsHandle, EventsMsg};
 use crate::offload::{blocking, store_error};
+use crate::prefix::by_prefix;
 use crate::runs::RunsMsg;
 use crate::store::Store;
 use crate::store::writer::StoreWriter;
@@ -488,6 +489,14 @@ impl Actor for Chats {
     }
 }
 
+fn no_chat(key: &str) -> String {
+    format!("there is no chat `{key}`; `bosun chat list` shows them")
+}
+
+fn no_action(key: &str) -> String {
+    format!("there is no pending action `{key}`; `bosun inbox` shows what waits")
+}
+
 /// Hands a request to a chat's actor (its reply port goes with it).
 fn forward(actor: &ActorRef<ChatsMsg>, msg: ChatsMsg) {
     if let Err(e) = actor.send_message(msg) {
@@ -510,31 +519,11 @@ impl ChatsSupervisor {
     }
 
     fn actor_of(&self, key: &str) -> Result<ActorRef<ChatsMsg>, WireError> {
-        let lower = key.trim().to_ascii_lowercase();
-        let found: Vec<ChatId> = self
-            .actors
-            .keys()
-            .filter(|id| id.to_string().starts_with(&lower))
-            .copied()
-            .collect();
-        match found.as_slice() {
-            [one] if lower.len() >= 4 => self
-                .actors
-                .get(one)
-                .cloned()
-                .ok_or_else(|| WireError::internal("the chat went away")),
-            [] | [_] => Err(WireError::not_found(format!(
-                "there is no chat `{}`; `bosun chat list` shows them",
-                key.trim()
-            ))),
-            [_, _, ..] => Err(WireError::new(
-                ErrorCode::Ambiguous,
-                format!(
-                    "`{}` is the start of several chats' ids; give more of it",
-                    key.trim()
-                ),
-            )),
-        }
+        let id = by_prefix(self.actors.keys().copied(), key, "chats'", no_chat)?;
+        self.actors
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| WireError::internal("the chat went away"))
     }
 
     /// The chat an action belongs to (found in the store, where every action is committed).
@@ -543,30 +532,18 @@ impl ChatsSupervisor {
         let (_, pending) = blocking(move || store.chats())
             .await?
             .map_err(store_error)?;
-        let lower = key.trim().to_ascii_lowercase();
-        let found: Vec<&PendingRecord> = pending
+        let id = by_prefix(pending.iter().map(|p| p.id), key, "actions'", no_action)?;
+        let chat = pending
             .iter()
-            .filter(|p| p.id.to_string().starts_with(&lower))
-            .collect();
-        match found.as_slice() {
-            [one] if lower.len() >= 4 => self.actors.get(&one.chat).cloned().ok_or_else(|| {
-                WireError::new(
-                    ErrorCode::Unavailable,
-                    "that action's chat is restarting; try again",
-                )
-            }),
-            [] | [_] => Err(WireError::not_found(format!(
-                "there is no pending action `{}`; `bosun inbox` shows what waits",
-                key.trim()
-            ))),
-            [_, _, ..] => Err(WireError::new(
-                ErrorCode::Ambiguous,
-                format!(
-                    "`{}` is the start of several actions' ids; give more of it",
-                    key.trim()
-                ),
-            )),
-        }
+            .find(|p| p.id == id)
+            .map(|p| p.chat)
+            .ok_or_else(|| WireError::internal("the action went away"))?;
+        self.actors.get(&chat).cloned().ok_or_else(|| {
+            WireError::new(
+                ErrorCode::Unavailable,
+                "that action's chat is restarting; try again",
+            )
+        })
     }
 
     /// The chats' actors, oldest chat first.
@@ -635,51 +612,11 @@ impl ChatsState {
     }
 
     fn chat_id(&self, key: &str) -> Result<ChatId, WireError> {
-        let lower = key.trim().to_ascii_lowercase();
-        let found: Vec<ChatId> = self
-            .chats
-            .keys()
-            .filter(|id| id.to_string().starts_with(&lower))
-            .copied()
-            .collect();
-        match found.as_slice() {
-            [one] if lower.len() >= 4 => Ok(*one),
-            [] | [_] => Err(WireError::not_found(format!(
-                "there is no chat `{}`; `bosun chat list` shows them",
-                key.trim()
-            ))),
-            [_, _, ..] => Err(WireError::new(
-                ErrorCode::Ambiguous,
-                format!(
-                    "`{}` is the start of several chats' ids; give more of it",
-                    key.trim()
-                ),
-            )),
-        }
+        by_prefix(self.chats.keys().copied(), key, "chats'", no_chat)
     }
 
     fn action_id(&self, key: &str) -> Result<ActionId, WireError> {
-        let lower = key.trim().to_ascii_lowercase();
-        let found: Vec<ActionId> = self
-            .pending
-            .keys()
-            .filter(|id| id.to_string().starts_with(&lower))
-            .copied()
-            .collect();
-        match found.as_slice() {
-            [one] if lower.len() >= 4 => Ok(*one),
-            [] | [_] => Err(WireError::not_found(format!(
-                "there is no pending action `{}`; `bosun inbox` shows what waits",
-                key.trim()
-            ))),
-            [_, _, ..] => Err(WireError::new(
-                ErrorCode::Ambiguous,
-                format!(
-                    "`{}` is the start of several actions' ids; give more of it",
-                    key.trim()
-                ),
-            )),
-        }
+        by_prefix(self.pending.keys().copied(), key, "actions'", no_action)
     }
 
     /// The waiting actions (of one chat, or all), in the order tried.
