@@ -456,3 +456,36 @@ fn a_short_lived_token_is_refreshed_ahead_of_expiry() -> anyhow::Result<()> {
     );
     b.finish()
 }
+
+#[test]
+fn a_token_refused_right_after_its_refresh_is_not_refreshed_again_and_again() -> anyhow::Result<()>
+{
+    let b = bosun("oauth_refused_fresh");
+    let oauth = OAuthServer::start(&["--rotate", "--refuse-refreshed"])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    b.ok(&["mcp", "sign-in", "remote"])?;
+    oauth.expire_tokens()?;
+    // Refreshed once; the new token refused too: the person is asked to sign in, plainly.
+    let err = b.fails(&["mcp", "tools", "remote"])?;
+    assert!(
+        err.contains("`remote` needs you to sign in again: the server refused a token it had just issued; run `bosun mcp sign-in remote`"),
+        "{err}"
+    );
+    let state = sign_in_state(&b, "remote")?;
+    assert_eq!(state["state"], "needs sign-in");
+    // Asked again, it does not refresh again.
+    b.fails(&["mcp", "tools", "remote"])?;
+    assert_eq!(oauth.refreshes(), 1, "one refresh, not a loop");
+    assert!(
+        held_tokens(&b).is_empty(),
+        "the refused tokens are forgotten"
+    );
+    b.finish()
+}

@@ -75,7 +75,14 @@ where
     if let (Err(McpError::NeedsSignIn { .. }), Some(t)) = (&outcome, token) {
         let refused = Some(crate::auth::refresher::fingerprint(&t));
         let (_, ep) = registry::endpoint_with(ctx, server, refused).await?;
+        let retried = bearer(&ep);
         outcome = op(ep).await;
+        // The fresh token refused too: said plainly once (the refresher does not refresh a
+        // token it has just issued again, and asks for a sign-in instead).
+        if let (Err(McpError::NeedsSignIn { .. }), Some(t)) = (&outcome, retried) {
+            let refused = Some(crate::auth::refresher::fingerprint(&t));
+            registry::endpoint_with(ctx, server, refused).await?;
+        }
     }
     if let Err(McpError::InsufficientScope { www_authenticate }) = &outcome {
         let challenge = crate::auth::challenge::Challenge::parse(www_authenticate);

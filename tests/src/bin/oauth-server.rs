@@ -9,7 +9,8 @@
 //!              [--client-id ID [--client-secret S]]
 //!              [--auth-method none|client_secret_basic|client_secret_post]
 //!              [--revocation on|off] [--authorize-error CODE] [--wrong-state]
-//!              [--access-ttl SECONDS] [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refresh-delay-ms N]
+//!              [--access-ttl SECONDS] [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh]
+//!              [--refuse-refreshed] [--refresh-delay-ms N]
 //!              [--step-up] [--log FILE]
 //! ```
 //!
@@ -86,6 +87,8 @@
 //!   grant's; with `--rotate` every refresh token works once and the answer carries a new
 //!   one; without it the answer has no `refresh_token` and the old one keeps working.
 //!   `--refuse-refresh`: every refresh gets `400 invalid_grant` "refresh token expired".
+//!   `--refuse-refreshed`: refreshes succeed, but `/mcp` answers 401 to the access tokens they
+//!   issue (as a server that revoked the grant behind the client's back would).
 //!   `--refresh-delay-ms N` waits N ms before handling a refresh (it is already counted in
 //!   `/test/state` while it waits, and it is carried out after the wait even if the client
 //!   has gone: with `--rotate`, a client killed mid-refresh loses its refresh token). Answers: `{access_token, token_type: "Bearer",
@@ -160,7 +163,8 @@ const USAGE: &str =
   [--scopes \"mcp:read mcp:write offline_access\"] [--registration on|off]
   [--client-id ID [--client-secret S]] [--auth-method none|client_secret_basic|client_secret_post]
   [--revocation on|off] [--authorize-error CODE] [--wrong-state] [--access-ttl SECONDS]
-  [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refresh-delay-ms N] [--step-up] [--log FILE]";
+  [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refuse-refreshed]
+  [--refresh-delay-ms N] [--step-up] [--log FILE]";
 
 /// Exit status for a bad command line.
 const USAGE_STATUS: u8 = 2;
@@ -294,6 +298,7 @@ struct Options {
     refreshed_ttl: Option<u64>,
     rotate: bool,
     refuse_refresh: bool,
+    refuse_refreshed: bool,
     refresh_delay: Duration,
     step_up: bool,
     log: Option<PathBuf>,
@@ -320,6 +325,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
         refreshed_ttl: None,
         rotate: false,
         refuse_refresh: false,
+        refuse_refreshed: false,
         refresh_delay: Duration::ZERO,
         step_up: false,
         log: None,
@@ -340,6 +346,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--wrong-state" => Some(&mut options.wrong_state),
             "--rotate" => Some(&mut options.rotate),
             "--refuse-refresh" => Some(&mut options.refuse_refresh),
+            "--refuse-refreshed" => Some(&mut options.refuse_refreshed),
             "--step-up" => Some(&mut options.step_up),
             _ => None,
         };
@@ -498,6 +505,8 @@ struct AccessToken {
     expires_at: Instant,
     expired: bool,
     revoked: bool,
+    /// `--refuse-refreshed`: issued by a refresh, and refused on `/mcp` all the same.
+    refused: bool,
 }
 
 struct RefreshToken {
@@ -536,6 +545,9 @@ impl State {
         }
         if entry.expired || Instant::now() >= entry.expires_at {
             return Err("the access token expired");
+        }
+        if entry.refused {
+            return Err("the access token is refused");
         }
         let client = self.grant(entry.grant).map(|grant| grant.client_id.clone());
         Ok((client.unwrap_or_default(), entry.scope.clone()))
@@ -1164,7 +1176,14 @@ impl Server {
             .options
             .refreshed_ttl
             .unwrap_or(self.options.access_ttl);
-        Ok(self.issue(state, grant, &scope, ttl, self.options.rotate))
+        let answer = self.issue(state, grant, &scope, ttl, self.options.rotate);
+        if self.options.refuse_refreshed
+            && let Some(token) = answer["access_token"].as_str()
+            && let Some(entry) = state.access.get_mut(token)
+        {
+            entry.refused = true;
+        }
+        Ok(answer)
     }
 
     /// A token answer: a new access token and, if `with_refresh`, a new refresh token.
@@ -1184,6 +1203,7 @@ impl Server {
             expires_at: Instant::now() + ttl,
             expired: false,
             revoked: false,
+            refused: false,
         };
         state.access.insert(access_token.clone(), entry);
         let mut answer = json!({
