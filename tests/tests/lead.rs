@@ -657,3 +657,66 @@ fn attach_file_pause_and_continue_keep_their_rules() -> anyhow::Result<()> {
     })?;
     b.finish()
 }
+
+#[test]
+fn after_an_outside_tool_changed_auto_cards_wait_and_clear_hold_waits_for_the_person()
+-> anyhow::Result<()> {
+    let b = Bosun::new("lead_cards");
+    let id_of = |v: Value| v["id"].as_str().unwrap_or_default().to_string();
+    let auto = id_of(b.json(&["board", "card", "add", "Auto card", "--column", "To do"])?);
+    let held = id_of(b.json(&["board", "card", "add", "Held card", "--column", "To do"])?);
+    b.json(&[
+        "board",
+        "card",
+        "edit",
+        &held[..8],
+        "--hold",
+        "the person's own hold",
+    ])?;
+    let manual = id_of(b.json(&["board", "card", "add", "Backlog card"])?);
+    let script = format!(
+        concat!(
+            r#"tool:everything/echo:{{"message":"hi"}};"#,
+            r#"tool:bosun/update_task:{{"card":"{auto}","description":"changed"}};"#,
+            r#"tool:bosun/update_task:{{"card":"{held}","clear_hold":true}};"#,
+            r#"tool:bosun/update_task:{{"card":"{manual}","description":"changed too"}};"#,
+            "text:Done."
+        ),
+        auto = auto,
+        held = held,
+        manual = manual,
+    );
+    let fake = FakeModel::start("anthropic", &script)?;
+    setup(&b, &fake)?;
+    let chat = new_chat(&b)?;
+    send(&b, &chat, "tidy the board")?;
+
+    let card = |id: &str| b.json(&["board", "card", "show", &id[..8]]);
+    // Changed in an Auto column after the outside tool: saved, and on hold for the person.
+    let a = card(&auto)?;
+    assert_eq!(a["description"], "changed");
+    assert!(
+        a["hold"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Waiting for your OK"),
+        "{a:#}"
+    );
+    // Taking a card in an Auto column off hold waits for the person, and changes nothing.
+    let h = card(&held)?;
+    assert_eq!(h["hold"]["reason"], "the person's own hold");
+    let waiting = inbox(&b)?;
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0]["line"], format!("Take card {held} off hold"));
+    // A Manual column's card is changed as usual.
+    let m = card(&manual)?;
+    assert_eq!(m["description"], "changed too");
+    assert!(m["hold"].is_null());
+    // Approved, the hold comes off.
+    b.json(&[
+        "approve",
+        waiting[0]["short_id"].as_str().unwrap_or_default(),
+    ])?;
+    assert!(card(&held)?["hold"].is_null());
+    b.finish()
+}
