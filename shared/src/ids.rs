@@ -157,7 +157,18 @@ impl RunToken {
 
     /// The digest kept in the store, to check a reconnecting runner after a daemon restart.
     pub fn digest(&self) -> String {
-        hex(&Sha256::digest(self.0.as_bytes()))
+        Self::digest_of(&self.0)
+    }
+
+    /// The digest of a token as it arrived (from a runner, or as a bearer token).
+    pub fn digest_of(token: &str) -> String {
+        hex(&Sha256::digest(token.as_bytes()))
+    }
+
+    /// The token itself, for the one place that hands it on (a runner's stdin, an answer's 0600
+    /// config file).
+    pub fn expose(&self) -> &str {
+        &self.0
     }
 }
 

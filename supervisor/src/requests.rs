@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bosun_actors::agents::registry::{self as agents, AgentsMsg};
 use bosun_actors::agents::{builtin, launch};
 use bosun_actors::auth::signin;
-use bosun_actors::board::{BoardMsg, BoardRequest};
+use bosun_actors::board::BoardRequest;
 use bosun_actors::lead::chats::ChatsMsg;
 use bosun_actors::mcp::registry::{self, RegistryMsg};
 use bosun_actors::mcp::{adopt, look};
@@ -308,9 +308,7 @@ async fn chats_call<T: Send + 'static>(
 
 /// Asks the Board actor (every change to the board and the notes goes through it).
 async fn board(ctx: &Arc<DaemonCtx>, req: BoardRequest) -> Result<Response, WireError> {
-    let board = ctx.board.get().ok_or_else(starting_up)?;
-    ractor::call!(board, |reply| BoardMsg::Request { req, reply })
-        .map_err(|e| WireError::internal(format!("the board did not answer: {e}")))?
+    bosun_actors::board::ask(&ctx.board, req).await
 }
 
 async fn start(ctx: &Arc<DaemonCtx>, spec: RunSpec) -> Result<Response, WireError> {

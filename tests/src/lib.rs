@@ -870,6 +870,13 @@ impl OAuthServer {
             .count()
     }
 
+    /// Adds this server to `b` as `name` (by address) and signs `b` in to it.
+    pub fn add_signed_in(&self, b: &Bosun, name: &str) -> anyhow::Result<()> {
+        b.ok(&["mcp", "add", name, "--transport", "http", &self.mcp_url()])?;
+        b.ok(&["mcp", "sign-in", name])?;
+        Ok(())
+    }
+
     /// Makes every access token issued so far expire now.
     pub fn expire_tokens(&self) -> anyhow::Result<()> {
         use std::io::{Read, Write};
@@ -891,6 +898,13 @@ impl OAuthServer {
 /// `test-browser`, which stands in for the person's browser (`BROWSER=…`).
 pub fn test_browser_bin() -> PathBuf {
     bin("test-browser")
+}
+
+impl Bosun {
+    /// This bosun with `test-browser` as the person's browser.
+    pub fn with_test_browser(self) -> Self {
+        self.with_env("BROWSER", &test_browser_bin().display().to_string())
+    }
 }
 
 /// The values kept in the fake keychain file, by key.

@@ -7,22 +7,14 @@
 
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel, OAuthServer, keychain_values, test_browser_bin, wait_for};
+use bosun_tests::{Bosun, FakeModel, OAuthServer, keychain_values, wait_for};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// A bosun whose "browser" is test-browser, with `remote` added and signed in.
 fn signed_in(test: &str, oauth: &OAuthServer) -> anyhow::Result<Bosun> {
-    let b = Bosun::new(test).with_env("BROWSER", &test_browser_bin().display().to_string());
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
-    b.ok(&["mcp", "sign-in", "remote"])?;
+    let b = Bosun::new(test).with_test_browser();
+    oauth.add_signed_in(&b, "remote")?;
     Ok(b)
 }
 
@@ -56,8 +48,7 @@ fn twenty_runs_on_an_expired_token_make_one_refresh_and_share_its_token() -> any
         "--refresh-delay-ms",
         "1500",
     ])?;
-    let b = Bosun::new("oauth_twenty_runs")
-        .with_env("BROWSER", &test_browser_bin().display().to_string());
+    let b = Bosun::new("oauth_twenty_runs").with_test_browser();
     b.ok(&[
         "mcp",
         "add",

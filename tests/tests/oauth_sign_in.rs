@@ -7,12 +7,12 @@
 
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel, OAuthServer, keychain_values, test_browser_bin};
+use bosun_tests::{Bosun, FakeModel, OAuthServer, keychain_values};
 use serde_json::Value;
 
 /// A bosun whose "browser" is test-browser.
 fn bosun(test: &str) -> Bosun {
-    Bosun::new(test).with_env("BROWSER", &test_browser_bin().display().to_string())
+    Bosun::new(test).with_test_browser()
 }
 
 /// Every token bosun holds (in the fake keychain), for the secret checks.
@@ -234,15 +234,7 @@ fn a_wider_scope_asked_by_a_403_leads_to_one_more_sign_in() -> anyhow::Result<()
 fn a_refused_refresh_asks_the_person_to_sign_in_again() -> anyhow::Result<()> {
     let b = bosun("oauth_refused_refresh");
     let oauth = OAuthServer::start(&["--refuse-refresh"])?;
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
-    b.ok(&["mcp", "sign-in", "remote"])?;
+    oauth.add_signed_in(&b, "remote")?;
     oauth.expire_tokens()?;
     let err = b.fails(&["mcp", "tools", "remote"])?;
     assert!(
@@ -434,15 +426,7 @@ fn claude_code_signs_in_itself_when_told_to() -> anyhow::Result<()> {
 fn a_short_lived_token_is_refreshed_ahead_of_expiry() -> anyhow::Result<()> {
     let b = bosun("oauth_ahead");
     let oauth = OAuthServer::start(&["--access-ttl", "3", "--rotate"])?;
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
-    b.ok(&["mcp", "sign-in", "remote"])?;
+    oauth.add_signed_in(&b, "remote")?;
     // With nobody asking, the refresher renews the token before it expires.
     bosun_tests::wait_for("a refresh ahead of expiry", Duration::from_secs(15), || {
         Ok((oauth.refreshes() >= 1).then_some(()))
@@ -462,15 +446,7 @@ fn a_token_refused_right_after_its_refresh_is_not_refreshed_again_and_again() ->
 {
     let b = bosun("oauth_refused_fresh");
     let oauth = OAuthServer::start(&["--rotate", "--refuse-refreshed"])?;
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
-    b.ok(&["mcp", "sign-in", "remote"])?;
+    oauth.add_signed_in(&b, "remote")?;
     oauth.expire_tokens()?;
     // Refreshed once; the new token refused too: the person is asked to sign in, plainly.
     let err = b.fails(&["mcp", "tools", "remote"])?;

@@ -63,6 +63,18 @@ pub struct BoardContext {
 
 pub type BoardHandle = ActorHandle<BoardMsg>;
 
+/// Asks the Board actor (every change to the board and the notes goes through it).
+pub async fn ask(board: &BoardHandle, req: BoardRequest) -> Result<Response, WireError> {
+    let board = board.get().ok_or_else(|| {
+        WireError::new(
+            ErrorCode::Unavailable,
+            "bosund is starting; try again in a moment",
+        )
+    })?;
+    ractor::call!(board, |reply| BoardMsg::Request { req, reply })
+        .map_err(|e| WireError::internal(format!("the board did not answer: {e}")))?
+}
+
 pub enum BoardRequest {
     Show,
     AddColumn(AddColumnParams),
@@ -1051,16 +1063,7 @@ async fn start_card_run(
     if let Some(a) = spec.agent.as_mut() {
         a.card = Some(card);
     }
-    let runs = runs.get().ok_or_else(|| {
-        WireError::new(
-            ErrorCode::Unavailable,
-            "bosund is starting; the board will try again",
-        )
-    })?;
-    let spec = Box::new(spec);
-    let run = ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
-        .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
-        .map(|v| v.id);
+    let run = crate::runs::start(runs, spec).await.map(|v| v.id);
     crate::crash::point("board-after-run-started");
     run
 }

@@ -7,8 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bosun_shared::{AnswerId, ChatId, RunId};
-use sha2::{Digest, Sha256};
+use bosun_shared::{AnswerId, ChatId, RunId, RunToken};
 use tokio::sync::Notify;
 
 /// The built-in tools that only read, and the prefix of bosun's own tools: anything else an
@@ -19,14 +18,6 @@ pub const OWN_PREFIX: &str = "mcp__bosun__";
 /// Whether a tool (as the CLI names it) is from outside bosun.
 pub fn is_outside(name: &str) -> bool {
     !(INSIDE.contains(&name) || name.starts_with(OWN_PREFIX))
-}
-
-/// The digest a token is known by (the token itself is kept nowhere).
-pub fn token_digest(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +105,10 @@ impl Answers {
 
     /// The live answer a bearer token belongs to.
     pub fn find(&self, token: &str) -> Option<LiveAnswer> {
-        self.lock().by_token.get(&token_digest(token)).copied()
+        self.lock()
+            .by_token
+            .get(&RunToken::digest_of(token))
+            .copied()
     }
 
     /// The daemon read more of a run's stream (called by its RunActor).

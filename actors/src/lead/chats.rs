@@ -19,7 +19,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 use serde_json::Value;
 use tracing::{error, info, warn};
 
-use super::answers::{Answers, token_digest};
+use super::answers::Answers;
 use super::record::{
     AnswerRecord, ChatRecord, MessageKind, MessageRecord, PendingRecord, PendingState,
 };
@@ -30,7 +30,6 @@ use crate::board::record::BoardChange;
 use crate::events::{EventsHandle, EventsMsg};
 use crate::offload::{blocking, store_error};
 use crate::prefix::by_prefix;
-use crate::runs::RunsMsg;
 use crate::store::Store;
 use crate::store::writer::StoreWriter;
 use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
@@ -826,14 +825,11 @@ impl ChatsState {
             format!("[{}]\n\n{message}", chat.untold.join(" "))
         };
         let token = RunToken::generate();
-        let token_text = serde_json::to_value(&token)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let token_text = token.expose().to_string();
         let answer = AnswerRecord {
             id: AnswerId::new(),
             run: None,
-            token_digest: token_digest(&token_text),
+            token_digest: token.digest(),
             started_at: Timestamp::now(),
         };
         chat.files
@@ -902,12 +898,7 @@ impl ChatsState {
             chat.session.clone(),
         )
         .await?;
-        let runs = self.ctx.tools.runs.get().ok_or_else(|| {
-            WireError::new(ErrorCode::Unavailable, "bosund is starting; try again")
-        })?;
-        let spec = Box::new(spec);
-        ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
-            .map_err(|e| WireError::internal(format!("bosund could not start the answer: {e}")))?
+        crate::runs::start(&self.ctx.tools.runs, spec).await
     }
 
     /// Looks for answers that ended.

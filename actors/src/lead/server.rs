@@ -34,7 +34,7 @@ use super::answers::{Answers, LiveAnswer, OWN_PREFIX, Reading};
 use super::chats::{ChatsHandle, ChatsMsg};
 use super::tools::{self, PRIVILEGED, ToolCtx};
 use crate::agents::stream::input_digest;
-use crate::board::{BoardMsg, BoardRequest};
+use crate::board::BoardRequest;
 
 /// How long a call waits for the daemon to read its answer up to it.
 const READ_LIMIT: Duration = Duration::from_secs(5);
@@ -191,13 +191,9 @@ impl BosunMcp {
         let Some(card) = args.get("card").and_then(Value::as_str) else {
             return false;
         };
-        let Some(board) = self.ctx.tools.board.get() else {
-            // Unknown: treated as the stricter case.
-            return true;
-        };
-        let req = BoardRequest::Show;
-        let Ok(Ok(Response::Board(b))) =
-            ractor::call!(board, |reply| BoardMsg::Request { req, reply })
+        // Unknown: treated as the stricter case.
+        let Ok(Response::Board(b)) =
+            crate::board::ask(&self.ctx.tools.board, BoardRequest::Show).await
         else {
             return true;
         };

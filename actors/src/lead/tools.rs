@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::agents::launch;
 use crate::agents::registry::{AgentsContext, AgentsHandle, AgentsMsg};
-use crate::board::{BoardHandle, BoardMsg, BoardRequest};
+use crate::board::{BoardHandle, BoardRequest};
 use crate::handle::ActorHandle;
 use crate::offload::{blocking, store_error};
 use crate::runs::RunsMsg;
@@ -294,13 +294,9 @@ fn only_commands(list: &[String]) -> Result<(), String> {
 }
 
 async fn board(ctx: &ToolCtx, req: BoardRequest) -> Result<Response, String> {
-    let b = ctx
-        .board
-        .get()
-        .ok_or("bosund is starting; try again in a moment")?;
-    ractor::call!(b, |reply| BoardMsg::Request { req, reply })
-        .map_err(|e| format!("the board did not answer: {e}"))?
-        .map_err(|e: WireError| e.message)
+    crate::board::ask(&ctx.board, req)
+        .await
+        .map_err(|e| e.message)
 }
 
 async fn agents(
@@ -375,13 +371,8 @@ pub async fn execute(
             )
             .await
             .map_err(|e| e.message)?;
-            let runs = ctx
-                .runs
-                .get()
-                .ok_or("bosund is starting; try again in a moment")?;
-            let spec = Box::new(spec);
-            let run = ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
-                .map_err(|e| format!("bosund could not start the run: {e}"))?
+            let run = crate::runs::start(&ctx.runs, spec)
+                .await
                 .map_err(|e| e.message)?;
             Ok(format!(
                 "Started run {}, continuing run {}.",
@@ -532,13 +523,8 @@ pub async fn execute(
             let spec = launch::prepare(&ctx.agents_ctx, agent, prompt)
                 .await
                 .map_err(|e| e.message)?;
-            let runs = ctx
-                .runs
-                .get()
-                .ok_or("bosund is starting; try again in a moment")?;
-            let spec = Box::new(spec);
-            let run = ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
-                .map_err(|e| format!("bosund could not start the run: {e}"))?
+            let run = crate::runs::start(&ctx.runs, spec)
+                .await
                 .map_err(|e| e.message)?;
             Ok(format!("Started run {} of agent {agent}.", run.short_id))
         }

@@ -93,6 +93,22 @@ impl RunSpec {
     }
 }
 
+/// Starts a run through the current Runs actor.
+pub async fn start(
+    runs: &crate::handle::ActorHandle<RunsMsg>,
+    spec: RunSpec,
+) -> Result<RunView, WireError> {
+    let runs = runs.get().ok_or_else(|| {
+        WireError::new(
+            ErrorCode::Unavailable,
+            "bosund is starting; try again in a moment",
+        )
+    })?;
+    let spec = Box::new(spec);
+    ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
+        .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
+}
+
 /// The Runs actor's messages.
 pub enum RunsMsg {
     Start {
