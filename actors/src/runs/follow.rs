@@ -1,12 +1,22 @@
 //! Following a run's log: replay from the store, then live from the run's hub, with no gap and
 //! no duplicate, for any number of followers at once.
 //!
-//! A follower keeps one position (the next seq to send). While that position is in the hub's
-//! memory it is served from there; otherwise from the run's log file, read on from where it last
-//! stopped. A follower that falls out of memory because it is slow is told so (`LogLagged`) and
-//! goes on from the file at its position, so it never loses a chunk, and the run never waits for
-//! it.
+//! A follower keeps one position, the next seq to send ([`Follower::next`]). **Invariant:** the
+//! position moves only by handing out exactly the chunk at it, one seq at a time
+//! ([`Follower::take`]); a source that offers anything else (a later seq, because memory or the
+//! file does not have `next` at the moment) is waited on or read again, never skipped past.
+//!
+//! Where `next` comes from: the hub's memory while it is there; otherwise the run's log file,
+//! but only up to what the hub says is stored (a chunk leaves memory only once stored, so
+//! whatever is not in memory and not yet stored has not arrived). A follower that falls out of
+//! memory because it is slow is told so (`LogLagged`) and goes on from the file at its
+//! position, so it never loses a chunk, and the run never waits for it.
+//!
+//! The decisions are made by [`Follower::plan`], a plain function of the hub's state, so that
+//! a test can drive it through any interleaving of writes, evictions and slow reads; [`follow`]
+//! only carries them out (sending, reading the file on a blocking thread, waiting for the hub).
 
+use std::borrow::Borrow;
 use std::sync::Arc;
 
 use bosun_shared::RunId;
@@ -34,43 +44,142 @@ pub struct FollowSpec {
     pub stream: Option<Stream>,
 }
 
+/// One follower's position in a run's log.
+#[derive(Debug)]
+pub struct Follower {
+    next: u64,
+    /// The last chunks came from memory: falling back to the file is a lag to report.
+    live: bool,
+}
+
+/// What a follower does next.
+pub enum Plan {
+    /// Send these chunks, taken from the hub's memory (the first is `next`).
+    Memory(Vec<Arc<LogChunk>>),
+    /// Tell the subscriber it fell behind live output and goes on from the file at this seq.
+    Lagged(u64),
+    /// Read `next..=upto` from the log file: every one of them is stored.
+    File { upto: u64 },
+    /// Everything up to the bound is sent.
+    Caught,
+    /// `next` has arrived but is neither in memory nor stored yet: wait for the hub to move.
+    Wait,
+}
+
+impl Follower {
+    pub fn new(from_seq: u64) -> Self {
+        Self {
+            next: from_seq.max(1),
+            live: false,
+        }
+    }
+
+    /// The next seq to send.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// Takes from `chunks` the unbroken run that starts at `next` (chunks before `next`, sent
+    /// already, are passed over) and moves `next` past it: the chunks to send, in order. A
+    /// source whose chunks skip `next` gives `Err(next)`; one with a hole after it gives the
+    /// chunks before the hole, and the hole is asked for again.
+    pub fn accept<'a, C: Borrow<LogChunk>>(&mut self, chunks: &'a [C]) -> Result<&'a [C], u64> {
+        let seq = |c: &C| Borrow::<LogChunk>::borrow(c).seq;
+        let start = chunks.partition_point(|c| seq(c) < self.next);
+        let run = chunks[start..]
+            .iter()
+            .zip(self.next..)
+            .take_while(|(c, want)| seq(c) == *want)
+            .count();
+        if run == 0 && !chunks.is_empty() {
+            return Err(self.next);
+        }
+        self.next += run as u64;
+        Ok(&chunks[start..start + run])
+    }
+
+    /// What to do to get `next`, when everything up to `upto` is to be sent.
+    pub fn plan(&mut self, hub: &LogHub, upto: u64) -> Plan {
+        if self.next > upto {
+            return Plan::Caught;
+        }
+        if let Some(mut chunks) = hub.read_from(self.next, HUB_BATCH_CHUNKS) {
+            // From `next` on with no seq missing, so the first `upto - next + 1` are the ones
+            // up to `upto`.
+            chunks.truncate(usize::try_from(upto - self.next + 1).unwrap_or(usize::MAX));
+            self.live = true;
+            return Plan::Memory(chunks);
+        }
+        let stored = hub.state().stored.min(upto);
+        if self.next > stored {
+            return Plan::Wait;
+        }
+        if std::mem::take(&mut self.live) {
+            return Plan::Lagged(self.next);
+        }
+        Plan::File { upto: stored }
+    }
+}
+
 /// Reads a run's log file on from where it stopped.
-struct FileCursor {
-    store: Store,
-    run: RunId,
+pub struct FileCursor {
+    path: std::path::PathBuf,
     reader: Option<LogReader>,
 }
 
 impl FileCursor {
-    /// Up to a batch of chunks from `next` to `upto`, from the file.
-    async fn read(&mut self, next: u64, upto: u64) -> Result<Vec<LogChunk>, StoreError> {
-        let path = self.store.log_path(self.run);
-        let mut reader = self.reader.take();
-        let (reader, chunks) = tokio::task::spawn_blocking(move || {
-            if reader.is_none() {
-                reader = LogReader::open(&path)?;
-            }
-            let mut chunks = Vec::new();
-            if let Some(r) = reader.as_mut() {
-                r.skip_to(next)?;
-                let mut bytes = 0;
-                while chunks.len() < STORE_BATCH_CHUNKS && bytes < STORE_BATCH_BYTES {
-                    match r.next(true)? {
-                        Some(c) if c.seq <= upto => {
-                            bytes += c.data.len();
-                            chunks.push(c);
-                        }
-                        Some(_) | None => break,
+    pub fn new(store: &Store, run: RunId) -> Self {
+        Self::at(store.log_path(run))
+    }
+
+    /// A cursor on the log file at `path`.
+    pub fn at(path: std::path::PathBuf) -> Self {
+        Self { path, reader: None }
+    }
+
+    /// Up to a batch of chunks from `next` on, none past `upto`, as the file has them.
+    pub fn read_blocking(&mut self, next: u64, upto: u64) -> Result<Vec<LogChunk>, StoreError> {
+        if self.reader.is_none() {
+            self.reader = LogReader::open(&self.path)?;
+        }
+        let mut chunks = Vec::new();
+        if let Some(r) = self.reader.as_mut() {
+            r.skip_to(next)?;
+            let mut bytes = 0;
+            while chunks.len() < STORE_BATCH_CHUNKS && bytes < STORE_BATCH_BYTES {
+                match r.next_upto(upto, true)? {
+                    Some(c) => {
+                        bytes += c.data.len();
+                        chunks.push(c);
                     }
+                    None => break,
                 }
             }
-            Ok::<_, StoreError>((reader, chunks))
-        })
-        .await
-        .map_err(|e| StoreError::Corrupt(format!("a log read was cut off: {e}")))??;
-        self.reader = reader;
+        }
         Ok(chunks)
     }
+
+    async fn read(&mut self, next: u64, upto: u64) -> Result<Vec<LogChunk>, StoreError> {
+        let mut me = Self {
+            path: self.path.clone(),
+            reader: self.reader.take(),
+        };
+        let (me, chunks) = tokio::task::spawn_blocking(move || {
+            let chunks = me.read_blocking(next, upto);
+            (me, chunks)
+        })
+        .await
+        .map_err(|e| StoreError::Corrupt(format!("a log read was cut off: {e}")))?;
+        self.reader = me.reader;
+        chunks
+    }
+}
+
+/// The file does not hold a seq that it must: it was damaged or cut under bosund.
+fn missing(run: RunId, seq: u64) -> StoreError {
+    StoreError::Corrupt(format!(
+        "the log file of run {run} has no chunk {seq}, though it was stored; the log is damaged from there"
+    ))
 }
 
 /// Sends the log to `out` as `Log` events, then a `LogEnd`. Returns when done, or when the
@@ -81,105 +190,87 @@ pub async fn follow(
     spec: FollowSpec,
     out: mpsc::Sender<Outbound>,
 ) -> Result<(), StoreError> {
-    let mut next = spec.from_seq.max(1);
-    let mut file = FileCursor {
-        store: store.clone(),
-        run: spec.run,
-        reader: None,
-    };
+    let mut f = Follower::new(spec.from_seq);
+    let mut file = FileCursor::new(&store, spec.run);
     match hub {
         None => {
             // The run is over: everything is in its file.
-            if !send_from_file(&mut file, &spec, &mut next, u64::MAX, &out).await? {
-                return Ok(());
+            loop {
+                let chunks = file.read(f.next(), u64::MAX).await?;
+                if chunks.is_empty() {
+                    break;
+                }
+                if !send_taken(&mut f, &spec, &chunks, &out).await? {
+                    return Ok(());
+                }
             }
         }
         Some(hub) => {
             let mut watch = hub.subscribe();
             let target = hub.state().received;
-            let mut served_live = false;
             loop {
                 let state = *watch.borrow_and_update();
                 let upto = if spec.follow { state.received } else { target };
-                while next <= upto {
-                    match hub.read_from(next, HUB_BATCH_CHUNKS) {
-                        Some(chunks) if !chunks.is_empty() => {
-                            served_live = true;
-                            for c in chunks.iter().take_while(|c| c.seq <= upto) {
-                                if !send_chunk(&spec, c, &out).await {
-                                    return Ok(());
-                                }
-                                next = c.seq + 1;
-                            }
-                        }
-                        Some(_) | None => {
-                            if served_live {
-                                let lagged = Event::LogLagged {
-                                    sub: spec.sub,
-                                    resume_from: next,
-                                };
-                                if out.send(ServerFrame::Event(lagged).into()).await.is_err() {
-                                    return Ok(());
-                                }
-                                served_live = false;
-                            }
-                            // Not in memory means in the file (see the hub's invariant).
-                            let stored_upto = upto.min(hub.state().stored);
-                            let before = next;
-                            if !send_from_file(&mut file, &spec, &mut next, stored_upto, &out)
-                                .await?
-                            {
-                                return Ok(());
-                            }
-                            if next == before {
-                                // Nothing to read yet: wait for the hub to move.
-                                break;
-                            }
+                match f.plan(&hub, upto) {
+                    Plan::Memory(chunks) => {
+                        if !send_taken(&mut f, &spec, &chunks, &out).await? {
+                            return Ok(());
                         }
                     }
-                }
-                if !spec.follow || state.ended {
-                    break;
-                }
-                if watch.changed().await.is_err() {
-                    break;
+                    Plan::Lagged(resume_from) => {
+                        let lagged = Event::LogLagged {
+                            sub: spec.sub,
+                            resume_from,
+                        };
+                        if out.send(ServerFrame::Event(lagged).into()).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Plan::File { upto } => {
+                        let chunks = file.read(f.next(), upto).await?;
+                        if chunks.is_empty() {
+                            return Err(missing(spec.run, f.next()));
+                        }
+                        if !send_taken(&mut f, &spec, &chunks, &out).await? {
+                            return Ok(());
+                        }
+                    }
+                    Plan::Caught if !spec.follow || state.ended => break,
+                    Plan::Caught | Plan::Wait => {
+                        if watch.changed().await.is_err() {
+                            break;
+                        }
+                    }
                 }
             }
         }
     }
     let run = spec.run;
+    let last_seq = f.next() - 1;
     let view = blocking(&store, move |s| s.run(run)).await?;
     if let Some(rec) = view {
         let end = Event::LogEnd {
             sub: spec.sub,
-            last_seq: next - 1,
-            run: Box::new(rec.view(next - 1)),
+            last_seq,
+            run: Box::new(rec.view(last_seq)),
         };
         let _ = out.send(ServerFrame::Event(end).into()).await;
     }
     Ok(())
 }
 
-/// Sends chunks `next..=upto` from the file, as far as the file has them. False when the
-/// receiver is gone.
-async fn send_from_file(
-    file: &mut FileCursor,
+/// Sends the chunks the follower accepts, in order. False when the receiver is gone.
+async fn send_taken<C: Borrow<LogChunk>>(
+    f: &mut Follower,
     spec: &FollowSpec,
-    next: &mut u64,
-    upto: u64,
+    chunks: &[C],
     out: &mpsc::Sender<Outbound>,
 ) -> Result<bool, StoreError> {
-    while *next <= upto {
-        let chunks = file.read(*next, upto).await?;
-        let Some(last) = chunks.last().map(|c| c.seq) else {
-            break;
-        };
-        for c in &chunks {
-            if !send_chunk(spec, c, out).await {
-                return Ok(false);
-            }
+    let taken = f.accept(chunks).map_err(|seq| missing(spec.run, seq))?;
+    for c in taken {
+        if !send_chunk(spec, c.borrow(), out).await {
+            return Ok(false);
         }
-        *next = last + 1;
     }
     Ok(true)
 }
@@ -191,6 +282,9 @@ async fn send_chunk(spec: &FollowSpec, c: &LogChunk, out: &mpsc::Sender<Outbound
     let frame = fast::log_event_frame(spec.sub, c.seq, c.stream, c.at, &c.data);
     out.send(Outbound::Encoded(frame)).await.is_ok()
 }
+
+#[cfg(test)]
+mod tests;
 
 /// Runs a store read on a blocking thread.
 pub async fn blocking<T: Send + 'static>(

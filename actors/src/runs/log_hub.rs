@@ -35,6 +35,8 @@ pub struct HubState {
 
 pub struct LogHub {
     ring: Mutex<Ring>,
+    /// Stored bytes kept in memory for live followers ([`RING_BYTES`], smaller in tests).
+    window: usize,
     state: watch::Sender<HubState>,
     room: Notify,
 }
@@ -51,8 +53,15 @@ struct Ring {
 impl LogHub {
     /// A hub for a run whose log is in the store up to `stored`.
     pub fn new(stored: u64) -> Arc<Self> {
+        Self::with_window(stored, RING_BYTES)
+    }
+
+    /// A hub that keeps at most `window` bytes of stored chunks in memory (tests use a tiny
+    /// one, so that followers fall back to the file all the time).
+    pub fn with_window(stored: u64, window: usize) -> Arc<Self> {
         Arc::new(Self {
             ring: Mutex::new(Ring::default()),
+            window,
             state: watch::Sender::new(HubState {
                 received: stored,
                 stored,
@@ -70,14 +79,20 @@ impl LogHub {
         self.state.subscribe()
     }
 
-    /// A chunk arrived from the runner (the next seq): followers may have it now.
-    pub fn push(&self, chunk: Arc<LogChunk>) {
+    /// A chunk arrived from the runner: followers may have it now. Only the next seq is taken
+    /// (the caller drops resent ones), so memory always holds one unbroken run of seqs; false
+    /// when `chunk` is not the next one.
+    pub fn push(&self, chunk: Arc<LogChunk>) -> bool {
         let seq = chunk.seq;
+        if seq != self.state().received + 1 {
+            return false;
+        }
         if let Ok(mut ring) = self.ring.lock() {
             ring.unstored_bytes += chunk.data.len();
             ring.chunks.push_back(chunk);
         }
-        self.state.send_modify(|s| s.received = s.received.max(seq));
+        self.state.send_modify(|s| s.received = seq);
+        true
     }
 
     /// Every chunk up to `seq` is stored: the oldest of them may leave memory.
@@ -92,7 +107,7 @@ impl LogHub {
                 .sum();
             ring.unstored_bytes -= moved;
             ring.stored_bytes += moved;
-            while ring.stored_bytes > RING_BYTES
+            while ring.stored_bytes > self.window
                 && ring.chunks.front().is_some_and(|c| c.seq <= seq)
             {
                 if let Some(old) = ring.chunks.pop_front() {
@@ -127,16 +142,22 @@ impl LogHub {
         }
     }
 
-    /// Chunks from `from_seq` on, up to `max`, if `from_seq` is still in memory. `None` means
-    /// the follower must read from the store (where, by the invariant, it is).
+    /// Chunks `from_seq`, `from_seq + 1`, … (up to `max` of them, with no seq missing) if
+    /// `from_seq` is in memory. `None` means it is not (it left memory, or has not arrived):
+    /// the follower reads it from the store, or waits for it.
     pub fn read_from(&self, from_seq: u64, max: usize) -> Option<Vec<Arc<LogChunk>>> {
         let ring = self.ring.lock().ok()?;
         let first = ring.chunks.front()?.seq;
-        if from_seq < first {
-            return None;
-        }
-        let start = ring.chunks.partition_point(|c| c.seq < from_seq);
-        Some(ring.chunks.range(start..).take(max).cloned().collect())
+        let start = usize::try_from(from_seq.checked_sub(first)?).ok()?;
+        let chunks: Vec<Arc<LogChunk>> = ring
+            .chunks
+            .range(start.min(ring.chunks.len())..)
+            .take(max)
+            .zip(from_seq..)
+            .take_while(|(c, want)| c.seq == *want)
+            .map(|(c, _)| c.clone())
+            .collect();
+        (!chunks.is_empty()).then_some(chunks)
     }
 }
 

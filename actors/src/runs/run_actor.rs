@@ -16,7 +16,7 @@ use bosun_shared::{RunToken, Timestamp};
 use nix::sys::signal::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use super::RunsContext;
 use super::live::LiveEntry;
@@ -394,7 +394,12 @@ impl RunActorState {
             return Ok(());
         }
         if chunk.seq != self.received + 1 {
-            warn!(run_id = %self.rec.id, expected = self.received + 1, got = chunk.seq, "output seq skipped");
+            // A runner sends its chunks in order on one connection and resends from the last
+            // ack after a reconnect, so this is a runner's bug. Taking the chunk would leave a
+            // hole that no follower could ever get past; refusing it leaves the seq to the
+            // runner's next resend.
+            error!(run_id = %self.rec.id, expected = self.received + 1, got = chunk.seq, "a runner skipped output seqs; the chunk is refused");
+            return Ok(());
         }
         self.received = chunk.seq;
         if chunk.stream == Stream::Stdout
@@ -424,7 +429,8 @@ impl RunActorState {
             at: chunk.at,
             data: chunk.data.0,
         });
-        self.hub.push(stored.clone());
+        let pushed = self.hub.push(stored.clone());
+        debug_assert!(pushed, "the seq was checked above");
         let me = myself.clone();
         let seq = stored.seq;
         self.ctx.writer.submit(

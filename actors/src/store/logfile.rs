@@ -78,13 +78,19 @@ pub struct LogReader {
     file: File,
     /// Where the next record starts.
     offset: u64,
+    /// The seq of the record just before `offset` (0 at the start).
+    behind: u64,
 }
 
 impl LogReader {
     /// Opens the log file; a run that never wrote output has none, which reads as empty.
     pub fn open(path: &Path) -> io::Result<Option<Self>> {
         match File::open(path) {
-            Ok(file) => Ok(Some(Self { file, offset: 0 })),
+            Ok(file) => Ok(Some(Self {
+                file,
+                offset: 0,
+                behind: 0,
+            })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
@@ -93,6 +99,13 @@ impl LogReader {
     /// The next complete, checked record, or `None` at the end (or at a torn tail). With
     /// `want_data` false only the header is read and the data is skipped.
     pub fn next(&mut self, want_data: bool) -> io::Result<Option<LogChunk>> {
+        self.next_upto(u64::MAX, want_data)
+    }
+
+    /// Like [`Self::next`], but a record past seq `upto` is left unread: the reader stays
+    /// before it, so the next call can still return it. (A reader that stepped over a record it
+    /// did not hand out would make its caller skip that seq.)
+    pub fn next_upto(&mut self, upto: u64, want_data: bool) -> io::Result<Option<LogChunk>> {
         let mut h = [0u8; HEADER];
         if !read_exact_at(&self.file, &mut h, self.offset)? {
             return Ok(None);
@@ -100,6 +113,9 @@ impl LogReader {
         let Some(header) = decode_header(&h) else {
             return Ok(None);
         };
+        if header.seq > upto {
+            return Ok(None);
+        }
         let mut data = vec![0u8; header.len as usize];
         if !read_exact_at(&self.file, &mut data, self.offset + HEADER as u64)? {
             return Ok(None);
@@ -111,6 +127,7 @@ impl LogReader {
             return Ok(None);
         }
         self.offset += HEADER as u64 + header.len as u64;
+        self.behind = header.seq;
         if !want_data {
             data = Vec::new();
         }
@@ -127,9 +144,14 @@ impl LogReader {
         self.offset
     }
 
-    /// Moves past records before `seq`, reading only their headers (what is skipped is not
-    /// checked; the record at `seq` is, when it is read).
+    /// Moves to the record `seq`: past the records before it, reading only their headers (what
+    /// is skipped is not checked; the record at `seq` is, when it is read), or back to the
+    /// start first when the reader is already past it.
     pub fn skip_to(&mut self, seq: u64) -> io::Result<()> {
+        if seq <= self.behind {
+            self.offset = 0;
+            self.behind = 0;
+        }
         loop {
             let mut h = [0u8; HEADER];
             if !read_exact_at(&self.file, &mut h, self.offset)? {
@@ -146,6 +168,7 @@ impl LogReader {
                 return Ok(());
             }
             self.offset = end;
+            self.behind = header.seq;
         }
     }
 }
@@ -186,6 +209,7 @@ impl LogFile {
         let mut reader = LogReader {
             file: file.try_clone()?,
             offset: 0,
+            behind: 0,
         };
         let mut last_seq = 0;
         while let Some(c) = reader.next(false)? {
@@ -294,6 +318,25 @@ mod tests {
         assert_eq!(r.next(true)?.map(|c| c.seq), Some(4));
         r.skip_to(99)?;
         assert_eq!(r.next(true)?, None);
+        Ok(())
+    }
+
+    /// The cause of lost live lines: a reader asked for seqs up to N read record N+1 to find
+    /// out it was past N, and the next read began after it.
+    #[test]
+    fn a_record_past_the_bound_is_left_for_the_next_read() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("log");
+        let mut f = LogFile::open_for_append(&path)?;
+        f.append(&(1..=4).map(|s| chunk(s, "line\n")).collect::<Vec<_>>())?;
+        let mut r = LogReader::open(&path)?.expect("file");
+        assert_eq!(r.next_upto(2, true)?.map(|c| c.seq), Some(1));
+        assert_eq!(r.next_upto(2, true)?.map(|c| c.seq), Some(2));
+        assert_eq!(r.next_upto(2, true)?, None);
+        assert_eq!(r.next_upto(4, true)?.map(|c| c.seq), Some(3));
+        // Asked for an earlier seq, it goes back.
+        r.skip_to(2)?;
+        assert_eq!(r.next(true)?.map(|c| c.seq), Some(2));
         Ok(())
     }
 
