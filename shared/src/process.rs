@@ -4,6 +4,10 @@
 //! - [`ProcessIdentity`] pins a process by pid *and* start time, so a pid reused by an unrelated
 //!   process is never mistaken for one of ours.
 //! - [`signal_group`] signals a process group; a group that is already gone is not an error.
+//! - [`Helper`] (async) and [`output_blocking`] run a short-lived process bosund starts itself (a
+//!   sign-in check, a version check, a moment's MCP server): in a process group of its own, with
+//!   a deadline, and with its whole group SIGKILLed when it is done or dropped
+//!   ([`ProcessGroupGuard`]), so that nothing it started outlives it.
 //! - [`sweep`] kills, with SIGKILL and in rounds until none is left, every process that belongs to
 //!   a run: the members of its session and process group, the orphans reparented to its runner,
 //!   and any process that carries the run's marker in its environment.
@@ -14,9 +18,16 @@
 //! on the environment marker [`crate::RUN_MARKER_ENV`]. A process that both leaves the session
 //! and clears its environment, after its runner was SIGKILLed, escapes; only a cgroup would catch
 //! it, and bosun does not use cgroups.
+//!
+//! A helper's group is signalled by number after its leader was reaped; if every member is gone
+//! and the number was handed to a new process in between, that process's group would be hit. The
+//! window is the time between the reap and the signal, and pids are not reused that fast.
 
 use std::fs;
 use std::io;
+use std::os::unix::process::CommandExt as _;
+use std::process::{ExitStatus, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
@@ -169,6 +180,160 @@ impl Drop for ProcessGroupGuard {
     }
 }
 
+/// Why a short-lived helper gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum HelperError {
+    /// It was still running at its deadline; its group has been killed.
+    #[error("it did not finish within {} s", .0.as_secs())]
+    TimedOut(Duration),
+    /// Waiting for it failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// How long the output of a helper that has ended is still read: only a process that left its
+/// group can hold the pipes open after the group was killed, and it is not waited for.
+const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// A short-lived process bosund starts itself, from an async task: started in a process group of
+/// its own, and the whole group SIGKILLed when this is dropped, whatever path the owner took (an
+/// error, a timeout, a cancelled task). Its waits take a deadline.
+#[derive(Debug)]
+pub struct Helper {
+    group: ProcessGroupGuard,
+    child: tokio::process::Child,
+}
+
+impl Helper {
+    /// Starts `cmd` in a new process group (pgid == its pid). The caller sets its arguments,
+    /// environment and pipes.
+    pub fn spawn(cmd: &mut tokio::process::Command) -> io::Result<Self> {
+        let child = cmd.process_group(0).kill_on_drop(true).spawn()?;
+        let pid = child
+            .id()
+            .ok_or_else(|| io::Error::other("it exited before it could be guarded"))?;
+        Ok(Self {
+            group: ProcessGroupGuard::new(pid as i32),
+            child,
+        })
+    }
+
+    /// The process itself, to take its pipes.
+    pub fn child(&mut self) -> &mut tokio::process::Child {
+        &mut self.child
+    }
+
+    /// Sends `sig` to its whole group now.
+    pub fn signal(&self, sig: Signal) {
+        self.group.signal(sig);
+    }
+
+    /// Waits at most `limit` for the process itself to exit. The group is left as it is.
+    pub async fn wait(&mut self, limit: Duration) -> Result<ExitStatus, HelperError> {
+        match tokio::time::timeout(limit, self.child.wait()).await {
+            Ok(status) => Ok(status?),
+            Err(_) => Err(HelperError::TimedOut(limit)),
+        }
+    }
+
+    /// Waits at most `limit` for the process to exit, ends what is left of its group, and
+    /// returns what it wrote on the pipes the caller made.
+    pub async fn output(mut self, limit: Duration) -> Result<Output, HelperError> {
+        let mut stdout = read_all(self.child.stdout.take());
+        let mut stderr = read_all(self.child.stderr.take());
+        let status = self.wait(limit).await;
+        // Exited or out of time, nothing of its group stays; that also closes the pipes.
+        self.signal(Signal::SIGKILL);
+        let status = match status {
+            Ok(status) => status,
+            Err(e) => {
+                stdout.abort();
+                stderr.abort();
+                return Err(e);
+            }
+        };
+        Ok(Output {
+            status,
+            stdout: collect(&mut stdout).await,
+            stderr: collect(&mut stderr).await,
+        })
+    }
+}
+
+fn read_all<R>(pipe: Option<R>) -> tokio::task::JoinHandle<Vec<u8>>
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
+    use tokio::io::AsyncReadExt as _;
+    tokio::spawn(async move {
+        let mut buf = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut buf).await;
+        }
+        buf
+    })
+}
+
+async fn collect(reader: &mut tokio::task::JoinHandle<Vec<u8>>) -> Vec<u8> {
+    match tokio::time::timeout(PIPE_GRACE, &mut *reader).await {
+        Ok(read) => read.unwrap_or_default(),
+        Err(_) => {
+            reader.abort();
+            Vec::new()
+        }
+    }
+}
+
+/// Runs `cmd` to its end from a blocking thread, as [`Helper::output`] does from a task: stdin
+/// at `/dev/null`, stdout and stderr read, a process group of its own, at most `limit`, and the
+/// whole group SIGKILLed afterwards.
+pub fn output_blocking(
+    cmd: &mut std::process::Command,
+    limit: Duration,
+) -> Result<Output, HelperError> {
+    let mut child = cmd
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let group = ProcessGroupGuard::new(child.id() as i32);
+    let stdout = read_all_blocking(child.stdout.take());
+    let stderr = read_all_blocking(child.stderr.take());
+    // The wait has a thread of its own, so the deadline holds and the child is reaped whatever
+    // happens: after the group is killed below, its wait returns.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(limit);
+    drop(group);
+    let status = match status {
+        Ok(status) => status?,
+        Err(_) => return Err(HelperError::TimedOut(limit)),
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.recv_timeout(PIPE_GRACE).unwrap_or_default(),
+        stderr: stderr.recv_timeout(PIPE_GRACE).unwrap_or_default(),
+    })
+}
+
+fn read_all_blocking<R>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>>
+where
+    R: io::Read + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut buf);
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
 /// What belongs to a run, for [`sweep`].
 #[derive(Clone, Debug, Default)]
 pub struct SweepTarget {
@@ -300,6 +465,117 @@ mod tests {
             start_time: i.start_time + 1,
         });
         assert!(wrong.is_some_and(|w| !w.is_alive() && w.is_reused()));
+    }
+
+    /// The processes still running (zombies are done) that carry `BOSUN_TEST_HELPER=<marker>`.
+    fn alive_with(marker: &str) -> Vec<ProcStat> {
+        all_processes()
+            .into_iter()
+            .filter(|p| p.state != 'Z' && environ_contains(p.pid, "BOSUN_TEST_HELPER", marker))
+            .collect()
+    }
+
+    fn sleeps_with(marker: &str) -> usize {
+        alive_with(marker)
+            .iter()
+            .filter(|p| {
+                fs::read_to_string(format!("/proc/{}/comm", p.pid))
+                    .is_ok_and(|c| c.trim() == "sleep")
+            })
+            .count()
+    }
+
+    /// Polls `done` for up to ten seconds.
+    fn within_ten_seconds(done: impl Fn() -> bool) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(10) {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    fn marker(test: &str) -> String {
+        format!("{}-{test}", std::process::id())
+    }
+
+    fn two_sleeps(marker: &str) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", "sleep 100 & sleep 100"])
+            .env("BOSUN_TEST_HELPER", marker)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        cmd
+    }
+
+    #[tokio::test]
+    async fn a_dropped_helper_takes_its_whole_group_with_it() {
+        let marker = marker("dropped");
+        let helper = Helper::spawn(&mut two_sleeps(&marker)).unwrap();
+        assert!(within_ten_seconds(|| sleeps_with(&marker) == 2));
+        drop(helper);
+        assert!(within_ten_seconds(|| alive_with(&marker).is_empty()));
+    }
+
+    #[tokio::test]
+    async fn a_helper_out_of_time_takes_its_whole_group_with_it() {
+        let marker = marker("out-of-time");
+        let helper = Helper::spawn(&mut two_sleeps(&marker)).unwrap();
+        assert!(within_ten_seconds(|| sleeps_with(&marker) == 2));
+        let out = helper.output(Duration::from_millis(100)).await;
+        assert!(matches!(out, Err(HelperError::TimedOut(_))), "{out:?}");
+        assert!(within_ten_seconds(|| alive_with(&marker).is_empty()));
+    }
+
+    #[tokio::test]
+    async fn what_a_helper_leaves_behind_is_ended_when_it_exits() {
+        let marker = marker("leaves-behind");
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", "sleep 100 & echo done"])
+            .env("BOSUN_TEST_HELPER", &marker)
+            .stdout(Stdio::piped());
+        let out = Helper::spawn(&mut cmd)
+            .unwrap()
+            .output(Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, b"done\n");
+        assert!(within_ten_seconds(|| alive_with(&marker).is_empty()));
+    }
+
+    #[test]
+    fn a_blocking_helper_out_of_time_takes_its_whole_group_with_it() {
+        let marker = marker("blocking-out-of-time");
+        let mut cmd = std::process::Command::new("sh");
+        // A watcher sees both sleeps run before the deadline, so the deadline cuts them off.
+        cmd.args(["-c", "sleep 100 & sleep 100"])
+            .env("BOSUN_TEST_HELPER", &marker);
+        let watcher = {
+            let marker = marker.clone();
+            std::thread::spawn(move || within_ten_seconds(|| sleeps_with(&marker) == 2))
+        };
+        let out = output_blocking(&mut cmd, Duration::from_secs(2));
+        assert!(matches!(out, Err(HelperError::TimedOut(_))), "{out:?}");
+        assert!(
+            watcher.join().unwrap(),
+            "both sleeps ran before the deadline"
+        );
+        assert!(within_ten_seconds(|| alive_with(&marker).is_empty()));
+    }
+
+    #[test]
+    fn a_blocking_helper_answers_and_what_it_leaves_behind_is_ended() {
+        let marker = marker("blocking-leaves-behind");
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "sleep 100 & echo done"])
+            .env("BOSUN_TEST_HELPER", &marker);
+        let out = output_blocking(&mut cmd, Duration::from_secs(10)).unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, b"done\n");
+        assert!(within_ten_seconds(|| alive_with(&marker).is_empty()));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use bosun_shared::agents::CliKind;
-use bosun_shared::process::ProcessGroupGuard;
+use bosun_shared::process::Helper;
 use bosun_shared::protocol::agents::BuiltinToolsView;
 use bosun_shared::protocol::{ErrorCode, WireError};
 use nix::sys::signal::Signal;
@@ -105,18 +105,16 @@ async fn ask_claude(rec: &AgentRecord) -> Result<Vec<String>, WireError> {
         .env("DISABLE_AUTOUPDATER", "1")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| {
+        .stderr(std::process::Stdio::null());
+    let mut helper = Helper::spawn(&mut cmd).map_err(|e| {
         failed(if e.kind() == std::io::ErrorKind::NotFound {
             "Claude Code (`claude`) was not found on PATH; install it (npm install -g @anthropic-ai/claude-code)".into()
         } else {
             format!("could not start Claude Code: {e}")
         })
     })?;
-    let guard = child.id().map(|pid| ProcessGroupGuard::new(pid as i32));
-    let stdout = child
+    let stdout = helper
+        .child()
         .stdout
         .take()
         .ok_or_else(|| failed("Claude Code has no output to read".into()))?;
@@ -145,12 +143,10 @@ async fn ask_claude(rec: &AgentRecord) -> Result<Vec<String>, WireError> {
     };
     let tools = tokio::time::timeout(ASK_LIMIT, read).await;
     // Ended the gentle way first (SIGKILL would leave its socket in /tmp/cc-socks behind).
-    if let Some(g) = &guard {
-        g.signal(Signal::SIGINT);
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(3), child.wait()).await;
-    drop(guard);
-    let _ = child.wait().await;
+    helper.signal(Signal::SIGINT);
+    let _ = helper.wait(Duration::from_secs(3)).await;
+    // Dropping it SIGKILLs whatever is left of its group.
+    drop(helper);
     match tools {
         Ok(Some(tools)) => Ok(tools),
         Ok(None) => Err(failed(

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use bosun_shared::agents::CliKind;
+use bosun_shared::process::{Helper, HelperError};
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::ui::StartRunParams;
 use bosun_shared::protocol::{ErrorCode, WireError};
@@ -558,10 +559,8 @@ async fn check_login(
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let child = cmd.spawn().map_err(|e| {
+        .stderr(std::process::Stdio::piped());
+    let helper = Helper::spawn(&mut cmd).map_err(|e| {
         let why = if e.kind() == std::io::ErrorKind::NotFound {
             format!(
                 "`{program}` was not found on the PATH the run would have; install it, or put its folder on PATH (`bosun agent edit {} --env PATH=…`)",
@@ -572,14 +571,14 @@ async fn check_login(
         };
         unavailable(why)
     })?;
-    let out = match tokio::time::timeout(LOGIN_CHECK_LIMIT, child.wait_with_output()).await {
-        Ok(Ok(out)) => out,
-        Ok(Err(e)) => {
+    let out = match helper.output(LOGIN_CHECK_LIMIT).await {
+        Ok(out) => out,
+        Err(HelperError::Io(e)) => {
             return Err(unavailable(format!(
                 "could not check the sign-in of {program}: {e}"
             )));
         }
-        Err(_) => {
+        Err(HelperError::TimedOut(_)) => {
             return Err(unavailable(format!(
                 "`{program} {}` did not answer within {} s",
                 args.join(" "),

@@ -23,7 +23,7 @@ use super::answers::Answers;
 use super::record::{
     AnswerRecord, ChatRecord, MessageKind, MessageRecord, PendingRecord, PendingState,
 };
-use super::tools::{self, ToolCtx};
+use super::tools::{self, LeadTool, ToolCtx};
 use crate::agents::launch::{self, ChatLaunch};
 use crate::agents::stream::input_digest;
 use crate::board::record::BoardChange;
@@ -57,6 +57,8 @@ pub type ChatsHandle = crate::handle::ActorHandle<ChatsMsg>;
 
 type Reply<T> = RpcReplyPort<Result<T, WireError>>;
 
+/// What the Chats supervisor is asked: a chat or an action is named by the start of its id,
+/// found here, and the request handed to that chat's actor.
 pub enum ChatsMsg {
     New {
         agent: Option<String>,
@@ -96,7 +98,7 @@ pub enum ChatsMsg {
     Pend {
         chat: ChatId,
         answer: AnswerId,
-        tool: String,
+        tool: LeadTool,
         args: Value,
         cause: String,
         reply: RpcReplyPort<String>,
@@ -104,9 +106,60 @@ pub enum ChatsMsg {
     /// The lead made a privileged call itself and it ran: a waiting twin goes.
     RanItself {
         chat: ChatId,
-        tool: String,
+        tool: LeadTool,
         args: Value,
     },
+}
+
+/// What one chat's actor is asked, by the Chats supervisor (which has found the chat and the
+/// action) and by its own timer. `chat` is always the actor's own chat.
+pub enum ChatMsg {
+    Send {
+        chat: ChatId,
+        message: String,
+        files: Vec<PathBuf>,
+        reply: Reply<(ChatView, RunView)>,
+    },
+    /// The chat with its messages.
+    Show {
+        chat: ChatId,
+        reply: Reply<ChatView>,
+    },
+    /// The chat as a list shows it, without its messages.
+    View {
+        chat: ChatId,
+        reply: Reply<ChatView>,
+    },
+    Inbox {
+        chat: ChatId,
+        reply: Reply<Vec<PendingView>>,
+    },
+    Approve {
+        action: ActionId,
+        reply: Reply<Vec<PendingView>>,
+    },
+    ApproveAll {
+        chat: ChatId,
+        reply: Reply<Vec<PendingView>>,
+    },
+    Discard {
+        action: ActionId,
+        reply: Reply<Vec<PendingView>>,
+    },
+    Pend {
+        chat: ChatId,
+        answer: AnswerId,
+        tool: LeadTool,
+        args: Value,
+        cause: String,
+        reply: RpcReplyPort<String>,
+    },
+    RanItself {
+        chat: ChatId,
+        tool: LeadTool,
+        args: Value,
+    },
+    /// Time to look whether an answer ended.
     Tick,
 }
 
@@ -120,7 +173,7 @@ pub struct ChatsState {
 }
 
 impl Actor for ChatActor {
-    type Msg = ChatsMsg;
+    type Msg = ChatMsg;
     type State = ChatsState;
     type Arguments = (ChatsContext, ChatId);
 
@@ -128,7 +181,7 @@ impl Actor for ChatActor {
     /// recorded failed, an answer still running is taken back.
     async fn pre_start(
         &self,
-        _myself: ActorRef<ChatsMsg>,
+        _myself: ActorRef<ChatMsg>,
         (ctx, id): (ChatsContext, ChatId),
     ) -> Result<ChatsState, ActorProcessingErr> {
         let store = ctx.store.clone();
@@ -152,108 +205,71 @@ impl Actor for ChatActor {
 
     async fn post_start(
         &self,
-        myself: ActorRef<ChatsMsg>,
+        myself: ActorRef<ChatMsg>,
         _state: &mut ChatsState,
     ) -> Result<(), ActorProcessingErr> {
-        myself.send_interval(TICK, || ChatsMsg::Tick);
+        myself.send_interval(TICK, || ChatMsg::Tick);
         Ok(())
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<ChatsMsg>,
-        msg: ChatsMsg,
+        _myself: ActorRef<ChatMsg>,
+        msg: ChatMsg,
         state: &mut ChatsState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            ChatsMsg::New { reply, .. } => {
-                let _ = reply.send(Err(WireError::internal("a chat does not start chats")));
-            }
-            ChatsMsg::Send {
+            ChatMsg::Send {
                 chat,
                 message,
                 files,
                 reply,
             } => {
-                let _ = reply.send(state.send(&chat, message, files).await);
+                let _ = reply.send(state.send(chat, message, files).await);
             }
-            ChatsMsg::Show { chat, reply } => {
-                let answer = match state.chat_id(&chat) {
-                    Ok(id) => state.view(id, true).await,
+            ChatMsg::Show { chat, reply } => {
+                let _ = reply.send(state.view(chat, true).await);
+            }
+            ChatMsg::View { chat, reply } => {
+                let _ = reply.send(state.view(chat, false).await);
+            }
+            ChatMsg::Inbox { chat, reply } => {
+                let ids = state.waiting(Some(chat));
+                let _ = reply.send(Ok(state.views(&ids).await));
+            }
+            ChatMsg::Approve { action, reply } => {
+                let answer = match state.approve(action).await {
+                    Ok(()) => Ok(state.views(&[action]).await),
                     Err(e) => Err(e),
                 };
                 let _ = reply.send(answer);
             }
-            ChatsMsg::List { reply } => {
-                let mut ids: Vec<&ChatRecord> = state.chats.values().collect();
-                ids.sort_by_key(|c| c.created_at);
-                let ids: Vec<ChatId> = ids.into_iter().map(|c| c.id).collect();
-                let mut out = Vec::new();
-                for id in ids {
-                    match state.view(id, false).await {
-                        Ok(v) => out.push(v),
-                        Err(e) => {
-                            let _ = reply.send(Err(e));
-                            return Ok(());
+            ChatMsg::ApproveAll { chat, reply } => {
+                let ids = state.waiting(Some(chat));
+                let answer = if ids.is_empty() {
+                    Err(WireError::new(
+                        ErrorCode::Conflict,
+                        "nothing in this chat waits for your OK",
+                    ))
+                } else {
+                    for id in &ids {
+                        // Each is decided on its own; one failing does not stop the rest.
+                        if let Err(e) = state.approve(*id).await {
+                            warn!(action = %id, error = %e.message, "approve all: one was not run");
                         }
                     }
-                }
-                let _ = reply.send(Ok(out));
+                    Ok(state.views(&ids).await)
+                };
+                let _ = reply.send(answer);
             }
-            ChatsMsg::Inbox { chat, reply } => {
-                let answer = match chat.as_deref().map(|c| state.chat_id(c)).transpose() {
-                    Ok(chat) => {
-                        let ids = state.waiting(chat);
-                        Ok(state.views(&ids).await)
-                    }
+            ChatMsg::Discard { action, reply } => {
+                let answer = match state.discard(action).await {
+                    Ok(()) => Ok(state.views(&[action]).await),
                     Err(e) => Err(e),
                 };
                 let _ = reply.send(answer);
             }
-            ChatsMsg::Approve { action, reply } => {
-                let answer = match state.action_id(&action) {
-                    Ok(id) => match state.approve(id).await {
-                        Ok(()) => Ok(state.views(&[id]).await),
-                        Err(e) => Err(e),
-                    },
-                    Err(e) => Err(e),
-                };
-                let _ = reply.send(answer);
-            }
-            ChatsMsg::ApproveAll { chat, reply } => {
-                let answer = match state.chat_id(&chat) {
-                    Ok(chat) => {
-                        let ids = state.waiting(Some(chat));
-                        if ids.is_empty() {
-                            Err(WireError::new(
-                                ErrorCode::Conflict,
-                                "nothing in this chat waits for your OK",
-                            ))
-                        } else {
-                            for id in &ids {
-                                // Each is decided on its own; one failing does not stop the rest.
-                                if let Err(e) = state.approve(*id).await {
-                                    warn!(action = %id, error = %e.message, "approve all: one was not run");
-                                }
-                            }
-                            Ok(state.views(&ids).await)
-                        }
-                    }
-                    Err(e) => Err(e),
-                };
-                let _ = reply.send(answer);
-            }
-            ChatsMsg::Discard { action, reply } => {
-                let answer = match state.action_id(&action) {
-                    Ok(id) => match state.discard(id).await {
-                        Ok(()) => Ok(state.views(&[id]).await),
-                        Err(e) => Err(e),
-                    },
-                    Err(e) => Err(e),
-                };
-                let _ = reply.send(answer);
-            }
-            ChatsMsg::Pend {
+            ChatMsg::Pend {
                 chat,
                 answer,
                 tool,
@@ -264,10 +280,8 @@ impl Actor for ChatActor {
                 let text = state.pend(chat, answer, tool, args, cause).await?;
                 let _ = reply.send(text);
             }
-            ChatsMsg::RanItself { chat, tool, args } => {
-                state.ran_itself(chat, &tool, &args).await?
-            }
-            ChatsMsg::Tick => state.tick().await?,
+            ChatMsg::RanItself { chat, tool, args } => state.ran_itself(chat, tool, &args).await?,
+            ChatMsg::Tick => state.tick().await?,
         }
         Ok(())
     }
@@ -278,7 +292,7 @@ pub struct Chats;
 
 pub struct ChatsSupervisor {
     ctx: ChatsContext,
-    actors: HashMap<ChatId, ActorRef<ChatsMsg>>,
+    actors: HashMap<ChatId, ActorRef<ChatMsg>>,
     by_actor: HashMap<ActorId, ChatId>,
     budgets: HashMap<ChatId, RestartBudget>,
 }
@@ -335,9 +349,9 @@ impl Actor for Chats {
                 files,
                 reply,
             } => match state.actor_of(&chat) {
-                Ok(a) => forward(
+                Ok((chat, a)) => forward(
                     &a,
-                    ChatsMsg::Send {
+                    ChatMsg::Send {
                         chat,
                         message,
                         files,
@@ -349,13 +363,13 @@ impl Actor for Chats {
                 }
             },
             ChatsMsg::Show { chat, reply } => match state.actor_of(&chat) {
-                Ok(a) => forward(&a, ChatsMsg::Show { chat, reply }),
+                Ok((chat, a)) => forward(&a, ChatMsg::Show { chat, reply }),
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }
             },
             ChatsMsg::ApproveAll { chat, reply } => match state.actor_of(&chat) {
-                Ok(a) => forward(&a, ChatsMsg::ApproveAll { chat, reply }),
+                Ok((chat, a)) => forward(&a, ChatMsg::ApproveAll { chat, reply }),
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }
@@ -364,13 +378,7 @@ impl Actor for Chats {
                 chat: Some(chat),
                 reply,
             } => match state.actor_of(&chat) {
-                Ok(a) => forward(
-                    &a,
-                    ChatsMsg::Inbox {
-                        chat: Some(chat),
-                        reply,
-                    },
-                ),
+                Ok((chat, a)) => forward(&a, ChatMsg::Inbox { chat, reply }),
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }
@@ -380,9 +388,9 @@ impl Actor for Chats {
                 // Asked of every chat away from here, so no chat waits on another.
                 tokio::spawn(async move {
                     let mut all = Vec::new();
-                    for a in actors {
+                    for (chat, a) in actors {
                         if let Ok(Ok(mut some)) =
-                            ractor::call!(a, |reply| ChatsMsg::Inbox { chat: None, reply })
+                            ractor::call!(a, |reply| ChatMsg::Inbox { chat, reply })
                         {
                             all.append(&mut some);
                         }
@@ -394,9 +402,9 @@ impl Actor for Chats {
                 let actors = state.in_order().await;
                 tokio::spawn(async move {
                     let mut all = Vec::new();
-                    for a in actors {
-                        match ractor::call!(a, |reply| ChatsMsg::List { reply }) {
-                            Ok(Ok(mut some)) => all.append(&mut some),
+                    for (chat, a) in actors {
+                        match ractor::call!(a, |reply| ChatMsg::View { chat, reply }) {
+                            Ok(Ok(view)) => all.push(view),
                             Ok(Err(e)) => {
                                 let _ = reply.send(Err(e));
                                 return;
@@ -408,13 +416,13 @@ impl Actor for Chats {
                 });
             }
             ChatsMsg::Approve { action, reply } => match state.chat_of_action(&action).await {
-                Ok(a) => forward(&a, ChatsMsg::Approve { action, reply }),
+                Ok((action, a)) => forward(&a, ChatMsg::Approve { action, reply }),
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }
             },
             ChatsMsg::Discard { action, reply } => match state.chat_of_action(&action).await {
-                Ok(a) => forward(&a, ChatsMsg::Discard { action, reply }),
+                Ok((action, a)) => forward(&a, ChatMsg::Discard { action, reply }),
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }
@@ -430,7 +438,7 @@ impl Actor for Chats {
                 if let Some(a) = state.actors.get(&chat) {
                     forward(
                         a,
-                        ChatsMsg::Pend {
+                        ChatMsg::Pend {
                             chat,
                             answer,
                             tool,
@@ -443,10 +451,9 @@ impl Actor for Chats {
             }
             ChatsMsg::RanItself { chat, tool, args } => {
                 if let Some(a) = state.actors.get(&chat) {
-                    forward(a, ChatsMsg::RanItself { chat, tool, args });
+                    forward(a, ChatMsg::RanItself { chat, tool, args });
                 }
             }
-            ChatsMsg::Tick => {}
         }
         Ok(())
     }
@@ -497,7 +504,7 @@ fn no_action(key: &str) -> String {
 }
 
 /// Hands a request to a chat's actor (its reply port goes with it).
-fn forward(actor: &ActorRef<ChatsMsg>, msg: ChatsMsg) {
+fn forward(actor: &ActorRef<ChatMsg>, msg: ChatMsg) {
     if let Err(e) = actor.send_message(msg) {
         warn!(error = %e, "a chat's actor is gone; its request went unanswered");
     }
@@ -517,16 +524,18 @@ impl ChatsSupervisor {
         Ok(())
     }
 
-    fn actor_of(&self, key: &str) -> Result<ActorRef<ChatsMsg>, WireError> {
+    /// The chat named by the start of its id, and its actor.
+    fn actor_of(&self, key: &str) -> Result<(ChatId, ActorRef<ChatMsg>), WireError> {
         let id = by_prefix(self.actors.keys().copied(), key, "chats'", no_chat)?;
         self.actors
             .get(&id)
-            .cloned()
+            .map(|a| (id, a.clone()))
             .ok_or_else(|| WireError::internal("the chat went away"))
     }
 
-    /// The chat an action belongs to (found in the store, where every action is committed).
-    async fn chat_of_action(&self, key: &str) -> Result<ActorRef<ChatsMsg>, WireError> {
+    /// The action named by the start of its id, and the actor of the chat it belongs to (found
+    /// in the store, where every action is committed).
+    async fn chat_of_action(&self, key: &str) -> Result<(ActionId, ActorRef<ChatMsg>), WireError> {
         let store = self.ctx.store.clone();
         let (_, pending) = blocking(move || store.chats())
             .await?
@@ -537,16 +546,19 @@ impl ChatsSupervisor {
             .find(|p| p.id == id)
             .map(|p| p.chat)
             .ok_or_else(|| WireError::internal("the action went away"))?;
-        self.actors.get(&chat).cloned().ok_or_else(|| {
-            WireError::new(
-                ErrorCode::Unavailable,
-                "that action's chat is restarting; try again",
-            )
-        })
+        self.actors
+            .get(&chat)
+            .map(|a| (id, a.clone()))
+            .ok_or_else(|| {
+                WireError::new(
+                    ErrorCode::Unavailable,
+                    "that action's chat is restarting; try again",
+                )
+            })
     }
 
-    /// The chats' actors, oldest chat first.
-    async fn in_order(&self) -> Vec<ActorRef<ChatsMsg>> {
+    /// The chats and their actors, oldest chat first.
+    async fn in_order(&self) -> Vec<(ChatId, ActorRef<ChatMsg>)> {
         let store = self.ctx.store.clone();
         let mut chats = blocking(move || store.chats())
             .await
@@ -557,17 +569,26 @@ impl ChatsSupervisor {
         chats.sort_by_key(|c| c.created_at);
         chats
             .iter()
-            .filter_map(|c| self.actors.get(&c.id).cloned())
+            .filter_map(|c| self.actors.get(&c.id).map(|a| (c.id, a.clone())))
             .collect()
     }
 }
 
-fn same_call(p: &PendingRecord, tool: &str, args: &Value) -> bool {
-    p.tool == tool && input_digest(&p.args) == input_digest(args)
+fn same_call(p: &PendingRecord, tool: LeadTool, args: &Value) -> bool {
+    p.tool == tool.name() && input_digest(&p.args) == input_digest(args)
+}
+
+/// A kept call in one plain line. Its tool was parsed before it was kept; a name bosun has no
+/// tool of (from a store written by another version) is shown as it is.
+fn line_of(p: &PendingRecord) -> String {
+    match LeadTool::parse(&p.tool) {
+        Ok(tool) => tools::describe(tool, &p.args),
+        Err(_) => format!("Call {}", p.tool),
+    }
 }
 
 /// What the lead's tool result says of a call kept for the person.
-pub fn kept_words(tool: &str, cause: &str) -> String {
+pub fn kept_words(tool: LeadTool, cause: &str) -> String {
     format!(
         "{tool} wasn't run: this answer used {cause}, a tool from outside bosun. bosun keeps the call for the person to approve with one click. Tell them in a sentence what it does."
     )
@@ -610,14 +631,6 @@ impl ChatsState {
         Ok(())
     }
 
-    fn chat_id(&self, key: &str) -> Result<ChatId, WireError> {
-        by_prefix(self.chats.keys().copied(), key, "chats'", no_chat)
-    }
-
-    fn action_id(&self, key: &str) -> Result<ActionId, WireError> {
-        by_prefix(self.pending.keys().copied(), key, "actions'", no_action)
-    }
-
     /// The waiting actions (of one chat, or all), in the order tried.
     fn waiting(&self, chat: Option<ChatId>) -> Vec<ActionId> {
         let mut w: Vec<&PendingRecord> = self
@@ -640,10 +653,12 @@ impl ChatsState {
     async fn views_of(&self, records: &[PendingRecord]) -> Vec<PendingView> {
         let mut out = Vec::new();
         for p in records {
-            let (preview, would_fail) = if p.state == PendingState::Waiting {
-                tools::preview(&self.ctx.tools, &p.tool, &p.args, Some(p.chat)).await
-            } else {
-                (String::new(), None)
+            let (preview, would_fail) = match LeadTool::parse(&p.tool) {
+                Ok(tool) if p.state == PendingState::Waiting => {
+                    tools::preview(&self.ctx.tools, tool, &p.args, Some(p.chat)).await
+                }
+                Ok(_) => (String::new(), None),
+                Err(why) => (String::new(), Some(why)),
             };
             let result = match &p.state {
                 PendingState::Approved { result, .. } => Some(result.clone()),
@@ -664,7 +679,7 @@ impl ChatsState {
                 cause: p.cause.clone(),
                 at: p.at,
                 state: p.state.word().to_string(),
-                line: tools::describe(&p.tool, &p.args),
+                line: line_of(p),
                 preview,
                 would_fail,
                 result,
@@ -782,11 +797,10 @@ impl ChatsState {
 
     async fn send(
         &mut self,
-        key: &str,
+        id: ChatId,
         message: String,
         files: Vec<PathBuf>,
     ) -> Result<(ChatView, RunView), WireError> {
-        let id = self.chat_id(key)?;
         let Some(mut chat) = self.chats.get(&id).cloned() else {
             return Err(WireError::internal("the chat went away"));
         };
@@ -979,7 +993,7 @@ impl ChatsState {
             let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
                 continue;
             };
-            let line = tools::describe(&p.tool, &p.args);
+            let line = line_of(&p);
             let why =
                 "bosund stopped while it was being carried out: it may or may not have happened"
                     .to_string();
@@ -1046,24 +1060,24 @@ impl ChatsState {
         &mut self,
         chat_id: ChatId,
         answer: AnswerId,
-        tool: String,
+        tool: LeadTool,
         args: Value,
         cause: String,
     ) -> Result<String, ActorProcessingErr> {
-        let words = kept_words(&tool, &cause);
+        let words = kept_words(tool, &cause);
         let Some(mut chat) = self.chats.get(&chat_id).cloned() else {
             return Ok(format!("{tool} wasn't run: its chat is gone."));
         };
         // The same call made twice is kept once.
         if self.pending.values().any(|p| {
-            p.chat == chat_id && p.state == PendingState::Waiting && same_call(p, &tool, &args)
+            p.chat == chat_id && p.state == PendingState::Waiting && same_call(p, tool, &args)
         }) {
             return Ok(words);
         }
         let id = ActionId::new();
         let mut changes = Vec::new();
         // A newer write or append of the same note takes the older one's place.
-        if matches!(tool.as_str(), "memory_write" | "memory_append") {
+        if matches!(tool, LeadTool::MemoryWrite | LeadTool::MemoryAppend) {
             let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
             let older: Vec<ActionId> = self
                 .pending
@@ -1071,7 +1085,10 @@ impl ChatsState {
                 .filter(|p| {
                     p.chat == chat_id
                         && p.state == PendingState::Waiting
-                        && matches!(p.tool.as_str(), "memory_write" | "memory_append")
+                        && matches!(
+                            LeadTool::parse(&p.tool),
+                            Ok(LeadTool::MemoryWrite | LeadTool::MemoryAppend)
+                        )
                         && p.args.get("path").and_then(Value::as_str) == Some(path)
                 })
                 .map(|p| p.id)
@@ -1088,7 +1105,7 @@ impl ChatsState {
             id,
             chat: chat_id,
             answer,
-            tool,
+            tool: tool.name().to_string(),
             args,
             cause,
             at: Timestamp::now(),
@@ -1110,7 +1127,7 @@ impl ChatsState {
     async fn ran_itself(
         &mut self,
         chat_id: ChatId,
-        tool: &str,
+        tool: LeadTool,
         args: &Value,
     ) -> Result<(), ActorProcessingErr> {
         let twins: Vec<ActionId> = self
@@ -1128,7 +1145,7 @@ impl ChatsState {
             ) else {
                 continue;
             };
-            let line = tools::describe(&p.tool, &p.args);
+            let line = line_of(&p);
             p.state = PendingState::Gone {
                 why: "the lead made the same call itself, and it ran".into(),
             };
@@ -1174,7 +1191,7 @@ impl ChatsState {
 
     async fn approve(&mut self, id: ActionId) -> Result<(), WireError> {
         let mut p = self.decidable(id)?;
-        let line = tools::describe(&p.tool, &p.args);
+        let line = line_of(&p);
         // The decision, durably, before the call runs.
         p.state = PendingState::Approving {
             at: Timestamp::now(),
@@ -1183,7 +1200,10 @@ impl ChatsState {
             .await?;
         self.pending.insert(id, p.clone());
         crate::crash::point("approve-after-decision");
-        let result = tools::execute(&self.ctx.tools, &p.tool, &p.args, None, Some(p.chat)).await;
+        let result = match LeadTool::parse(&p.tool) {
+            Ok(tool) => tools::execute(&self.ctx.tools, tool, &p.args, None, Some(p.chat)).await,
+            Err(why) => Err(why),
+        };
         crate::crash::point("approve-after-execution");
         let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
             return Err(WireError::internal("the chat went away"));
@@ -1226,7 +1246,7 @@ impl ChatsState {
         let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
             return Err(WireError::internal("the chat went away"));
         };
-        let line = tools::describe(&p.tool, &p.args);
+        let line = line_of(&p);
         p.state = PendingState::Discarded {
             at: Timestamp::now(),
         };

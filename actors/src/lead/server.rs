@@ -32,7 +32,7 @@ use tracing::{debug, info, warn};
 
 use super::answers::{Answers, LiveAnswer, OWN_PREFIX, Reading};
 use super::chats::{ChatsHandle, ChatsMsg};
-use super::tools::{self, PRIVILEGED, ToolCtx};
+use super::tools::{self, LeadTool, ToolCtx};
 use crate::agents::stream::input_digest;
 use crate::board::BoardRequest;
 
@@ -94,7 +94,7 @@ impl rmcp::ServerHandler for BosunMcp {
                     | Value::String(_)
                     | Value::Array(_) => serde_json::Map::new(),
                 };
-                Tool::new(t.name, t.description, Arc::new(schema))
+                Tool::new(t.tool.name(), t.description, Arc::new(schema))
                     .with_annotations(ToolAnnotations::new().read_only(t.read_only))
             })
             .collect();
@@ -117,17 +117,20 @@ impl rmcp::ServerHandler for BosunMcp {
                 true,
             ));
         };
-        let tool = request.name.to_string();
+        let tool = match LeadTool::parse(&request.name) {
+            Ok(tool) => tool,
+            Err(why) => return Ok(text_result(why, true)),
+        };
         let args = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(live, &tool, args).await)
+        Ok(self.call(live, tool, args).await)
     }
 }
 
 impl BosunMcp {
-    async fn call(&self, live: LiveAnswer, tool: &str, args: Value) -> CallToolResponse {
-        let card_tool = matches!(tool, "create_task" | "update_task");
+    async fn call(&self, live: LiveAnswer, tool: LeadTool, args: Value) -> CallToolResponse {
+        let card_tool = matches!(tool, LeadTool::CreateTask | LeadTool::UpdateTask);
         let mut taint = None;
-        if PRIVILEGED.contains(&tool) || card_tool {
+        if tool.privileged() || card_tool {
             let Some(run) = self.run_of(live.answer).await else {
                 return text_result(refused_unread(tool), true);
             };
@@ -142,8 +145,8 @@ impl BosunMcp {
                 Reading::Read { outside } => taint = outside,
             }
         }
-        let privileged = PRIVILEGED.contains(&tool)
-            || (tool == "update_task"
+        let privileged = tool.privileged()
+            || (tool == LeadTool::UpdateTask
                 && args.get("clear_hold").and_then(Value::as_bool) == Some(true)
                 && self.card_in_auto(&args).await);
         if privileged && let Some(cause) = &taint {
@@ -163,7 +166,7 @@ impl BosunMcp {
                 if privileged {
                     self.ctx.chats.cast(ChatsMsg::RanItself {
                         chat: live.chat,
-                        tool: tool.to_string(),
+                        tool,
                         args,
                     });
                 }
@@ -208,12 +211,12 @@ impl BosunMcp {
     async fn pend(
         &self,
         live: LiveAnswer,
-        tool: &str,
+        tool: LeadTool,
         args: &Value,
         cause: &str,
     ) -> Option<String> {
         let chats = self.ctx.chats.get()?;
-        let (tool, args, cause) = (tool.to_string(), args.clone(), cause.to_string());
+        let (args, cause) = (args.clone(), cause.to_string());
         ractor::call!(chats, |reply| ChatsMsg::Pend {
             chat: live.chat,
             answer: live.answer,
@@ -226,7 +229,7 @@ impl BosunMcp {
     }
 }
 
-fn refused_unread(tool: &str) -> String {
+fn refused_unread(tool: LeadTool) -> String {
     format!(
         "{tool} was refused: bosun has not read this answer up to the call yet (it waits at most 5 seconds); try the call again"
     )

@@ -36,28 +36,124 @@ pub struct ToolCtx {
 }
 
 pub struct ToolSpec {
-    pub name: &'static str,
+    pub tool: LeadTool,
     pub description: &'static str,
     pub schema: Value,
     /// Reads only.
     pub read_only: bool,
 }
 
-/// The calls that wait for the person after an outside tool (`update_task` only with
-/// `clear_hold` on a card in an Auto column, which the gate checks).
-pub const PRIVILEGED: [&str; 11] = [
-    "start_agent_run",
-    "continue_agent_run",
-    "create_agent",
-    "update_agent",
-    "set_agent_status",
-    "attach_file",
-    "add_column",
-    "set_column",
-    "memory_write",
-    "memory_append",
-    "memory_move",
-];
+/// bosun's own tools. A call names its tool; the name is parsed once, where the call comes in,
+/// and everything after it matches on this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeadTool {
+    ListTasks,
+    GetTask,
+    CreateTask,
+    UpdateTask,
+    AddColumn,
+    SetColumn,
+    ListAgents,
+    GetAgent,
+    CreateAgent,
+    UpdateAgent,
+    StartAgentRun,
+    ContinueAgentRun,
+    SetAgentStatus,
+    AttachFile,
+    MemoryRead,
+    MemoryWrite,
+    MemoryAppend,
+    MemoryMove,
+}
+
+impl LeadTool {
+    /// Every tool, in the order the lead is offered them.
+    pub const ALL: [LeadTool; 18] = [
+        LeadTool::ListTasks,
+        LeadTool::GetTask,
+        LeadTool::CreateTask,
+        LeadTool::UpdateTask,
+        LeadTool::AddColumn,
+        LeadTool::SetColumn,
+        LeadTool::ListAgents,
+        LeadTool::GetAgent,
+        LeadTool::CreateAgent,
+        LeadTool::UpdateAgent,
+        LeadTool::StartAgentRun,
+        LeadTool::ContinueAgentRun,
+        LeadTool::SetAgentStatus,
+        LeadTool::AttachFile,
+        LeadTool::MemoryRead,
+        LeadTool::MemoryWrite,
+        LeadTool::MemoryAppend,
+        LeadTool::MemoryMove,
+    ];
+
+    /// The name the lead calls it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeadTool::ListTasks => "list_tasks",
+            LeadTool::GetTask => "get_task",
+            LeadTool::CreateTask => "create_task",
+            LeadTool::UpdateTask => "update_task",
+            LeadTool::AddColumn => "add_column",
+            LeadTool::SetColumn => "set_column",
+            LeadTool::ListAgents => "list_agents",
+            LeadTool::GetAgent => "get_agent",
+            LeadTool::CreateAgent => "create_agent",
+            LeadTool::UpdateAgent => "update_agent",
+            LeadTool::StartAgentRun => "start_agent_run",
+            LeadTool::ContinueAgentRun => "continue_agent_run",
+            LeadTool::SetAgentStatus => "set_agent_status",
+            LeadTool::AttachFile => "attach_file",
+            LeadTool::MemoryRead => "memory_read",
+            LeadTool::MemoryWrite => "memory_write",
+            LeadTool::MemoryAppend => "memory_append",
+            LeadTool::MemoryMove => "memory_move",
+        }
+    }
+
+    /// The tool of that name; a name bosun has no tool of is refused in these words.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| format!("bosun has no tool `{name}`"))
+    }
+
+    /// Whether a call of it waits for the person after an outside tool: it changes what runs,
+    /// the agents, the columns or the notes. (`update_task` waits only with `clear_hold` on a
+    /// card in an Auto column, which the gate checks.)
+    pub fn privileged(self) -> bool {
+        match self {
+            LeadTool::StartAgentRun
+            | LeadTool::ContinueAgentRun
+            | LeadTool::CreateAgent
+            | LeadTool::UpdateAgent
+            | LeadTool::SetAgentStatus
+            | LeadTool::AttachFile
+            | LeadTool::AddColumn
+            | LeadTool::SetColumn
+            | LeadTool::MemoryWrite
+            | LeadTool::MemoryAppend
+            | LeadTool::MemoryMove => true,
+            LeadTool::ListTasks
+            | LeadTool::GetTask
+            | LeadTool::CreateTask
+            | LeadTool::UpdateTask
+            | LeadTool::ListAgents
+            | LeadTool::GetAgent
+            | LeadTool::MemoryRead => false,
+        }
+    }
+}
+
+impl std::fmt::Display for LeadTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 fn obj(props: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": props, "required": required })
@@ -79,13 +175,13 @@ pub fn catalog() -> Vec<ToolSpec> {
     };
     vec![
         ToolSpec {
-            name: "list_tasks",
+            tool: LeadTool::ListTasks,
             description: "The board: its columns (Auto columns start their assigned cards' agents) and every card with its column, assignee, hold and last run.",
             schema: obj(json!({}), &[]),
             read_only: true,
         },
         ToolSpec {
-            name: "get_task",
+            tool: LeadTool::GetTask,
             description: "One card with its whole activity log.",
             schema: obj(
                 json!({ "card": s("The card's id (or its first 8 characters)") }),
@@ -94,13 +190,13 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: true,
         },
         ToolSpec {
-            name: "create_task",
+            tool: LeadTool::CreateTask,
             description: "Creates a card (in the first column unless `column` is given).",
             schema: obj(card_fields(), &["title"]),
             read_only: false,
         },
         ToolSpec {
-            name: "update_task",
+            tool: LeadTool::UpdateTask,
             description: "Changes a card: its fields, its column (a move), a comment for its activity log, or `clear_hold` to take it off hold.",
             schema: obj(
                 {
@@ -116,7 +212,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "add_column",
+            tool: LeadTool::AddColumn,
             description: "Adds a column to the board; `auto: true` makes its assigned cards start by themselves.",
             schema: obj(
                 json!({ "name": s("The column's name"), "auto": { "type": "boolean" } }),
@@ -125,7 +221,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "set_column",
+            tool: LeadTool::SetColumn,
             description: "Renames a column or makes it Auto or Manual.",
             schema: obj(
                 json!({ "column": s("The column's name"), "name": s("A new name"), "auto": { "type": "boolean" } }),
@@ -134,19 +230,19 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "list_agents",
+            tool: LeadTool::ListAgents,
             description: "The agents: name, role, CLI, model.",
             schema: obj(json!({}), &[]),
             read_only: true,
         },
         ToolSpec {
-            name: "get_agent",
+            tool: LeadTool::GetAgent,
             description: "One agent: its setup and its switches (which MCP servers, web tools, browser and skills it may use — only the person changes those).",
             schema: obj(json!({ "agent": s("The agent's name") }), &["agent"]),
             read_only: true,
         },
         ToolSpec {
-            name: "create_agent",
+            tool: LeadTool::CreateAgent,
             description: "Creates an agent. Its tools stay off until the person switches them on.",
             schema: obj(
                 json!({
@@ -163,7 +259,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "update_agent",
+            tool: LeadTool::UpdateAgent,
             description: "Changes an agent's instructions, role, model or allowed commands (never its tool switches).",
             schema: obj(
                 json!({
@@ -178,7 +274,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "start_agent_run",
+            tool: LeadTool::StartAgentRun,
             description: "Starts a run of an agent with a prompt.",
             schema: obj(
                 json!({ "agent": s("The agent's name"), "prompt": s("What it should do") }),
@@ -187,7 +283,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "continue_agent_run",
+            tool: LeadTool::ContinueAgentRun,
             description: "Continues an earlier run of a Claude Code agent (its session) with a new prompt.",
             schema: obj(
                 json!({ "run": s("The earlier run's id"), "prompt": s("What it should do now") }),
@@ -196,7 +292,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "set_agent_status",
+            tool: LeadTool::SetAgentStatus,
             description: "Pauses an agent (the board starts no run of it) or makes it active again.",
             schema: obj(
                 json!({ "agent": s("The agent's name"), "status": { "type": "string", "enum": ["active", "paused"] } }),
@@ -205,7 +301,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "attach_file",
+            tool: LeadTool::AttachFile,
             description: "Attaches a file to a card: only a file the person named or added in this chat.",
             schema: obj(
                 json!({ "path": s("The file's absolute path"), "card": s("The card's id") }),
@@ -214,7 +310,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "memory_read",
+            tool: LeadTool::MemoryRead,
             description: "Reads a memory note (its text and version); without `path`, lists the notes.",
             schema: obj(
                 json!({ "path": s("The note's path, such as decisions/api.md") }),
@@ -223,7 +319,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: true,
         },
         ToolSpec {
-            name: "memory_write",
+            tool: LeadTool::MemoryWrite,
             description: "Writes a note. Changing an existing note needs `base_version`, the version you read; a note changed since fails.",
             schema: obj(
                 json!({ "path": s("The note's path"), "text": s("Its whole new text"), "base_version": { "type": "integer" } }),
@@ -232,7 +328,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "memory_append",
+            tool: LeadTool::MemoryAppend,
             description: "Adds a section (a heading and its text) at the end of a note.",
             schema: obj(
                 json!({ "path": s("The note's path"), "heading": s("The section's heading"), "text": s("The section's text") }),
@@ -241,7 +337,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
-            name: "memory_move",
+            tool: LeadTool::MemoryMove,
             description: "Moves a note to another path.",
             schema: obj(
                 json!({ "from": s("Its path now"), "to": s("Its new path") }),
@@ -329,13 +425,13 @@ fn response_text(r: &Response) -> String {
 /// puts in or changes in an Auto column wait on hold).
 pub async fn execute(
     ctx: &ToolCtx,
-    tool: &str,
+    tool: LeadTool,
     args: &Value,
     taint: Option<String>,
     chat: Option<ChatId>,
 ) -> Result<String, String> {
     match tool {
-        "continue_agent_run" => {
+        LeadTool::ContinueAgentRun => {
             let key = need(args, "run")?.to_ascii_lowercase();
             let prompt = need(args, "prompt")?;
             let store = ctx.store.clone();
@@ -380,7 +476,7 @@ pub async fn execute(
                 earlier.id.short()
             ))
         }
-        "set_agent_status" => {
+        LeadTool::SetAgentStatus => {
             let paused = match need(args, "status")? {
                 "paused" => true,
                 "active" => false,
@@ -398,14 +494,14 @@ pub async fn execute(
                 if view.paused { "paused" } else { "active" }
             ))
         }
-        "attach_file" => attach(ctx, args, chat).await,
-        "list_tasks" => board(ctx, BoardRequest::Show)
+        LeadTool::AttachFile => attach(ctx, args, chat).await,
+        LeadTool::ListTasks => board(ctx, BoardRequest::Show)
             .await
             .map(|r| response_text(&r)),
-        "get_task" => board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string()))
+        LeadTool::GetTask => board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string()))
             .await
             .map(|r| response_text(&r)),
-        "create_task" => {
+        LeadTool::CreateTask => {
             let params = AddCardParams {
                 title: need(args, "title")?.to_string(),
                 description: opt(args, "description").unwrap_or_default(),
@@ -417,7 +513,7 @@ pub async fn execute(
                 .await
                 .map(|r| held_words(&r))
         }
-        "update_task" => {
+        LeadTool::UpdateTask => {
             let params = EditCardParams {
                 card: need(args, "card")?.to_string(),
                 title: opt(args, "title"),
@@ -436,7 +532,7 @@ pub async fn execute(
                 .await
                 .map(|r| held_words(&r))
         }
-        "add_column" => board(
+        LeadTool::AddColumn => board(
             ctx,
             BoardRequest::AddColumn(AddColumnParams {
                 name: need(args, "name")?.to_string(),
@@ -446,7 +542,7 @@ pub async fn execute(
         )
         .await
         .map(|r| response_text(&r)),
-        "set_column" => board(
+        LeadTool::SetColumn => board(
             ctx,
             BoardRequest::SetColumn(SetColumnParams {
                 column: need(args, "column")?.to_string(),
@@ -457,7 +553,7 @@ pub async fn execute(
         )
         .await
         .map(|r| response_text(&r)),
-        "list_agents" => {
+        LeadTool::ListAgents => {
             let store = ctx.store.clone();
             let list = blocking(move || store.agents())
                 .await
@@ -470,13 +566,13 @@ pub async fn execute(
                     .collect::<Vec<_>>(),
             ))
         }
-        "get_agent" => {
+        LeadTool::GetAgent => {
             let view = crate::agents::registry::show(&ctx.agents_ctx, need(args, "agent")?)
                 .await
                 .map_err(|e| e.message)?;
             Ok(pretty(&view))
         }
-        "create_agent" => {
+        LeadTool::CreateAgent => {
             let cli: CliKind = need(args, "cli")?.parse().map_err(|e: String| e)?;
             let allowed = strings(args, "allowed_commands")?.unwrap_or_default();
             only_commands(&allowed)?;
@@ -501,7 +597,7 @@ pub async fn execute(
                 view.name, view.cli
             ))
         }
-        "update_agent" => {
+        LeadTool::UpdateAgent => {
             let allowed = strings(args, "allowed_commands")?;
             if let Some(a) = &allowed {
                 only_commands(a)?;
@@ -517,7 +613,7 @@ pub async fn execute(
             let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
             Ok(format!("Changed agent {}.", view.name))
         }
-        "start_agent_run" => {
+        LeadTool::StartAgentRun => {
             let agent = need(args, "agent")?;
             let prompt = need(args, "prompt")?;
             let spec = launch::prepare(&ctx.agents_ctx, agent, prompt)
@@ -528,7 +624,7 @@ pub async fn execute(
                 .map_err(|e| e.message)?;
             Ok(format!("Started run {} of agent {agent}.", run.short_id))
         }
-        "memory_read" => match arg(args, "path") {
+        LeadTool::MemoryRead => match arg(args, "path") {
             Some(path) => board(ctx, BoardRequest::Note(path.to_string()))
                 .await
                 .map(|r| response_text(&r)),
@@ -536,7 +632,7 @@ pub async fn execute(
                 .await
                 .map(|r| response_text(&r)),
         },
-        "memory_write" => {
+        LeadTool::MemoryWrite => {
             let base_version = match args.get("base_version") {
                 None | Some(Value::Null) => None,
                 Some(v) => Some(v.as_u64().ok_or("`base_version` is a whole number")?),
@@ -553,7 +649,7 @@ pub async fn execute(
             .await
             .map(|r| note_words(&r, "Saved"))
         }
-        "memory_append" => board(
+        LeadTool::MemoryAppend => board(
             ctx,
             BoardRequest::AppendNote {
                 path: need(args, "path")?.to_string(),
@@ -563,7 +659,7 @@ pub async fn execute(
         )
         .await
         .map(|r| note_words(&r, "Appended to")),
-        "memory_move" => board(
+        LeadTool::MemoryMove => board(
             ctx,
             BoardRequest::MoveNote {
                 from: need(args, "from")?.to_string(),
@@ -572,7 +668,6 @@ pub async fn execute(
         )
         .await
         .map(|r| note_words(&r, "Moved to")),
-        other => Err(format!("bosun has no tool `{other}`")),
     }
 }
 
@@ -692,23 +787,23 @@ fn held_words(r: &Response) -> String {
 }
 
 /// One plain line of what a call does.
-pub fn describe(tool: &str, args: &Value) -> String {
+pub fn describe(tool: LeadTool, args: &Value) -> String {
     let a = |k: &str| arg(args, k).unwrap_or("?");
     match tool {
-        "memory_write" => format!("Write the note {}", a("path")),
-        "memory_append" => format!(
+        LeadTool::MemoryWrite => format!("Write the note {}", a("path")),
+        LeadTool::MemoryAppend => format!(
             "Add the section “{}” to the note {}",
             a("heading"),
             a("path")
         ),
-        "memory_move" => format!("Move the note {} to {}", a("from"), a("to")),
-        "start_agent_run" => format!("Start a run of agent {}", a("agent")),
-        "continue_agent_run" => format!("Continue run {}", a("run")),
-        "set_agent_status" => format!("Make agent {} {}", a("agent"), a("status")),
-        "attach_file" => format!("Attach {} to card {}", a("path"), a("card")),
-        "create_agent" => format!("Create agent {} ({})", a("name"), a("cli")),
-        "update_agent" => format!("Change agent {}", a("agent")),
-        "add_column" => format!(
+        LeadTool::MemoryMove => format!("Move the note {} to {}", a("from"), a("to")),
+        LeadTool::StartAgentRun => format!("Start a run of agent {}", a("agent")),
+        LeadTool::ContinueAgentRun => format!("Continue run {}", a("run")),
+        LeadTool::SetAgentStatus => format!("Make agent {} {}", a("agent"), a("status")),
+        LeadTool::AttachFile => format!("Attach {} to card {}", a("path"), a("card")),
+        LeadTool::CreateAgent => format!("Create agent {} ({})", a("name"), a("cli")),
+        LeadTool::UpdateAgent => format!("Change agent {}", a("agent")),
+        LeadTool::AddColumn => format!(
             "Add the column {} ({})",
             a("name"),
             if args.get("auto").and_then(Value::as_bool) == Some(true) {
@@ -717,9 +812,14 @@ pub fn describe(tool: &str, args: &Value) -> String {
                 "Manual"
             }
         ),
-        "set_column" => format!("Change the column {}", a("column")),
-        "update_task" => format!("Take card {} off hold", a("card")),
-        other => format!("Call {other}"),
+        LeadTool::SetColumn => format!("Change the column {}", a("column")),
+        LeadTool::UpdateTask => format!("Take card {} off hold", a("card")),
+        LeadTool::ListTasks
+        | LeadTool::GetTask
+        | LeadTool::CreateTask
+        | LeadTool::ListAgents
+        | LeadTool::GetAgent
+        | LeadTool::MemoryRead => format!("Call {tool}"),
     }
 }
 
@@ -745,7 +845,7 @@ fn diff(old: &str, new: &str) -> String {
 /// it would fail, when bosun can tell.
 pub async fn preview(
     ctx: &ToolCtx,
-    tool: &str,
+    tool: LeadTool,
     args: &Value,
     chat: Option<ChatId>,
 ) -> (String, Option<String>) {
@@ -757,7 +857,7 @@ pub async fn preview(
         }
     };
     match tool {
-        "memory_write" => {
+        LeadTool::MemoryWrite => {
             let (path, text) = (a("path"), a("text"));
             match note(path.clone()).await {
                 Some(n) => {
@@ -781,11 +881,11 @@ pub async fn preview(
                 None => (format!("{path} (new):\n{text}"), None),
             }
         }
-        "memory_append" => (
+        LeadTool::MemoryAppend => (
             format!("{}:\n## {}\n\n{}", a("path"), a("heading"), a("text")),
             None,
         ),
-        "memory_move" => {
+        LeadTool::MemoryMove => {
             let fail = match note(a("from")).await {
                 None => Some(format!("there is no note {} any more", a("from"))),
                 Some(_) if note(a("to")).await.is_some() => {
@@ -795,7 +895,7 @@ pub async fn preview(
             };
             (format!("{} → {}", a("from"), a("to")), fail)
         }
-        "start_agent_run" => {
+        LeadTool::StartAgentRun => {
             let fail = crate::agents::registry::find(&ctx.store, &a("agent"))
                 .await
                 .err()
@@ -805,7 +905,8 @@ pub async fn preview(
                 fail,
             )
         }
-        "update_agent" => match crate::agents::registry::find(&ctx.store, &a("agent")).await {
+        LeadTool::UpdateAgent => match crate::agents::registry::find(&ctx.store, &a("agent")).await
+        {
             Ok(rec) => {
                 let mut lines = Vec::new();
                 if let Some(i) = arg(args, "instructions") {
@@ -831,17 +932,71 @@ pub async fn preview(
             }
             Err(e) => (String::new(), Some(e.message)),
         },
-        "attach_file" => match attachment(ctx, args, chat).await {
+        LeadTool::AttachFile => match attachment(ctx, args, chat).await {
             Ok((path, size, dest, _)) => (
                 format!("{} ({size} bytes) → {}", path.display(), dest.display()),
                 None,
             ),
             Err(why) => (format!("{} → card {}", a("path"), a("card")), Some(why)),
         },
-        "continue_agent_run" => (format!("run: {}\nprompt: {}", a("run"), a("prompt")), None),
-        "create_agent" | "add_column" | "set_column" | "update_task" | "set_agent_status" => {
-            (pretty(args), None)
+        LeadTool::ContinueAgentRun => (format!("run: {}\nprompt: {}", a("run"), a("prompt")), None),
+        LeadTool::CreateAgent
+        | LeadTool::AddColumn
+        | LeadTool::SetColumn
+        | LeadTool::UpdateTask
+        | LeadTool::SetAgentStatus => (pretty(args), None),
+        LeadTool::ListTasks
+        | LeadTool::GetTask
+        | LeadTool::CreateTask
+        | LeadTool::ListAgents
+        | LeadTool::GetAgent
+        | LeadTool::MemoryRead => (format!("{tool} {}", pretty(args)), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_offered_once_in_order_and_found_by_its_name() {
+        let offered: Vec<LeadTool> = catalog().into_iter().map(|t| t.tool).collect();
+        assert_eq!(offered, LeadTool::ALL);
+        for tool in LeadTool::ALL {
+            assert_eq!(LeadTool::parse(tool.name()), Ok(tool));
         }
-        other => (format!("{other} {}", pretty(args)), None),
+    }
+
+    #[test]
+    fn a_name_bosun_has_no_tool_of_is_refused() {
+        assert_eq!(
+            LeadTool::parse("rm_rf"),
+            Err("bosun has no tool `rm_rf`".to_string())
+        );
+    }
+
+    #[test]
+    fn the_calls_that_wait_for_the_person_are_those_that_change_runs_agents_columns_or_notes() {
+        let privileged: Vec<&str> = LeadTool::ALL
+            .into_iter()
+            .filter(|t| t.privileged())
+            .map(LeadTool::name)
+            .collect();
+        expect_test::expect![[r#"
+            [
+                "add_column",
+                "set_column",
+                "create_agent",
+                "update_agent",
+                "start_agent_run",
+                "continue_agent_run",
+                "set_agent_status",
+                "attach_file",
+                "memory_write",
+                "memory_append",
+                "memory_move",
+            ]
+        "#]]
+        .assert_debug_eq(&privileged);
     }
 }

@@ -14,7 +14,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
+use bosun_shared::process::output_blocking;
 use serde::{Deserialize, Serialize};
 
 /// The built-in server's name (reserved: no other server may take it).
@@ -270,6 +272,9 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// How long `node --version` may take: it is asked on every `bosun mcp list`.
+const NODE_LIMIT: Duration = Duration::from_secs(10);
+
 /// Node as found on `path`: its version, checked against what chrome-devtools-mcp needs (20.19
 /// or newer; 22.12 or newer on Node 22), and npx beside it.
 pub fn check_node(path: Option<&str>) -> Result<String, String> {
@@ -290,10 +295,7 @@ pub fn check_node(path: Option<&str>) -> Result<String, String> {
             "npx was not found on the PATH; it comes with npm (install npm beside Node)".into(),
         );
     }
-    let out = Command::new(&node)
-        .arg("--version")
-        .env_clear()
-        .output()
+    let out = output_blocking(Command::new(&node).arg("--version").env_clear(), NODE_LIMIT)
         .map_err(|e| format!("could not run {}: {e}", node.display()))?;
     let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
     node_version_ok(&version)?;

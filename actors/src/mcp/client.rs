@@ -12,7 +12,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bosun_shared::process::ProcessGroupGuard;
+use bosun_shared::process::{Helper, HelperError};
 use bosun_shared::protocol::mcp::ServerKind;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
@@ -23,7 +23,6 @@ use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
-use tokio::process::Child;
 
 use super::sse::{SseError, SseTransport};
 
@@ -143,8 +142,7 @@ pub struct Connection {
 
 /// A stdio server's process: its group is ended when this is dropped, whatever happened.
 struct ServerProcess {
-    child: Child,
-    group: ProcessGroupGuard,
+    helper: Helper,
     stderr: Arc<Mutex<StderrTail>>,
     /// Reads stderr until it closes.
     stderr_reader: Option<tokio::task::JoinHandle<()>>,
@@ -199,10 +197,8 @@ async fn connect_stdio(
         .envs(ep.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| {
+        .stderr(Stdio::piped());
+    let mut helper = Helper::spawn(&mut cmd).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             McpError::CommandNotFound {
                 command: command.clone(),
@@ -214,11 +210,9 @@ async fn connect_stdio(
             }
         }
     })?;
-    let pgid = child.id().map(|p| p as i32).unwrap_or(0);
-    let group = ProcessGroupGuard::new(pgid);
     let stderr = Arc::new(Mutex::new(StderrTail::default()));
     let mut stderr_reader = None;
-    if let Some(err) = child.stderr.take() {
+    if let Some(err) = helper.child().stderr.take() {
         let tail = stderr.clone();
         stderr_reader = Some(tokio::spawn(async move {
             let mut lines = BufReader::new(err).lines();
@@ -229,6 +223,7 @@ async fn connect_stdio(
             }
         }));
     }
+    let child = helper.child();
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err(McpError::CannotStart {
             command,
@@ -241,8 +236,7 @@ async fn connect_stdio(
         seen: sniffed.clone(),
     };
     let mut process = ServerProcess {
-        child,
-        group,
+        helper,
         stderr,
         stderr_reader,
     };
@@ -277,10 +271,7 @@ async fn connect_stdio(
         }
     };
     // It failed before the deadline: did it exit, or print something that is not MCP?
-    let exited = tokio::time::timeout(Duration::from_millis(500), process.child.wait())
-        .await
-        .ok()
-        .and_then(Result::ok);
+    let exited = process.helper.wait(Duration::from_millis(500)).await.ok();
     let seen = sniffed.lock().map(|s| s.clone()).unwrap_or_default();
     if let Some(garbage) = not_json_rpc(&seen) {
         return Err(McpError::NotMcp {
@@ -610,7 +601,7 @@ fn not_json_rpc(seen: &[u8]) -> Option<String> {
 
 impl ServerProcess {
     async fn exits_within(&mut self, limit: Duration) -> bool {
-        tokio::time::timeout(limit, self.child.wait()).await.is_ok()
+        !matches!(self.helper.wait(limit).await, Err(HelperError::TimedOut(_)))
     }
 
     fn stderr_text(&self, ep: &Endpoint) -> String {
@@ -744,10 +735,10 @@ impl Connection {
         if p.exits_within(Duration::from_secs(1)).await {
             return;
         }
-        p.group.signal(nix::sys::signal::Signal::SIGTERM);
+        p.helper.signal(nix::sys::signal::Signal::SIGTERM);
         if !p.exits_within(Duration::from_secs(2)).await {
-            p.group.signal(nix::sys::signal::Signal::SIGKILL);
-            let _ = p.child.wait().await;
+            p.helper.signal(nix::sys::signal::Signal::SIGKILL);
+            let _ = p.exits_within(Duration::from_secs(2)).await;
         }
         // Dropping `p` SIGKILLs whatever is left of its group (npx's node, say).
     }

@@ -563,7 +563,7 @@ async fn sign_in(
     let opened = if no_browser {
         Err("asked not to".to_string())
     } else {
-        open_browser(&url)
+        open_browser(&url).await
     };
     match opened {
         Ok(how) => eprintln!("bosun: opened the sign-in page for {name} with {how}"),
@@ -580,8 +580,16 @@ async fn sign_in(
     done(json, &server, "signed in")
 }
 
+/// How long the browser opener has to say whether it opened the page.
+const OPENER_LIMIT: Duration = Duration::from_secs(10);
+
 /// Opens `url` with `$BROWSER` when set, else the system opener; says which, or why not.
-fn open_browser(url: &str) -> Result<String, String> {
+///
+/// The opener starts the person's own browser, so unlike the helpers bosund starts it is never
+/// killed: it gets a process group of its own (a Ctrl-C during the wait for the sign-in does not
+/// reach a browser it started), and bosun waits at most [`OPENER_LIMIT`] for its answer. One
+/// still running then (a browser that stays in the foreground) has opened the page.
+async fn open_browser(url: &str) -> Result<String, String> {
     let (program, args): (String, Vec<String>) = match std::env::var("BROWSER") {
         Ok(b) if !b.trim().is_empty() => {
             // $BROWSER may be a command with arguments, and may say where the address goes.
@@ -597,17 +605,19 @@ fn open_browser(url: &str) -> Result<String, String> {
         }
         Ok(_) | Err(_) => ("xdg-open".to_string(), vec![url.to_string()]),
     };
-    let status = std::process::Command::new(&program)
+    let mut opener = tokio::process::Command::new(&program)
         .args(&args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .status()
+        .process_group(0)
+        .spawn()
         .map_err(|e| format!("{program}: {e}"))?;
-    if status.success() {
-        Ok(program)
-    } else {
-        Err(format!("{program} exited with {status}"))
+    match tokio::time::timeout(OPENER_LIMIT, opener.wait()).await {
+        Ok(Ok(status)) if status.success() => Ok(program),
+        Ok(Ok(status)) => Err(format!("{program} exited with {status}")),
+        Ok(Err(e)) => Err(format!("{program}: {e}")),
+        Err(_) => Ok(program),
     }
 }
 
