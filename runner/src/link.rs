@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bosun_shared::protocol::fast;
 use bosun_shared::protocol::frame::encode_frame;
 use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg, Started, StopOrder};
 use bosun_shared::protocol::socket::{self, ReadHalf};
@@ -157,17 +158,26 @@ async fn session(
 
     let (msgs_tx, mut msgs) = mpsc::unbounded_channel();
     let reader_task = tokio::spawn(read_daemon(reader, msgs_tx));
-    let end = pump(state, &mut writer, &mut msgs, welcome.started_recorded).await;
+    let end = pump(
+        state,
+        &mut writer,
+        &mut msgs,
+        welcome.started_recorded,
+        welcome.binary_output,
+    )
+    .await;
     reader_task.abort();
     end
 }
 
-/// Sends what is due and handles what the daemon says, until the session ends.
+/// Sends what is due and handles what the daemon says, until the session ends. Output goes in
+/// binary frames, or as JSON to a daemon of before them (`binary_output` false).
 async fn pump(
     state: &LinkState,
     writer: &mut FrameWriter<socket::WriteHalf>,
     msgs: &mut mpsc::UnboundedReceiver<io::Result<DaemonMsg>>,
     mut started_acked: bool,
+    binary_output: bool,
 ) -> SessionEnd {
     let mut next_seq = state.outbox.lock().map(|o| o.acked() + 1).unwrap_or(1);
     let mut started_sent = false;
@@ -190,7 +200,12 @@ async fn pump(
             };
             match frame {
                 Ok(Some(f)) => {
-                    if let Err(e) = writer.send_encoded(&f).await {
+                    let sent = if binary_output {
+                        writer.send_encoded(&f).await
+                    } else {
+                        writer.send_encoded(&fast::output_frame_as_json(&f)).await
+                    };
+                    if let Err(e) = sent {
                         return SessionEnd::Lost(e.to_string());
                     }
                     next_seq += 1;

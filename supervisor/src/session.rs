@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_actors::runs::follow::{FollowSpec, blocking, follow};
+use bosun_actors::runs::log_hub::LogHub;
 use bosun_actors::runs::run_actor::RunMsg;
 use bosun_shared::protocol::frame::decode_body;
 use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg};
@@ -30,6 +31,10 @@ use tracing::{debug, warn};
 
 use crate::ctx::DaemonCtx;
 use crate::requests;
+
+/// How long a follower waits for a run that is not over to get its actor back after bosund
+/// starts (its runner has the recovery grace to reconnect; past that it is recorded lost).
+const RECOVERY_WAIT: Duration = Duration::from_secs(30);
 
 /// How long a new connection has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -401,7 +406,6 @@ impl SessionState {
                     let view = requests::run_view(&self.ctx, run).await;
                     match view {
                         Ok(view) => {
-                            let hub = self.ctx.live.get(run).map(|e| e.hub);
                             let spec = FollowSpec {
                                 sub: id,
                                 run,
@@ -422,7 +426,9 @@ impl SessionState {
                             }
                             let store = self.ctx.store.clone();
                             let me = myself.clone();
+                            let ctx = self.ctx.clone();
                             let task = tokio::spawn(async move {
+                                let hub = live_hub(&ctx, run).await;
                                 if let Err(e) = follow(store, hub, spec, out).await {
                                     warn!(run_id = %run, error = %e, "following a log failed");
                                 }
@@ -533,6 +539,7 @@ fn welcome(
         acked_seq,
         stop,
         started_recorded,
+        binary_output: true,
     }
 }
 
@@ -580,5 +587,27 @@ async fn send_outbound(
     match frame {
         Outbound::Frame(f) => writer.send(&f).await,
         Outbound::Encoded(bytes) => writer.send_encoded(&bytes).await,
+    }
+}
+
+/// The hub of a run that is not over. Right after bosund starts, clients (followers that
+/// reconnect first of all) can ask for a run before recovery has given it its actor back;
+/// following it from the file alone would end the subscription as if the run were over. So a
+/// run that is not over is waited for, until its actor is up or the run is recorded over.
+async fn live_hub(ctx: &DaemonCtx, run: RunId) -> Option<Arc<LogHub>> {
+    let deadline = tokio::time::Instant::now() + RECOVERY_WAIT;
+    loop {
+        if let Some(e) = ctx.live.get(run) {
+            return Some(e.hub);
+        }
+        let not_over = blocking(&ctx.store, move |s| s.run(run))
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|r| !r.state.is_final());
+        if !not_over || tokio::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -7,9 +7,11 @@
 //! run marker in its environment). Waiting is always on a condition with a deadline
 //! ([`wait_for`]), never a bare sleep.
 //!
-//! [`http`] is the small HTTP/1.1 server layer the test-server binaries share.
+//! [`http`] is the small HTTP/1.1 server layer the test-server binaries share; [`stress`] holds
+//! the numbered-line generator and copy checker of the log stress and chaos tests.
 
 pub mod http;
+pub mod stress;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

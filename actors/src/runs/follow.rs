@@ -182,8 +182,8 @@ fn missing(run: RunId, seq: u64) -> StoreError {
     ))
 }
 
-/// Sends the log to `out` as `Log` events, then a `LogEnd`. Returns when done, or when the
-/// receiver is gone.
+/// Sends the log to `out` as `Log` events, then a `LogEnd` (or a `LogFailed` saying why it
+/// could not go on). Returns when done, or when the receiver is gone.
 pub async fn follow(
     store: Store,
     hub: Option<Arc<LogHub>>,
@@ -191,58 +191,17 @@ pub async fn follow(
     out: mpsc::Sender<Outbound>,
 ) -> Result<(), StoreError> {
     let mut f = Follower::new(spec.from_seq);
-    let mut file = FileCursor::new(&store, spec.run);
-    match hub {
-        None => {
-            // The run is over: everything is in its file.
-            loop {
-                let chunks = file.read(f.next(), u64::MAX).await?;
-                if chunks.is_empty() {
-                    break;
-                }
-                if !send_taken(&mut f, &spec, &chunks, &out).await? {
-                    return Ok(());
-                }
-            }
-        }
-        Some(hub) => {
-            let mut watch = hub.subscribe();
-            let target = hub.state().received;
-            loop {
-                let state = *watch.borrow_and_update();
-                let upto = if spec.follow { state.received } else { target };
-                match f.plan(&hub, upto) {
-                    Plan::Memory(chunks) => {
-                        if !send_taken(&mut f, &spec, &chunks, &out).await? {
-                            return Ok(());
-                        }
-                    }
-                    Plan::Lagged(resume_from) => {
-                        let lagged = Event::LogLagged {
-                            sub: spec.sub,
-                            resume_from,
-                        };
-                        if out.send(ServerFrame::Event(lagged).into()).await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                    Plan::File { upto } => {
-                        let chunks = file.read(f.next(), upto).await?;
-                        if chunks.is_empty() {
-                            return Err(missing(spec.run, f.next()));
-                        }
-                        if !send_taken(&mut f, &spec, &chunks, &out).await? {
-                            return Ok(());
-                        }
-                    }
-                    Plan::Caught if !spec.follow || state.ended => break,
-                    Plan::Caught | Plan::Wait => {
-                        if watch.changed().await.is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
+    match serve(&store, hub, &spec, &mut f, &out).await {
+        Ok(true) => {}
+        Ok(false) => return Ok(()),
+        Err(e) => {
+            let failed = Event::LogFailed {
+                sub: spec.sub,
+                last_seq: f.next() - 1,
+                message: e.to_string(),
+            };
+            let _ = out.send(ServerFrame::Event(failed).into()).await;
+            return Err(e);
         }
     }
     let run = spec.run;
@@ -257,6 +216,67 @@ pub async fn follow(
         let _ = out.send(ServerFrame::Event(end).into()).await;
     }
     Ok(())
+}
+
+/// Sends everything up to the end (or, not following, up to what had arrived). False when the
+/// receiver is gone.
+async fn serve(
+    store: &Store,
+    hub: Option<Arc<LogHub>>,
+    spec: &FollowSpec,
+    f: &mut Follower,
+    out: &mpsc::Sender<Outbound>,
+) -> Result<bool, StoreError> {
+    let mut file = FileCursor::new(store, spec.run);
+    let Some(hub) = hub else {
+        // The run is over: everything is in its file.
+        loop {
+            let chunks = file.read(f.next(), u64::MAX).await?;
+            if chunks.is_empty() {
+                return Ok(true);
+            }
+            if !send_taken(f, spec, &chunks, out).await? {
+                return Ok(false);
+            }
+        }
+    };
+    let mut watch = hub.subscribe();
+    let target = hub.state().received;
+    loop {
+        let state = *watch.borrow_and_update();
+        let upto = if spec.follow { state.received } else { target };
+        match f.plan(&hub, upto) {
+            Plan::Memory(chunks) => {
+                if !send_taken(f, spec, &chunks, out).await? {
+                    return Ok(false);
+                }
+            }
+            Plan::Lagged(resume_from) => {
+                let lagged = Event::LogLagged {
+                    sub: spec.sub,
+                    resume_from,
+                };
+                if out.send(ServerFrame::Event(lagged).into()).await.is_err() {
+                    return Ok(false);
+                }
+            }
+            Plan::File { upto } => {
+                let chunks = file.read(f.next(), upto).await?;
+                if chunks.is_empty() {
+                    return Err(missing(spec.run, f.next()));
+                }
+                if !send_taken(f, spec, &chunks, out).await? {
+                    return Ok(false);
+                }
+            }
+            Plan::Caught if !spec.follow || state.ended => return Ok(true),
+            Plan::Caught | Plan::Wait => {
+                if watch.changed().await.is_err() {
+                    return Ok(true);
+                }
+            }
+        }
+    }
 }
 
 /// Sends the chunks the follower accepts, in order. False when the receiver is gone.

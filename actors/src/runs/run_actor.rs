@@ -16,7 +16,7 @@ use bosun_shared::{RunToken, Timestamp};
 use nix::sys::signal::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc;
-use tracing::{error, info, warn};
+use tracing::{Instrument, error, info, warn};
 
 use super::RunsContext;
 use super::live::LiveEntry;
@@ -114,6 +114,9 @@ pub struct RunActorState {
     parser: Option<StreamParser>,
     /// The parser found something worth saving at once (the init line, the result).
     events_to_save: bool,
+    /// Everything this actor logs is in the run's span, so one run's story can be picked out
+    /// of `bosund.log` by its id.
+    span: tracing::Span,
 }
 
 struct Link {
@@ -138,6 +141,13 @@ impl Actor for RunActor {
             .as_ref()
             .and_then(|a| a.cli)
             .map(StreamParser::new);
+        let run = args.record.agent.as_ref();
+        let span = tracing::info_span!(
+            "run",
+            run_id = %args.record.id,
+            agent = run.and_then(|a| a.agent).map(|a| a.to_string()),
+            card = run.and_then(|a| a.card).map(|(card, _)| card.to_string()),
+        );
         args.ctx.live.insert(LiveEntry {
             actor: myself,
             hub: args.hub.clone(),
@@ -157,6 +167,7 @@ impl Actor for RunActor {
             launch: Some(args.launch),
             parser,
             events_to_save: false,
+            span,
         })
     }
 
@@ -167,14 +178,19 @@ impl Actor for RunActor {
         myself: ActorRef<RunMsg>,
         state: &mut RunActorState,
     ) -> Result<(), ActorProcessingErr> {
-        match state.launch.take() {
-            Some(Launch::Fresh { plan, reply }) => state.launch(&myself, *plan, reply).await,
-            Some(Launch::Recover { daemon_restart }) => {
-                state.daemon_restart = daemon_restart;
-                state.recover(&myself).await
+        let span = state.span.clone();
+        async {
+            match state.launch.take() {
+                Some(Launch::Fresh { plan, reply }) => state.launch(&myself, *plan, reply).await,
+                Some(Launch::Recover { daemon_restart }) => {
+                    state.daemon_restart = daemon_restart;
+                    state.recover(&myself).await
+                }
+                None => Ok(()),
             }
-            None => Ok(()),
         }
+        .instrument(span)
+        .await
     }
 
     async fn handle(
@@ -183,66 +199,73 @@ impl Actor for RunActor {
         msg: RunMsg,
         state: &mut RunActorState,
     ) -> Result<(), ActorProcessingErr> {
+        let span = state.span.clone();
+        state.on_msg(&myself, msg).instrument(span).await
+    }
+}
+
+impl RunActorState {
+    async fn on_msg(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        msg: RunMsg,
+    ) -> Result<(), ActorProcessingErr> {
         match msg {
             RunMsg::Attach { tx, reply } => {
-                let link_id = state.next_link_id;
-                state.next_link_id += 1;
-                state.link = Some(Link { link_id, tx });
-                state.away_since = None;
-                state.ctx.live.set_attached(state.rec.id, true);
+                let link_id = self.next_link_id;
+                self.next_link_id += 1;
+                self.link = Some(Link { link_id, tx });
+                self.away_since = None;
+                self.ctx.live.set_attached(self.rec.id, true);
                 let _ = reply.send(Attached {
                     link_id,
-                    acked_seq: state.hub.state().stored,
-                    stop: state.rec.stop.clone(),
-                    started_recorded: state.rec.process.is_some(),
+                    acked_seq: self.hub.state().stored,
+                    stop: self.rec.stop.clone(),
+                    started_recorded: self.rec.process.is_some(),
                 });
-                info!(run_id = %state.rec.id, link_id, "runner attached");
+                info!(run_id = %self.rec.id, link_id, "runner attached");
             }
             RunMsg::FromRunner { link_id, msg } => {
-                if state.link.as_ref().is_some_and(|l| l.link_id == link_id) {
-                    state.on_runner_msg(&myself, msg).await?;
+                if self.link.as_ref().is_some_and(|l| l.link_id == link_id) {
+                    self.on_runner_msg(myself, msg).await?;
                 }
             }
             RunMsg::Detached { link_id } => {
-                if state.link.as_ref().is_some_and(|l| l.link_id == link_id) {
-                    state.link = None;
-                    state.ctx.live.set_attached(state.rec.id, false);
-                    if !state.rec.state.is_final() {
-                        state.away_since = Some(Instant::now());
+                if self.link.as_ref().is_some_and(|l| l.link_id == link_id) {
+                    self.link = None;
+                    self.ctx.live.set_attached(self.rec.id, false);
+                    if !self.rec.state.is_final() {
+                        self.away_since = Some(Instant::now());
                         drop(myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner));
                     }
                 }
             }
             RunMsg::LogStored { seq, result } => {
-                result
-                    .map_err(|e| format!("could not save output of run {}: {e}", state.rec.id))?;
-                state.hub.stored(seq);
-                state.send(DaemonMsg::Ack { seq });
+                result.map_err(|e| format!("could not save output of run {}: {e}", self.rec.id))?;
+                self.hub.stored(seq);
+                self.send(DaemonMsg::Ack { seq });
             }
             RunMsg::RunnerExited { how } => {
-                state.runner_exited = Some(how.clone());
-                if !state.rec.state.is_final() && state.link.is_none() {
-                    state
-                        .lose(&myself, format!("the runner died ({how})"))
+                self.runner_exited = Some(how.clone());
+                if !self.rec.state.is_final() && self.link.is_none() {
+                    self.lose(myself, format!("the runner died ({how})"))
                         .await?;
                 }
             }
-            RunMsg::CheckRunner => state.check_runner(&myself).await?,
+            RunMsg::CheckRunner => self.check_runner(myself).await?,
             RunMsg::Stop { order, reply } => {
-                let result = state.stop(order).await;
+                let result = self.stop(order).await;
                 if let Some(reply) = reply {
                     let _ = reply.send(result);
                 }
             }
             RunMsg::Get { reply } => {
-                let _ = reply.send(state.view());
+                let _ = reply.send(self.view());
             }
         }
         Ok(())
     }
-}
 
-impl RunActorState {
     fn view(&self) -> RunView {
         self.rec.view(self.hub.state().received)
     }

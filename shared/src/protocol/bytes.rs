@@ -1,8 +1,10 @@
-//! Output bytes on the wire, kept exactly as the program wrote them.
+//! Output bytes in JSON, kept exactly as the program wrote them.
 //!
-//! Programs nearly always write UTF-8, and JSON carries UTF-8 text cheaply, so a chunk that is
-//! valid UTF-8 travels as a plain JSON string. Any other chunk travels as `{"base64": "…"}`.
-//! Either way the receiver gets the very same bytes back.
+//! On the sockets output travels in binary frames ([`super::fast`]); JSON carries it where
+//! people or older peers read it: `--json` output, and the output frames of a runner or daemon
+//! of before binary frames. Programs nearly always write UTF-8, and JSON carries UTF-8 text
+//! cheaply, so a chunk that is valid UTF-8 is a plain JSON string. Any other chunk is
+//! `{"base64": "…"}`. Either way the receiver gets the very same bytes back.
 
 use std::fmt;
 

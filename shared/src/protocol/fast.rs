@@ -1,188 +1,256 @@
-//! Hand-made encoding of the two frames that carry a program's output: a runner's `Output` and
-//! a UI's `Log` event. They carry nearly every byte bosun moves, and serde_json escapes strings
-//! one byte at a time; here, runs of bytes that need no escaping (almost all of a log) are found
-//! eight at a time and copied whole. The frames are exactly what serde would decode as
-//! [`RunnerMsg::Output`](super::runner::RunnerMsg::Output) and
-//! [`ServerFrame::Event`](super::ui::ServerFrame::Event) with [`Event::Log`](super::ui::Event::Log);
-//! the tests decode them with serde to make sure.
+//! The two frames that carry a program's output, a runner's `Output` and a UI's `Log` event,
+//! in their binary form: the length prefix, a fixed header and the output's raw bytes (the
+//! layout is in [`super::frame`] and `docs/protocol.md`). They carry nearly every byte bosun
+//! moves, and this way those bytes are never escaped, scanned or copied as text. Readers take
+//! them as [`RunnerMsg::Output`](super::runner::RunnerMsg::Output) and
+//! [`ServerFrame::Event`](super::ui::ServerFrame::Event) with
+//! [`Event::Log`](super::ui::Event::Log), and still take the JSON form older peers send.
 
-use std::io::Write;
-
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-
+use super::frame::{
+    KIND_OUTPUT, LOG_HEADER_LEN, OUTPUT_HEADER_LEN, decode_binary, encode_frame, put_header,
+};
+use super::runner::RunnerMsg;
 use crate::Timestamp;
 use crate::run::Stream;
 
 /// Encodes a runner's `Output` frame (length prefix included).
 pub fn output_frame(seq: u64, stream: Stream, at: Timestamp, data: &[u8]) -> Vec<u8> {
-    let mut buf = start(data.len());
-    let _ = write!(
-        buf,
-        "{{\"type\":\"output\",\"seq\":{seq},\"stream\":\"{}\",\"at\":{},\"data\":",
-        stream_name(stream),
-        at.as_millis()
-    );
-    finish(buf, data)
+    let mut buf = Vec::with_capacity(4 + OUTPUT_HEADER_LEN + data.len());
+    put_header(&mut buf, None, seq, stream, at, data.len());
+    buf.extend_from_slice(data);
+    buf
 }
 
 /// Encodes a UI's `Log` event frame (length prefix included).
 pub fn log_event_frame(sub: u64, seq: u64, stream: Stream, at: Timestamp, data: &[u8]) -> Vec<u8> {
-    let mut buf = start(data.len());
-    let _ = write!(
-        buf,
-        "{{\"type\":\"event\",\"event\":\"log\",\"sub\":{sub},\"seq\":{seq},\"stream\":\"{}\",\"at\":{},\"data\":",
-        stream_name(stream),
-        at.as_millis()
-    );
-    finish(buf, data)
-}
-
-fn stream_name(s: Stream) -> &'static str {
-    match s {
-        Stream::Stdout => "stdout",
-        Stream::Stderr => "stderr",
-        Stream::Note => "note",
-    }
-}
-
-fn start(data_len: usize) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(data_len + data_len / 16 + 160);
-    buf.extend_from_slice(&[0; 4]);
+    let mut buf = Vec::with_capacity(4 + LOG_HEADER_LEN + data.len());
+    put_header(&mut buf, Some(sub), seq, stream, at, data.len());
+    buf.extend_from_slice(data);
     buf
 }
 
-fn finish(mut buf: Vec<u8>, data: &[u8]) -> Vec<u8> {
-    write_bytes(&mut buf, data);
-    buf.push(b'}');
-    let len = (buf.len() - 4) as u32;
-    buf[..4].copy_from_slice(&len.to_be_bytes());
-    buf
-}
-
-/// Writes bytes as [`super::LogBytes`] serializes them: a JSON string when they are UTF-8,
-/// otherwise `{"base64":"…"}`.
-pub fn write_bytes(out: &mut Vec<u8>, data: &[u8]) {
-    if std::str::from_utf8(data).is_err() {
-        out.extend_from_slice(b"{\"base64\":\"");
-        out.extend_from_slice(STANDARD.encode(data).as_bytes());
-        out.extend_from_slice(b"\"}");
-        return;
-    }
-    out.push(b'"');
-    let mut i = 0;
-    let mut plain_from = 0;
-    while i < data.len() {
-        // Eight bytes at a time while none of them needs escaping.
-        if i + 8 <= data.len() {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&data[i..i + 8]);
-            if !needs_escape(u64::from_le_bytes(word)) {
-                i += 8;
-                continue;
+/// The JSON form of an [`output_frame`] (length prefix included), for a daemon too old to
+/// read binary frames. Any other frame is returned as it is.
+pub fn output_frame_as_json(frame: &[u8]) -> Vec<u8> {
+    let json = match frame.get(4..) {
+        Some(body) if body.first() == Some(&KIND_OUTPUT) => match decode_binary(body) {
+            Ok(super::frame::BinaryFrame::Output(chunk)) => {
+                encode_frame(&RunnerMsg::Output(chunk)).ok()
             }
-        }
-        let b = data[i];
-        if b < 0x20 || b == b'"' || b == b'\\' {
-            out.extend_from_slice(&data[plain_from..i]);
-            escape(out, b);
-            plain_from = i + 1;
-        }
-        i += 1;
-    }
-    out.extend_from_slice(&data[plain_from..]);
-    out.push(b'"');
-}
-
-/// Whether any of the eight bytes is below 0x20, a quote or a backslash.
-fn needs_escape(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
-    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
-    below_space || has_zero(w ^ (ONES * b'"' as u64)) || has_zero(w ^ (ONES * b'\\' as u64))
-}
-
-fn escape(out: &mut Vec<u8>, b: u8) {
-    match b {
-        b'"' => out.extend_from_slice(b"\\\""),
-        b'\\' => out.extend_from_slice(b"\\\\"),
-        b'\n' => out.extend_from_slice(b"\\n"),
-        b'\r' => out.extend_from_slice(b"\\r"),
-        b'\t' => out.extend_from_slice(b"\\t"),
-        0x08 => out.extend_from_slice(b"\\b"),
-        0x0c => out.extend_from_slice(b"\\f"),
-        _ => {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[(b >> 4) as usize]);
-            out.push(HEX[(b & 0xf) as usize]);
-        }
-    }
+            Ok(super::frame::BinaryFrame::Log { .. }) | Err(_) => None,
+        },
+        Some(_) | None => None,
+    };
+    json.unwrap_or_else(|| frame.to_vec())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::frame::decode_body;
-    use crate::protocol::runner::RunnerMsg;
+    use crate::protocol::frame::{FrameError, FrameReader};
+    use crate::protocol::runner::OutputChunk;
     use crate::protocol::ui::{Event, ServerFrame};
+    use crate::protocol::{LogBytes, MAX_FRAME_LEN};
 
     fn samples() -> Vec<Vec<u8>> {
-        let mut v: Vec<Vec<u8>> = vec![
-            b"".to_vec(),
+        vec![
+            Vec::new(),
             b"plain line\n".to_vec(),
             b"tab\there \"quoted\" back\\slash\r\n\x1b[31mred\x1b[0m\x00\x7f".to_vec(),
             "héllo wörld ✓ 🚀\n".as_bytes().to_vec(),
             vec![0xff, 0xfe, b'a', b'\n'],
-        ];
-        // Every byte value at every position of an 8-byte word.
-        for b in 0u8..=0x7f {
-            for pos in 0..9 {
-                let mut s = vec![b'x'; 17];
-                s[pos] = b;
-                v.push(s);
-            }
+            // Every byte value, and a cut through a character.
+            (0..=255u8).collect(),
+            "é".as_bytes()[..1].to_vec(),
+            // Large: near the limit, and not UTF-8.
+            (0..MAX_FRAME_LEN - LOG_HEADER_LEN)
+                .map(|i| (i * 7 % 251) as u8)
+                .collect(),
+        ]
+    }
+
+    async fn read_all<T: crate::protocol::frame::Decode>(
+        frames: Vec<u8>,
+    ) -> Result<Vec<T>, FrameError> {
+        let mut r = FrameReader::new(std::io::Cursor::new(frames));
+        let mut out = Vec::new();
+        while let Some(m) = r.read::<T>().await? {
+            out.push(m);
         }
-        v
+        Ok(out)
+    }
+
+    fn as_output(msg: &RunnerMsg) -> Option<&OutputChunk> {
+        match msg {
+            RunnerMsg::Output(c) => Some(c),
+            RunnerMsg::Started(_) | RunnerMsg::Exited(_) => None,
+        }
     }
 
     #[test]
-    fn output_frames_decode_with_serde_to_the_same_bytes() {
-        for data in samples() {
-            let frame = output_frame(7, Stream::Stderr, Timestamp::from_millis(42), &data);
+    fn the_example_in_the_protocol_reference_is_what_is_sent() {
+        let frame = output_frame(
+            1,
+            Stream::Stdout,
+            Timestamp::from_millis(1_700_000_000_000),
+            b"hi\n",
+        );
+        let doc = "00 00 00 15 01 00 00 00 00 00 00 00 01 01 00 00 01 8b cf e5 68 00 68 69 0a";
+        let hex: Vec<String> = frame.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex.join(" "), doc);
+        let log = log_event_frame(
+            4,
+            1,
+            Stream::Stdout,
+            Timestamp::from_millis(1_700_000_000_000),
+            b"hi\n",
+        );
+        assert_eq!(&log[..5], [0, 0, 0, 29, 2]);
+        assert_eq!(&log[5..13], 4u64.to_be_bytes());
+        assert_eq!(&log[13..], &frame[5..]);
+    }
+
+    #[tokio::test]
+    async fn output_frames_round_trip_every_byte() -> Result<(), FrameError> {
+        let mut stream = Vec::new();
+        for (i, data) in samples().iter().enumerate() {
+            let frame = output_frame(i as u64, Stream::Stderr, Timestamp::from_millis(42), data);
             let len = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
             assert_eq!(len, frame.len() - 4);
-            match decode_body::<RunnerMsg>(&frame[4..]) {
-                Ok(RunnerMsg::Output(c)) => {
-                    assert_eq!(c.data.0, data, "{:?}", String::from_utf8_lossy(&frame[4..]));
-                    assert_eq!((c.seq, c.stream, c.at.as_millis()), (7, Stream::Stderr, 42));
-                }
-                other => panic!("{other:?} from {:?}", String::from_utf8_lossy(&frame[4..])),
-            }
+            assert_eq!(len, OUTPUT_HEADER_LEN + data.len());
+            assert_eq!(&frame[4 + OUTPUT_HEADER_LEN..], &data[..], "raw, unescaped");
+            stream.extend_from_slice(&frame);
         }
+        let got = read_all::<RunnerMsg>(stream).await?;
+        assert_eq!(got.len(), samples().len());
+        for (i, (msg, data)) in got.iter().zip(samples()).enumerate() {
+            let c = as_output(msg);
+            assert_eq!(
+                c.map(|c| (c.seq, c.stream, c.at.as_millis())),
+                Some((i as u64, Stream::Stderr, 42))
+            );
+            assert!(c.is_some_and(|c| c.data.0 == data), "sample {i}");
+        }
+        Ok(())
     }
 
-    #[test]
-    fn log_event_frames_decode_with_serde_to_the_same_bytes() {
-        for data in samples() {
-            let frame = log_event_frame(3, 9, Stream::Stdout, Timestamp::from_millis(1), &data);
-            match decode_body::<ServerFrame>(&frame[4..]) {
-                Ok(ServerFrame::Event(Event::Log {
-                    sub,
-                    seq,
-                    stream,
-                    at,
-                    data: d,
-                })) => {
-                    assert_eq!(d.0, data);
-                    assert_eq!(
-                        (sub, seq, stream, at.as_millis()),
-                        (3, 9, Stream::Stdout, 1)
-                    );
-                }
-                other => panic!("{other:?}"),
-            }
+    #[tokio::test]
+    async fn log_event_frames_round_trip_every_byte() -> Result<(), FrameError> {
+        let mut stream = Vec::new();
+        for (i, data) in samples().iter().enumerate() {
+            let at = Timestamp::from_millis(u64::MAX - 1);
+            stream.extend_from_slice(&log_event_frame(u64::MAX, i as u64, Stream::Note, at, data));
         }
+        let got = read_all::<ServerFrame>(stream).await?;
+        assert_eq!(got.len(), samples().len());
+        for (i, (frame, want)) in got.into_iter().zip(samples()).enumerate() {
+            let ServerFrame::Event(Event::Log {
+                sub,
+                seq,
+                stream,
+                at,
+                data,
+            }) = frame
+            else {
+                panic!("{frame:?}");
+            };
+            assert_eq!(
+                (sub, seq, stream, at.as_millis()),
+                (u64::MAX, i as u64, Stream::Note, u64::MAX - 1)
+            );
+            assert!(data.0 == want, "sample {i}");
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn the_old_json_forms_still_decode() -> Result<(), FrameError> {
+        // What a runner or a daemon of before the binary frames sent, byte for byte.
+        let mut old = Vec::new();
+        for body in [
+            &br#"{"type":"output","seq":3,"stream":"stdout","at":5,"data":"hi \"there\"\n"}"#[..],
+            br#"{"type":"output","seq":4,"stream":"note","at":6,"data":{"base64":"/wA="}}"#,
+        ] {
+            old.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            old.extend_from_slice(body);
+        }
+        let got = read_all::<RunnerMsg>(old).await?;
+        let got: Vec<_> = got.iter().filter_map(as_output).collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!((got[0].seq, got[0].stream), (3, Stream::Stdout));
+        assert_eq!(got[0].data.as_slice(), b"hi \"there\"\n");
+        assert_eq!((got[1].seq, got[1].stream), (4, Stream::Note));
+        assert_eq!(got[1].data.as_slice(), [0xff, 0x00]);
+
+        // Every sample as serde writes it, mixed with binary frames on one stream.
+        let mut mixed = Vec::new();
+        for data in samples().into_iter().take(7) {
+            let json = ServerFrame::Event(Event::Log {
+                sub: 1,
+                seq: 2,
+                stream: Stream::Stdout,
+                at: Timestamp::from_millis(3),
+                data: LogBytes(data.clone()),
+            });
+            mixed.extend_from_slice(&encode_frame(&json)?);
+            let at = Timestamp::from_millis(3);
+            mixed.extend_from_slice(&log_event_frame(1, 2, Stream::Stdout, at, &data));
+        }
+        let got = read_all::<ServerFrame>(mixed).await?;
+        let datas: Vec<Vec<u8>> = got
+            .into_iter()
+            .filter_map(|f| {
+                let ServerFrame::Event(Event::Log { data, .. }) = f else {
+                    return None;
+                };
+                Some(data.0)
+            })
+            .collect();
+        let want: Vec<Vec<u8>> = samples()
+            .into_iter()
+            .take(7)
+            .flat_map(|d| [d.clone(), d])
+            .collect();
+        assert!(datas == want);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_log_frame_is_not_runner_output_nor_the_other_way() -> Result<(), FrameError> {
+        let at = Timestamp::from_millis(1);
+        let log = log_event_frame(1, 1, Stream::Stdout, at, b"x");
+        let err = read_all::<RunnerMsg>(log)
+            .await
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("a frame is not valid: a binary log frame came where it has no place")
+        );
+        let out = output_frame(1, Stream::Stdout, at, b"x");
+        assert!(matches!(
+            read_all::<ServerFrame>(out).await,
+            Err(FrameError::Malformed { .. })
+        ));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn the_json_fallback_carries_the_same_chunk() -> Result<(), FrameError> {
+        for data in samples().into_iter().take(7) {
+            let at = Timestamp::from_millis(9);
+            let json = output_frame_as_json(&output_frame(5, Stream::Stderr, at, &data));
+            assert_eq!(json.get(4), Some(&b'{'));
+            let got = read_all::<RunnerMsg>(json).await?;
+            let c = got.first().and_then(as_output);
+            assert_eq!(
+                c.map(|c| (c.seq, c.stream, c.at.as_millis())),
+                Some((5, Stream::Stderr, 9))
+            );
+            assert!(c.is_some_and(|c| c.data.0 == data));
+        }
+        let other = b"\0\0\0\x02{}".to_vec();
+        assert_eq!(output_frame_as_json(&other), other);
+        Ok(())
     }
 }

@@ -1,19 +1,44 @@
-//! The one frame codec: a big-endian `u32` length, then that many bytes of JSON.
+//! The one frame codec: a big-endian `u32` length, then that many bytes of body. A body is JSON,
+//! or, for the two frames that carry a program's output, binary: a kind byte, a fixed header
+//! and the output's raw bytes to the end of the frame (see [`BinaryFrame`]).
 //!
 //! A frame longer than [`MAX_FRAME_LEN`] is refused before its body is read: the reader reports
 //! [`FrameError::TooLarge`] and the connection must be closed, because skipping gigabytes to find
 //! the next frame is not worth it. A frame of the right length whose JSON is not of the expected
-//! shape is consumed whole and reported as [`FrameError::Malformed`]; the connection stays in
-//! step and can go on.
+//! shape, or whose binary header is cut short or wrong, is consumed whole and reported as
+//! [`FrameError::Malformed`]; the connection stays in step and can go on.
 
 use std::io;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
+
+use super::runner::OutputChunk;
+use crate::Timestamp;
+use crate::run::Stream;
 
 /// The longest frame either side accepts: 4 MiB.
 pub const MAX_FRAME_LEN: usize = 4 * 1024 * 1024;
+
+/// The first byte of a binary frame's body: a runner's output chunk.
+pub const KIND_OUTPUT: u8 = 0x01;
+/// The first byte of a binary frame's body: a log chunk for a UI's subscription.
+pub const KIND_LOG: u8 = 0x02;
+/// An output frame's header, its kind byte included: kind, seq (u64), stream (u8), at (u64).
+pub const OUTPUT_HEADER_LEN: usize = 1 + 8 + 1 + 8;
+/// A log frame's header, its kind byte included: kind, sub (u64), seq (u64), stream (u8), at
+/// (u64).
+pub const LOG_HEADER_LEN: usize = 1 + 8 + 8 + 1 + 8;
+
+/// Whether a body starting with `first` is binary. JSON text starts with `{` (or whitespace),
+/// never with a control character, so every byte below 0x20 but tab, newline and carriage
+/// return is free to mark a binary frame; only [`KIND_OUTPUT`] and [`KIND_LOG`] are used.
+pub fn is_binary(first: u8) -> bool {
+    first < 0x20 && !matches!(first, b'\t' | b'\n' | b'\r')
+}
 
 /// What can go wrong with a frame.
 #[derive(Debug, thiserror::Error)]
@@ -28,8 +53,8 @@ pub enum FrameError {
     /// The peer closed the connection in the middle of a frame.
     #[error("the connection closed in the middle of a frame")]
     Truncated,
-    /// The frame was read whole but is not JSON of the expected shape. The connection is still
-    /// in step.
+    /// The frame was read whole but is not a message of the expected shape. The connection is
+    /// still in step.
     #[error("a frame is not valid: {detail}")]
     Malformed { detail: String },
 }
@@ -41,6 +66,160 @@ impl FrameError {
             FrameError::Malformed { .. } => true,
             FrameError::Io(_) | FrameError::TooLarge { .. } | FrameError::Truncated => false,
         }
+    }
+}
+
+fn malformed(detail: String) -> FrameError {
+    FrameError::Malformed { detail }
+}
+
+/// A binary frame, decoded: the header's fields, and the output's bytes exactly as they were
+/// sent (any bytes at all, UTF-8 or not).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BinaryFrame {
+    /// [`KIND_OUTPUT`]: a runner's chunk, read as
+    /// [`RunnerMsg::Output`](super::runner::RunnerMsg::Output).
+    Output(OutputChunk),
+    /// [`KIND_LOG`]: a chunk of a followed log, read as
+    /// [`ServerFrame::Event`](super::ui::ServerFrame::Event) with
+    /// [`Event::Log`](super::ui::Event::Log).
+    Log { sub: u64, chunk: OutputChunk },
+}
+
+impl BinaryFrame {
+    fn name(&self) -> &'static str {
+        match self {
+            BinaryFrame::Output(_) => "output",
+            BinaryFrame::Log { .. } => "log",
+        }
+    }
+
+    /// The error for a binary frame that is not one the reader expects here.
+    pub fn unexpected(&self) -> FrameError {
+        malformed(format!(
+            "a binary {} frame came where it has no place",
+            self.name()
+        ))
+    }
+}
+
+/// The header length of a binary frame of `kind`, its kind byte included.
+fn header_len(kind: u8) -> Result<usize, FrameError> {
+    match kind {
+        KIND_OUTPUT => Ok(OUTPUT_HEADER_LEN),
+        KIND_LOG => Ok(LOG_HEADER_LEN),
+        other => Err(malformed(format!("unknown binary frame kind {other:#04x}"))),
+    }
+}
+
+/// A binary frame's header, read; the frame is whole once its data is added.
+struct Header {
+    sub: Option<u64>,
+    seq: u64,
+    stream: Stream,
+    at: Timestamp,
+}
+
+impl Header {
+    /// Reads a whole header (`header_len(header[0])` bytes).
+    fn parse(header: &[u8]) -> Result<Header, FrameError> {
+        let u64_at = |i: usize| -> u64 {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&header[i..i + 8]);
+            u64::from_be_bytes(b)
+        };
+        let (sub, rest) = match header.first() {
+            Some(&KIND_LOG) => (Some(u64_at(1)), 9),
+            _ => (None, 1),
+        };
+        let stream = Stream::from_byte(header[rest + 8]).ok_or_else(|| {
+            malformed(format!(
+                "a binary frame names stream {}, which is none of 1 (stdout), 2 (stderr), 3 (note)",
+                header[rest + 8]
+            ))
+        })?;
+        Ok(Header {
+            sub,
+            seq: u64_at(rest),
+            stream,
+            at: Timestamp::from_millis(u64_at(rest + 9)),
+        })
+    }
+
+    fn with_data(self, data: Vec<u8>) -> BinaryFrame {
+        let chunk = OutputChunk {
+            seq: self.seq,
+            stream: self.stream,
+            at: self.at,
+            data: super::LogBytes(data),
+        };
+        match self.sub {
+            Some(sub) => BinaryFrame::Log { sub, chunk },
+            None => BinaryFrame::Output(chunk),
+        }
+    }
+}
+
+/// Writes a binary frame's length prefix and header into `buf`, for a payload of `data_len`
+/// bytes that follows it.
+pub(super) fn put_header(
+    buf: &mut Vec<u8>,
+    sub: Option<u64>,
+    seq: u64,
+    stream: Stream,
+    at: Timestamp,
+    data_len: usize,
+) {
+    let header_len = if sub.is_some() {
+        LOG_HEADER_LEN
+    } else {
+        OUTPUT_HEADER_LEN
+    };
+    // A chunk is at most a few hundred KiB (the runner cuts them), far below `u32::MAX`; a frame
+    // over [`MAX_FRAME_LEN`] would be refused by the reader.
+    let len = (header_len + data_len) as u32;
+    buf.extend_from_slice(&len.to_be_bytes());
+    match sub {
+        Some(sub) => {
+            buf.push(KIND_LOG);
+            buf.extend_from_slice(&sub.to_be_bytes());
+        }
+        None => buf.push(KIND_OUTPUT),
+    }
+    buf.extend_from_slice(&seq.to_be_bytes());
+    buf.push(stream.as_byte());
+    buf.extend_from_slice(&at.as_millis().to_be_bytes());
+}
+
+/// Decodes a binary frame body held whole in memory (the reader does not need this: it reads
+/// the payload straight into the chunk's own buffer). The payload is copied.
+pub fn decode_binary(body: &[u8]) -> Result<BinaryFrame, FrameError> {
+    let kind = body
+        .first()
+        .copied()
+        .ok_or_else(|| malformed("an empty frame".into()))?;
+    let header_len = header_len(kind)?;
+    if body.len() < header_len {
+        return Err(short_header(kind, body.len(), header_len));
+    }
+    let header = Header::parse(&body[..header_len])?;
+    Ok(header.with_data(body[header_len..].to_vec()))
+}
+
+fn short_header(kind: u8, len: usize, header_len: usize) -> FrameError {
+    let name = if kind == KIND_LOG { "log" } else { "output" };
+    malformed(format!(
+        "a binary {name} frame of {len} bytes is shorter than its {header_len}-byte header"
+    ))
+}
+
+/// A message that [`FrameReader::read`] can return. Every message has a JSON form, read with
+/// serde; the two that carry output also take the binary form, by overriding
+/// [`Decode::from_binary`].
+pub trait Decode: DeserializeOwned {
+    /// The message a binary frame stands for. By default a binary frame has no place here.
+    fn from_binary(frame: BinaryFrame) -> Result<Self, FrameError> {
+        Err(frame.unexpected())
     }
 }
 
@@ -62,8 +241,15 @@ pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     Ok(buf)
 }
 
-/// Decodes a frame body read by [`FrameReader::read_raw`].
+/// Decodes a JSON frame body read by [`FrameReader::read_raw`].
 pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
+    if let Some(&first) = body.first()
+        && is_binary(first)
+    {
+        return Err(malformed(format!(
+            "a binary frame (kind {first:#04x}) came where a JSON message was expected"
+        )));
+    }
     serde_json::from_slice(body).map_err(|e| FrameError::Malformed {
         detail: e.to_string(),
     })
@@ -73,7 +259,7 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
 pub struct FrameReader<R> {
     inner: BufReader<R>,
     max: usize,
-    /// The body of the last frame, reused so a stream of frames costs no allocation each.
+    /// The body of the last JSON frame, reused so a stream of frames costs no allocation each.
     body: Vec<u8>,
 }
 
@@ -86,9 +272,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
-    /// The next frame's body, or `None` when the peer closed the connection between frames.
-    /// The body is valid until the next read.
-    pub async fn read_raw(&mut self) -> Result<Option<&[u8]>, FrameError> {
+    /// The next frame's length, or `None` when the peer closed the connection between frames.
+    async fn read_len(&mut self) -> Result<Option<usize>, FrameError> {
         let mut len_buf = [0u8; 4];
         let mut got = 0;
         while got < 4 {
@@ -106,28 +291,107 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if len > self.max {
             return Err(FrameError::TooLarge { len, max: self.max });
         }
-        self.body.clear();
-        self.body.reserve(len);
-        // Read straight into spare capacity: no zero-filling of every frame's buffer.
-        match (&mut self.inner)
-            .take(len as u64)
-            .read_to_end(&mut self.body)
-            .await
-        {
-            Ok(n) if n == len => Ok(Some(&self.body)),
-            Ok(_) => Err(FrameError::Truncated),
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(FrameError::Truncated),
-            Err(e) => Err(FrameError::Io(e)),
-        }
+        Ok(Some(len))
     }
 
-    /// The next frame decoded as `T`, or `None` at a clean end of the connection.
-    pub async fn read<T: DeserializeOwned>(&mut self) -> Result<Option<T>, FrameError> {
-        match self.read_raw().await? {
-            Some(body) => decode_body(body).map(Some),
-            None => Ok(None),
+    /// The next frame's body, or `None` when the peer closed the connection between frames.
+    /// The body is valid until the next read. A binary frame's body is returned as it is.
+    pub async fn read_raw(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        let Some(len) = self.read_len().await? else {
+            return Ok(None);
+        };
+        self.body.clear();
+        self.body.reserve(len);
+        read_into(&mut self.inner, &mut self.body, len).await?;
+        Ok(Some(&self.body))
+    }
+
+    /// The next frame decoded as `T`, JSON or binary, or `None` at a clean end of the
+    /// connection.
+    pub async fn read<T: Decode>(&mut self) -> Result<Option<T>, FrameError> {
+        let Some(len) = self.read_len().await? else {
+            return Ok(None);
+        };
+        if len > 0 {
+            let first = match self.inner.fill_buf().await?.first() {
+                Some(&b) => b,
+                None => return Err(FrameError::Truncated),
+            };
+            if is_binary(first) {
+                let frame = self.read_binary(first, len).await?;
+                return T::from_binary(frame).map(Some);
+            }
+        }
+        self.body.clear();
+        self.body.reserve(len);
+        read_into(&mut self.inner, &mut self.body, len).await?;
+        decode_body(&self.body).map(Some)
+    }
+
+    /// Reads a binary frame of `len` bytes whose first byte is `kind`: the header into a small
+    /// buffer, then the payload straight into a buffer of its own, which becomes the chunk's.
+    /// A frame with a wrong header is read to its end, so the stream stays in step.
+    async fn read_binary(&mut self, kind: u8, len: usize) -> Result<BinaryFrame, FrameError> {
+        let header_len = match header_len(kind) {
+            Ok(n) => n,
+            Err(e) => {
+                self.skip(len).await?;
+                return Err(e);
+            }
+        };
+        if len < header_len {
+            self.skip(len).await?;
+            return Err(short_header(kind, len, header_len));
+        }
+        let mut header = [0u8; LOG_HEADER_LEN];
+        match self.inner.read_exact(&mut header[..header_len]).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(FrameError::Truncated);
+            }
+            Err(e) => return Err(FrameError::Io(e)),
+        }
+        let header = match Header::parse(&header[..header_len]) {
+            Ok(h) => h,
+            Err(e) => {
+                self.skip(len - header_len).await?;
+                return Err(e);
+            }
+        };
+        let mut data = Vec::with_capacity(len - header_len);
+        read_into(&mut self.inner, &mut data, len - header_len).await?;
+        Ok(header.with_data(data))
+    }
+
+    /// Reads and drops `n` bytes.
+    async fn skip(&mut self, n: usize) -> Result<(), FrameError> {
+        let skipped = tokio::io::copy(
+            &mut (&mut self.inner).take(n as u64),
+            &mut tokio::io::sink(),
+        )
+        .await?;
+        if skipped < n as u64 {
+            return Err(FrameError::Truncated);
+        }
+        Ok(())
+    }
+}
+
+/// Appends exactly `n` bytes from `r` to `buf`, straight into its spare capacity (no
+/// zero-filling; a read of a buffer's size or more bypasses the `BufReader`'s own buffer).
+async fn read_into<R: AsyncRead + Unpin>(
+    r: &mut BufReader<R>,
+    buf: &mut Vec<u8>,
+    n: usize,
+) -> Result<(), FrameError> {
+    let end = buf.len() + n;
+    while buf.len() < end {
+        let want = (end - buf.len()) as u64;
+        if (&mut *r).take(want).read_buf(buf).await? == 0 {
+            return Err(FrameError::Truncated);
         }
     }
+    Ok(())
 }
 
 /// Writes frames to a byte stream, buffered: call [`FrameWriter::flush`] when a burst is done.
@@ -176,6 +440,20 @@ mod tests {
         n: u32,
     }
 
+    impl Decode for Ping {}
+
+    /// A reader that can take binary frames: it reads them as `RunnerMsg`.
+    fn reader_of(bytes: Vec<u8>) -> FrameReader<std::io::Cursor<Vec<u8>>> {
+        FrameReader::new(std::io::Cursor::new(bytes))
+    }
+
+    /// A frame of the given body, length prefix first.
+    fn framed(body: &[u8]) -> Vec<u8> {
+        let mut f = (body.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(body);
+        f
+    }
+
     #[tokio::test]
     async fn frames_round_trip_in_order() -> Result<(), FrameError> {
         let (a, b) = tokio::io::duplex(1024);
@@ -191,6 +469,56 @@ mod tests {
             assert_eq!(r.read::<Ping>().await?, Some(Ping { n }));
         }
         assert_eq!(r.read::<Ping>().await?, None);
+        writer
+            .await
+            .map_err(|e| FrameError::Io(io::Error::other(e)))??;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn binary_and_json_frames_mix_on_a_stream_that_delivers_a_few_bytes_at_a_time()
+    -> Result<(), FrameError> {
+        use super::super::fast::output_frame;
+        use super::super::runner::{RunnerMsg, Started};
+        let sizes = [0usize, 1, 17, 63, 64, 65, 1000, 70_000, 200_000];
+        let (a, b) = tokio::io::duplex(64);
+        let writer = tokio::spawn(async move {
+            let mut w = FrameWriter::new(a);
+            for (i, &n) in sizes.iter().enumerate() {
+                let data: Vec<u8> = (0..n).map(|j| (i + j) as u8).collect();
+                w.send_encoded(&output_frame(
+                    i as u64,
+                    Stream::Stdout,
+                    Timestamp::from_millis(i as u64),
+                    &data,
+                ))
+                .await?;
+                let started = Started {
+                    pid: i as i32,
+                    pgid: 1,
+                    start_time: 2,
+                    at: Timestamp::from_millis(3),
+                };
+                w.send(&RunnerMsg::Started(started)).await?;
+            }
+            w.flush().await
+        });
+        let mut r = FrameReader::new(b);
+        for (i, &n) in sizes.iter().enumerate() {
+            match r.read::<RunnerMsg>().await? {
+                Some(RunnerMsg::Output(c)) => {
+                    assert_eq!((c.seq, c.at.as_millis()), (i as u64, i as u64));
+                    let want: Vec<u8> = (0..n).map(|j| (i + j) as u8).collect();
+                    assert!(c.data.0 == want, "frame {i}");
+                }
+                other => panic!("{other:?}"),
+            }
+            match r.read::<RunnerMsg>().await? {
+                Some(RunnerMsg::Started(s)) => assert_eq!(s.pid, i as i32),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(r.read::<RunnerMsg>().await?.is_none());
         writer
             .await
             .map_err(|e| FrameError::Io(io::Error::other(e)))??;
@@ -234,5 +562,125 @@ mod tests {
         let mut r = FrameReader::new(b);
         assert!(matches!(r.read::<Ping>().await, Err(FrameError::Truncated)));
         Ok(())
+    }
+
+    fn output_body(stream: u8, data: &[u8]) -> Vec<u8> {
+        let mut b = vec![KIND_OUTPUT];
+        b.extend_from_slice(&7u64.to_be_bytes());
+        b.push(stream);
+        b.extend_from_slice(&42u64.to_be_bytes());
+        b.extend_from_slice(data);
+        b
+    }
+
+    async fn read_output(
+        r: &mut FrameReader<std::io::Cursor<Vec<u8>>>,
+    ) -> Result<Option<OutputChunk>, FrameError> {
+        use super::super::runner::RunnerMsg;
+        match r.read::<RunnerMsg>().await? {
+            Some(RunnerMsg::Output(c)) => Ok(Some(c)),
+            Some(other) => Err(malformed(format!("not output: {other:?}"))),
+            None => Ok(None),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_binary_output_frame_reads_field_by_field() -> Result<(), FrameError> {
+        let mut r = reader_of(framed(&output_body(2, b"\xff\x00raw")));
+        let c = read_output(&mut r).await?;
+        let c = c.ok_or_else(|| malformed("no frame".into()))?;
+        assert_eq!((c.seq, c.stream, c.at.as_millis()), (7, Stream::Stderr, 42));
+        assert_eq!(c.data.as_slice(), b"\xff\x00raw");
+        assert!(read_output(&mut r).await?.is_none());
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_short_or_wrong_binary_header_is_malformed_and_the_stream_stays_in_step()
+    -> Result<(), FrameError> {
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (
+                vec![KIND_OUTPUT, 0, 0, 0],
+                "a binary output frame of 4 bytes is shorter than its 18-byte header",
+            ),
+            (
+                vec![KIND_LOG; 25],
+                "a binary log frame of 25 bytes is shorter than its 26-byte header",
+            ),
+            (
+                output_body(9, b"data"),
+                "a binary frame names stream 9, which is none of 1 (stdout), 2 (stderr), 3 (note)",
+            ),
+            (vec![0x07, 1, 2, 3], "unknown binary frame kind 0x07"),
+        ];
+        for (body, want) in cases {
+            let mut bytes = framed(&body);
+            bytes.extend_from_slice(&framed(&output_body(1, b"next")));
+            let mut r = reader_of(bytes.clone());
+            match read_output(&mut r).await {
+                Err(e @ FrameError::Malformed { .. }) => {
+                    assert!(e.connection_usable());
+                    assert_eq!(e.to_string(), format!("a frame is not valid: {want}"));
+                }
+                other => panic!("{other:?} for {body:?}"),
+            }
+            let next = read_output(&mut r).await?.map(|c| c.data.0);
+            assert_eq!(next.as_deref(), Some(&b"next"[..]));
+            // The same body held in memory is refused with the same words.
+            let whole = decode_binary(&body).err().map(|e| e.to_string());
+            assert_eq!(whole, Some(format!("a frame is not valid: {want}")));
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_binary_frame_cut_short_is_truncated() {
+        for cut in [5, 4 + OUTPUT_HEADER_LEN - 1, 4 + OUTPUT_HEADER_LEN + 2] {
+            let mut bytes = framed(&output_body(1, b"0123456789"));
+            bytes.truncate(cut);
+            let mut r = reader_of(bytes);
+            let got = read_output(&mut r).await;
+            assert!(
+                matches!(got, Err(FrameError::Truncated)),
+                "cut {cut}: {got:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_binary_frame_where_json_is_expected_is_malformed() -> Result<(), FrameError> {
+        let mut bytes = framed(&output_body(1, b"x"));
+        bytes.extend_from_slice(&encode_frame(&Ping { n: 1 })?);
+        let mut r = reader_of(bytes);
+        let err = r.read::<Ping>().await.err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("a frame is not valid: a binary output frame came where it has no place")
+        );
+        assert_eq!(r.read::<Ping>().await?, Some(Ping { n: 1 }));
+        // Read raw, then decoded as JSON: refused in words, not as bad JSON.
+        let mut r = reader_of(framed(&output_body(1, b"x")));
+        let body = r.read_raw().await?.map(<[u8]>::to_vec).unwrap_or_default();
+        let err = decode_body::<Ping>(&body).err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "a frame is not valid: a binary frame (kind 0x01) came where a JSON message was expected"
+            )
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn an_oversized_binary_frame_is_refused_before_its_body_is_read() {
+        let data = vec![b'x'; MAX_FRAME_LEN];
+        let frame = super::super::fast::output_frame(1, Stream::Stdout, Timestamp::now(), &data);
+        let mut r = reader_of(frame);
+        let err = read_output(&mut r).await.err();
+        assert!(
+            matches!(err, Some(FrameError::TooLarge { len, max: MAX_FRAME_LEN }) if len == MAX_FRAME_LEN + OUTPUT_HEADER_LEN),
+            "{err:?}"
+        );
+        assert!(err.is_some_and(|e| !e.connection_usable()));
     }
 }

@@ -1,10 +1,13 @@
 //! The wire protocols and their one frame codec.
 //!
 //! Every socket of bosun speaks the same frames ([`frame`]): a big-endian `u32` length, then that
-//! many bytes of JSON. A connection opens with a [`Hello`] naming the protocol version and the
-//! peer's role; the daemon answers with a [`HelloReply`]. After that, a UI speaks [`ui`] and a
-//! runner speaks [`runner`]. Protocol types are kept apart from the domain types of
-//! [`crate::run`]: they are what crosses the socket, and they change only with the version.
+//! many bytes of JSON, or, for the two frames that carry a program's output, a binary header and
+//! the raw bytes ([`fast`]). A connection opens with a [`Hello`] naming the protocol version and
+//! the peer's role; the daemon answers with a [`HelloReply`]. After that, a UI speaks [`ui`] and
+//! a runner speaks [`runner`]. Protocol types are kept apart from the domain types of
+//! [`crate::run`]: they are what crosses the socket, and they change only with the version (or,
+//! readable by both versions, with a field an older peer leaves out, such as
+//! [`Welcome::binary_output`]).
 
 pub mod agents;
 pub mod board;
@@ -22,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bytes::LogBytes;
 pub use error::{ErrorCode, WireError};
-pub use frame::{FrameError, FrameReader, FrameWriter, MAX_FRAME_LEN};
+pub use frame::{Decode, FrameError, FrameReader, FrameWriter, MAX_FRAME_LEN};
 
 use crate::{RunId, RunToken};
 
@@ -47,6 +50,8 @@ pub enum Role {
     Runner { run_id: RunId, token: RunToken },
 }
 
+impl Decode for Hello {}
+
 /// The daemon's answer to a [`Hello`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -69,4 +74,33 @@ pub struct Welcome {
     pub stop: Option<runner::StopOrder>,
     /// For a runner: whether the daemon already recorded the program's start.
     pub started_recorded: bool,
+    /// For a runner: the daemon reads output frames in their binary form. A daemon from before
+    /// binary frames leaves this out, and the runner sends it JSON.
+    #[serde(default)]
+    pub binary_output: bool,
+}
+
+impl Decode for HelloReply {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_output_is_off_for_a_daemon_that_does_not_say_it() -> Result<(), serde_json::Error> {
+        // A welcome from a daemon of before binary frames: its runners must send JSON.
+        let old = r#"{"type":"welcome","protocol_version":1,"daemon_version":"0.1.0","daemon_pid":7,"acked_seq":3,"stop":null,"started_recorded":true}"#;
+        let HelloReply::Welcome(w) = serde_json::from_str(old)? else {
+            panic!("not a welcome");
+        };
+        assert!(!w.binary_output);
+        assert_eq!(w.acked_seq, 3);
+        // A new welcome names it; a runner of before binary frames ignores the field.
+        let new = serde_json::to_value(HelloReply::Welcome(Welcome {
+            binary_output: true,
+            ..w
+        }))?;
+        assert_eq!(new["binary_output"], true);
+        Ok(())
+    }
 }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::LogBytes;
+use super::frame::{BinaryFrame, Decode, FrameError};
 use crate::run::{ExitInfo, Stream};
 use crate::{RunId, RunToken, Timestamp};
 
@@ -40,6 +41,8 @@ pub struct LaunchPlan {
     #[serde(default)]
     pub notes: Vec<String>,
 }
+
+impl Decode for LaunchPlan {}
 
 /// A file the runner writes for the program, such as a per-run config.
 #[derive(Clone, Serialize, Deserialize)]
@@ -91,6 +94,17 @@ pub enum RunnerMsg {
     Exited(ExitInfo),
 }
 
+/// Output comes as a binary frame ([`super::fast::output_frame`]) or, from a runner of before
+/// binary frames, as JSON.
+impl Decode for RunnerMsg {
+    fn from_binary(frame: BinaryFrame) -> Result<Self, FrameError> {
+        match frame {
+            BinaryFrame::Output(chunk) => Ok(RunnerMsg::Output(chunk)),
+            other @ BinaryFrame::Log { .. } => Err(other.unexpected()),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Started {
     pub pid: i32,
@@ -101,7 +115,7 @@ pub struct Started {
     pub at: Timestamp,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputChunk {
     pub seq: u64,
     pub stream: Stream,
@@ -122,6 +136,8 @@ pub enum DaemonMsg {
     /// The exit is recorded; the runner may exit.
     ExitAck,
 }
+
+impl Decode for DaemonMsg {}
 
 /// Why a run is being stopped, and how hard.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,6 +13,7 @@ use super::board::{
     AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
     NoteView, SetColumnParams,
 };
+use super::frame::{BinaryFrame, Decode, FrameError};
 use super::lead::{ChatView, MessageView, PendingView};
 use super::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportScan,
@@ -30,6 +31,8 @@ pub enum ClientFrame {
     Request { id: u64, body: Request },
 }
 
+impl Decode for ClientFrame {}
+
 /// A frame from the daemon to a UI.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -44,7 +47,25 @@ pub enum ServerFrame {
     Error(WireError),
 }
 
-/// A frame on its way to a UI: typed, or already encoded by [`super::fast`] (log chunks).
+/// A log event comes as a binary frame ([`super::fast::log_event_frame`]) or, from a daemon of
+/// before binary frames, as JSON; everything else as JSON.
+impl Decode for ServerFrame {
+    fn from_binary(frame: BinaryFrame) -> Result<Self, FrameError> {
+        match frame {
+            BinaryFrame::Log { sub, chunk } => Ok(ServerFrame::Event(Event::Log {
+                sub,
+                seq: chunk.seq,
+                stream: chunk.stream,
+                at: chunk.at,
+                data: chunk.data,
+            })),
+            other @ BinaryFrame::Output(_) => Err(other.unexpected()),
+        }
+    }
+}
+
+/// A frame on its way to a UI: typed, or already encoded by [`super::fast`] (log chunks, in their
+/// binary form).
 #[derive(Debug)]
 pub enum Outbound {
     Frame(ServerFrame),
@@ -336,6 +357,13 @@ pub enum Event {
         sub: u64,
         last_seq: u64,
         run: Box<RunView>,
+    },
+    /// The subscription broke off after `last_seq` because the log could not be read on (a
+    /// damaged or deleted log file); `message` says why in plain words.
+    LogFailed {
+        sub: u64,
+        last_seq: u64,
+        message: String,
     },
     /// A run changed state.
     RunChanged { run: Box<RunView> },

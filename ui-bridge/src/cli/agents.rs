@@ -479,7 +479,7 @@ async fn start(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         timestamps: false,
         json: a.json,
     };
-    let end = print_log(&mut client, &run.id.to_string(), opts).await?;
+    let end = print_log(dirs, &mut client, &run.id.to_string(), opts).await?;
     if !a.json {
         for p in output::server_problems(&end) {
             eprintln!("bosun: {p}");

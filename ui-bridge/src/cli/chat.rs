@@ -258,9 +258,13 @@ async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> 
                 }
             }
             Event::LogEnd { sub: s, .. } if s == sub => return Ok(()),
+            Event::LogFailed {
+                sub: s, message, ..
+            } if s == sub => anyhow::bail!(message),
             Event::Log { .. }
             | Event::LogLagged { .. }
             | Event::LogEnd { .. }
+            | Event::LogFailed { .. }
             | Event::RunChanged { .. }
             | Event::PendingChanged { .. }
             | Event::ChatMessage { .. } => {}

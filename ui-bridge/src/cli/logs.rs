@@ -2,11 +2,13 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::ui::{Event, FollowParams, Request, Response, RunView};
 use bosun_shared::run::Stream;
+use bosun_ui::ClientError;
 use clap::Args;
 
 use super::{connect, output};
@@ -49,7 +51,7 @@ pub async fn logs(dirs: &StateDir, a: LogsArgs) -> anyhow::Result<ExitCode> {
         timestamps: a.timestamps,
         json: a.json,
     };
-    print_log(&mut client, &a.run, opts).await?;
+    print_log(dirs, &mut client, &a.run, opts).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -61,82 +63,156 @@ pub struct FollowOptions {
     pub json: bool,
 }
 
+/// How long a follower keeps trying to get bosund back after the connection broke.
+const RECONNECT_FOR: Duration = Duration::from_secs(60);
+
 /// Prints a run's log to stdout until the subscription ends, and returns the run as it is then.
 /// Ctrl-C stops following (the run goes on).
+///
+/// When the connection to bosund breaks (the daemon crashed or was killed), the follower starts
+/// it again, says so on stderr in one line, and follows on from the chunk after the last one it
+/// printed: no chunk twice, none missing.
 pub async fn print_log(
+    dirs: &StateDir,
     client: &mut bosun_ui::Client,
     run: &str,
     opts: FollowOptions,
 ) -> anyhow::Result<RunView> {
-    let request = Request::FollowLog(FollowParams {
-        run: run.to_string(),
-        from_seq: opts.from_seq,
-        follow: opts.follow,
-        stream: opts.stream,
-    });
-    let Response::Following { sub, run: mut view } = client.request(request).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let mut run = run.to_string();
+    let mut view = None;
+    // The next seq this follower is to print: every seq before it was printed or is not wanted.
+    let mut next = opts.from_seq.max(1);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout.lock());
     let mut at_line_start = true;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
-        let event = tokio::select! {
-            e = client.next_event() => e?,
-            _ = interrupt.recv() => {
-                out.flush()?;
-                if output::stderr_is_terminal() {
-                    eprintln!("\nbosun: stopped following; run {} goes on (`bosun stop {}` ends it)", view.short_id, view.short_id);
-                }
-                return Ok(*view);
+        let request = Request::FollowLog(FollowParams {
+            run: run.clone(),
+            from_seq: next,
+            follow: opts.follow,
+            stream: opts.stream,
+        });
+        let sub = match client.request(request).await {
+            Ok(Response::Following { sub, run: v }) => {
+                // Follow on by the full id: a prefix could match another run later.
+                run = v.id.to_string();
+                view = Some(v);
+                sub
             }
+            Ok(_) => anyhow::bail!("bosund answered something unexpected"),
+            Err(ClientError::Connection(_)) if view.is_some() => {
+                out.flush()?;
+                *client = reconnect(dirs, &run, next).await?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
         };
-        let Some(event) = event else {
-            out.flush()?;
-            anyhow::bail!("bosund closed the connection before the log ended");
-        };
-        match event {
-            Event::Log {
-                sub: s,
-                seq,
-                stream,
-                at,
-                data,
-            } if s == sub => {
-                if opts.json {
-                    let line =
-                        serde_json::json!({ "seq": seq, "stream": stream, "at": at, "data": data });
-                    serde_json::to_writer(&mut out, &line)?;
-                    out.write_all(b"\n")?;
-                } else if stream == Stream::Note {
-                    // bosun's own lines about the run go with its other messages, on stderr.
+        loop {
+            let event = tokio::select! {
+                e = client.next_event() => e,
+                _ = interrupt.recv() => {
                     out.flush()?;
-                    for line in String::from_utf8_lossy(data.as_slice()).lines() {
-                        eprintln!("bosun: {line}");
+                    if let Some(v) = &view && output::stderr_is_terminal() {
+                        eprintln!("\nbosun: stopped following; run {} goes on (`bosun stop {}` ends it)", v.short_id, v.short_id);
                     }
-                } else if opts.timestamps {
-                    write_with_times(&mut out, data.as_slice(), at, &mut at_line_start)?;
-                } else {
-                    out.write_all(data.as_slice())?;
+                    return view.map(|v| *v).ok_or_else(|| anyhow::anyhow!("stopped"));
                 }
+            };
+            let event = match event {
+                Ok(Some(event)) => event,
+                Ok(None) | Err(ClientError::Connection(_)) => {
+                    // bosund went away mid-log.
+                    out.flush()?;
+                    *client = reconnect(dirs, &run, next).await?;
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            match event {
+                Event::Log {
+                    sub: s,
+                    seq,
+                    stream,
+                    at,
+                    data,
+                } if s == sub => {
+                    if seq < next {
+                        // Already printed (cannot happen with a daemon that keeps its promise;
+                        // a duplicate is never printed twice all the same).
+                        continue;
+                    }
+                    if seq > next && opts.stream.is_none() {
+                        out.flush()?;
+                        anyhow::bail!(
+                            "the log of run {run} skipped from chunk {next} to {seq}; this is a bug of bosund, please report it (`bosun logs {run} --from {next}` reads the stored log)"
+                        );
+                    }
+                    next = seq + 1;
+                    if opts.json {
+                        let line = serde_json::json!({ "seq": seq, "stream": stream, "at": at, "data": data });
+                        serde_json::to_writer(&mut out, &line)?;
+                        out.write_all(b"\n")?;
+                    } else if stream == Stream::Note {
+                        // bosun's own lines about the run go with its other messages, on stderr.
+                        out.flush()?;
+                        for line in String::from_utf8_lossy(data.as_slice()).lines() {
+                            eprintln!("bosun: {line}");
+                        }
+                    } else if opts.timestamps {
+                        write_with_times(&mut out, data.as_slice(), at, &mut at_line_start)?;
+                    } else {
+                        out.write_all(data.as_slice())?;
+                    }
+                }
+                Event::LogLagged { sub: s, .. } if s == sub => {}
+                Event::LogEnd { sub: s, run, .. } if s == sub => {
+                    out.flush()?;
+                    return Ok(*run);
+                }
+                Event::LogFailed {
+                    sub: s, message, ..
+                } if s == sub => {
+                    out.flush()?;
+                    anyhow::bail!(message);
+                }
+                Event::Log { .. }
+                | Event::LogLagged { .. }
+                | Event::LogEnd { .. }
+                | Event::LogFailed { .. }
+                | Event::RunChanged { .. }
+                | Event::PendingChanged { .. }
+                | Event::ChatMessage { .. } => {}
             }
-            Event::LogLagged { sub: s, .. } if s == sub => {}
-            Event::LogEnd { sub: s, run, .. } if s == sub => {
+            // Flush whenever nothing else has arrived yet, so a live log shows at once.
+            if !client.has_buffered() {
                 out.flush()?;
-                view = run;
-                return Ok(*view);
             }
-            Event::Log { .. }
-            | Event::LogLagged { .. }
-            | Event::LogEnd { .. }
-            | Event::RunChanged { .. }
-            | Event::PendingChanged { .. }
-            | Event::ChatMessage { .. } => {}
         }
-        // Flush whenever nothing else has arrived yet, so a live log shows at once.
-        if !client.has_buffered() {
-            out.flush()?;
+    }
+}
+
+/// Gets bosund back after the connection broke (starting it when it is not running) and says
+/// so on stderr, once.
+async fn reconnect(dirs: &StateDir, run: &str, next: u64) -> anyhow::Result<bosun_ui::Client> {
+    let started = Instant::now();
+    let mut delay = Duration::from_millis(50);
+    loop {
+        match bosun_ui::Client::connect(dirs, true).await {
+            Ok(client) => {
+                eprintln!("bosun: bosund restarted; following run {run} on from chunk {next}");
+                return Ok(client);
+            }
+            Err(_) if started.elapsed() < RECONNECT_FOR => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(1));
+            }
+            Err(e) => {
+                anyhow::bail!(
+                    "lost bosund while following run {run}, and could not get it back within {}s: {e}",
+                    RECONNECT_FOR.as_secs()
+                )
+            }
         }
     }
 }

@@ -123,7 +123,7 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         timestamps: false,
         json: a.json,
     };
-    let end = print_log(&mut client, &run.id.to_string(), opts).await?;
+    let end = print_log(dirs, &mut client, &run.id.to_string(), opts).await?;
     Ok(output::exit_code_of(&end))
 }
 
@@ -194,7 +194,7 @@ pub async fn stop(dirs: &StateDir, a: StopArgs) -> anyhow::Result<ExitCode> {
             timestamps: false,
             json: false,
         };
-        *run = print_log(&mut client, &run.id.to_string(), opts).await?;
+        *run = print_log(dirs, &mut client, &run.id.to_string(), opts).await?;
     }
     if a.json {
         output::print_json(&run)?;

@@ -21,7 +21,7 @@ use crate::store::logfile::LogFile;
 fn chunk(seq: u64, len: usize) -> LogChunk {
     LogChunk {
         seq,
-        stream: if seq % 3 == 0 {
+        stream: if seq.is_multiple_of(3) {
             Stream::Stderr
         } else {
             Stream::Stdout
@@ -91,8 +91,11 @@ impl Reader {
             .f
             .accept(chunks)
             .map_err(|seq| format!("the source skipped {seq}"))?;
-        self.sent
-            .extend(taken.iter().map(|c| std::borrow::Borrow::<LogChunk>::borrow(c).seq));
+        self.sent.extend(
+            taken
+                .iter()
+                .map(|c| std::borrow::Borrow::<LogChunk>::borrow(c).seq),
+        );
         Ok(())
     }
 
