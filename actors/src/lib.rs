@@ -24,6 +24,23 @@ pub mod runs;
 pub mod store;
 pub mod supervision;
 
+use store::Record;
+
+/// Every table of the store, each owned by its domain's record (and the store's own `meta`,
+/// which also holds the board's settings). `Store::open` creates them all.
+pub const TABLES: &[&str] = &[
+    store::RunRecord::TABLE,
+    mcp::record::ServerRecord::TABLE,
+    agents::record::AgentRecord::TABLE,
+    auth::record::SignInRecord::TABLE,
+    board::record::ColumnRecord::TABLE,
+    board::record::CardRecord::TABLE,
+    board::record::NoteRecord::TABLE,
+    lead::record::ChatRecord::TABLE,
+    lead::record::MessageRecord::TABLE,
+    lead::record::PendingRecord::TABLE,
+];
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

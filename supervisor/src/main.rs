@@ -129,7 +129,7 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
 async fn open_store(dirs: &StateDir) -> anyhow::Result<Store> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        match Store::open(&dirs.db(), &dirs.runs()) {
+        match Store::open(&dirs.db(), &dirs.runs(), bosun_actors::TABLES) {
             Ok(s) => return Ok(s),
             Err(StoreError::AlreadyOpen) => {
                 let pid: Option<i32> = fs::read_to_string(dirs.pid_file())

@@ -8,7 +8,7 @@ use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::{AgentId, RunId, ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::store::StoreError;
+use crate::store::{Record, Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentRecord {
@@ -136,15 +136,42 @@ pub struct LastRun {
     pub tools_seen: Vec<String>,
 }
 
+impl Record for AgentRecord {
+    const TABLE: &'static str = "agents";
+    const WHAT: &'static str = "agent";
+    type Key = AgentId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+impl Store {
+    /// Every agent, in name order.
+    pub fn agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
+        let mut out = self.all::<AgentRecord>()?;
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// The agent with this name, or whose id starts with this (when only one does).
+    pub fn find_agent(&self, name_or_id: &str) -> Result<Option<AgentRecord>, StoreError> {
+        let agents = self.agents()?;
+        if let Some(a) = agents.iter().find(|a| a.name == name_or_id) {
+            return Ok(Some(a.clone()));
+        }
+        let lower = name_or_id.to_ascii_lowercase();
+        let mut by_id = agents
+            .into_iter()
+            .filter(|a| a.id.to_string().starts_with(&lower));
+        match (by_id.next(), by_id.next()) {
+            (Some(a), None) if lower.len() >= 4 => Ok(Some(a)),
+            (Some(_), _) | (None, _) => Ok(None),
+        }
+    }
+}
+
 impl AgentRecord {
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
-        serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("agent record: {e}")))
-    }
-
     /// Whether anything from outside (an outside MCP server, the web, the browser) is on: then
     /// its runs are told that what those return is data, never instructions.
     pub fn has_outside_sources(&self) -> bool {

@@ -554,7 +554,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, WireError
         .map(|n| agent_env_key(rec.id, n))
         .collect();
     save_values(&ctx.keychain, rec.id, p.secret_env).await?;
-    if let Err(e) = ctx.writer.put_agent(&rec).await {
+    if let Err(e) = ctx.writer.put(&rec).await {
         let _ = delete_values(&ctx.keychain, keys).await;
         return Err(store_error(e));
     }
@@ -656,7 +656,7 @@ async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, Wire
     check_name_free(ctx, &rec.name, Some(rec.id)).await?;
     rec.updated_at = Timestamp::now();
     save_values(&ctx.keychain, rec.id, p.set_secret_env).await?;
-    ctx.writer.put_agent(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await.map_err(store_error)?;
     if let Err(e) = delete_values(&ctx.keychain, stale).await {
         warn!(agent = %rec.name, error = %e, "could not delete the values of removed lines");
     }
@@ -822,7 +822,7 @@ async fn set(
     rec.switches = switches;
     check_record(&rec)?;
     rec.updated_at = Timestamp::now();
-    ctx.writer.put_agent(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await.map_err(store_error)?;
     info!(agent = %rec.name, "agent switches changed");
     view(ctx, rec).await
 }
@@ -839,7 +839,10 @@ async fn remove(ctx: &AgentsContext, agent: &str) -> Result<AgentView, WireError
     delete_values(&ctx.keychain, keys)
         .await
         .map_err(|e| WireError::new(e.code, format!("{}; nothing was removed", e.message)))?;
-    ctx.writer.delete_agent(rec.id).await.map_err(store_error)?;
+    ctx.writer
+        .delete::<AgentRecord>(&rec.id)
+        .await
+        .map_err(store_error)?;
     info!(agent = %rec.name, "agent removed");
     Ok(shown)
 }
@@ -858,5 +861,5 @@ async fn keep_last_run(
         return Ok(());
     };
     change(rec.last_run.get_or_insert_with(LastRun::default));
-    ctx.writer.put_agent(&rec).await
+    ctx.writer.put(&rec).await
 }

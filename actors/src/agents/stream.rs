@@ -16,9 +16,10 @@
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::full_tool_name;
 use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView};
-use bosun_shared::{AgentId, AnswerId, CardId, ChatId};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// The agent part of a run's record; stored with it (see `store::run`).
+pub use crate::store::{AgentRun, CliResult, ToolCall};
 
 /// The longest line parsed; a longer one (a huge tool result) is skipped.
 const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -26,46 +27,6 @@ const MAX_LINE: usize = 4 * 1024 * 1024;
 const MAX_CALLS: usize = 500;
 /// How much of a text (a result, an error) is kept.
 const MAX_TEXT: usize = 600;
-
-/// What bosun knows about an agent's run, kept on the run's record.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct AgentRun {
-    pub agent: Option<AgentId>,
-    pub agent_name: String,
-    pub cli: Option<CliKind>,
-    /// Each MCP server of the agent's and its state in this run: `given` until the CLI says
-    /// more (connected, failed, needs-auth), or `left out: why`.
-    pub servers: Vec<(String, String)>,
-    /// The servers given whose sign-in Claude Code holds itself, not bosun.
-    #[serde(default)]
-    pub claude_signs_in: Vec<String>,
-    /// The card (and its move) the board started this run for.
-    #[serde(default)]
-    pub card: Option<(CardId, u64)>,
-    /// The chat and the answer of the lead this run is.
-    #[serde(default)]
-    pub answer: Option<(ChatId, AnswerId)>,
-    /// The tools the CLI reported it had (Claude Code's init line).
-    pub tools: Vec<String>,
-    pub calls: Vec<ToolCall>,
-    pub session: Option<String>,
-    pub model: Option<String>,
-    pub result: Option<CliResult>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: Option<String>,
-    /// The tool's name as bosun writes it (`mcp__<server>__<tool>` for an MCP tool).
-    pub name: String,
-    /// `None` while it runs.
-    pub ok: Option<bool>,
-    pub error: Option<String>,
-    /// A digest of its arguments (Claude Code's `tool_use` input), to match the call when it
-    /// reaches bosun's own MCP server.
-    #[serde(default)]
-    pub input: Option<String>,
-}
 
 /// A short digest of a tool call's arguments, the same whatever order their keys come in.
 pub fn input_digest(v: &Value) -> String {
@@ -91,14 +52,6 @@ pub fn input_digest(v: &Value) -> String {
         .take(12)
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CliResult {
-    pub is_error: bool,
-    /// Claude Code's `terminal_reason`, Gemini's `status`, Codex's turn end.
-    pub reason: Option<String>,
-    pub text: Option<String>,
 }
 
 /// How much a line changed the run: something worth saving at once (the init line, the

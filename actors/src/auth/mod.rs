@@ -31,6 +31,7 @@ use crate::offload::{blocking, store_error};
 use crate::store::Store;
 use crate::store::writer::StoreWriter;
 use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
+use record::SignInRecord;
 use refresher::{RefresherArgs, RefresherMsg, TokenRefresher};
 
 /// The refreshers that are running, for callers to ask directly (asking Auth would make every
@@ -141,7 +142,7 @@ impl Actor for Auth {
     ) -> Result<(), ActorProcessingErr> {
         let store = state.ctx.store.clone();
         let (sign_ins, servers) = tokio::task::spawn_blocking(move || {
-            Ok::<_, crate::store::StoreError>((store.sign_ins()?, store.servers()?))
+            Ok::<_, crate::store::StoreError>((store.all::<SignInRecord>()?, store.servers()?))
         })
         .await??;
         for s in sign_ins {
@@ -256,7 +257,7 @@ impl AuthState {
         let store = self.ctx.store.clone();
         let (sign_in, rec) = tokio::task::spawn_blocking(move || {
             Ok::<_, crate::store::StoreError>((
-                store.sign_in(server)?,
+                store.get::<SignInRecord>(&server)?,
                 store.find_server(&server.to_string())?,
             ))
         })
@@ -323,7 +324,7 @@ pub async fn access(
         return answer.map(Access::Token);
     }
     let store = ctx.store.clone();
-    let rec = blocking(move || store.sign_in(server))
+    let rec = blocking(move || store.get::<SignInRecord>(&server))
         .await?
         .map_err(store_error)?;
     match rec {

@@ -7,7 +7,7 @@ use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::oauth::ClientAuth;
-use crate::store::StoreError;
+use crate::store::Record;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignInRecord {
@@ -42,16 +42,17 @@ pub struct SignInRecord {
     pub step_ups: u32,
 }
 
+impl Record for SignInRecord {
+    const TABLE: &'static str = "oauth";
+    const WHAT: &'static str = "sign-in";
+    type Key = ServerId;
+
+    fn key(&self) -> String {
+        self.server.to_string()
+    }
+}
+
 impl SignInRecord {
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
-        serde_json::from_slice(bytes)
-            .map_err(|e| StoreError::Corrupt(format!("sign-in record: {e}")))
-    }
-
     /// Whether the tokens are usable (not waiting for the person to sign in again).
     pub fn is_signed_in(&self) -> bool {
         self.needs_sign_in.is_none()

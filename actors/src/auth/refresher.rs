@@ -154,7 +154,7 @@ impl Actor for TokenRefresher {
             RefresherMsg::WantScope { scope, reply } => {
                 if let Some(mut rec) = state.rec.clone() {
                     rec.wanted_scope = Some(scope);
-                    match state.ctx.writer.put_sign_in(&rec).await {
+                    match state.ctx.writer.put(&rec).await {
                         Ok(()) => state.rec = Some(rec),
                         Err(e) => {
                             warn!(server = %state.name, error = %e, "could not keep the wider scope asked for")
@@ -183,7 +183,7 @@ fn needs_sign_in(name: &str, why: &str) -> WireError {
 impl RefresherState {
     async fn reload(&mut self) -> Result<(), WireError> {
         let (store, server) = (self.ctx.store.clone(), self.server);
-        self.rec = blocking(move || store.sign_in(server))
+        self.rec = blocking(move || store.get::<SignInRecord>(&server))
             .await?
             .map_err(store_error)?;
         let keychain = self.ctx.keychain.clone();
@@ -316,11 +316,7 @@ impl RefresherState {
         let identity = self.identity(&rec).await?;
         // 1. The marker, durably, before the request.
         rec.refresh_started = Some(Timestamp::now());
-        self.ctx
-            .writer
-            .put_sign_in(&rec)
-            .await
-            .map_err(store_error)?;
+        self.ctx.writer.put(&rec).await.map_err(store_error)?;
         self.rec = Some(rec.clone());
         crate::crash::point("refresh-before-request");
         // 2. The request.
@@ -356,11 +352,7 @@ impl RefresherState {
                 }
                 rec.refreshed_at = Some(Timestamp::now());
                 rec.refresh_started = None;
-                self.ctx
-                    .writer
-                    .put_sign_in(&rec)
-                    .await
-                    .map_err(store_error)?;
+                self.ctx.writer.put(&rec).await.map_err(store_error)?;
                 crate::crash::point("refresh-after-save");
                 self.rec = Some(rec);
                 self.access = Some(tokens.access.clone());
@@ -377,11 +369,7 @@ impl RefresherState {
                     .map_err(keychain_error)?;
                 if stored.as_deref().is_some_and(|s| s != refresh) {
                     rec.refresh_started = None;
-                    self.ctx
-                        .writer
-                        .put_sign_in(&rec)
-                        .await
-                        .map_err(store_error)?;
+                    self.ctx.writer.put(&rec).await.map_err(store_error)?;
                     self.reload().await?;
                     return Box::pin(self.refresh(false)).await;
                 }
@@ -398,11 +386,7 @@ impl RefresherState {
                 // the server may have seen it (cleared only when it surely did not).
                 if matches!(e, oauth::OAuthError::Unreachable { .. }) && !cut_off {
                     rec.refresh_started = None;
-                    self.ctx
-                        .writer
-                        .put_sign_in(&rec)
-                        .await
-                        .map_err(store_error)?;
+                    self.ctx.writer.put(&rec).await.map_err(store_error)?;
                     self.rec = Some(rec);
                 }
                 Err(WireError::new(
@@ -425,11 +409,7 @@ impl RefresherState {
             .map_err(keychain_error)?;
         rec.needs_sign_in = Some(why.to_string());
         rec.refresh_started = None;
-        self.ctx
-            .writer
-            .put_sign_in(&rec)
-            .await
-            .map_err(store_error)?;
+        self.ctx.writer.put(&rec).await.map_err(store_error)?;
         warn!(server = %self.name, %why, "the sign-in is no longer usable");
         self.rec = Some(rec);
         self.access = None;
@@ -471,5 +451,8 @@ pub async fn forget(ctx: &AuthContext, server: ServerId) -> Result<(), WireError
     blocking(move || keychain.delete_many(&keys))
         .await?
         .map_err(keychain_error)?;
-    ctx.writer.delete_sign_in(server).await.map_err(store_error)
+    ctx.writer
+        .delete::<SignInRecord>(&server)
+        .await
+        .map_err(store_error)
 }

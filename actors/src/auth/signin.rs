@@ -146,7 +146,7 @@ pub async fn start(
         )));
     }
     let (store, server) = (ctx.store.clone(), rec.id);
-    let existing = blocking(move || store.sign_in(server))
+    let existing = blocking(move || store.get::<SignInRecord>(&server))
         .await?
         .map_err(store_error)?;
     let step_up = existing.as_ref().and_then(|e| e.wanted_scope.clone());
@@ -415,7 +415,7 @@ impl Finish {
             wanted_scope: None,
             step_ups: self.step_ups,
         };
-        if let Err(e) = self.ctx.writer.put_sign_in(&rec).await {
+        if let Err(e) = self.ctx.writer.put(&rec).await {
             let keychain = self.ctx.keychain.clone();
             let _ = blocking(move || keychain.delete_many(&keys)).await;
             return Err(store_error(e));

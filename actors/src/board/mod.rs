@@ -30,7 +30,7 @@ use crate::handle::ActorHandle;
 use crate::offload::{blocking, store_error};
 use crate::runs::RunsMsg;
 use crate::store::Store;
-use crate::store::writer::StoreWriter;
+use crate::store::writer::{Change, StoreWriter};
 use record::{BoardChange, BoardMeta, CardRecord, CardRun, ColumnRecord, Hold, NoteRecord};
 
 /// How often the automation looks for work and for runs that ended.
@@ -183,7 +183,9 @@ impl Actor for Board {
                 let mut changes: Vec<BoardChange> =
                     columns.iter().cloned().map(BoardChange::Column).collect();
                 changes.push(BoardChange::Meta(meta.clone()));
-                ctx.writer.board(changes).await?;
+                ctx.writer
+                    .commit(changes.into_iter().map(Change::from).collect())
+                    .await?;
                 meta
             }
         };
@@ -474,7 +476,11 @@ impl BoardState {
     }
 
     async fn save(&self, changes: Vec<BoardChange>) -> Result<(), WireError> {
-        self.ctx.writer.board(changes).await.map_err(store_error)
+        self.ctx
+            .writer
+            .commit(changes.into_iter().map(Change::from).collect())
+            .await
+            .map_err(store_error)
     }
 
     async fn request(&mut self, req: BoardRequest) -> Result<Response, WireError> {
@@ -501,7 +507,7 @@ impl BoardState {
             }
             BoardRequest::Notes => {
                 let store = self.ctx.store.clone();
-                let notes = blocking(move || store.notes())
+                let notes = blocking(move || store.all::<NoteRecord>())
                     .await?
                     .map_err(store_error)?;
                 Ok(Response::Notes {
@@ -610,7 +616,7 @@ impl BoardState {
 
     async fn note(&self, path: &str) -> Result<Option<NoteRecord>, WireError> {
         let (store, path) = (self.ctx.store.clone(), path.to_string());
-        blocking(move || store.note(&path))
+        blocking(move || store.get::<NoteRecord>(&path))
             .await?
             .map_err(store_error)
     }

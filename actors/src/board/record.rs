@@ -1,24 +1,16 @@
-//! The board as stored: columns, cards (with the moves that decide when a card's run starts),
-//! the board's settings, and memory notes with their versions.
+//! The board as stored: columns (`columns[column id]`), cards (`cards[card id]`, with the moves
+//! that decide when a card's run starts), the board's settings (`meta["board"]`), and memory
+//! notes with their versions (`notes[path]`); and [`BoardChange`], the board's one batch write.
 
 use bosun_shared::protocol::board::{ActivityView, ColumnView, HoldView, NoteView};
 use bosun_shared::{AgentId, CardId, ColumnId, RunId, Timestamp};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::lead::record::{ChatRecord, MessageRecord, PendingRecord};
-use crate::store::StoreError;
+use crate::store::writer::Change;
+use crate::store::{META, Record, Store, StoreError};
 
 /// The most activity lines a card keeps (the oldest go first).
 pub const MAX_ACTIVITY: usize = 200;
-
-pub(crate) fn encode<T: Serialize>(rec: &T) -> Vec<u8> {
-    serde_json::to_vec(rec).unwrap_or_default()
-}
-
-pub(crate) fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("{what} record: {e}")))
-}
 
 /// The board's settings; stored under the key `board`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +25,22 @@ impl Default for BoardMeta {
     }
 }
 
+/// The board's settings are the one record of the store's own `meta` table: its key is always
+/// [`BoardMeta::KEY`].
+impl Record for BoardMeta {
+    const TABLE: &'static str = META;
+    const WHAT: &'static str = "board";
+    type Key = str;
+
+    fn key(&self) -> String {
+        Self::KEY.to_string()
+    }
+}
+
+impl BoardMeta {
+    pub const KEY: &'static str = "board";
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ColumnRecord {
     pub id: ColumnId,
@@ -40,6 +48,16 @@ pub struct ColumnRecord {
     pub auto: bool,
     pub position: u32,
     pub created_at: Timestamp,
+}
+
+impl Record for ColumnRecord {
+    const TABLE: &'static str = "columns";
+    const WHAT: &'static str = "column";
+    type Key = ColumnId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
 }
 
 impl ColumnRecord {
@@ -127,6 +145,16 @@ pub struct CardRun {
     pub ended: bool,
 }
 
+impl Record for CardRecord {
+    const TABLE: &'static str = "cards";
+    const WHAT: &'static str = "card";
+    type Key = CardId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
 impl CardRecord {
     pub fn log(&mut self, what: impl Into<String>) {
         let now = Timestamp::now();
@@ -165,6 +193,16 @@ pub struct NoteRecord {
     pub updated_at: Timestamp,
 }
 
+impl Record for NoteRecord {
+    const TABLE: &'static str = "notes";
+    const WHAT: &'static str = "note";
+    type Key = str;
+
+    fn key(&self) -> String {
+        self.path.clone()
+    }
+}
+
 impl NoteRecord {
     pub fn view(&self) -> NoteView {
         NoteView {
@@ -176,8 +214,8 @@ impl NoteRecord {
     }
 }
 
-/// One change to the tables of the board, the notes, the chats and the pending actions; the
-/// changes of one step are committed together.
+/// One change to the tables of the board and the notes; the changes of one step are committed
+/// together.
 #[derive(Clone, Debug)]
 pub enum BoardChange {
     Meta(BoardMeta),
@@ -185,7 +223,32 @@ pub enum BoardChange {
     Card(Box<CardRecord>),
     Note(NoteRecord),
     DeleteNote(String),
-    Chat(Box<ChatRecord>),
-    Message(Box<MessageRecord>),
-    Pending(Box<PendingRecord>),
+}
+
+impl From<BoardChange> for Change {
+    fn from(change: BoardChange) -> Self {
+        match change {
+            BoardChange::Meta(m) => Change::put(&m),
+            BoardChange::Column(c) => Change::put(&c),
+            BoardChange::Card(c) => Change::put(c.as_ref()),
+            BoardChange::Note(n) => Change::put(&n),
+            BoardChange::DeleteNote(path) => Change::delete::<NoteRecord>(&path),
+        }
+    }
+}
+
+/// The board as stored: its settings (none before its first start), columns and cards.
+pub type StoredBoard = (Option<BoardMeta>, Vec<ColumnRecord>, Vec<CardRecord>);
+
+impl Store {
+    /// The board: its settings (none before the first start), columns and cards, as of one
+    /// moment.
+    pub fn board(&self) -> Result<StoredBoard, StoreError> {
+        let read = self.read()?;
+        Ok((
+            read.get::<BoardMeta>(BoardMeta::KEY)?,
+            read.all::<ColumnRecord>()?,
+            read.all::<CardRecord>()?,
+        ))
+    }
 }

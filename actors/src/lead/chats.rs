@@ -21,17 +21,16 @@ use tracing::{error, info, warn};
 
 use super::answers::Answers;
 use super::record::{
-    AnswerRecord, ChatRecord, MessageKind, MessageRecord, PendingRecord, PendingState,
+    AnswerRecord, ChatChange, ChatRecord, MessageKind, MessageRecord, PendingRecord, PendingState,
 };
 use super::tools::{self, LeadTool, ToolCtx};
 use crate::agents::launch::{self, ChatLaunch};
 use crate::agents::stream::input_digest;
-use crate::board::record::BoardChange;
 use crate::events::{EventsHandle, EventsMsg};
 use crate::offload::{blocking, store_error};
 use crate::prefix::by_prefix;
 use crate::store::Store;
-use crate::store::writer::StoreWriter;
+use crate::store::writer::{Change, StoreWriter};
 use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
 
 /// How often answers are looked at for their end.
@@ -597,25 +596,24 @@ pub fn kept_words(tool: LeadTool, cause: &str) -> String {
 impl ChatsState {
     /// Commits the changes together, then tells every attached UI of the messages and the
     /// pending actions among them.
-    async fn save(&self, changes: Vec<BoardChange>) -> Result<(), WireError> {
+    async fn save(&self, changes: Vec<ChatChange>) -> Result<(), WireError> {
         let mut told = Vec::new();
         let mut actions = Vec::new();
         for c in &changes {
             match c {
-                BoardChange::Message(m) => told.push(Event::ChatMessage {
+                ChatChange::Message(m) => told.push(Event::ChatMessage {
                     chat: m.chat,
                     message: m.view(),
                 }),
-                BoardChange::Pending(p) => actions.push(p.as_ref().clone()),
-                BoardChange::Meta(_)
-                | BoardChange::Column(_)
-                | BoardChange::Card(_)
-                | BoardChange::Note(_)
-                | BoardChange::DeleteNote(_)
-                | BoardChange::Chat(_) => {}
+                ChatChange::Pending(p) => actions.push(p.as_ref().clone()),
+                ChatChange::Chat(_) => {}
             }
         }
-        self.ctx.writer.board(changes).await.map_err(store_error)?;
+        self.ctx
+            .writer
+            .commit(changes.iter().map(Change::from).collect())
+            .await
+            .map_err(store_error)?;
         for p in actions {
             for view in self.views_of(&[p]).await {
                 self.ctx
@@ -787,7 +785,7 @@ impl ChatsState {
             files: Vec::new(),
             next_action: 1,
         };
-        self.save(vec![BoardChange::Chat(Box::new(chat.clone()))])
+        self.save(vec![ChatChange::Chat(Box::new(chat.clone()))])
             .await?;
         let id = chat.id;
         self.chats.insert(id, chat);
@@ -852,8 +850,8 @@ impl ChatsState {
         chat.untold.clear();
         chat.answering = Some(answer.clone());
         self.save(vec![
-            BoardChange::Message(Box::new(person)),
-            BoardChange::Chat(Box::new(chat.clone())),
+            ChatChange::Message(Box::new(person)),
+            ChatChange::Chat(Box::new(chat.clone())),
         ])
         .await?;
         self.chats.insert(id, chat.clone());
@@ -872,7 +870,7 @@ impl ChatsState {
                     run: Some(run.id),
                     ..answer.clone()
                 });
-                self.save(vec![BoardChange::Chat(Box::new(chat.clone()))])
+                self.save(vec![ChatChange::Chat(Box::new(chat.clone()))])
                     .await?;
                 self.chats.insert(id, chat);
                 self.ctx.answers.set_run(answer.id, run.id);
@@ -888,8 +886,8 @@ impl ChatsState {
                     true,
                 );
                 self.save(vec![
-                    BoardChange::Message(Box::new(note)),
-                    BoardChange::Chat(Box::new(chat.clone())),
+                    ChatChange::Message(Box::new(note)),
+                    ChatChange::Chat(Box::new(chat.clone())),
                 ])
                 .await?;
                 self.chats.insert(id, chat);
@@ -968,8 +966,8 @@ impl ChatsState {
             };
             c.answering = None;
             self.save(vec![
-                BoardChange::Message(Box::new(msg)),
-                BoardChange::Chat(Box::new(c.clone())),
+                ChatChange::Message(Box::new(msg)),
+                ChatChange::Chat(Box::new(c.clone())),
             ])
             .await?;
             self.chats.insert(chat, c);
@@ -1011,9 +1009,9 @@ impl ChatsState {
                 "Approved, but cut off by a restart (may or may not have happened): {line}."
             ));
             self.save(vec![
-                BoardChange::Pending(Box::new(p.clone())),
-                BoardChange::Message(Box::new(note)),
-                BoardChange::Chat(Box::new(chat.clone())),
+                ChatChange::Pending(Box::new(p.clone())),
+                ChatChange::Message(Box::new(note)),
+                ChatChange::Chat(Box::new(chat.clone())),
             ])
             .await?;
             warn!(action = %id, "an approval was cut off by a restart; recorded as failed");
@@ -1045,8 +1043,8 @@ impl ChatsState {
                         true,
                     );
                     self.save(vec![
-                        BoardChange::Message(Box::new(note)),
-                        BoardChange::Chat(Box::new(c.clone())),
+                        ChatChange::Message(Box::new(note)),
+                        ChatChange::Chat(Box::new(c.clone())),
                     ])
                     .await?;
                     self.chats.insert(chat, c);
@@ -1096,7 +1094,7 @@ impl ChatsState {
             for o in older {
                 if let Some(mut p) = self.pending.get(&o).cloned() {
                     p.state = PendingState::Replaced { by: id };
-                    changes.push(BoardChange::Pending(Box::new(p.clone())));
+                    changes.push(ChatChange::Pending(Box::new(p.clone())));
                     self.pending.insert(o, p);
                 }
             }
@@ -1113,8 +1111,8 @@ impl ChatsState {
             state: PendingState::Waiting,
         };
         chat.next_action += 1;
-        changes.push(BoardChange::Pending(Box::new(rec.clone())));
-        changes.push(BoardChange::Chat(Box::new(chat.clone())));
+        changes.push(ChatChange::Pending(Box::new(rec.clone())));
+        changes.push(ChatChange::Chat(Box::new(chat.clone())));
         crate::crash::point("pending-before-commit");
         self.save(changes).await?;
         crate::crash::point("pending-after-commit");
@@ -1158,9 +1156,9 @@ impl ChatsState {
                 false,
             );
             self.save(vec![
-                BoardChange::Pending(Box::new(p.clone())),
-                BoardChange::Message(Box::new(note)),
-                BoardChange::Chat(Box::new(chat.clone())),
+                ChatChange::Pending(Box::new(p.clone())),
+                ChatChange::Message(Box::new(note)),
+                ChatChange::Chat(Box::new(chat.clone())),
             ])
             .await
             .map_err(|e| ActorProcessingErr::from(e.message))?;
@@ -1196,7 +1194,7 @@ impl ChatsState {
         p.state = PendingState::Approving {
             at: Timestamp::now(),
         };
-        self.save(vec![BoardChange::Pending(Box::new(p.clone()))])
+        self.save(vec![ChatChange::Pending(Box::new(p.clone()))])
             .await?;
         self.pending.insert(id, p.clone());
         crate::crash::point("approve-after-decision");
@@ -1267,16 +1265,16 @@ impl ChatsState {
         note: MessageRecord,
     ) -> Result<(), WireError> {
         let mut changes = vec![
-            BoardChange::Pending(Box::new(p.clone())),
-            BoardChange::Message(Box::new(note)),
+            ChatChange::Pending(Box::new(p.clone())),
+            ChatChange::Message(Box::new(note)),
         ];
         self.pending.insert(p.id, p.clone());
         let none_left = self.waiting(Some(chat.id)).is_empty();
         if none_left && chat.answering.is_none() {
             let last = Self::message(&mut chat, MessageKind::Note, NOTHING_WAITS.into(), false);
-            changes.push(BoardChange::Message(Box::new(last)));
+            changes.push(ChatChange::Message(Box::new(last)));
         }
-        changes.push(BoardChange::Chat(Box::new(chat.clone())));
+        changes.push(ChatChange::Chat(Box::new(chat.clone())));
         self.save(changes).await?;
         self.chats.insert(chat.id, chat);
         Ok(())

@@ -1,9 +1,14 @@
-//! Chats with the lead, their messages, and pending actions, as stored.
+//! Chats with the lead (`chats[chat id]`), their messages (`messages["<chat id>/<n>"]`), and
+//! pending actions (`pending[action id]`), as stored; and [`ChatChange`], the chats' one batch
+//! write.
 
 use bosun_shared::protocol::lead::MessageView;
 use bosun_shared::{ActionId, AgentId, AnswerId, ChatId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::store::writer::Change;
+use crate::store::{Record, Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatRecord {
@@ -23,6 +28,16 @@ pub struct ChatRecord {
     pub files: Vec<String>,
     /// The order of the next pending action.
     pub next_action: u64,
+}
+
+impl Record for ChatRecord {
+    const TABLE: &'static str = "chats";
+    const WHAT: &'static str = "chat";
+    type Key = ChatId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,8 +77,20 @@ pub struct MessageRecord {
     pub failed: bool,
 }
 
+/// A message's key is `"<chat id>/<n>"`, with `n` in 12 digits (at least) so that a chat's
+/// messages are in order.
+impl Record for MessageRecord {
+    const TABLE: &'static str = "messages";
+    const WHAT: &'static str = "message";
+    type Key = str;
+
+    fn key(&self) -> String {
+        Self::key_of(self.chat, self.n)
+    }
+}
+
 impl MessageRecord {
-    pub fn key(chat: ChatId, n: u64) -> String {
+    pub fn key_of(chat: ChatId, n: u64) -> String {
         format!("{chat}/{n:012}")
     }
 
@@ -91,6 +118,16 @@ pub struct PendingRecord {
     /// Its place in the chat's order (the order tried).
     pub order: u64,
     pub state: PendingState,
+}
+
+impl Record for PendingRecord {
+    const TABLE: &'static str = "pending";
+    const WHAT: &'static str = "pending action";
+    type Key = ActionId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,5 +171,41 @@ impl PendingState {
             PendingState::Replaced { .. } => "replaced",
             PendingState::Gone { .. } => "gone",
         }
+    }
+}
+
+/// One change to the tables of the chats, their messages and the pending actions; the changes
+/// of one step are committed together.
+#[derive(Clone, Debug)]
+pub enum ChatChange {
+    Chat(Box<ChatRecord>),
+    Message(Box<MessageRecord>),
+    Pending(Box<PendingRecord>),
+}
+
+impl From<&ChatChange> for Change {
+    fn from(change: &ChatChange) -> Self {
+        match change {
+            ChatChange::Chat(c) => Change::put(c.as_ref()),
+            ChatChange::Message(m) => Change::put(m.as_ref()),
+            ChatChange::Pending(p) => Change::put(p.as_ref()),
+        }
+    }
+}
+
+impl Store {
+    /// Every chat and every pending action (decided or not), as of one moment.
+    pub fn chats(&self) -> Result<(Vec<ChatRecord>, Vec<PendingRecord>), StoreError> {
+        let read = self.read()?;
+        Ok((read.all::<ChatRecord>()?, read.all::<PendingRecord>()?))
+    }
+
+    /// A chat's messages, in order.
+    pub fn messages(&self, chat: ChatId) -> Result<Vec<MessageRecord>, StoreError> {
+        let (from, to) = (
+            MessageRecord::key_of(chat, 0),
+            MessageRecord::key_of(chat, u64::MAX / 2),
+        );
+        self.read()?.range::<MessageRecord>(&from, &to)
     }
 }

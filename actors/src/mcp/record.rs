@@ -7,7 +7,7 @@ use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::browser::BrowserSettings;
-use crate::store::StoreError;
+use crate::store::{Record, Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServerRecord {
@@ -67,16 +67,42 @@ pub struct StoredParam {
     pub description: Option<String>,
 }
 
+impl Record for ServerRecord {
+    const TABLE: &'static str = "servers";
+    const WHAT: &'static str = "server";
+    type Key = ServerId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+impl Store {
+    /// Every MCP server, in name order.
+    pub fn servers(&self) -> Result<Vec<ServerRecord>, StoreError> {
+        let mut out = self.all::<ServerRecord>()?;
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// The server with this name, or whose id is this (or starts with it, when only one does).
+    pub fn find_server(&self, name_or_id: &str) -> Result<Option<ServerRecord>, StoreError> {
+        let servers = self.servers()?;
+        if let Some(s) = servers.iter().find(|s| s.name == name_or_id) {
+            return Ok(Some(s.clone()));
+        }
+        let lower = name_or_id.to_ascii_lowercase();
+        let mut by_id = servers
+            .into_iter()
+            .filter(|s| s.id.to_string().starts_with(&lower));
+        match (by_id.next(), by_id.next()) {
+            (Some(s), None) if lower.len() >= 4 => Ok(Some(s)),
+            (Some(_), _) | (None, _) => Ok(None),
+        }
+    }
+}
+
 impl ServerRecord {
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
-        serde_json::from_slice(bytes)
-            .map_err(|e| StoreError::Corrupt(format!("server record: {e}")))
-    }
-
     /// The server as the UI shows it; `saved` says whether a line's value is in the keychain.
     pub fn view(&self, saved: impl Fn(LineKind, &str) -> bool) -> ServerView {
         ServerView {

@@ -25,7 +25,7 @@ use super::browser::{self, BrowserSettings};
 use super::client::Endpoint;
 use super::record::{LineKind, ServerRecord, StoredListing};
 use crate::auth::AuthContext;
-use crate::auth::record::configured_secret_key;
+use crate::auth::record::{SignInRecord, configured_secret_key};
 use crate::keychain::Keychain;
 use crate::offload::{blocking, keychain_error, store_error};
 use crate::store::writer::StoreWriter;
@@ -152,7 +152,7 @@ pub const SIGNED_OUT: &str = "needs sign-in: signed out with `bosun mcp sign-out
 pub async fn sign_out(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
     let rec = find(&ctx.store, server).await?;
     let (store, id) = (ctx.store.clone(), rec.id);
-    let had = blocking(move || store.sign_in(id))
+    let had = blocking(move || store.get::<SignInRecord>(&id))
         .await?
         .map_err(store_error)?
         .is_some();
@@ -265,7 +265,7 @@ pub(crate) fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInVi
     if rec.sign_in_by == SignInBy::ClaudeCode {
         return Some(empty("Claude Code signs in", None));
     }
-    match store.sign_in(rec.id).ok().flatten() {
+    match store.get::<SignInRecord>(&rec.id).ok().flatten() {
         Some(s) => Some(SignInView {
             state: if s.is_signed_in() {
                 "signed in".to_string()
@@ -344,7 +344,7 @@ async fn ensure_builtin(ctx: &RegistryContext) -> Result<(), StoreError> {
         callback_port: None,
         sign_in_by: SignInBy::Bosun,
     };
-    ctx.writer.put_server(&rec).await?;
+    ctx.writer.put(&rec).await?;
     info!(
         server = browser::NAME,
         version = browser::PINNED_VERSION,
@@ -679,7 +679,7 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Wi
     }
     let keys: Vec<String> = pairs.iter().map(|(k, _)| k.clone()).collect();
     save_values(&ctx.keychain, pairs).await?;
-    if let Err(e) = ctx.writer.put_server(&rec).await {
+    if let Err(e) = ctx.writer.put(&rec).await {
         let _ = delete_values(&ctx.keychain, keys).await;
         return Err(store_error(e));
     }
@@ -791,7 +791,7 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
         crate::auth::sign_out(&ctx.auth, rec.id).await?;
     }
     save_values(&ctx.keychain, secrets).await?;
-    ctx.writer.put_server(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await.map_err(store_error)?;
     // The record no longer names them: the old lines' values go.
     if let Err(e) = delete_values(&ctx.keychain, stale).await {
         warn!(server = %rec.name, error = %e, "could not delete the values of removed lines");
@@ -838,7 +838,7 @@ async fn edit_builtin(
     }
     rec.browser = Some(settings);
     rec.updated_at = Timestamp::now();
-    ctx.writer.put_server(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await.map_err(store_error)?;
     info!(server = %rec.name, "built-in browser changed");
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
     blocking(move || view_of(&store, &keychain, &rec)).await
@@ -856,7 +856,7 @@ async fn rename(
     check_name(ctx, new_name, Some(rec.id)).await?;
     let old = std::mem::replace(&mut rec.name, new_name.to_string());
     rec.updated_at = Timestamp::now();
-    ctx.writer.put_server(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await.map_err(store_error)?;
     info!(from = %old, to = %new_name, "server renamed");
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
     blocking(move || view_of(&store, &keychain, &rec)).await
@@ -887,7 +887,7 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireE
         .await
         .map_err(|e| WireError::new(e.code, format!("{}; nothing was removed", e.message)))?;
     ctx.writer
-        .delete_server(rec.id)
+        .delete::<ServerRecord>(&rec.id)
         .await
         .map_err(store_error)?;
     info!(server = %rec.name, "server removed");
@@ -912,7 +912,7 @@ async fn save_look(
         rec.listing = listing;
     }
     rec.last_error = error;
-    ctx.writer.put_server(&rec).await
+    ctx.writer.put(&rec).await
 }
 
 /// The registry's context, shared by the daemon's request handlers.

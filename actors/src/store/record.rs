@@ -1,106 +1,126 @@
-//! The stored form of a run. Only `bosund` reads and writes it; what the UI sees is the
-//! protocol's `RunView`, made from it.
+//! What the store asks of a record, and reading records back.
+//!
+//! The store knows no domain: each domain owns its records and their tables and implements
+//! [`Record`] for them; [`Reader`] (and the writer's [`Change`](super::writer::Change)) read and
+//! write any of them through that trait alone.
+//!
+//! Every table is `&str` → `&[u8]`: the record's key written out, and the record as JSON. redb
+//! keeps a table's key and value types in the file, so these two types, the table names, the
+//! keys and the JSON are all part of the on-disk layout (pinned by `compat_tests.rs`). The
+//! schema version is one for the whole file, kept by the store in `meta`.
 
-use std::path::PathBuf;
+use std::fmt::Display;
 
-use bosun_shared::process::ProcessIdentity;
-use bosun_shared::protocol::runner::{StopLadder, StopOrder};
-use bosun_shared::protocol::ui::RunView;
-use bosun_shared::run::{ExitInfo, RunState};
-use bosun_shared::{RunId, Timestamp};
-use serde::{Deserialize, Serialize};
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, TableDefinition, TableError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::StoreError;
-use crate::agents::stream::AgentRun;
 
-/// The program of a run as the runner reported it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessInfo {
-    pub pid: i32,
-    pub pgid: i32,
-    pub start_time: u64,
+/// A table of the store: a key written out, and a record's bytes.
+pub(crate) type Table = TableDefinition<'static, &'static str, &'static [u8]>;
+
+/// The definition of the table called `name`.
+pub(crate) const fn table(name: &'static str) -> Table {
+    TableDefinition::new(name)
 }
 
-impl ProcessInfo {
-    pub fn leader(&self) -> ProcessIdentity {
-        ProcessIdentity {
-            pid: self.pid,
-            start_time: self.start_time,
-        }
-    }
-}
+/// A record the store keeps: one row of its table.
+pub trait Record: Serialize + DeserializeOwned + Send + 'static {
+    /// The name of its table in redb.
+    const TABLE: &'static str;
+    /// What it is called when it cannot be read back (`"server"` → "server record: …").
+    const WHAT: &'static str;
+    /// What it is found by; written out with `Display`, that is its key in the table.
+    type Key: Display + ?Sized;
 
-/// Everything bosun keeps about a run. Environment *values* are not kept (only names): the
-/// plan that carried them is gone once the runner has it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    pub id: RunId,
-    pub name: Option<String>,
-    pub program: String,
-    pub args: Vec<String>,
-    pub cwd: PathBuf,
-    pub env_names: Vec<String>,
-    pub time_cap_ms: Option<u64>,
-    pub ladder: StopLadder,
-    pub state: RunState,
-    pub created_at: Timestamp,
-    pub started_at: Option<Timestamp>,
-    pub ended_at: Option<Timestamp>,
-    /// The runner, recorded before it is handed its plan.
-    pub runner: Option<ProcessIdentity>,
-    /// The program, as the runner reported it.
-    pub process: Option<ProcessInfo>,
-    /// SHA-256 of the runner's token, to check it when it reconnects after a restart.
-    pub token_digest: String,
-    /// A stop asked for and not yet carried out, kept so a runner that reconnects gets it.
-    pub stop: Option<StopOrder>,
-    pub exit: Option<ExitInfo>,
-    /// The last committed output seq, set when the run ends (live runs: the log hub has it).
-    pub last_seq: u64,
-    /// Files of the run that hold secrets: deleted by the runner at the end, or at startup
-    /// after a crash.
-    pub secret_files: Vec<PathBuf>,
-    /// For a run of an agent: the agent, and what the CLI's own stream said.
-    #[serde(default)]
-    pub agent: Option<AgentRun>,
-}
+    /// Its key in its table: its [`Record::Key`] written out.
+    fn key(&self) -> String;
 
-impl RunRecord {
-    pub(crate) fn encode(&self) -> Vec<u8> {
+    /// Its bytes in the table.
+    fn encode(&self) -> Vec<u8> {
         // Serializing plain data to JSON cannot fail.
         serde_json::to_vec(self).unwrap_or_default()
     }
 
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
-        serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt(format!("run record: {e}")))
+    /// The record from its bytes in the table.
+    fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| StoreError::Corrupt(format!("{} record: {e}", Self::WHAT)))
+    }
+}
+
+/// A read transaction: whatever is read through one `Reader` is one moment of the store.
+pub struct Reader(pub(super) ReadTransaction);
+
+impl Reader {
+    /// The table of `R`, or none when nothing was ever written to it.
+    fn table<R: Record>(
+        &self,
+    ) -> Result<Option<ReadOnlyTable<&'static str, &'static [u8]>>, StoreError> {
+        match self.0.open_table(table(R::TABLE)) {
+            Ok(t) => Ok(Some(t)),
+            Err(TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
-    /// The record as the UI shows it, with `last_seq` given by whoever knows it best.
-    pub fn view(&self, last_seq: u64) -> RunView {
-        RunView {
-            id: self.id,
-            short_id: self.id.short(),
-            name: self.name.clone(),
-            state: self.state.name().to_string(),
-            outcome: self.state.outcome(),
-            exit: self.exit.clone(),
-            program: self.program.clone(),
-            args: self.args.clone(),
-            cwd: self.cwd.clone(),
-            created_at: self.created_at,
-            started_at: self.started_at,
-            ended_at: self.ended_at,
-            pid: self.process.map(|p| p.pid),
-            pgid: self.process.map(|p| p.pgid),
-            time_cap_ms: self.time_cap_ms,
-            last_seq: last_seq.max(self.last_seq),
-            stop_reason: match self.state {
-                RunState::Stopping => self.stop.as_ref().map(|s| s.reason.clone()),
-                RunState::Queued | RunState::Starting | RunState::Running | RunState::Exited(_) => {
-                    None
-                }
-            },
-            agent: self.agent.as_ref().map(AgentRun::view),
+    /// The record with this key, if there is one.
+    pub fn get<R: Record>(&self, key: &R::Key) -> Result<Option<R>, StoreError> {
+        let Some(table) = self.table::<R>()? else {
+            return Ok(None);
+        };
+        let key = key.to_string();
+        table
+            .get(key.as_str())?
+            .map(|v| R::decode(v.value()))
+            .transpose()
+    }
+
+    /// Every record of its table, in key order.
+    pub fn all<R: Record>(&self) -> Result<Vec<R>, StoreError> {
+        let Some(table) = self.table::<R>()? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (_, v) = entry?;
+            out.push(R::decode(v.value())?);
         }
+        Ok(out)
+    }
+
+    /// The records whose keys are in `from..to`, in key order.
+    pub fn range<R: Record>(&self, from: &str, to: &str) -> Result<Vec<R>, StoreError> {
+        let Some(table) = self.table::<R>()? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for entry in table.range(from..to)? {
+            let (_, v) = entry?;
+            out.push(R::decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The keys that start with `prefix`, in order, at most `limit` of them.
+    pub fn keys_with_prefix<R: Record>(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let Some(table) = self.table::<R>()? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for entry in table.range(prefix..)? {
+            let (k, _) = entry?;
+            let key = k.value();
+            if !key.starts_with(prefix) || out.len() >= limit {
+                break;
+            }
+            out.push(key.to_string());
+        }
+        Ok(out)
     }
 }

@@ -3,35 +3,30 @@
 //! Jobs queue up while a commit is being made; the next commit takes all of them (up to a bound).
 //! Output chunks are appended to their run's log file, one write per run per group, and their
 //! waiters are told at once: from then on a crash of bosund cannot lose them. Run records (every
-//! state change) go into redb in one durable commit (fsync) before their waiters are told. Jobs
-//! are applied in the order they were submitted, so a run's final state, submitted after its
-//! last chunk, is never saved before it.
+//! state change) and every other record go into redb in one durable commit (fsync) before their
+//! waiters are told. Jobs are applied in the order they were submitted, so a run's final state,
+//! submitted after its last chunk, is never saved before it. The writer knows no domain: a
+//! record reaches it as a [`Change`], its table, key and bytes, made through [`Record`].
 //!
 //! Log files are fdatasynced by a second thread, so the disk's pace never holds up a commit:
 //! every file written to is synced within [`SYNC_EVERY`], and a run's file once more when the
 //! run ends.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fs::File;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bosun_shared::{AgentId, RunId, ServerId};
-use redb::Durability;
+use bosun_shared::RunId;
+use redb::{Durability, Table};
 use tokio::sync::oneshot;
 
 use super::logfile::LogFile;
-use super::{
-    AGENTS, CARDS, CHATS, COLUMNS, LogChunk, MESSAGES, META, NOTES, OAUTH, PENDING, RUNS,
-    RunRecord, SERVERS, Store, StoreError,
-};
-use crate::agents::record::AgentRecord;
-use crate::auth::record::SignInRecord;
-use crate::board::record::{BoardChange, encode};
-use crate::lead::record::MessageRecord;
-use crate::mcp::record::ServerRecord;
+use super::record::{Record, table};
+use super::{LogChunk, Store, StoreError};
 
 /// The most jobs in one commit.
 const MAX_JOBS_PER_COMMIT: usize = 8192;
@@ -43,33 +38,53 @@ pub const SYNC_EVERY: Duration = Duration::from_secs(1);
 /// One change to the store.
 #[derive(Debug)]
 pub enum WriteOp {
-    PutRun(Box<RunRecord>),
     AppendLog {
         run: RunId,
         chunk: Arc<LogChunk>,
     },
-    PutServer(Box<ServerRecord>),
-    DeleteServer(ServerId),
-    PutAgent(Box<AgentRecord>),
-    DeleteAgent(AgentId),
-    PutSignIn(Box<SignInRecord>),
-    DeleteSignIn(ServerId),
-    /// Changes to the board and the notes, committed together.
-    Board(Vec<BoardChange>),
+    /// Records put and deleted, committed together, in this order.
+    Commit {
+        changes: Vec<Change>,
+        /// A run whose record, in `changes`, says it ended: once they are saved, its log file
+        /// goes to disk and is closed.
+        ends_log: Option<RunId>,
+    },
 }
 
 impl WriteOp {
     fn bytes(&self) -> usize {
         match self {
-            WriteOp::PutRun(_)
-            | WriteOp::PutServer(_)
-            | WriteOp::DeleteServer(_)
-            | WriteOp::PutAgent(_)
-            | WriteOp::DeleteAgent(_)
-            | WriteOp::PutSignIn(_)
-            | WriteOp::DeleteSignIn(_) => 512,
-            WriteOp::Board(changes) => 512 * changes.len(),
+            WriteOp::Commit { changes, .. } => 512 * changes.len(),
             WriteOp::AppendLog { chunk, .. } => chunk.data.len(),
+        }
+    }
+}
+
+/// One record put or deleted: its table, its key and (put) its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    table: &'static str,
+    key: String,
+    /// `None` deletes.
+    value: Option<Vec<u8>>,
+}
+
+impl Change {
+    /// Puts the record in its table (in place of the one with its key, if any).
+    pub fn put<R: Record>(record: &R) -> Self {
+        Self {
+            table: R::TABLE,
+            key: record.key(),
+            value: Some(record.encode()),
+        }
+    }
+
+    /// Deletes the record of type `R` with this key, if there is one.
+    pub fn delete<R: Record>(key: &R::Key) -> Self {
+        Self {
+            table: R::TABLE,
+            key: key.to_string(),
+            value: None,
         }
     }
 }
@@ -124,51 +139,26 @@ impl StoreWriter {
             .map_err(|_| StoreError::Closed)
     }
 
-    /// Writes a run's record durably and returns once it is on disk.
-    pub async fn put_run(&self, record: &RunRecord) -> Result<(), StoreError> {
-        self.durably(WriteOp::PutRun(Box::new(record.clone())))
-            .await
+    /// Writes a record durably and returns once it is on disk.
+    pub async fn put<R: Record>(&self, record: &R) -> Result<(), StoreError> {
+        self.commit(vec![Change::put(record)]).await
     }
 
-    /// Writes a server's record durably and returns once it is on disk.
-    pub async fn put_server(&self, record: &ServerRecord) -> Result<(), StoreError> {
-        self.durably(WriteOp::PutServer(Box::new(record.clone())))
-            .await
+    /// Deletes a record durably.
+    pub async fn delete<R: Record>(&self, key: &R::Key) -> Result<(), StoreError> {
+        self.commit(vec![Change::delete::<R>(key)]).await
     }
 
-    /// Deletes a server's record durably.
-    pub async fn delete_server(&self, id: ServerId) -> Result<(), StoreError> {
-        self.durably(WriteOp::DeleteServer(id)).await
+    /// Commits changes together, durably: all of them or none.
+    pub async fn commit(&self, changes: Vec<Change>) -> Result<(), StoreError> {
+        self.durably(WriteOp::Commit {
+            changes,
+            ends_log: None,
+        })
+        .await
     }
 
-    /// Commits changes to the board and the notes together, durably.
-    pub async fn board(&self, changes: Vec<BoardChange>) -> Result<(), StoreError> {
-        self.durably(WriteOp::Board(changes)).await
-    }
-
-    /// Writes an agent's record durably.
-    pub async fn put_agent(&self, record: &AgentRecord) -> Result<(), StoreError> {
-        self.durably(WriteOp::PutAgent(Box::new(record.clone())))
-            .await
-    }
-
-    /// Deletes an agent's record durably.
-    pub async fn delete_agent(&self, id: AgentId) -> Result<(), StoreError> {
-        self.durably(WriteOp::DeleteAgent(id)).await
-    }
-
-    /// Writes a sign-in's record durably.
-    pub async fn put_sign_in(&self, record: &SignInRecord) -> Result<(), StoreError> {
-        self.durably(WriteOp::PutSignIn(Box::new(record.clone())))
-            .await
-    }
-
-    /// Deletes a sign-in's record durably.
-    pub async fn delete_sign_in(&self, server: ServerId) -> Result<(), StoreError> {
-        self.durably(WriteOp::DeleteSignIn(server)).await
-    }
-
-    async fn durably(&self, op: WriteOp) -> Result<(), StoreError> {
+    pub(super) async fn durably(&self, op: WriteOp) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
         let done: Done = Box::new(move |r| {
             let _ = tx.send(r);
@@ -228,14 +218,7 @@ impl Writer {
                 WriteOp::AppendLog { run, chunk } => {
                     by_run.entry(*run).or_default().push(chunk.clone());
                 }
-                WriteOp::PutRun(_)
-                | WriteOp::PutServer(_)
-                | WriteOp::DeleteServer(_)
-                | WriteOp::PutAgent(_)
-                | WriteOp::DeleteAgent(_)
-                | WriteOp::PutSignIn(_)
-                | WriteOp::DeleteSignIn(_)
-                | WriteOp::Board(_) => {
+                WriteOp::Commit { .. } => {
                     records.push(&job.op);
                 }
             }
@@ -258,9 +241,11 @@ impl Writer {
         // A run that ended has written its last output: its file goes to disk and is closed.
         if commit.is_ok() {
             for op in &records {
-                if let WriteOp::PutRun(rec) = op
-                    && rec.state.is_final()
-                    && let Some(mut log) = self.logs.remove(&rec.id)
+                if let WriteOp::Commit {
+                    ends_log: Some(run),
+                    ..
+                } = op
+                    && let Some(mut log) = self.logs.remove(run)
                     && let Ok(Some(file)) = log.take_dirty()
                 {
                     let _ = self.syncer.send(file);
@@ -274,14 +259,7 @@ impl Writer {
                     Some(e) => Err(StoreError::CommitFailed(e.clone())),
                     None => Ok(()),
                 },
-                WriteOp::PutRun(_)
-                | WriteOp::PutServer(_)
-                | WriteOp::DeleteServer(_)
-                | WriteOp::PutAgent(_)
-                | WriteOp::DeleteAgent(_)
-                | WriteOp::PutSignIn(_)
-                | WriteOp::DeleteSignIn(_)
-                | WriteOp::Board(_) => match &commit {
+                WriteOp::Commit { .. } => match &commit {
                     Ok(()) => Ok(()),
                     Err(e) => Err(StoreError::CommitFailed(e.to_string())),
                 },
@@ -309,83 +287,27 @@ impl Writer {
         txn.set_durability(Durability::Immediate)
             .map_err(|e| StoreError::CommitFailed(e.to_string()))?;
         {
-            let mut runs = txn.open_table(RUNS)?;
-            let mut servers = txn.open_table(SERVERS)?;
-            let mut agents = txn.open_table(AGENTS)?;
-            let mut oauth = txn.open_table(OAUTH)?;
-            let mut meta = txn.open_table(META)?;
-            let mut columns = txn.open_table(COLUMNS)?;
-            let mut cards = txn.open_table(CARDS)?;
-            let mut notes = txn.open_table(NOTES)?;
-            let mut chats = txn.open_table(CHATS)?;
-            let mut messages = txn.open_table(MESSAGES)?;
-            let mut pending = txn.open_table(PENDING)?;
+            // Each table is opened once per commit, when its first change comes.
+            let mut tables: HashMap<&'static str, Table<&'static str, &'static [u8]>> =
+                HashMap::new();
             for op in ops {
-                match op {
-                    WriteOp::PutRun(rec) => {
-                        let key = rec.id.to_string();
-                        runs.insert(key.as_str(), rec.encode().as_slice())?;
-                    }
-                    WriteOp::PutServer(rec) => {
-                        let key = rec.id.to_string();
-                        servers.insert(key.as_str(), rec.encode().as_slice())?;
-                    }
-                    WriteOp::DeleteServer(id) => {
-                        let key = id.to_string();
-                        servers.remove(key.as_str())?;
-                    }
-                    WriteOp::PutAgent(rec) => {
-                        let key = rec.id.to_string();
-                        agents.insert(key.as_str(), rec.encode().as_slice())?;
-                    }
-                    WriteOp::DeleteAgent(id) => {
-                        let key = id.to_string();
-                        agents.remove(key.as_str())?;
-                    }
-                    WriteOp::PutSignIn(rec) => {
-                        let key = rec.server.to_string();
-                        oauth.insert(key.as_str(), rec.encode().as_slice())?;
-                    }
-                    WriteOp::DeleteSignIn(id) => {
-                        let key = id.to_string();
-                        oauth.remove(key.as_str())?;
-                    }
-                    WriteOp::Board(changes) => {
-                        for change in changes {
-                            match change {
-                                BoardChange::Meta(m) => {
-                                    meta.insert("board", encode(m).as_slice())?;
-                                }
-                                BoardChange::Column(c) => {
-                                    let key = c.id.to_string();
-                                    columns.insert(key.as_str(), encode(c).as_slice())?;
-                                }
-                                BoardChange::Card(c) => {
-                                    let key = c.id.to_string();
-                                    cards.insert(key.as_str(), encode(c.as_ref()).as_slice())?;
-                                }
-                                BoardChange::Note(n) => {
-                                    notes.insert(n.path.as_str(), encode(n).as_slice())?;
-                                }
-                                BoardChange::DeleteNote(path) => {
-                                    notes.remove(path.as_str())?;
-                                }
-                                BoardChange::Chat(c) => {
-                                    let key = c.id.to_string();
-                                    chats.insert(key.as_str(), encode(c.as_ref()).as_slice())?;
-                                }
-                                BoardChange::Message(m) => {
-                                    let key = MessageRecord::key(m.chat, m.n);
-                                    messages.insert(key.as_str(), encode(m.as_ref()).as_slice())?;
-                                }
-                                BoardChange::Pending(p) => {
-                                    let key = p.id.to_string();
-                                    pending.insert(key.as_str(), encode(p.as_ref()).as_slice())?;
-                                }
-                            }
+                let changes = match op {
+                    WriteOp::Commit { changes, .. } => changes,
+                    WriteOp::AppendLog { .. } => continue,
+                };
+                for change in changes {
+                    let t = match tables.entry(change.table) {
+                        Entry::Occupied(e) => e.into_mut(),
+                        Entry::Vacant(e) => e.insert(txn.open_table(table(change.table))?),
+                    };
+                    match &change.value {
+                        Some(value) => {
+                            t.insert(change.key.as_str(), value.as_slice())?;
+                        }
+                        None => {
+                            t.remove(change.key.as_str())?;
                         }
                     }
-                    WriteOp::AppendLog { .. } => {}
                 }
             }
         }

@@ -1,0 +1,198 @@
+//! The stored form of a run (`runs[run id]`) and its reads and write. Only `bosund` reads and
+//! writes it; what the UI sees is the protocol's `RunView`, made from it.
+//!
+//! It is the one record the store still holds itself: it belongs in `runs/`, and moves there
+//! (with `Store::run`, `Store::runs`, `Store::run_ids_with_prefix` and `StoreWriter::put_run`
+//! as that module's own `impl` blocks) together with the callers in `runs/`. Until then its
+//! agent part ([`AgentRun`], whose reading of a CLI's stream is `agents::stream`'s) is defined
+//! here too, so that the store imports no domain.
+
+use std::path::PathBuf;
+
+use bosun_shared::agents::CliKind;
+use bosun_shared::process::ProcessIdentity;
+use bosun_shared::protocol::runner::{StopLadder, StopOrder};
+use bosun_shared::protocol::ui::RunView;
+use bosun_shared::run::{ExitInfo, RunState};
+use bosun_shared::{AgentId, AnswerId, CardId, ChatId, RunId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use super::record::Record;
+use super::writer::{Change, StoreWriter, WriteOp};
+use super::{Store, StoreError};
+
+/// The program of a run as the runner reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub pid: i32,
+    pub pgid: i32,
+    pub start_time: u64,
+}
+
+impl ProcessInfo {
+    pub fn leader(&self) -> ProcessIdentity {
+        ProcessIdentity {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+}
+
+/// Everything bosun keeps about a run. Environment *values* are not kept (only names): the
+/// plan that carried them is gone once the runner has it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: RunId,
+    pub name: Option<String>,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env_names: Vec<String>,
+    pub time_cap_ms: Option<u64>,
+    pub ladder: StopLadder,
+    pub state: RunState,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    /// The runner, recorded before it is handed its plan.
+    pub runner: Option<ProcessIdentity>,
+    /// The program, as the runner reported it.
+    pub process: Option<ProcessInfo>,
+    /// SHA-256 of the runner's token, to check it when it reconnects after a restart.
+    pub token_digest: String,
+    /// A stop asked for and not yet carried out, kept so a runner that reconnects gets it.
+    pub stop: Option<StopOrder>,
+    pub exit: Option<ExitInfo>,
+    /// The last committed output seq, set when the run ends (live runs: the log hub has it).
+    pub last_seq: u64,
+    /// Files of the run that hold secrets: deleted by the runner at the end, or at startup
+    /// after a crash.
+    pub secret_files: Vec<PathBuf>,
+    /// For a run of an agent: the agent, and what the CLI's own stream said.
+    #[serde(default)]
+    pub agent: Option<AgentRun>,
+}
+
+/// What bosun knows about an agent's run, kept on the run's record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentRun {
+    pub agent: Option<AgentId>,
+    pub agent_name: String,
+    pub cli: Option<CliKind>,
+    /// Each MCP server of the agent's and its state in this run: `given` until the CLI says
+    /// more (connected, failed, needs-auth), or `left out: why`.
+    pub servers: Vec<(String, String)>,
+    /// The servers given whose sign-in Claude Code holds itself, not bosun.
+    #[serde(default)]
+    pub claude_signs_in: Vec<String>,
+    /// The card (and its move) the board started this run for.
+    #[serde(default)]
+    pub card: Option<(CardId, u64)>,
+    /// The chat and the answer of the lead this run is.
+    #[serde(default)]
+    pub answer: Option<(ChatId, AnswerId)>,
+    /// The tools the CLI reported it had (Claude Code's init line).
+    pub tools: Vec<String>,
+    pub calls: Vec<ToolCall>,
+    pub session: Option<String>,
+    pub model: Option<String>,
+    pub result: Option<CliResult>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: Option<String>,
+    /// The tool's name as bosun writes it (`mcp__<server>__<tool>` for an MCP tool).
+    pub name: String,
+    /// `None` while it runs.
+    pub ok: Option<bool>,
+    pub error: Option<String>,
+    /// A digest of its arguments (Claude Code's `tool_use` input), to match the call when it
+    /// reaches bosun's own MCP server.
+    #[serde(default)]
+    pub input: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CliResult {
+    pub is_error: bool,
+    /// Claude Code's `terminal_reason`, Gemini's `status`, Codex's turn end.
+    pub reason: Option<String>,
+    pub text: Option<String>,
+}
+
+impl Record for RunRecord {
+    const TABLE: &'static str = "runs";
+    const WHAT: &'static str = "run";
+    type Key = RunId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+impl RunRecord {
+    /// The record as the UI shows it, with `last_seq` given by whoever knows it best.
+    pub fn view(&self, last_seq: u64) -> RunView {
+        RunView {
+            id: self.id,
+            short_id: self.id.short(),
+            name: self.name.clone(),
+            state: self.state.name().to_string(),
+            outcome: self.state.outcome(),
+            exit: self.exit.clone(),
+            program: self.program.clone(),
+            args: self.args.clone(),
+            cwd: self.cwd.clone(),
+            created_at: self.created_at,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            pid: self.process.map(|p| p.pid),
+            pgid: self.process.map(|p| p.pgid),
+            time_cap_ms: self.time_cap_ms,
+            last_seq: last_seq.max(self.last_seq),
+            stop_reason: match self.state {
+                RunState::Stopping => self.stop.as_ref().map(|s| s.reason.clone()),
+                RunState::Queued | RunState::Starting | RunState::Running | RunState::Exited(_) => {
+                    None
+                }
+            },
+            agent: self.agent.as_ref().map(AgentRun::view),
+        }
+    }
+}
+
+impl Store {
+    /// One run's record.
+    pub fn run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError> {
+        self.get::<RunRecord>(&id)
+    }
+
+    /// Every run record, in id order.
+    pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        self.all::<RunRecord>()
+    }
+
+    /// The ids of runs whose id starts with `prefix`, at most `limit` of them.
+    pub fn run_ids_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let keys = self.read()?.keys_with_prefix::<RunRecord>(prefix, limit)?;
+        Ok(keys.iter().filter_map(|k| k.parse().ok()).collect())
+    }
+}
+
+impl StoreWriter {
+    /// Writes a run's record durably and returns once it is on disk. A record that says the
+    /// run ended also closes the run's log file, synced, once it is saved: the run has written
+    /// its last output.
+    pub async fn put_run(&self, record: &RunRecord) -> Result<(), StoreError> {
+        self.durably(WriteOp::Commit {
+            changes: vec![Change::put(record)],
+            ends_log: record.state.is_final().then_some(record.id),
+        })
+        .await
+    }
+}

@@ -1,0 +1,243 @@
+//! The on-disk layout, pinned: the rows below are what the store held before the domains owned
+//! their records (captured from that code: its writer, one record per table), and this build
+//! must read them unchanged and write the very same bytes.
+
+use bosun_shared::{ChatId, RunId, ServerId};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+use super::writer::{Change, StoreWriter};
+use super::{Record, SCHEMA_VERSION, Store};
+use crate::agents::record::AgentRecord;
+use crate::auth::record::SignInRecord;
+use crate::board::record::{BoardChange, BoardMeta, CardRecord, ColumnRecord, NoteRecord};
+use crate::lead::record::{ChatChange, ChatRecord, MessageRecord, PendingRecord};
+use crate::mcp::record::ServerRecord;
+
+/// (table, key, value) of every row but the schema version, in table then key order.
+const ROWS: &[(&str, &str, &str)] = &[
+    ("meta", "board", r#"{"limit":3}"#),
+    (
+        "runs",
+        "01j9aaaaaaaaaaaaaaaaaaaar1",
+        r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaar1","name":"build","program":"/bin/sh","args":["-c","echo hi"],"cwd":"/tmp/w","env_names":["PATH"],"time_cap_ms":60000,"ladder":{"int_grace_ms":5000,"term_grace_ms":5000},"state":{"exited":"succeeded"},"created_at":1700000000000,"started_at":1700000000100,"ended_at":1700000000200,"runner":{"pid":41,"start_time":7},"process":{"pid":42,"pgid":42,"start_time":8},"token_digest":"abcd","stop":{"reason":"stopped by the person","immediate":false},"exit":{"outcome":"succeeded","code":0,"signal":null,"reason":"exited with status 0"},"last_seq":3,"secret_files":["/tmp/w/mcp.json"],"agent":{"agent":"01j9aaaaaaaaaaaaaaaaaaaaa1","agent_name":"coder","cli":"claude","servers":[["everything","given"]],"claude_signs_in":["linear"],"card":["01j9aaaaaaaaaaaaaaaaaaaac1",2],"answer":["01j9aaaaaaaaaaaaaaaaaaaac3","01j9aaaaaaaaaaaaaaaaaaaaa2"],"tools":["Read"],"calls":[{"id":"t1","name":"Read","ok":true,"error":null,"input":"d1"}],"session":"sess","model":"m","result":{"is_error":false,"reason":"done","text":"ok"}}}"#,
+    ),
+    (
+        "servers",
+        "01j9aaaaaaaaaaaaaaaaaaaas1",
+        r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaas1","name":"everything","kind":"stdio","command":"npx","args":["-y","x"],"url":null,"env_names":["TOKEN"],"header_names":["Authorization"],"created_at":1700000000000,"updated_at":1700000000001,"listing":{"at":1700000000002,"tools":[{"name":"echo","title":"Echo","description":"echoes","params":[{"name":"message","type":"string","required":true,"description":"what"}],"hints":{"read_only":true,"destructive":false,"idempotent":null,"open_world":null}}],"pages":1,"truncated":null},"last_error":"boom","browser":{"version":"1.10.1","program":"/usr/bin/chromium"},"client_id":"cid","callback_port":8765,"sign_in_by":"claude-code"}"#,
+    ),
+    (
+        "agents",
+        "01j9aaaaaaaaaaaaaaaaaaaaa1",
+        r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaaa1","name":"coder","role":"writes code","cli":"claude","instructions":"be good","permission_mode":"acceptEdits","allowed_commands":["Bash(ls:*)"],"time_cap_ms":600000,"cwd":"/tmp/w","command":[],"env":[["A","1"]],"secret_env":["KEY"],"model":"opus","codex_config":[["k","v"]],"switches":{"mcp":{"01j9aaaaaaaaaaaaaaaaaaaas1":{"on":true,"tools":{"kind":"all_except","tools":["bad"]}}},"web_search":true,"web_fetch":{"mode":"domains","domains":["example.com"]},"browser_insecure_certs":false,"skills":true},"paused":true,"created_at":1700000000000,"updated_at":1700000000001,"last_run":{"run":"01j9aaaaaaaaaaaaaaaaaaaar1","at":1700000000002,"servers":[["everything","connected"]],"tools_seen":["Read"]}}"#,
+    ),
+    (
+        "oauth",
+        "01j9aaaaaaaaaaaaaaaaaaaas1",
+        r#"{"server":"01j9aaaaaaaaaaaaaaaaaaaas1","resource":"https://mcp.example.com/mcp","issuer":"https://auth.example.com","authorization_endpoint":"https://auth.example.com/authorize","token_endpoint":"https://auth.example.com/token","revocation_endpoint":"https://auth.example.com/revoke","registration_endpoint":null,"client_id":"cid","client_auth":"client_secret_basic","registered":true,"redirect_uri":"http://127.0.0.1:8765/callback","scope":"read","expires_at":1700000360000,"signed_in_at":1700000000000,"refreshed_at":null,"refresh_started":1700000300000,"needs_sign_in":null,"wanted_scope":"read write","step_ups":1}"#,
+    ),
+    (
+        "columns",
+        "01j9aaaaaaaaaaaaaaaaaaaac2",
+        r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaac2","name":"Doing","auto":true,"position":1,"created_at":1700000000000}"#,
+    ),
+    (
+        "cards",
+        "01j9aaaaaaaaaaaaaaaaaaaac1",
+        r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaac1","title":"Fix it","description":"the bug","acceptance":"tests pass","assignee":"01j9aaaaaaaaaaaaaaaaaaaaa1","column":"01j9aaaaaaaaaaaaaaaaaaaac2","hold":{"kind":"needs_decision","reason":"why"},"activity":[{"at":1700000000001,"what":"moved"}],"created_at":1700000000000,"updated_at":1700000000001,"moved":2,"moved_at":1700000000001,"started_for":2,"runs":[{"run":"01j9aaaaaaaaaaaaaaaaaaaar1","moved":2,"ended":true}],"rerun_on_release":true}"#,
+    ),
+    (
+        "notes",
+        "plans/today.md",
+        r#"{"path":"plans/today.md","text":"ship it","version":3,"updated_at":1700000000000}"#,
+    ),
+    (
+        "chats",
+        "01j9aaaaaaaaaaaaaaaaaaaac3",
+        r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaac3","agent":"01j9aaaaaaaaaaaaaaaaaaaaa1","created_at":1700000000000,"session":"sess","messages":2,"answering":{"id":"01j9aaaaaaaaaaaaaaaaaaaaa2","run":"01j9aaaaaaaaaaaaaaaaaaaar1","token_digest":"ffff","started_at":1700000000001},"untold":["approved x"],"files":["/tmp/w/a.txt"],"next_action":4}"#,
+    ),
+    (
+        "messages",
+        "01j9aaaaaaaaaaaaaaaaaaaac3/000000000001",
+        r#"{"chat":"01j9aaaaaaaaaaaaaaaaaaaac3","n":1,"at":1700000000000,"kind":"person","text":"hello","failed":false}"#,
+    ),
+    (
+        "pending",
+        "01j9aaaaaaaaaaaaaaaaaaaaa3",
+        r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaaa3","chat":"01j9aaaaaaaaaaaaaaaaaaaac3","answer":"01j9aaaaaaaaaaaaaaaaaaaaa2","tool":"write_note","args":{"path":"a.md","text":"x"},"cause":"mcp__everything__echo","at":1700000000000,"order":3,"state":{"state":"approved","at":1700000000001,"result":"done"}}"#,
+    ),
+];
+
+const RUN: &str = "01j9aaaaaaaaaaaaaaaaaaaar1";
+const SERVER: &str = "01j9aaaaaaaaaaaaaaaaaaaas1";
+const CHAT: &str = "01j9aaaaaaaaaaaaaaaaaaaac3";
+
+fn row(table: &str) -> (&'static str, &'static str) {
+    let (_, k, v) = ROWS.iter().find(|(t, _, _)| *t == table).unwrap();
+    (k, v)
+}
+
+/// The record of `R`'s table in `ROWS`, decoded, after checking that it encodes back to the
+/// same key and bytes.
+fn fixture<R: Record>() -> R {
+    let (key, value) = row(R::TABLE);
+    let rec = R::decode(value.as_bytes()).unwrap();
+    assert_eq!(rec.key(), key, "{} key", R::TABLE);
+    assert_eq!(
+        String::from_utf8(rec.encode()).unwrap(),
+        value,
+        "{} bytes",
+        R::TABLE
+    );
+    rec
+}
+
+/// Every row of the file, the way the old code's tables were typed.
+fn rows_of(db: &Database) -> Vec<(String, String, Vec<u8>)> {
+    let txn = db.begin_read().unwrap();
+    let mut out = Vec::new();
+    for name in std::iter::once("meta").chain(crate::TABLES.iter().copied()) {
+        let table = txn
+            .open_table(TableDefinition::<&str, &[u8]>::new(name))
+            .unwrap();
+        for entry in table.iter().unwrap() {
+            let (k, v) = entry.unwrap();
+            out.push((name.to_string(), k.value().to_string(), v.value().to_vec()));
+        }
+    }
+    out
+}
+
+fn expected_rows() -> Vec<(String, String, Vec<u8>)> {
+    let mut out: Vec<_> = ROWS
+        .iter()
+        .map(|(t, k, v)| (t.to_string(), k.to_string(), v.as_bytes().to_vec()))
+        .collect();
+    out.insert(
+        1,
+        (
+            "meta".into(),
+            "schema_version".into(),
+            1u64.to_be_bytes().to_vec(),
+        ),
+    );
+    out
+}
+
+#[test]
+fn a_state_directory_of_the_old_layout_opens_and_reads_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bosun.redb");
+    {
+        // The file as the old code left it: every table `&str` -> `&[u8]`.
+        let db = Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn
+                .open_table(TableDefinition::<&str, &[u8]>::new("meta"))
+                .unwrap();
+            meta.insert("schema_version", 1u64.to_be_bytes().as_slice())
+                .unwrap();
+        }
+        for (table, key, value) in ROWS {
+            let mut t = txn
+                .open_table(TableDefinition::<&str, &[u8]>::new(table))
+                .unwrap();
+            t.insert(*key, value.as_bytes()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    assert_eq!(SCHEMA_VERSION, 1);
+    let store = Store::open(&path, &dir.path().join("runs"), crate::TABLES).unwrap();
+
+    let run = store.run(RUN.parse().unwrap()).unwrap().unwrap();
+    assert_eq!(run, fixture::<super::RunRecord>());
+    assert_eq!(store.runs().unwrap(), vec![run]);
+    assert_eq!(
+        store.run_ids_with_prefix("01j9", 5).unwrap(),
+        vec![RUN.parse::<RunId>().unwrap()]
+    );
+    assert_eq!(store.servers().unwrap(), vec![fixture::<ServerRecord>()]);
+    assert_eq!(
+        store.find_server("everything").unwrap(),
+        Some(fixture::<ServerRecord>())
+    );
+    assert_eq!(store.agents().unwrap(), vec![fixture::<AgentRecord>()]);
+    let server: ServerId = SERVER.parse().unwrap();
+    assert_eq!(
+        store.get::<SignInRecord>(&server).unwrap(),
+        Some(fixture::<SignInRecord>())
+    );
+    let (meta, columns, cards) = store.board().unwrap();
+    assert_eq!(meta, Some(fixture::<BoardMeta>()));
+    assert_eq!(columns, vec![fixture::<ColumnRecord>()]);
+    assert_eq!(cards, vec![fixture::<CardRecord>()]);
+    assert_eq!(
+        store.get::<NoteRecord>("plans/today.md").unwrap(),
+        Some(fixture::<NoteRecord>())
+    );
+    let (chats, pending) = store.chats().unwrap();
+    assert_eq!(chats, vec![fixture::<ChatRecord>()]);
+    assert_eq!(pending, vec![fixture::<PendingRecord>()]);
+    let chat: ChatId = CHAT.parse().unwrap();
+    assert_eq!(
+        store.messages(chat).unwrap(),
+        vec![fixture::<MessageRecord>()]
+    );
+
+    // Opening left every row as it was.
+    drop(store);
+    let db = Database::open(&path).unwrap();
+    assert_eq!(rows_of(&db), expected_rows());
+}
+
+#[tokio::test]
+async fn the_writer_writes_the_old_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bosun.redb");
+    let store = Store::open(&path, &dir.path().join("runs"), crate::TABLES).unwrap();
+    let (writer, thread) = StoreWriter::start(store.clone()).unwrap();
+    writer.put_run(&fixture()).await.unwrap();
+    writer.put(&fixture::<ServerRecord>()).await.unwrap();
+    writer.put(&fixture::<AgentRecord>()).await.unwrap();
+    writer.put(&fixture::<SignInRecord>()).await.unwrap();
+    let gone = NoteRecord {
+        path: "gone.md".into(),
+        ..fixture()
+    };
+    let board = vec![
+        BoardChange::Meta(fixture()),
+        BoardChange::Column(fixture()),
+        BoardChange::Card(Box::new(fixture())),
+        BoardChange::Note(gone),
+        BoardChange::Note(fixture()),
+        BoardChange::DeleteNote("gone.md".into()),
+    ];
+    writer
+        .commit(board.into_iter().map(Change::from).collect())
+        .await
+        .unwrap();
+    let chats = [
+        ChatChange::Chat(Box::new(fixture())),
+        ChatChange::Message(Box::new(fixture())),
+        ChatChange::Pending(Box::new(fixture())),
+    ];
+    writer
+        .commit(chats.iter().map(Change::from).collect())
+        .await
+        .unwrap();
+    // A record put and deleted is gone, and its table stays.
+    let other = ServerRecord {
+        id: ServerId::new(),
+        name: "other".into(),
+        ..fixture()
+    };
+    writer.put(&other).await.unwrap();
+    writer.delete::<ServerRecord>(&other.id).await.unwrap();
+    drop(writer);
+    thread.join().unwrap();
+    drop(store);
+
+    let db = Database::open(&path).unwrap();
+    assert_eq!(rows_of(&db), expected_rows());
+}
