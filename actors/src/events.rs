@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use bosun_shared::protocol::ui::{Event, RunView, ServerFrame};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::handle::ActorHandle;
 
@@ -29,6 +30,8 @@ pub struct Events;
 
 pub struct EventsState {
     subscribers: HashMap<u64, mpsc::UnboundedSender<ServerFrame>>,
+    /// Everything this actor logs is in its span.
+    span: tracing::Span,
 }
 
 impl Actor for Events {
@@ -43,6 +46,7 @@ impl Actor for Events {
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(EventsState {
             subscribers: HashMap::new(),
+            span: tracing::info_span!("events"),
         })
     }
 
@@ -52,27 +56,32 @@ impl Actor for Events {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            EventsMsg::Subscribe { session, tx } => {
-                state.subscribers.insert(session, tx);
+        let span = state.span.clone();
+        async move {
+            match msg {
+                EventsMsg::Subscribe { session, tx } => {
+                    state.subscribers.insert(session, tx);
+                }
+                EventsMsg::Unsubscribe { session } => {
+                    state.subscribers.remove(&session);
+                }
+                EventsMsg::Publish(event) => {
+                    state
+                        .subscribers
+                        .retain(|_, tx| tx.send(ServerFrame::Event((*event).clone())).is_ok());
+                }
+                EventsMsg::RunChanged(run) => {
+                    // A subscriber whose session is gone is dropped; the others each get the event.
+                    state.subscribers.retain(|_, tx| {
+                        tx.send(ServerFrame::Event(Event::RunChanged { run: run.clone() }))
+                            .is_ok()
+                    });
+                }
             }
-            EventsMsg::Unsubscribe { session } => {
-                state.subscribers.remove(&session);
-            }
-            EventsMsg::Publish(event) => {
-                state
-                    .subscribers
-                    .retain(|_, tx| tx.send(ServerFrame::Event((*event).clone())).is_ok());
-            }
-            EventsMsg::RunChanged(run) => {
-                // A subscriber whose session is gone is dropped; the others each get the event.
-                state.subscribers.retain(|_, tx| {
-                    tx.send(ServerFrame::Event(Event::RunChanged { run: run.clone() }))
-                        .is_ok()
-                });
-            }
+            Ok(())
         }
-        Ok(())
+        .instrument(span)
+        .await
     }
 }
 

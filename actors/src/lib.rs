@@ -13,6 +13,7 @@ pub mod agents;
 pub mod auth;
 pub mod board;
 pub mod crash;
+pub mod error;
 pub mod events;
 pub mod handle;
 pub mod keychain;
@@ -29,7 +30,7 @@ use store::Record;
 /// Every table of the store, each owned by its domain's record (and the store's own `meta`,
 /// which also holds the board's settings). `Store::open` creates them all.
 pub const TABLES: &[&str] = &[
-    store::RunRecord::TABLE,
+    runs::record::RunRecord::TABLE,
     mcp::record::ServerRecord::TABLE,
     agents::record::AgentRecord::TABLE,
     auth::record::SignInRecord::TABLE,

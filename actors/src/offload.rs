@@ -1,26 +1,16 @@
-//! Blocking work (redb reads, the keychain) run off the async workers, and the daemon's own
-//! failures in the words a person is told over the socket.
+//! Blocking work (redb reads, the keychain) run off the async workers.
 
-use bosun_shared::protocol::{ErrorCode, WireError};
+/// A blocking task panicked or was cancelled: a bug or a shutdown on bosund's side, so retrying
+/// may help. Returned by [`blocking`]; every area's error takes it in.
+#[derive(Debug, thiserror::Error)]
+#[error("a blocking task failed: {0}")]
+pub struct BlockingError(String);
 
-use crate::keychain::KeychainError;
-use crate::store::StoreError;
-
-/// Runs `f` on a blocking thread; a panicked task becomes an internal error.
+/// Runs `f` on a blocking thread.
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, WireError> {
+) -> Result<T, BlockingError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| WireError::internal(format!("a blocking task failed: {e}")))
-}
-
-/// The store failed: nothing the person did, so `internal`.
-pub fn store_error(e: StoreError) -> WireError {
-    WireError::internal(format!("bosund could not use its store: {e}"))
-}
-
-/// The keychain failed (locked, absent): `unavailable`, with what to do in the message.
-pub fn keychain_error(e: KeychainError) -> WireError {
-    WireError::new(ErrorCode::Unavailable, e.to_string())
+        .map_err(|e| BlockingError(e.to_string()))
 }

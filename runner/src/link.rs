@@ -78,7 +78,7 @@ pub async fn run_link(
                     }
                     SessionEnd::Lost(why) => {
                         if why != last_problem {
-                            eprintln!("bosun-runner: lost the daemon ({why}); reconnecting");
+                            say!("bosun-runner: lost the daemon ({why}); reconnecting");
                             last_problem = why;
                         }
                     }
@@ -96,7 +96,7 @@ pub async fn run_link(
             Err(e) => {
                 let why = format!("cannot reach {}: {e}", socket.display());
                 if why != last_problem {
-                    eprintln!("bosun-runner: {why}; retrying");
+                    say!("bosun-runner: {why}; retrying");
                     last_problem = why;
                 }
             }
@@ -150,7 +150,7 @@ async fn session(
     if let Ok(mut outbox) = state.outbox.lock()
         && let Err(e) = outbox.ack(welcome.acked_seq)
     {
-        eprintln!("bosun-runner: spool: {e}");
+        say!("bosun-runner: spool: {e}");
     }
     if let Some(stop) = welcome.stop {
         let _ = state.stops.send(stop);
@@ -212,7 +212,7 @@ async fn pump(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    eprintln!("bosun-runner: spool: {e}");
+                    say!("bosun-runner: spool: {e}");
                     break;
                 }
             }
@@ -237,7 +237,7 @@ async fn pump(
                     if let Ok(mut o) = state.outbox.lock()
                         && let Err(e) = o.ack(seq)
                     {
-                        eprintln!("bosun-runner: spool: {e}");
+                        say!("bosun-runner: spool: {e}");
                     }
                 }
                 Some(Ok(DaemonMsg::StartedAck)) => started_acked = true,

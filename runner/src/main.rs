@@ -8,6 +8,16 @@
 //! program has exited, SIGKILLs whatever it left, deletes the run's secret files, reports the
 //! exit, waits for the daemon's ack and exits.
 
+/// Writes a line to the runner's own log (its stderr, `runs/<id>/runner.log`). Unlike
+/// `eprintln!`, which panics when the write fails, a line that cannot be written (a full disk
+/// under the run's folder) is dropped: the runner must outlive its own log.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod link;
 mod outbox;
 mod relay;
@@ -22,7 +32,7 @@ use std::time::Duration;
 
 use bosun_shared::RUN_MARKER_ENV;
 use bosun_shared::Timestamp;
-use bosun_shared::process::{self, ProcessIdentity, SweepTarget};
+use bosun_shared::process::{self, Pgid, Pid, ProcessIdentity, SweepTarget};
 use bosun_shared::protocol::FrameReader;
 use bosun_shared::protocol::runner::{LaunchPlan, StopOrder};
 use bosun_shared::run::{ExitInfo, Outcome, signal_name};
@@ -47,7 +57,7 @@ fn main() -> ExitCode {
     // succeeds), and orphans of the run come to us rather than to init.
     let _ = nix::unistd::setsid();
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-        eprintln!("bosun-runner: could not become a child subreaper: {e}");
+        say!("bosun-runner: could not become a child subreaper: {e}");
     }
     bosun_shared::process::tune_allocator();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -56,14 +66,14 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("bosun-runner: could not start: {e}");
+            say!("bosun-runner: could not start: {e}");
             return ExitCode::from(2);
         }
     };
     match runtime.block_on(run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("bosun-runner: {e}");
+            say!("bosun-runner: {e}");
             ExitCode::from(2)
         }
     }
@@ -118,13 +128,13 @@ async fn run() -> Result<(), String> {
             reason,
         },
         Ok(mut child) => {
-            let me = ProcessIdentity::of(std::process::id() as i32);
-            let pid = child.id().map(|p| p as i32).unwrap_or(0);
+            let me = ProcessIdentity::of(Pid::this());
+            let pid = Pid::of_child(child.id().unwrap_or(0));
             let leader = ProcessIdentity::of(pid);
             if let Some(l) = leader {
                 *lock(&state.started) = Some(bosun_shared::protocol::runner::Started {
                     pid,
-                    pgid: pid,
+                    pgid: Pgid::led_by(pid),
                     start_time: l.start_time,
                     at: Timestamp::now(),
                 });
@@ -141,7 +151,8 @@ async fn run() -> Result<(), String> {
                 }
                 _ => None,
             };
-            let (status, stopping) = supervise(&mut child, &plan, pid, &mut stops).await;
+            let (status, stopping) =
+                supervise(&mut child, &plan, Pgid::led_by(pid), &mut stops).await;
 
             // The program is gone: end whatever it left, then let the relay drain the pipes.
             let target = SweepTarget {
@@ -155,7 +166,7 @@ async fn run() -> Result<(), String> {
                     .await
                     .unwrap_or_default();
             if report.survivors > 0 {
-                eprintln!(
+                say!(
                     "bosun-runner: {} process(es) of the run would not die",
                     report.survivors
                 );
@@ -173,7 +184,7 @@ async fn run() -> Result<(), String> {
                 })
                 .await;
                 if drained.is_err() {
-                    eprintln!("bosun-runner: output pipes did not close");
+                    say!("bosun-runner: output pipes did not close");
                 }
             }
             exit_info(status, stopping)
@@ -185,8 +196,8 @@ async fn run() -> Result<(), String> {
     wake.notify_one();
     match link.await {
         Ok(LinkEnd::ExitAcked) => {}
-        Ok(LinkEnd::Refused(why)) => eprintln!("bosun-runner: the daemon refused this run: {why}"),
-        Err(e) => eprintln!("bosun-runner: the link failed: {e}"),
+        Ok(LinkEnd::Refused(why)) => say!("bosun-runner: the daemon refused this run: {why}"),
+        Err(e) => say!("bosun-runner: the link failed: {e}"),
     }
     lock(&outbox).remove_spool();
     Ok(())
@@ -253,7 +264,7 @@ fn delete_secret_files(plan: &LaunchPlan) {
         match fs::remove_file(&file.path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => eprintln!(
+            Err(e) => say!(
                 "bosun-runner: could not delete {}: {e}",
                 file.path.display()
             ),
@@ -266,7 +277,7 @@ fn delete_secret_files(plan: &LaunchPlan) {
 async fn supervise(
     child: &mut tokio::process::Child,
     plan: &LaunchPlan,
-    pgid: i32,
+    pgid: Pgid,
     stops: &mut mpsc::UnboundedReceiver<StopOrder>,
 ) -> (Option<std::process::ExitStatus>, Option<Stopping>) {
     let cap = plan.time_cap_ms.map(Duration::from_millis);
@@ -320,7 +331,7 @@ async fn recv_signal(sig: &mut Option<tokio::signal::unix::Signal>) -> Option<()
 
 /// SIGINT, wait, SIGTERM, wait, SIGKILL, to the program's whole process group. Aborted as soon
 /// as the program exits.
-async fn run_ladder(pgid: i32, ladder: bosun_shared::protocol::runner::StopLadder, now: bool) {
+async fn run_ladder(pgid: Pgid, ladder: bosun_shared::protocol::runner::StopLadder, now: bool) {
     if !now {
         for (sig, grace) in [
             (Signal::SIGINT, ladder.int_grace_ms),

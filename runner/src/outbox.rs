@@ -5,6 +5,14 @@
 //! output (which would block the program). Memory always holds the oldest frames and the spool
 //! the newer ones; as acks free memory, frames move back from the spool in order. When
 //! everything is acked the spool is emptied.
+//!
+//! **A storage error never loses a frame and never ends the runner.** When the spool cannot be
+//! written (a full disk, a quota, a read-only or failing file system), the frame is kept in
+//! memory after the spool's frames (the *overflow*), and the outbox is [`held`](Outbox::held):
+//! the relay stops reading the program's pipes, so the program blocks on its next write, as it
+//! would on a full pipe. The overflow is tried again on every ack and every
+//! [`retry`](Outbox::retry); once it is gone the relay reads on. Memory past the limit is
+//! bounded by what the relay had read before it stopped.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -33,6 +41,10 @@ pub struct Outbox {
     mem_peak: usize,
     /// Frames after those in memory, contiguous.
     spool: Option<Spool>,
+    /// Frames after those in the spool that the spool could not take, contiguous.
+    overflow: VecDeque<Frame>,
+    /// Why the spool could not take them.
+    fault: Option<io::Error>,
 }
 
 struct Spool {
@@ -53,23 +65,69 @@ impl Outbox {
             mem_bytes: 0,
             mem_peak: 0,
             spool: None,
+            overflow: VecDeque::new(),
+            fault: None,
         }
     }
 
-    /// Adds a frame made by `make(seq)` for the next seq.
-    pub fn push(&mut self, make: impl FnOnce(u64) -> Vec<u8>) -> io::Result<()> {
+    /// Adds a frame made by `make(seq)` for the next seq. It is always kept: in memory, in the
+    /// spool, or (when the spool cannot take it) in the overflow, which holds the outbox.
+    pub fn push(&mut self, make: impl FnOnce(u64) -> Vec<u8>) {
         let seq = self.next_seq;
         let frame = make(seq);
+        self.next_seq += 1;
+        if !self.overflow.is_empty() {
+            self.overflow.push_back(Arc::new(frame));
+            return;
+        }
         let spooling = self.spool.as_ref().is_some_and(|s| !s.index.is_empty());
         if spooling || self.mem_bytes + frame.len() > self.mem_limit {
-            self.spool_append(&frame)?;
+            if let Err(e) = self.spool_append(&frame) {
+                self.fault = Some(e);
+                self.overflow.push_back(Arc::new(frame));
+            }
         } else {
             self.mem_bytes += frame.len();
             self.mem_peak = self.mem_peak.max(self.mem_bytes);
             self.mem.push_back(Arc::new(frame));
         }
-        self.next_seq += 1;
-        Ok(())
+    }
+
+    /// Whether output must wait: frames are kept that the spool could not take. The relay reads
+    /// no more of the program's output while this is true.
+    pub fn held(&self) -> bool {
+        !self.overflow.is_empty()
+    }
+
+    /// Why the outbox is held (the spool's error), while it is.
+    pub fn fault(&self) -> Option<&io::Error> {
+        self.fault.as_ref().filter(|_| self.held())
+    }
+
+    /// Tries again to place the overflow: in memory when the spool is empty and there is room,
+    /// else in the spool. Stops at the first frame that still cannot go.
+    pub fn retry(&mut self) {
+        let spooling = self.spool.as_ref().is_some_and(|s| !s.index.is_empty());
+        if !spooling {
+            while let Some(f) = self.overflow.front() {
+                if self.mem_bytes + f.len() > self.mem_limit {
+                    break;
+                }
+                if let Some(f) = self.overflow.pop_front() {
+                    self.mem_bytes += f.len();
+                    self.mem_peak = self.mem_peak.max(self.mem_bytes);
+                    self.mem.push_back(f);
+                }
+            }
+        }
+        while let Some(f) = self.overflow.front().cloned() {
+            if let Err(e) = self.spool_append(&f) {
+                self.fault = Some(e);
+                return;
+            }
+            self.overflow.pop_front();
+        }
+        self.fault = None;
     }
 
     fn spool_append(&mut self, frame: &[u8]) -> io::Result<()> {
@@ -119,10 +177,15 @@ impl Outbox {
         if let Some(f) = self.mem.get(i) {
             return Ok(Some(f.clone()));
         }
+        let i = i - self.mem.len();
+        let spooled = self.spool.as_ref().map_or(0, |s| s.index.len());
+        if i >= spooled {
+            return Ok(self.overflow.get(i - spooled).cloned());
+        }
         let Some(spool) = &self.spool else {
             return Ok(None);
         };
-        let Some(&(offset, len)) = spool.index.get(i - self.mem.len()) else {
+        let Some(&(offset, len)) = spool.index.get(i) else {
             return Ok(None);
         };
         let mut buf = vec![0u8; len];
@@ -137,11 +200,16 @@ impl Outbox {
             self.acked += 1;
             if let Some(f) = self.mem.pop_front() {
                 self.mem_bytes -= f.len();
-            } else if let Some(s) = &mut self.spool {
+            } else if let Some(s) = self.spool.as_mut().filter(|s| !s.index.is_empty()) {
                 s.index.pop_front();
+            } else {
+                self.overflow.pop_front();
             }
         }
         self.refill_from_spool()?;
+        if self.held() {
+            self.retry();
+        }
         if self.mem.is_empty() && self.mem_peak > GIVE_BACK_AFTER {
             // A burst is over: hand the memory it took back to the system, so an idle runner
             // stays small. glibc keeps freed heap memory otherwise.
@@ -209,7 +277,7 @@ mod tests {
         // Each frame is 10 bytes; memory holds 3.
         let mut o = Outbox::new(dir.path().join("spool"), 30);
         for _ in 0..10 {
-            o.push(frame_of)?;
+            o.push(frame_of);
         }
         assert_eq!(o.spooled(), 7);
         for seq in 1..=10 {
@@ -220,7 +288,7 @@ mod tests {
         for seq in 5..=10 {
             assert_eq!(read(&o, seq), Some(frame_of(seq)), "seq {seq} after ack");
         }
-        o.push(frame_of)?;
+        o.push(frame_of);
         assert_eq!(read(&o, 11), Some(frame_of(11)));
         o.ack(11)?;
         assert!(o.all_acked());
@@ -231,14 +299,45 @@ mod tests {
         Ok(())
     }
 
+    /// `/dev/full` takes no write (ENOSPC), as a spool on a full disk.
+    #[test]
+    fn a_spool_that_cannot_be_written_holds_the_outbox_and_loses_nothing() -> io::Result<()> {
+        let mut o = Outbox::new(PathBuf::from("/dev/full"), 30);
+        for _ in 0..5 {
+            o.push(frame_of);
+        }
+        assert!(o.held(), "frames 4 and 5 could not be spooled");
+        assert_eq!(o.fault().and_then(|e| e.raw_os_error()), Some(libc::ENOSPC));
+        for seq in 1..=5 {
+            assert_eq!(read(&o, seq), Some(frame_of(seq)), "seq {seq} while held");
+        }
+        // Frames pushed while held queue up behind, in order.
+        o.push(frame_of);
+        assert_eq!(read(&o, 6), Some(frame_of(6)));
+        // Acks make room in memory: the overflow moves there, and output may flow again.
+        o.ack(3)?;
+        assert!(!o.held());
+        assert!(o.fault().is_none());
+        for seq in 4..=6 {
+            assert_eq!(
+                read(&o, seq),
+                Some(frame_of(seq)),
+                "seq {seq} after the hold"
+            );
+        }
+        o.ack(6)?;
+        assert!(o.all_acked());
+        Ok(())
+    }
+
     #[test]
     fn an_ack_beyond_what_was_pushed_is_clamped() -> io::Result<()> {
         let dir = tempfile::tempdir()?;
         let mut o = Outbox::new(dir.path().join("spool"), 1024);
-        o.push(frame_of)?;
+        o.push(frame_of);
         o.ack(99)?;
         assert_eq!(o.acked(), 1);
-        o.push(frame_of)?;
+        o.push(frame_of);
         assert_eq!(read(&o, 2), Some(frame_of(2)));
         Ok(())
     }

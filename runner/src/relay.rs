@@ -29,6 +29,8 @@ const BATCH_BYTES: usize = 48 * 1024;
 /// The longest piece of a single line sent as one chunk.
 pub const MAX_LINE: usize = 64 * 1024;
 const READ_BUF: usize = 64 * 1024;
+/// How often a held outbox tries its spool again (acks try it too, at once).
+const HOLD_RETRY: Duration = Duration::from_millis(200);
 
 /// Where chunks go: the outbox, and a nudge to the link that there is something to send.
 #[derive(Clone)]
@@ -50,14 +52,48 @@ impl Sink {
             return;
         }
         let at = Timestamp::now();
-        let pushed = match self.outbox.lock() {
-            Ok(mut outbox) => outbox.push(|seq| fast::output_frame(seq, stream, at, &bytes)),
-            Err(_) => return,
-        };
-        if let Err(e) = pushed {
-            eprintln!("bosun-runner: could not keep output for the daemon: {e}");
+        if let Ok(mut outbox) = self.outbox.lock() {
+            outbox.push(|seq| fast::output_frame(seq, stream, at, &bytes));
         }
         self.wake.notify_one();
+    }
+
+    /// Why output must wait now (the spool cannot be written), if it must.
+    fn hold(&self) -> Option<String> {
+        let outbox = self.outbox.lock().ok()?;
+        outbox
+            .held()
+            .then(|| outbox.fault().map(|e| e.to_string()).unwrap_or_default())
+    }
+
+    /// Waits while the outbox is held, trying the spool again now and then, so that the
+    /// program's output stays in its pipe (and the program waits) rather than being dropped.
+    /// Returns true when `finish` fired meanwhile.
+    async fn wait_for_room(&self, finish: &mut oneshot::Receiver<()>) -> bool {
+        let Some(why) = self.hold() else {
+            return false;
+        };
+        say!("bosun-runner: output is held, the spool could not be written: {why}");
+        self.emit(
+            Stream::Note,
+            format!("output is held: the run's spool could not be written ({why}); the program waits until there is room\n").into_bytes(),
+        );
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(HOLD_RETRY) => {}
+                _ = &mut *finish => return true,
+            }
+            if let Ok(mut outbox) = self.outbox.lock() {
+                outbox.retry();
+            }
+            self.wake.notify_one();
+            if self.hold().is_none() {
+                break;
+            }
+        }
+        say!("bosun-runner: output flows again");
+        self.emit(Stream::Note, b"output flows again\n".to_vec());
+        false
     }
 }
 
@@ -171,6 +207,9 @@ pub async fn relay(
     let (mut out_open, mut err_open) = (true, true);
     let far = || Instant::now() + Duration::from_secs(3600);
     while out_open || err_open {
+        if sink.wait_for_room(&mut finish).await {
+            break;
+        }
         let deadline = [out.deadline(), err.deadline()]
             .into_iter()
             .flatten()

@@ -33,21 +33,81 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::Pid;
+use nix::unistd::Pid as NixPid;
 use serde::{Deserialize, Serialize};
+
+/// A process id. It is stored and sent as the bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Pid(i32);
+
+impl Pid {
+    /// The process numbered `pid` (as the kernel, `/proc` or a pid file gives it).
+    pub const fn from_raw(pid: i32) -> Self {
+        Self(pid)
+    }
+
+    /// A child's pid as the standard library gives it.
+    pub fn of_child(id: u32) -> Self {
+        Self(id as i32)
+    }
+
+    /// This process.
+    pub fn this() -> Self {
+        Self::of_child(std::process::id())
+    }
+
+    pub const fn as_raw(self) -> i32 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Pid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A process group id: the pid of the process that leads the group. It is stored and sent as the
+/// bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Pgid(i32);
+
+impl Pgid {
+    /// The group numbered `pgid` (as the kernel or `/proc` gives it).
+    pub const fn from_raw(pgid: i32) -> Self {
+        Self(pgid)
+    }
+
+    /// The group `leader` leads (a process started in a group of its own: pgid == its pid).
+    pub const fn led_by(leader: Pid) -> Self {
+        Self(leader.0)
+    }
+
+    pub const fn as_raw(self) -> i32 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for Pgid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// A process pinned by pid and start time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessIdentity {
-    pub pid: i32,
+    pub pid: Pid,
     /// Clock ticks since boot, `/proc/<pid>/stat` field 22.
     pub start_time: u64,
 }
 
 impl ProcessIdentity {
     /// The identity of a process that exists now.
-    pub fn of(pid: i32) -> Option<Self> {
-        stat(pid).map(|s| Self {
+    pub fn of(pid: Pid) -> Option<Self> {
+        stat(pid.as_raw()).map(|s| Self {
             pid,
             start_time: s.start_time,
         })
@@ -55,17 +115,17 @@ impl ProcessIdentity {
 
     /// Whether this very process is still alive (a zombie is not).
     pub fn is_alive(&self) -> bool {
-        stat(self.pid).is_some_and(|s| s.start_time == self.start_time && s.state != 'Z')
+        stat(self.pid.as_raw()).is_some_and(|s| s.start_time == self.start_time && s.state != 'Z')
     }
 
     /// Whether the pid now belongs to some other process: then neither the pid nor a session or
     /// group numbered after it is ours any more.
     pub fn is_reused(&self) -> bool {
-        stat(self.pid).is_some_and(|s| s.start_time != self.start_time)
+        stat(self.pid.as_raw()).is_some_and(|s| s.start_time != self.start_time)
     }
 }
 
-/// The fields of `/proc/<pid>/stat` bosun uses.
+/// The fields of `/proc/<pid>/stat` bosun uses, the kernel's numbers as it gives them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProcStat {
     pub pid: i32,
@@ -112,7 +172,7 @@ pub fn all_processes() -> Vec<ProcStat> {
 
 /// Whether the process's environment holds exactly `KEY=VALUE`. False when it can't be read
 /// (another user's process, or gone).
-pub fn environ_contains(pid: i32, key: &str, value: &str) -> bool {
+pub fn environ_contains(pid: Pid, key: &str, value: &str) -> bool {
     let Ok(env) = fs::read(format!("/proc/{pid}/environ")) else {
         return false;
     };
@@ -123,14 +183,14 @@ pub fn environ_contains(pid: i32, key: &str, value: &str) -> bool {
 
 /// Sends `sig` to the process group `pgid`. `Ok(false)` when the group no longer exists. Refuses
 /// groups 0 and 1 and bosun's own group, whatever the caller passes.
-pub fn signal_group(pgid: i32, sig: Signal) -> io::Result<bool> {
-    if pgid <= 1 || pgid == nix::unistd::getpgrp().as_raw() {
+pub fn signal_group(pgid: Pgid, sig: Signal) -> io::Result<bool> {
+    if pgid.0 <= 1 || pgid.0 == nix::unistd::getpgrp().as_raw() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("refusing to signal process group {pgid}"),
         ));
     }
-    match killpg(Pid::from_raw(pgid), sig) {
+    match killpg(NixPid::from_raw(pgid.0), sig) {
         Ok(()) => Ok(true),
         Err(Errno::ESRCH) => Ok(false),
         Err(e) => Err(io::Error::from(e)),
@@ -138,14 +198,14 @@ pub fn signal_group(pgid: i32, sig: Signal) -> io::Result<bool> {
 }
 
 /// Sends `sig` to one process. `Ok(false)` when it no longer exists.
-pub fn signal_process(pid: i32, sig: Signal) -> io::Result<bool> {
-    if pid <= 1 || pid == std::process::id() as i32 {
+pub fn signal_process(pid: Pid, sig: Signal) -> io::Result<bool> {
+    if pid.0 <= 1 || pid == Pid::this() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("refusing to signal process {pid}"),
         ));
     }
-    match kill(Pid::from_raw(pid), sig) {
+    match kill(NixPid::from_raw(pid.0), sig) {
         Ok(()) => Ok(true),
         Err(Errno::ESRCH) => Ok(false),
         Err(e) => Err(io::Error::from(e)),
@@ -157,18 +217,18 @@ pub fn signal_process(pid: i32, sig: Signal) -> io::Result<bool> {
 /// as a stdio MCP server it lists the tools of.
 #[derive(Debug)]
 pub struct ProcessGroupGuard {
-    pgid: i32,
+    pgid: Pgid,
 }
 
 impl ProcessGroupGuard {
     /// Guards the group `pgid` (a child started with `process_group(0)`, so pgid == its pid).
-    pub fn new(pgid: i32) -> Self {
+    pub fn new(pgid: Pgid) -> Self {
         Self { pgid }
     }
 
     /// Sends `sig` to the group now.
     pub fn signal(&self, sig: Signal) {
-        if self.pgid > 1 {
+        if self.pgid.0 > 1 {
             let _ = signal_group(self.pgid, sig);
         }
     }
@@ -213,7 +273,7 @@ impl Helper {
             .id()
             .ok_or_else(|| io::Error::other("it exited before it could be guarded"))?;
         Ok(Self {
-            group: ProcessGroupGuard::new(pid as i32),
+            group: ProcessGroupGuard::new(Pgid::led_by(Pid::of_child(pid))),
             child,
         })
     }
@@ -297,7 +357,7 @@ pub fn output_blocking(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let group = ProcessGroupGuard::new(child.id() as i32);
+    let group = ProcessGroupGuard::new(Pgid::led_by(Pid::of_child(child.id())));
     let stdout = read_all_blocking(child.stdout.take());
     let stderr = read_all_blocking(child.stderr.take());
     // The wait has a thread of its own, so the deadline holds and the child is reaped whatever
@@ -376,12 +436,13 @@ pub fn sweep(target: &SweepTarget, deadline: Duration) -> SweepReport {
             .into_iter()
             .filter(|p| p.pid != me && p.pid > 1 && p.state != 'Z')
             .filter(|p| {
-                session.is_some_and(|r| p.sid == r.pid || p.ppid == r.pid && r.pid == me)
-                    || group.is_some_and(|l| p.pgid == l.pid)
-                    || target
-                        .marker
-                        .as_deref()
-                        .is_some_and(|m| environ_contains(p.pid, crate::RUN_MARKER_ENV, m))
+                session.is_some_and(|r| {
+                    let r = r.pid.as_raw();
+                    p.sid == r || p.ppid == r && r == me
+                }) || group.is_some_and(|l| p.pgid == l.pid.as_raw())
+                    || target.marker.as_deref().is_some_and(|m| {
+                        environ_contains(Pid::from_raw(p.pid), crate::RUN_MARKER_ENV, m)
+                    })
             })
             .collect();
         if members.is_empty() {
@@ -393,7 +454,7 @@ pub fn sweep(target: &SweepTarget, deadline: Duration) -> SweepReport {
             return report;
         }
         for p in &members {
-            if signal_process(p.pid, Signal::SIGKILL).unwrap_or(false)
+            if signal_process(Pid::from_raw(p.pid), Signal::SIGKILL).unwrap_or(false)
                 && killed.insert((p.pid, p.start_time))
             {
                 report.killed += 1;
@@ -407,7 +468,7 @@ pub fn sweep(target: &SweepTarget, deadline: Duration) -> SweepReport {
 /// owned by an async runtime still running (the runner calls it after its program was awaited).
 pub fn reap_orphans() {
     loop {
-        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+        match waitpid(NixPid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) | Err(_) => return,
             Ok(_) => continue,
         }
@@ -458,7 +519,7 @@ mod tests {
     #[test]
     fn our_own_identity_is_alive_and_a_wrong_start_time_is_not() {
         let me = std::process::id() as i32;
-        let id = ProcessIdentity::of(me);
+        let id = ProcessIdentity::of(Pid::from_raw(me));
         assert!(id.is_some_and(|i| i.is_alive()));
         let wrong = id.map(|i| ProcessIdentity {
             pid: i.pid,
@@ -471,7 +532,10 @@ mod tests {
     fn alive_with(marker: &str) -> Vec<ProcStat> {
         all_processes()
             .into_iter()
-            .filter(|p| p.state != 'Z' && environ_contains(p.pid, "BOSUN_TEST_HELPER", marker))
+            .filter(|p| {
+                p.state != 'Z'
+                    && environ_contains(Pid::from_raw(p.pid), "BOSUN_TEST_HELPER", marker)
+            })
             .collect()
     }
 
@@ -581,8 +645,8 @@ mod tests {
     #[test]
     fn signalling_our_own_group_or_init_is_refused() {
         let own = nix::unistd::getpgrp().as_raw();
-        assert!(signal_group(own, Signal::SIGTERM).is_err());
-        assert!(signal_group(1, Signal::SIGTERM).is_err());
-        assert!(signal_process(1, Signal::SIGTERM).is_err());
+        assert!(signal_group(Pgid::from_raw(own), Signal::SIGTERM).is_err());
+        assert!(signal_group(Pgid::from_raw(1), Signal::SIGTERM).is_err());
+        assert!(signal_process(Pid::from_raw(1), Signal::SIGTERM).is_err());
     }
 }

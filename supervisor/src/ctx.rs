@@ -24,7 +24,7 @@ use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
 use ractor::ActorRef;
 
-use crate::root::RootMsg;
+use crate::control::RootMsg;
 
 pub struct DaemonCtx {
     pub dirs: StateDir,
@@ -103,6 +103,11 @@ impl DaemonCtx {
         self.runs.get()
     }
 
+    /// Runs as the actors ask it (`runs::start`), across its restarts.
+    pub fn runs_handle(&self) -> &ActorHandle<RunsMsg> {
+        &self.runs
+    }
+
     pub fn registry(&self) -> Option<ActorRef<RegistryMsg>> {
         read(&self.registry)
     }
@@ -139,7 +144,7 @@ impl DaemonCtx {
             live: self.live.clone(),
             events: self.events.clone(),
             agents: self.agents.clone(),
-            answers: self.answers.clone(),
+            answers: Arc::new(self.answers.clone()),
         })
     }
 

@@ -1,11 +1,13 @@
 //! `bosund`: the daemon. One per state directory; it owns the store, the actor tree and the
 //! socket. People do not usually start it themselves: `bosun` starts it when it is not running.
 
+mod control;
 mod ctx;
 mod listener;
 mod requests;
 mod root;
 mod session;
+mod wire;
 
 use std::fs;
 use std::io::{IsTerminal, Write};
@@ -22,8 +24,9 @@ use ractor::Actor;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{error, info};
 
+use crate::control::RootMsg;
 use crate::ctx::DaemonCtx;
-use crate::root::{Root, RootMsg};
+use crate::root::Root;
 
 const HELP: &str = "\
 bosund: the bosun daemon
@@ -200,17 +203,22 @@ struct LogSink {
     to_terminal: bool,
 }
 
+/// A line that cannot be written (the state directory's disk is full) is dropped, never an
+/// error: tracing reports a failed write with `eprintln!` to bosund's stderr, which is on the same
+/// full disk, so that panics, and the panic hook logs through this very sink while it is locked,
+/// which deadlocked the daemon. The daemon must outlive its own log.
 impl Write for LogSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if self.to_terminal {
             let _ = std::io::stderr().write_all(buf);
         }
-        self.file.write_all(buf)?;
+        let _ = self.file.write_all(buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
+        let _ = self.file.flush();
+        Ok(())
     }
 }
 

@@ -3,11 +3,15 @@
 
 use std::sync::Arc;
 
+use bosun_actors::agents::AgentsError;
 use bosun_actors::agents::registry::{self as agents, AgentsMsg};
 use bosun_actors::agents::{builtin, launch};
 use bosun_actors::auth::signin;
 use bosun_actors::board::BoardRequest;
+use bosun_actors::error::Starting;
+use bosun_actors::lead::ChatsError;
 use bosun_actors::lead::chats::ChatsMsg;
+use bosun_actors::mcp::RegistryError;
 use bosun_actors::mcp::registry::{self, RegistryMsg};
 use bosun_actors::mcp::{adopt, look};
 use bosun_actors::runs::follow::blocking;
@@ -20,11 +24,12 @@ use bosun_shared::protocol::ui::{DaemonStatus, Request, Response, RunView};
 use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
 use tracing::error;
 
+use crate::control::RootMsg;
 use crate::ctx::DaemonCtx;
-use crate::root::RootMsg;
+use crate::wire::{self, Failure};
 
 /// Answers a request that needs no subscription.
-pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, WireError> {
+pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, Failure> {
     match request {
         Request::StartRun(params) => start(ctx, RunSpec::plain(params)).await,
         Request::AgentAdd(params) => agents_call(ctx, |reply| AgentsMsg::Add { params, reply })
@@ -47,13 +52,15 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
         }
         Request::AgentShow { agent } => agents::show(&ctx.agents_context(), &agent)
             .await
+            .map_err(Failure::from)
             .map(|v| Response::Agent(Box::new(v))),
         Request::AgentList => agents::list(&ctx.agents_context())
             .await
+            .map_err(Failure::from)
             .map(|agents| Response::Agents { agents }),
         Request::AgentRun { agent, prompt } => {
             let spec = launch::prepare(&ctx.agents_context(), &agent, &prompt).await?;
-            start(ctx, spec).await
+            start(ctx, spec.into()).await
         }
         Request::Board => board(ctx, BoardRequest::Show).await,
         Request::ColumnAdd(p) => board(ctx, BoardRequest::AddColumn(p)).await,
@@ -140,14 +147,16 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
         Request::AgentTools { agent, ask } => {
             builtin::tools(&ctx.agents_context(), ctx.agents.get(), &agent, ask)
                 .await
+                .map_err(Failure::from)
                 .map(|v| Response::BuiltinTools(Box::new(v)))
         }
         Request::ListRuns { all } => list_runs(ctx, all)
             .await
+            .map_err(Failure::from)
             .map(|runs| Response::Runs { runs }),
         Request::GetRun { run } => {
             let id = resolve(ctx, &run).await?;
-            run_view(ctx, id).await.map(|v| Response::Run(Box::new(v)))
+            Ok(Response::Run(Box::new(run_view(ctx, id).await?)))
         }
         Request::StopRun { run } => {
             let id = resolve(ctx, &run).await?;
@@ -157,7 +166,8 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
                     "run {} has already ended ({})",
                     view.short_id,
                     view.outcome.map(|o| o.to_string()).unwrap_or_default()
-                )));
+                ))
+                .into());
             };
             let order = StopOrder {
                 reason: "stopped by the person".into(),
@@ -169,6 +179,7 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             })
             .map_err(|_| WireError::conflict(format!("run {} has just ended", id.short())))?
             .map(|v| Response::Run(Box::new(v)))
+            .map_err(Failure::from)
         }
         Request::DaemonStatus => {
             let shutting_down = match ctx.runs() {
@@ -220,15 +231,18 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
         }
         Request::McpList => registry::list(&ctx.registry_context())
             .await
+            .map_err(Failure::from)
             .map(|servers| Response::Servers { servers }),
         Request::McpShow { server } => registry::show(&ctx.registry_context(), &server)
             .await
+            .map_err(Failure::from)
             .map(|v| Response::Server(Box::new(v))),
         Request::McpTools {
             server,
             cached: true,
         } => look::last_listing(&ctx.registry_context(), &server)
             .await
+            .map_err(Failure::from)
             .map(|l| Response::Tools(Box::new(l))),
         Request::McpTools {
             server,
@@ -237,14 +251,17 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             let registry = ctx.registry().ok_or_else(starting_up)?;
             look::list_tools(&ctx.registry_context(), &registry, &server)
                 .await
+                .map_err(Failure::from)
                 .map(|l| Response::Tools(Box::new(l)))
         }
         Request::McpInspect { server } => look::inspect(&ctx.registry_context(), &server)
             .await
+            .map_err(Failure::from)
             .map(|v| Response::Inspect(Box::new(v))),
         Request::McpCall { server, tool, args } => {
             look::call(&ctx.registry_context(), &server, &tool, args)
                 .await
+                .map_err(Failure::from)
                 .map(|v| Response::Call(Box::new(v)))
         }
         Request::McpImportScan(scan) => {
@@ -265,6 +282,7 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             let registry = ctx.registry().ok_or_else(starting_up)?;
             adopt::import(&ctx.registry_context(), &registry, params)
                 .await
+                .map_err(Failure::from)
                 .map(|servers| Response::Imported { servers })
         }
         Request::McpSignIn { server } => {
@@ -282,74 +300,72 @@ pub async fn answer(ctx: &Arc<DaemonCtx>, request: Request) -> Result<Response, 
             let server = signin::finish(&ctx.auth, attempt).await?;
             registry::show(&ctx.registry_context(), &server.to_string())
                 .await
+                .map_err(Failure::from)
                 .map(|v| Response::Server(Box::new(v)))
         }
         Request::McpSignOut { server } => registry::sign_out(&ctx.registry_context(), &server)
             .await
+            .map_err(Failure::from)
             .map(|v| Response::Server(Box::new(v))),
-        Request::FollowLog(_) | Request::Unfollow { .. } | Request::SubscribeRuns => Err(
-            WireError::internal("this request is handled by the session"),
-        ),
+        Request::FollowLog(_) | Request::Unfollow { .. } | Request::SubscribeRuns => {
+            Err(WireError::internal("this request is handled by the session").into())
+        }
     }
 }
 
 /// Asks the Chats actor (chats, answers, and every decision on a pending action).
 async fn chats_call<T: Send + 'static>(
     ctx: &Arc<DaemonCtx>,
-    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, WireError>>) -> ChatsMsg,
-) -> Result<T, WireError> {
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, ChatsError>>) -> ChatsMsg,
+) -> Result<T, Failure> {
     let chats = ctx.chats.get().ok_or_else(starting_up)?;
-    chats
+    Ok(chats
         .call(msg, None)
         .await
         .map_err(|e| WireError::internal(format!("the chats did not answer: {e}")))?
-        .success_or(WireError::internal("the chats did not answer"))?
+        .success_or(WireError::internal("the chats did not answer"))??)
 }
 
 /// Asks the Board actor (every change to the board and the notes goes through it).
-async fn board(ctx: &Arc<DaemonCtx>, req: BoardRequest) -> Result<Response, WireError> {
-    bosun_actors::board::ask(&ctx.board, req).await
+async fn board(ctx: &Arc<DaemonCtx>, req: BoardRequest) -> Result<Response, Failure> {
+    let answer = bosun_actors::board::ask(&ctx.board, req).await?;
+    Ok(wire::board_response(answer))
 }
 
-async fn start(ctx: &Arc<DaemonCtx>, spec: RunSpec) -> Result<Response, WireError> {
-    let runs = ctx.runs().ok_or_else(starting_up)?;
-    let spec = Box::new(spec);
-    ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
-        .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
-        .map(|v| Response::Run(Box::new(v)))
+/// Starts a run the one way there is: [`bosun_actors::runs::start`].
+async fn start(ctx: &Arc<DaemonCtx>, spec: RunSpec) -> Result<Response, Failure> {
+    let run = bosun_actors::runs::start(ctx.runs_handle(), spec).await?;
+    Ok(Response::Run(Box::new(run)))
 }
 
 /// Asks the Agents actor (every change to the agents goes through it, one at a time).
 async fn agents_call<T: Send + 'static>(
     ctx: &Arc<DaemonCtx>,
-    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, WireError>>) -> AgentsMsg,
-) -> Result<T, WireError> {
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, AgentsError>>) -> AgentsMsg,
+) -> Result<T, Failure> {
     let agents = ctx.agents.get().ok_or_else(starting_up)?;
-    agents
+    Ok(agents
         .call(msg, None)
         .await
         .map_err(|e| WireError::internal(format!("bosund's agents did not answer: {e}")))?
-        .success_or(WireError::internal("bosund's agents did not answer"))?
+        .success_or(WireError::internal("bosund's agents did not answer"))??)
 }
 
 /// Asks the Registry actor (every change to the MCP servers goes through it, one at a time).
 async fn registry_call<T: Send + 'static>(
     ctx: &Arc<DaemonCtx>,
-    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, WireError>>) -> RegistryMsg,
-) -> Result<T, WireError> {
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, RegistryError>>) -> RegistryMsg,
+) -> Result<T, Failure> {
     let registry = ctx.registry().ok_or_else(starting_up)?;
-    registry
+    Ok(registry
         .call(msg, None)
         .await
         .map_err(|e| WireError::internal(format!("the MCP registry did not answer: {e}")))?
-        .success_or(WireError::internal("the MCP registry did not answer"))?
+        .success_or(WireError::internal("the MCP registry did not answer"))??)
 }
 
-fn starting_up() -> WireError {
-    WireError::new(
-        ErrorCode::Internal,
-        "bosund is still starting; try again in a moment",
-    )
+fn starting_up() -> Failure {
+    Starting.into()
 }
 
 fn store_error(e: StoreError) -> WireError {

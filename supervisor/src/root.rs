@@ -17,18 +17,12 @@ use bosun_actors::supervision::{RestartBudget, RestartPolicy, Verdict};
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tracing::{error, info, warn};
 
+use crate::control::RootMsg;
 use crate::ctx::DaemonCtx;
 use crate::listener::Listener;
 
 /// How long an immediate shutdown waits for runners to report before bosund exits anyway.
 const IMMEDIATE_SHUTDOWN_LIMIT: Duration = Duration::from_secs(10);
-
-pub enum RootMsg {
-    /// Stop every run (by the ladder, or at once) and exit.
-    Shutdown { immediate: bool },
-    /// Every run has ended: exit.
-    RunsStopped,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Child {

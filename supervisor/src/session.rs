@@ -476,7 +476,7 @@ impl SessionState {
                 let task = tokio::spawn(async move {
                     let result = match requests::answer(&ctx, long).await {
                         Ok(r) => ResponseResult::Ok(r),
-                        Err(e) => ResponseResult::Err(e),
+                        Err(e) => ResponseResult::Err(e.0),
                     };
                     let _ = out.send(ServerFrame::Response { id, result }.into()).await;
                     let _ = me.cast(SessionMsg::FollowEnded { sub: id });
@@ -517,7 +517,7 @@ impl SessionState {
             | Request::ChatShow { .. }
             | Request::ChatList
             | Request::Inbox { .. }
-            | Request::Discard { .. }) => requests::answer(&self.ctx, other).await,
+            | Request::Discard { .. }) => requests::answer(&self.ctx, other).await.map_err(|f| f.0),
         };
         let result = match result {
             Ok(r) => ResponseResult::Ok(r),

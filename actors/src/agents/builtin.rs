@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
+use crate::agents::AgentsError;
 use bosun_shared::agents::CliKind;
 use bosun_shared::process::Helper;
 use bosun_shared::protocol::agents::BuiltinToolsView;
-use bosun_shared::protocol::{ErrorCode, WireError};
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -26,7 +26,7 @@ pub async fn tools(
     agents: Option<ractor::ActorRef<AgentsMsg>>,
     agent: &str,
     ask: bool,
-) -> Result<BuiltinToolsView, WireError> {
+) -> Result<BuiltinToolsView, AgentsError> {
     let rec = find(&ctx.store, agent).await?;
     let mut seen = rec
         .last_run
@@ -36,7 +36,7 @@ pub async fn tools(
     let mut source = catalog::source(rec.cli, &seen).to_string();
     if ask {
         if rec.cli != CliKind::Claude {
-            return Err(WireError::bad_request(format!(
+            return Err(AgentsError::invalid(format!(
                 "only Claude Code can be asked for its tools without a model call; {} has no such command, so its list is bosun's catalog (leave out --ask)",
                 rec.cli
             )));
@@ -67,8 +67,8 @@ pub async fn tools(
 
 /// Starts the installed Claude Code with nothing of the person's, reads its init line, and
 /// ends it.
-async fn ask_claude(rec: &AgentRecord) -> Result<Vec<String>, WireError> {
-    let failed = |m: String| WireError::new(ErrorCode::Unavailable, m);
+async fn ask_claude(rec: &AgentRecord) -> Result<Vec<String>, AgentsError> {
+    let failed = |m: String| AgentsError::unavailable(m);
     let scratch = tempfile::Builder::new()
         .prefix("bosun-ask-")
         .tempdir()

@@ -2,28 +2,28 @@
 //! secret values read from the keychain only now, for this run's 0600 files), the ones that
 //! cannot be used left out with the reason, the allowed commands filtered to commands, the
 //! environment built from an explicit allow-list plus the agent's own, the login checked, and
-//! the adapter's invocation made into a [`RunSpec`].
+//! the adapter's invocation made into a [`Prepared`] run, which `runs` turns into its `RunSpec`
+//! (runs know agents; agents know nothing of runs).
 
 use std::time::Duration;
 
+use crate::agents::AgentsError;
 use bosun_shared::agents::CliKind;
 use bosun_shared::process::{Helper, HelperError};
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::ui::StartRunParams;
-use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::{AnswerId, ChatId};
 use tokio::process::Command;
 
 use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
+use super::record::AgentRun;
 use super::record::{AgentRecord, ServerSwitch, ToolSelection};
 use super::registry::{AgentsContext, find};
-use super::stream::AgentRun;
 use crate::auth::{Access, AuthContext};
 use crate::keychain::{Keychain, agent_env_key};
 use crate::mcp::browser;
 use crate::mcp::record::{LineKind, ServerRecord};
-use crate::offload::{blocking, keychain_error, store_error};
-use crate::runs::RunSpec;
+use crate::offload::blocking;
 
 /// The daemon's environment variables a run gets (besides the agent's own): enough to find
 /// programs, a home, the locale, and where the CLIs keep their sign-ins.
@@ -53,10 +53,6 @@ const LOGIN_CHECK_LIMIT: Duration = Duration::from_secs(15);
 /// The longest prompt.
 const MAX_PROMPT: usize = 256 * 1024;
 
-fn unavailable(m: String) -> WireError {
-    WireError::new(ErrorCode::Unavailable, m)
-}
-
 /// An answer of the lead in a chat: what its run gets besides the agent's own setup.
 #[derive(Clone, Debug)]
 pub struct ChatLaunch {
@@ -67,8 +63,24 @@ pub struct ChatLaunch {
     pub answer: (ChatId, AnswerId),
 }
 
+/// A run of an agent, ready to start.
+#[derive(Debug)]
+pub struct Prepared {
+    pub params: StartRunParams,
+    /// Files the runner writes (mode 0600) before the program starts and deletes when the run
+    /// ends: (path, contents), the path under [`RUN_DIR`](super::adapter::RUN_DIR).
+    pub files: Vec<(String, String)>,
+    /// Lines for the run's log, before the program's output.
+    pub notes: Vec<String>,
+    pub run: AgentRun,
+}
+
 /// Turns an agent and a prompt into a run.
-pub async fn prepare(ctx: &AgentsContext, agent: &str, prompt: &str) -> Result<RunSpec, WireError> {
+pub async fn prepare(
+    ctx: &AgentsContext,
+    agent: &str,
+    prompt: &str,
+) -> Result<Prepared, AgentsError> {
     prepare_with(ctx, agent, prompt, None, None).await
 }
 
@@ -80,42 +92,40 @@ pub async fn prepare_with(
     prompt: &str,
     chat: Option<ChatLaunch>,
     resume: Option<String>,
-) -> Result<RunSpec, WireError> {
+) -> Result<Prepared, AgentsError> {
     let rec = find(&ctx.store, agent).await?;
     if resume.is_some() && rec.cli != CliKind::Claude {
-        return Err(WireError::bad_request(format!(
+        return Err(AgentsError::invalid(format!(
             "continuing a run works for Claude Code agents; `{}` is a {} agent: start a new run instead",
             rec.name, rec.cli
         )));
     }
     if chat.is_some() && rec.cli != CliKind::Claude {
-        return Err(WireError::bad_request(format!(
+        return Err(AgentsError::invalid(format!(
             "the lead answers through Claude Code, and `{}` is a {} agent; make the lead a Claude agent (`bosun agent add lead --cli claude --role lead …`)",
             rec.name, rec.cli
         )));
     }
     if prompt.trim().is_empty() {
-        return Err(WireError::bad_request(format!(
+        return Err(AgentsError::invalid(format!(
             "no prompt given; say what the agent should do: bosun agent run {} \"fix the failing test\"",
             rec.name
         )));
     }
     if prompt.len() > MAX_PROMPT || prompt.contains('\0') {
-        return Err(WireError::bad_request(
+        return Err(AgentsError::invalid(
             "the prompt is over 256 KiB or has a NUL byte; shorten it",
         ));
     }
     if !rec.cwd.is_dir() {
-        return Err(WireError::bad_request(format!(
+        return Err(AgentsError::invalid(format!(
             "the agent's working folder {} does not exist any more; create it, or change it with `bosun agent edit {} --cwd DIR`",
             rec.cwd.display(),
             rec.name
         )));
     }
     let store = ctx.store.clone();
-    let mut servers = blocking(move || store.servers())
-        .await?
-        .map_err(store_error)?;
+    let mut servers = blocking(move || store.servers()).await??;
     servers.sort_by(|a, b| a.name.cmp(&b.name));
 
     let mut notes: Vec<String> = Vec::new();
@@ -258,7 +268,7 @@ pub async fn prepare_with(
         && nix::unistd::geteuid().is_root()
         && !agent_env.iter().any(|(k, v)| k == "IS_SANDBOX" && v == "1")
     {
-        return Err(WireError::bad_request(format!(
+        return Err(AgentsError::invalid(format!(
             "Claude Code refuses bypassPermissions as root unless IS_SANDBOX=1 says the machine is a sandbox; if it is one, add it with `bosun agent edit {} --env IS_SANDBOX=1`, else choose another permission mode",
             rec.name
         )));
@@ -275,11 +285,11 @@ pub async fn prepare_with(
         ladder: None,
         umask: None,
     };
-    Ok(RunSpec {
+    Ok(Prepared {
         params,
         files: inv.files,
         notes,
-        agent: Some(run),
+        run,
     })
 }
 
@@ -368,7 +378,7 @@ async fn resolve(
     tools: ToolPlan,
     agent: &AgentRecord,
     path: Option<String>,
-) -> Result<Resolved, WireError> {
+) -> Result<Resolved, AgentsError> {
     if let Some(settings) = &s.browser {
         let settings = settings.clone();
         let insecure = agent.switches.browser_insecure_certs;
@@ -452,7 +462,7 @@ async fn resolve(
                     )));
                 }
             }
-            Err(e) if e.code == ErrorCode::Unauthorized => {
+            Err(crate::auth::AuthError::NeedsSignIn { .. }) => {
                 return Ok(Err((
                     "signed out".into(),
                     Some(format!(
@@ -463,7 +473,7 @@ async fn resolve(
             }
             Err(e) => {
                 return Ok(Err((
-                    format!("its sign-in could not be refreshed ({})", e.message),
+                    format!("its sign-in could not be refreshed ({e})"),
                     None,
                 )));
             }
@@ -503,17 +513,17 @@ fn read_agent_secrets(
     keychain: &Keychain,
     id: bosun_shared::AgentId,
     names: &[String],
-) -> Result<Vec<(String, String)>, WireError> {
+) -> Result<Vec<(String, String)>, AgentsError> {
     let mut out = Vec::new();
     for name in names {
         match keychain.get(&agent_env_key(id, name)) {
             Ok(Some(v)) => out.push((name.clone(), v)),
             Ok(None) => {
-                return Err(WireError::conflict(format!(
+                return Err(AgentsError::conflict(format!(
                     "the agent's secret {name} is missing from the keychain; set it again with `bosun agent edit AGENT --secret-env {name}` (the value is read from stdin)"
                 )));
             }
-            Err(e) => return Err(keychain_error(e)),
+            Err(e) => return Err(AgentsError::from(e)),
         }
     }
     Ok(out)
@@ -526,7 +536,7 @@ async fn check_login(
     rec: &AgentRecord,
     env: &[(String, String)],
     program: &str,
-) -> Result<(), WireError> {
+) -> Result<(), AgentsError> {
     let has = |k: &str| env.iter().any(|(name, v)| name == k && !v.is_empty());
     let args: &[&str] = match rec.cli {
         CliKind::Claude => &["auth", "status"],
@@ -545,7 +555,7 @@ async fn check_login(
             if has("GEMINI_API_KEY") || has("GOOGLE_API_KEY") || has("GOOGLE_GENAI_USE_VERTEXAI") {
                 return Ok(());
             }
-            return Err(unavailable(format!(
+            return Err(AgentsError::unavailable(format!(
                 "Gemini CLI has no key for this agent: each run has a home of its own, so give it one with `bosun agent edit {} --secret-env GEMINI_API_KEY` (the value is read from stdin)",
                 rec.name
             )));
@@ -569,17 +579,17 @@ async fn check_login(
         } else {
             format!("could not run `{program}` to check its sign-in: {e}")
         };
-        unavailable(why)
+        AgentsError::unavailable(why)
     })?;
     let out = match helper.output(LOGIN_CHECK_LIMIT).await {
         Ok(out) => out,
         Err(HelperError::Io(e)) => {
-            return Err(unavailable(format!(
+            return Err(AgentsError::unavailable(format!(
                 "could not check the sign-in of {program}: {e}"
             )));
         }
         Err(HelperError::TimedOut(_)) => {
-            return Err(unavailable(format!(
+            return Err(AgentsError::unavailable(format!(
                 "`{program} {}` did not answer within {} s",
                 args.join(" "),
                 LOGIN_CHECK_LIMIT.as_secs()
@@ -600,7 +610,7 @@ async fn check_login(
         ),
         CliKind::Gemini | CliKind::Command => String::new(),
     };
-    Err(unavailable(format!(
+    Err(AgentsError::unavailable(format!(
         "{} is not signed in for this agent (`{program} {}` says so); {fix}",
         match rec.cli {
             CliKind::Claude => "Claude Code",

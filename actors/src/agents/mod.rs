@@ -12,6 +12,8 @@
 pub mod adapter;
 pub mod builtin;
 pub mod catalog;
+mod error;
+pub use error::AgentsError;
 pub mod launch;
 pub mod record;
 pub mod registry;

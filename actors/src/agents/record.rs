@@ -1,11 +1,12 @@
 //! An agent as stored in redb (`agents[agent id]`): its setup, its switches, and what its last
-//! run found.
+//! run found; and the agent part of a run's record ([`AgentRun`], kept in `runs[run id]`, read
+//! from the CLI's stream by `stream`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use bosun_shared::agents::{CliKind, WebFetch};
-use bosun_shared::{AgentId, RunId, ServerId, Timestamp};
+use bosun_shared::{AgentId, AnswerId, CardId, ChatId, RunId, ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::store::{Record, Store, StoreError};
@@ -197,4 +198,52 @@ impl AgentRecord {
         }
         out
     }
+}
+
+/// What bosun knows about an agent's run, kept on the run's record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentRun {
+    pub agent: Option<AgentId>,
+    pub agent_name: String,
+    pub cli: Option<CliKind>,
+    /// Each MCP server of the agent's and its state in this run: `given` until the CLI says
+    /// more (connected, failed, needs-auth), or `left out: why`.
+    pub servers: Vec<(String, String)>,
+    /// The servers given whose sign-in Claude Code holds itself, not bosun.
+    #[serde(default)]
+    pub claude_signs_in: Vec<String>,
+    /// The card (and its move) the board started this run for.
+    #[serde(default)]
+    pub card: Option<(CardId, u64)>,
+    /// The chat and the answer of the lead this run is.
+    #[serde(default)]
+    pub answer: Option<(ChatId, AnswerId)>,
+    /// The tools the CLI reported it had (Claude Code's init line).
+    pub tools: Vec<String>,
+    pub calls: Vec<ToolCall>,
+    pub session: Option<String>,
+    pub model: Option<String>,
+    pub result: Option<CliResult>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: Option<String>,
+    /// The tool's name as bosun writes it (`mcp__<server>__<tool>` for an MCP tool).
+    pub name: String,
+    /// `None` while it runs.
+    pub ok: Option<bool>,
+    pub error: Option<String>,
+    /// A digest of its arguments (Claude Code's `tool_use` input), to match the call when it
+    /// reaches bosun's own MCP server.
+    #[serde(default)]
+    pub input: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CliResult {
+    pub is_error: bool,
+    /// Claude Code's `terminal_reason`, Gemini's `status`, Codex's turn end.
+    pub reason: Option<String>,
+    pub text: Option<String>,
 }

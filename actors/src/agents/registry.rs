@@ -9,8 +9,8 @@
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
+use crate::agents::AgentsError;
 use bosun_shared::agents::{CliKind, WebFetch, check_agent_name, check_allowed_command};
-use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::agents::{
     AgentParams, AgentView, EditAgentParams, LastRunView, ServerSwitchView, SwitchesView,
     ToolSwitchView,
@@ -25,7 +25,7 @@ use crate::keychain::{Keychain, agent_env_key};
 use crate::mcp::browser;
 use crate::mcp::record::ServerRecord;
 use crate::mcp::tools;
-use crate::offload::{blocking, keychain_error, store_error};
+use crate::offload::blocking;
 use crate::store::writer::StoreWriter;
 use crate::store::{Store, StoreError};
 
@@ -47,21 +47,21 @@ pub struct AgentsContext {
 pub enum AgentsMsg {
     Add {
         params: AgentParams,
-        reply: RpcReplyPort<Result<AgentView, WireError>>,
+        reply: RpcReplyPort<Result<AgentView, AgentsError>>,
     },
     Edit {
         params: EditAgentParams,
-        reply: RpcReplyPort<Result<AgentView, WireError>>,
+        reply: RpcReplyPort<Result<AgentView, AgentsError>>,
     },
     /// Switches as `key=value`, all applied or none.
     Set {
         agent: String,
         settings: Vec<String>,
-        reply: RpcReplyPort<Result<AgentView, WireError>>,
+        reply: RpcReplyPort<Result<AgentView, AgentsError>>,
     },
     Remove {
         agent: String,
-        reply: RpcReplyPort<Result<AgentView, WireError>>,
+        reply: RpcReplyPort<Result<AgentView, AgentsError>>,
     },
     /// A run of the agent ended: keep what it found.
     RunEnded { agent: AgentId, last: LastRun },
@@ -126,52 +126,49 @@ impl Actor for Agents {
 }
 
 /// The agent named (by name, or id), or a plain not-found.
-pub async fn find(store: &Store, agent: &str) -> Result<AgentRecord, WireError> {
+pub async fn find(store: &Store, agent: &str) -> Result<AgentRecord, AgentsError> {
     let (store, key) = (store.clone(), agent.to_string());
     blocking(move || store.find_agent(&key))
-        .await?
-        .map_err(store_error)?
+        .await??
         .ok_or_else(|| {
-            WireError::not_found(format!(
+            AgentsError::not_found(format!(
                 "there is no agent `{agent}`; `bosun agent list` shows them"
             ))
         })
 }
 
-async fn servers(store: &Store) -> Result<Vec<ServerRecord>, WireError> {
+async fn servers(store: &Store) -> Result<Vec<ServerRecord>, AgentsError> {
     let store = store.clone();
     blocking(move || store.servers())
         .await?
-        .map_err(store_error)
+        .map_err(AgentsError::from)
 }
 
 /// Every agent as the UI shows it.
-pub async fn list(ctx: &AgentsContext) -> Result<Vec<AgentView>, WireError> {
+pub async fn list(ctx: &AgentsContext) -> Result<Vec<AgentView>, AgentsError> {
     let store = ctx.store.clone();
-    let agents = blocking(move || store.agents())
-        .await?
-        .map_err(store_error)?;
+    let agents = blocking(move || store.agents()).await??;
     let servers = servers(&ctx.store).await?;
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    blocking(move || {
+    Ok(blocking(move || {
         agents
             .iter()
             .map(|a| view_of(&keychain, &store, a, &servers))
             .collect()
     })
-    .await
+    .await?)
 }
 
 /// One agent as the UI shows it.
-pub async fn show(ctx: &AgentsContext, agent: &str) -> Result<AgentView, WireError> {
+pub async fn show(ctx: &AgentsContext, agent: &str) -> Result<AgentView, AgentsError> {
     let rec = find(&ctx.store, agent).await?;
     view(ctx, rec).await
 }
 
-async fn view(ctx: &AgentsContext, rec: AgentRecord) -> Result<AgentView, WireError> {
+async fn view(ctx: &AgentsContext, rec: AgentRecord) -> Result<AgentView, AgentsError> {
     let servers = servers(&ctx.store).await?;
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    blocking(move || view_of(&keychain, &store, &rec, &servers)).await
+    Ok(blocking(move || view_of(&keychain, &store, &rec, &servers)).await?)
 }
 
 fn view_of(
@@ -306,12 +303,12 @@ fn warnings(rec: &AgentRecord) -> Vec<String> {
     out
 }
 
-fn bad(m: impl Into<String>) -> WireError {
-    WireError::bad_request(m.into())
+fn bad(m: impl Into<String>) -> AgentsError {
+    AgentsError::invalid(m.into())
 }
 
 /// Checks an environment line's name and value.
-fn check_env_line(name: &str, value: &str) -> Result<(), WireError> {
+fn check_env_line(name: &str, value: &str) -> Result<(), AgentsError> {
     let ok = name
         .chars()
         .next()
@@ -336,7 +333,7 @@ fn check_env_line(name: &str, value: &str) -> Result<(), WireError> {
 }
 
 /// Checks a whole agent record (after a change), saying what is wrong and what to do.
-fn check_record(rec: &AgentRecord) -> Result<(), WireError> {
+fn check_record(rec: &AgentRecord) -> Result<(), AgentsError> {
     check_agent_name(&rec.name).map_err(bad)?;
     let role = rec.role.trim();
     if role.is_empty() || role.chars().count() > 40 || role.chars().any(char::is_control) {
@@ -434,7 +431,7 @@ const CODEX_KEYS: [&str; 7] = [
     "service_tier",
 ];
 
-fn check_codex_config(key: &str, value: &str) -> Result<(), WireError> {
+fn check_codex_config(key: &str, value: &str) -> Result<(), AgentsError> {
     let allowed = CODEX_KEYS.iter().any(|k| {
         if k.ends_with('.') {
             key.starts_with(k) && key.len() > k.len()
@@ -461,7 +458,7 @@ fn check_codex_config(key: &str, value: &str) -> Result<(), WireError> {
     Ok(())
 }
 
-fn check_cwd(cwd: &Path) -> Result<(), WireError> {
+fn check_cwd(cwd: &Path) -> Result<(), AgentsError> {
     if !cwd.is_absolute() {
         return Err(bad(format!(
             "the working folder {} is not an absolute path",
@@ -482,16 +479,14 @@ async fn check_name_free(
     ctx: &AgentsContext,
     name: &str,
     except: Option<AgentId>,
-) -> Result<(), WireError> {
+) -> Result<(), AgentsError> {
     let store = ctx.store.clone();
-    let agents = blocking(move || store.agents())
-        .await?
-        .map_err(store_error)?;
+    let agents = blocking(move || store.agents()).await??;
     if agents
         .iter()
         .any(|a| a.name == name && Some(a.id) != except)
     {
-        return Err(WireError::conflict(format!(
+        return Err(AgentsError::conflict(format!(
             "there is already an agent named `{name}`; choose another name, or change that one with `bosun agent edit {name}`"
         )));
     }
@@ -503,21 +498,21 @@ async fn save_values(
     keychain: &Keychain,
     id: AgentId,
     lines: Vec<SecretLine>,
-) -> Result<(), WireError> {
+) -> Result<(), AgentsError> {
     let keychain = keychain.clone();
     let pairs: Vec<(String, String)> = lines
         .into_iter()
         .map(|l| (agent_env_key(id, &l.name), l.value))
         .collect();
-    blocking(move || keychain.set_many(&pairs).map_err(keychain_error)).await?
+    blocking(move || keychain.set_many(&pairs).map_err(AgentsError::from)).await?
 }
 
-async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), WireError> {
+async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), AgentsError> {
     let keychain = keychain.clone();
-    blocking(move || keychain.delete_many(&keys).map_err(keychain_error)).await?
+    blocking(move || keychain.delete_many(&keys).map_err(AgentsError::from)).await?
 }
 
-async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, WireError> {
+async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsError> {
     let now = Timestamp::now();
     let rec = AgentRecord {
         id: AgentId::new(),
@@ -556,13 +551,13 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, WireError
     save_values(&ctx.keychain, rec.id, p.secret_env).await?;
     if let Err(e) = ctx.writer.put(&rec).await {
         let _ = delete_values(&ctx.keychain, keys).await;
-        return Err(store_error(e));
+        return Err(AgentsError::from(e));
     }
     info!(agent = %rec.name, id = %rec.id, cli = %rec.cli, "agent added");
     view(ctx, rec).await
 }
 
-async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, WireError> {
+async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, AgentsError> {
     let mut rec = find(&ctx.store, &p.agent).await?;
     if let Some(n) = p.name {
         rec.name = n;
@@ -656,7 +651,7 @@ async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, Wire
     check_name_free(ctx, &rec.name, Some(rec.id)).await?;
     rec.updated_at = Timestamp::now();
     save_values(&ctx.keychain, rec.id, p.set_secret_env).await?;
-    ctx.writer.put(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await?;
     if let Err(e) = delete_values(&ctx.keychain, stale).await {
         warn!(agent = %rec.name, error = %e, "could not delete the values of removed lines");
     }
@@ -682,7 +677,7 @@ enum Setting {
     Skills(bool),
 }
 
-fn on_off(key: &str, value: &str) -> Result<bool, WireError> {
+fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
     match value.trim() {
         "on" | "true" | "yes" => Ok(true),
         "off" | "false" | "no" => Ok(false),
@@ -693,7 +688,11 @@ fn on_off(key: &str, value: &str) -> Result<bool, WireError> {
 /// The keys `bosun agent set` takes, for messages.
 const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills";
 
-fn parse_setting(text: &str, servers: &[ServerRecord], cli: CliKind) -> Result<Setting, WireError> {
+fn parse_setting(
+    text: &str,
+    servers: &[ServerRecord],
+    cli: CliKind,
+) -> Result<Setting, AgentsError> {
     let Some((key, value)) = text.split_once('=') else {
         return Err(bad(format!(
             "`{text}` is not a setting; write KEY=VALUE, such as mcp.github=on or web.fetch=docs.rs (keys: {KEYS})"
@@ -730,7 +729,7 @@ fn parse_setting(text: &str, servers: &[ServerRecord], cli: CliKind) -> Result<S
                 None => (rest, None),
             };
             let Some(server) = servers.iter().find(|s| s.name == server_name) else {
-                return Err(WireError::not_found(format!(
+                return Err(AgentsError::not_found(format!(
                     "there is no MCP server `{server_name}`; add it with `bosun mcp add {server_name} …` first (`bosun mcp list` shows them)"
                 )));
             };
@@ -747,7 +746,7 @@ fn parse_setting(text: &str, servers: &[ServerRecord], cli: CliKind) -> Result<S
                         )));
                     };
                     if !listing.tools.iter().any(|t| t.name == tool) {
-                        return Err(WireError::not_found(format!(
+                        return Err(AgentsError::not_found(format!(
                             "`{server_name}` has no tool `{tool}` in its last listing; `bosun mcp tools {server_name}` lists them again"
                         )));
                     }
@@ -797,7 +796,7 @@ async fn set(
     ctx: &AgentsContext,
     agent: &str,
     settings: &[String],
-) -> Result<AgentView, WireError> {
+) -> Result<AgentView, AgentsError> {
     if settings.is_empty() {
         return Err(bad(format!(
             "no switch given; write KEY=VALUE, such as: bosun agent set {agent} mcp.github=on web.search=on (keys: {KEYS})"
@@ -822,12 +821,12 @@ async fn set(
     rec.switches = switches;
     check_record(&rec)?;
     rec.updated_at = Timestamp::now();
-    ctx.writer.put(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await?;
     info!(agent = %rec.name, "agent switches changed");
     view(ctx, rec).await
 }
 
-async fn remove(ctx: &AgentsContext, agent: &str) -> Result<AgentView, WireError> {
+async fn remove(ctx: &AgentsContext, agent: &str) -> Result<AgentView, AgentsError> {
     let rec = find(&ctx.store, agent).await?;
     let keys: Vec<String> = rec
         .secret_env
@@ -838,11 +837,8 @@ async fn remove(ctx: &AgentsContext, agent: &str) -> Result<AgentView, WireError
     // Secrets first: an agent is never removed while its secrets stay behind unnoticed.
     delete_values(&ctx.keychain, keys)
         .await
-        .map_err(|e| WireError::new(e.code, format!("{}; nothing was removed", e.message)))?;
-    ctx.writer
-        .delete::<AgentRecord>(&rec.id)
-        .await
-        .map_err(store_error)?;
+        .map_err(|e| AgentsError::NothingRemoved(Box::new(e)))?;
+    ctx.writer.delete::<AgentRecord>(&rec.id).await?;
     info!(agent = %rec.name, "agent removed");
     Ok(shown)
 }

@@ -18,8 +18,7 @@ use bosun_shared::mcp::full_tool_name;
 use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView};
 use serde_json::Value;
 
-/// The agent part of a run's record; stored with it (see `store::run`).
-pub use crate::store::{AgentRun, CliResult, ToolCall};
+use super::record::{AgentRun, CliResult, ToolCall};
 
 /// The longest line parsed; a longer one (a huge tool result) is skipped.
 const MAX_LINE: usize = 4 * 1024 * 1024;

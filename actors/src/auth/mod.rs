@@ -11,6 +11,8 @@
 
 pub mod challenge;
 pub mod discovery;
+mod error;
+pub use error::AuthError;
 pub mod oauth;
 pub mod record;
 pub mod refresher;
@@ -21,13 +23,12 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use bosun_shared::ServerId;
-use bosun_shared::protocol::{ErrorCode, WireError};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tracing::{error, info, warn};
 
 use crate::handle::ActorHandle;
 use crate::keychain::Keychain;
-use crate::offload::{blocking, store_error};
+use crate::offload::blocking;
 use crate::store::Store;
 use crate::store::writer::StoreWriter;
 use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
@@ -94,7 +95,7 @@ pub enum AuthMsg {
     /// Sign a server out: its refresher revokes and forgets (or, with none, the record goes).
     SignOut {
         server: ServerId,
-        reply: RpcReplyPort<Result<(), WireError>>,
+        reply: RpcReplyPort<Result<(), AuthError>>,
     },
     /// The refresher of a signed-in server, started when it is not running yet (a request that
     /// comes while the daemon is starting); `None` when there is no sign-in or Auth gave up on
@@ -194,7 +195,7 @@ impl Actor for Auth {
                     tokio::spawn(async move {
                         let result = ractor::call!(r, |reply| RefresherMsg::SignOut { reply })
                             .unwrap_or_else(|e| {
-                                Err(WireError::internal(format!(
+                                Err(AuthError::internal(format!(
                                     "the token refresher did not answer: {e}"
                                 )))
                             });
@@ -304,7 +305,7 @@ pub async fn access(
     server: ServerId,
     min_valid: Duration,
     refused: Option<String>,
-) -> Result<Access, WireError> {
+) -> Result<Access, AuthError> {
     let running = match ctx.refreshers.get(server) {
         Some(r) => Some(r),
         None => refresher_of(ctx, server).await?,
@@ -316,21 +317,17 @@ pub async fn access(
             reply
         })
         .map_err(|e| {
-            WireError::new(
-                ErrorCode::Unavailable,
-                format!("the token refresher did not answer ({e}); try again"),
-            )
+            AuthError::unavailable(format!(
+                "the token refresher did not answer ({e}); try again"
+            ))
         })?;
         return answer.map(Access::Token);
     }
     let store = ctx.store.clone();
-    let rec = blocking(move || store.get::<SignInRecord>(&server))
-        .await?
-        .map_err(store_error)?;
+    let rec = blocking(move || store.get::<SignInRecord>(&server)).await??;
     match rec {
         None => Ok(Access::None),
-        Some(_) => Err(WireError::new(
-            ErrorCode::Unavailable,
+        Some(_) => Err(AuthError::unavailable(
             "the server's token refresher failed too often and bosun gave up on it; sign in again with `bosun mcp sign-in`, or restart bosund with `bosun daemon stop`",
         )),
     }
@@ -340,15 +337,14 @@ pub async fn access(
 async fn refresher_of(
     ctx: &AuthContext,
     server: ServerId,
-) -> Result<Option<ActorRef<RefresherMsg>>, WireError> {
+) -> Result<Option<ActorRef<RefresherMsg>>, AuthError> {
     let Some(auth) = ctx.auth.get() else {
         return Ok(None);
     };
     ractor::call!(auth, |reply| AuthMsg::Refresher { server, reply }).map_err(|e| {
-        WireError::new(
-            ErrorCode::Unavailable,
-            format!("bosun's sign-in keeper did not answer ({e}); try again"),
-        )
+        AuthError::unavailable(format!(
+            "bosun's sign-in keeper did not answer ({e}); try again"
+        ))
     })
 }
 
@@ -360,10 +356,10 @@ pub async fn want_scope(ctx: &AuthContext, server: ServerId, scope: String) {
 }
 
 /// Signs a server out (revoking where it offers that); a server not signed in is left as is.
-pub async fn sign_out(ctx: &AuthContext, server: ServerId) -> Result<(), WireError> {
+pub async fn sign_out(ctx: &AuthContext, server: ServerId) -> Result<(), AuthError> {
     let Some(auth) = ctx.auth.get() else {
         return refresher::forget(ctx, server).await;
     };
     ractor::call!(auth, |reply| AuthMsg::SignOut { server, reply })
-        .map_err(|e| WireError::internal(format!("bosund's sign-ins did not answer: {e}")))?
+        .map_err(|e| AuthError::internal(format!("bosund's sign-ins did not answer: {e}")))?
 }

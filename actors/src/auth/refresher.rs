@@ -22,18 +22,18 @@
 
 use std::time::Duration;
 
-use bosun_shared::protocol::{ErrorCode, WireError};
+use crate::auth::AuthError;
 use bosun_shared::{ServerId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use sha2::{Digest, Sha256};
-use tracing::{info, warn};
+use tracing::{Instrument, info, warn};
 
 use super::AuthContext;
 use super::oauth::{self, ClientIdentity};
 use super::record::{
     SignInRecord, access_key, client_secret_key, configured_secret_key, refresh_key,
 };
-use crate::offload::{blocking, keychain_error, store_error};
+use crate::offload::blocking;
 
 /// A token is refreshed this long before it expires (or a tenth of its life, when shorter).
 const MARGIN: Duration = Duration::from_secs(60);
@@ -54,7 +54,7 @@ pub enum RefresherMsg {
     Token {
         min_valid: Duration,
         refused: Option<String>,
-        reply: RpcReplyPort<Result<String, WireError>>,
+        reply: RpcReplyPort<Result<String, AuthError>>,
     },
     /// Time to refresh ahead of expiry.
     Tick,
@@ -66,7 +66,7 @@ pub enum RefresherMsg {
     },
     /// The person signed out: revoke, forget, and stop.
     SignOut {
-        reply: RpcReplyPort<Result<(), WireError>>,
+        reply: RpcReplyPort<Result<(), AuthError>>,
     },
 }
 
@@ -84,6 +84,8 @@ pub struct RefresherState {
     name: String,
     rec: Option<SignInRecord>,
     access: Option<String>,
+    /// Everything this actor logs is in its span, with the server as a field.
+    span: tracing::Span,
 }
 
 impl Actor for TokenRefresher {
@@ -103,6 +105,7 @@ impl Actor for TokenRefresher {
             name: args.server_name,
             rec: None,
             access: None,
+            span: tracing::info_span!("token_refresher", server = %args.server),
         };
         state.reload().await?;
         Ok(state)
@@ -113,18 +116,23 @@ impl Actor for TokenRefresher {
         myself: ActorRef<RefresherMsg>,
         state: &mut RefresherState,
     ) -> Result<(), ActorProcessingErr> {
-        let cut_off = state
-            .rec
-            .as_ref()
-            .is_some_and(|r| r.refresh_started.is_some());
-        if cut_off {
-            warn!(server = %state.name, "a token refresh was cut off by a crash; trying the stored token");
-            if let Err(e) = state.refresh(true).await {
-                warn!(server = %state.name, error = %e.message, "the refresh after a cut-off one failed");
+        let span = state.span.clone();
+        async move {
+            let cut_off = state
+                .rec
+                .as_ref()
+                .is_some_and(|r| r.refresh_started.is_some());
+            if cut_off {
+                warn!(server = %state.name, "a token refresh was cut off by a crash; trying the stored token");
+                if let Err(e) = state.refresh(true).await {
+                    warn!(server = %state.name, error = %e, "the refresh after a cut-off one failed");
+                }
             }
+            state.schedule(&myself);
+            Ok(())
         }
-        state.schedule(&myself);
-        Ok(())
+        .instrument(span)
+        .await
     }
 
     async fn handle(
@@ -133,64 +141,65 @@ impl Actor for TokenRefresher {
         msg: RefresherMsg,
         state: &mut RefresherState,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            RefresherMsg::Token {
-                min_valid,
-                refused,
-                reply,
-            } => {
-                let result = state.token(min_valid, refused.as_deref()).await;
-                state.schedule(&myself);
-                let _ = reply.send(result);
-            }
-            RefresherMsg::Tick => {
-                if state.expires_within(state.margin())
-                    && let Err(e) = state.refresh(false).await
-                {
-                    warn!(server = %state.name, error = %e.message, "refreshing ahead of expiry failed");
+        let span = state.span.clone();
+        async move {
+            match msg {
+                RefresherMsg::Token {
+                    min_valid,
+                    refused,
+                    reply,
+                } => {
+                    let result = state.token(min_valid, refused.as_deref()).await;
+                    state.schedule(&myself);
+                    let _ = reply.send(result);
                 }
-                state.schedule(&myself);
-            }
-            RefresherMsg::WantScope { scope, reply } => {
-                if let Some(mut rec) = state.rec.clone() {
-                    rec.wanted_scope = Some(scope);
-                    match state.ctx.writer.put(&rec).await {
-                        Ok(()) => state.rec = Some(rec),
-                        Err(e) => {
-                            warn!(server = %state.name, error = %e, "could not keep the wider scope asked for")
+                RefresherMsg::Tick => {
+                    if state.expires_within(state.margin())
+                        && let Err(e) = state.refresh(false).await
+                    {
+                        warn!(server = %state.name, error = %e, "refreshing ahead of expiry failed");
+                    }
+                    state.schedule(&myself);
+                }
+                RefresherMsg::WantScope { scope, reply } => {
+                    if let Some(mut rec) = state.rec.clone() {
+                        rec.wanted_scope = Some(scope);
+                        match state.ctx.writer.put(&rec).await {
+                            Ok(()) => state.rec = Some(rec),
+                            Err(e) => {
+                                warn!(server = %state.name, error = %e, "could not keep the wider scope asked for")
+                            }
                         }
                     }
+                    let _ = reply.send(());
                 }
-                let _ = reply.send(());
+                RefresherMsg::SignOut { reply } => {
+                    let result = state.sign_out().await;
+                    let _ = reply.send(result);
+                    myself.stop(Some("signed out".into()));
+                }
             }
-            RefresherMsg::SignOut { reply } => {
-                let result = state.sign_out().await;
-                let _ = reply.send(result);
-                myself.stop(Some("signed out".into()));
-            }
+            Ok(())
         }
-        Ok(())
+        .instrument(span)
+        .await
     }
 }
 
-fn needs_sign_in(name: &str, why: &str) -> WireError {
-    WireError::new(
-        ErrorCode::Unauthorized,
-        format!("`{name}` needs you to sign in again: {why}; run `bosun mcp sign-in {name}`"),
-    )
+fn needs_sign_in(name: &str, why: &str) -> AuthError {
+    AuthError::NeedsSignIn {
+        name: name.to_string(),
+        why: why.to_string(),
+    }
 }
 
 impl RefresherState {
-    async fn reload(&mut self) -> Result<(), WireError> {
+    async fn reload(&mut self) -> Result<(), AuthError> {
         let (store, server) = (self.ctx.store.clone(), self.server);
-        self.rec = blocking(move || store.get::<SignInRecord>(&server))
-            .await?
-            .map_err(store_error)?;
+        self.rec = blocking(move || store.get::<SignInRecord>(&server)).await??;
         let keychain = self.ctx.keychain.clone();
         let key = access_key(self.server);
-        self.access = blocking(move || keychain.get(&key))
-            .await?
-            .map_err(keychain_error)?;
+        self.access = blocking(move || keychain.get(&key)).await??;
         Ok(())
     }
 
@@ -244,7 +253,7 @@ impl RefresherState {
         &mut self,
         min_valid: Duration,
         refused: Option<&str>,
-    ) -> Result<String, WireError> {
+    ) -> Result<String, AuthError> {
         let rec = self
             .rec
             .clone()
@@ -281,16 +290,14 @@ impl RefresherState {
         }
     }
 
-    async fn identity(&self, rec: &SignInRecord) -> Result<ClientIdentity, WireError> {
+    async fn identity(&self, rec: &SignInRecord) -> Result<ClientIdentity, AuthError> {
         let keychain = self.ctx.keychain.clone();
         let key = if rec.registered {
             client_secret_key(self.server)
         } else {
             configured_secret_key(self.server)
         };
-        let secret = blocking(move || keychain.get(&key))
-            .await?
-            .map_err(keychain_error)?;
+        let secret = blocking(move || keychain.get(&key)).await??;
         Ok(ClientIdentity {
             client_id: rec.client_id.clone(),
             secret,
@@ -299,16 +306,13 @@ impl RefresherState {
     }
 
     /// Refreshes now. `cut_off`: the record's marker is from a refresh a crash cut off.
-    async fn refresh(&mut self, cut_off: bool) -> Result<String, WireError> {
+    async fn refresh(&mut self, cut_off: bool) -> Result<String, AuthError> {
         let Some(mut rec) = self.rec.clone() else {
             return Err(needs_sign_in(&self.name, "it is not signed in"));
         };
         let keychain = self.ctx.keychain.clone();
         let key = refresh_key(self.server);
-        let Some(refresh) = blocking(move || keychain.get(&key))
-            .await?
-            .map_err(keychain_error)?
-        else {
+        let Some(refresh) = blocking(move || keychain.get(&key)).await?? else {
             let why = "the server gave no refresh token, and the access token has expired";
             self.mark_needs_sign_in(why).await?;
             return Err(needs_sign_in(&self.name, why));
@@ -316,7 +320,7 @@ impl RefresherState {
         let identity = self.identity(&rec).await?;
         // 1. The marker, durably, before the request.
         rec.refresh_started = Some(Timestamp::now());
-        self.ctx.writer.put(&rec).await.map_err(store_error)?;
+        self.ctx.writer.put(&rec).await?;
         self.rec = Some(rec.clone());
         crate::crash::point("refresh-before-request");
         // 2. The request.
@@ -343,8 +347,7 @@ impl RefresherState {
                     }
                     keychain.set(&access_key(server), &new_access)
                 })
-                .await?
-                .map_err(keychain_error)?;
+                .await??;
                 // 4. The record, marker cleared.
                 rec.expires_at = tokens.expires_at;
                 if tokens.scope.is_some() {
@@ -352,7 +355,7 @@ impl RefresherState {
                 }
                 rec.refreshed_at = Some(Timestamp::now());
                 rec.refresh_started = None;
-                self.ctx.writer.put(&rec).await.map_err(store_error)?;
+                self.ctx.writer.put(&rec).await?;
                 crate::crash::point("refresh-after-save");
                 self.rec = Some(rec);
                 self.access = Some(tokens.access.clone());
@@ -364,12 +367,10 @@ impl RefresherState {
                 // Read the stored token once more: another refresh may just have saved one.
                 let keychain = self.ctx.keychain.clone();
                 let key = refresh_key(self.server);
-                let stored = blocking(move || keychain.get(&key))
-                    .await?
-                    .map_err(keychain_error)?;
+                let stored = blocking(move || keychain.get(&key)).await??;
                 if stored.as_deref().is_some_and(|s| s != refresh) {
                     rec.refresh_started = None;
-                    self.ctx.writer.put(&rec).await.map_err(store_error)?;
+                    self.ctx.writer.put(&rec).await?;
                     self.reload().await?;
                     return Box::pin(self.refresh(false)).await;
                 }
@@ -386,30 +387,28 @@ impl RefresherState {
                 // the server may have seen it (cleared only when it surely did not).
                 if matches!(e, oauth::OAuthError::Unreachable { .. }) && !cut_off {
                     rec.refresh_started = None;
-                    self.ctx.writer.put(&rec).await.map_err(store_error)?;
+                    self.ctx.writer.put(&rec).await?;
                     self.rec = Some(rec);
                 }
-                Err(WireError::new(
-                    ErrorCode::Unavailable,
-                    format!("could not refresh the sign-in to `{}`: {e}", self.name),
-                ))
+                Err(AuthError::unavailable(format!(
+                    "could not refresh the sign-in to `{}`: {e}",
+                    self.name
+                )))
             }
         }
     }
 
     /// The tokens are no good: forget them, and keep why for the person.
-    async fn mark_needs_sign_in(&mut self, why: &str) -> Result<(), WireError> {
+    async fn mark_needs_sign_in(&mut self, why: &str) -> Result<(), AuthError> {
         let Some(mut rec) = self.rec.clone() else {
             return Ok(());
         };
         let keychain = self.ctx.keychain.clone();
         let keys = vec![access_key(self.server), refresh_key(self.server)];
-        blocking(move || keychain.delete_many(&keys))
-            .await?
-            .map_err(keychain_error)?;
+        blocking(move || keychain.delete_many(&keys)).await??;
         rec.needs_sign_in = Some(why.to_string());
         rec.refresh_started = None;
-        self.ctx.writer.put(&rec).await.map_err(store_error)?;
+        self.ctx.writer.put(&rec).await?;
         warn!(server = %self.name, %why, "the sign-in is no longer usable");
         self.rec = Some(rec);
         self.access = None;
@@ -417,13 +416,11 @@ impl RefresherState {
     }
 
     /// Revokes the refresh token where the server offers it, then forgets everything.
-    async fn sign_out(&mut self) -> Result<(), WireError> {
+    async fn sign_out(&mut self) -> Result<(), AuthError> {
         if let Some(rec) = self.rec.clone() {
             let keychain = self.ctx.keychain.clone();
             let key = refresh_key(self.server);
-            let refresh = blocking(move || keychain.get(&key))
-                .await?
-                .map_err(keychain_error)?;
+            let refresh = blocking(move || keychain.get(&key)).await??;
             if let (Some(endpoint), Some(token)) = (&rec.revocation_endpoint, refresh) {
                 let identity = self.identity(&rec).await?;
                 if let Err(e) = oauth::revoke(&self.ctx.http, &identity, endpoint, &token).await {
@@ -441,18 +438,16 @@ impl RefresherState {
 }
 
 /// Deletes a server's tokens, its registered client's secret and its sign-in record.
-pub async fn forget(ctx: &AuthContext, server: ServerId) -> Result<(), WireError> {
+pub async fn forget(ctx: &AuthContext, server: ServerId) -> Result<(), AuthError> {
     let keychain = ctx.keychain.clone();
     let keys = vec![
         access_key(server),
         refresh_key(server),
         client_secret_key(server),
     ];
-    blocking(move || keychain.delete_many(&keys))
-        .await?
-        .map_err(keychain_error)?;
+    blocking(move || keychain.delete_many(&keys)).await??;
     ctx.writer
         .delete::<SignInRecord>(&server)
         .await
-        .map_err(store_error)
+        .map_err(AuthError::from)
 }

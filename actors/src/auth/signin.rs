@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::auth::AuthError;
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
-use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::{ServerId, Timestamp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -26,8 +26,7 @@ use super::record::{
     SignInRecord, access_key, client_secret_key, configured_secret_key, refresh_key,
 };
 use super::{AuthContext, AuthMsg};
-use crate::mcp::record::ServerRecord;
-use crate::offload::{blocking, keychain_error, store_error};
+use crate::offload::blocking;
 
 /// How long the listener waits for the browser's answer.
 const WAIT: Duration = Duration::from_secs(600);
@@ -37,7 +36,22 @@ const MAX_STEP_UPS: u32 = 3;
 /// A sign-in waiting for the person's browser.
 pub struct Attempt {
     server: ServerId,
-    done: oneshot::Receiver<Result<(), WireError>>,
+    done: oneshot::Receiver<Result<(), AuthError>>,
+}
+
+/// What a sign-in needs to know of its server. The MCP registry's record gives it (the
+/// registry is above auth: auth knows nothing of the registry's records).
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub id: ServerId,
+    pub name: String,
+    pub kind: ServerKind,
+    pub url: Option<String>,
+    pub sign_in_by: SignInBy,
+    /// A client id the person got from the service; its secret, if any, is in the keychain.
+    pub client_id: Option<String>,
+    /// The loopback port the sign-in's answer comes back to (absent: any free one).
+    pub callback_port: Option<u16>,
 }
 
 /// Sign-ins under way, by attempt number.
@@ -61,30 +75,18 @@ fn wait_limit() -> Duration {
         .unwrap_or(WAIT)
 }
 
-fn unavailable(m: String) -> WireError {
-    WireError::new(ErrorCode::Unavailable, m)
+fn discovery_error(name: &str, error: DiscoveryError) -> AuthError {
+    AuthError::Discovery {
+        name: name.to_string(),
+        error,
+    }
 }
 
-fn discovery_error(name: &str, e: DiscoveryError) -> WireError {
-    let code = match e {
-        DiscoveryError::Fetch { .. } => ErrorCode::Unavailable,
-        DiscoveryError::Malformed { .. }
-        | DiscoveryError::ForeignResource { .. }
-        | DiscoveryError::NoAuthorizationServer
-        | DiscoveryError::NoPkce { .. }
-        | DiscoveryError::BadUrl(_) => ErrorCode::Conflict,
-    };
-    WireError::new(code, format!("could not sign in to `{name}`: {e}"))
-}
-
-fn oauth_error(name: &str, e: OAuthError) -> WireError {
-    let code = match e {
-        OAuthError::Unreachable { .. } => ErrorCode::Unavailable,
-        OAuthError::Refused { .. } | OAuthError::Malformed(_) | OAuthError::BadUrl(_) => {
-            ErrorCode::Conflict
-        }
-    };
-    WireError::new(code, format!("could not sign in to `{name}`: {e}"))
+fn oauth_error(name: &str, error: OAuthError) -> AuthError {
+    AuthError::OAuth {
+        name: name.to_string(),
+        error,
+    }
 }
 
 /// What the server answers an `initialize` without a token: its challenge, or `None` when it
@@ -128,43 +130,42 @@ async fn probe(
 /// Starts a sign-in: everything up to the page the person opens.
 pub async fn start(
     ctx: &AuthContext,
-    rec: &ServerRecord,
+    rec: impl Into<Server>,
     headers: Vec<(String, String)>,
-) -> Result<Started, WireError> {
+) -> Result<Started, AuthError> {
+    let rec: Server = rec.into();
     let name = rec.name.clone();
     let url = match (rec.kind, &rec.url) {
         (ServerKind::Http | ServerKind::Sse, Some(u)) => u.clone(),
         (ServerKind::Stdio, _) | (ServerKind::Http | ServerKind::Sse, None) => {
-            return Err(WireError::bad_request(format!(
+            return Err(AuthError::invalid(format!(
                 "`{name}` is started as a command (stdio); only a server reached by address signs in"
             )));
         }
     };
     if rec.sign_in_by == SignInBy::ClaudeCode {
-        return Err(WireError::bad_request(format!(
+        return Err(AuthError::invalid(format!(
             "Claude Code signs in to `{name}` itself (`bosun mcp edit {name} --sign-in-by bosun` changes that); sign Claude Code in with /mcp in a `claude` session"
         )));
     }
     let (store, server) = (ctx.store.clone(), rec.id);
-    let existing = blocking(move || store.get::<SignInRecord>(&server))
-        .await?
-        .map_err(store_error)?;
+    let existing = blocking(move || store.get::<SignInRecord>(&server)).await??;
     let step_up = existing.as_ref().and_then(|e| e.wanted_scope.clone());
     let step_ups = existing.as_ref().map(|e| e.step_ups).unwrap_or(0);
     if step_up.is_some() && step_ups >= MAX_STEP_UPS {
-        return Err(WireError::conflict(format!(
+        return Err(AuthError::conflict(format!(
             "`{name}` asked for a wider sign-in {MAX_STEP_UPS} times in a row; bosun stops there. Check the server's scopes, sign out (`bosun mcp sign-out {name}`) and sign in afresh"
         )));
     }
 
-    let challenge = probe(&ctx.http, &url, &headers)
-        .await
-        .map_err(|why| unavailable(format!("could not reach `{name}` at {url}: {why}")))?;
+    let challenge = probe(&ctx.http, &url, &headers).await.map_err(|why| {
+        AuthError::unavailable(format!("could not reach `{name}` at {url}: {why}"))
+    })?;
     let mut challenge = match challenge {
         Some(c) => c,
         None if step_up.is_some() => Challenge::default(),
         None => {
-            return Err(WireError::conflict(format!(
+            return Err(AuthError::conflict(format!(
                 "`{name}` answers without asking for a sign-in; there is nothing to sign in to"
             )));
         }
@@ -198,25 +199,23 @@ pub async fn start(
     let port = rec.callback_port.unwrap_or(0);
     let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
-            WireError::conflict(format!(
+            AuthError::conflict(format!(
                 "port {port} on 127.0.0.1, where the sign-in's answer comes back, is taken by another program; free it, or choose another with `bosun mcp edit {name} --callback-port N`"
             ))
         } else {
-            unavailable(format!("could not listen on 127.0.0.1:{port} for the sign-in's answer: {e}"))
+            AuthError::unavailable(format!("could not listen on 127.0.0.1:{port} for the sign-in's answer: {e}"))
         }
     })?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| unavailable(format!("could not listen for the sign-in's answer: {e}")))?;
+    let local = listener.local_addr().map_err(|e| {
+        AuthError::unavailable(format!("could not listen for the sign-in's answer: {e}"))
+    })?;
     let redirect_uri = format!("http://127.0.0.1:{}/callback", local.port());
 
     let (identity, registered) = match &rec.client_id {
         Some(id) => {
             let keychain = ctx.keychain.clone();
             let key = configured_secret_key(rec.id);
-            let secret = blocking(move || keychain.get(&key))
-                .await?
-                .map_err(keychain_error)?;
+            let secret = blocking(move || keychain.get(&key)).await??;
             let auth = ClientAuth::choose(
                 None,
                 secret.is_some(),
@@ -244,7 +243,7 @@ pub async fn start(
                 true,
             ),
             None => {
-                return Err(WireError::conflict(format!(
+                return Err(AuthError::conflict(format!(
                     "`{name}`'s authorization server takes no registration from apps: give bosun a client id from the service's developer settings with `bosun mcp edit {name} --client-id ID` (and `--client-secret-stdin` if it has a secret), or let Claude Code sign in with `--sign-in-by claude-code`"
                 )));
             }
@@ -278,7 +277,7 @@ pub async fn start(
     tokio::spawn(async move {
         let result = done.run(listener, authorization, wait).await;
         if let Err(e) = &result {
-            warn!(server = %done.name, error = %e.message, "sign-in failed");
+            warn!(server = %done.name, error = %e, "sign-in failed");
         }
         let _ = tx.send(result);
     });
@@ -299,7 +298,7 @@ pub async fn start(
 }
 
 /// Waits for a started sign-in to end.
-pub async fn finish(ctx: &AuthContext, attempt: u64) -> Result<ServerId, WireError> {
+pub async fn finish(ctx: &AuthContext, attempt: u64) -> Result<ServerId, AuthError> {
     let taken = ctx
         .pending
         .attempts
@@ -307,14 +306,14 @@ pub async fn finish(ctx: &AuthContext, attempt: u64) -> Result<ServerId, WireErr
         .ok()
         .and_then(|mut m| m.remove(&attempt));
     let Some(a) = taken else {
-        return Err(WireError::not_found(format!(
+        return Err(AuthError::not_found(format!(
             "there is no sign-in {attempt} under way; start one with `bosun mcp sign-in NAME`"
         )));
     };
     match a.done.await {
         Ok(Ok(())) => Ok(a.server),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err(WireError::internal("the sign-in stopped without an answer")),
+        Err(_) => Err(AuthError::internal("the sign-in stopped without an answer")),
     }
 }
 
@@ -337,13 +336,11 @@ impl Finish {
         listener: TcpListener,
         authorization: oauth::Authorization,
         wait: Duration,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), AuthError> {
         let answer = tokio::time::timeout(wait, callback(&listener, &authorization.state, &self.name))
             .await
             .map_err(|_| {
-                WireError::new(
-                    ErrorCode::Unavailable,
-                    format!(
+                AuthError::unavailable(format!(
                         "the sign-in to `{}` was not finished within {}; nothing was saved. Run `bosun mcp sign-in {}` again",
                         self.name,
                         bosun_shared::time::format_duration(wait),
@@ -370,7 +367,7 @@ impl Finish {
 
     /// Saves the whole sign-in: secrets first (all or none), then the record; on a failure of
     /// the record, the secrets go again.
-    async fn save(&self, tokens: oauth::Tokens) -> Result<(), WireError> {
+    async fn save(&self, tokens: oauth::Tokens) -> Result<(), AuthError> {
         let mut secrets = vec![(access_key(self.server), tokens.access.clone())];
         if let Some(r) = &tokens.refresh {
             secrets.push((refresh_key(self.server), r.clone()));
@@ -390,8 +387,7 @@ impl Finish {
             keychain.set_many(&secrets)?;
             keychain.delete_many(&stale)
         })
-        .await?
-        .map_err(keychain_error)?;
+        .await??;
         let now = Timestamp::now();
         let m = &self.found.metadata;
         let rec = SignInRecord {
@@ -418,7 +414,7 @@ impl Finish {
         if let Err(e) = self.ctx.writer.put(&rec).await {
             let keychain = self.ctx.keychain.clone();
             let _ = blocking(move || keychain.delete_many(&keys)).await;
-            return Err(store_error(e));
+            return Err(AuthError::from(e));
         }
         if let Some(auth) = self.ctx.auth.get() {
             let name = self.name.clone();
@@ -435,12 +431,12 @@ impl Finish {
 }
 
 /// Takes the one answer on the loopback listener: the code, after checking `state`.
-async fn callback(listener: &TcpListener, state: &str, name: &str) -> Result<String, WireError> {
+async fn callback(listener: &TcpListener, state: &str, name: &str) -> Result<String, AuthError> {
     loop {
         let (mut stream, _) = listener
             .accept()
             .await
-            .map_err(|e| unavailable(format!("the sign-in's listener failed: {e}")))?;
+            .map_err(|e| AuthError::unavailable(format!("the sign-in's listener failed: {e}")))?;
         let Some(target) = read_target(&mut stream).await else {
             continue;
         };
@@ -465,7 +461,7 @@ async fn callback(listener: &TcpListener, state: &str, name: &str) -> Result<Str
                 "This answer does not belong to the sign-in bosun started (its state does not match). Nothing was saved.",
             )
             .await;
-            return Err(WireError::conflict(format!(
+            return Err(AuthError::conflict(format!(
                 "the sign-in to `{name}` got an answer whose state does not match the one bosun sent, so it was refused and nothing was saved; run `bosun mcp sign-in {name}` again"
             )));
         }
@@ -482,13 +478,13 @@ async fn callback(listener: &TcpListener, state: &str, name: &str) -> Result<Str
                 ),
             )
             .await;
-            return Err(WireError::conflict(format!(
+            return Err(AuthError::conflict(format!(
                 "the sign-in to `{name}` was not completed: the authorization server answered {error}{description}; nothing was saved"
             )));
         }
         let Some(code) = q.get("code").filter(|c| !c.is_empty()) else {
             respond(&mut stream, 400, "The answer has no code.").await;
-            return Err(WireError::conflict(format!(
+            return Err(AuthError::conflict(format!(
                 "the sign-in to `{name}` got an answer without a code; nothing was saved"
             )));
         };

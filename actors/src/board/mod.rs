@@ -8,17 +8,17 @@
 //! for, and the run carries the card and the move; Runs keeps one run per move, so a run asked
 //! again after any crash is the same run, never a second one.
 
+mod error;
 pub mod record;
+pub use error::BoardError;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, BoardView, CardView, EditCardParams, NoteSummary,
-    SetColumnParams,
+    AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
+    NoteView, SetColumnParams,
 };
-use bosun_shared::protocol::ui::Response;
-use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::run::{Outcome, RunState};
 use bosun_shared::{AgentId, CardId, ColumnId, RunId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -27,7 +27,7 @@ use tracing::{info, warn};
 use crate::agents::launch;
 use crate::agents::registry::AgentsContext;
 use crate::handle::ActorHandle;
-use crate::offload::{blocking, store_error};
+use crate::offload::blocking;
 use crate::runs::RunsMsg;
 use crate::store::Store;
 use crate::store::writer::{Change, StoreWriter};
@@ -64,15 +64,22 @@ pub struct BoardContext {
 pub type BoardHandle = ActorHandle<BoardMsg>;
 
 /// Asks the Board actor (every change to the board and the notes goes through it).
-pub async fn ask(board: &BoardHandle, req: BoardRequest) -> Result<Response, WireError> {
-    let board = board.get().ok_or_else(|| {
-        WireError::new(
-            ErrorCode::Unavailable,
-            "bosund is starting; try again in a moment",
-        )
-    })?;
+pub async fn ask(board: &BoardHandle, req: BoardRequest) -> Result<BoardAnswer, BoardError> {
+    let board = board.get().ok_or(crate::error::Starting)?;
     ractor::call!(board, |reply| BoardMsg::Request { req, reply })
-        .map_err(|e| WireError::internal(format!("the board did not answer: {e}")))?
+        .map_err(|e| BoardError::internal(format!("the board did not answer: {e}")))?
+}
+
+/// What the Board answers a request with: the view of what the request was about. The lead's
+/// tools show it to the lead as JSON, tagged `answer` as it always was.
+#[derive(Debug, serde::Serialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum BoardAnswer {
+    Board(Box<BoardView>),
+    Column(ColumnView),
+    Card(Box<CardView>),
+    Notes { notes: Vec<NoteSummary> },
+    Note(NoteView),
 }
 
 pub enum BoardRequest {
@@ -114,7 +121,7 @@ pub enum BoardRequest {
 pub enum BoardMsg {
     Request {
         req: BoardRequest,
-        reply: RpcReplyPort<Result<Response, WireError>>,
+        reply: RpcReplyPort<Result<BoardAnswer, BoardError>>,
     },
     /// Time to look for work.
     Tick,
@@ -122,7 +129,7 @@ pub enum BoardMsg {
     Started {
         card: CardId,
         moved: u64,
-        result: Result<RunId, WireError>,
+        result: Result<RunId, BoardError>,
     },
 }
 
@@ -242,12 +249,12 @@ impl Actor for Board {
     }
 }
 
-fn bad(m: impl Into<String>) -> WireError {
-    WireError::bad_request(m)
+fn bad(m: impl Into<String>) -> BoardError {
+    BoardError::invalid(m)
 }
 
 /// A column's name: 1–40 characters, no control characters.
-fn check_column_name(name: &str) -> Result<String, WireError> {
+fn check_column_name(name: &str) -> Result<String, BoardError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
         return Err(bad(format!(
@@ -258,7 +265,7 @@ fn check_column_name(name: &str) -> Result<String, WireError> {
     Ok(name.to_string())
 }
 
-fn check_title(title: &str) -> Result<String, WireError> {
+fn check_title(title: &str) -> Result<String, BoardError> {
     let title = title.trim();
     if title.is_empty() || title.chars().count() > MAX_TITLE || title.chars().any(char::is_control)
     {
@@ -269,7 +276,7 @@ fn check_title(title: &str) -> Result<String, WireError> {
     Ok(title.to_string())
 }
 
-fn check_text(what: &str, text: &str) -> Result<(), WireError> {
+fn check_text(what: &str, text: &str) -> Result<(), BoardError> {
     if text.len() > MAX_TEXT || text.contains('\0') {
         return Err(bad(format!(
             "the card's {what} is over 64 KiB or has a NUL byte; shorten it"
@@ -280,7 +287,7 @@ fn check_text(what: &str, text: &str) -> Result<(), WireError> {
 
 /// A note's path: segments of letters, digits, `.`, `_` and `-`, joined by `/`; no `.` or `..`
 /// segment, no leading `/`, at most 200 characters.
-pub fn check_note_path(path: &str) -> Result<(), WireError> {
+pub fn check_note_path(path: &str) -> Result<(), BoardError> {
     let ok = !path.is_empty()
         && path.len() <= MAX_PATH
         && path.split('/').all(|seg| {
@@ -302,13 +309,13 @@ pub fn check_note_path(path: &str) -> Result<(), WireError> {
 }
 
 impl BoardState {
-    fn column(&self, key: &str) -> Result<&ColumnRecord, WireError> {
+    fn column(&self, key: &str) -> Result<&ColumnRecord, BoardError> {
         let lower = key.trim().to_lowercase();
         self.columns
             .iter()
             .find(|c| c.name.to_lowercase() == lower || c.id.to_string() == lower)
             .ok_or_else(|| {
-                WireError::not_found(format!(
+                BoardError::not_found(format!(
                     "there is no column `{}`; the columns are: {}",
                     key.trim(),
                     self.columns
@@ -331,22 +338,24 @@ impl BoardState {
         self.columns.iter().any(|c| c.id == id && c.auto)
     }
 
-    fn card_id(&self, key: &str) -> Result<CardId, WireError> {
-        crate::prefix::by_prefix(self.cards.keys().copied(), key, "cards'", |k| {
-            format!("there is no card `{k}`; `bosun board` shows the cards with their ids")
-        })
+    fn card_id(&self, key: &str) -> Result<CardId, BoardError> {
+        Ok(crate::prefix::by_prefix(
+            self.cards.keys().copied(),
+            key,
+            "cards'",
+            |k| format!("there is no card `{k}`; `bosun board` shows the cards with their ids"),
+        )?)
     }
 
-    async fn agent(&self, key: &str) -> Result<(AgentId, String), WireError> {
+    async fn agent(&self, key: &str) -> Result<(AgentId, String), BoardError> {
         let rec = crate::agents::registry::find(&self.ctx.store, key).await?;
         Ok((rec.id, rec.name))
     }
 
-    async fn agent_names(&self) -> Result<HashMap<AgentId, String>, WireError> {
+    async fn agent_names(&self) -> Result<HashMap<AgentId, String>, BoardError> {
         let store = self.ctx.store.clone();
         Ok(blocking(move || store.agents())
-            .await?
-            .map_err(store_error)?
+            .await??
             .into_iter()
             .map(|a| (a.id, a.name))
             .collect())
@@ -428,7 +437,7 @@ impl BoardState {
         }
     }
 
-    async fn board_view(&self) -> Result<BoardView, WireError> {
+    async fn board_view(&self) -> Result<BoardView, BoardError> {
         let names = self.agent_names().await?;
         let states = self.run_states(false).await;
         let position = |id: ColumnId| {
@@ -463,29 +472,29 @@ impl BoardState {
             })
     }
 
-    async fn card_answer(&self, id: CardId) -> Result<Response, WireError> {
+    async fn card_answer(&self, id: CardId) -> Result<BoardAnswer, BoardError> {
         let names = self.agent_names().await?;
         let states = self.run_states(false).await;
         let c = self
             .cards
             .get(&id)
-            .ok_or_else(|| WireError::internal("the card went away"))?;
-        Ok(Response::Card(Box::new(
+            .ok_or_else(|| BoardError::internal("the card went away"))?;
+        Ok(BoardAnswer::Card(Box::new(
             self.card_view(c, &names, &states, true),
         )))
     }
 
-    async fn save(&self, changes: Vec<BoardChange>) -> Result<(), WireError> {
+    async fn save(&self, changes: Vec<BoardChange>) -> Result<(), BoardError> {
         self.ctx
             .writer
             .commit(changes.into_iter().map(Change::from).collect())
             .await
-            .map_err(store_error)
+            .map_err(BoardError::from)
     }
 
-    async fn request(&mut self, req: BoardRequest) -> Result<Response, WireError> {
+    async fn request(&mut self, req: BoardRequest) -> Result<BoardAnswer, BoardError> {
         match req {
-            BoardRequest::Show => Ok(Response::Board(Box::new(self.board_view().await?))),
+            BoardRequest::Show => Ok(BoardAnswer::Board(Box::new(self.board_view().await?))),
             BoardRequest::AddColumn(p) => self.add_column(p).await,
             BoardRequest::SetColumn(p) => self.set_column(p).await,
             BoardRequest::AddCard { params, taint } => self.add_card(params, taint).await,
@@ -503,14 +512,12 @@ impl BoardState {
                 let meta = BoardMeta { limit };
                 self.save(vec![BoardChange::Meta(meta.clone())]).await?;
                 self.meta = meta;
-                Ok(Response::Board(Box::new(self.board_view().await?)))
+                Ok(BoardAnswer::Board(Box::new(self.board_view().await?)))
             }
             BoardRequest::Notes => {
                 let store = self.ctx.store.clone();
-                let notes = blocking(move || store.all::<NoteRecord>())
-                    .await?
-                    .map_err(store_error)?;
-                Ok(Response::Notes {
+                let notes = blocking(move || store.all::<NoteRecord>()).await??;
+                Ok(BoardAnswer::Notes {
                     notes: notes
                         .into_iter()
                         .map(|n| NoteSummary {
@@ -526,9 +533,9 @@ impl BoardState {
                 check_note_path(&path)?;
                 self.note(&path)
                     .await?
-                    .map(|n| Response::Note(n.view()))
+                    .map(|n| BoardAnswer::Note(n.view()))
                     .ok_or_else(|| {
-                        WireError::not_found(format!(
+                        BoardError::not_found(format!(
                             "there is no note `{path}`; `bosun note list` shows them"
                         ))
                     })
@@ -553,7 +560,7 @@ impl BoardState {
         path: String,
         heading: String,
         text: String,
-    ) -> Result<Response, WireError> {
+    ) -> Result<BoardAnswer, BoardError> {
         check_note_path(&path)?;
         let heading = heading.trim();
         if heading.is_empty() || heading.contains('\n') {
@@ -578,27 +585,24 @@ impl BoardState {
             updated_at: Timestamp::now(),
         };
         self.save(vec![BoardChange::Note(note.clone())]).await?;
-        Ok(Response::Note(note.view()))
+        Ok(BoardAnswer::Note(note.view()))
     }
 
-    async fn move_note(&mut self, from: String, to: String) -> Result<Response, WireError> {
+    async fn move_note(&mut self, from: String, to: String) -> Result<BoardAnswer, BoardError> {
         check_note_path(&from)?;
         check_note_path(&to)?;
         let Some(note) = self.note(&from).await? else {
-            return Err(WireError::not_found(format!(
+            return Err(BoardError::not_found(format!(
                 "there is no note `{from}` to move"
             )));
         };
         if from == to {
-            return Ok(Response::Note(note.view()));
+            return Ok(BoardAnswer::Note(note.view()));
         }
         if self.note(&to).await?.is_some() {
-            return Err(WireError::new(
-                ErrorCode::Conflict,
-                format!(
-                    "there is a note `{to}` already; move it away first, or choose another path"
-                ),
-            ));
+            return Err(BoardError::conflict(format!(
+                "there is a note `{to}` already; move it away first, or choose another path"
+            )));
         }
         let moved = NoteRecord {
             path: to,
@@ -611,14 +615,14 @@ impl BoardState {
             BoardChange::Note(moved.clone()),
         ])
         .await?;
-        Ok(Response::Note(moved.view()))
+        Ok(BoardAnswer::Note(moved.view()))
     }
 
-    async fn note(&self, path: &str) -> Result<Option<NoteRecord>, WireError> {
+    async fn note(&self, path: &str) -> Result<Option<NoteRecord>, BoardError> {
         let (store, path) = (self.ctx.store.clone(), path.to_string());
         blocking(move || store.get::<NoteRecord>(&path))
             .await?
-            .map_err(store_error)
+            .map_err(BoardError::from)
     }
 
     async fn write_note(
@@ -627,7 +631,7 @@ impl BoardState {
         text: String,
         base_version: Option<u64>,
         force: bool,
-    ) -> Result<Response, WireError> {
+    ) -> Result<BoardAnswer, BoardError> {
         check_note_path(&path)?;
         if text.len() > MAX_NOTE || text.contains('\0') {
             return Err(bad("a note is at most 1 MiB of text with no NUL byte"));
@@ -637,30 +641,21 @@ impl BoardState {
             (Some(n), _, true) => n.version + 1,
             (Some(n), Some(base), false) if base == n.version => n.version + 1,
             (Some(n), Some(base), false) => {
-                return Err(WireError::new(
-                    ErrorCode::Conflict,
-                    format!(
-                        "the note `{path}` has changed since version {base}: it is at version {}; read it again (`bosun note show {path}`) and write your change on that",
-                        n.version
-                    ),
-                ));
+                return Err(BoardError::conflict(format!(
+                    "the note `{path}` has changed since version {base}: it is at version {}; read it again (`bosun note show {path}`) and write your change on that",
+                    n.version
+                )));
             }
             (Some(n), None, false) => {
-                return Err(WireError::new(
-                    ErrorCode::Conflict,
-                    format!(
-                        "the note `{path}` exists (version {}); say which version your text is based on with --base-version {}, or replace it whatever it says with --force",
-                        n.version, n.version
-                    ),
-                ));
+                return Err(BoardError::conflict(format!(
+                    "the note `{path}` exists (version {}); say which version your text is based on with --base-version {}, or replace it whatever it says with --force",
+                    n.version, n.version
+                )));
             }
             (None, Some(base), false) => {
-                return Err(WireError::new(
-                    ErrorCode::Conflict,
-                    format!(
-                        "the note `{path}` does not exist (any more), so it is not at version {base}; write it without --base-version to create it"
-                    ),
-                ));
+                return Err(BoardError::conflict(format!(
+                    "the note `{path}` does not exist (any more), so it is not at version {base}; write it without --base-version to create it"
+                )));
             }
             (None, _, _) => 1,
         };
@@ -671,16 +666,15 @@ impl BoardState {
             updated_at: Timestamp::now(),
         };
         self.save(vec![BoardChange::Note(note.clone())]).await?;
-        Ok(Response::Note(note.view()))
+        Ok(BoardAnswer::Note(note.view()))
     }
 
-    async fn add_column(&mut self, p: AddColumnParams) -> Result<Response, WireError> {
+    async fn add_column(&mut self, p: AddColumnParams) -> Result<BoardAnswer, BoardError> {
         let name = check_column_name(&p.name)?;
         if self.column(&name).is_ok() {
-            return Err(WireError::new(
-                ErrorCode::Conflict,
-                format!("there is a column `{name}` already; choose another name"),
-            ));
+            return Err(BoardError::conflict(format!(
+                "there is a column `{name}` already; choose another name"
+            )));
         }
         let at = p
             .position
@@ -701,23 +695,22 @@ impl BoardState {
         self.save(changes).await?;
         self.columns = columns;
         info!(column = %col.name, auto = col.auto, "column added");
-        Ok(Response::Column(self.columns[at as usize].view()))
+        Ok(BoardAnswer::Column(self.columns[at as usize].view()))
     }
 
-    async fn set_column(&mut self, p: SetColumnParams) -> Result<Response, WireError> {
+    async fn set_column(&mut self, p: SetColumnParams) -> Result<BoardAnswer, BoardError> {
         let id = self.column(&p.column)?.id;
         let mut columns = self.columns.clone();
         let Some(index) = columns.iter().position(|c| c.id == id) else {
-            return Err(WireError::internal("the column went away"));
+            return Err(BoardError::internal("the column went away"));
         };
         let mut col = columns.remove(index);
         if let Some(name) = &p.name {
             let name = check_column_name(name)?;
             if self.column(&name).is_ok_and(|other| other.id != id) {
-                return Err(WireError::new(
-                    ErrorCode::Conflict,
-                    format!("there is a column `{name}` already; choose another name"),
-                ));
+                return Err(BoardError::conflict(format!(
+                    "there is a column `{name}` already; choose another name"
+                )));
             }
             col.name = name;
         }
@@ -733,14 +726,14 @@ impl BoardState {
         changes.push(BoardChange::Column(columns[at].clone()));
         self.save(changes).await?;
         self.columns = columns;
-        Ok(Response::Column(self.columns[at].view()))
+        Ok(BoardAnswer::Column(self.columns[at].view()))
     }
 
     async fn add_card(
         &mut self,
         p: AddCardParams,
         taint: Option<String>,
-    ) -> Result<Response, WireError> {
+    ) -> Result<BoardAnswer, BoardError> {
         let title = check_title(&p.title)?;
         check_text("description", &p.description)?;
         check_text("acceptance criteria", &p.acceptance)?;
@@ -797,10 +790,10 @@ impl BoardState {
         &mut self,
         p: EditCardParams,
         taint: Option<String>,
-    ) -> Result<Response, WireError> {
+    ) -> Result<BoardAnswer, BoardError> {
         let id = self.card_id(&p.card)?;
         let Some(mut card) = self.cards.get(&id).cloned() else {
-            return Err(WireError::internal("the card went away"));
+            return Err(BoardError::internal("the card went away"));
         };
         if p.hold.is_some() && p.clear_hold {
             return Err(bad(
@@ -1005,7 +998,7 @@ impl BoardState {
         &mut self,
         id: CardId,
         moved: u64,
-        result: Result<RunId, WireError>,
+        result: Result<RunId, BoardError>,
     ) -> Result<(), ActorProcessingErr> {
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Ok(());
@@ -1023,11 +1016,11 @@ impl BoardState {
                 card.log(format!("run {} started", run.short()));
             }
             Err(e) => {
-                warn!(card = %id, error = %e.message, "a card's run could not start");
+                warn!(card = %id, error = %e, "a card's run could not start");
                 card.started_for = None;
                 let reason = format!(
                     "its agent's run could not start: {}. Put that right, then take the card off hold",
-                    e.message
+                    e
                 );
                 card.log(format!("put on hold: {reason}"));
                 card.hold = Some(Hold::needs_decision(reason));
@@ -1064,12 +1057,10 @@ async fn start_card_run(
     agent: AgentId,
     prompt: &str,
     card: (CardId, u64),
-) -> Result<RunId, WireError> {
+) -> Result<RunId, BoardError> {
     let mut spec = launch::prepare(ctx, &agent.to_string(), prompt).await?;
-    if let Some(a) = spec.agent.as_mut() {
-        a.card = Some(card);
-    }
+    spec.run.card = Some(card);
     let run = crate::runs::start(runs, spec).await.map(|v| v.id);
     crate::crash::point("board-after-run-started");
-    run
+    Ok(run?)
 }

@@ -10,6 +10,9 @@ use std::time::Duration;
 use bosun_shared::{AnswerId, ChatId, RunId, RunToken};
 use tokio::sync::Notify;
 
+use crate::agents::record::ToolCall;
+use crate::runs::CallsRead;
+
 /// The built-in tools that only read, and the prefix of bosun's own tools: anything else an
 /// answer calls came from outside bosun.
 const INSIDE: [&str; 4] = ["Read", "Glob", "Grep", "ToolSearch"];
@@ -152,5 +155,20 @@ impl Answers {
                 .find(|u| is_outside(&u.name))
                 .map(|u| u.name.clone()),
         )
+    }
+}
+
+/// A RunActor hears its answer's tool calls; the answers keep what a privileged call is
+/// checked against.
+impl CallsRead for Answers {
+    fn calls_read(&self, run: RunId, calls: &[ToolCall]) {
+        let uses = calls
+            .iter()
+            .map(|c| SeenUse {
+                name: c.name.clone(),
+                input: c.input.clone(),
+            })
+            .collect();
+        self.publish(run, uses);
     }
 }

@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::lead::ChatsError;
 use bosun_shared::protocol::lead::{ChatView, PendingView};
 use bosun_shared::protocol::ui::{Event, RunView};
-use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::{ActionId, AnswerId, ChatId, RunToken, Timestamp};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde_json::Value;
-use tracing::{error, info, warn};
+use tracing::{Instrument, error, info, warn};
 
 use super::answers::Answers;
 use super::record::{
@@ -27,7 +27,7 @@ use super::tools::{self, LeadTool, ToolCtx};
 use crate::agents::launch::{self, ChatLaunch};
 use crate::agents::stream::input_digest;
 use crate::events::{EventsHandle, EventsMsg};
-use crate::offload::{blocking, store_error};
+use crate::offload::blocking;
 use crate::prefix::by_prefix;
 use crate::store::Store;
 use crate::store::writer::{Change, StoreWriter};
@@ -54,7 +54,7 @@ pub struct ChatsContext {
 
 pub type ChatsHandle = crate::handle::ActorHandle<ChatsMsg>;
 
-type Reply<T> = RpcReplyPort<Result<T, WireError>>;
+type Reply<T> = RpcReplyPort<Result<T, ChatsError>>;
 
 /// What the Chats supervisor is asked: a chat or an action is named by the start of its id,
 /// found here, and the request handed to that chat's actor.
@@ -169,6 +169,8 @@ pub struct ChatsState {
     ctx: ChatsContext,
     chats: HashMap<ChatId, ChatRecord>,
     pending: HashMap<ActionId, PendingRecord>,
+    /// Everything this actor logs is in its span, with the chat's id as a field.
+    span: tracing::Span,
 }
 
 impl Actor for ChatActor {
@@ -197,6 +199,7 @@ impl Actor for ChatActor {
                 .filter(|p| p.chat == id)
                 .map(|p| (p.id, p))
                 .collect(),
+            span: tracing::info_span!("chat", chat_id = %id),
         };
         state.recover().await?;
         Ok(state)
@@ -217,72 +220,78 @@ impl Actor for ChatActor {
         msg: ChatMsg,
         state: &mut ChatsState,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            ChatMsg::Send {
-                chat,
-                message,
-                files,
-                reply,
-            } => {
-                let _ = reply.send(state.send(chat, message, files).await);
-            }
-            ChatMsg::Show { chat, reply } => {
-                let _ = reply.send(state.view(chat, true).await);
-            }
-            ChatMsg::View { chat, reply } => {
-                let _ = reply.send(state.view(chat, false).await);
-            }
-            ChatMsg::Inbox { chat, reply } => {
-                let ids = state.waiting(Some(chat));
-                let _ = reply.send(Ok(state.views(&ids).await));
-            }
-            ChatMsg::Approve { action, reply } => {
-                let answer = match state.approve(action).await {
-                    Ok(()) => Ok(state.views(&[action]).await),
-                    Err(e) => Err(e),
-                };
-                let _ = reply.send(answer);
-            }
-            ChatMsg::ApproveAll { chat, reply } => {
-                let ids = state.waiting(Some(chat));
-                let answer = if ids.is_empty() {
-                    Err(WireError::new(
-                        ErrorCode::Conflict,
-                        "nothing in this chat waits for your OK",
-                    ))
-                } else {
-                    for id in &ids {
-                        // Each is decided on its own; one failing does not stop the rest.
-                        if let Err(e) = state.approve(*id).await {
-                            warn!(action = %id, error = %e.message, "approve all: one was not run");
+        let span = state.span.clone();
+        async move {
+            match msg {
+                ChatMsg::Send {
+                    chat,
+                    message,
+                    files,
+                    reply,
+                } => {
+                    let _ = reply.send(state.send(chat, message, files).await);
+                }
+                ChatMsg::Show { chat, reply } => {
+                    let _ = reply.send(state.view(chat, true).await);
+                }
+                ChatMsg::View { chat, reply } => {
+                    let _ = reply.send(state.view(chat, false).await);
+                }
+                ChatMsg::Inbox { chat, reply } => {
+                    let ids = state.waiting(Some(chat));
+                    let _ = reply.send(Ok(state.views(&ids).await));
+                }
+                ChatMsg::Approve { action, reply } => {
+                    let answer = match state.approve(action).await {
+                        Ok(()) => Ok(state.views(&[action]).await),
+                        Err(e) => Err(e),
+                    };
+                    let _ = reply.send(answer);
+                }
+                ChatMsg::ApproveAll { chat, reply } => {
+                    let ids = state.waiting(Some(chat));
+                    let answer = if ids.is_empty() {
+                        Err(ChatsError::conflict(
+                            "nothing in this chat waits for your OK",
+                        ))
+                    } else {
+                        for id in &ids {
+                            // Each is decided on its own; one failing does not stop the rest.
+                            if let Err(e) = state.approve(*id).await {
+                                warn!(action = %id, error = %e, "approve all: one was not run");
+                            }
                         }
-                    }
-                    Ok(state.views(&ids).await)
-                };
-                let _ = reply.send(answer);
+                        Ok(state.views(&ids).await)
+                    };
+                    let _ = reply.send(answer);
+                }
+                ChatMsg::Discard { action, reply } => {
+                    let answer = match state.discard(action).await {
+                        Ok(()) => Ok(state.views(&[action]).await),
+                        Err(e) => Err(e),
+                    };
+                    let _ = reply.send(answer);
+                }
+                ChatMsg::Pend {
+                    chat,
+                    answer,
+                    tool,
+                    args,
+                    cause,
+                    reply,
+                } => {
+                    let text = state.pend(chat, answer, tool, args, cause).await?;
+                    let _ = reply.send(text);
+                }
+                ChatMsg::RanItself { chat, tool, args } => {
+                    state.ran_itself(chat, tool, &args).await?
+                }
+                ChatMsg::Tick => state.tick().await?,
             }
-            ChatMsg::Discard { action, reply } => {
-                let answer = match state.discard(action).await {
-                    Ok(()) => Ok(state.views(&[action]).await),
-                    Err(e) => Err(e),
-                };
-                let _ = reply.send(answer);
-            }
-            ChatMsg::Pend {
-                chat,
-                answer,
-                tool,
-                args,
-                cause,
-                reply,
-            } => {
-                let text = state.pend(chat, answer, tool, args, cause).await?;
-                let _ = reply.send(text);
-            }
-            ChatMsg::RanItself { chat, tool, args } => state.ran_itself(chat, tool, &args).await?,
-            ChatMsg::Tick => state.tick().await?,
+            Ok(())
         }
-        Ok(())
+        .instrument(span)
+        .await
     }
 }
 
@@ -332,11 +341,14 @@ impl Actor for Chats {
                     ctx: state.ctx.clone(),
                     chats: HashMap::new(),
                     pending: HashMap::new(),
+                    span: tracing::info_span!("chats"),
                 };
                 let answer = match scratch.new_chat(agent).await {
                     Ok(view) => match state.open(&myself, view.id).await {
                         Ok(()) => Ok(view),
-                        Err(e) => Err(WireError::internal(format!("the chat could not open: {e}"))),
+                        Err(e) => Err(ChatsError::internal(format!(
+                            "the chat could not open: {e}"
+                        ))),
                     },
                     Err(e) => Err(e),
                 };
@@ -524,36 +536,29 @@ impl ChatsSupervisor {
     }
 
     /// The chat named by the start of its id, and its actor.
-    fn actor_of(&self, key: &str) -> Result<(ChatId, ActorRef<ChatMsg>), WireError> {
+    fn actor_of(&self, key: &str) -> Result<(ChatId, ActorRef<ChatMsg>), ChatsError> {
         let id = by_prefix(self.actors.keys().copied(), key, "chats'", no_chat)?;
         self.actors
             .get(&id)
             .map(|a| (id, a.clone()))
-            .ok_or_else(|| WireError::internal("the chat went away"))
+            .ok_or_else(|| ChatsError::internal("the chat went away"))
     }
 
     /// The action named by the start of its id, and the actor of the chat it belongs to (found
     /// in the store, where every action is committed).
-    async fn chat_of_action(&self, key: &str) -> Result<(ActionId, ActorRef<ChatMsg>), WireError> {
+    async fn chat_of_action(&self, key: &str) -> Result<(ActionId, ActorRef<ChatMsg>), ChatsError> {
         let store = self.ctx.store.clone();
-        let (_, pending) = blocking(move || store.chats())
-            .await?
-            .map_err(store_error)?;
+        let (_, pending) = blocking(move || store.chats()).await??;
         let id = by_prefix(pending.iter().map(|p| p.id), key, "actions'", no_action)?;
         let chat = pending
             .iter()
             .find(|p| p.id == id)
             .map(|p| p.chat)
-            .ok_or_else(|| WireError::internal("the action went away"))?;
+            .ok_or_else(|| ChatsError::internal("the action went away"))?;
         self.actors
             .get(&chat)
             .map(|a| (id, a.clone()))
-            .ok_or_else(|| {
-                WireError::new(
-                    ErrorCode::Unavailable,
-                    "that action's chat is restarting; try again",
-                )
-            })
+            .ok_or_else(|| ChatsError::unavailable("that action's chat is restarting; try again"))
     }
 
     /// The chats and their actors, oldest chat first.
@@ -596,7 +601,7 @@ pub fn kept_words(tool: LeadTool, cause: &str) -> String {
 impl ChatsState {
     /// Commits the changes together, then tells every attached UI of the messages and the
     /// pending actions among them.
-    async fn save(&self, changes: Vec<ChatChange>) -> Result<(), WireError> {
+    async fn save(&self, changes: Vec<ChatChange>) -> Result<(), ChatsError> {
         let mut told = Vec::new();
         let mut actions = Vec::new();
         for c in &changes {
@@ -612,8 +617,7 @@ impl ChatsState {
         self.ctx
             .writer
             .commit(changes.iter().map(Change::from).collect())
-            .await
-            .map_err(store_error)?;
+            .await?;
         for p in actions {
             for view in self.views_of(&[p]).await {
                 self.ctx
@@ -686,13 +690,16 @@ impl ChatsState {
         out
     }
 
-    async fn view(&self, id: ChatId, with_messages: bool) -> Result<ChatView, WireError> {
+    async fn view(&self, id: ChatId, with_messages: bool) -> Result<ChatView, ChatsError> {
         let c = self
             .chats
             .get(&id)
-            .ok_or_else(|| WireError::internal("the chat went away"))?;
+            .ok_or_else(|| ChatsError::internal("the chat went away"))?;
         let store = self.ctx.store.clone();
-        let agent = match blocking(move || store.agents()).await?.map_err(store_error) {
+        let agent = match blocking(move || store.agents())
+            .await?
+            .map_err(ChatsError::from)
+        {
             Ok(list) => list
                 .into_iter()
                 .find(|a| a.id == c.agent)
@@ -702,8 +709,7 @@ impl ChatsState {
         let messages = if with_messages {
             let store = self.ctx.store.clone();
             blocking(move || store.messages(id))
-                .await?
-                .map_err(store_error)?
+                .await??
                 .iter()
                 .map(MessageRecord::view)
                 .collect()
@@ -739,11 +745,9 @@ impl ChatsState {
         m
     }
 
-    async fn new_chat(&mut self, agent: Option<String>) -> Result<ChatView, WireError> {
+    async fn new_chat(&mut self, agent: Option<String>) -> Result<ChatView, ChatsError> {
         let store = self.ctx.store.clone();
-        let agents = blocking(move || store.agents())
-            .await?
-            .map_err(store_error)?;
+        let agents = blocking(move || store.agents()).await??;
         let lead = match agent {
             Some(name) => crate::agents::registry::find(&self.ctx.store, &name).await?,
             None => {
@@ -751,12 +755,12 @@ impl ChatsState {
                 match leads.as_slice() {
                     [one] => one.clone(),
                     [] => {
-                        return Err(WireError::bad_request(
+                        return Err(ChatsError::invalid(
                             "there is no lead to chat with: add one with `bosun agent add lead --cli claude --role lead --secret-env ANTHROPIC_API_KEY …`, or name an agent with --agent",
                         ));
                     }
                     [_, _, ..] => {
-                        return Err(WireError::bad_request(format!(
+                        return Err(ChatsError::invalid(format!(
                             "several agents have the role lead ({}); say which with --agent",
                             leads
                                 .iter()
@@ -769,7 +773,7 @@ impl ChatsState {
             }
         };
         if lead.cli != bosun_shared::agents::CliKind::Claude {
-            return Err(WireError::bad_request(format!(
+            return Err(ChatsError::invalid(format!(
                 "the lead answers through Claude Code, and `{}` is a {} agent",
                 lead.name, lead.cli
             )));
@@ -798,38 +802,33 @@ impl ChatsState {
         id: ChatId,
         message: String,
         files: Vec<PathBuf>,
-    ) -> Result<(ChatView, RunView), WireError> {
+    ) -> Result<(ChatView, RunView), ChatsError> {
         let Some(mut chat) = self.chats.get(&id).cloned() else {
-            return Err(WireError::internal("the chat went away"));
+            return Err(ChatsError::internal("the chat went away"));
         };
         if chat.answering.is_some() {
-            return Err(WireError::new(
-                ErrorCode::Conflict,
-                format!(
-                    "the lead is still answering in this chat; wait for it (`bosun chat show {} -f`) and send then",
-                    id.short()
-                ),
-            ));
+            return Err(ChatsError::conflict(format!(
+                "the lead is still answering in this chat; wait for it (`bosun chat show {} -f`) and send then",
+                id.short()
+            )));
         }
         if message.trim().is_empty() || message.len() > MAX_MESSAGE || message.contains('\0') {
-            return Err(WireError::bad_request(
+            return Err(ChatsError::invalid(
                 "a message is 1 byte to 256 KiB of text with no NUL byte",
             ));
         }
         for f in &files {
             if !f.is_absolute() || !f.is_file() {
-                return Err(WireError::bad_request(format!(
+                return Err(ChatsError::invalid(format!(
                     "{} is not a file (give an absolute path to an existing file)",
                     f.display()
                 )));
             }
         }
-        let url = self.ctx.mcp_url.get().cloned().ok_or_else(|| {
-            WireError::new(
-                ErrorCode::Unavailable,
-                "bosun's MCP server is starting; try again",
-            )
-        })?;
+        let url =
+            self.ctx.mcp_url.get().cloned().ok_or_else(|| {
+                ChatsError::unavailable("bosun's MCP server is starting; try again")
+            })?;
         // What the person decided since the last answer comes first.
         let prompt = if chat.untold.is_empty() {
             message.clone()
@@ -882,7 +881,7 @@ impl ChatsState {
                 let note = Self::message(
                     &mut chat,
                     MessageKind::Note,
-                    format!("The lead's answer could not start: {}", e.message),
+                    format!("The lead's answer could not start: {e}"),
                     true,
                 );
                 self.save(vec![
@@ -901,7 +900,7 @@ impl ChatsState {
         chat: &ChatRecord,
         prompt: &str,
         launch: ChatLaunch,
-    ) -> Result<RunView, WireError> {
+    ) -> Result<RunView, ChatsError> {
         let spec = launch::prepare_with(
             &self.ctx.tools.agents_ctx,
             &chat.agent.to_string(),
@@ -910,7 +909,7 @@ impl ChatsState {
             chat.session.clone(),
         )
         .await?;
-        crate::runs::start(&self.ctx.tools.runs, spec).await
+        Ok(crate::runs::start(&self.ctx.tools.runs, spec).await?)
     }
 
     /// Looks for answers that ended.
@@ -1161,33 +1160,30 @@ impl ChatsState {
                 ChatChange::Chat(Box::new(chat.clone())),
             ])
             .await
-            .map_err(|e| ActorProcessingErr::from(e.message))?;
+            .map_err(|e| ActorProcessingErr::from(e.to_string()))?;
             self.pending.insert(id, p);
             self.chats.insert(chat_id, chat);
         }
         Ok(())
     }
 
-    fn decidable(&self, id: ActionId) -> Result<PendingRecord, WireError> {
+    fn decidable(&self, id: ActionId) -> Result<PendingRecord, ChatsError> {
         let p = self
             .pending
             .get(&id)
             .cloned()
-            .ok_or_else(|| WireError::internal("the action went away"))?;
+            .ok_or_else(|| ChatsError::internal("the action went away"))?;
         if p.state != PendingState::Waiting {
-            return Err(WireError::new(
-                ErrorCode::Conflict,
-                format!(
-                    "action {} was {} already; each runs once at most",
-                    id.short(),
-                    p.state.word()
-                ),
-            ));
+            return Err(ChatsError::conflict(format!(
+                "action {} was {} already; each runs once at most",
+                id.short(),
+                p.state.word()
+            )));
         }
         Ok(p)
     }
 
-    async fn approve(&mut self, id: ActionId) -> Result<(), WireError> {
+    async fn approve(&mut self, id: ActionId) -> Result<(), ChatsError> {
         let mut p = self.decidable(id)?;
         let line = line_of(&p);
         // The decision, durably, before the call runs.
@@ -1204,7 +1200,7 @@ impl ChatsState {
         };
         crate::crash::point("approve-after-execution");
         let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
-            return Err(WireError::internal("the chat went away"));
+            return Err(ChatsError::internal("the chat went away"));
         };
         let note = match &result {
             Ok(text) => {
@@ -1239,10 +1235,10 @@ impl ChatsState {
         self.finish_decision(p, chat, note).await
     }
 
-    async fn discard(&mut self, id: ActionId) -> Result<(), WireError> {
+    async fn discard(&mut self, id: ActionId) -> Result<(), ChatsError> {
         let mut p = self.decidable(id)?;
         let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
-            return Err(WireError::internal("the chat went away"));
+            return Err(ChatsError::internal("the chat went away"));
         };
         let line = line_of(&p);
         p.state = PendingState::Discarded {
@@ -1263,7 +1259,7 @@ impl ChatsState {
         p: PendingRecord,
         mut chat: ChatRecord,
         note: MessageRecord,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), ChatsError> {
         let mut changes = vec![
             ChatChange::Pending(Box::new(p.clone())),
             ChatChange::Message(Box::new(note)),

@@ -2,6 +2,8 @@
 
 pub mod answers;
 pub mod chats;
+mod error;
+pub use error::ChatsError;
 pub mod record;
 pub mod server;
 pub mod tools;

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_shared::AnswerId;
-use bosun_shared::protocol::ui::Response;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::server::conn::http1;
@@ -34,7 +33,7 @@ use super::answers::{Answers, LiveAnswer, OWN_PREFIX, Reading};
 use super::chats::{ChatsHandle, ChatsMsg};
 use super::tools::{self, LeadTool, ToolCtx};
 use crate::agents::stream::input_digest;
-use crate::board::BoardRequest;
+use crate::board::{BoardAnswer, BoardRequest};
 
 /// How long a call waits for the daemon to read its answer up to it.
 const READ_LIMIT: Duration = Duration::from_secs(5);
@@ -195,7 +194,7 @@ impl BosunMcp {
             return false;
         };
         // Unknown: treated as the stricter case.
-        let Ok(Response::Board(b)) =
+        let Ok(BoardAnswer::Board(b)) =
             crate::board::ask(&self.ctx.tools.board, BoardRequest::Show).await
         else {
             return true;

@@ -7,19 +7,17 @@ use std::path::PathBuf;
 
 use bosun_shared::ChatId;
 use bosun_shared::agents::CliKind;
-use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::agents::{AgentParams, EditAgentParams};
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, EditCardParams, SetColumnParams,
 };
-use bosun_shared::protocol::ui::Response;
 use serde_json::{Value, json};
 
 use crate::agents::launch;
 use crate::agents::registry::{AgentsContext, AgentsHandle, AgentsMsg};
-use crate::board::{BoardHandle, BoardRequest};
+use crate::board::{BoardAnswer, BoardHandle, BoardRequest};
 use crate::handle::ActorHandle;
-use crate::offload::{blocking, store_error};
+use crate::offload::blocking;
 use crate::runs::RunsMsg;
 use crate::store::Store;
 
@@ -389,35 +387,37 @@ fn only_commands(list: &[String]) -> Result<(), String> {
     }
 }
 
-async fn board(ctx: &ToolCtx, req: BoardRequest) -> Result<Response, String> {
+async fn board(ctx: &ToolCtx, req: BoardRequest) -> Result<BoardAnswer, String> {
     crate::board::ask(&ctx.board, req)
         .await
-        .map_err(|e| e.message)
+        .map_err(|e| e.to_string())
 }
 
 async fn agents(
     ctx: &ToolCtx,
     msg: impl FnOnce(
-        ractor::RpcReplyPort<Result<bosun_shared::protocol::agents::AgentView, WireError>>,
+        ractor::RpcReplyPort<
+            Result<bosun_shared::protocol::agents::AgentView, crate::agents::AgentsError>,
+        >,
     ) -> AgentsMsg,
 ) -> Result<bosun_shared::protocol::agents::AgentView, String> {
     let a = ctx
         .agents
         .get()
-        .ok_or("bosund is starting; try again in a moment")?;
+        .ok_or_else(|| crate::error::Starting.to_string())?;
     a.call(msg, None)
         .await
         .map_err(|e| format!("the agents did not answer: {e}"))?
         .success_or("the agents did not answer")
         .map_err(|e| e.to_string())?
-        .map_err(|e| e.message)
+        .map_err(|e| e.to_string())
 }
 
 fn pretty(v: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
-fn response_text(r: &Response) -> String {
+fn response_text(r: &BoardAnswer) -> String {
     pretty(r)
 }
 
@@ -443,8 +443,8 @@ pub async fn execute(
                 }
             })
             .await
-            .map_err(|e| e.message)?
-            .map_err(|e| store_error(e).message)?
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("bosund could not use its store: {e}"))?
             .ok_or_else(|| {
                 format!(
                     "there is no run `{}` (or the id is too short)",
@@ -466,10 +466,10 @@ pub async fn execute(
                 Some(session),
             )
             .await
-            .map_err(|e| e.message)?;
+            .map_err(|e| e.to_string())?;
             let run = crate::runs::start(&ctx.runs, spec)
                 .await
-                .map_err(|e| e.message)?;
+                .map_err(|e| e.to_string())?;
             Ok(format!(
                 "Started run {}, continuing run {}.",
                 run.short_id,
@@ -557,8 +557,8 @@ pub async fn execute(
             let store = ctx.store.clone();
             let list = blocking(move || store.agents())
                 .await
-                .map_err(|e| e.message)?
-                .map_err(|e| store_error(e).message)?;
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("bosund could not use its store: {e}"))?;
             Ok(pretty(
                 &list
                     .iter()
@@ -569,7 +569,7 @@ pub async fn execute(
         LeadTool::GetAgent => {
             let view = crate::agents::registry::show(&ctx.agents_ctx, need(args, "agent")?)
                 .await
-                .map_err(|e| e.message)?;
+                .map_err(|e| e.to_string())?;
             Ok(pretty(&view))
         }
         LeadTool::CreateAgent => {
@@ -618,10 +618,10 @@ pub async fn execute(
             let prompt = need(args, "prompt")?;
             let spec = launch::prepare(&ctx.agents_ctx, agent, prompt)
                 .await
-                .map_err(|e| e.message)?;
+                .map_err(|e| e.to_string())?;
             let run = crate::runs::start(&ctx.runs, spec)
                 .await
-                .map_err(|e| e.message)?;
+                .map_err(|e| e.to_string())?;
             Ok(format!("Started run {} of agent {agent}.", run.short_id))
         }
         LeadTool::MemoryRead => match arg(args, "path") {
@@ -692,8 +692,8 @@ async fn person_files(ctx: &ToolCtx, chat: ChatId) -> Result<(Vec<String>, Vec<S
         },
     )
     .await
-    .map_err(|e| e.message)?
-    .map_err(|e| store_error(e).message)
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("bosund could not use its store: {e}"))
 }
 
 /// Checks an attachment: the file, its size, and where it would go.
@@ -716,7 +716,7 @@ async fn attachment(
         return Err(format!("{shown} is not a file"));
     }
     let answer = board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string())).await?;
-    let Response::Card(card) = answer else {
+    let BoardAnswer::Card(card) = answer else {
         return Err(response_text(&answer));
     };
     let name = path
@@ -737,7 +737,7 @@ async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<Str
         std::fs::copy(&from, &to).map(|_| ())
     })
     .await
-    .map_err(|e| e.message)?
+    .map_err(|e| e.to_string())?
     .map_err(|e| format!("could not copy {}: {e}", path.display()))?;
     let params = EditCardParams {
         card,
@@ -762,16 +762,16 @@ async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<Str
     ))
 }
 
-fn note_words(r: &Response, verb: &str) -> String {
-    if let Response::Note(n) = r {
+fn note_words(r: &BoardAnswer, verb: &str) -> String {
+    if let BoardAnswer::Note(n) = r {
         return format!("{verb} {} (version {}).", n.path, n.version);
     }
     response_text(r)
 }
 
 /// A card's answer, saying so first when it waits on hold.
-fn held_words(r: &Response) -> String {
-    let Response::Card(c) = r else {
+fn held_words(r: &BoardAnswer) -> String {
+    let BoardAnswer::Card(c) = r else {
         return response_text(r);
     };
     match &c.hold {
@@ -852,7 +852,7 @@ pub async fn preview(
     let a = |k: &str| arg(args, k).unwrap_or("").to_string();
     let note = |path: String| async move {
         match board(ctx, BoardRequest::Note(path)).await {
-            Ok(Response::Note(n)) => Some(n),
+            Ok(BoardAnswer::Note(n)) => Some(n),
             Ok(_) | Err(_) => None,
         }
     };
@@ -899,7 +899,7 @@ pub async fn preview(
             let fail = crate::agents::registry::find(&ctx.store, &a("agent"))
                 .await
                 .err()
-                .map(|e| e.message);
+                .map(|e| e.to_string());
             (
                 format!("agent: {}\nprompt: {}", a("agent"), a("prompt")),
                 fail,
@@ -930,7 +930,7 @@ pub async fn preview(
                 }
                 (lines.join("\n"), None)
             }
-            Err(e) => (String::new(), Some(e.message)),
+            Err(e) => (String::new(), Some(e.to_string())),
         },
         LeadTool::AttachFile => match attachment(ctx, args, chat).await {
             Ok((path, size, dest, _)) => (

@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::mcp::RegistryError;
 use bosun_shared::mcp::check_server_name;
-use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::mcp::{
     AddServerParams, ImportCandidateView, ImportParams, ImportScan, ImportStatus, SecretLine,
     ServerKind, ServerView,
@@ -25,7 +25,7 @@ pub struct Found {
 
 /// Reads the usual places (by the person's environment) and the files they named. A file they
 /// named that cannot be read is an error; a usual one is a problem reported alongside.
-pub fn find(scan: &ImportScan) -> Result<Found, WireError> {
+pub fn find(scan: &ImportScan) -> Result<Found, RegistryError> {
     let env = |k: &str| {
         scan.env
             .iter()
@@ -44,7 +44,7 @@ pub fn find(scan: &ImportScan) -> Result<Found, WireError> {
     }
     for file in &scan.extra_files {
         let source = classify(file)?;
-        let c = read(source, file).map_err(|e| WireError::bad_request(e.to_string()))?;
+        let c = read(source, file).map_err(|e| RegistryError::invalid(e.to_string()))?;
         found.candidates.extend(c);
     }
     Ok(found)
@@ -62,13 +62,13 @@ fn read(source: ImportSource, file: &Path) -> Result<Vec<ImportCandidate>, Impor
 }
 
 /// Which CLI a named file belongs to, by its name.
-fn classify(file: &Path) -> Result<ImportSource, WireError> {
+fn classify(file: &Path) -> Result<ImportSource, RegistryError> {
     let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
     match name {
         ".claude.json" | ".config.json" | ".mcp.json" => Ok(ImportSource::Claude),
         "config.toml" => Ok(ImportSource::Codex),
         "settings.json" => Ok(ImportSource::Gemini),
-        _ => Err(WireError::bad_request(format!(
+        _ => Err(RegistryError::invalid(format!(
             "{} is not a file bosun can import from; give a Claude Code .claude.json or .mcp.json, a Codex config.toml or a Gemini settings.json",
             file.display()
         ))),
@@ -150,11 +150,11 @@ pub async fn import(
     ctx: &RegistryContext,
     registry: &ActorRef<RegistryMsg>,
     params: ImportParams,
-) -> Result<Vec<ServerView>, WireError> {
+) -> Result<Vec<ServerView>, RegistryError> {
     let scan = params.scan.clone();
     let found = tokio::task::spawn_blocking(move || find(&scan))
         .await
-        .map_err(|e| WireError::internal(e.to_string()))??;
+        .map_err(|e| RegistryError::internal(e.to_string()))??;
     let existing = super::registry::list(ctx).await?;
     let mut chosen: Vec<(&ImportCandidate, String)> = Vec::new();
     if params.all {
@@ -179,7 +179,7 @@ pub async fn import(
             .collect();
         let c = match matches.as_slice() {
             [] => {
-                return Err(WireError::not_found(format!(
+                return Err(RegistryError::not_found(format!(
                     "no server `{}` was found to import; `bosun mcp import` lists what can be",
                     pick.name
                 )));
@@ -193,7 +193,7 @@ pub async fn import(
                 if matches.iter().all(|c| target_text(c) == target_text(first)) {
                     *first
                 } else {
-                    return Err(WireError::bad_request(format!(
+                    return Err(RegistryError::invalid(format!(
                         "`{}` is in several places ({}); say which with --from-file",
                         pick.name,
                         files.join(", ")
@@ -205,12 +205,12 @@ pub async fn import(
         match status(c, &name, &existing) {
             ImportStatus::New => {}
             ImportStatus::AlreadyInList => {
-                return Err(WireError::conflict(format!(
+                return Err(RegistryError::conflict(format!(
                     "`{name}` is already in the list"
                 )));
             }
             ImportStatus::NameTaken => {
-                return Err(WireError::conflict(format!(
+                return Err(RegistryError::conflict(format!(
                     "there is already a server named `{name}`; import it under another name with --as {}=NEW",
                     c.name
                 )));
@@ -220,14 +220,14 @@ pub async fn import(
                     .err()
                     .map(|e| e.to_string())
                     .unwrap_or_default();
-                return Err(WireError::bad_request(format!(
+                return Err(RegistryError::invalid(format!(
                     "{why}; import it under another name with --as {}=NEW",
                     c.name
                 )));
             }
         }
         if chosen.iter().any(|(_, n)| n == &name) {
-            return Err(WireError::bad_request(format!("`{name}` is picked twice")));
+            return Err(RegistryError::invalid(format!("`{name}` is picked twice")));
         }
         chosen.push((c, name));
     }
@@ -264,7 +264,7 @@ pub async fn import(
             sign_in_by: None,
         };
         let result = ractor::call!(registry, |reply| RegistryMsg::Add { params, reply })
-            .map_err(|e| WireError::internal(format!("the MCP registry did not answer: {e}")))
+            .map_err(|e| RegistryError::internal(format!("the MCP registry did not answer: {e}")))
             .and_then(|r| r);
         match result {
             Ok(view) => added.push(view),
@@ -273,10 +273,7 @@ pub async fn import(
                     let server = done.name.clone();
                     let _ = ractor::call!(registry, |reply| RegistryMsg::Remove { server, reply });
                 }
-                return Err(WireError::new(
-                    e.code,
-                    format!("{}; nothing was imported", e.message),
-                ));
+                return Err(RegistryError::NothingImported(Box::new(e)));
             }
         }
     }

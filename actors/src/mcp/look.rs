@@ -4,9 +4,9 @@
 
 use std::time::Instant;
 
+use crate::mcp::RegistryError;
 use bosun_shared::Timestamp;
 use bosun_shared::protocol::mcp::{CallView, InspectView, ToolListing};
-use bosun_shared::protocol::{ErrorCode, WireError};
 use ractor::ActorRef;
 
 use std::future::Future;
@@ -16,7 +16,7 @@ use super::record::{ServerRecord, StoredListing};
 use super::registry::{self, RegistryContext, RegistryMsg};
 use super::tools;
 
-fn failed(server: &str, what: &str, e: &McpError) -> WireError {
+fn failed(server: &str, what: &str, e: &McpError) -> RegistryError {
     let advice = match e {
         McpError::NeedsSignIn { .. } => format!("; sign in with `bosun mcp sign-in {server}`"),
         McpError::InsufficientScope { .. } => {
@@ -37,24 +37,12 @@ fn failed(server: &str, what: &str, e: &McpError) -> WireError {
         | McpError::NoSuchTool(_)
         | McpError::BadConfig(_) => String::new(),
     };
-    let code = match e {
-        McpError::NeedsSignIn { .. } | McpError::InsufficientScope { .. } => {
-            ErrorCode::Unauthorized
-        }
-        McpError::CommandNotFound { .. }
-        | McpError::CannotStart { .. }
-        | McpError::Exited { .. }
-        | McpError::TimedOut { .. }
-        | McpError::Tls { .. }
-        | McpError::Refused { .. }
-        | McpError::Unreachable { .. }
-        | McpError::NotMcp { .. }
-        | McpError::Http { .. }
-        | McpError::Protocol(_)
-        | McpError::NoSuchTool(_)
-        | McpError::BadConfig(_) => ErrorCode::Unavailable,
-    };
-    WireError::new(code, format!("could not {what} `{server}`: {e}{advice}"))
+    RegistryError::Look {
+        server: server.to_string(),
+        what: what.to_string(),
+        error: Box::new(e.clone()),
+        advice,
+    }
 }
 
 /// Reaches the server and does `op`, with the sign-in in mind: a token the server refuses
@@ -64,7 +52,7 @@ async fn reach<T, F, Fut>(
     ctx: &RegistryContext,
     server: &str,
     op: F,
-) -> Result<(ServerRecord, Result<T, McpError>), WireError>
+) -> Result<(ServerRecord, Result<T, McpError>), RegistryError>
 where
     F: Fn(Endpoint) -> Fut,
     Fut: Future<Output = Result<T, McpError>>,
@@ -106,7 +94,7 @@ pub async fn list_tools(
     ctx: &RegistryContext,
     registry: &ActorRef<RegistryMsg>,
     server: &str,
-) -> Result<ToolListing, WireError> {
+) -> Result<ToolListing, RegistryError> {
     let (rec, outcome) = reach(ctx, server, |ep| async move {
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
         let listing = conn.list_tools().await;
@@ -155,10 +143,13 @@ pub async fn list_tools(
 }
 
 /// The last listing kept, without starting the server.
-pub async fn last_listing(ctx: &RegistryContext, server: &str) -> Result<ToolListing, WireError> {
+pub async fn last_listing(
+    ctx: &RegistryContext,
+    server: &str,
+) -> Result<ToolListing, RegistryError> {
     let rec = registry::find(&ctx.store, server).await?;
     let Some(kept) = rec.listing else {
-        return Err(WireError::not_found(format!(
+        return Err(RegistryError::not_found(format!(
             "the tools of `{}` have not been listed yet; `bosun mcp tools {}` lists them",
             rec.name, rec.name
         )));
@@ -177,7 +168,7 @@ pub async fn last_listing(ctx: &RegistryContext, server: &str) -> Result<ToolLis
 }
 
 /// The "test connection": identity, protocol, capabilities, counts and timings.
-pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView, WireError> {
+pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView, RegistryError> {
     let t0 = Instant::now();
     let (rec, result) = reach(ctx, server, |ep| async move {
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
@@ -200,7 +191,7 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
     let (connected, list_time, peer, listing, prompts, resources) =
         result.map_err(|e| failed(&rec.name, "reach", &e))?;
     let peer = peer.ok_or_else(|| {
-        WireError::internal(format!(
+        RegistryError::internal(format!(
             "`{}` answered initialize without its details",
             rec.name
         ))
@@ -227,9 +218,9 @@ pub async fn call(
     server: &str,
     tool: &str,
     args: serde_json::Value,
-) -> Result<CallView, WireError> {
+) -> Result<CallView, RegistryError> {
     let serde_json::Value::Object(args) = args else {
-        return Err(WireError::bad_request(
+        return Err(RegistryError::invalid(
             "--args must be a JSON object, such as '{\"message\": \"hi\"}'",
         ));
     };

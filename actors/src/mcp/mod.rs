@@ -10,6 +10,8 @@
 pub mod adopt;
 pub mod browser;
 pub mod client;
+mod error;
+pub use error::RegistryError;
 pub mod import;
 pub mod look;
 pub mod record;

@@ -7,6 +7,7 @@ use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::browser::BrowserSettings;
+use crate::auth::signin;
 use crate::store::{Record, Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,6 +99,21 @@ impl Store {
         match (by_id.next(), by_id.next()) {
             (Some(s), None) if lower.len() >= 4 => Ok(Some(s)),
             (Some(_), _) | (None, _) => Ok(None),
+        }
+    }
+}
+
+/// What a sign-in to the server needs to know of it.
+impl From<&ServerRecord> for signin::Server {
+    fn from(rec: &ServerRecord) -> Self {
+        Self {
+            id: rec.id,
+            name: rec.name.clone(),
+            kind: rec.kind,
+            url: rec.url.clone(),
+            sign_in_by: rec.sign_in_by,
+            client_id: rec.client_id.clone(),
+            callback_port: rec.callback_port,
         }
     }
 }

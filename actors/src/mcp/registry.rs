@@ -8,8 +8,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::mcp::RegistryError;
 use bosun_shared::mcp::check_server_name;
-use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::mcp::{
     AddServerParams, EditServerParams, SecretLine, ServerKind, ServerView,
 };
@@ -27,7 +27,7 @@ use super::record::{LineKind, ServerRecord, StoredListing};
 use crate::auth::AuthContext;
 use crate::auth::record::{SignInRecord, configured_secret_key};
 use crate::keychain::Keychain;
-use crate::offload::{blocking, keychain_error, store_error};
+use crate::offload::blocking;
 use crate::store::writer::StoreWriter;
 use crate::store::{Store, StoreError};
 
@@ -52,20 +52,20 @@ pub struct RegistryContext {
 pub enum RegistryMsg {
     Add {
         params: AddServerParams,
-        reply: RpcReplyPort<Result<ServerView, WireError>>,
+        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     Edit {
         params: EditServerParams,
-        reply: RpcReplyPort<Result<ServerView, WireError>>,
+        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     Rename {
         server: String,
         new_name: String,
-        reply: RpcReplyPort<Result<ServerView, WireError>>,
+        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     Remove {
         server: String,
-        reply: RpcReplyPort<Result<ServerView, WireError>>,
+        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     /// Records the outcome of a look at a server: its tools, or why it failed.
     SaveLook {
@@ -132,13 +132,12 @@ impl Actor for Registry {
 }
 
 /// The server named (by name, or id), or a plain not-found.
-pub async fn find(store: &Store, server: &str) -> Result<ServerRecord, WireError> {
+pub async fn find(store: &Store, server: &str) -> Result<ServerRecord, RegistryError> {
     let (store, key) = (store.clone(), server.to_string());
     blocking(move || store.find_server(&key))
-        .await?
-        .map_err(store_error)?
+        .await??
         .ok_or_else(|| {
-            WireError::not_found(format!(
+            RegistryError::not_found(format!(
                 "there is no MCP server `{server}`; `bosun mcp list` shows them"
             ))
         })
@@ -149,45 +148,40 @@ pub async fn find(store: &Store, server: &str) -> Result<ServerRecord, WireError
 pub const SIGNED_OUT: &str = "needs sign-in: signed out with `bosun mcp sign-out`";
 
 /// Signs bosun out of a server at the person's asking, and remembers that it needs a sign-in.
-pub async fn sign_out(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
+pub async fn sign_out(ctx: &RegistryContext, server: &str) -> Result<ServerView, RegistryError> {
     let rec = find(&ctx.store, server).await?;
     let (store, id) = (ctx.store.clone(), rec.id);
     let had = blocking(move || store.get::<SignInRecord>(&id))
-        .await?
-        .map_err(store_error)?
+        .await??
         .is_some();
     crate::auth::sign_out(&ctx.auth, rec.id).await?;
     if had {
-        save_look(ctx, rec.id, None, Some(SIGNED_OUT.to_string()))
-            .await
-            .map_err(store_error)?;
+        save_look(ctx, rec.id, None, Some(SIGNED_OUT.to_string())).await?;
     }
     show(ctx, &rec.name).await
 }
 
 /// Every server as the UI shows it, each line marked saved or missing in the keychain.
-pub async fn list(ctx: &RegistryContext) -> Result<Vec<ServerView>, WireError> {
+pub async fn list(ctx: &RegistryContext) -> Result<Vec<ServerView>, RegistryError> {
     let store = ctx.store.clone();
-    let mut records = blocking(move || store.servers())
-        .await?
-        .map_err(store_error)?;
+    let mut records = blocking(move || store.servers()).await??;
     // The built-in browser at the top, then by name.
     records.sort_by(|a, b| (a.browser.is_none(), &a.name).cmp(&(b.browser.is_none(), &b.name)));
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    blocking(move || {
+    Ok(blocking(move || {
         records
             .iter()
             .map(|r| view_of(&store, &keychain, r))
             .collect()
     })
-    .await
+    .await?)
 }
 
 /// One server as the UI shows it.
-pub async fn show(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
+pub async fn show(ctx: &RegistryContext, server: &str) -> Result<ServerView, RegistryError> {
     let rec = find(&ctx.store, server).await?;
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    blocking(move || view_of(&store, &keychain, &rec)).await
+    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
 }
 
 fn view_of(store: &Store, keychain: &Keychain, rec: &ServerRecord) -> ServerView {
@@ -354,8 +348,8 @@ async fn ensure_builtin(ctx: &RegistryContext) -> Result<(), StoreError> {
 }
 
 /// Refused for the built-in browser, which only changes its version and program.
-fn builtin_refusal(what: &str) -> WireError {
-    WireError::bad_request(format!(
+fn builtin_refusal(what: &str) -> RegistryError {
+    RegistryError::invalid(format!(
         "{} is built in and cannot be {what}; only its version and browser program change (`bosun mcp edit {} --version V --browser PATH`), and each agent switches it with `bosun agent set NAME browser=on|off`",
         browser::NAME,
         browser::NAME
@@ -363,10 +357,10 @@ fn builtin_refusal(what: &str) -> WireError {
 }
 
 /// A command line that starts chrome-devtools-mcp is checked for the forbidden options.
-fn check_browser_options(command: &Option<String>, args: &[String]) -> Result<(), WireError> {
+fn check_browser_options(command: &Option<String>, args: &[String]) -> Result<(), RegistryError> {
     match command {
         Some(c) if browser::starts_chrome_devtools(c, args) => {
-            browser::check_command_line(c, args).map_err(WireError::bad_request)
+            browser::check_command_line(c, args).map_err(RegistryError::invalid)
         }
         Some(_) | None => Ok(()),
     }
@@ -377,7 +371,7 @@ fn check_browser_options(command: &Option<String>, args: &[String]) -> Result<()
 pub async fn secret_lines(
     keychain: &Keychain,
     rec: &ServerRecord,
-) -> Result<(Vec<(String, String)>, Vec<(String, String)>), WireError> {
+) -> Result<(Vec<(String, String)>, Vec<(String, String)>), RegistryError> {
     let keychain = keychain.clone();
     let r = rec.clone();
     blocking(move || {
@@ -395,12 +389,12 @@ pub async fn secret_lines(
                             LineKind::Env => "--env",
                             LineKind::Header => "--header",
                         };
-                        return Err(WireError::conflict(format!(
+                        return Err(RegistryError::conflict(format!(
                             "a value is missing from the keychain ({name}); set it with `bosun mcp edit {} {flag} {name} --values-from-stdin`",
                             r.name
                         )));
                     }
-                    Err(e) => return Err(keychain_error(e)),
+                    Err(e) => return Err(RegistryError::from(e)),
                 }
             }
         }
@@ -413,7 +407,7 @@ pub async fn secret_lines(
 pub async fn endpoint(
     ctx: &RegistryContext,
     server: &str,
-) -> Result<(ServerRecord, Endpoint), WireError> {
+) -> Result<(ServerRecord, Endpoint), RegistryError> {
     endpoint_with(ctx, server, None).await
 }
 
@@ -423,10 +417,10 @@ pub async fn endpoint_with(
     ctx: &RegistryContext,
     server: &str,
     refused: Option<String>,
-) -> Result<(ServerRecord, Endpoint), WireError> {
+) -> Result<(ServerRecord, Endpoint), RegistryError> {
     let rec = find(&ctx.store, server).await?;
     if rec.sign_in_by == SignInBy::ClaudeCode {
-        return Err(WireError::conflict(format!(
+        return Err(RegistryError::conflict(format!(
             "Claude Code signs in to `{}`, so bosun has no sign-in to call it with and cannot look at it itself; agents running Claude Code get all of its tools",
             rec.name
         )));
@@ -457,10 +451,7 @@ pub async fn endpoint_with(
             })
             .await?
             .map_err(|why| {
-                WireError::new(
-                    bosun_shared::protocol::ErrorCode::Unavailable,
-                    format!("the browser cannot start: {why}"),
-                )
+                RegistryError::unavailable(format!("the browser cannot start: {why}"))
             })?;
             env.extend(launch.env);
             (Some(launch.command), launch.args)
@@ -485,8 +476,8 @@ fn check_target(
     kind: ServerKind,
     command: &Option<String>,
     url: &Option<String>,
-) -> Result<(), WireError> {
-    let bad = |m: String| Err(WireError::bad_request(m));
+) -> Result<(), RegistryError> {
+    let bad = |m: String| Err(RegistryError::invalid(m));
     match kind {
         ServerKind::Stdio => {
             if command.as_deref().is_none_or(|c| c.trim().is_empty()) {
@@ -524,8 +515,8 @@ fn check_target(
 }
 
 /// Checks environment and header lines: valid names, each once, values that fit.
-fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), WireError> {
-    let bad = |m: String| Err(WireError::bad_request(m));
+fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), RegistryError> {
+    let bad = |m: String| Err(RegistryError::invalid(m));
     let mut seen = HashSet::new();
     for l in env {
         let ok = l
@@ -582,19 +573,19 @@ fn check_sign_in_settings(
     client_id: &Option<String>,
     client_secret: &Option<SecretValue>,
     by: Option<SignInBy>,
-) -> Result<(), WireError> {
+) -> Result<(), RegistryError> {
     let given = client_id.as_deref().is_some_and(|c| !c.is_empty())
         || client_secret.is_some()
         || by == Some(SignInBy::ClaudeCode);
     if kind == ServerKind::Stdio && given {
-        return Err(WireError::bad_request(
+        return Err(RegistryError::invalid(
             "a client id, a client secret and who signs in are for a server reached by address (--transport http or sse); a stdio server gets its credentials from its environment lines",
         ));
     }
     if let Some(id) = client_id
         && (id.chars().any(|c| c.is_control() || c.is_whitespace()) || id.len() > 512)
     {
-        return Err(WireError::bad_request(format!(
+        return Err(RegistryError::invalid(format!(
             "`{id}` is not a client id; copy it from the service's developer settings"
         )));
     }
@@ -606,17 +597,15 @@ async fn check_name(
     ctx: &RegistryContext,
     name: &str,
     except: Option<ServerId>,
-) -> Result<(), WireError> {
-    check_server_name(name).map_err(|e| WireError::bad_request(e.to_string()))?;
+) -> Result<(), RegistryError> {
+    check_server_name(name).map_err(|e| RegistryError::invalid(e.to_string()))?;
     let store = ctx.store.clone();
-    let servers = blocking(move || store.servers())
-        .await?
-        .map_err(store_error)?;
+    let servers = blocking(move || store.servers()).await??;
     if servers
         .iter()
         .any(|s| s.name == name && Some(s.id) != except)
     {
-        return Err(WireError::conflict(format!(
+        return Err(RegistryError::conflict(format!(
             "there is already a server named `{name}`; choose another name, or change that one with `bosun mcp edit {name}`"
         )));
     }
@@ -632,17 +621,20 @@ fn line_pairs(id: ServerId, lines: Vec<(LineKind, SecretLine)>) -> Vec<(String, 
 }
 
 /// Saves values in the keychain, all or none.
-async fn save_values(keychain: &Keychain, pairs: Vec<(String, String)>) -> Result<(), WireError> {
+async fn save_values(
+    keychain: &Keychain,
+    pairs: Vec<(String, String)>,
+) -> Result<(), RegistryError> {
     let keychain = keychain.clone();
-    blocking(move || keychain.set_many(&pairs).map_err(keychain_error)).await?
+    blocking(move || keychain.set_many(&pairs).map_err(RegistryError::from)).await?
 }
 
-async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), WireError> {
+async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), RegistryError> {
     let keychain = keychain.clone();
-    blocking(move || keychain.delete_many(&keys).map_err(keychain_error)).await?
+    blocking(move || keychain.delete_many(&keys).map_err(RegistryError::from)).await?
 }
 
-async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, WireError> {
+async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, RegistryError> {
     check_name(ctx, &p.name, None).await?;
     check_target(p.kind, &p.command, &p.url)?;
     check_browser_options(&p.command, &p.args)?;
@@ -681,20 +673,20 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Wi
     save_values(&ctx.keychain, pairs).await?;
     if let Err(e) = ctx.writer.put(&rec).await {
         let _ = delete_values(&ctx.keychain, keys).await;
-        return Err(store_error(e));
+        return Err(RegistryError::from(e));
     }
     info!(server = %rec.name, id = %rec.id, "server added");
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    blocking(move || view_of(&store, &keychain, &rec)).await
+    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
 }
 
-async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, WireError> {
+async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, RegistryError> {
     let mut rec = find(&ctx.store, &p.server).await?;
     if rec.browser.is_some() {
         return edit_builtin(ctx, rec, p).await;
     }
     if p.browser_version.is_some() || p.browser_program.is_some() {
-        return Err(WireError::bad_request(format!(
+        return Err(RegistryError::invalid(format!(
             "`{}` is not the built-in browser; a version and browser program are set on {} only",
             rec.name,
             browser::NAME
@@ -737,7 +729,7 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     }
     if let Some(secret) = p.client_secret {
         if rec.client_id.is_none() {
-            return Err(WireError::bad_request(format!(
+            return Err(RegistryError::invalid(format!(
                 "a client secret goes with a client id; give both: `bosun mcp edit {} --client-id ID --client-secret-stdin`",
                 rec.name
             )));
@@ -755,7 +747,7 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
         (&rec.header_names, &p.remove_headers, "header"),
     ] {
         if let Some(missing) = removed.iter().find(|r| !names.contains(r)) {
-            return Err(WireError::bad_request(format!(
+            return Err(RegistryError::invalid(format!(
                 "`{}` has no {what} {missing} to remove",
                 rec.name
             )));
@@ -791,14 +783,14 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
         crate::auth::sign_out(&ctx.auth, rec.id).await?;
     }
     save_values(&ctx.keychain, secrets).await?;
-    ctx.writer.put(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await?;
     // The record no longer names them: the old lines' values go.
     if let Err(e) = delete_values(&ctx.keychain, stale).await {
         warn!(server = %rec.name, error = %e, "could not delete the values of removed lines");
     }
     info!(server = %rec.name, "server changed");
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    blocking(move || view_of(&store, &keychain, &rec)).await
+    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
 }
 
 /// The built-in browser: its version and its program, nothing else.
@@ -806,7 +798,7 @@ async fn edit_builtin(
     ctx: &RegistryContext,
     mut rec: ServerRecord,
     p: EditServerParams,
-) -> Result<ServerView, WireError> {
+) -> Result<ServerView, RegistryError> {
     let other = p.command.is_some()
         || p.args.is_some()
         || p.url.is_some()
@@ -820,7 +812,7 @@ async fn edit_builtin(
     }
     let mut settings = rec.browser.clone().unwrap_or_default();
     if let Some(v) = p.browser_version {
-        browser::check_version(v.trim()).map_err(WireError::bad_request)?;
+        browser::check_version(v.trim()).map_err(RegistryError::invalid)?;
         settings.version = v.trim().to_string();
     }
     if let Some(program) = p.browser_program {
@@ -828,7 +820,7 @@ async fn edit_builtin(
             settings.program = None;
         } else {
             let path = PathBuf::from(program.trim());
-            browser::check_program(&path).map_err(WireError::bad_request)?;
+            browser::check_program(&path).map_err(RegistryError::invalid)?;
             settings.program = Some(path);
         }
     }
@@ -838,17 +830,17 @@ async fn edit_builtin(
     }
     rec.browser = Some(settings);
     rec.updated_at = Timestamp::now();
-    ctx.writer.put(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await?;
     info!(server = %rec.name, "built-in browser changed");
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    blocking(move || view_of(&store, &keychain, &rec)).await
+    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
 }
 
 async fn rename(
     ctx: &RegistryContext,
     server: &str,
     new_name: &str,
-) -> Result<ServerView, WireError> {
+) -> Result<ServerView, RegistryError> {
     let mut rec = find(&ctx.store, server).await?;
     if rec.browser.is_some() {
         return Err(builtin_refusal("renamed"));
@@ -856,13 +848,13 @@ async fn rename(
     check_name(ctx, new_name, Some(rec.id)).await?;
     let old = std::mem::replace(&mut rec.name, new_name.to_string());
     rec.updated_at = Timestamp::now();
-    ctx.writer.put(&rec).await.map_err(store_error)?;
+    ctx.writer.put(&rec).await?;
     info!(from = %old, to = %new_name, "server renamed");
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    blocking(move || view_of(&store, &keychain, &rec)).await
+    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
 }
 
-async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireError> {
+async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, RegistryError> {
     let rec = find(&ctx.store, server).await?;
     if rec.browser.is_some() {
         return Err(builtin_refusal("removed"));
@@ -870,7 +862,7 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireE
     // Its sign-in first (revoked where the server offers that), then its lines.
     crate::auth::sign_out(&ctx.auth, rec.id)
         .await
-        .map_err(|e| WireError::new(e.code, format!("{}; nothing was removed", e.message)))?;
+        .map_err(|e| RegistryError::NothingRemoved(Box::new(e.into())))?;
     let keys: Vec<String> = rec
         .env_names
         .iter()
@@ -885,11 +877,8 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, WireE
     // Secrets first: a server is never removed while its secrets stay behind unnoticed.
     delete_values(&ctx.keychain, keys)
         .await
-        .map_err(|e| WireError::new(e.code, format!("{}; nothing was removed", e.message)))?;
-    ctx.writer
-        .delete::<ServerRecord>(&rec.id)
-        .await
-        .map_err(store_error)?;
+        .map_err(|e| RegistryError::NothingRemoved(Box::new(e)))?;
+    ctx.writer.delete::<ServerRecord>(&rec.id).await?;
     info!(server = %rec.name, "server removed");
     Ok(rec.view(|_, _| false))
 }
@@ -931,7 +920,7 @@ mod tests {
 
     #[test]
     fn targets_and_lines_are_checked_with_reasons() {
-        let msg = |r: Result<(), WireError>| r.err().map(|e| e.message).unwrap_or_default();
+        let msg = |r: Result<(), RegistryError>| r.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(msg(check_target(ServerKind::Stdio, &None, &None)).contains("needs a command"));
         assert!(
             msg(check_target(

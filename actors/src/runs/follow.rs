@@ -177,7 +177,7 @@ impl FileCursor {
 
 /// The file does not hold a seq that it must: it was damaged or cut under bosund.
 fn missing(run: RunId, seq: u64) -> StoreError {
-    StoreError::Corrupt(format!(
+    StoreError::LogDamaged(format!(
         "the log file of run {run} has no chunk {seq}, though it was stored; the log is damaged from there"
     ))
 }
@@ -233,6 +233,18 @@ async fn serve(
         loop {
             let chunks = file.read(f.next(), u64::MAX).await?;
             if chunks.is_empty() {
+                // The file ends here; if the run wrote more, the file lost it (a record that
+                // does not check out, or a file cut or deleted): say so, never end quietly.
+                let run = spec.run;
+                let last = blocking(store, move |s| s.run(run))
+                    .await?
+                    .map_or(0, |r| r.last_seq);
+                if f.next() <= last {
+                    return Err(StoreError::LogDamaged(format!(
+                        "the log file of run {run} ends after chunk {}, but the run wrote {last}: the rest is damaged or was deleted",
+                        f.next() - 1
+                    )));
+                }
                 return Ok(true);
             }
             if !send_taken(f, spec, &chunks, out).await? {

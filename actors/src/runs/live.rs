@@ -12,8 +12,8 @@ use bosun_shared::RunId;
 use ractor::ActorRef;
 
 use super::log_hub::LogHub;
+use super::record::RunRecord;
 use super::run_actor::RunMsg;
-use crate::store::RunRecord;
 
 #[derive(Clone)]
 pub struct LiveEntry {

@@ -5,9 +5,12 @@
 //! startup brings back every run the store says is not over. It also carries out the daemon's
 //! shutdown: every run stopped by its ladder, the caller told when the last one has ended.
 
+mod error;
 pub mod follow;
+pub use error::RunsError;
 pub mod live;
 pub mod log_hub;
+pub mod record;
 pub mod run_actor;
 mod spawn;
 
@@ -20,21 +23,22 @@ use bosun_shared::paths::StateDir;
 use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::protocol::runner::{LaunchPlan, PlanFile, StopLadder, StopOrder};
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
-use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
 use bosun_shared::{CardId, RunId, RunToken, Timestamp};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tracing::{error, info, warn};
 
 use crate::agents::adapter::RUN_DIR;
+use crate::agents::launch::Prepared;
+use crate::agents::record::{AgentRun, ToolCall};
 use crate::agents::registry::AgentsHandle;
-use crate::agents::stream::AgentRun;
 use crate::events::{EventsHandle, EventsMsg};
+use crate::store::Store;
 use crate::store::writer::StoreWriter;
-use crate::store::{RunRecord, Store};
 use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
 use live::LiveRuns;
 use log_hub::LogHub;
+use record::RunRecord;
 use run_actor::{Launch, RunActor, RunArgs, RunMsg};
 
 /// What every RunActor shares.
@@ -48,7 +52,15 @@ pub struct RunsContext {
     /// Where a run of an agent reports what it found.
     pub agents: AgentsHandle,
     /// Where an answer of the lead reports the tools it called, as they are read.
-    pub answers: crate::lead::answers::Answers,
+    pub answers: Arc<dyn CallsRead>,
+}
+
+/// Who hears the tool calls read so far from the stream of a run that is an answer of the lead:
+/// the lead's answers, which check a privileged call against what came before it. Defined here
+/// and implemented by the lead, so that runs know nothing of the chats that start them.
+pub trait CallsRead: Send + Sync {
+    /// The run's stream has been read further: `calls` are all its tool calls so far, in order.
+    fn calls_read(&self, run: RunId, calls: &[ToolCall]);
 }
 
 impl RunsContext {
@@ -93,27 +105,33 @@ impl RunSpec {
     }
 }
 
+impl From<Prepared> for RunSpec {
+    fn from(p: Prepared) -> Self {
+        Self {
+            params: p.params,
+            files: p.files,
+            notes: p.notes,
+            agent: Some(p.run),
+        }
+    }
+}
+
 /// Starts a run through the current Runs actor.
 pub async fn start(
     runs: &crate::handle::ActorHandle<RunsMsg>,
-    spec: RunSpec,
-) -> Result<RunView, WireError> {
-    let runs = runs.get().ok_or_else(|| {
-        WireError::new(
-            ErrorCode::Unavailable,
-            "bosund is starting; try again in a moment",
-        )
-    })?;
-    let spec = Box::new(spec);
+    spec: impl Into<RunSpec>,
+) -> Result<RunView, RunsError> {
+    let runs = runs.get().ok_or(crate::error::Starting)?;
+    let spec = Box::new(spec.into());
     ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
-        .map_err(|e| WireError::internal(format!("bosund could not start the run: {e}")))?
+        .map_err(|e| RunsError::internal(format!("bosund could not start the run: {e}")))?
 }
 
 /// The Runs actor's messages.
 pub enum RunsMsg {
     Start {
         spec: Box<RunSpec>,
-        reply: RpcReplyPort<Result<RunView, WireError>>,
+        reply: RpcReplyPort<Result<RunView, RunsError>>,
     },
     /// Stop every run (by the ladder, or at once) and answer when none is left.
     Shutdown {
@@ -210,9 +228,8 @@ impl Actor for Runs {
         match msg {
             RunsMsg::Start { spec, reply } => {
                 if state.shutting_down {
-                    let _ = reply.send(Err(WireError::new(
-                        ErrorCode::ShuttingDown,
-                        "bosund is shutting down and starts no new runs; start the run again once it is back",
+                    let _ = reply.send(Err(RunsError::ShuttingDown(
+                        "bosund is shutting down and starts no new runs; start the run again once it is back".into(),
                     )));
                     return Ok(());
                 }
@@ -222,7 +239,7 @@ impl Actor for Runs {
                     let found = tokio::task::spawn_blocking(move || store.run(made)).await?;
                     let _ = reply.send(match found {
                         Ok(Some(rec)) => Ok(rec.view(0)),
-                        Ok(None) | Err(_) => Err(WireError::internal(format!(
+                        Ok(None) | Err(_) => Err(RunsError::internal(format!(
                             "this card's move already has run {made}, which could not be read"
                         ))),
                     });
@@ -315,14 +332,14 @@ impl Actor for Runs {
 
 impl RunsState {
     /// Checks a start request and turns it into a record and a launch plan.
-    fn prepare(&self, spec: RunSpec) -> Result<(RunRecord, LaunchPlan), WireError> {
+    fn prepare(&self, spec: RunSpec) -> Result<(RunRecord, LaunchPlan), RunsError> {
         let RunSpec {
             params: mut p,
             files,
             notes,
             agent,
         } = spec;
-        let bad = |m: String| Err(WireError::bad_request(m));
+        let bad = |m: String| Err(RunsError::invalid(m));
         if p.program.trim().is_empty() {
             return bad("no program given; say what to run after `--`".into());
         }
@@ -353,6 +370,7 @@ impl RunsState {
         if p.time_cap_ms == Some(0) {
             return bad("a time cap must be longer than zero".into());
         }
+        check_free_space(self.ctx.dirs.root())?;
         let id = RunId::new();
         let token = RunToken::generate();
         let ladder = p.ladder.unwrap_or_default();
@@ -509,4 +527,34 @@ impl RunsState {
 /// The default stop ladder, for the command line's help text.
 pub fn default_ladder() -> StopLadder {
     StopLadder::default()
+}
+
+/// The free space bosun keeps on the state directory's disk for the logs of the runs it has:
+/// below it, new runs are refused (runs already going are held, not lost, when the disk fills).
+/// `BOSUN_MIN_FREE_MB` in bosund's environment sets it (0 turns the check off).
+const MIN_FREE_MB: u64 = 64;
+
+/// Refuses a new run when the state directory's disk is below the floor, with the reason.
+fn check_free_space(dir: &std::path::Path) -> Result<(), RunsError> {
+    let floor_mb = std::env::var("BOSUN_MIN_FREE_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(MIN_FREE_MB);
+    if floor_mb == 0 {
+        return Ok(());
+    }
+    // A disk that cannot be asked is not refused for it: the run's own writes will tell.
+    let Ok(st) = nix::sys::statvfs::statvfs(dir) else {
+        return Ok(());
+    };
+    let free = st.blocks_available().saturating_mul(st.fragment_size());
+    let mb = |b: u64| b as f64 / 1_000_000.0;
+    if free < floor_mb * 1_000_000 {
+        return Err(RunsError::Unavailable(format!(
+            "the state directory's disk has only {:.1} MB free, below the {floor_mb} MB bosun keeps for run logs; free some space on {} and start the run again (BOSUN_MIN_FREE_MB in bosund's environment sets the floor)",
+            mb(free),
+            dir.display()
+        )));
+    }
+    Ok(())
 }

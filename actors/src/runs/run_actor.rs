@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::runs::RunsError;
 use bosun_shared::process::{self, SweepTarget};
-use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::runner::{
     DaemonMsg, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
 };
@@ -21,13 +21,13 @@ use tracing::{Instrument, error, info, warn};
 use super::RunsContext;
 use super::live::LiveEntry;
 use super::log_hub::LogHub;
+use super::record::{ProcessInfo, RunRecord};
 use super::spawn::{send_plan, spawn_runner};
 use crate::agents::record::LastRun;
 use crate::agents::registry::AgentsMsg;
 use crate::agents::stream::{Change, StreamParser};
-use crate::lead::answers::SeenUse;
+use crate::store::LogChunk;
 use crate::store::writer::WriteOp;
-use crate::store::{LogChunk, ProcessInfo, RunRecord};
 
 /// How often a run whose runner is not connected checks that the runner is still alive.
 const RUNNER_CHECK_EVERY: Duration = Duration::from_millis(250);
@@ -59,7 +59,7 @@ pub enum RunMsg {
     /// Stop the run by its ladder (or at once).
     Stop {
         order: StopOrder,
-        reply: Option<RpcReplyPort<Result<RunView, WireError>>>,
+        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
     },
     /// The run's record as the UI shows it.
     Get { reply: RpcReplyPort<RunView> },
@@ -79,7 +79,7 @@ pub enum Launch {
     /// A new run: persist it, start its runner, hand over the plan, answer the person.
     Fresh {
         plan: Box<LaunchPlan>,
-        reply: Option<RpcReplyPort<Result<RunView, WireError>>>,
+        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
     },
     /// A run found unfinished at startup (`daemon_restart`), or after this actor failed: wait
     /// for its runner to come back, or find it gone.
@@ -288,13 +288,13 @@ impl RunActorState {
         &mut self,
         myself: &ActorRef<RunMsg>,
         plan: LaunchPlan,
-        reply: Option<RpcReplyPort<Result<RunView, WireError>>>,
+        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
     ) -> Result<(), ActorProcessingErr> {
         let persisted = self.persist().await;
         if let Some(reply) = reply {
             let _ = reply.send(match &persisted {
                 Ok(()) => Ok(self.view()),
-                Err(e) => Err(WireError::internal(format!(
+                Err(e) => Err(RunsError::internal(format!(
                     "could not record the run: {e}"
                 ))),
             });
@@ -430,15 +430,7 @@ impl RunActorState {
         {
             let change = parser.feed(&chunk.data.0, run);
             if change != Change::None && run.answer.is_some() {
-                let uses = run
-                    .calls
-                    .iter()
-                    .map(|c| SeenUse {
-                        name: c.name.clone(),
-                        input: c.input.clone(),
-                    })
-                    .collect();
-                self.ctx.answers.publish(self.rec.id, uses);
+                self.ctx.answers.calls_read(self.rec.id, &run.calls);
             }
             match change {
                 Change::None => {}
@@ -488,9 +480,9 @@ impl RunActorState {
         Ok(())
     }
 
-    async fn stop(&mut self, order: StopOrder) -> Result<RunView, WireError> {
+    async fn stop(&mut self, order: StopOrder) -> Result<RunView, RunsError> {
         if let RunState::Exited(outcome) = self.rec.state {
-            return Err(WireError::conflict(format!(
+            return Err(RunsError::conflict(format!(
                 "run {} has already ended ({outcome})",
                 self.rec.id.short()
             )));
@@ -501,7 +493,7 @@ impl RunActorState {
             self.rec.state = RunState::Stopping;
             self.persist()
                 .await
-                .map_err(|e| WireError::internal(format!("could not record the stop: {e}")))?;
+                .map_err(|e| RunsError::internal(format!("could not record the stop: {e}")))?;
             self.send(DaemonMsg::Stop(order.clone()));
         }
         if order.immediate {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use bosun_shared::paths::{StateDir, create_private_dir};
-use bosun_shared::process::ProcessIdentity;
+use bosun_shared::process::{Pid, ProcessIdentity};
 use bosun_shared::protocol::frame::encode_frame;
 use bosun_shared::protocol::runner::LaunchPlan;
 use tokio::io::AsyncWriteExt;
@@ -43,7 +43,7 @@ pub fn spawn_runner(
     let pid = child
         .id()
         .ok_or_else(|| io::Error::other("the runner exited at once"))?;
-    let identity = ProcessIdentity::of(pid as i32)
+    let identity = ProcessIdentity::of(Pid::of_child(pid))
         .ok_or_else(|| io::Error::other("the runner exited at once"))?;
     let stdin = child
         .stdin

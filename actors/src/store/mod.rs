@@ -4,8 +4,7 @@
 //! The store knows no domain. It owns the file, its schema version (`meta["schema_version"]`),
 //! the generic reads ([`Store::get`], [`Store::all`], one moment through [`Store::read`]) and the
 //! one writer; each domain owns its records and their tables through the [`Record`] trait, and
-//! adds its own reads as an `impl Store` block of its own. (The run record is the exception
-//! still: see [`run`].)
+//! adds its own reads as an `impl Store` block of its own.
 //!
 //! Reads go through [`Store`] from blocking threads. Every write goes through the one
 //! [`writer::StoreWriter`] thread, which commits in groups: whatever arrived while the previous
@@ -13,7 +12,6 @@
 
 pub mod logfile;
 mod record;
-mod run;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +22,6 @@ use bosun_shared::{RunId, Timestamp};
 use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use record::{Reader, Record};
-pub use run::{AgentRun, CliResult, ProcessInfo, RunRecord, ToolCall};
 
 /// The schema this build reads and writes.
 pub const SCHEMA_VERSION: u64 = 1;
@@ -47,6 +44,11 @@ pub enum StoreError {
     /// A record could not be read back. Means corruption or a bug; not retryable.
     #[error("a stored record is not readable: {0}")]
     Corrupt(String),
+    /// A run's log file lacks chunks the run wrote (a record that does not check out, or the
+    /// file cut or deleted under bosund). Returned by log readers; the log is whole up to the
+    /// seq named, and retrying does not help.
+    #[error("{0}")]
+    LogDamaged(String),
     /// redb failed (I/O, full disk). Retrying may help once the cause is fixed.
     #[error("the store failed: {0}")]
     Db(#[from] redb::Error),

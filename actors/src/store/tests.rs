@@ -12,6 +12,7 @@ use crate::auth::record::SignInRecord;
 use crate::board::record::{BoardChange, BoardMeta, CardRecord, ColumnRecord, NoteRecord};
 use crate::lead::record::{ChatChange, ChatRecord, MessageRecord, PendingRecord};
 use crate::mcp::record::ServerRecord;
+use crate::runs::record::RunRecord;
 
 /// (table, key, value) of every row but the schema version, in table then key order.
 const ROWS: &[(&str, &str, &str)] = &[
@@ -151,7 +152,7 @@ fn a_state_directory_of_the_old_layout_opens_and_reads_unchanged() {
     let store = Store::open(&path, &dir.path().join("runs"), crate::TABLES).unwrap();
 
     let run = store.run(RUN.parse().unwrap()).unwrap().unwrap();
-    assert_eq!(run, fixture::<super::RunRecord>());
+    assert_eq!(run, fixture::<RunRecord>());
     assert_eq!(store.runs().unwrap(), vec![run]);
     assert_eq!(
         store.run_ids_with_prefix("01j9", 5).unwrap(),

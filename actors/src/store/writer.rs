@@ -8,6 +8,13 @@
 //! submitted after its last chunk, is never saved before it. The writer knows no domain: a
 //! record reaches it as a [`Change`], its table, key and bytes, made through [`Record`].
 //!
+//! **Output is never dropped for a storage fault.** When a run's output cannot be written (a
+//! full disk, a quota, a read-only or failing file system), its chunks, and every later chunk of
+//! that run, are held here and written again every [`RETRY_HELD`]; their waiters hear nothing
+//! until they are written, so nothing is acked, the daemon stops reading that runner once too
+//! much waits (the hub's bound), and the runner holds the program. A write that failed half-way
+//! is simply written again at the same place (the file's end only moves on success).
+//!
 //! Log files are fdatasynced by a second thread, so the disk's pace never holds up a commit:
 //! every file written to is synced within [`SYNC_EVERY`], and a run's file once more when the
 //! run ends.
@@ -34,6 +41,8 @@ const MAX_JOBS_PER_COMMIT: usize = 8192;
 const MAX_BYTES_PER_COMMIT: usize = 32 * 1024 * 1024;
 /// The longest written output waits for its fdatasync.
 pub const SYNC_EVERY: Duration = Duration::from_secs(1);
+/// How often held output is tried again.
+const RETRY_HELD: Duration = Duration::from_millis(250);
 
 /// One change to the store.
 #[derive(Debug)]
@@ -125,6 +134,7 @@ impl StoreWriter {
                     store,
                     logs: HashMap::new(),
                     syncer: sync_tx,
+                    held: HashMap::new(),
                 }
                 .run(&rx);
                 let _ = syncer.join();
@@ -158,7 +168,8 @@ impl StoreWriter {
         .await
     }
 
-    pub(super) async fn durably(&self, op: WriteOp) -> Result<(), StoreError> {
+    /// Submits a change and returns once it is saved.
+    pub async fn durably(&self, op: WriteOp) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
         let done: Done = Box::new(move |r| {
             let _ = tx.send(r);
@@ -173,13 +184,29 @@ struct Writer {
     /// Log files of runs that are writing, open for appending.
     logs: HashMap<RunId, LogFile>,
     syncer: mpsc::Sender<File>,
+    /// Output that could not be written yet, per run, in seq order, with its waiters.
+    held: HashMap<RunId, Held>,
+}
+
+/// A run's output waiting for the storage to take it again.
+struct Held {
+    chunks: Vec<Arc<LogChunk>>,
+    dones: Vec<Done>,
+    /// When the hold began.
+    since: Instant,
 }
 
 impl Writer {
     fn run(mut self, rx: &mpsc::Receiver<Job>) {
         let mut last_sync = Instant::now();
+        let mut last_retry = Instant::now();
         loop {
-            let first = match rx.recv_timeout(SYNC_EVERY) {
+            let wait = if self.held.is_empty() {
+                SYNC_EVERY
+            } else {
+                RETRY_HELD
+            };
+            let first = match rx.recv_timeout(wait) {
                 Ok(job) => Some(job),
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -198,6 +225,10 @@ impl Writer {
                 }
                 self.apply(jobs);
             }
+            if !self.held.is_empty() && last_retry.elapsed() >= RETRY_HELD {
+                last_retry = Instant::now();
+                self.retry_held();
+            }
             if last_sync.elapsed() >= SYNC_EVERY {
                 last_sync = Instant::now();
                 self.sync_dirty();
@@ -211,60 +242,92 @@ impl Writer {
 
     fn apply(&mut self, jobs: Vec<Job>) {
         // Output first, grouped by run, one write each; then the records, in one durable commit.
-        let mut by_run: HashMap<RunId, Vec<Arc<LogChunk>>> = HashMap::new();
+        let mut by_run: HashMap<RunId, Held> = HashMap::new();
         let mut records = Vec::new();
-        for job in &jobs {
-            match &job.op {
+        for job in jobs {
+            match job.op {
                 WriteOp::AppendLog { run, chunk } => {
-                    by_run.entry(*run).or_default().push(chunk.clone());
+                    let out = by_run.entry(run).or_insert_with(|| Held {
+                        chunks: Vec::new(),
+                        dones: Vec::new(),
+                        since: Instant::now(),
+                    });
+                    out.chunks.push(chunk);
+                    out.dones.extend(job.done);
                 }
-                WriteOp::Commit { .. } => {
-                    records.push(&job.op);
+                WriteOp::Commit { changes, ends_log } => {
+                    records.push((changes, ends_log, job.done));
                 }
             }
         }
-        let mut failed_runs: HashMap<RunId, String> = HashMap::new();
-        for (run, chunks) in by_run {
-            if let Err(e) = self.append(run, &chunks) {
-                tracing::error!(run_id = %run, error = %e, "could not write a run's output");
-                failed_runs.insert(run, e.to_string());
+        for (run, out) in by_run {
+            match self.held.get_mut(&run) {
+                // Behind output that waits: it waits too, in order.
+                Some(held) => {
+                    held.chunks.extend(out.chunks);
+                    held.dones.extend(out.dones);
+                }
+                None => self.write_out(run, out),
             }
         }
-        let commit = if records.is_empty() {
-            Ok(())
-        } else {
-            self.commit(&records)
-        };
+        if records.is_empty() {
+            return;
+        }
+        let commit = self.commit(records.iter().map(|(changes, _, _)| changes));
         if let Err(e) = &commit {
             tracing::error!(error = %e, "a store commit failed");
         }
-        // A run that ended has written its last output: its file goes to disk and is closed.
-        if commit.is_ok() {
-            for op in &records {
-                if let WriteOp::Commit {
-                    ends_log: Some(run),
-                    ..
-                } = op
-                    && let Some(mut log) = self.logs.remove(run)
-                    && let Ok(Some(file)) = log.take_dirty()
-                {
-                    let _ = self.syncer.send(file);
-                }
+        for (_, ends_log, done) in records {
+            // A run that ended has written its last output: its file goes to disk and is closed.
+            if commit.is_ok()
+                && let Some(run) = ends_log
+                && let Some(mut log) = self.logs.remove(&run)
+                && let Ok(Some(file)) = log.take_dirty()
+            {
+                let _ = self.syncer.send(file);
             }
-        }
-        for job in jobs {
-            let Some(done) = job.done else { continue };
-            let result = match &job.op {
-                WriteOp::AppendLog { run, .. } => match failed_runs.get(run) {
-                    Some(e) => Err(StoreError::CommitFailed(e.clone())),
-                    None => Ok(()),
-                },
-                WriteOp::Commit { .. } => match &commit {
+            if let Some(done) = done {
+                done(match &commit {
                     Ok(()) => Ok(()),
                     Err(e) => Err(StoreError::CommitFailed(e.to_string())),
-                },
+                });
+            }
+        }
+    }
+
+    /// Writes a run's output and tells its waiters; output that cannot be written is held.
+    fn write_out(&mut self, run: RunId, out: Held) {
+        match self.append(run, &out.chunks) {
+            Ok(()) => {
+                for done in out.dones {
+                    done(Ok(()));
+                }
+            }
+            Err(e) => {
+                tracing::error!(run_id = %run, error = %e, "could not write a run's output; it is held and tried again until it can be written");
+                self.held.insert(run, out);
+            }
+        }
+    }
+
+    /// Tries held output again, run by run.
+    fn retry_held(&mut self) {
+        let runs: Vec<RunId> = self.held.keys().copied().collect();
+        for run in runs {
+            let Some(out) = self.held.remove(&run) else {
+                continue;
             };
-            done(result);
+            match self.append(run, &out.chunks) {
+                Ok(()) => {
+                    tracing::info!(run_id = %run, held_for = ?out.since.elapsed(), "held output is written");
+                    for done in out.dones {
+                        done(Ok(()));
+                    }
+                }
+                Err(_) => {
+                    self.held.insert(run, out);
+                }
+            }
         }
     }
 
@@ -282,7 +345,7 @@ impl Writer {
         Ok(())
     }
 
-    fn commit(&self, ops: &[&WriteOp]) -> Result<(), StoreError> {
+    fn commit<'a>(&self, groups: impl Iterator<Item = &'a Vec<Change>>) -> Result<(), StoreError> {
         let mut txn = self.store.db().begin_write()?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| StoreError::CommitFailed(e.to_string()))?;
@@ -290,11 +353,7 @@ impl Writer {
             // Each table is opened once per commit, when its first change comes.
             let mut tables: HashMap<&'static str, Table<&'static str, &'static [u8]>> =
                 HashMap::new();
-            for op in ops {
-                let changes = match op {
-                    WriteOp::Commit { changes, .. } => changes,
-                    WriteOp::AppendLog { .. } => continue,
-                };
+            for changes in groups {
                 for change in changes {
                     let t = match tables.entry(change.table) {
                         Entry::Occupied(e) => e.into_mut(),

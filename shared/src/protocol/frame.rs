@@ -433,6 +433,7 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::{Pgid, Pid};
     use serde::Deserialize;
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -494,8 +495,8 @@ mod tests {
                 ))
                 .await?;
                 let started = Started {
-                    pid: i as i32,
-                    pgid: 1,
+                    pid: Pid::from_raw(i as i32),
+                    pgid: Pgid::from_raw(1),
                     start_time: 2,
                     at: Timestamp::from_millis(3),
                 };
@@ -514,7 +515,7 @@ mod tests {
                 other => panic!("{other:?}"),
             }
             match r.read::<RunnerMsg>().await? {
-                Some(RunnerMsg::Started(s)) => assert_eq!(s.pid, i as i32),
+                Some(RunnerMsg::Started(s)) => assert_eq!(s.pid, Pid::from_raw(i as i32)),
                 other => panic!("{other:?}"),
             }
         }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::LogBytes;
 use super::frame::{BinaryFrame, Decode, FrameError};
+use crate::process::{Pgid, Pid};
 use crate::run::{ExitInfo, Stream};
 use crate::{RunId, RunToken, Timestamp};
 
@@ -107,8 +108,8 @@ impl Decode for RunnerMsg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Started {
-    pub pid: i32,
-    pub pgid: i32,
+    pub pid: Pid,
+    pub pgid: Pgid,
     /// The program's start time in clock ticks since boot (`/proc/<pid>/stat` field 22), so a
     /// sweep after a crash never kills a process that merely reuses the pid.
     pub start_time: u64,

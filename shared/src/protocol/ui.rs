@@ -21,6 +21,7 @@ use super::mcp::{
 };
 use super::runner::StopLadder;
 use super::{LogBytes, WireError};
+use crate::process::{Pgid, Pid};
 use crate::run::{ExitInfo, Outcome, RunState, Stream};
 use crate::{ChatId, RunId, Timestamp};
 
@@ -390,8 +391,8 @@ pub struct RunView {
     pub created_at: Timestamp,
     pub started_at: Option<Timestamp>,
     pub ended_at: Option<Timestamp>,
-    pub pid: Option<i32>,
-    pub pgid: Option<i32>,
+    pub pid: Option<Pid>,
+    pub pgid: Option<Pgid>,
     pub time_cap_ms: Option<u64>,
     /// The seq of the last committed output chunk (0 when none).
     pub last_seq: u64,

@@ -1,31 +1,25 @@
 //! The stored form of a run (`runs[run id]`) and its reads and write. Only `bosund` reads and
-//! writes it; what the UI sees is the protocol's `RunView`, made from it.
-//!
-//! It is the one record the store still holds itself: it belongs in `runs/`, and moves there
-//! (with `Store::run`, `Store::runs`, `Store::run_ids_with_prefix` and `StoreWriter::put_run`
-//! as that module's own `impl` blocks) together with the callers in `runs/`. Until then its
-//! agent part ([`AgentRun`], whose reading of a CLI's stream is `agents::stream`'s) is defined
-//! here too, so that the store imports no domain.
+//! writes it; what the UI sees is the protocol's `RunView`, made from it. Its agent part
+//! ([`AgentRun`]) is the agents' own (`agents::record`).
 
 use std::path::PathBuf;
 
-use bosun_shared::agents::CliKind;
-use bosun_shared::process::ProcessIdentity;
+use bosun_shared::process::{Pgid, Pid, ProcessIdentity};
 use bosun_shared::protocol::runner::{StopLadder, StopOrder};
 use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, RunState};
-use bosun_shared::{AgentId, AnswerId, CardId, ChatId, RunId, Timestamp};
+use bosun_shared::{RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use super::record::Record;
-use super::writer::{Change, StoreWriter, WriteOp};
-use super::{Store, StoreError};
+use crate::agents::record::AgentRun;
+use crate::store::writer::{Change, StoreWriter, WriteOp};
+use crate::store::{Record, Store, StoreError};
 
 /// The program of a run as the runner reported it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessInfo {
-    pub pid: i32,
-    pub pgid: i32,
+    pub pid: Pid,
+    pub pgid: Pgid,
     pub start_time: u64,
 }
 
@@ -71,54 +65,6 @@ pub struct RunRecord {
     /// For a run of an agent: the agent, and what the CLI's own stream said.
     #[serde(default)]
     pub agent: Option<AgentRun>,
-}
-
-/// What bosun knows about an agent's run, kept on the run's record.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct AgentRun {
-    pub agent: Option<AgentId>,
-    pub agent_name: String,
-    pub cli: Option<CliKind>,
-    /// Each MCP server of the agent's and its state in this run: `given` until the CLI says
-    /// more (connected, failed, needs-auth), or `left out: why`.
-    pub servers: Vec<(String, String)>,
-    /// The servers given whose sign-in Claude Code holds itself, not bosun.
-    #[serde(default)]
-    pub claude_signs_in: Vec<String>,
-    /// The card (and its move) the board started this run for.
-    #[serde(default)]
-    pub card: Option<(CardId, u64)>,
-    /// The chat and the answer of the lead this run is.
-    #[serde(default)]
-    pub answer: Option<(ChatId, AnswerId)>,
-    /// The tools the CLI reported it had (Claude Code's init line).
-    pub tools: Vec<String>,
-    pub calls: Vec<ToolCall>,
-    pub session: Option<String>,
-    pub model: Option<String>,
-    pub result: Option<CliResult>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: Option<String>,
-    /// The tool's name as bosun writes it (`mcp__<server>__<tool>` for an MCP tool).
-    pub name: String,
-    /// `None` while it runs.
-    pub ok: Option<bool>,
-    pub error: Option<String>,
-    /// A digest of its arguments (Claude Code's `tool_use` input), to match the call when it
-    /// reaches bosun's own MCP server.
-    #[serde(default)]
-    pub input: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CliResult {
-    pub is_error: bool,
-    /// Claude Code's `terminal_reason`, Gemini's `status`, Codex's turn end.
-    pub reason: Option<String>,
-    pub text: Option<String>,
 }
 
 impl Record for RunRecord {

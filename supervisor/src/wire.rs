@@ -1,0 +1,242 @@
+//! The one place that knows both the domain and the wire: each area's error becomes a
+//! [`WireError`] (its code chosen here, its message the error's own words), and the Board's
+//! answers become [`Response`]s. `actors` never sees the wire.
+
+use bosun_actors::agents::AgentsError;
+use bosun_actors::auth::AuthError;
+use bosun_actors::auth::discovery::DiscoveryError;
+use bosun_actors::auth::oauth::OAuthError;
+use bosun_actors::board::{BoardAnswer, BoardError};
+use bosun_actors::error::Starting;
+use bosun_actors::keychain::KeychainError;
+use bosun_actors::lead::ChatsError;
+use bosun_actors::mcp::RegistryError;
+use bosun_actors::mcp::client::McpError;
+use bosun_actors::offload::BlockingError;
+use bosun_actors::prefix::PrefixError;
+use bosun_actors::runs::RunsError;
+use bosun_actors::store::StoreError;
+use bosun_shared::protocol::ui::Response;
+use bosun_shared::protocol::{ErrorCode, WireError};
+
+/// The code a program reacts to, for each way a request can fail.
+pub trait Code {
+    fn code(&self) -> ErrorCode;
+}
+
+/// A failed request on its way to the wire: any area's error (or a [`WireError`] made here)
+/// becomes one with `?`, its code chosen by [`Code`] and its message the error's own words.
+#[derive(Debug)]
+pub struct Failure(pub WireError);
+
+impl<E: Code + std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(WireError::new(e.code(), e.to_string()))
+    }
+}
+
+impl Code for WireError {
+    fn code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+impl Code for Starting {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Unavailable
+    }
+}
+
+impl Code for StoreError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Internal
+    }
+}
+
+impl Code for BlockingError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Internal
+    }
+}
+
+/// A keychain that is absent, locked or failing is something the person can fix.
+impl Code for KeychainError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::Unavailable
+    }
+}
+
+impl Code for PrefixError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            PrefixError::NoMatch(_) => ErrorCode::NotFound,
+            PrefixError::Ambiguous { .. } => ErrorCode::Ambiguous,
+        }
+    }
+}
+
+impl Code for McpError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            McpError::NeedsSignIn { .. } | McpError::InsufficientScope { .. } => {
+                ErrorCode::Unauthorized
+            }
+            McpError::CommandNotFound { .. }
+            | McpError::CannotStart { .. }
+            | McpError::Exited { .. }
+            | McpError::TimedOut { .. }
+            | McpError::Tls { .. }
+            | McpError::Refused { .. }
+            | McpError::Unreachable { .. }
+            | McpError::NotMcp { .. }
+            | McpError::Http { .. }
+            | McpError::Protocol(_)
+            | McpError::NoSuchTool(_)
+            | McpError::BadConfig(_) => ErrorCode::Unavailable,
+        }
+    }
+}
+
+/// A fetch that failed may work later; metadata the server got wrong is a conflict the person
+/// takes up with the server.
+impl Code for DiscoveryError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            DiscoveryError::Fetch { .. } => ErrorCode::Unavailable,
+            DiscoveryError::Malformed { .. }
+            | DiscoveryError::ForeignResource { .. }
+            | DiscoveryError::NoAuthorizationServer
+            | DiscoveryError::NoPkce { .. }
+            | DiscoveryError::BadUrl(_) => ErrorCode::Conflict,
+        }
+    }
+}
+
+impl Code for OAuthError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            OAuthError::Unreachable { .. } => ErrorCode::Unavailable,
+            OAuthError::Refused { .. } | OAuthError::Malformed(_) | OAuthError::BadUrl(_) => {
+                ErrorCode::Conflict
+            }
+        }
+    }
+}
+
+impl Code for AuthError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            AuthError::Invalid(_) => ErrorCode::BadRequest,
+            AuthError::NotFound(_) => ErrorCode::NotFound,
+            AuthError::Conflict(_) => ErrorCode::Conflict,
+            AuthError::Unavailable(_) => ErrorCode::Unavailable,
+            AuthError::Internal(_) => ErrorCode::Internal,
+            AuthError::NeedsSignIn { .. } => ErrorCode::Unauthorized,
+            AuthError::Discovery { error, .. } => error.code(),
+            AuthError::OAuth { error, .. } => error.code(),
+            AuthError::Store(e) => e.code(),
+            AuthError::Keychain(e) => e.code(),
+            AuthError::Blocking(e) => e.code(),
+        }
+    }
+}
+
+impl Code for RegistryError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            RegistryError::Invalid(_) => ErrorCode::BadRequest,
+            RegistryError::NotFound(_) => ErrorCode::NotFound,
+            RegistryError::Conflict(_) => ErrorCode::Conflict,
+            RegistryError::Unavailable(_) => ErrorCode::Unavailable,
+            RegistryError::Internal(_) => ErrorCode::Internal,
+            RegistryError::Starting(e) => e.code(),
+            RegistryError::Look { error, .. } => error.as_ref().code(),
+            RegistryError::NothingRemoved(e) | RegistryError::NothingImported(e) => e.code(),
+            RegistryError::Auth(e) => e.code(),
+            RegistryError::Store(e) => e.code(),
+            RegistryError::Keychain(e) => e.code(),
+            RegistryError::Blocking(e) => e.code(),
+        }
+    }
+}
+
+impl Code for AgentsError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            AgentsError::Invalid(_) => ErrorCode::BadRequest,
+            AgentsError::NotFound(_) => ErrorCode::NotFound,
+            AgentsError::Conflict(_) => ErrorCode::Conflict,
+            AgentsError::Unavailable(_) => ErrorCode::Unavailable,
+            AgentsError::Internal(_) => ErrorCode::Internal,
+            AgentsError::Starting(e) => e.code(),
+            AgentsError::NothingRemoved(e) => e.code(),
+            AgentsError::Auth(e) => e.code(),
+            AgentsError::Store(e) => e.code(),
+            AgentsError::Keychain(e) => e.code(),
+            AgentsError::Blocking(e) => e.code(),
+        }
+    }
+}
+
+impl Code for RunsError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            RunsError::Invalid(_) => ErrorCode::BadRequest,
+            RunsError::NotFound(_) => ErrorCode::NotFound,
+            RunsError::Conflict(_) => ErrorCode::Conflict,
+            RunsError::Unavailable(_) => ErrorCode::Unavailable,
+            RunsError::Internal(_) => ErrorCode::Internal,
+            RunsError::Starting(e) => e.code(),
+            RunsError::ShuttingDown(_) => ErrorCode::ShuttingDown,
+            RunsError::Store(e) => e.code(),
+            RunsError::Blocking(e) => e.code(),
+        }
+    }
+}
+
+impl Code for BoardError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            BoardError::Invalid(_) => ErrorCode::BadRequest,
+            BoardError::NotFound(_) => ErrorCode::NotFound,
+            BoardError::Conflict(_) => ErrorCode::Conflict,
+            BoardError::Unavailable(_) => ErrorCode::Unavailable,
+            BoardError::Internal(_) => ErrorCode::Internal,
+            BoardError::Starting(e) => e.code(),
+            BoardError::Prefix(e) => e.code(),
+            BoardError::Agents(e) => e.code(),
+            BoardError::Runs(e) => e.code(),
+            BoardError::Store(e) => e.code(),
+            BoardError::Blocking(e) => e.code(),
+        }
+    }
+}
+
+impl Code for ChatsError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            ChatsError::Invalid(_) => ErrorCode::BadRequest,
+            ChatsError::NotFound(_) => ErrorCode::NotFound,
+            ChatsError::Conflict(_) => ErrorCode::Conflict,
+            ChatsError::Unavailable(_) => ErrorCode::Unavailable,
+            ChatsError::Internal(_) => ErrorCode::Internal,
+            ChatsError::Starting(e) => e.code(),
+            ChatsError::Prefix(e) => e.code(),
+            ChatsError::Agents(e) => e.code(),
+            ChatsError::Runs(e) => e.code(),
+            ChatsError::Store(e) => e.code(),
+            ChatsError::Blocking(e) => e.code(),
+        }
+    }
+}
+
+/// The Board's answer as the UI protocol's response.
+pub fn board_response(a: BoardAnswer) -> Response {
+    match a {
+        BoardAnswer::Board(b) => Response::Board(b),
+        BoardAnswer::Column(c) => Response::Column(c),
+        BoardAnswer::Card(c) => Response::Card(c),
+        BoardAnswer::Notes { notes } => Response::Notes { notes },
+        BoardAnswer::Note(n) => Response::Note(n),
+    }
+}

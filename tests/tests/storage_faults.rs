@@ -1,0 +1,270 @@
+//! Storage faults under the state directory.
+//!
+//! A full disk: the run is held, not lost, and nothing is dropped. The state directory is a small tmpfs mounted by the test (CI runs as root; the test says so
+//! plainly where it cannot mount), filled up to a few megabytes. A run then writes far more than
+//! fits: the daemon cannot store its output and stops acking, the runner keeps what it has in
+//! memory, its spool fails too, and it stops reading the program's pipes, so the program blocks.
+//! Then space is freed, and everything must go on by itself: the run succeeds, and its stored
+//! log and a live follower's copy are exactly lines 1..N.
+//!
+//! A damaged log file: reading it stops at the last good record and says so, instead of ending
+//! as if the log were whole.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bosun_tests::stress::{self, Follower, Gen};
+use bosun_tests::{Bosun, wait_for};
+
+/// A tmpfs mounted on a directory, unmounted (lazily, so even with files open) when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let out = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .output()
+            .context("could not run mount")?;
+        if !out.status.success() {
+            bail!(
+                "this test mounts a small tmpfs for the state directory and needs root (CI runs as root): mount said {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(Self(dir.to_path_buf()))
+    }
+
+    fn free(&self) -> anyhow::Result<u64> {
+        let st = nix::sys::statvfs::statvfs(&self.0)?;
+        Ok(st.blocks_available() * st.fragment_size())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+#[test]
+fn a_full_disk_holds_the_run_and_when_space_returns_nothing_is_lost() -> anyhow::Result<()> {
+    let b = Bosun::new("storage_full_disk");
+    let disk = Tmpfs::mount(&b.home, "160m")?;
+    b.ok(&["ps"])?; // the daemon starts on the small disk
+    let scratch = b.scratch();
+    let script = stress::generator(&b)?;
+
+    // About 100 MB of numbered lines: more than the daemon (32 MiB waiting for the store) and
+    // the runner (32 MiB in memory) hold together, so the program itself must wait.
+    // The run starts while there is room (below the free-space floor a new run is refused)
+    // and waits after its first thousand lines until the disk is nearly full.
+    let go = scratch.join("go");
+    let mut g = Gen::flood("full", 1_000_000, 90);
+    g.batch = 1000;
+    g.hold_at = 1000;
+    g.hold_file = Some(go.clone());
+    let cmd = g.command(&script);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let run = b.start(&[], &cmd)?;
+    let mut follower = Follower::logs_f(&b, &run, &scratch, "follower")?;
+    let log = b.home.join("runs").join(&run).join("log");
+    wait_for("the first lines", Duration::from_secs(30), || {
+        Ok((follower.copied() > 0).then_some(()))
+    })?;
+
+    let filler = b.home.join("filler");
+    let keep_free = 4 * 1024 * 1024;
+    let fill = disk.free()?.saturating_sub(keep_free);
+    std::fs::write(&filler, vec![0u8; usize::try_from(fill)?])?;
+    // Below the floor, a new run is refused, and says why.
+    let err = b.fails(&["run", "--", "true"])?;
+    assert!(
+        err.contains("MB free, below the 64 MB bosun keeps for run logs"),
+        "a run was not refused on a nearly full disk: {err}"
+    );
+    std::fs::write(&go, b"")?;
+
+    // The disk fills up, and the output stops: held, not lost.
+    let mut last = (0, Instant::now());
+    wait_for(
+        "the run's log to stop growing on the full disk",
+        Duration::from_secs(60),
+        || {
+            let len = file_len(&log);
+            if len != last.0 {
+                last = (len, Instant::now());
+                return Ok(None);
+            }
+            Ok(
+                (disk.free()? < 1024 * 1024 && last.1.elapsed() > Duration::from_secs(2))
+                    .then_some(()),
+            )
+        },
+    )?;
+    let held_at = file_len(&log);
+    assert!(
+        held_at < g.total_bytes(),
+        "the whole output fit before the disk filled; the test proves nothing"
+    );
+    // Held steady: the run is running (its runner alive), bosund answers, nothing moves.
+    std::thread::sleep(Duration::from_secs(2));
+    let v = b.show(&run)?;
+    assert_eq!(
+        v["state"], "running",
+        "a run on a full disk must be held, not ended: {v}"
+    );
+    assert!(
+        stress::runner_of(&b, &run).is_some(),
+        "the runner died of the full disk"
+    );
+    assert_eq!(file_len(&log), held_at, "the log grew on a full disk");
+    let runner_log = std::fs::read_to_string(b.home.join("runs").join(&run).join("runner.log"))
+        .unwrap_or_default();
+    assert!(
+        !runner_log.contains("panicked"),
+        "the runner panicked: {runner_log}"
+    );
+
+    // Space comes back: everything goes on by itself.
+    std::fs::remove_file(&filler)?;
+    let v = b.wait_ended(&run, Duration::from_secs(180))?;
+    assert_eq!(
+        v["outcome"], "succeeded",
+        "the run did not succeed after space came back: {v}"
+    );
+    let stored = scratch.join("stored");
+    stress::stored_log_to(&b, &run, &stored)?;
+    stress::check_file(&stored, g.checker("the stored log"))?
+        .whole()
+        .map_err(anyhow::Error::msg)?;
+    wait_for(
+        "the follower to end with the run",
+        Duration::from_secs(60),
+        || Ok(follower.poll()),
+    )?;
+    stress::check_file(&follower.out, g.checker("the follower's copy"))?
+        .whole()
+        .map_err(anyhow::Error::msg)?;
+    // The program really was held by its runner (not only buffered): the run's log says when
+    // output stopped and when it went on (as bosun's notes, beside the program's output).
+    let raw = std::fs::read(&log)?;
+    for said in [
+        &b"output is held: the run's spool could not be written"[..],
+        b"output flows again",
+    ] {
+        assert!(
+            raw.windows(said.len()).any(|w| w == said),
+            "the run's log does not say `{}`",
+            String::from_utf8_lossy(said)
+        );
+    }
+    b.finish()?;
+    drop(disk);
+    Ok(())
+}
+
+#[test]
+fn a_damaged_log_file_is_read_up_to_its_last_good_record_and_said_to_be_damaged()
+-> anyhow::Result<()> {
+    let b = Bosun::new("storage_damaged_log");
+    let script = stress::generator(&b)?;
+    let g = Gen::flood("dmg", 50_000, 40);
+    let cmd = g.command(&script);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let run = b.start(&[], &cmd)?;
+    let v = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "succeeded", "{v}");
+    let chunks = v["last_seq"].as_u64().context("no last_seq")?;
+    assert!(chunks > 4, "the run wrote only {chunks} chunks");
+
+    // A byte flipped in the middle of the file, as by a bad disk.
+    let log = b.home.join("runs").join(&run).join("log");
+    let mut bytes = std::fs::read(&log)?;
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&log, &bytes)?;
+
+    let out = b.output(&["logs", &run])?;
+    assert!(
+        !out.status.success(),
+        "bosun logs ended as if the log were whole"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("the log file of run {run} ends after chunk"))
+            && err.contains(&format!("but the run wrote {chunks}")),
+        "bosun logs did not say where the log is damaged: {err}"
+    );
+    // What it printed is the log up to the damage: whole lines 1..k, nothing after.
+    let mut check = g.checker("the log up to the damage");
+    check.feed(&out.stdout);
+    let k = check.prefix().map_err(anyhow::Error::msg)?;
+    assert!(k > 0 && k < g.n, "printed lines 1..={k} of {}", g.n);
+
+    // The file deleted: the same, from the start.
+    std::fs::remove_file(&log)?;
+    let err = b.fails(&["logs", &run])?;
+    assert!(
+        err.contains("ends after chunk 0"),
+        "a deleted log was not said to be damaged: {err}"
+    );
+    b.finish()
+}
+
+#[test]
+fn a_daemon_that_starts_on_a_full_disk_answers_and_keeps_its_runs() -> anyhow::Result<()> {
+    let b = Bosun::new("storage_full_start");
+    let disk = Tmpfs::mount(&b.home, "96m")?;
+    let run = b.start(&[], &["sleep", "600"])?;
+    b.wait_run(
+        &run,
+        "the run to be running",
+        Duration::from_secs(30),
+        |v| v["state"] == "running",
+    )?;
+    // Not a byte left, and bosund SIGKILLed: the next one starts on a disk where redb cannot
+    // grow and no log line can be written.
+    let filler = b.home.join("filler");
+    let fill = disk.free()?;
+    std::fs::write(&filler, vec![0u8; usize::try_from(fill)?]).ok();
+    assert!(disk.free()? < 64 * 1024, "the disk is not full");
+    b.kill_daemon()?;
+    b.ok(&["ps"])?; // starts the next bosund
+    let status = b.ok(&["daemon", "status"])?;
+    assert!(status.contains("bosund is running"), "{status}");
+    let v = b.wait_run(
+        &run,
+        "the run to be back under the new daemon",
+        Duration::from_secs(30),
+        |v| v["state"] == "running",
+    )?;
+    assert_eq!(v["state"], "running", "{v}");
+    // It still answers everything it can, and what it cannot do it refuses at once.
+    b.ok(&["ps", "--all"])?;
+    let err = b.fails(&["run", "--", "true"])?;
+    assert!(err.contains("MB free"), "{err}");
+
+    // Space comes back: the run is stopped as usual, and recorded.
+    std::fs::remove_file(&filler)?;
+    b.ok(&["stop", &run, "--wait"])?;
+    let v = b.show(&run)?;
+    assert_eq!(v["state"], "exited", "{v}");
+    assert_eq!(v["outcome"], "stopped", "{v}");
+    b.finish()?;
+    drop(disk);
+    Ok(())
+}
