@@ -7,7 +7,11 @@
 //! the supervisor gives up on the child and records why. See `docs/supervision.md`.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::time::{Duration, Instant};
+
+use ractor::ActorProcessingErr;
+use tracing::Instrument;
 
 /// How many restarts a child gets, and over what window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +79,16 @@ impl RestartBudget {
             self.policy.window.as_secs()
         )
     }
+}
+
+/// Runs one of an actor's handlers inside the actor's span, so that everything it logs carries
+/// the actor's name and ids (`run_id`, `chat_id`, `server`, `session`) as fields: one actor's
+/// story can be picked out of `bosund.log`.
+pub async fn in_span<T>(
+    span: tracing::Span,
+    handler: impl Future<Output = Result<T, ActorProcessingErr>>,
+) -> Result<T, ActorProcessingErr> {
+    handler.instrument(span).await
 }
 
 #[cfg(test)]

@@ -103,6 +103,7 @@ impl Actor for Listener {
         msg: ListenerMsg,
         state: &mut ListenerState,
     ) -> Result<(), ActorProcessingErr> {
+        bosun_actors::supervision::in_span(tracing::info_span!("listener"), async move {
         match msg {
             ListenerMsg::Accepted(stream) => {
                 let me = nix::unistd::getuid().as_raw();
@@ -139,6 +140,8 @@ impl Actor for Listener {
             }
         }
         Ok(())
+        })
+        .await
     }
 
     /// Sessions are not restarted: a failed session is one closed connection, and its client

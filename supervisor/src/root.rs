@@ -83,34 +83,37 @@ impl Actor for Root {
         msg: RootMsg,
         state: &mut RootState,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            RootMsg::Shutdown { immediate } => {
-                let first = !state.shutting_down;
-                state.shutting_down = true;
-                let Some(runs) = state.ctx.runs() else {
-                    myself.stop(None);
-                    return Ok(());
-                };
-                info!(immediate, "shutting down: stopping every run");
-                let me = myself.clone();
-                tokio::spawn(async move {
-                    let _ = ractor::call!(runs, |reply| RunsMsg::Shutdown { immediate, reply });
-                    let _ = me.cast(RootMsg::RunsStopped);
-                });
-                if immediate || !first {
+        bosun_actors::supervision::in_span(tracing::info_span!("root"), async move {
+            match msg {
+                RootMsg::Shutdown { immediate } => {
+                    let first = !state.shutting_down;
+                    state.shutting_down = true;
+                    let Some(runs) = state.ctx.runs() else {
+                        myself.stop(None);
+                        return Ok(());
+                    };
+                    info!(immediate, "shutting down: stopping every run");
                     let me = myself.clone();
                     tokio::spawn(async move {
-                        tokio::time::sleep(IMMEDIATE_SHUTDOWN_LIMIT).await;
+                        let _ = ractor::call!(runs, |reply| RunsMsg::Shutdown { immediate, reply });
                         let _ = me.cast(RootMsg::RunsStopped);
                     });
+                    if immediate || !first {
+                        let me = myself.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(IMMEDIATE_SHUTDOWN_LIMIT).await;
+                            let _ = me.cast(RootMsg::RunsStopped);
+                        });
+                    }
+                }
+                RootMsg::RunsStopped => {
+                    info!("every run has ended");
+                    myself.stop(Some("shut down".into()));
                 }
             }
-            RootMsg::RunsStopped => {
-                info!("every run has ended");
-                myself.stop(Some("shut down".into()));
-            }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     async fn handle_supervisor_evt(

@@ -87,6 +87,18 @@ enum Mode {
     },
 }
 
+impl SessionState {
+    /// The session's span: its id, and for a runner's link, the run.
+    fn span(&self) -> tracing::Span {
+        match &self.mode {
+            Mode::Runner { run_id, .. } => {
+                tracing::info_span!("session", session = self.id, run_id = %run_id)
+            }
+            Mode::Handshake | Mode::Ui { .. } => tracing::info_span!("session", session = self.id),
+        }
+    }
+}
+
 impl Actor for Session {
     type Msg = SessionMsg;
     type State = SessionState;
@@ -209,29 +221,32 @@ impl Actor for Session {
         msg: SessionMsg,
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            SessionMsg::Request { id, body } => state.on_request(&myself, id, *body).await,
-            SessionMsg::BadFrame { detail } => {
-                let err = WireError::new(
-                    ErrorCode::BadFrame,
-                    format!("a frame was not a valid request and was ignored: {detail}"),
-                );
-                state.send(ServerFrame::Error(err)).await;
+        bosun_actors::supervision::in_span(state.span(), async move {
+            match msg {
+                SessionMsg::Request { id, body } => state.on_request(&myself, id, *body).await,
+                SessionMsg::BadFrame { detail } => {
+                    let err = WireError::new(
+                        ErrorCode::BadFrame,
+                        format!("a frame was not a valid request and was ignored: {detail}"),
+                    );
+                    state.send(ServerFrame::Error(err)).await;
+                }
+                SessionMsg::TooLarge { detail } => {
+                    let err = WireError::new(
+                        ErrorCode::FrameTooLarge,
+                        format!("{detail}; the connection is closed"),
+                    );
+                    state.send(ServerFrame::Error(err)).await;
+                    myself.stop(None);
+                }
+                SessionMsg::FollowEnded { sub } => {
+                    state.follows.remove(&sub);
+                }
+                SessionMsg::Closed => myself.stop(None),
             }
-            SessionMsg::TooLarge { detail } => {
-                let err = WireError::new(
-                    ErrorCode::FrameTooLarge,
-                    format!("{detail}; the connection is closed"),
-                );
-                state.send(ServerFrame::Error(err)).await;
-                myself.stop(None);
-            }
-            SessionMsg::FollowEnded { sub } => {
-                state.follows.remove(&sub);
-            }
-            SessionMsg::Closed => myself.stop(None),
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 }
 

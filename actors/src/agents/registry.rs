@@ -93,6 +93,7 @@ impl Actor for Agents {
         msg: AgentsMsg,
         ctx: &mut AgentsContext,
     ) -> Result<(), ActorProcessingErr> {
+        crate::supervision::in_span(tracing::info_span!("agents"), async move {
         match msg {
             AgentsMsg::Add { params, reply } => {
                 let _ = reply.send(add(ctx, params).await);
@@ -122,6 +123,8 @@ impl Actor for Agents {
             }
         }
         Ok(())
+        })
+        .await
     }
 }
 

@@ -163,51 +163,54 @@ impl Actor for Auth {
         msg: AuthMsg,
         state: &mut AuthState,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            AuthMsg::Start {
-                server,
-                name,
-                reply,
-            } => {
-                if let Some(old) = state.ctx.refreshers.get(server) {
-                    state.by_actor.remove(&old.get_id());
-                    old.stop(Some("signed in again".into()));
+        crate::supervision::in_span(tracing::info_span!("auth"), async move {
+            match msg {
+                AuthMsg::Start {
+                    server,
+                    name,
+                    reply,
+                } => {
+                    if let Some(old) = state.ctx.refreshers.get(server) {
+                        state.by_actor.remove(&old.get_id());
+                        old.stop(Some("signed in again".into()));
+                    }
+                    state.given_up.remove(&server);
+                    state.budgets.remove(&server);
+                    state.start(&myself, server, name).await?;
+                    let _ = reply.send(());
                 }
-                state.given_up.remove(&server);
-                state.budgets.remove(&server);
-                state.start(&myself, server, name).await?;
-                let _ = reply.send(());
+                AuthMsg::Refresher { server, reply } => {
+                    let running = match state.ctx.refreshers.get(server) {
+                        Some(r) => Some(r),
+                        None if state.given_up.contains(&server) => None,
+                        None => state.start_if_signed_in(&myself, server).await?,
+                    };
+                    let _ = reply.send(running);
+                }
+                AuthMsg::SignOut { server, reply } => match state.ctx.refreshers.get(server) {
+                    Some(r) => {
+                        state.by_actor.remove(&r.get_id());
+                        state.ctx.refreshers.remove(server);
+                        // The refresher revokes (a network call): the answer goes back from a task,
+                        // so Auth is not held up.
+                        tokio::spawn(async move {
+                            let result = ractor::call!(r, |reply| RefresherMsg::SignOut { reply })
+                                .unwrap_or_else(|e| {
+                                    Err(AuthError::internal(format!(
+                                        "the token refresher did not answer: {e}"
+                                    )))
+                                });
+                            let _ = reply.send(result);
+                        });
+                    }
+                    None => {
+                        let _ = reply.send(refresher::forget(&state.ctx, server).await);
+                    }
+                },
             }
-            AuthMsg::Refresher { server, reply } => {
-                let running = match state.ctx.refreshers.get(server) {
-                    Some(r) => Some(r),
-                    None if state.given_up.contains(&server) => None,
-                    None => state.start_if_signed_in(&myself, server).await?,
-                };
-                let _ = reply.send(running);
-            }
-            AuthMsg::SignOut { server, reply } => match state.ctx.refreshers.get(server) {
-                Some(r) => {
-                    state.by_actor.remove(&r.get_id());
-                    state.ctx.refreshers.remove(server);
-                    // The refresher revokes (a network call): the answer goes back from a task,
-                    // so Auth is not held up.
-                    tokio::spawn(async move {
-                        let result = ractor::call!(r, |reply| RefresherMsg::SignOut { reply })
-                            .unwrap_or_else(|e| {
-                                Err(AuthError::internal(format!(
-                                    "the token refresher did not answer: {e}"
-                                )))
-                            });
-                        let _ = reply.send(result);
-                    });
-                }
-                None => {
-                    let _ = reply.send(refresher::forget(&state.ctx, server).await);
-                }
-            },
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     async fn handle_supervisor_evt(

@@ -225,27 +225,30 @@ impl Actor for Board {
         msg: BoardMsg,
         state: &mut BoardState,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            BoardMsg::Request { req, reply } => {
-                let answer = state.request(req).await;
-                let changed = answer.is_ok();
-                let _ = reply.send(answer);
-                if changed {
+        crate::supervision::in_span(tracing::info_span!("board"), async move {
+            match msg {
+                BoardMsg::Request { req, reply } => {
+                    let answer = state.request(req).await;
+                    let changed = answer.is_ok();
+                    let _ = reply.send(answer);
+                    if changed {
+                        state.automate(&myself).await?;
+                    }
+                }
+                BoardMsg::Tick => state.automate(&myself).await?,
+                BoardMsg::Started {
+                    card,
+                    moved,
+                    result,
+                } => {
+                    state.starting.remove(&card);
+                    state.started(card, moved, result).await?;
                     state.automate(&myself).await?;
                 }
             }
-            BoardMsg::Tick => state.automate(&myself).await?,
-            BoardMsg::Started {
-                card,
-                moved,
-                result,
-            } => {
-                state.starting.remove(&card);
-                state.started(card, moved, result).await?;
-                state.automate(&myself).await?;
-            }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 }
 

@@ -335,138 +335,141 @@ impl Actor for Chats {
         msg: ChatsMsg,
         state: &mut ChatsSupervisor,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            ChatsMsg::New { agent, reply } => {
-                let mut scratch = ChatsState {
-                    ctx: state.ctx.clone(),
-                    chats: HashMap::new(),
-                    pending: HashMap::new(),
-                    span: tracing::info_span!("chats"),
-                };
-                let answer = match scratch.new_chat(agent).await {
-                    Ok(view) => match state.open(&myself, view.id).await {
-                        Ok(()) => Ok(view),
-                        Err(e) => Err(ChatsError::internal(format!(
-                            "the chat could not open: {e}"
-                        ))),
-                    },
-                    Err(e) => Err(e),
-                };
-                let _ = reply.send(answer);
-            }
-            ChatsMsg::Send {
-                chat,
-                message,
-                files,
-                reply,
-            } => match state.actor_of(&chat) {
-                Ok((chat, a)) => forward(
-                    &a,
-                    ChatMsg::Send {
-                        chat,
-                        message,
-                        files,
-                        reply,
-                    },
-                ),
-                Err(e) => {
-                    let _ = reply.send(Err(e));
+        crate::supervision::in_span(tracing::info_span!("chats"), async move {
+            match msg {
+                ChatsMsg::New { agent, reply } => {
+                    let mut scratch = ChatsState {
+                        ctx: state.ctx.clone(),
+                        chats: HashMap::new(),
+                        pending: HashMap::new(),
+                        span: tracing::info_span!("chats"),
+                    };
+                    let answer = match scratch.new_chat(agent).await {
+                        Ok(view) => match state.open(&myself, view.id).await {
+                            Ok(()) => Ok(view),
+                            Err(e) => Err(ChatsError::internal(format!(
+                                "the chat could not open: {e}"
+                            ))),
+                        },
+                        Err(e) => Err(e),
+                    };
+                    let _ = reply.send(answer);
                 }
-            },
-            ChatsMsg::Show { chat, reply } => match state.actor_of(&chat) {
-                Ok((chat, a)) => forward(&a, ChatMsg::Show { chat, reply }),
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
-            },
-            ChatsMsg::ApproveAll { chat, reply } => match state.actor_of(&chat) {
-                Ok((chat, a)) => forward(&a, ChatMsg::ApproveAll { chat, reply }),
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
-            },
-            ChatsMsg::Inbox {
-                chat: Some(chat),
-                reply,
-            } => match state.actor_of(&chat) {
-                Ok((chat, a)) => forward(&a, ChatMsg::Inbox { chat, reply }),
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
-            },
-            ChatsMsg::Inbox { chat: None, reply } => {
-                let actors = state.in_order().await;
-                // Asked of every chat away from here, so no chat waits on another.
-                tokio::spawn(async move {
-                    let mut all = Vec::new();
-                    for (chat, a) in actors {
-                        if let Ok(Ok(mut some)) =
-                            ractor::call!(a, |reply| ChatMsg::Inbox { chat, reply })
-                        {
-                            all.append(&mut some);
-                        }
-                    }
-                    let _ = reply.send(Ok(all));
-                });
-            }
-            ChatsMsg::List { reply } => {
-                let actors = state.in_order().await;
-                tokio::spawn(async move {
-                    let mut all = Vec::new();
-                    for (chat, a) in actors {
-                        match ractor::call!(a, |reply| ChatMsg::View { chat, reply }) {
-                            Ok(Ok(view)) => all.push(view),
-                            Ok(Err(e)) => {
-                                let _ = reply.send(Err(e));
-                                return;
-                            }
-                            Err(_) => {}
-                        }
-                    }
-                    let _ = reply.send(Ok(all));
-                });
-            }
-            ChatsMsg::Approve { action, reply } => match state.chat_of_action(&action).await {
-                Ok((action, a)) => forward(&a, ChatMsg::Approve { action, reply }),
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
-            },
-            ChatsMsg::Discard { action, reply } => match state.chat_of_action(&action).await {
-                Ok((action, a)) => forward(&a, ChatMsg::Discard { action, reply }),
-                Err(e) => {
-                    let _ = reply.send(Err(e));
-                }
-            },
-            ChatsMsg::Pend {
-                chat,
-                answer,
-                tool,
-                args,
-                cause,
-                reply,
-            } => {
-                if let Some(a) = state.actors.get(&chat) {
-                    forward(
-                        a,
-                        ChatMsg::Pend {
+                ChatsMsg::Send {
+                    chat,
+                    message,
+                    files,
+                    reply,
+                } => match state.actor_of(&chat) {
+                    Ok((chat, a)) => forward(
+                        &a,
+                        ChatMsg::Send {
                             chat,
-                            answer,
-                            tool,
-                            args,
-                            cause,
+                            message,
+                            files,
                             reply,
                         },
-                    );
+                    ),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
+                ChatsMsg::Show { chat, reply } => match state.actor_of(&chat) {
+                    Ok((chat, a)) => forward(&a, ChatMsg::Show { chat, reply }),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
+                ChatsMsg::ApproveAll { chat, reply } => match state.actor_of(&chat) {
+                    Ok((chat, a)) => forward(&a, ChatMsg::ApproveAll { chat, reply }),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
+                ChatsMsg::Inbox {
+                    chat: Some(chat),
+                    reply,
+                } => match state.actor_of(&chat) {
+                    Ok((chat, a)) => forward(&a, ChatMsg::Inbox { chat, reply }),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
+                ChatsMsg::Inbox { chat: None, reply } => {
+                    let actors = state.in_order().await;
+                    // Asked of every chat away from here, so no chat waits on another.
+                    tokio::spawn(async move {
+                        let mut all = Vec::new();
+                        for (chat, a) in actors {
+                            if let Ok(Ok(mut some)) =
+                                ractor::call!(a, |reply| ChatMsg::Inbox { chat, reply })
+                            {
+                                all.append(&mut some);
+                            }
+                        }
+                        let _ = reply.send(Ok(all));
+                    });
+                }
+                ChatsMsg::List { reply } => {
+                    let actors = state.in_order().await;
+                    tokio::spawn(async move {
+                        let mut all = Vec::new();
+                        for (chat, a) in actors {
+                            match ractor::call!(a, |reply| ChatMsg::View { chat, reply }) {
+                                Ok(Ok(view)) => all.push(view),
+                                Ok(Err(e)) => {
+                                    let _ = reply.send(Err(e));
+                                    return;
+                                }
+                                Err(_) => {}
+                            }
+                        }
+                        let _ = reply.send(Ok(all));
+                    });
+                }
+                ChatsMsg::Approve { action, reply } => match state.chat_of_action(&action).await {
+                    Ok((action, a)) => forward(&a, ChatMsg::Approve { action, reply }),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
+                ChatsMsg::Discard { action, reply } => match state.chat_of_action(&action).await {
+                    Ok((action, a)) => forward(&a, ChatMsg::Discard { action, reply }),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                },
+                ChatsMsg::Pend {
+                    chat,
+                    answer,
+                    tool,
+                    args,
+                    cause,
+                    reply,
+                } => {
+                    if let Some(a) = state.actors.get(&chat) {
+                        forward(
+                            a,
+                            ChatMsg::Pend {
+                                chat,
+                                answer,
+                                tool,
+                                args,
+                                cause,
+                                reply,
+                            },
+                        );
+                    }
+                }
+                ChatsMsg::RanItself { chat, tool, args } => {
+                    if let Some(a) = state.actors.get(&chat) {
+                        forward(a, ChatMsg::RanItself { chat, tool, args });
+                    }
                 }
             }
-            ChatsMsg::RanItself { chat, tool, args } => {
-                if let Some(a) = state.actors.get(&chat) {
-                    forward(a, ChatMsg::RanItself { chat, tool, args });
-                }
-            }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     async fn handle_supervisor_evt(

@@ -98,36 +98,39 @@ impl Actor for Registry {
         msg: RegistryMsg,
         ctx: &mut RegistryContext,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            RegistryMsg::Add { params, reply } => {
-                let _ = reply.send(add(ctx, params).await);
-            }
-            RegistryMsg::Edit { params, reply } => {
-                let _ = reply.send(edit(ctx, params).await);
-            }
-            RegistryMsg::Rename {
-                server,
-                new_name,
-                reply,
-            } => {
-                let _ = reply.send(rename(ctx, &server, &new_name).await);
-            }
-            RegistryMsg::Remove { server, reply } => {
-                let _ = reply.send(remove(ctx, &server).await);
-            }
-            RegistryMsg::SaveLook {
-                id,
-                listing,
-                error,
-                reply,
-            } => {
-                if let Err(e) = save_look(ctx, id, listing, error).await {
-                    warn!(server = %id, error = %e, "could not record a look at a server");
+        crate::supervision::in_span(tracing::info_span!("mcp"), async move {
+            match msg {
+                RegistryMsg::Add { params, reply } => {
+                    let _ = reply.send(add(ctx, params).await);
                 }
-                let _ = reply.send(());
+                RegistryMsg::Edit { params, reply } => {
+                    let _ = reply.send(edit(ctx, params).await);
+                }
+                RegistryMsg::Rename {
+                    server,
+                    new_name,
+                    reply,
+                } => {
+                    let _ = reply.send(rename(ctx, &server, &new_name).await);
+                }
+                RegistryMsg::Remove { server, reply } => {
+                    let _ = reply.send(remove(ctx, &server).await);
+                }
+                RegistryMsg::SaveLook {
+                    id,
+                    listing,
+                    error,
+                    reply,
+                } => {
+                    if let Err(e) = save_look(ctx, id, listing, error).await {
+                        warn!(server = %id, error = %e, "could not record a look at a server");
+                    }
+                    let _ = reply.send(());
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 }
 

@@ -225,6 +225,7 @@ impl Actor for Runs {
         msg: RunsMsg,
         state: &mut RunsState,
     ) -> Result<(), ActorProcessingErr> {
+        crate::supervision::in_span(tracing::info_span!("runs"), async move {
         match msg {
             RunsMsg::Start { spec, reply } => {
                 if state.shutting_down {
@@ -281,6 +282,8 @@ impl Actor for Runs {
             }
         }
         Ok(())
+        })
+        .await
     }
 
     async fn handle_supervisor_evt(
