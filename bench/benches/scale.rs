@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bosun_bench::{Env, Figure, bin, fmt_duration, median, report, rss_kib};
-use bosun_shared::protocol::ui::{Request, Response, StartRunParams};
+use bosun_shared::protocol::runs::{DaemonStatus, ListRuns};
+use bosun_shared::protocol::ui::StartRunParams;
 use bosun_ui::Client;
 
 const RUNS: usize = 1000;
@@ -149,7 +150,7 @@ async fn start_all(env: &Env) -> anyhow::Result<()> {
                     env: vec![("PATH".into(), "/usr/bin:/bin".into())],
                     ..StartRunParams::default()
                 };
-                client.request(Request::StartRun(params)).await?;
+                client.call(params).await?;
             }
             anyhow::Ok(())
         }));
@@ -164,10 +165,7 @@ async fn wait_running(env: &Env) -> anyhow::Result<()> {
     let mut client = env.client().await?;
     let t0 = Instant::now();
     loop {
-        let Response::Runs { runs } = client.request(Request::ListRuns { all: false }).await?
-        else {
-            bail!("unexpected answer");
-        };
+        let runs = client.call(ListRuns { all: false }).await?;
         if runs.len() == RUNS && runs.iter().all(|r| r.state == "running") {
             return Ok(());
         }
@@ -196,9 +194,7 @@ async fn wait_reattached(env: &Env) -> anyhow::Result<(Instant, Instant)> {
     };
     let first = Instant::now();
     loop {
-        let Response::Status(s) = client.request(Request::DaemonStatus).await? else {
-            bail!("unexpected answer");
-        };
+        let s = client.call(DaemonStatus).await?;
         if s.attached_runners >= RUNS {
             return Ok((first, Instant::now()));
         }

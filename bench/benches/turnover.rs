@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use bosun_bench::{Env, Figure, fmt_duration, median, report, settle, time};
-use bosun_shared::protocol::ui::{Event, FollowParams, Request, Response, StartRunParams};
+use bosun_shared::protocol::runs::Following;
+use bosun_shared::protocol::ui::{Event, FollowParams, StartRunParams};
 
 const RUNS: usize = 500;
 const IN_FLIGHT: usize = 32;
@@ -69,9 +70,7 @@ async fn round(env: &Env) -> anyhow::Result<Duration> {
                     env: vec![("PATH".into(), "/usr/bin:/bin".into())],
                     ..StartRunParams::default()
                 };
-                let Response::Run(run) = client.request(Request::StartRun(params)).await? else {
-                    bail!("unexpected answer");
-                };
+                let run = client.call(params).await?;
                 // Subscribe past any output: the subscription ends when the exit is recorded.
                 let follow = FollowParams {
                     run: run.id.to_string(),
@@ -79,11 +78,7 @@ async fn round(env: &Env) -> anyhow::Result<Duration> {
                     follow: true,
                     stream: None,
                 };
-                let Response::Following { sub, .. } =
-                    client.request(Request::FollowLog(follow)).await?
-                else {
-                    bail!("unexpected answer");
-                };
+                let Following { sub, .. } = client.call(follow).await?;
                 loop {
                     match client.next_event().await? {
                         Some(Event::LogEnd { sub: s, run, .. }) if s == sub => {

@@ -43,7 +43,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::link::{LinkEnd, LinkState};
 use crate::outbox::Outbox;
-use crate::relay::Sink;
+use crate::relay::{OutputCap, Sink};
 
 /// Unacked output kept in memory before it goes to the spool file.
 const OUTBOX_MEMORY: usize = 32 * 1024 * 1024;
@@ -115,9 +115,11 @@ async fn run() -> Result<(), String> {
         state.clone(),
     ));
 
+    let cap = Arc::new(OutputCap::new(plan.max_output));
     Sink {
         outbox: outbox.clone(),
         wake: wake.clone(),
+        cap: cap.clone(),
     }
     .notes(&plan.notes);
     let exit = match start_program(&plan) {
@@ -143,6 +145,7 @@ async fn run() -> Result<(), String> {
             let sink = Sink {
                 outbox: outbox.clone(),
                 wake: wake.clone(),
+                cap,
             };
             let (finish_tx, finish_rx) = oneshot::channel();
             let relay = match (child.stdout.take(), child.stderr.take()) {

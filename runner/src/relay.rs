@@ -37,6 +37,41 @@ const HOLD_RETRY: Duration = Duration::from_millis(200);
 pub struct Sink {
     pub outbox: Arc<Mutex<Outbox>>,
     pub wake: Arc<Notify>,
+    pub cap: Arc<OutputCap>,
+}
+
+/// The run's output cap (`--max-output`): how much of the program's output is kept.
+#[derive(Debug, Default)]
+pub struct OutputCap {
+    max: Option<u64>,
+    /// Bytes of the program's output kept so far.
+    kept: Mutex<u64>,
+}
+
+impl OutputCap {
+    pub fn new(max: Option<u64>) -> Self {
+        Self {
+            max,
+            kept: Mutex::new(0),
+        }
+    }
+
+    /// How many of `len` more bytes are kept, and whether these reach the cap.
+    fn take(&self, len: usize) -> (usize, bool) {
+        let Some(max) = self.max else {
+            return (len, false);
+        };
+        let Ok(mut kept) = self.kept.lock() else {
+            return (len, false);
+        };
+        let room = max.saturating_sub(*kept);
+        if room == 0 {
+            return (0, false);
+        }
+        let take = usize::try_from(room).map_or(len, |r| r.min(len));
+        *kept += take as u64;
+        (take, *kept >= max)
+    }
 }
 
 impl Sink {
@@ -47,7 +82,27 @@ impl Sink {
         }
     }
 
-    fn emit(&self, stream: Stream, bytes: Vec<u8>) {
+    fn emit(&self, stream: Stream, mut bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        if stream != Stream::Note {
+            let (keep, reached) = self.cap.take(bytes.len());
+            bytes.truncate(keep);
+            if reached {
+                self.push(stream, bytes);
+                let max = self.cap.max.unwrap_or_default();
+                self.push(
+                    Stream::Note,
+                    format!("the output cap of {max} bytes is reached (--max-output): the program goes on, and what it writes from here is not kept\n").into_bytes(),
+                );
+                return;
+            }
+        }
+        self.push(stream, bytes);
+    }
+
+    fn push(&self, stream: Stream, bytes: Vec<u8>) {
         if bytes.is_empty() {
             return;
         }
@@ -275,6 +330,19 @@ fn poll_once<F: std::future::Future>(fut: F) -> Option<F::Output> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_output_cap_keeps_exactly_its_bytes_and_says_so_once() {
+        let cap = OutputCap::new(Some(10));
+        assert_eq!(cap.take(4), (4, false));
+        assert_eq!(cap.take(4), (4, false));
+        // The chunk that crosses the cap is cut at it, and reaches it.
+        assert_eq!(cap.take(4), (2, true));
+        // Past it, nothing is kept, and it is not reached again.
+        assert_eq!(cap.take(4), (0, false));
+        let none = OutputCap::new(None);
+        assert_eq!(none.take(1 << 30), (1 << 30, false));
+    }
 
     #[test]
     fn a_cut_never_splits_a_character() {

@@ -12,6 +12,7 @@ pub mod paths;
 pub mod process;
 pub mod protocol;
 pub mod run;
+pub mod size;
 pub mod time;
 
 pub use ids::{ActionId, AgentId, AnswerId, CardId, ChatId, ColumnId, RunId, RunToken, ServerId};

@@ -1,6 +1,7 @@
 //! `bosund`: the daemon. One per state directory; it owns the store, the actor tree and the
 //! socket. People do not usually start it themselves: `bosun` starts it when it is not running.
 
+mod api;
 mod control;
 mod ctx;
 mod listener;

@@ -12,11 +12,13 @@ use std::time::Duration;
 use bosun_actors::runs::follow::{FollowSpec, blocking, follow};
 use bosun_actors::runs::log_hub::LogHub;
 use bosun_actors::runs::run_actor::RunMsg;
+use bosun_shared::protocol::call::Reply;
 use bosun_shared::protocol::frame::decode_body;
 use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg};
+use bosun_shared::protocol::runs::{Following, Unfollow};
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::ui::{
-    ClientFrame, Outbound, Request, Response, ResponseResult, ServerFrame,
+    ClientFrame, FollowParams, Outbound, Request, ResponseResult, ServerFrame,
 };
 use bosun_shared::protocol::{
     ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
@@ -29,8 +31,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
+use crate::api;
 use crate::ctx::DaemonCtx;
-use crate::requests;
+use crate::requests::{self, Routed};
 
 /// How long a follower waits for a run that is not over to get its actor back after bosund
 /// starts (its runner has the recovery grace to reconnect; past that it is recorded lost).
@@ -415,81 +418,14 @@ impl SessionState {
             return;
         };
         let (out, events) = (out.clone(), events.clone());
-        let result = match body {
-            Request::FollowLog(p) => match requests::resolve(&self.ctx, &p.run).await {
-                Ok(run) => {
-                    let view = requests::run_view(&self.ctx, run).await;
-                    match view {
-                        Ok(view) => {
-                            let spec = FollowSpec {
-                                sub: id,
-                                run,
-                                from_seq: p.from_seq,
-                                follow: p.follow,
-                                stream: p.stream,
-                            };
-                            // The answer goes out before any of the subscription's events.
-                            let answer = ServerFrame::Response {
-                                id,
-                                result: ResponseResult::Ok(Response::Following {
-                                    sub: id,
-                                    run: Box::new(view),
-                                }),
-                            };
-                            if out.send(answer.into()).await.is_err() {
-                                return;
-                            }
-                            let store = self.ctx.store.clone();
-                            let me = myself.clone();
-                            let ctx = self.ctx.clone();
-                            let task = tokio::spawn(async move {
-                                let hub = live_hub(&ctx, run).await;
-                                if let Err(e) = follow(store, hub, spec, out).await {
-                                    warn!(run_id = %run, error = %e, "following a log failed");
-                                }
-                                let _ = me.cast(SessionMsg::FollowEnded { sub: id });
-                            });
-                            self.follows.insert(id, task);
-                            return;
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                Err(e) => Err(e),
-            },
-            Request::Unfollow { sub } => {
-                if let Some(t) = self.follows.remove(&sub) {
-                    t.abort();
-                }
-                Ok(Response::Done)
-            }
-            Request::SubscribeRuns => {
-                self.ctx
-                    .events
-                    .cast(bosun_actors::events::EventsMsg::Subscribe {
-                        session: self.id,
-                        tx: events,
-                    });
-                Ok(Response::Done)
-            }
+        let result = match requests::route(&self.ctx, body) {
+            Routed::Now(answer) => answer.await.map_err(|f| f.0),
             // Looking at an MCP server can take minutes (a first npx download): it runs as a
             // task of the session's, ended (with the server's process group) if the client goes.
-            long @ (Request::McpTools { .. }
-            | Request::McpInspect { .. }
-            | Request::McpCall { .. }
-            | Request::McpImport(_)
-            | Request::McpSignIn { .. }
-            | Request::McpSignInFinish { .. }
-            | Request::McpSignOut { .. }
-            | Request::AgentRun { .. }
-            | Request::AgentTools { .. }
-            | Request::ChatSend { .. }
-            | Request::Approve { .. }
-            | Request::ApproveAll { .. }) => {
-                let ctx = self.ctx.clone();
+            Routed::Task(answer) => {
                 let me = myself.clone();
                 let task = tokio::spawn(async move {
-                    let result = match requests::answer(&ctx, long).await {
+                    let result = match answer.await {
                         Ok(r) => ResponseResult::Ok(r),
                         Err(e) => ResponseResult::Err(e.0),
                     };
@@ -499,46 +435,76 @@ impl SessionState {
                 self.follows.insert(id, task);
                 return;
             }
-            other @ (Request::StartRun(_)
-            | Request::ListRuns { .. }
-            | Request::GetRun { .. }
-            | Request::StopRun { .. }
-            | Request::DaemonStatus
-            | Request::DaemonStop
-            | Request::McpAdd(_)
-            | Request::McpEdit(_)
-            | Request::McpRename { .. }
-            | Request::McpRemove { .. }
-            | Request::McpList
-            | Request::McpShow { .. }
-            | Request::McpImportScan(_)
-            | Request::AgentAdd(_)
-            | Request::AgentEdit(_)
-            | Request::AgentSet { .. }
-            | Request::AgentShow { .. }
-            | Request::AgentList
-            | Request::AgentRemove { .. }
-            | Request::Board
-            | Request::ColumnAdd(_)
-            | Request::ColumnSet(_)
-            | Request::CardAdd(_)
-            | Request::CardEdit(_)
-            | Request::CardShow { .. }
-            | Request::BoardLimit { .. }
-            | Request::NoteList
-            | Request::NoteShow { .. }
-            | Request::NoteWrite { .. }
-            | Request::ChatNew { .. }
-            | Request::ChatShow { .. }
-            | Request::ChatList
-            | Request::Inbox { .. }
-            | Request::Discard { .. }) => requests::answer(&self.ctx, other).await.map_err(|f| f.0),
+            Routed::Follow(p) => match self.follow(myself, id, p, &out).await {
+                Ok(()) => return,
+                Err(e) => Err(e),
+            },
+            Routed::Unfollow(Unfollow { sub }) => {
+                if let Some(t) = self.follows.remove(&sub) {
+                    t.abort();
+                }
+                Ok(().into_response())
+            }
+            Routed::SubscribeRuns => {
+                self.ctx
+                    .events
+                    .cast(bosun_actors::events::EventsMsg::Subscribe {
+                        session: self.id,
+                        tx: events,
+                    });
+                Ok(().into_response())
+            }
         };
         let result = match result {
             Ok(r) => ResponseResult::Ok(r),
             Err(e) => ResponseResult::Err(e),
         };
         let _ = out.send(ServerFrame::Response { id, result }.into()).await;
+    }
+
+    /// Opens a log subscription: answers [`Following`] first, then a task of the session's
+    /// sends the log. An error is the answer still to send.
+    async fn follow(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        id: u64,
+        p: FollowParams,
+        out: &mpsc::Sender<Outbound>,
+    ) -> Result<(), WireError> {
+        let run = api::runs::resolve(&self.ctx, &p.run).await?;
+        let view = api::runs::run_view(&self.ctx, run).await?;
+        let spec = FollowSpec {
+            sub: id,
+            run,
+            from_seq: p.from_seq,
+            follow: p.follow,
+            stream: p.stream,
+        };
+        // The answer goes out before any of the subscription's events.
+        let following = Following {
+            sub: id,
+            run: Box::new(view),
+        };
+        let answer = ServerFrame::Response {
+            id,
+            result: ResponseResult::Ok(following.into_response()),
+        };
+        if out.send(answer.into()).await.is_err() {
+            return Ok(());
+        }
+        let store = self.ctx.store.clone();
+        let me = myself.clone();
+        let ctx = self.ctx.clone();
+        let out = out.clone();
+        let task = tokio::spawn(async move {
+            let hub = live_hub(&ctx, run).await;
+            if let Err(e) = follow(store, hub, spec, out).await {
+                warn!(run_id = %run, error = %e, "following a log failed");
+            }
+            let _ = me.cast(SessionMsg::FollowEnded { sub: id });
+        });
+        self.follows.insert(id, task);
+        Ok(())
     }
 }
 

@@ -1,12 +1,11 @@
-//! The one place that knows both the domain and the wire: each area's error becomes a
-//! [`WireError`] (its code chosen here, its message the error's own words), and the Board's
-//! answers become [`Response`]s. `actors` never sees the wire.
+//! The one place errors meet the wire: each area's error becomes a [`WireError`] (its code
+//! chosen here, its message the error's own words). `actors` never sees the wire.
 
 use bosun_actors::agents::AgentsError;
 use bosun_actors::auth::AuthError;
 use bosun_actors::auth::discovery::DiscoveryError;
 use bosun_actors::auth::oauth::OAuthError;
-use bosun_actors::board::{BoardAnswer, BoardError};
+use bosun_actors::board::BoardError;
 use bosun_actors::error::Starting;
 use bosun_actors::keychain::KeychainError;
 use bosun_actors::lead::ChatsError;
@@ -16,7 +15,6 @@ use bosun_actors::offload::BlockingError;
 use bosun_actors::prefix::PrefixError;
 use bosun_actors::runs::RunsError;
 use bosun_actors::store::StoreError;
-use bosun_shared::protocol::ui::Response;
 use bosun_shared::protocol::{ErrorCode, WireError};
 
 /// The code a program reacts to, for each way a request can fail.
@@ -227,16 +225,5 @@ impl Code for ChatsError {
             ChatsError::Store(e) => e.code(),
             ChatsError::Blocking(e) => e.code(),
         }
-    }
-}
-
-/// The Board's answer as the UI protocol's response.
-pub fn board_response(a: BoardAnswer) -> Response {
-    match a {
-        BoardAnswer::Board(b) => Response::Board(b),
-        BoardAnswer::Column(c) => Response::Column(c),
-        BoardAnswer::Card(c) => Response::Card(c),
-        BoardAnswer::Notes { notes } => Response::Notes { notes },
-        BoardAnswer::Note(n) => Response::Note(n),
     }
 }

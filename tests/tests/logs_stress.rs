@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use bosun_shared::protocol::runs::Following;
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::ui::{
     ClientFrame, Event, FollowParams, Request, Response, ResponseResult, ServerFrame,
@@ -125,7 +126,7 @@ async fn subscribe(
         };
         match frame {
             ServerFrame::Response { id: 1, result } => match result {
-                ResponseResult::Ok(Response::Following { sub: s, .. }) => sub = Some(s),
+                ResponseResult::Ok(Response::Following(Following { sub: s, .. })) => sub = Some(s),
                 other @ (ResponseResult::Ok(_) | ResponseResult::Err(_)) => {
                     return Err(fail(format!("FollowLog was answered {other:?}")));
                 }

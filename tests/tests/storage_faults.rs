@@ -268,3 +268,45 @@ fn a_daemon_that_starts_on_a_full_disk_answers_and_keeps_its_runs() -> anyhow::R
     drop(disk);
     Ok(())
 }
+
+#[test]
+fn an_output_cap_keeps_exactly_that_much_and_the_program_goes_on() -> anyhow::Result<()> {
+    let b = Bosun::new("storage_output_cap");
+    let run = b.start(
+        &["--max-output", "10k"],
+        &["sh", "-c", "seq 1 100000; echo after-the-cap >&2; exit 3"],
+    )?;
+    let v = b.wait_ended(&run, Duration::from_secs(60))?;
+    // The program was not held: it wrote everything and its own exit status is kept.
+    assert_eq!(v["outcome"], "failed", "{v}");
+    assert_eq!(v["exit"]["code"], 3, "{v}");
+    let out = b.output(&["logs", &run])?;
+    assert!(out.status.success());
+    let mut want = Vec::new();
+    for i in 1..=100_000 {
+        want.extend_from_slice(format!("{i}\n").as_bytes());
+    }
+    want.truncate(10 * 1024);
+    assert_eq!(out.stdout, want, "the log is not exactly the first 10 KiB");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the output cap of 10240 bytes is reached (--max-output)"),
+        "the log does not say the cap was reached: {err}"
+    );
+    assert!(
+        !err.contains("after-the-cap"),
+        "output past the cap was kept"
+    );
+
+    let e = b.fails(&["run", "--max-output", "0", "--", "true"])?;
+    assert!(
+        e.contains("an output cap must be more than zero bytes"),
+        "{e}"
+    );
+    let e = b.fails(&["run", "--max-output", "1.5G", "--", "true"])?;
+    assert!(
+        e.contains("--max-output: `1.5G` is not a whole number"),
+        "{e}"
+    );
+    b.finish()
+}

@@ -2,8 +2,8 @@
 //!
 //! [`Client::connect`] attaches to the daemon of a state directory, starting `bosund` first when
 //! it is not running and waiting until it answers. A client sends requests and receives their
-//! answers in order; events of its subscriptions that arrive meanwhile are kept for
-//! [`Client::next_event`].
+//! answers in order: [`Client::call`] takes a typed request and returns its typed reply. Events
+//! of its subscriptions that arrive meanwhile are kept for [`Client::next_event`].
 
 pub mod daemon;
 
@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::io;
 
 use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::call::{Call, Reply};
 use bosun_shared::protocol::socket::{self, WriteHalf};
 use bosun_shared::protocol::ui::{
     ClientFrame, Event, Request, Response, ResponseResult, ServerFrame,
@@ -39,6 +40,10 @@ pub enum ClientError {
     /// The connection broke.
     #[error("lost the connection to bosund: {0}")]
     Connection(String),
+    /// The daemon answered a request with another request's reply (a daemon of another
+    /// build); asking again will not help.
+    #[error("bosund answered something unexpected")]
+    Unexpected,
 }
 
 impl From<FrameError> for ClientError {
@@ -148,7 +153,13 @@ impl Client {
         Ok(id)
     }
 
-    /// Sends a request and waits for its answer.
+    /// Sends a request and waits for its reply, typed by the request.
+    pub async fn call<C: Call>(&mut self, call: C) -> Result<C::Reply, ClientError> {
+        let answer = self.request(call.into()).await?;
+        C::Reply::from_response(answer).ok_or(ClientError::Unexpected)
+    }
+
+    /// Sends a request and waits for its answer, untyped: [`Client::call`] is the usual way.
     pub async fn request(&mut self, body: Request) -> Result<Response, ClientError> {
         let id = self.send(body).await?;
         loop {

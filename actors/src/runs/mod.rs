@@ -373,6 +373,9 @@ impl RunsState {
         if p.time_cap_ms == Some(0) {
             return bad("a time cap must be longer than zero".into());
         }
+        if p.max_output == Some(0) {
+            return bad("an output cap must be more than zero bytes".into());
+        }
         check_free_space(self.ctx.dirs.root())?;
         let id = RunId::new();
         let token = RunToken::generate();
@@ -430,6 +433,7 @@ impl RunsState {
             ladder,
             umask: p.umask.unwrap_or(0o022) & 0o777,
             notes,
+            max_output: p.max_output,
         };
         Ok((rec, plan))
     }

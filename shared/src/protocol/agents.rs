@@ -198,3 +198,50 @@ pub struct CliResultView {
     pub reason: Option<String>,
     pub text: Option<String>,
 }
+
+/// Switches as `key=value` (`mcp.<server>`, `mcp.<server>.<tool>`, `web.search`, `web.fetch`,
+/// `browser`, `browser.insecure-certs`, `skills`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgentSet {
+    pub agent: String,
+    pub settings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgentShow {
+    pub agent: String,
+}
+
+/// Every agent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AgentList;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgentRemove {
+    pub agent: String,
+}
+
+/// Starts a run of the agent with this prompt.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgentRun {
+    pub agent: String,
+    pub prompt: String,
+}
+
+/// The CLI's own tools; with `ask`, asks the installed Claude Code for its list.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AgentTools {
+    pub agent: String,
+    pub ask: bool,
+}
+
+super::call::calls! {
+    AgentParams => AgentAdd: AgentView;
+    EditAgentParams => AgentEdit: AgentView;
+    AgentSet => AgentSet: AgentView;
+    AgentShow => AgentShow: AgentView;
+    unit AgentList => AgentList: Vec<AgentView>;
+    AgentRemove => AgentRemove: AgentView;
+    AgentRun => AgentRun: super::ui::RunView;
+    AgentTools => AgentTools: BuiltinToolsView;
+}

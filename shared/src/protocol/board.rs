@@ -140,3 +140,53 @@ pub struct NoteSummary {
     pub bytes: u64,
     pub updated_at: Timestamp,
 }
+
+/// The board: its columns, its cards, the limit on card runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Board;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CardShow {
+    pub card: String,
+}
+
+/// The most card runs going at once (1–64).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BoardLimit {
+    pub limit: u32,
+}
+
+/// Every note, without its text.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoteList;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NoteShow {
+    pub path: String,
+}
+
+/// Writes a note. `base_version`: the version the text was based on; the write fails when the
+/// note has moved on since (absent: the note must not exist yet, or is overwritten when
+/// `force`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NoteWrite {
+    pub path: String,
+    pub text: String,
+    #[serde(default)]
+    pub base_version: Option<u64>,
+    #[serde(default)]
+    pub force: bool,
+}
+
+super::call::calls! {
+    unit Board => Board: BoardView;
+    AddColumnParams => ColumnAdd: ColumnView;
+    SetColumnParams => ColumnSet: ColumnView;
+    AddCardParams => CardAdd: CardView;
+    EditCardParams => CardEdit: CardView;
+    CardShow => CardShow: CardView;
+    BoardLimit => BoardLimit: BoardView;
+    unit NoteList => NoteList: Vec<NoteSummary>;
+    NoteShow => NoteShow: NoteView;
+    NoteWrite => NoteWrite: NoteView;
+}

@@ -1,6 +1,8 @@
 //! The UI protocol's part for chats with the lead and the pending actions that wait for the
 //! person's OK.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -53,4 +55,72 @@ pub struct PendingView {
     pub would_fail: Option<String>,
     /// The result of an approval, or why it failed.
     pub result: Option<String>,
+}
+
+/// A new chat with the lead (the agent with role `lead`, or the one named).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChatNew {
+    #[serde(default)]
+    pub agent: Option<String>,
+}
+
+/// Sends a message; the answer is a run, streamed like any run's log.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChatSend {
+    pub chat: String,
+    pub message: String,
+    /// Files the person adds (absolute paths): the lead may attach them to cards.
+    #[serde(default)]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChatShow {
+    pub chat: String,
+}
+
+/// Every chat, without its messages.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChatList;
+
+/// The pending actions waiting for the person (of one chat, or all).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Inbox {
+    #[serde(default)]
+    pub chat: Option<String>,
+}
+
+/// Runs exactly that call, once, as the lead.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Approve {
+    pub action: String,
+}
+
+/// Runs every waiting action of the chat, one after the other, in the order tried.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ApproveAll {
+    pub chat: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Discard {
+    pub action: String,
+}
+
+super::call::calls! {
+    ChatNew => ChatNew: ChatView;
+    ChatSend => ChatSend: AnswerStarted;
+    ChatShow => ChatShow: ChatView;
+    unit ChatList => ChatList: Vec<ChatView>;
+    Inbox => Inbox: Vec<PendingView>;
+    Approve => Approve: Vec<PendingView>;
+    ApproveAll => ApproveAll: Vec<PendingView>;
+    Discard => Discard: Vec<PendingView>;
+}
+
+/// A message was sent; the lead's answer is this run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AnswerStarted {
+    pub chat: Box<ChatView>,
+    pub run: Box<super::ui::RunView>,
 }

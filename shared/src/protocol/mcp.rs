@@ -337,3 +337,71 @@ pub struct ImportPick {
     /// To choose between servers of the same name in several files or scopes.
     pub account: Option<PathBuf>,
 }
+
+/// Renames a server (its tools' names in agents change with it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpRename {
+    pub server: String,
+    pub new_name: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpRemove {
+    pub server: String,
+}
+
+/// Every server.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct McpList;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpShow {
+    pub server: String,
+}
+
+/// Start (or call) the server and list its tools; the listing is kept. With `cached`, the last
+/// listing kept, without starting anything.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpTools {
+    pub server: String,
+    pub cached: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpInspect {
+    pub server: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpCall {
+    pub server: String,
+    pub tool: String,
+    pub args: serde_json::Value,
+}
+
+super::call::calls! {
+    AddServerParams => McpAdd: ServerView;
+    EditServerParams => McpEdit: ServerView;
+    McpRename => McpRename: ServerView;
+    McpRemove => McpRemove: ServerView;
+    unit McpList => McpList: Vec<ServerView>;
+    McpShow => McpShow: ServerView;
+    McpTools => McpTools: ToolListing;
+    McpInspect => McpInspect: InspectView;
+    McpCall => McpCall: CallView;
+    ImportScan => McpImportScan: ImportCandidates;
+    ImportParams => McpImport: Imported;
+}
+
+/// What an import would find; `problems` are files that could not be read, in words.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ImportCandidates {
+    pub candidates: Vec<ImportCandidateView>,
+    pub problems: Vec<String>,
+}
+
+/// The servers an import added.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Imported {
+    pub servers: Vec<ServerView>,
+}

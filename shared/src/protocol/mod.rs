@@ -10,16 +10,21 @@
 //! [`Welcome::binary_output`]).
 
 pub mod agents;
+pub mod auth;
 pub mod board;
 pub mod bytes;
+pub mod call;
 pub mod error;
 pub mod fast;
 pub mod frame;
 pub mod lead;
 pub mod mcp;
 pub mod runner;
+pub mod runs;
 pub mod socket;
 pub mod ui;
+#[cfg(test)]
+mod wire_snapshot;
 
 use serde::{Deserialize, Serialize};
 

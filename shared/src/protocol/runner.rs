@@ -41,6 +41,10 @@ pub struct LaunchPlan {
     /// [`Stream::Note`](crate::run::Stream::Note) output before the program starts.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The most bytes of the program's output the runner keeps; past it, output is read (so
+    /// the program never blocks on it) and dropped, with a note in the log.
+    #[serde(default)]
+    pub max_output: Option<u64>,
 }
 
 impl Decode for LaunchPlan {}

@@ -3,23 +3,36 @@
 //! The client sends [`ClientFrame::Request`]s with ids it chooses; the daemon answers each with a
 //! [`ServerFrame::Response`] carrying the same id, and pushes [`ServerFrame::Event`]s for the
 //! subscriptions the client opened (a log being followed, run changes).
+//!
+//! Each method's params are a request type kept with its area ([`super::runs`], [`super::mcp`],
+//! [`super::auth`], [`super::agents`], [`super::board`], [`super::lead`]) that names its reply
+//! ([`super::call`]).
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::agents::{AgentParams, AgentRunView, AgentView, BuiltinToolsView, EditAgentParams};
+use super::agents::{
+    AgentParams, AgentRemove, AgentRun, AgentRunView, AgentSet, AgentShow, AgentTools, AgentView,
+    BuiltinToolsView, EditAgentParams,
+};
+use super::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
 use super::board::{
-    AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
-    NoteView, SetColumnParams,
+    AddCardParams, AddColumnParams, BoardLimit, BoardView, CardShow, CardView, ColumnView,
+    EditCardParams, NoteShow, NoteSummary, NoteView, NoteWrite, SetColumnParams,
 };
 use super::frame::{BinaryFrame, Decode, FrameError};
-use super::lead::{ChatView, MessageView, PendingView};
+use super::lead::{
+    AnswerStarted, Approve, ApproveAll, ChatNew, ChatSend, ChatShow, ChatView, Discard, Inbox,
+    MessageView, PendingView,
+};
 use super::mcp::{
-    AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportScan,
-    InspectView, ServerView, ToolListing,
+    AddServerParams, CallView, EditServerParams, ImportCandidates, ImportParams, ImportScan,
+    Imported, InspectView, McpCall, McpInspect, McpRemove, McpRename, McpShow, McpTools,
+    ServerView, ToolListing,
 };
 use super::runner::StopLadder;
+use super::runs::{DaemonStatusView, Following, GetRun, ListRuns, StopRun, Unfollow};
 use super::{LogBytes, WireError};
 use crate::process::{Pgid, Pid};
 use crate::run::{ExitInfo, Outcome, RunState, Stream};
@@ -87,164 +100,66 @@ pub enum ResponseResult {
     Err(WireError),
 }
 
-/// What a UI can ask.
+/// What a UI can ask. Each method's params are its request type, documented where it is
+/// defined with its area and naming its reply ([`super::call::Call`]); a method without params
+/// is a unit variant (no `params` on the wire).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "method", content = "params", rename_all = "snake_case")]
 pub enum Request {
-    /// Start a supervised run of a program.
+    // Runs and the daemon: `super::runs`.
     StartRun(StartRunParams),
-    /// The runs that are not over; with `all`, the finished ones too.
-    ListRuns {
-        all: bool,
-    },
-    /// One run, by full id or unique prefix.
-    GetRun {
-        run: String,
-    },
-    /// Stop a run by its ladder.
-    StopRun {
-        run: String,
-    },
-    /// Replay a run's log from a seq, and with `follow` keep streaming until the run ends.
+    ListRuns(ListRuns),
+    GetRun(GetRun),
+    StopRun(StopRun),
     FollowLog(FollowParams),
-    /// Stop a log subscription opened by [`Request::FollowLog`].
-    Unfollow {
-        sub: u64,
-    },
-    /// Receive [`Event::RunChanged`] for every run, and the chats' and pending actions' events,
-    /// from now on.
+    Unfollow(Unfollow),
     SubscribeRuns,
     DaemonStatus,
-    /// Stop every run by its ladder and exit. A second `DaemonStop` (or a second signal) makes
-    /// the stop immediate.
     DaemonStop,
+    // MCP servers: `super::mcp`, and their sign-in: `super::auth`.
     McpAdd(AddServerParams),
     McpEdit(EditServerParams),
-    McpRename {
-        server: String,
-        new_name: String,
-    },
-    McpRemove {
-        server: String,
-    },
+    McpRename(McpRename),
+    McpRemove(McpRemove),
     McpList,
-    McpShow {
-        server: String,
-    },
-    /// Start (or call) the server and list its tools; the listing is kept. With `cached`, the
-    /// last listing kept, without starting anything.
-    McpTools {
-        server: String,
-        cached: bool,
-    },
-    McpInspect {
-        server: String,
-    },
-    McpCall {
-        server: String,
-        tool: String,
-        args: serde_json::Value,
-    },
+    McpShow(McpShow),
+    McpTools(McpTools),
+    McpInspect(McpInspect),
+    McpCall(McpCall),
     McpImportScan(ImportScan),
     McpImport(ImportParams),
-    /// Starts a sign-in: the answer is the page for the person to open.
-    McpSignIn {
-        server: String,
-    },
-    /// Waits for a started sign-in to end (10 minutes at most).
-    McpSignInFinish {
-        attempt: u64,
-    },
-    /// Revokes (where the server offers that) and forgets a server's sign-in.
-    McpSignOut {
-        server: String,
-    },
+    McpSignIn(McpSignIn),
+    McpSignInFinish(McpSignInFinish),
+    McpSignOut(McpSignOut),
+    // Agents: `super::agents`.
     AgentAdd(AgentParams),
     AgentEdit(EditAgentParams),
-    /// Switches as `key=value` (`mcp.<server>`, `mcp.<server>.<tool>`, `web.search`,
-    /// `web.fetch`, `browser`, `browser.insecure-certs`, `skills`).
-    AgentSet {
-        agent: String,
-        settings: Vec<String>,
-    },
-    AgentShow {
-        agent: String,
-    },
+    AgentSet(AgentSet),
+    AgentShow(AgentShow),
     AgentList,
-    AgentRemove {
-        agent: String,
-    },
-    /// Starts a run of the agent with this prompt.
-    AgentRun {
-        agent: String,
-        prompt: String,
-    },
-    /// The CLI's own tools; with `ask`, asks the installed Claude Code for its list.
-    AgentTools {
-        agent: String,
-        ask: bool,
-    },
-    /// The board: its columns, its cards, the limit on card runs.
+    AgentRemove(AgentRemove),
+    AgentRun(AgentRun),
+    AgentTools(AgentTools),
+    // The board and the notes: `super::board`.
     Board,
     ColumnAdd(AddColumnParams),
     ColumnSet(SetColumnParams),
     CardAdd(AddCardParams),
     CardEdit(EditCardParams),
-    CardShow {
-        card: String,
-    },
-    /// The most card runs going at once (1–64).
-    BoardLimit {
-        limit: u32,
-    },
+    CardShow(CardShow),
+    BoardLimit(BoardLimit),
     NoteList,
-    NoteShow {
-        path: String,
-    },
-    /// Writes a note. `base_version`: the version the text was based on; the write fails when
-    /// the note has moved on since (absent: the note must not exist yet, or is overwritten
-    /// when `force`).
-    NoteWrite {
-        path: String,
-        text: String,
-        #[serde(default)]
-        base_version: Option<u64>,
-        #[serde(default)]
-        force: bool,
-    },
-    /// A new chat with the lead (the agent with role `lead`, or the one named).
-    ChatNew {
-        #[serde(default)]
-        agent: Option<String>,
-    },
-    /// Sends a message; the answer is a run, streamed like any run's log.
-    ChatSend {
-        chat: String,
-        message: String,
-        /// Files the person adds (absolute paths): the lead may attach them to cards.
-        #[serde(default)]
-        files: Vec<PathBuf>,
-    },
-    ChatShow {
-        chat: String,
-    },
+    NoteShow(NoteShow),
+    NoteWrite(NoteWrite),
+    // Chats with the lead and pending actions: `super::lead`.
+    ChatNew(ChatNew),
+    ChatSend(ChatSend),
+    ChatShow(ChatShow),
     ChatList,
-    /// The pending actions waiting for the person (of one chat, or all).
-    Inbox {
-        #[serde(default)]
-        chat: Option<String>,
-    },
-    /// Runs exactly that call, once, as the lead.
-    Approve {
-        action: String,
-    },
-    /// Runs every waiting action of the chat, one after the other, in the order tried.
-    ApproveAll {
-        chat: String,
-    },
-    Discard {
-        action: String,
-    },
+    Inbox(Inbox),
+    Approve(Approve),
+    ApproveAll(ApproveAll),
+    Discard(Discard),
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -261,6 +176,10 @@ pub struct StartRunParams {
     /// The file mode creation mask the program starts with (the caller's own); 0o022 when
     /// absent.
     pub umask: Option<u32>,
+    /// The most bytes of output (stdout and stderr together) kept for the run; past it, output
+    /// is read and dropped, and the log says so. No cap when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -275,6 +194,7 @@ pub struct FollowParams {
 }
 
 /// A successful answer. (Tagged `answer`, since a run or a server may have a field `kind`.)
+/// Each reply type of a request is carried by one variant ([`super::call::Reply`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum Response {
@@ -282,13 +202,9 @@ pub enum Response {
     Runs {
         runs: Vec<RunView>,
     },
-    /// A log subscription opened; its events carry `sub`.
-    Following {
-        sub: u64,
-        run: Box<RunView>,
-    },
+    Following(Following),
     Done,
-    Status(DaemonStatus),
+    Status(DaemonStatusView),
     Server(Box<ServerView>),
     Servers {
         servers: Vec<ServerView>,
@@ -297,20 +213,9 @@ pub enum Response {
     Tools(Box<ToolListing>),
     Inspect(Box<InspectView>),
     Call(Box<CallView>),
-    /// What an import would find; `problems` are files that could not be read, in words.
-    ImportCandidates {
-        candidates: Vec<ImportCandidateView>,
-        problems: Vec<String>,
-    },
-    Imported {
-        servers: Vec<ServerView>,
-    },
-    /// A started sign-in: open `url` in the person's browser, then ask `mcp_sign_in_finish`.
-    SignInStarted {
-        attempt: u64,
-        url: String,
-        wait_secs: u64,
-    },
+    ImportCandidates(ImportCandidates),
+    Imported(Imported),
+    SignInStarted(SignInStarted),
     Agent(Box<AgentView>),
     Agents {
         agents: Vec<AgentView>,
@@ -326,11 +231,7 @@ pub enum Response {
     Chats {
         chats: Vec<ChatView>,
     },
-    /// A message was sent; the lead's answer is this run.
-    AnswerStarted {
-        chat: Box<ChatView>,
-        run: Box<RunView>,
-    },
+    AnswerStarted(AnswerStarted),
     Pending {
         actions: Vec<PendingView>,
     },
@@ -415,17 +316,4 @@ impl RunView {
             (_, None) => RunState::Exited(Outcome::Lost),
         }
     }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct DaemonStatus {
-    pub pid: u32,
-    pub version: String,
-    pub protocol_version: u32,
-    pub state_dir: PathBuf,
-    pub started_at: Timestamp,
-    pub live_runs: usize,
-    /// Live runs whose runner is connected now (after a restart, the ones reattached so far).
-    pub attached_runners: usize,
-    pub shutting_down: bool,
 }

@@ -6,9 +6,12 @@ use std::process::ExitCode;
 
 use bosun_shared::agents::CliKind;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::agents::{AgentParams, AgentView, BuiltinToolsView, EditAgentParams};
+use bosun_shared::protocol::agents::{
+    AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
+    BuiltinToolsView, EditAgentParams,
+};
+use bosun_shared::protocol::call::Call;
 use bosun_shared::protocol::mcp::SecretLine;
-use bosun_shared::protocol::ui::{Request, Response};
 use bosun_shared::time::{format_duration, parse_duration};
 use clap::{Args, Subcommand};
 
@@ -170,7 +173,7 @@ pub async fn run(dirs: &StateDir, cmd: AgentCommand) -> anyhow::Result<ExitCode>
         AgentCommand::Add(a) => add(dirs, a).await,
         AgentCommand::Edit(a) => edit(dirs, a).await,
         AgentCommand::Show(a) => {
-            let agent = agent_request(dirs, Request::AgentShow { agent: a.name }).await?;
+            let agent = agent_request(dirs, AgentShow { agent: a.name }).await?;
             if a.json {
                 output::print_json(&agent)?;
             } else {
@@ -180,9 +183,7 @@ pub async fn run(dirs: &StateDir, cmd: AgentCommand) -> anyhow::Result<ExitCode>
         }
         AgentCommand::List(a) => {
             let mut client = connect(dirs).await?;
-            let Response::Agents { agents } = client.request(Request::AgentList).await? else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+            let agents = client.call(AgentList).await?;
             if a.json {
                 output::print_json(&agents)?;
             } else {
@@ -191,13 +192,13 @@ pub async fn run(dirs: &StateDir, cmd: AgentCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         AgentCommand::Remove(a) => {
-            let agent = agent_request(dirs, Request::AgentRemove { agent: a.name }).await?;
+            let agent = agent_request(dirs, AgentRemove { agent: a.name }).await?;
             done(a.json, &agent, "removed")
         }
         AgentCommand::Set(a) => {
             let agent = agent_request(
                 dirs,
-                Request::AgentSet {
+                AgentSet {
                     agent: a.name,
                     settings: a.settings,
                 },
@@ -215,13 +216,12 @@ pub async fn run(dirs: &StateDir, cmd: AgentCommand) -> anyhow::Result<ExitCode>
         AgentCommand::Run(a) => start(dirs, a).await,
         AgentCommand::Tools(a) => {
             let mut client = connect(dirs).await?;
-            let request = Request::AgentTools {
-                agent: a.name,
-                ask: a.ask,
-            };
-            let Response::BuiltinTools(view) = client.request(request).await? else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+            let view = client
+                .call(AgentTools {
+                    agent: a.name,
+                    ask: a.ask,
+                })
+                .await?;
             if a.json {
                 output::print_json(&view)?;
             } else {
@@ -232,12 +232,13 @@ pub async fn run(dirs: &StateDir, cmd: AgentCommand) -> anyhow::Result<ExitCode>
     }
 }
 
-async fn agent_request(dirs: &StateDir, request: Request) -> anyhow::Result<AgentView> {
+/// Asks one request that answers with the agent.
+async fn agent_request<C: Call<Reply = AgentView>>(
+    dirs: &StateDir,
+    call: C,
+) -> anyhow::Result<AgentView> {
     let mut client = connect(dirs).await?;
-    let Response::Agent(agent) = client.request(request).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
-    Ok(*agent)
+    Ok(client.call(call).await?)
 }
 
 fn done(json: bool, agent: &AgentView, what: &str) -> anyhow::Result<ExitCode> {
@@ -377,7 +378,7 @@ async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
         model: s.model.clone(),
         codex_config: key_values(&s.codex_config, "--codex-config")?,
     };
-    let agent = agent_request(dirs, Request::AgentAdd(params)).await?;
+    let agent = agent_request(dirs, params).await?;
     done(s.json, &agent, "added")
 }
 
@@ -425,14 +426,11 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
     };
     // A name to remove may be a plain or a secret line: the daemon knows which.
     let mut client = connect(dirs).await?;
-    let Response::Agent(current) = client
-        .request(Request::AgentShow {
+    let current = client
+        .call(AgentShow {
             agent: params.agent.clone(),
         })
-        .await?
-    else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+        .await?;
     let mut params = params;
     for name in a.remove_env {
         if current.secret_env.iter().any(|l| l.name == name) {
@@ -441,21 +439,18 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
             params.remove_env.push(name);
         }
     }
-    let Response::Agent(agent) = client.request(Request::AgentEdit(params)).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let agent = client.call(params).await?;
     done(s.json, &agent, "changed")
 }
 
 async fn start(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let request = Request::AgentRun {
-        agent: a.name,
-        prompt: a.prompt,
-    };
-    let Response::Run(run) = client.request(request).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let run = client
+        .call(AgentRun {
+            agent: a.name,
+            prompt: a.prompt,
+        })
+        .await?;
     if !a.follow {
         if a.json {
             output::print_json(&run)?;

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, BoardView, CardView, EditCardParams, NoteView, SetColumnParams,
+    AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardShow, CardView,
+    EditCardParams, NoteList, NoteShow, NoteView, NoteWrite, SetColumnParams,
 };
-use bosun_shared::protocol::ui::{Request, Response};
+use bosun_shared::protocol::call::Call;
 use clap::{Args, Subcommand};
 
 use super::{connect, output};
@@ -150,27 +151,19 @@ pub enum NoteCommand {
     },
 }
 
-async fn ask(dirs: &StateDir, req: Request) -> anyhow::Result<Response> {
+async fn ask<C: Call>(dirs: &StateDir, call: C) -> anyhow::Result<C::Reply> {
     let mut client = connect(dirs).await?;
-    Ok(client.request(req).await?)
-}
-
-fn unexpected() -> anyhow::Error {
-    anyhow::anyhow!("bosund answered something unexpected")
+    Ok(client.call(call).await?)
 }
 
 pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         None => {
-            let Response::Board(b) = ask(dirs, Request::Board).await? else {
-                return Err(unexpected());
-            };
+            let b = ask(dirs, Board).await?;
             show_board(&b, args.json)
         }
         Some(BoardCommand::Limit { limit, json }) => {
-            let Response::Board(b) = ask(dirs, Request::BoardLimit { limit }).await? else {
-                return Err(unexpected());
-            };
+            let b = ask(dirs, BoardLimit { limit }).await?;
             if json {
                 output::print_json(&b)?;
             } else {
@@ -179,18 +172,22 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         Some(BoardCommand::Column(c)) => {
-            let (req, json) = match c {
+            let (c, json) = match c {
                 ColumnCommand::Add {
                     name,
                     auto,
                     position,
                     json,
                 } => (
-                    Request::ColumnAdd(AddColumnParams {
-                        name,
-                        auto,
-                        position,
-                    }),
+                    ask(
+                        dirs,
+                        AddColumnParams {
+                            name,
+                            auto,
+                            position,
+                        },
+                    )
+                    .await?,
                     json,
                 ),
                 ColumnCommand::Set {
@@ -201,19 +198,20 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                     position,
                     json,
                 } => (
-                    Request::ColumnSet(SetColumnParams {
-                        column,
-                        name: new_name,
-                        auto: (auto || manual).then_some(auto),
-                        position,
-                    }),
+                    ask(
+                        dirs,
+                        SetColumnParams {
+                            column,
+                            name: new_name,
+                            auto: (auto || manual).then_some(auto),
+                            position,
+                        },
+                    )
+                    .await?,
                     json,
                 ),
             };
             {
-                let Response::Column(c) = ask(dirs, req).await? else {
-                    return Err(unexpected());
-                };
                 if json {
                     output::print_json(&c)?;
                 } else {
@@ -228,19 +226,23 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
             }
         }
         Some(BoardCommand::Card(c)) => {
-            let (req, json) = match c {
+            let (c, json) = match c {
                 CardCommand::Add {
                     title,
                     column,
                     fields,
                 } => (
-                    Request::CardAdd(AddCardParams {
-                        title,
-                        description: fields.description.unwrap_or_default(),
-                        acceptance: fields.acceptance.unwrap_or_default(),
-                        assignee: fields.assignee,
-                        column,
-                    }),
+                    ask(
+                        dirs,
+                        AddCardParams {
+                            title,
+                            description: fields.description.unwrap_or_default(),
+                            acceptance: fields.acceptance.unwrap_or_default(),
+                            assignee: fields.assignee,
+                            column,
+                        },
+                    )
+                    .await?,
                     fields.json,
                 ),
                 CardCommand::Edit {
@@ -252,33 +254,38 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                     comment,
                     fields,
                 } => (
-                    Request::CardEdit(EditCardParams {
-                        card,
-                        title,
-                        description: fields.description,
-                        acceptance: fields.acceptance,
-                        assignee: fields.assignee,
-                        column,
-                        hold,
-                        clear_hold,
-                        comment,
-                    }),
+                    ask(
+                        dirs,
+                        EditCardParams {
+                            card,
+                            title,
+                            description: fields.description,
+                            acceptance: fields.acceptance,
+                            assignee: fields.assignee,
+                            column,
+                            hold,
+                            clear_hold,
+                            comment,
+                        },
+                    )
+                    .await?,
                     fields.json,
                 ),
                 CardCommand::Move { card, column, json } => (
-                    Request::CardEdit(EditCardParams {
-                        card,
-                        column: Some(column),
-                        ..EditCardParams::default()
-                    }),
+                    ask(
+                        dirs,
+                        EditCardParams {
+                            card,
+                            column: Some(column),
+                            ..EditCardParams::default()
+                        },
+                    )
+                    .await?,
                     json,
                 ),
-                CardCommand::Show { card, json } => (Request::CardShow { card }, json),
+                CardCommand::Show { card, json } => (ask(dirs, CardShow { card }).await?, json),
             };
             {
-                let Response::Card(c) = ask(dirs, req).await? else {
-                    return Err(unexpected());
-                };
                 if json {
                     output::print_json(&c)?;
                 } else {
@@ -364,9 +371,7 @@ fn print_card(c: &CardView) {
 pub async fn note(dirs: &StateDir, cmd: NoteCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         NoteCommand::List { json } => {
-            let Response::Notes { notes } = ask(dirs, Request::NoteList).await? else {
-                return Err(unexpected());
-            };
+            let notes = ask(dirs, NoteList).await?;
             if json {
                 output::print_json(&notes)?;
             } else if notes.is_empty() {
@@ -379,9 +384,7 @@ pub async fn note(dirs: &StateDir, cmd: NoteCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         NoteCommand::Show { path, json } => {
-            let Response::Note(n) = ask(dirs, Request::NoteShow { path }).await? else {
-                return Err(unexpected());
-            };
+            let n = ask(dirs, NoteShow { path }).await?;
             print_note(&n, json, true)
         }
         NoteCommand::Write {
@@ -394,18 +397,17 @@ pub async fn note(dirs: &StateDir, cmd: NoteCommand) -> anyhow::Result<ExitCode>
             std::io::stdin()
                 .read_to_string(&mut text)
                 .map_err(|e| anyhow::anyhow!("could not read the note's text from stdin: {e}"))?;
-            let req = Request::NoteWrite {
-                path,
-                text,
-                base_version,
-                force,
-            };
-            {
-                let Response::Note(n) = ask(dirs, req).await? else {
-                    return Err(unexpected());
-                };
-                print_note(&n, json, false)
-            }
+            let n = ask(
+                dirs,
+                NoteWrite {
+                    path,
+                    text,
+                    base_version,
+                    force,
+                },
+            )
+            .await?;
+            print_note(&n, json, false)
         }
     }
 }

@@ -6,8 +6,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::lead::{ChatView, PendingView};
-use bosun_shared::protocol::ui::{Event, FollowParams, Request, Response};
+use bosun_shared::protocol::lead::{
+    AnswerStarted, Approve, ApproveAll, ChatList, ChatNew, ChatSend, ChatShow, ChatView, Discard,
+    Inbox, PendingView,
+};
+use bosun_shared::protocol::runs::{Following, SubscribeRuns};
+use bosun_shared::protocol::ui::{Event, FollowParams};
 use bosun_shared::run::Stream;
 use clap::{Args, Subcommand};
 use serde_json::Value;
@@ -79,17 +83,11 @@ pub struct DiscardArgs {
     json: bool,
 }
 
-fn unexpected() -> anyhow::Error {
-    anyhow::anyhow!("bosund answered something unexpected")
-}
-
 pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
     match cmd {
         ChatCommand::New { agent, json } => {
-            let Response::Chat(c) = client.request(Request::ChatNew { agent }).await? else {
-                return Err(unexpected());
-            };
+            let c = client.call(ChatNew { agent }).await?;
             if json {
                 output::print_json(&c)?;
             } else {
@@ -98,9 +96,7 @@ pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         ChatCommand::List { json } => {
-            let Response::Chats { chats } = client.request(Request::ChatList).await? else {
-                return Err(unexpected());
-            };
+            let chats = client.call(ChatList).await?;
             if json {
                 output::print_json(&chats)?;
             } else if chats.is_empty() {
@@ -132,27 +128,19 @@ pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode>
                 .into_iter()
                 .map(|f| std::path::absolute(&f).unwrap_or(f))
                 .collect();
-            let Response::AnswerStarted { chat: c, run } = client
-                .request(Request::ChatSend {
+            let AnswerStarted { chat: c, run } = client
+                .call(ChatSend {
                     chat,
                     message,
                     files,
                 })
-                .await?
-            else {
-                return Err(unexpected());
-            };
+                .await?;
             stream_answer(&mut client, &run.id.to_string(), json).await?;
             // The answer's end is recorded a moment after its run ends: return once it is, so
             // the next message can follow at once.
             let chat = c.id.to_string();
             for _ in 0..50 {
-                let Response::Chat(now) = client
-                    .request(Request::ChatShow { chat: chat.clone() })
-                    .await?
-                else {
-                    return Err(unexpected());
-                };
+                let now = client.call(ChatShow { chat: chat.clone() }).await?;
                 if now.answering.is_none() {
                     break;
                 }
@@ -164,12 +152,7 @@ pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode>
             Ok(ExitCode::SUCCESS)
         }
         ChatCommand::Show { chat, follow, json } => {
-            let Response::Chat(c) = client
-                .request(Request::ChatShow { chat: chat.clone() })
-                .await?
-            else {
-                return Err(unexpected());
-            };
+            let c = client.call(ChatShow { chat: chat.clone() }).await?;
             if json && !follow {
                 output::print_json(&c)?;
                 return Ok(ExitCode::SUCCESS);
@@ -180,12 +163,7 @@ pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode>
                 // The answer's end is recorded a moment after its run ends.
                 let mut after = c.clone();
                 for _ in 0..20 {
-                    let Response::Chat(now) = client
-                        .request(Request::ChatShow { chat: chat.clone() })
-                        .await?
-                    else {
-                        return Err(unexpected());
-                    };
+                    let now = client.call(ChatShow { chat: chat.clone() }).await?;
                     after = now;
                     if after.answering.is_none() {
                         break;
@@ -212,17 +190,14 @@ fn print_messages(c: &ChatView, after: u64) {
 /// Follows an answer's run and prints what the lead writes as it comes (with --json, the
 /// CLI's own stream-json lines).
 async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> anyhow::Result<()> {
-    let Response::Following { sub, .. } = client
-        .request(Request::FollowLog(FollowParams {
+    let Following { sub, .. } = client
+        .call(FollowParams {
             run: run.to_string(),
             from_seq: 0,
             follow: true,
             stream: None,
-        }))
-        .await?
-    else {
-        return Err(unexpected());
-    };
+        })
+        .await?;
     let mut partial: Vec<u8> = Vec::new();
     let stdout = std::io::stdout();
     loop {
@@ -290,14 +265,11 @@ fn print_line(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
 }
 
 async fn print_waiting(client: &mut bosun_ui::Client, c: &ChatView) -> anyhow::Result<()> {
-    let Response::Pending { actions } = client
-        .request(Request::Inbox {
+    let actions = client
+        .call(Inbox {
             chat: Some(c.id.to_string()),
         })
-        .await?
-    else {
-        return Err(unexpected());
-    };
+        .await?;
     if !actions.is_empty() {
         println!("\nWaiting for your OK:");
         print_actions(&actions);
@@ -327,13 +299,10 @@ pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
     if a.follow {
         // Subscribed first, so nothing kept between the listing and the subscription is missed.
-        client.request(Request::SubscribeRuns).await?;
+        client.call(SubscribeRuns).await?;
     }
     let chat = a.chat.clone();
-    let Response::Pending { actions } = client.request(Request::Inbox { chat: a.chat }).await?
-    else {
-        return Err(unexpected());
-    };
+    let actions = client.call(Inbox { chat: a.chat }).await?;
     if a.follow {
         let stdout = std::io::stdout();
         for action in &actions {
@@ -387,31 +356,26 @@ pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
 
 pub async fn approve(dirs: &StateDir, a: ApproveArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let request = match (a.all, a.action) {
-        (Some(chat), _) => Request::ApproveAll { chat },
-        (None, Some(action)) => Request::Approve { action },
+    let actions = match (a.all, a.action) {
+        (Some(chat), _) => client.call(ApproveAll { chat }).await?,
+        (None, Some(action)) => client.call(Approve { action }).await?,
         (None, None) => anyhow::bail!("say which action to approve, or --all CHAT"),
     };
-    decided(&mut client, request, a.json).await
+    decided(&actions, a.json)
 }
 
 pub async fn discard(dirs: &StateDir, a: DiscardArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    decided(&mut client, Request::Discard { action: a.action }, a.json).await
+    let actions = client.call(Discard { action: a.action }).await?;
+    decided(&actions, a.json)
 }
 
-async fn decided(
-    client: &mut bosun_ui::Client,
-    request: Request,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let Response::Pending { actions } = client.request(request).await? else {
-        return Err(unexpected());
-    };
+/// Prints the actions an approval or a discard decided; a failed one fails the command.
+fn decided(actions: &[PendingView], json: bool) -> anyhow::Result<ExitCode> {
     if json {
         output::print_json(&actions)?;
     } else {
-        print_actions(&actions);
+        print_actions(actions);
     }
     Ok(if actions.iter().any(|a| a.state == "failed") {
         ExitCode::FAILURE

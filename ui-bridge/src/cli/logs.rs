@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::ui::{Event, FollowParams, Request, Response, RunView};
+use bosun_shared::protocol::runs::Following;
+use bosun_shared::protocol::ui::{Event, FollowParams, RunView};
 use bosun_shared::run::Stream;
 use bosun_ui::ClientError;
 use clap::Args;
@@ -87,20 +88,19 @@ pub async fn print_log(
     let mut at_line_start = true;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     loop {
-        let request = Request::FollowLog(FollowParams {
+        let request = FollowParams {
             run: run.clone(),
             from_seq: next,
             follow: opts.follow,
             stream: opts.stream,
-        });
-        let sub = match client.request(request).await {
-            Ok(Response::Following { sub, run: v }) => {
+        };
+        let sub = match client.call(request).await {
+            Ok(Following { sub, run: v }) => {
                 // Follow on by the full id: a prefix could match another run later.
                 run = v.id.to_string();
                 view = Some(v);
                 sub
             }
-            Ok(_) => anyhow::bail!("bosund answered something unexpected"),
             Err(ClientError::Connection(_)) if view.is_some() => {
                 out.flush()?;
                 *client = reconnect(dirs, &run, next).await?;

@@ -10,12 +10,14 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
+use bosun_shared::protocol::call::Call;
 use bosun_shared::protocol::mcp::{
-    AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportParams, ImportPick,
-    ImportScan, ImportStatus, InspectView, SecretLine, SecretValue, ServerKind, ServerView,
-    SignInBy, ToolListing,
+    AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportCandidates,
+    ImportParams, ImportPick, ImportScan, ImportStatus, Imported, InspectView, McpCall, McpInspect,
+    McpList, McpRemove, McpRename, McpShow, McpTools, SecretLine, SecretValue, ServerKind,
+    ServerView, SignInBy, ToolListing,
 };
-use bosun_shared::protocol::ui::{Request, Response};
 use bosun_ui::Client;
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -262,9 +264,7 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::Add(a) => add(dirs, a).await,
         McpCommand::List { json } => {
             let mut client = connect(dirs).await?;
-            let Response::Servers { servers } = client.request(Request::McpList).await? else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+            let servers = client.call(McpList).await?;
             if json {
                 output::print_json(&servers)?;
             } else {
@@ -274,23 +274,17 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         }
         McpCommand::Show { name, tools, json } => {
             let mut client = connect(dirs).await?;
-            let Response::Server(server) = client
-                .request(Request::McpShow {
+            let server = client
+                .call(McpShow {
                     server: name.clone(),
                 })
-                .await?
-            else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+                .await?;
             let listing = if tools && server.listed_at.is_some() {
-                let request = Request::McpTools {
+                let request = McpTools {
                     server: server.name.clone(),
                     cached: true,
                 };
-                let Response::Tools(l) = client.request(request).await? else {
-                    anyhow::bail!("bosund answered something unexpected");
-                };
-                Some(l)
+                Some(client.call(request).await?)
             } else {
                 None
             };
@@ -317,36 +311,26 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let mut client = connect(dirs).await?;
-            let Response::Server(server) = client
-                .request(Request::McpRename {
+            let server = client
+                .call(McpRename {
                     server: name,
                     new_name,
                 })
-                .await?
-            else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+                .await?;
             done(json, &server, "renamed")
         }
         McpCommand::Remove { name, json } => {
             let mut client = connect(dirs).await?;
-            let Response::Server(server) =
-                client.request(Request::McpRemove { server: name }).await?
-            else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+            let server = client.call(McpRemove { server: name }).await?;
             done(json, &server, "removed, with its secrets")
         }
         McpCommand::Tools { name, cached, json } => {
             let mut client = connect(dirs).await?;
-            let request = Request::McpTools {
+            let request = McpTools {
                 server: name.clone(),
                 cached,
             };
-            let answer = with_progress(&mut client, request, &name, !cached && !json).await?;
-            let Response::Tools(listing) = answer else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+            let listing = with_progress(&mut client, request, &name, !cached && !json).await?;
             if json {
                 output::print_json(&listing)?;
             } else {
@@ -356,18 +340,15 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         }
         McpCommand::Inspect { name, json } => {
             let mut client = connect(dirs).await?;
-            let answer = with_progress(
+            let view = with_progress(
                 &mut client,
-                Request::McpInspect {
+                McpInspect {
                     server: name.clone(),
                 },
                 &name,
                 !json,
             )
             .await?;
-            let Response::Inspect(view) = answer else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
             if json {
                 output::print_json(&view)?;
             } else {
@@ -387,15 +368,12 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
                 )
             })?;
             let mut client = connect(dirs).await?;
-            let request = Request::McpCall {
+            let request = McpCall {
                 server: name.clone(),
                 tool,
                 args,
             };
-            let answer = with_progress(&mut client, request, &name, !json).await?;
-            let Response::Call(view) = answer else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+            let view = with_progress(&mut client, request, &name, !json).await?;
             if json {
                 output::print_json(&view)?;
             } else {
@@ -415,14 +393,11 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         } => sign_in(dirs, &name, no_browser, json).await,
         McpCommand::SignOut { name, json } => {
             let mut client = connect(dirs).await?;
-            let Response::Server(server) = client
-                .request(Request::McpSignOut {
+            let server = client
+                .call(McpSignOut {
                     server: name.clone(),
                 })
-                .await?
-            else {
-                anyhow::bail!("bosund answered something unexpected");
-            };
+                .await?;
             done(json, &server, "signed out")
         }
     }
@@ -486,9 +461,7 @@ async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
         sign_in_by: a.sign_in.sign_in_by.map(Into::into),
     };
     let mut client = connect(dirs).await?;
-    let Response::Server(server) = client.request(Request::McpAdd(params)).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let server = client.call(params).await?;
     if a.json {
         output::print_json(&server)?;
     } else {
@@ -534,9 +507,7 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
         sign_in_by: a.sign_in.sign_in_by.map(Into::into),
     };
     let mut client = connect(dirs).await?;
-    let Response::Server(server) = client.request(Request::McpEdit(params)).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let server = client.call(params).await?;
     done(a.json, &server, "changed")
 }
 
@@ -548,18 +519,15 @@ async fn sign_in(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let Response::SignInStarted {
+    let SignInStarted {
         attempt,
         url,
         wait_secs,
     } = client
-        .request(Request::McpSignIn {
+        .call(McpSignIn {
             server: name.to_string(),
         })
-        .await?
-    else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+        .await?;
     let opened = if no_browser {
         Err("asked not to".to_string())
     } else {
@@ -573,10 +541,7 @@ async fn sign_in(
         "bosun: waiting for the sign-in to finish ({} at most)…",
         bosun_shared::time::format_duration(Duration::from_secs(wait_secs))
     );
-    let Response::Server(server) = client.request(Request::McpSignInFinish { attempt }).await?
-    else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let server = client.call(McpSignInFinish { attempt }).await?;
     done(json, &server, "signed in")
 }
 
@@ -704,16 +669,16 @@ fn read_stdin_lines() -> anyhow::Result<(Vec<SecretLine>, Vec<SecretLine>)> {
 }
 
 /// Sends a request that starts a server, showing on a terminal how long it has been going.
-async fn with_progress(
+async fn with_progress<C: Call>(
     client: &mut Client,
-    request: Request,
+    call: C,
     name: &str,
     show: bool,
-) -> anyhow::Result<Response> {
+) -> anyhow::Result<C::Reply> {
     let show = show && std::io::stderr().is_terminal();
     let t0 = Instant::now();
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
-    let pending = client.request(request);
+    let pending = client.call(call);
     tokio::pin!(pending);
     let result = loop {
         tokio::select! {
@@ -748,14 +713,10 @@ async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<ExitCode> {
             .collect(),
     };
     if !a.all && a.names.is_empty() {
-        let request = Request::McpImportScan(scan);
-        let Response::ImportCandidates {
+        let ImportCandidates {
             candidates,
             problems,
-        } = client.request(request).await?
-        else {
-            anyhow::bail!("bosund answered something unexpected");
-        };
+        } = client.call(scan).await?;
         if a.json {
             output::print_json(
                 &serde_json::json!({ "candidates": candidates, "problems": problems }),
@@ -792,9 +753,7 @@ async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<ExitCode> {
         all: a.all,
         picks,
     };
-    let Response::Imported { servers } = client.request(Request::McpImport(params)).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let Imported { servers } = client.call(params).await?;
     if a.json {
         output::print_json(&servers)?;
     } else if servers.is_empty() {

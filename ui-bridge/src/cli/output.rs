@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::ui::{DaemonStatus, RunView};
+use bosun_shared::protocol::runs::DaemonStatusView;
+use bosun_shared::protocol::ui::RunView;
 use bosun_shared::time::format_duration;
 use serde::Serialize;
 
@@ -189,7 +190,7 @@ pub fn server_problems(run: &RunView) -> Vec<String> {
         .collect()
 }
 
-pub fn print_status(s: &DaemonStatus) {
+pub fn print_status(s: &DaemonStatusView) {
     println!("bosund is running");
     println!("{:<14}{}", "pid", s.pid);
     println!("{:<14}{}", "version", s.version);

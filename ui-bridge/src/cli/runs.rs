@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::runner::StopLadder;
-use bosun_shared::protocol::ui::{Request, Response, StartRunParams};
+use bosun_shared::protocol::runs::{DaemonStatus, DaemonStop, GetRun, ListRuns, StopRun};
+use bosun_shared::protocol::ui::StartRunParams;
 use bosun_shared::time::parse_duration;
 use bosun_ui::{Client, ClientError};
 use clap::Args;
@@ -37,6 +38,10 @@ pub struct RunArgs {
     /// How long the program has after SIGINT before SIGTERM, and after SIGTERM before SIGKILL
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     stop_grace: String,
+    /// Keep at most this much of the run's output, such as 1G or 500M; past it the program goes
+    /// on and its output is dropped, with a note in the log
+    #[arg(long, value_name = "SIZE")]
+    max_output: Option<String>,
     /// Stream the run's log until it ends, and exit with the run's exit status
     #[arg(long, short = 'f')]
     follow: bool,
@@ -77,6 +82,12 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--time-cap: {e}"))?
         .map(|d| d.as_millis() as u64);
     let grace = parse_duration(&a.stop_grace).map_err(|e| anyhow::anyhow!("--stop-grace: {e}"))?;
+    let max_output = a
+        .max_output
+        .as_deref()
+        .map(bosun_shared::size::parse_size)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--max-output: {e}"))?;
     let grace_ms = grace.as_millis() as u64;
     let cwd = match a.cwd {
         Some(d) if d.is_absolute() => d,
@@ -95,11 +106,10 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
             term_grace_ms: grace_ms,
         }),
         umask: Some(current_umask()),
+        max_output,
     };
     let mut client = connect(dirs).await?;
-    let Response::Run(run) = client.request(Request::StartRun(params)).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let run = client.call(params).await?;
     if !a.follow {
         if a.json {
             output::print_json(&run)?;
@@ -138,9 +148,7 @@ pub struct PsArgs {
 
 pub async fn ps(dirs: &StateDir, a: PsArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let Response::Runs { runs } = client.request(Request::ListRuns { all: a.all }).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let runs = client.call(ListRuns { all: a.all }).await?;
     if a.json {
         output::print_json(&runs)?;
     } else {
@@ -159,9 +167,7 @@ pub struct ShowArgs {
 
 pub async fn show(dirs: &StateDir, a: ShowArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let Response::Run(run) = client.request(Request::GetRun { run: a.run }).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let run = client.call(GetRun { run: a.run }).await?;
     if a.json {
         output::print_json(&run)?;
     } else {
@@ -183,9 +189,7 @@ pub struct StopArgs {
 
 pub async fn stop(dirs: &StateDir, a: StopArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let Response::Run(mut run) = client.request(Request::StopRun { run: a.run }).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let mut run = client.call(StopRun { run: a.run }).await?;
     if a.wait {
         let opts = FollowOptions {
             from_seq: u64::MAX,
@@ -194,7 +198,7 @@ pub async fn stop(dirs: &StateDir, a: StopArgs) -> anyhow::Result<ExitCode> {
             timestamps: false,
             json: false,
         };
-        *run = print_log(dirs, &mut client, &run.id.to_string(), opts).await?;
+        run = print_log(dirs, &mut client, &run.id.to_string(), opts).await?;
     }
     if a.json {
         output::print_json(&run)?;
@@ -219,9 +223,7 @@ pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCo
         }
         Err(e) => return Err(e.into()),
     };
-    let Response::Status(status) = client.request(Request::DaemonStatus).await? else {
-        anyhow::bail!("bosund answered something unexpected");
-    };
+    let status = client.call(DaemonStatus).await?;
     if json {
         let mut v = serde_json::to_value(&status)?;
         v["running"] = serde_json::Value::Bool(true);
@@ -246,7 +248,7 @@ pub async fn daemon_stop(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode
         Err(e) => return Err(e.into()),
     };
     let pid = client.welcome.daemon_pid;
-    client.request(Request::DaemonStop).await?;
+    client.call(DaemonStop).await?;
     if !json && output::stderr_is_terminal() {
         eprintln!("bosun: stopping every run, then bosund (pid {pid})…");
     }

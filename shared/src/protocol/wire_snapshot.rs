@@ -1,0 +1,441 @@
+//! The UI protocol's JSON, pinned byte for byte: one value of every [`Request`] and every
+//! [`Response`] variant, and the exact text each one is on the wire. The Rust types may be
+//! reshaped (typed calls, replies of their own); what a client sees must not change.
+
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::agents::{AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools};
+use super::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
+use super::board::{BoardLimit, CardShow, NoteShow, NoteWrite};
+use super::lead::{
+    AnswerStarted, Approve, ApproveAll, ChatNew, ChatSend, ChatShow, Discard, Inbox,
+};
+use super::mcp::{
+    ImportCandidates, Imported, McpCall, McpInspect, McpRemove, McpRename, McpShow, McpTools,
+};
+use super::runs::{Following, GetRun, ListRuns, StopRun, Unfollow};
+use super::ui::{Request, Response};
+
+const ID: &str = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+
+/// A payload made from JSON: the views are not what this test is about, only the envelopes.
+fn view<T: DeserializeOwned>(v: serde_json::Value) -> T {
+    match serde_json::from_value(v) {
+        Ok(t) => t,
+        Err(e) => panic!("test payload does not decode: {e}"),
+    }
+}
+
+fn run() -> serde_json::Value {
+    json!({"id": ID, "short_id": "01arz3nd", "name": "n", "state": "running", "outcome": null,
+        "exit": null, "program": "p", "args": ["a"], "cwd": "/w", "created_at": 1,
+        "started_at": 2, "ended_at": null, "pid": 10, "pgid": 10, "time_cap_ms": null,
+        "last_seq": 3, "stop_reason": null})
+}
+
+fn server() -> serde_json::Value {
+    json!({"id": ID, "name": "s", "kind": "stdio", "command": "c", "args": [], "url": null,
+        "env": [{"name": "K", "saved": true}], "headers": [], "created_at": 1, "updated_at": 2,
+        "listed_at": null, "tool_count": null, "last_error": null})
+}
+
+fn agent() -> serde_json::Value {
+    json!({"id": ID, "name": "a", "role": "worker", "cli": "claude", "instructions": "i",
+        "permission_mode": null, "allowed_commands": [], "time_cap_ms": null, "cwd": "/w",
+        "command": [], "env": [], "secret_env": [], "model": null, "codex_config": [],
+        "switches": {"mcp": [], "web_search": false, "web_fetch": {"mode": "off"},
+            "browser": false, "browser_insecure_certs": false, "skills": true},
+        "last_run": null, "warnings": [], "created_at": 1, "updated_at": 2})
+}
+
+fn card() -> serde_json::Value {
+    json!({"id": ID, "short_id": "01arz3nd", "title": "t", "description": "", "acceptance": "",
+        "assignee": null, "assignee_id": null, "column": "c", "column_id": ID, "hold": null,
+        "run": null, "run_state": null, "runs": 0, "created_at": 1, "updated_at": 2,
+        "activity": []})
+}
+
+fn chat() -> serde_json::Value {
+    json!({"id": ID, "short_id": "01arz3nd", "agent": "lead", "created_at": 1,
+        "answering": null, "waiting": 0, "messages": []})
+}
+
+fn pending() -> serde_json::Value {
+    json!({"id": ID, "short_id": "01arz3nd", "chat": ID, "answer": ID, "tool": "t",
+        "args": {}, "cause": "c", "at": 1, "state": "waiting", "line": "l", "preview": "p",
+        "would_fail": null, "result": null})
+}
+
+/// One of every request, in the order of the enum.
+fn requests() -> Vec<Request> {
+    vec![
+        Request::StartRun(view(
+            json!({"name": null, "program": "p", "args": [], "cwd": "/w",
+            "env": [["K", "V"]], "time_cap_ms": null, "ladder": null, "umask": 18}),
+        )),
+        Request::ListRuns(ListRuns { all: true }),
+        Request::GetRun(GetRun { run: "01a".into() }),
+        Request::StopRun(StopRun { run: "01a".into() }),
+        Request::FollowLog(view(
+            json!({"run": "01a", "from_seq": 0, "follow": true, "stream": null}),
+        )),
+        Request::Unfollow(Unfollow { sub: 7 }),
+        Request::SubscribeRuns,
+        Request::DaemonStatus,
+        Request::DaemonStop,
+        Request::McpAdd(view(
+            json!({"name": "s", "kind": "stdio", "command": "c", "args": [],
+            "url": null, "env": [], "headers": []}),
+        )),
+        Request::McpEdit(view(
+            json!({"server": "s", "command": null, "args": null, "url": null,
+            "kind": null, "set_env": [], "remove_env": [], "set_headers": [],
+            "remove_headers": []}),
+        )),
+        Request::McpRename(McpRename {
+            server: "s".into(),
+            new_name: "t".into(),
+        }),
+        Request::McpRemove(McpRemove { server: "s".into() }),
+        Request::McpList,
+        Request::McpShow(McpShow { server: "s".into() }),
+        Request::McpTools(McpTools {
+            server: "s".into(),
+            cached: true,
+        }),
+        Request::McpInspect(McpInspect { server: "s".into() }),
+        Request::McpCall(McpCall {
+            server: "s".into(),
+            tool: "t".into(),
+            args: json!({"x": 1}),
+        }),
+        Request::McpImportScan(view(json!({"extra_files": ["/f"], "env": []}))),
+        Request::McpImport(view(
+            json!({"scan": {"extra_files": [], "env": []}, "all": true,
+            "picks": [{"name": "s", "rename_to": null, "account": null}]}),
+        )),
+        Request::McpSignIn(McpSignIn { server: "s".into() }),
+        Request::McpSignInFinish(McpSignInFinish { attempt: 3 }),
+        Request::McpSignOut(McpSignOut { server: "s".into() }),
+        Request::AgentAdd(view(json!({"name": "a", "role": null, "cli": "claude",
+            "instructions": null, "permission_mode": null, "allowed_commands": [],
+            "time_cap_ms": null, "cwd": "/w", "command": [], "env": [], "secret_env": []}))),
+        Request::AgentEdit(view(json!({"agent": "a", "set_env": [], "remove_env": [],
+            "set_secret_env": [], "remove_secret_env": []}))),
+        Request::AgentSet(AgentSet {
+            agent: "a".into(),
+            settings: vec!["skills=on".into()],
+        }),
+        Request::AgentShow(AgentShow { agent: "a".into() }),
+        Request::AgentList,
+        Request::AgentRemove(AgentRemove { agent: "a".into() }),
+        Request::AgentRun(AgentRun {
+            agent: "a".into(),
+            prompt: "p".into(),
+        }),
+        Request::AgentTools(AgentTools {
+            agent: "a".into(),
+            ask: false,
+        }),
+        Request::Board,
+        Request::ColumnAdd(view(json!({"name": "c", "auto": true}))),
+        Request::ColumnSet(view(json!({"column": "c", "auto": false}))),
+        Request::CardAdd(view(json!({"title": "t"}))),
+        Request::CardEdit(view(json!({"card": "c", "clear_hold": true}))),
+        Request::CardShow(CardShow { card: "c".into() }),
+        Request::BoardLimit(BoardLimit { limit: 4 }),
+        Request::NoteList,
+        Request::NoteShow(NoteShow { path: "a/b".into() }),
+        Request::NoteWrite(NoteWrite {
+            path: "a/b".into(),
+            text: "x".into(),
+            base_version: Some(2),
+            force: false,
+        }),
+        Request::ChatNew(ChatNew { agent: None }),
+        Request::ChatSend(ChatSend {
+            chat: "c".into(),
+            message: "m".into(),
+            files: vec!["/f".into()],
+        }),
+        Request::ChatShow(ChatShow { chat: "c".into() }),
+        Request::ChatList,
+        Request::Inbox(Inbox {
+            chat: Some("c".into()),
+        }),
+        Request::Approve(Approve { action: "x".into() }),
+        Request::ApproveAll(ApproveAll { chat: "c".into() }),
+        Request::Discard(Discard { action: "x".into() }),
+    ]
+}
+
+/// One of every response, in the order of the enum.
+fn responses() -> Vec<Response> {
+    vec![
+        Response::Run(view(run())),
+        Response::Runs { runs: vec![] },
+        Response::Following(Following {
+            sub: 7,
+            run: view(run()),
+        }),
+        Response::Done,
+        Response::Status(view(
+            json!({"pid": 1, "version": "0.1.0", "protocol_version": 1,
+            "state_dir": "/s", "started_at": 1, "live_runs": 2, "attached_runners": 1,
+            "shutting_down": false}),
+        )),
+        Response::Server(view(server())),
+        Response::Servers {
+            servers: vec![view(server())],
+        },
+        Response::Tools(view(
+            json!({"server": "s", "listed_at": 1, "tools": [], "pages": 1,
+            "truncated": null}),
+        )),
+        Response::Inspect(view(
+            json!({"server": "s", "protocol_version": "2025-06-18",
+            "server_name": null, "server_version": null, "capabilities": {}, "tools": 0,
+            "prompts": null, "resources": null, "instructions": null, "connect_ms": 1,
+            "list_ms": 2, "total_ms": 3}),
+        )),
+        Response::Call(view(
+            json!({"is_error": false, "content": [], "structured": null}),
+        )),
+        Response::ImportCandidates(ImportCandidates {
+            candidates: vec![],
+            problems: vec!["p".into()],
+        }),
+        Response::Imported(Imported { servers: vec![] }),
+        Response::SignInStarted(SignInStarted {
+            attempt: 3,
+            url: "http://x".into(),
+            wait_secs: 600,
+        }),
+        Response::Agent(view(agent())),
+        Response::Agents { agents: vec![] },
+        Response::Board(view(json!({"columns": [], "cards": [card()], "limit": 4,
+            "running": 0}))),
+        Response::Column(view(
+            json!({"id": ID, "name": "c", "auto": true, "position": 0}),
+        )),
+        Response::Card(view(card())),
+        Response::Notes { notes: vec![] },
+        Response::Note(view(
+            json!({"path": "a", "text": "t", "version": 1, "updated_at": 1}),
+        )),
+        Response::Chat(view(chat())),
+        Response::Chats { chats: vec![] },
+        Response::AnswerStarted(AnswerStarted {
+            chat: view(chat()),
+            run: view(run()),
+        }),
+        Response::Pending {
+            actions: vec![view(pending())],
+        },
+        Response::BuiltinTools(view(json!({"agent": "a", "cli": "claude", "source": "s",
+            "tools": []}))),
+    ]
+}
+
+const REQUESTS: &[&str] = &[
+    r#"{"method":"start_run","params":{"name":null,"program":"p","args":[],"cwd":"/w","env":[["K","V"]],"time_cap_ms":null,"ladder":null,"umask":18}}"#,
+    r#"{"method":"list_runs","params":{"all":true}}"#,
+    r#"{"method":"get_run","params":{"run":"01a"}}"#,
+    r#"{"method":"stop_run","params":{"run":"01a"}}"#,
+    r#"{"method":"follow_log","params":{"run":"01a","from_seq":0,"follow":true,"stream":null}}"#,
+    r#"{"method":"unfollow","params":{"sub":7}}"#,
+    r#"{"method":"subscribe_runs"}"#,
+    r#"{"method":"daemon_status"}"#,
+    r#"{"method":"daemon_stop"}"#,
+    r#"{"method":"mcp_add","params":{"name":"s","kind":"stdio","command":"c","args":[],"url":null,"env":[],"headers":[],"client_id":null,"client_secret":null,"callback_port":null,"sign_in_by":null}}"#,
+    r#"{"method":"mcp_edit","params":{"server":"s","command":null,"args":null,"url":null,"kind":null,"set_env":[],"remove_env":[],"set_headers":[],"remove_headers":[],"browser_version":null,"browser_program":null,"client_id":null,"client_secret":null,"callback_port":null,"sign_in_by":null}}"#,
+    r#"{"method":"mcp_rename","params":{"server":"s","new_name":"t"}}"#,
+    r#"{"method":"mcp_remove","params":{"server":"s"}}"#,
+    r#"{"method":"mcp_list"}"#,
+    r#"{"method":"mcp_show","params":{"server":"s"}}"#,
+    r#"{"method":"mcp_tools","params":{"server":"s","cached":true}}"#,
+    r#"{"method":"mcp_inspect","params":{"server":"s"}}"#,
+    r#"{"method":"mcp_call","params":{"server":"s","tool":"t","args":{"x":1}}}"#,
+    r#"{"method":"mcp_import_scan","params":{"extra_files":["/f"],"env":[]}}"#,
+    r#"{"method":"mcp_import","params":{"scan":{"extra_files":[],"env":[]},"all":true,"picks":[{"name":"s","rename_to":null,"account":null}]}}"#,
+    r#"{"method":"mcp_sign_in","params":{"server":"s"}}"#,
+    r#"{"method":"mcp_sign_in_finish","params":{"attempt":3}}"#,
+    r#"{"method":"mcp_sign_out","params":{"server":"s"}}"#,
+    r#"{"method":"agent_add","params":{"name":"a","role":null,"cli":"claude","instructions":null,"permission_mode":null,"allowed_commands":[],"time_cap_ms":null,"cwd":"/w","command":[],"env":[],"secret_env":[],"model":null,"codex_config":[]}}"#,
+    r#"{"method":"agent_edit","params":{"agent":"a","name":null,"role":null,"cli":null,"instructions":null,"permission_mode":null,"allowed_commands":null,"time_cap_ms":null,"cwd":null,"command":null,"set_env":[],"remove_env":[],"set_secret_env":[],"remove_secret_env":[],"model":null,"codex_config":null,"paused":null}}"#,
+    r#"{"method":"agent_set","params":{"agent":"a","settings":["skills=on"]}}"#,
+    r#"{"method":"agent_show","params":{"agent":"a"}}"#,
+    r#"{"method":"agent_list"}"#,
+    r#"{"method":"agent_remove","params":{"agent":"a"}}"#,
+    r#"{"method":"agent_run","params":{"agent":"a","prompt":"p"}}"#,
+    r#"{"method":"agent_tools","params":{"agent":"a","ask":false}}"#,
+    r#"{"method":"board"}"#,
+    r#"{"method":"column_add","params":{"name":"c","auto":true,"position":null}}"#,
+    r#"{"method":"column_set","params":{"column":"c","name":null,"auto":false,"position":null}}"#,
+    r#"{"method":"card_add","params":{"title":"t","description":"","acceptance":"","assignee":null,"column":null}}"#,
+    r#"{"method":"card_edit","params":{"card":"c","title":null,"description":null,"acceptance":null,"assignee":null,"column":null,"hold":null,"clear_hold":true,"comment":null}}"#,
+    r#"{"method":"card_show","params":{"card":"c"}}"#,
+    r#"{"method":"board_limit","params":{"limit":4}}"#,
+    r#"{"method":"note_list"}"#,
+    r#"{"method":"note_show","params":{"path":"a/b"}}"#,
+    r#"{"method":"note_write","params":{"path":"a/b","text":"x","base_version":2,"force":false}}"#,
+    r#"{"method":"chat_new","params":{"agent":null}}"#,
+    r#"{"method":"chat_send","params":{"chat":"c","message":"m","files":["/f"]}}"#,
+    r#"{"method":"chat_show","params":{"chat":"c"}}"#,
+    r#"{"method":"chat_list"}"#,
+    r#"{"method":"inbox","params":{"chat":"c"}}"#,
+    r#"{"method":"approve","params":{"action":"x"}}"#,
+    r#"{"method":"approve_all","params":{"chat":"c"}}"#,
+    r#"{"method":"discard","params":{"action":"x"}}"#,
+];
+
+const RESPONSES: &[&str] = &[
+    r#"{"answer":"run","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}"#,
+    r#"{"answer":"runs","runs":[]}"#,
+    r#"{"answer":"following","sub":7,"run":{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}}"#,
+    r#"{"answer":"done"}"#,
+    r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":2,"attached_runners":1,"shutting_down":false}"#,
+    r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}"#,
+    r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}]}"#,
+    r#"{"answer":"tools","server":"s","listed_at":1,"tools":[],"pages":1,"truncated":null}"#,
+    r#"{"answer":"inspect","server":"s","protocol_version":"2025-06-18","server_name":null,"server_version":null,"capabilities":{},"tools":0,"prompts":null,"resources":null,"instructions":null,"connect_ms":1,"list_ms":2,"total_ms":3}"#,
+    r#"{"answer":"call","is_error":false,"content":[],"structured":null}"#,
+    r#"{"answer":"import_candidates","candidates":[],"problems":["p"]}"#,
+    r#"{"answer":"imported","servers":[]}"#,
+    r#"{"answer":"sign_in_started","attempt":3,"url":"http://x","wait_secs":600}"#,
+    r#"{"answer":"agent","id":"01arz3ndektsv4rrffq69g5fav","name":"a","role":"worker","cli":"claude","instructions":"i","permission_mode":null,"allowed_commands":[],"time_cap_ms":null,"cwd":"/w","command":[],"env":[],"secret_env":[],"model":null,"codex_config":[],"switches":{"mcp":[],"web_search":false,"web_fetch":{"mode":"off"},"browser":false,"browser_insecure_certs":false,"skills":true},"last_run":null,"warnings":[],"paused":false,"created_at":1,"updated_at":2}"#,
+    r#"{"answer":"agents","agents":[]}"#,
+    r#"{"answer":"board","columns":[],"cards":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","title":"t","description":"","acceptance":"","assignee":null,"assignee_id":null,"column":"c","column_id":"01arz3ndektsv4rrffq69g5fav","hold":null,"run":null,"run_state":null,"runs":0,"created_at":1,"updated_at":2,"activity":[]}],"limit":4,"running":0}"#,
+    r#"{"answer":"column","id":"01arz3ndektsv4rrffq69g5fav","name":"c","auto":true,"position":0}"#,
+    r#"{"answer":"card","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","title":"t","description":"","acceptance":"","assignee":null,"assignee_id":null,"column":"c","column_id":"01arz3ndektsv4rrffq69g5fav","hold":null,"run":null,"run_state":null,"runs":0,"created_at":1,"updated_at":2,"activity":[]}"#,
+    r#"{"answer":"notes","notes":[]}"#,
+    r#"{"answer":"note","path":"a","text":"t","version":1,"updated_at":1}"#,
+    r#"{"answer":"chat","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","agent":"lead","created_at":1,"answering":null,"waiting":0,"messages":[]}"#,
+    r#"{"answer":"chats","chats":[]}"#,
+    r#"{"answer":"answer_started","chat":{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","agent":"lead","created_at":1,"answering":null,"waiting":0,"messages":[]},"run":{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}}"#,
+    r#"{"answer":"pending","actions":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","chat":"01arz3ndektsv4rrffq69g5fav","answer":"01arz3ndektsv4rrffq69g5fav","tool":"t","args":{},"cause":"c","at":1,"state":"waiting","line":"l","preview":"p","would_fail":null,"result":null}]}"#,
+    r#"{"answer":"builtin_tools","agent":"a","cli":"claude","source":"s","tools":[]}"#,
+];
+
+/// Each value is exactly its pinned text, and the text reads back as the same value.
+fn check<T: serde::Serialize + DeserializeOwned>(values: Vec<T>, pinned: &[&str]) {
+    let got: Vec<String> = values
+        .iter()
+        .map(|v| serde_json::to_string(v).unwrap_or_default())
+        .collect();
+    if got.len() != pinned.len() {
+        for g in &got {
+            println!("{g:?},");
+        }
+    }
+    assert_eq!(got.len(), pinned.len(), "one pinned text per variant");
+    for (g, p) in got.iter().zip(pinned) {
+        assert_eq!(g, p);
+        let back: T = view(serde_json::from_str(p).unwrap_or_default());
+        assert_eq!(serde_json::to_string(&back).unwrap_or_default(), *p);
+    }
+}
+
+#[test]
+fn every_request_is_pinned() {
+    check(requests(), REQUESTS);
+}
+
+#[test]
+fn every_response_is_pinned() {
+    check(responses(), RESPONSES);
+}
+
+/// What the daemon reads from a client that leaves things out or adds some: each input and
+/// what it reads as (or the error it is refused with).
+const LENIENT: &[(&str, &str)] = &[
+    (r#"{"method":"mcp_list"}"#, r#"{"method":"mcp_list"}"#),
+    (
+        r#"{"method":"mcp_list","params":null}"#,
+        r#"{"method":"mcp_list"}"#,
+    ),
+    (
+        r#"{"method":"chat_new","params":{}}"#,
+        r#"{"method":"chat_new","params":{"agent":null}}"#,
+    ),
+    (
+        r#"{"method":"chat_new"}"#,
+        r#"error: missing field `params` at line 1 column 21"#,
+    ),
+    (
+        r#"{"method":"inbox","params":{}}"#,
+        r#"{"method":"inbox","params":{"chat":null}}"#,
+    ),
+    (
+        r#"{"method":"note_write","params":{"path":"a","text":"t"}}"#,
+        r#"{"method":"note_write","params":{"path":"a","text":"t","base_version":null,"force":false}}"#,
+    ),
+    (
+        r#"{"method":"chat_send","params":{"chat":"c","message":"m"}}"#,
+        r#"{"method":"chat_send","params":{"chat":"c","message":"m","files":[]}}"#,
+    ),
+    (
+        r#"{"method":"list_runs","params":{"all":true,"extra":1}}"#,
+        r#"{"method":"list_runs","params":{"all":true}}"#,
+    ),
+    (
+        r#"{"params":{"all":false},"method":"list_runs"}"#,
+        r#"{"method":"list_runs","params":{"all":false}}"#,
+    ),
+    (
+        r#"{"method":"list_runs","params":{}}"#,
+        r#"error: missing field `all` at line 1 column 33"#,
+    ),
+    (
+        r#"{"method":"list_runs"}"#,
+        r#"error: missing field `params` at line 1 column 22"#,
+    ),
+    (
+        r#"{"method":"no_such_thing"}"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard` at line 1 column 25"#,
+    ),
+    (
+        r#"{"method":"get_run","params":{"run":7}}"#,
+        r#"error: invalid type: integer `7`, expected a string at line 1 column 37"#,
+    ),
+];
+
+const LENIENT_INPUTS: &[&str] = &[
+    r#"{"method":"mcp_list"}"#,
+    r#"{"method":"mcp_list","params":null}"#,
+    r#"{"method":"chat_new","params":{}}"#,
+    r#"{"method":"chat_new"}"#,
+    r#"{"method":"inbox","params":{}}"#,
+    r#"{"method":"note_write","params":{"path":"a","text":"t"}}"#,
+    r#"{"method":"chat_send","params":{"chat":"c","message":"m"}}"#,
+    r#"{"method":"list_runs","params":{"all":true,"extra":1}}"#,
+    r#"{"params":{"all":false},"method":"list_runs"}"#,
+    r#"{"method":"list_runs","params":{}}"#,
+    r#"{"method":"list_runs"}"#,
+    r#"{"method":"no_such_thing"}"#,
+    r#"{"method":"get_run","params":{"run":7}}"#,
+];
+
+#[test]
+fn lenient_inputs_read_as_before() {
+    let got: Vec<(String, String)> = LENIENT_INPUTS
+        .iter()
+        .map(|i| {
+            let out = match serde_json::from_str::<Request>(i) {
+                Ok(r) => serde_json::to_string(&r).unwrap_or_default(),
+                Err(e) => format!("error: {e}"),
+            };
+            (i.to_string(), out)
+        })
+        .collect();
+    if got.len() != LENIENT.len() {
+        for g in &got {
+            println!("LENIENT {g:?},");
+        }
+    }
+    assert_eq!(got.len(), LENIENT.len());
+    for ((i, out), (pi, pout)) in got.iter().zip(LENIENT) {
+        assert_eq!((i.as_str(), out.as_str()), (*pi, *pout));
+    }
+}

@@ -1,0 +1,107 @@
+//! Answers about agents: add, edit, switch, show, list, remove; start a run of one; list its
+//! CLI's own tools.
+
+use std::sync::Arc;
+
+use bosun_actors::agents::AgentsError;
+use bosun_actors::agents::registry::{self as agents, AgentsMsg};
+use bosun_actors::agents::{builtin, launch};
+use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::agents::{
+    AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
+    BuiltinToolsView, EditAgentParams,
+};
+use bosun_shared::protocol::ui::RunView;
+
+use super::{Handle, runs, starting_up};
+use crate::ctx::DaemonCtx;
+use crate::wire::Failure;
+
+impl Handle for AgentParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
+        agents_call(ctx, |reply| AgentsMsg::Add {
+            params: self,
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for EditAgentParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
+        agents_call(ctx, |reply| AgentsMsg::Edit {
+            params: self,
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for AgentSet {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
+        agents_call(ctx, |reply| AgentsMsg::Set {
+            agent: self.agent,
+            settings: self.settings,
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for AgentShow {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
+        Ok(agents::show(&ctx.agents_context(), &self.agent).await?)
+    }
+}
+
+impl Handle for AgentList {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<AgentView>, Failure> {
+        Ok(agents::list(&ctx.agents_context()).await?)
+    }
+}
+
+impl Handle for AgentRemove {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
+        agents_call(ctx, |reply| AgentsMsg::Remove {
+            agent: self.agent,
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for AgentRun {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunView, Failure> {
+        let spec = launch::prepare(&ctx.agents_context(), &self.agent, &self.prompt).await?;
+        runs::start(ctx, spec.into()).await
+    }
+}
+
+impl Handle for AgentTools {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<BuiltinToolsView, Failure> {
+        Ok(builtin::tools(
+            &ctx.agents_context(),
+            ctx.agents.get(),
+            &self.agent,
+            self.ask,
+        )
+        .await?)
+    }
+}
+
+/// Asks the Agents actor (every change to the agents goes through it, one at a time).
+async fn agents_call<T: Send + 'static>(
+    ctx: &Arc<DaemonCtx>,
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, AgentsError>>) -> AgentsMsg,
+) -> Result<T, Failure> {
+    let agents = ctx.agents.get().ok_or_else(starting_up)?;
+    Ok(agents
+        .call(msg, None)
+        .await
+        .map_err(|e| WireError::internal(format!("bosund's agents did not answer: {e}")))?
+        .success_or(WireError::internal("bosund's agents did not answer"))??)
+}

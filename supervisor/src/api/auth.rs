@@ -1,0 +1,46 @@
+//! Answers about signing in to an MCP server reached by address: start a sign-in, wait for it
+//! to end, sign out.
+
+use std::sync::Arc;
+
+use bosun_actors::auth::signin;
+use bosun_actors::mcp::registry;
+use bosun_shared::protocol::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
+use bosun_shared::protocol::mcp::ServerView;
+
+use super::Handle;
+use crate::ctx::DaemonCtx;
+use crate::wire::Failure;
+
+impl Handle for McpSignIn {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<SignInStarted, Failure> {
+        let rc = ctx.registry_context();
+        let rec = registry::find(&ctx.store, &self.server).await?;
+        let (_, headers) = registry::secret_lines(&ctx.keychain, &rec).await?;
+        let started = signin::start(&rc.auth, &rec, headers).await?;
+        Ok(SignInStarted {
+            attempt: started.attempt,
+            url: started.url,
+            wait_secs: started.wait.as_secs(),
+        })
+    }
+}
+
+impl Handle for McpSignInFinish {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        let server = signin::finish(&ctx.auth, self.attempt).await?;
+        Ok(registry::show(&ctx.registry_context(), &server.to_string()).await?)
+    }
+}
+
+impl Handle for McpSignOut {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        Ok(registry::sign_out(&ctx.registry_context(), &self.server).await?)
+    }
+}

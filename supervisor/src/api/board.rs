@@ -1,0 +1,152 @@
+//! Answers about the board and the notes: every one is a question to the Board actor, whose
+//! answer is taken as the request's reply.
+
+use std::sync::Arc;
+
+use bosun_actors::board::{BoardAnswer, BoardRequest};
+use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::board::{
+    AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardShow, CardView, ColumnView,
+    EditCardParams, NoteList, NoteShow, NoteSummary, NoteView, NoteWrite, SetColumnParams,
+};
+
+use super::Handle;
+use crate::ctx::DaemonCtx;
+use crate::wire::Failure;
+
+impl Handle for Board {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<BoardView, Failure> {
+        ask(ctx, BoardRequest::Show).await
+    }
+}
+
+impl Handle for AddColumnParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ColumnView, Failure> {
+        ask(ctx, BoardRequest::AddColumn(self)).await
+    }
+}
+
+impl Handle for SetColumnParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ColumnView, Failure> {
+        ask(ctx, BoardRequest::SetColumn(self)).await
+    }
+}
+
+impl Handle for AddCardParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
+        let req = BoardRequest::AddCard {
+            params: self,
+            taint: None,
+        };
+        ask(ctx, req).await
+    }
+}
+
+impl Handle for EditCardParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
+        let req = BoardRequest::EditCard {
+            params: self,
+            taint: None,
+        };
+        ask(ctx, req).await
+    }
+}
+
+impl Handle for CardShow {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
+        ask(ctx, BoardRequest::ShowCard(self.card)).await
+    }
+}
+
+impl Handle for BoardLimit {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<BoardView, Failure> {
+        ask(ctx, BoardRequest::SetLimit(self.limit)).await
+    }
+}
+
+impl Handle for NoteList {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<NoteSummary>, Failure> {
+        ask(ctx, BoardRequest::Notes).await
+    }
+}
+
+impl Handle for NoteShow {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<NoteView, Failure> {
+        ask(ctx, BoardRequest::Note(self.path)).await
+    }
+}
+
+impl Handle for NoteWrite {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<NoteView, Failure> {
+        let req = BoardRequest::WriteNote {
+            path: self.path,
+            text: self.text,
+            base_version: self.base_version,
+            force: self.force,
+        };
+        ask(ctx, req).await
+    }
+}
+
+/// Asks the Board actor (every change to the board and the notes goes through it), expecting
+/// the kind of answer `T` is.
+async fn ask<T: FromBoard>(ctx: &Arc<DaemonCtx>, req: BoardRequest) -> Result<T, Failure> {
+    let answer = bosun_actors::board::ask(&ctx.board, req).await?;
+    T::from_board(answer)
+        .ok_or_else(|| WireError::internal("the board answered with something else").into())
+}
+
+/// A reply the Board's [`BoardAnswer`] can carry.
+trait FromBoard: Sized {
+    fn from_board(a: BoardAnswer) -> Option<Self>;
+}
+
+impl FromBoard for BoardView {
+    fn from_board(a: BoardAnswer) -> Option<Self> {
+        if let BoardAnswer::Board(b) = a {
+            Some(*b)
+        } else {
+            None
+        }
+    }
+}
+
+impl FromBoard for ColumnView {
+    fn from_board(a: BoardAnswer) -> Option<Self> {
+        if let BoardAnswer::Column(c) = a {
+            Some(c)
+        } else {
+            None
+        }
+    }
+}
+
+impl FromBoard for CardView {
+    fn from_board(a: BoardAnswer) -> Option<Self> {
+        if let BoardAnswer::Card(c) = a {
+            Some(*c)
+        } else {
+            None
+        }
+    }
+}
+
+impl FromBoard for Vec<NoteSummary> {
+    fn from_board(a: BoardAnswer) -> Option<Self> {
+        if let BoardAnswer::Notes { notes } = a {
+            Some(notes)
+        } else {
+            None
+        }
+    }
+}
+
+impl FromBoard for NoteView {
+    fn from_board(a: BoardAnswer) -> Option<Self> {
+        if let BoardAnswer::Note(n) = a {
+            Some(n)
+        } else {
+            None
+        }
+    }
+}

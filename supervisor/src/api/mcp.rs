@@ -1,0 +1,139 @@
+//! Answers about MCP servers: add, edit, rename, remove, list, show; look at one (its tools, an
+//! inspection, a call); find and import servers from the coding CLIs' configurations.
+
+use std::sync::Arc;
+
+use bosun_actors::mcp::RegistryError;
+use bosun_actors::mcp::registry::{self, RegistryMsg};
+use bosun_actors::mcp::{adopt, look};
+use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::mcp::{
+    AddServerParams, CallView, EditServerParams, ImportCandidates, ImportParams, ImportScan,
+    Imported, InspectView, McpCall, McpInspect, McpList, McpRemove, McpRename, McpShow, McpTools,
+    ServerView, ToolListing,
+};
+
+use super::{Handle, starting_up};
+use crate::ctx::DaemonCtx;
+use crate::wire::Failure;
+
+impl Handle for AddServerParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        registry_call(ctx, |reply| RegistryMsg::Add {
+            params: self,
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for EditServerParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        registry_call(ctx, |reply| RegistryMsg::Edit {
+            params: self,
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for McpRename {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        registry_call(ctx, |reply| RegistryMsg::Rename {
+            server: self.server,
+            new_name: self.new_name,
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for McpRemove {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        registry_call(ctx, |reply| RegistryMsg::Remove {
+            server: self.server,
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for McpList {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<ServerView>, Failure> {
+        Ok(registry::list(&ctx.registry_context()).await?)
+    }
+}
+
+impl Handle for McpShow {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        Ok(registry::show(&ctx.registry_context(), &self.server).await?)
+    }
+}
+
+impl Handle for McpTools {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ToolListing, Failure> {
+        if self.cached {
+            return Ok(look::last_listing(&ctx.registry_context(), &self.server).await?);
+        }
+        let registry = ctx.registry().ok_or_else(starting_up)?;
+        Ok(look::list_tools(&ctx.registry_context(), &registry, &self.server).await?)
+    }
+}
+
+impl Handle for McpInspect {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<InspectView, Failure> {
+        Ok(look::inspect(&ctx.registry_context(), &self.server).await?)
+    }
+}
+
+impl Handle for McpCall {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CallView, Failure> {
+        Ok(look::call(&ctx.registry_context(), &self.server, &self.tool, self.args).await?)
+    }
+}
+
+impl Handle for ImportScan {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ImportCandidates, Failure> {
+        let found = tokio::task::spawn_blocking(move || adopt::find(&self))
+            .await
+            .map_err(|e| WireError::internal(e.to_string()))??;
+        let existing = registry::list(&ctx.registry_context()).await?;
+        Ok(ImportCandidates {
+            candidates: found
+                .candidates
+                .iter()
+                .map(|c| adopt::view(c, &existing))
+                .collect(),
+            problems: found.problems,
+        })
+    }
+}
+
+impl Handle for ImportParams {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Imported, Failure> {
+        let registry = ctx.registry().ok_or_else(starting_up)?;
+        let servers = adopt::import(&ctx.registry_context(), &registry, self).await?;
+        Ok(Imported { servers })
+    }
+}
+
+/// Asks the Registry actor (every change to the MCP servers goes through it, one at a time).
+async fn registry_call<T: Send + 'static>(
+    ctx: &Arc<DaemonCtx>,
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<T, RegistryError>>) -> RegistryMsg,
+) -> Result<T, Failure> {
+    let registry = ctx.registry().ok_or_else(starting_up)?;
+    Ok(registry
+        .call(msg, None)
+        .await
+        .map_err(|e| WireError::internal(format!("the MCP registry did not answer: {e}")))?
+        .success_or(WireError::internal("the MCP registry did not answer"))??)
+}

@@ -1,0 +1,180 @@
+//! Answers about runs and the daemon itself (start, list, show, stop; status, stop the
+//! daemon), and the lookups the session shares: a run named by an id prefix, the freshest view
+//! of a run. (Following logs and subscribing to runs belong to the session.)
+
+use std::sync::Arc;
+
+use bosun_actors::runs::follow::blocking;
+use bosun_actors::runs::run_actor::RunMsg;
+use bosun_actors::runs::{RunSpec, RunsMsg};
+use bosun_actors::store::StoreError;
+use bosun_shared::RunId;
+use bosun_shared::protocol::runner::StopOrder;
+use bosun_shared::protocol::runs::{
+    DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, StopRun,
+};
+use bosun_shared::protocol::ui::{RunView, StartRunParams};
+use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
+use tracing::error;
+
+use super::{Handle, starting_up};
+use crate::control::RootMsg;
+use crate::ctx::DaemonCtx;
+use crate::wire::Failure;
+
+impl Handle for StartRunParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunView, Failure> {
+        start(ctx, RunSpec::plain(self)).await
+    }
+}
+
+impl Handle for ListRuns {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<RunView>, Failure> {
+        Ok(list_runs(ctx, self.all).await?)
+    }
+}
+
+impl Handle for GetRun {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunView, Failure> {
+        let id = resolve(ctx, &self.run).await?;
+        Ok(run_view(ctx, id).await?)
+    }
+}
+
+impl Handle for StopRun {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunView, Failure> {
+        let id = resolve(ctx, &self.run).await?;
+        let Some(entry) = ctx.live.get(id) else {
+            let view = run_view(ctx, id).await?;
+            return Err(WireError::conflict(format!(
+                "run {} has already ended ({})",
+                view.short_id,
+                view.outcome.map(|o| o.to_string()).unwrap_or_default()
+            ))
+            .into());
+        };
+        let order = StopOrder {
+            reason: "stopped by the person".into(),
+            immediate: false,
+        };
+        ractor::call!(entry.actor, |reply| RunMsg::Stop {
+            order,
+            reply: Some(reply)
+        })
+        .map_err(|_| WireError::conflict(format!("run {} has just ended", id.short())))?
+        .map_err(Failure::from)
+    }
+}
+
+impl Handle for DaemonStatus {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<DaemonStatusView, Failure> {
+        let shutting_down = match ctx.runs() {
+            Some(runs) => {
+                ractor::call!(runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(true)
+            }
+            None => false,
+        };
+        Ok(DaemonStatusView {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol_version: PROTOCOL_VERSION,
+            state_dir: ctx.dirs.root().to_path_buf(),
+            started_at: ctx.started_at,
+            live_runs: ctx.live.len(),
+            attached_runners: ctx.live.attached(),
+            shutting_down,
+        })
+    }
+}
+
+impl Handle for DaemonStop {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<(), Failure> {
+        let (root, runs) = (ctx.root(), ctx.runs());
+        let (Some(root), Some(runs)) = (root, runs) else {
+            return Err(starting_up());
+        };
+        let immediate =
+            ractor::call!(runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(false);
+        let _ = root.cast(RootMsg::Shutdown { immediate });
+        Ok(())
+    }
+}
+
+/// Starts a run the one way there is: [`bosun_actors::runs::start`].
+pub async fn start(ctx: &Arc<DaemonCtx>, spec: RunSpec) -> Result<RunView, Failure> {
+    Ok(bosun_actors::runs::start(ctx.runs_handle(), spec).await?)
+}
+
+fn store_error(e: StoreError) -> WireError {
+    error!(error = %e, "a store read failed");
+    WireError::internal(format!("bosund could not read its store: {e}"))
+}
+
+/// The run a person named by its id or a unique prefix of it.
+pub async fn resolve(ctx: &Arc<DaemonCtx>, text: &str) -> Result<RunId, WireError> {
+    let prefix = text.trim().to_ascii_lowercase();
+    if prefix.is_empty() {
+        return Err(WireError::bad_request(
+            "no run given; name it by its id or the start of it",
+        ));
+    }
+    if let Ok(id) = prefix.parse::<RunId>()
+        && ctx.live.get(id).is_some()
+    {
+        return Ok(id);
+    }
+    let p = prefix.clone();
+    let ids = blocking(&ctx.store, move |s| s.run_ids_with_prefix(&p, 3))
+        .await
+        .map_err(store_error)?;
+    match ids.as_slice() {
+        [] => Err(WireError::not_found(format!(
+            "no run has an id starting with `{prefix}`; `bosun ps --all` lists every run"
+        ))),
+        [one] => Ok(*one),
+        [a, b, ..] => Err(WireError::new(
+            ErrorCode::Ambiguous,
+            format!(
+                "`{prefix}` is the start of more than one run's id ({}, {}{}); type more of it",
+                a.short(),
+                b.short(),
+                if ids.len() > 2 { ", …" } else { "" }
+            ),
+        )),
+    }
+}
+
+/// A run as it is now: from its live snapshot, or from the store once it is over.
+pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireError> {
+    if let Some(e) = ctx.live.get(id) {
+        return Ok(e.record.view(e.hub.state().received));
+    }
+    let rec = blocking(&ctx.store, move |s| s.run(id))
+        .await
+        .map_err(store_error)?;
+    rec.map(|r| r.view(r.last_seq))
+        .ok_or_else(|| WireError::not_found(format!("no run {id}")))
+}
+
+async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, WireError> {
+    let mut views: Vec<RunView> = if all {
+        let records = blocking(&ctx.store, |s| s.runs())
+            .await
+            .map_err(store_error)?;
+        records
+            .into_iter()
+            .map(|r| match ctx.live.get(r.id) {
+                Some(e) => e.record.view(e.hub.state().received),
+                None => r.view(r.last_seq),
+            })
+            .collect()
+    } else {
+        ctx.live
+            .entries()
+            .into_iter()
+            .map(|e| e.record.view(e.hub.state().received))
+            .collect()
+    };
+    views.sort_by_key(|v| (v.created_at, v.id));
+    Ok(views)
+}
