@@ -132,6 +132,19 @@ fn a_full_disk_holds_the_run_and_when_space_returns_nothing_is_lost() -> anyhow:
         "the runner died of the full disk"
     );
     assert_eq!(file_len(&log), held_at, "the log grew on a full disk");
+    // Said plainly where the person looks: the run is paused, and why; the daemon has a fault.
+    let paused = v["paused"].as_str().unwrap_or_default().to_string();
+    assert!(
+        paused.contains("the state directory's disk is full; free some space"),
+        "bosun show does not say why the run is paused: {v}"
+    );
+    let ps = b.ok(&["ps"])?;
+    assert!(ps.contains("running, paused"), "bosun ps: {ps}");
+    let status = b.ok(&["daemon", "status"])?;
+    assert!(
+        status.contains("cannot write: the state directory's disk is full"),
+        "bosun daemon status: {status}"
+    );
     let runner_log = std::fs::read_to_string(b.home.join("runs").join(&run).join("runner.log"))
         .unwrap_or_default();
     assert!(
@@ -146,6 +159,7 @@ fn a_full_disk_holds_the_run_and_when_space_returns_nothing_is_lost() -> anyhow:
         v["outcome"], "succeeded",
         "the run did not succeed after space came back: {v}"
     );
+    assert!(v.get("paused").is_none(), "still paused: {v}");
     let stored = scratch.join("stored");
     stress::stored_log_to(&b, &run, &stored)?;
     stress::check_file(&stored, g.checker("the stored log"))?
@@ -159,6 +173,11 @@ fn a_full_disk_holds_the_run_and_when_space_returns_nothing_is_lost() -> anyhow:
     stress::check_file(&follower.out, g.checker("the follower's copy"))?
         .whole()
         .map_err(anyhow::Error::msg)?;
+    let said = follower.stderr();
+    assert!(
+        said.contains("is paused: the state directory's disk is full") && said.contains("goes on"),
+        "the follower did not tell the person: {said}"
+    );
     // The program really was held by its runner (not only buffered): the run's log says when
     // output stopped and when it went on (as bosun's notes, beside the program's output).
     let raw = std::fs::read(&log)?;

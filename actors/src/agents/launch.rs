@@ -404,7 +404,7 @@ async fn resolve(
         && let Err(why) = browser::check_command_line(c, &s.args)
     {
         return Ok(Err((
-            why,
+            why.to_string(),
             Some(format!(
                 "Change its command line with `bosun mcp edit {}`.",
                 s.name

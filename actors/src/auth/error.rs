@@ -28,6 +28,14 @@ pub enum AuthError {
     /// bosund failed on its side (an actor that did not answer): retrying may help.
     #[error("{0}")]
     Internal(String),
+    /// The server could not be reached, or answered bosun's first request oddly, as a sign-in
+    /// began: from `signin::start`. Retrying later may help.
+    #[error("could not reach `{name}` at {url}: {error}")]
+    Unreachable {
+        name: String,
+        url: String,
+        error: ProbeError,
+    },
     /// The server's tokens are no good any more: from the TokenRefresher. Only signing in again
     /// helps.
     #[error("`{name}` needs you to sign in again: {why}; run `bosun mcp sign-in {name}`")]
@@ -52,3 +60,17 @@ pub enum AuthError {
 }
 
 crate::error::message_constructors!(AuthError);
+
+/// Why a server did not answer bosun's `initialize` without a token with a challenge or a
+/// welcome: from `signin::probe`, and carried in [`AuthError::Unreachable`].
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The request could not be sent or its answer not read (no connection, a timeout): a retry
+    /// may help.
+    #[error("{0}")]
+    Request(#[from] reqwest::Error),
+    /// The server answered with a status that is neither a success nor a challenge: retrying
+    /// helps only once the server changes.
+    #[error("it answered HTTP {0} to an initialize")]
+    Status(u16),
+}

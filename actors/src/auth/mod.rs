@@ -12,7 +12,7 @@
 pub mod challenge;
 pub mod discovery;
 mod error;
-pub use error::AuthError;
+pub use error::{AuthError, ProbeError};
 pub mod oauth;
 pub mod record;
 pub mod refresher;

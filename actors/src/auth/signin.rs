@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::auth::AuthError;
+use crate::auth::{AuthError, ProbeError};
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -95,7 +95,7 @@ async fn probe(
     http: &reqwest::Client,
     url: &str,
     headers: &[(String, String)],
-) -> Result<Option<Challenge>, String> {
+) -> Result<Option<Challenge>, ProbeError> {
     let body = serde_json::json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -113,7 +113,7 @@ async fn probe(
             request = request.header(k, v);
         }
     }
-    let response = request.send().await.map_err(|e| e.to_string())?;
+    let response = request.send().await?;
     let status = response.status().as_u16();
     let www = response
         .headers()
@@ -123,7 +123,7 @@ async fn probe(
     match status {
         401 | 403 => Ok(Some(Challenge::parse(www.as_deref().unwrap_or_default()))),
         s if (200..300).contains(&s) => Ok(None),
-        s => Err(format!("it answered HTTP {s} to an initialize")),
+        s => Err(ProbeError::Status(s)),
     }
 }
 
@@ -158,9 +158,14 @@ pub async fn start(
         )));
     }
 
-    let challenge = probe(&ctx.http, &url, &headers).await.map_err(|why| {
-        AuthError::unavailable(format!("could not reach `{name}` at {url}: {why}"))
-    })?;
+    let challenge =
+        probe(&ctx.http, &url, &headers)
+            .await
+            .map_err(|error| AuthError::Unreachable {
+                name: name.clone(),
+                url: url.clone(),
+                error,
+            })?;
     let mut challenge = match challenge {
         Some(c) => c,
         None if step_up.is_some() => Challenge::default(),

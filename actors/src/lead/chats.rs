@@ -663,7 +663,7 @@ impl ChatsState {
                     tools::preview(&self.ctx.tools, tool, &p.args, Some(p.chat)).await
                 }
                 Ok(_) => (String::new(), None),
-                Err(why) => (String::new(), Some(why)),
+                Err(why) => (String::new(), Some(why.to_string())),
             };
             let result = match &p.state {
                 PendingState::Approved { result, .. } => Some(result.clone()),
@@ -1199,7 +1199,7 @@ impl ChatsState {
         crate::crash::point("approve-after-decision");
         let result = match LeadTool::parse(&p.tool) {
             Ok(tool) => tools::execute(&self.ctx.tools, tool, &p.args, None, Some(p.chat)).await,
-            Err(why) => Err(why),
+            Err(why) => Err(why.into()),
         };
         crate::crash::point("approve-after-execution");
         let Some(mut chat) = self.chats.get(&p.chat).cloned() else {
@@ -1223,7 +1223,7 @@ impl ChatsState {
             Err(why) => {
                 p.state = PendingState::Failed {
                     at: Timestamp::now(),
-                    why: why.clone(),
+                    why: why.to_string(),
                 };
                 chat.untold
                     .push(format!("Approved, but it failed: {line}: {why}."));

@@ -3,7 +3,7 @@
 pub mod answers;
 pub mod chats;
 mod error;
-pub use error::ChatsError;
+pub use error::{ChatsError, ToolError, UnknownTool};
 pub mod record;
 pub mod server;
 pub mod tools;

@@ -118,7 +118,7 @@ impl rmcp::ServerHandler for BosunMcp {
         };
         let tool = match LeadTool::parse(&request.name) {
             Ok(tool) => tool,
-            Err(why) => return Ok(text_result(why, true)),
+            Err(why) => return Ok(text_result(why.to_string(), true)),
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
         Ok(self.call(live, tool, args).await)
@@ -171,7 +171,7 @@ impl BosunMcp {
                 }
                 text_result(text, false)
             }
-            Err(why) => text_result(why, true),
+            Err(why) => text_result(why.to_string(), true),
         }
     }
 

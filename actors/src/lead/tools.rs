@@ -17,6 +17,7 @@ use crate::agents::launch;
 use crate::agents::registry::{AgentsContext, AgentsHandle, AgentsMsg};
 use crate::board::{BoardAnswer, BoardHandle, BoardRequest};
 use crate::handle::ActorHandle;
+use crate::lead::{ToolError, UnknownTool};
 use crate::offload::blocking;
 use crate::runs::RunsMsg;
 use crate::store::Store;
@@ -113,11 +114,11 @@ impl LeadTool {
     }
 
     /// The tool of that name; a name bosun has no tool of is refused in these words.
-    pub fn parse(name: &str) -> Result<Self, String> {
+    pub fn parse(name: &str) -> Result<Self, UnknownTool> {
         Self::ALL
             .into_iter()
             .find(|t| t.name() == name)
-            .ok_or_else(|| format!("bosun has no tool `{name}`"))
+            .ok_or_else(|| UnknownTool(name.to_string()))
     }
 
     /// Whether a call of it waits for the person after an outside tool: it changes what runs,
@@ -350,15 +351,15 @@ fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
 }
 
-fn need<'a>(args: &'a Value, key: &str) -> Result<&'a str, String> {
-    arg(args, key).ok_or_else(|| format!("`{key}` is missing (a string)"))
+fn need<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolError> {
+    arg(args, key).ok_or_else(|| ToolError::Missing(key.to_string()))
 }
 
 fn opt(args: &Value, key: &str) -> Option<String> {
     arg(args, key).map(str::to_string)
 }
 
-fn strings(args: &Value, key: &str) -> Result<Option<Vec<String>>, String> {
+fn strings(args: &Value, key: &str) -> Result<Option<Vec<String>>, ToolError> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(a)) => a
@@ -366,31 +367,27 @@ fn strings(args: &Value, key: &str) -> Result<Option<Vec<String>>, String> {
             .map(|v| {
                 v.as_str()
                     .map(str::to_string)
-                    .ok_or_else(|| format!("`{key}` is a list of strings"))
+                    .ok_or_else(|| ToolError::NotStrings(key.to_string()))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        Some(_) => Err(format!("`{key}` is a list of strings")),
+        Some(_) => Err(ToolError::NotStrings(key.to_string())),
     }
 }
 
 /// Allowed commands take only commands: tools have switches that only the person sets.
-fn only_commands(list: &[String]) -> Result<(), String> {
+fn only_commands(list: &[String]) -> Result<(), ToolError> {
     match list
         .iter()
         .find(|r| !(r.as_str() == "Bash" || r.starts_with("Bash(")))
     {
-        Some(r) => Err(format!(
-            "`{r}` is not a command: allowed_commands takes only commands (Bash(…)); tools, web access and skills have switches that only the person sets"
-        )),
+        Some(r) => Err(ToolError::NotACommand(r.clone())),
         None => Ok(()),
     }
 }
 
-async fn board(ctx: &ToolCtx, req: BoardRequest) -> Result<BoardAnswer, String> {
-    crate::board::ask(&ctx.board, req)
-        .await
-        .map_err(|e| e.to_string())
+async fn board(ctx: &ToolCtx, req: BoardRequest) -> Result<BoardAnswer, ToolError> {
+    Ok(crate::board::ask(&ctx.board, req).await?)
 }
 
 async fn agents(
@@ -400,24 +397,19 @@ async fn agents(
             Result<bosun_shared::protocol::agents::AgentView, crate::agents::AgentsError>,
         >,
     ) -> AgentsMsg,
-) -> Result<bosun_shared::protocol::agents::AgentView, String> {
-    let a = ctx
-        .agents
-        .get()
-        .ok_or_else(|| crate::error::Starting.to_string())?;
-    a.call(msg, None)
+) -> Result<bosun_shared::protocol::agents::AgentView, ToolError> {
+    let a = ctx.agents.get().ok_or(crate::error::Starting)?;
+    Ok(a.call(msg, None)
         .await
-        .map_err(|e| format!("the agents did not answer: {e}"))?
-        .success_or("the agents did not answer")
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())
+        .map_err(|e| ToolError::AgentsUnreachable(e.to_string()))?
+        .success_or(ToolError::AgentsNoAnswer)??)
 }
 
 fn pretty(v: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
-fn response_text(r: &BoardAnswer) -> String {
+pub(crate) fn response_text(r: &BoardAnswer) -> String {
     pretty(r)
 }
 
@@ -429,7 +421,7 @@ pub async fn execute(
     args: &Value,
     taint: Option<String>,
     chat: Option<ChatId>,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     match tool {
         LeadTool::ContinueAgentRun => {
             let key = need(args, "run")?.to_ascii_lowercase();
@@ -442,22 +434,11 @@ pub async fn execute(
                     [] | [_, _, ..] => Ok(None),
                 }
             })
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("bosund could not use its store: {e}"))?
-            .ok_or_else(|| {
-                format!(
-                    "there is no run `{}` (or the id is too short)",
-                    need(args, "run").unwrap_or("?")
-                )
-            })?;
-            let agent_run = earlier
-                .agent
-                .ok_or("that run is not an agent's: only an agent's run can be continued")?;
-            let session = agent_run
-                .session
-                .ok_or("that run has no session to continue (it never started its CLI)")?;
-            let agent = agent_run.agent.ok_or("that run's agent is gone")?;
+            .await??
+            .ok_or_else(|| ToolError::NoSuchRun(need(args, "run").unwrap_or("?").to_string()))?;
+            let agent_run = earlier.agent.ok_or(ToolError::NotAnAgentRun)?;
+            let session = agent_run.session.ok_or(ToolError::NoSession)?;
+            let agent = agent_run.agent.ok_or(ToolError::AgentGone)?;
             let spec = launch::prepare_with(
                 &ctx.agents_ctx,
                 &agent.to_string(),
@@ -465,11 +446,8 @@ pub async fn execute(
                 None,
                 Some(session),
             )
-            .await
-            .map_err(|e| e.to_string())?;
-            let run = crate::runs::start(&ctx.runs, spec)
-                .await
-                .map_err(|e| e.to_string())?;
+            .await?;
+            let run = crate::runs::start(&ctx.runs, spec).await?;
             Ok(format!(
                 "Started run {}, continuing run {}.",
                 run.short_id,
@@ -480,7 +458,7 @@ pub async fn execute(
             let paused = match need(args, "status")? {
                 "paused" => true,
                 "active" => false,
-                other => return Err(format!("`{other}` is not a status: say active or paused")),
+                other => return Err(ToolError::NotAStatus(other.to_string())),
             };
             let params = EditAgentParams {
                 agent: need(args, "agent")?.to_string(),
@@ -555,10 +533,7 @@ pub async fn execute(
         .map(|r| response_text(&r)),
         LeadTool::ListAgents => {
             let store = ctx.store.clone();
-            let list = blocking(move || store.agents())
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("bosund could not use its store: {e}"))?;
+            let list = blocking(move || store.agents()).await??;
             Ok(pretty(
                 &list
                     .iter()
@@ -567,13 +542,11 @@ pub async fn execute(
             ))
         }
         LeadTool::GetAgent => {
-            let view = crate::agents::registry::show(&ctx.agents_ctx, need(args, "agent")?)
-                .await
-                .map_err(|e| e.to_string())?;
+            let view = crate::agents::registry::show(&ctx.agents_ctx, need(args, "agent")?).await?;
             Ok(pretty(&view))
         }
         LeadTool::CreateAgent => {
-            let cli: CliKind = need(args, "cli")?.parse().map_err(|e: String| e)?;
+            let cli: CliKind = need(args, "cli")?.parse().map_err(ToolError::UnknownCli)?;
             let allowed = strings(args, "allowed_commands")?.unwrap_or_default();
             only_commands(&allowed)?;
             let params = AgentParams {
@@ -616,12 +589,8 @@ pub async fn execute(
         LeadTool::StartAgentRun => {
             let agent = need(args, "agent")?;
             let prompt = need(args, "prompt")?;
-            let spec = launch::prepare(&ctx.agents_ctx, agent, prompt)
-                .await
-                .map_err(|e| e.to_string())?;
-            let run = crate::runs::start(&ctx.runs, spec)
-                .await
-                .map_err(|e| e.to_string())?;
+            let spec = launch::prepare(&ctx.agents_ctx, agent, prompt).await?;
+            let run = crate::runs::start(&ctx.runs, spec).await?;
             Ok(format!("Started run {} of agent {agent}.", run.short_id))
         }
         LeadTool::MemoryRead => match arg(args, "path") {
@@ -635,7 +604,7 @@ pub async fn execute(
         LeadTool::MemoryWrite => {
             let base_version = match args.get("base_version") {
                 None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_u64().ok_or("`base_version` is a whole number")?),
+                Some(v) => Some(v.as_u64().ok_or(ToolError::BaseVersionNotWhole)?),
             };
             board(
                 ctx,
@@ -672,9 +641,12 @@ pub async fn execute(
 }
 
 /// The files the person named (in a message) or added in a chat.
-async fn person_files(ctx: &ToolCtx, chat: ChatId) -> Result<(Vec<String>, Vec<String>), String> {
+async fn person_files(
+    ctx: &ToolCtx,
+    chat: ChatId,
+) -> Result<(Vec<String>, Vec<String>), ToolError> {
     let store = ctx.store.clone();
-    blocking(
+    Ok(blocking(
         move || -> Result<(Vec<String>, Vec<String>), crate::store::StoreError> {
             let (chats, _) = store.chats()?;
             let added = chats
@@ -691,9 +663,7 @@ async fn person_files(ctx: &ToolCtx, chat: ChatId) -> Result<(Vec<String>, Vec<S
             Ok((added, said))
         },
     )
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("bosund could not use its store: {e}"))
+    .await??)
 }
 
 /// Checks an attachment: the file, its size, and where it would go.
@@ -701,33 +671,34 @@ async fn attachment(
     ctx: &ToolCtx,
     args: &Value,
     chat: Option<ChatId>,
-) -> Result<(PathBuf, u64, PathBuf, String), String> {
+) -> Result<(PathBuf, u64, PathBuf, String), ToolError> {
     let path = PathBuf::from(need(args, "path")?);
-    let chat = chat.ok_or("attach_file works in a chat with the lead")?;
+    let chat = chat.ok_or(ToolError::NotInChat)?;
     let (added, said) = person_files(ctx, chat).await?;
     let shown = path.display().to_string();
     if !(added.contains(&shown) || said.iter().any(|m| m.contains(&shown))) {
-        return Err(format!(
-            "{shown} is not a file the person named or added in this chat; attach_file takes only those"
-        ));
+        return Err(ToolError::NotThePersonsFile(shown));
     }
-    let meta = std::fs::metadata(&path).map_err(|e| format!("{shown} cannot be read: {e}"))?;
+    let meta = std::fs::metadata(&path).map_err(|error| ToolError::Unreadable {
+        file: shown.clone(),
+        error,
+    })?;
     if !meta.is_file() {
-        return Err(format!("{shown} is not a file"));
+        return Err(ToolError::NotAFile(shown));
     }
     let answer = board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string())).await?;
     let BoardAnswer::Card(card) = answer else {
-        return Err(response_text(&answer));
+        return Err(ToolError::NotACard(Box::new(answer)));
     };
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{shown} has no file name"))?;
+        .ok_or(ToolError::NoFileName(shown))?;
     let dest = ctx.attachments.join(card.id.to_string()).join(&name);
     Ok((path, meta.len(), dest, card.id.to_string()))
 }
 
-async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<String, String> {
+async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<String, ToolError> {
     let (path, size, dest, card) = attachment(ctx, args, chat).await?;
     let (from, to) = (path.clone(), dest.clone());
     blocking(move || -> std::io::Result<()> {
@@ -736,9 +707,11 @@ async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<Str
         }
         std::fs::copy(&from, &to).map(|_| ())
     })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("could not copy {}: {e}", path.display()))?;
+    .await?
+    .map_err(|error| ToolError::CopyFailed {
+        file: path.display().to_string(),
+        error,
+    })?;
     let params = EditCardParams {
         card,
         comment: Some(format!(
@@ -937,7 +910,10 @@ pub async fn preview(
                 format!("{} ({size} bytes) → {}", path.display(), dest.display()),
                 None,
             ),
-            Err(why) => (format!("{} → card {}", a("path"), a("card")), Some(why)),
+            Err(why) => (
+                format!("{} → card {}", a("path"), a("card")),
+                Some(why.to_string()),
+            ),
         },
         LeadTool::ContinueAgentRun => (format!("run: {}\nprompt: {}", a("run"), a("prompt")), None),
         LeadTool::CreateAgent
@@ -969,10 +945,9 @@ mod tests {
 
     #[test]
     fn a_name_bosun_has_no_tool_of_is_refused() {
-        assert_eq!(
-            LeadTool::parse("rm_rf"),
-            Err("bosun has no tool `rm_rf`".to_string())
-        );
+        let err = LeadTool::parse("rm_rf").unwrap_err();
+        assert_eq!(err, UnknownTool("rm_rf".to_string()));
+        assert_eq!(err.to_string(), "bosun has no tool `rm_rf`");
     }
 
     #[test]

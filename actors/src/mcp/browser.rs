@@ -19,6 +19,8 @@ use std::time::Duration;
 use bosun_shared::process::output_blocking;
 use serde::{Deserialize, Serialize};
 
+pub use super::error::BrowserError;
+
 /// The built-in server's name (reserved: no other server may take it).
 pub const NAME: &str = "chrome-devtools";
 /// The npm package.
@@ -119,7 +121,7 @@ impl Default for BrowserSettings {
 }
 
 /// Checks a version for the pin: an exact version, never a range or a tag.
-pub fn check_version(v: &str) -> Result<(), String> {
+pub fn check_version(v: &str) -> Result<(), BrowserError> {
     let (core, pre) = match v.split_once('-') {
         Some((c, p)) => (c, Some(p)),
         None => (v, None),
@@ -137,9 +139,9 @@ pub fn check_version(v: &str) -> Result<(), String> {
     if core_ok && pre_ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{v}` is not an exact version of {PACKAGE}; give one such as {PINNED_VERSION} (never latest or a range)"
-        ))
+        Err(BrowserError::NotExactVersion {
+            version: v.to_string(),
+        })
     }
 }
 
@@ -152,7 +154,7 @@ pub fn starts_chrome_devtools(command: &str, args: &[String]) -> bool {
 
 /// Checks a command line that starts chrome-devtools-mcp for the forbidden options (those after
 /// the package: what comes before it is npx's own).
-pub fn check_command_line(command: &str, args: &[String]) -> Result<(), String> {
+pub fn check_command_line(command: &str, args: &[String]) -> Result<(), BrowserError> {
     let own: &[String] = if command.contains(PACKAGE) {
         args
     } else {
@@ -179,9 +181,11 @@ pub fn check_command_line(command: &str, args: &[String]) -> Result<(), String> 
                     }
                 });
             if hit {
-                return Err(format!(
-                    "`{arg}` is not allowed for {PACKAGE}: {option} {why}; bosun always starts the browser hidden (--headless) with a throwaway profile (--isolated)"
-                ));
+                return Err(BrowserError::ForbiddenOption {
+                    arg: arg.clone(),
+                    option,
+                    why,
+                });
             }
         }
     }
@@ -218,7 +222,10 @@ const ON_PATH: [&str; 5] = [
 
 /// The browser program: the one set, else Google Chrome where the server finds it, else the
 /// Google Chrome or Chromium on `path`.
-pub fn find_program(settings: &BrowserSettings, path: Option<&str>) -> Result<Program, String> {
+pub fn find_program(
+    settings: &BrowserSettings,
+    path: Option<&str>,
+) -> Result<Program, BrowserError> {
     if let Some(p) = &settings.program {
         check_program(p)?;
         return Ok(Program::Given(p.clone()));
@@ -237,32 +244,23 @@ pub fn find_program(settings: &BrowserSettings, path: Option<&str>) -> Result<Pr
             }
         }
     }
-    Err("no Google Chrome or Chromium was found; install one (on Debian: apt install chromium), or set its program with `bosun mcp edit chrome-devtools --browser /path/to/chrome`".into())
+    Err(BrowserError::NoBrowser)
 }
 
 /// Checks a browser program the person gives: it exists, runs, and is not Brave.
-pub fn check_program(p: &Path) -> Result<(), String> {
+pub fn check_program(p: &Path) -> Result<(), BrowserError> {
     if !p.is_absolute() {
-        return Err(format!(
-            "the browser program {} is not a full path; give it such as /usr/bin/chromium",
-            p.display()
-        ));
+        return Err(BrowserError::ProgramNotFullPath(p.to_path_buf()));
     }
     let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     if [p, real.as_path()]
         .iter()
         .any(|q| q.to_string_lossy().to_ascii_lowercase().contains("brave"))
     {
-        return Err(format!(
-            "{} is Brave, which bosun does not use for the browser; give Google Chrome or Chromium",
-            p.display()
-        ));
+        return Err(BrowserError::ProgramIsBrave(p.to_path_buf()));
     }
     if !is_executable(p) {
-        return Err(format!(
-            "the browser program {} is not there or cannot be run",
-            p.display()
-        ));
+        return Err(BrowserError::ProgramNotRunnable(p.to_path_buf()));
     }
     Ok(())
 }
@@ -277,7 +275,7 @@ const NODE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Node as found on `path`: its version, checked against what chrome-devtools-mcp needs (20.19
 /// or newer; 22.12 or newer on Node 22), and npx beside it.
-pub fn check_node(path: Option<&str>) -> Result<String, String> {
+pub fn check_node(path: Option<&str>) -> Result<String, BrowserError> {
     let find = |name: &str| -> Option<PathBuf> {
         path.map(|p| std::env::split_paths(p).collect::<Vec<_>>())
             .unwrap_or_default()
@@ -286,24 +284,23 @@ pub fn check_node(path: Option<&str>) -> Result<String, String> {
             .find(|c| is_executable(c))
     };
     let Some(node) = find("node") else {
-        return Err(
-            "Node.js was not found on the PATH; install Node 20.19 or newer (with npx)".into(),
-        );
+        return Err(BrowserError::NoNode);
     };
     if find("npx").is_none() {
-        return Err(
-            "npx was not found on the PATH; it comes with npm (install npm beside Node)".into(),
-        );
+        return Err(BrowserError::NoNpx);
     }
     let out = output_blocking(Command::new(&node).arg("--version").env_clear(), NODE_LIMIT)
-        .map_err(|e| format!("could not run {}: {e}", node.display()))?;
+        .map_err(|error| BrowserError::NodeDidNotRun {
+            node: node.clone(),
+            error,
+        })?;
     let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
     node_version_ok(&version)?;
     Ok(version)
 }
 
 /// Whether a `node --version` answer (`v20.19.0`) is new enough.
-pub fn node_version_ok(version: &str) -> Result<(), String> {
+pub fn node_version_ok(version: &str) -> Result<(), BrowserError> {
     let nums: Vec<u64> = version
         .trim_start_matches('v')
         .split('.')
@@ -322,9 +319,9 @@ pub fn node_version_ok(version: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{PACKAGE} needs Node 20.19 or newer (22.12 or newer on Node 22); this is Node {version}: install a newer one"
-        ))
+        Err(BrowserError::NodeTooOld {
+            version: version.to_string(),
+        })
     }
 }
 
@@ -342,7 +339,7 @@ pub fn launch(
     settings: &BrowserSettings,
     insecure_certs: bool,
     path: Option<&str>,
-) -> Result<Launch, String> {
+) -> Result<Launch, BrowserError> {
     check_version(&settings.version)?;
     check_node(path)?;
     let program = find_program(settings, path)?;
@@ -429,7 +426,11 @@ mod tests {
             let mut a = args(&base);
             a.push(bad.into());
             let err = check_command_line("npx", &a).unwrap_err();
-            assert!(err.contains("is not allowed"), "{bad}: {err}");
+            assert!(
+                matches!(err, BrowserError::ForbiddenOption { .. }),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("is not allowed"), "{bad}: {err}");
         }
         // npx's own options before the package are its own business.
         assert!(
@@ -471,11 +472,10 @@ mod tests {
     #[test]
     fn brave_is_refused() {
         let err = check_program(Path::new("/usr/bin/brave-browser")).unwrap_err();
-        assert!(err.contains("Brave"), "{err}");
-        assert!(
-            check_program(Path::new("chromium"))
-                .unwrap_err()
-                .contains("full path")
-        );
+        assert!(matches!(err, BrowserError::ProgramIsBrave(_)), "{err}");
+        assert!(err.to_string().contains("Brave"), "{err}");
+        let err = check_program(Path::new("chromium")).unwrap_err();
+        assert!(matches!(err, BrowserError::ProgramNotFullPath(_)), "{err}");
+        assert!(err.to_string().contains("full path"), "{err}");
     }
 }

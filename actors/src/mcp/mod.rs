@@ -11,7 +11,7 @@ pub mod adopt;
 pub mod browser;
 pub mod client;
 mod error;
-pub use error::RegistryError;
+pub use error::{BrowserError, RegistryError};
 pub mod import;
 pub mod look;
 pub mod record;

@@ -199,10 +199,10 @@ fn view_of(store: &Store, keychain: &Keychain, rec: &ServerRecord) -> ServerView
         let path = std::env::var("PATH").ok();
         let mut missing = Vec::new();
         let node = browser::check_node(path.as_deref())
-            .map_err(|e| missing.push(e))
+            .map_err(|e| missing.push(e.to_string()))
             .ok();
         let program = browser::find_program(settings, path.as_deref())
-            .map_err(|e| missing.push(e))
+            .map_err(|e| missing.push(e.to_string()))
             .ok();
         let shown = match &program {
             Some(p) => browser::command_line(settings, p, false),
@@ -363,7 +363,7 @@ fn builtin_refusal(what: &str) -> RegistryError {
 fn check_browser_options(command: &Option<String>, args: &[String]) -> Result<(), RegistryError> {
     match command {
         Some(c) if browser::starts_chrome_devtools(c, args) => {
-            browser::check_command_line(c, args).map_err(RegistryError::invalid)
+            Ok(browser::check_command_line(c, args)?)
         }
         Some(_) | None => Ok(()),
     }
@@ -453,9 +453,7 @@ pub async fn endpoint_with(
                 browser::launch(&settings, false, std::env::var("PATH").ok().as_deref())
             })
             .await?
-            .map_err(|why| {
-                RegistryError::unavailable(format!("the browser cannot start: {why}"))
-            })?;
+            .map_err(RegistryError::BrowserCannotStart)?;
             env.extend(launch.env);
             (Some(launch.command), launch.args)
         }
@@ -815,7 +813,7 @@ async fn edit_builtin(
     }
     let mut settings = rec.browser.clone().unwrap_or_default();
     if let Some(v) = p.browser_version {
-        browser::check_version(v.trim()).map_err(RegistryError::invalid)?;
+        browser::check_version(v.trim())?;
         settings.version = v.trim().to_string();
     }
     if let Some(program) = p.browser_program {
@@ -823,7 +821,7 @@ async fn edit_builtin(
             settings.program = None;
         } else {
             let path = PathBuf::from(program.trim());
-            browser::check_program(&path).map_err(RegistryError::invalid)?;
+            browser::check_program(&path)?;
             settings.program = Some(path);
         }
     }

@@ -104,6 +104,7 @@ impl RunRecord {
                 }
             },
             agent: self.agent.as_ref().map(AgentRun::view),
+            paused: None,
         }
     }
 }

@@ -26,8 +26,8 @@ use super::spawn::{send_plan, spawn_runner};
 use crate::agents::record::LastRun;
 use crate::agents::registry::AgentsMsg;
 use crate::agents::stream::{Change, StreamParser};
-use crate::store::LogChunk;
 use crate::store::writer::WriteOp;
+use crate::store::{LogChunk, StoreError};
 
 /// How often a run whose runner is not connected checks that the runner is still alive.
 const RUNNER_CHECK_EVERY: Duration = Duration::from_millis(250);
@@ -50,7 +50,7 @@ pub enum RunMsg {
     /// An output chunk is stored (or could not be saved).
     LogStored {
         seq: u64,
-        result: Result<(), String>,
+        result: Result<(), StoreError>,
     },
     /// The runner process this daemon started has exited.
     RunnerExited { how: String },
@@ -454,10 +454,7 @@ impl RunActorState {
                 chunk: stored,
             },
             Some(Box::new(move |result| {
-                let _ = me.cast(RunMsg::LogStored {
-                    seq,
-                    result: result.map_err(|e| e.to_string()),
-                });
+                let _ = me.cast(RunMsg::LogStored { seq, result });
             })),
         )?;
         Ok(())

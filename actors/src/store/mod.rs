@@ -10,6 +10,7 @@
 //! [`writer::StoreWriter`] thread, which commits in groups: whatever arrived while the previous
 //! commit was being made goes into the next one.
 
+pub mod health;
 pub mod logfile;
 mod record;
 pub mod writer;

@@ -31,6 +31,7 @@ use bosun_shared::RunId;
 use redb::{Durability, Table};
 use tokio::sync::oneshot;
 
+use super::health::StorageHealth;
 use super::logfile::LogFile;
 use super::record::{Record, table};
 use super::{LogChunk, Store, StoreError};
@@ -111,6 +112,7 @@ struct Job {
 #[derive(Clone)]
 pub struct StoreWriter {
     tx: mpsc::Sender<Job>,
+    health: Arc<StorageHealth>,
 }
 
 impl StoreWriter {
@@ -127,6 +129,8 @@ impl StoreWriter {
                     }
                 }
             })?;
+        let health = Arc::new(StorageHealth::default());
+        let writer_health = health.clone();
         let handle = thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || {
@@ -135,11 +139,17 @@ impl StoreWriter {
                     logs: HashMap::new(),
                     syncer: sync_tx,
                     held: HashMap::new(),
+                    health: writer_health,
                 }
                 .run(&rx);
                 let _ = syncer.join();
             })?;
-        Ok((Self { tx }, handle))
+        Ok((Self { tx, health }, handle))
+    }
+
+    /// Which runs' output is held, and why: for `ps`, `show` and `daemon status`.
+    pub fn health(&self) -> &StorageHealth {
+        &self.health
     }
 
     /// Submits a change; `done` hears when it is saved.
@@ -186,6 +196,8 @@ struct Writer {
     syncer: mpsc::Sender<File>,
     /// Output that could not be written yet, per run, in seq order, with its waiters.
     held: HashMap<RunId, Held>,
+    /// What the held output is told to whoever asks.
+    health: Arc<StorageHealth>,
 }
 
 /// A run's output waiting for the storage to take it again.
@@ -194,6 +206,12 @@ struct Held {
     dones: Vec<Done>,
     /// When the hold began.
     since: Instant,
+}
+
+impl Held {
+    fn bytes(&self) -> u64 {
+        self.chunks.iter().map(|c| c.data.len() as u64).sum()
+    }
 }
 
 impl Writer {
@@ -305,6 +323,7 @@ impl Writer {
             }
             Err(e) => {
                 tracing::error!(run_id = %run, error = %e, "could not write a run's output; it is held and tried again until it can be written");
+                self.health.hold(run, out.bytes(), &e);
                 self.held.insert(run, out);
             }
         }
@@ -319,12 +338,14 @@ impl Writer {
             };
             match self.append(run, &out.chunks) {
                 Ok(()) => {
+                    self.health.release(run);
                     tracing::info!(run_id = %run, held_for = ?out.since.elapsed(), "held output is written");
                     for done in out.dones {
                         done(Ok(()));
                     }
                 }
-                Err(_) => {
+                Err(e) => {
+                    self.health.hold(run, out.bytes(), &e);
                     self.held.insert(run, out);
                 }
             }

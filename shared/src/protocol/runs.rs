@@ -78,4 +78,7 @@ pub struct DaemonStatusView {
     /// Live runs whose runner is connected now (after a restart, the ones reattached so far).
     pub attached_runners: usize,
     pub shutting_down: bool,
+    /// Set while output cannot be written to the state directory: why, and how many runs wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_fault: Option<String>,
 }

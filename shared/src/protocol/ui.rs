@@ -302,6 +302,10 @@ pub struct RunView {
     /// For a run of an agent: the agent, and what the CLI's own stream said.
     #[serde(default)]
     pub agent: Option<AgentRunView>,
+    /// Set while the run's output cannot be written (a full disk, a read-only state directory):
+    /// why, and since when. The run is held, not lost; it goes on by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<String>,
 }
 
 impl RunView {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use bosun_actors::runs::follow::blocking;
+use bosun_actors::runs::live::LiveEntry;
 use bosun_actors::runs::run_actor::RunMsg;
 use bosun_actors::runs::{RunSpec, RunsMsg};
 use bosun_actors::store::StoreError;
@@ -83,6 +84,7 @@ impl Handle for DaemonStatus {
             live_runs: ctx.live.len(),
             attached_runners: ctx.live.attached(),
             shutting_down,
+            storage_fault: ctx.writer.health().fault(),
         })
     }
 }
@@ -144,10 +146,17 @@ pub async fn resolve(ctx: &Arc<DaemonCtx>, text: &str) -> Result<RunId, WireErro
     }
 }
 
+/// A live run as it is now, paused when its output cannot be written.
+fn live_view(ctx: &DaemonCtx, e: &LiveEntry) -> RunView {
+    let mut view = e.record.view(e.hub.state().received);
+    view.paused = ctx.writer.health().paused(e.record.id);
+    view
+}
+
 /// A run as it is now: from its live snapshot, or from the store once it is over.
 pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireError> {
     if let Some(e) = ctx.live.get(id) {
-        return Ok(e.record.view(e.hub.state().received));
+        return Ok(live_view(ctx, &e));
     }
     let rec = blocking(&ctx.store, move |s| s.run(id))
         .await
@@ -164,7 +173,7 @@ async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, Wire
         records
             .into_iter()
             .map(|r| match ctx.live.get(r.id) {
-                Some(e) => e.record.view(e.hub.state().received),
+                Some(e) => live_view(ctx, &e),
                 None => r.view(r.last_seq),
             })
             .collect()
@@ -172,7 +181,7 @@ async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, Wire
         ctx.live
             .entries()
             .into_iter()
-            .map(|e| e.record.view(e.hub.state().received))
+            .map(|e| live_view(ctx, &e))
             .collect()
     };
     views.sort_by_key(|v| (v.created_at, v.id));

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::runs::Following;
+use bosun_shared::protocol::runs::{Following, GetRun};
 use bosun_shared::protocol::ui::{Event, FollowParams, RunView};
 use bosun_shared::run::Stream;
 use bosun_ui::ClientError;
@@ -64,6 +64,9 @@ pub struct FollowOptions {
     pub json: bool,
 }
 
+/// How long a follower hears nothing before it asks (each second) whether the run is paused.
+const QUIET: Duration = Duration::from_secs(2);
+
 /// How long a follower keeps trying to get bosund back after the connection broke.
 const RECONNECT_FOR: Duration = Duration::from_secs(60);
 
@@ -87,6 +90,9 @@ pub async fn print_log(
     let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout.lock());
     let mut at_line_start = true;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut quiet = tokio::time::interval(Duration::from_secs(1));
+    quiet.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let (mut last_output, mut paused) = (Instant::now(), None::<String>);
     loop {
         let request = FollowParams {
             run: run.clone(),
@@ -111,6 +117,23 @@ pub async fn print_log(
         loop {
             let event = tokio::select! {
                 e = client.next_event() => e,
+                _ = quiet.tick() => {
+                    // Nothing for a while: say so if the run is paused (its output cannot be
+                    // written), once, and once more when it goes on.
+                    if last_output.elapsed() < QUIET {
+                        continue;
+                    }
+                    if let Ok(v) = client.call(GetRun { run: run.clone() }).await
+                        && v.paused != paused
+                    {
+                        match &v.paused {
+                            Some(why) => eprintln!("bosun: run {} is {why}", v.short_id),
+                            None => eprintln!("bosun: run {} goes on", v.short_id),
+                        }
+                        paused = v.paused;
+                    }
+                    continue;
+                }
                 _ = interrupt.recv() => {
                     out.flush()?;
                     if let Some(v) = &view && output::stderr_is_terminal() {
@@ -137,6 +160,11 @@ pub async fn print_log(
                     at,
                     data,
                 } if s == sub => {
+                    last_output = Instant::now();
+                    if paused.take().is_some() {
+                        out.flush()?;
+                        eprintln!("bosun: run {run} goes on");
+                    }
                     if seq < next {
                         // Already printed (cannot happen with a daemon that keeps its promise;
                         // a duplicate is never printed twice all the same).

@@ -24,9 +24,10 @@ pub fn state_words(run: &RunView) -> String {
     match (&run.outcome, &run.exit) {
         (Some(o), Some(exit)) => format!("{o} ({})", exit.reason),
         (Some(o), None) => o.to_string(),
-        (None, _) => match &run.stop_reason {
-            Some(why) => format!("{} ({why})", run.state),
-            None => run.state.clone(),
+        (None, _) => match (&run.stop_reason, &run.paused) {
+            (Some(why), _) => format!("{} ({why})", run.state),
+            (None, Some(_)) => format!("{}, paused", run.state),
+            (None, None) => run.state.clone(),
         },
     }
 }
@@ -67,9 +68,11 @@ pub fn print_table(runs: &[RunView]) {
             [
                 r.short_id.clone(),
                 r.name.clone().unwrap_or_else(|| "-".into()),
-                r.outcome
-                    .map(|o| o.to_string())
-                    .unwrap_or_else(|| r.state.clone()),
+                match (r.outcome, &r.paused) {
+                    (Some(o), _) => o.to_string(),
+                    (None, Some(_)) => format!("{}, paused", r.state),
+                    (None, None) => r.state.clone(),
+                },
                 age(r.created_at),
                 command_line(r),
             ]
@@ -105,10 +108,15 @@ pub fn print_run(run: &RunView) {
         ("id", run.id.to_string()),
         ("name", run.name.clone().unwrap_or_else(|| "-".into())),
         ("state", state_words(run)),
+    ];
+    if let Some(why) = &run.paused {
+        lines.push(("paused", why.trim_start_matches("paused: ").to_string()));
+    }
+    lines.extend([
         ("command", command_line(run)),
         ("cwd", run.cwd.display().to_string()),
         ("created", run.created_at.rfc3339()),
-    ];
+    ]);
     if let Some(t) = run.started_at {
         lines.push(("started", t.rfc3339()));
     }
@@ -205,5 +213,8 @@ pub fn print_status(s: &DaemonStatusView) {
     println!("{:<14}{} connected", "runners", s.attached_runners);
     if s.shutting_down {
         println!("{:<14}yes", "shutting down");
+    }
+    if let Some(fault) = &s.storage_fault {
+        println!("{:<14}cannot write: {fault}", "storage");
     }
 }

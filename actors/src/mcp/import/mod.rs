@@ -303,7 +303,7 @@ pub fn read_claude_project(mcp_json: &Path) -> Result<Vec<ImportCandidate>, Impo
 pub fn read_codex(file: &Path) -> Result<Vec<ImportCandidate>, ImportError> {
     let src = ImportSource::Codex;
     let text = read_text(file, src)?;
-    let root = parse_toml(&text).map_err(|detail| malformed(file, src, &detail))?;
+    let root = parse_toml(&text).map_err(|e| malformed(file, src, &e.to_string()))?;
     let Some(servers) = root.get("mcp_servers") else {
         return Ok(Vec::new());
     };
@@ -525,9 +525,21 @@ fn strip_json_comments(text: &str) -> String {
     out
 }
 
+/// A file that is not valid TOML: from `parse_toml`, its words the detail for
+/// [`ImportError::Malformed`] (they never quote the file). Retrying cannot help until the file
+/// is fixed.
+#[derive(Debug, thiserror::Error)]
+#[error("is not valid TOML ({}{message})", .at.map(|(line, column)| format!("line {line}, column {column}: ")).unwrap_or_default())]
+struct InvalidToml {
+    /// The line and column where the parser stopped, when it says.
+    at: Option<(usize, usize)>,
+    /// The parser's message, on one line.
+    message: String,
+}
+
 /// Parses TOML into a JSON value, keeping the file's order of keys (the `toml` crate's own maps
-/// are sorted). Err is the detail for [`ImportError::Malformed`]; it never quotes the file.
-fn parse_toml(text: &str) -> Result<Value, String> {
+/// are sorted).
+fn parse_toml(text: &str) -> Result<Value, InvalidToml> {
     let root = toml::de::DeTable::parse(text).map_err(|e| {
         let message = e
             .message()
@@ -536,12 +548,9 @@ fn parse_toml(text: &str) -> Result<Value, String> {
             .filter(|line| !line.is_empty())
             .collect::<Vec<_>>()
             .join(", ");
-        match e.span() {
-            Some(span) => {
-                let (line, column) = line_column(text, span.start);
-                format!("is not valid TOML (line {line}, column {column}: {message})")
-            }
-            None => format!("is not valid TOML ({message})"),
+        InvalidToml {
+            at: e.span().map(|span| line_column(text, span.start)),
+            message,
         }
     })?;
     Ok(toml_table_to_json(root.get_ref()))
