@@ -276,7 +276,7 @@ impl SessionState {
         }
         let (out, out_rx) = mpsc::channel(UI_OUTBOX);
         let (events, events_rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_ui(writer, out_rx, events_rx));
+        followers().spawn(write_ui(writer, out_rx, events_rx));
         let me = myself.clone();
         self.tasks.push(tokio::spawn(async move {
             loop {
@@ -496,7 +496,7 @@ impl SessionState {
         let me = myself.clone();
         let ctx = self.ctx.clone();
         let out = out.clone();
-        let task = tokio::spawn(async move {
+        let task = followers().spawn(async move {
             let hub = live_hub(&ctx, run).await;
             if let Err(e) = follow(store, hub, spec, out).await {
                 warn!(run_id = %run, error = %e, "following a log failed");
@@ -591,4 +591,33 @@ async fn live_hub(ctx: &DaemonCtx, run: RunId) -> Option<Arc<LogHub>> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The runtime that serves UIs: log followers and the writing of UI frames. Its threads run at
+/// a lower priority (nice 10) than the rest of bosund, so that under load the kernel gives the
+/// CPU to what runs produce (the runner links, the store writer) before what people watch: a
+/// follower that cannot keep up falls behind and reads from the file, and the run never waits
+/// for it. Requests are still answered on the main runtime.
+fn followers() -> tokio::runtime::Handle {
+    static RUNTIME: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
+        std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("followers")
+                .on_thread_start(|| {
+                    // SAFETY: setpriority on this thread's own id changes only its nice value.
+                    unsafe {
+                        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+                    }
+                })
+                .enable_all()
+                .build()
+                .ok()
+        })
+        .as_ref()
+        // Without a runtime of its own (it could not be made), followers share the main one.
+        .map_or_else(tokio::runtime::Handle::current, |rt| rt.handle().clone())
 }
