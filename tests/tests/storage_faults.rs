@@ -317,6 +317,44 @@ fn an_output_cap_keeps_exactly_that_much_and_the_program_goes_on() -> anyhow::Re
         "output past the cap was kept"
     );
 
+    // An agent's setting caps each of its runs the same way.
+    let dir = b.scratch();
+    let dir = dir.to_string_lossy();
+    b.ok(&[
+        "agent",
+        "add",
+        "capped",
+        "--cli",
+        "command",
+        "--cwd",
+        &dir,
+        "--max-output",
+        "1k",
+        "--",
+        "seq",
+        "1",
+        "100000",
+    ])?;
+    let shown = b.ok(&["agent", "show", "capped"])?;
+    assert!(
+        shown.contains("output cap") && shown.contains("1024 bytes"),
+        "{shown}"
+    );
+    let v = b.json(&["agent", "run", "capped", "count"])?;
+    let id = v["id"].as_str().context("no run id")?.to_string();
+    let v = b.wait_ended(&id, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "succeeded", "{v}");
+    let agent_out = b.output(&["logs", &id, "--stdout"])?;
+    assert_eq!(
+        agent_out.stdout.len(),
+        1024,
+        "the agent's run kept {} bytes",
+        agent_out.stdout.len()
+    );
+    b.ok(&["agent", "edit", "capped", "--max-output", "none"])?;
+    let shown = b.ok(&["agent", "show", "capped"])?;
+    assert!(!shown.contains("output cap"), "{shown}");
+
     let e = b.fails(&["run", "--max-output", "0", "--", "true"])?;
     assert!(
         e.contains("an output cap must be more than zero bytes"),

@@ -284,7 +284,7 @@ pub async fn prepare_with(
         time_cap_ms: rec.time_cap_ms,
         ladder: None,
         umask: None,
-        max_output: None,
+        max_output: rec.max_output,
     };
     Ok(Prepared {
         params,

@@ -23,6 +23,10 @@ pub struct AgentRecord {
     /// Commands the agent may run without asking, such as `Bash(git *)`.
     pub allowed_commands: Vec<String>,
     pub time_cap_ms: Option<u64>,
+    /// The most bytes of output kept per run (`--max-output`); no cap when absent. Left out of
+    /// the record when unset, so that an agent without one is stored as before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u64>,
     /// The folder its runs work in.
     pub cwd: PathBuf,
     /// A `command` agent's program and arguments.

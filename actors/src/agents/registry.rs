@@ -239,6 +239,7 @@ fn view_of(
         permission_mode: rec.permission_mode.clone(),
         allowed_commands: rec.allowed_commands.clone(),
         time_cap_ms: rec.time_cap_ms,
+        max_output: rec.max_output,
         cwd: rec.cwd.clone(),
         command: rec.command.clone(),
         env: rec.env.clone(),
@@ -529,6 +530,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsErr
         permission_mode: p.permission_mode.filter(|m| !m.is_empty()),
         allowed_commands: p.allowed_commands,
         time_cap_ms: p.time_cap_ms,
+        max_output: p.max_output.filter(|m| *m > 0),
         cwd: p.cwd,
         command: p.command,
         env: p.env,
@@ -598,6 +600,9 @@ async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, Agen
     }
     if let Some(t) = p.time_cap_ms {
         rec.time_cap_ms = Some(t).filter(|t| *t > 0);
+    }
+    if let Some(m) = p.max_output {
+        rec.max_output = Some(m).filter(|m| *m > 0);
     }
     if let Some(c) = p.cwd {
         rec.cwd = c;

@@ -557,6 +557,7 @@ pub async fn execute(
                 permission_mode: None,
                 allowed_commands: allowed,
                 time_cap_ms: None,
+                max_output: None,
                 cwd: PathBuf::from(need(args, "cwd")?),
                 command: Vec::new(),
                 env: Vec::new(),

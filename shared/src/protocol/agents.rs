@@ -19,6 +19,9 @@ pub struct AgentParams {
     pub permission_mode: Option<String>,
     pub allowed_commands: Vec<String>,
     pub time_cap_ms: Option<u64>,
+    /// The most bytes of output kept per run; no cap when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u64>,
     /// The folder its runs work in; absolute.
     pub cwd: PathBuf,
     /// A `command` agent's program and arguments.
@@ -47,6 +50,9 @@ pub struct EditAgentParams {
     pub allowed_commands: Option<Vec<String>>,
     /// `Some(0)` clears it.
     pub time_cap_ms: Option<u64>,
+    /// `Some(0)` clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u64>,
     pub cwd: Option<PathBuf>,
     pub command: Option<Vec<String>>,
     pub set_env: Vec<(String, String)>,
@@ -75,6 +81,9 @@ pub struct AgentView {
     pub permission_mode: Option<String>,
     pub allowed_commands: Vec<String>,
     pub time_cap_ms: Option<u64>,
+    /// The most bytes of output kept per run; no cap when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u64>,
     pub cwd: PathBuf,
     pub command: Vec<String>,
     pub env: Vec<(String, String)>,

@@ -63,6 +63,9 @@ pub struct SetupArgs {
     /// Stop each run by its ladder after this long, such as 30m or 2h ("none" for no cap)
     #[arg(long, value_name = "DURATION")]
     time_cap: Option<String>,
+    /// Keep at most this much of each run's output, such as 1G or 500M ("none" for no cap)
+    #[arg(long, value_name = "SIZE")]
+    max_output: Option<String>,
     /// The folder its runs work in (default for a new agent: the current one)
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
@@ -349,6 +352,24 @@ fn time_cap(s: &SetupArgs) -> anyhow::Result<Option<u64>> {
     }
 }
 
+/// `--max-output`: a size, or `none` (0: no cap).
+fn max_output(s: &SetupArgs) -> anyhow::Result<Option<u64>> {
+    match s.max_output.as_deref() {
+        None => Ok(None),
+        Some("none" | "off") => Ok(Some(0)),
+        Some(t) => {
+            let n = bosun_shared::size::parse_size(t)
+                .map_err(|e| anyhow::anyhow!("--max-output: {e}"))?;
+            if n == 0 {
+                anyhow::bail!(
+                    "--max-output: an output cap must be more than zero bytes (or `none`)"
+                );
+            }
+            Ok(Some(n))
+        }
+    }
+}
+
 fn absolute(p: PathBuf) -> anyhow::Result<PathBuf> {
     Ok(if p.is_absolute() {
         p
@@ -368,6 +389,7 @@ async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
         permission_mode: s.permission_mode.clone(),
         allowed_commands: s.allow.clone(),
         time_cap_ms: time_cap(s)?.filter(|t| *t > 0),
+        max_output: max_output(s)?.filter(|m| *m > 0),
         cwd: match s.cwd.clone() {
             Some(d) => absolute(d)?,
             None => current_dir()?,
@@ -410,6 +432,7 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
         permission_mode: s.permission_mode.clone(),
         allowed_commands,
         time_cap_ms: time_cap(s)?,
+        max_output: max_output(s)?,
         cwd: s.cwd.clone().map(absolute).transpose()?,
         command: if a.command.is_empty() {
             None
@@ -551,6 +574,9 @@ fn print_agent(a: &AgentView) {
             .map(|t| format_duration(std::time::Duration::from_millis(t)))
             .unwrap_or_else(|| "none".into()),
     );
+    if let Some(m) = a.max_output {
+        row("output cap", format!("{m} bytes"));
+    }
     for (k, v) in &a.codex_config {
         row("codex config", format!("{k}={v}"));
     }
