@@ -75,22 +75,9 @@ impl Code for PrefixError {
 
 impl Code for McpError {
     fn code(&self) -> ErrorCode {
-        match self {
-            McpError::NeedsSignIn { .. } | McpError::InsufficientScope { .. } => {
-                ErrorCode::Unauthorized
-            }
-            McpError::CommandNotFound { .. }
-            | McpError::CannotStart { .. }
-            | McpError::Exited { .. }
-            | McpError::TimedOut { .. }
-            | McpError::Tls { .. }
-            | McpError::Refused { .. }
-            | McpError::Unreachable { .. }
-            | McpError::NotMcp { .. }
-            | McpError::Http { .. }
-            | McpError::Protocol(_)
-            | McpError::NoSuchTool(_)
-            | McpError::BadConfig(_) => ErrorCode::Unavailable,
+        match self.sign_in_asked() {
+            Some(_) => ErrorCode::Unauthorized,
+            None => ErrorCode::Unavailable,
         }
     }
 }

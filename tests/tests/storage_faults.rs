@@ -120,8 +120,13 @@ fn a_full_disk_holds_the_run_and_when_space_returns_nothing_is_lost() -> anyhow:
         held_at < g.total_bytes(),
         "the whole output fit before the disk filled; the test proves nothing"
     );
-    // Held steady: the run is running (its runner alive), bosund answers, nothing moves.
-    std::thread::sleep(Duration::from_secs(2));
+    // Held steady: the follower, having heard nothing, says why (an event, not a clock), and
+    // meanwhile the run is running (its runner alive), bosund answers, and nothing moved.
+    wait_for(
+        "the follower to say the run is paused",
+        Duration::from_secs(30),
+        || Ok(follower.stderr().contains("is paused: ").then_some(())),
+    )?;
     let v = b.show(&run)?;
     assert_eq!(
         v["state"], "running",

@@ -131,6 +131,38 @@ pub enum McpError {
     BadConfig(String),
 }
 
+/// What a failure asks of the person's sign-in, if anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignInAsked {
+    /// Sign in (401).
+    SignIn,
+    /// Sign in again, for a wider scope (403 insufficient_scope).
+    WiderScope,
+}
+
+impl McpError {
+    /// Whether this failure is the server asking for a sign-in: the one place that says so,
+    /// for the advice bosun gives and the code the wire carries.
+    pub fn sign_in_asked(&self) -> Option<SignInAsked> {
+        match self {
+            McpError::NeedsSignIn { .. } => Some(SignInAsked::SignIn),
+            McpError::InsufficientScope { .. } => Some(SignInAsked::WiderScope),
+            McpError::CommandNotFound { .. }
+            | McpError::CannotStart { .. }
+            | McpError::Exited { .. }
+            | McpError::TimedOut { .. }
+            | McpError::Tls { .. }
+            | McpError::Refused { .. }
+            | McpError::Unreachable { .. }
+            | McpError::NotMcp { .. }
+            | McpError::Http { .. }
+            | McpError::Protocol(_)
+            | McpError::NoSuchTool(_)
+            | McpError::BadConfig(_) => None,
+        }
+    }
+}
+
 /// A connection to a server, for one look.
 pub struct Connection {
     service: RunningService<RoleClient, ClientConfig>,

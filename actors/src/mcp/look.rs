@@ -11,31 +11,20 @@ use ractor::ActorRef;
 
 use std::future::Future;
 
-use super::client::{self, Endpoint, Limits, McpError};
+use super::client::{self, Endpoint, Limits, McpError, SignInAsked};
 use super::record::{ServerRecord, StoredListing};
 use super::registry::{self, RegistryContext, RegistryMsg};
 use super::tools;
 
 fn failed(server: &str, what: &str, e: &McpError) -> RegistryError {
-    let advice = match e {
-        McpError::NeedsSignIn { .. } => format!("; sign in with `bosun mcp sign-in {server}`"),
-        McpError::InsufficientScope { .. } => {
+    let advice = match e.sign_in_asked() {
+        Some(SignInAsked::SignIn) => format!("; sign in with `bosun mcp sign-in {server}`"),
+        Some(SignInAsked::WiderScope) => {
             format!(
                 "; sign in again with `bosun mcp sign-in {server}` to give bosun the wider access"
             )
         }
-        McpError::CommandNotFound { .. }
-        | McpError::CannotStart { .. }
-        | McpError::Exited { .. }
-        | McpError::TimedOut { .. }
-        | McpError::Tls { .. }
-        | McpError::Refused { .. }
-        | McpError::Unreachable { .. }
-        | McpError::NotMcp { .. }
-        | McpError::Http { .. }
-        | McpError::Protocol(_)
-        | McpError::NoSuchTool(_)
-        | McpError::BadConfig(_) => String::new(),
+        None => String::new(),
     };
     RegistryError::Look {
         server: server.to_string(),
