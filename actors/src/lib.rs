@@ -10,6 +10,7 @@
 //!   actor of a kind, across restarts.
 
 pub mod agents;
+pub mod approvals;
 pub mod auth;
 pub mod board;
 pub mod crash;
@@ -40,6 +41,7 @@ pub const TABLES: &[&str] = &[
     lead::record::ChatRecord::TABLE,
     lead::record::MessageRecord::TABLE,
     lead::record::PendingRecord::TABLE,
+    approvals::record::ApprovalRecord::TABLE,
 ];
 
 #[cfg(test)]

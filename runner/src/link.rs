@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bosun_shared::protocol::fast;
 use bosun_shared::protocol::frame::encode_frame;
-use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg, Started, StopOrder};
+use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg, Started, StopOrder, ToolAnswer};
 use bosun_shared::protocol::socket::{self, ReadHalf};
 use bosun_shared::protocol::{
     ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
@@ -23,6 +23,7 @@ use bosun_shared::run::ExitInfo;
 use bosun_shared::{RunId, RunToken};
 use tokio::sync::{Notify, mpsc};
 
+use crate::control::driver::Asks;
 use crate::outbox::Outbox;
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
@@ -35,6 +36,10 @@ pub struct LinkState {
     pub started: Mutex<Option<Started>>,
     pub exit: Mutex<Option<ExitInfo>>,
     pub stops: mpsc::UnboundedSender<StopOrder>,
+    /// The CLI's tool calls waiting for bosund, and those answered.
+    pub asks: Arc<Mutex<Asks>>,
+    /// bosund's decisions, to the control driver.
+    pub decisions: mpsc::UnboundedSender<(String, ToolAnswer)>,
 }
 
 /// How the link ended.
@@ -182,6 +187,10 @@ async fn pump(
     let mut next_seq = state.outbox.lock().map(|o| o.acked() + 1).unwrap_or(1);
     let mut started_sent = false;
     let mut exit_sent = false;
+    // What this session has said of the asks: each waiting ask and each delivery once per
+    // session (a new session says them all again; bosund takes them as the same ones).
+    let mut asks_sent = std::collections::BTreeSet::new();
+    let mut delivered_sent = std::collections::BTreeSet::new();
     loop {
         // The start first, so the daemon sees the program running before its output.
         if !started_acked && !started_sent {
@@ -192,6 +201,36 @@ async fn pump(
                 }
                 started_sent = true;
             }
+        }
+        let (asks, delivered) = match state.asks.lock() {
+            Ok(a) => (
+                a.waiting
+                    .values()
+                    .filter(|ask| !asks_sent.contains(&ask.key))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+                a.delivered
+                    .iter()
+                    .filter(|k| !delivered_sent.contains(*k))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            ),
+            Err(_) => (Vec::new(), Vec::new()),
+        };
+        for ask in asks {
+            if let Err(e) = writer.send(&RunnerMsg::Ask(ask.clone())).await {
+                return SessionEnd::Lost(e.to_string());
+            }
+            asks_sent.insert(ask.key);
+        }
+        for key in delivered {
+            if let Err(e) = writer
+                .send(&RunnerMsg::Delivered { key: key.clone() })
+                .await
+            {
+                return SessionEnd::Lost(e.to_string());
+            }
+            delivered_sent.insert(key);
         }
         loop {
             let frame = match state.outbox.lock() {
@@ -243,6 +282,9 @@ async fn pump(
                 Some(Ok(DaemonMsg::StartedAck)) => started_acked = true,
                 Some(Ok(DaemonMsg::Stop(order))) => { let _ = state.stops.send(order); }
                 Some(Ok(DaemonMsg::ExitAck)) => return SessionEnd::ExitAcked,
+                Some(Ok(DaemonMsg::Decided { key, answer })) => {
+                    let _ = state.decisions.send((key, answer));
+                }
                 Some(Err(e)) => return SessionEnd::Lost(e.to_string()),
                 None => return SessionEnd::Lost("the daemon closed the connection".into()),
             },

@@ -4,7 +4,8 @@
 //! daemon's session (so the run outlives a crash of `bosund` and no terminal signal reaches it),
 //! makes itself a child subreaper (so grandchildren that escape into process groups of their own
 //! are still its to end), starts the program in a process group of its own with stdin at
-//! `/dev/null`, relays its output, enforces the time cap and the stop ladder, and when the
+//! `/dev/null` (or, for a CLI driven through its control protocol, a pipe the runner writes the
+//! task and bosund's decisions to), relays its output, enforces the time cap and the stop ladder, and when the
 //! program has exited, SIGKILLs whatever it left, deletes the run's secret files, reports the
 //! exit, waits for the daemon's ack and exits.
 
@@ -18,6 +19,7 @@ macro_rules! say {
     }};
 }
 
+mod control;
 mod link;
 mod outbox;
 mod relay;
@@ -41,6 +43,7 @@ use nix::sys::signal::Signal;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use crate::control::driver::{Asks, Driver};
 use crate::link::{LinkEnd, LinkState};
 use crate::outbox::Outbox;
 use crate::relay::{OutputCap, Sink};
@@ -79,6 +82,11 @@ fn main() -> ExitCode {
     }
 }
 
+/// How long a CLI driven through its control protocol may take to exit once its work is done
+/// and its stdin closed; then it is ended by the ladder (Gemini CLI in ACP mode does not exit
+/// while a stdio MCP server is connected). Its exit counts as its own.
+const FINISH_GRACE: Duration = Duration::from_secs(5);
+
 /// Why the program is being stopped, once it is.
 struct Stopping {
     outcome: Outcome,
@@ -100,12 +108,16 @@ async fn run() -> Result<(), String> {
     )));
     let wake = Arc::new(Notify::new());
     let (stops_tx, mut stops) = mpsc::unbounded_channel::<StopOrder>();
+    let (decisions_tx, decisions) = mpsc::unbounded_channel();
+    let asks = Arc::new(Mutex::new(Asks::default()));
     let state = Arc::new(LinkState {
         outbox: outbox.clone(),
         wake: wake.clone(),
         started: Mutex::new(None),
         exit: Mutex::new(None),
         stops: stops_tx,
+        asks: asks.clone(),
+        decisions: decisions_tx,
     });
     let link = tokio::spawn(link::run_link(
         plan.socket.clone(),
@@ -120,8 +132,10 @@ async fn run() -> Result<(), String> {
         outbox: outbox.clone(),
         wake: wake.clone(),
         cap: cap.clone(),
+        tap: None,
     }
     .notes(&plan.notes);
+    let mut decisions = Some(decisions);
     let exit = match start_program(&plan) {
         Err(reason) => ExitInfo {
             outcome: Outcome::Failed,
@@ -142,10 +156,35 @@ async fn run() -> Result<(), String> {
                 });
                 wake.notify_one();
             }
+            // A CLI driven through its control protocol: its stdout is read by the driver too,
+            // and its stdin stays open for the driver's answers.
+            let mut tap = None;
+            let (done_tx, done_rx) = oneshot::channel();
+            let driver = match (&plan.control, child.stdin.take(), decisions.take()) {
+                (Some(control), Some(stdin), Some(decisions)) => {
+                    let (tap_tx, lines_in) = mpsc::unbounded_channel();
+                    tap = Some(tap_tx);
+                    Some(tokio::spawn(
+                        Driver {
+                            protocol: control::protocol(control),
+                            stdin,
+                            lines_in,
+                            decisions,
+                            asks: asks.clone(),
+                            wake: wake.clone(),
+                            cwd: plan.cwd.clone(),
+                            done: Some(done_tx),
+                        }
+                        .run(),
+                    ))
+                }
+                _ => None,
+            };
             let sink = Sink {
                 outbox: outbox.clone(),
                 wake: wake.clone(),
                 cap,
+                tap,
             };
             let (finish_tx, finish_rx) = oneshot::channel();
             let relay = match (child.stdout.take(), child.stderr.take()) {
@@ -155,7 +194,7 @@ async fn run() -> Result<(), String> {
                 _ => None,
             };
             let (status, stopping) =
-                supervise(&mut child, &plan, Pgid::led_by(pid), &mut stops).await;
+                supervise(&mut child, &plan, Pgid::led_by(pid), &mut stops, done_rx).await;
 
             // The program is gone: end whatever it left, then let the relay drain the pipes.
             let target = SweepTarget {
@@ -189,6 +228,9 @@ async fn run() -> Result<(), String> {
                 if drained.is_err() {
                     say!("bosun-runner: output pipes did not close");
                 }
+            }
+            if let Some(driver) = driver {
+                driver.abort();
             }
             exit_info(status, stopping)
         }
@@ -232,7 +274,11 @@ fn start_program(plan: &LaunchPlan) -> Result<tokio::process::Child, String> {
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
         .env(RUN_MARKER_ENV, plan.run_id.to_string())
         .current_dir(&plan.cwd)
-        .stdin(Stdio::null())
+        .stdin(if plan.control.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -282,7 +328,11 @@ async fn supervise(
     plan: &LaunchPlan,
     pgid: Pgid,
     stops: &mut mpsc::UnboundedReceiver<StopOrder>,
+    mut done: oneshot::Receiver<()>,
 ) -> (Option<std::process::ExitStatus>, Option<Stopping>) {
+    let mut done_open = true;
+    let mut finish_by: Option<tokio::time::Instant> = None;
+    let mut finish_ladder: Option<tokio::task::JoinHandle<()>> = None;
     let cap = plan.time_cap_ms.map(Duration::from_millis);
     let cap_at = cap.map(|c| tokio::time::Instant::now() + c);
     let far = tokio::time::Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600);
@@ -317,9 +367,20 @@ async fn supervise(
                 start_ladder(&mut stopping, Outcome::Stopped, "the runner was sent SIGINT".into(), false);
             }
             Some(()) = recv_signal(&mut sighup) => {}
+            r = &mut done, if done_open => {
+                done_open = false;
+                if r.is_ok() {
+                    finish_by = Some(tokio::time::Instant::now() + FINISH_GRACE);
+                }
+            }
+            _ = tokio::time::sleep_until(finish_by.unwrap_or(far)), if finish_by.is_some() && stopping.is_none() => {
+                finish_by = None;
+                say!("bosun-runner: the CLI's work is done but it did not exit within {}s; ending it by the ladder", FINISH_GRACE.as_secs());
+                finish_ladder = Some(tokio::spawn(run_ladder(pgid, plan.ladder, false)));
+            }
         }
     };
-    if let Some(l) = ladder {
+    for l in [ladder, finish_ladder].into_iter().flatten() {
         l.abort();
     }
     (status, stopping)

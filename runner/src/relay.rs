@@ -38,6 +38,9 @@ pub struct Sink {
     pub outbox: Arc<Mutex<Outbox>>,
     pub wake: Arc<Notify>,
     pub cap: Arc<OutputCap>,
+    /// A copy of the program's stdout for the control protocol's driver, when the program
+    /// is a CLI driven through one.
+    pub tap: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
 }
 
 /// The run's output cap (`--max-output`): how much of the program's output is kept.
@@ -278,6 +281,9 @@ pub async fn relay(
             r = stdout.read(&mut out_buf), if out_open => {
                 match r {
                     Ok(n) if n > 0 => {
+                        if let Some(tap) = &sink.tap {
+                            let _ = tap.send(out_buf[..n].to_vec());
+                        }
                         // Lines of the other stream that came first go first.
                         err.send_lines(&sink);
                         out.feed(&out_buf[..n], &sink);

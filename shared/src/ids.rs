@@ -142,6 +142,13 @@ random_id!(
     BadActionId
 );
 
+random_id!(
+    /// A tool call of a run that waits for the person's decision.
+    ApprovalId,
+    "approval id",
+    BadApprovalId
+);
+
 /// The secret a runner proves itself with when it connects back to `bosund`. It reaches the
 /// runner only through its stdin; the store keeps only its SHA-256 ([`RunToken::digest`]).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@
 //! `bosun-runner` links it, and a runner must stay a few megabytes.
 
 pub mod agents;
+pub mod approvals;
 pub mod ids;
 pub mod mcp;
 pub mod paths;
@@ -15,7 +16,9 @@ pub mod run;
 pub mod size;
 pub mod time;
 
-pub use ids::{ActionId, AgentId, AnswerId, CardId, ChatId, ColumnId, RunId, RunToken, ServerId};
+pub use ids::{
+    ActionId, AgentId, AnswerId, ApprovalId, CardId, ChatId, ColumnId, RunId, RunToken, ServerId,
+};
 pub use time::Timestamp;
 
 /// The environment variable that marks every process a run starts, so that a sweep after a crash

@@ -82,6 +82,9 @@ pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
         Request::Approve(c) => to(ctx, c),
         Request::ApproveAll(c) => to(ctx, c),
         Request::Discard(c) => to(ctx, c),
+        Request::Approvals(c) => to(ctx, c),
+        Request::Decide(c) => to(ctx, c),
+        Request::ApproveCard(c) => to(ctx, c),
     }
 }
 

@@ -212,6 +212,7 @@ async fn subscribe(
                 }
                 Event::RunChanged { .. }
                 | Event::PendingChanged { .. }
+                | Event::ApprovalChanged { .. }
                 | Event::ChatMessage { .. } => {}
             },
         }

@@ -6,6 +6,7 @@
 //! of its subscriptions that arrive meanwhile are kept for [`Client::next_event`].
 
 pub mod daemon;
+pub mod web;
 
 use std::collections::VecDeque;
 use std::io;

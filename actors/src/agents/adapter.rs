@@ -9,6 +9,7 @@
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::mcp::full_tool_name;
 use bosun_shared::protocol::mcp::ServerKind;
+use bosun_shared::protocol::runner::{ControlPlan, ControlProtocol};
 use serde_json::{Map, Value, json};
 
 /// Stands for the run's own directory in arguments, environment values and file paths.
@@ -44,6 +45,9 @@ pub struct AgentSetup {
     pub chat: Option<ChatAnswer>,
     /// Claude Code only: the session this run continues.
     pub resume: Option<String>,
+    /// Every tool call of the run is handed to bosun's approval policy through the CLI's
+    /// control protocol (the runner speaks it); the flags stay as the outer fence.
+    pub controlled: bool,
 }
 
 /// An answer of the lead (its session is in [`AgentSetup::resume`]).
@@ -81,7 +85,7 @@ pub enum ToolPlan {
 }
 
 /// What a run is: the invocation and its files.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Invocation {
     pub program: String,
     pub args: Vec<String>,
@@ -92,6 +96,9 @@ pub struct Invocation {
     pub files: Vec<(String, String)>,
     /// Lines for the run's log, such as what was left out and why.
     pub notes: Vec<String>,
+    /// Set when the runner drives the CLI through its control protocol; the task is then
+    /// handed over by the protocol, not on the command line.
+    pub control: Option<ControlPlan>,
 }
 
 /// Builds the invocation of one run.
@@ -165,16 +172,30 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         allowed.push("Skill".into());
     }
     let mcp_path = format!("{RUN_DIR}/mcp.json");
-    let mut args = vec![
-        "-p".to_string(),
-        prompt.to_string(),
+    let mut args = vec!["-p".to_string()];
+    let control = if setup.controlled {
+        // The task goes in on stdin, and every tool call comes to the runner to be decided.
+        args.extend([
+            "--input-format=stream-json".to_string(),
+            "--permission-prompt-tool=stdio".into(),
+        ]);
+        Some(ControlPlan {
+            protocol: ControlProtocol::ClaudeStreamJson,
+            prompt: prompt.to_string(),
+            settings: Value::Null,
+        })
+    } else {
+        args.push(prompt.to_string());
+        None
+    };
+    args.extend([
         "--output-format=stream-json".into(),
         "--verbose".into(),
         format!("--mcp-config={mcp_path}"),
         "--strict-mcp-config".into(),
         "--setting-sources=user".into(),
         r#"--settings={"disableAllHooks":true}"#.into(),
-    ];
+    ]);
     if setup.chat.is_some() {
         // The lead reads; everything it changes goes through bosun's own tools.
         let mut tools = vec!["Read", "Glob", "Grep"];
@@ -224,6 +245,7 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         env,
         files: vec![(mcp_path, file)],
         notes: Vec::new(),
+        control,
     }
 }
 
@@ -299,24 +321,44 @@ fn codex_var(server: &str, what: &str, name: &str) -> String {
 /// Codex: `exec --json`, no user config (so only this run's servers), every server through
 /// `-c mcp_servers.<name>.…` with `enabled_tools`/`disabled_tools`, secrets passed by the name of
 /// an environment variable, never on the command line.
+///
+/// Controlled, it is `codex app-server` with the same `-c` settings, each server's tools set to
+/// ask (`default_tools_approval_mode="prompt"`), and the sandbox, model and instructions in the
+/// thread the runner starts. The app server has no `--ignore-user-config`: servers stored in
+/// the person's own `config.toml` are loaded too.
 fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation {
-    let mut args: Vec<String> = vec![
-        "exec".into(),
-        "--json".into(),
-        "--skip-git-repo-check".into(),
-        "--ignore-user-config".into(),
-    ];
+    let mut args: Vec<String> = if setup.controlled {
+        vec!["app-server".into()]
+    } else {
+        vec![
+            "exec".into(),
+            "--json".into(),
+            "--skip-git-repo-check".into(),
+            "--ignore-user-config".into(),
+        ]
+    };
+    // `thread/start`'s params of a controlled run.
+    let mut thread = Map::new();
     if let Some(m) = &setup.permission_mode {
-        args.push("--sandbox".into());
-        args.push(m.clone());
+        if setup.controlled {
+            thread.insert("sandbox".into(), json!(m));
+        } else {
+            args.push("--sandbox".into());
+            args.push(m.clone());
+        }
     }
     if let Some(m) = &setup.model {
-        args.push("--model".into());
-        args.push(m.clone());
+        if setup.controlled {
+            thread.insert("model".into(), json!(m));
+        } else {
+            args.push("--model".into());
+            args.push(m.clone());
+        }
     }
     let mut env = Vec::new();
     let mut notes = Vec::new();
-    if !setup.allowed_commands.is_empty() {
+    // A controlled run's commands are decided by bosun's policy, allowed ones included.
+    if !setup.controlled && !setup.allowed_commands.is_empty() {
         notes.push(format!(
             "Codex has no list of allowed commands (its sandbox, the permission mode, decides what a command may do): {} left out.",
             setup.allowed_commands.join(", ")
@@ -377,15 +419,33 @@ fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation 
             ToolPlan::AllExcept { off, .. } => config(key("disabled_tools"), toml_list(off)),
             ToolPlan::Only { on, .. } => config(key("enabled_tools"), toml_list(on)),
         }
+        if setup.controlled {
+            // Without it an MCP call runs without asking.
+            config(key("default_tools_approval_mode"), toml_str("prompt"));
+        }
     }
-    args.push("--".into());
-    args.push(prompt_with_instructions(setup, prompt));
+    let control = if setup.controlled {
+        let ins = instructions(setup);
+        if !ins.is_empty() {
+            thread.insert("developerInstructions".into(), json!(ins));
+        }
+        Some(ControlPlan {
+            protocol: ControlProtocol::CodexAppServer,
+            prompt: prompt.to_string(),
+            settings: json!({ "threadStart": thread }),
+        })
+    } else {
+        args.push("--".into());
+        args.push(prompt_with_instructions(setup, prompt));
+        None
+    };
     Invocation {
         program: "codex".into(),
         args,
         env,
         files: Vec::new(),
         notes,
+        control,
     }
 }
 
@@ -393,6 +453,10 @@ fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation 
 /// (trusted, with `includeTools`/`excludeTools`), the web tools that are off excluded,
 /// `--allowed-mcp-server-names`, and fetching pages and the allowed commands in
 /// `--allowed-tools` (headless Gemini offers the model only what runs without asking).
+///
+/// Controlled, it is `gemini --acp` in the `default` approval mode (or `plan`), with the
+/// servers untrusted and a user policy in the run's home that asks for every tool, so that each
+/// call reaches bosun's policy; no `--allowed-tools`, since bosun decides those calls too.
 fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation {
     let mut notes = Vec::new();
     let mut allowed: Vec<String> = Vec::new();
@@ -424,8 +488,9 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
             ToolPlan::Only { on, .. } => entry["includeTools"] = json!(on),
         }
         // Trusted: its tools that are on run without asking (a headless run cannot ask, and
-        // offers the model none of a server's tools otherwise); the ones off are not there.
-        entry["trust"] = json!(true);
+        // offers the model none of a server's tools otherwise); the ones off are not there. A
+        // controlled run's calls ask instead.
+        entry["trust"] = json!(!setup.controlled);
         config.insert(s.name.clone(), entry);
     }
     match &setup.web_fetch {
@@ -460,14 +525,31 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         "security": { "auth": { "selectedType": auth } },
         "tools": { "exclude": exclude },
     });
-    let mut args = vec![
-        "-p".to_string(),
-        prompt_with_instructions(setup, prompt),
-        "--output-format".into(),
-        "stream-json".into(),
-        "--skip-trust".into(),
-    ];
-    if let Some(m) = &setup.permission_mode {
+    let mut args = if setup.controlled {
+        vec!["--acp".to_string(), "--skip-trust".into()]
+    } else {
+        vec![
+            "-p".to_string(),
+            prompt_with_instructions(setup, prompt),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--skip-trust".into(),
+        ]
+    };
+    if setup.controlled {
+        // Any other mode would run calls without asking bosun.
+        let mode = match setup.permission_mode.as_deref() {
+            Some("plan") => "plan",
+            Some("default") | None => "default",
+            Some(other) => {
+                notes.push(format!(
+                    "bosun decides each tool call of this run: Gemini's approval mode is default, not {other}."
+                ));
+                "default"
+            }
+        };
+        args.push(format!("--approval-mode={mode}"));
+    } else if let Some(m) = &setup.permission_mode {
         args.push(format!("--approval-mode={m}"));
     }
     if let Some(m) = &setup.model {
@@ -480,9 +562,31 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
     } else {
         args.push(format!("--allowed-mcp-server-names={}", names.join(",")));
     }
-    if !allowed.is_empty() {
+    if !allowed.is_empty() && !setup.controlled {
         args.push(format!("--allowed-tools={}", allowed.join(",")));
     }
+    let mut files = vec![(
+        format!("{home}/.gemini/settings.json"),
+        serde_json::to_string_pretty(&settings).unwrap_or_default(),
+    )];
+    let control = if setup.controlled {
+        // Without it reads and MCP tools run without asking (shell commands Gemini deems
+        // read-only still do).
+        files.push((
+            format!("{home}/.gemini/policies/bosun.toml"),
+            GEMINI_ASK_ALL.to_string(),
+        ));
+        Some(ControlPlan {
+            protocol: ControlProtocol::GeminiAcp,
+            prompt: prompt_with_instructions(setup, prompt),
+            settings: json!({
+                "sessionNew": { "cwd": ".", "mcpServers": [] },
+                "servers": names,
+            }),
+        })
+    } else {
+        None
+    };
     Invocation {
         program: "gemini".into(),
         args,
@@ -491,13 +595,21 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
             // One process, so a signal to the run's group reaches the CLI itself.
             ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
         ],
-        files: vec![(
-            format!("{home}/.gemini/settings.json"),
-            serde_json::to_string_pretty(&settings).unwrap_or_default(),
-        )],
+        files,
         notes,
+        control,
     }
 }
+
+/// A Gemini user policy that makes every tool call ask in the `default` approval mode (in
+/// `plan` Gemini's own read-only rules stay in force).
+const GEMINI_ASK_ALL: &str = r#"# Written by bosun: every tool call asks, so that bosun's approval policy decides it.
+[[rule]]
+toolName = "*"
+decision = "ask_user"
+priority = 999
+modes = ["default"]
+"#;
 
 /// Claude Code's `Bash(git *)` (or `Bash(git:*)`, `Bash`) as Gemini's `run_shell_command(git)`.
 fn gemini_shell_rule(rule: &str) -> String {
@@ -525,6 +637,7 @@ fn command(setup: &AgentSetup, prompt: &str) -> Invocation {
         env: vec![("BOSUN_PROMPT".into(), prompt.to_string())],
         files: Vec::new(),
         notes: Vec::new(),
+        control: None,
     }
 }
 

@@ -11,6 +11,7 @@ use crate::agents::AgentsError;
 use bosun_shared::agents::CliKind;
 use bosun_shared::process::{Helper, HelperError};
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
+use bosun_shared::protocol::runner::ControlPlan;
 use bosun_shared::protocol::ui::StartRunParams;
 use bosun_shared::{AnswerId, ChatId};
 use tokio::process::Command;
@@ -73,6 +74,8 @@ pub struct Prepared {
     /// Lines for the run's log, before the program's output.
     pub notes: Vec<String>,
     pub run: AgentRun,
+    /// How the runner drives the CLI, when every tool call goes through bosun's policy.
+    pub control: Option<ControlPlan>,
 }
 
 /// Turns an agent and a prompt into a run.
@@ -253,6 +256,9 @@ pub async fn prepare_with(
             .any(|(k, v)| k == "GOOGLE_GENAI_USE_VERTEXAI" && v == "true"),
         chat: chat.as_ref().map(|_| adapter::ChatAnswer),
         resume,
+        // The lead's answers have their own gate (bosun's MCP server keeps its privileged
+        // calls for the person); every other run's calls go through the approval policy.
+        controlled: chat.is_none(),
     };
     let inv = adapter::build(&setup, prompt, &run_servers);
     notes.extend(inv.notes.iter().cloned());
@@ -291,6 +297,7 @@ pub async fn prepare_with(
         files: inv.files,
         notes,
         run,
+        control: inv.control,
     })
 }
 

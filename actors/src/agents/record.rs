@@ -6,7 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use bosun_shared::agents::{CliKind, WebFetch};
-use bosun_shared::{AgentId, AnswerId, CardId, ChatId, RunId, ServerId, Timestamp};
+use bosun_shared::approvals::{ApprovalMode, Verdict};
+use bosun_shared::protocol::approvals::DecisionView;
+use bosun_shared::protocol::runner::ToolAnswer;
+use bosun_shared::{AgentId, AnswerId, ApprovalId, CardId, ChatId, RunId, ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::store::{Record, Store, StoreError};
@@ -43,12 +46,40 @@ pub struct AgentRecord {
     #[serde(default)]
     pub codex_config: Vec<(String, String)>,
     pub switches: Switches,
+    /// How its runs' tool calls are approved; left out of the record while it is the default,
+    /// so that an agent without settings of its own is stored as before they existed.
+    #[serde(default, skip_serializing_if = "ApprovalSettings::is_default")]
+    pub approvals: ApprovalSettings,
     /// Paused: the board starts no run of it (a person's own `agent run` still does).
     #[serde(default)]
     pub paused: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub last_run: Option<LastRun>,
+}
+
+/// How an agent's tool calls are approved: its mode, the person's saved verdicts per tool, and
+/// how long a call waits for the person.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalSettings {
+    #[serde(default)]
+    pub mode: ApprovalMode,
+    /// By tool key (`Bash(git *)`, `mcp.github.delete_repo`, `write_file`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub verdicts: BTreeMap<String, Verdict>,
+    /// How long a call waits for the person before it is denied; 30 s when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+    /// Its runs count as watched even when the board or the lead started them: their asks
+    /// wait for the person instead of being denied at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait_for_person: bool,
+}
+
+impl ApprovalSettings {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// Everything an agent may use besides its folder. All off by default.
@@ -222,12 +253,68 @@ pub struct AgentRun {
     /// The chat and the answer of the lead this run is.
     #[serde(default)]
     pub answer: Option<(ChatId, AnswerId)>,
+    /// Started by the board or the lead, not by a person: nobody is watching, so the asks the
+    /// policy cannot leave waiting are denied at once (unless the agent waits for the person).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unattended: bool,
     /// The tools the CLI reported it had (Claude Code's init line).
     pub tools: Vec<String>,
     pub calls: Vec<ToolCall>,
     pub session: Option<String>,
     pub model: Option<String>,
     pub result: Option<CliResult>,
+    /// What bosun decided about each tool call, in the order asked (a run whose calls go
+    /// through the approval policy). Left out of the record when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Decision>,
+}
+
+/// What bosun decided about one tool call of a run: committed before the runner hears it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The CLI's id of the request.
+    pub key: String,
+    pub tool: String,
+    /// What it would do, in one line.
+    pub summary: String,
+    pub allowed: bool,
+    /// The policy's rule, or the person, the deadline, the run's end, in words.
+    pub by: String,
+    /// Set when it waited for the person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalId>,
+    /// What the model was told with a denial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Allowed, it took in outside content: the rest of the turn is escalated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub escalates: bool,
+    pub at: Timestamp,
+}
+
+impl Decision {
+    pub fn view(&self) -> DecisionView {
+        DecisionView {
+            tool: self.tool.clone(),
+            summary: self.summary.clone(),
+            decision: if self.allowed { "allowed" } else { "denied" }.to_string(),
+            by: self.by.clone(),
+            approval: self.approval,
+            message: self.message.clone(),
+            at: self.at,
+        }
+    }
+
+    /// What the CLI is told.
+    pub fn answer(&self) -> ToolAnswer {
+        if self.allowed {
+            ToolAnswer::Allow
+        } else {
+            ToolAnswer::Deny {
+                message: self.message.clone().unwrap_or_default(),
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,19 +8,23 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
+use std::time::Duration;
 
 use crate::agents::AgentsError;
 use bosun_shared::agents::{CliKind, WebFetch, check_agent_name, check_allowed_command};
+use bosun_shared::approvals::{ApprovalMode, ToolKey, Verdict};
 use bosun_shared::protocol::agents::{
-    AgentParams, AgentView, EditAgentParams, LastRunView, ServerSwitchView, SwitchesView,
-    ToolSwitchView,
+    AgentParams, AgentView, ApprovalsView, EditAgentParams, LastRunView, ServerSwitchView,
+    SwitchesView, ToolSwitchView,
 };
 use bosun_shared::protocol::mcp::{LineView, SecretLine};
 use bosun_shared::{AgentId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
 
-use super::record::{AgentRecord, LastRun, ServerSwitch, Switches, ToolSelection};
+use super::record::{
+    AgentRecord, ApprovalSettings, LastRun, ServerSwitch, Switches, ToolSelection,
+};
 use crate::keychain::{Keychain, agent_env_key};
 use crate::mcp::browser;
 use crate::mcp::record::ServerRecord;
@@ -264,6 +268,17 @@ fn view_of(
             browser: browser_on,
             browser_insecure_certs: rec.switches.browser_insecure_certs,
             skills: rec.switches.skills,
+        },
+        approvals: ApprovalsView {
+            mode: rec.approvals.mode.to_string(),
+            verdicts: rec
+                .approvals
+                .verdicts
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
+            wait_ms: rec.approvals.wait_ms.unwrap_or(DEFAULT_APPROVAL_WAIT_MS),
+            wait_for_person: rec.approvals.wait_for_person,
         },
         last_run: rec.last_run.as_ref().map(|l| LastRunView {
             run: l.run,
@@ -538,6 +553,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsErr
         model: p.model.filter(|m| !m.trim().is_empty()),
         codex_config: p.codex_config,
         switches: Switches::default(),
+        approvals: ApprovalSettings::default(),
         paused: false,
         created_at: now,
         updated_at: now,
@@ -683,6 +699,14 @@ enum Setting {
     Browser(bool),
     BrowserInsecureCerts(bool),
     Skills(bool),
+    /// `approval=ask|read-only|skip`.
+    ApprovalMode(ApprovalMode),
+    /// `approval.wait=30s` (up to 24 h).
+    ApprovalWait(u64),
+    /// `approval.wait-for-person=on|off`.
+    WaitForPerson(bool),
+    /// `<tool key>=allow|ask|block`, or `=reset` (`None`) to forget the verdict.
+    Verdict(ToolKey, Option<Verdict>),
 }
 
 fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
@@ -694,7 +718,25 @@ fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
 }
 
 /// The keys `bosun agent set` takes, for messages.
-const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills";
+const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, approval, approval.wait, approval.wait-for-person, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
+
+/// How long a call waits for the person when the agent does not say (then it is denied).
+pub const DEFAULT_APPROVAL_WAIT_MS: u64 = 30_000;
+
+/// The most an agent's calls may wait for the person.
+const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+/// A verdict's value: allow, ask, block, or reset (forget it).
+fn verdict_value(key: &str, value: &str) -> Result<Option<Verdict>, AgentsError> {
+    if value.trim() == "reset" {
+        return Ok(None);
+    }
+    value.parse::<Verdict>().map(Some).map_err(|e| {
+        bad(format!(
+            "`{key}={value}`: {e}, or reset to forget the verdict"
+        ))
+    })
+}
 
 fn parse_setting(
     text: &str,
@@ -708,6 +750,26 @@ fn parse_setting(
     };
     let key = key.trim();
     match key {
+        "approval" => value
+            .parse::<ApprovalMode>()
+            .map(Setting::ApprovalMode)
+            .map_err(|e| bad(format!("`{text}`: {e}"))),
+        "approval.wait" => {
+            let wait = bosun_shared::time::parse_duration(value).map_err(|e| {
+                bad(format!(
+                    "`{text}`: {e}; write a time such as 30s, 10m or 24h"
+                ))
+            })?;
+            if wait.is_zero() || wait > MAX_WAIT {
+                return Err(bad(format!(
+                    "`{text}`: a call may wait for the person from 1s up to 24h"
+                )));
+            }
+            Ok(Setting::ApprovalWait(
+                u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            ))
+        }
+        "approval.wait-for-person" => Ok(Setting::WaitForPerson(on_off(key, value)?)),
         "web.search" => Ok(Setting::WebSearch(on_off(key, value)?)),
         "web.fetch" => WebFetch::parse(value).map(Setting::WebFetch).map_err(|e| {
             bad(format!(
@@ -726,6 +788,26 @@ fn parse_setting(
             Ok(Setting::Skills(on))
         }
         other => {
+            let is_verdict = matches!(
+                value.trim(),
+                "allow" | "ask" | "block" | "reset" | "always-allow" | "needs-approval" | "blocked"
+            );
+            if is_verdict || !other.starts_with("mcp.") {
+                if !is_verdict {
+                    return Err(bad(format!(
+                        "`{other}` is not a switch; the keys are {KEYS}"
+                    )));
+                }
+                let tool = other.parse::<ToolKey>().map_err(|e| bad(e.to_string()))?;
+                if let ToolKey::Mcp { server, .. } = &tool
+                    && !servers.iter().any(|s| s.name == *server)
+                {
+                    return Err(AgentsError::not_found(format!(
+                        "there is no MCP server `{server}`; `bosun mcp list` shows them"
+                    )));
+                }
+                return Ok(Setting::Verdict(tool, verdict_value(other, value)?));
+            }
             let Some(rest) = other.strip_prefix("mcp.") else {
                 return Err(bad(format!(
                     "`{other}` is not a switch; the keys are {KEYS}"
@@ -769,8 +851,22 @@ fn parse_setting(
     }
 }
 
-fn apply(switches: &mut Switches, setting: Setting, browser_id: Option<bosun_shared::ServerId>) {
+fn apply(
+    switches: &mut Switches,
+    approvals: &mut ApprovalSettings,
+    setting: Setting,
+    browser_id: Option<bosun_shared::ServerId>,
+) {
     match setting {
+        Setting::ApprovalMode(mode) => approvals.mode = mode,
+        Setting::ApprovalWait(ms) => approvals.wait_ms = Some(ms),
+        Setting::WaitForPerson(on) => approvals.wait_for_person = on,
+        Setting::Verdict(tool, Some(verdict)) => {
+            approvals.verdicts.insert(tool.to_string(), verdict);
+        }
+        Setting::Verdict(tool, None) => {
+            approvals.verdicts.remove(&tool.to_string());
+        }
         Setting::Server { server, on } => {
             let entry = switches
                 .mcp
@@ -819,9 +915,11 @@ async fn set(
         .map(|s| parse_setting(s, &servers, rec.cli))
         .collect::<Result<Vec<_>, _>>()?;
     let mut switches = rec.switches.clone();
+    let mut approvals = rec.approvals.clone();
     for p in parsed {
-        apply(&mut switches, p, browser_id);
+        apply(&mut switches, &mut approvals, p, browser_id);
     }
+    rec.approvals = approvals;
     // Switches of servers that are gone go too.
     switches
         .mcp

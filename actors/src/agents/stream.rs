@@ -9,6 +9,8 @@
 //! - Codex: `thread.started`, `item.started`/`item.completed` (an `mcp_tool_call`, a command),
 //!   `turn.completed`, `turn.failed`.
 //! - Gemini CLI: `init`, `tool_use`, `tool_result`, `result`.
+//! - A Codex or Gemini run driven through its control protocol (`codex app-server`, `gemini
+//!   --acp`) writes JSON-RPC messages instead, with no `type`: those are read in [`rpc`].
 //!
 //! Lines are parsed as whole JSON objects and dispatched on `type`; anything else (a CLI's
 //! noise, a line bosun does not know) is left alone.
@@ -19,6 +21,8 @@ use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView};
 use serde_json::Value;
 
 use super::record::{AgentRun, CliResult, ToolCall};
+
+mod rpc;
 
 /// The longest line parsed; a longer one (a huge tool result) is skipped.
 const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -88,6 +92,7 @@ impl AgentRun {
                 reason: r.reason.clone(),
                 text: r.text.clone(),
             }),
+            decisions: self.decisions.iter().map(|d| d.view()).collect(),
         }
     }
 
@@ -365,7 +370,9 @@ fn content(v: &Value) -> impl Iterator<Item = &Value> {
 }
 
 fn codex(v: &Value, run: &mut AgentRun) -> Change {
-    let kind = v.get("type").and_then(Value::as_str).unwrap_or_default();
+    let Some(kind) = v.get("type").and_then(Value::as_str) else {
+        return rpc::codex_app_server(v, run);
+    };
     match kind {
         "thread.started" => {
             run.session = str_of(v, "thread_id");
@@ -442,7 +449,9 @@ fn gemini_tool_name(name: &str, run: &AgentRun) -> (String, Option<String>) {
 }
 
 fn gemini(v: &Value, run: &mut AgentRun) -> Change {
-    let kind = v.get("type").and_then(Value::as_str).unwrap_or_default();
+    let Some(kind) = v.get("type").and_then(Value::as_str) else {
+        return rpc::gemini_acp(v, run);
+    };
     match kind {
         "init" => {
             run.session = str_of(v, "session_id");

@@ -1063,6 +1063,7 @@ async fn start_card_run(
 ) -> Result<RunId, BoardError> {
     let mut spec = launch::prepare(ctx, &agent.to_string(), prompt).await?;
     spec.run.card = Some(card);
+    spec.run.unattended = true;
     let run = crate::runs::start(runs, spec).await.map(|v| v.id);
     crate::crash::point("board-after-run-started");
     Ok(run?)

@@ -439,7 +439,7 @@ pub async fn execute(
             let agent_run = earlier.agent.ok_or(ToolError::NotAnAgentRun)?;
             let session = agent_run.session.ok_or(ToolError::NoSession)?;
             let agent = agent_run.agent.ok_or(ToolError::AgentGone)?;
-            let spec = launch::prepare_with(
+            let mut spec = launch::prepare_with(
                 &ctx.agents_ctx,
                 &agent.to_string(),
                 prompt,
@@ -447,6 +447,7 @@ pub async fn execute(
                 Some(session),
             )
             .await?;
+            spec.run.unattended = true;
             let run = crate::runs::start(&ctx.runs, spec).await?;
             Ok(format!(
                 "Started run {}, continuing run {}.",
@@ -590,7 +591,8 @@ pub async fn execute(
         LeadTool::StartAgentRun => {
             let agent = need(args, "agent")?;
             let prompt = need(args, "prompt")?;
-            let spec = launch::prepare(&ctx.agents_ctx, agent, prompt).await?;
+            let mut spec = launch::prepare(&ctx.agents_ctx, agent, prompt).await?;
+            spec.run.unattended = true;
             let run = crate::runs::start(&ctx.runs, spec).await?;
             Ok(format!("Started run {} of agent {agent}.", run.short_id))
         }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::process::{self, SweepTarget};
-use bosun_shared::protocol::runner::{LaunchPlan, PlanFile, StopLadder, StopOrder};
+use bosun_shared::protocol::runner::{ControlPlan, LaunchPlan, PlanFile, StopLadder, StopOrder};
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
 use bosun_shared::{CardId, RunId, RunToken, Timestamp};
@@ -94,6 +94,8 @@ pub struct RunSpec {
     pub notes: Vec<String>,
     /// Set for a run of an agent.
     pub agent: Option<AgentRun>,
+    /// Set when the runner drives the CLI through its control protocol.
+    pub control: Option<ControlPlan>,
 }
 
 impl RunSpec {
@@ -112,6 +114,7 @@ impl From<Prepared> for RunSpec {
             files: p.files,
             notes: p.notes,
             agent: Some(p.run),
+            control: p.control,
         }
     }
 }
@@ -341,6 +344,7 @@ impl RunsState {
             files,
             notes,
             agent,
+            control,
         } = spec;
         let bad = |m: String| Err(RunsError::invalid(m));
         if p.program.trim().is_empty() {
@@ -434,6 +438,7 @@ impl RunsState {
             umask: p.umask.unwrap_or(0o022) & 0o777,
             notes,
             max_output: p.max_output,
+            control,
         };
         Ok((rec, plan))
     }

@@ -29,6 +29,10 @@ use crate::agents::stream::{Change, StreamParser};
 use crate::store::writer::WriteOp;
 use crate::store::{LogChunk, StoreError};
 
+mod asks;
+
+pub use asks::PersonDecision;
+
 /// How often a run whose runner is not connected checks that the runner is still alive.
 const RUNNER_CHECK_EVERY: Duration = Duration::from_millis(250);
 /// How long a runner that is alive may stay away before it is ended and the run is lost.
@@ -63,6 +67,14 @@ pub enum RunMsg {
     },
     /// The run's record as the UI shows it.
     Get { reply: RpcReplyPort<RunView> },
+    /// The person decides one of the run's approvals.
+    Decide {
+        approval: bosun_shared::ApprovalId,
+        decision: PersonDecision,
+        reply: RpcReplyPort<Result<bosun_shared::protocol::approvals::ApprovalView, RunsError>>,
+    },
+    /// The deadline of the ask `key` may have come.
+    Deadline { key: String },
 }
 
 /// What a runner is told when it attaches.
@@ -114,6 +126,8 @@ pub struct RunActorState {
     parser: Option<StreamParser>,
     /// The parser found something worth saving at once (the init line, the result).
     events_to_save: bool,
+    /// The run's tool calls: decided, and waiting for the person.
+    asks: asks::Asks,
     /// Everything this actor logs is in the run's span, so one run's story can be picked out
     /// of `bosund.log` by its id.
     span: tracing::Span,
@@ -167,6 +181,7 @@ impl Actor for RunActor {
             launch: Some(args.launch),
             parser,
             events_to_save: false,
+            asks: asks::Asks::default(),
             span,
         })
     }
@@ -184,6 +199,7 @@ impl Actor for RunActor {
                 Some(Launch::Fresh { plan, reply }) => state.launch(&myself, *plan, reply).await,
                 Some(Launch::Recover { daemon_restart }) => {
                     state.daemon_restart = daemon_restart;
+                    state.load_asks(&myself).await?;
                     state.recover(&myself).await
                 }
                 None => Ok(()),
@@ -262,6 +278,15 @@ impl RunActorState {
             RunMsg::Get { reply } => {
                 let _ = reply.send(self.view());
             }
+            RunMsg::Decide {
+                approval,
+                decision,
+                reply,
+            } => {
+                let result = self.person_decides(approval, decision).await;
+                let _ = reply.send(result);
+            }
+            RunMsg::Deadline { key } => self.on_deadline(key).await?,
         }
         Ok(())
     }
@@ -404,6 +429,8 @@ impl RunActorState {
                 self.send(DaemonMsg::ExitAck);
                 Ok(())
             }
+            RunnerMsg::Ask(ask) => self.on_ask(myself, ask).await,
+            RunnerMsg::Delivered { key } => self.on_delivered(key).await,
         }
     }
 
@@ -515,6 +542,7 @@ impl RunActorState {
             exit.outcome = Outcome::Failed;
             exit.reason = format!("{}; {why}", exit.reason);
         }
+        self.end_asks().await;
         self.rec.state = RunState::Exited(exit.outcome);
         self.rec.ended_at = Some(Timestamp::now());
         self.rec.exit = Some(exit);

@@ -91,6 +91,9 @@ pub struct AgentView {
     pub model: Option<String>,
     pub codex_config: Vec<(String, String)>,
     pub switches: SwitchesView,
+    /// How its runs' tool calls are approved.
+    #[serde(default)]
+    pub approvals: ApprovalsView,
     pub last_run: Option<LastRunView>,
     /// What the form would warn about (an outside source with npm or npx allowed, …).
     pub warnings: Vec<String>,
@@ -99,6 +102,19 @@ pub struct AgentView {
     pub paused: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// An agent's approval settings as shown.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalsView {
+    /// `ask`, `read-only` or `skip`.
+    pub mode: String,
+    /// Each saved verdict: (tool key, `allow` | `ask` | `block`).
+    pub verdicts: Vec<(String, String)>,
+    /// How long a call waits for the person before it is denied.
+    pub wait_ms: u64,
+    /// Runs the board or the lead started wait for the person too.
+    pub wait_for_person: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -190,6 +206,9 @@ pub struct AgentRunView {
     pub session: Option<String>,
     pub model: Option<String>,
     pub result: Option<CliResultView>,
+    /// What bosun decided about each tool call, for a run whose calls go through its policy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<super::approvals::DecisionView>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

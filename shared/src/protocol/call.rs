@@ -9,6 +9,7 @@
 //! (`wire_snapshot.rs` pins both byte for byte).
 
 use super::agents::{AgentView, BuiltinToolsView};
+use super::approvals::ApprovalView;
 use super::auth::SignInStarted;
 use super::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
 use super::lead::{AnswerStarted, ChatView, PendingView};
@@ -133,5 +134,7 @@ replies! {
     field Vec<ChatView> => Chats { chats };
     plain AnswerStarted => AnswerStarted;
     field Vec<PendingView> => Pending { actions };
+    field Vec<ApprovalView> => Approvals { approvals };
+    boxed ApprovalView => Approval;
     boxed BuiltinToolsView => BuiltinTools;
 }

@@ -83,7 +83,10 @@ mod tests {
     fn as_output(msg: &RunnerMsg) -> Option<&OutputChunk> {
         match msg {
             RunnerMsg::Output(c) => Some(c),
-            RunnerMsg::Started(_) | RunnerMsg::Exited(_) => None,
+            RunnerMsg::Started(_)
+            | RunnerMsg::Exited(_)
+            | RunnerMsg::Ask(_)
+            | RunnerMsg::Delivered { .. } => None,
         }
     }
 

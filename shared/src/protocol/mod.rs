@@ -10,6 +10,7 @@
 //! [`Welcome::binary_output`]).
 
 pub mod agents;
+pub mod approvals;
 pub mod auth;
 pub mod board;
 pub mod bytes;

@@ -45,9 +45,68 @@ pub struct LaunchPlan {
     /// the program never blocks on it) and dropped, with a note in the log.
     #[serde(default)]
     pub max_output: Option<u64>,
+    /// Set when the program is a coding CLI that hands its tool calls to bosun: the runner
+    /// keeps its stdin as a pipe and speaks its control protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlPlan>,
 }
 
 impl Decode for LaunchPlan {}
+
+/// How the runner drives a CLI through its control protocol, so that each of its tool calls
+/// waits for bosun's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ControlPlan {
+    pub protocol: ControlProtocol,
+    /// The task, handed to the CLI by the protocol rather than on its command line.
+    pub prompt: String,
+    /// What the protocol needs besides (Codex's thread settings, Gemini's session settings);
+    /// `null` when nothing.
+    #[serde(default)]
+    pub settings: serde_json::Value,
+}
+
+/// The control protocols bosun speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlProtocol {
+    /// Claude Code: `--input-format stream-json --permission-prompt-tool stdio`, a PreToolUse
+    /// hook registered at initialize so that every call is asked about.
+    ClaudeStreamJson,
+    /// Codex: `codex app-server` (JSON-RPC over stdio).
+    CodexAppServer,
+    /// Gemini CLI: the Agent Client Protocol (`--acp`).
+    GeminiAcp,
+}
+
+/// A CLI asks whether it may use a tool. `key` is the CLI's own id of the request, which stays
+/// the same however often the runner sends it (after each reconnect, until it is decided).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolAsk {
+    pub key: String,
+    /// The tool's name as the CLI gives it (`Bash`, `mcp__github__create_issue`,
+    /// `exec_command`, `run_shell_command`).
+    pub tool: String,
+    /// Its arguments; cut to a summary when very large (`input_cut`).
+    pub input: serde_json::Value,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub input_cut: bool,
+    /// The folder it would act in, when the CLI says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    pub at: Timestamp,
+}
+
+/// bosun's answer to a [`ToolAsk`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "behavior", rename_all = "snake_case")]
+pub enum ToolAnswer {
+    Allow,
+    /// The call does not run; `message` is what the model is told.
+    Deny {
+        message: String,
+    },
+}
 
 /// A file the runner writes for the program, such as a per-run config.
 #[derive(Clone, Serialize, Deserialize)]
@@ -97,6 +156,11 @@ pub enum RunnerMsg {
     /// The program and everything it left behind are gone, and the run's secret files are
     /// deleted. Sent after all output is acked; the runner exits after [`DaemonMsg::ExitAck`].
     Exited(ExitInfo),
+    /// The CLI asks about a tool call; the runner keeps it waiting until bosund answers
+    /// [`DaemonMsg::Decided`]. Sent again after each reconnect until then.
+    Ask(ToolAsk),
+    /// The answer to `key` was handed to the CLI. Sent again after each reconnect.
+    Delivered { key: String },
 }
 
 /// Output comes as a binary frame ([`super::fast::output_frame`]) or, from a runner of before
@@ -140,6 +204,9 @@ pub enum DaemonMsg {
     Stop(StopOrder),
     /// The exit is recorded; the runner may exit.
     ExitAck,
+    /// The decision on a [`RunnerMsg::Ask`], committed before it is sent. Sent again when the
+    /// runner asks again: always the same decision.
+    Decided { key: String, answer: ToolAnswer },
 }
 
 impl Decode for DaemonMsg {}

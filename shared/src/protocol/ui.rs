@@ -16,6 +16,7 @@ use super::agents::{
     AgentParams, AgentRemove, AgentRun, AgentRunView, AgentSet, AgentShow, AgentTools, AgentView,
     BuiltinToolsView, EditAgentParams,
 };
+use super::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
 use super::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
 use super::board::{
     AddCardParams, AddColumnParams, BoardLimit, BoardView, CardShow, CardView, ColumnView,
@@ -160,6 +161,10 @@ pub enum Request {
     Approve(Approve),
     ApproveAll(ApproveAll),
     Discard(Discard),
+    // Run approvals: `super::approvals`.
+    Approvals(Approvals),
+    Decide(Decide),
+    ApproveCard(ApproveCard),
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -235,6 +240,10 @@ pub enum Response {
     Pending {
         actions: Vec<PendingView>,
     },
+    Approvals {
+        approvals: Vec<ApprovalView>,
+    },
+    Approval(Box<ApprovalView>),
     BuiltinTools(Box<BuiltinToolsView>),
 }
 
@@ -271,6 +280,9 @@ pub enum Event {
     RunChanged { run: Box<RunView> },
     /// A pending action was kept, or decided (its `state` says which).
     PendingChanged { action: Box<PendingView> },
+    /// A run's tool call started waiting for the person, or was decided (its `state` says
+    /// which).
+    ApprovalChanged { approval: Box<ApprovalView> },
     /// A chat got a message (the person's, the lead's, or a note of bosun's).
     ChatMessage { chat: ChatId, message: MessageView },
 }

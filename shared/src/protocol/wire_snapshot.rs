@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::agents::{AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools};
+use super::approvals::{Approvals, ApproveCard, Decide};
 use super::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
 use super::board::{BoardLimit, CardShow, NoteShow, NoteWrite};
 use super::lead::{
@@ -46,7 +47,17 @@ fn agent() -> serde_json::Value {
         "command": [], "env": [], "secret_env": [], "model": null, "codex_config": [],
         "switches": {"mcp": [], "web_search": false, "web_fetch": {"mode": "off"},
             "browser": false, "browser_insecure_certs": false, "skills": true},
+        "approvals": {"mode": "skip", "verdicts": [["Bash(git *)", "allow"]], "wait_ms": 30000,
+            "wait_for_person": false},
         "last_run": null, "warnings": [], "created_at": 1, "updated_at": 2})
+}
+
+fn approval() -> serde_json::Value {
+    json!({"id": ID, "short_id": "01arz3nd", "run": ID, "agent": "a", "card": null,
+        "tool": "Bash", "class": "runs commands", "why": "w", "preview": "$ ls",
+        "input": {"command": "ls"}, "asked_at": 1, "deadline": 2, "attended": true,
+        "state": "waiting", "decided_by": null, "decided_at": null, "message": null,
+        "delivered_at": null})
 }
 
 fn card() -> serde_json::Value {
@@ -167,6 +178,18 @@ fn requests() -> Vec<Request> {
         Request::Approve(Approve { action: "x".into() }),
         Request::ApproveAll(ApproveAll { chat: "c".into() }),
         Request::Discard(Discard { action: "x".into() }),
+        Request::Approvals(Approvals {
+            run: Some("r".into()),
+            all: true,
+        }),
+        Request::Decide(Decide {
+            approval: "a".into(),
+            allow: false,
+            always: false,
+            block: true,
+            message: Some("m".into()),
+        }),
+        Request::ApproveCard(ApproveCard { card: "c".into() }),
     ]
 }
 
@@ -235,6 +258,10 @@ fn responses() -> Vec<Response> {
         },
         Response::BuiltinTools(view(json!({"agent": "a", "cli": "claude", "source": "s",
             "tools": []}))),
+        Response::Approvals {
+            approvals: vec![view(approval())],
+        },
+        Response::Approval(view(approval())),
     ]
 }
 
@@ -288,6 +315,9 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"approve","params":{"action":"x"}}"#,
     r#"{"method":"approve_all","params":{"chat":"c"}}"#,
     r#"{"method":"discard","params":{"action":"x"}}"#,
+    r#"{"method":"approvals","params":{"run":"r","all":true}}"#,
+    r#"{"method":"decide","params":{"approval":"a","allow":false,"block":true,"message":"m"}}"#,
+    r#"{"method":"approve_card","params":{"card":"c"}}"#,
 ];
 
 const RESPONSES: &[&str] = &[
@@ -304,7 +334,7 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"import_candidates","candidates":[],"problems":["p"]}"#,
     r#"{"answer":"imported","servers":[]}"#,
     r#"{"answer":"sign_in_started","attempt":3,"url":"http://x","wait_secs":600}"#,
-    r#"{"answer":"agent","id":"01arz3ndektsv4rrffq69g5fav","name":"a","role":"worker","cli":"claude","instructions":"i","permission_mode":null,"allowed_commands":[],"time_cap_ms":null,"cwd":"/w","command":[],"env":[],"secret_env":[],"model":null,"codex_config":[],"switches":{"mcp":[],"web_search":false,"web_fetch":{"mode":"off"},"browser":false,"browser_insecure_certs":false,"skills":true},"last_run":null,"warnings":[],"paused":false,"created_at":1,"updated_at":2}"#,
+    r#"{"answer":"agent","id":"01arz3ndektsv4rrffq69g5fav","name":"a","role":"worker","cli":"claude","instructions":"i","permission_mode":null,"allowed_commands":[],"time_cap_ms":null,"cwd":"/w","command":[],"env":[],"secret_env":[],"model":null,"codex_config":[],"switches":{"mcp":[],"web_search":false,"web_fetch":{"mode":"off"},"browser":false,"browser_insecure_certs":false,"skills":true},"approvals":{"mode":"skip","verdicts":[["Bash(git *)","allow"]],"wait_ms":30000,"wait_for_person":false},"last_run":null,"warnings":[],"paused":false,"created_at":1,"updated_at":2}"#,
     r#"{"answer":"agents","agents":[]}"#,
     r#"{"answer":"board","columns":[],"cards":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","title":"t","description":"","acceptance":"","assignee":null,"assignee_id":null,"column":"c","column_id":"01arz3ndektsv4rrffq69g5fav","hold":null,"run":null,"run_state":null,"runs":0,"created_at":1,"updated_at":2,"activity":[]}],"limit":4,"running":0}"#,
     r#"{"answer":"column","id":"01arz3ndektsv4rrffq69g5fav","name":"c","auto":true,"position":0}"#,
@@ -316,6 +346,8 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"answer_started","chat":{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","agent":"lead","created_at":1,"answering":null,"waiting":0,"messages":[]},"run":{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}}"#,
     r#"{"answer":"pending","actions":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","chat":"01arz3ndektsv4rrffq69g5fav","answer":"01arz3ndektsv4rrffq69g5fav","tool":"t","args":{},"cause":"c","at":1,"state":"waiting","line":"l","preview":"p","would_fail":null,"result":null}]}"#,
     r#"{"answer":"builtin_tools","agent":"a","cli":"claude","source":"s","tools":[]}"#,
+    r#"{"answer":"approvals","approvals":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","run":"01arz3ndektsv4rrffq69g5fav","agent":"a","card":null,"tool":"Bash","class":"runs commands","why":"w","preview":"$ ls","input":{"command":"ls"},"asked_at":1,"deadline":2,"attended":true,"state":"waiting","decided_by":null,"decided_at":null,"message":null,"delivered_at":null}]}"#,
+    r#"{"answer":"approval","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","run":"01arz3ndektsv4rrffq69g5fav","agent":"a","card":null,"tool":"Bash","class":"runs commands","why":"w","preview":"$ ls","input":{"command":"ls"},"asked_at":1,"deadline":2,"attended":true,"state":"waiting","decided_by":null,"decided_at":null,"message":null,"delivered_at":null}"#,
 ];
 
 /// Each value is exactly its pinned text, and the text reads back as the same value.
@@ -393,7 +425,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

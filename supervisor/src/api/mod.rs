@@ -4,6 +4,7 @@
 //! the wrong thing; [`crate::requests`] routes each request to its handler.
 
 pub mod agents;
+pub mod approvals;
 pub mod auth;
 pub mod board;
 pub mod lead;

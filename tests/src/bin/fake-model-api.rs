@@ -32,6 +32,14 @@
 //!   `exec` custom tool call running `await tools.mcp__<server>__<tool>(args)` (a plain
 //!   `function_call` if the request offers no `exec`). For Claude, the `tool_use` block comes
 //!   after a text block `Calling <name>.`, as the reference fake did.
+//! - `call:<name>:<json>` (the arguments default to `{}`): ask for the tool named exactly
+//!   `<name>`, with no MCP name resolution, so a test can ask for a built-in tool (`Bash`,
+//!   `exec_command`, `apply_patch`, `run_shell_command`, `write_file`) whether or not the
+//!   request offered it. The arguments are any JSON value; Claude and Gemini want an object.
+//!   For Codex in code mode the call is made from `exec` as `await tools.<name>(<json>)` (a
+//!   string, as the freeform `apply_patch` takes, is passed as a JavaScript string), unless
+//!   `<name>` is `exec` itself; otherwise it is a `function_call` with the object as its
+//!   arguments, or a `custom_tool_call` whose input is the string.
 //! - `hold`: never answer; the connection stays open until the client closes it.
 //! - `error:<status>`: answer with that HTTP status (e.g. 401) in the API's error format, with
 //!   `x-should-retry: false` (without it Claude Code retries a 401 ten times, for minutes).
@@ -87,7 +95,8 @@ use tokio::sync::mpsc;
 const USAGE: &str =
     "usage: fake-model-api --api anthropic|openai|gemini --script SCRIPT [--port N] [--log FILE]
 SCRIPT: steps separated by `;`, one per model turn:
-  text:<words> | tool:[<server>/]<tool>[:<json-args>] | hold | error:<status>";
+  text:<words> | tool:[<server>/]<tool>[:<json-args>] | call:<name>[:<json>] | hold
+  | error:<status>";
 
 /// Exit status for a bad command line.
 const USAGE_STATUS: u8 = 2;
@@ -262,12 +271,14 @@ impl Step {
 }
 
 /// A `tool:` step: the MCP tool's short name, its server if the step named one, and the
-/// arguments (always a JSON object).
+/// arguments (always a JSON object); or a `call:` step (`exact`): the tool's whole name and
+/// any JSON value.
 #[derive(Clone, Debug, PartialEq)]
 struct ToolStep {
     server: Option<String>,
     tool: String,
     args: Value,
+    exact: bool,
 }
 
 fn parse_script(script: &str) -> anyhow::Result<Vec<Step>> {
@@ -301,7 +312,11 @@ fn parse_step(text: &str) -> anyhow::Result<(Step, &str)> {
         let (words, rest) = up_to_semicolon(body);
         return Ok((Step::Text(words.trim().to_owned()), rest));
     }
-    if let Some(body) = text.strip_prefix("tool:") {
+    let tool_body = text
+        .strip_prefix("tool:")
+        .map(|body| (body, false))
+        .or_else(|| text.strip_prefix("call:").map(|body| (body, true)));
+    if let Some((body, exact)) = tool_body {
         let name_end = body.find([':', ';']).unwrap_or(body.len());
         let (name, rest) = body.split_at(name_end);
         let name = name.trim();
@@ -317,18 +332,19 @@ fn parse_step(text: &str) -> anyhow::Result<(Step, &str)> {
             None => (json!({}), rest),
         };
         ensure!(
-            args.is_object(),
+            exact || args.is_object(),
             "the arguments of tool step {name:?} must be a JSON object"
         );
         let (server, tool) = match name.split_once('/') {
-            Some((server, tool)) => (Some(server.to_owned()), tool),
-            None => (None, name),
+            Some((server, tool)) if !exact => (Some(server.to_owned()), tool),
+            Some(_) | None => (None, name),
         };
         ensure!(!tool.is_empty(), "a tool step needs a tool name");
         let step = ToolStep {
             server,
             tool: tool.to_owned(),
             args,
+            exact,
         };
         return Ok((Step::Tool(step), rest));
     }
@@ -516,6 +532,7 @@ fn resolve_call(step: &ToolStep, offered: &[String], naming: &Naming) -> Call {
     let Naming { prefix, separator } = naming;
     let tool = &step.tool;
     let name = match &step.server {
+        _ if step.exact => tool.clone(),
         Some(server) => format!("{prefix}{server}{separator}{tool}"),
         None => {
             let suffix = format!("{separator}{tool}");
@@ -883,7 +900,7 @@ fn openai_route(fake: &Fake, request: &Request) -> Reply {
     let mut events = vec![json!({"type": "response.created", "response": {"id": response_id}})];
     match (&turn.step, call) {
         (Step::Tool(_), Some(call)) => {
-            let item = if seen.tools.iter().any(|tool| tool == "exec") {
+            let item = if call.name != "exec" && seen.tools.iter().any(|tool| tool == "exec") {
                 // Code mode: MCP tools are reached from JavaScript run by the `exec` tool.
                 let input = format!(
                     "const r = await tools.{}({});\ntext(JSON.stringify(r));\n",
@@ -892,6 +909,9 @@ fn openai_route(fake: &Fake, request: &Request) -> Reply {
                 );
                 json!({"type": "custom_tool_call", "id": format!("ctc_fake{n}"),
                     "call_id": format!("call_fake{n}"), "name": "exec", "input": input})
+            } else if let Some(input) = call.args.as_str() {
+                json!({"type": "custom_tool_call", "id": format!("ctc_fake{n}"),
+                    "call_id": format!("call_fake{n}"), "name": call.name, "input": input})
             } else {
                 json!({"type": "function_call", "id": format!("fc_fake{n}"),
                     "call_id": format!("call_fake{n}"), "name": call.name,

@@ -1,5 +1,4 @@
-//! `bosun chat new|send|show|list`, and the person's decisions on what the lead's calls wait
-//! for: `bosun inbox`, `bosun approve ID | --all CHAT`, `bosun discard ID`.
+//! `bosun chat new|send|show|list`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -7,13 +6,12 @@ use std::process::ExitCode;
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::lead::{
-    AnswerStarted, Approve, ApproveAll, ChatList, ChatNew, ChatSend, ChatShow, ChatView, Discard,
-    Inbox, PendingView,
+    AnswerStarted, ChatList, ChatNew, ChatSend, ChatShow, ChatView,
 };
-use bosun_shared::protocol::runs::{Following, SubscribeRuns};
+use bosun_shared::protocol::runs::Following;
 use bosun_shared::protocol::ui::{Event, FollowParams};
 use bosun_shared::run::Stream;
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 use serde_json::Value;
 
 use super::{connect, output};
@@ -50,37 +48,6 @@ pub enum ChatCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-#[derive(Args, Debug)]
-pub struct InboxArgs {
-    /// Only this chat's
-    chat: Option<String>,
-    /// Then print each action as it is kept or decided, until Ctrl-C (with --json, one JSON
-    /// object per line)
-    #[arg(short = 'f', long)]
-    follow: bool,
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct ApproveArgs {
-    /// The pending action's id
-    #[arg(required_unless_present = "all", conflicts_with = "all")]
-    action: Option<String>,
-    /// Every action waiting in this chat, one after the other, in the order tried
-    #[arg(long, value_name = "CHAT")]
-    all: Option<String>,
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct DiscardArgs {
-    action: String,
-    #[arg(long)]
-    json: bool,
 }
 
 pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode> {
@@ -242,6 +209,7 @@ async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> 
             | Event::LogFailed { .. }
             | Event::RunChanged { .. }
             | Event::PendingChanged { .. }
+            | Event::ApprovalChanged { .. }
             | Event::ChatMessage { .. } => {}
         }
     }
@@ -266,120 +234,13 @@ fn print_line(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
 
 async fn print_waiting(client: &mut bosun_ui::Client, c: &ChatView) -> anyhow::Result<()> {
     let actions = client
-        .call(Inbox {
+        .call(bosun_shared::protocol::lead::Inbox {
             chat: Some(c.id.to_string()),
         })
         .await?;
     if !actions.is_empty() {
         println!("\nWaiting for your OK:");
-        print_actions(&actions);
+        super::inbox::print_actions(&actions);
     }
     Ok(())
-}
-
-fn print_actions(actions: &[PendingView]) {
-    for a in actions {
-        println!(
-            "  {}  {}  [{}]  (after {})",
-            a.short_id, a.line, a.state, a.cause
-        );
-        for line in a.preview.lines() {
-            println!("      {line}");
-        }
-        if let Some(why) = &a.would_fail {
-            println!("      approving would fail now: {why}");
-        }
-        if let Some(r) = &a.result {
-            println!("      {}", r.lines().next().unwrap_or_default());
-        }
-    }
-}
-
-pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
-    let mut client = connect(dirs).await?;
-    if a.follow {
-        // Subscribed first, so nothing kept between the listing and the subscription is missed.
-        client.call(SubscribeRuns).await?;
-    }
-    let chat = a.chat.clone();
-    let actions = client.call(Inbox { chat: a.chat }).await?;
-    if a.follow {
-        let stdout = std::io::stdout();
-        for action in &actions {
-            let mut out = stdout.lock();
-            if a.json {
-                serde_json::to_writer(&mut out, action)?;
-                writeln!(out)?;
-            } else {
-                print_actions(std::slice::from_ref(action));
-            }
-            out.flush()?;
-        }
-        let mut interrupt =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-        loop {
-            let event = tokio::select! {
-                e = client.next_event() => e?,
-                _ = interrupt.recv() => return Ok(ExitCode::SUCCESS),
-            };
-            let Some(event) = event else {
-                anyhow::bail!("bosund closed the connection");
-            };
-            if let Event::PendingChanged { action } = event
-                && chat
-                    .as_deref()
-                    .is_none_or(|c| action.chat.to_string().starts_with(&c.to_ascii_lowercase()))
-            {
-                let mut out = stdout.lock();
-                if a.json {
-                    serde_json::to_writer(&mut out, &action)?;
-                    writeln!(out)?;
-                } else {
-                    print_actions(std::slice::from_ref(&action));
-                }
-                out.flush()?;
-            }
-        }
-    }
-    if a.json {
-        output::print_json(&actions)?;
-    } else if actions.is_empty() {
-        println!("nothing waits for your OK");
-    } else {
-        print_actions(&actions);
-        println!(
-            "\n`bosun approve ID` runs one, `bosun approve --all CHAT` runs a chat's in order, `bosun discard ID` drops one."
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-pub async fn approve(dirs: &StateDir, a: ApproveArgs) -> anyhow::Result<ExitCode> {
-    let mut client = connect(dirs).await?;
-    let actions = match (a.all, a.action) {
-        (Some(chat), _) => client.call(ApproveAll { chat }).await?,
-        (None, Some(action)) => client.call(Approve { action }).await?,
-        (None, None) => anyhow::bail!("say which action to approve, or --all CHAT"),
-    };
-    decided(&actions, a.json)
-}
-
-pub async fn discard(dirs: &StateDir, a: DiscardArgs) -> anyhow::Result<ExitCode> {
-    let mut client = connect(dirs).await?;
-    let actions = client.call(Discard { action: a.action }).await?;
-    decided(&actions, a.json)
-}
-
-/// Prints the actions an approval or a discard decided; a failed one fails the command.
-fn decided(actions: &[PendingView], json: bool) -> anyhow::Result<ExitCode> {
-    if json {
-        output::print_json(&actions)?;
-    } else {
-        print_actions(actions);
-    }
-    Ok(if actions.iter().any(|a| a.state == "failed") {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
 }

@@ -218,6 +218,7 @@ pub async fn print_log(
                 | Event::LogFailed { .. }
                 | Event::RunChanged { .. }
                 | Event::PendingChanged { .. }
+                | Event::ApprovalChanged { .. }
                 | Event::ChatMessage { .. } => {}
             }
             // Flush whenever nothing else has arrived yet, so a live log shows at once.

@@ -4,10 +4,12 @@
 mod agents;
 mod board;
 mod chat;
+mod inbox;
 mod logs;
 mod mcp;
 mod output;
 mod runs;
+mod ui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,12 +61,18 @@ enum Command {
     /// Chats with the lead
     #[command(subcommand)]
     Chat(chat::ChatCommand),
-    /// What the lead's calls wait for: your OK
-    Inbox(chat::InboxArgs),
-    /// Run a pending action (exactly that call, once), or --all of a chat's in order
-    Approve(chat::ApproveArgs),
-    /// Drop a pending action (nothing runs)
-    Discard(chat::DiscardArgs),
+    /// What waits for your OK: runs' tool calls and the lead's pending actions
+    Inbox(inbox::InboxArgs),
+    /// Let a run's tool call go on (--always: from now on), or run a pending action of the
+    /// lead (exactly that call, once); --all CHAT or --card CARD in order
+    Approve(inbox::ApproveArgs),
+    /// Refuse a run's tool call (--block: from now on; --message: what the model is told), or
+    /// drop a pending action of the lead
+    Deny(inbox::DenyArgs),
+    /// Drop a pending action of the lead (nothing runs)
+    Discard(inbox::DiscardArgs),
+    /// The web UI: start it (or find it), print its address and open the browser
+    Ui(ui::UiArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -96,9 +104,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Board(a) => board::board(&dirs, a).await,
         Command::Note(c) => board::note(&dirs, c).await,
         Command::Chat(c) => chat::chat(&dirs, c).await,
-        Command::Inbox(a) => chat::inbox(&dirs, a).await,
-        Command::Approve(a) => chat::approve(&dirs, a).await,
-        Command::Discard(a) => chat::discard(&dirs, a).await,
+        Command::Inbox(a) => inbox::inbox(&dirs, a).await,
+        Command::Approve(a) => inbox::approve(&dirs, a).await,
+        Command::Deny(a) => inbox::deny(&dirs, a).await,
+        Command::Discard(a) => inbox::discard(&dirs, a).await,
+        Command::Ui(a) => ui::ui(&dirs, a).await,
     }
 }
 

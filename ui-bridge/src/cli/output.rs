@@ -159,6 +159,20 @@ pub fn print_run(run: &RunView) {
             };
             owned.push(("tool call", format!("{} ({how})", c.name)));
         }
+        for d in &a.decisions {
+            let why = match &d.message {
+                Some(m) => format!(" — told: {m}"),
+                None => String::new(),
+            };
+            let approval = d
+                .approval
+                .map(|id| format!(" [approval {}]", id.short()))
+                .unwrap_or_default();
+            owned.push((
+                "decision",
+                format!("{} {} by {}{approval}{why}", d.decision, d.summary, d.by),
+            ));
+        }
         if let Some(r) = &a.result {
             let verdict = if r.is_error { "error" } else { "ok" };
             let reason = r

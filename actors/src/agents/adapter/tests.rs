@@ -10,6 +10,7 @@ fn setup(cli: CliKind) -> AgentSetup {
     AgentSetup {
         chat: None,
         resume: None,
+        controlled: false,
         cli,
         instructions: String::new(),
         permission_mode: None,
@@ -64,6 +65,12 @@ fn check(inv: Invocation, want: Expect) {
     }
     for n in &inv.notes {
         out.push_str(&format!("note: {n}\n"));
+    }
+    if let Some(c) = &inv.control {
+        out.push_str(&format!(
+            "control {:?}: {} {}\n",
+            c.protocol, c.prompt, c.settings
+        ));
     }
     want.assert_eq(&out);
 }
@@ -485,4 +492,145 @@ fn gemini_with_search_fetch_commands_and_some_tools_off() {
         }
     "#]],
     );
+}
+
+#[test]
+fn codex_controlled_is_the_app_server_with_every_mcp_call_asking() {
+    let mut s = setup(CliKind::Codex);
+    s.controlled = true;
+    s.permission_mode = Some("workspace-write".into());
+    s.model = Some("gpt-6".into());
+    s.instructions = "Be brief.".into();
+    s.allowed_commands = vec!["Bash(git *)".into()];
+    let servers = [
+        everything(ToolPlan::AllExcept {
+            off: vec!["get-env".into()],
+            on: None,
+        }),
+        remote(ToolPlan::All),
+    ];
+    check(
+        build(&s, "fix the build", &servers),
+        expect![[r#"
+        codex
+          app-server
+          -c
+          web_search="disabled"
+          -c
+          mcp_servers.everything.command="/opt/mcp/everything"
+          -c
+          mcp_servers.everything.args=["stdio"]
+          -c
+          mcp_servers.everything.env_vars=["TOKEN"]
+          -c
+          mcp_servers.everything.disabled_tools=["get-env"]
+          -c
+          mcp_servers.everything.default_tools_approval_mode="prompt"
+          -c
+          mcp_servers.remote.url="https://mcp.example.com/mcp"
+          -c
+          mcp_servers.remote.env_http_headers={"Authorization"="BOSUN_REMOTE_HEADER_AUTHORIZATION"}
+          -c
+          mcp_servers.remote.default_tools_approval_mode="prompt"
+        env TOKEN=s3cret
+        env BOSUN_REMOTE_HEADER_AUTHORIZATION=Bearer abc
+        control CodexAppServer: fix the build {"threadStart":{"sandbox":"workspace-write","model":"gpt-6","developerInstructions":"Be brief."}}
+    "#]],
+    );
+}
+
+#[test]
+fn codex_controlled_with_nothing_on_starts_a_bare_thread() {
+    let mut s = setup(CliKind::Codex);
+    s.controlled = true;
+    check(
+        build(&s, "go", &[]),
+        expect![[r#"
+        codex
+          app-server
+          -c
+          web_search="disabled"
+        control CodexAppServer: go {"threadStart":{}}
+    "#]],
+    );
+}
+
+#[test]
+fn gemini_controlled_speaks_acp_with_untrusted_servers_and_an_ask_all_policy() {
+    let mut s = setup(CliKind::Gemini);
+    s.controlled = true;
+    s.web_fetch = WebFetch::Any;
+    s.model = Some("gemini-2.5-pro".into());
+    s.permission_mode = Some("auto_edit".into());
+    s.allowed_commands = vec!["Bash(git *)".into()];
+    s.instructions = "Be brief.".into();
+    let servers = [everything(ToolPlan::AllExcept {
+        off: vec!["get-sum".into()],
+        on: None,
+    })];
+    check(
+        build(&s, "review the diff", &servers),
+        expect![[r#"
+        gemini
+          --acp
+          --skip-trust
+          --approval-mode=default
+          --model=gemini-2.5-pro
+          --allowed-mcp-server-names=everything
+        env HOME=${BOSUN_RUN_DIR}/home
+        env GEMINI_CLI_NO_RELAUNCH=true
+        file ${BOSUN_RUN_DIR}/home/.gemini/settings.json:
+        {
+          "mcpServers": {
+            "everything": {
+              "command": "/opt/mcp/everything",
+              "args": [
+                "stdio"
+              ],
+              "env": {
+                "TOKEN": "s3cret"
+              },
+              "excludeTools": [
+                "get-sum"
+              ],
+              "trust": false
+            }
+          },
+          "security": {
+            "auth": {
+              "selectedType": "gemini-api-key"
+            }
+          },
+          "tools": {
+            "exclude": [
+              "google_web_search"
+            ]
+          }
+        }
+        file ${BOSUN_RUN_DIR}/home/.gemini/policies/bosun.toml:
+        # Written by bosun: every tool call asks, so that bosun's approval policy decides it.
+        [[rule]]
+        toolName = "*"
+        decision = "ask_user"
+        priority = 999
+        modes = ["default"]
+
+        note: bosun decides each tool call of this run: Gemini's approval mode is default, not auto_edit.
+        control GeminiAcp: Be brief.
+
+        review the diff {"sessionNew":{"cwd":".","mcpServers":[]},"servers":["everything"]}
+    "#]],
+    );
+}
+
+#[test]
+fn gemini_controlled_keeps_plan_mode() {
+    let mut s = setup(CliKind::Gemini);
+    s.controlled = true;
+    s.permission_mode = Some("plan".into());
+    let inv = build(&s, "look around", &[]);
+    assert!(inv.args.contains(&"--approval-mode=plan".to_string()));
+    assert!(inv.notes.is_empty());
+    let control = inv.control.unwrap_or_else(|| panic!("a control plan"));
+    assert_eq!(control.settings["servers"], serde_json::json!([]));
 }

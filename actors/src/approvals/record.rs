@@ -1,0 +1,167 @@
+//! A run's tool call that waits for the person, as stored in redb (`approvals[approval id]`).
+//!
+//! Only calls that go to the person are kept here; a call the policy decides at once is kept in
+//! its run's record ([`Decision`](crate::agents::record::Decision)). Each record is committed
+//! before the person hears of it, and its decision is committed before the runner does.
+
+use std::path::PathBuf;
+
+use bosun_shared::protocol::approvals::ApprovalView;
+use bosun_shared::{AgentId, ApprovalId, CardId, RunId, Timestamp};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::store::{Record, Store, StoreError};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRecord {
+    pub id: ApprovalId,
+    pub run: RunId,
+    /// The CLI's own id of the request: the runner asks again with it after a reconnect.
+    pub key: String,
+    pub agent: Option<AgentId>,
+    pub agent_name: String,
+    pub card: Option<CardId>,
+    pub tool: String,
+    /// The tool's class in words.
+    pub class: String,
+    /// Allowing it takes in outside content (the rest of the turn is escalated).
+    pub escalates: bool,
+    /// The rule that sent it to the person, in words.
+    pub why: String,
+    /// Its arguments with secret-looking values hidden.
+    pub input: Value,
+    pub preview: String,
+    pub cwd: Option<PathBuf>,
+    pub asked_at: Timestamp,
+    pub deadline: Timestamp,
+    pub attended: bool,
+    pub state: ApprovalState,
+    pub delivered_at: Option<Timestamp>,
+}
+
+impl Record for ApprovalRecord {
+    const TABLE: &'static str = "approvals";
+    const WHAT: &'static str = "approval";
+    type Key = ApprovalId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+/// Where an approval stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ApprovalState {
+    Waiting,
+    Allowed {
+        at: Timestamp,
+    },
+    /// By the person, or by a block that landed before the person's approval was delivered.
+    Denied {
+        at: Timestamp,
+        by: String,
+        message: String,
+    },
+    /// Nobody decided before the deadline: denied.
+    Expired {
+        at: Timestamp,
+        message: String,
+    },
+    /// The run ended before anyone decided; it can no longer be approved.
+    Ended {
+        at: Timestamp,
+    },
+}
+
+impl ApprovalState {
+    pub fn word(&self) -> &'static str {
+        match self {
+            ApprovalState::Waiting => "waiting",
+            ApprovalState::Allowed { .. } => "allowed",
+            ApprovalState::Denied { .. } => "denied",
+            ApprovalState::Expired { .. } => "expired",
+            ApprovalState::Ended { .. } => "ended",
+        }
+    }
+}
+
+/// The message a denial by the deadline gives the model.
+pub fn expired_message(wait_ms: u64) -> String {
+    format!(
+        "no answer within {}: denied (bosun denies a call nobody approves in time)",
+        bosun_shared::time::format_duration(std::time::Duration::from_millis(wait_ms))
+    )
+}
+
+impl ApprovalRecord {
+    pub fn view(&self) -> ApprovalView {
+        let (decided_by, decided_at, message) = match &self.state {
+            ApprovalState::Waiting => (None, None, None),
+            ApprovalState::Allowed { at } => (Some("the person".to_string()), Some(*at), None),
+            ApprovalState::Denied { at, by, message } => {
+                (Some(by.clone()), Some(*at), Some(message.clone()))
+            }
+            ApprovalState::Expired { at, message } => (
+                Some("the deadline".to_string()),
+                Some(*at),
+                Some(message.clone()),
+            ),
+            ApprovalState::Ended { at } => (Some("the run's end".to_string()), Some(*at), None),
+        };
+        ApprovalView {
+            id: self.id,
+            short_id: self.id.short(),
+            run: self.run,
+            agent: Some(self.agent_name.clone()).filter(|n| !n.is_empty()),
+            card: self.card,
+            tool: self.tool.clone(),
+            class: self.class.clone(),
+            why: self.why.clone(),
+            preview: self.preview.clone(),
+            input: self.input.clone(),
+            asked_at: self.asked_at,
+            deadline: self.deadline,
+            attended: self.attended,
+            state: self.state.word().to_string(),
+            decided_by,
+            decided_at,
+            message,
+            delivered_at: self.delivered_at,
+        }
+    }
+
+    /// What the CLI is told, once decided.
+    pub fn answer(&self) -> Option<bosun_shared::protocol::runner::ToolAnswer> {
+        use bosun_shared::protocol::runner::ToolAnswer;
+        match &self.state {
+            ApprovalState::Waiting => None,
+            ApprovalState::Allowed { .. } => Some(ToolAnswer::Allow),
+            ApprovalState::Denied { message, .. } | ApprovalState::Expired { message, .. } => {
+                Some(ToolAnswer::Deny {
+                    message: message.clone(),
+                })
+            }
+            ApprovalState::Ended { .. } => Some(ToolAnswer::Deny {
+                message: "the run ended before a decision".into(),
+            }),
+        }
+    }
+}
+
+impl Store {
+    /// Every approval, in id order.
+    pub fn approvals(&self) -> Result<Vec<ApprovalRecord>, StoreError> {
+        self.all::<ApprovalRecord>()
+    }
+
+    /// The approvals of one run.
+    pub fn approvals_of(&self, run: RunId) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Ok(self
+            .approvals()?
+            .into_iter()
+            .filter(|a| a.run == run)
+            .collect())
+    }
+}

@@ -1,0 +1,156 @@
+//! Answers about runs' tool calls that wait for the person: the list is read from the store;
+//! a decision goes to the run's own RunActor, which alone decides its approvals.
+
+use std::sync::Arc;
+
+use bosun_actors::approvals::record::{ApprovalRecord, ApprovalState};
+use bosun_actors::prefix::by_prefix;
+use bosun_actors::runs::follow::blocking;
+use bosun_actors::runs::run_actor::{PersonDecision, RunMsg};
+use bosun_shared::ApprovalId;
+use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
+
+use super::Handle;
+use super::runs::resolve;
+use crate::ctx::DaemonCtx;
+use crate::wire::Failure;
+
+async fn all(ctx: &Arc<DaemonCtx>) -> Result<Vec<ApprovalRecord>, Failure> {
+    let mut list = blocking(&ctx.store, |s| s.approvals()).await?;
+    list.sort_by_key(|a| (a.asked_at, a.id.to_string()));
+    Ok(list)
+}
+
+impl Handle for Approvals {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<ApprovalView>, Failure> {
+        let run = match &self.run {
+            Some(r) => Some(resolve(ctx, r).await?),
+            None => None,
+        };
+        Ok(all(ctx)
+            .await?
+            .into_iter()
+            .filter(|a| self.all || a.state == ApprovalState::Waiting)
+            .filter(|a| run.is_none_or(|r| a.run == r))
+            .map(|a| a.view())
+            .collect())
+    }
+}
+
+/// Why an approval that is not waiting cannot be decided, in plain words.
+fn not_waiting(a: &ApprovalRecord) -> WireError {
+    let short = a.id.short();
+    WireError::conflict(match &a.state {
+        ApprovalState::Waiting => format!("approval {short} is waiting"),
+        ApprovalState::Allowed { .. } => format!("approval {short} was already allowed"),
+        ApprovalState::Denied { by, .. } => format!("approval {short} was already denied by {by}"),
+        ApprovalState::Expired { .. } => {
+            format!("approval {short} ran out of time and was denied; the agent may ask again")
+        }
+        ApprovalState::Ended { .. } => {
+            format!("approval {short} can no longer be decided: the run ended before a decision")
+        }
+    })
+}
+
+async fn decide(
+    ctx: &Arc<DaemonCtx>,
+    a: &ApprovalRecord,
+    decision: PersonDecision,
+) -> Result<ApprovalView, Failure> {
+    if a.state != ApprovalState::Waiting {
+        return Err(not_waiting(a).into());
+    }
+    let Some(entry) = ctx.live.get(a.run) else {
+        return Err(WireError::conflict(format!(
+            "approval {} can no longer be decided: its run {} is not running",
+            a.id.short(),
+            a.run.short()
+        ))
+        .into());
+    };
+    let id = a.id;
+    ractor::call!(entry.actor, |reply| RunMsg::Decide {
+        approval: id,
+        decision,
+        reply
+    })
+    .map_err(|_| {
+        WireError::conflict(format!(
+            "approval {} can no longer be decided: its run has just ended",
+            id.short()
+        ))
+    })?
+    .map_err(Failure::from)
+}
+
+impl Handle for Decide {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ApprovalView, Failure> {
+        if self.allow && self.block {
+            return Err(WireError::bad_request(
+                "--block goes with a denial: `bosun deny ID --block`",
+            )
+            .into());
+        }
+        if !self.allow && self.always {
+            return Err(WireError::bad_request(
+                "--always goes with an approval: `bosun approve ID --always`",
+            )
+            .into());
+        }
+        let list = all(ctx).await?;
+        let id: ApprovalId = by_prefix(
+            list.iter().map(|a| a.id),
+            &self.approval,
+            "approvals'",
+            |k| format!("there is no approval `{k}`; `bosun inbox` lists those that wait"),
+        )?;
+        let Some(a) = list.iter().find(|a| a.id == id) else {
+            return Err(WireError::not_found("the approval went missing").into());
+        };
+        decide(
+            ctx,
+            a,
+            PersonDecision {
+                allow: self.allow,
+                always: self.always,
+                block: self.block,
+                message: self.message,
+            },
+        )
+        .await
+    }
+}
+
+impl Handle for ApproveCard {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<ApprovalView>, Failure> {
+        let list = all(ctx).await?;
+        let waiting: Vec<&ApprovalRecord> = list
+            .iter()
+            .filter(|a| a.state == ApprovalState::Waiting)
+            .collect();
+        let card = by_prefix(
+            waiting.iter().filter_map(|a| a.card),
+            &self.card,
+            "cards'",
+            |k| format!("no run of a card `{k}` has a tool call waiting; `bosun inbox` lists them"),
+        )?;
+        let mut done = Vec::new();
+        // In the order asked: each is delivered before the next is decided.
+        for a in waiting.into_iter().filter(|a| a.card == Some(card)) {
+            done.push(
+                decide(
+                    ctx,
+                    a,
+                    PersonDecision {
+                        allow: true,
+                        ..PersonDecision::default()
+                    },
+                )
+                .await?,
+            );
+        }
+        Ok(done)
+    }
+}

@@ -1,0 +1,310 @@
+//! Approvals for every run, on the real Claude Code (2.1.332) against the fake Anthropic API:
+//! every tool call reaches bosun's policy through Claude's control protocol; a call the policy
+//! allows runs, one that asks waits in `bosun inbox` until the person decides, a denial's
+//! message reaches the model, a block wins over an approval given before it landed, the
+//! deadline denies, an escalated ask on an unattended run is denied at once, and a pending
+//! approval survives a SIGKILL of bosund with its id and deadline — the tool then runs exactly
+//! once.
+
+use std::time::Duration;
+
+use bosun_tests::{Bosun, FakeModel, wait_for};
+use serde_json::Value;
+
+/// A Claude agent `coder` with server-everything on.
+fn setup(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
+    b.add_everything("everything", "everything-token-5e1a")?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    b.ok(&["agent", "set", "coder", "mcp.everything=on"])?;
+    Ok(())
+}
+
+fn start(b: &Bosun, prompt: &str) -> anyhow::Result<String> {
+    let out = b.ok(&["agent", "run", "coder", prompt])?;
+    Ok(out.trim().to_string())
+}
+
+/// The approvals waiting, as `bosun inbox --json` lists them.
+fn waiting(b: &Bosun) -> anyhow::Result<Vec<Value>> {
+    Ok(b.json(&["inbox"])?
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|i| i["kind"] == "approval")
+        .collect())
+}
+
+fn wait_approval(b: &Bosun) -> anyhow::Result<Value> {
+    wait_for("an approval in the inbox", Duration::from_secs(60), || {
+        Ok(waiting(b)?.into_iter().next())
+    })
+}
+
+fn decisions(b: &Bosun, run: &str) -> anyhow::Result<Vec<Value>> {
+    Ok(b.show(run)?["agent"]["decisions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default())
+}
+
+/// The text of the tool results the model saw at turn `n` (0-based).
+fn result_at(fake: &FakeModel, n: usize) -> String {
+    fake.turns()
+        .get(n)
+        .and_then(|t| t["tool_result"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_ask");
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:echo:{"message":"ping"};tool:Bash:{"command":"echo approved-ran"};text:All done."#,
+    )?;
+    setup(&b, &fake)?;
+    let run = start(&b, "echo, then run a command")?;
+
+    // echo is read-only and local: the default mode lets it run. Bash asks.
+    let a = wait_approval(&b)?;
+    assert_eq!(a["tool"], "Bash");
+    assert_eq!(a["class"], "runs commands");
+    assert_eq!(a["state"], "waiting");
+    assert!(
+        a["preview"]
+            .as_str()
+            .is_some_and(|p| p.contains("$ echo approved-ran")),
+        "{a:#}"
+    );
+    assert!(
+        a["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("approval mode")),
+        "{a:#}"
+    );
+    assert_eq!(result_at(&fake, 1), "Echo: ping", "echo ran at once");
+
+    // Shown for people too, with the time left.
+    let text = b.ok(&["inbox"])?;
+    assert!(text.contains("Bash") && text.contains("left"), "{text}");
+
+    let id = a["short_id"].as_str().unwrap_or_default().to_string();
+    let decided = b.json(&["approve", &id])?;
+    assert_eq!(decided[0]["state"], "allowed");
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    assert!(
+        result_at(&fake, 2).contains("approved-ran"),
+        "the command ran after the approval: {}",
+        result_at(&fake, 2)
+    );
+
+    // Every decision is in the run's record, with who made it.
+    let ds = decisions(&b, &run)?;
+    assert_eq!(ds.len(), 2, "{ds:#?}");
+    assert_eq!(ds[0]["tool"], "mcp__everything__echo");
+    assert_eq!(ds[0]["decision"], "allowed");
+    assert!(
+        ds[0]["by"]
+            .as_str()
+            .is_some_and(|w| w.contains("approval mode")),
+        "{ds:#?}"
+    );
+    assert_eq!(ds[1]["tool"], "Bash");
+    assert_eq!(ds[1]["by"], "the person");
+    assert!(ds[1]["approval"].is_string());
+
+    // Approving twice, or after the run ended, is refused with the reason.
+    let again = b.fails(&["approve", &id])?;
+    assert!(again.contains("already allowed"), "{again}");
+    b.finish()
+}
+
+#[test]
+fn a_denial_tells_the_model_and_a_block_wins_over_an_approval() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_deny");
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"rm -rf build"};tool:Bash:{"command":"echo second"};text:All done."#,
+    )?;
+    setup(&b, &fake)?;
+    let run = start(&b, "clean up")?;
+
+    let a = wait_approval(&b)?;
+    let id = a["short_id"].as_str().unwrap_or_default().to_string();
+    b.ok(&["deny", &id, "--message", "use git clean instead"])?;
+    let second = wait_for("the second ask", Duration::from_secs(60), || {
+        Ok(waiting(&b)?.into_iter().find(|x| x["id"] != a["id"]))
+    })?;
+    assert!(
+        result_at(&fake, 1).contains("use git clean instead"),
+        "the model was told: {}",
+        result_at(&fake, 1)
+    );
+
+    // The person blocks the shell while the second call waits; approving it then is denied.
+    b.ok(&["agent", "set", "coder", "Bash=block"])?;
+    let sid = second["short_id"].as_str().unwrap_or_default().to_string();
+    let decided = b.json(&["approve", &sid])?;
+    assert_eq!(decided[0]["state"], "denied", "{decided:#}");
+    assert_eq!(decided[0]["decided_by"], "the block");
+    b.wait_ended(&run, Duration::from_secs(60))?;
+    assert!(
+        result_at(&fake, 2).contains("blocked"),
+        "the model was told the tool is blocked: {}",
+        result_at(&fake, 2)
+    );
+    b.finish()
+}
+
+#[test]
+fn the_deadline_denies_and_a_blocked_tool_never_asks() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_deadline");
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"echo late"};tool:Write:{"file_path":"x.txt","content":"x"};text:All done."#,
+    )?;
+    setup(&b, &fake)?;
+    b.ok(&["agent", "set", "coder", "approval.wait=2s", "Write=block"])?;
+    let run = start(&b, "do two things")?;
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded");
+    assert!(
+        result_at(&fake, 1).contains("no answer within 2s"),
+        "{}",
+        result_at(&fake, 1)
+    );
+    assert!(
+        result_at(&fake, 2).contains("blocked"),
+        "{}",
+        result_at(&fake, 2)
+    );
+    let ds = decisions(&b, &run)?;
+    assert_eq!(ds[0]["by"], "the deadline", "{ds:#?}");
+    assert_eq!(ds[1]["decision"], "denied");
+    assert!(
+        ds[1]["by"].as_str().is_some_and(|w| w.contains("blocked")),
+        "{ds:#?}"
+    );
+    let all = b.json(&["inbox", "--all"])?;
+    assert!(
+        all.as_array()
+            .is_some_and(|a| a.iter().any(|x| x["state"] == "expired")),
+        "{all:#}"
+    );
+    b.finish()
+}
+
+#[test]
+fn outside_content_turns_an_always_allowed_write_into_an_ask() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_escalation");
+    // gzip-file-as-resource is marked open-world: what it returns is outside content.
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:gzip-file-as-resource:{"name":"a.txt.gz","data":"data:text/plain;base64,aGk="};tool:Write:{"file_path":"out.txt","content":"x"};text:All done."#,
+    )?;
+    setup(&b, &fake)?;
+    b.ok(&["agent", "set", "coder", "Write=allow"])?;
+    let run = start(&b, "fetch, then write")?;
+    let a = wait_approval(&b)?;
+    assert_eq!(a["tool"], "Write");
+    assert!(
+        a["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("outside content")),
+        "{a:#}"
+    );
+    let id = a["short_id"].as_str().unwrap_or_default().to_string();
+    b.ok(&["deny", &id])?;
+    b.wait_ended(&run, Duration::from_secs(60))?;
+    b.finish()
+}
+
+#[test]
+fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_tool_runs_once() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_crash");
+    let marker = b.scratch().join("ran.txt");
+    let fake = FakeModel::start(
+        "anthropic",
+        &format!(
+            r#"tool:Bash:{{"command":"echo once >> {}"}};text:All done."#,
+            marker.display()
+        ),
+    )?;
+    setup(&b, &fake)?;
+    let run = start(&b, "append a line")?;
+    let before = wait_approval(&b)?;
+
+    b.kill_daemon()?;
+    // The next command starts a new daemon; the runner reconnects and asks again.
+    let after = wait_approval(&b)?;
+    assert_eq!(after["id"], before["id"], "the same approval");
+    assert_eq!(after["deadline"], before["deadline"], "the same deadline");
+
+    let id = after["short_id"].as_str().unwrap_or_default().to_string();
+    b.ok(&["approve", &id])?;
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let ran = std::fs::read_to_string(&marker)?;
+    assert_eq!(ran, "once\n", "the tool ran exactly once");
+    b.finish()
+}
+
+#[test]
+fn a_decision_committed_before_a_crash_is_delivered_after_it() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_crash_decided");
+    let marker = b.scratch().join("ran.txt");
+    let fake = FakeModel::start(
+        "anthropic",
+        &format!(
+            r#"tool:Bash:{{"command":"echo once >> {}"}};text:All done."#,
+            marker.display()
+        ),
+    )?;
+    setup(&b, &fake)?;
+    // The daemon dies right after it commits a decision, before the runner hears it.
+    b.kill_daemon()?;
+    let b = b.with_env("BOSUN_CRASH_AT", "approval-decided");
+    let run = start(&b, "append a line")?;
+    let a = wait_approval(&b)?;
+    let id = a["short_id"].as_str().unwrap_or_default().to_string();
+    let out = b.output(&["approve", &id])?;
+    assert!(
+        !out.status.success(),
+        "bosund died at the crash point, before answering"
+    );
+    let b = b.with_env("BOSUN_CRASH_AT", "none");
+    // The crash left the decision committed and the runner without it.
+    let log = std::fs::read_to_string(b.home.join("bosund.stderr")).unwrap_or_default();
+    assert!(log.contains("BOSUN_CRASH_AT=approval-decided"), "{log}");
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    assert_eq!(std::fs::read_to_string(&marker)?, "once\n");
+    let ds = decisions(&b, &run)?;
+    assert_eq!(ds.len(), 1, "one decision, never a second: {ds:#?}");
+    assert_eq!(ds[0]["decision"], "allowed");
+    b.finish()
+}
+
+#[test]
+fn an_approval_whose_run_ended_cannot_be_approved() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_run_ended");
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"echo never"};text:All done."#,
+    )?;
+    setup(&b, &fake)?;
+    let run = start(&b, "run a command")?;
+    let a = wait_approval(&b)?;
+    b.ok(&["stop", &run])?;
+    b.wait_ended(&run, Duration::from_secs(60))?;
+    let id = a["short_id"].as_str().unwrap_or_default().to_string();
+    let refused = b.fails(&["approve", &id])?;
+    assert!(
+        refused.contains("the run ended before a decision"),
+        "{refused}"
+    );
+    assert!(waiting(&b)?.is_empty());
+    b.finish()
+}

@@ -1,0 +1,669 @@
+//! The web UI end to end: the real `bosun ui` bridge against a real bosund. Its security (no
+//! cookie: 401; a foreign Host: 403; writes from another origin or without the CSRF header:
+//! 403; the one-time sign-in and its cookie), the generic call, the log stream's resume rule
+//! (Last-Event-ID; a SIGKILL of bosund mid-run with no gap and no duplicate), and, in Debian's
+//! chromium driven by `tests/node/webui/drive.mjs`, a log watched live to its end, run output
+//! that tries to be markup shown as text, the Inbox approving the lead's pending action, and a
+//! run stopped from the Runs page.
+//!
+//! HTTP is spoken by hand here (HTTP/1.0, so bodies and event streams end with the
+//! connection and need no de-chunking).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bosun_tests::{Bosun, FakeModel, everything_bin, mode_of, session_of, wait_for};
+use serde_json::Value;
+
+/// The running bridge of a test.
+struct Ui {
+    port: u16,
+    login: String,
+    pid: i32,
+}
+
+impl Ui {
+    fn start(b: &Bosun) -> anyhow::Result<Self> {
+        let v = b.json(&["ui", "--no-open"])?;
+        Ok(Self {
+            port: v["port"].as_u64().context("no port")? as u16,
+            login: v["login_url"].as_str().context("no login_url")?.to_string(),
+            pid: v["pid"].as_i64().context("no pid")? as i32,
+        })
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn origin(&self) -> String {
+        format!("http://{}", self.host())
+    }
+
+    /// Signs in with the one-time address; returns the `Cookie` header value.
+    fn sign_in(&self) -> anyhow::Result<String> {
+        let path = self.login.trim_start_matches(&self.origin()).to_string();
+        let r = self.get(&path, &[])?;
+        if r.status != 303 {
+            bail!("the sign-in answered {}: {}", r.status, r.body);
+        }
+        let cookie = r.header("set-cookie").context("no cookie")?;
+        Ok(cookie.split(';').next().unwrap_or_default().to_string())
+    }
+
+    fn get(&self, path: &str, headers: &[(&str, &str)]) -> anyhow::Result<Reply> {
+        self.send("GET", path, headers, None)
+    }
+
+    /// A write as the page makes it: same origin, with the session's CSRF value.
+    fn call(&self, cookie: &str, csrf: &str, body: &str) -> anyhow::Result<Reply> {
+        let origin = self.origin();
+        self.send(
+            "POST",
+            "/api/call",
+            &[
+                ("Cookie", cookie),
+                ("Origin", &origin),
+                ("X-Bosun-Csrf", csrf),
+                ("Content-Type", "application/json"),
+            ],
+            Some(body),
+        )
+    }
+
+    fn csrf(&self, cookie: &str) -> anyhow::Result<String> {
+        let r = self.get("/api/session", &[("Cookie", cookie)])?;
+        Ok(r.json()?["csrf"].as_str().context("no csrf")?.to_string())
+    }
+
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> anyhow::Result<Reply> {
+        let mut s = self.open(method, path, headers, body)?;
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw)?;
+        Reply::parse(&raw)
+    }
+
+    fn open(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> anyhow::Result<TcpStream> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
+        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        let mut req = format!("{method} {path} HTTP/1.0\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            req.push_str(&format!("Host: {}\r\n", self.host()));
+        }
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if let Some(b) = body {
+            req.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+        req.push_str("\r\n");
+        req.push_str(body.unwrap_or_default());
+        s.write_all(req.as_bytes())?;
+        Ok(s)
+    }
+
+    /// Opens a log stream and reads it until `end` (or `failed`), calling `during` after each
+    /// event; returns the events.
+    fn log_events(
+        &self,
+        cookie: &str,
+        path: &str,
+        extra: &[(&str, &str)],
+        mut during: impl FnMut(&SseEvent) -> anyhow::Result<()>,
+    ) -> anyhow::Result<Vec<SseEvent>> {
+        let mut headers = vec![("Cookie", cookie)];
+        headers.extend_from_slice(extra);
+        let s = self.open("GET", path, &headers, None)?;
+        let mut r = BufReader::new(s);
+        let mut line = String::new();
+        r.read_line(&mut line)?;
+        if !line.contains(" 200 ") {
+            bail!("the log stream answered {line}");
+        }
+        loop {
+            line.clear();
+            r.read_line(&mut line)?;
+            if line.trim().is_empty() {
+                break;
+            }
+        }
+        let (mut events, mut cur) = (Vec::new(), SseEvent::default());
+        loop {
+            line.clear();
+            if r.read_line(&mut line)? == 0 {
+                bail!("the log stream closed before its end: {events:?}");
+            }
+            let l = line.trim_end_matches(['\r', '\n']);
+            if l.is_empty() {
+                if cur.data.is_empty() && cur.event.is_empty() {
+                    continue;
+                }
+                let e = std::mem::take(&mut cur);
+                during(&e)?;
+                let last = e.event == "end" || e.event == "failed";
+                events.push(e);
+                if last {
+                    return Ok(events);
+                }
+            } else if let Some(v) = l.strip_prefix("id:") {
+                cur.id = v.trim().parse().ok();
+            } else if let Some(v) = l.strip_prefix("event:") {
+                cur.event = v.trim().to_string();
+            } else if let Some(v) = l.strip_prefix("data:") {
+                cur.data.push_str(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct SseEvent {
+    id: Option<u64>,
+    event: String,
+    data: String,
+}
+
+impl SseEvent {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.data).unwrap_or(Value::Null)
+    }
+}
+
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn parse(raw: &[u8]) -> anyhow::Result<Self> {
+        let text = String::from_utf8_lossy(raw);
+        let (head, body) = text.split_once("\r\n\r\n").context("no header end")?;
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|s| s.parse().ok())
+            .context("no status")?;
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        Ok(Self {
+            status,
+            headers,
+            body: body.to_string(),
+        })
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> anyhow::Result<Value> {
+        serde_json::from_str(&self.body).with_context(|| format!("not JSON: {}", self.body))
+    }
+}
+
+/// Stops the bridge, then the test's daemon, and checks nothing is left.
+fn finish(b: Bosun) -> anyhow::Result<()> {
+    b.ok(&["ui", "--stop"])?;
+    b.finish()
+}
+
+/// `node tests/node/webui/drive.mjs <scenario>`; the JSON it prints.
+fn drive(ui: &Ui, scenario: &str, env: &[(&str, &str)]) -> anyhow::Result<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("node/webui/drive.mjs");
+    let out = Command::new("node")
+        .arg(script)
+        .arg(scenario)
+        .env("BOSUN_UI_LOGIN", &ui.login)
+        .envs(env.iter().copied())
+        .output()
+        .context("could not run node")?;
+    if !out.status.success() {
+        bail!(
+            "the browser scenario {scenario} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).with_context(|| format!("drive.mjs printed {text}"))
+}
+
+#[test]
+fn security_sign_in_host_origin_and_csrf() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_security");
+    let ui = Ui::start(&b)?;
+    // The address file holds the token: 0600. The bridge leads a session of its own.
+    assert_eq!(mode_of(&b.home.join("ui.json")), Some(0o600));
+    assert_eq!(session_of(ui.pid), Some(ui.pid));
+
+    // Nothing without the cookie: a page gets a plain page, the API JSON.
+    let r = ui.get("/", &[])?;
+    assert_eq!(r.status, 401);
+    assert!(r.body.contains("bosun ui"), "{}", r.body);
+    let r = ui.get("/api/session", &[])?;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()?["error"]["code"], "unauthorized");
+    let r = ui.get("/login?token=0000", &[])?;
+    assert_eq!(r.status, 401);
+
+    // Another Host (DNS rebinding) is refused before anything else, even the sign-in.
+    let evil_host = format!("evil.example:{}", ui.port);
+    let path = ui.login.trim_start_matches(&ui.origin()).to_string();
+    let r = ui.get(&path, &[("Host", &evil_host)])?;
+    assert_eq!(r.status, 403);
+
+    // The sign-in: a cookie the page's scripts cannot read, kept to this site, then a clean
+    // address. The token works once.
+    let r = ui.get(&path, &[])?;
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/"));
+    let set = r.header("set-cookie").context("no cookie")?;
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.contains(part), "{set}");
+    }
+    let cookie = set.split(';').next().unwrap_or_default().to_string();
+    assert_eq!(ui.get(&path, &[])?.status, 401);
+
+    // Signed in: the page, with its headers; no CORS header anywhere.
+    let r = ui.get("/", &[("Cookie", &cookie)])?;
+    assert_eq!(r.status, 200);
+    let csp = r.header("content-security-policy").unwrap_or_default();
+    assert!(
+        csp.contains("default-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    assert!(
+        r.headers
+            .iter()
+            .all(|(k, _)| !k.starts_with("access-control-"))
+    );
+    assert_eq!(
+        ui.get("/", &[("Cookie", &cookie), ("Host", &evil_host)])?
+            .status,
+        403
+    );
+
+    let csrf = ui.csrf(&cookie)?;
+    let list = r#"{"method":"list_runs","params":{"all":true}}"#;
+    // A write from another origin, or without an Origin, or without the CSRF header: 403.
+    let post = |headers: &[(&str, &str)]| ui.send("POST", "/api/call", headers, Some(list));
+    let r = post(&[
+        ("Cookie", &cookie),
+        ("Origin", "http://evil.example"),
+        ("X-Bosun-Csrf", &csrf),
+    ])?;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()?["error"]["code"], "cross_origin");
+    let r = post(&[("Cookie", &cookie), ("X-Bosun-Csrf", &csrf)])?;
+    assert_eq!(r.status, 403);
+    let r = post(&[("Cookie", &cookie), ("Origin", &ui.origin())])?;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()?["error"]["code"], "csrf");
+    let r = post(&[
+        ("Cookie", &cookie),
+        ("Origin", &ui.origin()),
+        ("X-Bosun-Csrf", "nope"),
+    ])?;
+    assert_eq!(r.status, 403);
+    let r = post(&[("Origin", &ui.origin()), ("X-Bosun-Csrf", &csrf)])?;
+    assert_eq!(r.status, 401);
+
+    // The generic call, and its refusals in plain words.
+    let r = ui.call(&cookie, &csrf, list)?;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()?["answer"], "runs");
+    let r = ui.call(&cookie, &csrf, r#"{"method":"daemon_stop"}"#)?;
+    assert_eq!(r.status, 403);
+    assert!(
+        r.json()?["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("bosun daemon stop")
+    );
+    let r = ui.call(&cookie, &csrf, r#"{"method":"no_such_thing"}"#)?;
+    assert_eq!(r.status, 400);
+    let r = ui.call(
+        &cookie,
+        &csrf,
+        r#"{"method":"get_run","params":{"run":"zzzz"}}"#,
+    )?;
+    assert_eq!(r.status, 404, "{}", r.body);
+
+    // `bosun ui` again finds the same bridge, with a fresh token.
+    let again = Ui::start(&b)?;
+    assert_eq!(again.pid, ui.pid);
+    assert_ne!(again.login, ui.login);
+    assert_eq!(again.sign_in()?.len(), cookie.len());
+    finish(b)
+}
+
+/// A run that prints `line 1` … `line n`, one every `pause` seconds.
+fn numbered(b: &Bosun, n: u32, pause: &str) -> anyhow::Result<String> {
+    let script =
+        format!("i=1; while [ $i -le {n} ]; do echo \"line $i\"; i=$((i+1)); sleep {pause}; done");
+    b.start(&[], &["sh", "-c", &script])
+}
+
+/// The text of the events' chunks, in order.
+fn text_of(events: &[SseEvent]) -> String {
+    events
+        .iter()
+        .filter(|e| e.event.is_empty())
+        .map(|e| e.json()["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn log_stream_resumes_after_last_event_id_and_reads_chunks() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_resume");
+    let run = numbered(&b, 40, "0.02")?;
+    let last = b.wait_ended(&run, Duration::from_secs(30))?["last_seq"]
+        .as_u64()
+        .context("no last_seq")?;
+    assert!(last >= 4, "too few chunks to test with: {last}");
+    let ui = Ui::start(&b)?;
+    let cookie = ui.sign_in()?;
+
+    let path = format!("/api/runs/{run}/log");
+    let all = ui.log_events(&cookie, &path, &[], |_| Ok(()))?;
+    let ids: Vec<u64> = all.iter().filter_map(|e| e.id).collect();
+    assert_eq!(ids, (1..=last).collect::<Vec<_>>());
+    let expected: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(text_of(&all), expected);
+    assert_eq!(all.last().map(|e| e.event.as_str()), Some("end"));
+
+    // Last-Event-ID wins over ?from: exactly the seqs after it.
+    let k = last / 2;
+    let resumed = ui.log_events(
+        &cookie,
+        &format!("{path}?from=1"),
+        &[("Last-Event-ID", &k.to_string())],
+        |_| Ok(()),
+    )?;
+    let ids: Vec<u64> = resumed.iter().filter_map(|e| e.id).collect();
+    assert_eq!(ids, (k + 1..=last).collect::<Vec<_>>());
+    let from = ui.log_events(&cookie, &format!("{path}?from={last}"), &[], |_| Ok(()))?;
+    assert_eq!(
+        from.iter().filter_map(|e| e.id).collect::<Vec<_>>(),
+        vec![last]
+    );
+
+    // Chunks, without following; and the download.
+    let r = ui.get(
+        &format!("/api/runs/{run}/chunks?from=2&limit=2"),
+        &[("Cookie", &cookie)],
+    )?;
+    let seqs: Vec<u64> = r
+        .json()?
+        .as_array()
+        .context("not an array")?
+        .iter()
+        .filter_map(|c| c["seq"].as_u64())
+        .collect();
+    assert_eq!(seqs, vec![2, 3]);
+    let r = ui.get(&format!("/api/runs/{run}/log.txt"), &[("Cookie", &cookie)])?;
+    assert_eq!(r.status, 200);
+    assert!(
+        r.header("content-disposition")
+            .unwrap_or_default()
+            .starts_with("attachment")
+    );
+    assert_eq!(r.body, expected);
+    finish(b)
+}
+
+#[test]
+fn log_stream_survives_a_sigkill_of_bosund_with_no_gap() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_sigkill");
+    let n = 150;
+    let run = numbered(&b, n, "0.02")?;
+    let ui = Ui::start(&b)?;
+    let cookie = ui.sign_in()?;
+    let mut killed = false;
+    let events = ui.log_events(&cookie, &format!("/api/runs/{run}/log"), &[], |e| {
+        if !killed && e.id.is_some_and(|id| id >= 10) {
+            killed = true;
+            b.kill_daemon()?;
+        }
+        Ok(())
+    })?;
+    assert!(killed, "the run ended before bosund could be killed");
+    assert!(
+        events.iter().any(|e| e.event == "reconnecting"),
+        "{events:?}"
+    );
+    let ids: Vec<u64> = events.iter().filter_map(|e| e.id).collect();
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "a gap or a duplicate: {ids:?}"
+    );
+    assert_eq!(ids.first(), Some(&1));
+    let expected: String = (1..=n).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(text_of(&events), expected);
+    finish(b)
+}
+
+#[test]
+fn browser_watches_a_log_live_to_its_end_and_shows_markup_as_text() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_log");
+    let ui = Ui::start(&b)?;
+    let n = 3000;
+    let script = format!(
+        concat!(
+            "printf '%s\\n' '<script>alert(1)</script>' '<img src=x onerror=alert(1)>' ; ",
+            "printf '\\033[31mred\\033[0m \\033]0;title\\007\\033[2Jcleared\\n'; ",
+            "printf 'to stderr\\n' >&2; sleep 1; ",
+            "i=1; while [ $i -le {n} ]; do echo \"line $i\"; i=$((i+1)); ",
+            "[ $((i % 500)) -eq 0 ] && sleep 0.3; done"
+        ),
+        n = n
+    );
+    let run = b.start(&[], &["sh", "-c", &script])?;
+    let seen = drive(&ui, "log", &[("BOSUN_UI_RUN", &run)])?;
+    let lines: Vec<String> = seen["lines"]
+        .as_array()
+        .context("no lines")?
+        .iter()
+        .filter_map(|l| l.as_str().map(str::to_string))
+        .collect();
+    let numbered: Vec<&String> = lines.iter().filter(|l| l.starts_with("line ")).collect();
+    let expected: Vec<String> = (1..=n).map(|i| format!("line {i}")).collect();
+    assert_eq!(numbered, expected.iter().collect::<Vec<_>>());
+    // Markup from the run is text; terminal escapes are gone, their text kept.
+    assert!(
+        lines.contains(&"<script>alert(1)</script>".to_string()),
+        "{:?}",
+        &lines[..5]
+    );
+    assert!(lines.contains(&"<img src=x onerror=alert(1)>".to_string()));
+    assert!(
+        lines.contains(&"red cleared".to_string()),
+        "{:?}",
+        &lines[..5]
+    );
+    assert!(lines.contains(&"to stderr".to_string()));
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    assert_eq!(seen["foreign"], 0);
+    // Only the visible rows are in the DOM.
+    assert!(
+        seen["rows"].as_u64().unwrap_or(u64::MAX) < 200,
+        "{}",
+        seen["rows"]
+    );
+    finish(b)
+}
+
+#[test]
+fn browser_stops_a_run_from_the_runs_page() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_stop");
+    let run = b.start(&[], &["sleep", "300"])?;
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "stop", &[("BOSUN_UI_RUN", &run)])?;
+    assert!(
+        seen["exit"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stopped"),
+        "{seen}"
+    );
+    let v = b.wait_ended(&run, Duration::from_secs(30))?;
+    assert_eq!(v["outcome"], "stopped");
+    finish(b)
+}
+
+#[test]
+fn browser_inbox_approves_the_leads_pending_action() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_inbox");
+    let fake = FakeModel::start(
+        "anthropic",
+        concat!(
+            r#"tool:everything/echo:{"message":"hi"};"#,
+            r#"tool:bosun/memory_write:{"path":"plan.md","text":"from the web\n"};"#,
+            "text:Asked.;",
+            "text:Thanks."
+        ),
+    )?;
+    let everything = everything_bin().display().to_string();
+    b.ok(&["mcp", "add", "everything", "--", &everything, "stdio"])?;
+    b.ok(&["mcp", "tools", "everything"])?;
+    b.add_claude_agent("lead", fake.url(), &["--role", "lead"])?;
+    b.ok(&["agent", "set", "lead", "mcp.everything=on"])?;
+    let chat = b.json(&["chat", "new"])?["short_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let out = b.ok(&["chat", "send", &chat, "echo, then save the plan"])?;
+    assert!(out.contains("Waiting for your OK:"), "{out}");
+
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "inbox", &[])?;
+    assert!(
+        seen["shown"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("memory_write"),
+        "{seen}"
+    );
+    assert!(
+        seen["title"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("(1)"),
+        "{seen}"
+    );
+    assert!(
+        seen["history"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("approved"),
+        "{seen}"
+    );
+    wait_for("the approved note", Duration::from_secs(30), || {
+        Ok(b.output(&["note", "show", "plan.md"])?
+            .status
+            .success()
+            .then_some(()))
+    })?;
+    assert_eq!(b.ok(&["note", "show", "plan.md"])?, "from the web\n");
+    let started = Instant::now();
+    finish(b)?;
+    assert!(started.elapsed() < Duration::from_secs(60));
+    Ok(())
+}
+
+#[test]
+fn browser_opens_every_page_without_an_error() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_pages");
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "pages", &[])?;
+    assert!(
+        seen["shown"]["daemon"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("State directory"),
+        "{seen}"
+    );
+    finish(b)
+}
+
+/// Saves PNGs of the Runs, Run and Inbox pages into `docs/screenshots/`:
+/// `cargo nextest run -p bosun-tests --test webui --run-ignored only screenshots`.
+#[test]
+#[ignore = "writes docs/screenshots/; run it on purpose"]
+fn screenshots() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_screenshots");
+    let fake = FakeModel::start(
+        "anthropic",
+        concat!(
+            r#"tool:everything/echo:{"message":"hi"};"#,
+            r#"tool:bosun/memory_write:{"path":"plan.md","text":"1. Fix the flaky test\n2. Ship\n"};"#,
+            "text:Asked.;",
+        ),
+    )?;
+    let everything = everything_bin().display().to_string();
+    b.ok(&["mcp", "add", "everything", "--", &everything, "stdio"])?;
+    b.ok(&["mcp", "tools", "everything"])?;
+    b.add_claude_agent("lead", fake.url(), &["--role", "lead"])?;
+    b.ok(&["agent", "set", "lead", "mcp.everything=on"])?;
+    let chat = b.json(&["chat", "new"])?["short_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    b.ok(&["chat", "send", &chat, "write the plan"])?;
+    b.start(
+        &["--name", "build"],
+        &["sh", "-c", "echo compiling; sleep 120"],
+    )?;
+    let failed = b.start(
+        &["--name", "tests"],
+        &[
+            "sh",
+            "-c",
+            "echo 'running 3 tests'; echo 'test a ... ok'; echo 'test b ... FAILED' >&2; exit 1",
+        ],
+    )?;
+    b.wait_ended(&failed, Duration::from_secs(30))?;
+    let script = concat!(
+        "printf '\\033[1mCompiling\\033[0m bosun v0.1.0\\n'; ",
+        "for i in $(seq 1 60); do printf '\\033[32m ok \\033[0m step %s of 60\\n' $i; done; ",
+        "echo 'warning: unused import' >&2; echo done"
+    );
+    let run = b.start(&["--name", "demo"], &["sh", "-c", script])?;
+    b.wait_ended(&run, Duration::from_secs(30))?;
+    let ui = Ui::start(&b)?;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/screenshots");
+    std::fs::create_dir_all(&dir)?;
+    let dir = dir.display().to_string();
+    drive(
+        &ui,
+        "screens",
+        &[("BOSUN_UI_RUN", &run), ("BOSUN_SHOTS", &dir)],
+    )?;
+    finish(b)
+}

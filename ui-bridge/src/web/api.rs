@@ -1,0 +1,244 @@
+//! The JSON API: the session's CSRF value, the one generic request (`POST /api/call`), and the
+//! reads of a log that are not streams (its chunks, a download).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bosun_shared::protocol::runs::{Following, Unfollow};
+use bosun_shared::protocol::ui::{Event, FollowParams, Request};
+use bosun_shared::run::Stream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use super::guard::Session;
+use super::{Bridge, daemon};
+use crate::{Client, ClientError};
+
+/// `GET /api/session`: what a page needs to make changes (its CSRF value), and the bridge.
+pub async fn session(
+    State(bridge): State<Arc<Bridge>>,
+    Extension(session): Extension<Session>,
+) -> Json<Value> {
+    Json(json!({
+        "csrf": session.csrf,
+        "version": env!("CARGO_PKG_VERSION"),
+        "state_dir": bridge.dirs.root(),
+        "started_at": bridge.started_at,
+    }))
+}
+
+/// `POST /api/call`: the body is one request of the UI protocol, `{"method": …, "params": …}`;
+/// the answer is the daemon's response, or `{"error": {code, message}}` with a status.
+pub async fn call(State(bridge): State<Arc<Bridge>>, body: Bytes) -> Result<Response, ApiError> {
+    let request: Request = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the body is not a request bosun knows ({e}); send {{\"method\": …, \"params\": …}}"
+        ))
+    })?;
+    refuse_here(&request)?;
+    let answer = daemon::request(&bridge.dirs, request).await?;
+    Ok(Json(answer).into_response())
+}
+
+/// What the generic call does not pass on, and why.
+fn refuse_here(request: &Request) -> Result<(), ApiError> {
+    if let Request::DaemonStop = request {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_here",
+            "Stopping bosund is not offered in the browser (every run would be stopped); run `bosun daemon stop` in a terminal",
+        ));
+    }
+    if let Request::FollowLog(_) | Request::Unfollow(_) | Request::SubscribeRuns = request {
+        return Err(ApiError::bad_request(
+            "streams are not requests here: read a log from /api/runs/{run}/log (SSE) or /api/runs/{run}/chunks, and changes from /api/events",
+        ));
+    }
+    Ok(())
+}
+
+/// The most chunks one `/chunks` read returns.
+const MAX_CHUNKS: usize = 5000;
+/// The most bytes of output one `/chunks` read returns (past it, chunks are left out: the last
+/// ones kept with `keep=tail`, else the first ones).
+const MAX_CHUNK_BYTES: usize = 16 << 20;
+
+#[derive(Deserialize)]
+pub struct ChunksQuery {
+    from: Option<u64>,
+    limit: Option<usize>,
+    /// `tail`: when over the byte budget, keep the last chunks rather than the first.
+    keep: Option<String>,
+}
+
+/// A chunk as the browser gets it: the bytes as text (invalid UTF-8 replaced), never markup.
+pub fn chunk_json(seq: u64, stream: Stream, at: bosun_shared::Timestamp, data: &[u8]) -> Value {
+    json!({
+        "seq": seq,
+        "stream": stream,
+        "at": at,
+        "text": String::from_utf8_lossy(data),
+    })
+}
+
+/// Opens a read of a run's stored log (`follow: false`) from `from`.
+async fn open_read(bridge: &Bridge, run: String, from: u64) -> Result<(Client, u64), ApiError> {
+    let mut client = daemon::connect(&bridge.dirs).await?;
+    let Following { sub, .. } = client
+        .call(FollowParams {
+            run,
+            from_seq: from.max(1),
+            follow: false,
+            stream: None,
+        })
+        .await?;
+    Ok((client, sub))
+}
+
+/// `GET /api/runs/{run}/chunks?from=A&limit=N[&keep=tail]`: the chunks of seqs A to A+N−1 that
+/// are stored, as a JSON array, read without following. Past 16 MiB the last ones are left out,
+/// or with `keep=tail` the first ones (a page showing a log tail-first wants its end).
+pub async fn chunks(
+    State(bridge): State<Arc<Bridge>>,
+    Path(run): Path<String>,
+    Query(q): Query<ChunksQuery>,
+) -> Result<Response, ApiError> {
+    let limit = q.limit.unwrap_or(1000).clamp(1, MAX_CHUNKS);
+    let keep_tail = q.keep.as_deref() == Some("tail");
+    let from = q.from.unwrap_or(1).max(1);
+    // The window is the seqs [from, end); past the byte budget the chunks farthest from the
+    // kept end are left out.
+    let end = from.saturating_add(limit as u64);
+    let (mut client, sub) = open_read(&bridge, run, from).await?;
+    let mut out: VecDeque<Value> = VecDeque::new();
+    let (mut bytes, mut sizes) = (0usize, VecDeque::new());
+    loop {
+        match client.next_event().await? {
+            Some(Event::Log {
+                sub: s,
+                seq,
+                stream,
+                at,
+                data,
+            }) if s == sub => {
+                if seq >= end {
+                    break;
+                }
+                if !keep_tail && bytes + data.len() > MAX_CHUNK_BYTES && !out.is_empty() {
+                    break;
+                }
+                bytes += data.len();
+                sizes.push_back(data.len());
+                out.push_back(chunk_json(seq, stream, at, data.as_slice()));
+                while keep_tail && bytes > MAX_CHUNK_BYTES && out.len() > 1 {
+                    out.pop_front();
+                    bytes -= sizes.pop_front().unwrap_or(0);
+                }
+            }
+            Some(Event::LogEnd { sub: s, .. }) if s == sub => break,
+            Some(Event::LogFailed {
+                sub: s, message, ..
+            }) if s == sub => {
+                if out.is_empty() {
+                    return Err(ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "log_failed",
+                        message,
+                    ));
+                }
+                break;
+            }
+            Some(
+                Event::Log { .. }
+                | Event::LogLagged { .. }
+                | Event::LogEnd { .. }
+                | Event::LogFailed { .. }
+                | Event::RunChanged { .. }
+                | Event::PendingChanged { .. }
+                | Event::ApprovalChanged { .. }
+                | Event::ChatMessage { .. },
+            ) => {}
+            None => {
+                return Err(ClientError::Connection("bosund closed the connection".into()).into());
+            }
+        }
+    }
+    // Done with the subscription; closing the connection would end it too.
+    let _ = client.send(Unfollow { sub }.into()).await;
+    Ok(Json(Vec::from(out)).into_response())
+}
+
+/// `GET /api/runs/{run}/log.txt`: the run's output (stdout and stderr, as the program wrote
+/// them), streamed as a download.
+pub async fn download(
+    State(bridge): State<Arc<Bridge>>,
+    Path(run): Path<String>,
+) -> Result<Response, ApiError> {
+    let (client, sub) = open_read(&bridge, run.clone(), 1).await?;
+    let name: String = run
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(26)
+        .collect();
+    let body = futures::stream::unfold(Some(client), move |state| async move {
+        let mut client = state?;
+        loop {
+            match client.next_event().await {
+                Ok(Some(Event::Log {
+                    sub: s,
+                    stream,
+                    data,
+                    ..
+                })) if s == sub => match stream {
+                    Stream::Stdout | Stream::Stderr => {
+                        return Some((Ok::<_, std::io::Error>(Bytes::from(data.0)), Some(client)));
+                    }
+                    Stream::Note => {}
+                },
+                Ok(Some(Event::LogEnd { sub: s, .. })) if s == sub => return None,
+                Ok(Some(Event::LogFailed {
+                    sub: s, message, ..
+                })) if s == sub => {
+                    return Some((Err(std::io::Error::other(message)), None));
+                }
+                Ok(Some(
+                    Event::Log { .. }
+                    | Event::LogLagged { .. }
+                    | Event::LogEnd { .. }
+                    | Event::LogFailed { .. }
+                    | Event::RunChanged { .. }
+                    | Event::PendingChanged { .. }
+                    | Event::ApprovalChanged { .. }
+                    | Event::ChatMessage { .. },
+                )) => {}
+                Ok(None) => {
+                    return Some((
+                        Err(std::io::Error::other("bosund closed the connection")),
+                        None,
+                    ));
+                }
+                Err(e) => return Some((Err(std::io::Error::other(e.to_string())), None)),
+            }
+        }
+    });
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                "text/plain; charset=utf-8".to_string(),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"bosun-run-{name}.log\""),
+            ),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response())
+}
