@@ -40,6 +40,8 @@ pub struct LinkState {
     pub asks: Arc<Mutex<Asks>>,
     /// bosund's decisions, to the control driver.
     pub decisions: mpsc::UnboundedSender<(String, ToolAnswer)>,
+    /// bosun's own lines for the run's log (a call waits for the person).
+    pub notes: mpsc::UnboundedSender<String>,
 }
 
 /// How the link ended.
@@ -284,6 +286,9 @@ async fn pump(
                 Some(Ok(DaemonMsg::ExitAck)) => return SessionEnd::ExitAcked,
                 Some(Ok(DaemonMsg::Decided { key, answer })) => {
                     let _ = state.decisions.send((key, answer));
+                }
+                Some(Ok(DaemonMsg::Waiting { key: _, note })) => {
+                    let _ = state.notes.send(note);
                 }
                 Some(Err(e)) => return SessionEnd::Lost(e.to_string()),
                 None => return SessionEnd::Lost("the daemon closed the connection".into()),

@@ -109,6 +109,7 @@ async fn run() -> Result<(), String> {
     let wake = Arc::new(Notify::new());
     let (stops_tx, mut stops) = mpsc::unbounded_channel::<StopOrder>();
     let (decisions_tx, decisions) = mpsc::unbounded_channel();
+    let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<String>();
     let asks = Arc::new(Mutex::new(Asks::default()));
     let state = Arc::new(LinkState {
         outbox: outbox.clone(),
@@ -118,6 +119,7 @@ async fn run() -> Result<(), String> {
         stops: stops_tx,
         asks: asks.clone(),
         decisions: decisions_tx,
+        notes: notes_tx,
     });
     let link = tokio::spawn(link::run_link(
         plan.socket.clone(),
@@ -128,13 +130,19 @@ async fn run() -> Result<(), String> {
     ));
 
     let cap = Arc::new(OutputCap::new(plan.max_output));
-    Sink {
+    let notes_sink = Sink {
         outbox: outbox.clone(),
         wake: wake.clone(),
         cap: cap.clone(),
         tap: None,
-    }
-    .notes(&plan.notes);
+    };
+    notes_sink.notes(&plan.notes);
+    // bosund's lines for the log while the run goes on (a call waits for the person).
+    tokio::spawn(async move {
+        while let Some(note) = notes_rx.recv().await {
+            notes_sink.notes(&[note]);
+        }
+    });
     let mut decisions = Some(decisions);
     let exit = match start_program(&plan) {
         Err(reason) => ExitInfo {

@@ -100,6 +100,14 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
         result_at(&fake, 2)
     );
 
+    // The run's log said why it paused, and how to decide.
+    let out = b.output(&["logs", &run])?;
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        log.contains("waits for your OK") && log.contains(&format!("bosun approve {id}")),
+        "{log}"
+    );
+
     // Every decision is in the run's record, with who made it.
     let ds = decisions(&b, &run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
@@ -306,5 +314,135 @@ fn an_approval_whose_run_ended_cannot_be_approved() -> anyhow::Result<()> {
         "{refused}"
     );
     assert!(waiting(&b)?.is_empty());
+    b.finish()
+}
+
+#[test]
+fn verdicts_are_checked_shown_and_follow_their_server() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_verdicts");
+    let fake = FakeModel::start("anthropic", "text:ok")?;
+    setup(&b, &fake)?;
+
+    // Bad input is refused whole, with what to write instead.
+    let err = b.fails(&["agent", "set", "coder", "approval=sometimes"])?;
+    assert!(err.contains("choose ask"), "{err}");
+    let err = b.fails(&["agent", "set", "coder", "mcp__everything__echo=block"])?;
+    assert!(err.contains("mcp.everything.echo"), "{err}");
+    let err = b.fails(&["agent", "set", "coder", "Bash(rm *x)=block"])?;
+    assert!(err.contains("may only end the pattern"), "{err}");
+    let err = b.fails(&["agent", "set", "coder", "mcp.nothere.x=allow"])?;
+    assert!(err.contains("no MCP server `nothere`"), "{err}");
+    let err = b.fails(&["agent", "set", "coder", "approval.wait=48h"])?;
+    assert!(err.contains("up to 24h"), "{err}");
+    let err = b.fails(&["agent", "set", "coder", "Write=allow", "approval=never"])?;
+    assert!(err.contains("approval mode"), "{err}");
+    let shown = b.json(&["agent", "show", "coder"])?;
+    assert_eq!(
+        shown["approvals"]["verdicts"],
+        serde_json::json!([]),
+        "nothing was applied"
+    );
+
+    b.ok(&[
+        "agent",
+        "set",
+        "coder",
+        "approval=read-only",
+        "approval.wait=10m",
+        "mcp.everything.echo=block",
+        "Bash(git *)=allow",
+    ])?;
+    let shown = b.json(&["agent", "show", "coder"])?;
+    assert_eq!(shown["approvals"]["mode"], "read-only");
+    assert_eq!(shown["approvals"]["wait_ms"], 600_000);
+    assert_eq!(
+        shown["approvals"]["verdicts"],
+        serde_json::json!([["Bash(git *)", "allow"], ["mcp.everything.echo", "block"]])
+    );
+    let text = b.ok(&["agent", "show", "coder"])?;
+    assert!(
+        text.contains("mcp.everything.echo") && text.contains("blocked"),
+        "{text}"
+    );
+
+    // Renamed, the verdict follows the server; removed, it is gone with it.
+    b.ok(&["mcp", "rename", "everything", "things"])?;
+    let shown = b.json(&["agent", "show", "coder"])?;
+    assert_eq!(
+        shown["approvals"]["verdicts"],
+        serde_json::json!([["Bash(git *)", "allow"], ["mcp.things.echo", "block"]])
+    );
+    b.ok(&["mcp", "remove", "things"])?;
+    let shown = b.json(&["agent", "show", "coder"])?;
+    assert_eq!(
+        shown["approvals"]["verdicts"],
+        serde_json::json!([["Bash(git *)", "allow"]])
+    );
+    b.ok(&["agent", "set", "coder", "Bash(git *)=reset"])?;
+    let shown = b.json(&["agent", "show", "coder"])?;
+    assert_eq!(shown["approvals"]["verdicts"], serde_json::json!([]));
+    b.finish()
+}
+
+#[test]
+fn an_unattended_board_run_is_denied_at_once_after_outside_content() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_unattended");
+    // Outside content first (an open-world tool), then a call the mode covers: on a run nobody
+    // watches, the ask the escalation causes is denied at once, not kept waiting.
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:gzip-file-as-resource:{"name":"a.txt.gz","data":"data:text/plain;base64,aGk="};tool:echo:{"message":"after"};text:All done."#,
+    )?;
+    setup(&b, &fake)?;
+    b.ok(&["agent", "set", "coder", "approval.wait=1h"])?;
+    let c = b.json(&[
+        "board",
+        "card",
+        "add",
+        "Fetch and echo",
+        "--assignee",
+        "coder",
+    ])?;
+    let card = c["short_id"].as_str().unwrap_or_default().to_string();
+    b.json(&["board", "card", "move", &card, "To do"])?;
+    let run = wait_for("the card's run", Duration::from_secs(60), || {
+        let c = b.json(&["board", "card", "show", &card])?;
+        Ok(c["run"].as_str().map(str::to_string))
+    })?;
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let ds = decisions(&b, &run)?;
+    assert_eq!(ds.len(), 2, "{ds:#?}");
+    assert_eq!(ds[1]["tool"], "mcp__everything__echo");
+    assert_eq!(ds[1]["decision"], "denied");
+    assert!(
+        ds[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("nobody is watching")),
+        "{ds:#?}"
+    );
+    assert!(waiting(&b)?.is_empty(), "nothing was kept waiting");
+
+    // With the agent set to wait for the person, the same ask waits instead.
+    b.ok(&["agent", "set", "coder", "approval.wait-for-person=on"])?;
+    let c = b.json(&["board", "card", "add", "Again", "--assignee", "coder"])?;
+    let card = c["short_id"].as_str().unwrap_or_default().to_string();
+    let fake2 = FakeModel::start(
+        "anthropic",
+        r#"tool:gzip-file-as-resource:{"name":"a.txt.gz","data":"data:text/plain;base64,aGk="};tool:echo:{"message":"after"};text:All done."#,
+    )?;
+    b.ok(&[
+        "agent",
+        "edit",
+        "coder",
+        "--env",
+        &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
+    ])?;
+    b.json(&["board", "card", "move", &card, "To do"])?;
+    let a = wait_approval(&b)?;
+    assert_eq!(a["tool"], "mcp__everything__echo");
+    assert_eq!(a["card"].as_str().map(|c| c.starts_with(&card)), Some(true));
+    let done = b.json(&["approve", "--card", &card])?;
+    assert_eq!(done[0]["state"], "allowed");
     b.finish()
 }

@@ -71,6 +71,14 @@ pub enum AgentsMsg {
     RunEnded { agent: AgentId, last: LastRun },
     /// The CLI was asked for its tools: keep them as the ones seen.
     ToolsSeen { agent: AgentId, tools: Vec<String> },
+    /// A server was removed or signed out of (`renamed_to` none): every agent forgets the
+    /// verdicts saved for its tools, so no old "always allow" outlives it. Renamed: the
+    /// verdicts follow the new name.
+    ServerVerdicts {
+        server: String,
+        renamed_to: Option<String>,
+        reply: RpcReplyPort<Result<(), AgentsError>>,
+    },
 }
 
 pub struct Agents;
@@ -124,6 +132,13 @@ impl Actor for Agents {
                 if let Err(e) = keep_last_run(ctx, agent, |l| l.tools_seen = tools).await {
                     warn!(agent = %agent, error = %e, "could not keep the tools seen on an agent");
                 }
+            }
+            AgentsMsg::ServerVerdicts {
+                server,
+                renamed_to,
+                reply,
+            } => {
+                let _ = reply.send(server_verdicts(ctx, &server, renamed_to.as_deref()).await);
             }
         }
         Ok(())
@@ -930,6 +945,54 @@ async fn set(
     ctx.writer.put(&rec).await?;
     info!(agent = %rec.name, "agent switches changed");
     view(ctx, rec).await
+}
+
+/// Every agent's verdicts on the tools of `server`: forgotten, or moved to its new name. All
+/// the agents changed are committed together.
+async fn server_verdicts(
+    ctx: &AgentsContext,
+    server: &str,
+    renamed_to: Option<&str>,
+) -> Result<(), AgentsError> {
+    let store = ctx.store.clone();
+    let agents = blocking(move || store.agents()).await??;
+    let prefix = format!("mcp.{server}.");
+    let mut changes = Vec::new();
+    for mut rec in agents {
+        let keys: Vec<String> = rec
+            .approvals
+            .verdicts
+            .keys()
+            .filter(|k| k.starts_with(&prefix))
+            .cloned()
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        for key in keys {
+            if let Some(verdict) = rec.approvals.verdicts.remove(&key)
+                && let Some(to) = renamed_to
+            {
+                let tool = &key[prefix.len()..];
+                rec.approvals
+                    .verdicts
+                    .insert(format!("mcp.{to}.{tool}"), verdict);
+            }
+        }
+        rec.updated_at = Timestamp::now();
+        changes.push(crate::store::writer::Change::put(&rec));
+    }
+    if !changes.is_empty() {
+        let n = changes.len();
+        ctx.writer.commit(changes).await?;
+        info!(
+            server,
+            agents = n,
+            renamed = renamed_to.is_some(),
+            "verdicts on a server's tools changed with it"
+        );
+    }
+    Ok(())
 }
 
 async fn remove(ctx: &AgentsContext, agent: &str) -> Result<AgentView, AgentsError> {

@@ -207,6 +207,8 @@ pub enum DaemonMsg {
     /// The decision on a [`RunnerMsg::Ask`], committed before it is sent. Sent again when the
     /// runner asks again: always the same decision.
     Decided { key: String, answer: ToolAnswer },
+    /// An ask waits for the person: `note` says so (and how to decide), for the run's log.
+    Waiting { key: String, note: String },
 }
 
 impl Decode for DaemonMsg {}

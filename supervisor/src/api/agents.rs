@@ -93,6 +93,21 @@ impl Handle for AgentTools {
     }
 }
 
+/// Every agent's verdicts on the tools of `server` forgotten (it was removed or signed out of),
+/// or moved to its new name.
+pub async fn server_verdicts(
+    ctx: &Arc<DaemonCtx>,
+    server: String,
+    renamed_to: Option<String>,
+) -> Result<(), Failure> {
+    agents_call(ctx, |reply| AgentsMsg::ServerVerdicts {
+        server,
+        renamed_to,
+        reply,
+    })
+    .await
+}
+
 /// Asks the Agents actor (every change to the agents goes through it, one at a time).
 async fn agents_call<T: Send + 'static>(
     ctx: &Arc<DaemonCtx>,

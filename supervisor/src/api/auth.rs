@@ -41,6 +41,8 @@ impl Handle for McpSignOut {
     const TASK: bool = true;
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        Ok(registry::sign_out(&ctx.registry_context(), &self.server).await?)
+        let view = registry::sign_out(&ctx.registry_context(), &self.server).await?;
+        super::agents::server_verdicts(ctx, view.name.clone(), None).await?;
+        Ok(view)
     }
 }

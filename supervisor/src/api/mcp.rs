@@ -39,22 +39,29 @@ impl Handle for EditServerParams {
 
 impl Handle for McpRename {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        registry_call(ctx, |reply| RegistryMsg::Rename {
+        let old = registry::show(&ctx.registry_context(), &self.server)
+            .await?
+            .name;
+        let view = registry_call(ctx, |reply| RegistryMsg::Rename {
             server: self.server,
             new_name: self.new_name,
             reply,
         })
-        .await
+        .await?;
+        super::agents::server_verdicts(ctx, old, Some(view.name.clone())).await?;
+        Ok(view)
     }
 }
 
 impl Handle for McpRemove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        registry_call(ctx, |reply| RegistryMsg::Remove {
+        let view = registry_call(ctx, |reply| RegistryMsg::Remove {
             server: self.server,
             reply,
         })
-        .await
+        .await?;
+        super::agents::server_verdicts(ctx, view.name.clone(), None).await?;
+        Ok(view)
     }
 }
 

@@ -612,6 +612,7 @@ fn print_agent(a: &AgentView) {
         );
     }
     print_switches(a);
+    print_approvals(a);
     if let Some(l) = &a.last_run {
         println!();
         println!(
@@ -626,6 +627,36 @@ fn print_agent(a: &AgentView) {
         }
     }
     print_warnings(a);
+}
+
+fn print_approvals(a: &AgentView) {
+    let ap = &a.approvals;
+    println!();
+    let mode = match ap.mode.as_str() {
+        "ask" => "ask before every action",
+        "read-only" => "run read-only actions without asking",
+        "skip" => "skip approvals (irreversible writes, commands and unknown tools still ask)",
+        other => other,
+    };
+    println!("approval          {} ({mode})", ap.mode);
+    println!(
+        "approval wait     {}, then denied{}",
+        format_duration(std::time::Duration::from_millis(ap.wait_ms)),
+        if ap.wait_for_person {
+            "; runs of the board and the lead wait for you too"
+        } else {
+            ""
+        }
+    );
+    for (tool, verdict) in &ap.verdicts {
+        let words = match verdict.as_str() {
+            "allow" => "always allowed",
+            "ask" => "asks every time",
+            "block" => "blocked",
+            other => other,
+        };
+        println!("  {tool:<30}{words}");
+    }
 }
 
 fn print_switches(a: &AgentView) {

@@ -156,6 +156,16 @@ impl RunActorState {
                 info!(run_id = %self.rec.id, approval = %approval.id, tool = %approval.tool, "a tool call waits for the person");
                 arm_deadline(myself, &approval);
                 self.publish(&approval);
+                self.send(DaemonMsg::Waiting {
+                    key: ask.key.clone(),
+                    note: format!(
+                        "{} waits for your OK ({}): bosun approve {} | bosun deny {}",
+                        approval.preview.lines().next().unwrap_or(&approval.tool),
+                        approval.why,
+                        approval.id.short(),
+                        approval.id.short()
+                    ),
+                });
                 self.asks.waiting.insert(ask.key, approval);
                 Ok(())
             }
