@@ -193,6 +193,7 @@ async fn pump(
     // session (a new session says them all again; bosund takes them as the same ones).
     let mut asks_sent = std::collections::BTreeSet::new();
     let mut delivered_sent = std::collections::BTreeSet::new();
+    let mut withdrawn_sent = std::collections::BTreeSet::new();
     loop {
         // The start first, so the daemon sees the program running before its output.
         if !started_acked && !started_sent {
@@ -204,7 +205,7 @@ async fn pump(
                 started_sent = true;
             }
         }
-        let (asks, delivered) = match state.asks.lock() {
+        let (asks, delivered, withdrawn) = match state.asks.lock() {
             Ok(a) => (
                 a.waiting
                     .values()
@@ -216,8 +217,13 @@ async fn pump(
                     .filter(|k| !delivered_sent.contains(*k))
                     .cloned()
                     .collect::<Vec<_>>(),
+                a.withdrawn
+                    .iter()
+                    .filter(|k| !withdrawn_sent.contains(*k))
+                    .cloned()
+                    .collect::<Vec<_>>(),
             ),
-            Err(_) => (Vec::new(), Vec::new()),
+            Err(_) => (Vec::new(), Vec::new(), Vec::new()),
         };
         for ask in asks {
             if let Err(e) = writer.send(&RunnerMsg::Ask(ask.clone())).await {
@@ -233,6 +239,15 @@ async fn pump(
                 return SessionEnd::Lost(e.to_string());
             }
             delivered_sent.insert(key);
+        }
+        for key in withdrawn {
+            if let Err(e) = writer
+                .send(&RunnerMsg::Withdrawn { key: key.clone() })
+                .await
+            {
+                return SessionEnd::Lost(e.to_string());
+            }
+            withdrawn_sent.insert(key);
         }
         loop {
             let frame = match state.outbox.lock() {

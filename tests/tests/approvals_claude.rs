@@ -314,6 +314,40 @@ fn an_approval_whose_run_ended_cannot_be_approved() -> anyhow::Result<()> {
         "{refused}"
     );
     assert!(waiting(&b)?.is_empty());
+
+    // The runner (and with it the CLI) killed while a call waits: the run is lost, and the
+    // approval ends with it.
+    let fake2 = FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"echo never again"};text:All done."#,
+    )?;
+    b.ok(&[
+        "agent",
+        "edit",
+        "coder",
+        "--env",
+        &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
+    ])?;
+    let run = start(&b, "run a command again")?;
+    let a = wait_approval(&b)?;
+    let runner = b
+        .processes()
+        .into_iter()
+        .find(|(_, cmd)| cmd.contains("bosun-runner"))
+        .map(|(pid, _)| pid)
+        .ok_or_else(|| anyhow::anyhow!("no runner found"))?;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(runner),
+        nix::sys::signal::Signal::SIGKILL,
+    )?;
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "lost", "{view:#}");
+    let id = a["short_id"].as_str().unwrap_or_default().to_string();
+    let refused = b.fails(&["approve", &id])?;
+    assert!(
+        refused.contains("the run ended before a decision"),
+        "{refused}"
+    );
     b.finish()
 }
 

@@ -73,6 +73,10 @@ pub enum ApprovalState {
     Ended {
         at: Timestamp,
     },
+    /// The CLI withdrew the call before anyone decided (its turn was interrupted).
+    Withdrawn {
+        at: Timestamp,
+    },
 }
 
 impl ApprovalState {
@@ -83,6 +87,7 @@ impl ApprovalState {
             ApprovalState::Denied { .. } => "denied",
             ApprovalState::Expired { .. } => "expired",
             ApprovalState::Ended { .. } => "ended",
+            ApprovalState::Withdrawn { .. } => "withdrawn",
         }
     }
 }
@@ -109,6 +114,7 @@ impl ApprovalRecord {
                 Some(message.clone()),
             ),
             ApprovalState::Ended { at } => (Some("the run's end".to_string()), Some(*at), None),
+            ApprovalState::Withdrawn { at } => (Some("the CLI".to_string()), Some(*at), None),
         };
         ApprovalView {
             id: self.id,
@@ -145,6 +151,9 @@ impl ApprovalRecord {
             }
             ApprovalState::Ended { .. } => Some(ToolAnswer::Deny {
                 message: "the run ended before a decision".into(),
+            }),
+            ApprovalState::Withdrawn { .. } => Some(ToolAnswer::Deny {
+                message: "the CLI withdrew the call".into(),
             }),
         }
     }

@@ -431,6 +431,7 @@ impl RunActorState {
             }
             RunnerMsg::Ask(ask) => self.on_ask(myself, ask).await,
             RunnerMsg::Delivered { key } => self.on_delivered(key).await,
+            RunnerMsg::Withdrawn { key } => self.on_withdrawn(key).await,
         }
     }
 

@@ -124,10 +124,12 @@ impl Protocol for Claude {
                 Vec::new()
             }
             Some("control_cancel_request") => {
-                if let Some(id) = msg["request_id"].as_str() {
-                    self.waiting.remove(id);
+                match msg["request_id"].as_str() {
+                    Some(id) if self.waiting.remove(id).is_some() => {
+                        vec![Step::Withdraw(id.to_string())]
+                    }
+                    Some(_) | None => Vec::new(),
                 }
-                Vec::new()
             }
             Some("result") => vec![Step::Finish],
             _ => Vec::new(),

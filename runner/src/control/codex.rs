@@ -162,8 +162,13 @@ impl Codex {
                 Vec::new()
             }
             "serverRequest/resolved" => {
-                self.waiting.remove(&key_of(&params["requestId"]));
-                Vec::new()
+                // After bosun's answer the request is already gone; still here, Codex
+                // withdrew it.
+                let key = key_of(&params["requestId"]);
+                match self.waiting.remove(&key) {
+                    Some(_) => vec![Step::Withdraw(key)],
+                    None => Vec::new(),
+                }
             }
             "turn/completed" => {
                 if params["threadId"].as_str() == self.thread.as_deref() {

@@ -21,6 +21,8 @@ pub struct Asks {
     pub waiting: BTreeMap<String, ToolAsk>,
     /// Decided and handed to the CLI; said to bosund after each reconnect.
     pub delivered: BTreeSet<String>,
+    /// Withdrawn by the CLI before a decision; said to bosund after each reconnect.
+    pub withdrawn: BTreeSet<String>,
 }
 
 /// What the driver needs from the rest of the runner.
@@ -75,6 +77,13 @@ impl Driver {
                             ask.cwd = Some(self.cwd.clone());
                         }
                         lock(&self.asks).waiting.insert(ask.key.clone(), ask);
+                        self.wake.notify_one();
+                    }
+                    Step::Withdraw(key) => {
+                        let mut asks = lock(&self.asks);
+                        asks.waiting.remove(&key);
+                        asks.withdrawn.insert(key);
+                        drop(asks);
                         self.wake.notify_one();
                     }
                     Step::Finish => {

@@ -22,6 +22,9 @@ pub enum Step {
     Ask(ToolAsk),
     /// The CLI's work is done: close its stdin so that it exits.
     Finish,
+    /// The CLI withdrew this ask itself (its turn was interrupted): bosund stops waiting for
+    /// the person on it.
+    Withdraw(String),
 }
 
 /// One CLI's control protocol.

@@ -86,7 +86,8 @@ mod tests {
             RunnerMsg::Started(_)
             | RunnerMsg::Exited(_)
             | RunnerMsg::Ask(_)
-            | RunnerMsg::Delivered { .. } => None,
+            | RunnerMsg::Delivered { .. }
+            | RunnerMsg::Withdrawn { .. } => None,
         }
     }
 

@@ -161,6 +161,8 @@ pub enum RunnerMsg {
     Ask(ToolAsk),
     /// The answer to `key` was handed to the CLI. Sent again after each reconnect.
     Delivered { key: String },
+    /// The CLI withdrew the ask `key` before it was decided. Sent again after each reconnect.
+    Withdrawn { key: String },
 }
 
 /// Output comes as a binary frame ([`super::fast::output_frame`]) or, from a runner of before

@@ -51,6 +51,9 @@ fn not_waiting(a: &ApprovalRecord) -> WireError {
         ApprovalState::Ended { .. } => {
             format!("approval {short} can no longer be decided: the run ended before a decision")
         }
+        ApprovalState::Withdrawn { .. } => {
+            format!("approval {short} can no longer be decided: the CLI withdrew the call")
+        }
     })
 }
 

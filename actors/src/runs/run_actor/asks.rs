@@ -67,7 +67,8 @@ impl RunActorState {
                 ApprovalState::Allowed { .. }
                 | ApprovalState::Denied { .. }
                 | ApprovalState::Expired { .. }
-                | ApprovalState::Ended { .. } => {
+                | ApprovalState::Ended { .. }
+                | ApprovalState::Withdrawn { .. } => {
                     if let Some(answer) = a.answer() {
                         asks.escalated |= answer == ToolAnswer::Allow && a.escalates;
                         asks.decided.entry(a.key.clone()).or_insert(answer);
@@ -351,6 +352,23 @@ impl RunActorState {
                 .map_err(|e| RunsError::internal(e.to_string()))?;
             Ok(view)
         }
+    }
+
+    /// The CLI withdrew the ask `key` itself: it no longer waits for anyone.
+    pub(super) async fn on_withdrawn(&mut self, key: String) -> Result<(), ActorProcessingErr> {
+        if self.rec.state == bosun_shared::run::RunState::Stopping {
+            // The CLI lets its calls go as it is stopped: the run's end settles them.
+            return Ok(());
+        }
+        let Some(mut a) = self.asks.waiting.remove(&key) else {
+            return Ok(());
+        };
+        a.state = ApprovalState::Withdrawn {
+            at: Timestamp::now(),
+        };
+        info!(run_id = %self.rec.id, approval = %a.id, "the CLI withdrew a call that waited");
+        self.settle(a, false, "the CLI withdrew it".into(), None)
+            .await
     }
 
     /// The deadline of the ask `key` came.

@@ -20,7 +20,7 @@ fn plan() -> ControlPlan {
 fn json_of(step: &Step) -> Value {
     match step {
         Step::Write(bytes) => serde_json::from_slice(bytes).expect("a JSON line"),
-        Step::Ask(_) | Step::Finish => panic!("not a write: {step:?}"),
+        Step::Ask(_) | Step::Finish | Step::Withdraw(_) => panic!("not a write: {step:?}"),
     }
 }
 
@@ -125,4 +125,18 @@ fn lines_that_are_not_json_are_left_alone() {
     let mut c = Claude::new(&plan());
     assert!(c.on_line(b"not json").is_empty());
     assert!(c.on_line(b"").is_empty());
+}
+
+#[test]
+fn a_call_claude_cancels_is_withdrawn_once_and_then_answers_nothing() {
+    let mut c = Claude::new(&plan());
+    let steps = c.on_line(br#"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"ls"}}}"#);
+    assert!(matches!(steps.as_slice(), [Step::Ask(_)]));
+    let steps = c.on_line(br#"{"type":"control_cancel_request","request_id":"r1"}"#);
+    assert_eq!(steps, vec![Step::Withdraw("r1".into())]);
+    assert!(
+        c.on_line(br#"{"type":"control_cancel_request","request_id":"r1"}"#)
+            .is_empty()
+    );
+    assert!(c.answer("r1", &ToolAnswer::Allow).is_empty());
 }

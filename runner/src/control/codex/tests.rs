@@ -22,7 +22,7 @@ fn plan() -> ControlPlan {
 fn json_of(step: &Step) -> Value {
     match step {
         Step::Write(bytes) => serde_json::from_slice(bytes).expect("a JSON line"),
-        Step::Ask(_) | Step::Finish => panic!("not a write: {step:?}"),
+        Step::Ask(_) | Step::Finish | Step::Withdraw(_) => panic!("not a write: {step:?}"),
     }
 }
 
@@ -96,6 +96,7 @@ fn the_recorded_transcript_is_answered_as_codex_expects() {
                     assert_eq!(msg["method"], "turn/completed");
                     finished += 1;
                 }
+                Step::Withdraw(key) => panic!("the recorded run withdrew nothing: {key}"),
             }
         }
         assert_eq!(&written, want, "after Codex's line {i}: {msg}");
@@ -249,4 +250,16 @@ fn lines_that_are_not_json_are_left_alone() {
     let mut c = Codex::new(&plan());
     assert!(c.on_line(b"WARNING: proceeding").is_empty());
     assert!(c.on_line(b"").is_empty());
+}
+
+#[test]
+fn a_request_codex_resolves_itself_is_withdrawn_and_then_answers_nothing() {
+    let mut c = Codex::new(&plan());
+    c.start();
+    let steps = c.on_line(br#"{"id":7,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"i","command":"/bin/bash -lc 'ls'","cwd":"/w"}}"#);
+    assert!(matches!(steps.as_slice(), [Step::Ask(_)]), "{steps:?}");
+    let steps = c
+        .on_line(br#"{"method":"serverRequest/resolved","params":{"threadId":"t","requestId":7}}"#);
+    assert_eq!(steps, vec![Step::Withdraw("7".into())]);
+    assert!(c.answer("7", &ToolAnswer::Allow).is_empty());
 }

@@ -23,7 +23,7 @@ fn plan() -> ControlPlan {
 fn json_of(step: &Step) -> Value {
     match step {
         Step::Write(bytes) => serde_json::from_slice(bytes).expect("a JSON line"),
-        Step::Ask(_) | Step::Finish => panic!("not a write: {step:?}"),
+        Step::Ask(_) | Step::Finish | Step::Withdraw(_) => panic!("not a write: {step:?}"),
     }
 }
 
@@ -78,6 +78,7 @@ fn the_recorded_transcript_is_answered_as_gemini_expects() {
                     assert_eq!(msg["id"], "bosun-prompt");
                     finished += 1;
                 }
+                Step::Withdraw(key) => panic!("the recorded run withdrew nothing: {key}"),
             }
         }
         assert_eq!(&written, want, "after Gemini's line {i}: {msg}");
