@@ -64,6 +64,12 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
         r#"tool:echo:{"message":"ping"};tool:Bash:{"command":"echo approved-ran"};text:All done."#,
     )?;
     setup(&b, &fake)?;
+    // An attached UI: each approval reaches it as it starts waiting and as it is decided.
+    let watcher = b
+        .cmd(&["inbox", "-f", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    std::thread::sleep(Duration::from_millis(500));
     let run = start(&b, "echo, then run a command")?;
 
     // echo is read-only and local: the default mode lets it run. Bash asks.
@@ -126,6 +132,30 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
     // Approving twice, or after the run ended, is refused with the reason.
     let again = b.fails(&["approve", &id])?;
     assert!(again.contains("already allowed"), "{again}");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(watcher.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )?;
+    let seen = watcher.wait_with_output()?;
+    let events: Vec<(String, String, String)> = String::from_utf8_lossy(&seen.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+            (s("kind"), s("tool"), s("state"))
+        })
+        .collect();
+    let want = |k: &str, t: &str, st: &str| (k.to_string(), t.to_string(), st.to_string());
+    assert_eq!(
+        events,
+        [
+            want("approval", "Bash", "waiting"),
+            want("approval", "Bash", "allowed"),
+            want("approval", "Bash", "allowed"),
+        ],
+        "waiting, allowed, then delivered (delivered_at set)"
+    );
     b.finish()
 }
 
