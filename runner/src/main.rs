@@ -22,6 +22,7 @@ macro_rules! say {
 mod control;
 mod link;
 mod outbox;
+mod redact;
 mod relay;
 
 use std::fs::{self, OpenOptions};
@@ -130,11 +131,13 @@ async fn run() -> Result<(), String> {
     ));
 
     let cap = Arc::new(OutputCap::new(plan.max_output));
+    let redactor = Arc::new(redact::Redactor::new(&plan.redact));
     let notes_sink = Sink {
         outbox: outbox.clone(),
         wake: wake.clone(),
         cap: cap.clone(),
         tap: None,
+        redactor: redactor.clone(),
     };
     notes_sink.notes(&plan.notes);
     // bosund's lines for the log while the run goes on (a call waits for the person).
@@ -193,6 +196,7 @@ async fn run() -> Result<(), String> {
                 wake: wake.clone(),
                 cap,
                 tap,
+                redactor,
             };
             let (finish_tx, finish_rx) = oneshot::channel();
             let relay = match (child.stdout.take(), child.stderr.take()) {

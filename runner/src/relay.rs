@@ -19,9 +19,13 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use crate::outbox::Outbox;
+use crate::redact::Redactor;
 
 /// How long a line without its newline waits before it is sent as it is.
 const PARTIAL_FLUSH: Duration = Duration::from_millis(100);
+/// How long the end of an unfinished line that could be the start of a secret value waits for
+/// the rest (a value split between two reads) before it is sent as it is.
+const SECRET_HOLD: Duration = Duration::from_secs(1);
 /// How long whole lines wait for more before they are sent.
 const BATCH_DELAY: Duration = Duration::from_millis(5);
 /// Whole lines are sent at once when this many bytes of them are waiting.
@@ -41,6 +45,8 @@ pub struct Sink {
     /// A copy of the program's stdout for the control protocol's driver, when the program
     /// is a CLI driven through one.
     pub tap: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
+    /// The run's secret values, replaced in its output.
+    pub redactor: Arc<Redactor>,
 }
 
 /// The run's output cap (`--max-output`): how much of the program's output is kept.
@@ -85,10 +91,11 @@ impl Sink {
         }
     }
 
-    fn emit(&self, stream: Stream, mut bytes: Vec<u8>) {
+    fn emit(&self, stream: Stream, bytes: Vec<u8>) {
         if bytes.is_empty() {
             return;
         }
+        let mut bytes = self.redactor.apply(bytes);
         if stream != Stream::Note {
             let (keep, reached) = self.cap.take(bytes.len());
             bytes.truncate(keep);
@@ -166,6 +173,9 @@ struct Pending {
     lines_since: Option<Instant>,
     /// When an unfinished line started waiting.
     partial_since: Option<Instant>,
+    /// Since when the end of the unfinished line is held back, as it could be the start of a
+    /// secret value; after [`SECRET_HOLD`] it goes as it is.
+    held_back: Option<Instant>,
 }
 
 impl Pending {
@@ -176,6 +186,7 @@ impl Pending {
             complete: 0,
             lines_since: None,
             partial_since: None,
+            held_back: None,
         }
     }
 
@@ -184,6 +195,7 @@ impl Pending {
     fn feed(&mut self, data: &[u8], sink: &Sink) {
         let now = Instant::now();
         let old_len = self.buf.len();
+        self.held_back = None;
         self.buf.extend_from_slice(data);
         if let Some(pos) = data.iter().rposition(|&b| b == b'\n') {
             self.complete = old_len + pos + 1;
@@ -196,6 +208,8 @@ impl Pending {
             // A line too long to wait for: send what is before it, then a piece of it.
             self.send_lines(sink);
             let cut = char_boundary_at_most(&self.buf, MAX_LINE);
+            // Never inside what may be a secret value: the rest waits for the next piece.
+            let cut = sink.redactor.safe_cut(&self.buf, cut).max(cut / 2);
             let rest = self.buf.split_off(cut);
             sink.emit(self.stream, std::mem::replace(&mut self.buf, rest));
         }
@@ -233,7 +247,23 @@ impl Pending {
     /// Sends what is due at `now`.
     fn on_timer(&mut self, now: Instant, sink: &Sink) {
         if self.partial_since.is_some_and(|t| t + PARTIAL_FLUSH <= now) {
-            self.send_all(sink);
+            self.send_lines(sink);
+            let len = self.buf.len();
+            let cut = if self.held_back.is_some_and(|t| t + SECRET_HOLD <= now) {
+                len
+            } else {
+                sink.redactor.safe_cut(&self.buf, len)
+            };
+            if cut < len {
+                // The end may be the start of a secret value: it waits one more while.
+                let rest = self.buf.split_off(cut);
+                sink.emit(self.stream, std::mem::replace(&mut self.buf, rest));
+                self.partial_since = Some(now);
+                self.held_back = self.held_back.or(Some(now));
+            } else {
+                self.send_all(sink);
+                self.held_back = None;
+            }
         } else if self.lines_since.is_some_and(|t| t + BATCH_DELAY <= now) {
             self.send_lines(sink);
         }

@@ -76,6 +76,9 @@ pub struct Prepared {
     pub run: AgentRun,
     /// How the runner drives the CLI, when every tool call goes through bosun's policy.
     pub control: Option<ControlPlan>,
+    /// Every secret value the run is given (its keychain values, its servers' lines and
+    /// tokens): the runner writes `[redacted]` for each wherever the program prints it.
+    pub redact: Vec<String>,
 }
 
 /// Turns an agent and a prompt into a run.
@@ -262,6 +265,7 @@ pub async fn prepare_with(
     };
     let inv = adapter::build(&setup, prompt, &run_servers);
     notes.extend(inv.notes.iter().cloned());
+    let redact = secret_values(&secret_env, &run_servers);
 
     // The environment: the allow-list, the agent's own lines, then what the adapter needs
     // (a Gemini run's own home), which wins.
@@ -298,6 +302,7 @@ pub async fn prepare_with(
         notes,
         run,
         control: inv.control,
+        redact,
     })
 }
 
@@ -515,6 +520,25 @@ fn signed_in_for_run(
         ));
     }
     Ok(())
+}
+
+/// The secret values a run is given: the agent's secret environment, and every environment
+/// and header value of its servers (all of which come from the keychain, or are tokens) — a
+/// header's credential also on its own (`Bearer abc`: `abc` too, as a server may echo it).
+fn secret_values(agent_secrets: &[(String, String)], servers: &[RunServer]) -> Vec<String> {
+    let mut out: Vec<String> = agent_secrets.iter().map(|(_, v)| v.clone()).collect();
+    for s in servers {
+        out.extend(s.env.iter().map(|(_, v)| v.clone()));
+        for (_, v) in &s.headers {
+            out.push(v.clone());
+            if let Some((_, credential)) = v.split_once(' ') {
+                out.push(credential.trim().to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn read_agent_secrets(

@@ -96,6 +96,8 @@ pub struct RunSpec {
     pub agent: Option<AgentRun>,
     /// Set when the runner drives the CLI through its control protocol.
     pub control: Option<ControlPlan>,
+    /// Secret values the runner hides in the run's output.
+    pub redact: Vec<String>,
 }
 
 impl RunSpec {
@@ -115,6 +117,7 @@ impl From<Prepared> for RunSpec {
             notes: p.notes,
             agent: Some(p.run),
             control: p.control,
+            redact: p.redact,
         }
     }
 }
@@ -345,6 +348,7 @@ impl RunsState {
             notes,
             agent,
             control,
+            redact,
         } = spec;
         let bad = |m: String| Err(RunsError::invalid(m));
         if p.program.trim().is_empty() {
@@ -439,6 +443,7 @@ impl RunsState {
             notes,
             max_output: p.max_output,
             control,
+            redact,
         };
         Ok((rec, plan))
     }

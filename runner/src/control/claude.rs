@@ -123,14 +123,12 @@ impl Protocol for Claude {
                 }
                 Vec::new()
             }
-            Some("control_cancel_request") => {
-                match msg["request_id"].as_str() {
-                    Some(id) if self.waiting.remove(id).is_some() => {
-                        vec![Step::Withdraw(id.to_string())]
-                    }
-                    Some(_) | None => Vec::new(),
+            Some("control_cancel_request") => match msg["request_id"].as_str() {
+                Some(id) if self.waiting.remove(id).is_some() => {
+                    vec![Step::Withdraw(id.to_string())]
                 }
-            }
+                Some(_) | None => Vec::new(),
+            },
             Some("result") => vec![Step::Finish],
             _ => Vec::new(),
         }

@@ -49,6 +49,10 @@ pub struct LaunchPlan {
     /// keeps its stdin as a pipe and speaks its control protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control: Option<ControlPlan>,
+    /// Secret values the run was given: wherever the program prints one, its output says
+    /// `[redacted]` instead (before the output leaves the runner).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redact: Vec<String>,
 }
 
 impl Decode for LaunchPlan {}

@@ -1,0 +1,124 @@
+//! Secret values in the run's output: every value the run was given from the keychain (its
+//! secret environment, its servers' lines, tokens) is replaced by `[redacted]` before the
+//! output leaves the runner — so it reaches no log, follower, event or store.
+//!
+//! One pass over each chunk finds every value at once (Aho–Corasick). A value split between
+//! two reads is still found: the relay only cuts a line where no value could straddle the cut
+//! ([`Redactor::safe_cut`]), holding back a tail that could be the start of one until more
+//! comes (or a little later, when nothing does).
+//!
+//! Caveats: values shorter than [`MIN_LEN`] bytes are not redacted (they would match
+//! everywhere and are not secrets worth the name); a value with a newline in it is found when
+//! the program writes it in one go (the relay cuts at newlines).
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+/// What a secret value is replaced by.
+pub const REDACTED: &[u8] = b"[redacted]";
+/// The shortest value that is redacted.
+pub const MIN_LEN: usize = 6;
+
+#[derive(Debug, Default)]
+pub struct Redactor {
+    finder: Option<AhoCorasick>,
+    secrets: Vec<Vec<u8>>,
+    longest: usize,
+}
+
+impl Redactor {
+    pub fn new(values: &[String]) -> Self {
+        let mut secrets: Vec<Vec<u8>> = values
+            .iter()
+            .filter(|v| v.len() >= MIN_LEN)
+            .map(|v| v.as_bytes().to_vec())
+            .collect();
+        secrets.sort();
+        secrets.dedup();
+        if secrets.is_empty() {
+            return Self::default();
+        }
+        let finder = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&secrets)
+            .ok();
+        if finder.is_none() {
+            say!("bosun-runner: could not prepare the redaction of the run's secrets");
+        }
+        let longest = secrets.iter().map(Vec::len).max().unwrap_or(0);
+        Self {
+            finder,
+            secrets,
+            longest,
+        }
+    }
+
+    /// The bytes with every secret value replaced.
+    pub fn apply(&self, bytes: Vec<u8>) -> Vec<u8> {
+        let Some(finder) = &self.finder else {
+            return bytes;
+        };
+        if !finder.is_match(&bytes) {
+            return bytes;
+        }
+        let replacements = vec![REDACTED; self.secrets.len()];
+        finder.replace_all_bytes(&bytes, &replacements)
+    }
+
+    /// The largest cut at or below `len` that no secret value can straddle: what follows the
+    /// cut is held back when it is the start of a value (more bytes may complete it).
+    pub fn safe_cut(&self, buf: &[u8], len: usize) -> usize {
+        if self.finder.is_none() || len == 0 {
+            return len;
+        }
+        let max = (self.longest - 1).min(len);
+        for k in (1..=max).rev() {
+            let tail = &buf[len - k..len];
+            if self
+                .secrets
+                .iter()
+                .any(|s| s.len() > k && s.starts_with(tail))
+            {
+                return len - k;
+            }
+        }
+        len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(values: &[&str]) -> Redactor {
+        Redactor::new(&values.iter().map(|v| v.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn every_value_is_replaced_wherever_it_is() {
+        let red = r(&["s3cret-token", "another-value", "abc"]);
+        let out = red.apply(b"a s3cret-token b another-values3cret-token abc\n".to_vec());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "a [redacted] b [redacted][redacted] abc\n",
+            "values under the minimum length are left"
+        );
+        let none = r(&[]);
+        assert_eq!(none.apply(b"s3cret-token".to_vec()), b"s3cret-token");
+    }
+
+    #[test]
+    fn a_cut_never_falls_inside_the_start_of_a_value() {
+        let red = r(&["s3cret-token"]);
+        let buf = b"hello s3cr";
+        assert_eq!(
+            red.safe_cut(buf, buf.len()),
+            6,
+            "`s3cr` may go on as the token"
+        );
+        let buf = b"hello world";
+        assert_eq!(red.safe_cut(buf, buf.len()), buf.len());
+        // A whole value is no reason to hold back: it is redacted where it stands.
+        let buf = b"x s3cret-token";
+        assert_eq!(red.safe_cut(buf, buf.len()), buf.len());
+    }
+}
