@@ -123,6 +123,7 @@ async fn session(
     let mut writer = FrameWriter::new(w);
     let mut reader = FrameReader::new(r);
     let hello = Hello {
+        binary_log: false,
         protocol_version: PROTOCOL_VERSION,
         role: Role::Runner {
             run_id,

@@ -75,6 +75,8 @@ pub struct SessionState {
     /// Tasks working for one request each: log subscriptions, looks at MCP servers. Aborted
     /// when the session ends.
     follows: HashMap<u64, JoinHandle<()>>,
+    /// The UI reads log events in their binary form (its hello said so).
+    binary_log: bool,
 }
 
 enum Mode {
@@ -119,6 +121,7 @@ impl Actor for Session {
             mode: Mode::Handshake,
             tasks: Vec::new(),
             follows: HashMap::new(),
+            binary_log: false,
         })
     }
 
@@ -175,7 +178,10 @@ impl Actor for Session {
             return Ok(());
         }
         match hello.role {
-            Role::Ui => state.start_ui(&myself, reader, writer).await,
+            Role::Ui => {
+                state.binary_log = hello.binary_log;
+                state.start_ui(&myself, reader, writer).await
+            }
             Role::Runner { run_id, token } => {
                 state
                     .start_runner(&myself, reader, writer, run_id, token)
@@ -479,6 +485,7 @@ impl SessionState {
             from_seq: p.from_seq,
             follow: p.follow,
             stream: p.stream,
+            binary: self.binary_log,
         };
         // The answer goes out before any of the subscription's events.
         let following = Following {

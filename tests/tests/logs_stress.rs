@@ -84,6 +84,7 @@ async fn subscribe(
     w.send_now(&Hello {
         protocol_version: PROTOCOL_VERSION,
         role: Role::Ui,
+        binary_log: true,
     })
     .await
     .map_err(|e| fail(format!("hello: {e}")))?;

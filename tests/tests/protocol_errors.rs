@@ -27,6 +27,8 @@ async fn hello(
     w.send_now(&Hello {
         protocol_version: version,
         role,
+        // As a UI of before binary frames: its log events come as JSON.
+        binary_log: false,
     })
     .await?;
     let reply = r
@@ -123,6 +125,46 @@ fn bad_frames_get_clear_errors_and_the_daemon_serves_others() -> anyhow::Result<
         anyhow::Ok(())
     })?;
     b.ok(&["ps"])?;
+    b.finish()
+}
+
+#[test]
+fn a_ui_of_before_binary_frames_gets_its_log_events_as_json() -> anyhow::Result<()> {
+    let b = Bosun::new("proto_old_ui_log");
+    let run = b.start(&[], &["/bin/sh", "-c", "printf 'one\ntwo\n'"])?;
+    b.wait_ended(&run, Duration::from_secs(30))?;
+    runtime()?.block_on(async {
+        let (reply, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        anyhow::ensure!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+        w.send_now(&ClientFrame::Request {
+            id: 1,
+            body: Request::FollowLog(bosun_shared::protocol::ui::FollowParams {
+                run: run.clone(),
+                from_seq: 1,
+                follow: false,
+                stream: None,
+            }),
+        })
+        .await?;
+        let mut text = Vec::new();
+        loop {
+            let body = r
+                .read_raw()
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("closed"))?
+                .to_vec();
+            assert_eq!(body.first(), Some(&b'{'), "every frame is JSON");
+            match bosun_shared::protocol::frame::decode_body::<ServerFrame>(&body)? {
+                ServerFrame::Event(bosun_shared::protocol::ui::Event::Log { data, .. }) => {
+                    text.extend_from_slice(data.as_slice())
+                }
+                ServerFrame::Event(bosun_shared::protocol::ui::Event::LogEnd { .. }) => break,
+                ServerFrame::Response { .. } | ServerFrame::Event(_) | ServerFrame::Error(_) => {}
+            }
+        }
+        assert_eq!(text, b"one\ntwo\n");
+        anyhow::Ok(())
+    })?;
     b.finish()
 }
 

@@ -110,6 +110,7 @@ impl Client {
             .send_now(&Hello {
                 protocol_version: PROTOCOL_VERSION,
                 role: Role::Ui,
+                binary_log: true,
             })
             .await?;
         let welcome = match reader.read::<HelloReply>().await? {

@@ -42,6 +42,9 @@ pub struct FollowSpec {
     /// Keep going until the run ends; otherwise stop at what has arrived now.
     pub follow: bool,
     pub stream: Option<Stream>,
+    /// The UI reads log events in their binary form; else (a UI of before binary frames) they
+    /// go as JSON.
+    pub binary: bool,
 }
 
 /// One follower's position in a run's log.
@@ -311,8 +314,20 @@ async fn send_chunk(spec: &FollowSpec, c: &LogChunk, out: &mpsc::Sender<Outbound
     if spec.stream.is_some_and(|s| s != c.stream) {
         return true;
     }
-    let frame = fast::log_event_frame(spec.sub, c.seq, c.stream, c.at, &c.data);
-    out.send(Outbound::Encoded(frame)).await.is_ok()
+    let frame = if spec.binary {
+        Outbound::Encoded(fast::log_event_frame(
+            spec.sub, c.seq, c.stream, c.at, &c.data,
+        ))
+    } else {
+        Outbound::Frame(ServerFrame::Event(Event::Log {
+            sub: spec.sub,
+            seq: c.seq,
+            stream: c.stream,
+            at: c.at,
+            data: bosun_shared::protocol::LogBytes(c.data.clone()),
+        }))
+    };
+    out.send(frame).await.is_ok()
 }
 
 #[cfg(test)]

@@ -44,6 +44,10 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub struct Hello {
     pub protocol_version: u32,
     pub role: Role,
+    /// A UI that reads log events in their binary form ([`fast`]) says so; one from before
+    /// binary frames leaves this out and is sent JSON.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub binary_log: bool,
 }
 
 /// Who is connecting.
