@@ -147,7 +147,7 @@ impl NotAChoice {
 const SHELL_TOOLS: [(CliKind, &str, &str); 5] = [
     (CliKind::Claude, "Bash", "command"),
     (CliKind::Claude, "Monitor", "command"),
-    (CliKind::Codex, "exec_command", "cmd"),
+    (CliKind::Codex, "exec_command", "command"),
     (CliKind::Codex, "shell_command", "command"),
     (CliKind::Gemini, "run_shell_command", "command"),
 ];

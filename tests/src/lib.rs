@@ -927,3 +927,71 @@ pub fn strings(v: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+impl Bosun {
+    /// A Codex agent `name` pointed at the fake Responses API `fake_url` through a model
+    /// provider of its own, with a HOME, a CODEX_HOME and a working folder of its own under the
+    /// scratch folder, and `extra` flags of `bosun agent add`.
+    pub fn add_codex_agent(
+        &self,
+        name: &str,
+        fake_url: &str,
+        extra: &[&str],
+    ) -> anyhow::Result<()> {
+        let dir = self.scratch().join(name);
+        for d in ["work", "home", "codex"] {
+            std::fs::create_dir_all(dir.join(d))?;
+        }
+        let mut args = vec![
+            "--cli".to_string(),
+            "codex".into(),
+            "--cwd".into(),
+            dir.join("work").display().to_string(),
+            "--env".into(),
+            format!("HOME={}", dir.join("home").display()),
+            "--env".into(),
+            format!("CODEX_HOME={}", dir.join("codex").display()),
+            "--env".into(),
+            format!("PATH={}", node_path()),
+            "--codex-config".into(),
+            r#"model_provider="mock""#.into(),
+            "--codex-config".into(),
+            r#"model_providers.mock.name="Mock""#.into(),
+            "--codex-config".into(),
+            format!(r#"model_providers.mock.base_url="{fake_url}/v1""#),
+            "--codex-config".into(),
+            r#"model_providers.mock.wire_api="responses""#.into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.add_agent(name, &args, "")
+    }
+
+    /// A Gemini CLI agent `name` pointed at the fake Gemini API `fake_url`, with a working folder
+    /// of its own (`<scratch>/<name>/work`; Gemini gets a home of the run's own from bosun), a
+    /// test key, and `extra` flags of `bosun agent add`.
+    pub fn add_gemini_agent(
+        &self,
+        name: &str,
+        fake_url: &str,
+        extra: &[&str],
+    ) -> anyhow::Result<()> {
+        let work = self.scratch().join(name).join("work");
+        std::fs::create_dir_all(&work)?;
+        let mut args = vec![
+            "--cli".to_string(),
+            "gemini".into(),
+            "--cwd".into(),
+            work.display().to_string(),
+            "--env".into(),
+            format!("GOOGLE_GEMINI_BASE_URL={fake_url}"),
+            "--env".into(),
+            format!("PATH={}", node_path()),
+            "--secret-env".into(),
+            "GEMINI_API_KEY".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.add_agent(name, &args, "gemini-key-test-3f8a02")
+    }
+}

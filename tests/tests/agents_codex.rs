@@ -1,8 +1,10 @@
 //! Agents on the real Codex CLI (0.171, from npm) pointed at the project's fake Responses API
 //! through a model provider of the agent's own, with server-everything as an MCP server given
-//! by `-c mcp_servers.…` and `--ignore-user-config`: the tool that is on answers, the one in
-//! `disabled_tools` is not there, the run's record has the thread and the calls, and a stop
-//! mid-turn ends Codex and its MCP server (which sits in a process group of its own).
+//! by `-c mcp_servers.…`. Every run is driven through `codex app-server`, so each tool call is
+//! decided by bosun's approval policy: the tool that is on answers (server-everything's `echo`
+//! is read-only and local, which the default mode runs without asking), the one in
+//! `disabled_tools` is not there, the run's record has the thread, the calls and the decisions,
+//! and a stop mid-turn ends Codex and its MCP server (which sits in a process group of its own).
 
 use std::time::Duration;
 
@@ -70,40 +72,66 @@ fn the_tool_that_is_on_answers_and_the_disabled_one_is_not_there() -> anyhow::Re
     let b = Bosun::new("codex_agent_tools");
     let fake = FakeModel::start(
         "openai",
-        r#"tool:echo:{"message":"ping"};tool:get-sum:{"a":1,"b":2};text:All done."#,
+        r#"call:exec_command:{"cmd":"ls"};tool:echo:{"message":"ping"};tool:get-sum:{"a":1,"b":2};text:All done."#,
     )?;
     setup(&b, &fake)?;
 
-    let out = b.output(&[
-        "agent",
-        "run",
-        "coder",
-        "echo ping, then add 1 and 2",
-        "--follow",
-    ])?;
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "the run failed: {stderr}");
-    // Codex has no list of allowed commands: the log says what was left out.
+    let id = b
+        .ok(&[
+            "agent",
+            "run",
+            "coder",
+            "list the folder, echo ping, then add 1 and 2",
+        ])?
+        .trim()
+        .to_string();
+    // Every command reaches bosun's policy, which asks before any (`ls` too). The person lets it
+    // go once Codex reports the MCP server ready: Codex gives an optional server about 1 s to
+    // start and then samples without its tools, and bosun's runner starts the turn without
+    // waiting for the servers, so under load an MCP call in the first model turn finds no tool.
+    let ask = wait_for("the command to ask", Duration::from_secs(60), || {
+        Ok(b.json(&["inbox"])?
+            .as_array()
+            .and_then(|a| a.iter().find(|i| i["kind"] == "approval").cloned()))
+    })?;
+    assert_eq!(ask["tool"], "exec_command", "{ask:#}");
+    b.wait_run(
+        &id,
+        "the MCP server to be ready",
+        Duration::from_secs(60),
+        |v| v["agent"]["servers"] == serde_json::json!([["everything", "connected"]]),
+    )?;
+    b.ok(&["approve", ask["short_id"].as_str().unwrap_or_default()])?;
+    let ended = b.wait_ended(&id, Duration::from_secs(60))?;
+    assert_eq!(ended["outcome"], "succeeded", "{ended:#}");
+    // The allowed commands are no longer left out: under the app server every command reaches
+    // bosun's policy, which holds them as "always allow" verdicts.
+    let log = b.output(&["logs", &id])?;
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&log.stdout),
+        String::from_utf8_lossy(&log.stderr)
+    );
     assert!(
-        stderr.contains("bosun: Codex has no list of allowed commands"),
-        "{stderr}"
+        !log.contains("Codex has no list of allowed commands"),
+        "{log}"
     );
 
     let turns = fake.turns();
-    assert_eq!(turns.len(), 3, "{turns:#?}");
-    assert!(
-        turns[1]["tool_result"]
-            .as_str()
-            .is_some_and(|r| r.contains("Echo: ping")),
-        "the echo result came back: {}",
-        turns[1]
-    );
+    assert_eq!(turns.len(), 4, "{turns:#?}");
     assert!(
         turns[2]["tool_result"]
             .as_str()
+            .is_some_and(|r| r.contains("Echo: ping")),
+        "the echo result came back: {}",
+        turns[2]
+    );
+    assert!(
+        turns[3]["tool_result"]
+            .as_str()
             .is_some_and(|r| r.contains("tools.mcp__everything__get_sum is not a function")),
         "the disabled tool is not there: {}",
-        turns[2]
+        turns[3]
     );
 
     let run = &b.json(&["ps", "--all"])?[0];
@@ -116,28 +144,54 @@ fn the_tool_that_is_on_answers_and_the_disabled_one_is_not_there() -> anyhow::Re
     let calls = agent["calls"].as_array().cloned().unwrap_or_default();
     assert_eq!(
         calls.len(),
-        1,
-        "only the call that reached a tool: {calls:#?}"
+        2,
+        "only the calls that reached a tool: {calls:#?}"
     );
-    assert_eq!(calls[0]["name"], "mcp__everything__echo");
+    assert_eq!(calls[0]["name"], "exec_command");
     assert_eq!(calls[0]["ok"], true);
+    assert_eq!(calls[1]["name"], "mcp__everything__echo");
+    assert_eq!(calls[1]["ok"], true);
     assert_eq!(
         agent["servers"],
         serde_json::json!([["everything", "connected"]])
     );
     assert_eq!(agent["result"]["reason"], "completed");
+    // Each call was decided by bosun's policy before it ran (echo through Codex's MCP
+    // elicitation); the disabled tool never reached Codex's MCP client, so nothing asked.
+    let decisions = agent["decisions"].as_array().cloned().unwrap_or_default();
+    assert_eq!(decisions.len(), 2, "{decisions:#?}");
+    assert_eq!(decisions[0]["tool"], "exec_command");
+    assert_eq!(decisions[0]["by"], "the person");
+    assert_eq!(decisions[1]["tool"], "mcp__everything__echo");
+    assert_eq!(decisions[1]["decision"], "allowed");
+    assert!(
+        decisions[1]["by"]
+            .as_str()
+            .is_some_and(|w| w.contains("approval mode")),
+        "{decisions:#?}"
+    );
 
+    // `codex app-server`, which has no `--ignore-user-config` (the agent's own CODEX_HOME keeps
+    // the person's config out here) and takes the task over its protocol, not as an argument.
     let args = strings(&run["args"]);
+    assert_eq!(
+        args.first().map(String::as_str),
+        Some("app-server"),
+        "{args:#?}"
+    );
     for want in [
-        "exec",
-        "--json",
-        "--ignore-user-config",
         r#"mcp_servers.everything.disabled_tools=["get-sum"]"#,
         r#"mcp_servers.everything.env_vars=["EVERYTHING_TOKEN"]"#,
+        // Without it Codex would run MCP calls without asking bosun.
+        r#"mcp_servers.everything.default_tools_approval_mode="prompt""#,
         r#"web_search="disabled""#,
     ] {
         assert!(args.iter().any(|a| a == want), "{want} in {args:#?}");
     }
+    assert!(
+        !args.iter().any(|a| a.contains("list the folder")),
+        "the prompt is not on the command line: {args:#?}"
+    );
     assert!(
         !args.iter().any(|a| a.contains(SERVER_SECRET)),
         "no secret on Codex's command line"
@@ -145,7 +199,7 @@ fn the_tool_that_is_on_answers_and_the_disabled_one_is_not_there() -> anyhow::Re
     let shown = b.json(&["agent", "show", "coder"])?;
     assert_eq!(
         strings(&shown["last_run"]["tools_seen"]),
-        vec!["mcp__everything__echo"]
+        vec!["exec_command", "mcp__everything__echo"]
     );
     b.assert_secret_nowhere(SERVER_SECRET)?;
     b.finish()

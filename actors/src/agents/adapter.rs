@@ -424,6 +424,12 @@ fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation 
             config(key("default_tools_approval_mode"), toml_str("prompt"));
         }
     }
+    if !servers.is_empty() {
+        // Codex gives an optional server about a second before the first turn goes without
+        // its tools (measured with 0.171 under load: a server ready at 1.2 s was missing from
+        // the first request); wait for them as long as Claude Code does (MCP_TIMEOUT).
+        config("mcp_optional_startup_grace_ms".into(), "30000".into());
+    }
     let control = if setup.controlled {
         let ins = instructions(setup);
         if !ins.is_empty() {

@@ -147,13 +147,14 @@ pub fn escalates(class: Class) -> bool {
 }
 
 /// The class of a CLI's built-in tool; a name bosun's table does not know is unknown. The input
-/// matters for Codex's `write_stdin`, which only reads a command's output when it types nothing.
+/// matters for Codex's `write_stdin`, which only reads a command's output when it says it types
+/// nothing (`chars` empty); when the input does not say what it types, it is a command.
 pub fn classify_builtin(cli: CliKind, tool: &str, input: &Value) -> Class {
     if cli == CliKind::Codex && tool == "write_stdin" {
         let types_nothing = input
             .get("chars")
             .and_then(Value::as_str)
-            .is_none_or(str::is_empty);
+            .is_some_and(str::is_empty);
         if types_nothing {
             return Class::local(ToolClass::ReadOnly);
         }

@@ -221,6 +221,8 @@ fn codex_with_servers_and_secrets_by_variable_name() {
               mcp_servers.remote.env_http_headers={"Authorization"="BOSUN_REMOTE_HEADER_AUTHORIZATION"}
               -c
               mcp_servers.remote.enabled_tools=["search"]
+              -c
+              mcp_optional_startup_grace_ms=30000
               --
               Be brief.
 
@@ -401,35 +403,37 @@ fn codex_with_search_fetch_a_provider_and_only_some_tools() {
     check(
         build(&s, "review the diff", &servers),
         expect![[r#"
-        codex
-          exec
-          --json
-          --skip-git-repo-check
-          --ignore-user-config
-          --model
-          gpt-5
-          -c
-          model_provider="ollama"
-          -c
-          model_reasoning_effort="high"
-          -c
-          web_search="live"
-          -c
-          mcp_servers.everything.command="/opt/mcp/everything"
-          -c
-          mcp_servers.everything.args=["stdio"]
-          -c
-          mcp_servers.everything.env_vars=["TOKEN"]
-          -c
-          mcp_servers.everything.enabled_tools=["echo"]
-          --
-          You review code.
+            codex
+              exec
+              --json
+              --skip-git-repo-check
+              --ignore-user-config
+              --model
+              gpt-5
+              -c
+              model_provider="ollama"
+              -c
+              model_reasoning_effort="high"
+              -c
+              web_search="live"
+              -c
+              mcp_servers.everything.command="/opt/mcp/everything"
+              -c
+              mcp_servers.everything.args=["stdio"]
+              -c
+              mcp_servers.everything.env_vars=["TOKEN"]
+              -c
+              mcp_servers.everything.enabled_tools=["echo"]
+              -c
+              mcp_optional_startup_grace_ms=30000
+              --
+              You review code.
 
-        review the diff
-        env TOKEN=s3cret
-        note: Codex has no list of allowed commands (its sandbox, the permission mode, decides what a command may do): Bash(git *) left out.
-        note: Codex has no switch of its own for fetching web pages: this run goes without it.
-    "#]],
+            review the diff
+            env TOKEN=s3cret
+            note: Codex has no list of allowed commands (its sandbox, the permission mode, decides what a command may do): Bash(git *) left out.
+            note: Codex has no switch of its own for fetching web pages: this run goes without it.
+        "#]],
     );
 }
 
@@ -512,30 +516,32 @@ fn codex_controlled_is_the_app_server_with_every_mcp_call_asking() {
     check(
         build(&s, "fix the build", &servers),
         expect![[r#"
-        codex
-          app-server
-          -c
-          web_search="disabled"
-          -c
-          mcp_servers.everything.command="/opt/mcp/everything"
-          -c
-          mcp_servers.everything.args=["stdio"]
-          -c
-          mcp_servers.everything.env_vars=["TOKEN"]
-          -c
-          mcp_servers.everything.disabled_tools=["get-env"]
-          -c
-          mcp_servers.everything.default_tools_approval_mode="prompt"
-          -c
-          mcp_servers.remote.url="https://mcp.example.com/mcp"
-          -c
-          mcp_servers.remote.env_http_headers={"Authorization"="BOSUN_REMOTE_HEADER_AUTHORIZATION"}
-          -c
-          mcp_servers.remote.default_tools_approval_mode="prompt"
-        env TOKEN=s3cret
-        env BOSUN_REMOTE_HEADER_AUTHORIZATION=Bearer abc
-        control CodexAppServer: fix the build {"threadStart":{"sandbox":"workspace-write","model":"gpt-6","developerInstructions":"Be brief."}}
-    "#]],
+            codex
+              app-server
+              -c
+              web_search="disabled"
+              -c
+              mcp_servers.everything.command="/opt/mcp/everything"
+              -c
+              mcp_servers.everything.args=["stdio"]
+              -c
+              mcp_servers.everything.env_vars=["TOKEN"]
+              -c
+              mcp_servers.everything.disabled_tools=["get-env"]
+              -c
+              mcp_servers.everything.default_tools_approval_mode="prompt"
+              -c
+              mcp_servers.remote.url="https://mcp.example.com/mcp"
+              -c
+              mcp_servers.remote.env_http_headers={"Authorization"="BOSUN_REMOTE_HEADER_AUTHORIZATION"}
+              -c
+              mcp_servers.remote.default_tools_approval_mode="prompt"
+              -c
+              mcp_optional_startup_grace_ms=30000
+            env TOKEN=s3cret
+            env BOSUN_REMOTE_HEADER_AUTHORIZATION=Bearer abc
+            control CodexAppServer: fix the build {"threadStart":{"sandbox":"workspace-write","model":"gpt-6","developerInstructions":"Be brief."}}
+        "#]],
     );
 }
 

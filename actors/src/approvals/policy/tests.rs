@@ -279,9 +279,11 @@ fn the_main_built_ins_of_each_cli_by_class() {
             "{cli} {tool}"
         );
     }
-    // Codex's write_stdin only reads when it types nothing.
+    // Codex's write_stdin only reads when it says it types nothing; an input that does not say
+    // (the app server's approval request) is a command.
     for (input, kind) in [
-        (json!({"session_id": 3}), ReadOnly),
+        (json!({"session_id": 3}), Execute),
+        (json!({"command": "cat"}), Execute),
         (json!({"session_id": 3, "chars": ""}), ReadOnly),
         (json!({"session_id": 3, "chars": "rm -rf ~\n"}), Execute),
     ] {
@@ -380,7 +382,11 @@ fn the_command_line_of_each_shell_tool() {
         Some("git status")
     );
     assert_eq!(
-        shell_command(CliKind::Codex, "exec_command", &json!({"cmd": "ls -la"})),
+        shell_command(
+            CliKind::Codex,
+            "exec_command",
+            &json!({"command": "ls -la"})
+        ),
         Some("ls -la")
     );
     assert_eq!(
