@@ -16,6 +16,7 @@ pub mod board;
 pub mod crash;
 pub mod error;
 pub mod events;
+pub mod git;
 pub mod handle;
 pub mod keychain;
 pub mod lead;
@@ -38,6 +39,7 @@ pub const TABLES: &[&str] = &[
     board::record::ColumnRecord::TABLE,
     board::record::CardRecord::TABLE,
     board::record::NoteRecord::TABLE,
+    board::record::ProjectRecord::TABLE,
     lead::record::ChatRecord::TABLE,
     lead::record::MessageRecord::TABLE,
     lead::record::PendingRecord::TABLE,

@@ -13,10 +13,10 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
+use bosun_shared::redact::MIN_LEN;
+
 /// What a secret value is replaced by.
-pub const REDACTED: &[u8] = b"[redacted]";
-/// The shortest value that is redacted.
-pub const MIN_LEN: usize = 6;
+const REDACTED: &[u8] = bosun_shared::redact::REDACTED.as_bytes();
 
 #[derive(Debug, Default)]
 pub struct Redactor {

@@ -115,6 +115,13 @@ random_id!(
 );
 
 random_id!(
+    /// A project's id: stable whatever it is renamed to.
+    ProjectId,
+    "project id",
+    BadProjectId
+);
+
+random_id!(
     /// A board column's id: stable whatever it is renamed to.
     ColumnId,
     "column id",

@@ -11,13 +11,16 @@ pub mod ids;
 pub mod mcp;
 pub mod paths;
 pub mod process;
+pub mod projects;
 pub mod protocol;
+pub mod redact;
 pub mod run;
 pub mod size;
 pub mod time;
 
 pub use ids::{
-    ActionId, AgentId, AnswerId, ApprovalId, CardId, ChatId, ColumnId, RunId, RunToken, ServerId,
+    ActionId, AgentId, AnswerId, ApprovalId, CardId, ChatId, ColumnId, ProjectId, RunId, RunToken,
+    ServerId,
 };
 pub use time::Timestamp;
 

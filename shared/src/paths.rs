@@ -119,6 +119,11 @@ impl StateDir {
     pub fn run_dir(&self, id: RunId) -> PathBuf {
         self.runs().join(id.to_string())
     }
+
+    /// Where the cards of projects have their git worktrees: `worktrees/<card id>`.
+    pub fn worktrees(&self) -> PathBuf {
+        self.root.join("worktrees")
+    }
 }
 
 /// Creates a run's directory, mode 0700.

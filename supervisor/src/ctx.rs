@@ -213,6 +213,7 @@ impl DaemonCtx {
             writer: self.writer.clone(),
             agents: self.agents_context(),
             runs: self.runs.clone(),
+            worktrees: self.dirs.worktrees(),
         }
     }
 

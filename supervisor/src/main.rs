@@ -187,8 +187,11 @@ fn init_logging(dirs: &StateDir) -> anyhow::Result<()> {
         .mode(0o600)
         .open(dirs.log())
         .with_context(|| format!("could not open the log {}", dirs.log().display()))?;
+    // rmcp logs what servers send (their instructions, notifications, messages it did not
+    // expect), which bosun cannot redact; bosun reports rmcp's failures itself, redacted. Only
+    // a BOSUN_LOG the person sets shows them.
     let filter = tracing_subscriber::EnvFilter::try_from_env("BOSUN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=off"));
     let to_terminal = std::io::stderr().is_terminal();
     tracing_subscriber::fmt()
         .with_env_filter(filter)

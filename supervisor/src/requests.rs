@@ -9,6 +9,7 @@ use bosun_shared::protocol::board::{Board, NoteList};
 use bosun_shared::protocol::call::Reply;
 use bosun_shared::protocol::lead::ChatList;
 use bosun_shared::protocol::mcp::McpList;
+use bosun_shared::protocol::projects::ProjectList;
 use bosun_shared::protocol::runs::{DaemonStatus, DaemonStop, Unfollow};
 use bosun_shared::protocol::ui::{FollowParams, Request, Response};
 
@@ -85,6 +86,13 @@ pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
         Request::Approvals(c) => to(ctx, c),
         Request::Decide(c) => to(ctx, c),
         Request::ApproveCard(c) => to(ctx, c),
+        Request::ProjectAdd(c) => to(ctx, c),
+        Request::ProjectEdit(c) => to(ctx, c),
+        Request::ProjectSet(c) => to(ctx, c),
+        Request::ProjectShow(c) => to(ctx, c),
+        Request::ProjectList => to(ctx, ProjectList),
+        Request::ProjectRemove(c) => to(ctx, c),
+        Request::CardRemove(c) => to(ctx, c),
     }
 }
 

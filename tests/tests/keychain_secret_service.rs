@@ -41,21 +41,24 @@ fn secrets_round_trip_through_a_real_secret_service() -> anyhow::Result<()> {
         serde_json::json!({"name": "SS_SECRET", "saved": true})
     );
 
-    // The server gets the value from the keychain: its get-env tool shows it (the server's own
-    // output, asked for by the person).
+    // The server gets the value from the keychain: its get-env tool prints it, and bosun shows
+    // `[redacted]` in its place (it hides exactly the values it handed the server).
     let env = b.ok(&["mcp", "call", "everything", "get-env"])?;
     assert!(
-        env.contains(CANARY),
-        "the server did not get the value from the keychain"
+        env.contains("SS_SECRET") && env.contains("[redacted]") && !env.contains(CANARY),
+        "the server did not get the value from the keychain: {env}"
     );
 
-    // Replaced, the server sees the new value.
+    // Replaced, the server sees the new value: the old one would not be hidden any more.
     b.output_with_stdin(
         &["mcp", "edit", "everything", "--env-from-stdin"],
         "SS_SECRET=second-value\n",
     )?;
     let env = b.ok(&["mcp", "call", "everything", "get-env"])?;
-    assert!(env.contains("second-value") && !env.contains(CANARY));
+    assert!(
+        env.contains("[redacted]") && !env.contains("second-value") && !env.contains(CANARY),
+        "{env}"
+    );
 
     // Removed with the server: a new server of the same name does not find it.
     b.ok(&["mcp", "remove", "everything"])?;

@@ -308,7 +308,7 @@ fn failures_are_told_in_plain_words() -> anyhow::Result<()> {
     let exits = b.fails(&["mcp", "tools", "exits"])?;
     assert!(exits.contains("line 30 of stderr"), "{exits}");
     assert!(
-        exits.contains("using token [secret]"),
+        exits.contains("using token [redacted]"),
         "the secret is redacted from stderr: {exits}"
     );
     // The failure is kept on the server, for `bosun mcp list`.

@@ -22,8 +22,8 @@ use super::record::{AgentRecord, ServerSwitch, ToolSelection};
 use super::registry::{AgentsContext, find};
 use crate::auth::{Access, AuthContext};
 use crate::keychain::{Keychain, agent_env_key};
-use crate::mcp::browser;
-use crate::mcp::record::{LineKind, ServerRecord};
+use crate::mcp::record::{LineKind, ServerRecord, connect_url};
+use crate::mcp::{browser, redact};
 use crate::offload::blocking;
 
 /// The daemon's environment variables a run gets (besides the agent's own): enough to find
@@ -425,6 +425,8 @@ async fn resolve(
     }
     let rec = s.clone();
     let values = blocking(move || {
+        // The address with its query, which the keychain keeps.
+        let url = connect_url(&keychain, &rec).map_err(|e| (e.to_string(), None))?;
         let mut env = Vec::new();
         let mut headers = Vec::new();
         for (kind, names, out) in [
@@ -446,13 +448,23 @@ async fn resolve(
                 }
             }
         }
-        Ok((env, headers))
+        Ok((url, env, headers))
     })
     .await?;
-    let (env, mut headers) = match values {
+    let (url, env, mut headers) = match values {
         Ok(v) => v,
         Err(why) => return Ok(Err(why)),
     };
+    if agent.cli == CliKind::Codex && url.as_deref().is_some_and(|u| u.contains('?')) {
+        // Codex takes a server's address on its command line, which every process can read.
+        return Ok(Err((
+            "its address has a query, which bosun keeps secret, and Codex takes addresses on its command line".into(),
+            Some(format!(
+                "Give the key as a header line instead: `bosun mcp edit {} --url ADDRESS-WITHOUT-QUERY -H 'Name: value'` (with the header the service documents).",
+                s.name
+            )),
+        )));
+    }
     if s.kind != ServerKind::Stdio && s.sign_in_by == SignInBy::Bosun {
         // A token good for the whole run: refreshed first when less than its time cap is left.
         let min_valid = agent
@@ -497,7 +509,7 @@ async fn resolve(
         kind: s.kind,
         command: s.command.clone(),
         args: s.args.clone(),
-        url: s.url.clone(),
+        url,
         env,
         headers,
         tools,
@@ -528,13 +540,7 @@ fn signed_in_for_run(
 fn secret_values(agent_secrets: &[(String, String)], servers: &[RunServer]) -> Vec<String> {
     let mut out: Vec<String> = agent_secrets.iter().map(|(_, v)| v.clone()).collect();
     for s in servers {
-        out.extend(s.env.iter().map(|(_, v)| v.clone()));
-        for (_, v) in &s.headers {
-            out.push(v.clone());
-            if let Some((_, credential)) = v.split_once(' ') {
-                out.push(credential.trim().to_string());
-            }
-        }
+        out.extend(redact::secret_values(&s.env, &s.headers, s.url.as_deref()));
     }
     out.sort();
     out.dedup();

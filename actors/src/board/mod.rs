@@ -7,20 +7,28 @@
 //! limit of card runs are going. The move is marked (`started_for`) before the run is asked
 //! for, and the run carries the card and the move; Runs keeps one run per move, so a run asked
 //! again after any crash is the same run, never a second one.
+//!
+//! A card of a project runs in its worktree ([`worktree`]), made before its first run and found
+//! again before every run after; projects themselves are kept here too ([`projects`]).
 
 mod error;
+mod projects;
 pub mod record;
+pub mod worktree;
 pub use error::BoardError;
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::time::Duration;
 
+use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
     NoteView, SetColumnParams,
 };
+use bosun_shared::protocol::projects::{AddProjectParams, EditProjectParams, ProjectView};
 use bosun_shared::run::{Outcome, RunState};
-use bosun_shared::{AgentId, CardId, ColumnId, RunId, Timestamp};
+use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
 
@@ -31,7 +39,10 @@ use crate::offload::blocking;
 use crate::runs::RunsMsg;
 use crate::store::Store;
 use crate::store::writer::{Change, StoreWriter};
-use record::{BoardChange, BoardMeta, CardRecord, CardRun, ColumnRecord, Hold, NoteRecord};
+use record::{
+    BoardChange, BoardMeta, CardRecord, CardRun, CardWorktree, ColumnRecord, Hold, NoteRecord,
+    ProjectRecord,
+};
 
 /// How often the automation looks for work and for runs that ended.
 const TICK: Duration = Duration::from_millis(500);
@@ -59,6 +70,8 @@ pub struct BoardContext {
     pub writer: StoreWriter,
     pub agents: AgentsContext,
     pub runs: ActorHandle<RunsMsg>,
+    /// Where cards' worktrees go (`<state dir>/worktrees`).
+    pub worktrees: PathBuf,
 }
 
 pub type BoardHandle = ActorHandle<BoardMsg>;
@@ -80,6 +93,8 @@ pub enum BoardAnswer {
     Card(Box<CardView>),
     Notes { notes: Vec<NoteSummary> },
     Note(NoteView),
+    Project(Box<ProjectView>),
+    Projects { projects: Vec<ProjectView> },
 }
 
 pub enum BoardRequest {
@@ -96,6 +111,12 @@ pub enum BoardRequest {
         taint: Option<String>,
     },
     ShowCard(String),
+    /// Removes a card no run of is going, and its worktree (`force`: with changes not
+    /// committed).
+    RemoveCard {
+        card: String,
+        force: bool,
+    },
     SetLimit(u32),
     Notes,
     Note(String),
@@ -116,6 +137,16 @@ pub enum BoardRequest {
         from: String,
         to: String,
     },
+    AddProject(AddProjectParams),
+    EditProject(EditProjectParams),
+    /// The person's switches of a project (`key=value`); nobody else's request is made into it.
+    SetProject {
+        project: String,
+        settings: Vec<String>,
+    },
+    ShowProject(String),
+    Projects,
+    RemoveProject(String),
 }
 
 pub enum BoardMsg {
@@ -129,7 +160,7 @@ pub enum BoardMsg {
     Started {
         card: CardId,
         moved: u64,
-        result: Result<RunId, BoardError>,
+        result: Result<(RunId, Option<CardWorktree>), BoardError>,
     },
 }
 
@@ -151,6 +182,7 @@ pub struct BoardState {
     meta: BoardMeta,
     columns: Vec<ColumnRecord>,
     cards: HashMap<CardId, CardRecord>,
+    projects: HashMap<ProjectId, ProjectRecord>,
     /// Cards whose run is being asked for.
     starting: HashSet<CardId>,
     /// Runs known to be over (not read again).
@@ -197,11 +229,20 @@ impl Actor for Board {
             }
         };
         columns.sort_by_key(|c| c.position);
+        let store = ctx.store.clone();
+        let projects = tokio::task::spawn_blocking(move || store.projects()).await??;
+        // Worktrees of cards that are gone (removed while bosund died) go now; those of cards
+        // that are here are found again before their next run.
+        let keep: HashSet<CardId> = cards.iter().map(|c| c.id).collect();
+        let repos: Vec<PathBuf> = projects.iter().map(|p| p.folder.clone()).collect();
+        let root = ctx.worktrees.clone();
+        tokio::task::spawn_blocking(move || worktree::sweep(&root, &keep, &repos)).await?;
         Ok(BoardState {
             ctx,
             meta,
             columns,
             cards: cards.into_iter().map(|c| (c.id, c)).collect(),
+            projects: projects.into_iter().map(|p| (p.id, p)).collect(),
             starting: HashSet::new(),
             over: HashSet::new(),
         })
@@ -437,6 +478,12 @@ impl BoardState {
             created_at: c.created_at,
             updated_at: c.updated_at,
             activity,
+            project: c.project.map(|p| {
+                self.projects
+                    .get(&p)
+                    .map_or_else(|| format!("{} (removed)", p.short()), |p| p.name.clone())
+            }),
+            worktree: c.worktree.as_ref().map(CardWorktree::view),
         }
     }
 
@@ -555,6 +602,15 @@ impl BoardState {
                 text,
             } => self.append_note(path, heading, text).await,
             BoardRequest::MoveNote { from, to } => self.move_note(from, to).await,
+            BoardRequest::RemoveCard { card, force } => self.remove_card(&card, force).await,
+            BoardRequest::AddProject(p) => self.add_project(p).await,
+            BoardRequest::EditProject(p) => self.edit_project(p).await,
+            BoardRequest::SetProject { project, settings } => {
+                self.set_project(&project, &settings).await
+            }
+            BoardRequest::ShowProject(key) => self.show_project(&key),
+            BoardRequest::Projects => Ok(self.list_projects()),
+            BoardRequest::RemoveProject(key) => self.remove_project(&key).await,
         }
     }
 
@@ -750,6 +806,10 @@ impl BoardState {
             Some("") | None => None,
             Some(a) => Some(self.agent(a).await?),
         };
+        let project = match p.project.as_deref().map(str::trim) {
+            Some("") | None => None,
+            Some(key) => Some(self.project_id(key)?),
+        };
         let now = Timestamp::now();
         let mut card = CardRecord {
             id: CardId::new(),
@@ -767,12 +827,18 @@ impl BoardState {
             started_for: None,
             runs: Vec::new(),
             rerun_on_release: false,
+            project,
+            worktree: None,
         };
         card.log(format!(
-            "created in {}{}",
+            "created in {}{}{}",
             self.column_name(column),
             assignee
                 .map(|(_, n)| format!(", assigned to {n}"))
+                .unwrap_or_default(),
+            project
+                .and_then(|id| self.projects.get(&id))
+                .map(|p| format!(", in project {}", p.name))
                 .unwrap_or_default()
         ));
         if let Some(tool) = &taint
@@ -837,6 +903,26 @@ impl BoardState {
                 });
             }
         }
+        if let Some(key) = p.project.as_deref().map(str::trim) {
+            let new = match key {
+                "" => None,
+                key => Some(self.project_id(key)?),
+            };
+            if new != card.project {
+                if let Some(wt) = &card.worktree {
+                    return Err(BoardError::conflict(format!(
+                        "card {} works in a worktree of its project already (branch {}), so its project stays; add a new card for the other project",
+                        card.id.short(),
+                        wt.branch
+                    )));
+                }
+                card.project = new;
+                card.log(match new.and_then(|id| self.projects.get(&id)) {
+                    Some(p) => format!("put in project {}", p.name),
+                    None => "taken out of its project".to_string(),
+                });
+            }
+        }
         if let Some(c) = &p.column {
             let col = self.column(c)?;
             let (to, name) = (col.id, col.name.clone());
@@ -888,6 +974,45 @@ impl BoardState {
             .await?;
         self.cards.insert(id, card);
         self.card_answer(id).await
+    }
+
+    /// Removes a card, and its worktree first (its branch stays): a crash in between leaves
+    /// the card, whose next run or removal finds the worktree gone. Refused while a run of it
+    /// is going.
+    async fn remove_card(&mut self, key: &str, force: bool) -> Result<BoardAnswer, BoardError> {
+        let id = self.card_id(key)?;
+        let Some(card) = self.cards.get(&id).cloned() else {
+            return Err(BoardError::internal("the card went away"));
+        };
+        let states = self.run_states(false).await;
+        if self.in_progress(&card, &states) {
+            let run = card
+                .runs
+                .last()
+                .map(|r| r.run.short())
+                .unwrap_or_else(|| "being started".into());
+            return Err(BoardError::conflict(format!(
+                "a run of card {} is going ({run}); stop it first (`bosun stop {run}`), then remove the card",
+                id.short()
+            )));
+        }
+        let answer = self.card_answer(id).await?;
+        if let Some(wt) = card.worktree.clone() {
+            let repo = card
+                .project
+                .and_then(|p| self.projects.get(&p))
+                .map(|p| p.folder.clone())
+                .unwrap_or_default();
+            blocking(move || worktree::remove(&repo, &wt, force))
+                .await?
+                .map_err(|why| {
+                    BoardError::conflict(format!("card {} was not removed: {why}", id.short()))
+                })?;
+        }
+        self.save(vec![BoardChange::DeleteCard(id)]).await?;
+        self.cards.remove(&id);
+        info!(card = %id, "card removed");
+        Ok(answer)
     }
 
     /// Starts the runs the board owes, as far as the limit allows, and notes runs that ended.
@@ -985,8 +1110,32 @@ impl BoardState {
                 myself.clone(),
             );
             let (prompt, moved) = (card.prompt(), card.moved);
+            let place = match card.project {
+                None => Ok(None),
+                Some(p) => self
+                    .projects
+                    .get(&p)
+                    .map(|project| {
+                        Some(Place {
+                            worktrees: self.ctx.worktrees.clone(),
+                            project: project.clone(),
+                            title: card.title.clone(),
+                            recorded: card.worktree.clone(),
+                        })
+                    })
+                    .ok_or_else(|| {
+                        BoardError::not_found(
+                            "its project is gone; put it in another (`bosun board card edit CARD --project NAME`)",
+                        )
+                    }),
+            };
             tokio::spawn(async move {
-                let result = start_card_run(&ctx, &runs, agent, &prompt, (id, moved)).await;
+                let result = match place {
+                    Ok(place) => {
+                        start_card_run(&ctx, &runs, agent, &prompt, (id, moved), place).await
+                    }
+                    Err(e) => Err(e),
+                };
                 let _ = me.cast(BoardMsg::Started {
                     card: id,
                     moved,
@@ -1001,14 +1150,29 @@ impl BoardState {
         &mut self,
         id: CardId,
         moved: u64,
-        result: Result<RunId, BoardError>,
+        result: Result<(RunId, Option<CardWorktree>), BoardError>,
     ) -> Result<(), ActorProcessingErr> {
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Ok(());
         };
         match result {
-            Ok(run) => {
+            Ok((run, wt)) => {
+                let recorded = card.worktree.is_some();
+                let new_place = wt.is_some() && wt != card.worktree;
+                if let Some(wt) = wt.filter(|_| new_place) {
+                    card.log(if recorded {
+                        format!("worktree made again on branch {}", wt.branch)
+                    } else {
+                        format!("worktree made on branch {}", wt.branch)
+                    });
+                    card.worktree = Some(wt);
+                }
                 if card.runs.iter().any(|r| r.run == run) {
+                    if new_place {
+                        self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+                            .await?;
+                        self.cards.insert(id, card);
+                    }
                     return Ok(());
                 }
                 card.runs.push(CardRun {
@@ -1053,18 +1217,50 @@ fn renumber(columns: &mut [ColumnRecord], changes: &mut Vec<BoardChange>) {
     }
 }
 
-/// A run of the card's agent, carrying the card and its move.
+/// Where a card of a project runs: its worktree, made or found again before the run.
+struct Place {
+    worktrees: PathBuf,
+    project: ProjectRecord,
+    title: String,
+    recorded: Option<CardWorktree>,
+}
+
+/// A run of the card's agent, carrying the card and its move; for a card of a project, in its
+/// worktree, whatever the agent's own folder (the worktree is answered, to be recorded).
 async fn start_card_run(
     ctx: &AgentsContext,
     runs: &ActorHandle<RunsMsg>,
     agent: AgentId,
     prompt: &str,
     card: (CardId, u64),
-) -> Result<RunId, BoardError> {
-    let mut spec = launch::prepare(ctx, &agent.to_string(), prompt).await?;
-    spec.run.card = Some(card);
-    spec.run.unattended = true;
+    place: Option<Place>,
+) -> Result<(RunId, Option<CardWorktree>), BoardError> {
+    let mut prepared = launch::prepare(ctx, &agent.to_string(), prompt).await?;
+    prepared.run.card = Some(card);
+    prepared.run.unattended = true;
+    let mut spec = crate::runs::RunSpec::from(prepared);
+    let mut made = None;
+    if let Some(p) = place {
+        let (wt, head) = blocking(move || {
+            worktree::ensure(
+                &p.worktrees,
+                &p.project,
+                card.0,
+                &p.title,
+                p.recorded.as_ref(),
+            )
+        })
+        .await?
+        .map_err(|e| BoardError::unavailable(format!("its worktree could not be made: {e}")))?;
+        spec.params.cwd = wt.path.clone();
+        spec.git = Some(RunGit {
+            branch: wt.branch.clone(),
+            head_at_start: head,
+            head_at_end: None,
+        });
+        made = Some(wt);
+    }
     let run = crate::runs::start(runs, spec).await.map(|v| v.id);
     crate::crash::point("board-after-run-started");
-    Ok(run?)
+    Ok((run?, made))
 }

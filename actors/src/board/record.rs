@@ -1,9 +1,13 @@
 //! The board as stored: columns (`columns[column id]`), cards (`cards[card id]`, with the moves
 //! that decide when a card's run starts), the board's settings (`meta["board"]`), and memory
-//! notes with their versions (`notes[path]`); and [`BoardChange`], the board's one batch write.
+//! notes with their versions (`notes[path]`), projects (`projects[project id]`); and
+//! [`BoardChange`], the board's one batch write.
 
-use bosun_shared::protocol::board::{ActivityView, ColumnView, HoldView, NoteView};
-use bosun_shared::{AgentId, CardId, ColumnId, RunId, Timestamp};
+use std::path::PathBuf;
+
+use bosun_shared::projects::Host;
+use bosun_shared::protocol::board::{ActivityView, ColumnView, HoldView, NoteView, WorktreeView};
+use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::store::writer::Change;
@@ -133,6 +137,29 @@ pub struct CardRecord {
     /// Taken off hold, it gets a new run (its last one may or may not have begun).
     #[serde(default)]
     pub rerun_on_release: bool,
+    /// The project it belongs to. Left out of the record when it has none, as cards were
+    /// before projects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<ProjectId>,
+    /// Its worktree, recorded once its first run in the project made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<CardWorktree>,
+}
+
+/// Where a card's runs work: a git worktree of its project's repository, on a branch of its own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardWorktree {
+    pub path: PathBuf,
+    pub branch: String,
+}
+
+impl CardWorktree {
+    pub fn view(&self) -> WorktreeView {
+        WorktreeView {
+            path: self.path.clone(),
+            branch: self.branch.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,15 +241,44 @@ impl NoteRecord {
     }
 }
 
-/// One change to the tables of the board and the notes; the changes of one step are committed
-/// together.
+/// A project: a git checkout whose cards' runs each work in a worktree of their own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectRecord {
+    pub id: ProjectId,
+    pub name: String,
+    /// The checkout's top folder.
+    pub folder: PathBuf,
+    pub main_branch: String,
+    pub host: Host,
+    pub testing: bool,
+    /// Set by the person alone (`bosun project set NAME lead-may-merge=on`).
+    pub lead_may_merge: bool,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Record for ProjectRecord {
+    const TABLE: &'static str = "projects";
+    const WHAT: &'static str = "project";
+    type Key = ProjectId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+/// One change to the tables of the board, the notes and the projects; the changes of one step
+/// are committed together.
 #[derive(Clone, Debug)]
 pub enum BoardChange {
     Meta(BoardMeta),
     Column(ColumnRecord),
     Card(Box<CardRecord>),
+    DeleteCard(CardId),
     Note(NoteRecord),
     DeleteNote(String),
+    Project(Box<ProjectRecord>),
+    DeleteProject(ProjectId),
 }
 
 impl From<BoardChange> for Change {
@@ -231,8 +287,11 @@ impl From<BoardChange> for Change {
             BoardChange::Meta(m) => Change::put(&m),
             BoardChange::Column(c) => Change::put(&c),
             BoardChange::Card(c) => Change::put(c.as_ref()),
+            BoardChange::DeleteCard(id) => Change::delete::<CardRecord>(&id),
             BoardChange::Note(n) => Change::put(&n),
             BoardChange::DeleteNote(path) => Change::delete::<NoteRecord>(&path),
+            BoardChange::Project(p) => Change::put(p.as_ref()),
+            BoardChange::DeleteProject(id) => Change::delete::<ProjectRecord>(&id),
         }
     }
 }
@@ -250,5 +309,10 @@ impl Store {
             read.all::<ColumnRecord>()?,
             read.all::<CardRecord>()?,
         ))
+    }
+
+    /// Every project.
+    pub fn projects(&self) -> Result<Vec<ProjectRecord>, StoreError> {
+        self.all::<ProjectRecord>()
     }
 }

@@ -64,11 +64,13 @@ pub enum LeadTool {
     MemoryWrite,
     MemoryAppend,
     MemoryMove,
+    ListProjects,
+    GetProject,
 }
 
 impl LeadTool {
     /// Every tool, in the order the lead is offered them.
-    pub const ALL: [LeadTool; 18] = [
+    pub const ALL: [LeadTool; 20] = [
         LeadTool::ListTasks,
         LeadTool::GetTask,
         LeadTool::CreateTask,
@@ -87,6 +89,8 @@ impl LeadTool {
         LeadTool::MemoryWrite,
         LeadTool::MemoryAppend,
         LeadTool::MemoryMove,
+        LeadTool::ListProjects,
+        LeadTool::GetProject,
     ];
 
     /// The name the lead calls it by.
@@ -110,6 +114,8 @@ impl LeadTool {
             LeadTool::MemoryWrite => "memory_write",
             LeadTool::MemoryAppend => "memory_append",
             LeadTool::MemoryMove => "memory_move",
+            LeadTool::ListProjects => "list_projects",
+            LeadTool::GetProject => "get_project",
         }
     }
 
@@ -143,7 +149,9 @@ impl LeadTool {
             | LeadTool::UpdateTask
             | LeadTool::ListAgents
             | LeadTool::GetAgent
-            | LeadTool::MemoryRead => false,
+            | LeadTool::MemoryRead
+            | LeadTool::ListProjects
+            | LeadTool::GetProject => false,
         }
     }
 }
@@ -170,6 +178,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             "acceptance": s("What must be true when it is done"),
             "assignee": s("The agent that takes it (its name); an Auto column starts it"),
             "column": s("The column's name"),
+            "project": s("The project it belongs to (its name): its runs work in a worktree of the project's repository, on a branch of the card's own"),
         })
     };
     vec![
@@ -344,6 +353,18 @@ pub fn catalog() -> Vec<ToolSpec> {
             ),
             read_only: false,
         },
+        ToolSpec {
+            tool: LeadTool::ListProjects,
+            description: "The projects: each a git checkout (its folder, main branch and host), whether it is tested, whether the person lets the lead merge its pull requests, and how many cards it has.",
+            schema: obj(json!({}), &[]),
+            read_only: true,
+        },
+        ToolSpec {
+            tool: LeadTool::GetProject,
+            description: "One project. Only the person changes projects.",
+            schema: obj(json!({ "project": s("The project's name") }), &["project"]),
+            read_only: true,
+        },
     ]
 }
 
@@ -474,6 +495,15 @@ pub async fn execute(
             ))
         }
         LeadTool::AttachFile => attach(ctx, args, chat).await,
+        LeadTool::ListProjects => board(ctx, BoardRequest::Projects)
+            .await
+            .map(|r| response_text(&r)),
+        LeadTool::GetProject => board(
+            ctx,
+            BoardRequest::ShowProject(need(args, "project")?.to_string()),
+        )
+        .await
+        .map(|r| response_text(&r)),
         LeadTool::ListTasks => board(ctx, BoardRequest::Show)
             .await
             .map(|r| response_text(&r)),
@@ -487,6 +517,7 @@ pub async fn execute(
                 acceptance: opt(args, "acceptance").unwrap_or_default(),
                 assignee: opt(args, "assignee"),
                 column: opt(args, "column"),
+                project: opt(args, "project"),
             };
             board(ctx, BoardRequest::AddCard { params, taint })
                 .await
@@ -506,6 +537,7 @@ pub async fn execute(
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
                 comment: opt(args, "comment"),
+                project: opt(args, "project"),
             };
             board(ctx, BoardRequest::EditCard { params, taint })
                 .await
@@ -795,7 +827,9 @@ pub fn describe(tool: LeadTool, args: &Value) -> String {
         | LeadTool::CreateTask
         | LeadTool::ListAgents
         | LeadTool::GetAgent
-        | LeadTool::MemoryRead => format!("Call {tool}"),
+        | LeadTool::MemoryRead
+        | LeadTool::ListProjects
+        | LeadTool::GetProject => format!("Call {tool}"),
     }
 }
 
@@ -929,7 +963,9 @@ pub async fn preview(
         | LeadTool::CreateTask
         | LeadTool::ListAgents
         | LeadTool::GetAgent
-        | LeadTool::MemoryRead => (format!("{tool} {}", pretty(args)), None),
+        | LeadTool::MemoryRead
+        | LeadTool::ListProjects
+        | LeadTool::GetProject => (format!("{tool} {}", pretty(args)), None),
     }
 }
 

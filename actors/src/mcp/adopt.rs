@@ -14,6 +14,7 @@ use bosun_shared::protocol::mcp::{
 };
 use ractor::ActorRef;
 
+use super::address;
 use super::import::{self, CandidateTransport, ImportCandidate, ImportError, ImportSource};
 use super::registry::{RegistryContext, RegistryMsg};
 
@@ -114,7 +115,10 @@ fn status(c: &ImportCandidate, name: &str, existing: &[ServerView]) -> ImportSta
                     parts.extend(s.args.iter().cloned());
                     parts.join(" ") == target_text(c)
                 }
-                ServerKind::Http | ServerKind::Sse => s.url.as_deref() == Some(&target_text(c)),
+                // A view's address has its query hidden: compared as shown.
+                ServerKind::Http | ServerKind::Sse => {
+                    s.url.as_deref() == Some(&address::shown(&target_text(c)))
+                }
             };
             if same {
                 ImportStatus::AlreadyInList
@@ -136,7 +140,7 @@ pub fn view(c: &ImportCandidate, existing: &[ServerView]) -> ImportCandidateView
         kind,
         command,
         args,
-        url,
+        url: url.as_deref().map(address::shown),
         env_names: c.env_names().into_iter().map(str::to_string).collect(),
         header_names: c.header_names().into_iter().map(str::to_string).collect(),
         status: status(c, &c.name, existing),
@@ -256,6 +260,7 @@ pub async fn import(
             command,
             args,
             url,
+            allow_http: false,
             env,
             headers,
             client_id: None,

@@ -3,9 +3,9 @@
 //! ended on every path, and every failure told in plain words.
 //!
 //! The happy path is rmcp's. When something fails, the failure is diagnosed separately: a
-//! stdio server's exit status and the last lines of its stderr (secrets redacted), or, for an
-//! address, one plain `initialize` POST that shows what the server really answers (401, TLS,
-//! refused, not MCP at all).
+//! stdio server's exit status and the last lines of its stderr, or, for an address, one plain
+//! `initialize` POST that shows what the server really answers (401, TLS, refused, not MCP at
+//! all). A server's own words are redacted (its [`Redactor`]) before they are cut short.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Stdio;
@@ -24,6 +24,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
 
+use super::redact::Redactor;
 use super::sse::{SseError, SseTransport};
 
 /// How a server is reached, with its secret values (only for the moment of the call).
@@ -35,6 +36,8 @@ pub struct Endpoint {
     pub url: Option<String>,
     pub env: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
+    /// Replaces the secret values above (and the address's query) in what the server says.
+    pub redactor: Redactor,
 }
 
 impl Endpoint {
@@ -48,15 +51,10 @@ impl Endpoint {
         self.command.as_deref().is_some_and(is_npx)
     }
 
-    /// Replaces every secret value in `text` with `[secret]`.
+    /// `text` with every secret value replaced by `[redacted]` and the address shown as
+    /// bosun shows it.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for (_, v) in self.env.iter().chain(self.headers.iter()) {
-            if v.len() >= 3 {
-                out = out.replace(v.as_str(), "[secret]");
-            }
-        }
-        out
+        self.redactor.text(text)
     }
 }
 
@@ -289,7 +287,7 @@ async fn connect_stdio(
             if let Some(garbage) = not_json_rpc(&seen) {
                 return Err(McpError::NotMcp {
                     target: format!("`{command}`"),
-                    detail: format!("it wrote `{}` on stdout", ep.redact(&garbage)),
+                    detail: format!("it wrote `{}` on stdout", cut(&ep.redact(&garbage), 120)),
                 });
             }
             return Err(McpError::TimedOut {
@@ -308,7 +306,7 @@ async fn connect_stdio(
     if let Some(garbage) = not_json_rpc(&seen) {
         return Err(McpError::NotMcp {
             target: format!("`{command}`"),
-            detail: format!("it wrote `{}` on stdout", ep.redact(&garbage)),
+            detail: format!("it wrote `{}` on stdout", cut(&ep.redact(&garbage), 120)),
         });
     }
     if let Some(status) = exited {
@@ -436,7 +434,7 @@ async fn diagnose_http(
         return auth_error(w);
     }
     let text = response.text().await.unwrap_or_default();
-    let snippet = ep.redact(&text.chars().take(160).collect::<String>());
+    let snippet = cut(&ep.redact(&text), 160);
     if !status.is_success() {
         return McpError::Http {
             status: status.as_u16(),
@@ -618,7 +616,8 @@ fn describe_status(status: std::process::ExitStatus) -> String {
     }
 }
 
-/// What a server wrote first on stdout, when it is not JSON-RPC.
+/// The first line a server wrote on stdout, when it is not JSON-RPC (whole: it is redacted
+/// before it is cut short).
 fn not_json_rpc(seen: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(seen);
     let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
@@ -628,7 +627,12 @@ fn not_json_rpc(seen: &[u8]) -> Option<String> {
     {
         return None;
     }
-    Some(first.chars().take(120).collect())
+    Some(first.to_string())
+}
+
+/// The first `chars` characters of `text`.
+fn cut(text: &str, chars: usize) -> String {
+    text.chars().take(chars).collect()
 }
 
 impl ServerProcess {

@@ -1,6 +1,10 @@
 //! A look at a server on the person's behalf: List tools, inspect (the "test connection"), and
 //! calling one tool by hand. Each starts the server (or reaches its address), does its one
 //! thing, and stops it; List tools keeps what it found, with the time, on the server's record.
+//!
+//! Whatever a look returns, answer or error, passes through [`reach`], which redacts the secret
+//! values bosun handed the server: nothing the server says back reaches the person or the store
+//! without it.
 
 use std::time::Instant;
 
@@ -13,6 +17,7 @@ use std::future::Future;
 
 use super::client::{self, Endpoint, Limits, McpError, SignInAsked};
 use super::record::{ServerRecord, StoredListing};
+use super::redact::Redact;
 use super::registry::{self, RegistryContext, RegistryMsg};
 use super::tools;
 
@@ -36,23 +41,27 @@ fn failed(server: &str, what: &str, e: &McpError) -> RegistryError {
 
 /// Reaches the server and does `op`, with the sign-in in mind: a token the server refuses
 /// (401) is refreshed and the look tried once more; a 403 asking for a wider scope is kept
-/// for the next sign-in.
+/// for the next sign-in. What `op` returns comes back redacted.
 async fn reach<T, F, Fut>(
     ctx: &RegistryContext,
     server: &str,
     op: F,
 ) -> Result<(ServerRecord, Result<T, McpError>), RegistryError>
 where
+    T: Redact,
     F: Fn(Endpoint) -> Fut,
     Fut: Future<Output = Result<T, McpError>>,
 {
     let (rec, ep) = registry::endpoint(ctx, server).await?;
+    // It comes to know every token this look hands out: the first, and a refreshed one.
+    let mut redactor = ep.redactor.clone();
     let token = bearer(&ep);
     let mut outcome = op(ep).await;
     if let (Err(McpError::NeedsSignIn { .. }), Some(t)) = (&outcome, token) {
         let refused = Some(crate::auth::refresher::fingerprint(&t));
         let (_, ep) = registry::endpoint_with(ctx, server, refused).await?;
         let retried = bearer(&ep);
+        redactor = redactor.with(&ep.redactor);
         outcome = op(ep).await;
         // The fresh token refused too: said plainly once (the refresher does not refresh a
         // token it has just issued again, and asks for a sign-in instead).
@@ -67,7 +76,7 @@ where
             crate::auth::want_scope(&ctx.auth, rec.id, scope).await;
         }
     }
-    Ok((rec, outcome))
+    Ok((rec, outcome.redact(&redactor)))
 }
 
 /// The bearer token bosun added to a server's headers, if it did.
@@ -88,17 +97,17 @@ pub async fn list_tools(
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
         let listing = conn.list_tools().await;
         conn.close().await;
-        listing
+        let listing = listing?;
+        Ok(StoredListing {
+            at: Timestamp::now(),
+            tools: listing.tools.iter().map(tools::from_rmcp).collect(),
+            pages: listing.pages,
+            truncated: listing.truncated,
+        })
     })
     .await?;
     match outcome {
-        Ok(listing) => {
-            let kept = StoredListing {
-                at: Timestamp::now(),
-                tools: listing.tools.iter().map(tools::from_rmcp).collect(),
-                pages: listing.pages,
-                truncated: listing.truncated,
-            };
+        Ok(kept) => {
             let view = ToolListing {
                 server: rec.name.clone(),
                 listed_at: kept.at,
@@ -174,31 +183,26 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
         let peer = conn.peer();
         conn.close().await;
         let (listing, prompts, resources) = outcome?;
-        Ok::<_, McpError>((connected, list_time, peer, listing, prompts, resources))
+        let peer = peer.ok_or_else(|| {
+            McpError::Protocol("it answered initialize without its details".into())
+        })?;
+        Ok(InspectView {
+            server: ep.server.clone(),
+            protocol_version: peer.protocol_version.to_string(),
+            server_name: peer.server_info.as_ref().map(|i| i.name.clone()),
+            server_version: peer.server_info.as_ref().map(|i| i.version.clone()),
+            capabilities: serde_json::to_value(&peer.capabilities).unwrap_or_default(),
+            tools: listing.tools.len(),
+            prompts,
+            resources,
+            instructions: peer.instructions.clone(),
+            connect_ms: connected.as_millis() as u64,
+            list_ms: list_time.as_millis() as u64,
+            total_ms: t0.elapsed().as_millis() as u64,
+        })
     })
     .await?;
-    let (connected, list_time, peer, listing, prompts, resources) =
-        result.map_err(|e| failed(&rec.name, "reach", &e))?;
-    let peer = peer.ok_or_else(|| {
-        RegistryError::internal(format!(
-            "`{}` answered initialize without its details",
-            rec.name
-        ))
-    })?;
-    Ok(InspectView {
-        server: rec.name,
-        protocol_version: peer.protocol_version.to_string(),
-        server_name: peer.server_info.as_ref().map(|i| i.name.clone()),
-        server_version: peer.server_info.as_ref().map(|i| i.version.clone()),
-        capabilities: serde_json::to_value(&peer.capabilities).unwrap_or_default(),
-        tools: listing.tools.len(),
-        prompts,
-        resources,
-        instructions: peer.instructions.clone(),
-        connect_ms: connected.as_millis() as u64,
-        list_ms: list_time.as_millis() as u64,
-        total_ms: t0.elapsed().as_millis() as u64,
-    })
+    result.map_err(|e| failed(&rec.name, "reach", &e))
 }
 
 /// Calls one tool of the server, for checking it by hand.
@@ -219,14 +223,14 @@ pub async fn call(
             let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
             let result = conn.call(tool, args).await;
             conn.close().await;
-            result
+            let result = result?;
+            Ok(CallView {
+                is_error: result.is_error.unwrap_or(false),
+                content: serde_json::to_value(&result.content).unwrap_or_default(),
+                structured: result.structured_content,
+            })
         }
     })
     .await?;
-    let result = outcome.map_err(|e| failed(&rec.name, &format!("call `{tool}` on"), &e))?;
-    Ok(CallView {
-        is_error: result.is_error.unwrap_or(false),
-        content: serde_json::to_value(&result.content).unwrap_or_default(),
-        structured: result.structured_content.clone(),
-    })
+    outcome.map_err(|e| failed(&rec.name, &format!("call `{tool}` on"), &e))
 }

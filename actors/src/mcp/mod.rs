@@ -2,11 +2,15 @@
 //! server (List tools, inspect, call), and the import of servers the coding CLIs already have.
 //!
 //! - [`record`]: a server as stored (names of its lines, never their values).
+//! - [`address`]: the addresses bosun takes, keeps (the query in the keychain) and shows (`?…`),
+//!   and the headers the transport owns.
+//! - [`redact`]: the secret values bosun hands a server, replaced in what it says back.
 //! - [`registry`]: the Registry actor, the one place servers are added, changed and removed.
 //! - [`client`]: talking to a server for a moment, over stdio, Streamable HTTP or [`sse`].
 //! - [`tools`]: a server's tools as bosun shows them, with their risk.
 //! - [`import`] and [`adopt`]: the servers the coding CLIs already have, read and taken over.
 
+pub mod address;
 pub mod adopt;
 pub mod browser;
 pub mod client;
@@ -15,6 +19,7 @@ pub use error::{BrowserError, RegistryError};
 pub mod import;
 pub mod look;
 pub mod record;
+pub mod redact;
 pub mod registry;
 pub mod sse;
 pub mod tools;

@@ -1,13 +1,22 @@
 //! A server as stored in redb (`servers[server id]`): how to reach it, the *names* of its
 //! environment and header lines (their values are in the keychain), and its last listing.
+//! An address's query is a secret too: the keychain keeps it (see [`super::address`]).
 
 use bosun_shared::mcp::Hints;
 use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+use url::Url;
 
+use super::RegistryError;
+use super::address;
 use super::browser::BrowserSettings;
+use super::redact::{Redact, Redactor};
 use crate::auth::signin;
+use crate::keychain::Keychain;
+use crate::offload::blocking;
+use crate::store::writer::StoreWriter;
 use crate::store::{Record, Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -17,7 +26,15 @@ pub struct ServerRecord {
     pub kind: ServerKind,
     pub command: Option<String>,
     pub args: Vec<String>,
+    /// The address, without its query when `query_in_keychain` is set. (A record an older bosun
+    /// wrote may still hold a query here, until it is moved to the keychain.)
     pub url: Option<String>,
+    /// The address's query is in the keychain under `mcp/<id>/url-query`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub query_in_keychain: bool,
+    /// Plain `http://` may reach another machine (the person said `--allow-http`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_http: bool,
     /// Names of environment lines; each value is in the keychain under `mcp/<id>/env/<name>`.
     pub env_names: Vec<String>,
     /// Names of header lines; each value is under `mcp/<id>/header/<name>`.
@@ -103,14 +120,15 @@ impl Store {
     }
 }
 
-/// What a sign-in to the server needs to know of it.
+/// What a sign-in to the server needs to know of it: its address without the query, which a
+/// resource indicator should not have (RFC 8707) and which stays a secret.
 impl From<&ServerRecord> for signin::Server {
     fn from(rec: &ServerRecord) -> Self {
         Self {
             id: rec.id,
             name: rec.name.clone(),
             kind: rec.kind,
-            url: rec.url.clone(),
+            url: rec.url.as_deref().map(address::base_of),
             sign_in_by: rec.sign_in_by,
             client_id: rec.client_id.clone(),
             callback_port: rec.callback_port,
@@ -127,7 +145,8 @@ impl ServerRecord {
             kind: self.kind,
             command: self.command.clone(),
             args: self.args.clone(),
-            url: self.url.clone(),
+            url: self.url.as_deref().map(|u| self.shown_url(u)),
+            allow_http: self.allow_http,
             env: self
                 .env_names
                 .iter()
@@ -148,7 +167,12 @@ impl ServerRecord {
             updated_at: self.updated_at,
             listed_at: self.listing.as_ref().map(|l| l.at),
             tool_count: self.listing.as_ref().map(|l| l.tools.len()),
-            last_error: self.last_error.clone(),
+            // An older record may still hold its whole address, and errors that name it.
+            last_error: self.last_error.clone().redact(&Redactor::new(
+                &[],
+                &[],
+                self.url.as_deref(),
+            )),
             builtin: self.browser.is_some(),
             browser: None,
             sign_in_by: self.sign_in_by,
@@ -158,16 +182,100 @@ impl ServerRecord {
         }
     }
 
-    /// What the server is reached by, for matching an imported server against this one.
-    pub fn target(&self) -> String {
-        match self.kind {
-            ServerKind::Stdio => std::iter::once(self.command.clone().unwrap_or_default())
-                .chain(self.args.iter().cloned())
-                .collect::<Vec<_>>()
-                .join(" "),
-            ServerKind::Http | ServerKind::Sse => self.url.clone().unwrap_or_default(),
+    /// An address of this record as shown: the query hidden, whether the keychain or (an older
+    /// record) the store keeps it.
+    fn shown_url(&self, url: &str) -> String {
+        let shown = address::shown(url);
+        if self.query_in_keychain && !shown.ends_with(address::HIDDEN_QUERY) {
+            format!("{shown}{}", address::HIDDEN_QUERY)
+        } else {
+            shown
         }
     }
+}
+
+/// The address bosun connects to, with its query read from the keychain for this one use, or
+/// why it cannot be used. Blocks (the keychain): call it from a blocking thread.
+pub fn connect_url(
+    keychain: &Keychain,
+    rec: &ServerRecord,
+) -> Result<Option<String>, RegistryError> {
+    let Some(url) = &rec.url else {
+        return Ok(None);
+    };
+    if let Ok(parsed) = Url::parse(url)
+        && let Some(host) = address::plain_http_elsewhere(&parsed)
+        && !rec.allow_http
+    {
+        return Err(RegistryError::conflict(format!(
+            "`{}` is reached by plain http:// at {host}, which is not this machine, and plain http is not allowed for it; give its https:// address with `bosun mcp edit {} --url URL`, or, on a network you trust, allow it with `bosun mcp edit {} --allow-http`",
+            rec.name, rec.name, rec.name
+        )));
+    }
+    if !rec.query_in_keychain {
+        // No query, or one an older bosun kept in the store and not moved yet.
+        return Ok(Some(url.clone()));
+    }
+    match keychain.get(&address::query_key(rec.id))? {
+        Some(query) => Ok(Some(format!("{url}?{query}"))),
+        None => Err(RegistryError::conflict(format!(
+            "the query of `{}`'s address is missing from the keychain; give the whole address again with `bosun mcp edit {} --url URL`",
+            rec.name, rec.name
+        ))),
+    }
+}
+
+/// Takes the query out of a record that an older bosun kept with its whole address in the store
+/// (and out of what it kept of the server's words: its last error, its listing); the record
+/// then says the keychain has it. Returns the query, for the keychain.
+pub fn take_stored_query(rec: &mut ServerRecord) -> Option<String> {
+    if rec.query_in_keychain || rec.kind == ServerKind::Stdio {
+        return None;
+    }
+    let whole = rec.url.clone()?;
+    let mut url = Url::parse(&whole).ok()?;
+    let query = url.query().filter(|q| !q.is_empty())?.to_string();
+    url.set_query(None);
+    let redactor = Redactor::new(&[], &[], Some(&whole));
+    rec.last_error = rec.last_error.take().redact(&redactor);
+    rec.listing = rec.listing.take().redact(&redactor);
+    rec.url = Some(url.to_string());
+    rec.query_in_keychain = true;
+    Some(query)
+}
+
+/// Moves the query of every address an older bosun kept in the store into the keychain: the
+/// query first, then the record without it. A server whose query cannot be moved now (no
+/// keychain, a locked one) keeps working as it was and is tried again at the next start.
+pub async fn move_queries_to_keychain(
+    store: &Store,
+    writer: &StoreWriter,
+    keychain: &Keychain,
+) -> Result<(), StoreError> {
+    let reader = store.clone();
+    let servers = blocking(move || reader.servers())
+        .await
+        .map_err(|e| StoreError::Corrupt(e.to_string()))??;
+    for mut rec in servers {
+        let Some(query) = take_stored_query(&mut rec) else {
+            continue;
+        };
+        let (kc, key) = (keychain.clone(), address::query_key(rec.id));
+        let saved = match blocking(move || kc.set(&key, &query)).await {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match saved {
+            Ok(()) => {
+                writer.put(&rec).await?;
+                info!(server = %rec.name, "moved the query of its address to the keychain");
+            }
+            Err(e) => {
+                warn!(server = %rec.name, error = %e, "could not move the query of its address to the keychain; it stays in the store until the next start");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Which kind of line.

@@ -21,23 +21,17 @@ use std::path::PathBuf;
 
 use bosun_shared::protocol::mcp::{BrowserView, SecretValue, SignInBy, SignInView};
 
+use super::address::{self, Address};
 use super::browser::{self, BrowserSettings};
 use super::client::Endpoint;
-use super::record::{LineKind, ServerRecord, StoredListing};
+use super::record::{self, LineKind, ServerRecord, StoredListing};
+use super::redact::Redactor;
 use crate::auth::AuthContext;
 use crate::auth::record::{SignInRecord, configured_secret_key};
 use crate::keychain::Keychain;
 use crate::offload::blocking;
 use crate::store::writer::StoreWriter;
 use crate::store::{Store, StoreError};
-
-/// Header names rmcp (and the MCP transport) set themselves.
-const RESERVED_HEADERS: [&str; 4] = [
-    "accept",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "last-event-id",
-];
 
 /// What the Registry works with.
 #[derive(Clone)]
@@ -89,6 +83,7 @@ impl Actor for Registry {
         ctx: RegistryContext,
     ) -> Result<RegistryContext, ActorProcessingErr> {
         ensure_builtin(&ctx).await?;
+        record::move_queries_to_keychain(&ctx.store, &ctx.writer, &ctx.keychain).await?;
         Ok(ctx)
     }
 
@@ -330,6 +325,8 @@ async fn ensure_builtin(ctx: &RegistryContext) -> Result<(), StoreError> {
         command: Some(shown.command),
         args: shown.args,
         url: None,
+        query_in_keychain: false,
+        allow_http: false,
         env_names: Vec::new(),
         header_names: Vec::new(),
         created_at: now,
@@ -429,6 +426,8 @@ pub async fn endpoint_with(
         )));
     }
     let (mut env, mut headers) = secret_lines(&ctx.keychain, &rec).await?;
+    let (keychain, r) = (ctx.keychain.clone(), rec.clone());
+    let url = blocking(move || record::connect_url(&keychain, &r)).await??;
     if rec.kind != ServerKind::Stdio {
         // Before a look, a token good for a minute at least.
         match crate::auth::access(
@@ -446,6 +445,8 @@ pub async fn endpoint_with(
             crate::auth::Access::None => {}
         }
     }
+    // Made before the browser's own environment joins the lines: that is no secret.
+    let redactor = Redactor::new(&env, &headers, url.as_deref());
     let (command, args) = match &rec.browser {
         Some(settings) => {
             let settings = settings.clone();
@@ -465,54 +466,12 @@ pub async fn endpoint_with(
         kind: rec.kind,
         command,
         args,
-        url: rec.url.clone(),
+        url,
         env,
         headers,
+        redactor,
     };
     Ok((rec, ep))
-}
-
-/// Checks how a server is reached: a command for stdio, an http(s) address otherwise.
-fn check_target(
-    kind: ServerKind,
-    command: &Option<String>,
-    url: &Option<String>,
-) -> Result<(), RegistryError> {
-    let bad = |m: String| Err(RegistryError::invalid(m));
-    match kind {
-        ServerKind::Stdio => {
-            if command.as_deref().is_none_or(|c| c.trim().is_empty()) {
-                return bad("a stdio server needs a command; write it after `--`, such as: bosun mcp add NAME -- npx -y @acme/mcp".into());
-            }
-            if url.is_some() {
-                return bad("a stdio server has a command, not an address".into());
-            }
-        }
-        ServerKind::Http | ServerKind::Sse => {
-            let Some(u) = url else {
-                return bad("an http or sse server needs an address (--url)".into());
-            };
-            match url::Url::parse(u) {
-                Ok(parsed)
-                    if matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some() => {}
-                Ok(parsed) => {
-                    return bad(format!(
-                        "`{u}` is a {} address; an MCP server's address starts with http:// or https://",
-                        parsed.scheme()
-                    ));
-                }
-                Err(e) => {
-                    return bad(format!(
-                        "`{u}` is not an address ({e}); write it such as https://example.com/mcp"
-                    ));
-                }
-            }
-            if command.is_some() {
-                return bad("a server reached by address has no command".into());
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Checks environment and header lines: valid names, each once, values that fit.
@@ -549,9 +508,9 @@ fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), Registr
         if reqwest::header::HeaderName::try_from(h.name.as_str()).is_err() {
             return bad(format!("`{}` is not a header name", h.name));
         }
-        if RESERVED_HEADERS.contains(&h.name.to_ascii_lowercase().as_str()) {
+        if let Some(why) = address::owned_header(&h.name) {
             return bad(format!(
-                "the header {} is set by bosun itself and cannot be given",
+                "the header {} is set by bosun itself and cannot be given: {why}",
                 h.name
             ));
         }
@@ -635,9 +594,19 @@ async fn delete_values(keychain: &Keychain, keys: Vec<String>) -> Result<(), Reg
     blocking(move || keychain.delete_many(&keys).map_err(RegistryError::from)).await?
 }
 
+/// Refused: plain http is a question for a server reached by address only.
+fn stdio_allow_http() -> RegistryError {
+    RegistryError::invalid(
+        "--allow-http is for a server reached by address (--transport http or sse); a stdio server has none",
+    )
+}
+
 async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, RegistryError> {
     check_name(ctx, &p.name, None).await?;
-    check_target(p.kind, &p.command, &p.url)?;
+    if p.allow_http && p.kind == ServerKind::Stdio {
+        return Err(stdio_allow_http());
+    }
+    let target = address::check_target(p.kind, &p.command, &p.url, p.allow_http)?;
     check_browser_options(&p.command, &p.args)?;
     check_lines(&p.env, &p.headers)?;
     check_sign_in_settings(p.kind, &p.client_id, &p.client_secret, p.sign_in_by)?;
@@ -648,7 +617,9 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Re
         kind: p.kind,
         command: p.command,
         args: p.args,
-        url: p.url,
+        url: target.as_ref().map(|a| a.base.clone()),
+        query_in_keychain: target.as_ref().is_some_and(|a| a.query.is_some()),
+        allow_http: p.allow_http,
         env_names: p.env.iter().map(|l| l.name.clone()).collect(),
         header_names: p.headers.iter().map(|l| l.name.clone()).collect(),
         created_at: now,
@@ -669,6 +640,9 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Re
     let mut pairs = line_pairs(rec.id, lines);
     if let Some(secret) = p.client_secret {
         pairs.push((configured_secret_key(rec.id), secret.0));
+    }
+    if let Some(query) = target.and_then(|a| a.query) {
+        pairs.push((address::query_key(rec.id), query));
     }
     let keys: Vec<String> = pairs.iter().map(|(k, _)| k.clone()).collect();
     save_values(&ctx.keychain, pairs).await?;
@@ -702,24 +676,58 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     if let Some(a) = p.args {
         rec.args = a;
     }
-    let old_target = (rec.kind, rec.url.clone());
-    if let Some(u) = p.url {
-        rec.url = Some(u);
+    // What a sign-in is for: the address without its query.
+    let old_target = (rec.kind, rec.url.as_deref().map(address::base_of));
+    if p.allow_http == Some(true) && rec.kind == ServerKind::Stdio {
+        return Err(stdio_allow_http());
     }
+    if let Some(allow) = p.allow_http {
+        rec.allow_http = allow;
+    }
+    let mut stale = Vec::new();
+    let mut secrets: Vec<(String, String)> = Vec::new();
+    let given_url = p.url.is_some();
     match rec.kind {
-        ServerKind::Stdio => rec.url = None,
+        ServerKind::Stdio => {
+            rec.url = None;
+            rec.allow_http = false;
+        }
         ServerKind::Http | ServerKind::Sse => {
             rec.command = None;
             rec.args.clear();
         }
     }
-    check_target(rec.kind, &rec.command, &rec.url)?;
+    if !given_url && let Some(query) = record::take_stored_query(&mut rec) {
+        // An older bosun kept this query in the store: the keychain keeps it from now on.
+        secrets.push((address::query_key(rec.id), query));
+    }
+    // The address given, or the one kept (checked again: plain http may no longer be allowed).
+    let url = if given_url { p.url } else { rec.url.clone() };
+    let checked = address::check_target(rec.kind, &rec.command, &url, rec.allow_http)?;
+    match checked {
+        Some(Address {
+            base,
+            query: Some(query),
+        }) => {
+            rec.url = Some(base);
+            rec.query_in_keychain = true;
+            secrets.push((address::query_key(rec.id), query));
+        }
+        Some(Address { base, query: None }) => {
+            rec.url = Some(base);
+            if given_url {
+                rec.query_in_keychain = false;
+            }
+        }
+        None => rec.query_in_keychain = false,
+    }
+    if !rec.query_in_keychain {
+        stale.push(address::query_key(rec.id));
+    }
     check_browser_options(&rec.command, &rec.args)?;
     check_lines(&p.set_env, &p.set_headers)?;
     let by = p.sign_in_by.unwrap_or(rec.sign_in_by);
     check_sign_in_settings(rec.kind, &p.client_id, &p.client_secret, Some(by))?;
-    let mut stale = Vec::new();
-    let mut secrets: Vec<(String, String)> = Vec::new();
     match p.client_id.as_deref() {
         Some("") => {
             rec.client_id = None;
@@ -741,7 +749,8 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
         rec.callback_port = Some(port).filter(|p| *p != 0);
     }
     // A sign-in is for one address and one way of signing in: changing either ends it.
-    let sign_out = (rec.kind, rec.url.clone()) != old_target || by != rec.sign_in_by;
+    let sign_out =
+        (rec.kind, rec.url.as_deref().map(address::base_of)) != old_target || by != rec.sign_in_by;
     rec.sign_in_by = by;
     for (names, removed, what) in [
         (&rec.env_names, &p.remove_env, "environment line"),
@@ -803,6 +812,7 @@ async fn edit_builtin(
     let other = p.command.is_some()
         || p.args.is_some()
         || p.url.is_some()
+        || p.allow_http.is_some()
         || p.kind.is_some()
         || !p.set_env.is_empty()
         || !p.remove_env.is_empty()
@@ -873,7 +883,7 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, Regis
                 .iter()
                 .map(|n| LineKind::Header.key(rec.id, n)),
         )
-        .chain(std::iter::once(configured_secret_key(rec.id)))
+        .chain([configured_secret_key(rec.id), address::query_key(rec.id)])
         .collect();
     // Secrets first: a server is never removed while its secrets stay behind unnoticed.
     delete_values(&ctx.keychain, keys)
@@ -921,38 +931,40 @@ mod tests {
 
     #[test]
     fn targets_and_lines_are_checked_with_reasons() {
-        let msg = |r: Result<(), RegistryError>| r.err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(msg(check_target(ServerKind::Stdio, &None, &None)).contains("needs a command"));
+        fn msg<T>(r: Result<T, RegistryError>) -> String {
+            r.err().map(|e| e.to_string()).unwrap_or_default()
+        }
+        let target = |kind, url: &str| address::check_target(kind, &None, &Some(url.into()), false);
         assert!(
-            msg(check_target(
-                ServerKind::Http,
+            msg(address::check_target(
+                ServerKind::Stdio,
                 &None,
-                &Some("ftp://x/mcp".into())
+                &None,
+                false
             ))
-            .contains("is a ftp address")
+            .contains("needs a command")
         );
-        assert!(
-            msg(check_target(
-                ServerKind::Http,
-                &None,
-                &Some("not a url".into())
-            ))
-            .contains("is not an address")
-        );
-        assert!(
-            check_target(
-                ServerKind::Sse,
-                &None,
-                &Some("https://example.com/sse".into())
-            )
-            .is_ok()
-        );
+        assert!(msg(target(ServerKind::Http, "ftp://x/mcp")).contains("is a ftp address"));
+        assert!(msg(target(ServerKind::Http, "not a url")).contains("is not an address"));
+        assert!(target(ServerKind::Sse, "https://example.com/sse").is_ok());
         assert!(
             msg(check_lines(&[line("1BAD", "x")], &[]))
                 .contains("is not an environment variable name")
         );
         assert!(msg(check_lines(&[line("A", "1"), line("A", "2")], &[])).contains("given twice"));
         assert!(msg(check_lines(&[], &[line("Accept", "x")])).contains("set by bosun itself"));
+        for owned in [
+            "Host",
+            "content-length",
+            "Transfer-Encoding",
+            "Mcp-Method",
+            "Mcp-Param-Repo",
+        ] {
+            assert!(
+                msg(check_lines(&[], &[line(owned, "x")])).contains("cannot be given: "),
+                "{owned}"
+            );
+        }
         assert!(msg(check_lines(&[], &[line("X-Key", "a\nb")])).contains("cannot hold"));
         assert!(
             check_lines(

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::process::{self, SweepTarget};
+use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::runner::{ControlPlan, LaunchPlan, PlanFile, StopLadder, StopOrder};
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
@@ -98,6 +99,9 @@ pub struct RunSpec {
     pub control: Option<ControlPlan>,
     /// Secret values the runner hides in the run's output.
     pub redact: Vec<String>,
+    /// For a run of a card of a project: its branch and head commit as it starts (the head at
+    /// its end is read when it ends).
+    pub git: Option<RunGit>,
 }
 
 impl RunSpec {
@@ -118,6 +122,7 @@ impl From<Prepared> for RunSpec {
             agent: Some(p.run),
             control: p.control,
             redact: p.redact,
+            git: None,
         }
     }
 }
@@ -349,6 +354,7 @@ impl RunsState {
             agent,
             control,
             redact,
+            git,
         } = spec;
         let bad = |m: String| Err(RunsError::invalid(m));
         if p.program.trim().is_empty() {
@@ -426,6 +432,7 @@ impl RunsState {
             last_seq: 0,
             secret_files: plan_files.iter().map(|f| f.path.clone()).collect(),
             agent,
+            git,
         };
         let plan = LaunchPlan {
             run_id: id,

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use bosun_shared::process::{Pgid, Pid, ProcessIdentity};
+use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::runner::{StopLadder, StopOrder};
 use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, RunState};
@@ -65,6 +66,10 @@ pub struct RunRecord {
     /// For a run of an agent: the agent, and what the CLI's own stream said.
     #[serde(default)]
     pub agent: Option<AgentRun>,
+    /// For a run of a card of a project: its branch, and its head commit at the start and the
+    /// end. Left out of the record otherwise, as runs were before projects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<RunGit>,
 }
 
 impl Record for RunRecord {
@@ -105,6 +110,7 @@ impl RunRecord {
             },
             agent: self.agent.as_ref().map(AgentRun::view),
             paused: None,
+            git: self.git.clone(),
         }
     }
 }

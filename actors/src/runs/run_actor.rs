@@ -544,6 +544,16 @@ impl RunActorState {
             exit.reason = format!("{}; {why}", exit.reason);
         }
         self.end_asks().await;
+        // A card's run in a worktree: where its branch got to.
+        if let Some(git) = self.rec.git.as_mut()
+            && git.head_at_end.is_none()
+        {
+            let cwd = self.rec.cwd.clone();
+            git.head_at_end = crate::offload::blocking(move || crate::git::commit(&cwd, "HEAD"))
+                .await
+                .ok()
+                .flatten();
+        }
         self.rec.state = RunState::Exited(exit.outcome);
         self.rec.ended_at = Some(Timestamp::now());
         self.rec.exit = Some(exit);

@@ -1,6 +1,8 @@
 //! The UI protocol's part for the board: columns (Auto or Manual), cards with their hold and
 //! activity, the limit on card runs at once, and memory notes with their versions.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{AgentId, CardId, ColumnId, RunId, Timestamp};
@@ -42,6 +44,10 @@ pub struct AddCardParams {
     /// The column (name or id); the first column when absent.
     #[serde(default)]
     pub column: Option<String>,
+    /// The project it belongs to (name or id): its runs work in a worktree of the project's
+    /// repository. Left out, the card's runs use their agent's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// Changes to a card; what is absent stays.
@@ -68,6 +74,10 @@ pub struct EditCardParams {
     /// A line for its activity log.
     #[serde(default)]
     pub comment: Option<String>,
+    /// The project it belongs to (name or id); the empty string takes it out of its project.
+    /// Only before its first run in a project: then it has a worktree there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +122,19 @@ pub struct CardView {
     pub updated_at: Timestamp,
     /// Only in `card_show`: the whole log; listings carry the last line.
     pub activity: Vec<ActivityView>,
+    /// The project it belongs to, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Its worktree, once its first run in a project made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeView>,
+}
+
+/// A card's worktree: where its runs work, and on which branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorktreeView {
+    pub path: PathBuf,
+    pub branch: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -150,6 +173,15 @@ pub struct CardShow {
     pub card: String,
 }
 
+/// Removes a card that no run of is going, with its worktree (its branch stays). A worktree with
+/// changes not committed is removed only with `force`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CardRemove {
+    pub card: String,
+    #[serde(default)]
+    pub force: bool,
+}
+
 /// The most card runs going at once (1–64).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BoardLimit {
@@ -185,6 +217,7 @@ super::call::calls! {
     AddCardParams => CardAdd: CardView;
     EditCardParams => CardEdit: CardView;
     CardShow => CardShow: CardView;
+    CardRemove => CardRemove: CardView;
     BoardLimit => BoardLimit: BoardView;
     unit NoteList => NoteList: Vec<NoteSummary>;
     NoteShow => NoteShow: NoteView;

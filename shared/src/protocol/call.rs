@@ -1,7 +1,7 @@
 //! Typed calls: each request of the UI protocol names its reply.
 //!
 //! A request type (one per method, kept with its area: [`super::runs`], [`super::mcp`],
-//! [`super::auth`], [`super::agents`], [`super::board`], [`super::lead`]) implements [`Call`]; its
+//! [`super::auth`], [`super::agents`], [`super::board`], [`super::lead`], [`super::projects`]) implements [`Call`]; its
 //! reply implements [`Reply`], which puts it into (and takes it out of) the one [`Response`]
 //! variant that carries it. So a client gets the right type back without checking, and the
 //! daemon's handler of a request can only return that request's reply. None of this shows on the
@@ -14,6 +14,7 @@ use super::auth::SignInStarted;
 use super::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
 use super::lead::{AnswerStarted, ChatView, PendingView};
 use super::mcp::{CallView, ImportCandidates, Imported, InspectView, ServerView, ToolListing};
+use super::projects::ProjectView;
 use super::runs::{DaemonStatusView, Following};
 use super::ui::{Request, Response, RunView};
 
@@ -137,4 +138,6 @@ replies! {
     field Vec<ApprovalView> => Approvals { approvals };
     boxed ApprovalView => Approval;
     boxed BuiltinToolsView => BuiltinTools;
+    boxed ProjectView => Project;
+    field Vec<ProjectView> => Projects { projects };
 }

@@ -87,8 +87,11 @@ pub struct AddServerParams {
     /// Stdio: the program.
     pub command: Option<String>,
     pub args: Vec<String>,
-    /// Http or Sse: the address.
+    /// Http or Sse: the address. Its query is kept as a secret, and never shown again.
     pub url: Option<String>,
+    /// Plain `http://` may reach another machine (without it, only this one).
+    #[serde(default)]
+    pub allow_http: bool,
     pub env: Vec<SecretLine>,
     pub headers: Vec<SecretLine>,
     /// A client id from the service, for a server that takes no registration.
@@ -110,7 +113,11 @@ pub struct EditServerParams {
     pub command: Option<String>,
     /// Replaces the arguments when given.
     pub args: Option<Vec<String>>,
+    /// A new address; its query is kept as a secret, and never shown again.
     pub url: Option<String>,
+    /// Whether plain `http://` may reach another machine.
+    #[serde(default)]
+    pub allow_http: Option<bool>,
     pub kind: Option<ServerKind>,
     /// Lines to add or whose value to replace.
     pub set_env: Vec<SecretLine>,
@@ -151,7 +158,11 @@ pub struct ServerView {
     pub kind: ServerKind,
     pub command: Option<String>,
     pub args: Vec<String>,
+    /// The address, its query (a secret) shown as `?…`.
     pub url: Option<String>,
+    /// Plain `http://` may reach another machine.
+    #[serde(default)]
+    pub allow_http: bool,
     pub env: Vec<LineView>,
     pub headers: Vec<LineView>,
     pub created_at: Timestamp,
@@ -299,6 +310,7 @@ pub struct ImportCandidateView {
     pub kind: ServerKind,
     pub command: Option<String>,
     pub args: Vec<String>,
+    /// The address, its query shown as `?…`.
     pub url: Option<String>,
     /// Names only: values are never shown.
     pub env_names: Vec<String>,

@@ -20,6 +20,7 @@ pub mod fast;
 pub mod frame;
 pub mod lead;
 pub mod mcp;
+pub mod projects;
 pub mod runner;
 pub mod runs;
 pub mod socket;

@@ -5,12 +5,14 @@
 //! subscriptions the client opened (a log being followed, run changes).
 //!
 //! Each method's params are a request type kept with its area ([`super::runs`], [`super::mcp`],
-//! [`super::auth`], [`super::agents`], [`super::board`], [`super::lead`]) that names its reply
+//! [`super::auth`], [`super::agents`], [`super::board`], [`super::lead`], [`super::projects`]) that names its reply
 //! ([`super::call`]).
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use crate::projects::RunGit;
 
 use super::agents::{
     AgentParams, AgentRemove, AgentRun, AgentRunView, AgentSet, AgentShow, AgentTools, AgentView,
@@ -19,8 +21,8 @@ use super::agents::{
 use super::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
 use super::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
 use super::board::{
-    AddCardParams, AddColumnParams, BoardLimit, BoardView, CardShow, CardView, ColumnView,
-    EditCardParams, NoteShow, NoteSummary, NoteView, NoteWrite, SetColumnParams,
+    AddCardParams, AddColumnParams, BoardLimit, BoardView, CardRemove, CardShow, CardView,
+    ColumnView, EditCardParams, NoteShow, NoteSummary, NoteView, NoteWrite, SetColumnParams,
 };
 use super::frame::{BinaryFrame, Decode, FrameError};
 use super::lead::{
@@ -31,6 +33,9 @@ use super::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidates, ImportParams, ImportScan,
     Imported, InspectView, McpCall, McpInspect, McpRemove, McpRename, McpShow, McpTools,
     ServerView, ToolListing,
+};
+use super::projects::{
+    AddProjectParams, EditProjectParams, ProjectRemove, ProjectSet, ProjectShow, ProjectView,
 };
 use super::runner::StopLadder;
 use super::runs::{DaemonStatusView, Following, GetRun, ListRuns, StopRun, Unfollow};
@@ -165,6 +170,15 @@ pub enum Request {
     Approvals(Approvals),
     Decide(Decide),
     ApproveCard(ApproveCard),
+    // Projects: `super::projects`.
+    ProjectAdd(AddProjectParams),
+    ProjectEdit(EditProjectParams),
+    ProjectSet(ProjectSet),
+    ProjectShow(ProjectShow),
+    ProjectList,
+    ProjectRemove(ProjectRemove),
+    // The board again (added after the approvals, so the order above stays as it was).
+    CardRemove(CardRemove),
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -245,6 +259,10 @@ pub enum Response {
     },
     Approval(Box<ApprovalView>),
     BuiltinTools(Box<BuiltinToolsView>),
+    Project(Box<ProjectView>),
+    Projects {
+        projects: Vec<ProjectView>,
+    },
 }
 
 /// Something the daemon pushes on a subscription.
@@ -318,6 +336,9 @@ pub struct RunView {
     /// why, and since when. The run is held, not lost; it goes on by itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<String>,
+    /// For a run of a card of a project: its branch and head commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<RunGit>,
 }
 
 impl RunView {

@@ -8,13 +8,14 @@ use serde_json::json;
 use super::agents::{AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools};
 use super::approvals::{Approvals, ApproveCard, Decide};
 use super::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
-use super::board::{BoardLimit, CardShow, NoteShow, NoteWrite};
+use super::board::{BoardLimit, CardRemove, CardShow, NoteShow, NoteWrite};
 use super::lead::{
     AnswerStarted, Approve, ApproveAll, ChatNew, ChatSend, ChatShow, Discard, Inbox,
 };
 use super::mcp::{
     ImportCandidates, Imported, McpCall, McpInspect, McpRemove, McpRename, McpShow, McpTools,
 };
+use super::projects::{ProjectRemove, ProjectSet, ProjectShow};
 use super::runs::{Following, GetRun, ListRuns, StopRun, Unfollow};
 use super::ui::{Request, Response};
 
@@ -65,6 +66,12 @@ fn card() -> serde_json::Value {
         "assignee": null, "assignee_id": null, "column": "c", "column_id": ID, "hold": null,
         "run": null, "run_state": null, "runs": 0, "created_at": 1, "updated_at": 2,
         "activity": []})
+}
+
+fn project() -> serde_json::Value {
+    json!({"id": ID, "name": "p", "folder": "/w", "main_branch": "main",
+        "host": {"kind": "github", "repo": "o/n"}, "testing": true, "lead_may_merge": false,
+        "cards": 0, "created_at": 1, "updated_at": 2})
 }
 
 fn chat() -> serde_json::Value {
@@ -190,6 +197,23 @@ fn requests() -> Vec<Request> {
             message: Some("m".into()),
         }),
         Request::ApproveCard(ApproveCard { card: "c".into() }),
+        Request::ProjectAdd(view(json!({"name": "p", "folder": "/w"}))),
+        Request::ProjectEdit(view(json!({"project": "p", "github": "o/n"}))),
+        Request::ProjectSet(ProjectSet {
+            project: "p".into(),
+            settings: vec!["lead-may-merge=on".into()],
+        }),
+        Request::ProjectShow(ProjectShow {
+            project: "p".into(),
+        }),
+        Request::ProjectList,
+        Request::ProjectRemove(ProjectRemove {
+            project: "p".into(),
+        }),
+        Request::CardRemove(CardRemove {
+            card: "c".into(),
+            force: false,
+        }),
     ]
 }
 
@@ -262,6 +286,10 @@ fn responses() -> Vec<Response> {
             approvals: vec![view(approval())],
         },
         Response::Approval(view(approval())),
+        Response::Project(view(project())),
+        Response::Projects {
+            projects: vec![view(project())],
+        },
     ]
 }
 
@@ -275,8 +303,8 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"subscribe_runs"}"#,
     r#"{"method":"daemon_status"}"#,
     r#"{"method":"daemon_stop"}"#,
-    r#"{"method":"mcp_add","params":{"name":"s","kind":"stdio","command":"c","args":[],"url":null,"env":[],"headers":[],"client_id":null,"client_secret":null,"callback_port":null,"sign_in_by":null}}"#,
-    r#"{"method":"mcp_edit","params":{"server":"s","command":null,"args":null,"url":null,"kind":null,"set_env":[],"remove_env":[],"set_headers":[],"remove_headers":[],"browser_version":null,"browser_program":null,"client_id":null,"client_secret":null,"callback_port":null,"sign_in_by":null}}"#,
+    r#"{"method":"mcp_add","params":{"name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[],"headers":[],"client_id":null,"client_secret":null,"callback_port":null,"sign_in_by":null}}"#,
+    r#"{"method":"mcp_edit","params":{"server":"s","command":null,"args":null,"url":null,"allow_http":null,"kind":null,"set_env":[],"remove_env":[],"set_headers":[],"remove_headers":[],"browser_version":null,"browser_program":null,"client_id":null,"client_secret":null,"callback_port":null,"sign_in_by":null}}"#,
     r#"{"method":"mcp_rename","params":{"server":"s","new_name":"t"}}"#,
     r#"{"method":"mcp_remove","params":{"server":"s"}}"#,
     r#"{"method":"mcp_list"}"#,
@@ -318,6 +346,13 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"approvals","params":{"run":"r","all":true}}"#,
     r#"{"method":"decide","params":{"approval":"a","allow":false,"block":true,"message":"m"}}"#,
     r#"{"method":"approve_card","params":{"card":"c"}}"#,
+    r#"{"method":"project_add","params":{"name":"p","folder":"/w","main_branch":null,"github":null,"testing":null}}"#,
+    r#"{"method":"project_edit","params":{"project":"p","name":null,"folder":null,"main_branch":null,"github":"o/n"}}"#,
+    r#"{"method":"project_set","params":{"project":"p","settings":["lead-may-merge=on"]}}"#,
+    r#"{"method":"project_show","params":{"project":"p"}}"#,
+    r#"{"method":"project_list"}"#,
+    r#"{"method":"project_remove","params":{"project":"p"}}"#,
+    r#"{"method":"card_remove","params":{"card":"c","force":false}}"#,
 ];
 
 const RESPONSES: &[&str] = &[
@@ -326,8 +361,8 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"following","sub":7,"run":{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}}"#,
     r#"{"answer":"done"}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":2,"attached_runners":1,"shutting_down":false}"#,
-    r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}"#,
-    r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}]}"#,
+    r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}"#,
+    r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}]}"#,
     r#"{"answer":"tools","server":"s","listed_at":1,"tools":[],"pages":1,"truncated":null}"#,
     r#"{"answer":"inspect","server":"s","protocol_version":"2025-06-18","server_name":null,"server_version":null,"capabilities":{},"tools":0,"prompts":null,"resources":null,"instructions":null,"connect_ms":1,"list_ms":2,"total_ms":3}"#,
     r#"{"answer":"call","is_error":false,"content":[],"structured":null}"#,
@@ -348,6 +383,8 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"builtin_tools","agent":"a","cli":"claude","source":"s","tools":[]}"#,
     r#"{"answer":"approvals","approvals":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","run":"01arz3ndektsv4rrffq69g5fav","agent":"a","card":null,"tool":"Bash","class":"runs commands","why":"w","preview":"$ ls","input":{"command":"ls"},"asked_at":1,"deadline":2,"attended":true,"state":"waiting","decided_by":null,"decided_at":null,"message":null,"delivered_at":null}]}"#,
     r#"{"answer":"approval","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","run":"01arz3ndektsv4rrffq69g5fav","agent":"a","card":null,"tool":"Bash","class":"runs commands","why":"w","preview":"$ ls","input":{"command":"ls"},"asked_at":1,"deadline":2,"attended":true,"state":"waiting","decided_by":null,"decided_at":null,"message":null,"delivered_at":null}"#,
+    r#"{"answer":"project","id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2}"#,
+    r#"{"answer":"projects","projects":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2}]}"#,
 ];
 
 /// Each value is exactly its pinned text, and the text reads back as the same value.
@@ -425,7 +462,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

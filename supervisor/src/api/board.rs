@@ -1,13 +1,19 @@
-//! Answers about the board and the notes: every one is a question to the Board actor, whose
-//! answer is taken as the request's reply.
+//! Answers about the board, the notes and the projects: every one is a question to the Board
+//! actor (which keeps projects with the cards that belong to them), whose answer is taken as the
+//! request's reply.
 
 use std::sync::Arc;
 
 use bosun_actors::board::{BoardAnswer, BoardRequest};
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardShow, CardView, ColumnView,
-    EditCardParams, NoteList, NoteShow, NoteSummary, NoteView, NoteWrite, SetColumnParams,
+    AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
+    ColumnView, EditCardParams, NoteList, NoteShow, NoteSummary, NoteView, NoteWrite,
+    SetColumnParams,
+};
+use bosun_shared::protocol::projects::{
+    AddProjectParams, EditProjectParams, ProjectList, ProjectRemove, ProjectSet, ProjectShow,
+    ProjectView,
 };
 
 use super::Handle;
@@ -55,6 +61,58 @@ impl Handle for EditCardParams {
 impl Handle for CardShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
         ask(ctx, BoardRequest::ShowCard(self.card)).await
+    }
+}
+
+impl Handle for CardRemove {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
+        let req = BoardRequest::RemoveCard {
+            card: self.card,
+            force: self.force,
+        };
+        ask(ctx, req).await
+    }
+}
+
+impl Handle for AddProjectParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
+        ask(ctx, BoardRequest::AddProject(self)).await
+    }
+}
+
+impl Handle for EditProjectParams {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
+        ask(ctx, BoardRequest::EditProject(self)).await
+    }
+}
+
+/// A person's request, from the command line or the web UI: the one way "the lead may merge"
+/// is set.
+impl Handle for ProjectSet {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
+        let req = BoardRequest::SetProject {
+            project: self.project,
+            settings: self.settings,
+        };
+        ask(ctx, req).await
+    }
+}
+
+impl Handle for ProjectShow {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
+        ask(ctx, BoardRequest::ShowProject(self.project)).await
+    }
+}
+
+impl Handle for ProjectList {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<ProjectView>, Failure> {
+        ask(ctx, BoardRequest::Projects).await
+    }
+}
+
+impl Handle for ProjectRemove {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
+        ask(ctx, BoardRequest::RemoveProject(self.project)).await
     }
 }
 
@@ -145,6 +203,26 @@ impl FromBoard for NoteView {
     fn from_board(a: BoardAnswer) -> Option<Self> {
         if let BoardAnswer::Note(n) = a {
             Some(n)
+        } else {
+            None
+        }
+    }
+}
+
+impl FromBoard for ProjectView {
+    fn from_board(a: BoardAnswer) -> Option<Self> {
+        if let BoardAnswer::Project(p) = a {
+            Some(*p)
+        } else {
+            None
+        }
+    }
+}
+
+impl FromBoard for Vec<ProjectView> {
+    fn from_board(a: BoardAnswer) -> Option<Self> {
+        if let BoardAnswer::Projects { projects } = a {
+            Some(projects)
         } else {
             None
         }

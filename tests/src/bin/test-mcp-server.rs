@@ -48,6 +48,13 @@
 //!   (`c<N>`), forever, to test that a client bounds pagination.
 //! - `repeat-cursor`: every `tools/list` returns the tool `looping` and the cursor `same`: a
 //!   cursor loop.
+//! - `echo-secrets`: a server that gives back every secret it was given, to test that bosun
+//!   shows none: what it was "given" is `TEST_SECRET` from its environment and, over HTTP, the
+//!   request's `Authorization` and `X-Api-Key` headers and its query string, joined with
+//!   spaces. `initialize` puts it in `instructions`; `tools/list` offers `reveal` (read-only by
+//!   its annotations; its description holds it) and `fail`; calling `reveal` answers it as text and as
+//!   `structuredContent` `{"given": …}`; calling `fail` answers a JSON-RPC error whose message
+//!   holds it. It also writes it to stderr at each request.
 //!
 //! Usage errors exit with status 2, other failures with status 1.
 
@@ -62,7 +69,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 const USAGE: &str = "usage: test-mcp-server [--transport stdio|http] [--port N] --mode MODE
-modes: paged, no-annotations, hang, exit, unauthorized (http only), not-mcp, endless, repeat-cursor";
+modes: paged, no-annotations, hang, exit, unauthorized (http only), not-mcp, endless, repeat-cursor,
+echo-secrets";
 
 const SERVER_NAME: &str = "bosun-test-mcp";
 const SERVER_VERSION: &str = "1.0.0";
@@ -175,10 +183,11 @@ enum Mode {
     NotMcp,
     Endless,
     RepeatCursor,
+    EchoSecrets,
 }
 
 impl Mode {
-    const ALL: [Self; 8] = [
+    const ALL: [Self; 9] = [
         Self::Paged,
         Self::NoAnnotations,
         Self::Hang,
@@ -187,6 +196,7 @@ impl Mode {
         Self::NotMcp,
         Self::Endless,
         Self::RepeatCursor,
+        Self::EchoSecrets,
     ];
 
     fn parse(value: &str) -> anyhow::Result<Self> {
@@ -206,6 +216,7 @@ impl Mode {
             Self::NotMcp => "not-mcp",
             Self::Endless => "endless",
             Self::RepeatCursor => "repeat-cursor",
+            Self::EchoSecrets => "echo-secrets",
         }
     }
 }
@@ -332,6 +343,8 @@ struct McpServer {
     endless_pages: AtomicU64,
     /// How many HTTP sessions have been started.
     sessions: AtomicU64,
+    /// What the `echo-secrets` mode was given with the request being handled.
+    given: std::sync::Mutex<String>,
 }
 
 impl McpServer {
@@ -340,7 +353,13 @@ impl McpServer {
             mode,
             endless_pages: AtomicU64::new(0),
             sessions: AtomicU64::new(0),
+            given: std::sync::Mutex::new(given_from(&[])),
         }
+    }
+
+    /// What the `echo-secrets` mode gives back.
+    fn given(&self) -> String {
+        self.given.lock().map(|g| g.clone()).unwrap_or_default()
     }
 
     fn new_session_id(&self) -> String {
@@ -396,7 +415,15 @@ impl McpServer {
     }
 
     fn dispatch(&self, method: &str, params: Option<&Value>) -> Result<Value, RpcError> {
+        if self.mode == Mode::EchoSecrets {
+            eprintln!("test-mcp-server: given {}", self.given());
+        }
         match method {
+            "initialize" if self.mode == Mode::EchoSecrets => {
+                let mut result = initialize_result(params);
+                result["instructions"] = json!(format!("I was given: {}", self.given()));
+                Ok(result)
+            }
             "initialize" => Ok(initialize_result(params)),
             "ping" => Ok(json!({})),
             "tools/list" => self.list_tools(cursor(params)?),
@@ -425,6 +452,17 @@ impl McpServer {
                 "tools": [plain_tool("looping")],
                 "nextCursor": "same",
             })),
+            Mode::EchoSecrets => {
+                let mut reveal = plain_tool("reveal");
+                reveal["description"] = json!(format!("Tells what it was given: {}", self.given()));
+                reveal["annotations"] = json!({
+                    "readOnlyHint": true,
+                    "destructiveHint": false,
+                    "idempotentHint": true,
+                    "openWorldHint": false,
+                });
+                Ok(json!({"tools": [reveal, plain_tool("fail")]}))
+            }
             // These modes never get as far as answering a request.
             Mode::Hang | Mode::Exit | Mode::Unauthorized | Mode::NotMcp => Ok(json!({"tools": []})),
         }
@@ -448,6 +486,18 @@ impl McpServer {
                 })?;
             return Ok(text_content(&format!("Echo: {message}")));
         }
+        if name == "reveal" {
+            let given = self.given();
+            let mut result = text_content(&format!("I was given: {given}"));
+            result["structuredContent"] = json!({ "given": given });
+            return Ok(result);
+        }
+        if name == "fail" {
+            return Err(RpcError {
+                code: INVALID_PARAMS,
+                message: format!("failed on purpose, holding {}", self.given()),
+            });
+        }
         Ok(text_content(&format!("called {name}")))
     }
 
@@ -465,9 +515,21 @@ impl McpServer {
                     .is_some_and(|n| (1..=listed).contains(&n))
             }
             Mode::RepeatCursor => name == "looping",
+            Mode::EchoSecrets => matches!(name, "reveal" | "fail"),
             Mode::Hang | Mode::Exit | Mode::Unauthorized | Mode::NotMcp => false,
         }
     }
+}
+
+/// What the `echo-secrets` mode was given: `TEST_SECRET`, then `extra` (a request's headers and
+/// query), the non-empty ones joined with spaces.
+fn given_from(extra: &[&str]) -> String {
+    let env = std::env::var("TEST_SECRET").unwrap_or_default();
+    std::iter::once(env.as_str())
+        .chain(extra.iter().copied())
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn error_response(id: Value, code: i64, message: &str) -> Value {
@@ -652,7 +714,11 @@ async fn serve_stdio(server: &McpServer) -> anyhow::Result<()> {
 /// The line to answer one input line with, if any.
 fn stdio_reply(server: &McpServer, text: &str) -> anyhow::Result<Option<String>> {
     match server.mode {
-        Mode::Paged | Mode::NoAnnotations | Mode::Endless | Mode::RepeatCursor => server
+        Mode::Paged
+        | Mode::NoAnnotations
+        | Mode::Endless
+        | Mode::RepeatCursor
+        | Mode::EchoSecrets => server
             .handle_text(text)
             .into_message()
             .map(|message| serde_json::to_string(&message))
@@ -703,6 +769,16 @@ fn http_reply(server: &McpServer, request: &Request, port: u16) -> http::Reply {
 /// Picks the response to a request; `None` means never answer (the `hang` mode).
 fn route(server: &McpServer, request: &Request, port: u16) -> Option<Response> {
     let on_mcp = request.path() == MCP_PATH;
+    if server.mode == Mode::EchoSecrets
+        && let Ok(mut given) = server.given.lock()
+    {
+        // One request at a time (a current-thread runtime, and no await in between).
+        *given = given_from(&[
+            request.header("authorization").unwrap_or_default(),
+            request.header("x-api-key").unwrap_or_default(),
+            request.query(),
+        ]);
+    }
     match server.mode {
         Mode::NotMcp => Some(Response::new(200).with_body("text/html", NOT_MCP_PAGE)),
         Mode::Unauthorized if on_mcp => Some(unauthorized(port)),
@@ -711,6 +787,7 @@ fn route(server: &McpServer, request: &Request, port: u16) -> Option<Response> {
         | Mode::NoAnnotations
         | Mode::Endless
         | Mode::RepeatCursor
+        | Mode::EchoSecrets
         | Mode::Hang
         | Mode::Unauthorized
         | Mode::Exit => Some(mcp_endpoint(server, request, on_mcp)),

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardShow, CardView,
+    AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
     EditCardParams, NoteList, NoteShow, NoteView, NoteWrite, SetColumnParams,
 };
 use bosun_shared::protocol::call::Call;
@@ -76,6 +76,10 @@ struct CardFields {
     /// The agent that takes it ("" takes the assignee off)
     #[arg(long)]
     assignee: Option<String>,
+    /// The project it belongs to: its runs work in a worktree of the project's repository
+    /// ("" takes it out, before its first run there)
+    #[arg(long)]
+    project: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -120,6 +124,15 @@ enum CardCommand {
     /// Show a card with its whole activity log
     Show {
         card: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a card no run of is going, and its worktree (its branch stays)
+    Remove {
+        card: String,
+        /// Also when its worktree has changes not committed (they are lost)
+        #[arg(long)]
+        force: bool,
         #[arg(long)]
         json: bool,
     },
@@ -240,6 +253,7 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                             acceptance: fields.acceptance.unwrap_or_default(),
                             assignee: fields.assignee,
                             column,
+                            project: fields.project,
                         },
                     )
                     .await?,
@@ -266,6 +280,7 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                             hold,
                             clear_hold,
                             comment,
+                            project: fields.project,
                         },
                     )
                     .await?,
@@ -284,6 +299,15 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                     json,
                 ),
                 CardCommand::Show { card, json } => (ask(dirs, CardShow { card }).await?, json),
+                CardCommand::Remove { card, force, json } => {
+                    let c = ask(dirs, CardRemove { card, force }).await?;
+                    if json {
+                        output::print_json(&c)?;
+                    } else {
+                        println!("card {} removed", c.short_id);
+                    }
+                    return Ok(ExitCode::SUCCESS);
+                }
             };
             {
                 if json {
@@ -342,6 +366,12 @@ fn print_card(c: &CardView) {
         "assignee",
         c.assignee.as_deref().unwrap_or("(none)")
     );
+    if let Some(p) = &c.project {
+        println!("{:<12}{}", "project", p);
+    }
+    if let Some(w) = &c.worktree {
+        println!("{:<12}{} ({})", "worktree", w.path.display(), w.branch);
+    }
     if let Some(h) = &c.hold {
         println!("{:<12}{}: {}", "on hold", h.kind, h.reason);
     }

@@ -179,9 +179,14 @@ pub struct AddArgs {
     /// How the server is reached (default: stdio with a command, http with an address)
     #[arg(long, short = 't', value_enum)]
     transport: Option<TransportArg>,
-    /// The server's address
+    /// The server's address (its query, which often holds a key, is kept in the keychain and
+    /// shown as ?…; a user name or password in it is refused: give a header line instead)
     #[arg(long)]
     url: Option<String>,
+    /// Let plain http:// reach another machine (over a network you trust); without it plain
+    /// http is for this machine only
+    #[arg(long)]
+    allow_http: bool,
     /// An environment line, KEY=VALUE, or KEY alone to be asked for the value (repeatable)
     #[arg(long = "env", short = 'e', value_name = "KEY[=VALUE]")]
     env: Vec<String>,
@@ -205,8 +210,15 @@ pub struct EditArgs {
     name: String,
     #[arg(long, short = 't', value_enum)]
     transport: Option<TransportArg>,
+    /// A new address (its query is kept in the keychain and shown as ?…)
     #[arg(long)]
     url: Option<String>,
+    /// Let plain http:// reach another machine (over a network you trust)
+    #[arg(long, conflicts_with = "no_allow_http")]
+    allow_http: bool,
+    /// Plain http:// may reach this machine only again
+    #[arg(long)]
+    no_allow_http: bool,
     /// Add an environment line or replace its value: KEY=VALUE, or KEY to be asked
     #[arg(long = "env", short = 'e', value_name = "KEY[=VALUE]")]
     env: Vec<String>,
@@ -453,6 +465,7 @@ async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
         command,
         args,
         url,
+        allow_http: a.allow_http,
         env,
         headers,
         client_secret: a.sign_in.secret()?,
@@ -494,6 +507,11 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
         command,
         args,
         url: a.url,
+        allow_http: match (a.allow_http, a.no_allow_http) {
+            (true, _) => Some(true),
+            (false, true) => Some(false),
+            (false, false) => None,
+        },
         kind: a.transport.map(Into::into),
         set_env: env,
         remove_env: a.remove_env,
@@ -774,7 +792,12 @@ fn describe_target(s: &ServerView) -> String {
             format!("stdio: {}", parts.join(" "))
         }
         ServerKind::Http | ServerKind::Sse => {
-            format!("{}: {}", s.kind, s.url.clone().unwrap_or_default())
+            let plain = if s.allow_http {
+                " (plain http allowed)"
+            } else {
+                ""
+            };
+            format!("{}: {}{plain}", s.kind, s.url.clone().unwrap_or_default())
         }
     }
 }

@@ -8,6 +8,7 @@ mod inbox;
 mod logs;
 mod mcp;
 mod output;
+mod projects;
 mod runs;
 mod ui;
 
@@ -55,6 +56,9 @@ enum Command {
     Agent(agents::AgentCommand),
     /// The board: columns (Auto columns start their cards' agents), cards, holds
     Board(board::BoardArgs),
+    /// Projects: git checkouts whose cards each work in a worktree and branch of their own
+    #[command(subcommand)]
+    Project(projects::ProjectCommand),
     /// Memory notes (path → text, with a version)
     #[command(subcommand)]
     Note(board::NoteCommand),
@@ -102,6 +106,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Mcp(c) => mcp::run(&dirs, c).await,
         Command::Agent(c) => agents::run(&dirs, c).await,
         Command::Board(a) => board::board(&dirs, a).await,
+        Command::Project(c) => projects::run(&dirs, c).await,
         Command::Note(c) => board::note(&dirs, c).await,
         Command::Chat(c) => chat::chat(&dirs, c).await,
         Command::Inbox(a) => inbox::inbox(&dirs, a).await,

@@ -1,0 +1,349 @@
+//! Redaction: the secret values bosun hands a server — its environment and header lines, the
+//! token of a sign-in, the query of its address — written as `[redacted]` in everything bosun
+//! shows or keeps of what the server says back, so that a server that echoes one (in a tool's
+//! answer, its description, its instructions, an error, its stderr) cannot make bosun print or
+//! store it. The address itself, where it appears, is written as [`address::shown`] does.
+//!
+//! A [`Redactor`] is made once per look at a server, from the values of that look
+//! ([`Redactor::new`]); [`Redact`] applies it to every value a look returns, in one place
+//! (`look::reach`), and the client applies it to a server's own words before it cuts them short
+//! (a secret cut in two would not be found afterwards). [`secret_values`] is the same list of
+//! values for a run, whose output the runner redacts.
+//!
+//! # Caveats
+//! - A value shorter than [`MIN_LEN`] bytes is not redacted: hiding every `1` or `yes` in an
+//!   answer would garble it, and a value that short protects nothing. (The runner redacts a
+//!   run's output from the same values with the same bound.)
+//! - The value is found as it was given, JSON-escaped, with surrounding blanks trimmed, and,
+//!   for a header, its credential after the scheme (`Bearer <token>`; `Basic`'s `user:password`
+//!   and password decoded); a query's values are found percent-encoded and decoded. A server
+//!   that sends back a part of a secret, or a transformed one (reversed, hashed, re-encoded),
+//!   is not caught.
+
+use std::fmt;
+
+use base64::Engine as _;
+use bosun_shared::protocol::mcp::{CallView, InspectView};
+use serde_json::Value;
+
+use super::address;
+use super::client::McpError;
+use super::record::{StoredListing, StoredParam, StoredTool};
+
+pub use bosun_shared::redact::{MIN_LEN, REDACTED};
+
+/// Replaces the secret values of one server (and its address) in text and JSON.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    /// What to find and what to write instead, longest first: a secret that holds another is
+    /// replaced whole.
+    pairs: Vec<(String, String)>,
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Redactor({} values)", self.pairs.len())
+    }
+}
+
+impl Redactor {
+    /// A redactor for the lines bosun hands a server (`headers` with the sign-in's token, when
+    /// there is one) and the address it reaches it at.
+    pub fn new(env: &[(String, String)], headers: &[(String, String)], url: Option<&str>) -> Self {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        if let Some(u) = url {
+            let shown = address::shown(u);
+            if shown != u {
+                pairs.push((u.to_string(), shown));
+            }
+        }
+        pairs.extend(
+            secret_values(env, headers, url)
+                .into_iter()
+                .map(|v| (v, REDACTED.to_string())),
+        );
+        pairs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        pairs.dedup_by(|a, b| a.0 == b.0);
+        Self { pairs }
+    }
+
+    /// A redactor that knows the values of both.
+    pub fn with(mut self, other: &Redactor) -> Self {
+        self.pairs.extend(other.pairs.iter().cloned());
+        self.pairs
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        self.pairs.dedup_by(|a, b| a.0 == b.0);
+        self
+    }
+
+    /// `text` with every secret value replaced.
+    pub fn text(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (find, with) in &self.pairs {
+            if out.contains(find.as_str()) {
+                out = out.replace(find.as_str(), with);
+            }
+        }
+        out
+    }
+}
+
+/// Every secret value of a server's lines and address, as a run or a look may see them sent
+/// back (see the caveats above for which forms).
+pub fn secret_values(
+    env: &[(String, String)],
+    headers: &[(String, String)],
+    url: Option<&str>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |value: &str| {
+        let value = value.trim();
+        if value.len() < MIN_LEN {
+            return;
+        }
+        out.push(value.to_string());
+        if let Ok(quoted) = serde_json::to_string(value) {
+            let escaped = &quoted[1..quoted.len() - 1];
+            if escaped != value {
+                out.push(escaped.to_string());
+            }
+        }
+    };
+    for (_, v) in env {
+        add(v);
+    }
+    for (_, v) in headers {
+        add(v);
+        if let Some((scheme, credential)) = v.trim().split_once(' ') {
+            add(credential);
+            if scheme.eq_ignore_ascii_case("basic")
+                && let Ok(bytes) =
+                    base64::engine::general_purpose::STANDARD.decode(credential.trim())
+                && let Ok(pair) = String::from_utf8(bytes)
+            {
+                add(&pair);
+                if let Some((_, password)) = pair.split_once(':') {
+                    add(password);
+                }
+            }
+        }
+    }
+    if let Some(parsed) = url.and_then(|u| url::Url::parse(u).ok())
+        && let Some(query) = parsed.query()
+    {
+        add(query);
+        for raw in query.split('&') {
+            add(raw.split_once('=').map_or(raw, |(_, v)| v));
+        }
+        for (_, decoded) in parsed.query_pairs() {
+            add(&decoded);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A value with the secret values a [`Redactor`] knows replaced, throughout.
+pub trait Redact {
+    fn redact(self, r: &Redactor) -> Self;
+}
+
+impl Redact for String {
+    fn redact(self, r: &Redactor) -> Self {
+        r.text(&self)
+    }
+}
+
+impl<T: Redact> Redact for Option<T> {
+    fn redact(self, r: &Redactor) -> Self {
+        self.map(|v| v.redact(r))
+    }
+}
+
+impl<T: Redact> Redact for Vec<T> {
+    fn redact(self, r: &Redactor) -> Self {
+        self.into_iter().map(|v| v.redact(r)).collect()
+    }
+}
+
+impl<T: Redact, E: Redact> Redact for Result<T, E> {
+    fn redact(self, r: &Redactor) -> Self {
+        self.map(|v| v.redact(r)).map_err(|e| e.redact(r))
+    }
+}
+
+/// Every string of the JSON, object keys included.
+impl Redact for Value {
+    fn redact(self, r: &Redactor) -> Self {
+        match self {
+            Value::String(s) => Value::String(r.text(&s)),
+            Value::Array(items) => Value::Array(items.redact(r)),
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| (r.text(&k), v.redact(r)))
+                    .collect(),
+            ),
+            v @ (Value::Null | Value::Bool(_) | Value::Number(_)) => v,
+        }
+    }
+}
+
+impl Redact for McpError {
+    fn redact(self, r: &Redactor) -> Self {
+        match self {
+            McpError::CommandNotFound { command } => McpError::CommandNotFound {
+                command: command.redact(r),
+            },
+            McpError::CannotStart { command, reason } => McpError::CannotStart {
+                command: command.redact(r),
+                reason: reason.redact(r),
+            },
+            McpError::Exited { status, stderr } => McpError::Exited {
+                status,
+                stderr: stderr.redact(r),
+            },
+            McpError::TimedOut { secs, hint } => McpError::TimedOut {
+                secs,
+                hint: hint.redact(r),
+            },
+            McpError::NeedsSignIn { www_authenticate } => McpError::NeedsSignIn {
+                www_authenticate: www_authenticate.redact(r),
+            },
+            McpError::InsufficientScope { www_authenticate } => McpError::InsufficientScope {
+                www_authenticate: www_authenticate.redact(r),
+            },
+            McpError::Tls { url, detail } => McpError::Tls {
+                url: url.redact(r),
+                detail: detail.redact(r),
+            },
+            McpError::Refused { url } => McpError::Refused { url: url.redact(r) },
+            McpError::Unreachable { url, detail } => McpError::Unreachable {
+                url: url.redact(r),
+                detail: detail.redact(r),
+            },
+            McpError::NotMcp { target, detail } => McpError::NotMcp {
+                target: target.redact(r),
+                detail: detail.redact(r),
+            },
+            McpError::Http { status, detail } => McpError::Http {
+                status,
+                detail: detail.redact(r),
+            },
+            McpError::Protocol(m) => McpError::Protocol(m.redact(r)),
+            McpError::NoSuchTool(m) => McpError::NoSuchTool(m.redact(r)),
+            McpError::BadConfig(m) => McpError::BadConfig(m.redact(r)),
+        }
+    }
+}
+
+impl Redact for StoredListing {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            tools: self.tools.redact(r),
+            truncated: self.truncated.redact(r),
+            ..self
+        }
+    }
+}
+
+impl Redact for StoredTool {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            name: self.name.redact(r),
+            title: self.title.redact(r),
+            description: self.description.redact(r),
+            params: self.params.redact(r),
+            hints: self.hints,
+        }
+    }
+}
+
+impl Redact for StoredParam {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            name: self.name.redact(r),
+            r#type: self.r#type.redact(r),
+            required: self.required,
+            description: self.description.redact(r),
+        }
+    }
+}
+
+impl Redact for InspectView {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            protocol_version: self.protocol_version.redact(r),
+            server_name: self.server_name.redact(r),
+            server_version: self.server_version.redact(r),
+            capabilities: self.capabilities.redact(r),
+            instructions: self.instructions.redact(r),
+            ..self
+        }
+    }
+}
+
+impl Redact for CallView {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            is_error: self.is_error,
+            content: self.content.redact(r),
+            structured: self.structured.redact(r),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(k: &str, v: &str) -> (String, String) {
+        (k.to_string(), v.to_string())
+    }
+
+    #[test]
+    fn every_form_of_a_secret_is_replaced_and_the_address_is_shown_without_its_query() {
+        let basic = base64::engine::general_purpose::STANDARD.encode("ann:hunter22");
+        let r = Redactor::new(
+            &[pair("TOKEN", "env-secret-1"), pair("SHORT", "ab")],
+            &[
+                pair("Authorization", "Bearer tok-secret-2"),
+                pair("Proxy-Authorization", &format!("Basic {basic}")),
+                pair("X-Quote", "has \"quotes\""),
+            ],
+            Some("https://example.com/mcp?key=q%20secret&x=1"),
+        );
+        let text = r.text(
+            "env-secret-1 tok-secret-2 ann:hunter22 hunter22 q secret q%20secret ab \
+             at https://example.com/mcp?key=q%20secret&x=1 and {\"v\":\"has \\\"quotes\\\"\"}",
+        );
+        assert_eq!(
+            text,
+            "[redacted] [redacted] [redacted] [redacted] [redacted] [redacted] ab \
+             at https://example.com/mcp?… and {\"v\":\"[redacted]\"}"
+        );
+        let json = serde_json::json!({"tok-secret-2": ["say env-secret-1", 3, true, null]});
+        assert_eq!(
+            json.redact(&r),
+            serde_json::json!({"[redacted]": ["say [redacted]", 3, true, null]})
+        );
+        assert_eq!(
+            format!("{r:?}"),
+            format!("Redactor({} values)", r.pairs.len())
+        );
+        assert!(!format!("{r:?}").contains("secret"));
+    }
+
+    #[test]
+    fn an_error_is_redacted_in_every_field() {
+        let r = Redactor::new(&[pair("K", "s3cret-value")], &[], None);
+        let e = McpError::Exited {
+            status: "status 3".into(),
+            stderr: "; token s3cret-value".into(),
+        };
+        assert_eq!(
+            e.redact(&r).to_string(),
+            "the server exited with status 3 before it answered; token [redacted]"
+        );
+    }
+}
