@@ -305,7 +305,10 @@ fn an_allowed_command_runs_without_asking_and_a_blocked_prefix_is_refused() -> a
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["summary"], "run_shell_command: touch allowed.txt");
     assert_eq!(ds[0]["decision"], "allowed", "{ds:#?}");
-    assert_eq!(ds[0]["by"], "the person always allows this tool", "{ds:#?}");
+    assert_eq!(
+        ds[0]["by"], "the person always allows this tool (step 4)",
+        "{ds:#?}"
+    );
     assert_eq!(ds[1]["decision"], "denied", "{ds:#?}");
     assert!(
         ds[1]["by"].as_str().is_some_and(|w| w.contains("blocked")),

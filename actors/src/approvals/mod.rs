@@ -111,12 +111,12 @@ pub fn evaluate(
         attended,
     });
     let (summary, preview) = describe(cli, &ask.tool, &ask.input, ask.cwd.as_deref());
+    // The run's record keeps the rule in words with the spec's step ("… (step 4)").
+    let by = |rule: &policy::Rule| format!("{rule} (step {})", rule.step());
     let outcome = match &decision {
-        Decision::Allow { rule } => Outcome::Allow {
-            rule: rule.to_string(),
-        },
+        Decision::Allow { rule } => Outcome::Allow { rule: by(rule) },
         Decision::Deny { rule, reason } => Outcome::Deny {
-            rule: rule.to_string(),
+            rule: by(rule),
             message: reason.clone(),
         },
         Decision::Ask { rule } => Outcome::Ask {
