@@ -109,7 +109,24 @@ fn server_everything_over_stdio() -> anyhow::Result<()> {
         (Some(13), Some(4), Some(7))
     );
     assert!(inspect["capabilities"]["tools"].is_object());
+    check_handshake_revision(&inspect);
     b.finish()
+}
+
+/// server-everything speaks only the revisions with a handshake: bosun asked it for
+/// `server/discover` first, heard a refusal, and used the 2025-11-25 handshake.
+fn check_handshake_revision(inspect: &Value) {
+    let revision = &inspect["revision"];
+    assert_eq!(revision["version"], "2025-11-25", "{inspect:#}");
+    assert_eq!(revision["stateless"], false, "{inspect:#}");
+    let why = revision["why"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("it answered server/discover with error ")
+            && why.ends_with(
+                "so bosun used the initialize handshake of 2025-11-25, and it answered with 2025-11-25"
+            ),
+        "{why}"
+    );
 }
 
 #[test]
@@ -118,6 +135,9 @@ fn server_everything_over_streamable_http() -> anyhow::Result<()> {
     let peer = Peer::everything("streamableHttp")?;
     b.ok(&["mcp", "add", "everything", "--transport", "http", &peer.url])?;
     check_everything(&b, "everything")?;
+    let inspect = b.json(&["mcp", "inspect", "everything"])?;
+    assert_eq!(inspect["protocol_version"], "2025-11-25", "{inspect:#}");
+    check_handshake_revision(&inspect);
     b.finish()
 }
 

@@ -465,3 +465,156 @@ fn a_token_refused_right_after_its_refresh_is_not_refreshed_again_and_again() ->
     );
     b.finish()
 }
+
+/// Issue 14: a server that lets `initialize` through and answers `tools/list` with the 401
+/// left the person stuck between "nothing to sign in to" and "sign in". The sign-in now hears
+/// the challenge wherever it comes, and every look says the same words.
+#[test]
+fn a_401_after_the_handshake_leads_to_sign_in() -> anyhow::Result<()> {
+    let b = bosun("oauth_open_initialize");
+    let oauth = OAuthServer::start(&["--open-initialize"])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    for look in [
+        &["mcp", "tools", "remote"][..],
+        &["mcp", "inspect", "remote"],
+        &["mcp", "call", "remote", "whoami"],
+    ] {
+        let err = b.fails(look)?;
+        assert!(
+            err.contains("the server needs sign-in: it answered 401 Unauthorized (WWW-Authenticate: Bearer resource_metadata=")
+                && err.contains("sign in with `bosun mcp sign-in remote`"),
+            "{look:?}: {err}"
+        );
+    }
+    let signed = b.json(&["mcp", "sign-in", "remote"])?;
+    assert_eq!(signed["sign_in"]["state"], "signed in", "{signed:#}");
+    // The probe went past the handshake and heard the challenge on tools/list.
+    let unsigned: Vec<Value> = oauth
+        .requests_to("/mcp")
+        .into_iter()
+        .filter(|r| r["bearer_sha"].is_null())
+        .collect();
+    assert!(
+        unsigned
+            .iter()
+            .any(|r| r["rpc"] == "initialize" && r["status"] == 200),
+        "{unsigned:#?}"
+    );
+    assert!(
+        unsigned
+            .iter()
+            .any(|r| r["rpc"] == "tools/list" && r["status"] == 401)
+            || unsigned
+                .iter()
+                .any(|r| r["rpc"].is_null() && r["status"] == 401),
+        "{unsigned:#?}"
+    );
+    assert_eq!(
+        b.json(&["mcp", "tools", "remote"])?["tools"][0]["name"],
+        "whoami"
+    );
+    let call = b.json(&["mcp", "call", "remote", "whoami"])?;
+    assert!(
+        call["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("client=")),
+        "{call}"
+    );
+    b.json(&["mcp", "inspect", "remote"])?;
+    for t in held_tokens(&b) {
+        b.assert_secret_nowhere(&t)?;
+    }
+    b.finish()
+}
+
+/// A 403 `insufficient_scope` that names only the scope it misses: the next sign-in asks for
+/// that one and the ones held, and the call then works.
+#[test]
+fn a_step_up_asks_for_the_scopes_held_and_the_one_missing() -> anyhow::Result<()> {
+    let b = bosun("oauth_step_up_union");
+    let oauth = OAuthServer::start(&[
+        "--open-initialize",
+        "--step-up",
+        "--step-up-names",
+        "mcp:write",
+    ])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    let first = b.json(&["mcp", "sign-in", "remote"])?;
+    assert_eq!(first["sign_in"]["scope"], "mcp:read offline_access");
+    let err = b.fails(&["mcp", "call", "remote", "whoami"])?;
+    assert!(
+        err.contains("the server needs a wider sign-in: it answered 403 insufficient_scope")
+            && err.contains("sign in again with `bosun mcp sign-in remote`"),
+        "{err}"
+    );
+    assert_eq!(sign_in_state(&b, "remote")?["wanted_scope"], "mcp:write");
+    let second = b.json(&["mcp", "sign-in", "remote"])?;
+    let asked = oauth.requests_to("/authorize");
+    let asked = asked[asked.len() - 1]["scope"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let asked: Vec<&str> = asked.split_whitespace().collect();
+    // The one asked for, and both held (offline_access too, or the refresh token goes).
+    for s in ["mcp:read", "mcp:write", "offline_access"] {
+        assert!(asked.contains(&s), "{s} in {asked:?}");
+    }
+    let granted = second["sign_in"]["scope"].as_str().unwrap_or_default();
+    assert!(
+        granted.contains("mcp:write") && granted.contains("offline_access"),
+        "{second:#}"
+    );
+    let call = b.json(&["mcp", "call", "remote", "whoami"])?;
+    assert!(
+        call["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("mcp:write")),
+        "{call}"
+    );
+    b.finish()
+}
+
+/// A server that keeps asking for a wider scope gets three step-ups, then bosun stops, saying
+/// what to do.
+#[test]
+fn step_ups_stop_after_three() -> anyhow::Result<()> {
+    let b = bosun("oauth_step_up_bound");
+    let oauth = OAuthServer::start(&["--step-up", "--step-up-forever"])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "remote",
+        "--transport",
+        "http",
+        &oauth.mcp_url(),
+    ])?;
+    b.ok(&["mcp", "sign-in", "remote"])?;
+    for _ in 0..3 {
+        let err = b.fails(&["mcp", "call", "remote", "whoami"])?;
+        assert!(err.contains("needs a wider sign-in"), "{err}");
+        b.ok(&["mcp", "sign-in", "remote"])?;
+    }
+    b.fails(&["mcp", "call", "remote", "whoami"])?;
+    let err = b.fails(&["mcp", "sign-in", "remote"])?;
+    assert!(
+        err.contains("`remote` asked for a wider sign-in 3 times in a row; bosun stops there")
+            && err.contains("bosun mcp sign-out remote"),
+        "{err}"
+    );
+    assert_eq!(oauth.requests_to("/authorize").len(), 4);
+    b.finish()
+}

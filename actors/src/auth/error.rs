@@ -61,16 +61,14 @@ pub enum AuthError {
 
 crate::error::message_constructors!(AuthError);
 
-/// Why a server did not answer bosun's `initialize` without a token with a challenge or a
-/// welcome: from `signin::probe`, and carried in [`AuthError::Unreachable`].
+/// Why a server did not answer bosun's requests without a token (the opening one, then
+/// `tools/list`) with a challenge or a welcome: from the probe the caller hands
+/// `signin::start`, and carried in [`AuthError::Unreachable`].
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
-    /// The request could not be sent or its answer not read (no connection, a timeout): a retry
-    /// may help.
+    /// The server could not be reached, or answered neither with a challenge nor as an MCP
+    /// server: the MCP client's plain words, redacted. A retry may help once the server (or
+    /// the network) changes.
     #[error("{0}")]
-    Request(#[from] reqwest::Error),
-    /// The server answered with a status that is neither a success nor a challenge: retrying
-    /// helps only once the server changes.
-    #[error("it answered HTTP {0} to an initialize")]
-    Status(u16),
+    Failed(String),
 }

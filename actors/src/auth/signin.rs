@@ -89,49 +89,17 @@ fn oauth_error(name: &str, error: OAuthError) -> AuthError {
     }
 }
 
-/// What the server answers an `initialize` without a token: its challenge, or `None` when it
-/// lets bosun in without one.
-async fn probe(
-    http: &reqwest::Client,
-    url: &str,
-    headers: &[(String, String)],
-) -> Result<Option<Challenge>, ProbeError> {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "bosun", "version": env!("CARGO_PKG_VERSION")}}
-    });
-    let mut request = http
-        .post(url)
-        .header(
-            reqwest::header::ACCEPT,
-            "application/json, text/event-stream",
-        )
-        .json(&body);
-    for (k, v) in headers {
-        if !k.eq_ignore_ascii_case("authorization") {
-            request = request.header(k, v);
-        }
-    }
-    let response = request.send().await?;
-    let status = response.status().as_u16();
-    let www = response
-        .headers()
-        .get(reqwest::header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    match status {
-        401 | 403 => Ok(Some(Challenge::parse(www.as_deref().unwrap_or_default()))),
-        s if (200..300).contains(&s) => Ok(None),
-        s => Err(ProbeError::Status(s)),
-    }
-}
-
 /// Starts a sign-in: everything up to the page the person opens.
+///
+/// `probe` asks the server, without a token, for what it needs: its challenge (a 401 or 403 on
+/// any of the requests a look makes, not only the first), or `None` when it lets bosun list its
+/// tools without one. The MCP side makes it (it speaks the server's revision); it is awaited
+/// only once the checks that need no server have passed, so a server that cannot sign in is
+/// never started or reached.
 pub async fn start(
     ctx: &AuthContext,
     rec: impl Into<Server>,
-    headers: Vec<(String, String)>,
+    probe: impl Future<Output = Result<Option<Challenge>, ProbeError>>,
 ) -> Result<Started, AuthError> {
     let rec: Server = rec.into();
     let name = rec.name.clone();
@@ -158,43 +126,24 @@ pub async fn start(
         )));
     }
 
-    let challenge =
-        probe(&ctx.http, &url, &headers)
-            .await
-            .map_err(|error| AuthError::Unreachable {
-                name: name.clone(),
-                url: url.clone(),
-                error,
-            })?;
+    let challenge = probe.await.map_err(|error| AuthError::Unreachable {
+        name: name.clone(),
+        url: url.clone(),
+        error,
+    })?;
     let mut challenge = match challenge {
         Some(c) => c,
         None if step_up.is_some() => Challenge::default(),
         None => {
             return Err(AuthError::conflict(format!(
-                "`{name}` answers without asking for a sign-in; there is nothing to sign in to"
+                "`{name}` lists its tools without asking for a sign-in; there is nothing to sign in to"
             )));
         }
     };
     if let Some(wider) = &step_up {
-        let mut scopes: Vec<String> = challenge
-            .scope
-            .as_deref()
-            .unwrap_or_default()
-            .split_whitespace()
-            .map(str::to_string)
-            .collect();
-        for s in wider.split_whitespace().chain(
-            existing
-                .as_ref()
-                .and_then(|e| e.scope.as_deref())
-                .unwrap_or_default()
-                .split_whitespace(),
-        ) {
-            if !scopes.iter().any(|x| x == s) {
-                scopes.push(s.to_string());
-            }
-        }
-        challenge.scope = Some(scopes.join(" "));
+        let held = existing.as_ref().and_then(|e| e.scope.as_deref());
+        let union = union_of_scopes(&[challenge.scope.as_deref(), Some(wider), held]);
+        challenge.scope = Some(union).filter(|u| !u.is_empty());
     }
     let found = discovery::discover(&ctx.http, &url, &challenge)
         .await
@@ -300,6 +249,19 @@ pub async fn start(
         url: page,
         wait,
     })
+}
+
+/// A step-up asks for every scope the server asks for now, the wider one it asked for, and the
+/// ones held: a server that names only the scope it is missing must not cost the others.
+/// Each scope once, in the order met.
+fn union_of_scopes(lists: &[Option<&str>]) -> String {
+    let mut scopes: Vec<&str> = Vec::new();
+    for s in lists.iter().flatten().flat_map(|l| l.split_whitespace()) {
+        if !scopes.contains(&s) {
+            scopes.push(s);
+        }
+    }
+    scopes.join(" ")
 }
 
 /// Waits for a started sign-in to end.
@@ -546,4 +508,23 @@ async fn respond(stream: &mut TcpStream, status: u16, message: &str) {
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(body.as_bytes()).await;
     let _ = stream.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::union_of_scopes;
+
+    #[test]
+    fn a_step_up_asks_for_the_union_of_the_scopes_held_and_asked() {
+        assert_eq!(
+            union_of_scopes(&[
+                Some("mcp:basic"),
+                Some("mcp:write"),
+                Some("mcp:basic offline_access")
+            ]),
+            "mcp:basic mcp:write offline_access"
+        );
+        assert_eq!(union_of_scopes(&[None, Some("a  b"), None]), "a b");
+        assert_eq!(union_of_scopes(&[None, None]), "");
+    }
 }

@@ -15,16 +15,19 @@ use std::time::{Duration, Instant};
 use bosun_shared::process::{Helper, HelperError};
 use bosun_shared::protocol::mcp::ServerKind;
 use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::ClientServiceExt;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
     PaginatedRequestParams, Tool,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
 
 use super::redact::Redactor;
+use super::revision::{self, Observed, Revision};
 use super::sse::{SseError, SseTransport};
 
 /// How a server is reached, with its secret values (only for the moment of the call).
@@ -139,6 +142,27 @@ pub enum SignInAsked {
 }
 
 impl McpError {
+    /// The server's `WWW-Authenticate` challenge, when this failure is one (a 401, or a 403
+    /// with a challenge, on any request).
+    pub fn www_authenticate(&self) -> Option<&str> {
+        match self {
+            McpError::NeedsSignIn { www_authenticate }
+            | McpError::InsufficientScope { www_authenticate } => Some(www_authenticate),
+            McpError::CommandNotFound { .. }
+            | McpError::CannotStart { .. }
+            | McpError::Exited { .. }
+            | McpError::TimedOut { .. }
+            | McpError::Tls { .. }
+            | McpError::Refused { .. }
+            | McpError::Unreachable { .. }
+            | McpError::NotMcp { .. }
+            | McpError::Http { .. }
+            | McpError::Protocol(_)
+            | McpError::NoSuchTool(_)
+            | McpError::BadConfig(_) => None,
+        }
+    }
+
     /// Whether this failure is the server asking for a sign-in: the one place that says so,
     /// for the advice bosun gives and the code the wire carries.
     pub fn sign_in_asked(&self) -> Option<SignInAsked> {
@@ -168,6 +192,8 @@ pub struct Connection {
     limits: Limits,
     /// How long starting (or reaching) and `initialize` took.
     pub connect_time: Duration,
+    /// The revision spoken, and why.
+    pub revision: Revision,
 }
 
 /// A stdio server's process: its group is ended when this is dropped, whatever happened.
@@ -195,11 +221,28 @@ impl StderrTail {
     }
 }
 
+/// bosun as a client: no capabilities (no sampling, elicitation or roots), and the handshake
+/// revision for a server that has a handshake (the stateless one is asked for by
+/// [`revision::lifecycle`]).
 fn client_info() -> ClientConfig {
-    ClientConfig::new(
+    let mut info = ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("bosun", env!("CARGO_PKG_VERSION")),
-    )
+    );
+    info.protocol_version = revision::legacy();
+    info
+}
+
+/// The revision a service settled on, and why.
+fn settled(
+    service: &RunningService<RoleClient, ClientConfig>,
+    heard: &revision::Listener,
+) -> Revision {
+    let version = service
+        .peer_info()
+        .map(|p| p.protocol_version.clone())
+        .unwrap_or_else(revision::legacy);
+    heard.revision(&version)
 }
 
 /// Starts or reaches the server and initializes a session with it.
@@ -270,10 +313,16 @@ async fn connect_stdio(
         stderr,
         stderr_reader,
     };
-    let served = tokio::time::timeout(limits.connect, client_info().serve((stdout, stdin))).await;
+    let (transport, heard) = Observed::new(AsyncRwTransport::new_client(stdout, stdin));
+    let served = tokio::time::timeout(
+        limits.connect,
+        client_info().serve_with_lifecycle(transport, revision::lifecycle()),
+    )
+    .await;
     let failure = match served {
         Ok(Ok(service)) => {
             return Ok(Connection {
+                revision: settled(&service, &heard),
                 service,
                 process: Some(process),
                 limits,
@@ -337,8 +386,9 @@ async fn connect_http(
         .connect_timeout(limits.connect)
         .build()
         .map_err(|e| McpError::BadConfig(format!("could not set up HTTP: {e}")))?;
-    let served = match ep.kind {
+    let (served, heard) = match ep.kind {
         ServerKind::Sse => {
+            // The older HTTP+SSE transport (2024-11-05) has only the handshake.
             let transport =
                 match SseTransport::connect(http.clone(), &url, headers.clone(), limits.connect)
                     .await
@@ -346,25 +396,35 @@ async fn connect_http(
                     Ok(t) => t,
                     Err(e) => return Err(sse_error(&url, e)),
                 };
-            tokio::time::timeout(limits.connect, client_info().serve(transport)).await
+            let (transport, heard) = Observed::new(transport);
+            let lifecycle = rmcp::ClientLifecycleMode::Initialize;
+            let serve = client_info().serve_with_lifecycle(transport, lifecycle);
+            (tokio::time::timeout(limits.connect, serve).await, heard)
         }
         ServerKind::Http | ServerKind::Stdio => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                 .custom_headers(headers.clone());
             let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-            tokio::time::timeout(limits.connect, client_info().serve(transport)).await
+            let (transport, heard) = Observed::new(transport);
+            let serve = client_info().serve_with_lifecycle(transport, revision::lifecycle());
+            (tokio::time::timeout(limits.connect, serve).await, heard)
         }
     };
     match served {
         Ok(Ok(service)) => Ok(Connection {
+            revision: settled(&service, &heard),
             service,
             process: None,
             limits,
             connect_time: started.elapsed(),
         }),
-        Ok(Err(e)) => {
-            Err(diagnose_http(&http, &url, &headers, ep, Some(e.to_string()), limits).await)
-        }
+        Ok(Err(e)) => match e.auth_challenge() {
+            // A 401 or 403 with a challenge, on whichever request of the opening it came.
+            Some(header) => Err(auth_error(header)),
+            None => {
+                Err(diagnose_http(&http, &url, &headers, ep, Some(e.to_string()), limits).await)
+            }
+        },
         Err(_) => Err(diagnose_http(&http, &url, &headers, ep, None, limits).await),
     }
 }
@@ -429,7 +489,6 @@ async fn diagnose_http(
     }
     if status.as_u16() == 403
         && let Some(w) = www.as_deref()
-        && crate::auth::challenge::Challenge::parse(w).is_insufficient_scope()
     {
         return auth_error(w);
     }

@@ -8,9 +8,11 @@
 
 use std::time::Instant;
 
+use crate::auth::ProbeError;
+use crate::auth::challenge::Challenge;
 use crate::mcp::RegistryError;
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::mcp::{CallView, InspectView, ToolListing};
+use bosun_shared::protocol::mcp::{CallView, InspectView, RevisionView, ToolListing};
 use ractor::ActorRef;
 
 use std::future::Future;
@@ -85,6 +87,34 @@ fn bearer(ep: &Endpoint) -> Option<String> {
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
         .and_then(|(_, v)| v.strip_prefix("Bearer ").map(str::to_string))
+}
+
+/// What the server answers bosun without a token, for a sign-in: the same connection and
+/// `tools/list` as `bosun mcp tools` makes, in whichever revision the server speaks, so a
+/// challenge on any of those requests is heard (a server may let the opening request through
+/// and ask on the next one). `None`: it listed its tools without asking.
+pub async fn sign_in_probe(
+    ctx: &RegistryContext,
+    server: &str,
+) -> Result<Option<Challenge>, ProbeError> {
+    let (_, ep) = registry::endpoint_unsigned(ctx, server)
+        .await
+        .map_err(|e| ProbeError::Failed(e.to_string()))?;
+    let redactor = ep.redactor.clone();
+    let outcome = async {
+        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+        let listing = conn.list_tools().await;
+        conn.close().await;
+        listing.map(|_| ())
+    }
+    .await;
+    match outcome {
+        Ok(()) => Ok(None),
+        Err(e) => match e.www_authenticate() {
+            Some(header) => Ok(Some(Challenge::parse(header))),
+            None => Err(ProbeError::Failed(e.redact(&redactor).to_string())),
+        },
+    }
 }
 
 /// Starts or reaches the server, lists every tool, stops it, and keeps the listing.
@@ -181,6 +211,7 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
         .await;
         let list_time = t1.elapsed();
         let peer = conn.peer();
+        let revision = conn.revision.clone();
         conn.close().await;
         let (listing, prompts, resources) = outcome?;
         let peer = peer.ok_or_else(|| {
@@ -199,6 +230,11 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
             connect_ms: connected.as_millis() as u64,
             list_ms: list_time.as_millis() as u64,
             total_ms: t0.elapsed().as_millis() as u64,
+            revision: Some(RevisionView {
+                version: revision.version,
+                stateless: revision.stateless,
+                why: revision.why,
+            }),
         })
     })
     .await?;

@@ -6,7 +6,8 @@
 //!   and the headers the transport owns.
 //! - [`redact`]: the secret values bosun hands a server, replaced in what it says back.
 //! - [`registry`]: the Registry actor, the one place servers are added, changed and removed.
-//! - [`client`]: talking to a server for a moment, over stdio, Streamable HTTP or [`sse`].
+//! - [`client`]: talking to a server for a moment, over stdio, Streamable HTTP or [`sse`], in
+//!   the revision [`revision`] chose.
 //! - [`tools`]: a server's tools as bosun shows them, with their risk.
 //! - [`import`] and [`adopt`]: the servers the coding CLIs already have, read and taken over.
 
@@ -21,5 +22,6 @@ pub mod look;
 pub mod record;
 pub mod redact;
 pub mod registry;
+pub mod revision;
 pub mod sse;
 pub mod tools;

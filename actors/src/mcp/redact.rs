@@ -23,7 +23,7 @@
 use std::fmt;
 
 use base64::Engine as _;
-use bosun_shared::protocol::mcp::{CallView, InspectView};
+use bosun_shared::protocol::mcp::{CallView, InspectView, RevisionView};
 use serde_json::Value;
 
 use super::address;
@@ -278,6 +278,11 @@ impl Redact for InspectView {
             server_version: self.server_version.redact(r),
             capabilities: self.capabilities.redact(r),
             instructions: self.instructions.redact(r),
+            revision: self.revision.map(|v| RevisionView {
+                version: v.version.redact(r),
+                stateless: v.stateless,
+                why: v.why.redact(r),
+            }),
             ..self
         }
     }

@@ -418,6 +418,31 @@ pub async fn endpoint_with(
     server: &str,
     refused: Option<String>,
 ) -> Result<(ServerRecord, Endpoint), RegistryError> {
+    endpoint_of(ctx, server, SignedIn::Yes { refused }).await
+}
+
+/// As [`endpoint`], without any `Authorization` (bosun's token or a configured header): what a
+/// sign-in asks first, to hear the server's challenge.
+pub async fn endpoint_unsigned(
+    ctx: &RegistryContext,
+    server: &str,
+) -> Result<(ServerRecord, Endpoint), RegistryError> {
+    endpoint_of(ctx, server, SignedIn::No).await
+}
+
+/// Whether an endpoint carries bosun's sign-in.
+enum SignedIn {
+    /// A token good for a minute at least; `refused` as in [`endpoint_with`].
+    Yes { refused: Option<String> },
+    /// No `Authorization` at all.
+    No,
+}
+
+async fn endpoint_of(
+    ctx: &RegistryContext,
+    server: &str,
+    signed_in: SignedIn,
+) -> Result<(ServerRecord, Endpoint), RegistryError> {
     let rec = find(&ctx.store, server).await?;
     if rec.sign_in_by == SignInBy::ClaudeCode {
         return Err(RegistryError::conflict(format!(
@@ -428,22 +453,26 @@ pub async fn endpoint_with(
     let (mut env, mut headers) = secret_lines(&ctx.keychain, &rec).await?;
     let (keychain, r) = (ctx.keychain.clone(), rec.clone());
     let url = blocking(move || record::connect_url(&keychain, &r)).await??;
-    if rec.kind != ServerKind::Stdio {
-        // Before a look, a token good for a minute at least.
-        match crate::auth::access(
-            &ctx.auth,
-            rec.id,
-            std::time::Duration::from_secs(60),
-            refused,
-        )
-        .await?
-        {
-            crate::auth::Access::Token(t) => {
-                headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
-                headers.push(("Authorization".into(), format!("Bearer {t}")));
+    match signed_in {
+        SignedIn::Yes { refused } if rec.kind != ServerKind::Stdio => {
+            // Before a look, a token good for a minute at least.
+            match crate::auth::access(
+                &ctx.auth,
+                rec.id,
+                std::time::Duration::from_secs(60),
+                refused,
+            )
+            .await?
+            {
+                crate::auth::Access::Token(t) => {
+                    headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                    headers.push(("Authorization".into(), format!("Bearer {t}")));
+                }
+                crate::auth::Access::None => {}
             }
-            crate::auth::Access::None => {}
         }
+        SignedIn::Yes { .. } => {}
+        SignedIn::No => headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization")),
     }
     // Made before the browser's own environment joins the lines: that is no secret.
     let redactor = Redactor::new(&env, &headers, url.as_deref());

@@ -275,6 +275,21 @@ pub struct InspectView {
     pub connect_ms: u64,
     pub list_ms: u64,
     pub total_ms: u64,
+    /// Which MCP revision bosun spoke with the server, and why (absent from an older bosund).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<RevisionView>,
+}
+
+/// The MCP revision a look spoke: the stateless 2026-07-28 with a server that answers it, else
+/// the 2025-11-25 `initialize` handshake.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevisionView {
+    /// Such as `2026-07-28`.
+    pub version: String,
+    /// Spoken without a session (no `initialize` handshake).
+    pub stateless: bool,
+    /// Why, in plain words: what the server answered to `server/discover`.
+    pub why: String,
 }
 
 /// The result of `bosun mcp call`.

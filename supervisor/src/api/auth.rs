@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bosun_actors::auth::signin;
-use bosun_actors::mcp::registry;
+use bosun_actors::mcp::{look, registry};
 use bosun_shared::protocol::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
 use bosun_shared::protocol::mcp::ServerView;
 
@@ -18,8 +18,9 @@ impl Handle for McpSignIn {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<SignInStarted, Failure> {
         let rc = ctx.registry_context();
         let rec = registry::find(&ctx.store, &self.server).await?;
-        let (_, headers) = registry::secret_lines(&ctx.keychain, &rec).await?;
-        let started = signin::start(&rc.auth, &rec, headers).await?;
+        // Made here, awaited by the sign-in only once its own checks have passed.
+        let probe = look::sign_in_probe(&rc, &self.server);
+        let started = signin::start(&rc.auth, &rec, probe).await?;
         Ok(SignInStarted {
             attempt: started.attempt,
             url: started.url,

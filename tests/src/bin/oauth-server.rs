@@ -11,7 +11,8 @@
 //!              [--revocation on|off] [--authorize-error CODE] [--wrong-state]
 //!              [--access-ttl SECONDS] [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh]
 //!              [--refuse-refreshed] [--refresh-delay-ms N]
-//!              [--step-up] [--log FILE]
+//!              [--step-up [--step-up-names SCOPES] [--step-up-forever]]
+//!              [--open-initialize] [--stateless] [--log FILE]
 //! ```
 //!
 //! Flags take their value as `--flag value` or `--flag=value`; the switches (`--rotate`, …)
@@ -35,7 +36,32 @@
 //! resource's scopes: `--scopes` without `offline_access` (that one is the authorization
 //! server's business: a client adds it when the AS metadata lists it). With `--step-up`, the
 //! 401's scope is only `mcp:read`, and `tools/call` with a token lacking `mcp:write` gets `403`
-//! with `Bearer error="insufficient_scope", scope="mcp:read mcp:write"[, resource_metadata=…]`.
+//! with `Bearer error="insufficient_scope", scope="mcp:read mcp:write"[, resource_metadata=…]`
+//! (`--step-up-names SCOPES`: that `scope` is `SCOPES` instead, such as only the missing
+//! `mcp:write`; `--step-up-forever`: the 403 comes whatever the token's scope, as a server that
+//! keeps asking would).
+//!
+//! `--stateless` makes `/mcp` a server of the 2026-07-28 revision only, as the ones seen in the
+//! wild: a POST without `MCP-Protocol-Version` gets `400` with the JSON-RPC error `-32020`
+//! "Missing MCP-Protocol-Version header" (whatever its method, `initialize` included); a
+//! request whose `Mcp-Method` (or, for `tools/call`, `Mcp-Name`) header or version header does
+//! not match its body gets `400` `-32020`; one whose `_meta` lacks
+//! `io.modelcontextprotocol/protocolVersion` or `io.modelcontextprotocol/clientCapabilities`
+//! gets `400` `-32602`; a version other than `2026-07-28` gets `400` `-32022` with
+//! `data: {"supported": ["2026-07-28"], "requested": …}`. Then `server/discover` answers
+//! `{resultType: "complete", supportedVersions: ["2026-07-28"], capabilities: {"tools": {}},
+//! ttlMs: 0, cacheScope: "private", _meta: {"io.modelcontextprotocol/serverInfo": …}}`,
+//! `initialize` (with the headers) answers just `{"resultType": "complete"}`, `tools/list` and
+//! `tools/call` answer as above with `resultType: "complete"` (and the list `ttlMs`,
+//! `cacheScope`), an unknown method gets `404` `-32601`. No `Mcp-Session-Id` is ever sent;
+//! `GET` and `DELETE` get `405`. Authorization comes first, as above. The log adds
+//! `"version_header"`, `"method_header"`, `"name_header"`, `"meta_version"` (the `_meta`
+//! protocol version) and `"meta_client"` (the name in its `clientInfo`) to each `/mcp` POST
+//! that has them.
+//!
+//! `--open-initialize` lets `initialize`, notifications and `server/discover` (`-32601`, as any
+//! method it does not know) through without a token and asks for one on everything else: a server that lets the handshake through and
+//! answers `tools/list` with the 401.
 //!
 //! # Discovery
 //!
@@ -164,7 +190,8 @@ const USAGE: &str =
   [--client-id ID [--client-secret S]] [--auth-method none|client_secret_basic|client_secret_post]
   [--revocation on|off] [--authorize-error CODE] [--wrong-state] [--access-ttl SECONDS]
   [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refuse-refreshed]
-  [--refresh-delay-ms N] [--step-up] [--log FILE]";
+  [--refresh-delay-ms N] [--step-up [--step-up-names SCOPES] [--step-up-forever]]
+  [--open-initialize] [--stateless] [--log FILE]";
 
 /// Exit status for a bad command line.
 const USAGE_STATUS: u8 = 2;
@@ -182,6 +209,8 @@ const STEP_UP_WRITE: &str = "mcp:write";
 const SERVER_NAME: &str = "oauth-test-server";
 const SERVER_VERSION: &str = "1.0.0";
 const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The one revision `--stateless` speaks.
+const STATELESS_VERSION: &str = "2026-07-28";
 const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
     ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
@@ -301,6 +330,10 @@ struct Options {
     refuse_refreshed: bool,
     refresh_delay: Duration,
     step_up: bool,
+    step_up_names: Option<String>,
+    step_up_forever: bool,
+    open_initialize: bool,
+    stateless: bool,
     log: Option<PathBuf>,
 }
 
@@ -328,6 +361,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
         refuse_refreshed: false,
         refresh_delay: Duration::ZERO,
         step_up: false,
+        step_up_names: None,
+        step_up_forever: false,
+        open_initialize: false,
+        stateless: false,
         log: None,
     };
     let mut args = args.into_iter();
@@ -348,6 +385,9 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--refuse-refresh" => Some(&mut options.refuse_refresh),
             "--refuse-refreshed" => Some(&mut options.refuse_refreshed),
             "--step-up" => Some(&mut options.step_up),
+            "--step-up-forever" => Some(&mut options.step_up_forever),
+            "--open-initialize" => Some(&mut options.open_initialize),
+            "--stateless" => Some(&mut options.stateless),
             _ => None,
         };
         if let Some(switch) = switch {
@@ -382,6 +422,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--access-ttl" => options.access_ttl = number(&value)?,
             "--refreshed-ttl" => options.refreshed_ttl = Some(number(&value)?),
             "--refresh-delay-ms" => options.refresh_delay = Duration::from_millis(number(&value)?),
+            "--step-up-names" => options.step_up_names = Some(value),
             "--log" => options.log = Some(PathBuf::from(value)),
             other => bail!("unknown argument {other:?}"),
         }
@@ -396,6 +437,12 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--auth-method {} and --client-secret go together",
             options.auth_method.name()
         );
+    }
+    if options.open_initialize && options.stateless {
+        bail!("--open-initialize is for the handshake revisions; --stateless has no handshake");
+    }
+    if (options.step_up_names.is_some() || options.step_up_forever) && !options.step_up {
+        bail!("--step-up-names and --step-up-forever go with --step-up");
     }
     Ok(Some(options))
 }
@@ -1304,7 +1351,11 @@ impl Server {
             params.push(format!("resource_metadata=\"{}\"", self.prm_url()));
         }
         let scope = match (insufficient_scope, self.options.step_up) {
-            (true, _) => format!("{STEP_UP_READ} {STEP_UP_WRITE}"),
+            (true, _) => self
+                .options
+                .step_up_names
+                .clone()
+                .unwrap_or_else(|| format!("{STEP_UP_READ} {STEP_UP_WRITE}")),
             (false, true) => STEP_UP_READ.to_owned(),
             (false, false) => self.resource_scopes().join(" "),
         };
@@ -1327,6 +1378,9 @@ impl Server {
 
     fn mcp(&self, request: &Request, log: &mut Map<String, Value>) -> Response {
         let Some(bearer) = auth_header(request, "bearer").map(str::to_owned) else {
+            if let Some(answer) = self.open_without_token(request, log) {
+                return answer;
+            }
             return self.challenge(None, false);
         };
         log.insert("bearer_sha".to_owned(), json!(short_sha(&bearer)));
@@ -1339,7 +1393,8 @@ impl Server {
         log.insert("scope".to_owned(), json!(scope));
         match request.method.as_str() {
             "POST" => {}
-            "DELETE" => return Response::new(200),
+            "DELETE" if !self.options.stateless => return Response::new(200),
+            _ if self.options.stateless => return Response::new(405).with_header("Allow", "POST"),
             _ => return Response::new(405).with_header("Allow", "POST, DELETE"),
         }
         let message: Value = match request.json() {
@@ -1350,36 +1405,37 @@ impl Server {
         if let Some(method) = method {
             log.insert("rpc".to_owned(), json!(method));
         }
+        if self.options.stateless
+            && let Some(refused) = stateless_refusal(request, &message, log)
+        {
+            return refused;
+        }
         let (Some(id), Some(method)) = (message.get("id").cloned(), method) else {
             // A notification, or a response from the client.
             return Response::new(202);
         };
         let has_write = split_scopes(&scope).iter().any(|s| s == STEP_UP_WRITE);
-        if self.options.step_up && method == "tools/call" && !has_write {
+        let enough = has_write && !self.options.step_up_forever;
+        if self.options.step_up && method == "tools/call" && !enough {
             return self.challenge(None, true);
         }
         let params = message.get("params");
+        let stateless = self.options.stateless;
         let result = match method {
-            "initialize" => {
-                let version = params
-                    .and_then(|params| params.get("protocolVersion"))
-                    .and_then(Value::as_str)
-                    .filter(|version| SUPPORTED_PROTOCOL_VERSIONS.contains(version))
-                    .unwrap_or(LATEST_PROTOCOL_VERSION);
-                let result = json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
-                });
-                let session = {
-                    let mut state = self.state();
-                    state.sessions += 1;
-                    format!("oauth-test-{}-{}", std::process::id(), state.sessions)
-                };
-                return Response::json(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
-                    .with_header("Mcp-Session-Id", session);
-            }
-            "ping" => Ok(json!({})),
+            "initialize" if stateless => Ok(json!({})),
+            "initialize" => return self.initialize(id, params),
+            "server/discover" if stateless => Ok(json!({
+                "supportedVersions": [STATELESS_VERSION],
+                "capabilities": {"tools": {}},
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": {"io.modelcontextprotocol/serverInfo":
+                    {"name": SERVER_NAME, "version": SERVER_VERSION}},
+            })),
+            "ping" if !stateless => Ok(json!({})),
+            "tools/list" if stateless => Ok(json!({
+                "tools": [whoami_tool()], "ttlMs": 0, "cacheScope": "private",
+            })),
             "tools/list" => Ok(json!({"tools": [whoami_tool()]})),
             "tools/call" => match params
                 .and_then(|params| params.get("name"))
@@ -1398,11 +1454,161 @@ impl Server {
             _ => Err((-32601, "Method not found".to_owned())),
         };
         let answer = match result {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Ok(mut result) => {
+                if stateless {
+                    result["resultType"] = json!("complete");
+                }
+                json!({"jsonrpc": "2.0", "id": id, "result": result})
+            }
+            Err((-32601, message)) if stateless => {
+                return Response::json(404, &rpc_error(id, -32601, &message));
+            }
             Err((code, message)) => rpc_error(id, code, &message),
         };
         Response::json(200, &answer)
     }
+}
+
+impl Server {
+    /// `--open-initialize`: the answer to an `initialize` or a notification sent without a
+    /// token; `None` for anything else (which then gets the 401).
+    fn open_without_token(
+        &self,
+        request: &Request,
+        log: &mut Map<String, Value>,
+    ) -> Option<Response> {
+        if !self.options.open_initialize || request.method != "POST" {
+            return None;
+        }
+        let message: Value = request.json().ok()?;
+        let method = message.get("method").and_then(Value::as_str)?;
+        log.insert("rpc".to_owned(), json!(method));
+        match message.get("id").cloned() {
+            Some(id) if method == "initialize" => Some(self.initialize(id, message.get("params"))),
+            // A client of both revisions asks this first; unknown here, as to any server of
+            // the older revisions.
+            Some(id) if method == "server/discover" => Some(Response::json(
+                200,
+                &rpc_error(id, -32601, "Method not found"),
+            )),
+            None if method.starts_with("notifications/") => Some(Response::new(202)),
+            Some(_) | None => None,
+        }
+    }
+
+    /// The answer to `initialize`, with a new session.
+    fn initialize(&self, id: Value, params: Option<&Value>) -> Response {
+        let version = params
+            .and_then(|params| params.get("protocolVersion"))
+            .and_then(Value::as_str)
+            .filter(|version| SUPPORTED_PROTOCOL_VERSIONS.contains(version))
+            .unwrap_or(LATEST_PROTOCOL_VERSION);
+        let result = json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
+        });
+        let session = {
+            let mut state = self.state();
+            state.sessions += 1;
+            format!("oauth-test-{}-{}", std::process::id(), state.sessions)
+        };
+        Response::json(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            .with_header("Mcp-Session-Id", session)
+    }
+}
+
+/// `--stateless`: the `400` a request of the wrong shape gets (see the module's documentation),
+/// or `None` when its headers and `_meta` are in order.
+fn stateless_refusal(
+    request: &Request,
+    message: &Value,
+    log: &mut Map<String, Value>,
+) -> Option<Response> {
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let refuse = |code: i64, text: &str, data: Option<Value>| {
+        let mut body = rpc_error(id.clone(), code, text);
+        if let Some(data) = data {
+            body["error"]["data"] = data;
+        }
+        Some(Response::json(400, &body))
+    };
+    let params = message.get("params");
+    let meta = params.and_then(|p| p.get("_meta"));
+    let meta_version = meta
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .and_then(Value::as_str);
+    let client = meta
+        .and_then(|m| m.get("io.modelcontextprotocol/clientInfo"))
+        .and_then(|c| c.get("name"))
+        .and_then(Value::as_str);
+    for (field, value) in [
+        ("meta_client", client),
+        ("version_header", request.header("mcp-protocol-version")),
+        ("method_header", request.header("mcp-method")),
+        ("name_header", request.header("mcp-name")),
+        ("meta_version", meta_version),
+    ] {
+        if let Some(value) = value {
+            log.insert(field.to_owned(), json!(value));
+        }
+    }
+    let Some(version) = request.header("mcp-protocol-version") else {
+        return refuse(-32020, "Missing MCP-Protocol-Version header", None);
+    };
+    let method = message.get("method").and_then(Value::as_str)?;
+    // Notifications carry no headers this revision asks for.
+    message.get("id")?;
+    if request.header("mcp-method") != Some(method) {
+        return refuse(
+            -32020,
+            "Header mismatch: Mcp-Method is missing or does not match the body's method",
+            None,
+        );
+    }
+    let name = match method {
+        "tools/call" | "prompts/get" => params.and_then(|p| p.get("name")),
+        "resources/read" => params.and_then(|p| p.get("uri")),
+        _ => None,
+    };
+    if let Some(name) = name.and_then(Value::as_str)
+        && request.header("mcp-name") != Some(name)
+    {
+        return refuse(
+            -32020,
+            "Header mismatch: Mcp-Name is missing or does not match the body's name",
+            None,
+        );
+    }
+    let Some(meta_version) = meta_version else {
+        return refuse(
+            -32602,
+            "Invalid params: _meta needs io.modelcontextprotocol/protocolVersion",
+            None,
+        );
+    };
+    if meta_version != version {
+        return refuse(
+            -32020,
+            "Header mismatch: MCP-Protocol-Version does not match the body's protocol version",
+            None,
+        );
+    }
+    if meta_version != STATELESS_VERSION {
+        let data = json!({"supported": [STATELESS_VERSION], "requested": meta_version});
+        return refuse(-32022, "Unsupported protocol version", Some(data));
+    }
+    if meta
+        .and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"))
+        .is_none()
+    {
+        return refuse(
+            -32602,
+            "Invalid params: _meta needs io.modelcontextprotocol/clientCapabilities",
+            None,
+        );
+    }
+    None
 }
 
 /// The credentials of an `Authorization: <scheme> <credentials>` header, if it has that scheme.

@@ -998,6 +998,14 @@ fn print_inspect(v: &InspectView) {
         v.server_version.as_deref().unwrap_or("")
     );
     println!("{:<18}{}", "protocol", v.protocol_version);
+    if let Some(r) = &v.revision {
+        let how = if r.stateless {
+            "stateless"
+        } else {
+            "initialize handshake"
+        };
+        println!("{:<18}{} ({how}): {}", "revision", r.version, r.why);
+    }
     let caps: Vec<String> = v
         .capabilities
         .as_object()
