@@ -1,10 +1,16 @@
 //! The web UI end to end: the real `bosun ui` bridge against a real bosund. Its security (no
 //! cookie: 401; a foreign Host: 403; writes from another origin or without the CSRF header:
 //! 403; the one-time sign-in and its cookie), the generic call, the log stream's resume rule
-//! (Last-Event-ID; a SIGKILL of bosund mid-run with no gap and no duplicate), and, in Debian's
-//! chromium driven by `tests/node/webui/drive.mjs`, a log watched live to its end, run output
-//! that tries to be markup shown as text, the Inbox approving the lead's pending action, and a
-//! run stopped from the Runs page.
+//! (Last-Event-ID; a SIGKILL of bosund mid-run with no gap and no duplicate), SIGPIPE ignored by
+//! the bridge, and, in Debian's chromium driven by `tests/node/webui/drive.mjs`, a log watched
+//! live to its end, run output that tries to be markup shown as text, a finished log read
+//! tail-first and then whole, in order, the Inbox approving the lead's pending action, a
+//! run's tool call approved from the Inbox (the run goes on, the model sees the output, the
+//! run's page lists the decision), another denied with a message and a file edit blocked
+//! (markup in a command and in a diff shown as text), and a run stopped from the Runs page.
+//!
+//! How fast the pages are is measured by a benchmark, not asserted here:
+//! `./scripts/bench webui` (`bench/benches/webui.rs`).
 //!
 //! HTTP is spoken by hand here (HTTP/1.0, so bodies and event streams end with the
 //! connection and need no de-chunking).
@@ -438,6 +444,31 @@ fn log_stream_resumes_after_last_event_id_and_reads_chunks() -> anyhow::Result<(
     finish(b)
 }
 
+/// The bridge used to die of SIGPIPE when a browser left a page while a long answer was being
+/// written (a big log's earlier output, read in the background; caught under gdb in hyper's
+/// `writev`): `bosun` keeps SIGPIPE's default for the command line, and `writev`, unlike
+/// `send`, has no flag to suppress the signal on a connection the browser closed. The race
+/// that kills it is hard to make on purpose, so this checks the disposition itself.
+#[test]
+fn the_bridge_ignores_sigpipe_so_a_browser_leaving_mid_answer_cannot_stop_it() -> anyhow::Result<()>
+{
+    let b = Bosun::new("webui_sigpipe");
+    let ui = Ui::start(&b)?;
+    let status = std::fs::read_to_string(format!("/proc/{}/status", ui.pid))?;
+    let ignored = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .context("no SigIgn in /proc/PID/status")?;
+    let sigpipe = nix::sys::signal::Signal::SIGPIPE as u64;
+    assert_ne!(
+        ignored & (1 << (sigpipe - 1)),
+        0,
+        "SIGPIPE is not ignored: {ignored:x}"
+    );
+    finish(b)
+}
+
 #[test]
 fn log_stream_survives_a_sigkill_of_bosund_with_no_gap() -> anyhow::Result<()> {
     let b = Bosun::new("webui_sigkill");
@@ -520,6 +551,39 @@ fn browser_watches_a_log_live_to_its_end_and_shows_markup_as_text() -> anyhow::R
 }
 
 #[test]
+fn browser_reads_a_finished_log_tail_first_then_the_rest_in_order() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_tail");
+    // A line written in two pieces (each its own chunk, the first flushed unfinished), then a
+    // line per chunk: far more chunks than the page's first read of the tail.
+    let n = 400;
+    let script = format!(
+        concat!(
+            "printf 'partial-'; sleep 0.3; printf 'joined\\n'; ",
+            "i=1; while [ $i -le {n} ]; do echo \"line $i\"; i=$((i+1)); sleep 0.01; done"
+        ),
+        n = n
+    );
+    let run = b.start(&[], &["sh", "-c", &script])?;
+    let last = b.wait_ended(&run, Duration::from_secs(60))?["last_seq"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(last > 100, "too few chunks to test with: {last}");
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "log", &[("BOSUN_UI_RUN", &run)])?;
+    let lines: Vec<&str> = seen["lines"]
+        .as_array()
+        .context("no lines")?
+        .iter()
+        .map(text)
+        .filter(|l| l.starts_with("line ") || l.starts_with("partial"))
+        .collect();
+    let mut expected = vec!["partial-joined".to_string()];
+    expected.extend((1..=n).map(|i| format!("line {i}")));
+    assert_eq!(lines, expected);
+    finish(b)
+}
+
+#[test]
 fn browser_stops_a_run_from_the_runs_page() -> anyhow::Result<()> {
     let b = Bosun::new("webui_browser_stop");
     let run = b.start(&[], &["sleep", "300"])?;
@@ -597,6 +661,161 @@ fn browser_inbox_approves_the_leads_pending_action() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A Claude agent `coder` on the fake Anthropic API whose asks wait ten minutes (the default
+/// 30 s is too short for a browser on a loaded machine), and a run of it.
+fn coder_run(b: &Bosun, fake: &FakeModel, prompt: &str) -> anyhow::Result<String> {
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    b.ok(&["agent", "set", "coder", "approval.wait=10m"])?;
+    Ok(b.ok(&["agent", "run", "coder", prompt])?.trim().to_string())
+}
+
+/// The text of the tool results the model saw at turn `n` (0-based).
+fn result_at(fake: &FakeModel, n: usize) -> String {
+    fake.turns()
+        .get(n)
+        .and_then(|t| t["tool_result"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+#[test]
+fn browser_inbox_approves_a_runs_tool_call_and_the_run_goes_on() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_approve");
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"echo approved-from-the-web"};text:All done."#,
+    )?;
+    let run = coder_run(&b, &fake, "run a command")?;
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "approve", &[("BOSUN_UI_RUN", &run)])?;
+
+    // The page showed the waiting call: its tool, why it asks, the command and the folder, a
+    // countdown that counts, and the count in the tab's title.
+    let shown = text(&seen["shown"]);
+    for part in ["Bash", "runs commands", "coder", "asks because", "left"] {
+        assert!(
+            shown.to_lowercase().contains(&part.to_lowercase()),
+            "{part}: {seen:#}"
+        );
+    }
+    assert!(
+        text(&seen["preview"]).starts_with("$ echo approved-from-the-web\nin "),
+        "{seen:#}"
+    );
+    assert_ne!(
+        seen["left"][0], seen["left"][1],
+        "the time left counts down"
+    );
+    assert!(text(&seen["title"]).starts_with("(1)"), "{seen:#}");
+    assert!(text(&seen["said"]).contains("allowed"), "{seen:#}");
+    assert!(
+        text(&seen["history"]).contains("allowed by the person"),
+        "{seen:#}"
+    );
+
+    // The run went on: the command ran and the model saw its output.
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    assert!(
+        result_at(&fake, 1).contains("approved-from-the-web"),
+        "the model saw the command's output: {}",
+        result_at(&fake, 1)
+    );
+    // The run's page listed the decision, with who made it.
+    let rows: Vec<&str> = seen["decisions"]
+        .as_array()
+        .context("no decisions")?
+        .iter()
+        .map(text)
+        .collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("Bash") && r.contains("allowed") && r.contains("the person")),
+        "{rows:?}"
+    );
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    finish(b)
+}
+
+#[test]
+fn browser_inbox_denies_with_a_message_blocks_and_shows_markup_as_text() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_deny");
+    let work = b.scratch().join("coder/work");
+    std::fs::create_dir_all(&work)?;
+    let page = work.join("page.html");
+    std::fs::write(&page, "<h1>title</h1>\n<b>old</b>\n")?;
+    let page_s = page.display().to_string();
+    // A command and a file edit whose text tries to be markup; the edit needs a read first
+    // (Claude Code refuses to edit a file it has not read), and reads run without asking.
+    let script = format!(
+        concat!(
+            r#"tool:Bash:{{"command":"echo '<img src=x onerror=alert(1)>'"}};"#,
+            r#"tool:Read:{{"file_path":"{page}"}};"#,
+            r#"tool:Edit:{{"file_path":"{page}","old_string":"<b>old</b>","new_string":"<img src=x onerror=alert(2)>"}};"#,
+            "text:All done."
+        ),
+        page = page_s
+    );
+    let fake = FakeModel::start("anthropic", &script)?;
+    let run = coder_run(&b, &fake, "print, then edit the page")?;
+    let ui = Ui::start(&b)?;
+    let message = "do not print markup; use printf with a plain word";
+    let seen = drive(
+        &ui,
+        "deny",
+        &[("BOSUN_UI_RUN", &run), ("BOSUN_UI_MESSAGE", message)],
+    )?;
+
+    // Markup in a command and in a file's change is text: shown as written, never an element.
+    assert!(
+        text(&seen["one"]["preview"]).contains("$ echo '<img src=x onerror=alert(1)>'"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["one"]["foreign"], 0, "{seen:#}");
+    assert_eq!(seen["two"]["tool"], "Edit", "{seen:#}");
+    assert!(text(&seen["two"]["file"]).contains("page.html"), "{seen:#}");
+    assert_eq!(seen["two"]["before"], serde_json::json!(["<b>old</b>"]));
+    assert_eq!(
+        seen["two"]["after"],
+        serde_json::json!(["<img src=x onerror=alert(2)>"])
+    );
+    assert_eq!(seen["two"]["foreign"], 0, "{seen:#}");
+    assert_eq!(seen["foreign"], 0, "{seen:#}");
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    let history = text(&seen["history"]);
+    assert!(history.contains(message), "{seen:#}");
+    assert_eq!(
+        history.matches("denied by the person").count(),
+        2,
+        "{seen:#}"
+    );
+
+    // The model was told the person's message; the block stands for the agent from now on,
+    // and the file was not touched.
+    b.wait_ended(&run, Duration::from_secs(60))?;
+    assert!(
+        result_at(&fake, 1).contains(message),
+        "the model was told: {}",
+        result_at(&fake, 1)
+    );
+    let agent = b.json(&["agent", "show", "coder"])?;
+    let verdicts = &agent["approvals"]["verdicts"];
+    assert!(
+        verdicts
+            .as_array()
+            .is_some_and(|v| v.contains(&serde_json::json!(["Edit", "block"]))),
+        "{verdicts:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&page)?,
+        "<h1>title</h1>\n<b>old</b>\n"
+    );
+    finish(b)
+}
+
 #[test]
 fn browser_opens_every_page_without_an_error() -> anyhow::Result<()> {
     let b = Bosun::new("webui_browser_pages");
@@ -612,7 +831,9 @@ fn browser_opens_every_page_without_an_error() -> anyhow::Result<()> {
     finish(b)
 }
 
-/// Saves PNGs of the Runs, Run and Inbox pages into `docs/screenshots/`:
+/// Saves PNGs of the Runs, Run and Inbox pages (with a run's file edit waiting for the person
+/// beside a pending action of the lead), and of that run's page with its decisions, into
+/// `docs/screenshots/`:
 /// `cargo nextest run -p bosun-tests --test webui --run-ignored only screenshots`.
 #[test]
 #[ignore = "writes docs/screenshots/; run it on purpose"]
@@ -636,6 +857,27 @@ fn screenshots() -> anyhow::Result<()> {
         .unwrap_or_default()
         .to_string();
     b.ok(&["chat", "send", &chat, "write the plan"])?;
+    // A run's file edit waiting for the person, shown as a diff side by side.
+    let work = b.scratch().join("coder/work");
+    std::fs::create_dir_all(&work)?;
+    let notes = work.join("retry.rs");
+    std::fs::write(
+        &notes,
+        "fn retry() {\n    for _ in 0..3 {\n        if fetch().is_ok() { return; }\n    }\n}\n",
+    )?;
+    let notes_s = notes.display().to_string();
+    let coder = FakeModel::start(
+        "anthropic",
+        &format!(
+            concat!(
+                r#"tool:Read:{{"file_path":"{f}"}};"#,
+                r#"tool:Edit:{{"file_path":"{f}","old_string":"    for _ in 0..3 {{\n        if fetch().is_ok() {{ return; }}\n    }}","new_string":"    for attempt in 0..5 {{\n        if fetch().is_ok() {{ return; }}\n        sleep(backoff(attempt));\n    }}"}};"#,
+                "text:Done."
+            ),
+            f = notes_s
+        ),
+    )?;
+    let coder_run = coder_run(&b, &coder, "make the retry back off")?;
     b.start(
         &["--name", "build"],
         &["sh", "-c", "echo compiling; sleep 120"],
@@ -663,7 +905,11 @@ fn screenshots() -> anyhow::Result<()> {
     drive(
         &ui,
         "screens",
-        &[("BOSUN_UI_RUN", &run), ("BOSUN_SHOTS", &dir)],
+        &[
+            ("BOSUN_UI_RUN", &run),
+            ("BOSUN_UI_AGENT_RUN", &coder_run),
+            ("BOSUN_SHOTS", &dir),
+        ],
     )?;
     finish(b)
 }

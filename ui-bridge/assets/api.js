@@ -8,7 +8,7 @@ export class ApiError extends Error {
   }
 }
 
-let csrf = null;
+let csrf = null; // the session's CSRF value, once asked for (a promise)
 
 async function readJSON(r) {
   const data = await r.json().catch(() => null);
@@ -24,8 +24,16 @@ export async function getJSON(url) {
   return readJSON(await fetch(url, { credentials: "same-origin" }));
 }
 
-async function csrfValue() {
-  if (!csrf) csrf = (await getJSON("/api/session")).csrf;
+// Asked for once, however many calls start before the answer comes.
+export function csrfValue() {
+  if (!csrf)
+    csrf = getJSON("/api/session").then(
+      (s) => s.csrf,
+      (e) => {
+        csrf = null;
+        throw e;
+      },
+    );
   return csrf;
 }
 

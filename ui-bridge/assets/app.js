@@ -1,7 +1,8 @@
 // The single page: a hash router over the pages, the connection indicator, and the Inbox count
-// (in the tab's title, with a browser notification when something starts waiting).
+// (the lead's actions and the runs' tool calls that wait: in the tab's title, with a browser
+// notification when something starts waiting).
 
-import { call, onSignedOut } from "./api.js";
+import { call, csrfValue, onSignedOut } from "./api.js";
 import { connect, on } from "./bus.js";
 import { clear, h } from "./dom.js";
 
@@ -40,7 +41,8 @@ async function route() {
   unmount = mod.mount(view, parts.slice(1)) || null;
 }
 
-// What waits for the person, by action id.
+// What waits for the person: the lead's actions (`lead:ID`) and the runs' tool calls
+// (`run:ID`), each with the line a notification says.
 const waiting = new Map();
 const baseTitle = "bosun";
 
@@ -52,21 +54,25 @@ function showCount() {
   badge.hidden = n === 0;
 }
 
+const actionLine = (a) => a.line;
+const approvalLine = (a) => `${a.agent || "a run"} asks to use ${a.tool}: ${(a.preview || "").split("\n")[0]}`;
+
 async function loadWaiting() {
   try {
-    const r = await call("inbox", {});
+    const [inbox, runs] = await Promise.all([call("inbox", {}), call("approvals", {})]);
     waiting.clear();
-    for (const a of r.actions) if (a.state === "waiting") waiting.set(a.id, a);
+    for (const a of inbox.actions) if (a.state === "waiting") waiting.set(`lead:${a.id}`, actionLine(a));
+    for (const a of runs.approvals) if (a.state === "waiting") waiting.set(`run:${a.id}`, approvalLine(a));
     showCount();
   } catch {
     // The connection indicator says what is wrong.
   }
 }
 
-function notify(action) {
+function notify(key, body) {
   if (!("Notification" in window) || Notification.permission !== "granted" || document.hasFocus()) return;
   try {
-    const n = new Notification("bosun: waiting for your OK", { body: action.line, tag: action.id });
+    const n = new Notification("bosun: waiting for your OK", { body, tag: key });
     n.onclick = () => {
       window.focus();
       location.hash = "#/inbox";
@@ -74,6 +80,17 @@ function notify(action) {
   } catch {
     // Some browsers only notify from a service worker; the title still shows the count.
   }
+}
+
+// Counts an item in or out as it starts waiting or is decided; a new one is notified.
+function track(key, isWaiting, line) {
+  if (isWaiting) {
+    if (!waiting.has(key)) notify(key, line);
+    waiting.set(key, line);
+  } else {
+    waiting.delete(key);
+  }
+  showCount();
 }
 
 function banner(text) {
@@ -98,16 +115,11 @@ function start() {
     conn.className = "conn bad";
     conn.title = d.message || "";
   });
-  on("pending", (a) => {
-    if (a.state === "waiting") {
-      if (!waiting.has(a.id)) notify(a);
-      waiting.set(a.id, a);
-    } else {
-      waiting.delete(a.id);
-    }
-    showCount();
-  });
+  on("pending", (a) => track(`lead:${a.id}`, a.state === "waiting", actionLine(a)));
+  on("approval", (a) => track(`run:${a.id}`, a.state === "waiting", approvalLine(a)));
   connect();
+  // Asked for now, while the page's module loads, rather than by the page's first request.
+  csrfValue().catch(() => {});
   window.addEventListener("hashchange", route);
   route();
 }

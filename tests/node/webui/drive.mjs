@@ -63,6 +63,58 @@ const scenarios = {
     return { shown, title, history };
   },
 
+  // A run's tool call waits in the Inbox: its preview, the countdown, the tab's count; approve
+  // it, see it go to the history, then the decision on the run's page.
+  async approve(page) {
+    await page.goto(`${base}/#/inbox`);
+    const item = page.locator("#approvals-list .approval").first();
+    await item.waitFor();
+    await page.waitForFunction(() => document.title.startsWith("(1)"));
+    const title = await page.title();
+    const shown = await item.textContent();
+    const preview = await item.locator(".preview").textContent();
+    const left = [await item.locator(".time-left").textContent()];
+    await page.waitForFunction((before) => document.querySelector("#approvals-list .time-left").textContent !== before, left[0]);
+    left.push(await item.locator(".time-left").textContent());
+    await item.locator("button.approve").click();
+    await item.waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.title === "bosun");
+    const history = await page.locator("#inbox-history").textContent();
+    const said = await page.locator("#inbox-message").textContent();
+    await page.goto(`${base}/#/run/${run}`);
+    await page.waitForSelector("#decisions tbody tr");
+    const decisions = await page.locator("#decisions tbody tr").allTextContents();
+    return { shown, preview, title, left, history, said, decisions };
+  },
+
+  // Denies a run's first call with a message (BOSUN_UI_MESSAGE), then blocks its second, a file
+  // edit shown side by side. Run data that tries to be markup must stay text.
+  async deny(page) {
+    const foreign = () => page.evaluate(() => document.querySelectorAll("#view script, #view img, #view iframe, #view object, #view svg").length);
+    await page.goto(`${base}/#/inbox`);
+    const first = page.locator("#approvals-list .approval").first();
+    await first.waitFor();
+    const firstId = await first.getAttribute("data-approval");
+    const one = { preview: await first.locator(".preview").textContent(), foreign: await foreign() };
+    await first.locator("input.deny-message").fill(process.env.BOSUN_UI_MESSAGE || "");
+    await first.locator("button.deny").click();
+    await page.waitForSelector(`#approvals-list [data-approval="${firstId}"]`, { state: "detached" });
+    const second = page.locator(`#approvals-list .approval:not([data-approval="${firstId}"])`).first();
+    await second.waitFor();
+    const two = {
+      tool: await second.locator(".tool").textContent(),
+      file: await second.locator(".diff-file").textContent(),
+      before: await second.locator("table.diff.side td.del").allTextContents(),
+      after: await second.locator("table.diff.side td.add").allTextContents(),
+      foreign: await foreign(),
+    };
+    await second.locator("button.block").click();
+    await second.waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.querySelectorAll("#inbox-history [data-approval]").length >= 2);
+    const history = await page.locator("#inbox-history").textContent();
+    return { one, two, history, foreign: await foreign() };
+  },
+
   // Opens every page; the page must not throw (checked after every scenario) and must show
   // no error.
   async pages(page) {
@@ -81,17 +133,24 @@ const scenarios = {
   async screens(page) {
     const dir = process.env.BOSUN_SHOTS;
     await page.goto(`${base}/#/runs`);
-    await page.waitForSelector("#runs tbody tr");
+    await page.waitForSelector("#runs-body tr[data-run]");
     await page.waitForTimeout(300);
     await page.screenshot({ path: `${dir}/runs.png` });
     await openRun(page);
     await page.waitForTimeout(300);
     await page.screenshot({ path: `${dir}/run.png` });
     await page.goto(`${base}/#/inbox`);
-    await page.waitForSelector("#inbox-list > *");
+    await page.waitForSelector("#approvals-list .approval");
+    await page.waitForSelector("#actions-list [data-action]");
+    await page.setViewportSize({ width: 1280, height: 1000 });
     await page.waitForTimeout(300);
     await page.screenshot({ path: `${dir}/inbox.png` });
-    return { saved: ["runs.png", "run.png", "inbox.png"] };
+    await page.goto(`${base}/#/run/${process.env.BOSUN_UI_AGENT_RUN}`);
+    await page.waitForSelector("#run-approvals .approval");
+    await page.waitForSelector("#decisions tbody tr");
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: `${dir}/run-approval.png` });
+    return { saved: ["runs.png", "run.png", "inbox.png", "run-approval.png"] };
   },
 };
 

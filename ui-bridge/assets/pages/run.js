@@ -1,29 +1,44 @@
-// One run: its log live and tail-first (the last chunks read first, then followed from the seq
-// after them), the agent's events, stop.
+// One run: its log live and tail-first (the last chunks read first and shown, then followed from
+// the seq after them, while the earlier output is read in the background), the agent's events,
+// its tool calls waiting for the person (with the Inbox's answers) and what bosun decided about
+// each call, stop.
 
 import { call, getJSON } from "../api.js";
+import { approvalItem, saidDone, tick } from "../approval.js";
 import { on } from "../bus.js";
-import { clear, duration, flash, h, when } from "../dom.js";
-import { LogView } from "../logview.js";
+import { ago, clear, duration, flash, h, when } from "../dom.js";
+import { LogView, MAX_CHARS, MAX_LINES } from "../logview.js";
 import { exitText, stateCell, title } from "./runs.js";
 
-const TAIL_CHUNKS = 2000;
+// The first read: the log's last chunks (at most 64 × 64 KiB), enough for the last screen and
+// quick to read whatever the log's size.
+const TAIL_CHUNKS = 64;
+// Each read of earlier output after that: about this many bytes, so no read holds the page up
+// for long.
+const SLICE_BYTES = 4 << 20;
 
 export function mount(root, [id]) {
   let run = null;
   let next = 1; // the seq after the last chunk shown
   let first = 1; // the first seq read
   let source = null;
-  let gone = false;
+  let gone = false; // the log stream is over (the run ended, or the page closed)
+  let earlierDone = false; // everything before the tail is read (or left out, over the budget)
+  let closed = false;
+  let chunkBytes = 0; // the mean size of a chunk read so far
+  let chunksRead = 0;
   const log = new LogView();
   const msg = h("div");
   const head = h("div", { class: "run-head" });
   const info = h("div", { class: "run-info" });
   const agentBox = h("div", { class: "agent-box" });
+  const asking = h("div", { id: "run-approvals" });
+  const decisionsBox = h("div", { id: "run-decisions" });
+  const waitingHere = new Map(); // this run's approvals that wait, by id
   const status = h("span", { class: "muted", id: "log-status" });
   const search = h("input", { type: "search", placeholder: "search the log", title: "Enter: next match, Shift+Enter: the one before", id: "log-search" });
   const followBtn = h("button", { class: "small", id: "jump-end", onclick: () => log.jumpToEnd() }, "Jump to end");
-  const earlier = h("button", { class: "small", hidden: true, onclick: () => loadEarlier() }, "Load earlier output");
+  const loading = h("span", { class: "muted", id: "log-loading" });
   const download = h("a", { class: "button small", href: `/api/runs/${encodeURIComponent(id)}/log.txt`, download: "" }, "Download");
   log.onfollow = (f) => followBtn.classList.toggle("on", f);
 
@@ -32,12 +47,15 @@ export function mount(root, [id]) {
     msg,
     info,
     agentBox,
-    h("div", { class: "log-bar" }, earlier, search, followBtn, download, status),
+    asking,
+    decisionsBox,
+    h("div", { class: "log-bar" }, search, followBtn, download, status, loading),
     log.scroll,
   );
 
-  // For the browser tests: the lines as shown (escape sequences removed).
-  window.__bosunLog = { count: () => log.count, lines: () => log.plainLines(), done: () => gone };
+  // For the browser tests and the benchmark: the lines as shown (escape sequences removed), the
+  // lines as kept, and whether the whole log is in the page.
+  window.__bosunLog = { count: () => log.count, lines: () => log.plainLines(), raw: () => log.rawLines(), view: log, done: () => gone && earlierDone };
 
   let lastMatch = -1;
   search.addEventListener("keydown", (e) => {
@@ -86,6 +104,100 @@ export function mount(root, [id]) {
         h("div", null, h("strong", null, "Tool calls: "), a.calls.map((c) => h("span", { class: `chip ${c.ok ? "ok" : "bad"}`, title: c.error || "" }, c.name))),
       );
     if (a.result) agentBox.append(h("div", { class: a.result.is_error ? "flash error" : "flash" }, a.result.is_error ? `The CLI says it failed: ${a.result.reason || ""}` : "The CLI says it finished.", a.result.text ? h("pre", { class: "result" }, a.result.text) : null));
+    drawDecisions(a.decisions || []);
+  }
+
+  // What bosun decided about each tool call: by its policy (the rule), or the person, the
+  // deadline, the run's end.
+  function drawDecisions(ds) {
+    clear(decisionsBox);
+    if (!ds.length) return;
+    decisionsBox.append(
+      h("h2", null, `Decisions (${ds.length})`),
+      h(
+        "table",
+        { class: "list decisions", id: "decisions" },
+        h("thead", null, h("tr", null, ["Tool", "What", "Decision", "By", "Approval", "Message", "When"].map((c) => h("th", null, c)))),
+        h(
+          "tbody",
+          null,
+          ds.map((d) =>
+            h(
+              "tr",
+              { dataset: { decision: d.decision } },
+              h("td", { class: "mono" }, d.tool),
+              h("td", { class: "what mono", title: d.summary }, d.summary),
+              h("td", null, h("span", { class: `state ${d.decision === "allowed" ? "st-succeeded" : "st-failed"}` }, d.decision)),
+              h("td", null, d.by),
+              h("td", { class: "mono" }, d.approval ? d.approval.slice(0, 8) : ""),
+              h("td", null, d.message || ""),
+              h("td", { title: when(d.at) }, ago(d.at)),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+
+  // This run's tool calls that wait for the person, answered here as in the Inbox.
+  function drawAsking() {
+    clear(asking);
+    if (!waitingHere.size) return;
+    asking.append(h("h2", null, "Waiting for your OK"));
+    for (const a of waitingHere.values())
+      asking.append(
+        approvalItem(a, {
+          done: (v) => {
+            flash(msg, saidDone(v));
+            takeApproval(v);
+          },
+          failed: (e) => {
+            flash(msg, `Not done: ${e.message}`, true);
+            loadApprovals();
+          },
+          showRun: false,
+        }),
+      );
+  }
+
+  function takeApproval(a) {
+    if (!run || a.run !== run.id) return;
+    const had = waitingHere.has(a.id);
+    if (a.state === "waiting") {
+      if (had) return;
+      waitingHere.set(a.id, a);
+    } else {
+      if (!had) return refreshSoon();
+      waitingHere.delete(a.id);
+    }
+    drawAsking();
+    refreshSoon();
+  }
+
+  async function loadApprovals() {
+    try {
+      const list = (await call("approvals", { run: run.id })).approvals;
+      waitingHere.clear();
+      for (const a of list) if (a.state === "waiting") waitingHere.set(a.id, a);
+      drawAsking();
+    } catch {
+      // The run's record still shows its decisions.
+    }
+  }
+
+  // The decisions are in the run's record: read it again shortly after one was made.
+  let refreshing = null;
+  function refreshSoon() {
+    if (refreshing) return;
+    refreshing = setTimeout(async () => {
+      refreshing = null;
+      try {
+        run = await call("get_run", { run: run.id });
+        drawHead();
+      } catch {
+        // Shown again on the next change.
+      }
+    }, 250);
   }
 
   async function stop(e) {
@@ -134,30 +246,63 @@ export function mount(root, [id]) {
     };
   }
 
+  // The lines of some consecutive chunks; a line a chunk left unfinished goes on in the next
+  // chunk of the same stream.
   function chunkLines(chunks) {
     const out = [];
+    let open = -1;
     for (const c of chunks) {
       const k = c.stream === "stderr" ? 1 : c.stream === "note" ? 2 : 0;
       const parts = c.text.split("\n");
-      if (parts[parts.length - 1] === "") parts.pop();
-      for (const t of parts) out.push({ t, k });
+      const ended = parts[parts.length - 1] === "";
+      if (ended) parts.pop();
+      let i = 0;
+      if (open === k && out.length && parts.length) out[out.length - 1].t += parts[i++];
+      for (; i < parts.length; i++) out.push({ t: parts[i], k });
+      open = ended ? -1 : k;
     }
     return out;
   }
 
+  function counted(chunks) {
+    for (const c of chunks) chunkBytes += (c.text.length - chunkBytes) / ++chunksRead;
+  }
+
+  // Reads the output before the tail, a slice at a time, newest first, until the start of the
+  // log, or until the page's budget is full (then says so: the download has it all).
   async function loadEarlier() {
-    const from = Math.max(1, first - TAIL_CHUNKS);
-    try {
-      const url = `/api/runs/${encodeURIComponent(run.id)}/chunks?from=${from}&limit=${first - from}&keep=tail`;
-      const before = (await getJSON(url)).filter((c) => c.seq < first);
-      if (before.length) {
-        log.prepend(chunkLines(before));
-        first = before[0].seq;
-      } else first = 1;
-      earlier.hidden = first <= 1;
-    } catch (e) {
-      flash(msg, e.message, true);
+    const total = first - 1;
+    while (first > 1 && !closed && log.dropped === 0) {
+      const limit = Math.max(16, Math.min(5000, Math.round(SLICE_BYTES / Math.max(chunkBytes, 1))));
+      const from = Math.max(1, first - limit);
+      loading.textContent = `reading earlier output: ${Math.round((100 * (total - first + 1)) / total)}%`;
+      let before;
+      try {
+        const url = `/api/runs/${encodeURIComponent(run.id)}/chunks?from=${from}&limit=${first - from}&keep=tail`;
+        before = (await getJSON(url)).filter((c) => c.seq < first);
+      } catch (e) {
+        flash(msg, `Could not read the log's earlier output: ${e.message}`, true);
+        break;
+      }
+      if (closed) break;
+      counted(before);
+      const lines = chunkLines(before);
+      const chars = lines.reduce((n, l) => n + l.t.length, 0);
+      if (!log.room(lines.length, chars)) {
+        flash(
+          msg,
+          `The first ${first - 1} chunks of this log are not shown: the page keeps at most ${MAX_LINES.toLocaleString()} lines and ${(MAX_CHARS / 1e6).toFixed(0)} million characters. Download the log for all of it.`,
+          true,
+        );
+        break;
+      }
+      log.prepend(lines);
+      first = before.length ? before[0].seq : from;
+      // Let the page draw and take input between slices.
+      await new Promise((r) => setTimeout(r, 0));
     }
+    loading.textContent = "";
+    earlierDone = true;
   }
 
   async function start() {
@@ -168,30 +313,39 @@ export function mount(root, [id]) {
       return;
     }
     drawHead();
+    if (run.agent) loadApprovals();
     if (run.last_seq > 0) {
       first = Math.max(1, run.last_seq - TAIL_CHUNKS + 1);
       try {
         const chunks = await getJSON(`/api/runs/${encodeURIComponent(run.id)}/chunks?from=${first}&limit=${TAIL_CHUNKS}&keep=tail`);
         if (chunks.length) first = chunks[0].seq;
         next = first;
+        counted(chunks);
         for (const c of chunks) add(c);
       } catch (e) {
         flash(msg, e.message, true);
       }
     }
-    earlier.hidden = first <= 1;
     follow();
+    loadEarlier();
   }
 
-  const off = on("run", (v) => {
-    if (run && v.id === run.id) {
-      run = v;
-      drawHead();
-    }
-  });
+  const offs = [
+    on("run", (v) => {
+      if (run && v.id === run.id) {
+        run = v;
+        drawHead();
+      }
+    }),
+    on("approval", takeApproval),
+  ];
+  const timer = setInterval(() => tick(asking), 1000);
   start();
   return () => {
-    off();
+    closed = true;
+    offs.forEach((f) => f());
+    clearInterval(timer);
+    if (refreshing) clearTimeout(refreshing);
     if (source) source.close();
     gone = true;
     delete window.__bosunLog;

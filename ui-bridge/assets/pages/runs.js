@@ -1,10 +1,27 @@
 // Runs: the live list (list_runs, then run events), filters, stop.
+//
+// Only the rows on screen are in the DOM (rows have one fixed height, their cells one line):
+// laying out a table of a thousand rows costs a slow machine a few hundred milliseconds, and
+// every new run would cost it again. The header is a table of its own with the same column
+// widths, so it stays in place while the rows scroll.
 
 import { call } from "../api.js";
 import { on } from "../bus.js";
 import { ago, clear, duration, flash, h } from "../dom.js";
 
 const LIVE = new Set(["queued", "starting", "running", "stopping"]);
+const ROW_H = 30; // px, the same as #runs-body tr's height in style.css
+const OVERSCAN = 8; // rows drawn beyond each edge of the view
+const COLUMNS = [
+  ["Run", "7rem"],
+  ["What", null],
+  ["Agent", "9rem"],
+  ["State", "8rem"],
+  ["Started", "7rem"],
+  ["Took", "5.5rem"],
+  ["Exit", "16rem"],
+  ["", "5rem"],
+];
 
 export function exitText(r) {
   if (r.state !== "exited") return r.stop_reason ? `stopping: ${r.stop_reason}` : "";
@@ -22,31 +39,41 @@ export function title(r) {
   return r.name || [r.program, ...(r.args || [])].join(" ");
 }
 
+// The column widths, set through the style object (the page's CSP allows no style attribute).
+function cols() {
+  return h(
+    "colgroup",
+    null,
+    COLUMNS.map(([, w]) => {
+      const col = h("col");
+      if (w) col.style.width = w;
+      return col;
+    }),
+  );
+}
+
 export function mount(root) {
   const runs = new Map();
+  let shown = [];
+  let loaded = false;
   const msg = h("div");
   const stateSel = h(
     "select",
-    { "aria-label": "state", onchange: () => draw() },
+    { "aria-label": "state", onchange: () => filter() },
     h("option", { value: "all" }, "all"),
     h("option", { value: "live" }, "live"),
     h("option", { value: "succeeded" }, "succeeded"),
     h("option", { value: "failed" }, "failed / timed out / lost"),
     h("option", { value: "stopped" }, "stopped"),
   );
-  const text = h("input", { type: "search", placeholder: "filter: id, name, agent, program", oninput: () => draw() });
-  const count = h("span", { class: "muted" });
-  const body = h("tbody");
-  root.append(
-    h("div", { class: "page-head" }, h("h1", null, "Runs"), h("div", { class: "filters" }, stateSel, text, count)),
-    msg,
-    h(
-      "table",
-      { class: "list", id: "runs" },
-      h("thead", null, h("tr", null, ["Run", "What", "Agent", "State", "Started", "Took", "Exit", ""].map((c) => h("th", null, c)))),
-      body,
-    ),
-  );
+  const text = h("input", { type: "search", placeholder: "filter: id, name, agent, program", oninput: () => filter() });
+  const count = h("span", { class: "muted", id: "runs-count" });
+  const body = h("tbody", { id: "runs-body" });
+  const table = h("table", { class: "list runs-table", id: "runs" }, cols(), body);
+  const spacer = h("div", { class: "runs-spacer" }, table);
+  const scroller = h("div", { class: "runs-scroll", id: "runs-scroll" }, spacer);
+  const header = h("div", { class: "runs-head" }, h("table", { class: "list runs-table" }, cols(), h("thead", null, h("tr", null, COLUMNS.map(([c]) => h("th", null, c))))));
+  root.append(h("div", { class: "page-head" }, h("h1", null, "Runs"), h("div", { class: "filters" }, stateSel, text, count)), msg, header, scroller);
 
   function matches(r) {
     const f = stateSel.value;
@@ -65,44 +92,71 @@ export function mount(root) {
     try {
       const v = await call("stop_run", { run: r.id });
       runs.set(v.id, v);
-      draw();
+      filter();
     } catch (e) {
       flash(msg, e.message, true);
       button.disabled = false;
     }
   }
 
+  function row(r) {
+    const took = r.started_at ? (r.ended_at || Date.now()) - r.started_at : null;
+    const what = title(r);
+    const exit = exitText(r);
+    const stopBtn = LIVE.has(r.state) && r.state !== "stopping" ? h("button", { class: "small danger", onclick: (e) => stop(r, e.target) }, "Stop") : null;
+    return h(
+      "tr",
+      { dataset: { run: r.id, state: r.state } },
+      h("td", null, h("a", { href: `#/run/${r.id}`, class: "mono" }, r.short_id)),
+      h("td", { class: "what", title: what }, what),
+      h("td", null, r.agent ? r.agent.agent_name : ""),
+      h("td", null, stateCell(r)),
+      h("td", { title: new Date(r.created_at).toLocaleString() }, ago(r.started_at || r.created_at)),
+      h("td", null, duration(took)),
+      h("td", { class: "exit", title: exit }, exit),
+      h("td", null, stopBtn),
+    );
+  }
+
+  // Draws the rows in view (and a few beyond) of the filtered list, in the next frame; filters
+  // and sorts again (newest first) first when something changed.
   let scheduled = false;
+  let dirty = true;
   function draw() {
     if (scheduled) return;
     scheduled = true;
     requestAnimationFrame(() => {
       scheduled = false;
-      const shown = [...runs.values()].filter(matches).sort((a, b) => b.created_at - a.created_at);
-      count.textContent = `${shown.length} of ${runs.size}`;
+      if (dirty) {
+        dirty = false;
+        shown = [...runs.values()].filter(matches).sort((a, b) => b.created_at - a.created_at);
+        count.textContent = `${shown.length} of ${runs.size}`;
+      }
+      const view = scroller.clientHeight || 600;
+      const first = Math.max(0, Math.floor(scroller.scrollTop / ROW_H) - OVERSCAN);
+      const last = Math.min(shown.length, Math.ceil((scroller.scrollTop + view) / ROW_H) + OVERSCAN);
+      spacer.style.height = `${Math.max(1, shown.length) * ROW_H}px`;
+      table.style.transform = `translateY(${first * ROW_H}px)`;
       clear(body);
       const frag = document.createDocumentFragment();
-      for (const r of shown) {
-        const took = r.started_at ? (r.ended_at || Date.now()) - r.started_at : null;
-        const stopBtn = LIVE.has(r.state) && r.state !== "stopping" ? h("button", { class: "small danger", onclick: (e) => stop(r, e.target) }, "Stop") : null;
-        frag.append(
+      for (let i = first; i < last; i++) frag.append(row(shown[i]));
+      body.append(frag);
+      if (!shown.length)
+        body.append(
           h(
             "tr",
-            { dataset: { run: r.id, state: r.state } },
-            h("td", null, h("a", { href: `#/run/${r.id}`, class: "mono" }, r.short_id)),
-            h("td", { class: "what" }, title(r)),
-            h("td", null, r.agent ? r.agent.agent_name : ""),
-            h("td", null, stateCell(r)),
-            h("td", { title: new Date(r.created_at).toLocaleString() }, ago(r.started_at || r.created_at)),
-            h("td", null, duration(took)),
-            h("td", { class: "exit" }, exitText(r)),
-            h("td", null, stopBtn),
+            null,
+            h("td", { colspan: 8, class: "muted" }, !loaded ? "Connecting to bosund…" : runs.size ? "No run matches the filter." : "No runs yet. Start one with `bosun run -- …` or from an agent."),
           ),
         );
-      }
-      body.append(frag);
-      if (!shown.length) body.append(h("tr", null, h("td", { colspan: 8, class: "muted" }, runs.size ? "No run matches the filter." : "No runs yet. Start one with `bosun run -- …` or from an agent.")));
+      // For the benchmark: how many runs the list holds, once it is read.
+      if (loaded) scroller.dataset.shown = String(shown.length);
     });
+  }
+
+  function filter() {
+    dirty = true;
+    draw();
   }
 
   async function load() {
@@ -110,18 +164,25 @@ export function mount(root) {
       const r = await call("list_runs", { all: true });
       runs.clear();
       for (const v of r.runs) runs.set(v.id, v);
+      loaded = true;
       flash(msg, "");
-      draw();
+      filter();
     } catch (e) {
       flash(msg, e.message, true);
     }
   }
 
-  const offs = [on("run", (v) => (runs.set(v.id, v), draw())), on("hello", load)];
+  scroller.addEventListener("scroll", draw);
+  const resize = new ResizeObserver(draw);
+  resize.observe(scroller);
+  // Read at once, and again each time the stream is (again) subscribed: what changed before
+  // the subscription was not streamed.
+  const offs = [on("run", (v) => (runs.set(v.id, v), filter())), on("hello", load)];
   const tick = setInterval(draw, 10_000);
   load();
   return () => {
     offs.forEach((f) => f());
+    resize.disconnect();
     clearInterval(tick);
   };
 }

@@ -101,6 +101,7 @@ fn note(line: &str) {
 
 /// Serves the web UI until SIGTERM or SIGINT; removes the address file on the way out.
 pub async fn serve(dirs: StateDir, opts: Options) -> Result<(), ServeError> {
+    ignore_sigpipe();
     let addr = SocketAddr::new(opts.listen, opts.port);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -157,6 +158,23 @@ pub async fn serve(dirs: StateDir, opts: Options) -> Result<(), ServeError> {
     };
     Address::remove_if_mine(&dirs);
     result
+}
+
+/// A browser that goes away mid-answer (a page left while its log is read) must end that one
+/// answer, not the bridge. `bosun` restores SIGPIPE's default disposition for the command line
+/// (`bosun logs … | head` ends quietly), and the bridge runs in that same binary; but the HTTP
+/// server writes a response with `writev`, which unlike `send` has no flag to suppress the
+/// signal, so a closed connection would kill the whole bridge. Ignored, the write fails with
+/// EPIPE on that connection only.
+fn ignore_sigpipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions, and no handler of
+    // ours is replaced.
+    if let Err(e) = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) } {
+        note(&format!(
+            "could not ignore SIGPIPE ({e}); a browser leaving mid-answer may stop the web UI"
+        ));
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT. Open streams are not waited for: the pages reconnect.

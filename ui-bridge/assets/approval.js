@@ -1,0 +1,184 @@
+// A run's tool call that waits for the person: how it is drawn (its preview as text, a file
+// change as a side-by-side diff), the time it has left, and the person's four answers (approve,
+// approve always, deny with a message, block). The Inbox and a run's page both use it.
+//
+// Everything here comes from a run (a command, a file's text, a tool's arguments) and goes into
+// the page as text nodes only.
+
+import { call } from "./api.js";
+import { ago, h } from "./dom.js";
+
+// "12s left", "4m05s left", "no time left".
+export function timeLeft(deadline, now = Date.now()) {
+  const ms = deadline - now;
+  if (ms <= 0) return "no time left";
+  const s = Math.ceil(ms / 1000);
+  if (s < 60) return `${s}s left`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s left`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m left`;
+}
+
+// Brings every countdown under `root` up to date (the pages call it once a second).
+export function tick(root) {
+  const now = Date.now();
+  for (const el of root.querySelectorAll(".time-left[data-deadline]")) {
+    const deadline = Number(el.dataset.deadline);
+    el.textContent = timeLeft(deadline, now);
+    el.classList.toggle("urgent", deadline - now < 10_000);
+  }
+}
+
+// The lines of a file change in a preview (`- old`, `+ new`), or null when the preview is not
+// one: `file PATH` first, then only `-`, `+` and `…` lines.
+function fileChange(lines) {
+  if (!lines[0].startsWith("file ") || lines.length < 2) return null;
+  const old = [];
+  const neu = [];
+  const notes = [];
+  for (const l of lines.slice(1)) {
+    if (l.startsWith("- ") || l === "-") old.push(l.slice(2));
+    else if (l.startsWith("+ ") || l === "+") neu.push(l.slice(2));
+    else if (l.startsWith("…")) notes.push(l);
+    else return null;
+  }
+  return { path: lines[0].slice(5), old, neu, notes };
+}
+
+// Pairs the old and new lines side by side: lines both sides share (the longest common
+// subsequence; previews hold at most 40 lines a side) face each other, the rest face a gap.
+function pairs(old, neu) {
+  const n = old.length;
+  const m = neu.length;
+  const lcs = Array.from({ length: n + 1 }, () => new Array(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--) lcs[i][j] = old[i] === neu[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && old[i] === neu[j]) out.push([old[i++], neu[j++], "same"]);
+    else if (j >= m || (i < n && lcs[i + 1][j] >= lcs[i][j + 1])) out.push([old[i++], null, "del"]);
+    else out.push([null, neu[j++], "add"]);
+  }
+  // A removed line followed by an added one reads best on one row: a changed line.
+  const rows = [];
+  for (const p of out) {
+    const last = rows[rows.length - 1];
+    if (p[2] === "add" && last && last[2] === "del" && last[1] === null) last[1] = p[1];
+    else rows.push([...p]);
+  }
+  return rows;
+}
+
+function cell(text, cls) {
+  return h("td", { class: text === null ? "gap" : cls }, text === null ? "" : text);
+}
+
+// A preview as the page shows it: a file change as a diff (side by side when something is
+// removed, else the new text), anything else as preformatted text.
+export function previewView(text) {
+  const lines = String(text || "").split("\n");
+  const change = fileChange(lines);
+  if (!change) return h("pre", { class: "preview" }, text);
+  const { path, old, neu, notes } = change;
+  const head = h("div", { class: "diff-file mono" }, "file ", h("strong", null, path));
+  let table;
+  if (old.length) {
+    table = h(
+      "table",
+      { class: "diff side" },
+      h("thead", null, h("tr", null, h("th", null, "before"), h("th", null, "after"))),
+      h(
+        "tbody",
+        null,
+        pairs(old, neu).map(([l, r, kind]) => h("tr", null, cell(l, kind === "same" ? "same" : "del"), cell(r, kind === "same" ? "same" : "add"))),
+      ),
+    );
+  } else {
+    table = h("table", { class: "diff new" }, h("tbody", null, neu.map((l) => h("tr", null, h("td", { class: "sign" }, "+"), cell(l, "add")))));
+  }
+  return h("div", { class: "preview diff-box" }, head, table, notes.map((n) => h("div", { class: "muted" }, n)));
+}
+
+// One waiting approval with its answers. `done(view)` gets the decided approval; `failed(err)`
+// a refusal (already decided, out of time, the run ended), to say in plain words.
+export function approvalItem(a, { done, failed, cardName, showRun = true }) {
+  const message = h("input", {
+    type: "text",
+    class: "deny-message",
+    placeholder: "a message for the agent with a denial (optional)",
+    "aria-label": "message with a denial",
+    size: 44,
+  });
+  const buttons = [];
+  const button = (cls, label, title, params) => {
+    const b = h("button", { class: cls, title, onclick: () => decide(params()) }, label);
+    buttons.push(b);
+    return b;
+  };
+  async function decide(params) {
+    for (const b of buttons) b.disabled = true;
+    try {
+      done(await call("decide", { approval: a.id, ...params }));
+    } catch (e) {
+      for (const b of buttons) b.disabled = false;
+      failed(e);
+    }
+  }
+  const denyParams = (block) => () => {
+    const text = message.value.trim();
+    return text ? { allow: false, block, message: text } : { allow: false, block };
+  };
+  const agent = a.agent || "an agent";
+  const shell = /^\$ /.test(a.preview || "");
+  const what = shell ? "this command" : `the tool ${a.tool}`;
+  const card = a.card ? h("a", { href: "#/board", title: `card ${a.card}` }, cardName || a.card.slice(0, 8)) : null;
+  return h(
+    "div",
+    { class: "card item approval", dataset: { approval: a.id, run: a.run } },
+    h(
+      "div",
+      { class: "item-head" },
+      h("span", { class: "mono" }, a.short_id),
+      h("strong", { class: "tool" }, a.tool),
+      h("span", { class: `chip class-${(a.class || "").replace(/[^a-z]+/g, "-")}` }, a.class),
+      a.attended ? null : h("span", { class: "chip warn", title: "no person started this run" }, "unattended"),
+      h("span", { class: "muted" }, agent),
+      showRun ? h("span", { class: "muted" }, "run ", h("a", { class: "mono", href: `#/run/${encodeURIComponent(a.run)}` }, a.run.slice(0, 8))) : null,
+      card ? h("span", { class: "muted" }, "card ", card) : null,
+      h("span", { class: "muted", title: new Date(a.asked_at).toLocaleString() }, `asked ${ago(a.asked_at)}`),
+      h("span", { class: "time-left", dataset: { deadline: a.deadline }, title: `denied at ${new Date(a.deadline).toLocaleString()} if nobody answers` }, timeLeft(a.deadline)),
+    ),
+    h("div", { class: "why" }, "Asks because ", a.why),
+    previewView(a.preview),
+    h(
+      "div",
+      { class: "actions" },
+      button("primary approve", "Approve", "let this call run, once", () => ({ allow: true })),
+      button("approve-always", "Approve always", `let this call run, and ${what} from now on without asking, for ${agent}`, () => ({ allow: true, always: true })),
+      message,
+      button("deny", "Deny", "refuse this call; the agent is told, with the message if there is one", denyParams(false)),
+      button("danger block", "Block", `refuse this call, and ${what} from now on, for ${agent}`, denyParams(true)),
+    ),
+  );
+}
+
+// A decided approval, one line: for the Inbox's history.
+export function decidedLine(a) {
+  const by = a.decided_by ? ` by ${a.decided_by}` : "";
+  const first = (a.preview || "").split("\n")[0];
+  return h(
+    "div",
+    { class: `item done st-${a.state}`, dataset: { approval: a.id } },
+    h("span", { class: "mono" }, a.short_id),
+    ` ${a.state}${by} · ${a.tool} · ${first}`,
+    h("span", { class: "muted" }, ` · ${a.agent || ""} run `, h("a", { class: "mono", href: `#/run/${encodeURIComponent(a.run)}` }, a.run.slice(0, 8))),
+    a.message ? h("div", { class: "muted" }, `told the agent: ${a.message}`) : null,
+  );
+}
+
+// Says what the person's answer did, for the page's message line.
+export function saidDone(a) {
+  const by = a.decided_by && a.decided_by !== "the person" ? ` (by ${a.decided_by})` : "";
+  return `${a.short_id} ${a.tool}: ${a.state}${by}`;
+}
