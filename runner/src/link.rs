@@ -209,7 +209,7 @@ async fn pump(
         let (asks, delivered, withdrawn) = match state.asks.lock() {
             Ok(a) => (
                 a.waiting
-                    .values()
+                    .iter()
                     .filter(|ask| !asks_sent.contains(&ask.key))
                     .cloned()
                     .collect::<Vec<_>>(),

@@ -56,25 +56,14 @@ fn seed() -> u64 {
         })
 }
 
-/// What a person was told: approval id → allowed.
-type Told = Arc<Mutex<HashMap<String, bool>>>;
-
-#[test]
-fn decisions_are_made_once_and_delivered_once_under_concurrent_people_and_daemon_kills()
--> anyhow::Result<()> {
-    let seed = seed();
-    eprintln!("seed {seed} (BOSUN_APPROVAL_CHAOS_SEED={seed} replays it)");
-    let b = Bosun::new("approvals_chaos");
+/// An agent `worker` whose CLI is `fake-claude` with this script; returns its record file.
+fn add_worker(b: &Bosun, script: &[Value]) -> anyhow::Result<std::path::PathBuf> {
     let fakebin = b.scratch().join("fakebin");
     std::fs::create_dir_all(&fakebin)?;
     std::os::unix::fs::symlink(bin_dir().join("fake-claude"), fakebin.join("claude"))?;
     let record = b.scratch().join("calls.jsonl");
     let work = b.scratch().join("work");
     std::fs::create_dir_all(&work)?;
-    let script: Vec<Value> = (0..CALLS)
-        .map(|i| json!([{"tool": "Bash", "input": {"command": format!("echo call-{i}")}}]))
-        .collect();
-    let script = serde_json::to_string(&script)?;
     b.add_agent(
         "worker",
         &[
@@ -85,7 +74,7 @@ fn decisions_are_made_once_and_delivered_once_under_concurrent_people_and_daemon
             "--env",
             &format!("PATH={}:{}", fakebin.display(), node_path()),
             "--env",
-            &format!("FAKE_CLAUDE_SCRIPT={script}"),
+            &format!("FAKE_CLAUDE_SCRIPT={}", serde_json::to_string(script)?),
             "--env",
             &format!("FAKE_CLAUDE_RECORD={}", record.display()),
             "--secret-env",
@@ -94,6 +83,23 @@ fn decisions_are_made_once_and_delivered_once_under_concurrent_people_and_daemon
         "sk-ant-chaos-3c9e1f",
     )?;
     b.ok(&["agent", "set", "worker", "approval.wait=1h"])?;
+    Ok(record)
+}
+
+/// What a person was told: approval id → allowed.
+type Told = Arc<Mutex<HashMap<String, bool>>>;
+
+#[test]
+fn decisions_are_made_once_and_delivered_once_under_concurrent_people_and_daemon_kills()
+-> anyhow::Result<()> {
+    let seed = seed();
+    eprintln!("seed {seed} (BOSUN_APPROVAL_CHAOS_SEED={seed} replays it)");
+    let b = Bosun::new("approvals_chaos");
+    // One call per step: each run asks about its calls one after the other.
+    let script: Vec<Value> = (0..CALLS)
+        .map(|i| json!([{"tool": "Bash", "input": {"command": format!("echo call-{i}")}}]))
+        .collect();
+    let record = add_worker(&b, &script)?;
 
     let n = runs();
     let mut ids = Vec::new();
@@ -264,6 +270,73 @@ fn decisions_are_made_once_and_delivered_once_under_concurrent_people_and_daemon
         all.as_array()
             .is_some_and(|a| a.iter().all(|x| x["state"] != "waiting")),
         "nothing waits: {all:#}"
+    );
+    b.finish()
+}
+
+#[test]
+fn approve_card_lets_a_cards_parallel_calls_go_in_the_order_asked() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_card_order");
+    // One step of six calls made at once, as Claude Code makes a message's parallel tool calls.
+    let step: Vec<Value> = (0..6)
+        .map(|i| json!({"tool": "Bash", "input": {"command": format!("echo part-{i}")}}))
+        .collect();
+    let record = add_worker(&b, &[Value::Array(step)])?;
+    b.ok(&["agent", "set", "worker", "approval.wait-for-person=on"])?;
+    let c = b.json(&[
+        "board",
+        "card",
+        "add",
+        "Six at once",
+        "--assignee",
+        "worker",
+    ])?;
+    let card = c["short_id"].as_str().unwrap_or_default().to_string();
+    b.json(&["board", "card", "move", &card, "To do"])?;
+    let waiting = wait_for("six calls waiting", Duration::from_secs(60), || {
+        let list = b.json(&["inbox"])?;
+        let w: Vec<Value> = list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| i["kind"] == "approval")
+            .cloned()
+            .collect();
+        Ok((w.len() == 6).then_some(w))
+    })?;
+    // Listed in the order asked.
+    let listed: Vec<String> = waiting
+        .iter()
+        .map(|a| {
+            a["preview"]
+                .as_str()
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let want: Vec<String> = (0..6).map(|i| format!("$ echo part-{i}")).collect();
+    assert_eq!(listed, want);
+    let done = b.json(&["approve", "--card", &card])?;
+    assert_eq!(done.as_array().map(Vec::len), Some(6), "{done:#}");
+    let run = wait_for("the card's run", Duration::from_secs(60), || {
+        let c = b.json(&["board", "card", "show", &card])?;
+        Ok(c["run"].as_str().map(str::to_string))
+    })?;
+    b.wait_ended(&run, Duration::from_secs(60))?;
+    // Delivered in that order too.
+    let asked: Vec<String> = std::fs::read_to_string(&record)?
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "answered")
+        .map(|v| v["call"].to_string())
+        .collect();
+    assert_eq!(
+        asked,
+        ["0", "1", "2", "3", "4", "5"],
+        "answered in the order asked"
     );
     b.finish()
 }

@@ -34,6 +34,9 @@ pub struct ApprovalRecord {
     pub preview: String,
     pub cwd: Option<PathBuf>,
     pub asked_at: Timestamp,
+    /// The order the run asked in: 0, 1, 2… per run.
+    #[serde(default)]
+    pub seq: u64,
     pub deadline: Timestamp,
     pub attended: bool,
     pub state: ApprovalState,

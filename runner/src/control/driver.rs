@@ -2,7 +2,7 @@
 //! copy of what the relay sends as the run's output), hands asks to the link and decisions back
 //! to the CLI.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -17,8 +17,8 @@ use super::{Protocol, Step};
 /// reconnect) and what was delivered.
 #[derive(Debug, Default)]
 pub struct Asks {
-    /// Asked and not decided yet, by key.
-    pub waiting: BTreeMap<String, ToolAsk>,
+    /// Asked and not decided yet, in the order asked.
+    pub waiting: Vec<ToolAsk>,
     /// Decided and handed to the CLI; said to bosund after each reconnect.
     pub delivered: BTreeSet<String>,
     /// Withdrawn by the CLI before a decision; said to bosund after each reconnect.
@@ -76,12 +76,15 @@ impl Driver {
                         if ask.cwd.is_none() {
                             ask.cwd = Some(self.cwd.clone());
                         }
-                        lock(&self.asks).waiting.insert(ask.key.clone(), ask);
+                        let mut asks = lock(&self.asks);
+                        asks.waiting.retain(|a| a.key != ask.key);
+                        asks.waiting.push(ask);
+                        drop(asks);
                         self.wake.notify_one();
                     }
                     Step::Withdraw(key) => {
                         let mut asks = lock(&self.asks);
-                        asks.waiting.remove(&key);
+                        asks.waiting.retain(|a| a.key != key);
                         asks.withdrawn.insert(key);
                         drop(asks);
                         self.wake.notify_one();
@@ -118,7 +121,12 @@ impl Driver {
                     }
                 },
                 Some((key, answer)) = self.decisions.recv() => {
-                    let known = lock(&self.asks).waiting.remove(&key).is_some();
+                    let known = {
+                        let mut asks = lock(&self.asks);
+                        let before = asks.waiting.len();
+                        asks.waiting.retain(|a| a.key != key);
+                        asks.waiting.len() != before
+                    };
                     if known {
                         steps.extend(self.protocol.answer(&key, &answer));
                         answered.push(key);

@@ -18,7 +18,7 @@ use crate::wire::Failure;
 
 async fn all(ctx: &Arc<DaemonCtx>) -> Result<Vec<ApprovalRecord>, Failure> {
     let mut list = blocking(&ctx.store, |s| s.approvals()).await?;
-    list.sort_by_key(|a| (a.asked_at, a.id.to_string()));
+    list.sort_by_key(|a| (a.asked_at, a.run, a.seq, a.id));
     Ok(list)
 }
 
@@ -134,13 +134,16 @@ impl Handle for ApproveCard {
             .filter(|a| a.state == ApprovalState::Waiting)
             .collect();
         let card = by_prefix(
-            waiting.iter().filter_map(|a| a.card),
+            waiting
+                .iter()
+                .filter_map(|a| a.card)
+                .collect::<std::collections::BTreeSet<_>>(),
             &self.card,
             "cards'",
             |k| format!("no run of a card `{k}` has a tool call waiting; `bosun inbox` lists them"),
         )?;
         let mut done = Vec::new();
-        // In the order asked: each is delivered before the next is decided.
+        // In the order asked: each is decided and sent to its runner before the next is decided.
         for a in waiting.into_iter().filter(|a| a.card == Some(card)) {
             done.push(
                 decide(

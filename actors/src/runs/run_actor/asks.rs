@@ -40,6 +40,8 @@ pub struct Asks {
     waiting: HashMap<String, ApprovalRecord>,
     /// The run has taken in outside content this turn.
     escalated: bool,
+    /// The `seq` of the next approval.
+    next_seq: u64,
 }
 
 impl RunActorState {
@@ -59,6 +61,7 @@ impl RunActorState {
         let store = self.ctx.store.clone();
         let id = self.rec.id;
         for a in blocking(move || store.approvals_of(id)).await?? {
+            asks.next_seq = asks.next_seq.max(a.seq + 1);
             match a.state {
                 ApprovalState::Waiting => {
                     arm_deadline(myself, &a);
@@ -147,12 +150,14 @@ impl RunActorState {
                     preview: eval.preview,
                     cwd: ask.cwd.clone(),
                     asked_at: now,
+                    seq: self.asks.next_seq,
                     deadline: Timestamp::from_millis(now.as_millis() + eval.wait_ms),
                     attended: eval.attended,
                     state: ApprovalState::Waiting,
                     delivered_at: None,
                 };
                 self.ctx.writer.put(&approval).await?;
+                self.asks.next_seq += 1;
                 crate::crash::point("approval-kept");
                 info!(run_id = %self.rec.id, approval = %approval.id, tool = %approval.tool, "a tool call waits for the person");
                 arm_deadline(myself, &approval);
