@@ -309,7 +309,7 @@ fn secret_values(names: &[String]) -> anyhow::Result<Vec<SecretLine>> {
         }
         let Some((k, v)) = line.split_once('=') else {
             anyhow::bail!(
-                "with several --secret-env names, stdin holds KEY=VALUE lines; one line is not"
+                "with several --secret-env names, stdin holds one KEY=VALUE line each, and a line has no `=` (its text is not shown, as it may be a secret)"
             );
         };
         let k = k.trim();
