@@ -225,11 +225,15 @@ fn the_deadline_denies_and_a_blocked_tool_never_asks() -> anyhow::Result<()> {
         "{ds:#?}"
     );
     let all = b.json(&["inbox", "--all"])?;
-    assert!(
-        all.as_array()
-            .is_some_and(|a| a.iter().any(|x| x["state"] == "expired")),
-        "{all:#}"
-    );
+    let expired = all
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["state"] == "expired"))
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no expired approval: {all:#}"))?;
+    // Approving it after its deadline is refused, with the reason.
+    let id = expired["short_id"].as_str().unwrap_or_default().to_string();
+    let refused = b.fails(&["approve", &id])?;
+    assert!(refused.contains("ran out of time"), "{refused}");
     b.finish()
 }
 
