@@ -995,3 +995,56 @@ impl Bosun {
         self.add_agent(name, &args, "gemini-key-test-3f8a02")
     }
 }
+
+/// Run approvals, as the tests of every CLI look at them.
+impl Bosun {
+    /// `bosun agent run AGENT PROMPT`: the new run's id.
+    pub fn run_agent(&self, agent: &str, prompt: &str) -> anyhow::Result<String> {
+        Ok(self
+            .ok(&["agent", "run", agent, prompt])?
+            .trim()
+            .to_string())
+    }
+
+    /// The approvals waiting, as `bosun inbox --json` lists them.
+    pub fn waiting_approvals(&self) -> anyhow::Result<Vec<Value>> {
+        Ok(self
+            .json(&["inbox"])?
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|i| i["kind"] == "approval")
+            .collect())
+    }
+
+    /// The first approval to wait (within a minute).
+    pub fn wait_approval(&self) -> anyhow::Result<Value> {
+        wait_for("an approval in the inbox", Duration::from_secs(60), || {
+            Ok(self.waiting_approvals()?.into_iter().next())
+        })
+    }
+
+    /// What bosun decided about each tool call of a run (`bosun show RUN`).
+    pub fn decisions(&self, run: &str) -> anyhow::Result<Vec<Value>> {
+        Ok(self.show(run)?["agent"]["decisions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
+    }
+}
+
+/// An approval's (or any view's) short id.
+pub fn short_id(v: &Value) -> String {
+    v["short_id"].as_str().unwrap_or_default().to_string()
+}
+
+impl FakeModel {
+    /// The text of the tool results the model saw at turn `n` (0-based).
+    pub fn result_at(&self, n: usize) -> String {
+        self.turns()
+            .get(n)
+            .and_then(|t| t["tool_result"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+}

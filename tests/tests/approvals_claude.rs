@@ -19,43 +19,6 @@ fn setup(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn start(b: &Bosun, prompt: &str) -> anyhow::Result<String> {
-    let out = b.ok(&["agent", "run", "coder", prompt])?;
-    Ok(out.trim().to_string())
-}
-
-/// The approvals waiting, as `bosun inbox --json` lists them.
-fn waiting(b: &Bosun) -> anyhow::Result<Vec<Value>> {
-    Ok(b.json(&["inbox"])?
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|i| i["kind"] == "approval")
-        .collect())
-}
-
-fn wait_approval(b: &Bosun) -> anyhow::Result<Value> {
-    wait_for("an approval in the inbox", Duration::from_secs(60), || {
-        Ok(waiting(b)?.into_iter().next())
-    })
-}
-
-fn decisions(b: &Bosun, run: &str) -> anyhow::Result<Vec<Value>> {
-    Ok(b.show(run)?["agent"]["decisions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default())
-}
-
-/// The text of the tool results the model saw at turn `n` (0-based).
-fn result_at(fake: &FakeModel, n: usize) -> String {
-    fake.turns()
-        .get(n)
-        .and_then(|t| t["tool_result"].as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 #[test]
 fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> anyhow::Result<()> {
     let b = Bosun::new("approvals_claude_ask");
@@ -70,10 +33,10 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
         .stdout(std::process::Stdio::piped())
         .spawn()?;
     std::thread::sleep(Duration::from_millis(500));
-    let run = start(&b, "echo, then run a command")?;
+    let run = b.run_agent("coder", "echo, then run a command")?;
 
     // echo is read-only and local: the default mode lets it run. Bash asks.
-    let a = wait_approval(&b)?;
+    let a = b.wait_approval()?;
     assert_eq!(a["tool"], "Bash");
     assert_eq!(a["class"], "runs commands");
     assert_eq!(a["state"], "waiting");
@@ -89,7 +52,7 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
             .is_some_and(|w| w.contains("approval mode")),
         "{a:#}"
     );
-    assert_eq!(result_at(&fake, 1), "Echo: ping", "echo ran at once");
+    assert_eq!(fake.result_at(1), "Echo: ping", "echo ran at once");
 
     // Shown for people too, with the time left.
     let text = b.ok(&["inbox"])?;
@@ -101,9 +64,9 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
     assert!(
-        result_at(&fake, 2).contains("approved-ran"),
+        fake.result_at(2).contains("approved-ran"),
         "the command ran after the approval: {}",
-        result_at(&fake, 2)
+        fake.result_at(2)
     );
 
     // The run's log said why it paused, and how to decide.
@@ -115,7 +78,7 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
     );
 
     // Every decision is in the run's record, with who made it.
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["tool"], "mcp__everything__echo");
     assert_eq!(ds[0]["decision"], "allowed");
@@ -166,18 +129,20 @@ fn a_denial_tells_the_model_and_a_block_wins_over_an_approval() -> anyhow::Resul
         r#"tool:Bash:{"command":"rm -rf build"};tool:Bash:{"command":"echo second"};text:All done."#,
     )?;
     setup(&b, &fake)?;
-    let run = start(&b, "clean up")?;
+    let run = b.run_agent("coder", "clean up")?;
 
-    let a = wait_approval(&b)?;
+    let a = b.wait_approval()?;
     let id = a["short_id"].as_str().unwrap_or_default().to_string();
     b.ok(&["deny", &id, "--message", "use git clean instead"])?;
     let second = wait_for("the second ask", Duration::from_secs(60), || {
-        Ok(waiting(&b)?.into_iter().find(|x| x["id"] != a["id"]))
+        Ok(b.waiting_approvals()?
+            .into_iter()
+            .find(|x| x["id"] != a["id"]))
     })?;
     assert!(
-        result_at(&fake, 1).contains("use git clean instead"),
+        fake.result_at(1).contains("use git clean instead"),
         "the model was told: {}",
-        result_at(&fake, 1)
+        fake.result_at(1)
     );
 
     // The person blocks the shell while the second call waits; approving it then is denied.
@@ -188,9 +153,9 @@ fn a_denial_tells_the_model_and_a_block_wins_over_an_approval() -> anyhow::Resul
     assert_eq!(decided[0]["decided_by"], "the block");
     b.wait_ended(&run, Duration::from_secs(60))?;
     assert!(
-        result_at(&fake, 2).contains("blocked"),
+        fake.result_at(2).contains("blocked"),
         "the model was told the tool is blocked: {}",
-        result_at(&fake, 2)
+        fake.result_at(2)
     );
     b.finish()
 }
@@ -204,20 +169,20 @@ fn the_deadline_denies_and_a_blocked_tool_never_asks() -> anyhow::Result<()> {
     )?;
     setup(&b, &fake)?;
     b.ok(&["agent", "set", "coder", "approval.wait=2s", "Write=block"])?;
-    let run = start(&b, "do two things")?;
+    let run = b.run_agent("coder", "do two things")?;
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded");
     assert!(
-        result_at(&fake, 1).contains("no answer within 2s"),
+        fake.result_at(1).contains("no answer within 2s"),
         "{}",
-        result_at(&fake, 1)
+        fake.result_at(1)
     );
     assert!(
-        result_at(&fake, 2).contains("blocked"),
+        fake.result_at(2).contains("blocked"),
         "{}",
-        result_at(&fake, 2)
+        fake.result_at(2)
     );
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds[0]["by"], "the deadline", "{ds:#?}");
     assert_eq!(ds[1]["decision"], "denied");
     assert!(
@@ -247,8 +212,8 @@ fn outside_content_turns_an_always_allowed_write_into_an_ask() -> anyhow::Result
     )?;
     setup(&b, &fake)?;
     b.ok(&["agent", "set", "coder", "Write=allow"])?;
-    let run = start(&b, "fetch, then write")?;
-    let a = wait_approval(&b)?;
+    let run = b.run_agent("coder", "fetch, then write")?;
+    let a = b.wait_approval()?;
     assert_eq!(a["tool"], "Write");
     assert!(
         a["why"]
@@ -274,12 +239,12 @@ fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_tool_runs_once() -> a
         ),
     )?;
     setup(&b, &fake)?;
-    let run = start(&b, "append a line")?;
-    let before = wait_approval(&b)?;
+    let run = b.run_agent("coder", "append a line")?;
+    let before = b.wait_approval()?;
 
     b.kill_daemon()?;
     // The next command starts a new daemon; the runner reconnects and asks again.
-    let after = wait_approval(&b)?;
+    let after = b.wait_approval()?;
     assert_eq!(after["id"], before["id"], "the same approval");
     assert_eq!(after["deadline"], before["deadline"], "the same deadline");
 
@@ -307,8 +272,8 @@ fn a_decision_committed_before_a_crash_is_delivered_after_it() -> anyhow::Result
     // The daemon dies right after it commits a decision, before the runner hears it.
     b.kill_daemon()?;
     let b = b.with_env("BOSUN_CRASH_AT", "approval-decided");
-    let run = start(&b, "append a line")?;
-    let a = wait_approval(&b)?;
+    let run = b.run_agent("coder", "append a line")?;
+    let a = b.wait_approval()?;
     let id = a["short_id"].as_str().unwrap_or_default().to_string();
     let out = b.output(&["approve", &id])?;
     assert!(
@@ -322,7 +287,7 @@ fn a_decision_committed_before_a_crash_is_delivered_after_it() -> anyhow::Result
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
     assert_eq!(std::fs::read_to_string(&marker)?, "once\n");
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 1, "one decision, never a second: {ds:#?}");
     assert_eq!(ds[0]["decision"], "allowed");
     b.finish()
@@ -336,8 +301,8 @@ fn an_approval_whose_run_ended_cannot_be_approved() -> anyhow::Result<()> {
         r#"tool:Bash:{"command":"echo never"};text:All done."#,
     )?;
     setup(&b, &fake)?;
-    let run = start(&b, "run a command")?;
-    let a = wait_approval(&b)?;
+    let run = b.run_agent("coder", "run a command")?;
+    let a = b.wait_approval()?;
     b.ok(&["stop", &run])?;
     b.wait_ended(&run, Duration::from_secs(60))?;
     let id = a["short_id"].as_str().unwrap_or_default().to_string();
@@ -346,7 +311,7 @@ fn an_approval_whose_run_ended_cannot_be_approved() -> anyhow::Result<()> {
         refused.contains("the run ended before a decision"),
         "{refused}"
     );
-    assert!(waiting(&b)?.is_empty());
+    assert!(b.waiting_approvals()?.is_empty());
 
     // The runner (and with it the CLI) killed while a call waits: the run is lost, and the
     // approval ends with it.
@@ -361,8 +326,8 @@ fn an_approval_whose_run_ended_cannot_be_approved() -> anyhow::Result<()> {
         "--env",
         &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
     ])?;
-    let run = start(&b, "run a command again")?;
-    let a = wait_approval(&b)?;
+    let run = b.run_agent("coder", "run a command again")?;
+    let a = b.wait_approval()?;
     let runner = b
         .processes()
         .into_iter()
@@ -478,7 +443,7 @@ fn an_unattended_board_run_is_denied_at_once_after_outside_content() -> anyhow::
     })?;
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[1]["tool"], "mcp__everything__echo");
     assert_eq!(ds[1]["decision"], "denied");
@@ -488,7 +453,10 @@ fn an_unattended_board_run_is_denied_at_once_after_outside_content() -> anyhow::
             .is_some_and(|m| m.contains("nobody is watching")),
         "{ds:#?}"
     );
-    assert!(waiting(&b)?.is_empty(), "nothing was kept waiting");
+    assert!(
+        b.waiting_approvals()?.is_empty(),
+        "nothing was kept waiting"
+    );
 
     // With the agent set to wait for the person, the same ask waits instead.
     b.ok(&["agent", "set", "coder", "approval.wait-for-person=on"])?;
@@ -506,7 +474,7 @@ fn an_unattended_board_run_is_denied_at_once_after_outside_content() -> anyhow::
         &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
     ])?;
     b.json(&["board", "card", "move", &card, "To do"])?;
-    let a = wait_approval(&b)?;
+    let a = b.wait_approval()?;
     assert_eq!(a["tool"], "mcp__everything__echo");
     assert_eq!(a["card"].as_str().map(|c| c.starts_with(&card)), Some(true));
     let done = b.json(&["approve", "--card", &card])?;

@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel, wait_for};
+use bosun_tests::{Bosun, FakeModel, short_id, wait_for};
 use serde_json::Value;
 
 /// A Codex agent `coder` with server-everything on, and `extra` flags of `bosun agent add`.
@@ -28,32 +28,10 @@ fn setup(b: &Bosun, fake: &FakeModel, extra: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn start(b: &Bosun, prompt: &str) -> anyhow::Result<String> {
-    let out = b.ok(&["agent", "run", "coder", prompt])?;
-    Ok(out.trim().to_string())
-}
-
-/// The approvals waiting, as `bosun inbox --json` lists them.
-fn waiting(b: &Bosun) -> anyhow::Result<Vec<Value>> {
-    Ok(b.json(&["inbox"])?
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|i| i["kind"] == "approval")
-        .collect())
-}
-
-fn wait_approval(b: &Bosun) -> anyhow::Result<Value> {
-    wait_for("an approval in the inbox", Duration::from_secs(60), || {
-        Ok(waiting(b)?.into_iter().next())
-    })
-}
-
 /// Waits for the run's first approval and for Codex to report server-everything ready, then
 /// approves it; returns the approval.
 fn approve_once_connected(b: &Bosun, run: &str) -> anyhow::Result<Value> {
-    let a = wait_approval(b)?;
+    let a = b.wait_approval()?;
     b.wait_run(
         run,
         "the MCP server to be ready",
@@ -62,25 +40,6 @@ fn approve_once_connected(b: &Bosun, run: &str) -> anyhow::Result<Value> {
     )?;
     b.ok(&["approve", &short_id(&a)])?;
     Ok(a)
-}
-
-fn short_id(a: &Value) -> String {
-    a["short_id"].as_str().unwrap_or_default().to_string()
-}
-
-fn decisions(b: &Bosun, run: &str) -> anyhow::Result<Vec<Value>> {
-    Ok(b.show(run)?["agent"]["decisions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default())
-}
-
-/// The text of the tool results the model saw at turn `n` (0-based).
-fn result_at(fake: &FakeModel, n: usize) -> String {
-    fake.turns()
-        .get(n)
-        .and_then(|t| t["tool_result"].as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// Waits until a model turn of the run has been sent a user message holding `text`.
@@ -148,10 +107,10 @@ fn a_call_that_asks_waits_for_the_person_and_one_the_policy_allows_runs() -> any
         r#"call:exec_command:{"cmd":"echo approved-ran"};tool:echo:{"message":"ping"};text:All done."#,
     )?;
     setup(&b, &fake, &[])?;
-    let run = start(&b, "run a command, then echo")?;
+    let run = b.run_agent("coder", "run a command, then echo")?;
 
     // A command asks: bosun's default mode runs no command without the person.
-    let a = wait_approval(&b)?;
+    let a = b.wait_approval()?;
     assert_eq!(a["tool"], "exec_command");
     assert_eq!(a["class"], "runs commands");
     assert_eq!(a["state"], "waiting");
@@ -182,19 +141,19 @@ fn a_call_that_asks_waits_for_the_person_and_one_the_policy_allows_runs() -> any
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
     assert!(
-        result_at(&fake, 1).contains("approved-ran"),
+        fake.result_at(1).contains("approved-ran"),
         "the command ran after the approval: {}",
-        result_at(&fake, 1)
+        fake.result_at(1)
     );
     // echo is read-only and local: the default mode lets it run without asking.
     assert!(
-        result_at(&fake, 2).contains("Echo: ping"),
+        fake.result_at(2).contains("Echo: ping"),
         "echo ran at once: {}",
-        result_at(&fake, 2)
+        fake.result_at(2)
     );
 
     // Every decision is in the run's record, with who made it.
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["tool"], "exec_command");
     assert_eq!(ds[0]["decision"], "allowed");
@@ -222,12 +181,14 @@ fn a_denial_tells_the_model_and_a_block_wins_over_an_approval() -> anyhow::Resul
         r#"call:exec_command:{"cmd":"rm -rf build"};call:exec_command:{"cmd":"echo second"};text:All done."#,
     )?;
     setup(&b, &fake, &[])?;
-    let run = start(&b, "clean up")?;
+    let run = b.run_agent("coder", "clean up")?;
 
-    let a = wait_approval(&b)?;
+    let a = b.wait_approval()?;
     b.ok(&["deny", &short_id(&a), "--message", "use git clean instead"])?;
     let second = wait_for("the second ask", Duration::from_secs(60), || {
-        Ok(waiting(&b)?.into_iter().find(|x| x["id"] != a["id"]))
+        Ok(b.waiting_approvals()?
+            .into_iter()
+            .find(|x| x["id"] != a["id"]))
     })?;
     wait_model_told(&b, &run, "use git clean instead")?;
 
@@ -240,11 +201,11 @@ fn a_denial_tells_the_model_and_a_block_wins_over_an_approval() -> anyhow::Resul
     // The model is told the tool is blocked, the same way as a denial's message.
     wait_model_told(&b, &run, "blocked")?;
     assert!(
-        !result_at(&fake, 2).contains(r#""output":"second"#),
+        !fake.result_at(2).contains(r#""output":"second"#),
         "the blocked command did not run: {}",
-        result_at(&fake, 2)
+        fake.result_at(2)
     );
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds[0]["message"], "use git clean instead", "{ds:#?}");
     assert_eq!(ds[1]["decision"], "denied", "{ds:#?}");
     b.finish()
@@ -265,11 +226,11 @@ fn the_deadline_denies_and_a_blocked_tool_never_asks() -> anyhow::Result<()> {
         "approval.wait=2s",
         "apply_patch=block",
     ])?;
-    let run = start(&b, "do two things")?;
+    let run = b.run_agent("coder", "do two things")?;
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
     wait_model_told(&b, &run, "no answer within 2s")?;
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["tool"], "exec_command");
     assert_eq!(ds[0]["decision"], "denied");
@@ -301,10 +262,12 @@ fn outside_content_turns_an_always_allowed_patch_into_an_ask() -> anyhow::Result
     )?;
     setup(&b, &fake, &[])?;
     b.ok(&["agent", "set", "coder", "apply_patch=allow"])?;
-    let run = start(&b, "look, fetch, then write")?;
+    let run = b.run_agent("coder", "look, fetch, then write")?;
     let first = approve_once_connected(&b, &run)?;
     let a = wait_for("the patch to ask", Duration::from_secs(60), || {
-        Ok(waiting(&b)?.into_iter().find(|x| x["id"] != first["id"]))
+        Ok(b.waiting_approvals()?
+            .into_iter()
+            .find(|x| x["id"] != first["id"]))
     })?;
     assert_eq!(a["tool"], "apply_patch");
     assert!(
@@ -333,12 +296,12 @@ fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_command_runs_once() -
         ),
     )?;
     setup(&b, &fake, &["--permission-mode", "workspace-write"])?;
-    let run = start(&b, "append a line")?;
-    let before = wait_approval(&b)?;
+    let run = b.run_agent("coder", "append a line")?;
+    let before = b.wait_approval()?;
 
     b.kill_daemon()?;
     // The next command starts a new daemon; the runner reconnects and asks again.
-    let after = wait_approval(&b)?;
+    let after = b.wait_approval()?;
     assert_eq!(after["id"], before["id"], "the same approval");
     assert_eq!(after["deadline"], before["deadline"], "the same deadline");
 
@@ -347,7 +310,7 @@ fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_command_runs_once() -
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
     let ran = std::fs::read_to_string(&marker)?;
     assert_eq!(ran, "once\n", "the command ran exactly once");
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 1, "one decision: {ds:#?}");
     assert_eq!(ds[0]["by"], "the person");
     b.finish()
@@ -377,10 +340,10 @@ fn an_allowed_command_runs_without_asking_and_a_blocked_prefix_is_refused() -> a
         "Bash(rm *)=block",
         "approval.wait=2s",
     ])?;
-    let run = start(&b, "touch, then remove")?;
+    let run = b.run_agent("coder", "touch, then remove")?;
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["decision"], "allowed", "{ds:#?}");
     assert_eq!(ds[0]["summary"], "exec_command: touch allowed.txt");

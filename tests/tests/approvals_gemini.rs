@@ -14,8 +14,7 @@
 
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel, wait_for};
-use serde_json::Value;
+use bosun_tests::{Bosun, FakeModel, short_id, wait_for};
 
 /// A Gemini agent `coder` with server-everything on.
 fn setup(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
@@ -23,47 +22,6 @@ fn setup(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
     b.add_gemini_agent("coder", fake.url(), &[])?;
     b.ok(&["agent", "set", "coder", "mcp.everything=on"])?;
     Ok(())
-}
-
-fn start(b: &Bosun, prompt: &str) -> anyhow::Result<String> {
-    let out = b.ok(&["agent", "run", "coder", prompt])?;
-    Ok(out.trim().to_string())
-}
-
-/// The approvals waiting, as `bosun inbox --json` lists them.
-fn waiting(b: &Bosun) -> anyhow::Result<Vec<Value>> {
-    Ok(b.json(&["inbox"])?
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|i| i["kind"] == "approval")
-        .collect())
-}
-
-fn wait_approval(b: &Bosun) -> anyhow::Result<Value> {
-    wait_for("an approval in the inbox", Duration::from_secs(60), || {
-        Ok(waiting(b)?.into_iter().next())
-    })
-}
-
-fn short_id(a: &Value) -> String {
-    a["short_id"].as_str().unwrap_or_default().to_string()
-}
-
-fn decisions(b: &Bosun, run: &str) -> anyhow::Result<Vec<Value>> {
-    Ok(b.show(run)?["agent"]["decisions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default())
-}
-
-/// The text of the tool results the model saw at turn `n` (0-based).
-fn result_at(fake: &FakeModel, n: usize) -> String {
-    fake.turns()
-        .get(n)
-        .and_then(|t| t["tool_result"].as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// What Gemini tells the model of a call bosun denied, whatever the reason: ACP answers a
@@ -81,10 +39,10 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
         r#"tool:echo:{"message":"ping"};call:run_shell_command:{"command":"touch approved.txt"};text:All done."#,
     )?;
     setup(&b, &fake)?;
-    let run = start(&b, "echo, then run a command")?;
+    let run = b.run_agent("coder", "echo, then run a command")?;
 
     // echo is read-only and local: the default mode lets it run. A command asks.
-    let a = wait_approval(&b)?;
+    let a = b.wait_approval()?;
     assert_eq!(a["tool"], "run_shell_command");
     assert_eq!(a["class"], "runs commands");
     assert_eq!(a["state"], "waiting");
@@ -101,9 +59,9 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
         "{a:#}"
     );
     assert!(
-        result_at(&fake, 1).contains("Echo: ping"),
+        fake.result_at(1).contains("Echo: ping"),
         "echo ran at once: {}",
-        result_at(&fake, 1)
+        fake.result_at(1)
     );
     assert!(!work.join("approved.txt").exists(), "the command waits");
 
@@ -121,10 +79,10 @@ fn a_call_the_policy_allows_runs_and_one_that_asks_waits_for_the_person() -> any
     assert!(
         work.join("approved.txt").exists(),
         "the command ran after the approval: {}",
-        result_at(&fake, 2)
+        fake.result_at(2)
     );
 
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["tool"], "mcp__everything__echo");
     assert_eq!(ds[0]["decision"], "allowed");
@@ -151,27 +109,29 @@ fn a_denial_reaches_the_model_and_a_block_wins_over_an_approval() -> anyhow::Res
         r#"call:run_shell_command:{"command":"rm -f build"};call:run_shell_command:{"command":"touch second.txt"};text:All done."#,
     )?;
     setup(&b, &fake)?;
-    let run = start(&b, "clean up")?;
+    let run = b.run_agent("coder", "clean up")?;
 
-    let a = wait_approval(&b)?;
+    let a = b.wait_approval()?;
     b.ok(&["deny", &short_id(&a), "--message", "use git clean instead"])?;
     let second = wait_for("the second ask", Duration::from_secs(60), || {
-        Ok(waiting(&b)?.into_iter().find(|x| x["id"] != a["id"]))
+        Ok(b.waiting_approvals()?
+            .into_iter()
+            .find(|x| x["id"] != a["id"]))
     })?;
     // The model learns the call was refused; the message cannot go with it (see CANCELLED).
-    assert_eq!(result_at(&fake, 1), CANCELLED);
+    assert_eq!(fake.result_at(1), CANCELLED);
 
     b.ok(&["agent", "set", "coder", "Bash=block"])?;
     let decided = b.json(&["approve", &short_id(&second)])?;
     assert_eq!(decided[0]["state"], "denied", "{decided:#}");
     assert_eq!(decided[0]["decided_by"], "the block");
     b.wait_ended(&run, Duration::from_secs(60))?;
-    assert_eq!(result_at(&fake, 2), CANCELLED);
+    assert_eq!(fake.result_at(2), CANCELLED);
     assert!(
         !b.scratch().join("coder/work/second.txt").exists(),
         "the blocked command did not run"
     );
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["by"], "the person");
     assert_eq!(ds[0]["message"], "use git clean instead", "{ds:#?}");
@@ -194,16 +154,16 @@ fn the_deadline_denies_and_a_blocked_tool_never_asks() -> anyhow::Result<()> {
         "approval.wait=2s",
         "write_file=block",
     ])?;
-    let run = start(&b, "do two things")?;
+    let run = b.run_agent("coder", "do two things")?;
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
-    assert_eq!(result_at(&fake, 1), CANCELLED);
+    assert_eq!(fake.result_at(1), CANCELLED);
     assert!(
-        result_at(&fake, 2).contains("canceled"),
+        fake.result_at(2).contains("canceled"),
         "{}",
-        result_at(&fake, 2)
+        fake.result_at(2)
     );
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["tool"], "run_shell_command");
     assert_eq!(ds[0]["decision"], "denied");
@@ -233,8 +193,8 @@ fn outside_content_turns_an_always_allowed_write_into_an_ask() -> anyhow::Result
     )?;
     setup(&b, &fake)?;
     b.ok(&["agent", "set", "coder", "write_file=allow"])?;
-    let run = start(&b, "fetch, then write")?;
-    let a = wait_approval(&b)?;
+    let run = b.run_agent("coder", "fetch, then write")?;
+    let a = b.wait_approval()?;
     assert_eq!(a["tool"], "write_file");
     assert!(
         a["why"]
@@ -261,12 +221,12 @@ fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_command_runs_once() -
         ),
     )?;
     setup(&b, &fake)?;
-    let run = start(&b, "append a line")?;
-    let before = wait_approval(&b)?;
+    let run = b.run_agent("coder", "append a line")?;
+    let before = b.wait_approval()?;
 
     b.kill_daemon()?;
     // The next command starts a new daemon; the runner reconnects and asks again.
-    let after = wait_approval(&b)?;
+    let after = b.wait_approval()?;
     assert_eq!(after["id"], before["id"], "the same approval");
     assert_eq!(after["deadline"], before["deadline"], "the same deadline");
 
@@ -275,7 +235,7 @@ fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_command_runs_once() -
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
     let ran = std::fs::read_to_string(&marker)?;
     assert_eq!(ran, "once\n", "the command ran exactly once");
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 1, "one decision: {ds:#?}");
     assert_eq!(ds[0]["by"], "the person");
     b.finish()
@@ -298,10 +258,10 @@ fn an_allowed_command_runs_without_asking_and_a_blocked_prefix_is_refused() -> a
         "Bash(rm *)=block",
         "approval.wait=2s",
     ])?;
-    let run = start(&b, "make a file, then remove it")?;
+    let run = b.run_agent("coder", "make a file, then remove it")?;
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
-    let ds = decisions(&b, &run)?;
+    let ds = b.decisions(&run)?;
     assert_eq!(ds.len(), 2, "{ds:#?}");
     assert_eq!(ds[0]["summary"], "run_shell_command: touch allowed.txt");
     assert_eq!(ds[0]["decision"], "allowed", "{ds:#?}");
