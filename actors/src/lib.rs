@@ -44,6 +44,7 @@ pub const TABLES: &[&str] = &[
     lead::record::MessageRecord::TABLE,
     lead::record::PendingRecord::TABLE,
     approvals::record::ApprovalRecord::TABLE,
+    approvals::record::WaitingApproval::TABLE,
 ];
 
 #[cfg(test)]

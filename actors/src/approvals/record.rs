@@ -11,6 +11,7 @@ use bosun_shared::{AgentId, ApprovalId, CardId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::store::writer::Change;
 use crate::store::{Record, Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,6 +52,37 @@ impl Record for ApprovalRecord {
     fn key(&self) -> String {
         self.id.to_string()
     }
+}
+
+/// The approvals that wait, each also in its own table (`approvals_waiting[approval id]`), kept
+/// in the same commit as every change of its state: the inbox, a decision and a restart read
+/// what waits, not every approval ever kept.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WaitingApproval(pub ApprovalRecord);
+
+impl Record for WaitingApproval {
+    const TABLE: &'static str = "approvals_waiting";
+    const WHAT: &'static str = "waiting approval";
+    type Key = ApprovalId;
+
+    fn key(&self) -> String {
+        self.0.id.to_string()
+    }
+}
+
+/// The changes that record an approval as it is now: the approval, and its place among those
+/// waiting (put while it waits, deleted once decided). Committed together.
+pub fn changes_for(a: &ApprovalRecord) -> Vec<Change> {
+    let waiting = match a.state {
+        ApprovalState::Waiting => Change::put(&WaitingApproval(a.clone())),
+        ApprovalState::Allowed { .. }
+        | ApprovalState::Denied { .. }
+        | ApprovalState::Expired { .. }
+        | ApprovalState::Ended { .. }
+        | ApprovalState::Withdrawn { .. } => Change::delete::<WaitingApproval>(&a.id),
+    };
+    vec![Change::put(a), waiting]
 }
 
 /// Where an approval stands.
@@ -168,10 +200,19 @@ impl Store {
         self.all::<ApprovalRecord>()
     }
 
-    /// The approvals of one run.
-    pub fn approvals_of(&self, run: RunId) -> Result<Vec<ApprovalRecord>, StoreError> {
+    /// The approvals that wait, in id order.
+    pub fn waiting_approvals(&self) -> Result<Vec<ApprovalRecord>, StoreError> {
         Ok(self
-            .approvals()?
+            .all::<WaitingApproval>()?
+            .into_iter()
+            .map(|w| w.0)
+            .collect())
+    }
+
+    /// The approvals of one run that wait (its decided ones are on its record).
+    pub fn waiting_approvals_of(&self, run: RunId) -> Result<Vec<ApprovalRecord>, StoreError> {
+        Ok(self
+            .waiting_approvals()?
             .into_iter()
             .filter(|a| a.run == run)
             .collect())

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bosun_actors::approvals::record::{ApprovalRecord, ApprovalState};
-use bosun_actors::prefix::by_prefix;
+use bosun_actors::prefix::{PrefixError, by_prefix};
 use bosun_actors::runs::follow::blocking;
 use bosun_actors::runs::run_actor::{PersonDecision, RunMsg};
 use bosun_shared::ApprovalId;
@@ -16,8 +16,13 @@ use super::runs::resolve;
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
 
-async fn all(ctx: &Arc<DaemonCtx>) -> Result<Vec<ApprovalRecord>, Failure> {
-    let mut list = blocking(&ctx.store, |s| s.approvals()).await?;
+/// The approvals that wait (with `decided`, every one kept), in the order asked.
+async fn list(ctx: &Arc<DaemonCtx>, decided: bool) -> Result<Vec<ApprovalRecord>, Failure> {
+    let mut list = if decided {
+        blocking(&ctx.store, |s| s.approvals()).await?
+    } else {
+        blocking(&ctx.store, |s| s.waiting_approvals()).await?
+    };
     list.sort_by_key(|a| (a.asked_at, a.run, a.seq, a.id));
     Ok(list)
 }
@@ -28,7 +33,7 @@ impl Handle for Approvals {
             Some(r) => Some(resolve(ctx, r).await?),
             None => None,
         };
-        Ok(all(ctx)
+        Ok(list(ctx, self.all)
             .await?
             .into_iter()
             .filter(|a| self.all || a.state == ApprovalState::Waiting)
@@ -102,14 +107,29 @@ impl Handle for Decide {
             )
             .into());
         }
-        let list = all(ctx).await?;
-        let id: ApprovalId = by_prefix(
-            list.iter().map(|a| a.id),
+        // Among those that wait first; among all, to say why one that does not cannot be.
+        let missing =
+            |k: &str| format!("there is no approval `{k}`; `bosun inbox` lists those that wait");
+        let mut found = list(ctx, false).await?;
+        let id: ApprovalId = match by_prefix(
+            found.iter().map(|a| a.id),
             &self.approval,
             "approvals'",
-            |k| format!("there is no approval `{k}`; `bosun inbox` lists those that wait"),
-        )?;
-        let Some(a) = list.iter().find(|a| a.id == id) else {
+            missing,
+        ) {
+            Ok(id) => id,
+            Err(PrefixError::NoMatch(_)) => {
+                found = list(ctx, true).await?;
+                by_prefix(
+                    found.iter().map(|a| a.id),
+                    &self.approval,
+                    "approvals'",
+                    missing,
+                )?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(a) = found.iter().find(|a| a.id == id) else {
             return Err(WireError::not_found("the approval went missing").into());
         };
         decide(
@@ -128,7 +148,7 @@ impl Handle for Decide {
 
 impl Handle for ApproveCard {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<ApprovalView>, Failure> {
-        let list = all(ctx).await?;
+        let list = list(ctx, false).await?;
         let waiting: Vec<&ApprovalRecord> = list
             .iter()
             .filter(|a| a.state == ApprovalState::Waiting)

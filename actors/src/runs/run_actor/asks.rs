@@ -15,7 +15,7 @@ use tracing::{info, warn};
 
 use super::{RunActorState, RunMsg};
 use crate::agents::record::Decision;
-use crate::approvals::record::{ApprovalRecord, ApprovalState, expired_message};
+use crate::approvals::record::{ApprovalRecord, ApprovalState, changes_for, expired_message};
 use crate::approvals::{self, Outcome};
 use crate::events::EventsMsg;
 use crate::offload::blocking;
@@ -56,11 +56,13 @@ impl RunActorState {
             for d in &run.decisions {
                 asks.decided.insert(d.key.clone(), d.answer());
                 asks.escalated |= d.allowed && d.escalates;
+                // Each decided approval took its seq before those still waiting.
+                asks.next_seq += u64::from(d.approval.is_some());
             }
         }
         let store = self.ctx.store.clone();
         let id = self.rec.id;
-        for a in blocking(move || store.approvals_of(id)).await?? {
+        for a in blocking(move || store.waiting_approvals_of(id)).await?? {
             asks.next_seq = asks.next_seq.max(a.seq + 1);
             match a.state {
                 ApprovalState::Waiting => {
@@ -156,7 +158,7 @@ impl RunActorState {
                     state: ApprovalState::Waiting,
                     delivered_at: None,
                 };
-                self.ctx.writer.put(&approval).await?;
+                self.ctx.writer.commit(changes_for(&approval)).await?;
                 self.asks.next_seq += 1;
                 crate::crash::point("approval-kept");
                 info!(run_id = %self.rec.id, approval = %approval.id, tool = %approval.tool, "a tool call waits for the person");
@@ -216,7 +218,7 @@ impl RunActorState {
         }
         let mut changes = vec![Change::put(&self.rec)];
         if let Some(a) = approval {
-            changes.push(Change::put(a));
+            changes.extend(changes_for(a));
         }
         self.ctx.writer.commit(changes).await?;
         crate::crash::point("approval-decided");
@@ -406,7 +408,7 @@ impl RunActorState {
             a.state = ApprovalState::Ended {
                 at: Timestamp::now(),
             };
-            if let Err(e) = self.ctx.writer.put(&a).await {
+            if let Err(e) = self.ctx.writer.commit(changes_for(&a)).await {
                 warn!(run_id = %self.rec.id, approval = %a.id, error = %e, "could not record that an approval ended with its run");
                 continue;
             }
