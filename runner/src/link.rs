@@ -23,7 +23,7 @@ use bosun_shared::run::ExitInfo;
 use bosun_shared::{RunId, RunToken};
 use tokio::sync::{Notify, mpsc};
 
-use crate::control::driver::Asks;
+use crate::control::driver::{Asks, Said};
 use crate::outbox::Outbox;
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
@@ -190,11 +190,9 @@ async fn pump(
     let mut next_seq = state.outbox.lock().map(|o| o.acked() + 1).unwrap_or(1);
     let mut started_sent = false;
     let mut exit_sent = false;
-    // What this session has said of the asks: each waiting ask and each delivery once per
-    // session (a new session says them all again; bosund takes them as the same ones).
-    let mut asks_sent = std::collections::BTreeSet::new();
-    let mut delivered_sent = std::collections::BTreeSet::new();
-    let mut withdrawn_sent = std::collections::BTreeSet::new();
+    // What this session has said of the asks: each once (a new session says them all again;
+    // bosund takes them as the same ones).
+    let mut said = Said::default();
     loop {
         // The start first, so the daemon sees the program running before its output.
         if !started_acked && !started_sent {
@@ -206,49 +204,14 @@ async fn pump(
                 started_sent = true;
             }
         }
-        let (asks, delivered, withdrawn) = match state.asks.lock() {
-            Ok(a) => (
-                a.waiting
-                    .iter()
-                    .filter(|ask| !asks_sent.contains(&ask.key))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-                a.delivered
-                    .iter()
-                    .filter(|k| !delivered_sent.contains(*k))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-                a.withdrawn
-                    .iter()
-                    .filter(|k| !withdrawn_sent.contains(*k))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            ),
-            Err(_) => (Vec::new(), Vec::new(), Vec::new()),
+        let unsaid = match state.asks.lock() {
+            Ok(a) => a.unsaid(&mut said),
+            Err(_) => Vec::new(),
         };
-        for ask in asks {
-            if let Err(e) = writer.send(&RunnerMsg::Ask(ask.clone())).await {
+        for msg in unsaid {
+            if let Err(e) = writer.send(&msg).await {
                 return SessionEnd::Lost(e.to_string());
             }
-            asks_sent.insert(ask.key);
-        }
-        for key in delivered {
-            if let Err(e) = writer
-                .send(&RunnerMsg::Delivered { key: key.clone() })
-                .await
-            {
-                return SessionEnd::Lost(e.to_string());
-            }
-            delivered_sent.insert(key);
-        }
-        for key in withdrawn {
-            if let Err(e) = writer
-                .send(&RunnerMsg::Withdrawn { key: key.clone() })
-                .await
-            {
-                return SessionEnd::Lost(e.to_string());
-            }
-            withdrawn_sent.insert(key);
         }
         loop {
             let frame = match state.outbox.lock() {

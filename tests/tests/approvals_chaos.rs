@@ -121,14 +121,11 @@ fn decisions_are_made_once_and_delivered_once_under_concurrent_people_and_daemon
             people.push(s.spawn(move || -> anyhow::Result<()> {
                 let mut rng = Rng(seed ^ (p + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
                 while !done.load(Ordering::Relaxed) {
-                    let Ok(list) = b.json(&["inbox"]) else {
+                    let Ok(list) = b.waiting_approvals() else {
                         continue; // bosund is being restarted
                     };
                     let waiting: Vec<String> = list
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter(|i| i["kind"] == "approval" && i["state"] == "waiting")
+                        .iter()
                         .filter_map(|i| i["id"].as_str().map(str::to_string))
                         .collect();
                     if waiting.is_empty() {
@@ -294,14 +291,7 @@ fn approve_card_lets_a_cards_parallel_calls_go_in_the_order_asked() -> anyhow::R
     let card = c["short_id"].as_str().unwrap_or_default().to_string();
     b.json(&["board", "card", "move", &card, "To do"])?;
     let waiting = wait_for("six calls waiting", Duration::from_secs(60), || {
-        let list = b.json(&["inbox"])?;
-        let w: Vec<Value> = list
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|i| i["kind"] == "approval")
-            .cloned()
-            .collect();
+        let w = b.waiting_approvals()?;
         Ok((w.len() == 6).then_some(w))
     })?;
     // Listed in the order asked.

@@ -47,6 +47,9 @@ pub struct Evaluation {
     pub input: Value,
     pub wait_ms: u64,
     pub attended: bool,
+    /// What `--always` or `--block` saves a verdict under: the tool's key, or for a shell
+    /// command that exact command; `None` when the line is not one plain command.
+    pub verdict_key: Option<String>,
 }
 
 /// A tool as the CLI named it: a built-in, or an MCP server's tool.
@@ -110,7 +113,12 @@ pub fn evaluate(
         escalated,
         attended,
     });
-    let (summary, preview) = describe(cli, &ask.tool, &ask.input, ask.cwd.as_deref());
+    let input = redact(&ask.input);
+    let (summary, preview) = describe(cli, &ask.tool, &key, &input, ask.cwd.as_deref());
+    let verdict_key = match command {
+        Some(line) => policy::exact_command(line).map(|k| k.to_string()),
+        None => Some(key.to_string()),
+    };
     // The run's record keeps the rule in words with the spec's step ("… (step 4)").
     let by = |rule: &policy::Rule| format!("{rule} (step {})", rule.step());
     let outcome = match &decision {
@@ -129,9 +137,10 @@ pub fn evaluate(
         escalates: policy::escalates(class),
         summary,
         preview,
-        input: redact(&ask.input),
+        input,
         wait_ms: settings.wait_ms.unwrap_or(DEFAULT_WAIT_MS),
         attended,
+        verdict_key,
     })
 }
 
@@ -221,32 +230,18 @@ pub enum AlwaysOrBlock {
 /// and committed like any `bosun agent set`): for a shell command, that exact command.
 pub async fn set_verdict(
     agents: &AgentsHandle,
-    cli: Option<CliKind>,
     a: &ApprovalRecord,
     which: AlwaysOrBlock,
 ) -> Result<(), String> {
     let Some(agent) = a.agent else {
         return Err("the run has no agent to save a verdict on".into());
     };
-    let key = match cli.and_then(|c| policy::shell_command(c, &a.tool, &a.input)) {
-        Some(cmd) => match policy::exact_command(cmd) {
-            Some(key) => key.to_string(),
-            None => {
-                return Err(format!(
-                    "`{}` is not one plain command, so it cannot be saved as a verdict of its own; decide it once, and save a pattern with `bosun agent set {} 'Bash(…)=allow'` if you want one",
-                    cut(cmd, 120),
-                    a.agent_name
-                ));
-            }
-        },
-        None => match a
-            .tool
-            .strip_prefix("mcp__")
-            .and_then(|r| r.split_once("__"))
-        {
-            Some((server, tool)) => format!("mcp.{server}.{tool}"),
-            None => a.tool.clone(),
-        },
+    let Some(key) = &a.verdict_key else {
+        return Err(format!(
+            "`{}` is not one plain command, so it cannot be saved as a verdict of its own; decide it once, and save a pattern with `bosun agent set {} 'Bash(…)=allow'` if you want one",
+            cut(a.preview.lines().next().unwrap_or_default(), 120),
+            a.agent_name
+        ));
     };
     let value = match which {
         AlwaysOrBlock::Always => Verdict::AlwaysAllow,
@@ -317,9 +312,11 @@ fn cut(text: &str, max: usize) -> String {
 /// What a call would do: one line, and a preview of a few lines (the command and its folder; the
 /// file and its new text or the change; the address; an MCP server's tool and its arguments,
 /// secrets hidden).
+/// (`input` already redacted.)
 pub fn describe(
     cli: CliKind,
     tool: &str,
+    key: &ToolKey,
     input: &Value,
     cwd: Option<&std::path::Path>,
 ) -> (String, String) {
@@ -369,11 +366,11 @@ pub fn describe(
         }
         return (format!("{tool}: {}", cut(path, 200)), preview);
     }
-    let args = serde_json::to_string(&redact(input)).unwrap_or_default();
-    let line = match tool.strip_prefix("mcp__").and_then(|r| r.split_once("__")) {
-        Some((server, t)) => format!("{server} · {t} {}", cut(&args, 160)),
-        None => format!("{tool} {}", cut(&args, 160)),
+    let args = serde_json::to_string(input).unwrap_or_default();
+    let line = match key {
+        ToolKey::Mcp { server, tool } => format!("{server} · {tool} {}", cut(&args, 160)),
+        ToolKey::Builtin(_) | ToolKey::Command(_) => format!("{tool} {}", cut(&args, 160)),
     };
-    let preview = serde_json::to_string_pretty(&redact(input)).unwrap_or_default();
+    let preview = serde_json::to_string_pretty(input).unwrap_or_default();
     (line, cut(&preview, 4000))
 }

@@ -42,6 +42,10 @@ pub struct ApprovalRecord {
     pub attended: bool,
     pub state: ApprovalState,
     pub delivered_at: Option<Timestamp>,
+    /// What `--always` or `--block` saves a verdict under (worked out with the policy's own
+    /// naming when the call was judged); `None` when it cannot be one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_key: Option<String>,
 }
 
 impl Record for ApprovalRecord {

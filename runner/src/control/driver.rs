@@ -2,27 +2,87 @@
 //! copy of what the relay sends as the run's output), hands asks to the link and decisions back
 //! to the CLI.
 
-use std::collections::BTreeSet;
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use bosun_shared::protocol::runner::{ToolAnswer, ToolAsk};
+use bosun_shared::protocol::runner::{RunnerMsg, ToolAnswer, ToolAsk};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::{Notify, mpsc};
 
 use super::{Protocol, Step};
 
-/// The asks of this run, shared with the link: what is to be sent to bosund (again after each
-/// reconnect) and what was delivered.
+/// The asks of this run, shared with the link: what is to be said to bosund (again after each
+/// reconnect): the asks waiting, in the order asked, and the answers delivered and the asks
+/// withdrawn since.
 #[derive(Debug, Default)]
 pub struct Asks {
-    /// Asked and not decided yet, in the order asked.
-    pub waiting: Vec<ToolAsk>,
-    /// Decided and handed to the CLI; said to bosund after each reconnect.
-    pub delivered: BTreeSet<String>,
-    /// Withdrawn by the CLI before a decision; said to bosund after each reconnect.
-    pub withdrawn: BTreeSet<String>,
+    /// Every message to say, in order, each once per session (a new session says them all
+    /// again; bosund takes them as the same ones). An ask leaves it once decided or withdrawn.
+    said: Vec<RunnerMsg>,
+    /// Bumped on every change, so a session with nothing new to say looks no further.
+    version: u64,
+}
+
+/// What one session of the link has said of the asks.
+#[derive(Debug, Default)]
+pub struct Said {
+    version: Option<u64>,
+    sent: HashSet<(u8, String)>,
+}
+
+/// A message's identity among those said: its kind and key.
+fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
+    match msg {
+        RunnerMsg::Ask(a) => Some((0, a.key.clone())),
+        RunnerMsg::Delivered { key } => Some((1, key.clone())),
+        RunnerMsg::Withdrawn { key } => Some((2, key.clone())),
+        RunnerMsg::Started(_) | RunnerMsg::Output(_) | RunnerMsg::Exited(_) => None,
+    }
+}
+
+impl Asks {
+    fn changed(&mut self) {
+        self.version += 1;
+    }
+
+    /// A new ask (asked again under the same key: its newer form, at the end).
+    fn ask(&mut self, ask: ToolAsk) {
+        self.drop_ask(&ask.key);
+        self.push(RunnerMsg::Ask(ask));
+    }
+
+    /// Takes an ask out of what is said (decided or withdrawn); whether it was there.
+    fn drop_ask(&mut self, key: &str) -> bool {
+        let before = self.said.len();
+        self.said
+            .retain(|m| !matches!(m, RunnerMsg::Ask(a) if a.key == key));
+        let dropped = self.said.len() != before;
+        if dropped {
+            self.changed();
+        }
+        dropped
+    }
+
+    fn push(&mut self, msg: RunnerMsg) {
+        self.said.push(msg);
+        self.changed();
+    }
+
+    /// What the session has not said yet, in order; nothing to look through when nothing
+    /// changed since it last asked (the link asks on every wake, output's included).
+    pub fn unsaid(&self, said: &mut Said) -> Vec<RunnerMsg> {
+        if said.version == Some(self.version) {
+            return Vec::new();
+        }
+        said.version = Some(self.version);
+        self.said
+            .iter()
+            .filter(|m| identity(m).is_some_and(|id| said.sent.insert(id)))
+            .cloned()
+            .collect()
+    }
 }
 
 /// What the driver needs from the rest of the runner.
@@ -76,16 +136,13 @@ impl Driver {
                         if ask.cwd.is_none() {
                             ask.cwd = Some(self.cwd.clone());
                         }
-                        let mut asks = lock(&self.asks);
-                        asks.waiting.retain(|a| a.key != ask.key);
-                        asks.waiting.push(ask);
-                        drop(asks);
+                        lock(&self.asks).ask(ask);
                         self.wake.notify_one();
                     }
                     Step::Withdraw(key) => {
                         let mut asks = lock(&self.asks);
-                        asks.waiting.retain(|a| a.key != key);
-                        asks.withdrawn.insert(key);
+                        asks.drop_ask(&key);
+                        asks.push(RunnerMsg::Withdrawn { key });
                         drop(asks);
                         self.wake.notify_one();
                     }
@@ -98,7 +155,11 @@ impl Driver {
                 }
             }
             if !answered.is_empty() {
-                lock(&self.asks).delivered.extend(answered.drain(..));
+                let mut asks = lock(&self.asks);
+                for key in answered.drain(..) {
+                    asks.push(RunnerMsg::Delivered { key });
+                }
+                drop(asks);
                 self.wake.notify_one();
             }
             tokio::select! {
@@ -121,12 +182,7 @@ impl Driver {
                     }
                 },
                 Some((key, answer)) = self.decisions.recv() => {
-                    let known = {
-                        let mut asks = lock(&self.asks);
-                        let before = asks.waiting.len();
-                        asks.waiting.retain(|a| a.key != key);
-                        asks.waiting.len() != before
-                    };
+                    let known = lock(&self.asks).drop_ask(&key);
                     if known {
                         steps.extend(self.protocol.answer(&key, &answer));
                         answered.push(key);
@@ -134,5 +190,58 @@ impl Driver {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(key: &str) -> ToolAsk {
+        ToolAsk {
+            key: key.into(),
+            tool: "Bash".into(),
+            input: serde_json::Value::Null,
+            input_cut: false,
+            cwd: None,
+            at: bosun_shared::Timestamp::now(),
+        }
+    }
+
+    fn keys(msgs: &[RunnerMsg]) -> Vec<String> {
+        msgs.iter()
+            .map(|m| match m {
+                RunnerMsg::Ask(a) => format!("ask {}", a.key),
+                RunnerMsg::Delivered { key } => format!("delivered {key}"),
+                RunnerMsg::Withdrawn { key } => format!("withdrawn {key}"),
+                RunnerMsg::Started(_) | RunnerMsg::Output(_) | RunnerMsg::Exited(_) => "?".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_session_says_each_thing_once_and_a_new_session_says_what_still_stands() {
+        let mut asks = Asks::default();
+        let mut session = Said::default();
+        asks.ask(ask("a"));
+        asks.ask(ask("b"));
+        assert_eq!(keys(&asks.unsaid(&mut session)), ["ask a", "ask b"]);
+        assert!(asks.unsaid(&mut session).is_empty(), "nothing new");
+        assert!(asks.drop_ask("a"));
+        asks.push(RunnerMsg::Delivered { key: "a".into() });
+        assert!(asks.drop_ask("b"));
+        asks.push(RunnerMsg::Withdrawn { key: "b".into() });
+        assert_eq!(
+            keys(&asks.unsaid(&mut session)),
+            ["delivered a", "withdrawn b"]
+        );
+        asks.ask(ask("c"));
+        let mut next = Said::default();
+        assert_eq!(
+            keys(&asks.unsaid(&mut next)),
+            ["delivered a", "withdrawn b", "ask c"],
+            "after a reconnect: in order, decided asks no more"
+        );
+        assert!(!asks.drop_ask("a"), "already gone");
     }
 }

@@ -157,6 +157,7 @@ impl RunActorState {
                     attended: eval.attended,
                     state: ApprovalState::Waiting,
                     delivered_at: None,
+                    verdict_key: eval.verdict_key,
                 };
                 self.ctx.writer.commit(changes_for(&approval)).await?;
                 self.asks.next_seq += 1;
@@ -295,14 +296,9 @@ impl RunActorState {
         let run = self.rec.agent.clone();
         if d.allow {
             if d.always {
-                approvals::set_verdict(
-                    &self.ctx.agents,
-                    run.as_ref().and_then(|r| r.cli),
-                    &a,
-                    approvals::AlwaysOrBlock::Always,
-                )
-                .await
-                .map_err(RunsError::internal)?;
+                approvals::set_verdict(&self.ctx.agents, &a, approvals::AlwaysOrBlock::Always)
+                    .await
+                    .map_err(RunsError::internal)?;
             }
             // A block that landed while the call waited wins over the person's approval.
             let store = self.ctx.store.clone();
@@ -334,14 +330,9 @@ impl RunActorState {
             Ok(view)
         } else {
             if d.block {
-                approvals::set_verdict(
-                    &self.ctx.agents,
-                    run.as_ref().and_then(|r| r.cli),
-                    &a,
-                    approvals::AlwaysOrBlock::Block,
-                )
-                .await
-                .map_err(RunsError::internal)?;
+                approvals::set_verdict(&self.ctx.agents, &a, approvals::AlwaysOrBlock::Block)
+                    .await
+                    .map_err(RunsError::internal)?;
             }
             let message = match (d.message, d.block) {
                 (Some(m), _) if !m.trim().is_empty() => m,
