@@ -22,6 +22,7 @@ pub mod keychain;
 pub mod lead;
 pub mod mcp;
 pub mod offload;
+pub mod placement;
 pub mod prefix;
 pub mod runs;
 pub mod store;

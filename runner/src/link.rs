@@ -14,20 +14,70 @@ use std::time::Duration;
 
 use bosun_shared::protocol::fast;
 use bosun_shared::protocol::frame::encode_frame;
-use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg, Started, StopOrder, ToolAnswer};
-use bosun_shared::protocol::socket::{self, ReadHalf};
+use bosun_shared::protocol::runner::{
+    DaemonMsg, LaunchPlan, RunnerMsg, Started, StopOrder, ToolAnswer,
+};
+use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
+use bosun_shared::protocol::tls;
 use bosun_shared::protocol::{
     ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
 };
 use bosun_shared::run::ExitInfo;
 use bosun_shared::{RunId, RunToken};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::control::driver::{Asks, Said};
 use crate::outbox::Outbox;
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
+/// How long a connection over the network may take to be made and secured before it is tried
+/// again (a host that drops packets would otherwise hold the link forever).
+const TLS_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the runner reaches bosund: its socket on this machine, or its runner listener over the
+/// network with mutual TLS (a run placed on another host).
+pub enum Dial {
+    Local(PathBuf),
+    Tls {
+        addr: String,
+        config: Arc<tokio_rustls::rustls::ClientConfig>,
+    },
+}
+
+impl Dial {
+    fn describe(&self) -> String {
+        match self {
+            Dial::Local(path) => path.display().to_string(),
+            Dial::Tls { addr, .. } => format!("bosund at {addr} (TLS)"),
+        }
+    }
+
+    async fn connect(&self) -> io::Result<(ReadHalf, WriteHalf)> {
+        match self {
+            Dial::Local(path) => socket::connect(path).await.map(socket::split),
+            Dial::Tls { addr, config } => {
+                let connect = async {
+                    let tcp = tokio::net::TcpStream::connect(addr.as_str()).await?;
+                    tcp.set_nodelay(true)?;
+                    let name = tls::server_name().map_err(io::Error::other)?;
+                    let stream = tokio_rustls::TlsConnector::from(config.clone())
+                        .connect(name, tcp)
+                        .await?;
+                    Ok(socket::split_any(stream))
+                };
+                tokio::time::timeout(TLS_CONNECT_TIMEOUT, connect)
+                    .await
+                    .map_err(|_| {
+                        io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("no answer within {}s", TLS_CONNECT_TIMEOUT.as_secs()),
+                        )
+                    })?
+            }
+        }
+    }
+}
 
 /// What the link shares with the rest of the runner.
 pub struct LinkState {
@@ -42,6 +92,9 @@ pub struct LinkState {
     pub decisions: mpsc::UnboundedSender<(String, ToolAnswer)>,
     /// bosun's own lines for the run's log (a call waits for the person).
     pub notes: mpsc::UnboundedSender<String>,
+    /// A runner on another host waits for its plan here; `None` once it has it (or never
+    /// needed it: a local runner reads it on stdin).
+    pub plan: Mutex<Option<oneshot::Sender<LaunchPlan>>>,
 }
 
 /// How the link ended.
@@ -60,7 +113,7 @@ enum SessionEnd {
 }
 
 pub async fn run_link(
-    socket: PathBuf,
+    dial: Dial,
     run_dir: PathBuf,
     run_id: RunId,
     token: RunToken,
@@ -69,10 +122,10 @@ pub async fn run_link(
     let mut backoff = BACKOFF_FIRST;
     let mut last_problem = String::new();
     loop {
-        match socket::connect(&socket).await {
-            Ok(stream) => {
+        match dial.connect().await {
+            Ok((r, w)) => {
                 backoff = BACKOFF_FIRST;
-                match session(stream, run_id, &token, &state).await {
+                match session(r, w, run_id, &token, &state).await {
                     SessionEnd::ExitAcked => return LinkEnd::ExitAcked,
                     SessionEnd::Refused(why) => {
                         // Nobody will ever keep this run's output or record its end: end the
@@ -101,7 +154,7 @@ pub async fn run_link(
                 return LinkEnd::Refused(why);
             }
             Err(e) => {
-                let why = format!("cannot reach {}: {e}", socket.display());
+                let why = format!("cannot reach {}: {e}", dial.describe());
                 if why != last_problem {
                     say!("bosun-runner: {why}; retrying");
                     last_problem = why;
@@ -114,12 +167,12 @@ pub async fn run_link(
 }
 
 async fn session(
-    stream: interprocess::local_socket::tokio::Stream,
+    r: ReadHalf,
+    w: WriteHalf,
     run_id: RunId,
     token: &RunToken,
     state: &LinkState,
 ) -> SessionEnd {
-    let (r, w) = socket::split(stream);
     let mut writer = FrameWriter::new(w);
     let mut reader = FrameReader::new(r);
     let hello = Hello {
@@ -163,6 +216,10 @@ async fn session(
     if let Some(stop) = welcome.stop {
         let _ = state.stops.send(stop);
     }
+    let wants_plan = state.plan.lock().map(|p| p.is_some()).unwrap_or(false);
+    if wants_plan && let Err(e) = writer.send_now(&RunnerMsg::WantPlan).await {
+        return SessionEnd::Lost(e.to_string());
+    }
 
     let (msgs_tx, mut msgs) = mpsc::unbounded_channel();
     let reader_task = tokio::spawn(read_daemon(reader, msgs_tx));
@@ -182,7 +239,7 @@ async fn session(
 /// binary frames, or as JSON to a daemon of before them (`binary_output` false).
 async fn pump(
     state: &LinkState,
-    writer: &mut FrameWriter<socket::WriteHalf>,
+    writer: &mut FrameWriter<WriteHalf>,
     msgs: &mut mpsc::UnboundedReceiver<io::Result<DaemonMsg>>,
     mut started_acked: bool,
     binary_output: bool,
@@ -268,6 +325,12 @@ async fn pump(
                 }
                 Some(Ok(DaemonMsg::Waiting { key: _, note })) => {
                     let _ = state.notes.send(note);
+                }
+                Some(Ok(DaemonMsg::Plan(plan))) => {
+                    let waiting = state.plan.lock().ok().and_then(|mut p| p.take());
+                    if let Some(tx) = waiting {
+                        let _ = tx.send(*plan);
+                    }
                 }
                 Some(Err(e)) => return SessionEnd::Lost(e.to_string()),
                 None => return SessionEnd::Lost("the daemon closed the connection".into()),

@@ -38,6 +38,7 @@ use bosun_shared::Timestamp;
 use bosun_shared::process::{self, Pgid, Pid, ProcessIdentity, SweepTarget};
 use bosun_shared::protocol::FrameReader;
 use bosun_shared::protocol::runner::{LaunchPlan, StopOrder};
+use bosun_shared::protocol::tls;
 use bosun_shared::run::{ExitInfo, Outcome, signal_name};
 use bosun_shared::time::format_duration;
 use nix::sys::signal::Signal;
@@ -45,7 +46,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::control::driver::{Asks, Driver};
-use crate::link::{LinkEnd, LinkState};
+use crate::link::{Dial, LinkEnd, LinkState};
 use crate::outbox::Outbox;
 use crate::relay::{OutputCap, Sink};
 
@@ -88,29 +89,92 @@ fn main() -> ExitCode {
 /// while a stdio MCP server is connected). Its exit counts as its own.
 const FINISH_GRACE: Duration = Duration::from_secs(5);
 
+/// How long the runner looks for a signal of its own after its program died of SIGTERM or
+/// SIGINT (a cluster engine signals every process of the job at once).
+const OUTSIDE_SIGNAL_WAIT: Duration = Duration::from_millis(200);
+
 /// Why the program is being stopped, once it is.
 struct Stopping {
     outcome: Outcome,
     reason: String,
 }
 
+/// How the runner was started: by bosund on this machine (the plan on stdin), or by a cluster
+/// engine on another host (`--remote FILE`: the link file in the run's folder; the plan comes
+/// over the link).
+enum Start {
+    Local(Box<LaunchPlan>),
+    Remote(tls::RemoteLink, std::path::PathBuf),
+}
+
+async fn start() -> Result<Start, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => {
+            let mut stdin = FrameReader::new(tokio::io::stdin());
+            match stdin.read().await {
+                Ok(Some(plan)) => Ok(Start::Local(Box::new(plan))),
+                Ok(None) => Err("no launch plan arrived on stdin".into()),
+                Err(e) => Err(format!("the launch plan on stdin is not valid: {e}")),
+            }
+        }
+        [flag, file] if flag == "--remote" => {
+            let path = std::path::PathBuf::from(file);
+            let text = fs::read_to_string(&path)
+                .map_err(|e| format!("could not read the link file {}: {e}", path.display()))?;
+            // Read once, then gone: the run's key and token stay in this process only.
+            if let Err(e) = fs::remove_file(&path) {
+                say!("bosun-runner: could not delete {}: {e}", path.display());
+            }
+            let link: tls::RemoteLink = serde_json::from_str(&text)
+                .map_err(|e| format!("the link file {} is not valid: {e}", path.display()))?;
+            let run_dir = path
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .ok_or_else(|| format!("the link file {} has no folder", path.display()))?;
+            Ok(Start::Remote(link, run_dir))
+        }
+        _ => Err(
+            "bosun-runner is started by bosund: with no arguments (the plan on stdin), or with `--remote LINK-FILE` on another host"
+                .into(),
+        ),
+    }
+}
+
 async fn run() -> Result<(), String> {
-    let mut stdin = FrameReader::new(tokio::io::stdin());
-    let plan: LaunchPlan = match stdin.read().await {
-        Ok(Some(plan)) => plan,
-        Ok(None) => return Err("no launch plan arrived on stdin".into()),
-        Err(e) => return Err(format!("the launch plan on stdin is not valid: {e}")),
+    let start = start().await?;
+    let (dial, run_dir, run_id, token, plan_now) = match start {
+        Start::Local(plan) => (
+            Dial::Local(plan.socket.clone()),
+            plan.run_dir.clone(),
+            plan.run_id,
+            plan.token.clone(),
+            Some(*plan),
+        ),
+        Start::Remote(link, run_dir) => {
+            let config = tls::client_config(&link)?;
+            (
+                Dial::Tls {
+                    addr: link.addr.clone(),
+                    config,
+                },
+                run_dir,
+                link.run_id,
+                link.token.clone(),
+                None,
+            )
+        }
     };
-    drop(stdin);
 
     let outbox = Arc::new(Mutex::new(Outbox::new(
-        plan.run_dir.join("spool"),
+        run_dir.join("spool"),
         OUTBOX_MEMORY,
     )));
     let wake = Arc::new(Notify::new());
     let (stops_tx, mut stops) = mpsc::unbounded_channel::<StopOrder>();
     let (decisions_tx, decisions) = mpsc::unbounded_channel();
     let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<String>();
+    let (plan_tx, plan_rx) = oneshot::channel();
     let asks = Arc::new(Mutex::new(Asks::default()));
     let state = Arc::new(LinkState {
         outbox: outbox.clone(),
@@ -121,14 +185,33 @@ async fn run() -> Result<(), String> {
         asks: asks.clone(),
         decisions: decisions_tx,
         notes: notes_tx,
+        plan: Mutex::new(plan_now.is_none().then_some(plan_tx)),
     });
-    let link = tokio::spawn(link::run_link(
-        plan.socket.clone(),
-        plan.run_dir.clone(),
-        plan.run_id,
-        plan.token.clone(),
+    let mut link = tokio::spawn(link::run_link(
+        dial,
+        run_dir.clone(),
+        run_id,
+        token,
         state.clone(),
     ));
+    let plan = match plan_now {
+        Some(plan) => plan,
+        None => tokio::select! {
+            plan = plan_rx => match plan {
+                Ok(plan) => plan,
+                Err(_) => return Err("the link ended before the plan came".into()),
+            },
+            end = &mut link => {
+                let why = match end {
+                    Ok(LinkEnd::ExitAcked) => "bosund ended the run before its plan was taken (it no longer holds the plan: it restarted before this runner asked)".to_string(),
+                    Ok(LinkEnd::Refused(why)) => format!("bosund refused this run: {why}"),
+                    Err(e) => format!("the link failed: {e}"),
+                };
+                lock(&outbox).remove_spool();
+                return Err(why);
+            }
+        },
+    };
 
     let cap = Arc::new(OutputCap::new(plan.max_output));
     let redactor = Arc::new(redact::Redactor::new(&plan.redact));
@@ -373,10 +456,10 @@ async fn supervise(
                 start_ladder(&mut stopping, Outcome::TimedOut, reason, false);
             }
             Some(()) = recv_signal(&mut sigterm) => {
-                start_ladder(&mut stopping, Outcome::Stopped, "the runner was sent SIGTERM".into(), false);
+                start_ladder(&mut stopping, Outcome::Stopped, "stopped from outside bosun: the runner was sent SIGTERM".into(), false);
             }
             Some(()) = recv_signal(&mut sigint) => {
-                start_ladder(&mut stopping, Outcome::Stopped, "the runner was sent SIGINT".into(), false);
+                start_ladder(&mut stopping, Outcome::Stopped, "stopped from outside bosun: the runner was sent SIGINT".into(), false);
             }
             Some(()) = recv_signal(&mut sighup) => {}
             r = &mut done, if done_open => {
@@ -394,6 +477,27 @@ async fn supervise(
     };
     for l in [ladder, finish_ladder].into_iter().flatten() {
         l.abort();
+    }
+    // A signal sent to the whole job by a cluster engine (`scancel`) reaches the program and the
+    // runner at once, and the program may die of it before the runner's own signal is read: a
+    // program killed by SIGTERM or SIGINT while the runner got the same is stopped from outside.
+    let killed_by = status.and_then(|s| s.signal());
+    if stopping.is_none() && matches!(killed_by, Some(libc::SIGTERM | libc::SIGINT)) {
+        let both = tokio::time::timeout(OUTSIDE_SIGNAL_WAIT, async {
+            tokio::select! {
+                Some(()) = recv_signal(&mut sigterm) => "SIGTERM",
+                Some(()) = recv_signal(&mut sigint) => "SIGINT",
+            }
+        })
+        .await;
+        if let Ok(sig) = both {
+            stopping = Some(Stopping {
+                outcome: Outcome::Stopped,
+                reason: format!(
+                    "stopped from outside bosun: the runner and the program were sent {sig}"
+                ),
+            });
+        }
     }
     (status, stopping)
 }

@@ -10,6 +10,7 @@ pub mod approvals;
 pub mod ids;
 pub mod mcp;
 pub mod paths;
+pub mod placement;
 pub mod process;
 pub mod projects;
 pub mod protocol;

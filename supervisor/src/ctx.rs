@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use anyhow::Context;
 use bosun_actors::agents::registry::{AgentsContext, AgentsHandle};
 use bosun_actors::auth::AuthContext;
-use bosun_actors::board::{BoardContext, BoardMsg};
+use bosun_actors::board::{BoardContext, BoardMsg, QaTokens};
 use bosun_actors::events::EventsHandle;
 use bosun_actors::handle::ActorHandle;
 use bosun_actors::keychain::Keychain;
@@ -16,6 +16,7 @@ use bosun_actors::lead::chats::{ChatsContext, ChatsHandle};
 use bosun_actors::lead::server::McpCtx;
 use bosun_actors::lead::tools::ToolCtx;
 use bosun_actors::mcp::registry::{RegistryContext, RegistryMsg};
+use bosun_actors::placement::Remote;
 use bosun_actors::runs::live::LiveRuns;
 use bosun_actors::runs::{RunsContext, RunsMsg};
 use bosun_actors::store::Store;
@@ -46,9 +47,37 @@ pub struct DaemonCtx {
     pub chats: ChatsHandle,
     /// bosun's own MCP server, once it listens.
     pub mcp_url: Arc<OnceLock<String>>,
+    /// The tokens of live QA runs of cards, shared by the Board and bosun's MCP server.
+    pub qa_tokens: QaTokens,
     mcp_server: Mutex<Option<tokio::task::JoinHandle<()>>>,
     registry: RwLock<Option<ActorRef<RegistryMsg>>>,
     root_failure: Mutex<Option<String>>,
+    /// Remote placement, when `placement.toml` configures it: the backends, and the TLS
+    /// listener runners on other hosts dial.
+    pub remote: Option<RemoteListener>,
+}
+
+/// The runner listener over TCP with mutual TLS, bound once at startup (a restarted Listener
+/// actor accepts on the same socket).
+pub struct RemoteListener {
+    pub remote: Arc<Remote>,
+    pub tcp: Arc<tokio::net::TcpListener>,
+    pub tls: tokio_rustls::TlsAcceptor,
+    /// The address bound.
+    pub bound: std::net::SocketAddr,
+}
+
+impl RemoteListener {
+    pub fn describe(&self) -> String {
+        if self.remote.advertise == self.bound.to_string() {
+            format!("{} (mutual TLS)", self.bound)
+        } else {
+            format!(
+                "{} (mutual TLS), dialled as {}",
+                self.bound, self.remote.advertise
+            )
+        }
+    }
 }
 
 fn read<T: Clone>(lock: &RwLock<Option<T>>) -> Option<T> {
@@ -69,6 +98,7 @@ impl DaemonCtx {
         runner_bin: PathBuf,
         keychain: Keychain,
         started_at: Timestamp,
+        remote: Option<RemoteListener>,
     ) -> Self {
         let auth = AuthContext::new(store.clone(), writer.clone(), keychain.clone());
         Self {
@@ -88,9 +118,11 @@ impl DaemonCtx {
             answers: Answers::default(),
             chats: ChatsHandle::default(),
             mcp_url: Arc::new(OnceLock::new()),
+            qa_tokens: QaTokens::default(),
             mcp_server: Mutex::new(None),
             registry: RwLock::new(None),
             root_failure: Mutex::new(None),
+            remote,
         }
     }
 
@@ -145,6 +177,7 @@ impl DaemonCtx {
             events: self.events.clone(),
             agents: self.agents.clone(),
             answers: Arc::new(self.answers.clone()),
+            remote: self.remote.as_ref().map(|r| r.remote.clone()),
         })
     }
 
@@ -203,6 +236,7 @@ impl DaemonCtx {
             answers: self.answers.clone(),
             tools: self.tool_context(),
             chats: self.chats.clone(),
+            qa: self.qa_tokens.clone(),
         }
     }
 
@@ -214,6 +248,8 @@ impl DaemonCtx {
             agents: self.agents_context(),
             runs: self.runs.clone(),
             worktrees: self.dirs.worktrees(),
+            mcp_url: self.mcp_url.clone(),
+            qa_tokens: self.qa_tokens.clone(),
         }
     }
 

@@ -16,10 +16,13 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::ctx::DaemonCtx;
-use crate::session::{Session, SessionArgs};
+use crate::remote::{self, TlsConn};
+use crate::session::{Conn, Session, SessionArgs};
 
 pub enum ListenerMsg {
     Accepted(Stream),
+    /// A runner on another host, its TLS handshake done.
+    AcceptedTls(TlsConn),
 }
 
 pub struct Listener;
@@ -28,6 +31,7 @@ pub struct ListenerState {
     ctx: Arc<DaemonCtx>,
     socket: Option<SocketListener>,
     accept_loop: Option<JoinHandle<()>>,
+    tls_accept_loop: Option<JoinHandle<()>>,
     next_session: u64,
 }
 
@@ -57,6 +61,7 @@ impl Actor for Listener {
             ctx,
             socket: Some(socket),
             accept_loop: None,
+            tls_accept_loop: None,
             next_session: 1,
         })
     }
@@ -66,6 +71,7 @@ impl Actor for Listener {
         myself: ActorRef<ListenerMsg>,
         state: &mut ListenerState,
     ) -> Result<(), ActorProcessingErr> {
+        let tls_myself = myself.clone();
         if let Some(socket) = state.socket.take() {
             state.accept_loop = Some(tokio::spawn(async move {
                 loop {
@@ -83,6 +89,29 @@ impl Actor for Listener {
                 }
             }));
         }
+        if let Some(remote) = &state.ctx.remote {
+            let (tcp, tls) = (remote.tcp.clone(), remote.tls.clone());
+            state.tls_accept_loop = Some(tokio::spawn(async move {
+                loop {
+                    match tcp.accept().await {
+                        Ok((stream, peer)) => {
+                            // Each handshake in a task of its own, so a slow peer holds up
+                            // nobody.
+                            let (me, tls) = (tls_myself.clone(), tls.clone());
+                            tokio::spawn(async move {
+                                if let Some(conn) = remote::handshake(tls, stream, peer).await {
+                                    let _ = me.cast(ListenerMsg::AcceptedTls(conn));
+                                }
+                            });
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "accept failed on the runner listener");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                }
+            }));
+        }
         Ok(())
     }
 
@@ -91,7 +120,10 @@ impl Actor for Listener {
         _myself: ActorRef<ListenerMsg>,
         state: &mut ListenerState,
     ) -> Result<(), ActorProcessingErr> {
-        if let Some(l) = state.accept_loop.take() {
+        for l in [state.accept_loop.take(), state.tls_accept_loop.take()]
+            .into_iter()
+            .flatten()
+        {
             l.abort();
         }
         Ok(())
@@ -127,16 +159,10 @@ impl Actor for Listener {
                         return Ok(());
                     }
                 }
-                let id = state.next_session;
-                state.next_session += 1;
-                let args = SessionArgs {
-                    ctx: state.ctx.clone(),
-                    stream,
-                    id,
-                };
-                if let Err(e) = Actor::spawn_linked(None, Session, args, myself.get_cell()).await {
-                    warn!(error = %e, "could not start a session");
-                }
+                state.start_session(&myself, Conn::Local(stream)).await;
+            }
+            ListenerMsg::AcceptedTls(conn) => {
+                state.start_session(&myself, Conn::Tls(conn)).await;
             }
         }
         Ok(())
@@ -159,6 +185,21 @@ impl Actor for Listener {
             | SupervisionEvent::ProcessGroupChanged(_) => {}
         }
         Ok(())
+    }
+}
+
+impl ListenerState {
+    async fn start_session(&mut self, myself: &ActorRef<ListenerMsg>, stream: Conn) {
+        let id = self.next_session;
+        self.next_session += 1;
+        let args = SessionArgs {
+            ctx: self.ctx.clone(),
+            stream,
+            id,
+        };
+        if let Err(e) = Actor::spawn_linked(None, Session, args, myself.get_cell()).await {
+            warn!(error = %e, "could not start a session");
+        }
     }
 }
 

@@ -5,6 +5,7 @@ mod api;
 mod control;
 mod ctx;
 mod listener;
+mod remote;
 mod requests;
 mod root;
 mod session;
@@ -90,6 +91,7 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
     let runner_bin = ctx::runner_binary()?;
     let keychain = tokio::task::spawn_blocking(Keychain::from_env).await?;
     info!(keychain = %keychain.describe(), "keychain");
+    let remote = remote::setup(&dirs).await?;
     let ctx = Arc::new(DaemonCtx::new(
         dirs.clone(),
         store,
@@ -97,6 +99,7 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
         runner_bin,
         keychain,
         Timestamp::now(),
+        remote,
     ));
 
     let (root, root_done) = Actor::spawn(Some("root".into()), Root, ctx.clone())

@@ -143,7 +143,8 @@ impl RootState {
     ) -> Result<(), ActorProcessingErr> {
         let cell: ActorCell = match child {
             Child::Events => {
-                let (a, _) = Actor::spawn_linked(None, Events, (), myself.get_cell()).await?;
+                let storage = Some(self.ctx.writer.health().watch());
+                let (a, _) = Actor::spawn_linked(None, Events, storage, myself.get_cell()).await?;
                 self.ctx.events.set(a.clone());
                 a.get_cell()
             }

@@ -33,6 +33,7 @@ use tracing::{debug, warn};
 
 use crate::api;
 use crate::ctx::DaemonCtx;
+use crate::remote::TlsConn;
 use crate::requests::{self, Routed};
 
 /// How long a follower waits for a run that is not over to get its actor back after bosund
@@ -46,8 +47,15 @@ const UI_OUTBOX: usize = 256;
 
 pub struct SessionArgs {
     pub ctx: Arc<DaemonCtx>,
-    pub stream: Stream,
+    pub stream: Conn,
     pub id: u64,
+}
+
+/// A connection: on the local socket (a UI, or a runner on this machine), or over the network
+/// with mutual TLS (only the runner of the run its certificate was issued for).
+pub enum Conn {
+    Local(Stream),
+    Tls(TlsConn),
 }
 
 pub enum SessionMsg {
@@ -68,7 +76,9 @@ pub struct Session;
 pub struct SessionState {
     ctx: Arc<DaemonCtx>,
     id: u64,
-    stream: Option<Stream>,
+    stream: Option<Conn>,
+    /// For a connection over the network: its client certificate's SHA-256.
+    remote_cert: Option<String>,
     mode: Mode,
     /// The reader (and for a runner, the writer): ended with the session.
     tasks: Vec<JoinHandle<()>>,
@@ -118,6 +128,7 @@ impl Actor for Session {
             ctx: args.ctx,
             id: args.id,
             stream: Some(args.stream),
+            remote_cert: None,
             mode: Mode::Handshake,
             tasks: Vec::new(),
             follows: HashMap::new(),
@@ -133,7 +144,14 @@ impl Actor for Session {
         let Some(stream) = state.stream.take() else {
             return Ok(());
         };
-        let (r, w) = socket::split(stream);
+        let (r, w) = match stream {
+            Conn::Local(stream) => socket::split(stream),
+            Conn::Tls(conn) => {
+                debug!(session = state.id, peer = %conn.peer, "runner connection over TLS");
+                state.remote_cert = Some(conn.cert_digest);
+                socket::split_any(*conn.stream)
+            }
+        };
         let mut reader = FrameReader::new(r);
         let mut writer = FrameWriter::new(w);
         let hello = match tokio::time::timeout(HELLO_TIMEOUT, reader.read::<Hello>()).await {
@@ -178,6 +196,14 @@ impl Actor for Session {
             return Ok(());
         }
         match hello.role {
+            Role::Ui if state.remote_cert.is_some() => {
+                let err = WireError::new(
+                    ErrorCode::Unauthorized,
+                    "only a run's runner may connect over the network; use bosun on this machine",
+                );
+                let _ = writer.send_now(&HelloReply::Refused(err)).await;
+                myself.stop(None);
+            }
             Role::Ui => {
                 state.binary_log = hello.binary_log;
                 state.start_ui(&myself, reader, writer).await
@@ -343,6 +369,16 @@ impl SessionState {
             myself.stop(None);
             return;
         };
+        // Over the network, the certificate must be the very one issued for this run.
+        if let Some(cert) = &self.remote_cert
+            && entry.record.placed.as_ref().map(|p| &p.cert_digest) != Some(cert)
+        {
+            warn!(run_id = %run_id, "a runner over the network presented another run's certificate");
+            let msg = format!("this certificate was not issued for run {run_id}");
+            let _ = writer.send_now(&refuse(ErrorCode::Unauthorized, msg)).await;
+            myself.stop(None);
+            return;
+        }
         if entry.record.token_digest != token.digest() {
             warn!(run_id = %run_id, "a runner presented the wrong token");
             let msg = format!("the token for run {run_id} is wrong");

@@ -10,7 +10,9 @@
 //! [`http`] is the small HTTP/1.1 server layer the test-server binaries share; [`stress`] holds
 //! the numbered-line generator and copy checker of the log stress and chaos tests.
 
+pub mod github;
 pub mod http;
+pub mod slurm;
 pub mod stress;
 
 use std::collections::HashSet;

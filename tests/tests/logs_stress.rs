@@ -214,7 +214,9 @@ async fn subscribe(
                 Event::RunChanged { .. }
                 | Event::PendingChanged { .. }
                 | Event::ApprovalChanged { .. }
-                | Event::ChatMessage { .. } => {}
+                | Event::ChatMessage { .. }
+                | Event::StorageFault { .. }
+                | Event::StorageRecovered { .. } => {}
             },
         }
     }

@@ -9,14 +9,24 @@
 //!
 //! A damaged log file: reading it stops at the last good record and says so, instead of ending
 //! as if the log were whole.
+//!
+//! Changes that cannot be saved (redb cannot grow on the full disk): each is refused whole,
+//! with the reason, bosund goes on answering, an attached UI hears the fault and its end, and
+//! after space comes back the state is exactly what was saved. The same for an approval
+//! decided on a full disk; a runner that spools while bosund is SIGKILLed on a full disk; and a
+//! state directory that turns read-only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use bosun_shared::protocol::socket;
+use bosun_shared::protocol::ui::{ClientFrame, Event, Request, ServerFrame};
+use bosun_shared::protocol::{FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role};
 use bosun_tests::stress::{self, Follower, Gen};
-use bosun_tests::{Bosun, wait_for};
+use bosun_tests::{Bosun, FakeModel, wait_for};
 
 /// A tmpfs mounted on a directory, unmounted (lazily, so even with files open) when dropped.
 struct Tmpfs(PathBuf);
@@ -53,6 +63,124 @@ impl Tmpfs {
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Fills the disk under `dir` to the last byte; returns the filler, to remove to free it.
+fn fill(dir: &Path) -> anyhow::Result<PathBuf> {
+    use std::io::Write;
+    let filler = dir.join("filler");
+    let mut f = std::fs::File::create(&filler)?;
+    for size in [1 << 20, 4096, 512, 1] {
+        let buf = vec![0u8; size];
+        while f.write_all(&buf).is_ok() {}
+    }
+    Ok(filler)
+}
+
+/// Writes notes, each smaller than the last, until not even the smallest can be saved: redb
+/// has no room left in its file and cannot grow. Returns the last refusal and the notes saved.
+fn exhaust_the_store(b: &Bosun) -> anyhow::Result<(String, Vec<String>)> {
+    let mut saved = Vec::new();
+    let mut refusal = String::new();
+    for (size, tries) in [(256 * 1024, 400), (16 * 1024, 400), (1024, 800), (64, 800)] {
+        let text = "n".repeat(size);
+        for i in 0..tries {
+            let path = format!("fill/{size}/{i}.md");
+            let out = b.output_with_stdin(&["note", "write", &path], &text)?;
+            if !out.status.success() {
+                refusal = String::from_utf8_lossy(&out.stderr).into_owned();
+                break;
+            }
+            saved.push(path);
+        }
+    }
+    if refusal.is_empty() {
+        bail!("every note was saved on a full disk; the test proves nothing");
+    }
+    Ok((refusal, saved))
+}
+
+/// An attached UI (`SubscribeRuns`): the storage events it hears, in order.
+struct Watcher {
+    events: Arc<Mutex<Vec<String>>>,
+}
+
+impl Watcher {
+    fn start(b: &Bosun) -> anyhow::Result<Self> {
+        let sock = b.home.join("bosund.sock");
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let seen = events.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let Ok(stream) = socket::connect(&sock).await else {
+                    return;
+                };
+                let (r, w) = socket::split(stream);
+                let (mut r, mut w) = (FrameReader::new(r), FrameWriter::new(w));
+                let hello = Hello {
+                    protocol_version: PROTOCOL_VERSION,
+                    role: Role::Ui,
+                    binary_log: false,
+                };
+                if w.send_now(&hello).await.is_err() {
+                    return;
+                }
+                let Ok(Some(HelloReply::Welcome(_))) = r.read::<HelloReply>().await else {
+                    return;
+                };
+                let sub = ClientFrame::Request {
+                    id: 1,
+                    body: Request::SubscribeRuns,
+                };
+                if w.send_now(&sub).await.is_err() {
+                    return;
+                }
+                while let Ok(Some(frame)) = r.read::<ServerFrame>().await {
+                    if let ServerFrame::Response { id: 1, .. } = frame {
+                        let _ = ready_tx.send(());
+                        continue;
+                    }
+                    let said = match frame {
+                        ServerFrame::Event(Event::StorageFault { message, .. }) => {
+                            format!("fault: {message}")
+                        }
+                        ServerFrame::Event(Event::StorageRecovered { fault, .. }) => {
+                            format!("recovered: {fault}")
+                        }
+                        ServerFrame::Event(_)
+                        | ServerFrame::Response { .. }
+                        | ServerFrame::Error(_) => continue,
+                    };
+                    if let Ok(mut v) = seen.lock() {
+                        v.push(said);
+                    }
+                }
+            });
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .context("the watcher could not subscribe")?;
+        Ok(Self { events })
+    }
+
+    /// The storage events so far, as `fault: …` and `recovered: …`.
+    fn said(&self) -> Vec<String> {
+        self.events.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    fn wait(&self, what: &str, pred: impl Fn(&[String]) -> bool) -> anyhow::Result<Vec<String>> {
+        wait_for(what, Duration::from_secs(30), || {
+            let said = self.said();
+            Ok(pred(&said).then_some(said))
+        })
     }
 }
 
@@ -371,4 +499,282 @@ fn an_output_cap_keeps_exactly_that_much_and_the_program_goes_on() -> anyhow::Re
         "{e}"
     );
     b.finish()
+}
+
+#[test]
+fn a_change_that_cannot_be_saved_is_refused_whole_and_bosund_goes_on() -> anyhow::Result<()> {
+    let b = Bosun::new("storage_commit_full");
+    let disk = Tmpfs::mount(&b.home, "96m")?;
+    b.ok(&["ps"])?;
+    let ui = Watcher::start(&b)?;
+    let out = b.output_with_stdin(&["note", "write", "before.md"], "saved before\n")?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Not a byte left on the disk, and redb's file full too.
+    let filler = fill(&b.home)?;
+    let (refusal, saved) = exhaust_the_store(&b)?;
+    assert!(
+        refusal.contains("the state directory's disk is full")
+            && refusal.contains("nothing of this change was made: free some space and try again"),
+        "the refusal does not say why plainly: {refusal}"
+    );
+    // bosund goes on answering, says what is wrong, and the attached UI heard it.
+    b.ok(&["ps", "--all"])?;
+    let status = b.ok(&["daemon", "status"])?;
+    assert!(
+        status
+            .contains("cannot write: changes cannot be saved: the state directory's disk is full"),
+        "{status}"
+    );
+    ui.wait("the fault to reach the UI", |s| {
+        s.iter()
+            .any(|e| e.starts_with("fault: changes cannot be saved"))
+    })?;
+    // Nothing half-made: what was refused is not there, what was saved is.
+    let err = b.fails(&["note", "show", "fill/64/9999.md"])?;
+    assert!(!err.is_empty());
+    for path in &saved {
+        b.ok(&["note", "show", path])?;
+    }
+    assert!(
+        b.ok(&["note", "show", "before.md"])?
+            .contains("saved before")
+    );
+
+    // Space comes back: the fault ends by itself, the UI hears it, and changes are saved.
+    std::fs::remove_file(&filler)?;
+    let said = ui.wait("the recovery to reach the UI", |s| {
+        s.iter().any(|e| e.starts_with("recovered: "))
+    })?;
+    assert!(
+        said.first().is_some_and(|e| e.starts_with("fault: ")),
+        "the events came out of order: {said:?}"
+    );
+    let status = b.ok(&["daemon", "status"])?;
+    assert!(
+        status.contains("storage") && status.contains("ok; the last storage fault ended at"),
+        "{status}"
+    );
+    let out = b.output_with_stdin(&["note", "write", "after.md"], "saved after\n")?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = b.ok(&["note", "list"])?;
+    assert_eq!(
+        listed.matches(".md").count(),
+        saved.len() + 2,
+        "the notes are not exactly the ones saved: {listed}"
+    );
+
+    // And bosund starts again on that store, with everything saved.
+    b.kill_daemon()?;
+    assert!(b.ok(&["note", "show", "after.md"])?.contains("saved after"));
+    assert_eq!(b.ok(&["note", "list"])?, listed);
+    b.finish()?;
+    drop(disk);
+    Ok(())
+}
+
+#[test]
+fn an_approval_decided_on_a_full_disk_is_refused_whole_then_decided_after() -> anyhow::Result<()> {
+    let b = Bosun::new("storage_approval_full");
+    let disk = Tmpfs::mount(&b.home, "128m")?;
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"echo approved-ran"};text:All done."#,
+    )?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    let run = b.run_agent("coder", "run a command")?;
+    let a = b.wait_approval()?;
+    let id = bosun_tests::short_id(&a);
+
+    let filler = fill(&b.home)?;
+    exhaust_the_store(&b)?;
+    let out = b.output(&["approve", &id])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("the state directory's disk is full"),
+        "approving on a full disk: {err} {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Kept whole: still waiting, the run still running, the command not run.
+    let waiting = b.waiting_approvals()?;
+    assert!(
+        waiting
+            .iter()
+            .any(|w| w["short_id"] == a["short_id"] && w["state"] == "waiting"),
+        "the approval is not waiting any more: {waiting:?}"
+    );
+    assert_eq!(b.show(&run)?["state"], "running");
+    assert!(!fake.result_at(1).contains("approved-ran"));
+
+    std::fs::remove_file(&filler)?;
+    wait_for("changes to be saved again", Duration::from_secs(30), || {
+        let status = b.ok(&["daemon", "status"])?;
+        Ok((!status.contains("cannot write")).then_some(()))
+    })?;
+    let decided = b.json(&["approve", &id])?;
+    assert_eq!(decided[0]["state"], "allowed", "{decided}");
+    let v = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "succeeded", "{v}");
+    assert!(fake.result_at(1).contains("approved-ran"));
+    let ran = b.decisions(&run)?;
+    assert_eq!(ran.len(), 1, "one decision, made once: {ran:?}");
+    b.finish()?;
+    drop(disk);
+    Ok(())
+}
+
+#[test]
+fn a_runner_that_spools_while_bosund_is_down_on_a_full_disk_loses_nothing() -> anyhow::Result<()> {
+    let b = Bosun::new("storage_spool_restart");
+    let disk = Tmpfs::mount(&b.home, "160m")?;
+    b.ok(&["ps"])?;
+    let scratch = b.scratch();
+    let script = stress::generator(&b)?;
+    let go = scratch.join("go");
+    // More than the runner keeps in memory (32 MiB), so that it must spool, and cannot.
+    let mut g = Gen::flood("spool", 1_000_000, 90);
+    g.batch = 1000;
+    g.hold_at = 1000;
+    g.hold_file = Some(go.clone());
+    let cmd = g.command(&script);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let run = b.start(&[], &cmd)?;
+    wait_for("the first lines", Duration::from_secs(30), || {
+        Ok((b.show(&run)?["last_seq"].as_u64().unwrap_or(0) > 0).then_some(()))
+    })?;
+
+    // The disk full, bosund SIGKILLed, and the program told to write: its runner must keep
+    // everything (its spool cannot be written) and hold the program.
+    let filler = fill(&b.home)?;
+    b.kill_daemon()?;
+    std::fs::write(&go, b"")?;
+    std::thread::sleep(Duration::from_secs(8));
+    assert!(
+        stress::runner_of(&b, &run).is_some(),
+        "the runner died of the full disk while bosund was away"
+    );
+
+    // Space back, bosund back: the run reattaches and its log is whole.
+    std::fs::remove_file(&filler)?;
+    b.ok(&["ps"])?;
+    let v = b.wait_ended(&run, Duration::from_secs(180))?;
+    assert_eq!(v["outcome"], "succeeded", "{v}");
+    let stored = scratch.join("stored");
+    stress::stored_log_to(&b, &run, &stored)?;
+    stress::check_file(&stored, g.checker("the stored log"))?
+        .whole()
+        .map_err(anyhow::Error::msg)?;
+    // The runner did hold the program (its spool could not be written), and said so.
+    let raw = std::fs::read(b.home.join("runs").join(&run).join("log"))?;
+    let said = b"output is held: the run's spool could not be written";
+    assert!(
+        raw.windows(said.len()).any(|w| w == said),
+        "the runner never had to hold the program; the test proves nothing"
+    );
+    b.finish()?;
+    drop(disk);
+    Ok(())
+}
+
+/// The state directory bind-mounted on itself and made read-only, as a file system that turns
+/// read-only under bosund.
+struct ReadOnly(PathBuf);
+
+impl ReadOnly {
+    fn make(dir: &Path) -> anyhow::Result<Self> {
+        let mount = |args: &[&str]| -> anyhow::Result<Result<(), String>> {
+            let out = Command::new("mount").args(args).arg(dir).output()?;
+            Ok(if out.status.success() {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+            })
+        };
+        let d = dir.display().to_string();
+        if let Err(e) = mount(&["--bind", &d])? {
+            bail!(
+                "this test makes the state directory read-only with a bind mount and needs root (CI runs as root): mount --bind said {e}"
+            );
+        }
+        let ro = Self(dir.to_path_buf());
+        // The bind mount is busy while a file is being opened for writing through it; a moment
+        // later it is not.
+        let mut last = String::new();
+        for _ in 0..50 {
+            match mount(&["-o", "remount,bind,ro"])? {
+                Ok(()) => return Ok(ro),
+                Err(e) => last = e,
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bail!("could not make the state directory read-only: mount -o remount,bind,ro said {last}")
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_state_directory_that_turns_read_only_refuses_what_it_cannot_do_and_goes_on_after()
+-> anyhow::Result<()> {
+    let b = Bosun::new("storage_read_only");
+    // The state directory is a mount of its own, so that it alone turns read-only.
+    let disk = Tmpfs::mount(&b.home, "160m")?;
+    // A run that writes on until it is told to end (the file is outside the state directory).
+    let end = b.scratch().join("end");
+    let script = format!(
+        "i=0; while [ ! -e {} ]; do i=$((i+1)); echo line $i; sleep 0.05; done; echo last",
+        end.display()
+    );
+    let before = b.start(&[], &["sh", "-c", &script])?;
+    b.wait_run(
+        &before,
+        "the run to be running",
+        Duration::from_secs(30),
+        |v| v["state"] == "running",
+    )?;
+    let ro = ReadOnly::make(&b.home)?;
+
+    // bosund answers; a new run, which needs files of its own, ends at once with the reason;
+    // the run that was going on goes on (its files are open).
+    b.ok(&["ps"])?;
+    let new = b.start(&[], &["echo", "hi"])?;
+    let v = b.wait_ended(&new, Duration::from_secs(30))?;
+    assert_eq!(v["outcome"], "failed", "{v}");
+    assert!(
+        v["exit"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("Read-only file system")),
+        "{v}"
+    );
+    assert_eq!(b.show(&before)?["state"], "running");
+    b.ok(&["daemon", "status"])?;
+
+    // Writable again: the run that was going on has all of its output, and new runs work.
+    drop(ro);
+    std::fs::write(&end, b"")?;
+    let v = b.wait_ended(&before, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "succeeded", "{v}");
+    let log = String::from_utf8_lossy(&b.logs(&before)?).into_owned();
+    let n = log.lines().count().saturating_sub(1);
+    let want: String = (1..=n).map(|i| format!("line {i}\n")).collect::<String>() + "last\n";
+    assert!(n >= 1, "{log}");
+    assert_eq!(log, want);
+    let after = b.start(&[], &["echo", "after"])?;
+    let v = b.wait_ended(&after, Duration::from_secs(30))?;
+    assert_eq!(v["outcome"], "succeeded", "{v}");
+    b.finish()?;
+    drop(disk);
+    Ok(())
 }

@@ -7,7 +7,11 @@
 //! tail-first and then whole, in order, the Inbox approving the lead's pending action, a
 //! run's tool call approved from the Inbox (the run goes on, the model sees the output, the
 //! run's page lists the decision), another denied with a message and a file edit blocked
-//! (markup in a command and in a diff shown as text), and a run stopped from the Runs page.
+//! (markup in a command and in a diff shown as text), a run stopped from the Runs page; MCP
+//! servers added, edited, renamed, imported and removed, an OAuth sign-in through the test
+//! OAuth server, the agent form (a refused change changing nothing), projects and a card
+//! edited, held and started with the Runs page's Card column, a chat message with files and
+//! the lead's action discarded from the Inbox — with a secret canary never reaching a page.
 //!
 //! How fast the pages are is measured by a benchmark, not asserted here:
 //! `./scripts/bench webui` (`bench/benches/webui.rs`).
@@ -22,7 +26,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use bosun_tests::{Bosun, FakeModel, everything_bin, mode_of, session_of, wait_for};
+use bosun_tests::{
+    Bosun, FakeModel, OAuthServer, everything_bin, keychain_values, mode_of, session_of, wait_for,
+};
 use serde_json::Value;
 
 /// The running bridge of a test.
@@ -911,5 +917,325 @@ fn screenshots() -> anyhow::Result<()> {
             ("BOSUN_SHOTS", &dir),
         ],
     )?;
+    finish(b)
+}
+
+/// A secret the browser tests type into password fields: it must reach the keychain, and
+/// never a page, an answer, the store or a log.
+const CANARY: &str = "canary-webui-7d1f0a";
+
+/// The fake keychain's values that hold `secret`.
+fn keychain_has(b: &Bosun, secret: &str) -> bool {
+    keychain_values(b)
+        .values()
+        .any(|v| v.as_str().is_some_and(|s| s.contains(secret)))
+}
+
+#[test]
+fn browser_adds_edits_renames_imports_and_removes_mcp_servers() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_mcp");
+    // A Claude Code config in a home of the test's own, for the import.
+    let home = b.scratch().join("home");
+    let claude = home.join(".claude");
+    std::fs::create_dir_all(&claude)?;
+    std::fs::write(
+        claude.join(".claude.json"),
+        serde_json::json!({
+            "mcpServers": {
+                "imported": {"type": "stdio", "command": "/bin/echo", "args": ["hi"], "env": {"IMPORTED_KEY": CANARY}}
+            }
+        })
+        .to_string(),
+    )?;
+    let b = b
+        .with_env("HOME", &home.display().to_string())
+        .with_env("CLAUDE_CONFIG_DIR", &claude.display().to_string());
+    let ui = Ui::start(&b)?;
+    let everything = everything_bin().display().to_string();
+    let seen = drive(
+        &ui,
+        "mcp",
+        &[
+            ("BOSUN_UI_CANARY", CANARY),
+            ("BOSUN_UI_EVERYTHING", &everything),
+            ("BOSUN_UI_IMPORT", "imported"),
+        ],
+    )?;
+    assert!(text(&seen["refused"]).contains("ev"), "{seen:#}");
+    assert!(
+        text(&seen["remote"]).contains("http://127.0.0.1:9/mcp"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["lines"], serde_json::json!(["TOKEN: set"]), "{seen:#}");
+    assert!(seen["tools"].as_u64().unwrap_or(0) > 3, "{seen:#}");
+    assert!(
+        seen["params"]
+            .as_array()
+            .is_some_and(|p| p.contains(&serde_json::json!("message"))),
+        "{seen:#}"
+    );
+    assert!(text(&seen["inspected"]).contains("Protocol"), "{seen:#}");
+    assert_eq!(
+        seen["edited"],
+        serde_json::json!(["OTHER: set"]),
+        "{seen:#}"
+    );
+    assert!(text(&seen["renamed"]).contains("ev2"), "{seen:#}");
+    assert!(
+        text(&seen["candidate"]).contains("IMPORTED_KEY"),
+        "{seen:#}"
+    );
+    assert!(
+        text(&seen["said"]).contains("Imported imported"),
+        "{seen:#}"
+    );
+    let servers: Vec<&str> = seen["servers"]
+        .as_array()
+        .context("no servers")?
+        .iter()
+        .map(text)
+        .collect();
+    assert!(
+        servers.contains(&"ev2") && servers.contains(&"imported") && !servers.contains(&"remote-h"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+
+    // What the daemon holds: the lines by name, the values in the keychain only.
+    let ev2 = b.json(&["mcp", "show", "ev2"])?;
+    assert_eq!(
+        ev2["env"],
+        serde_json::json!([{"name": "OTHER", "saved": true}])
+    );
+    assert!(b.fails(&["mcp", "show", "remote-h"])?.contains("remote-h"));
+    assert_eq!(
+        b.json(&["mcp", "show", "imported"])?["env"][0]["name"],
+        "IMPORTED_KEY"
+    );
+    assert!(keychain_has(&b, CANARY), "{:?}", keychain_values(&b));
+    b.assert_secret_nowhere(CANARY)?;
+    finish(b)
+}
+
+#[test]
+fn browser_signs_in_to_a_server_through_the_test_oauth_server() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_oauth");
+    let oauth = OAuthServer::start(&[])?;
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "oauth", &[("BOSUN_UI_OAUTH_URL", &oauth.mcp_url())])?;
+    assert!(
+        text(&seen["said"]).contains("Signed in to remote"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["popups"], 1, "{seen:#}");
+    assert!(
+        text(&seen["answered"]).contains("You can close this page"),
+        "{seen:#}"
+    );
+    // The provider's page was opened by the browser itself, and sent it back to bosund.
+    assert_eq!(oauth.requests_to("/authorize").len(), 1);
+    assert_eq!(oauth.requests_to("/token").len(), 1);
+    let shown = b.json(&["mcp", "show", "remote"])?;
+    assert_eq!(shown["sign_in"]["state"], "not signed in", "{shown:#}");
+    assert_eq!(oauth.requests_to("/revoke").len(), 1);
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    finish(b)
+}
+
+#[test]
+fn browser_creates_and_edits_an_agent_and_a_refused_change_changes_nothing() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_agent");
+    let everything = everything_bin().display().to_string();
+    b.ok(&["mcp", "add", "everything", "--", &everything, "stdio"])?;
+    b.ok(&["mcp", "tools", "everything"])?;
+    let cwd = b.scratch().join("helper");
+    std::fs::create_dir_all(&cwd)?;
+    let ui = Ui::start(&b)?;
+    let seen = drive(
+        &ui,
+        "agent",
+        &[
+            ("BOSUN_UI_CANARY", CANARY),
+            ("BOSUN_UI_CWD", &cwd.display().to_string()),
+        ],
+    )?;
+    assert!(text(&seen["secretShown"]).contains("set"), "{seen:#}");
+    assert!(
+        text(&seen["refused"]).contains("none of them changed")
+            && text(&seen["refused"]).contains("approval.wait=0s"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["model"], "opus");
+
+    let a = b.json(&["agent", "show", "helper"])?;
+    assert_eq!(a["cli"], "claude");
+    assert_eq!(a["model"], "opus");
+    assert_eq!(a["instructions"], "Be brief.");
+    assert_eq!(a["env"], serde_json::json!([["PLAIN", "1"]]));
+    assert_eq!(
+        a["secret_env"],
+        serde_json::json!([{"name": "API_KEY", "saved": true}])
+    );
+    // The refused change left web search off; the right one set the wait.
+    assert_eq!(a["switches"]["web_search"], false, "{a:#}");
+    assert_eq!(a["approvals"]["wait_ms"], 600_000, "{a:#}");
+    assert_eq!(a["approvals"]["mode"], "read-only", "{a:#}");
+    assert!(
+        a["approvals"]["verdicts"]
+            .as_array()
+            .is_some_and(|v| v.contains(&serde_json::json!(["Bash(git *)", "allow"]))),
+        "{a:#}"
+    );
+    let server = a["switches"]["mcp"]
+        .as_array()
+        .and_then(|m| m.iter().find(|s| s["server"] == "everything"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(server["on"], true, "{a:#}");
+    let echo = server["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "echo"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(echo["on"], false, "{a:#}");
+    assert!(keychain_has(&b, CANARY));
+    b.assert_secret_nowhere(CANARY)?;
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    finish(b)
+}
+
+/// A git repository on `main` with one commit, in the scratch folder.
+fn repo(b: &Bosun, name: &str) -> anyhow::Result<String> {
+    let dir = b.scratch().join(name);
+    std::fs::create_dir_all(&dir)?;
+    let git = |args: &[&str]| -> anyhow::Result<()> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()?;
+        if !out.status.success() {
+            bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(())
+    };
+    git(&["init", "-q", "-b", "main"])?;
+    std::fs::write(dir.join("README"), "hello\n")?;
+    git(&["add", "."])?;
+    git(&["commit", "-qm", "first"])?;
+    Ok(dir.display().to_string())
+}
+
+#[test]
+fn browser_manages_projects_edits_holds_and_starts_a_card_and_links_its_run() -> anyhow::Result<()>
+{
+    let b = Bosun::new("webui_browser_cards");
+    b.ok(&[
+        "agent",
+        "add",
+        "worker",
+        "--cli",
+        "command",
+        "--cwd",
+        &b.scratch().display().to_string(),
+        "--",
+        "sh",
+        "-c",
+        "echo working",
+    ])?;
+    let card = b.json(&["board", "card", "add", "Docs"])?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (web, other) = (repo(&b, "web")?, repo(&b, "other")?);
+    let ui = Ui::start(&b)?;
+    let seen = drive(
+        &ui,
+        "cards",
+        &[
+            ("BOSUN_UI_CARD", &card),
+            ("BOSUN_UI_REPO", &web),
+            ("BOSUN_UI_REPO2", &other),
+        ],
+    )?;
+    assert!(text(&seen["refused"]).contains("web"), "{seen:#}");
+    assert_eq!(seen["projects"], serde_json::json!(["web"]), "{seen:#}");
+    assert!(text(&seen["project"]).contains("acme/site"), "{seen:#}");
+    let p = b.json(&["project", "show", "web"])?;
+    assert_eq!(p["lead_may_merge"], true, "{p:#}");
+    assert!(
+        text(&seen["held"]).contains("waiting for the spec"),
+        "{seen:#}"
+    );
+    assert!(text(&seen["cardCell"]).contains("Docs v2"), "{seen:#}");
+    let c = b.json(&["board", "card", "show", &card])?;
+    assert_eq!(c["title"], "Docs v2");
+    assert_eq!(c["description"], "Write the docs");
+    assert_eq!(c["project"], "web");
+    assert_eq!(c["assignee"], "worker");
+    assert_eq!(c["hold"], Value::Null);
+    assert!(c["runs"].as_u64().unwrap_or(0) >= 1, "{c:#}");
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    finish(b)
+}
+
+#[test]
+fn browser_chat_sends_files_and_the_inbox_denies_the_leads_action() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_chat");
+    let card = b.json(&["board", "card", "add", "Docs"])?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let file = b.scratch().join("spec.txt");
+    std::fs::write(&file, "the spec\n")?;
+    let fake = FakeModel::start(
+        "anthropic",
+        &format!(
+            concat!(
+                r#"tool:bosun/attach_file:{{"path":"{file}","card":"{card}"}};"#,
+                r#"tool:everything/echo:{{"message":"hi"}};"#,
+                r#"tool:bosun/memory_write:{{"path":"plan.md","text":"denied\n"}};"#,
+                "text:Asked.;",
+                "text:Thanks."
+            ),
+            file = file.display(),
+            card = card
+        ),
+    )?;
+    let everything = everything_bin().display().to_string();
+    b.ok(&["mcp", "add", "everything", "--", &everything, "stdio"])?;
+    b.ok(&["mcp", "tools", "everything"])?;
+    b.add_claude_agent("lead", fake.url(), &["--role", "lead"])?;
+    b.ok(&["agent", "set", "lead", "mcp.everything=on"])?;
+    let chat = b.json(&["chat", "new"])?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ui = Ui::start(&b)?;
+    let seen = drive(
+        &ui,
+        "chat",
+        &[
+            ("BOSUN_UI_CHAT", &chat),
+            ("BOSUN_UI_FILE", &file.display().to_string()),
+        ],
+    )?;
+    assert!(text(&seen["said"]).contains("2 files"), "{seen:#}");
+    assert!(text(&seen["shown"]).contains("memory_write"), "{seen:#}");
+    assert!(text(&seen["history"]).contains("discarded"), "{seen:#}");
+    // The file named by its path was attached by the lead; the picked one was kept for bosun.
+    let copied = b.home.join("attachments").join(&card).join("spec.txt");
+    assert_eq!(std::fs::read_to_string(&copied)?, "the spec\n");
+    let uploads: Vec<String> = std::fs::read_dir(b.home.join("uploads"))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("notes.txt")).ok())
+        .collect();
+    assert_eq!(uploads, vec!["picked in the browser\n".to_string()]);
+    // Denied: the note was not written.
+    assert!(!b.output(&["note", "show", "plan.md"])?.status.success());
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
     finish(b)
 }

@@ -56,3 +56,15 @@ export function onSignedOut(f) {
 export function signedOut() {
   for (const f of listeners) f();
 }
+
+// Keeps a file the person picked on this machine for bosun (`POST /api/uploads`): the answer
+// is `{path, name, bytes}`, the path a chat message can name.
+export async function upload(file) {
+  const r = await fetch(`/api/uploads?name=${encodeURIComponent(file.name)}`, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/octet-stream", "x-bosun-csrf": await csrfValue() },
+    body: file,
+  });
+  return readJSON(r);
+}

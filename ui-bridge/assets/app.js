@@ -14,6 +14,8 @@ const pages = {
   agents: () => import("./pages/agents.js"),
   mcp: () => import("./pages/mcp.js"),
   board: () => import("./pages/board.js"),
+  card: () => import("./pages/card.js"),
+  projects: () => import("./pages/projects.js"),
   chat: () => import("./pages/chat.js"),
 };
 
@@ -33,7 +35,7 @@ async function route() {
     unmount = null;
   }
   for (const a of document.querySelectorAll("#nav a")) {
-    a.classList.toggle("active", a.dataset.page === (name === "run" ? "runs" : name));
+    a.classList.toggle("active", a.dataset.page === ({ run: "runs", card: "board" }[name] || name));
   }
   const view = clear(document.getElementById("view"));
   const mod = await pages[name]();

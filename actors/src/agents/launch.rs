@@ -295,6 +295,7 @@ pub async fn prepare_with(
         ladder: None,
         umask: None,
         max_output: rec.max_output,
+        placement: rec.placement.clone(),
     };
     Ok(Prepared {
         params,

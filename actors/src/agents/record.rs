@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::approvals::{ApprovalMode, Verdict};
+use bosun_shared::placement::Placement;
 use bosun_shared::protocol::approvals::DecisionView;
 use bosun_shared::protocol::runner::ToolAnswer;
 use bosun_shared::{AgentId, AnswerId, ApprovalId, CardId, ChatId, RunId, ServerId, Timestamp};
@@ -53,6 +54,10 @@ pub struct AgentRecord {
     /// Paused: the board starts no run of it (a person's own `agent run` still does).
     #[serde(default)]
     pub paused: bool,
+    /// Where its runs go (`agent set NAME placement=slurm:PARTITION`); left out of the record
+    /// while local, so that an agent is stored as before placement existed.
+    #[serde(default, skip_serializing_if = "Placement::is_local")]
+    pub placement: Placement,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub last_run: Option<LastRun>,

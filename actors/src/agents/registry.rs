@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::agents::AgentsError;
 use bosun_shared::agents::{CliKind, WebFetch, check_agent_name, check_allowed_command};
 use bosun_shared::approvals::{ApprovalMode, ToolKey, Verdict};
+use bosun_shared::placement::Placement;
 use bosun_shared::protocol::agents::{
     AgentParams, AgentView, ApprovalsView, EditAgentParams, LastRunView, ServerSwitchView,
     SwitchesView, ToolSwitchView,
@@ -259,6 +260,7 @@ fn view_of(
         allowed_commands: rec.allowed_commands.clone(),
         time_cap_ms: rec.time_cap_ms,
         max_output: rec.max_output,
+        placement: rec.placement.clone(),
         cwd: rec.cwd.clone(),
         command: rec.command.clone(),
         env: rec.env.clone(),
@@ -570,6 +572,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsErr
         switches: Switches::default(),
         approvals: ApprovalSettings::default(),
         paused: false,
+        placement: Placement::Local,
         created_at: now,
         updated_at: now,
         last_run: None,
@@ -722,6 +725,8 @@ enum Setting {
     WaitForPerson(bool),
     /// `<tool key>=allow|ask|block`, or `=reset` (`None`) to forget the verdict.
     Verdict(ToolKey, Option<Verdict>),
+    /// `placement=local|slurm|slurm:PARTITION`: where its runs go.
+    Placement(Placement),
 }
 
 fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
@@ -733,7 +738,7 @@ fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
 }
 
 /// The keys `bosun agent set` takes, for messages.
-const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, approval, approval.wait, approval.wait-for-person, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
+const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, approval, approval.wait, approval.wait-for-person, placement, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
 
 /// How long a call waits for the person when the agent does not say (then it is denied).
 pub const DEFAULT_APPROVAL_WAIT_MS: u64 = 30_000;
@@ -785,6 +790,10 @@ fn parse_setting(
             ))
         }
         "approval.wait-for-person" => Ok(Setting::WaitForPerson(on_off(key, value)?)),
+        "placement" => value
+            .parse::<Placement>()
+            .map(Setting::Placement)
+            .map_err(|e| bad(format!("`{text}`: {e}"))),
         "web.search" => Ok(Setting::WebSearch(on_off(key, value)?)),
         "web.fetch" => WebFetch::parse(value).map(Setting::WebFetch).map_err(|e| {
             bad(format!(
@@ -869,10 +878,12 @@ fn parse_setting(
 fn apply(
     switches: &mut Switches,
     approvals: &mut ApprovalSettings,
+    placement: &mut Placement,
     setting: Setting,
     browser_id: Option<bosun_shared::ServerId>,
 ) {
     match setting {
+        Setting::Placement(p) => *placement = p,
         Setting::ApprovalMode(mode) => approvals.mode = mode,
         Setting::ApprovalWait(ms) => approvals.wait_ms = Some(ms),
         Setting::WaitForPerson(on) => approvals.wait_for_person = on,
@@ -931,10 +942,12 @@ async fn set(
         .collect::<Result<Vec<_>, _>>()?;
     let mut switches = rec.switches.clone();
     let mut approvals = rec.approvals.clone();
+    let mut placement = rec.placement.clone();
     for p in parsed {
-        apply(&mut switches, &mut approvals, p, browser_id);
+        apply(&mut switches, &mut approvals, &mut placement, p, browser_id);
     }
     rec.approvals = approvals;
+    rec.placement = placement;
     // Switches of servers that are gone go too.
     switches
         .mcp

@@ -172,6 +172,15 @@ fn class_and_key(
             policy::classify_builtin(cli, name, input),
             ToolKey::Builtin(name.to_string()),
         ),
+        Named::Mcp { server, tool }
+            if server == crate::agents::launch::BOSUN_SERVER
+                && !servers.iter().any(|s| s.name == server) =>
+        {
+            (
+                policy::classify_bosun_tool(&tool),
+                ToolKey::Mcp { server, tool },
+            )
+        }
         Named::Mcp { server, tool } => {
             let hints = servers
                 .iter()

@@ -290,6 +290,19 @@ static GEMINI: &[(&str, ToolClass)] = &[
 /// hints it left out (not read-only, may destroy, reaches outside). A tool with no hints at all is
 /// unknown. The browser's pages are outside content whatever its hints say; bosun's own server is
 /// not outside.
+/// A tool of bosun's own MCP server, which no stored server describes: what a run may call there.
+/// A QA run's verdict (`qa_pass`, `qa_fail`) is a note on its own card: a reversible write to
+/// bosun's own board, with no outside content. Anything else is unknown.
+pub fn classify_bosun_tool(tool: &str) -> Class {
+    match tool {
+        "qa_pass" | "qa_fail" => Class {
+            kind: ReversibleWrite,
+            outside_content: false,
+        },
+        _ => Class::UNKNOWN,
+    }
+}
+
 pub fn classify_mcp(server: &str, hints: &Hints) -> Class {
     let mut class = if *hints == Hints::default() {
         Class::UNKNOWN

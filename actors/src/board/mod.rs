@@ -12,13 +12,17 @@
 //! again before every run after; projects themselves are kept here too ([`projects`]).
 
 mod error;
+pub mod github;
+mod merge;
 mod projects;
 pub mod record;
 pub mod worktree;
 pub use error::BoardError;
+pub use merge::QaTokens;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bosun_shared::projects::RunGit;
@@ -41,7 +45,7 @@ use crate::store::Store;
 use crate::store::writer::{Change, StoreWriter};
 use record::{
     BoardChange, BoardMeta, CardRecord, CardRun, CardWorktree, ColumnRecord, Hold, NoteRecord,
-    ProjectRecord,
+    ProjectRecord, QaVerdict,
 };
 
 /// How often the automation looks for work and for runs that ended.
@@ -72,6 +76,10 @@ pub struct BoardContext {
     pub runs: ActorHandle<RunsMsg>,
     /// Where cards' worktrees go (`<state dir>/worktrees`).
     pub worktrees: PathBuf,
+    /// bosun's own MCP server, once it listens: a QA run gives its verdict there.
+    pub mcp_url: Arc<OnceLock<String>>,
+    /// The tokens of live QA runs.
+    pub qa_tokens: QaTokens,
 }
 
 pub type BoardHandle = ActorHandle<BoardMsg>;
@@ -91,10 +99,18 @@ pub enum BoardAnswer {
     Board(Box<BoardView>),
     Column(ColumnView),
     Card(Box<CardView>),
-    Notes { notes: Vec<NoteSummary> },
+    Notes {
+        notes: Vec<NoteSummary>,
+    },
     Note(NoteView),
     Project(Box<ProjectView>),
-    Projects { projects: Vec<ProjectView> },
+    Projects {
+        projects: Vec<ProjectView>,
+    },
+    /// What was done, in words (a merge, a checkout brought up to date).
+    Said {
+        said: String,
+    },
 }
 
 pub enum BoardRequest {
@@ -147,6 +163,19 @@ pub enum BoardRequest {
     ShowProject(String),
     Projects,
     RemoveProject(String),
+    /// A live QA run's verdict on its card (from bosun's MCP server, by the run's token).
+    QaVerdict {
+        card: CardId,
+        pass: bool,
+        summary: String,
+    },
+    /// The lead's merge of a card's pull request, under every rule.
+    MergePr(String),
+    /// The lead brings a project's checkout up to date (`stash`: its changes put aside first).
+    UpdateCheckout {
+        project: String,
+        stash: bool,
+    },
 }
 
 pub enum BoardMsg {
@@ -156,6 +185,8 @@ pub enum BoardMsg {
     },
     /// Time to look for work.
     Tick,
+    /// Time to look for merged pull requests.
+    CheckPrs,
     /// A card's run was asked for; this is how it went.
     Started {
         card: CardId,
@@ -257,6 +288,10 @@ impl Actor for Board {
         // answers with the run it made for that move, or makes it if the crash came first.
         myself.send_interval(TICK, || BoardMsg::Tick);
         let _ = myself.cast(BoardMsg::Tick);
+        // Merged pull requests are looked for now (a merge cut off by a crash is found) and
+        // every so often.
+        myself.send_interval(merge::pr_check_interval(), || BoardMsg::CheckPrs);
+        let _ = myself.cast(BoardMsg::CheckPrs);
         Ok(())
     }
 
@@ -277,6 +312,11 @@ impl Actor for Board {
                     }
                 }
                 BoardMsg::Tick => state.automate(&myself).await?,
+                BoardMsg::CheckPrs => {
+                    if let Err(e) = state.check_prs().await {
+                        warn!(error = %e, "the pull request check failed");
+                    }
+                }
                 BoardMsg::Started {
                     card,
                     moved,
@@ -484,6 +524,7 @@ impl BoardState {
                     .map_or_else(|| format!("{} (removed)", p.short()), |p| p.name.clone())
             }),
             worktree: c.worktree.as_ref().map(CardWorktree::view),
+            qa: c.qa.as_ref().map(QaVerdict::view),
         }
     }
 
@@ -610,6 +651,15 @@ impl BoardState {
             }
             BoardRequest::ShowProject(key) => self.show_project(&key),
             BoardRequest::Projects => Ok(self.list_projects()),
+            BoardRequest::QaVerdict {
+                card,
+                pass,
+                summary,
+            } => self.qa_verdict(card, pass, summary).await,
+            BoardRequest::MergePr(card) => self.merge_pr(&card).await,
+            BoardRequest::UpdateCheckout { project, stash } => {
+                self.update_checkout(&project, stash).await
+            }
             BoardRequest::RemoveProject(key) => self.remove_project(&key).await,
         }
     }
@@ -829,6 +879,9 @@ impl BoardState {
             rerun_on_release: false,
             project,
             worktree: None,
+            qa: None,
+            merge: None,
+            merged: None,
         };
         card.log(format!(
             "created in {}{}{}",
@@ -1027,6 +1080,7 @@ impl BoardState {
                     .find(|c| c.runs.last().is_some_and(|r| r.run == *run && !r.ended))
                     .cloned();
                 if let Some(mut card) = card {
+                    self.ctx.qa_tokens.close(card.id);
                     if let Some(r) = card.runs.last_mut() {
                         r.ended = true;
                     }
@@ -1109,6 +1163,10 @@ impl BoardState {
                 self.ctx.runs.clone(),
                 myself.clone(),
             );
+            let qa = QaLaunch {
+                url: self.ctx.mcp_url.get().cloned(),
+                tokens: self.ctx.qa_tokens.clone(),
+            };
             let (prompt, moved) = (card.prompt(), card.moved);
             let place = match card.project {
                 None => Ok(None),
@@ -1132,7 +1190,7 @@ impl BoardState {
             tokio::spawn(async move {
                 let result = match place {
                     Ok(place) => {
-                        start_card_run(&ctx, &runs, agent, &prompt, (id, moved), place).await
+                        start_card_run(&ctx, &runs, agent, &prompt, (id, moved), place, qa).await
                     }
                     Err(e) => Err(e),
                 };
@@ -1234,10 +1292,15 @@ async fn start_card_run(
     prompt: &str,
     card: (CardId, u64),
     place: Option<Place>,
+    qa: QaLaunch,
 ) -> Result<(RunId, Option<CardWorktree>), BoardError> {
     let mut prepared = launch::prepare(ctx, &agent.to_string(), prompt).await?;
     prepared.run.card = Some(card);
     prepared.run.unattended = true;
+    let rec = crate::agents::registry::find(&ctx.store, &agent.to_string()).await?;
+    if rec.role.eq_ignore_ascii_case("qa") && place.is_some() {
+        give_verdict_tools(&mut prepared, rec.cli, card.0, &qa);
+    }
     let mut spec = crate::runs::RunSpec::from(prepared);
     let mut made = None;
     if let Some(p) = place {
@@ -1263,4 +1326,55 @@ async fn start_card_run(
     let run = crate::runs::start(runs, spec).await.map(|v| v.id);
     crate::crash::point("board-after-run-started");
     Ok((run?, made))
+}
+
+/// What a QA run needs to give its verdict: bosun's MCP server and a token of its own.
+struct QaLaunch {
+    url: Option<String>,
+    tokens: QaTokens,
+}
+
+/// A QA run of a card of a project (a Claude Code agent) gets bosun's MCP server, with a token
+/// of its own whose only tools are `qa_pass` and `qa_fail`; the token is one of the run's
+/// secrets (written as `[redacted]` wherever the run prints it).
+fn give_verdict_tools(
+    prepared: &mut launch::Prepared,
+    cli: bosun_shared::agents::CliKind,
+    card: CardId,
+    qa: &QaLaunch,
+) {
+    let why_not = match (&qa.url, cli) {
+        (None, _) => Some("bosun's MCP server was not listening yet".to_string()),
+        (Some(_), bosun_shared::agents::CliKind::Claude) => None,
+        (Some(_), other) => Some(format!(
+            "a {other} agent gets no bosun MCP server; make the QA agent a Claude Code agent"
+        )),
+    };
+    let config = prepared
+        .files
+        .iter_mut()
+        .find(|(path, _)| path.ends_with("/mcp.json"));
+    let (Some(url), None, Some((_, text))) = (&qa.url, &why_not, config) else {
+        prepared.notes.push(format!(
+            "This QA run cannot give its verdict through bosun's qa_pass and qa_fail tools: {}.",
+            why_not.unwrap_or_else(|| "its MCP config was not found".into())
+        ));
+        return;
+    };
+    let Ok(mut json) = serde_json::from_str::<serde_json::Value>(text) else {
+        return;
+    };
+    let token = qa.tokens.issue(card);
+    let secret = token.expose().to_string();
+    json["mcpServers"][launch::BOSUN_SERVER] = serde_json::json!({
+        "type": "http",
+        "url": url,
+        "headers": { "Authorization": format!("Bearer {secret}") },
+    });
+    *text = serde_json::to_string_pretty(&json).unwrap_or_default();
+    prepared.redact.push(secret);
+    prepared.notes.push(
+        "bosun's MCP server is given to this QA run: it ends with qa_pass or qa_fail for its card."
+            .into(),
+    );
 }

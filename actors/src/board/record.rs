@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 
 use bosun_shared::projects::Host;
-use bosun_shared::protocol::board::{ActivityView, ColumnView, HoldView, NoteView, WorktreeView};
+use bosun_shared::protocol::board::{
+    ActivityView, ColumnView, HoldView, NoteView, QaView, WorktreeView,
+};
 use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -144,6 +146,61 @@ pub struct CardRecord {
     /// Its worktree, recorded once its first run in the project made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<CardWorktree>,
+    /// Its latest QA verdict, with the commit the QA run tested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qa: Option<QaVerdict>,
+    /// A merge asked of GitHub: committed before `gh pr merge` is called, so that after any
+    /// crash the pull request check finds out what became of it (and nothing asks again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeAsk>,
+    /// Its pull request, once the pull request check found it merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergedPr>,
+}
+
+/// A QA run's verdict on a card: passed or failed, and the head commit of the card's worktree
+/// it tested.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QaVerdict {
+    pub pass: bool,
+    pub run: RunId,
+    pub head: String,
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+}
+
+impl QaVerdict {
+    pub fn view(&self) -> QaView {
+        QaView {
+            verdict: if self.pass { "qa_pass" } else { "qa_fail" }.into(),
+            run: self.run,
+            head: self.head.clone(),
+            at: self.at,
+            summary: self.summary.clone(),
+        }
+    }
+}
+
+/// The lead's merge of a card's pull request, as asked of GitHub.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeAsk {
+    pub number: u64,
+    pub url: String,
+    pub head: String,
+    pub qa_run: RunId,
+    pub checks: Vec<String>,
+    pub at: Timestamp,
+    /// gh said it merged, and the lead's comment is on the card.
+    #[serde(default)]
+    pub done: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergedPr {
+    pub number: u64,
+    pub url: String,
+    pub at: Timestamp,
 }
 
 /// Where a card's runs work: a git worktree of its project's repository, on a branch of its own.

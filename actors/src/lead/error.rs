@@ -129,6 +129,13 @@ pub enum ToolError {
     /// once the cause (a full disk) is fixed.
     #[error("could not copy {file}: {error}")]
     CopyFailed { file: String, error: std::io::Error },
+    /// `qa_pass` or `qa_fail` called by someone other than a QA run of a card: retrying
+    /// cannot help.
+    #[error("{0} is for a QA run of a card, to give its verdict; the lead gives no verdicts")]
+    OnlyQa(String),
+    /// An argument that takes true or false is something else: retrying with one helps.
+    #[error("`{0}` is true or false")]
+    NotABool(String),
     /// The Agents actor could not be asked: bosund's side; retrying may help.
     #[error("the agents did not answer: {0}")]
     AgentsUnreachable(String),

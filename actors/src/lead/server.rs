@@ -33,7 +33,7 @@ use super::answers::{Answers, LiveAnswer, OWN_PREFIX, Reading};
 use super::chats::{ChatsHandle, ChatsMsg};
 use super::tools::{self, LeadTool, ToolCtx};
 use crate::agents::stream::input_digest;
-use crate::board::{BoardAnswer, BoardRequest};
+use crate::board::{BoardAnswer, BoardRequest, QaTokens};
 
 /// How long a call waits for the daemon to read its answer up to it.
 const READ_LIMIT: Duration = Duration::from_secs(5);
@@ -43,6 +43,8 @@ pub struct McpCtx {
     pub answers: Answers,
     pub tools: ToolCtx,
     pub chats: ChatsHandle,
+    /// The tokens of live QA runs of cards: theirs are only `qa_pass` and `qa_fail`.
+    pub qa: QaTokens,
 }
 
 #[derive(Clone)]
@@ -80,10 +82,18 @@ impl rmcp::ServerHandler for BosunMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        // A QA run's token gets its verdict tools; the lead's, everything else.
+        let qa = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| bearer(&p.headers))
+            .and_then(|t| self.ctx.qa.find(t))
+            .is_some();
         let tools = tools::catalog()
             .into_iter()
+            .filter(|t| t.tool.for_qa() == qa)
             .map(|t| {
                 let schema = match t.schema {
                     Value::Object(m) => m,
@@ -105,11 +115,15 @@ impl rmcp::ServerHandler for BosunMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let live = context
+        let token = context
             .extensions
             .get::<http::request::Parts>()
             .and_then(|p| bearer(&p.headers))
-            .and_then(|t| self.ctx.answers.find(t));
+            .map(str::to_string);
+        if let Some(card) = token.as_deref().and_then(|t| self.ctx.qa.find(t)) {
+            return Ok(self.verdict(card, &request).await);
+        }
+        let live = token.as_deref().and_then(|t| self.ctx.answers.find(t));
         let Some(live) = live else {
             return Ok(text_result(
                 "this call carries no token of a live answer of the lead; bosun's tools answer only the lead's current answer".into(),
@@ -126,6 +140,50 @@ impl rmcp::ServerHandler for BosunMcp {
 }
 
 impl BosunMcp {
+    /// A QA run's call: its verdict on its card, and nothing else.
+    async fn verdict(
+        &self,
+        card: bosun_shared::CardId,
+        request: &CallToolRequestParams,
+    ) -> CallToolResponse {
+        let pass = match LeadTool::parse(&request.name) {
+            Ok(LeadTool::QaPass) => true,
+            Ok(LeadTool::QaFail) => false,
+            Ok(other) => {
+                return text_result(
+                    format!("a QA run's tools are qa_pass and qa_fail; {other} is the lead's"),
+                    true,
+                );
+            }
+            Err(why) => return text_result(why.to_string(), true),
+        };
+        let summary = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("summary"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let req = BoardRequest::QaVerdict {
+            card,
+            pass,
+            summary,
+        };
+        match crate::board::ask(&self.ctx.tools.board, req).await {
+            Ok(BoardAnswer::Card(c)) => text_result(
+                format!(
+                    "Recorded: {} for card {} at commit {}.",
+                    if pass { "qa_pass" } else { "qa_fail" },
+                    c.short_id,
+                    c.qa.as_ref().map_or("?", |q| q.head.as_str())
+                ),
+                false,
+            ),
+            Ok(other) => text_result(tools::response_text(&other), false),
+            Err(why) => text_result(why.to_string(), true),
+        }
+    }
+
     async fn call(&self, live: LiveAnswer, tool: LeadTool, args: Value) -> CallToolResponse {
         let card_tool = matches!(tool, LeadTool::CreateTask | LeadTool::UpdateTask);
         let mut taint = None;
@@ -274,11 +332,11 @@ pub async fn serve(ctx: McpCtx) -> std::io::Result<(String, tokio::task::JoinHan
                     continue;
                 }
             };
-            let (service, answers) = (service.clone(), ctx.answers.clone());
+            let (service, answers, qa) = (service.clone(), ctx.answers.clone(), ctx.qa.clone());
             connections.spawn(async move {
                 let svc =
                     hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let (service, answers) = (service.clone(), answers.clone());
+                        let (service, answers, qa) = (service.clone(), answers.clone(), qa.clone());
                         async move {
                             if req.uri().path() != "/mcp" {
                                 return Ok::<_, Infallible>(plain(
@@ -286,14 +344,14 @@ pub async fn serve(ctx: McpCtx) -> std::io::Result<(String, tokio::task::JoinHan
                                     "bosun's MCP server is at /mcp",
                                 ));
                             }
-                            // Only the token of a live answer of the lead gets in.
+                            // Only the token of a live answer of the lead, or of a live QA
+                            // run of a card, gets in.
                             if bearer(req.headers())
-                                .and_then(|t| answers.find(t))
-                                .is_none()
+                                .is_none_or(|t| answers.find(t).is_none() && qa.find(t).is_none())
                             {
                                 return Ok(plain(
                                     http::StatusCode::UNAUTHORIZED,
-                                    "this token belongs to no live answer of the lead",
+                                    "this token belongs to no live answer of the lead and no live QA run",
                                 ));
                             }
                             Ok(service.handle(req).await)

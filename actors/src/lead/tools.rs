@@ -66,11 +66,15 @@ pub enum LeadTool {
     MemoryMove,
     ListProjects,
     GetProject,
+    MergePullRequest,
+    UpdateCheckout,
+    QaPass,
+    QaFail,
 }
 
 impl LeadTool {
     /// Every tool, in the order the lead is offered them.
-    pub const ALL: [LeadTool; 20] = [
+    pub const ALL: [LeadTool; 24] = [
         LeadTool::ListTasks,
         LeadTool::GetTask,
         LeadTool::CreateTask,
@@ -91,6 +95,10 @@ impl LeadTool {
         LeadTool::MemoryMove,
         LeadTool::ListProjects,
         LeadTool::GetProject,
+        LeadTool::MergePullRequest,
+        LeadTool::UpdateCheckout,
+        LeadTool::QaPass,
+        LeadTool::QaFail,
     ];
 
     /// The name the lead calls it by.
@@ -116,6 +124,10 @@ impl LeadTool {
             LeadTool::MemoryMove => "memory_move",
             LeadTool::ListProjects => "list_projects",
             LeadTool::GetProject => "get_project",
+            LeadTool::MergePullRequest => "merge_pull_request",
+            LeadTool::UpdateCheckout => "update_checkout",
+            LeadTool::QaPass => "qa_pass",
+            LeadTool::QaFail => "qa_fail",
         }
     }
 
@@ -142,8 +154,12 @@ impl LeadTool {
             | LeadTool::SetColumn
             | LeadTool::MemoryWrite
             | LeadTool::MemoryAppend
-            | LeadTool::MemoryMove => true,
-            LeadTool::ListTasks
+            | LeadTool::MemoryMove
+            | LeadTool::MergePullRequest
+            | LeadTool::UpdateCheckout => true,
+            LeadTool::QaPass
+            | LeadTool::QaFail
+            | LeadTool::ListTasks
             | LeadTool::GetTask
             | LeadTool::CreateTask
             | LeadTool::UpdateTask
@@ -152,6 +168,37 @@ impl LeadTool {
             | LeadTool::MemoryRead
             | LeadTool::ListProjects
             | LeadTool::GetProject => false,
+        }
+    }
+}
+
+impl LeadTool {
+    /// The tools of a QA run of a card (its verdict), offered to nobody else.
+    pub fn for_qa(self) -> bool {
+        match self {
+            LeadTool::QaPass | LeadTool::QaFail => true,
+            LeadTool::ListTasks
+            | LeadTool::GetTask
+            | LeadTool::CreateTask
+            | LeadTool::UpdateTask
+            | LeadTool::AddColumn
+            | LeadTool::SetColumn
+            | LeadTool::ListAgents
+            | LeadTool::GetAgent
+            | LeadTool::CreateAgent
+            | LeadTool::UpdateAgent
+            | LeadTool::StartAgentRun
+            | LeadTool::ContinueAgentRun
+            | LeadTool::SetAgentStatus
+            | LeadTool::AttachFile
+            | LeadTool::MemoryRead
+            | LeadTool::MemoryWrite
+            | LeadTool::MemoryAppend
+            | LeadTool::MemoryMove
+            | LeadTool::ListProjects
+            | LeadTool::GetProject
+            | LeadTool::MergePullRequest
+            | LeadTool::UpdateCheckout => false,
         }
     }
 }
@@ -365,6 +412,36 @@ pub fn catalog() -> Vec<ToolSpec> {
             schema: obj(json!({ "project": s("The project's name") }), &["project"]),
             read_only: true,
         },
+        ToolSpec {
+            tool: LeadTool::MergePullRequest,
+            description: "Merges a card's own pull request (a merge commit, only while its head is the commit QA passed), only when every rule holds: the project lets the lead merge; the card is in Review with testing on, not on hold, no agent working on it; its latest QA verdict passed exactly the pull request's head commit; the pull request is open, not a draft, from the card's branch into the main branch, and mergeable; every check passed; no release is under way; GitHub only. Otherwise it refuses with the rule and changes nothing; never work around a refusal.",
+            schema: obj(json!({ "card": s("The card's id") }), &["card"]),
+            read_only: false,
+        },
+        ToolSpec {
+            tool: LeadTool::UpdateCheckout,
+            description: "Brings a project's checkout up to date with origin's main branch (fast-forward only; the checkout must be on its main branch). With changes not committed it refuses unless `stash` is true, which puts them aside first (`git stash`).",
+            schema: obj(
+                json!({ "project": s("The project's name"), "stash": { "type": "boolean", "description": "Put the checkout's changes aside first" } }),
+                &["project"],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            tool: LeadTool::QaPass,
+            description: "Your verdict as QA on this card: it passed. bosun records it with the head commit of the card's worktree as it is now, so commit what you tested first.",
+            schema: obj(
+                json!({ "summary": s("What you checked, in a sentence or two") }),
+                &[],
+            ),
+            read_only: false,
+        },
+        ToolSpec {
+            tool: LeadTool::QaFail,
+            description: "Your verdict as QA on this card: it failed. Say what is wrong.",
+            schema: obj(json!({ "summary": s("What is wrong") }), &["summary"]),
+            read_only: false,
+        },
     ]
 }
 
@@ -434,6 +511,14 @@ pub(crate) fn response_text(r: &BoardAnswer) -> String {
     pretty(r)
 }
 
+/// What the Board did, in its words.
+fn said(r: &BoardAnswer) -> String {
+    if let BoardAnswer::Said { said } = r {
+        return said.clone();
+    }
+    response_text(r)
+}
+
 /// Carries out a call. `taint`: the outside tool the answer used before it (cards the call
 /// puts in or changes in an Auto column wait on hold).
 pub async fn execute(
@@ -495,6 +580,29 @@ pub async fn execute(
             ))
         }
         LeadTool::AttachFile => attach(ctx, args, chat).await,
+        LeadTool::MergePullRequest => {
+            board(ctx, BoardRequest::MergePr(need(args, "card")?.to_string()))
+                .await
+                .map(|r| said(&r))
+        }
+        LeadTool::UpdateCheckout => {
+            let stash = match args.get("stash") {
+                None | Some(Value::Null) => false,
+                Some(v) => v
+                    .as_bool()
+                    .ok_or_else(|| ToolError::NotABool("stash".into()))?,
+            };
+            board(
+                ctx,
+                BoardRequest::UpdateCheckout {
+                    project: need(args, "project")?.to_string(),
+                    stash,
+                },
+            )
+            .await
+            .map(|r| said(&r))
+        }
+        LeadTool::QaPass | LeadTool::QaFail => Err(ToolError::OnlyQa(tool.to_string())),
         LeadTool::ListProjects => board(ctx, BoardRequest::Projects)
             .await
             .map(|r| response_text(&r)),
@@ -822,7 +930,19 @@ pub fn describe(tool: LeadTool, args: &Value) -> String {
         ),
         LeadTool::SetColumn => format!("Change the column {}", a("column")),
         LeadTool::UpdateTask => format!("Take card {} off hold", a("card")),
-        LeadTool::ListTasks
+        LeadTool::MergePullRequest => format!("Merge the pull request of card {}", a("card")),
+        LeadTool::UpdateCheckout => format!(
+            "Bring project {}'s checkout up to date{}",
+            a("project"),
+            if args.get("stash").and_then(Value::as_bool) == Some(true) {
+                ", stashing its changes first"
+            } else {
+                ""
+            }
+        ),
+        LeadTool::QaPass
+        | LeadTool::QaFail
+        | LeadTool::ListTasks
         | LeadTool::GetTask
         | LeadTool::CreateTask
         | LeadTool::ListAgents
@@ -953,12 +1073,45 @@ pub async fn preview(
             ),
         },
         LeadTool::ContinueAgentRun => (format!("run: {}\nprompt: {}", a("run"), a("prompt")), None),
+        LeadTool::MergePullRequest => match board(ctx, BoardRequest::ShowCard(a("card"))).await {
+            Ok(BoardAnswer::Card(c)) => (
+                format!(
+                    "card {}: {}\npull request: the one of branch {}, found and checked against every rule when approved",
+                    c.short_id,
+                    c.title,
+                    c.worktree
+                        .as_ref()
+                        .map_or("(none yet)", |w| w.branch.as_str())
+                ),
+                None,
+            ),
+            Ok(other) => (response_text(&other), None),
+            Err(e) => (format!("card {}", a("card")), Some(e.to_string())),
+        },
+        LeadTool::UpdateCheckout => {
+            let stash = args.get("stash").and_then(Value::as_bool) == Some(true);
+            match board(ctx, BoardRequest::ShowProject(a("project"))).await {
+                Ok(BoardAnswer::Project(p)) => (
+                    format!(
+                        "project: {}\nfolder: {}\nstash first: {}",
+                        p.name,
+                        p.folder.display(),
+                        if stash { "yes" } else { "no" }
+                    ),
+                    None,
+                ),
+                Ok(other) => (response_text(&other), None),
+                Err(e) => (format!("project {}", a("project")), Some(e.to_string())),
+            }
+        }
         LeadTool::CreateAgent
         | LeadTool::AddColumn
         | LeadTool::SetColumn
         | LeadTool::UpdateTask
         | LeadTool::SetAgentStatus => (pretty(args), None),
-        LeadTool::ListTasks
+        LeadTool::QaPass
+        | LeadTool::QaFail
+        | LeadTool::ListTasks
         | LeadTool::GetTask
         | LeadTool::CreateTask
         | LeadTool::ListAgents
@@ -1009,6 +1162,8 @@ mod tests {
                 "memory_write",
                 "memory_append",
                 "memory_move",
+                "merge_pull_request",
+                "update_checkout",
             ]
         "#]]
         .assert_debug_eq(&privileged);

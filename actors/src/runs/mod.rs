@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bosun_shared::paths::StateDir;
+use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::runner::{ControlPlan, LaunchPlan, PlanFile, StopLadder, StopOrder};
@@ -34,6 +35,7 @@ use crate::agents::launch::Prepared;
 use crate::agents::record::{AgentRun, ToolCall};
 use crate::agents::registry::AgentsHandle;
 use crate::events::{EventsHandle, EventsMsg};
+use crate::placement::Remote;
 use crate::store::Store;
 use crate::store::writer::StoreWriter;
 use crate::supervision::{RestartBudget, RestartPolicy, Verdict};
@@ -54,6 +56,8 @@ pub struct RunsContext {
     pub agents: AgentsHandle,
     /// Where an answer of the lead reports the tools it called, as they are read.
     pub answers: Arc<dyn CallsRead>,
+    /// Placing runs on other hosts, when `placement.toml` configures it.
+    pub remote: Option<Arc<Remote>>,
 }
 
 /// Who hears the tool calls read so far from the stream of a run that is an answer of the lead:
@@ -227,6 +231,9 @@ impl Actor for Runs {
                 "recovering runs that were live when bosund stopped"
             );
         }
+        if let Some(remote) = state.ctx.remote.clone() {
+            tokio::spawn(cancel_orphan_jobs(remote, state.ctx.store.clone()));
+        }
         Ok(())
     }
 
@@ -258,12 +265,13 @@ impl Actor for Runs {
                     return Ok(());
                 }
                 match state.prepare(*spec) {
-                    Ok((rec, plan)) => {
+                    Ok((rec, plan, placement)) => {
                         if let Some(c) = card {
                             state.by_card.insert(c, rec.id);
                         }
                         let launch = Launch::Fresh {
                             plan: Box::new(plan),
+                            placement,
                             reply: Some(reply),
                         };
                         state.spawn_run(&myself, rec, launch).await?;
@@ -344,9 +352,37 @@ impl Actor for Runs {
     }
 }
 
+/// After a restart: a job of a run of this store that is over (a crash between its submission
+/// and its record, or a run lost while its job still waited) is cancelled, so nothing of it
+/// starts later. Jobs of runs this store does not know (another bosund's) are left alone.
+async fn cancel_orphan_jobs(remote: Arc<Remote>, store: Store) {
+    let jobs = match remote.unfinished_jobs().await {
+        Ok(jobs) => jobs,
+        Err(e) => {
+            warn!(error = %e, "could not list the backends' jobs to find orphans");
+            return;
+        }
+    };
+    for (run, placement, job) in jobs {
+        let s = store.clone();
+        let over = tokio::task::spawn_blocking(move || s.run(run))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten()
+            .is_some_and(|rec| rec.state.is_final());
+        if over {
+            info!(run_id = %run, %job, "cancelling the job of a run that is over");
+            if let Err(e) = remote.signal(&placement, &job, None).await {
+                warn!(run_id = %run, %job, error = %e, "could not cancel an orphan job");
+            }
+        }
+    }
+}
+
 impl RunsState {
     /// Checks a start request and turns it into a record and a launch plan.
-    fn prepare(&self, spec: RunSpec) -> Result<(RunRecord, LaunchPlan), RunsError> {
+    fn prepare(&self, spec: RunSpec) -> Result<(RunRecord, LaunchPlan, Placement), RunsError> {
         let RunSpec {
             params: mut p,
             files,
@@ -394,7 +430,25 @@ impl RunsState {
         let id = RunId::new();
         let token = RunToken::generate();
         let ladder = p.ladder.unwrap_or_default();
-        let run_dir = self.ctx.dirs.run_dir(id);
+        // A run placed on another host keeps its folder where the node sees it.
+        let placement = p.placement.clone();
+        let run_dir = if p.placement.is_local() {
+            self.ctx.dirs.run_dir(id)
+        } else {
+            let remote = self.ctx.remote.as_ref().ok_or_else(|| {
+                RunsError::invalid(format!(
+                    "this run is placed on {}, but this bosund places runs on this machine only: write $BOSUN_HOME/{} (listen = an address the nodes reach, and a [{}] section) and restart bosund with `bosun daemon stop`; see docs/placement.md",
+                    p.placement,
+                    crate::placement::CONFIG_FILE,
+                    match &p.placement {
+                        Placement::Local | Placement::Slurm { .. } => "slurm",
+                    }
+                ))
+            })?;
+            remote
+                .run_dir(&p.placement, id)
+                .map_err(RunsError::invalid)?
+        };
         // An agent's invocation names its own files by the run's directory, known only now.
         let dir = run_dir.display().to_string();
         let here = |s: &str| s.replace(RUN_DIR, &dir);
@@ -433,6 +487,7 @@ impl RunsState {
             secret_files: plan_files.iter().map(|f| f.path.clone()).collect(),
             agent,
             git,
+            placed: None,
         };
         let plan = LaunchPlan {
             run_id: id,
@@ -452,7 +507,7 @@ impl RunsState {
             control,
             redact,
         };
-        Ok((rec, plan))
+        Ok((rec, plan, placement))
     }
 
     async fn spawn_run(

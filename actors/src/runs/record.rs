@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use bosun_shared::placement::{PlacedView, Placement};
 use bosun_shared::process::{Pgid, Pid, ProcessIdentity};
 use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::runner::{StopLadder, StopOrder};
@@ -70,6 +71,22 @@ pub struct RunRecord {
     /// end. Left out of the record otherwise, as runs were before projects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<RunGit>,
+    /// For a run placed on another host: its backend's job. Left out for a local run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed: Option<Placed>,
+}
+
+/// A run handed to a cluster engine: its job, its folder on the shared filesystem, and the
+/// certificate issued to its runner (by SHA-256), the only one its link is taken with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placed {
+    pub placement: Placement,
+    pub job: String,
+    pub dir: PathBuf,
+    pub cert_digest: String,
+    /// The host the engine put it on, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl Record for RunRecord {
@@ -111,6 +128,11 @@ impl RunRecord {
             agent: self.agent.as_ref().map(AgentRun::view),
             paused: None,
             git: self.git.clone(),
+            placed: self.placed.as_ref().map(|p| PlacedView {
+                placement: p.placement.clone(),
+                job: p.job.clone(),
+                node: p.node.clone(),
+            }),
         }
     }
 }

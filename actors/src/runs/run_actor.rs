@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::runs::RunsError;
+use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::protocol::runner::{
     DaemonMsg, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
@@ -30,6 +31,7 @@ use crate::store::writer::WriteOp;
 use crate::store::{LogChunk, StoreError};
 
 mod asks;
+mod remote;
 
 pub use asks::PersonDecision;
 
@@ -91,6 +93,8 @@ pub enum Launch {
     /// A new run: persist it, start its runner, hand over the plan, answer the person.
     Fresh {
         plan: Box<LaunchPlan>,
+        /// Where the runner runs: started here, or handed to a cluster engine.
+        placement: Placement,
         reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
     },
     /// A run found unfinished at startup (`daemon_restart`), or after this actor failed: wait
@@ -131,6 +135,9 @@ pub struct RunActorState {
     /// Everything this actor logs is in the run's span, so one run's story can be picked out
     /// of `bosund.log` by its id.
     span: tracing::Span,
+    /// For a run on another host: its plan, held until its runner has started the program (the
+    /// plan and its secrets go only over the link, and are never stored).
+    pending_plan: Option<LaunchPlan>,
 }
 
 struct Link {
@@ -183,6 +190,7 @@ impl Actor for RunActor {
             events_to_save: false,
             asks: asks::Asks::default(),
             span,
+            pending_plan: None,
         })
     }
 
@@ -196,7 +204,16 @@ impl Actor for RunActor {
         let span = state.span.clone();
         async {
             match state.launch.take() {
-                Some(Launch::Fresh { plan, reply }) => state.launch(&myself, *plan, reply).await,
+                Some(Launch::Fresh {
+                    plan,
+                    placement: Placement::Local,
+                    reply,
+                }) => state.launch(&myself, *plan, reply).await,
+                Some(Launch::Fresh {
+                    plan,
+                    placement,
+                    reply,
+                }) => state.launch_remote(&myself, *plan, placement, reply).await,
                 Some(Launch::Recover { daemon_restart }) => {
                     state.daemon_restart = daemon_restart;
                     state.load_asks(&myself).await?;
@@ -252,7 +269,7 @@ impl RunActorState {
                     self.ctx.live.set_attached(self.rec.id, false);
                     if !self.rec.state.is_final() {
                         self.away_since = Some(Instant::now());
-                        drop(myself.send_after(RUNNER_CHECK_EVERY, || RunMsg::CheckRunner));
+                        drop(myself.send_after(self.check_every(), || RunMsg::CheckRunner));
                     }
                 }
             }
@@ -359,6 +376,11 @@ impl RunActorState {
     }
 
     async fn recover(&mut self, myself: &ActorRef<RunMsg>) -> Result<(), ActorProcessingErr> {
+        if self.rec.placed.is_some() && !self.rec.state.is_final() {
+            // A runner on another host: wait for it to dial back, asking its backend meanwhile.
+            self.away_since = Some(Instant::now());
+            return self.check_runner(myself).await;
+        }
         match (self.rec.state, self.rec.runner) {
             (RunState::Exited(_), _) => Ok(()),
             (
@@ -383,6 +405,9 @@ impl RunActorState {
     async fn check_runner(&mut self, myself: &ActorRef<RunMsg>) -> Result<(), ActorProcessingErr> {
         if self.rec.state.is_final() || self.link.is_some() {
             return Ok(());
+        }
+        if self.rec.placed.is_some() {
+            return self.check_remote(myself).await;
         }
         let Some(runner) = self.rec.runner else {
             return Ok(());
@@ -432,6 +457,7 @@ impl RunActorState {
             RunnerMsg::Ask(ask) => self.on_ask(myself, ask).await,
             RunnerMsg::Delivered { key } => self.on_delivered(key).await,
             RunnerMsg::Withdrawn { key } => self.on_withdrawn(key).await,
+            RunnerMsg::WantPlan => self.on_want_plan(myself).await,
         }
     }
 
@@ -489,6 +515,8 @@ impl RunActorState {
     }
 
     async fn on_started(&mut self, s: Started) -> Result<(), ActorProcessingErr> {
+        // The runner on another host has carried out its plan: bosund forgets it.
+        self.pending_plan = None;
         if self.rec.process.is_none() {
             self.rec.process = Some(ProcessInfo {
                 pid: s.pid,
@@ -521,7 +549,9 @@ impl RunActorState {
                 .map_err(|e| RunsError::internal(format!("could not record the stop: {e}")))?;
             self.send(DaemonMsg::Stop(order.clone()));
         }
-        if order.immediate {
+        if let Some(placed) = self.rec.placed.clone() {
+            self.stop_remote(&placed, &order).await;
+        } else if order.immediate {
             // Do not count on the runner: kill the program's group from here too.
             if let Some(p) = self.rec.process.filter(|p| p.leader().is_alive()) {
                 let _ = process::signal_group(p.pgid, Signal::SIGKILL);
@@ -586,17 +616,23 @@ impl RunActorState {
         myself: &ActorRef<RunMsg>,
         reason: String,
     ) -> Result<(), ActorProcessingErr> {
-        let target = SweepTarget {
-            marker: Some(self.rec.id.to_string()),
-            runner: self.rec.runner,
-            group_leader: self.rec.process.map(|p| p.leader()),
-            reap_children: false,
-        };
-        let report = tokio::task::spawn_blocking(move || process::sweep(&target, SWEEP_DEADLINE))
-            .await
-            .unwrap_or_default();
-        if report.killed > 0 || report.survivors > 0 {
-            info!(run_id = %self.rec.id, killed = report.killed, survivors = report.survivors, "swept a lost run");
+        if let Some(placed) = self.rec.placed.clone() {
+            // Its processes are on another host: its backend ends whatever is left of its job.
+            self.end_remote_job(&placed).await;
+        } else {
+            let target = SweepTarget {
+                marker: Some(self.rec.id.to_string()),
+                runner: self.rec.runner,
+                group_leader: self.rec.process.map(|p| p.leader()),
+                reap_children: false,
+            };
+            let report =
+                tokio::task::spawn_blocking(move || process::sweep(&target, SWEEP_DEADLINE))
+                    .await
+                    .unwrap_or_default();
+            if report.killed > 0 || report.survivors > 0 {
+                info!(run_id = %self.rec.id, killed = report.killed, survivors = report.survivors, "swept a lost run");
+            }
         }
         self.ctx.delete_secret_files(&self.rec);
         warn!(run_id = %self.rec.id, %reason, "run lost");

@@ -187,12 +187,42 @@ fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Checks that `buf` is whole records, each one checking out: what a range of a log file read
+/// back must be before it is written again. `Err` says where it does not.
+pub fn check_records(buf: &[u8]) -> Result<(), String> {
+    let mut at = 0usize;
+    while at < buf.len() {
+        let Some(h) = buf.get(at..at + HEADER) else {
+            return Err(format!("a record cut short at byte {at} of {}", buf.len()));
+        };
+        let mut header = [0u8; HEADER];
+        header.copy_from_slice(h);
+        let Some(decoded) = decode_header(&header) else {
+            return Err(format!("no record starts at byte {at}"));
+        };
+        let end = at + HEADER + decoded.len as usize;
+        let Some(data) = buf.get(at + HEADER..end) else {
+            return Err(format!("chunk {} is cut short", decoded.seq));
+        };
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header[..24]);
+        crc.update(data);
+        if crc.finalize() != decoded.crc {
+            return Err(format!("chunk {} does not check out", decoded.seq));
+        }
+        at = end;
+    }
+    Ok(())
+}
+
 /// A run's log file, open for appending.
 pub struct LogFile {
     file: File,
     end: u64,
     last_seq: u64,
     dirty: bool,
+    /// Where the file was known to be on disk at the last good flush.
+    synced: u64,
 }
 
 impl LogFile {
@@ -224,6 +254,7 @@ impl LogFile {
             end,
             last_seq,
             dirty: false,
+            synced: end,
         })
     }
 
@@ -251,19 +282,32 @@ impl LogFile {
         Ok(())
     }
 
-    /// A handle for fdatasync from another thread, if anything was written since the last one.
-    pub fn take_dirty(&mut self) -> io::Result<Option<File>> {
+    /// A handle for fdatasync from another thread, and the end of what it is to flush, if
+    /// anything was written since the last one.
+    pub fn take_dirty(&mut self) -> io::Result<Option<(File, u64)>> {
         if !self.dirty {
             return Ok(None);
         }
         self.dirty = false;
-        self.file.try_clone().map(Some)
+        self.file.try_clone().map(|f| Some((f, self.end)))
+    }
+
+    /// Where the file was known to be on disk at the last good flush.
+    pub fn synced(&self) -> u64 {
+        self.synced
+    }
+
+    /// A flush of everything up to `upto` succeeded.
+    pub fn mark_synced(&mut self, upto: u64) {
+        self.synced = self.synced.max(upto);
     }
 
     /// Flushes to disk now.
     pub fn sync(&mut self) -> io::Result<()> {
         self.dirty = false;
-        self.file.sync_data()
+        self.file.sync_data()?;
+        self.synced = self.end;
+        Ok(())
     }
 }
 

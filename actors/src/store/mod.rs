@@ -16,7 +16,7 @@ mod record;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use bosun_shared::run::Stream;
 use bosun_shared::{RunId, Timestamp};
@@ -56,10 +56,15 @@ pub enum StoreError {
     /// A run's log file could not be written or read (full disk, I/O error).
     #[error("a run's log file failed: {0}")]
     LogFile(#[from] std::io::Error),
-    /// A group commit failed (full disk, I/O error); none of its changes were written. Retrying
-    /// may help once the cause is fixed.
-    #[error("could not save to the store: {0}")]
+    /// A group commit failed (full disk, I/O error): refused as a whole, none of its changes
+    /// were made. The text says why in plain words and what to do; retrying helps once the
+    /// cause is fixed.
+    #[error("{0}")]
     CommitFailed(String),
+    /// The store could not be opened again after a failed save (the text says why); the
+    /// writer tries again every second. Retrying helps once the cause is fixed.
+    #[error("{0}")]
+    Unavailable(String),
     /// The writer thread is gone (the daemon is shutting down).
     #[error("the store is closed")]
     Closed,
@@ -89,9 +94,15 @@ pub struct LogChunk {
 }
 
 /// The daemon's handle on the store, for reads. Cheap to clone.
+///
+/// After a commit fails on an I/O error redb refuses every later write ("previous I/O error")
+/// until the file is opened again, so the writer opens it again in place ([`Store::reopen`]):
+/// every clone of the handle then reads and writes the file as it is on disk, which has every
+/// commit that succeeded and nothing of the one that failed.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<Database>,
+    db: Arc<RwLock<Handle>>,
+    path: PathBuf,
     runs_dir: PathBuf,
 }
 
@@ -100,11 +111,7 @@ impl Store {
     /// bosun, and creates `tables` (every domain's, `crate::TABLES`) so that a new file has them
     /// all from the start. Run directories (and their log files) are under `runs_dir`.
     pub fn open(path: &Path, runs_dir: &Path, tables: &[&'static str]) -> Result<Self, StoreError> {
-        let db = match Database::create(path) {
-            Ok(db) => db,
-            Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(StoreError::AlreadyOpen),
-            Err(e) => return Err(StoreError::Db(e.into())),
-        };
+        let db = open_db(path)?;
         let txn = db.begin_write()?;
         {
             let mut meta = txn.open_table(record::table(META))?;
@@ -130,18 +137,67 @@ impl Store {
         }
         txn.commit()?;
         Ok(Self {
-            db: Arc::new(db),
+            db: Arc::new(RwLock::new(Handle::Open(Arc::new(db)))),
+            path: path.to_path_buf(),
             runs_dir: runs_dir.to_path_buf(),
         })
     }
 
-    pub(crate) fn db(&self) -> &Database {
-        &self.db
+    /// The database as it is now (another one after a [`Store::reopen`]), or why there is
+    /// none (it could not be opened again).
+    pub(crate) fn db(&self) -> Result<Arc<Database>, StoreError> {
+        match &*self.db.read().unwrap_or_else(PoisonError::into_inner) {
+            Handle::Open(db) => Ok(db.clone()),
+            Handle::Closed(why) => Err(StoreError::Unavailable(why.clone())),
+        }
+    }
+
+    /// Opens the file again, in place of the handle every clone uses: after a failed commit
+    /// redb refuses every write until then. The old handle is closed first (its file lock must
+    /// go before the new one is taken); a read under way on it fails once, and the next read
+    /// uses the new one. A file that cannot be opened for writing (a read-only directory) is
+    /// left as it was, still readable, and tried again later. Called by the writer thread
+    /// only, between commits; `Err` says why in plain words.
+    pub(crate) fn reopen(&self) -> Result<(), String> {
+        // Not openable for writing: keep the handle we have, which still reads.
+        if let Err(e) = std::fs::OpenOptions::new().write(true).open(&self.path) {
+            return Err(format!(
+                "bosund cannot open its store for writing ({e}); it tries again"
+            ));
+        }
+        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        // Readers take a clone of the handle only to begin a read, so the last clone goes
+        // within moments; until it does, the file is still locked by it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while let Handle::Open(db) = &*slot
+            && Arc::strong_count(db) > 1
+        {
+            if std::time::Instant::now() > deadline {
+                return Err("a read held bosund's store for 5 s; it tries again".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // The old handle is closed by its drop (a close that fails leaves the file for the
+        // next open to recover, which redb does), then the file is opened again.
+        *slot = Handle::Closed("bosund's store is being opened again; try again".into());
+        match open_db(&self.path) {
+            Ok(db) => {
+                *slot = Handle::Open(Arc::new(db));
+                Ok(())
+            }
+            Err(e) => {
+                let why = format!(
+                    "bosund could not open its store again after a failed save ({e}); it tries again every second"
+                );
+                *slot = Handle::Closed(why.clone());
+                Err(why)
+            }
+        }
     }
 
     /// A moment of the store, to read several records that must agree.
     pub fn read(&self) -> Result<Reader, StoreError> {
-        Ok(Reader(self.db.begin_read()?))
+        Ok(Reader(self.db()?.begin_read()?))
     }
 
     /// The record with this key, if there is one.
@@ -152,6 +208,13 @@ impl Store {
     /// Every record of a table, in key order.
     pub fn all<R: Record>(&self) -> Result<Vec<R>, StoreError> {
         self.read()?.all()
+    }
+
+    /// The free space of the state directory's disk, in bytes, if it can be told.
+    pub(crate) fn free_bytes(&self) -> Option<u64> {
+        let dir = self.path.parent()?;
+        let st = nix::sys::statvfs::statvfs(dir).ok()?;
+        Some(st.blocks_available() * st.fragment_size())
     }
 
     /// The log file of a run.
@@ -169,6 +232,21 @@ impl Store {
             last = c.seq;
         }
         Ok(last)
+    }
+}
+
+/// The store's redb handle: open, or closed after a failed save could not open it again.
+enum Handle {
+    Open(Arc<Database>),
+    Closed(String),
+}
+
+/// Opens (or creates) the redb file, telling a file held by another daemon apart.
+fn open_db(path: &Path) -> Result<Database, StoreError> {
+    match Database::create(path) {
+        Ok(db) => Ok(db),
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => Err(StoreError::AlreadyOpen),
+        Err(e) => Err(StoreError::Db(e.into())),
     }
 }
 

@@ -38,7 +38,10 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
         RunnerMsg::Ask(a) => Some((0, a.key.clone())),
         RunnerMsg::Delivered { key } => Some((1, key.clone())),
         RunnerMsg::Withdrawn { key } => Some((2, key.clone())),
-        RunnerMsg::Started(_) | RunnerMsg::Output(_) | RunnerMsg::Exited(_) => None,
+        RunnerMsg::Started(_)
+        | RunnerMsg::Output(_)
+        | RunnerMsg::Exited(_)
+        | RunnerMsg::WantPlan => None,
     }
 }
 
@@ -214,7 +217,10 @@ mod tests {
                 RunnerMsg::Ask(a) => format!("ask {}", a.key),
                 RunnerMsg::Delivered { key } => format!("delivered {key}"),
                 RunnerMsg::Withdrawn { key } => format!("withdrawn {key}"),
-                RunnerMsg::Started(_) | RunnerMsg::Output(_) | RunnerMsg::Exited(_) => "?".into(),
+                RunnerMsg::Started(_)
+                | RunnerMsg::Output(_)
+                | RunnerMsg::Exited(_)
+                | RunnerMsg::WantPlan => "?".into(),
             })
             .collect()
     }

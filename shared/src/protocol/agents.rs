@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::mcp::{LineView, SecretLine};
 use crate::agents::{CliKind, WebFetch};
 use crate::mcp::Risk;
+use crate::placement::Placement;
 use crate::{AgentId, CardId, RunId, ServerId, Timestamp};
 
 /// A new agent.
@@ -84,6 +85,9 @@ pub struct AgentView {
     /// The most bytes of output kept per run; no cap when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output: Option<u64>,
+    /// Where its runs go; this machine when absent.
+    #[serde(default, skip_serializing_if = "Placement::is_local")]
+    pub placement: Placement,
     pub cwd: PathBuf,
     pub command: Vec<String>,
     pub env: Vec<(String, String)>,

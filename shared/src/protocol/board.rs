@@ -128,6 +128,21 @@ pub struct CardView {
     /// Its worktree, once its first run in a project made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeView>,
+    /// Its latest QA verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qa: Option<QaView>,
+}
+
+/// A QA run's verdict on a card: `qa_pass` or `qa_fail`, the run, and the head commit of the
+/// card's worktree it tested.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QaView {
+    pub verdict: String,
+    pub run: RunId,
+    pub head: String,
+    pub at: Timestamp,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
 }
 
 /// A card's worktree: where its runs work, and on which branch.

@@ -87,7 +87,8 @@ mod tests {
             | RunnerMsg::Exited(_)
             | RunnerMsg::Ask(_)
             | RunnerMsg::Delivered { .. }
-            | RunnerMsg::Withdrawn { .. } => None,
+            | RunnerMsg::Withdrawn { .. }
+            | RunnerMsg::WantPlan => None,
         }
     }
 

@@ -24,6 +24,7 @@ pub mod projects;
 pub mod runner;
 pub mod runs;
 pub mod socket;
+pub mod tls;
 pub mod ui;
 #[cfg(test)]
 mod wire_snapshot;

@@ -167,6 +167,9 @@ pub enum RunnerMsg {
     Delivered { key: String },
     /// The CLI withdrew the ask `key` before it was decided. Sent again after each reconnect.
     Withdrawn { key: String },
+    /// A runner on another host has no plan yet: the first thing it says on its link, answered
+    /// by [`DaemonMsg::Plan`] (or a stop, when bosund no longer holds the plan).
+    WantPlan,
 }
 
 /// Output comes as a binary frame ([`super::fast::output_frame`]) or, from a runner of before
@@ -215,6 +218,9 @@ pub enum DaemonMsg {
     Decided { key: String, answer: ToolAnswer },
     /// An ask waits for the person: `note` says so (and how to decide), for the run's log.
     Waiting { key: String, note: String },
+    /// The launch plan, for a runner on another host that asked for it: the plan and its secrets
+    /// travel only over the link, after the runner proved itself.
+    Plan(Box<LaunchPlan>),
 }
 
 impl Decode for DaemonMsg {}

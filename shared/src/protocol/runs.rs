@@ -81,4 +81,11 @@ pub struct DaemonStatusView {
     /// Set while output cannot be written to the state directory: why, and how many runs wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_fault: Option<String>,
+    /// The last storage fault that ended since bosund started: what it was, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_last_fault: Option<String>,
+    /// Where runners on other hosts dial bosund (mutual TLS), when remote placement is
+    /// configured; bosund listens on no network address otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_listener: Option<String>,
 }

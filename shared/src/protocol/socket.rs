@@ -39,43 +39,89 @@ pub fn peer_pid(stream: &Stream) -> Option<u32> {
 /// Splits a connection into halves that share it.
 pub fn split(stream: Stream) -> (ReadHalf, WriteHalf) {
     let shared = Arc::new(stream);
-    (ReadHalf(shared.clone()), WriteHalf(shared))
+    (
+        ReadHalf(ReadInner::Local(shared.clone())),
+        WriteHalf(WriteInner::Local(shared)),
+    )
+}
+
+/// Splits any other connection (the runner link over TLS) into the same halves, so that one
+/// session and one link serve both kinds.
+pub fn split_any<S>(stream: S) -> (ReadHalf, WriteHalf)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (r, w) = tokio::io::split(stream);
+    (
+        ReadHalf(ReadInner::Other(Box::pin(r))),
+        WriteHalf(WriteInner::Other(Box::pin(w))),
+    )
 }
 
 /// The reading half of a connection.
-pub struct ReadHalf(Arc<Stream>);
+pub struct ReadHalf(ReadInner);
 
 /// The writing half of a connection.
-pub struct WriteHalf(Arc<Stream>);
+pub struct WriteHalf(WriteInner);
+
+enum ReadInner {
+    Local(Arc<Stream>),
+    Other(Pin<Box<dyn AsyncRead + Send>>),
+}
+
+enum WriteInner {
+    Local(Arc<Stream>),
+    Other(Pin<Box<dyn AsyncWrite + Send>>),
+}
 
 impl AsyncRead for ReadHalf {
     fn poll_read(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let mut s: &Stream = &self.0;
-        Pin::new(&mut s).poll_read(cx, buf)
+        match &mut self.0 {
+            ReadInner::Local(shared) => {
+                let mut s: &Stream = shared;
+                Pin::new(&mut s).poll_read(cx, buf)
+            }
+            ReadInner::Other(r) => r.as_mut().poll_read(cx, buf),
+        }
     }
 }
 
 impl AsyncWrite for WriteHalf {
     fn poll_write(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let mut s: &Stream = &self.0;
-        Pin::new(&mut s).poll_write(cx, buf)
+        match &mut self.0 {
+            WriteInner::Local(shared) => {
+                let mut s: &Stream = shared;
+                Pin::new(&mut s).poll_write(cx, buf)
+            }
+            WriteInner::Other(w) => w.as_mut().poll_write(cx, buf),
+        }
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut s: &Stream = &self.0;
-        Pin::new(&mut s).poll_flush(cx)
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.0 {
+            WriteInner::Local(shared) => {
+                let mut s: &Stream = shared;
+                Pin::new(&mut s).poll_flush(cx)
+            }
+            WriteInner::Other(w) => w.as_mut().poll_flush(cx),
+        }
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut s: &Stream = &self.0;
-        Pin::new(&mut s).poll_shutdown(cx)
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.0 {
+            WriteInner::Local(shared) => {
+                let mut s: &Stream = shared;
+                Pin::new(&mut s).poll_shutdown(cx)
+            }
+            WriteInner::Other(w) => w.as_mut().poll_shutdown(cx),
+        }
     }
 }

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::placement::{PlacedView, Placement};
 use crate::projects::RunGit;
 
 use super::agents::{
@@ -199,6 +200,9 @@ pub struct StartRunParams {
     /// is read and dropped, and the log says so. No cap when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output: Option<u64>,
+    /// Where the run's runner runs; on this machine when absent.
+    #[serde(default, skip_serializing_if = "Placement::is_local")]
+    pub placement: Placement,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -303,6 +307,17 @@ pub enum Event {
     ApprovalChanged { approval: Box<ApprovalView> },
     /// A chat got a message (the person's, the lead's, or a note of bosun's).
     ChatMessage { chat: ChatId, message: MessageView },
+    /// Storage became faulty (a full disk, a read-only state directory, a failing disk): what
+    /// cannot be done and why, in plain words, and since when. Runs' output is held, changes
+    /// are refused, until [`Event::StorageRecovered`].
+    StorageFault { message: String, since: Timestamp },
+    /// The storage fault that began at `since` is over (`fault` says what it was): held output
+    /// flows again and changes are saved.
+    StorageRecovered {
+        fault: String,
+        since: Timestamp,
+        at: Timestamp,
+    },
 }
 
 /// A run as the UI shows it.
@@ -339,6 +354,9 @@ pub struct RunView {
     /// For a run of a card of a project: its branch and head commits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<RunGit>,
+    /// For a run placed on another host: where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed: Option<PlacedView>,
 }
 
 impl RunView {

@@ -508,3 +508,27 @@ fn lenient_inputs_read_as_before() {
         assert_eq!((i.as_str(), out.as_str()), (*pi, *pout));
     }
 }
+
+/// The storage's fault and its end, as attached UIs get them.
+const STORAGE_EVENTS: &[&str] = &[
+    r#"{"event":"storage_fault","message":"the state directory's disk is full","since":1}"#,
+    r#"{"event":"storage_recovered","fault":"the state directory's disk is full","since":1,"at":2}"#,
+];
+
+#[test]
+fn the_storage_events_are_pinned() {
+    use super::ui::Event;
+    use crate::Timestamp;
+    let events = vec![
+        Event::StorageFault {
+            message: "the state directory's disk is full".into(),
+            since: Timestamp::from_millis(1),
+        },
+        Event::StorageRecovered {
+            fault: "the state directory's disk is full".into(),
+            since: Timestamp::from_millis(1),
+            at: Timestamp::from_millis(2),
+        },
+    ];
+    check(events, STORAGE_EVENTS);
+}

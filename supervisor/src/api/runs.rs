@@ -85,6 +85,8 @@ impl Handle for DaemonStatus {
             attached_runners: ctx.live.attached(),
             shutting_down,
             storage_fault: ctx.writer.health().fault(),
+            storage_last_fault: ctx.writer.health().last_fault(),
+            runner_listener: ctx.remote.as_ref().map(|r| r.describe()),
         })
     }
 }

@@ -21,6 +21,29 @@ if (!login) fail("BOSUN_UI_LOGIN is not set");
 const base = new URL(login).origin;
 const killer = setTimeout(() => fail(`gave up after ${timeout * 2} ms`), timeout * 2);
 
+// Confirmations ("Remove …?") are accepted in the scenarios that set this; any other dialog is
+// dismissed and reported.
+let acceptConfirm = false;
+
+// Everything the browser was sent (but the event streams), to check no secret came back.
+const bodies = [];
+
+// Fails when `canary` is in the page (its HTML, its fields' values, its storage) or in any
+// answer the browser got so far.
+async function checkNoSecret(page, canary, when) {
+  if (!canary) throw new Error("no canary to check for");
+  const found = await page.evaluate((c) => {
+    const where = [];
+    if (document.documentElement.outerHTML.includes(c)) where.push("the page's HTML");
+    for (const i of document.querySelectorAll("input, textarea")) if (i.value.includes(c)) where.push(`the field ${i.name || i.className}`);
+    for (const s of [localStorage, sessionStorage]) for (let k = 0; k < s.length; k++) if ((s.getItem(s.key(k)) || "").includes(c)) where.push("storage");
+    if (document.cookie.includes(c)) where.push("a cookie");
+    return where;
+  }, canary);
+  const sent = (await Promise.all(bodies)).filter((b) => b.text.includes(canary)).map((b) => b.url);
+  if (found.length || sent.length) throw new Error(`the secret is in ${[...found, ...sent].join(", ")} (${when})`);
+}
+
 async function openRun(page) {
   await page.goto(`${base}/#/run/${run}`);
   await page.waitForFunction(() => window.__bosunLog && window.__bosunLog.done(), null, { timeout });
@@ -115,11 +138,267 @@ const scenarios = {
     return { one, two, history, foreign: await foreign() };
   },
 
+  // MCP servers from the browser: add (stdio with a secret environment line, by address with a
+  // secret header), a refusal said next to the form, tools listed and one inspected, the
+  // connection tested, edit (a line added, another removed), rename, import from a Claude
+  // Code config, remove. The secret canary never comes back.
+  async mcp(page) {
+    const canary = process.env.BOSUN_UI_CANARY;
+    acceptConfirm = true;
+    await page.goto(`${base}/#/mcp`);
+    await page.click("#mcp-add-open");
+    const form = page.locator("#mcp-add-form");
+    await form.locator("input[name=name]").fill("ev");
+    await form.locator("input[name=command]").fill(process.env.BOSUN_UI_EVERYTHING);
+    await form.locator("textarea[name=args]").fill("stdio");
+    await form.locator("button.add-line", { hasText: "environment" }).click();
+    await form.locator(".env .line-name").last().fill("TOKEN");
+    await form.locator(".env .line-value").last().fill(canary);
+    await form.locator("button[type=submit]").click();
+    await page.waitForSelector('#mcp-servers tr[data-server="ev"]');
+    await checkNoSecret(page, canary, "after adding ev");
+    // The same name again: refused, in the daemon's words, next to the form.
+    await page.click("#mcp-add-open");
+    await form.locator("input[name=name]").fill("ev");
+    await form.locator("input[name=command]").fill("/bin/true");
+    await form.locator("button[type=submit]").click();
+    const refused = await page.locator("#mcp-add-message .flash.error").textContent();
+    // By address, with a secret header.
+    await form.locator("input[name=name]").fill("remote-h");
+    await form.locator("select[name=kind]").selectOption("http");
+    await form.locator("input[name=url]").fill("http://127.0.0.1:9/mcp");
+    await form.locator("button.add-line", { hasText: "header" }).click();
+    await form.locator(".headers .line-name").last().fill("Authorization");
+    await form.locator(".headers .line-value").last().fill(`Bearer ${canary}`);
+    await form.locator("button[type=submit]").click();
+    await page.waitForSelector('#mcp-servers tr[data-server="remote-h"]');
+    const remote = await page.locator('#mcp-servers tr[data-server="remote-h"]').textContent();
+
+    // One server: its lines by name, its tools, one tool's parameters, the connection.
+    await page.goto(`${base}/#/mcp/ev`);
+    await page.waitForSelector("#server-info [data-line]");
+    const lines = await page.locator("#server-info [data-line]").allTextContents();
+    await page.click("#list-tools");
+    await page.waitForSelector('#server-tools [data-tool="echo"]');
+    const tools = await page.locator("#server-tools [data-tool]").count();
+    const echo = page.locator('#server-tools [data-tool="echo"]');
+    const risk = await echo.locator(".chip").first().textContent();
+    await echo.locator("details summary").click();
+    const params = await echo.locator("details td.mono").allTextContents();
+    await page.click("#inspect");
+    await page.waitForSelector("#server-inspect table");
+    const inspected = await page.locator("#server-inspect").textContent();
+
+    // Edit: a new line, the old one removed.
+    const edit = page.locator("#server-edit-form");
+    await edit.locator("button.add-line").click();
+    await edit.locator(".env .line-name").last().fill("OTHER");
+    await edit.locator(".env .line-value").last().fill(canary);
+    await edit.locator('[data-line="TOKEN"] input.line-remove').check();
+    await edit.locator("button[type=submit]").click();
+    await page.waitForFunction(() => (document.querySelector("#server-edit-message") || {}).textContent === "Saved.");
+    const edited = await page.locator("#server-info [data-line]").allTextContents();
+    await checkNoSecret(page, canary, "after editing ev");
+
+    // Rename.
+    await page.locator("#server-rename-form input").fill("ev2");
+    await page.locator("#server-rename-form button").click();
+    await page.waitForFunction(() => location.hash === "#/mcp/ev2");
+    await page.waitForSelector("#server-info");
+    const renamed = await page.locator("h1").textContent();
+
+    // Import from the coding CLIs' configs: the candidate by name, its values never shown.
+    await page.goto(`${base}/#/mcp`);
+    await page.click("#mcp-import-open");
+    await page.click("#mcp-import-scan");
+    const name = process.env.BOSUN_UI_IMPORT;
+    await page.waitForSelector(`#mcp-import-found tr[data-candidate="${name}"]`);
+    const candidate = await page.locator(`#mcp-import-found tr[data-candidate="${name}"]`).textContent();
+    for (const box of await page.locator("#mcp-import-found input.pick").all()) await box.uncheck();
+    await page.locator(`#mcp-import-found tr[data-candidate="${name}"] input.pick`).check();
+    await page.click("#mcp-import-go");
+    await page.waitForSelector(`#mcp-servers tr[data-server="${name}"]`);
+    const said = await page.locator("#mcp-message").textContent();
+
+    // Remove.
+    await page.locator('#mcp-servers tr[data-server="remote-h"] button', { hasText: "Remove" }).click();
+    await page.waitForSelector('#mcp-servers tr[data-server="remote-h"]', { state: "detached" });
+    const servers = await page.locator("#mcp-servers tr[data-server]").evaluateAll((rows) => rows.map((r) => r.dataset.server));
+    await checkNoSecret(page, canary, "at the end");
+    return { refused, remote, lines, tools, risk, params, inspected, edited, renamed, candidate, said, servers };
+  },
+
+  // Signs in to a server reached by address (the test OAuth server) from its page: the
+  // provider's page opens in a window of the browser, and the page comes back signed in.
+  async oauth(page) {
+    await page.goto(`${base}/#/mcp`);
+    await page.click("#mcp-add-open");
+    const form = page.locator("#mcp-add-form");
+    await form.locator("input[name=name]").fill("remote");
+    await form.locator("select[name=kind]").selectOption("http");
+    await form.locator("input[name=url]").fill(process.env.BOSUN_UI_OAUTH_URL);
+    await form.locator("button[type=submit]").click();
+    await page.waitForSelector('#mcp-servers tr[data-server="remote"]');
+    await page.goto(`${base}/#/mcp/remote`);
+    await page.waitForSelector("#sign-in");
+    const popups = [];
+    page.context().on("page", (p) => popups.push(p));
+    await page.click("#sign-in");
+    await page.waitForFunction(() => (document.getElementById("sign-in-state") || {}).textContent === "signed in");
+    const said = await page.locator("#server-message").textContent();
+    const visited = popups.map((p) => p.url());
+    // The provider sent the window on to bosund's loopback answer, which says it is done.
+    const answered = popups.length ? await popups[0].locator("body").textContent() : "";
+    await page.click("#list-tools");
+    await page.waitForSelector('#server-tools [data-tool="whoami"]');
+    await page.click("#sign-out");
+    await page.waitForFunction(() => (document.getElementById("sign-in-state") || {}).textContent === "not signed in");
+    return { said, popups: popups.length, visited, answered };
+  },
+
+  // The agent form: a new agent with its setup, a secret line, a server on with one of its
+  // tools off, approvals and a verdict; then a change refused as a whole (the message next to
+  // the form); then an edit.
+  async agent(page) {
+    const canary = process.env.BOSUN_UI_CANARY;
+    await page.goto(`${base}/#/agents`);
+    await page.click("#agent-new");
+    const form = page.locator("#agent-form");
+    await form.waitFor();
+    await form.locator("input[name=name]").fill("helper");
+    await form.locator("select[name=cli]").selectOption("claude");
+    await form.locator("input[name=cwd]").fill(process.env.BOSUN_UI_CWD);
+    await form.locator("input[name=model]").fill("sonnet");
+    await form.locator("textarea[name=instructions]").fill("Be brief.");
+    await form.locator("button.add-line", { hasText: "Add a line" }).click();
+    await form.locator(".env .line-name").last().fill("PLAIN");
+    await form.locator(".env .line-value").last().fill("1");
+    await form.locator("button.add-line", { hasText: "secret" }).click();
+    await form.locator(".secret-env .line-name").last().fill("API_KEY");
+    await form.locator(".secret-env .line-value").last().fill(canary);
+    await form.locator('[aria-label="mcp.everything"]').check();
+    await form.locator('[aria-label="mcp.everything.echo"]').uncheck();
+    await form.locator("select[name=approval]").selectOption("read-only");
+    await form.locator("#verdict-add").click();
+    await form.locator(".verdict-key").last().fill("Bash(git *)");
+    await form.locator("#agent-save").click();
+    await page.waitForFunction(() => location.hash === "#/agents/helper");
+    await page.waitForSelector('#agent-form [data-line="API_KEY"]');
+    const secretShown = await page.locator('#agent-form [data-line="API_KEY"]').textContent();
+    await checkNoSecret(page, canary, "after creating the agent");
+
+    // Two changes, one of them wrong: nothing is changed, and the daemon says why.
+    const f2 = page.locator("#agent-form");
+    await f2.locator('input[name="web.search"]').check();
+    await f2.locator('input[name="approval.wait"]').fill("0s");
+    await f2.locator("#agent-save").click();
+    const refused = await page.locator("#agent-form-message .flash.error").textContent();
+
+    // An edit that is right.
+    await f2.locator('input[name="approval.wait"]').fill("10m");
+    await f2.locator('input[name="web.search"]').uncheck();
+    await f2.locator("input[name=model]").fill("opus");
+    await f2.locator("#agent-save").click();
+    await page.waitForFunction(() => (document.getElementById("agent-form-message") || {}).textContent === "Saved.");
+    const model = await page.locator("#agent-form input[name=model]").inputValue();
+    await checkNoSecret(page, canary, "at the end");
+    return { secretShown, refused, model };
+  },
+
+  // Projects (add, a refusal, the lead-may-merge switch, edit, remove) and a card (edit, hold
+  // and release, moved to an Auto column so that its run starts), then the Runs page's Card
+  // column linking to it.
+  async cards(page) {
+    acceptConfirm = true;
+    const card = process.env.BOSUN_UI_CARD;
+    await page.goto(`${base}/#/projects`);
+    const add = page.locator("#project-add-form");
+    const addProject = async (name, folder) => {
+      await add.locator("input[name=name]").fill(name);
+      await add.locator("input[name=folder]").fill(folder);
+      await add.locator("button[type=submit]").click();
+    };
+    await addProject("web", process.env.BOSUN_UI_REPO);
+    await page.waitForSelector('#projects-body tr[data-project="web"]');
+    await addProject("web", process.env.BOSUN_UI_REPO);
+    const refused = await page.locator("#project-add-message .flash.error").textContent();
+    await addProject("other", process.env.BOSUN_UI_REPO2);
+    await page.waitForSelector('#projects-body tr[data-project="other"]');
+    await page.goto(`${base}/#/projects/web`);
+    await page.locator("#lead-may-merge").check();
+    await page.locator("#project-switches button[type=submit]").click();
+    await page.waitForFunction(() => (document.getElementById("project-switch-message") || {}).textContent === "Applied.");
+    await page.locator("#project-form input[name=main_branch]").fill("main");
+    await page.locator("#project-form input[name=github]").fill("acme/site");
+    await page.locator("#project-form button[type=submit]").click();
+    await page.waitForFunction(() => /Saved\.|\S/.test((document.getElementById("project-form-message") || {}).textContent || ""));
+    const projectSaid = await page.locator("#project-form-message").textContent();
+    const project = await page.locator("#project-info").textContent();
+    await page.goto(`${base}/#/projects/other`);
+    await page.click("#project-remove");
+    await page.waitForFunction(() => location.hash === "#/projects");
+    await page.waitForSelector('#projects-body tr[data-project="web"]');
+    const projects = await page.locator("#projects-body tr[data-project]").evaluateAll((rows) => rows.map((r) => r.dataset.project));
+
+    // The card.
+    await page.goto(`${base}/#/card/${card}`);
+    const form = page.locator("#card-form");
+    await form.waitFor();
+    await form.locator("input[name=title]").fill("Docs v2");
+    await form.locator("textarea[name=description]").fill("Write the docs");
+    await form.locator("select[name=project]").selectOption("web");
+    await form.locator("select[name=assignee]").selectOption("worker");
+    await form.locator("button[type=submit]").click();
+    await page.waitForFunction(() => (document.getElementById("card-form-message") || {}).textContent === "Saved.");
+    await page.locator("#card-hold input[name=hold_reason]").fill("waiting for the spec");
+    await page.click("#card-hold-go");
+    await page.waitForSelector("#card-release");
+    const held = await page.locator("#card-hold").textContent();
+    await page.click("#card-release");
+    await page.waitForSelector("#card-hold-go");
+    await page.locator("#card-form select[name=column]").selectOption("To do");
+    await page.locator("#card-form button[type=submit]").click();
+    await page.waitForSelector("#card-run", { timeout });
+    const activity = await page.locator("#card-activity").textContent();
+
+    // The Runs page: the run's card, linking to it.
+    await page.goto(`${base}/#/runs`);
+    const link = page.locator(`#runs-body td.card-cell a[data-card="${card}"]`).first();
+    await link.waitFor();
+    await page.waitForFunction((id) => (document.querySelector(`#runs-body a[data-card="${id}"]`) || {}).textContent !== id.slice(0, 8), card);
+    const cardCell = await link.textContent();
+    await link.click();
+    await page.waitForFunction((id) => location.hash === `#/card/${id}`, card);
+    return { refused, projectSaid, project, projects, held, activity, cardCell };
+  },
+
+  // A chat message with a file picked in the browser and one named by its path; the lead's
+  // pending action then denied (discarded) from the Inbox.
+  async chat(page) {
+    await page.goto(`${base}/#/chat/${process.env.BOSUN_UI_CHAT}`);
+    await page.waitForSelector("#chat-form");
+    await page.locator("#chat-text").fill("attach the spec to the Docs card, then save the plan");
+    await page.locator("#chat-files").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("picked in the browser\n") });
+    await page.locator("#chat-paths").fill(process.env.BOSUN_UI_FILE);
+    await page.locator("#chat-form button[type=submit]").click();
+    await page.waitForFunction(() => [...document.querySelectorAll("#messages .msg.lead")].some((m) => m.textContent.includes("Asked.")));
+    const said = await page.locator("#view .flash").first().textContent();
+    await page.goto(`${base}/#/inbox`);
+    const item = page.locator("[data-action]").first();
+    await item.waitFor();
+    const shown = await item.textContent();
+    await item.locator("button.discard").click();
+    await page.waitForSelector("[data-action]", { state: "detached" });
+    await page.waitForFunction(() => document.getElementById("inbox-history").textContent.includes("discarded"));
+    const history = await page.locator("#inbox-history").textContent();
+    return { said, shown, history };
+  },
+
   // Opens every page; the page must not throw (checked after every scenario) and must show
   // no error.
   async pages(page) {
     const shown = {};
-    for (const p of ["runs", "inbox", "board", "agents", "mcp", "chat", "daemon"]) {
+    for (const p of ["runs", "inbox", "board", "projects", "agents", "agents/~new", "mcp", "chat", "daemon"]) {
       await page.goto(`${base}/#/${p}`);
       await page.waitForTimeout(700);
       const errors = await page.locator("#view .flash.error").allTextContents();
@@ -166,8 +445,16 @@ try {
   const page = await context.newPage();
   page.setDefaultTimeout(timeout);
   page.on("dialog", (d) => {
+    if (acceptConfirm && d.type() === "confirm") {
+      d.accept().catch(() => {});
+      return;
+    }
     dialogs.push(d.message());
     d.dismiss().catch(() => {});
+  });
+  page.on("response", (r) => {
+    if ((r.headers()["content-type"] || "").startsWith("text/event-stream")) return;
+    bodies.push(r.text().then((text) => ({ url: r.url(), text }), () => ({ url: r.url(), text: "" })));
   });
   page.on("pageerror", (e) => errors.push(String(e)));
   const signIn = await page.goto(login);

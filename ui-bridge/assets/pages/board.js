@@ -1,5 +1,5 @@
 // The board: columns (Auto marked) and cards; add a card; move one by dragging it or with its
-// column menu (keyboard).
+// column menu (keyboard); a card's title opens its page (edit, hold and release, activity).
 
 import { call } from "../api.js";
 import { on } from "../bus.js";
@@ -64,7 +64,7 @@ export function mount(root) {
           h(
             "div",
             { class: "kcard", draggable: "true", tabindex: "0", dataset: { card: k.id }, ondragstart: (e) => e.dataTransfer.setData("text/plain", k.id) },
-            h("div", null, h("span", { class: "mono muted" }, k.short_id), " ", k.title),
+            h("div", null, h("span", { class: "mono muted" }, k.short_id), " ", h("a", { href: `#/card/${k.id}`, class: "card-title" }, k.title)),
             k.assignee ? h("div", { class: "muted" }, `→ ${k.assignee}`) : null,
             k.hold ? h("div", { class: "hold" }, `held: ${k.hold.reason}`) : null,
             k.run ? h("div", null, h("a", { href: `#/run/${k.run}` }, `run ${k.run_state || ""}`)) : null,

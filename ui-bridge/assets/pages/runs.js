@@ -1,4 +1,5 @@
-// Runs: the live list (list_runs, then run events), filters, stop.
+// Runs: the live list (list_runs, then run events), filters, stop; a run of a card links to
+// the card (its title read from the board, once the list is shown).
 //
 // Only the rows on screen are in the DOM (rows have one fixed height, their cells one line):
 // laying out a table of a thousand rows costs a slow machine a few hundred milliseconds, and
@@ -16,6 +17,7 @@ const COLUMNS = [
   ["Run", "7rem"],
   ["What", null],
   ["Agent", "9rem"],
+  ["Card", "11rem"],
   ["State", "8rem"],
   ["Started", "7rem"],
   ["Took", "5.5rem"],
@@ -54,6 +56,7 @@ function cols() {
 
 export function mount(root) {
   const runs = new Map();
+  const cards = new Map(); // card id → {short_id, title}
   let shown = [];
   let loaded = false;
   const msg = h("div");
@@ -84,7 +87,8 @@ export function mount(root) {
     const q = text.value.trim().toLowerCase();
     if (!q) return true;
     const agent = r.agent ? r.agent.agent_name : "";
-    return [r.id, r.name, r.program, agent, ...(r.args || [])].some((x) => x && String(x).toLowerCase().includes(q));
+    const card = r.agent && r.agent.card ? cards.get(r.agent.card) : null;
+    return [r.id, r.name, r.program, agent, card && card.title, card && card.short_id, ...(r.args || [])].some((x) => x && String(x).toLowerCase().includes(q));
   }
 
   async function stop(r, button) {
@@ -110,12 +114,37 @@ export function mount(root) {
       h("td", null, h("a", { href: `#/run/${r.id}`, class: "mono" }, r.short_id)),
       h("td", { class: "what", title: what }, what),
       h("td", null, r.agent ? r.agent.agent_name : ""),
+      h("td", { class: "card-cell" }, cardLink(r)),
       h("td", null, stateCell(r)),
       h("td", { title: new Date(r.created_at).toLocaleString() }, ago(r.started_at || r.created_at)),
       h("td", null, duration(took)),
       h("td", { class: "exit", title: exit }, exit),
       h("td", null, stopBtn),
     );
+  }
+
+  function cardLink(r) {
+    const id = r.agent && r.agent.card;
+    if (!id) return null;
+    const c = cards.get(id);
+    const label = c ? `${c.short_id} ${c.title}` : id.slice(0, 8);
+    return h("a", { href: `#/card/${id}`, title: label, dataset: { card: id } }, label);
+  }
+
+  // The cards' titles for the Card column: read after the runs, so the list never waits for it.
+  let cardsLoading = false;
+  async function loadCards() {
+    if (cardsLoading) return;
+    cardsLoading = true;
+    try {
+      const b = await call("board");
+      cards.clear();
+      for (const c of b.cards) cards.set(c.id, { short_id: c.short_id, title: c.title });
+      filter();
+    } catch {
+      // The column then shows the card's id.
+    }
+    cardsLoading = false;
   }
 
   // Draws the rows in view (and a few beyond) of the filtered list, in the next frame; filters
@@ -146,7 +175,7 @@ export function mount(root) {
           h(
             "tr",
             null,
-            h("td", { colspan: 8, class: "muted" }, !loaded ? "Connecting to bosund…" : runs.size ? "No run matches the filter." : "No runs yet. Start one with `bosun run -- …` or from an agent."),
+            h("td", { colspan: COLUMNS.length, class: "muted" }, !loaded ? "Connecting to bosund…" : runs.size ? "No run matches the filter." : "No runs yet. Start one with `bosun run -- …` or from an agent."),
           ),
         );
       // For the benchmark: how many runs the list holds, once it is read.
@@ -167,6 +196,7 @@ export function mount(root) {
       loaded = true;
       flash(msg, "");
       filter();
+      if (r.runs.some((v) => v.agent && v.agent.card)) loadCards();
     } catch (e) {
       flash(msg, e.message, true);
     }
@@ -177,7 +207,14 @@ export function mount(root) {
   resize.observe(scroller);
   // Read at once, and again each time the stream is (again) subscribed: what changed before
   // the subscription was not streamed.
-  const offs = [on("run", (v) => (runs.set(v.id, v), filter())), on("hello", load)];
+  const offs = [
+    on("run", (v) => {
+      runs.set(v.id, v);
+      if (v.agent && v.agent.card && !cards.has(v.agent.card)) loadCards();
+      filter();
+    }),
+    on("hello", load),
+  ];
   const tick = setInterval(draw, 10_000);
   load();
   return () => {

@@ -577,6 +577,9 @@ fn print_agent(a: &AgentView) {
     if let Some(m) = a.max_output {
         row("output cap", format!("{m} bytes"));
     }
+    if !a.placement.is_local() {
+        row("placement", a.placement.to_string());
+    }
     for (k, v) in &a.codex_config {
         row("codex config", format!("{k}={v}"));
     }

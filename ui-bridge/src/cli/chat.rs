@@ -210,7 +210,9 @@ async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> 
             | Event::RunChanged { .. }
             | Event::PendingChanged { .. }
             | Event::ApprovalChanged { .. }
-            | Event::ChatMessage { .. } => {}
+            | Event::ChatMessage { .. }
+            | Event::StorageFault { .. }
+            | Event::StorageRecovered { .. } => {}
         }
     }
 }

@@ -206,7 +206,9 @@ pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
                 | Event::LogEnd { .. }
                 | Event::LogFailed { .. }
                 | Event::RunChanged { .. }
-                | Event::ChatMessage { .. } => {}
+                | Event::ChatMessage { .. }
+                | Event::StorageFault { .. }
+                | Event::StorageRecovered { .. } => {}
             }
         }
     }

@@ -219,7 +219,9 @@ pub async fn print_log(
                 | Event::RunChanged { .. }
                 | Event::PendingChanged { .. }
                 | Event::ApprovalChanged { .. }
-                | Event::ChatMessage { .. } => {}
+                | Event::ChatMessage { .. }
+                | Event::StorageFault { .. }
+                | Event::StorageRecovered { .. } => {}
             }
             // Flush whenever nothing else has arrived yet, so a live log shows at once.
             if !client.has_buffered() {

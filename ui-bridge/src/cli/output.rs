@@ -68,10 +68,14 @@ pub fn print_table(runs: &[RunView]) {
             [
                 r.short_id.clone(),
                 r.name.clone().unwrap_or_else(|| "-".into()),
-                match (r.outcome, &r.paused) {
-                    (Some(o), _) => o.to_string(),
-                    (None, Some(_)) => format!("{}, paused", r.state),
-                    (None, None) => r.state.clone(),
+                match (r.outcome, &r.paused, &r.placed) {
+                    (Some(o), _, _) => o.to_string(),
+                    (None, Some(_), _) => format!("{}, paused", r.state),
+                    (None, None, Some(p)) => match &p.node {
+                        Some(node) => format!("{} on {node}", r.state),
+                        None => format!("{} ({})", r.state, p.placement),
+                    },
+                    (None, None, None) => r.state.clone(),
                 },
                 age(r.created_at),
                 command_line(r),
@@ -123,8 +127,23 @@ pub fn print_run(run: &RunView) {
     if let Some(t) = run.ended_at {
         lines.push(("ended", t.rfc3339()));
     }
+    if let Some(p) = &run.placed {
+        let node = match &p.node {
+            Some(node) => format!(", on {node}"),
+            None => String::new(),
+        };
+        lines.push((
+            "placement",
+            format!("{} (job {}{node})", p.placement, p.job),
+        ));
+    }
     if let (Some(pid), Some(pgid)) = (run.pid, run.pgid) {
-        lines.push(("pid", format!("{pid} (process group {pgid})")));
+        let host = if run.placed.is_some() {
+            " on its host"
+        } else {
+            ""
+        };
+        lines.push(("pid", format!("{pid} (process group {pgid}){host}")));
     }
     if let Some(exit) = &run.exit {
         if let Some(code) = exit.code {
@@ -225,10 +244,15 @@ pub fn print_status(s: &DaemonStatusView) {
     );
     println!("{:<14}{}", "live runs", s.live_runs);
     println!("{:<14}{} connected", "runners", s.attached_runners);
+    if let Some(listener) = &s.runner_listener {
+        println!("{:<14}{listener}", "remote runners");
+    }
     if s.shutting_down {
         println!("{:<14}yes", "shutting down");
     }
-    if let Some(fault) = &s.storage_fault {
-        println!("{:<14}cannot write: {fault}", "storage");
+    match (&s.storage_fault, &s.storage_last_fault) {
+        (Some(fault), _) => println!("{:<14}cannot write: {fault}", "storage"),
+        (None, Some(last)) => println!("{:<14}ok; {last}", "storage"),
+        (None, None) => println!("{:<14}ok", "storage"),
     }
 }

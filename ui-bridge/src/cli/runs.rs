@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// on and its output is dropped, with a note in the log
     #[arg(long, value_name = "SIZE")]
     max_output: Option<String>,
+    /// Where the run goes: local (this machine, the default), slurm or slurm:PARTITION (a host
+    /// Slurm picks; see docs/placement.md)
+    #[arg(long, value_name = "WHERE")]
+    placement: Option<String>,
     /// Stream the run's log until it ends, and exit with the run's exit status
     #[arg(long, short = 'f')]
     follow: bool,
@@ -89,6 +93,12 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .map_err(|e| anyhow::anyhow!("--max-output: {e}"))?;
     let grace_ms = grace.as_millis() as u64;
+    let placement = match a.placement.as_deref() {
+        Some(p) => p
+            .parse::<bosun_shared::placement::Placement>()
+            .map_err(|e| anyhow::anyhow!("--placement: {e}"))?,
+        None => bosun_shared::placement::Placement::Local,
+    };
     let cwd = match a.cwd {
         Some(d) if d.is_absolute() => d,
         Some(d) => current_dir()?.join(d),
@@ -107,6 +117,7 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         }),
         umask: Some(current_umask()),
         max_output,
+        placement,
     };
     let mut client = connect(dirs).await?;
     let run = client.call(params).await?;

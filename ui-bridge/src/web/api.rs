@@ -9,6 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bosun_shared::protocol::mcp::ImportScan;
 use bosun_shared::protocol::runs::{Following, Unfollow};
 use bosun_shared::protocol::ui::{Event, FollowParams, Request};
 use bosun_shared::run::Stream;
@@ -36,12 +37,13 @@ pub async fn session(
 /// `POST /api/call`: the body is one request of the UI protocol, `{"method": …, "params": …}`;
 /// the answer is the daemon's response, or `{"error": {code, message}}` with a status.
 pub async fn call(State(bridge): State<Arc<Bridge>>, body: Bytes) -> Result<Response, ApiError> {
-    let request: Request = serde_json::from_slice(&body).map_err(|e| {
+    let mut request: Request = serde_json::from_slice(&body).map_err(|e| {
         ApiError::bad_request(format!(
             "the body is not a request bosun knows ({e}); send {{\"method\": …, \"params\": …}}"
         ))
     })?;
     refuse_here(&request)?;
+    fill_import_env(&mut request);
     let answer = daemon::request(&bridge.dirs, request).await?;
     Ok(Json(answer).into_response())
 }
@@ -61,6 +63,110 @@ fn refuse_here(request: &Request) -> Result<(), ApiError> {
         ));
     }
     Ok(())
+}
+
+/// The variables that say where the coding CLIs keep their configs; `bosun mcp import` sends the
+/// person's own, and so does the bridge (it runs as the person, started by `bosun ui`).
+const IMPORT_ENV: [&str; 4] = ["HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME"];
+
+/// An import from the browser looks where the command line would: a page cannot know the
+/// person's `HOME`, so an import request that names no environment gets the bridge's.
+fn fill_import_env(request: &mut Request) {
+    if let Request::McpImportScan(scan) = request {
+        person_env(scan);
+    }
+    if let Request::McpImport(params) = request {
+        person_env(&mut params.scan);
+    }
+}
+
+fn person_env(scan: &mut ImportScan) {
+    if scan.env.is_empty() {
+        scan.env = IMPORT_ENV
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect();
+    }
+}
+
+/// The most bytes one upload may have.
+pub const MAX_UPLOAD: usize = 64 << 20;
+
+#[derive(Deserialize)]
+pub struct UploadQuery {
+    name: String,
+}
+
+/// A file name as it is kept: its last component, without control characters or slashes;
+/// `file` when nothing is left.
+fn upload_name(name: &str) -> String {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or_default();
+    let kept: String = last
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect::<String>()
+        .trim()
+        .chars()
+        .take(200)
+        .collect();
+    if kept.is_empty() || kept == "." || kept == ".." {
+        "file".to_string()
+    } else {
+        kept
+    }
+}
+
+/// `POST /api/uploads?name=NAME`, the body the file's bytes: keeps a file the person picked in
+/// the browser under `$BOSUN_HOME/uploads/<random>/NAME` (mode 0600), so a chat message can
+/// name it like a file on this machine (`bosun chat send --file`). Answers `{path, name, bytes}`.
+pub async fn upload(
+    State(bridge): State<Arc<Bridge>>,
+    Query(q): Query<UploadQuery>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let name = upload_name(&q.name);
+    let dir = bridge
+        .dirs
+        .root()
+        .join("uploads")
+        .join(&super::guard::random_hex()[..16]);
+    let path = dir.join(&name);
+    let bytes = body.len();
+    let written = path.clone();
+    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&written)?;
+        f.write_all(&body)?;
+        f.sync_all()
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "upload_failed",
+            format!("the file could not be kept ({e}); try again"),
+        )
+    })?
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "upload_failed",
+            format!(
+                "the file could not be kept in {} ({e}); check that the state directory is writable and has room",
+                path.display()
+            ),
+        )
+    })?;
+    Ok(Json(json!({ "path": path, "name": name, "bytes": bytes })).into_response())
 }
 
 /// The most chunks one `/chunks` read returns.
@@ -162,7 +268,9 @@ pub async fn chunks(
                 | Event::RunChanged { .. }
                 | Event::PendingChanged { .. }
                 | Event::ApprovalChanged { .. }
-                | Event::ChatMessage { .. },
+                | Event::ChatMessage { .. }
+                | Event::StorageFault { .. }
+                | Event::StorageRecovered { .. },
             ) => {}
             None => {
                 return Err(ClientError::Connection("bosund closed the connection".into()).into());
@@ -215,7 +323,9 @@ pub async fn download(
                     | Event::RunChanged { .. }
                     | Event::PendingChanged { .. }
                     | Event::ApprovalChanged { .. }
-                    | Event::ChatMessage { .. },
+                    | Event::ChatMessage { .. }
+                    | Event::StorageFault { .. }
+                    | Event::StorageRecovered { .. },
                 )) => {}
                 Ok(None) => {
                     return Some((

@@ -137,6 +137,10 @@ pub async fn serve(dirs: StateDir, opts: Options) -> Result<(), ServeError> {
         .route("/login", get(guard::login))
         .route("/api/session", get(api::session))
         .route("/api/call", post(api::call))
+        .route(
+            "/api/uploads",
+            post(api::upload).layer(axum::extract::DefaultBodyLimit::max(api::MAX_UPLOAD)),
+        )
         .route("/api/events", get(sse::events))
         .route("/api/runs/{run}/log", get(sse::log))
         .route("/api/runs/{run}/chunks", get(api::chunks))

@@ -103,6 +103,14 @@ async fn events_task(dirs: StateDir, tx: Tx) {
                     let data = json!({ "chat": chat, "message": message });
                     tx.send(event("chat", &data)).await
                 }
+                Ok(Some(Event::StorageFault { message, since })) => {
+                    let data = json!({ "fault": message, "since": since });
+                    tx.send(event("storage", &data)).await
+                }
+                Ok(Some(Event::StorageRecovered { fault, since, at })) => {
+                    let data = json!({ "fault": null, "was": fault, "since": since, "ended": at });
+                    tx.send(event("storage", &data)).await
+                }
                 Ok(Some(
                     Event::Log { .. }
                     | Event::LogLagged { .. }
@@ -254,7 +262,9 @@ async fn log_task(dirs: StateDir, mut run: String, mut next: u64, tx: Tx) {
                     | Event::RunChanged { .. }
                     | Event::PendingChanged { .. }
                     | Event::ApprovalChanged { .. }
-                    | Event::ChatMessage { .. },
+                    | Event::ChatMessage { .. }
+                    | Event::StorageFault { .. }
+                    | Event::StorageRecovered { .. },
                 )) => Ok(()),
                 Ok(None) | Err(ClientError::Connection(_)) => {
                     // bosund went away mid-log: get it back and follow on from `next`.

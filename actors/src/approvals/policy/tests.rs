@@ -368,6 +368,16 @@ fn mcp_tools_by_their_hints() {
     let board = classify_mcp("bosun", &hints(t, None, None));
     assert_eq!(board, Class::local(ReadOnly));
     assert_eq!(classify_mcp("bosun", &Hints::default()), class(Unknown));
+    // A QA run's verdict is a note on its own card; nothing else of bosun's is known.
+    assert_eq!(
+        classify_bosun_tool("qa_pass"),
+        Class::local(ReversibleWrite)
+    );
+    assert_eq!(
+        classify_bosun_tool("qa_fail"),
+        Class::local(ReversibleWrite)
+    );
+    assert_eq!(classify_bosun_tool("merge_pull_request"), class(Unknown));
 }
 
 #[test]

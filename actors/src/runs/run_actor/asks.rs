@@ -213,6 +213,7 @@ impl RunActorState {
     ) -> Result<(), ActorProcessingErr> {
         let answer = decision.answer();
         let key = decision.key.clone();
+        let escalated = self.asks.escalated;
         self.asks.escalated |= decision.allowed && decision.escalates;
         if let Some(run) = self.rec.agent.as_mut() {
             run.decisions.push(decision);
@@ -221,7 +222,16 @@ impl RunActorState {
         if let Some(a) = approval {
             changes.extend(changes_for(a));
         }
-        self.ctx.writer.commit(changes).await?;
+        if let Err(e) = self.ctx.writer.commit(changes).await {
+            // Refused as a whole (a full disk): memory goes back to what the store has, and
+            // an approval stays waiting.
+            if let Some(run) = self.rec.agent.as_mut() {
+                run.decisions.pop();
+            }
+            self.asks.escalated = escalated;
+            return Err(e.into());
+        }
+        self.asks.waiting.remove(&key);
         crate::crash::point("approval-decided");
         self.ctx.live.update(&self.rec);
         self.asks.decided.insert(key.clone(), answer.clone());
@@ -275,7 +285,8 @@ impl RunActorState {
                 id.short()
             )));
         };
-        let Some(mut a) = self.asks.waiting.remove(&key) else {
+        // It stays waiting until its decision is saved ([`Self::commit_decision`]).
+        let Some(mut a) = self.asks.waiting.get(&key).cloned() else {
             return Err(RunsError::internal("the approval went missing"));
         };
         let now = Timestamp::now();

@@ -1,0 +1,423 @@
+//! Runs placed on other hosts through a real Slurm: munged, slurmctld and three slurmd, each node
+//! in a network namespace of its own, so that every runner reaches bosund over TCP with mutual
+//! TLS. Every test checks each log line by line, and that nothing of it is left running.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use bosun_tests::slurm::SlurmCluster;
+use bosun_tests::{Bosun, bin_dir, free_port, lines, wait_for};
+use serde_json::Value;
+
+/// A state directory whose bosund places runs on `cluster`, with the shared folder under the
+/// test's scratch folder (every node sees this machine's filesystem).
+struct Placed {
+    b: Bosun,
+    shared: PathBuf,
+    work: PathBuf,
+    port: u16,
+}
+
+fn placed(test: &str, cluster: &SlurmCluster, away_secs: u64) -> anyhow::Result<Placed> {
+    let mut b = Bosun::new(test);
+    for (k, v) in cluster.env() {
+        b = b.with_env(&k, &v);
+    }
+    let shared = b.scratch().join("shared");
+    let work = b.scratch().join("work");
+    std::fs::create_dir_all(&shared)?;
+    std::fs::create_dir_all(&work)?;
+    std::fs::create_dir_all(&b.home)?;
+    let port = free_port()?;
+    let config = format!(
+        "listen = \"{}:{port}\"\n\n[slurm]\nshared_dir = \"{}\"\nrunner = \"{}\"\ncheck_secs = 1\naway_secs = {away_secs}\n",
+        cluster.host_addr(),
+        shared.display(),
+        bin_dir().join("bosun-runner").display(),
+    );
+    std::fs::write(b.home.join("placement.toml"), config)?;
+    Ok(Placed {
+        b,
+        shared,
+        work,
+        port,
+    })
+}
+
+impl Placed {
+    /// What bosund and the runners said, for a failing test's message.
+    fn story(&self, cluster: &SlurmCluster) -> String {
+        let mut s = String::new();
+        let log = std::fs::read_to_string(self.b.home.join("bosund.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        s.push_str("bosund.log (last lines, newest first):\n");
+        for l in tail {
+            s.push_str(l);
+            s.push('\n');
+        }
+        for e in std::fs::read_dir(self.shared.join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let text = std::fs::read_to_string(e.path().join("runner.log")).unwrap_or_default();
+            s.push_str(&format!(
+                "runner.log of {}:\n{text}\n",
+                e.file_name().to_string_lossy()
+            ));
+        }
+        s.push_str(&format!("cluster logs:\n{}\n", cluster.logs()));
+        s
+    }
+
+    /// A script in the shared work folder that prints `n` numbered lines, `pause` seconds apart
+    /// every `every` lines.
+    fn counter(&self, name: &str, n: u64, every: u64, pause: &str) -> anyhow::Result<String> {
+        let path = self.work.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\ni=1\nwhile [ $i -le {n} ]; do\n  echo \"line $i of $(hostname 2>/dev/null || echo node)\"\n  if [ $((i % {every})) -eq 0 ]; then sleep {pause}; fi\n  i=$((i+1))\ndone\n"
+            ),
+        )?;
+        let mut perms = std::fs::metadata(&path)?.permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&path, perms)?;
+        Ok(path.display().to_string())
+    }
+
+    fn start(&self, flags: &[&str], program: &[&str]) -> anyhow::Result<String> {
+        let cwd = self.work.display().to_string();
+        let mut all = vec!["--placement", "slurm", "--cwd", cwd.as_str()];
+        all.extend_from_slice(flags);
+        self.b.start(&all, program)
+    }
+
+    /// Every process of the test's runs and runners, wherever Slurm put them: runners started
+    /// with a link file under the shared folder, and processes carrying a run's marker.
+    fn leftovers(&self) -> Vec<(i32, String)> {
+        let shared = self.shared.display().to_string();
+        let runs: Vec<String> = std::fs::read_dir(self.shared.join("runs"))
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            let env = bosun_tests::environ_of(pid);
+            let marked = env.iter().any(|e| {
+                e.strip_prefix("BOSUN_RUN_ID=")
+                    .is_some_and(|id| runs.iter().any(|r| r == id))
+            });
+            if cmd.contains(&shared) || marked {
+                found.push((pid, cmd));
+            }
+        }
+        found
+    }
+
+    /// Ends the test: nothing of it left running on any node, and bosund stopped as a person
+    /// stops it.
+    fn finish(self) -> anyhow::Result<()> {
+        let left = wait_for(
+            "every remote process to end",
+            Duration::from_secs(30),
+            || {
+                let l = self.leftovers();
+                Ok(l.is_empty().then_some(()))
+            },
+        );
+        if left.is_err() {
+            bail!(
+                "processes of remote runs were left: {:#?}",
+                self.leftovers()
+            );
+        }
+        self.b.finish()
+    }
+}
+
+/// Checks a log holds `line 1 …` to `line n …`, each once, in order; returns the node named.
+fn complete(log: &[u8], n: u64) -> anyhow::Result<String> {
+    let lines = lines(log);
+    let mut node = String::new();
+    let mut want = 1u64;
+    for l in &lines {
+        let Some(rest) = l.strip_prefix("line ") else {
+            continue;
+        };
+        let (num, host) = rest.split_once(" of ").context("a line without its host")?;
+        let num: u64 = num.parse()?;
+        if num != want {
+            bail!("expected line {want}, found line {num} (lines around it: {lines:?})");
+        }
+        node = host.to_string();
+        want += 1;
+    }
+    if want != n + 1 {
+        bail!("the log ends at line {} of {n}", want - 1);
+    }
+    Ok(node)
+}
+
+fn placed_node(v: &Value) -> Option<String> {
+    v["placed"]["node"].as_str().map(str::to_string)
+}
+
+#[test]
+fn thirty_runs_spread_across_three_nodes_each_log_complete() -> anyhow::Result<()> {
+    let cluster = SlurmCluster::try_start(3)?;
+    let p = placed("thirty_remote", &cluster, 60)?;
+    let script = p.counter("count.sh", 2_000, 500, "0.2")?;
+    let mut runs = Vec::new();
+    for _ in 0..30 {
+        runs.push(p.start(&[], &[&script])?);
+    }
+    let mut nodes = std::collections::BTreeSet::new();
+    for run in &runs {
+        let v = p.b.wait_ended(run, Duration::from_secs(240))?;
+        assert_eq!(v["outcome"], "succeeded", "{v:#}");
+        let log = p.b.logs(run)?;
+        let host = complete(&log, 2_000).with_context(|| format!("run {run}"))?;
+        let node = placed_node(&v).context("a placed run names its node")?;
+        assert!(
+            cluster.node_names().contains(&node),
+            "{node} is not a node of the cluster"
+        );
+        nodes.insert(node);
+        assert!(!host.is_empty());
+    }
+    assert!(nodes.len() >= 2, "30 runs all went to one node: {nodes:?}");
+    // The link files were read and deleted by the runners; the run folders hold no key.
+    for run in &runs {
+        assert!(
+            !p.shared.join("runs").join(run).join("link.json").exists(),
+            "run {run}'s link file is left"
+        );
+    }
+    let status = p.b.ok(&["daemon", "status"])?;
+    assert!(
+        status.contains(&format!(":{} (mutual TLS)", p.port)),
+        "daemon status names the runner listener: {status}"
+    );
+    p.finish()
+}
+
+#[test]
+fn a_sigkilled_bosund_loses_no_line_of_remote_runs() -> anyhow::Result<()> {
+    let cluster = SlurmCluster::try_start(3)?;
+    let p = placed("remote_sigkill", &cluster, 60)?;
+    let script = p.counter("slow.sh", 30_000, 1_000, "0.1")?;
+    let runs: Vec<String> = (0..3)
+        .map(|_| p.start(&[], &[&script]))
+        .collect::<Result<_, _>>()?;
+    for run in &runs {
+        p.b.wait_run(run, "the run to write", Duration::from_secs(60), |v| {
+            v["last_seq"].as_u64().unwrap_or(0) > 2
+        })?;
+    }
+    for _ in 0..2 {
+        p.b.kill_daemon()?;
+        std::thread::sleep(Duration::from_millis(700));
+        // The next command starts bosund again; the runners dial back over TLS.
+        p.b.ok(&["ps"])?;
+        std::thread::sleep(Duration::from_millis(1_500));
+    }
+    for run in &runs {
+        let v = p.b.wait_ended(run, Duration::from_secs(180))?;
+        assert_eq!(v["outcome"], "succeeded", "{v:#}");
+        complete(&p.b.logs(run)?, 30_000).with_context(|| format!("run {run}"))?;
+    }
+    p.finish()
+}
+
+#[test]
+fn a_lost_node_makes_its_run_lost_with_the_node_named() -> anyhow::Result<()> {
+    let mut cluster = SlurmCluster::try_start(3)?;
+    let p = placed("remote_node_lost", &cluster, 120)?;
+    let run = p.start(&[], &["sleep", "600"])?;
+    let v = p.b.wait_run(
+        &run,
+        "the run to start on a node",
+        Duration::from_secs(60),
+        |v| v["state"] == "running" && placed_node(v).is_some(),
+    )?;
+    let node = placed_node(&v).context("node")?;
+    let index = cluster
+        .node_names()
+        .iter()
+        .position(|n| *n == node)
+        .context("the node is one of the cluster's")?;
+    let t0 = std::time::Instant::now();
+    cluster.kill_node(index)?;
+    let v = p.b.wait_ended(&run, Duration::from_secs(150))?;
+    let took = t0.elapsed();
+    assert_eq!(v["outcome"], "lost", "{v:#}");
+    let reason = v["exit"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&node),
+        "the reason names the node: {reason}"
+    );
+    eprintln!("node {node} lost: run recorded lost after {took:?}: {reason}");
+    p.finish()
+}
+
+#[test]
+fn scancel_from_outside_is_recorded_as_a_stop_from_outside() -> anyhow::Result<()> {
+    let cluster = SlurmCluster::try_start(3)?;
+    let p = placed("remote_scancel", &cluster, 60)?;
+    let run = p.start(&[], &["sleep", "600"])?;
+    let v =
+        p.b.wait_run(&run, "the run to start", Duration::from_secs(60), |v| {
+            v["state"] == "running"
+        })?;
+    let job = v["placed"]["job"].as_str().context("job id")?.to_string();
+    let out = std::process::Command::new("scancel")
+        .envs(cluster.env())
+        .arg(&job)
+        .output()?;
+    assert!(out.status.success(), "scancel: {out:?}");
+    let v = p.b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "stopped", "{v:#}");
+    let reason = v["exit"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("outside"), "{reason}");
+    p.finish()
+}
+
+#[test]
+fn stop_and_time_cap_go_through_the_ladder_on_the_node() -> anyhow::Result<()> {
+    let cluster = SlurmCluster::try_start(3)?;
+    let p = placed("remote_stop", &cluster, 60)?;
+    // A program that takes SIGINT, says so, and exits: the ladder's first rung reached it.
+    let trap = p.work.join("trap.sh");
+    std::fs::write(
+        &trap,
+        "#!/bin/sh\ntrap 'echo got INT; exit 3' INT\necho ready\nwhile true; do sleep 0.1; done\n",
+    )?;
+    let mut perms = std::fs::metadata(&trap)?.permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&trap, perms)?;
+    let trap = trap.display().to_string();
+
+    let stopped = p.start(&[], &[&trap])?;
+    let capped = p.start(&["--time-cap", "3s"], &[&trap])?;
+    p.b.wait_run(
+        &stopped,
+        "the run to say ready",
+        Duration::from_secs(60),
+        |v| v["last_seq"].as_u64().unwrap_or(0) >= 1,
+    )?;
+    p.b.ok(&["stop", &stopped])?;
+    for (run, outcome) in [(&stopped, "stopped"), (&capped, "timed_out")] {
+        let v =
+            p.b.wait_ended(run, Duration::from_secs(90))
+                .with_context(|| p.story(&cluster))?;
+        assert_eq!(v["outcome"], outcome, "{v:#}");
+        let log = String::from_utf8_lossy(&p.b.logs(run)?).to_string();
+        assert!(
+            log.contains("got INT"),
+            "the ladder's SIGINT reached it: {log}"
+        );
+    }
+    p.finish()
+}
+
+#[test]
+fn a_secret_never_reaches_slurm_nor_stays_on_a_node() -> anyhow::Result<()> {
+    const CANARY: &str = "canary-7f3e91c0d2b8a645";
+    let cluster = SlurmCluster::try_start(3)?;
+    let p = placed("remote_secret", &cluster, 60)?;
+    let work = p.work.display().to_string();
+    p.b.add_agent(
+        "far",
+        &[
+            "--cli",
+            "command",
+            "--cwd",
+            &work,
+            "--secret-env",
+            "TOKEN",
+            "--",
+            "sh",
+            "-c",
+            "test -n \"$TOKEN\" && echo \"token has ${#TOKEN} chars\"; echo \"$TOKEN\"",
+        ],
+        CANARY,
+    )?;
+    p.b.ok(&["agent", "set", "far", "placement=slurm"])?;
+    let v =
+        p.b.json(&["agent", "run", "far", "show the token's length"])?;
+    let run = v["id"].as_str().context("run id")?.to_string();
+    let v = p.b.wait_ended(&run, Duration::from_secs(90))?;
+    assert_eq!(v["outcome"], "succeeded", "{v:#}");
+    let job = v["placed"]["job"].as_str().context("job")?.to_string();
+    let log = String::from_utf8_lossy(&p.b.logs(&run)?).to_string();
+    assert!(
+        log.contains(&format!("token has {} chars", CANARY.len())),
+        "{log}"
+    );
+    assert!(
+        !log.contains(CANARY),
+        "the runner redacts the secret: {log}"
+    );
+
+    // Slurm's records of the job.
+    for args in [
+        vec!["show", "job", job.as_str()],
+        vec!["write", "batch_script", job.as_str(), "-"],
+    ] {
+        let out = std::process::Command::new("scontrol")
+            .envs(cluster.env())
+            .args(&args)
+            .output()?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains(CANARY), "scontrol {args:?} shows the secret");
+    }
+    // Every file the cluster and the run left: the shared folder, the cluster's own state and
+    // spool folders, bosun's state directory.
+    for dir in [
+        p.shared.clone(),
+        cluster.dir().to_path_buf(),
+        p.b.home.clone(),
+    ] {
+        if let Some(f) = file_containing(&dir, CANARY.as_bytes()) {
+            bail!("the secret is on disk in {}", f.display());
+        }
+    }
+    p.b.assert_secret_nowhere(CANARY)?;
+    p.finish()
+}
+
+fn file_containing(dir: &Path, needle: &[u8]) -> Option<PathBuf> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if let Some(f) = file_containing(&path, needle) {
+                return Some(f);
+            }
+        } else if meta.is_file()
+            && let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            return Some(path);
+        }
+    }
+    None
+}
