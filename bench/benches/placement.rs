@@ -94,13 +94,7 @@ fn main() -> anyhow::Result<()> {
     let mut remote = Vec::new();
     for _ in 0..ROUNDS {
         settle();
-        local.push(runtime.block_on(one_run(
-            &env,
-            &work,
-            &generator,
-            lines,
-            Placement::Local,
-        ))?);
+        local.push(runtime.block_on(one_run(&env, &work, &generator, lines, Placement::Local))?);
         settle();
         remote.push(runtime.block_on(one_run(&env, &work, &generator, lines, slurm.clone()))?);
     }

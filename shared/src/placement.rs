@@ -1,12 +1,13 @@
 //! Where a run's runner runs: on this machine (`local`, the default) or on a host a cluster
-//! engine picks (`slurm`, optionally in a partition).
+//! engine picks (`slurm`, optionally in a partition, or `kubernetes` in a namespace).
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// Where a run goes, as a person writes it: `local`, `slurm` or `slurm:PARTITION`.
+/// Where a run goes, as a person writes it: `local`, `slurm`, `slurm:PARTITION` or
+/// `kubernetes:NAMESPACE` (`k8s:NAMESPACE` too).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "backend", rename_all = "snake_case")]
 pub enum Placement {
@@ -16,6 +17,8 @@ pub enum Placement {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         partition: Option<String>,
     },
+    /// One Kubernetes Job per run, in this namespace.
+    Kubernetes { namespace: String },
 }
 
 impl Placement {
@@ -30,11 +33,12 @@ impl fmt::Display for Placement {
             Placement::Local => f.write_str("local"),
             Placement::Slurm { partition: None } => f.write_str("slurm"),
             Placement::Slurm { partition: Some(p) } => write!(f, "slurm:{p}"),
+            Placement::Kubernetes { namespace } => write!(f, "kubernetes:{namespace}"),
         }
     }
 }
 
-const HOW: &str = "write local, slurm or slurm:PARTITION";
+const HOW: &str = "write local, slurm, slurm:PARTITION or kubernetes:NAMESPACE";
 
 impl FromStr for Placement {
     type Err = String;
@@ -55,9 +59,15 @@ impl FromStr for Placement {
                     partition: Some(p.to_string()),
                 })
             }
-            ("kubernetes" | "k8s", _) => Err(format!(
-                "`{s}`: the Kubernetes backend is not part of this build of bosun; {HOW}"
+            ("kubernetes" | "k8s", None) => Err(format!(
+                "`{s}`: say which namespace the run's Job goes to, as kubernetes:NAMESPACE"
             )),
+            ("kubernetes" | "k8s", Some(ns)) => {
+                check_namespace(ns)?;
+                Ok(Placement::Kubernetes {
+                    namespace: ns.to_string(),
+                })
+            }
             _ => Err(format!("`{s}` is not a placement; {HOW}")),
         }
     }
@@ -88,11 +98,33 @@ fn check_partition(p: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A Kubernetes namespace name, a DNS-1123 label: 1 to 63 lowercase letters, digits and `-`,
+/// starting and ending with a letter or digit.
+fn check_namespace(ns: &str) -> Result<(), String> {
+    if ns.is_empty() {
+        return Err(format!(
+            "`kubernetes:` needs a namespace after the colon; {HOW}"
+        ));
+    }
+    let ok = ns.len() <= 63
+        && ns
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !ns.starts_with('-')
+        && !ns.ends_with('-');
+    if !ok {
+        return Err(format!(
+            "the namespace `{ns}` is not a Kubernetes namespace name: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
+        ));
+    }
+    Ok(())
+}
+
 /// Where a placed run is, as `bosun ps`/`show` and the web UI show it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlacedView {
     pub placement: Placement,
-    /// The cluster engine's id of the run's job (Slurm's job id).
+    /// The cluster engine's id of the run's job (Slurm's job id, the Kubernetes Job's name).
     pub job: String,
     /// The host it runs on, once the engine has picked one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +146,12 @@ mod tests {
                     partition: Some("gpu-a.1".into()),
                 },
             ),
+            (
+                "kubernetes:team-a1",
+                Placement::Kubernetes {
+                    namespace: "team-a1".into(),
+                },
+            ),
         ] {
             let p: Placement = text.parse().expect(text);
             assert_eq!(p, want);
@@ -128,11 +166,29 @@ mod tests {
             ("slurm:--wrap=x", "may not start with '-'"),
             ("slurm:a b", "only letters"),
             ("local:x", "takes nothing after it"),
-            ("kubernetes:ns", "not part of this build"),
+            ("kubernetes", "say which namespace"),
+            ("kubernetes:", "needs a namespace"),
+            ("kubernetes:Team", "not a Kubernetes namespace name"),
+            ("k8s:-a", "not a Kubernetes namespace name"),
+            ("k8s:a_b", "not a Kubernetes namespace name"),
             ("moon", "is not a placement"),
         ] {
             let e = text.parse::<Placement>().expect_err(text);
             assert!(e.contains(says), "{text}: {e}");
         }
+        let long = format!("kubernetes:{}", "a".repeat(64));
+        assert!(long.parse::<Placement>().is_err());
+        assert_eq!(
+            "k8s:ns".parse::<Placement>(),
+            Ok(Placement::Kubernetes {
+                namespace: "ns".into()
+            })
+        );
+        // The wire shape, as the store and the UI keep it.
+        let json = serde_json::to_string(&Placement::Kubernetes {
+            namespace: "ns".into(),
+        })
+        .expect("json");
+        assert_eq!(json, r#"{"backend":"kubernetes","namespace":"ns"}"#);
     }
 }

@@ -250,6 +250,7 @@ impl DaemonCtx {
             worktrees: self.dirs.worktrees(),
             mcp_url: self.mcp_url.clone(),
             qa_tokens: self.qa_tokens.clone(),
+            events: self.events.clone(),
         }
     }
 

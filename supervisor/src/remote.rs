@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use bosun_actors::placement::ca::Ca;
+use bosun_actors::placement::kubernetes::Kubernetes;
 use bosun_actors::placement::{PlacementConfig, Remote, SlurmBackend};
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::tls::{cert_digest, server_config};
@@ -52,12 +53,21 @@ pub async fn setup(dirs: &StateDir) -> anyhow::Result<Option<RemoteListener>> {
         None => bound.to_string(),
     };
     let slurm = config.slurm.clone().map(SlurmBackend::new);
+    let kubernetes = match config.kubernetes.clone() {
+        Some(k) => Some(
+            Kubernetes::connect(k)
+                .await
+                .map_err(|e| anyhow!("placement.toml's [kubernetes] cannot be used: {e}"))?,
+        ),
+        None => None,
+    };
     info!(listen = %bound, %advertise, "listening for runners on other hosts");
     Ok(Some(RemoteListener {
         remote: Arc::new(Remote {
             ca,
             advertise,
             slurm,
+            kubernetes,
         }),
         tcp: Arc::new(tcp),
         tls: tokio_rustls::TlsAcceptor::from(tls),

@@ -369,7 +369,15 @@ impl SessionState {
             myself.stop(None);
             return;
         };
-        // Over the network, the certificate must be the very one issued for this run.
+        // Over the network, the certificate must be the very one issued for this run. A runner
+        // that dials in before its submission is recorded (a job that starts at once) is told
+        // to try again.
+        if self.remote_cert.is_some() && entry.record.placed.is_none() {
+            let msg = format!("bosund is still placing run {run_id}; try again");
+            let _ = writer.send_now(&refuse(ErrorCode::Unavailable, msg)).await;
+            myself.stop(None);
+            return;
+        }
         if let Some(cert) = &self.remote_cert
             && entry.record.placed.as_ref().map(|p| &p.cert_digest) != Some(cert)
         {

@@ -12,6 +12,7 @@
 
 pub mod github;
 pub mod http;
+pub mod kube_api;
 pub mod slurm;
 pub mod stress;
 

@@ -216,7 +216,8 @@ async fn subscribe(
                 | Event::ApprovalChanged { .. }
                 | Event::ChatMessage { .. }
                 | Event::StorageFault { .. }
-                | Event::StorageRecovered { .. } => {}
+                | Event::StorageRecovered { .. }
+                | Event::Notification { .. } => {}
             },
         }
     }

@@ -199,6 +199,11 @@ fn a_canary_handed_to_servers_is_redacted_everywhere_and_kept_only_in_the_keycha
         cached["tools"][0]["description"],
         listing["tools"][0]["description"]
     );
+    // In the input schema as sent.
+    assert_eq!(
+        listing["tools"][0]["input_schema"]["properties"]["why"]["description"],
+        "given: [redacted] [redacted]"
+    );
     let inspect = b.json(&["mcp", "inspect", "remote"])?;
     assert_eq!(inspect["instructions"], both);
     let call = b.json(&["mcp", "call", "remote", "reveal"])?;

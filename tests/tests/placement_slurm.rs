@@ -20,6 +20,15 @@ struct Placed {
 }
 
 fn placed(test: &str, cluster: &SlurmCluster, away_secs: u64) -> anyhow::Result<Placed> {
+    placed_with(test, cluster, away_secs, &bin_dir().join("bosun-runner"))
+}
+
+fn placed_with(
+    test: &str,
+    cluster: &SlurmCluster,
+    away_secs: u64,
+    runner: &Path,
+) -> anyhow::Result<Placed> {
     let mut b = Bosun::new(test);
     for (k, v) in cluster.env() {
         b = b.with_env(&k, &v);
@@ -34,7 +43,7 @@ fn placed(test: &str, cluster: &SlurmCluster, away_secs: u64) -> anyhow::Result<
         "listen = \"{}:{port}\"\n\n[slurm]\nshared_dir = \"{}\"\nrunner = \"{}\"\ncheck_secs = 1\naway_secs = {away_secs}\n",
         cluster.host_addr(),
         shared.display(),
-        bin_dir().join("bosun-runner").display(),
+        runner.display(),
     );
     std::fs::write(b.home.join("placement.toml"), config)?;
     Ok(Placed {
@@ -420,4 +429,76 @@ fn file_containing(dir: &Path, needle: &[u8]) -> Option<PathBuf> {
         }
     }
     None
+}
+
+#[test]
+fn a_node_without_bosun_runner_is_said_plainly() -> anyhow::Result<()> {
+    let cluster = SlurmCluster::try_start(1)?;
+    let p = placed_with(
+        "remote_no_runner",
+        &cluster,
+        60,
+        Path::new("/opt/nowhere/bosun-runner"),
+    )?;
+    let run = p.start(&[], &["true"])?;
+    let v = p.b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "lost", "{v:#}");
+    let reason = v["exit"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("bosun-runner is not installed on") && reason.contains("/opt/nowhere"),
+        "{reason}"
+    );
+    p.finish()
+}
+
+#[test]
+fn without_placement_toml_nothing_listens_on_the_network_and_slurm_is_refused() -> anyhow::Result<()>
+{
+    let b = Bosun::new("no_placement");
+    let err = b.fails(&["run", "--placement", "slurm", "--", "true"])?;
+    assert!(
+        err.contains("places runs on this machine only") && err.contains("placement.toml"),
+        "{err}"
+    );
+    let err = b.fails(&["run", "--placement", "kubernetes:-x", "--", "true"])?;
+    assert!(err.contains("--placement"), "{err}");
+    let status = b.ok(&["daemon", "status"])?;
+    assert!(!status.contains("remote runners"), "{status}");
+    // bosund listens on no address beyond loopback.
+    let pid = b.daemon_pid().context("bosund runs")?;
+    let sockets = std::fs::read_dir(format!("/proc/{pid}/fd"))?
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|l| l.to_string_lossy().starts_with("socket:"))
+        .count();
+    let listening = std::fs::read_to_string("/proc/net/tcp")?
+        + &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))?
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| {
+            l.to_string_lossy()
+                .strip_prefix("socket:[")
+                .map(|s| s.trim_end_matches(']').to_string())
+        })
+        .collect();
+    let open_tcp: Vec<&str> = listening
+        .lines()
+        .filter(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            // state 0A = LISTEN; column 9 the inode.
+            cols.get(3) == Some(&"0A") && cols.get(9).is_some_and(|i| inodes.iter().any(|x| x == i))
+        })
+        .collect();
+    assert!(sockets > 0, "bosund has its unix socket");
+    // bosun's own MCP server listens on 127.0.0.1 for the lead: that one only, never another.
+    for l in &open_tcp {
+        let local = l.split_whitespace().nth(1).unwrap_or_default();
+        assert!(
+            local.starts_with("0100007F:")
+                || local.starts_with("00000000000000000000000001000000:"),
+            "bosund listens beyond loopback: {l}"
+        );
+    }
+    b.finish()
 }

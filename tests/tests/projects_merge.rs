@@ -9,12 +9,21 @@
 //! each merge asked with `--merge` and `--match-head-commit` (`expectedHeadOid`). A SIGKILL of
 //! bosund between GitHub's merge and its record merges once, and the pull request check records
 //! it; a merge by the person moves the card to Deploy too.
+//!
+//! Board checks: the lead is started for each card QA passed in Review of a project that lets it
+//! merge; it merges what the tool allows, a merge that has to wait is offered again (also after a
+//! restart) until the window after QA closes, and failed checks and conflicts go to the person
+//! in the board checks' chat, with a notification an attached UI hears.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use bosun_shared::protocol::socket;
+use bosun_shared::protocol::ui::{ClientFrame, Event, Request, ServerFrame};
+use bosun_shared::protocol::{FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role};
 use bosun_tests::github::{Check, FakeGithub, Pr};
 use bosun_tests::{Bosun, FakeModel, everything_bin, wait_for};
 use serde_json::Value;
@@ -849,5 +858,353 @@ fn update_checkout_fast_forwards_and_stashes_only_when_asked() -> anyhow::Result
     assert_eq!(git(&dir, &["rev-parse", "HEAD"])?, target);
     assert_eq!(std::fs::read_to_string(dir.join("README"))?, "hello\n");
     assert!(git(&dir, &["stash", "list"])?.contains("bosun: before update_checkout"));
+    b.finish()
+}
+
+/// An attached UI (`SubscribeRuns`): the notifications it hears, as JSON, in order.
+struct Watcher {
+    heard: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Watcher {
+    fn start(b: &Bosun) -> anyhow::Result<Self> {
+        let sock = b.home.join("bosund.sock");
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let seen = heard.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let Ok(stream) = socket::connect(&sock).await else {
+                    return;
+                };
+                let (r, w) = socket::split(stream);
+                let (mut r, mut w) = (FrameReader::new(r), FrameWriter::new(w));
+                let hello = Hello {
+                    protocol_version: PROTOCOL_VERSION,
+                    role: Role::Ui,
+                    binary_log: false,
+                };
+                if w.send_now(&hello).await.is_err() {
+                    return;
+                }
+                let Ok(Some(HelloReply::Welcome(_))) = r.read::<HelloReply>().await else {
+                    return;
+                };
+                let sub = ClientFrame::Request {
+                    id: 1,
+                    body: Request::SubscribeRuns,
+                };
+                if w.send_now(&sub).await.is_err() {
+                    return;
+                }
+                while let Ok(Some(frame)) = r.read::<ServerFrame>().await {
+                    match frame {
+                        ServerFrame::Response { id: 1, .. } => {
+                            let _ = ready_tx.send(());
+                        }
+                        ServerFrame::Event(e @ Event::Notification { .. }) => {
+                            if let (Ok(mut v), Ok(json)) = (seen.lock(), serde_json::to_value(&e)) {
+                                v.push(json);
+                            }
+                        }
+                        ServerFrame::Event(_)
+                        | ServerFrame::Response { .. }
+                        | ServerFrame::Error(_) => {}
+                    }
+                }
+            });
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .context("the watcher could not subscribe")?;
+        Ok(Self { heard })
+    }
+
+    fn heard(&self) -> Vec<Value> {
+        self.heard.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+/// The board checks' chat, once there is one.
+fn checks_chat(b: &Bosun) -> anyhow::Result<Option<String>> {
+    let chats = b.json(&["chat", "list"])?;
+    Ok(chats.as_array().and_then(|a| {
+        a.iter()
+            .find(|c| c["board_checks"] == true)
+            .and_then(|c| c["short_id"].as_str().map(str::to_string))
+    }))
+}
+
+/// The chat's messages as (kind, text), once the lead's answer there is over.
+fn messages_when_done(
+    b: &Bosun,
+    chat: &str,
+    lead_texts: usize,
+) -> anyhow::Result<Vec<(String, String)>> {
+    wait_for(
+        &format!("{lead_texts} answers of the lead in chat {chat}"),
+        Duration::from_secs(120),
+        || {
+            let c = b.json(&["chat", "show", chat])?;
+            let msgs: Vec<(String, String)> = c["messages"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|m| {
+                            (
+                                m["kind"].as_str().unwrap_or_default().to_string(),
+                                m["text"].as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let answers = msgs.iter().filter(|(k, _)| k == "lead").count();
+            Ok((answers >= lead_texts && c["answering"].is_null()).then_some(msgs))
+        },
+    )
+}
+
+/// Stops the daemon and starts it again (`env`: for the new one), which makes a board check.
+fn restart(b: &Bosun, env: &[(&str, &str)]) -> anyhow::Result<()> {
+    b.ok(&["daemon", "stop"])?;
+    let mut cmd = b.cmd(&["board"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output()?;
+    if !out.status.success() {
+        bail!(
+            "bosund did not start again: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// The chat's board check notes.
+fn checks_in(msgs: &[(String, String)]) -> Vec<String> {
+    msgs.iter()
+        .filter(|(k, t)| k == "note" && t.starts_with("Board check"))
+        .map(|(_, t)| t.clone())
+        .collect()
+}
+
+#[test]
+fn board_checks_merge_what_qa_passed_offer_a_waiting_merge_again_and_tell_the_person_the_rest()
+-> anyhow::Result<()> {
+    let gh = FakeGithub::start("acme", "web")?;
+    // A board check at each start of bosund, and (in this test) no other.
+    let b = bosun("merge_checks", &gh, "300").with_env("BOSUN_BOARD_CHECK_SECS", "3600");
+    project(&b, "web", "git@github.com:acme/web.git", true)?;
+    project(&b, "closed", "git@github.com:acme/web.git", false)?;
+    add_worker(&b)?;
+    let qa_fake = FakeModel::start(
+        "anthropic",
+        &r#"tool:bosun/qa_pass:{"summary":"fine"};text:Passed.;"#.repeat(5),
+    )?;
+    add_qa(&b, "qa", &qa_fake)?;
+    b.ok(&["board", "limit", "1"])?;
+    // Cards worked on and passed by QA, in Review, each with a pull request: green checks, a
+    // check still running, a failed check, conflicts; and one in a project that does not let
+    // the lead merge.
+    let mut ids = Vec::new();
+    for (n, (title, proj)) in [
+        ("Green", "web"),
+        ("Running", "web"),
+        ("Failed", "web"),
+        ("Conflicts", "web"),
+        ("Closed", "closed"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = add_card(&b, title, proj, "To do", Some("worker"))?;
+        wait_run_over(&b, &id, 1)?;
+        let c = qa(&b, &id)?;
+        assert_eq!(verdict(&b, &c)?, "qa_pass");
+        move_to(&b, &id, "Review")?;
+        let mut pr = Pr::open(
+            20 + n as u64,
+            &branch_of(&c),
+            c["qa"]["head"].as_str().unwrap_or_default(),
+        );
+        match title {
+            "Running" => pr.checks.push(Check::running("e2e")),
+            "Failed" => pr.checks = vec![Check::done("build", "FAILURE")],
+            "Conflicts" => pr.mergeable = "CONFLICTING".into(),
+            _ => {}
+        }
+        gh.with_pr(pr);
+        ids.push(id);
+    }
+    let [green, running, failed, conflicts, closed] = &ids[..] else {
+        bail!("five cards");
+    };
+    let script = format!(
+        "{}{}{}{}text:Merged Green, Running waits, Failed and Conflicts need you.;{}text:Running still waits.;{}text:Merged Running.;",
+        merge_call(green),
+        merge_call(running),
+        merge_call(failed),
+        merge_call(conflicts),
+        merge_call(running),
+        merge_call(running),
+    );
+    let lead = FakeModel::start("anthropic", &script)?;
+    b.add_claude_agent("lead", lead.url(), &["--role", "lead"])?;
+    assert!(checks_chat(&b)?.is_none(), "no check yet");
+
+    // The first check: every card QA passed where the lead may merge is offered.
+    restart(&b, &[])?;
+    let watcher = Watcher::start(&b)?;
+    let chat = wait_for("the board checks' chat", Duration::from_secs(60), || {
+        checks_chat(&b)
+    })?;
+    let msgs = messages_when_done(&b, &chat, 1)?;
+    let checks = checks_in(&msgs);
+    assert_eq!(checks.len(), 1, "{msgs:#?}");
+    assert!(
+        checks[0].starts_with("Board check: offered to the lead for merging"),
+        "{msgs:#?}"
+    );
+    for id in [green, running, failed, conflicts] {
+        assert!(checks[0].contains(&format!("card {id}")), "{msgs:#?}");
+    }
+    assert!(!checks[0].contains(closed.as_str()), "{msgs:#?}");
+    assert!(
+        msgs.contains(&(
+            "lead".to_string(),
+            "Merged Green, Running waits, Failed and Conflicts need you.".to_string()
+        )),
+        "{msgs:#?}"
+    );
+    let got = results(&lead);
+    assert!(
+        got[0].starts_with("The lead merged pull request #20"),
+        "{got:#?}"
+    );
+    assert!(
+        got[1].contains("checks are still running on pull request #21"),
+        "{got:#?}"
+    );
+    // Failed checks and conflicts go to the person, in the chat.
+    let notes: Vec<&String> = msgs
+        .iter()
+        .filter(|(k, t)| k == "note" && t.contains("needs you"))
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(notes.len(), 2, "{msgs:#?}");
+    assert!(
+        notes.iter().any(
+            |t| t.starts_with(&format!("Card {failed} (Failed) needs you"))
+                && t.contains("Checks failed on pull request #22: build (failure)")
+        ),
+        "{notes:#?}"
+    );
+    assert!(
+        notes.iter().any(
+            |t| t.starts_with(&format!("Card {conflicts} (Conflicts) needs you"))
+                && t.contains("pull request #23 has conflicts with main")
+        ),
+        "{notes:#?}"
+    );
+    // Merged once; the card moved to Deploy.
+    assert_eq!(gh.merges().len(), 1, "{:#?}", gh.merges());
+    assert_eq!(gh.merges()[0]["pull_request"], 20);
+    let c = card(&b, green)?;
+    assert_eq!(c["column"], "Deploy", "{c:#}");
+    assert!(
+        activity(&c)
+            .iter()
+            .any(|l| l.starts_with("offered to the lead by a board check")),
+        "{c:#}"
+    );
+    // The attached UI heard the merge, and the two for the person.
+    let heard = wait_for("three notifications", Duration::from_secs(30), || {
+        let h = watcher.heard();
+        Ok((h.len() >= 3).then_some(h))
+    })?;
+    assert_eq!(heard[0]["event"], "notification");
+    assert_eq!(heard[0]["kind"], "merged", "{heard:#?}");
+    assert!(
+        heard[0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with(&format!(
+                "The lead merged pull request #20 of card {green} (Green)"
+            ))),
+        "{heard:#?}"
+    );
+    let for_person: Vec<&Value> = heard.iter().filter(|n| n["kind"] == "needs_you").collect();
+    assert_eq!(for_person.len(), 2, "{heard:#?}");
+    assert!(
+        for_person
+            .iter()
+            .all(|n| n["chat"].as_str().is_some_and(|c| c.starts_with(&chat))),
+        "{heard:#?}"
+    );
+
+    // The next check offers the waiting merge again, and only it; it still waits.
+    restart(&b, &[])?;
+    let msgs = messages_when_done(&b, &chat, 2)?;
+    let checks = checks_in(&msgs);
+    assert_eq!(checks.len(), 2, "{msgs:#?}");
+    assert!(
+        checks[1].contains(&format!("card {running}")) && checks[1].contains("offered again"),
+        "{checks:#?}"
+    );
+    for id in [green, failed, conflicts, closed] {
+        assert!(!checks[1].contains(&format!("card {id}")), "{checks:#?}");
+    }
+    let got = results(&lead);
+    assert!(
+        got.get(4)
+            .is_some_and(|r| r.contains("checks are still running on pull request #21")),
+        "{got:#?}"
+    );
+
+    // Once the window after QA has closed (1 s here, three hours by default), no check offers it.
+    let turns = lead.turns().len();
+    restart(&b, &[("BOSUN_MERGE_WAIT_SECS", "1")])?;
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(lead.turns().len(), turns, "the lead was not started again");
+    assert_eq!(checks_in(&messages_when_done(&b, &chat, 2)?).len(), 2);
+
+    // Within the window it is offered again, after any restart; its checks are green now, and
+    // the lead merges it.
+    gh.change(21, |p| p.checks = vec![Check::done("build", "SUCCESS")]);
+    restart(&b, &[])?;
+    let c = wait_for("the waiting card merged", Duration::from_secs(120), || {
+        let c = card(&b, running)?;
+        Ok((c["column"] == "Deploy").then_some(c))
+    })?;
+    assert!(
+        activity(&c).iter().any(|l| l == "merged by the lead"),
+        "{c:#}"
+    );
+    assert_eq!(gh.merges().len(), 2, "{:#?}", gh.merges());
+    let msgs = messages_when_done(&b, &chat, 3)?;
+    assert!(
+        msgs.iter()
+            .any(|(k, t)| k == "lead" && t == "Merged Running."),
+        "{msgs:#?}"
+    );
+    // The cards refused for the person were offered once.
+    for id in [failed, conflicts] {
+        let lines = activity(&card(&b, id)?);
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("offered to the lead"))
+                .count(),
+            1,
+            "{lines:#?}"
+        );
+    }
     b.finish()
 }

@@ -10,8 +10,10 @@
 //! (markup in a command and in a diff shown as text), a run stopped from the Runs page; MCP
 //! servers added, edited, renamed, imported and removed, an OAuth sign-in through the test
 //! OAuth server, the agent form (a refused change changing nothing), projects and a card
-//! edited, held and started with the Runs page's Card column, a chat message with files and
-//! the lead's action discarded from the Inbox — with a secret canary never reaching a page.
+//! edited, held and started with the Runs page's Card column, a chat message with files, its
+//! answer streaming live and the lead's action discarded inline, two actions notified and
+//! approved all from the chat — with a secret canary never reaching a page; and old uploads
+//! swept.
 //!
 //! How fast the pages are is measured by a benchmark, not asserted here:
 //! `./scripts/bench webui` (`bench/benches/webui.rs`).
@@ -845,12 +847,23 @@ fn browser_opens_every_page_without_an_error() -> anyhow::Result<()> {
 #[ignore = "writes docs/screenshots/; run it on purpose"]
 fn screenshots() -> anyhow::Result<()> {
     let b = Bosun::new("webui_screenshots");
+    let written = b.output_with_stdin(
+        &["note", "write", "plan.md"],
+        "1. Fix the flaky test\n2. Write the docs\n",
+    )?;
+    assert!(written.status.success(), "{written:?}");
+    let version = b.json(&["note", "show", "plan.md"])?["version"]
+        .as_u64()
+        .unwrap_or_default();
     let fake = FakeModel::start(
         "anthropic",
-        concat!(
-            r#"tool:everything/echo:{"message":"hi"};"#,
-            r#"tool:bosun/memory_write:{"path":"plan.md","text":"1. Fix the flaky test\n2. Ship\n"};"#,
-            "text:Asked.;",
+        &format!(
+            concat!(
+                r#"tool:everything/echo:{{"message":"hi"}};"#,
+                r#"tool:bosun/memory_write:{{"path":"plan.md","text":"1. Fix the flaky test\n2. Make the retry back off\n3. Write the docs\n","base_version":{v}}};"#,
+                "text:I asked to update the plan: it waits for your OK.;",
+            ),
+            v = version
         ),
     )?;
     let everything = everything_bin().display().to_string();
@@ -858,11 +871,18 @@ fn screenshots() -> anyhow::Result<()> {
     b.ok(&["mcp", "tools", "everything"])?;
     b.add_claude_agent("lead", fake.url(), &["--role", "lead"])?;
     b.ok(&["agent", "set", "lead", "mcp.everything=on"])?;
-    let chat = b.json(&["chat", "new"])?["short_id"]
+    let chat = b.json(&["chat", "new"])?["id"]
         .as_str()
         .unwrap_or_default()
         .to_string();
-    b.ok(&["chat", "send", &chat, "write the plan"])?;
+    b.ok(&["chat", "send", &chat, "add the retry to the plan"])?;
+    for title in [
+        "Fix the flaky test",
+        "Write the docs",
+        "Make the retry back off",
+    ] {
+        b.ok(&["board", "card", "add", title])?;
+    }
     // A run's file edit waiting for the person, shown as a diff side by side.
     let work = b.scratch().join("coder/work");
     std::fs::create_dir_all(&work)?;
@@ -914,6 +934,7 @@ fn screenshots() -> anyhow::Result<()> {
         &[
             ("BOSUN_UI_RUN", &run),
             ("BOSUN_UI_AGENT_RUN", &coder_run),
+            ("BOSUN_UI_CHAT", &chat),
             ("BOSUN_SHOTS", &dir),
         ],
     )?;
@@ -1024,7 +1045,12 @@ fn browser_signs_in_to_a_server_through_the_test_oauth_server() -> anyhow::Resul
     let ui = Ui::start(&b)?;
     let seen = drive(&ui, "oauth", &[("BOSUN_UI_OAUTH_URL", &oauth.mcp_url())])?;
     assert!(
-        text(&seen["said"]).contains("Signed in to remote"),
+        text(&seen["said"]).contains("Signed in to remote: the sign-in is over."),
+        "{seen:#}"
+    );
+    // The window is left on bosund's answer: the page says it is done.
+    assert!(
+        text(&seen["said"]).contains("is done: close it"),
         "{seen:#}"
     );
     assert_eq!(seen["popups"], 1, "{seen:#}");
@@ -1066,8 +1092,29 @@ fn browser_creates_and_edits_an_agent_and_a_refused_change_changes_nothing() -> 
         "{seen:#}"
     );
     assert_eq!(seen["model"], "opus");
+    assert_eq!(seen["maxOutput"], "64M", "{seen:#}");
+    // Created, its switches refused, then only the switches sent again.
+    assert!(
+        text(&seen["createdRefused"]).contains("coder2 was created")
+            && text(&seen["createdRefused"]).contains("approval.wait=0s"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["hashAfterRefusal"], "#/agents/coder2", "{seen:#}");
+    assert_eq!(
+        seen["codexConfig"], r#"model_provider="ollama""#,
+        "{seen:#}"
+    );
+    let c = b.json(&["agent", "show", "coder2"])?;
+    assert_eq!(c["cli"], "codex", "{c:#}");
+    assert_eq!(
+        c["codex_config"],
+        serde_json::json!([["model_provider", "\"ollama\""]]),
+        "{c:#}"
+    );
+    assert_eq!(c["approvals"]["wait_ms"], 300_000, "{c:#}");
 
     let a = b.json(&["agent", "show", "helper"])?;
+    assert_eq!(a["max_output"], 64 << 20, "{a:#}");
     assert_eq!(a["cli"], "claude");
     assert_eq!(a["model"], "opus");
     assert_eq!(a["instructions"], "Be brief.");
@@ -1183,7 +1230,8 @@ fn browser_manages_projects_edits_holds_and_starts_a_card_and_links_its_run() ->
 }
 
 #[test]
-fn browser_chat_sends_files_and_the_inbox_denies_the_leads_action() -> anyhow::Result<()> {
+fn browser_chat_streams_the_answer_sends_files_and_discards_the_leads_action_inline()
+-> anyhow::Result<()> {
     let b = Bosun::new("webui_browser_chat");
     let card = b.json(&["board", "card", "add", "Docs"])?["id"]
         .as_str()
@@ -1191,18 +1239,24 @@ fn browser_chat_sends_files_and_the_inbox_denies_the_leads_action() -> anyhow::R
         .to_string();
     let file = b.scratch().join("spec.txt");
     std::fs::write(&file, "the spec\n")?;
+    let written = b.output_with_stdin(&["note", "write", "plan.md"], "old plan\nkeep\n")?;
+    assert!(written.status.success(), "{written:?}");
+    let version = b.json(&["note", "show", "plan.md"])?["version"]
+        .as_u64()
+        .unwrap_or_default();
     let fake = FakeModel::start(
         "anthropic",
         &format!(
             concat!(
                 r#"tool:bosun/attach_file:{{"path":"{file}","card":"{card}"}};"#,
                 r#"tool:everything/echo:{{"message":"hi"}};"#,
-                r#"tool:bosun/memory_write:{{"path":"plan.md","text":"denied\n"}};"#,
+                r#"tool:bosun/memory_write:{{"path":"plan.md","text":"keep\n<b>new</b> plan\n","base_version":{version}}};"#,
                 "text:Asked.;",
                 "text:Thanks."
             ),
             file = file.display(),
-            card = card
+            card = card,
+            version = version
         ),
     )?;
     let everything = everything_bin().display().to_string();
@@ -1224,8 +1278,28 @@ fn browser_chat_sends_files_and_the_inbox_denies_the_leads_action() -> anyhow::R
         ],
     )?;
     assert!(text(&seen["said"]).contains("2 files"), "{seen:#}");
+    // The answer streamed live: its tool calls, their results, its text.
+    let live = &seen["live"];
+    let calls = live["calls"].to_string();
+    for tool in ["attach_file", "echo", "memory_write"] {
+        assert!(calls.contains(tool), "{seen:#}");
+    }
+    assert!(live["results"].to_string().contains("hi"), "{seen:#}");
+    assert!(live["texts"].to_string().contains("Asked."), "{seen:#}");
+    // The pending action inline, its preview side by side (markup as text), discarded there.
     assert!(text(&seen["shown"]).contains("memory_write"), "{seen:#}");
+    assert_eq!(seen["before"], serde_json::json!(["old plan"]), "{seen:#}");
+    assert_eq!(
+        seen["after"],
+        serde_json::json!(["<b>new</b> plan"]),
+        "{seen:#}"
+    );
+    assert!(
+        text(&seen["saidDiscarded"]).contains("discarded"),
+        "{seen:#}"
+    );
     assert!(text(&seen["history"]).contains("discarded"), "{seen:#}");
+    assert_eq!(seen["waiting"], 0, "{seen:#}");
     // The file named by its path was attached by the lead; the picked one was kept for bosun.
     let copied = b.home.join("attachments").join(&card).join("spec.txt");
     assert_eq!(std::fs::read_to_string(&copied)?, "the spec\n");
@@ -1234,8 +1308,125 @@ fn browser_chat_sends_files_and_the_inbox_denies_the_leads_action() -> anyhow::R
         .filter_map(|e| std::fs::read_to_string(e.path().join("notes.txt")).ok())
         .collect();
     assert_eq!(uploads, vec!["picked in the browser\n".to_string()]);
-    // Denied: the note was not written.
-    assert!(!b.output(&["note", "show", "plan.md"])?.status.success());
+    // Discarded: the note is as it was.
+    assert_eq!(b.ok(&["note", "show", "plan.md"])?, "old plan\nkeep\n");
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    finish(b)
+}
+
+/// Sets a file's or a folder's modification time.
+fn age(path: &Path, when: std::time::SystemTime) -> anyhow::Result<()> {
+    std::fs::File::open(path)?.set_modified(when)?;
+    Ok(())
+}
+
+#[test]
+fn the_bridge_removes_uploads_older_than_a_day_unless_a_waiting_action_names_them()
+-> anyhow::Result<()> {
+    let b = Bosun::new("webui_upload_sweep");
+    let card = b.json(&["board", "card", "add", "Docs"])?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let uploads = b.home.join("uploads");
+    let mut files = Vec::new();
+    for name in ["keep", "gone", "fresh"] {
+        std::fs::create_dir_all(uploads.join(name))?;
+        let file = uploads.join(name).join("picked.txt");
+        std::fs::write(&file, name)?;
+        files.push(file);
+    }
+    let keep = files[0].display().to_string();
+    // The lead asks to attach the kept one after an outside tool: that waits for the person.
+    let fake = FakeModel::start(
+        "anthropic",
+        &format!(
+            concat!(
+                r#"tool:everything/echo:{{"message":"hi"}};"#,
+                r#"tool:bosun/attach_file:{{"path":"{keep}","card":"{card}"}};"#,
+                "text:Asked."
+            ),
+            keep = keep,
+            card = card
+        ),
+    )?;
+    let everything = everything_bin().display().to_string();
+    b.ok(&["mcp", "add", "everything", "--", &everything, "stdio"])?;
+    b.ok(&["mcp", "tools", "everything"])?;
+    b.add_claude_agent("lead", fake.url(), &["--role", "lead"])?;
+    b.ok(&["agent", "set", "lead", "mcp.everything=on"])?;
+    let chat = b.json(&["chat", "new"])?["short_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let out = b.ok(&["chat", "send", &chat, "attach it", "--file", &keep])?;
+    assert!(out.contains("Waiting for your OK:"), "{out}");
+    // Two days old: the kept one and the gone one; the fresh one stays as it is.
+    let then = std::time::SystemTime::now() - Duration::from_secs(2 * 24 * 3600);
+    for name in ["keep", "gone"] {
+        age(&uploads.join(name).join("picked.txt"), then)?;
+        age(&uploads.join(name), then)?;
+    }
+
+    let _ui = Ui::start(&b)?;
+    wait_for("the old upload removed", Duration::from_secs(30), || {
+        Ok((!uploads.join("gone").exists()).then_some(()))
+    })?;
+    assert_eq!(
+        std::fs::read_to_string(&files[0])?,
+        "keep",
+        "named by a waiting action"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&files[2])?,
+        "fresh",
+        "less than a day old"
+    );
+    finish(b)
+}
+
+#[test]
+fn browser_chat_notifies_and_approves_all_the_leads_actions_inline() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_approve_all");
+    let fake = FakeModel::start(
+        "anthropic",
+        concat!(
+            r#"tool:everything/echo:{"message":"hi"};"#,
+            r#"tool:bosun/memory_write:{"path":"a.md","text":"first\n"};"#,
+            r#"tool:bosun/memory_write:{"path":"b.md","text":"second\n"};"#,
+            "text:Asked."
+        ),
+    )?;
+    let everything = everything_bin().display().to_string();
+    b.ok(&["mcp", "add", "everything", "--", &everything, "stdio"])?;
+    b.ok(&["mcp", "tools", "everything"])?;
+    b.add_claude_agent("lead", fake.url(), &["--role", "lead"])?;
+    b.ok(&["agent", "set", "lead", "mcp.everything=on"])?;
+    let chat = b.json(&["chat", "new"])?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "approveall", &[("BOSUN_UI_CHAT", &chat)])?;
+    assert!(text(&seen["title"]).starts_with("(2)"), "{seen:#}");
+    let notified = seen["notified"].as_array().cloned().unwrap_or_default();
+    assert_eq!(notified.len(), 2, "{seen:#}");
+    assert!(
+        notified
+            .iter()
+            .all(|n| text(&n["title"]).contains("waiting for your OK")),
+        "{seen:#}"
+    );
+    assert!(text(&seen["said"]).contains("Approved all"), "{seen:#}");
+    for (note, body) in [("a.md", "first\n"), ("b.md", "second\n")] {
+        wait_for("the approved note", Duration::from_secs(30), || {
+            Ok(b.output(&["note", "show", note])?
+                .status
+                .success()
+                .then_some(()))
+        })?;
+        assert_eq!(b.ok(&["note", "show", note])?, body);
+    }
     assert_eq!(seen["dialogs"], serde_json::json!([]));
     finish(b)
 }

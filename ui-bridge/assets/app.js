@@ -71,13 +71,13 @@ async function loadWaiting() {
   }
 }
 
-function notify(key, body) {
+function notify(key, body, title = "bosun: waiting for your OK", hash = "#/inbox") {
   if (!("Notification" in window) || Notification.permission !== "granted" || document.hasFocus()) return;
   try {
-    const n = new Notification("bosun: waiting for your OK", { body, tag: key });
+    const n = new Notification(title, { body, tag: key });
     n.onclick = () => {
       window.focus();
-      location.hash = "#/inbox";
+      location.hash = hash;
     };
   } catch {
     // Some browsers only notify from a service worker; the title still shows the count.
@@ -119,6 +119,9 @@ function start() {
   });
   on("pending", (a) => track(`lead:${a.id}`, a.state === "waiting", actionLine(a)));
   on("approval", (a) => track(`run:${a.id}`, a.state === "waiting", approvalLine(a)));
+  on("notification", (n) =>
+    notify(`note:${n.kind}:${n.card || n.chat}`, n.text, n.kind === "merged" ? "bosun: the lead merged" : "bosun: a merge needs you", n.card ? `#/card/${n.card}` : "#/inbox"),
+  );
   connect();
   // Asked for now, while the page's module loads, rather than by the page's first request.
   csrfValue().catch(() => {});

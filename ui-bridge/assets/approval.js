@@ -84,20 +84,82 @@ export function previewView(text) {
   const head = h("div", { class: "diff-file mono" }, "file ", h("strong", null, path));
   let table;
   if (old.length) {
-    table = h(
-      "table",
-      { class: "diff side" },
-      h("thead", null, h("tr", null, h("th", null, "before"), h("th", null, "after"))),
-      h(
-        "tbody",
-        null,
-        pairs(old, neu).map(([l, r, kind]) => h("tr", null, cell(l, kind === "same" ? "same" : "del"), cell(r, kind === "same" ? "same" : "add"))),
-      ),
-    );
+    table = sideTable(pairs(old, neu));
   } else {
     table = h("table", { class: "diff new" }, h("tbody", null, neu.map((l) => h("tr", null, h("td", { class: "sign" }, "+"), cell(l, "add")))));
   }
   return h("div", { class: "preview diff-box" }, head, table, notes.map((n) => h("div", { class: "muted" }, n)));
+}
+
+// A side-by-side table of rows `[before, after, kind]` (`same`, or a changed, removed or added
+// line with null for the side that has none).
+function sideTable(rows) {
+  return h(
+    "table",
+    { class: "diff side" },
+    h("thead", null, h("tr", null, h("th", null, "before"), h("th", null, "after"))),
+    h(
+      "tbody",
+      null,
+      rows.map(([l, r, kind]) => h("tr", null, cell(l, kind === "same" ? "same" : "del"), cell(r, kind === "same" ? "same" : "add"))),
+    ),
+  );
+}
+
+// The rows of a line diff as bosund writes it in the lead's previews (each line `-`, `+` or
+// ` ` then the text): a run of removed lines faces the run of added lines after it.
+function unifiedRows(lines) {
+  const rows = [];
+  let del = [];
+  let add = [];
+  const flush = () => {
+    for (let k = 0; k < Math.max(del.length, add.length); k++) rows.push([k < del.length ? del[k] : null, k < add.length ? add[k] : null, "change"]);
+    del = [];
+    add = [];
+  };
+  for (const l of lines) {
+    if (l[0] === "-") del.push(l.slice(1));
+    else if (l[0] === "+") add.push(l.slice(1));
+    else {
+      flush();
+      rows.push([l.slice(1), l.slice(1), "same"]);
+    }
+  }
+  flush();
+  return rows;
+}
+
+// A pending action's preview (the lead's: a note written over, an agent's instructions
+// changed): each part headed `PATH (version N):` or `instructions:` and followed by a line diff
+// becomes a side-by-side table; every other line stays text.
+export function leadPreviewView(text) {
+  const lines = String(text || "").split("\n");
+  const out = [];
+  let plain = [];
+  const flushPlain = () => {
+    while (plain.length && plain[plain.length - 1] === "") plain.pop();
+    if (plain.length) out.push(h("pre", { class: "preview-text" }, plain.join("\n")));
+    plain = [];
+  };
+  let i = 0;
+  while (i < lines.length) {
+    const l = lines[i];
+    if (/^(.+ \(version \d+\)|instructions):$/.test(l)) {
+      let j = i + 1;
+      while (j < lines.length && /^[-+ ]/.test(lines[j])) j++;
+      const body = lines.slice(i + 1, j);
+      if (body.some((b) => b[0] === "-" || b[0] === "+")) {
+        flushPlain();
+        out.push(h("div", { class: "diff-file mono" }, h("strong", null, l.slice(0, -1))), sideTable(unifiedRows(body)));
+        i = j;
+        continue;
+      }
+    }
+    plain.push(l);
+    i++;
+  }
+  flushPlain();
+  return h("div", { class: "preview diff-box lead-preview" }, out);
 }
 
 // One waiting approval with its answers. `done(view)` gets the decided approval; `failed(err)`

@@ -1,5 +1,6 @@
 // The one stream of changes (`/api/events`), shared by every page: `run`, `pending` (the
-// lead's actions), `approval` (runs' tool calls waiting or decided), `chat`, `hello` (bosund is
+// lead's actions), `approval` (runs' tool calls waiting or decided), `chat`, `notification` (the
+// lead merged, a merge needs the person), `hello` (bosund is
 // (again) reachable: reload what you show) and `daemon` (it went away).
 
 import { signedOut } from "./api.js";
@@ -10,7 +11,7 @@ let source = null;
 export function connect() {
   if (source) return;
   source = new EventSource("/api/events");
-  for (const name of ["run", "pending", "approval", "chat", "hello", "daemon"]) {
+  for (const name of ["run", "pending", "approval", "chat", "notification", "hello", "daemon"]) {
     source.addEventListener(name, (e) => {
       let data = null;
       try {

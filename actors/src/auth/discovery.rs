@@ -33,6 +33,12 @@ pub struct AsMetadata {
     pub token_endpoint_auth_methods_supported: Vec<String>,
     #[serde(default)]
     pub code_challenge_methods_supported: Vec<String>,
+    /// The server sends `iss` in its authorization responses (RFC 9207).
+    #[serde(default)]
+    pub authorization_response_iss_parameter_supported: bool,
+    /// The server takes an HTTPS address of a client's metadata as its client id.
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -170,10 +176,14 @@ pub fn is_own_resource(resource: &str, server: &Url) -> bool {
 }
 
 /// The authorization server's metadata, as RFC 8414 and OpenID Connect discovery say, or the
-/// default endpoints when it publishes none.
+/// default endpoints when it publishes none. Metadata whose `issuer` is not exactly `issuer`
+/// (no normalisation) is refused; `lenient`: an issuer bosun made up from the server's origin
+/// (it published no resource metadata, as servers before 2025-06-18 do) may differ by a
+/// trailing slash, and the metadata's own is then the one recorded.
 pub async fn authorization_server(
     http: &reqwest::Client,
     issuer: &str,
+    lenient: bool,
 ) -> Result<(AsMetadata, String), DiscoveryError> {
     let issuer_url = parse_url(issuer)?;
     let path = issuer_url.path().trim_end_matches('/').to_string();
@@ -203,6 +213,24 @@ pub async fn authorization_server(
     }
     for (url, what) in candidates {
         if let Some(meta) = fetch::<AsMetadata>(http, &url).await? {
+            let said = meta.issuer.clone().unwrap_or_default();
+            let same = said == issuer
+                || (lenient && said.trim_end_matches('/') == issuer.trim_end_matches('/'));
+            if !same {
+                // Not a variant of its own: the wire's codes of these errors are not this
+                // module's to add to.
+                let said = if said.is_empty() {
+                    "no issuer".to_string()
+                } else {
+                    format!("the issuer {said}")
+                };
+                return Err(DiscoveryError::Malformed {
+                    url: url.to_string(),
+                    why: format!(
+                        "it names {said}, not {issuer}, the issuer its address was made from, and bosun does not use metadata that names another issuer (it may be someone else's); ask the server's operator to publish metadata whose `issuer` is exactly {issuer}"
+                    ),
+                });
+            }
             return Ok((meta, format!("{what} at {url}")));
         }
     }
@@ -217,6 +245,8 @@ pub async fn authorization_server(
             scopes_supported: Vec::new(),
             token_endpoint_auth_methods_supported: Vec::new(),
             code_challenge_methods_supported: Vec::new(),
+            authorization_response_iss_parameter_supported: false,
+            client_id_metadata_document_supported: false,
         },
         format!("the default endpoints under {base} (it publishes no metadata)"),
     ))
@@ -242,6 +272,7 @@ pub async fn discover(
         }
     }
     // 2. Its resource must be the server itself, checked before any authorization request.
+    let from_prm = prm.is_some();
     let (resource, issuer, prm_scopes) = match prm {
         Some(doc) => {
             let resource = doc.resource.unwrap_or_else(|| server_url.to_string());
@@ -270,7 +301,13 @@ pub async fn discover(
         }
     };
     // 3. The authorization server.
-    let (metadata, source) = authorization_server(http, &issuer).await?;
+    let (metadata, source) = authorization_server(http, &issuer, !from_prm).await?;
+    // The issuer recorded: the one the metadata was found for (the same but for a slash when
+    // bosun made it up), which the authorization response's `iss` is compared with.
+    let issuer = match (&metadata.issuer, from_prm) {
+        (Some(said), false) => said.clone(),
+        (Some(_) | None, true) | (None, false) => issuer,
+    };
     let methods = &metadata.code_challenge_methods_supported;
     if !methods.is_empty() && !methods.iter().any(|m| m == "S256") {
         return Err(DiscoveryError::NoPkce {

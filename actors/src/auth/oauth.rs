@@ -140,7 +140,8 @@ fn adapter(http: &reqwest::Client) -> impl Fn(HttpRequest) -> HttpFuture + use<>
     }
 }
 
-/// Registers bosun as a public client (RFC 7591) with `redirect_uri`.
+/// Registers bosun as a public client (RFC 7591) with `redirect_uri`: a `native` application
+/// (it listens on a loopback address for the answer), as the MCP revision 2026-07-28 asks.
 pub async fn register(
     http: &reqwest::Client,
     endpoint: &str,
@@ -153,6 +154,7 @@ pub async fn register(
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
+        "application_type": "native",
     });
     let response = http
         .post(endpoint)

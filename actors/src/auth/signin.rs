@@ -52,6 +52,9 @@ pub struct Server {
     pub client_id: Option<String>,
     /// The loopback port the sign-in's answer comes back to (absent: any free one).
     pub callback_port: Option<u16>,
+    /// The HTTPS address of bosun's client metadata document the person hosts: the client id
+    /// where the authorization server takes such documents.
+    pub client_metadata_url: Option<String>,
 }
 
 /// Sign-ins under way, by attempt number.
@@ -149,6 +152,23 @@ pub async fn start(
         .await
         .map_err(|e| discovery_error(&name, e))?;
 
+    // The resource may name another authorization server than the one bosun signed in with:
+    // bosun registers anew there (a registration is never carried to another issuer), and a
+    // client id the person configured for the old one is not taken to the new one.
+    if let Some(old) = existing.as_ref().filter(|e| e.issuer != found.issuer) {
+        if let Some(id) = rec
+            .client_id
+            .as_ref()
+            .filter(|id| !old.registered && old.client_id == **id)
+        {
+            return Err(AuthError::conflict(format!(
+                "`{name}` now names another authorization server, {}, where bosun signed in at {}; the client id `{id}` you configured came from the old one, so bosun does not take it (or its secret) to the new one. Give a client id from the new one with `bosun mcp edit {name} --client-id ID`, or remove it with `bosun mcp edit {name} --client-id \"\"` to let bosun register there",
+                found.issuer, old.issuer
+            )));
+        }
+        info!(server = %name, from = %old.issuer, to = %found.issuer, "the server names another authorization server now; bosun registers there anew");
+    }
+
     // The loopback listener, before the registration that names its address.
     let port = rec.callback_port.unwrap_or(0);
     let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
@@ -165,15 +185,22 @@ pub async fn start(
     })?;
     let redirect_uri = format!("http://127.0.0.1:{}/callback", local.port());
 
-    let (identity, registered) = match &rec.client_id {
-        Some(id) => {
+    // The client: the one the person configured; else bosun's client metadata document, where
+    // the server takes one; else a registration (RFC 7591), and only then.
+    let m = &found.metadata;
+    let document = rec
+        .client_metadata_url
+        .clone()
+        .filter(|_| m.client_id_metadata_document_supported);
+    let (identity, registered) = match (&rec.client_id, document) {
+        (Some(id), _) => {
             let keychain = ctx.keychain.clone();
             let key = configured_secret_key(rec.id);
             let secret = blocking(move || keychain.get(&key)).await??;
             let auth = ClientAuth::choose(
                 None,
                 secret.is_some(),
-                &found.metadata.token_endpoint_auth_methods_supported,
+                &m.token_endpoint_auth_methods_supported,
             );
             (
                 ClientIdentity {
@@ -184,18 +211,31 @@ pub async fn start(
                 false,
             )
         }
-        None => match &found.metadata.registration_endpoint {
+        (None, Some(document)) => (
+            ClientIdentity {
+                client_id: document,
+                secret: None,
+                auth: ClientAuth::None,
+            },
+            false,
+        ),
+        (None, None) => match &m.registration_endpoint {
             Some(endpoint) => (
                 oauth::register(
                     &ctx.http,
                     endpoint,
                     &redirect_uri,
-                    &found.metadata.token_endpoint_auth_methods_supported,
+                    &m.token_endpoint_auth_methods_supported,
                 )
                 .await
                 .map_err(|e| oauth_error(&name, e))?,
                 true,
             ),
+            None if m.client_id_metadata_document_supported => {
+                return Err(AuthError::conflict(format!(
+                    "`{name}`'s authorization server takes no registration from apps, but it takes client metadata documents: publish bosun's client metadata at an https:// address you control and give it with `bosun mcp edit {name} --client-metadata-url URL`, or give a client id from the service with `--client-id ID`"
+                )));
+            }
             None => {
                 return Err(AuthError::conflict(format!(
                     "`{name}`'s authorization server takes no registration from apps: give bosun a client id from the service's developer settings with `bosun mcp edit {name} --client-id ID` (and `--client-secret-stdin` if it has a secret), or let Claude Code sign in with `--sign-in-by claude-code`"
@@ -304,7 +344,17 @@ impl Finish {
         authorization: oauth::Authorization,
         wait: Duration,
     ) -> Result<(), AuthError> {
-        let answer = tokio::time::timeout(wait, callback(&listener, &authorization.state, &self.name))
+        let issuer = Issuer {
+            expected: &self.found.issuer,
+            advertised: self
+                .found
+                .metadata
+                .authorization_response_iss_parameter_supported,
+        };
+        let answer = tokio::time::timeout(
+            wait,
+            callback(&listener, &authorization.state, &issuer, &self.name),
+        )
             .await
             .map_err(|_| {
                 AuthError::unavailable(format!(
@@ -397,8 +447,40 @@ impl Finish {
     }
 }
 
-/// Takes the one answer on the loopback listener: the code, after checking `state`.
-async fn callback(listener: &TcpListener, state: &str, name: &str) -> Result<String, AuthError> {
+/// The issuer an authorization response must come from (RFC 9207).
+struct Issuer<'a> {
+    /// The issuer recorded at discovery.
+    expected: &'a str,
+    /// Whether its metadata says it sends `iss`.
+    advertised: bool,
+}
+
+impl Issuer<'_> {
+    /// Why an answer carrying `iss` is refused, if it is: an `iss` that is not exactly the
+    /// issuer recorded at discovery (no normalisation of case, port, slash or encoding), or none
+    /// from a server that said it sends one.
+    fn refusal(&self, iss: Option<&str>, name: &str) -> Option<String> {
+        match iss {
+            Some(iss) if iss != self.expected => Some(format!(
+                "the sign-in to `{name}` got an answer from the issuer `{iss}`, not from `{}`, where bosun began it; it was refused (it may come from another authorization server) and nothing was saved. Run `bosun mcp sign-in {name}` again, and if this comes back, tell the server's operator",
+                self.expected
+            )),
+            None if self.advertised => Some(format!(
+                "the sign-in to `{name}` got an answer without `iss`, though the authorization server `{}` says it always sends one; it was refused and nothing was saved. Run `bosun mcp sign-in {name}` again, and if this comes back, tell the server's operator",
+                self.expected
+            )),
+            Some(_) | None => None,
+        }
+    }
+}
+
+/// Takes the one answer on the loopback listener: the code, after checking `state` and `iss`.
+async fn callback(
+    listener: &TcpListener,
+    state: &str,
+    issuer: &Issuer<'_>,
+    name: &str,
+) -> Result<String, AuthError> {
     loop {
         let (mut stream, _) = listener
             .accept()
@@ -431,6 +513,15 @@ async fn callback(listener: &TcpListener, state: &str, name: &str) -> Result<Str
             return Err(AuthError::conflict(format!(
                 "the sign-in to `{name}` got an answer whose state does not match the one bosun sent, so it was refused and nothing was saved; run `bosun mcp sign-in {name}` again"
             )));
+        }
+        if let Some(refusal) = issuer.refusal(q.get("iss").map(String::as_str), name) {
+            respond(
+                &mut stream,
+                400,
+                "This answer does not come from the authorization server bosun asked (its issuer does not match). Nothing was saved.",
+            )
+            .await;
+            return Err(AuthError::conflict(refusal));
         }
         if let Some(error) = q.get("error") {
             let description = q
@@ -512,7 +603,42 @@ async fn respond(stream: &mut TcpStream, status: u16, message: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::union_of_scopes;
+    use super::{Issuer, union_of_scopes};
+
+    #[test]
+    fn the_iss_of_an_answer_is_compared_exactly() {
+        let quiet = Issuer {
+            expected: "https://as.example.com/t",
+            advertised: false,
+        };
+        assert!(
+            quiet
+                .refusal(Some("https://as.example.com/t"), "s")
+                .is_none()
+        );
+        assert!(quiet.refusal(None, "s").is_none());
+        for other in [
+            "https://as.example.com/t/",
+            "https://AS.example.com/t",
+            "https://as.example.com:443/t",
+            "https://as.example.com/%74",
+            "https://evil.example.com/t",
+        ] {
+            assert!(quiet.refusal(Some(other), "s").is_some(), "{other}");
+        }
+        let loud = Issuer {
+            expected: "https://as.example.com/t",
+            advertised: true,
+        };
+        assert!(
+            loud.refusal(None, "s")
+                .is_some_and(|r| r.contains("without `iss`"))
+        );
+        assert!(
+            loud.refusal(Some("https://as.example.com/t"), "s")
+                .is_none()
+        );
+    }
 
     #[test]
     fn a_step_up_asks_for_the_union_of_the_scopes_held_and_asked() {

@@ -27,13 +27,15 @@ use std::time::Duration;
 
 use bosun_shared::projects::Host;
 use bosun_shared::protocol::board::AddColumnParams;
+use bosun_shared::protocol::ui::{Event, NotificationKind};
 use bosun_shared::{CardId, ColumnId, RunToken, Timestamp};
 use tracing::{info, warn};
 
 use super::github::{self, Checks};
-use super::record::{BoardChange, MergeAsk, MergedPr, QaVerdict};
+use super::record::{BoardChange, CardRecord, MergeAsk, MergeOffer, MergedPr, QaVerdict};
 use super::worktree;
 use super::{BoardAnswer, BoardError, BoardState};
+use crate::events::EventsMsg;
 use crate::git;
 use crate::offload::blocking;
 
@@ -156,8 +158,9 @@ impl BoardState {
         self.card_answer(id).await
     }
 
-    /// Every rule of the lead's merge, in order; the first that does not hold is the refusal.
-    async fn merge_plan(&self, id: CardId) -> Result<Plan, BoardError> {
+    /// Every rule of the lead's merge, in order; the first that does not hold is the refusal
+    /// (`why` says whether it is one to wait out, or one for the person).
+    async fn merge_plan(&self, id: CardId, why: &mut Why) -> Result<Plan, BoardError> {
         let card = self
             .cards
             .get(&id)
@@ -297,12 +300,14 @@ impl BoardState {
         match pr.mergeable.as_str() {
             "MERGEABLE" => {}
             "CONFLICTING" => {
+                *why = Why::Person;
                 return Err(refuse(format!(
                     "GitHub says pull request #{n} has conflicts with {}; they are resolved on the branch, then QA runs again",
                     project.main_branch
                 )));
             }
             other => {
+                *why = Why::Wait;
                 return Err(refuse(format!(
                     "GitHub is still working out whether pull request #{n} can be merged ({}); wait a minute and try again",
                     other.to_ascii_lowercase()
@@ -311,17 +316,20 @@ impl BoardState {
         }
         match pr.merge_state_status.as_deref().unwrap_or("") {
             "BLOCKED" => {
+                *why = Why::Person;
                 return Err(refuse(format!(
                     "GitHub says a rule blocks pull request #{n} (such as a required review); the person sees to it"
                 )));
             }
             "BEHIND" => {
+                *why = Why::Person;
                 return Err(refuse(format!(
                     "pull request #{n}'s branch is behind {} and must be up to date before it is merged",
                     project.main_branch
                 )));
             }
             "DIRTY" => {
+                *why = Why::Person;
                 return Err(refuse(format!(
                     "GitHub says pull request #{n} has conflicts with {}",
                     project.main_branch
@@ -353,12 +361,14 @@ impl BoardState {
         let checks = match github::checks(&pr.status_check_rollup) {
             Checks::Green(names) => names,
             Checks::Running(names) => {
+                *why = Why::Wait;
                 return Err(refuse(format!(
                     "checks are still running on pull request #{n} ({}); wait for them and try again",
                     names.join(", ")
                 )));
             }
             Checks::Failed(names) => {
+                *why = Why::Person;
                 return Err(refuse(format!(
                     "checks failed on pull request #{n}: {}; the DevOps agent or the person re-runs them",
                     names.join(", ")
@@ -383,7 +393,14 @@ impl BoardState {
     /// The lead's merge of a card's pull request, under every rule.
     pub(super) async fn merge_pr(&mut self, key: &str) -> Result<BoardAnswer, BoardError> {
         let id = self.card_id(key)?;
-        let plan = self.merge_plan(id).await?;
+        let mut why = Why::Other;
+        let plan = match self.merge_plan(id, &mut why).await {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.offer_answered(id, why, &e).await;
+                return Err(e);
+            }
+        };
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Err(BoardError::internal("the card went away"));
         };
@@ -413,9 +430,9 @@ impl BoardState {
             self.save(vec![BoardChange::Card(Box::new(card.clone()))])
                 .await?;
             self.cards.insert(id, card);
-            return Err(refuse(format!(
-                "GitHub did not merge pull request #{n}: {e}"
-            )));
+            let e = refuse(format!("GitHub did not merge pull request #{n}: {e}"));
+            self.offer_answered(id, Why::Person, &e).await;
+            return Err(e);
         }
         card.merge = Some(MergeAsk { done: true, ..ask });
         let said = merged_words(&card.merge);
@@ -424,6 +441,7 @@ impl BoardState {
         self.save(vec![BoardChange::Card(Box::new(card.clone()))])
             .await?;
         info!(card = %id, pull_request = n, "the lead merged a card's pull request");
+        self.notify_merged(&card, n);
         self.cards.insert(id, card);
         // The pull request check, at once: it moves the card to Deploy.
         self.check_pr(id).await?;
@@ -490,6 +508,7 @@ impl BoardState {
             let said = merged_words(&card.merge);
             card.log(format!("comment: {said}"));
             card.log("merged by the lead (found by the pull request check after bosund stopped)");
+            self.notify_merged(&card, pr.number);
         }
         card.merge = None;
         card.merged = Some(MergedPr {
@@ -642,5 +661,205 @@ fn merged_words(ask: &Option<MergeAsk>) -> String {
             m.checks.join(", ")
         ),
         None => "The lead merged the card's pull request.".into(),
+    }
+}
+
+/// How long after QA passed a card a board check offers its merge again while it has to wait,
+/// unless `BOSUN_MERGE_WAIT_SECS` says.
+const MERGE_WAIT: Duration = Duration::from_secs(3 * 60 * 60);
+
+fn merge_wait_window() -> Duration {
+    std::env::var("BOSUN_MERGE_WAIT_SECS")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map_or(MERGE_WAIT, Duration::from_secs)
+}
+
+/// What kind of refusal the merge rules gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Why {
+    /// One the lead reports in its answer (no pull request, a draft, pushed after QA, …).
+    Other,
+    /// One to wait out: checks still running, GitHub still working out the mergeability.
+    Wait,
+    /// One for the person: failed checks, conflicts, a merge blocked or behind, GitHub's own
+    /// refusal.
+    Person,
+}
+
+/// A card a board check offers the lead to merge.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Finding {
+    pub card: CardId,
+    pub short_id: String,
+    pub title: String,
+    pub project: String,
+    /// Offered before, and its merge had to wait.
+    pub again: bool,
+}
+
+/// How the merge of a card offered by a board check went, as the card says now.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OfferNow {
+    pub card: CardId,
+    pub short_id: String,
+    pub title: String,
+    /// The merge had to wait: offered again by a later check (while the window lasts).
+    pub wait: bool,
+    /// Refused for the person: why.
+    pub refused: Option<String>,
+    /// Merged by the lead.
+    pub merged: bool,
+}
+
+impl BoardState {
+    /// The board check's findings: each card in Review that QA passed, in a project that lets
+    /// the lead merge, not held, no run going, no merge asked — not offered yet for its latest
+    /// QA verdict, or offered and its merge had to wait, while the window after QA lasts. With
+    /// `mark`, each is recorded as offered now (before the lead hears of it).
+    pub(super) async fn findings(&mut self, mark: bool) -> Result<BoardAnswer, BoardError> {
+        let states = self.run_states(false).await;
+        let window = merge_wait_window();
+        let now = Timestamp::now();
+        let mut found: Vec<(Timestamp, Finding)> = Vec::new();
+        for card in self.cards.values() {
+            let Some(project) = card.project.and_then(|p| self.projects.get(&p)) else {
+                continue;
+            };
+            let Some(qa) = card.qa.as_ref().filter(|q| q.pass) else {
+                continue;
+            };
+            if !project.lead_may_merge
+                || !project.testing
+                || !self.column_name(card.column).eq_ignore_ascii_case("review")
+                || card.hold.is_some()
+                || card.merge.is_some()
+                || card.merged.is_some()
+                || self.in_progress(card, &states)
+            {
+                continue;
+            }
+            let again = match &card.offer {
+                Some(o) if o.qa_run == qa.run && o.qa_head == qa.head => {
+                    if !o.wait || now.since(qa.at) >= window {
+                        continue;
+                    }
+                    true
+                }
+                Some(_) | None => false,
+            };
+            found.push((
+                qa.at,
+                Finding {
+                    card: card.id,
+                    short_id: card.id.short(),
+                    title: card.title.clone(),
+                    project: project.name.clone(),
+                    again,
+                },
+            ));
+        }
+        found.sort_by_key(|(at, f)| (*at, f.card));
+        let findings: Vec<Finding> = found.into_iter().map(|(_, f)| f).collect();
+        if mark && !findings.is_empty() {
+            let mut changes = Vec::new();
+            let mut marked = Vec::new();
+            for f in &findings {
+                let Some(mut card) = self.cards.get(&f.card).cloned() else {
+                    continue;
+                };
+                let Some(qa) = card.qa.clone() else { continue };
+                card.offer = Some(MergeOffer {
+                    qa_run: qa.run,
+                    qa_head: qa.head.clone(),
+                    at: now,
+                    wait: false,
+                    refused: None,
+                });
+                card.log(if f.again {
+                    "offered to the lead again by a board check: its merge had to wait"
+                } else {
+                    "offered to the lead by a board check: QA passed it, and its project lets the lead merge"
+                });
+                changes.push(BoardChange::Card(Box::new(card.clone())));
+                marked.push(card);
+            }
+            self.save(changes).await?;
+            for card in marked {
+                self.cards.insert(card.id, card);
+            }
+        }
+        Ok(BoardAnswer::Findings { findings })
+    }
+
+    /// How the merges of the cards a board check offered went.
+    pub(super) fn offers(&self, cards: &[CardId]) -> BoardAnswer {
+        let offers = cards
+            .iter()
+            .filter_map(|id| self.cards.get(id))
+            .map(|c| OfferNow {
+                card: c.id,
+                short_id: c.id.short(),
+                title: c.title.clone(),
+                wait: c.offer.as_ref().is_some_and(|o| o.wait),
+                refused: c.offer.as_ref().and_then(|o| o.refused.clone()),
+                merged: c.merge.as_ref().is_some_and(|m| m.done) || c.merged.is_some(),
+            })
+            .collect();
+        BoardAnswer::Offers { offers }
+    }
+
+    /// The lead's merge of a card a board check offered was refused: one to wait out is
+    /// offered again by the next check; one for the person is kept, to be told in a chat.
+    async fn offer_answered(&mut self, id: CardId, why: Why, e: &BoardError) {
+        let Some(mut card) = self.cards.get(&id).cloned() else {
+            return;
+        };
+        let (Some(qa), Some(offer)) = (card.qa.clone(), card.offer.as_mut()) else {
+            return;
+        };
+        if offer.qa_run != qa.run || offer.qa_head != qa.head {
+            return;
+        }
+        match why {
+            Why::Wait => {
+                offer.wait = true;
+                offer.refused = None;
+            }
+            Why::Person => {
+                offer.wait = false;
+                offer.refused = Some(e.to_string());
+            }
+            Why::Other => {
+                offer.wait = false;
+                offer.refused = None;
+            }
+        }
+        if let Err(e) = self
+            .save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await
+        {
+            warn!(card = %id, error = %e, "how the lead's merge went could not be kept on the card");
+            return;
+        }
+        self.cards.insert(id, card);
+    }
+
+    /// Tells every attached UI that the lead merged a card's pull request.
+    fn notify_merged(&self, card: &CardRecord, number: u64) {
+        let text = format!(
+            "The lead merged pull request #{number} of card {} ({}).",
+            card.id.short(),
+            card.title
+        );
+        self.ctx
+            .events
+            .cast(EventsMsg::Publish(Box::new(Event::Notification {
+                kind: NotificationKind::Merged,
+                text,
+                card: Some(card.id),
+                chat: None,
+                at: Timestamp::now(),
+            })));
     }
 }

@@ -18,7 +18,7 @@ mod projects;
 pub mod record;
 pub mod worktree;
 pub use error::BoardError;
-pub use merge::QaTokens;
+pub use merge::{Finding, OfferNow, QaTokens};
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -80,6 +80,8 @@ pub struct BoardContext {
     pub mcp_url: Arc<OnceLock<String>>,
     /// The tokens of live QA runs.
     pub qa_tokens: QaTokens,
+    /// Every attached UI hears of the lead's merges.
+    pub events: crate::events::EventsHandle,
 }
 
 pub type BoardHandle = ActorHandle<BoardMsg>;
@@ -110,6 +112,14 @@ pub enum BoardAnswer {
     /// What was done, in words (a merge, a checkout brought up to date).
     Said {
         said: String,
+    },
+    /// A board check's findings: cards QA passed, for the lead to merge.
+    Findings {
+        findings: Vec<Finding>,
+    },
+    /// How the merges of the cards a board check offered went.
+    Offers {
+        offers: Vec<OfferNow>,
     },
 }
 
@@ -176,6 +186,12 @@ pub enum BoardRequest {
         project: String,
         stash: bool,
     },
+    /// A board check's findings (`mark`: recorded as offered to the lead now).
+    MergeFindings {
+        mark: bool,
+    },
+    /// How the merges of the cards a board check offered went.
+    MergeOffers(Vec<CardId>),
 }
 
 pub enum BoardMsg {
@@ -660,6 +676,8 @@ impl BoardState {
             BoardRequest::UpdateCheckout { project, stash } => {
                 self.update_checkout(&project, stash).await
             }
+            BoardRequest::MergeFindings { mark } => self.findings(mark).await,
+            BoardRequest::MergeOffers(cards) => Ok(self.offers(&cards)),
             BoardRequest::RemoveProject(key) => self.remove_project(&key).await,
         }
     }
@@ -882,6 +900,7 @@ impl BoardState {
             qa: None,
             merge: None,
             merged: None,
+            offer: None,
         };
         card.log(format!(
             "created in {}{}{}",

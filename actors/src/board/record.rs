@@ -156,6 +156,26 @@ pub struct CardRecord {
     /// Its pull request, once the pull request check found it merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergedPr>,
+    /// The last board check that offered the lead its merge, and how the merge went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offer: Option<MergeOffer>,
+}
+
+/// A board check offered the lead a card QA passed, to merge: for which verdict (its QA run and
+/// commit), when, and what the lead's merge answered since.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeOffer {
+    pub qa_run: RunId,
+    pub qa_head: String,
+    pub at: Timestamp,
+    /// The merge had to wait (checks running, mergeability not worked out yet): the next check
+    /// offers it again, while the window after QA lasts.
+    #[serde(default)]
+    pub wait: bool,
+    /// The merge was refused for the person to see to (failed checks, conflicts, a blocked
+    /// merge): why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// A QA run's verdict on a card: passed or failed, and the head commit of the card's worktree

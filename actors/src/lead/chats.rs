@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use crate::lead::ChatsError;
 use bosun_shared::protocol::lead::{ChatView, PendingView};
-use bosun_shared::protocol::ui::{Event, RunView};
-use bosun_shared::{ActionId, AnswerId, ChatId, RunToken, Timestamp};
+use bosun_shared::protocol::ui::{Event, NotificationKind, RunView};
+use bosun_shared::{ActionId, AnswerId, CardId, ChatId, RunToken, Timestamp};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde_json::Value;
 use tracing::{Instrument, error, info, warn};
@@ -26,6 +26,7 @@ use super::record::{
 use super::tools::{self, LeadTool, ToolCtx};
 use crate::agents::launch::{self, ChatLaunch};
 use crate::agents::stream::input_digest;
+use crate::board::{BoardAnswer, BoardRequest};
 use crate::events::{EventsHandle, EventsMsg};
 use crate::offload::blocking;
 use crate::prefix::by_prefix;
@@ -108,6 +109,11 @@ pub enum ChatsMsg {
         tool: LeadTool,
         args: Value,
     },
+    /// Time for a board check.
+    BoardCheck,
+    /// The board has findings and there is no board checks' chat yet: it is made, and the
+    /// check done there.
+    OpenChecks,
 }
 
 /// What one chat's actor is asked, by the Chats supervisor (which has found the chat and the
@@ -160,6 +166,8 @@ pub enum ChatMsg {
     },
     /// Time to look whether an answer ended.
     Tick,
+    /// A board check, in this chat (the board checks' chat).
+    BoardCheck { chat: ChatId },
 }
 
 /// One chat: its answers and its pending actions.
@@ -216,7 +224,7 @@ impl Actor for ChatActor {
 
     async fn handle(
         &self,
-        _myself: ActorRef<ChatMsg>,
+        myself: ActorRef<ChatMsg>,
         msg: ChatMsg,
         state: &mut ChatsState,
     ) -> Result<(), ActorProcessingErr> {
@@ -287,6 +295,15 @@ impl Actor for ChatActor {
                     state.ran_itself(chat, tool, &args).await?
                 }
                 ChatMsg::Tick => state.tick().await?,
+                ChatMsg::BoardCheck { chat } if state.ctx.mcp_url.get().is_none() => {
+                    // bosun's MCP server is not listening yet: the check in a moment.
+                    myself.send_after(Duration::from_secs(1), move || ChatMsg::BoardCheck { chat });
+                }
+                ChatMsg::BoardCheck { chat } => {
+                    if let Err(e) = state.board_check(chat).await {
+                        warn!(error = %e, "the board check could not start the lead");
+                    }
+                }
             }
             Ok(())
         }
@@ -300,6 +317,8 @@ pub struct Chats;
 
 pub struct ChatsSupervisor {
     ctx: ChatsContext,
+    /// The board checks' chat, once there is one.
+    checks: Option<ChatId>,
     actors: HashMap<ChatId, ActorRef<ChatMsg>>,
     by_actor: HashMap<ActorId, ChatId>,
     budgets: HashMap<ChatId, RestartBudget>,
@@ -319,6 +338,7 @@ impl Actor for Chats {
         let (chats, _) = tokio::task::spawn_blocking(move || store.chats()).await??;
         let mut state = ChatsSupervisor {
             ctx,
+            checks: chats.iter().find(|c| c.board_checks).map(|c| c.id),
             actors: HashMap::new(),
             by_actor: HashMap::new(),
             budgets: HashMap::new(),
@@ -327,6 +347,18 @@ impl Actor for Chats {
             state.open(&myself, c.id).await?;
         }
         Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<ChatsMsg>,
+        _state: &mut ChatsSupervisor,
+    ) -> Result<(), ActorProcessingErr> {
+        // A board check soon after startup (what waited across a restart is offered again), then
+        // every so often.
+        myself.send_after(Duration::from_secs(1), || ChatsMsg::BoardCheck);
+        myself.send_interval(board_check_interval(), || ChatsMsg::BoardCheck);
+        Ok(())
     }
 
     async fn handle(
@@ -344,7 +376,7 @@ impl Actor for Chats {
                         pending: HashMap::new(),
                         span: tracing::info_span!("chats"),
                     };
-                    let answer = match scratch.new_chat(agent).await {
+                    let answer = match scratch.new_chat(agent, false).await {
                         Ok(view) => match state.open(&myself, view.id).await {
                             Ok(()) => Ok(view),
                             Err(e) => Err(ChatsError::internal(format!(
@@ -464,6 +496,51 @@ impl Actor for Chats {
                 ChatsMsg::RanItself { chat, tool, args } => {
                     if let Some(a) = state.actors.get(&chat) {
                         forward(a, ChatMsg::RanItself { chat, tool, args });
+                    }
+                }
+                ChatsMsg::BoardCheck => match state.checks.and_then(|c| {
+                    state.actors.get(&c).map(|a| (c, a.clone()))
+                }) {
+                    Some((chat, a)) => forward(&a, ChatMsg::BoardCheck { chat }),
+                    None if state.checks.is_none() => {
+                        // Whether there is anything to check, asked away from here (the board
+                        // may be busy with GitHub): the chat is made only then.
+                        let (board, me) = (state.ctx.tools.board.clone(), myself.clone());
+                        tokio::spawn(async move {
+                            let peek = BoardRequest::MergeFindings { mark: false };
+                            if let Ok(BoardAnswer::Findings { findings }) =
+                                crate::board::ask(&board, peek).await
+                                && !findings.is_empty()
+                            {
+                                let _ = me.cast(ChatsMsg::OpenChecks);
+                            }
+                        });
+                    }
+                    None => warn!("the board checks' chat is restarting; the check waits for the next"),
+                },
+                ChatsMsg::OpenChecks => {
+                    if state.checks.is_none() {
+                        let mut scratch = ChatsState {
+                            ctx: state.ctx.clone(),
+                            chats: HashMap::new(),
+                            pending: HashMap::new(),
+                            span: tracing::info_span!("chats"),
+                        };
+                        match scratch.new_chat(None, true).await {
+                            Ok(view) => {
+                                state.open(&myself, view.id).await?;
+                                state.checks = Some(view.id);
+                            }
+                            Err(e) => {
+                                warn!(error = %e, "the board checks' chat could not be made; the lead is not started for the board's findings");
+                            }
+                        }
+                    }
+                    if let Some((chat, a)) = state
+                        .checks
+                        .and_then(|c| state.actors.get(&c).map(|a| (c, a.clone())))
+                    {
+                        forward(&a, ChatMsg::BoardCheck { chat });
                     }
                 }
             }
@@ -592,6 +669,25 @@ fn line_of(p: &PendingRecord) -> String {
         Ok(tool) => tools::describe(tool, &p.args),
         Err(_) => format!("Call {}", p.tool),
     }
+}
+
+/// How often the board is checked for cards the lead may merge, unless
+/// `BOSUN_BOARD_CHECK_SECS` says.
+const BOARD_CHECK: Duration = Duration::from_secs(600);
+
+pub fn board_check_interval() -> Duration {
+    std::env::var("BOSUN_BOARD_CHECK_SECS")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map_or(BOARD_CHECK, Duration::from_secs)
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// What the lead's tool result says of a call kept for the person.
@@ -727,6 +823,7 @@ impl ChatsState {
             answering: c.answering.as_ref().and_then(|a| a.run),
             waiting: self.waiting(Some(id)).len() as u32,
             messages,
+            board_checks: c.board_checks,
         })
     }
 
@@ -748,7 +845,12 @@ impl ChatsState {
         m
     }
 
-    async fn new_chat(&mut self, agent: Option<String>) -> Result<ChatView, ChatsError> {
+    /// A new chat with the lead (`board_checks`: the board checks' chat).
+    async fn new_chat(
+        &mut self,
+        agent: Option<String>,
+        board_checks: bool,
+    ) -> Result<ChatView, ChatsError> {
         let store = self.ctx.store.clone();
         let agents = blocking(move || store.agents()).await??;
         let lead = match agent {
@@ -791,6 +893,7 @@ impl ChatsState {
             untold: Vec::new(),
             files: Vec::new(),
             next_action: 1,
+            board_checks,
         };
         self.save(vec![ChatChange::Chat(Box::new(chat.clone()))])
             .await?;
@@ -828,13 +931,29 @@ impl ChatsState {
                 )));
             }
         }
+        chat.files
+            .extend(files.iter().map(|f| f.display().to_string()));
+        let person = Self::message(&mut chat, MessageKind::Person, message.clone(), false);
+        self.answer(chat, person, &message, Vec::new()).await
+    }
+
+    /// Starts the lead's answer to `said` (the person's message, or a board check's note) with
+    /// `message` as its prompt; `offered`: the cards a board check offers it.
+    async fn answer(
+        &mut self,
+        mut chat: ChatRecord,
+        said: MessageRecord,
+        message: &str,
+        offered: Vec<CardId>,
+    ) -> Result<(ChatView, RunView), ChatsError> {
+        let id = chat.id;
         let url =
             self.ctx.mcp_url.get().cloned().ok_or_else(|| {
                 ChatsError::unavailable("bosun's MCP server is starting; try again")
             })?;
         // What the person decided since the last answer comes first.
         let prompt = if chat.untold.is_empty() {
-            message.clone()
+            message.to_string()
         } else {
             format!("[{}]\n\n{message}", chat.untold.join(" "))
         };
@@ -845,14 +964,12 @@ impl ChatsState {
             run: None,
             token_digest: token.digest(),
             started_at: Timestamp::now(),
+            offered,
         };
-        chat.files
-            .extend(files.iter().map(|f| f.display().to_string()));
-        let person = Self::message(&mut chat, MessageKind::Person, message, false);
         chat.untold.clear();
         chat.answering = Some(answer.clone());
         self.save(vec![
-            ChatChange::Message(Box::new(person)),
+            ChatChange::Message(Box::new(said)),
             ChatChange::Chat(Box::new(chat.clone())),
         ])
         .await?;
@@ -966,15 +1083,121 @@ impl ChatsState {
                     true,
                 ),
             };
+            let mut changes = vec![ChatChange::Message(Box::new(msg))];
+            // A board check's answer: the merges refused for the person are told here.
+            let mut told = Vec::new();
+            for (card, text) in self.needs_person(&answer.offered).await {
+                let note = Self::message(&mut c, MessageKind::Note, text.clone(), false);
+                changes.push(ChatChange::Message(Box::new(note)));
+                told.push((card, text));
+            }
             c.answering = None;
-            self.save(vec![
-                ChatChange::Message(Box::new(msg)),
-                ChatChange::Chat(Box::new(c.clone())),
-            ])
-            .await?;
+            changes.push(ChatChange::Chat(Box::new(c.clone())));
+            self.save(changes).await?;
             self.chats.insert(chat, c);
             self.ctx.answers.close(answer.id);
+            for (card, text) in told {
+                self.ctx
+                    .events
+                    .cast(EventsMsg::Publish(Box::new(Event::Notification {
+                        kind: NotificationKind::NeedsYou,
+                        text,
+                        card: Some(card),
+                        chat: Some(chat),
+                        at: Timestamp::now(),
+                    })));
+            }
         }
+        Ok(())
+    }
+
+    /// Of the cards a board check offered, those whose merge was refused for the person (failed
+    /// checks, conflicts, a blocked merge): each with what to tell the person.
+    async fn needs_person(&self, offered: &[CardId]) -> Vec<(CardId, String)> {
+        if offered.is_empty() {
+            return Vec::new();
+        }
+        let ask = BoardRequest::MergeOffers(offered.to_vec());
+        let answer = crate::board::ask(&self.ctx.tools.board, ask).await;
+        if let Err(e) = &answer {
+            warn!(error = %e, "how the board check's merges went could not be read");
+        }
+        let Ok(BoardAnswer::Offers { offers }) = answer else {
+            return Vec::new();
+        };
+        offers
+            .into_iter()
+            .filter(|o| !o.merged)
+            .filter_map(|o| {
+                o.refused.map(|why| {
+                    (
+                        o.card,
+                        format!(
+                            "Card {} ({}) needs you: the lead cannot merge it. {}",
+                            o.short_id,
+                            o.title,
+                            why.strip_prefix("merge_pull_request refused: ")
+                                .map_or(why.clone(), upper_first)
+                        ),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// A board check in this chat: the board's findings (cards in Review that QA passed, in a
+    /// project that lets the lead merge) are marked offered, and the lead is started for them.
+    /// Skipped while the lead is still answering here (the next check offers them).
+    async fn board_check(&mut self, id: ChatId) -> Result<(), ChatsError> {
+        let Some(chat) = self.chats.get(&id).cloned() else {
+            return Ok(());
+        };
+        if chat.answering.is_some() {
+            return Ok(());
+        }
+        let ask = BoardRequest::MergeFindings { mark: true };
+        let BoardAnswer::Findings { findings } = crate::board::ask(&self.ctx.tools.board, ask)
+            .await
+            .map_err(|e| ChatsError::unavailable(format!("the board did not answer: {e}")))?
+        else {
+            return Ok(());
+        };
+        if findings.is_empty() {
+            return Ok(());
+        }
+        let lines: Vec<String> = findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "- card {} \"{}\" (project {}){}",
+                    f.short_id,
+                    f.title,
+                    f.project,
+                    if f.again {
+                        ", offered again: its merge had to wait"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        let prompt = format!(
+            "Board check (from bosun, not from the person). These cards are in Review, QA passed their pull request's head commit, and their project lets you merge:\n{}\n\nFor each card, call merge_pull_request with its id. Merge what the tool allows, and never work around a refusal: do not push, re-run checks, move or edit the card to get past a rule. End with a short summary for the person: what you merged, what has to wait, and what needs them.",
+            lines.join("\n")
+        );
+        let mut chat = chat;
+        let note = Self::message(
+            &mut chat,
+            MessageKind::Note,
+            format!(
+                "Board check: offered to the lead for merging:\n{}",
+                lines.join("\n")
+            ),
+            false,
+        );
+        let offered = findings.iter().map(|f| f.card).collect();
+        let (_, run) = self.answer(chat, note, &prompt, offered).await?;
+        info!(chat_id = %id, run = %run.id, cards = findings.len(), "a board check started the lead");
         Ok(())
     }
 
@@ -1096,8 +1319,7 @@ impl ChatsState {
             for o in older {
                 if let Some(mut p) = self.pending.get(&o).cloned() {
                     p.state = PendingState::Replaced { by: id };
-                    changes.push(ChatChange::Pending(Box::new(p.clone())));
-                    self.pending.insert(o, p);
+                    changes.push(ChatChange::Pending(Box::new(p)));
                 }
             }
         }
@@ -1116,9 +1338,20 @@ impl ChatsState {
         changes.push(ChatChange::Pending(Box::new(rec.clone())));
         changes.push(ChatChange::Chat(Box::new(chat.clone())));
         crate::crash::point("pending-before-commit");
+        // Memory takes the changes only once they are saved, replaced ones included.
+        let replaced: Vec<PendingRecord> = changes
+            .iter()
+            .filter_map(|c| match c {
+                ChatChange::Pending(p) if p.id != id => Some(p.as_ref().clone()),
+                ChatChange::Pending(_) | ChatChange::Message(_) | ChatChange::Chat(_) => None,
+            })
+            .collect();
         self.save(changes).await?;
         crate::crash::point("pending-after-commit");
         info!(chat_id = %chat_id, action = %id, tool = %rec.tool, "a call waits for the person's OK");
+        for p in replaced {
+            self.pending.insert(p.id, p);
+        }
         self.pending.insert(id, rec);
         self.chats.insert(chat_id, chat);
         Ok(words)
@@ -1267,14 +1500,22 @@ impl ChatsState {
             ChatChange::Pending(Box::new(p.clone())),
             ChatChange::Message(Box::new(note)),
         ];
-        self.pending.insert(p.id, p.clone());
+        // Memory changes only with the store: a decision that cannot be saved (a full disk)
+        // leaves the action as it was, to be decided again.
+        let before = self.pending.insert(p.id, p.clone());
         let none_left = self.waiting(Some(chat.id)).is_empty();
         if none_left && chat.answering.is_none() {
             let last = Self::message(&mut chat, MessageKind::Note, NOTHING_WAITS.into(), false);
             changes.push(ChatChange::Message(Box::new(last)));
         }
         changes.push(ChatChange::Chat(Box::new(chat.clone())));
-        self.save(changes).await?;
+        if let Err(e) = self.save(changes).await {
+            match before {
+                Some(old) => self.pending.insert(p.id, old),
+                None => self.pending.remove(&p.id),
+            };
+            return Err(e);
+        }
         self.chats.insert(chat.id, chat);
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! write.
 
 use bosun_shared::protocol::lead::MessageView;
-use bosun_shared::{ActionId, AgentId, AnswerId, ChatId, RunId, Timestamp};
+use bosun_shared::{ActionId, AgentId, AnswerId, CardId, ChatId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -28,6 +28,10 @@ pub struct ChatRecord {
     pub files: Vec<String>,
     /// The order of the next pending action.
     pub next_action: u64,
+    /// The chat of the board checks: each check with findings is an answer of the lead here,
+    /// and what needs the person is told here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub board_checks: bool,
 }
 
 impl Record for ChatRecord {
@@ -47,6 +51,9 @@ pub struct AnswerRecord {
     /// SHA-256 of the bearer token bosun's MCP server knows the answer by.
     pub token_digest: String,
     pub started_at: Timestamp,
+    /// A board check's answer: the cards it offered the lead to merge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offered: Vec<CardId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -267,6 +267,7 @@ pub async fn import(
             client_secret: None,
             callback_port: None,
             sign_in_by: None,
+            client_metadata_url: None,
         };
         let result = ractor::call!(registry, |reply| RegistryMsg::Add { params, reply })
             .map_err(|e| RegistryError::internal(format!("the MCP registry did not answer: {e}")))

@@ -17,8 +17,8 @@ use bosun_shared::protocol::mcp::ServerKind;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, Tool,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    ListToolsRequest, PaginatedRequestParams, ServerResult,
 };
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -29,6 +29,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
 use super::redact::Redactor;
 use super::revision::{self, Observed, Revision};
 use super::sse::{SseError, SseTransport};
+use super::tap::{Pages, Tap};
+use super::tools::{self, Listed};
 
 /// How a server is reached, with its secret values (only for the moment of the call).
 pub struct Endpoint {
@@ -128,6 +130,10 @@ pub enum McpError {
     Protocol(String),
     #[error("the server has no tool named `{0}`")]
     NoSuchTool(String),
+    #[error(
+        "the server's definition of the tool `{tool}` is malformed ({problem}), so bosun does not call it; its other tools work"
+    )]
+    MalformedTool { tool: String, problem: String },
     #[error("{0}")]
     BadConfig(String),
 }
@@ -159,6 +165,7 @@ impl McpError {
             | McpError::Http { .. }
             | McpError::Protocol(_)
             | McpError::NoSuchTool(_)
+            | McpError::MalformedTool { .. }
             | McpError::BadConfig(_) => None,
         }
     }
@@ -180,6 +187,7 @@ impl McpError {
             | McpError::Http { .. }
             | McpError::Protocol(_)
             | McpError::NoSuchTool(_)
+            | McpError::MalformedTool { .. }
             | McpError::BadConfig(_) => None,
         }
     }
@@ -194,6 +202,10 @@ pub struct Connection {
     pub connect_time: Duration,
     /// The revision spoken, and why.
     pub revision: Revision,
+    /// The `tools/list` results as the server sent them.
+    pages: Pages,
+    /// Arguments marked `x-mcp-header` travel as headers too (2026-07-28 over HTTP).
+    param_headers: bool,
 }
 
 /// A stdio server's process: its group is ended when this is dropped, whatever happened.
@@ -313,7 +325,9 @@ async fn connect_stdio(
         stderr,
         stderr_reader,
     };
-    let (transport, heard) = Observed::new(AsyncRwTransport::new_client(stdout, stdin));
+    let pages = Pages::default();
+    let (transport, heard) =
+        Observed::new(AsyncRwTransport::new_client(stdout, stdin), pages.clone());
     let served = tokio::time::timeout(
         limits.connect,
         client_info().serve_with_lifecycle(transport, revision::lifecycle()),
@@ -327,6 +341,8 @@ async fn connect_stdio(
                 process: Some(process),
                 limits,
                 connect_time: started.elapsed(),
+                pages,
+                param_headers: false,
             });
         }
         Ok(Err(e)) => e.to_string(),
@@ -386,6 +402,7 @@ async fn connect_http(
         .connect_timeout(limits.connect)
         .build()
         .map_err(|e| McpError::BadConfig(format!("could not set up HTTP: {e}")))?;
+    let pages = Pages::default();
     let (served, heard) = match ep.kind {
         ServerKind::Sse => {
             // The older HTTP+SSE transport (2024-11-05) has only the handshake.
@@ -396,7 +413,7 @@ async fn connect_http(
                     Ok(t) => t,
                     Err(e) => return Err(sse_error(&url, e)),
                 };
-            let (transport, heard) = Observed::new(transport);
+            let (transport, heard) = Observed::new(transport, pages.clone());
             let lifecycle = rmcp::ClientLifecycleMode::Initialize;
             let serve = client_info().serve_with_lifecycle(transport, lifecycle);
             (tokio::time::timeout(limits.connect, serve).await, heard)
@@ -404,20 +421,29 @@ async fn connect_http(
         ServerKind::Http | ServerKind::Stdio => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                 .custom_headers(headers.clone());
-            let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
-            let (transport, heard) = Observed::new(transport);
+            let tap = Tap {
+                inner: http.clone(),
+                pages: pages.clone(),
+            };
+            let transport = StreamableHttpClientTransport::with_client(tap, config);
+            let (transport, heard) = Observed::new(transport, pages.clone());
             let serve = client_info().serve_with_lifecycle(transport, revision::lifecycle());
             (tokio::time::timeout(limits.connect, serve).await, heard)
         }
     };
     match served {
-        Ok(Ok(service)) => Ok(Connection {
-            revision: settled(&service, &heard),
-            service,
-            process: None,
-            limits,
-            connect_time: started.elapsed(),
-        }),
+        Ok(Ok(service)) => {
+            let revision = settled(&service, &heard);
+            Ok(Connection {
+                param_headers: revision.stateless && ep.kind == ServerKind::Http,
+                revision,
+                service,
+                process: None,
+                limits,
+                connect_time: started.elapsed(),
+                pages,
+            })
+        }
         Ok(Err(e)) => match e.auth_challenge() {
             // A 401 or 403 with a challenge, on whichever request of the opening it came.
             Some(header) => Err(auth_error(header)),
@@ -718,7 +744,9 @@ impl ServerProcess {
 
 /// What a look at a server found.
 pub struct Listing {
-    pub tools: Vec<Tool>,
+    pub tools: Vec<Listed>,
+    /// The tools whose definitions are malformed, with what is wrong with each.
+    pub malformed: Vec<super::record::StoredMalformedTool>,
     pub pages: usize,
     pub truncated: Option<String>,
 }
@@ -729,18 +757,48 @@ impl Connection {
         self.service.peer_info()
     }
 
-    /// Every tool, following `nextCursor` within the bounds.
+    /// One `tools/list` page, read tool by tool from the result as the server sent it.
+    async fn tools_page(
+        &self,
+        cursor: Option<String>,
+        seen: &mut HashSet<String>,
+    ) -> Result<tools::Page, McpError> {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let request = ClientRequest::ListToolsRequest(ListToolsRequest {
+            method: Default::default(),
+            params: Some(params),
+            extensions: Default::default(),
+        });
+        let answer = self.request(self.service.send_request(request)).await?;
+        // What the server sent, before rmcp dropped any of it; else rmcp's reading of it.
+        let raw = match self.pages.take_latest() {
+            Some(v) => v,
+            None => {
+                if let ServerResult::CustomResult(c) = &answer {
+                    c.0.clone()
+                } else {
+                    serde_json::to_value(&answer).unwrap_or_default()
+                }
+            }
+        };
+        tools::read_page(&raw, self.param_headers, seen).map_err(McpError::Protocol)
+    }
+
+    /// Every tool, following `nextCursor` within the bounds; a malformed tool set aside with
+    /// what is wrong, the others kept.
     pub async fn list_tools(&self) -> Result<Listing, McpError> {
         let mut tools = Vec::new();
+        let mut malformed = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = HashSet::new();
+        let mut names = HashSet::new();
         let mut pages = 0;
         let mut truncated = None;
         loop {
             pages += 1;
-            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
-            let page = self.request(self.service.list_tools(Some(params))).await?;
+            let page = self.tools_page(cursor.clone(), &mut names).await?;
             tools.extend(page.tools);
+            malformed.extend(page.malformed);
             if tools.len() >= self.limits.max_tools {
                 tools.truncate(self.limits.max_tools);
                 truncated = Some(format!("stopped at {} tools", self.limits.max_tools));
@@ -763,6 +821,7 @@ impl Connection {
         }
         Ok(Listing {
             tools,
+            malformed,
             pages,
             truncated,
         })
@@ -792,12 +851,29 @@ impl Connection {
         Ok(Some(page.resources.len()))
     }
 
-    /// Calls one tool.
+    /// Calls one tool. Where arguments marked `x-mcp-header` travel as headers too, the tools
+    /// are listed first (rmcp mirrors them from the schemas it has seen), and a tool whose
+    /// definition is malformed is not called. A server that answers `input_required` is
+    /// answered and asked again by rmcp, with its `requestState` echoed unchanged and a new
+    /// request id; bosun declares no capabilities, so what it can answer is little.
     pub async fn call(
         &self,
         tool: &str,
         args: serde_json::Map<String, serde_json::Value>,
     ) -> Result<rmcp::model::CallToolResult, McpError> {
+        if self.param_headers {
+            let listing = self.list_tools().await?;
+            if let Some(bad) = listing
+                .malformed
+                .iter()
+                .find(|m| m.name.as_deref() == Some(tool))
+            {
+                return Err(McpError::MalformedTool {
+                    tool: tool.to_string(),
+                    problem: bad.problem.clone(),
+                });
+            }
+        }
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         self.request(self.service.call_tool(params)).await
     }

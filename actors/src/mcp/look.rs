@@ -130,9 +130,10 @@ pub async fn list_tools(
         let listing = listing?;
         Ok(StoredListing {
             at: Timestamp::now(),
-            tools: listing.tools.iter().map(tools::from_rmcp).collect(),
+            tools: listing.tools.iter().map(tools::kept).collect(),
             pages: listing.pages,
             truncated: listing.truncated,
+            malformed: listing.malformed,
         })
     })
     .await?;
@@ -148,6 +149,7 @@ pub async fn list_tools(
                     .collect(),
                 pages: kept.pages,
                 truncated: kept.truncated.clone(),
+                malformed: kept.malformed.iter().map(tools::malformed_view).collect(),
             };
             // Kept before the answer goes out, so a `show` right after sees it.
             let _ = ractor::call!(registry, |reply| RegistryMsg::SaveLook {
@@ -192,6 +194,7 @@ pub async fn last_listing(
             .collect(),
         pages: kept.pages,
         truncated: kept.truncated,
+        malformed: kept.malformed.iter().map(tools::malformed_view).collect(),
     })
 }
 
@@ -235,6 +238,11 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
                 stateless: revision.stateless,
                 why: revision.why,
             }),
+            malformed: listing
+                .malformed
+                .iter()
+                .map(tools::malformed_view)
+                .collect(),
         })
     })
     .await?;

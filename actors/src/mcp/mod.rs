@@ -8,7 +8,8 @@
 //! - [`registry`]: the Registry actor, the one place servers are added, changed and removed.
 //! - [`client`]: talking to a server for a moment, over stdio, Streamable HTTP or [`sse`], in
 //!   the revision [`revision`] chose.
-//! - [`tools`]: a server's tools as bosun shows them, with their risk.
+//! - [`tools`]: a server's tools as bosun shows them, with their risk; one malformed tool set
+//!   aside with what is wrong, from the `tools/list` results [`tap`] keeps as sent.
 //! - [`import`] and [`adopt`]: the servers the coding CLIs already have, read and taken over.
 
 pub mod address;
@@ -24,4 +25,5 @@ pub mod redact;
 pub mod registry;
 pub mod revision;
 pub mod sse;
+pub mod tap;
 pub mod tools;

@@ -58,6 +58,10 @@ pub struct ServerRecord {
     pub callback_port: Option<u16>,
     #[serde(default)]
     pub sign_in_by: SignInBy,
+    /// The HTTPS address of bosun's client metadata document the person hosts: the client id
+    /// where the authorization server takes such documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,6 +70,9 @@ pub struct StoredListing {
     pub tools: Vec<StoredTool>,
     pub pages: usize,
     pub truncated: Option<String>,
+    /// The tools the server listed whose definitions bosun cannot use, with what is wrong.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<StoredMalformedTool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,6 +82,16 @@ pub struct StoredTool {
     pub description: Option<String>,
     pub params: Vec<StoredParam>,
     pub hints: Hints,
+    /// Its `inputSchema` as the server sent it (absent from a listing an older bosun kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+}
+
+/// A listed tool whose definition is malformed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredMalformedTool {
+    pub name: Option<String>,
+    pub problem: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +149,7 @@ impl From<&ServerRecord> for signin::Server {
             sign_in_by: rec.sign_in_by,
             client_id: rec.client_id.clone(),
             callback_port: rec.callback_port,
+            client_metadata_url: rec.client_metadata_url.clone(),
         }
     }
 }
@@ -179,6 +197,7 @@ impl ServerRecord {
             client_id: self.client_id.clone(),
             callback_port: self.callback_port,
             sign_in: None,
+            client_metadata_url: self.client_metadata_url.clone(),
         }
     }
 

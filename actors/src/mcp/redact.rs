@@ -23,12 +23,12 @@
 use std::fmt;
 
 use base64::Engine as _;
-use bosun_shared::protocol::mcp::{CallView, InspectView, RevisionView};
+use bosun_shared::protocol::mcp::{CallView, InspectView, MalformedToolView, RevisionView};
 use serde_json::Value;
 
 use super::address;
 use super::client::McpError;
-use super::record::{StoredListing, StoredParam, StoredTool};
+use super::record::{StoredListing, StoredMalformedTool, StoredParam, StoredTool};
 
 pub use bosun_shared::redact::{MIN_LEN, REDACTED};
 
@@ -232,6 +232,10 @@ impl Redact for McpError {
             },
             McpError::Protocol(m) => McpError::Protocol(m.redact(r)),
             McpError::NoSuchTool(m) => McpError::NoSuchTool(m.redact(r)),
+            McpError::MalformedTool { tool, problem } => McpError::MalformedTool {
+                tool: tool.redact(r),
+                problem: problem.redact(r),
+            },
             McpError::BadConfig(m) => McpError::BadConfig(m.redact(r)),
         }
     }
@@ -242,6 +246,7 @@ impl Redact for StoredListing {
         Self {
             tools: self.tools.redact(r),
             truncated: self.truncated.redact(r),
+            malformed: self.malformed.redact(r),
             ..self
         }
     }
@@ -255,6 +260,25 @@ impl Redact for StoredTool {
             description: self.description.redact(r),
             params: self.params.redact(r),
             hints: self.hints,
+            input_schema: self.input_schema.redact(r),
+        }
+    }
+}
+
+impl Redact for StoredMalformedTool {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            name: self.name.redact(r),
+            problem: self.problem.redact(r),
+        }
+    }
+}
+
+impl Redact for MalformedToolView {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            name: self.name.redact(r),
+            problem: self.problem.redact(r),
         }
     }
 }
@@ -283,6 +307,7 @@ impl Redact for InspectView {
                 stateless: v.stateless,
                 why: v.why.redact(r),
             }),
+            malformed: self.malformed.redact(r),
             ..self
         }
     }

@@ -337,6 +337,7 @@ async fn ensure_builtin(ctx: &RegistryContext) -> Result<(), StoreError> {
         client_id: None,
         callback_port: None,
         sign_in_by: SignInBy::Bosun,
+        client_metadata_url: None,
     };
     ctx.writer.put(&rec).await?;
     info!(
@@ -581,6 +582,39 @@ fn check_sign_in_settings(
     Ok(())
 }
 
+/// Checks the address of a client metadata document (`""`: none): an `https://` address with
+/// a path, for a server reached by address, as the MCP authorization rules ask of a client id.
+fn check_client_metadata_url(
+    kind: ServerKind,
+    url: Option<&str>,
+) -> Result<Option<String>, RegistryError> {
+    let Some(url) = url.filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    if kind == ServerKind::Stdio {
+        return Err(RegistryError::invalid(
+            "a client metadata document is for a server reached by address (--transport http or sse); a stdio server gets its credentials from its environment lines",
+        ));
+    }
+    let parsed = url::Url::parse(url).map_err(|_| {
+        RegistryError::invalid(format!(
+            "`{url}` is not an address; give the https:// address where your copy of bosun's client metadata document is published"
+        ))
+    })?;
+    if parsed.scheme() != "https"
+        || parsed.path().trim_matches('/').is_empty()
+        || parsed.fragment().is_some()
+        || !parsed.username().is_empty()
+        || parsed.password().is_some()
+    {
+        return Err(RegistryError::invalid(format!(
+            "`{}` cannot be a client id: a client metadata document's address must be https://, with a path, and without a fragment or credentials (such as https://example.com/bosun/client.json)",
+            address::shown(url)
+        )));
+    }
+    Ok(Some(url.to_string()))
+}
+
 /// Checks a name, and that no other server has it.
 async fn check_name(
     ctx: &RegistryContext,
@@ -659,6 +693,7 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Re
         client_id: p.client_id.clone().filter(|c| !c.is_empty()),
         callback_port: p.callback_port.filter(|port| *port != 0),
         sign_in_by: p.sign_in_by.unwrap_or_default(),
+        client_metadata_url: check_client_metadata_url(p.kind, p.client_metadata_url.as_deref())?,
     };
     let lines: Vec<(LineKind, SecretLine)> = p
         .env
@@ -776,6 +811,9 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     }
     if let Some(port) = p.callback_port {
         rec.callback_port = Some(port).filter(|p| *p != 0);
+    }
+    if let Some(doc) = p.client_metadata_url.as_deref() {
+        rec.client_metadata_url = check_client_metadata_url(rec.kind, Some(doc))?;
     }
     // A sign-in is for one address and one way of signing in: changing either ends it.
     let sign_out =

@@ -24,6 +24,8 @@ use rmcp::model::{
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
+use super::tap::Pages;
+
 /// The stateless revision bosun speaks where it can.
 pub fn modern() -> ProtocolVersion {
     ProtocolVersion::V_2026_07_28
@@ -76,6 +78,8 @@ enum Answer {
 pub struct Observed<T> {
     inner: T,
     heard: Arc<Mutex<Heard>>,
+    /// The `tools/list` results, kept as JSON.
+    pages: Pages,
 }
 
 /// What an [`Observed`] transport heard, kept after the transport is handed to rmcp.
@@ -83,12 +87,13 @@ pub struct Observed<T> {
 pub struct Listener(Arc<Mutex<Heard>>);
 
 impl<T> Observed<T> {
-    pub fn new(inner: T) -> (Self, Listener) {
+    pub fn new(inner: T, pages: Pages) -> (Self, Listener) {
         let heard = Arc::new(Mutex::new(Heard::default()));
         (
             Self {
                 inner,
                 heard: heard.clone(),
+                pages,
             },
             Listener(heard),
         )
@@ -127,15 +132,17 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Observed<T> {
                 h.asked.push((r.id.clone(), version));
             }
         }
+        self.pages.note_request(&item);
         self.inner.send(item)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let message = self.inner.receive().await;
-        if let Some(m) = &message
-            && let Ok(mut h) = self.heard.lock()
-        {
-            h.note(m);
+        if let Some(m) = &message {
+            self.pages.note_answer(m);
+            if let Ok(mut h) = self.heard.lock() {
+                h.note(m);
+            }
         }
         message
     }

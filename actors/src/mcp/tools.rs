@@ -1,11 +1,205 @@
 //! A server's tools as bosun keeps and shows them: name, title, description, parameters in the
-//! server's order, and the annotations' hints with the risk they add up to.
+//! server's order, the `inputSchema` as the server sent it, and the annotations' hints with the
+//! risk they add up to.
+//!
+//! A `tools/list` page is read tool by tool from its JSON ([`read_page`]): one malformed tool
+//! definition is set aside with what is wrong with it, and the others are listed and callable.
+
+use std::collections::HashSet;
 
 use bosun_shared::mcp::{Hints, full_tool_name};
-use bosun_shared::protocol::mcp::{ParamView, ToolView};
+use bosun_shared::protocol::mcp::{MalformedToolView, ParamView, ToolView};
 use serde_json::Value;
 
-use super::record::{StoredParam, StoredTool};
+use super::record::{StoredMalformedTool, StoredParam, StoredTool};
+
+/// A tool as listed: rmcp's reading of it, and its `inputSchema` exactly as sent.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    pub tool: rmcp::model::Tool,
+    pub input_schema: Value,
+}
+
+/// One `tools/list` page, read tool by tool.
+#[derive(Debug, Default)]
+pub struct Page {
+    pub tools: Vec<Listed>,
+    pub malformed: Vec<StoredMalformedTool>,
+    pub next_cursor: Option<String>,
+}
+
+/// Reads one `tools/list` result. `headers`: the revision mirrors `x-mcp-header` arguments as
+/// HTTP headers (2026-07-28 over HTTP), so a tool whose annotations are malformed is set aside.
+/// `seen`: the names listed on earlier pages, to set a second tool of the same name aside.
+/// `Err`: the result is not a listing at all.
+pub fn read_page(
+    result: &Value,
+    headers: bool,
+    seen: &mut HashSet<String>,
+) -> Result<Page, String> {
+    let Some(items) = result.get("tools").and_then(Value::as_array) else {
+        return Err(format!(
+            "its answer to tools/list has no list of tools: {}",
+            cut(&result.to_string(), 160)
+        ));
+    };
+    let next_cursor = match result.get("nextCursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c.clone()),
+        Some(other) => {
+            return Err(format!(
+                "its answer to tools/list has a nextCursor that is not a string: {}",
+                cut(&other.to_string(), 80)
+            ));
+        }
+    };
+    let mut page = Page {
+        next_cursor,
+        ..Page::default()
+    };
+    for (n, item) in items.iter().enumerate() {
+        let name = item.get("name").and_then(Value::as_str).map(str::to_string);
+        let problem = match (
+            &name,
+            serde_json::from_value::<rmcp::model::Tool>(item.clone()),
+        ) {
+            (None, _) => Err(format!(
+                "tool {} of the page has no name (a string) in its definition",
+                n + 1
+            )),
+            (Some(_), Err(e)) => Err(format!("its definition is not valid: {e}")),
+            (Some(name), Ok(tool)) => {
+                let schema = item.get("inputSchema").cloned().unwrap_or(Value::Null);
+                if schema.get("type").and_then(Value::as_str) != Some("object") {
+                    Err("its inputSchema is not a JSON Schema of `\"type\": \"object\"`, as MCP asks".to_string())
+                } else if let (true, Err(why)) = (headers, check_param_headers(&schema)) {
+                    Err(format!("its x-mcp-header annotations are malformed: {why}"))
+                } else if !seen.insert(name.clone()) {
+                    Err("the server listed another tool of the same name before it".to_string())
+                } else {
+                    Ok(Listed {
+                        tool,
+                        input_schema: schema,
+                    })
+                }
+            }
+        };
+        match problem {
+            Ok(listed) => page.tools.push(listed),
+            Err(problem) => page.malformed.push(StoredMalformedTool { name, problem }),
+        }
+    }
+    Ok(page)
+}
+
+/// The rules of the 2026-07-28 revision for `x-mcp-header`: on a property reached from the
+/// schema's root through `properties` alone, a non-empty HTTP token, unique whatever its case,
+/// on a property of a primitive type (string, integer, boolean).
+pub fn check_param_headers(schema: &Value) -> Result<(), String> {
+    let Some(root) = schema.as_object() else {
+        return Ok(());
+    };
+    if root.contains_key("x-mcp-header") {
+        return Err("x-mcp-header is on the schema itself, not on a property".into());
+    }
+    let mut seen = HashSet::new();
+    let mut chain = Vec::new();
+    walk_properties(root.get("properties"), &mut chain, &mut seen)?;
+    if off_chain(schema, true) {
+        return Err(
+            "an x-mcp-header is on a schema that is not reached through `properties` alone".into(),
+        );
+    }
+    Ok(())
+}
+
+fn walk_properties(
+    properties: Option<&Value>,
+    chain: &mut Vec<String>,
+    seen: &mut HashSet<String>,
+) -> Result<(), String> {
+    let Some(Value::Object(props)) = properties else {
+        return Ok(());
+    };
+    for (name, prop) in props {
+        chain.push(name.clone());
+        if let Some(header) = prop.get("x-mcp-header") {
+            let at = chain.join(".");
+            let Value::String(header) = header else {
+                return Err(format!("on property `{at}` it is not a string"));
+            };
+            if header.is_empty() {
+                return Err(format!("on property `{at}` it is empty"));
+            }
+            if !header.chars().all(is_token_char) {
+                return Err(format!(
+                    "on property `{at}`, `{header}` is not a valid HTTP header name"
+                ));
+            }
+            if !seen.insert(header.to_ascii_lowercase()) {
+                return Err(format!(
+                    "on property `{at}`, `{header}` is used twice (whatever the case)"
+                ));
+            }
+            match prop.get("type").and_then(Value::as_str) {
+                Some("string" | "integer" | "boolean") => {}
+                Some(other) => {
+                    return Err(format!(
+                        "property `{at}` is of type {other}; only a string, integer or boolean can be a header"
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "property `{at}` has no single type; only a string, integer or boolean can be a header"
+                    ));
+                }
+            }
+        }
+        walk_properties(prop.get("properties"), chain, seen)?;
+        chain.pop();
+    }
+    Ok(())
+}
+
+/// Whether an `x-mcp-header` sits anywhere but on a property of the `properties` chain.
+fn off_chain(schema: &Value, on_chain: bool) -> bool {
+    match schema {
+        Value::Object(map) => map.iter().any(|(k, v)| match k.as_str() {
+            "x-mcp-header" => !on_chain,
+            "properties" => v
+                .as_object()
+                .is_some_and(|m| m.values().any(|s| off_chain(s, on_chain))),
+            "default" | "const" | "enum" | "examples" | "dependentRequired" => false,
+            _ => off_chain(v, false),
+        }),
+        Value::Array(items) => items.iter().any(|s| off_chain(s, false)),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => false,
+    }
+}
+
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+fn cut(text: &str, chars: usize) -> String {
+    text.chars().take(chars).collect()
+}
+
+/// A malformed tool as the UI shows it.
+pub fn malformed_view(t: &StoredMalformedTool) -> MalformedToolView {
+    MalformedToolView {
+        name: t.name.clone(),
+        problem: t.problem.clone(),
+    }
+}
+
+/// What bosun keeps of a tool the server listed, with its schema as sent.
+pub fn kept(listed: &Listed) -> StoredTool {
+    StoredTool {
+        input_schema: Some(listed.input_schema.clone()),
+        ..from_rmcp(&listed.tool)
+    }
+}
 
 /// What bosun keeps of a tool the server listed.
 pub fn from_rmcp(tool: &rmcp::model::Tool) -> StoredTool {
@@ -49,6 +243,7 @@ pub fn from_rmcp(tool: &rmcp::model::Tool) -> StoredTool {
             idempotent: a.and_then(|a| a.idempotent_hint),
             open_world: a.and_then(|a| a.open_world_hint),
         },
+        input_schema: None,
     }
 }
 
@@ -93,12 +288,71 @@ pub fn view(server: &str, t: &StoredTool) -> ToolView {
             .collect(),
         hints: t.hints,
         assessment: t.hints.assess(),
+        input_schema: t.input_schema.clone(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_malformed_tool_is_set_aside_and_the_others_kept_as_sent() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+            "properties": {"at": {"$ref": "#/$defs/point"}, "tenant": {"type": "string", "x-mcp-header": "Tenant"}},
+            "unknownKeyword": [1, 2.5, {"deep": null}]
+        });
+        let page = serde_json::json!({"tools": [
+            {"name": "good", "inputSchema": schema},
+            {"name": "no-schema"},
+            {"inputSchema": {"type": "object"}},
+            {"name": "bad-header", "inputSchema": {"type": "object", "properties": {"a": {"type": "object", "x-mcp-header": "A"}}}},
+            {"name": "good", "inputSchema": {"type": "object"}},
+            {"name": "not-object", "inputSchema": {"type": "string"}}
+        ], "nextCursor": "n"});
+        let mut seen = HashSet::new();
+        let read = read_page(&page, true, &mut seen).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.tools.len(), 1);
+        assert_eq!(read.tools[0].input_schema, schema, "kept exactly as sent");
+        assert_eq!(kept(&read.tools[0]).input_schema.as_ref(), Some(&schema));
+        let problems: Vec<(Option<&str>, &str)> = read
+            .malformed
+            .iter()
+            .map(|m| (m.name.as_deref(), m.problem.as_str()))
+            .collect();
+        assert_eq!(problems.len(), 5, "{problems:?}");
+        assert!(problems[0].1.contains("inputSchema"), "{problems:?}");
+        assert_eq!(problems[1].0, None);
+        assert!(problems[2].1.contains("x-mcp-header"), "{problems:?}");
+        assert!(problems[3].1.contains("same name"), "{problems:?}");
+        assert!(problems[4].1.contains("type"), "{problems:?}");
+        assert_eq!(read.next_cursor.as_deref(), Some("n"));
+        // Without headers (a handshake revision), x-mcp-header is not bosun's business.
+        let mut seen = HashSet::new();
+        let read = read_page(&page, false, &mut seen).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.tools.len(), 2);
+        assert!(read_page(&serde_json::json!({"x": 1}), true, &mut seen).is_err());
+    }
+
+    #[test]
+    fn x_mcp_header_rules() {
+        let ok = serde_json::json!({"type": "object", "properties": {
+            "a": {"type": "string", "x-mcp-header": "Region"},
+            "b": {"type": "object", "properties": {"c": {"type": "integer", "x-mcp-header": "C"}}}}});
+        assert!(check_param_headers(&ok).is_ok());
+        for bad in [
+            serde_json::json!({"type": "object", "x-mcp-header": "X"}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "a b"}}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "string", "x-mcp-header": "x"}}}),
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "array", "x-mcp-header": "X"}}}),
+            serde_json::json!({"type": "object", "$defs": {"d": {"type": "string", "x-mcp-header": "X"}}}),
+        ] {
+            assert!(check_param_headers(&bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn parameters_keep_the_servers_order_and_say_what_is_required() {

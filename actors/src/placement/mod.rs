@@ -1,7 +1,8 @@
 //! The placement seam: where a run's runner runs.
 //!
 //! A run is placed on this machine (`local`, the default: bosund starts the runner itself) or
-//! handed to a cluster engine that starts it on a host it picks (`slurm`). A placed runner dials
+//! handed to a cluster engine that starts it on a host it picks (`slurm`, or `kubernetes`: one
+//! Job per run, [`kubernetes`]). A placed runner dials
 //! back to bosund over TCP with mutual TLS ([`ca`], `shared::protocol::tls`) and speaks the same
 //! frames, acks and spool as a local one; bosund stays the single writer of everything.
 //!
@@ -13,8 +14,10 @@
 //! Where a remote run works: its folder (the runner's spool and log, the link file, the run's
 //! per-run files) is under `shared_dir`, a path every node sees at the same place, and the
 //! program runs in the run's working directory, which must be on such a shared filesystem too.
+//! (On Kubernetes, a volume mounted in the pod at the same path.)
 
 pub mod ca;
+pub mod kubernetes;
 pub mod slurm;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +45,8 @@ pub struct PlacementConfig {
     pub advertise: Option<String>,
     #[serde(default)]
     pub slurm: Option<SlurmConfig>,
+    #[serde(default)]
+    pub kubernetes: Option<kubernetes::KubernetesConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -94,6 +99,9 @@ impl PlacementConfig {
                 s.shared_dir.display()
             ));
         }
+        if let Some(k) = &config.kubernetes {
+            k.check().map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         Ok(Some(config))
     }
 }
@@ -104,6 +112,7 @@ pub struct Remote {
     /// `host:port` runners dial.
     pub advertise: String,
     pub slurm: Option<SlurmBackend>,
+    pub kubernetes: Option<kubernetes::Kubernetes>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -297,7 +306,19 @@ impl Remote {
                 let slurm = self.slurm_backend()?;
                 Ok(slurm.config.shared_dir.join("runs").join(run.to_string()))
             }
+            Placement::Kubernetes { .. } => {
+                let k = self.kubernetes_backend()?;
+                Ok(k.config.shared_dir.join("runs").join(run.to_string()))
+            }
         }
+    }
+
+    pub fn kubernetes_backend(&self) -> Result<&kubernetes::Kubernetes, String> {
+        self.kubernetes.as_ref().ok_or_else(|| {
+            format!(
+                "runs placed on kubernetes need a [kubernetes] section in $BOSUN_HOME/{CONFIG_FILE} (image, shared_dir and its volume); add it and restart bosund with `bosun daemon stop`"
+            )
+        })
     }
 
     pub fn slurm_backend(&self) -> Result<&SlurmBackend, String> {
@@ -308,25 +329,26 @@ impl Remote {
         })
     }
 
-    /// How often runs whose runner is away ask the backend about their job.
+    /// How often runs whose runner is away ask the backend about their job (Slurm's setting
+    /// when both backends are configured).
     pub fn check_every(&self) -> Duration {
-        Duration::from_secs(
-            self.slurm
-                .as_ref()
-                .map(|s| s.config.check_secs)
-                .unwrap_or(2)
-                .max(1),
-        )
+        let secs = match (&self.slurm, &self.kubernetes) {
+            (Some(s), _) => s.config.check_secs,
+            (None, Some(k)) => k.config.check_secs,
+            (None, None) => 2,
+        };
+        Duration::from_secs(secs.max(1))
     }
 
-    /// How long a runner whose job runs may stay away.
+    /// How long a runner whose job runs may stay away (Slurm's setting when both backends are
+    /// configured).
     pub fn away_grace(&self) -> Duration {
-        Duration::from_secs(
-            self.slurm
-                .as_ref()
-                .map(|s| s.config.away_secs)
-                .unwrap_or(60),
-        )
+        let secs = match (&self.slurm, &self.kubernetes) {
+            (Some(s), _) => s.config.away_secs,
+            (None, Some(k)) => k.config.away_secs,
+            (None, None) => 60,
+        };
+        Duration::from_secs(secs)
     }
 
     /// Makes the run's folder and its link file (the one thing the node's runner reads), then
@@ -364,6 +386,11 @@ impl Remote {
                     .submit_runner(run, &dir, partition.as_deref(), time_cap_ms, ladder_ms)
                     .await
             }
+            Placement::Kubernetes { namespace } => {
+                self.kubernetes_backend()?
+                    .submit(run, namespace, &dir, time_cap_ms, ladder_ms)
+                    .await
+            }
         };
         match job {
             Ok(job) => Ok(Submitted {
@@ -389,28 +416,45 @@ impl Remote {
         match placement {
             Placement::Local => Err("a local run has no job".into()),
             Placement::Slurm { .. } => self.slurm_backend()?.job_seen(job, dir).await,
+            Placement::Kubernetes { namespace } => {
+                self.kubernetes_backend()?.job_seen(namespace, job).await
+            }
         }
     }
 
     /// Every job of bosun's the backends have that is not over, by the run its name carries:
     /// after a restart, those whose run is over (or was never placed for good) are cancelled.
     pub async fn unfinished_jobs(&self) -> Result<Vec<(RunId, Placement, String)>, String> {
-        let Some(slurm) = &self.slurm else {
-            return Ok(Vec::new());
-        };
-        let jobs = slurm
-            .client
-            .jobs(slurm::JOB_NAME_PREFIX)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(jobs
-            .into_iter()
-            .filter(|j| !j.state.is_finished())
-            .filter_map(|j| {
-                j.run
-                    .map(|run| (run, Placement::Slurm { partition: None }, j.id.to_string()))
-            })
-            .collect())
+        let mut found = Vec::new();
+        if let Some(slurm) = &self.slurm {
+            let jobs = slurm
+                .client
+                .jobs(slurm::JOB_NAME_PREFIX)
+                .await
+                .map_err(|e| e.to_string())?;
+            found.extend(
+                jobs.into_iter()
+                    .filter(|j| !j.state.is_finished())
+                    .filter_map(|j| {
+                        j.run.map(|run| {
+                            (run, Placement::Slurm { partition: None }, j.id.to_string())
+                        })
+                    }),
+            );
+        }
+        if let Some(k) = &self.kubernetes {
+            // Slurm's orphans are still cancelled when Kubernetes cannot be asked.
+            match k.unfinished().await {
+                Ok(jobs) => found.extend(jobs.into_iter().map(|(run, namespace, name)| {
+                    (run, Placement::Kubernetes { namespace }, name)
+                })),
+                Err(e) if self.slurm.is_some() => {
+                    tracing::warn!(error = %e, "could not list bosun's Kubernetes Jobs to find orphans");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(found)
     }
 
     /// Signals the run's runner through the backend (the stop ladder when the link is down),
@@ -424,6 +468,11 @@ impl Remote {
         match placement {
             Placement::Local => Err("a local run has no job".into()),
             Placement::Slurm { .. } => self.slurm_backend()?.signal_job(job, signal).await,
+            // Kubernetes sends no signal of one's choosing: the Job is deleted, its pod first,
+            // which is SIGTERM (the runner's ladder), then SIGKILL after the grace period.
+            Placement::Kubernetes { namespace } => {
+                self.kubernetes_backend()?.delete(namespace, job).await
+            }
         }
     }
 }

@@ -442,6 +442,7 @@ impl RunsState {
                     crate::placement::CONFIG_FILE,
                     match &p.placement {
                         Placement::Local | Placement::Slurm { .. } => "slurm",
+                        Placement::Kubernetes { .. } => "kubernetes",
                     }
                 ))
             })?;

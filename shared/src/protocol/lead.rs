@@ -21,6 +21,9 @@ pub struct ChatView {
     pub waiting: u32,
     /// Only in `chat_show`.
     pub messages: Vec<MessageView>,
+    /// The chat of the board checks (bosun starts the lead here for cards it may merge).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub board_checks: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -104,6 +104,10 @@ pub struct AddServerParams {
     pub callback_port: Option<u16>,
     #[serde(default)]
     pub sign_in_by: Option<SignInBy>,
+    /// The HTTPS address of bosun's client metadata document that the person hosts: bosun's
+    /// client id wherever the authorization server takes such documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
 }
 
 /// Changes to a server; what is absent stays as it is.
@@ -140,6 +144,9 @@ pub struct EditServerParams {
     pub callback_port: Option<u16>,
     #[serde(default)]
     pub sign_in_by: Option<SignInBy>,
+    /// `Some("")` removes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
 }
 
 /// One environment or header line of a server, by name.
@@ -187,6 +194,10 @@ pub struct ServerView {
     /// For a server reached by address: its sign-in.
     #[serde(default)]
     pub sign_in: Option<SignInView>,
+    /// The address of bosun's client metadata document, used as its client id where the
+    /// authorization server takes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
 }
 
 /// A server's sign-in as the UI shows it (never a token).
@@ -244,6 +255,20 @@ pub struct ToolView {
     pub params: Vec<ParamView>,
     pub hints: Hints,
     pub assessment: Assessment,
+    /// The tool's `inputSchema` exactly as the server sent it (JSON Schema 2020-12, `$ref` and
+    /// `$defs` included; nothing dereferenced), absent from a listing an older bosund kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Value>,
+}
+
+/// A tool the server listed whose definition bosun cannot use: shown with what is wrong, and
+/// never called. The server's other tools are listed and callable all the same.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MalformedToolView {
+    /// Its name, when it has one that is a string.
+    pub name: Option<String>,
+    /// What is wrong with it, in plain words.
+    pub problem: String,
 }
 
 /// A server's tools as listed.
@@ -256,6 +281,9 @@ pub struct ToolListing {
     pub pages: usize,
     /// Set when listing stopped at a bound (a server that never stops paging).
     pub truncated: Option<String>,
+    /// The tools whose definitions are malformed, with what is wrong with each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<MalformedToolView>,
 }
 
 /// What `bosun mcp inspect` shows: the "test connection".
@@ -278,6 +306,9 @@ pub struct InspectView {
     /// Which MCP revision bosun spoke with the server, and why (absent from an older bosund).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<RevisionView>,
+    /// The tools whose definitions are malformed (not counted in `tools`), with what is wrong.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub malformed: Vec<MalformedToolView>,
 }
 
 /// The MCP revision a look spoke: the stateless 2026-07-28 with a server that answers it, else

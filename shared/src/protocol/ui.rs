@@ -43,7 +43,7 @@ use super::runs::{DaemonStatusView, Following, GetRun, ListRuns, StopRun, Unfoll
 use super::{LogBytes, WireError};
 use crate::process::{Pgid, Pid};
 use crate::run::{ExitInfo, Outcome, RunState, Stream};
-use crate::{ChatId, RunId, Timestamp};
+use crate::{CardId, ChatId, RunId, Timestamp};
 
 /// A frame from a UI to the daemon.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -318,6 +318,30 @@ pub enum Event {
         since: Timestamp,
         at: Timestamp,
     },
+    /// Something the person is to hear of now (the web UI shows it as a desktop notification):
+    /// the lead merged a card's pull request, or a card's merge needs the person. `text` says it
+    /// in plain words; `card` and `chat` say where to look. (That the lead waits for the
+    /// person's OK is told by [`Event::PendingChanged`].)
+    Notification {
+        kind: NotificationKind,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        card: Option<CardId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat: Option<ChatId>,
+        at: Timestamp,
+    },
+}
+
+/// What a [`Event::Notification`] is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationKind {
+    /// The lead merged a card's pull request.
+    Merged,
+    /// A card QA passed cannot be merged by the lead (failed checks, conflicts, a blocked
+    /// merge): the person sees to it.
+    NeedsYou,
 }
 
 /// A run as the UI shows it.

@@ -532,3 +532,36 @@ fn the_storage_events_are_pinned() {
     ];
     check(events, STORAGE_EVENTS);
 }
+
+/// The notifications attached UIs get.
+const NOTIFICATION_EVENTS: &[&str] = &[
+    r#"{"event":"notification","kind":"merged","text":"The lead merged pull request #1 of card abcdefgh (Fix the login page).","card":"0aaaaaaaaaaaaaaaaaaaaaaaaa","at":1}"#,
+    r#"{"event":"notification","kind":"needs_you","text":"Card abcdefgh needs you: checks failed.","card":"0aaaaaaaaaaaaaaaaaaaaaaaaa","chat":"0bbbbbbbbbbbbbbbbbbbbbbbbb","at":2}"#,
+];
+
+#[test]
+fn the_notification_events_are_pinned() {
+    use super::ui::{Event, NotificationKind};
+    use crate::{CardId, ChatId, Timestamp};
+    let (card, chat): (CardId, ChatId) = (
+        "0aaaaaaaaaaaaaaaaaaaaaaaaa".parse().unwrap_or_default(),
+        "0bbbbbbbbbbbbbbbbbbbbbbbbb".parse().unwrap_or_default(),
+    );
+    let events = vec![
+        Event::Notification {
+            kind: NotificationKind::Merged,
+            text: "The lead merged pull request #1 of card abcdefgh (Fix the login page).".into(),
+            card: Some(card),
+            chat: None,
+            at: Timestamp::from_millis(1),
+        },
+        Event::Notification {
+            kind: NotificationKind::NeedsYou,
+            text: "Card abcdefgh needs you: checks failed.".into(),
+            card: Some(card),
+            chat: Some(chat),
+            at: Timestamp::from_millis(2),
+        },
+    ];
+    check(events, NOTIFICATION_EVENTS);
+}

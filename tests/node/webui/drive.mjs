@@ -270,6 +270,7 @@ const scenarios = {
     await form.locator("input[name=cwd]").fill(process.env.BOSUN_UI_CWD);
     await form.locator("input[name=model]").fill("sonnet");
     await form.locator("textarea[name=instructions]").fill("Be brief.");
+    await form.locator("input[name=max_output]").fill("64M");
     await form.locator("button.add-line", { hasText: "Add a line" }).click();
     await form.locator(".env .line-name").last().fill("PLAIN");
     await form.locator(".env .line-value").last().fill("1");
@@ -301,8 +302,26 @@ const scenarios = {
     await f2.locator("#agent-save").click();
     await page.waitForFunction(() => (document.getElementById("agent-form-message") || {}).textContent === "Saved.");
     const model = await page.locator("#agent-form input[name=model]").inputValue();
+    const maxOutput = await page.locator("#agent-form input[name=max_output]").inputValue();
+
+    // A new Codex agent with its settings, whose switches are refused: it is created, the page
+    // says so, and sends only the switches again once they are right.
+    await page.goto(`${base}/#/agents/~new`);
+    const f3 = page.locator("#agent-form");
+    await f3.locator("input[name=name]").fill("coder2");
+    await f3.locator("select[name=cli]").selectOption("codex");
+    await f3.locator("input[name=cwd]").fill(process.env.BOSUN_UI_CWD);
+    await f3.locator("textarea[name=codex_config]").fill('model_provider="ollama"');
+    await f3.locator('input[name="approval.wait"]').fill("0s");
+    await f3.locator("#agent-save").click();
+    const createdRefused = await page.locator("#agent-form-message .flash.error").textContent();
+    const hashAfterRefusal = await page.evaluate(() => location.hash);
+    await f3.locator('input[name="approval.wait"]').fill("5m");
+    await page.click("#agent-retry-switches");
+    await page.waitForFunction(() => (document.getElementById("agent-form-message") || {}).textContent === "Saved.");
+    const codexConfig = await page.locator("#agent-form textarea[name=codex_config]").inputValue();
     await checkNoSecret(page, canary, "at the end");
-    return { secretShown, refused, model };
+    return { secretShown, refused, model, maxOutput, createdRefused, hashAfterRefusal, codexConfig };
   },
 
   // Projects (add, a refusal, the lead-may-merge switch, edit, remove) and a card (edit, hold
@@ -372,26 +391,82 @@ const scenarios = {
     return { refused, projectSaid, project, projects, held, activity, cardCell };
   },
 
-  // A chat message with a file picked in the browser and one named by its path; the lead's
-  // pending action then denied (discarded) from the Inbox.
+  // A chat message with a file picked in the browser and one named by its path; the answer
+  // streams live with its tool calls; the lead's pending action is shown in the chat with its
+  // preview side by side and discarded there; the Inbox's history then holds it.
   async chat(page) {
     await page.goto(`${base}/#/chat/${process.env.BOSUN_UI_CHAT}`);
     await page.waitForSelector("#chat-form");
+    // What the live answer showed, whenever it showed it (it goes once the answer is in).
+    await page.evaluate(() => {
+      window.__live = { calls: [], texts: [], results: [] };
+      new MutationObserver(() => {
+        const seen = window.__live;
+        for (const el of document.querySelectorAll("#chat-live .live-call")) {
+          const t = el.querySelector(".mono").textContent;
+          if (!seen.calls.includes(t)) seen.calls.push(t);
+          const r = el.querySelector(".live-result").textContent;
+          if (r && !seen.results.includes(r)) seen.results.push(r);
+        }
+        for (const el of document.querySelectorAll("#chat-live .live-text")) if (!seen.texts.includes(el.textContent)) seen.texts.push(el.textContent);
+      }).observe(document.getElementById("view"), { subtree: true, childList: true, characterData: true });
+    });
     await page.locator("#chat-text").fill("attach the spec to the Docs card, then save the plan");
     await page.locator("#chat-files").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("picked in the browser\n") });
     await page.locator("#chat-paths").fill(process.env.BOSUN_UI_FILE);
     await page.locator("#chat-form button[type=submit]").click();
     await page.waitForFunction(() => [...document.querySelectorAll("#messages .msg.lead")].some((m) => m.textContent.includes("Asked.")));
-    const said = await page.locator("#view .flash").first().textContent();
-    await page.goto(`${base}/#/inbox`);
-    const item = page.locator("[data-action]").first();
+    const said = await page.locator("#chat-message .flash").first().textContent();
+    await page.waitForSelector("#chat-live", { state: "detached" });
+    const live = await page.evaluate(() => window.__live);
+    // The pending action, inline.
+    const item = page.locator("#chat-pending [data-action]").first();
     await item.waitFor();
     const shown = await item.textContent();
+    const before = await item.locator("table.diff.side td.del").allTextContents();
+    const after = await item.locator("table.diff.side td.add").allTextContents();
+    await page.waitForFunction(() => document.title.startsWith("(1)"));
     await item.locator("button.discard").click();
-    await page.waitForSelector("[data-action]", { state: "detached" });
-    await page.waitForFunction(() => document.getElementById("inbox-history").textContent.includes("discarded"));
+    await page.waitForSelector("#chat-pending [data-action]", { state: "detached" });
+    await page.waitForFunction(() => document.title === "bosun");
+    const saidDiscarded = await page.locator("#chat-message").textContent();
+    await page.goto(`${base}/#/inbox`);
+    await page.waitForFunction(() => ((document.getElementById("inbox-history") || {}).textContent || "").includes("discarded"));
     const history = await page.locator("#inbox-history").textContent();
-    return { said, shown, history };
+    const waiting = await page.locator("#actions-list [data-action]").count();
+    return { said, live, shown, before, after, saidDiscarded, history, waiting };
+  },
+
+  // The lead's two actions start waiting while the chat's page is open (sent from it): the tab's
+  // title counts them and a browser notification says each (the tab not focused); "Approve all"
+  // in the chat approves both.
+  async approveall(page) {
+    await page.addInitScript(() => {
+      window.__notified = [];
+      class FakeNotification {
+        constructor(title, options) {
+          window.__notified.push({ title, body: (options || {}).body || "" });
+        }
+      }
+      FakeNotification.permission = "granted";
+      FakeNotification.requestPermission = async () => "granted";
+      window.Notification = FakeNotification;
+      document.hasFocus = () => false;
+    });
+    await page.goto(`${base}/#/chat/${process.env.BOSUN_UI_CHAT}`);
+    await page.reload();
+    await page.waitForSelector("#chat-form");
+    await page.locator("#chat-text").fill("save both notes");
+    await page.locator("#chat-form button[type=submit]").click();
+    await page.waitForFunction(() => document.querySelectorAll("#chat-pending [data-action]").length === 2);
+    await page.waitForFunction(() => document.title.startsWith("(2)"));
+    const title = await page.title();
+    const notified = await page.evaluate(() => window.__notified);
+    await page.locator("#chat-pending button.approve-all").click();
+    await page.waitForSelector("#chat-pending [data-action]", { state: "detached" });
+    await page.waitForFunction(() => document.title === "bosun");
+    const said = await page.locator("#chat-message").textContent();
+    return { title, notified, said };
   },
 
   // Opens every page; the page must not throw (checked after every scenario) and must show
@@ -429,7 +504,26 @@ const scenarios = {
     await page.waitForSelector("#decisions tbody tr");
     await page.waitForTimeout(300);
     await page.screenshot({ path: `${dir}/run-approval.png` });
-    return { saved: ["runs.png", "run.png", "inbox.png", "run-approval.png"] };
+    await page.goto(`${base}/#/chat/${process.env.BOSUN_UI_CHAT}`);
+    await page.waitForSelector("#chat-pending [data-action] table.diff");
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: `${dir}/chat.png` });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(`${base}/#/board`);
+    await page.waitForTimeout(700);
+    await page.screenshot({ path: `${dir}/board.png` });
+    await page.goto(`${base}/#/agents/coder`);
+    await page.waitForSelector("#agent-form");
+    await page.setViewportSize({ width: 1280, height: 1300 });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: `${dir}/agent.png` });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(`${base}/#/mcp/everything`);
+    await page.click("#list-tools");
+    await page.waitForSelector('#server-tools [data-tool="echo"]');
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: `${dir}/mcp.png` });
+    return { saved: ["runs.png", "run.png", "inbox.png", "run-approval.png", "chat.png", "board.png", "agent.png", "mcp.png"] };
   },
 };
 

@@ -13,6 +13,9 @@
 //!              [--refuse-refreshed] [--refresh-delay-ms N]
 //!              [--step-up [--step-up-names SCOPES] [--step-up-forever]]
 //!              [--open-initialize] [--stateless] [--log FILE]
+//!              [--iss none|exact|wrong|slash] [--iss-advertised] [--metadata-issuer URL]
+//!              [--client-metadata-documents] [--header-tools] [--input-required]
+//!              [--second-issuer-path /t2]
 //! ```
 //!
 //! Flags take their value as `--flag value` or `--flag=value`; the switches (`--rotate`, …)
@@ -126,6 +129,34 @@
 //!   refresh and access token that came from the same authorization); an access token just
 //!   itself. `200` for any token, known or not.
 //!
+//! # The rules of the 2026-07-28 revision
+//!
+//! - `--iss MODE` (RFC 9207): what the authorization response's `iss` is: `none` (default,
+//!   absent), `exact` (`<issuer>`), `wrong` (`http://127.0.0.1:1/other`) or `slash`
+//!   (`<issuer>/`, a normalisation away). `--iss-advertised` adds
+//!   `authorization_response_iss_parameter_supported: true` to the metadata.
+//! - `--metadata-issuer URL`: the metadata's `issuer` is `URL`, not the issuer its address was
+//!   made from (a client must not use it).
+//! - `--client-metadata-documents`: the metadata says `client_id_metadata_document_supported:
+//!   true`, and an `https://` client id not seen before is taken at `/authorize` as a public
+//!   client (its document is not fetched: the tests have no HTTPS server to publish it).
+//! - `/register` logs the `application_type` the client sent.
+//! - `--second-issuer-path /t2`: a second authorization server in the same process, issuer
+//!   `<base>/t2`, with its own metadata and endpoints (`<base>/t2/authorize`, …) and its own
+//!   clients: a client registered at one is unknown at the other. `POST /test/switch-as` makes
+//!   the protected resource name the second one from then on, and `/mcp` accept only tokens it
+//!   issued (a token of the first answers 401, as a resource that moved would).
+//! - `--header-tools` (with `--stateless`): `tools/list` also offers `regional`, whose
+//!   `region` property (a string) is marked `x-mcp-header: Region` and whose `note` is not
+//!   marked, and `bad-header`, whose `x-mcp-header` is `"not a token"` (malformed: a client
+//!   must set it aside and still use the others). `tools/call regional` answers
+//!   `region=<the Mcp-Param-Region header, or "absent">`, and the log has `"param_region"`.
+//! - `--input-required` (with `--stateless`): the first `tools/call whoami` is answered
+//!   `{"resultType": "input_required", "requestState": <opaque>}` with no input requests; a
+//!   retry must carry that `requestState` unchanged (else `-32602`) and a JSON-RPC id not used
+//!   before (else `-32600`). The log has `"request_state"` and `"rpc_id"` for each
+//!   `tools/call`.
+//!
 //! # Test controls and the log
 //!
 //! `POST /test/expire` expires every access token issued so far. `GET /test/state` →
@@ -191,7 +222,9 @@ const USAGE: &str =
   [--revocation on|off] [--authorize-error CODE] [--wrong-state] [--access-ttl SECONDS]
   [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refuse-refreshed]
   [--refresh-delay-ms N] [--step-up [--step-up-names SCOPES] [--step-up-forever]]
-  [--open-initialize] [--stateless] [--log FILE]";
+  [--open-initialize] [--stateless] [--log FILE] [--iss none|exact|wrong|slash]
+  [--iss-advertised] [--metadata-issuer URL] [--client-metadata-documents] [--header-tools]
+  [--input-required] [--second-issuer-path /t2]";
 
 /// Exit status for a bad command line.
 const USAGE_STATUS: u8 = 2;
@@ -335,7 +368,30 @@ struct Options {
     open_initialize: bool,
     stateless: bool,
     log: Option<PathBuf>,
+    iss: Iss,
+    iss_advertised: bool,
+    metadata_issuer: Option<String>,
+    client_metadata_documents: bool,
+    header_tools: bool,
+    input_required: bool,
+    second_issuer_path: Option<String>,
 }
+
+/// What the authorization response's `iss` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Iss {
+    None,
+    Exact,
+    Wrong,
+    Slash,
+}
+
+const ISS_CHOICES: [(&str, Iss); 4] = [
+    ("none", Iss::None),
+    ("exact", Iss::Exact),
+    ("wrong", Iss::Wrong),
+    ("slash", Iss::Slash),
+];
 
 /// The options, or `None` for `--help`.
 fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<Options>> {
@@ -366,6 +422,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
         open_initialize: false,
         stateless: false,
         log: None,
+        iss: Iss::None,
+        iss_advertised: false,
+        metadata_issuer: None,
+        client_metadata_documents: false,
+        header_tools: false,
+        input_required: false,
+        second_issuer_path: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -388,6 +451,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--step-up-forever" => Some(&mut options.step_up_forever),
             "--open-initialize" => Some(&mut options.open_initialize),
             "--stateless" => Some(&mut options.stateless),
+            "--iss-advertised" => Some(&mut options.iss_advertised),
+            "--client-metadata-documents" => Some(&mut options.client_metadata_documents),
+            "--header-tools" => Some(&mut options.header_tools),
+            "--input-required" => Some(&mut options.input_required),
             _ => None,
         };
         if let Some(switch) = switch {
@@ -424,6 +491,9 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--refresh-delay-ms" => options.refresh_delay = Duration::from_millis(number(&value)?),
             "--step-up-names" => options.step_up_names = Some(value),
             "--log" => options.log = Some(PathBuf::from(value)),
+            "--iss" => options.iss = choose(&flag, &value, &ISS_CHOICES)?,
+            "--metadata-issuer" => options.metadata_issuer = Some(value),
+            "--second-issuer-path" => options.second_issuer_path = Some(issuer_path(&value)?),
             other => bail!("unknown argument {other:?}"),
         }
     }
@@ -440,6 +510,9 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
     }
     if options.open_initialize && options.stateless {
         bail!("--open-initialize is for the handshake revisions; --stateless has no handshake");
+    }
+    if (options.header_tools || options.input_required) && !options.stateless {
+        bail!("--header-tools and --input-required go with --stateless");
     }
     if (options.step_up_names.is_some() || options.step_up_forever) && !options.step_up {
         bail!("--step-up-names and --step-up-forever go with --step-up");
@@ -497,6 +570,8 @@ fn issuer_path(value: &str) -> anyhow::Result<String> {
 // ---------------------------------------------------------------------------------------------
 
 struct Client {
+    /// The issuer it is a client of.
+    issuer: String,
     secret: Option<String>,
     redirect_uris: Vec<String>,
     /// The pre-registered client of `--client-id`: any loopback `/callback` will do.
@@ -544,6 +619,8 @@ struct Code {
 struct Grant {
     client_id: String,
     revoked: bool,
+    /// The issuer that granted it.
+    issuer: String,
 }
 
 struct AccessToken {
@@ -573,6 +650,13 @@ struct State {
     refresh_requests: u64,
     revoked: u64,
     sessions: u64,
+    /// `--input-required`: the request states handed out, and the JSON-RPC ids of the calls.
+    request_states: Vec<String>,
+    call_ids: Vec<Value>,
+    /// `POST /test/switch-as`: the resource names the second issuer.
+    switched: bool,
+    /// `--second-issuer-path`: the second issuer.
+    second_issuer: Option<String>,
 }
 
 impl State {
@@ -595,6 +679,15 @@ impl State {
         }
         if entry.refused {
             return Err("the access token is refused");
+        }
+        if self.switched
+            && self
+                .grant(entry.grant)
+                .is_some_and(|g| Some(g.issuer.as_str()) != self.second_issuer.as_deref())
+        {
+            return Err(
+                "the access token is from an authorization server this resource no longer trusts",
+            );
         }
         let client = self.grant(entry.grant).map(|grant| grant.client_id.clone());
         Ok((client.unwrap_or_default(), entry.scope.clone()))
@@ -679,9 +772,16 @@ async fn serve(options: Options, log: Option<File>) -> anyhow::Result<()> {
     let (listener, port) = http::listen(options.port).await?;
     let base = format!("http://127.0.0.1:{port}");
     let issuer = format!("{base}{}", options.issuer_path);
-    let mut state = State::default();
+    let mut state = State {
+        second_issuer: options
+            .second_issuer_path
+            .as_ref()
+            .map(|p| format!("{base}{p}")),
+        ..State::default()
+    };
     if let Some(id) = &options.client_id {
         let client = Client {
+            issuer: issuer.clone(),
             secret: options.client_secret.clone(),
             redirect_uris: Vec::new(),
             preregistered: true,
@@ -752,6 +852,25 @@ impl Server {
             .collect()
     }
 
+    /// The issuer the resource names now.
+    fn current_issuer(&self) -> String {
+        let state = self.state();
+        match (&state.second_issuer, state.switched) {
+            (Some(second), true) => second.clone(),
+            (Some(_), false) | (None, _) => self.issuer.clone(),
+        }
+    }
+
+    /// The issuer whose endpoint `path` is.
+    fn issuer_for(&self, path: &str) -> String {
+        match &self.options.second_issuer_path {
+            Some(second) if path.starts_with(&format!("{second}/")) => {
+                format!("{}{second}", self.base)
+            }
+            Some(_) | None => self.issuer.clone(),
+        }
+    }
+
     fn prm_url(&self) -> String {
         format!("{}{PRM_PATH}{MCP_PATH}", self.base)
     }
@@ -766,11 +885,20 @@ impl Server {
             return document;
         }
         match (method, path) {
+            ("POST", "/test/switch-as") if self.options.second_issuer_path.is_some() => {
+                self.state().switched = true;
+                return Response::new(200);
+            }
             ("POST", "/test/expire") => return self.expire_all(),
             ("GET", "/test/state") => return self.state_summary(),
             _ => {}
         }
-        let endpoint = path.strip_prefix(self.options.issuer_path.as_str());
+        let endpoint = match &self.options.second_issuer_path {
+            Some(second) if path.starts_with(&format!("{second}/")) => {
+                path.strip_prefix(second.as_str())
+            }
+            Some(_) | None => path.strip_prefix(self.options.issuer_path.as_str()),
+        };
         let expected = match endpoint {
             Some("/authorize") => "GET",
             Some("/token") => "POST",
@@ -784,7 +912,7 @@ impl Server {
         let answer = match endpoint {
             Some("/authorize") => return self.authorize(request, log),
             Some("/token") => self.token(request, log).await,
-            Some("/register") => self.register(request),
+            Some("/register") => self.register(request, log),
             Some(_) | None => self.revoke(request, log),
         };
         answer.unwrap_or_else(|err| {
@@ -814,10 +942,18 @@ impl Server {
                 200,
                 &json!({
                     "resource": resource,
-                    "authorization_servers": [self.issuer],
+                    "authorization_servers": [self.current_issuer()],
                     "scopes_supported": self.resource_scopes(),
                     "bearer_methods_supported": ["header"],
                 }),
+            ));
+        }
+        if let Some(second) = &self.options.second_issuer_path
+            && path == format!("{OAUTH_METADATA_PATH}{second}")
+        {
+            return Some(Response::json(
+                200,
+                &self.as_metadata(&format!("{}{second}", self.base)),
             ));
         }
         let issuer_path = &self.options.issuer_path;
@@ -835,13 +971,12 @@ impl Server {
         if self.options.malformed_metadata {
             return Some(Response::new(200).with_body("application/json", "{\"issuer\": "));
         }
-        Some(Response::json(200, &self.as_metadata()))
+        Some(Response::json(200, &self.as_metadata(&self.issuer)))
     }
 
-    fn as_metadata(&self) -> Value {
-        let issuer = &self.issuer;
+    fn as_metadata(&self, issuer: &str) -> Value {
         let mut document = json!({
-            "issuer": issuer,
+            "issuer": self.options.metadata_issuer.as_deref().unwrap_or(issuer),
             "authorization_endpoint": format!("{issuer}/authorize"),
             "token_endpoint": format!("{issuer}/token"),
         });
@@ -867,6 +1002,12 @@ impl Server {
         if self.options.revocation {
             document["revocation_endpoint_auth_methods_supported"] = json!([method]);
         }
+        if self.options.iss_advertised {
+            document["authorization_response_iss_parameter_supported"] = json!(true);
+        }
+        if self.options.client_metadata_documents {
+            document["client_id_metadata_document_supported"] = json!(true);
+        }
         if self.options.metadata == Metadata::OpenId {
             document["subject_types_supported"] = json!(["public"]);
             document["id_token_signing_alg_values_supported"] = json!(["RS256"]);
@@ -878,11 +1019,18 @@ impl Server {
     // Registration and authorization
     // -----------------------------------------------------------------------------------------
 
-    fn register(&self, request: &Request) -> Result<Response, OAuthError> {
+    fn register(
+        &self,
+        request: &Request,
+        log: &mut Map<String, Value>,
+    ) -> Result<Response, OAuthError> {
         let body = match request.json() {
             Ok(body) => body,
             Err(err) => return fail("invalid_client_metadata", format!("not JSON: {err}")),
         };
+        if let Some(kind) = body.get("application_type") {
+            log.insert("application_type".to_owned(), kind.clone());
+        }
         let uris: Vec<String> = body
             .get("redirect_uris")
             .and_then(Value::as_array)
@@ -928,6 +1076,7 @@ impl Server {
         let mut state = self.state();
         state.registered += 1;
         let client = Client {
+            issuer: self.issuer_for(request.path()),
             secret,
             redirect_uris: uris,
             preregistered: false,
@@ -947,7 +1096,20 @@ impl Server {
         let Some(client_id) = param("client_id") else {
             return Response::text(400, "client_id is missing\n");
         };
-        let Some(client) = state.clients.get(&client_id) else {
+        if self.options.client_metadata_documents
+            && client_id.starts_with("https://")
+            && !state.clients.contains_key(&client_id)
+        {
+            let client = Client {
+                issuer: self.issuer_for(request.path()),
+                secret: None,
+                redirect_uris: Vec::new(),
+                preregistered: true,
+            };
+            state.clients.insert(client_id.clone(), client);
+        }
+        let here = self.issuer_for(request.path());
+        let Some(client) = state.clients.get(&client_id).filter(|c| c.issuer == here) else {
             return Response::text(400, format!("unknown client_id {client_id}\n"));
         };
         let Some(redirect_uri) = param("redirect_uri") else {
@@ -961,9 +1123,18 @@ impl Server {
         } else {
             request.query_param("state")
         };
+        let iss = match self.options.iss {
+            Iss::None => None,
+            Iss::Exact => Some(self.issuer_for(request.path())),
+            Iss::Wrong => Some("http://127.0.0.1:1/other".to_owned()),
+            Iss::Slash => Some(format!("{}/", self.issuer_for(request.path()))),
+        };
         let redirect = |mut pairs: Vec<(&str, String)>| {
             if let Some(value) = &state_param {
                 pairs.push(("state", value.clone()));
+            }
+            if let Some(value) = &iss {
+                pairs.push(("iss", value.clone()));
             }
             let separator = if redirect_uri.contains('?') { '&' } else { '?' };
             Response::redirect(
@@ -1077,7 +1248,8 @@ impl Server {
         if id.is_empty() {
             return deny_client("no client_id");
         }
-        let Some(client) = state.clients.get(&id) else {
+        let here = self.issuer_for(request.path());
+        let Some(client) = state.clients.get(&id).filter(|c| c.issuer == here) else {
             return deny_client(format!("unknown client {id}"));
         };
         let expected = self.options.auth_method;
@@ -1176,9 +1348,15 @@ impl Server {
         }
         entry.used = true;
         let scope = entry.scope.clone();
+        let issuer = state
+            .clients
+            .get(client_id)
+            .map(|c| c.issuer.clone())
+            .unwrap_or_default();
         state.grants.push(Grant {
             client_id: client_id.to_owned(),
             revoked: false,
+            issuer,
         });
         let grant = state.grants.len() - 1;
         Ok(self.issue(state, grant, &scope, self.options.access_ttl, true))
@@ -1433,14 +1611,41 @@ impl Server {
                     {"name": SERVER_NAME, "version": SERVER_VERSION}},
             })),
             "ping" if !stateless => Ok(json!({})),
-            "tools/list" if stateless => Ok(json!({
-                "tools": [whoami_tool()], "ttlMs": 0, "cacheScope": "private",
-            })),
+            "tools/list" if stateless => {
+                let mut tools = vec![whoami_tool()];
+                if self.options.header_tools {
+                    tools.extend(header_tools());
+                }
+                Ok(json!({"tools": tools, "ttlMs": 0, "cacheScope": "private"}))
+            }
             "tools/list" => Ok(json!({"tools": [whoami_tool()]})),
             "tools/call" => match params
                 .and_then(|params| params.get("name"))
                 .and_then(Value::as_str)
             {
+                Some("regional") if self.options.header_tools => {
+                    let region = request.header("mcp-param-region");
+                    if let Some(region) = region {
+                        log.insert("param_region".to_owned(), json!(region));
+                    }
+                    let text = format!("region={}", region.unwrap_or("absent"));
+                    Ok(json!({"content": [{"type": "text", "text": text}], "isError": false}))
+                }
+                Some("whoami") if self.options.input_required => {
+                    match self.round_trip(&id, params, log) {
+                        Ok(None) => {
+                            let text = format!(
+                                "client={client_id} scope={scope} token={}",
+                                short_sha(&bearer)
+                            );
+                            Ok(
+                                json!({"content": [{"type": "text", "text": text}], "isError": false}),
+                            )
+                        }
+                        Ok(Some(asked)) => Ok(asked),
+                        Err(refused) => Err(refused),
+                    }
+                }
                 Some("whoami") => {
                     let text = format!(
                         "client={client_id} scope={scope} token={}",
@@ -1455,7 +1660,7 @@ impl Server {
         };
         let answer = match result {
             Ok(mut result) => {
-                if stateless {
+                if stateless && result.get("resultType").is_none() {
                     result["resultType"] = json!("complete");
                 }
                 json!({"jsonrpc": "2.0", "id": id, "result": result})
@@ -1470,6 +1675,38 @@ impl Server {
 }
 
 impl Server {
+    /// `--input-required`: `Some(input_required result)` for a first call, `None` for a retry
+    /// that echoes a state handed out, with a new id; else the error.
+    fn round_trip(
+        &self,
+        id: &Value,
+        params: Option<&Value>,
+        log: &mut Map<String, Value>,
+    ) -> Result<Option<Value>, (i64, String)> {
+        let mut state = self.state();
+        log.insert("rpc_id".to_owned(), id.clone());
+        if state.call_ids.contains(id) {
+            return Err((-32600, format!("the id {id} was used before")));
+        }
+        state.call_ids.push(id.clone());
+        match params.and_then(|p| p.get("requestState")) {
+            None => {
+                let issued = format!("opaque+/={}", &random_token()[..12]);
+                state.request_states.push(issued.clone());
+                Ok(Some(
+                    json!({"resultType": "input_required", "requestState": issued}),
+                ))
+            }
+            Some(sent) => {
+                log.insert("request_state".to_owned(), sent.clone());
+                match sent.as_str() {
+                    Some(sent) if state.request_states.iter().any(|s| s == sent) => Ok(None),
+                    Some(_) | None => Err((-32602, "requestState is not one handed out".into())),
+                }
+            }
+        }
+    }
+
     /// `--open-initialize`: the answer to an `initialize` or a notification sent without a
     /// token; `None` for anything else (which then gets the 401).
     fn open_without_token(
@@ -1627,6 +1864,27 @@ fn basic_credentials(credentials: &str) -> Option<(String, String)> {
 
 fn rpc_error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// `--header-tools`: one tool whose argument travels as a header, and one whose
+/// `x-mcp-header` is malformed.
+fn header_tools() -> [Value; 2] {
+    [
+        json!({
+            "name": "regional",
+            "description": "Answers with the region it was told in the Mcp-Param-Region header",
+            "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "note": {"type": ["string", "null"]},
+            }},
+        }),
+        json!({
+            "name": "bad-header",
+            "inputSchema": {"type": "object", "properties": {
+                "x": {"type": "string", "x-mcp-header": "not a token"},
+            }},
+        }),
+    ]
 }
 
 fn whoami_tool() -> Value {

@@ -54,7 +54,15 @@
 //!   spaces. `initialize` puts it in `instructions`; `tools/list` offers `reveal` (read-only by
 //!   its annotations; its description holds it) and `fail`; calling `reveal` answers it as text and as
 //!   `structuredContent` `{"given": …}`; calling `fail` answers a JSON-RPC error whose message
-//!   holds it. It also writes it to stderr at each request.
+//!   holds it; `reveal`'s input schema has it in the description of its property `why`. It
+//!   also writes it to stderr at each request.
+//! - `malformed`: one page with good and malformed tool definitions side by side: `echo`;
+//!   `schema-ref`, whose input schema is JSON Schema 2020-12 with `$schema`, `$defs`, a `$ref`,
+//!   a keyword no one knows (`x-vendor`) and numbers such as `1.50` (answered `called schema-ref`);
+//!   `no-schema` (no `inputSchema`); a tool with no name; `bad-hints` (`readOnlyHint: "yes"`);
+//!   and `array-schema` (an `inputSchema` that is an array). With `TEST_SECRET` set, a last
+//!   tool, `leaky`, is malformed with that value as its `readOnlyHint` (what is wrong with it
+//!   quotes it).
 //!
 //! Usage errors exit with status 2, other failures with status 1.
 
@@ -70,7 +78,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 const USAGE: &str = "usage: test-mcp-server [--transport stdio|http] [--port N] --mode MODE
 modes: paged, no-annotations, hang, exit, unauthorized (http only), not-mcp, endless, repeat-cursor,
-echo-secrets";
+echo-secrets, malformed";
 
 const SERVER_NAME: &str = "bosun-test-mcp";
 const SERVER_VERSION: &str = "1.0.0";
@@ -184,10 +192,11 @@ enum Mode {
     Endless,
     RepeatCursor,
     EchoSecrets,
+    Malformed,
 }
 
 impl Mode {
-    const ALL: [Self; 9] = [
+    const ALL: [Self; 10] = [
         Self::Paged,
         Self::NoAnnotations,
         Self::Hang,
@@ -197,6 +206,7 @@ impl Mode {
         Self::Endless,
         Self::RepeatCursor,
         Self::EchoSecrets,
+        Self::Malformed,
     ];
 
     fn parse(value: &str) -> anyhow::Result<Self> {
@@ -217,6 +227,7 @@ impl Mode {
             Self::Endless => "endless",
             Self::RepeatCursor => "repeat-cursor",
             Self::EchoSecrets => "echo-secrets",
+            Self::Malformed => "malformed",
         }
     }
 }
@@ -461,8 +472,12 @@ impl McpServer {
                     "idempotentHint": true,
                     "openWorldHint": false,
                 });
+                reveal["inputSchema"]["properties"] = json!({
+                    "why": {"type": "string", "description": format!("given: {}", self.given())},
+                });
                 Ok(json!({"tools": [reveal, plain_tool("fail")]}))
             }
+            Mode::Malformed => Ok(malformed_tools()),
             // These modes never get as far as answering a request.
             Mode::Hang | Mode::Exit | Mode::Unauthorized | Mode::NotMcp => Ok(json!({"tools": []})),
         }
@@ -516,6 +531,7 @@ impl McpServer {
             }
             Mode::RepeatCursor => name == "looping",
             Mode::EchoSecrets => matches!(name, "reveal" | "fail"),
+            Mode::Malformed => matches!(name, "echo" | "schema-ref"),
             Mode::Hang | Mode::Exit | Mode::Unauthorized | Mode::NotMcp => false,
         }
     }
@@ -648,6 +664,32 @@ fn echo_tool() -> Value {
     })
 }
 
+/// The input schema of `schema-ref`, as a text: sent as it is written, numbers and all.
+const SCHEMA_REF: &str = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"point":{"type":"object","properties":{"x":{"type":"number","minimum":1.50},"y":{"type":"number"}},"required":["x","y"]}},"properties":{"at":{"$ref":"#/$defs/point"},"label":{"type":["string","null"],"x-vendor":{"keep":[1,2,3]}}},"required":["at"],"additionalProperties":false}"##;
+
+/// The one page of the `malformed` mode.
+fn malformed_tools() -> Value {
+    let schema: Value = serde_json::from_str(SCHEMA_REF).unwrap_or(Value::Null);
+    let mut page = json!({"tools": [
+        echo_tool(),
+        {"name": "schema-ref", "description": "Takes a point", "inputSchema": schema},
+        {"name": "no-schema", "description": "Has no inputSchema"},
+        {"description": "Has no name", "inputSchema": {"type": "object"}},
+        {"name": "bad-hints", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": "yes"}},
+        {"name": "array-schema", "inputSchema": [1, 2]},
+    ]});
+    if let Ok(secret) = std::env::var("TEST_SECRET")
+        && let Some(tools) = page["tools"].as_array_mut()
+    {
+        tools.push(json!({
+            "name": "leaky",
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": secret},
+        }));
+    }
+    page
+}
+
 /// A tool with no `annotations` field and no title.
 fn bare_tool() -> Value {
     json!({
@@ -718,7 +760,8 @@ fn stdio_reply(server: &McpServer, text: &str) -> anyhow::Result<Option<String>>
         | Mode::NoAnnotations
         | Mode::Endless
         | Mode::RepeatCursor
-        | Mode::EchoSecrets => server
+        | Mode::EchoSecrets
+        | Mode::Malformed => server
             .handle_text(text)
             .into_message()
             .map(|message| serde_json::to_string(&message))
@@ -788,6 +831,7 @@ fn route(server: &McpServer, request: &Request, port: u16) -> Option<Response> {
         | Mode::Endless
         | Mode::RepeatCursor
         | Mode::EchoSecrets
+        | Mode::Malformed
         | Mode::Hang
         | Mode::Unauthorized
         | Mode::Exit => Some(mcp_endpoint(server, request, on_mcp)),

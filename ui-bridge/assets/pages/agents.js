@@ -1,9 +1,10 @@
 // Agents: the list; the agent form, to create one (`#/agents/~new`) or edit one: its setup
-// (CLI, folder, model, instructions, permission mode, allowed commands, time cap, plain and
-// secret environment — secret values write-only), its switches (servers and their tools with
-// risk and sign-in state, web search and fetch, browser, skills) and its approvals (mode, wait,
-// verdicts), sent as the `key=value` settings of `bosun agent set`, which the daemon takes all
-// or none; starting a run; pausing and removing.
+// (CLI, folder, model, instructions, permission mode, allowed commands, time cap, output cap,
+// Codex settings, plain and secret environment — secret values write-only), its switches
+// (servers and their tools with risk and sign-in state, web search and fetch, browser, skills)
+// and its approvals (mode, wait, verdicts), sent as the `key=value` settings of `bosun agent
+// set`, which the daemon takes all or none (when it refuses them, the page offers to send only
+// them again); starting a run; pausing and removing.
 
 import { call } from "../api.js";
 import { ago, clear, duration, flash, h } from "../dom.js";
@@ -62,6 +63,35 @@ export function parseDuration(s) {
   return Math.round(ms);
 }
 
+// "1G", "500M", "64k", "1048576" → bytes (powers of 1024, as `bosun agent add --max-output`);
+// 0 for none; null when it is not a size.
+export function parseSize(s) {
+  const t = s.trim();
+  if (!t || t === "none" || t === "off") return 0;
+  const m = /^(\d+)\s*([kmgt]?)(i?b)?$/i.exec(t);
+  if (!m) return null;
+  const n = Number(m[1]) * 1024 ** "_kmgt".indexOf(m[2].toLowerCase() || "_");
+  return Number.isSafeInteger(n) && n > 0 ? n : null;
+}
+
+// Bytes as the form shows them: the largest unit that divides them.
+export function sizeText(n) {
+  if (!n) return "";
+  for (const [u, f] of [["T", 2 ** 40], ["G", 2 ** 30], ["M", 2 ** 20], ["k", 2 ** 10]]) if (n % f === 0) return `${n / f}${u}`;
+  return String(n);
+}
+
+// Codex settings, one `key=value` a line (a TOML value): [[key, value]], or an error that says
+// which line is wrong.
+function codexLines(textValue) {
+  return linesOf(textValue).map((l) => {
+    const i = l.indexOf("=");
+    if (i <= 0) throw new Error(`The Codex setting \`${l}\` is not key=value: write it such as model_provider="ollama".`);
+    return [l.slice(0, i).trim(), l.slice(i + 1).trim()];
+  });
+}
+const codexText = (pairs) => pairs.map(([k, v]) => `${k}=${v}`).join("\n");
+
 const fetchText = (wf) => (!wf || wf.mode === "off" ? "off" : wf.mode === "any" ? "any" : (wf.domains || []).join(","));
 const onOff = (b) => (b ? "on" : "off");
 
@@ -89,6 +119,8 @@ async function blankAgent() {
     permission_mode: null,
     allowed_commands: [],
     time_cap_ms: null,
+    max_output: null,
+    codex_config: [],
     cwd: "",
     command: [],
     env: [],
@@ -149,7 +181,9 @@ function agentPage(root, name) {
       permission: text({ name: "permission_mode", value: a.permission_mode || "", placeholder: "the CLI's default" }),
       allowed: h("textarea", { name: "allowed_commands", rows: 2, cols: 50, value: a.allowed_commands.join("\n"), placeholder: "one a line, such as Bash(git *)" }),
       timeCap: text({ name: "time_cap", value: a.time_cap_ms ? duration(a.time_cap_ms) : "", placeholder: "none, or such as 30m, 2h" }),
+      maxOutput: text({ name: "max_output", value: sizeText(a.max_output), placeholder: "no cap, or such as 1G, 500M" }),
       command: h("textarea", { name: "command", rows: 2, cols: 50, value: a.command.join("\n"), placeholder: "a command agent's program and arguments, one a line" }),
+      codex: h("textarea", { name: "codex_config", rows: 2, cols: 50, value: codexText(a.codex_config || []), placeholder: 'one a line, such as model_provider="ollama"' }),
     };
     const env = lineRows({ cls: "env", namePlaceholder: "NAME", valuePlaceholder: "value", secretValues: false, addLabel: "Add a line" });
     for (const [k, v] of a.env) env.add(k, v);
@@ -226,7 +260,9 @@ function agentPage(root, name) {
         field("Permission mode", f.permission, "claude: default, acceptEdits, plan…; codex: read-only, workspace-write…; gemini: default, auto_edit…"),
         field("Allowed commands", f.allowed),
         field("Time cap", f.timeCap),
+        field("Output kept", f.maxOutput, "the most of each run's output bosun keeps; none for no cap"),
         field("Command", f.command, "command agents only"),
+        field("Codex settings", f.codex, "codex agents only: the model and provider settings, key=value in TOML"),
         h("div", { class: "field" }, h("span", { class: "label" }, "Environment"), env.el),
         h("div", { class: "field" }, h("span", { class: "label" }, "Secret environment"), h("div", null, secrets.map((l) => l.row), newSecrets.el, h("div", { class: "muted" }, "Kept in the keychain; the page only ever shows that a line is set."))),
       ),
@@ -295,6 +331,13 @@ function agentPage(root, name) {
       return ms;
     }
 
+    function maxOutput() {
+      const t = f.maxOutput.value.trim();
+      const n = parseSize(t);
+      if (n === null) throw new Error(`The output cap \`${t}\` is not a size: write it such as 1G, 500M, 64k or a number of bytes, or none.`);
+      return n;
+    }
+
     function newSecretLines() {
       return [...secrets.filter((l) => l.v.value && !l.rm.checked).map((l) => ({ name: l.name, value: l.v.value })), ...newSecrets.lines().filter((l) => l.value)];
     }
@@ -317,6 +360,10 @@ function agentPage(root, name) {
       if (allowed.join("\n") !== a.allowed_commands.join("\n")) p.allowed_commands = allowed;
       const cap = timeCap();
       if (cap !== (a.time_cap_ms || 0)) p.time_cap_ms = cap;
+      const most = maxOutput();
+      if (most !== (a.max_output || 0)) p.max_output = most;
+      const codex = codexLines(f.codex.value);
+      if (codexText(codex) !== codexText(a.codex_config || [])) p.codex_config = codex;
       const command = linesOf(f.command.value);
       if (command.join("\n") !== a.command.join("\n")) p.command = command;
       const rows = env.lines().map((l) => [l.name, l.value]);
@@ -337,12 +384,13 @@ function agentPage(root, name) {
         permission_mode: f.permission.value.trim() || null,
         allowed_commands: linesOf(f.allowed.value),
         time_cap_ms: cap || null,
+        max_output: maxOutput() || null,
         cwd: f.cwd.value.trim(),
         command: linesOf(f.command.value),
         env: env.lines().map((l) => [l.name, l.value]),
         secret_env: newSecrets.lines().filter((l) => l.value),
         model: f.model.value.trim() || null,
-        codex_config: [],
+        codex_config: codexLines(f.codex.value),
       };
     }
 
@@ -355,6 +403,33 @@ function agentPage(root, name) {
       } finally {
         button.disabled = false;
       }
+    }
+
+    // Says the switches were refused, with a button that sends them again (as the form shows
+    // them by then) and nothing of the setup.
+    function switchesRefused(textValue) {
+      out.error(textValue);
+      out.el.append(
+        h(
+          "div",
+          { class: "actions" },
+          h("span", { class: "muted" }, "Correct them above, then "),
+          h("button", { type: "button", id: "agent-retry-switches", onclick: (ev) => retrySwitches(ev.target) }, "Send only the switches again"),
+        ),
+      );
+    }
+
+    async function retrySwitches(button) {
+      button.disabled = true;
+      const changes = settings(agent);
+      if (!changes.length) return out.ok("The switches are as the form shows them.");
+      try {
+        agent = await call("agent_set", { agent: agent.name, settings: changes });
+      } catch (err) {
+        return switchesRefused(`The switches were refused again, none of them changed: ${err.message}`);
+      }
+      draw();
+      flash(document.getElementById("agent-form-message"), "Saved.");
     }
 
     async function save() {
@@ -385,7 +460,7 @@ function agentPage(root, name) {
           creating = false;
           name = now.name;
           el.querySelector("#agent-save").textContent = "Save";
-          return out.error(`${done}; the switches were refused, none of them changed: ${err.message}`);
+          return switchesRefused(`${done}; the switches were refused, none of them changed: ${err.message}`);
         }
       }
       if (!setup && !changes.length) return out.ok("Nothing changed.");

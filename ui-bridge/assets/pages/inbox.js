@@ -2,7 +2,8 @@
 // pending actions — with previews, time left, and the answers: approve, approve always, deny
 // with a message, block, approve all of a card; for the lead, approve, approve all of a chat,
 // discard. Live from the `approval` and `pending` events; decided items go to the history
-// below (run approvals from the store, the lead's since the page opened).
+// below (run approvals from the store, the lead's since the tab opened: bosund lists only the
+// waiting ones).
 //
 // Run approvals are kept element by element, keyed by id: an item that starts waiting is added
 // and a decided one removed, and nothing else is redrawn, so a message being typed for a denial
@@ -11,10 +12,9 @@
 import { call } from "../api.js";
 import { on } from "../bus.js";
 import { approvalItem, decidedLine, saidDone, tick } from "../approval.js";
-import { ago, clear, flash, h } from "../dom.js";
+import { clear, flash, h } from "../dom.js";
+import { approveAllButton, leadHistory, onHistory, pendingItem, saidActions } from "../pending.js";
 
-// The lead's decided actions, newest first, kept while the tab is open.
-const leadHistory = [];
 // How many decided run approvals the history shows.
 const HISTORY = 50;
 
@@ -168,44 +168,16 @@ export function mount(root) {
 
   // --- The lead's pending actions -------------------------------------------------------------
 
-  async function act(label, f, button) {
-    button.disabled = true;
-    try {
-      const r = await f();
-      for (const a of r.actions || []) rememberAction(a);
-      flash(msg, `${label}: ${(r.actions || []).map((a) => `${a.short_id} ${a.state}${a.result ? ` (${a.result})` : ""}`).join(", ")}`);
-      await loadActions();
-    } catch (e) {
-      flash(msg, e.message, true);
-      button.disabled = false;
-    }
-  }
-
-  function rememberAction(a) {
-    if (a.state === "waiting") return;
-    const i = leadHistory.findIndex((x) => x.id === a.id);
-    if (i >= 0) leadHistory.splice(i, 1);
-    leadHistory.unshift(a);
-    leadHistory.length = Math.min(leadHistory.length, 100);
-    drawHistory();
-  }
-
-  function pendingItem(a) {
-    return h(
-      "div",
-      { class: "card item", dataset: { action: a.id } },
-      h("div", { class: "item-head" }, h("span", { class: "mono" }, a.short_id), h("strong", null, a.tool), h("span", { class: "muted" }, ` · ${ago(a.at)} · after ${a.cause}`)),
-      h("div", { class: "line" }, a.line),
-      a.would_fail ? h("div", { class: "flash error" }, `Would fail now: ${a.would_fail}`) : null,
-      a.preview ? h("pre", { class: "preview" }, a.preview) : null,
-      h(
-        "div",
-        { class: "actions" },
-        h("button", { class: "primary approve", onclick: (e) => act("Approved", () => call("approve", { action: a.id }), e.target) }, "Approve"),
-        h("button", { class: "discard", onclick: (e) => act("Discarded", () => call("discard", { action: a.id }), e.target) }, "Discard"),
-      ),
-    );
-  }
+  const leadAnswered = {
+    done: (label, decided) => {
+      flash(msg, saidActions(label, decided));
+      loadActions();
+    },
+    failed: (e) => {
+      flash(msg, `Not done: ${e.message}`, true);
+      loadActions();
+    },
+  };
 
   async function loadActions() {
     try {
@@ -229,9 +201,9 @@ export function mount(root) {
             "div",
             { class: "group-head" },
             h("h2", null, "The lead, chat ", h("a", { href: `#/chat/${chat}` }, chat.slice(0, 8))),
-            items.length > 1 ? h("button", { class: "approve-all", onclick: (e) => act("Approved all", () => call("approve_all", { chat }), e.target) }, `Approve all ${items.length} in order`) : null,
+            approveAllButton(chat, items.length, leadAnswered),
           ),
-          items.map(pendingItem),
+          items.map((a) => pendingItem(a, leadAnswered)),
         ),
       );
     }
@@ -251,10 +223,8 @@ export function mount(root) {
 
   const offs = [
     on("approval", take),
-    on("pending", (a) => {
-      rememberAction(a);
-      loadActions();
-    }),
+    on("pending", () => loadActions()),
+    onHistory(drawHistory),
     on("hello", () => {
       loadApprovals();
       loadActions();

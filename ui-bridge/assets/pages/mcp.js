@@ -383,11 +383,24 @@ function serverPage(root, name) {
   // The OAuth sign-in: a window of this browser opens the provider's page (opened in the click,
   // so no popup blocker stops it), bosund's loopback answer ends it ("You can close this
   // page"), and this page waits for bosund to say how it went. The window gets no handle on
-  // this page (its opener is cut before it leaves for the provider), so it is left for the
-  // person to close; a browser that still lets this page close it does.
+  // this page (its opener is cut before it leaves for the provider); this page closes it when
+  // the browser lets it, and otherwise says, with the outcome, that the window is done and can
+  // be closed.
   async function signIn(button) {
     button.disabled = true;
     const w = window.open("", "bosun-sign-in", "popup,width=640,height=720");
+    // Closes the window when the browser still lets this page, and says how the flow ended
+    // and what is left of it for the person.
+    const end = () => {
+      try {
+        if (w && !w.closed) w.close();
+      } catch {
+        // Already gone.
+      }
+      return w && !w.closed
+        ? " The sign-in window, which says “You can close this page”, is done: close it."
+        : "";
+    };
     try {
       const started = await call("mcp_sign_in", { server: name });
       const link = h("a", { href: started.url, target: "_blank", rel: "noopener noreferrer", id: "sign-in-link" }, "the sign-in page");
@@ -397,17 +410,12 @@ function serverPage(root, name) {
       }
       clear(msg).append(h("div", { class: "flash", id: "sign-in-waiting" }, `Sign in to ${name} in the window that opened (or open `, link, `); waiting up to ${Math.round(started.wait_secs / 60)} minutes…`));
       server = await call("mcp_sign_in_finish", { attempt: started.attempt });
-      flash(msg, `Signed in to ${name}.`);
+      flash(msg, `Signed in to ${name}: the sign-in is over.${end()}`);
       drawHead();
       drawInfo();
     } catch (e) {
-      flash(msg, e.message, true);
+      flash(msg, `Not signed in: ${e.message}${end()}`, true);
     } finally {
-      try {
-        if (w && !w.closed) w.close();
-      } catch {
-        // Already gone.
-      }
       button.disabled = false;
     }
   }

@@ -212,7 +212,8 @@ async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> 
             | Event::ApprovalChanged { .. }
             | Event::ChatMessage { .. }
             | Event::StorageFault { .. }
-            | Event::StorageRecovered { .. } => {}
+            | Event::StorageRecovered { .. }
+            | Event::Notification { .. } => {}
         }
     }
 }

@@ -208,7 +208,8 @@ pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
                 | Event::RunChanged { .. }
                 | Event::ChatMessage { .. }
                 | Event::StorageFault { .. }
-                | Event::StorageRecovered { .. } => {}
+                | Event::StorageRecovered { .. }
+                | Event::Notification { .. } => {}
             }
         }
     }

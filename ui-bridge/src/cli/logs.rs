@@ -221,7 +221,8 @@ pub async fn print_log(
                 | Event::ApprovalChanged { .. }
                 | Event::ChatMessage { .. }
                 | Event::StorageFault { .. }
-                | Event::StorageRecovered { .. } => {}
+                | Event::StorageRecovered { .. }
+                | Event::Notification { .. } => {}
             }
             // Flush whenever nothing else has arrived yet, so a live log shows at once.
             if !client.has_buffered() {

@@ -121,6 +121,11 @@ pub struct SignInArgs {
     /// Claude Code then signs in with its own sign-ins)
     #[arg(long, value_enum, value_name = "WHO")]
     sign_in_by: Option<SignInByArg>,
+    /// The https:// address where you publish bosun's client metadata document: bosun's
+    /// client id wherever the authorization server takes such documents, instead of
+    /// registering ("" removes it)
+    #[arg(long, value_name = "URL")]
+    client_metadata_url: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -472,6 +477,7 @@ async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
         client_id: a.sign_in.client_id,
         callback_port: a.sign_in.callback_port,
         sign_in_by: a.sign_in.sign_in_by.map(Into::into),
+        client_metadata_url: a.sign_in.client_metadata_url,
     };
     let mut client = connect(dirs).await?;
     let server = client.call(params).await?;
@@ -523,6 +529,7 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
         client_id: a.sign_in.client_id,
         callback_port: a.sign_in.callback_port,
         sign_in_by: a.sign_in.sign_in_by.map(Into::into),
+        client_metadata_url: a.sign_in.client_metadata_url,
     };
     let mut client = connect(dirs).await?;
     let server = client.call(params).await?;
@@ -895,6 +902,9 @@ fn print_server(s: &ServerView) {
         (Some(at), Some(n)) => println!("{:<12}{n}, listed {}", "tools", at.rfc3339()),
         _ => println!("{:<12}not listed yet (bosun mcp tools {})", "tools", s.name),
     }
+    if let Some(doc) = &s.client_metadata_url {
+        println!("{:<12}{doc} (client metadata document)", "client doc");
+    }
     if let Some(si) = &s.sign_in {
         println!("{:<12}{}", "sign-in", si.state);
         if let Some(why) = &si.why {
@@ -950,6 +960,7 @@ fn print_tools(l: &ToolListing) {
     if let Some(t) = &l.truncated {
         println!("note: {t}");
     }
+    print_malformed(&l.malformed);
     for t in &l.tools {
         println!();
         let title = t
@@ -989,6 +1000,27 @@ fn print_tools(l: &ToolListing) {
     }
 }
 
+/// The tools bosun set aside, each with what is wrong (their input schemas as sent are in
+/// `--json`).
+fn print_malformed(malformed: &[bosun_shared::protocol::mcp::MalformedToolView]) {
+    if malformed.is_empty() {
+        return;
+    }
+    println!(
+        "{} tool definition{} malformed; bosun lists and calls the others:",
+        malformed.len(),
+        if malformed.len() == 1 { " is" } else { "s are" }
+    );
+    for m in malformed {
+        let name = m
+            .name
+            .as_deref()
+            .map(|n| format!("`{n}`"))
+            .unwrap_or_else(|| "a tool without a name".into());
+        println!("  {name}: {}", m.problem);
+    }
+}
+
 fn print_inspect(v: &InspectView) {
     println!("{:<18}{}", "server", v.server);
     println!(
@@ -1021,6 +1053,7 @@ fn print_inspect(v: &InspectView) {
         }
     );
     println!("{:<18}{}", "tools", v.tools);
+    print_malformed(&v.malformed);
     println!(
         "{:<18}{}",
         "prompts",

@@ -259,19 +259,33 @@ pub async fn daemon_stop(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode
         Err(e) => return Err(e.into()),
     };
     let pid = client.welcome.daemon_pid;
-    client.call(DaemonStop).await?;
-    if !json && output::stderr_is_terminal() {
-        eprintln!("bosun: stopping every run, then bosund (pid {pid})…");
+    let alive = || bosun_shared::process::stat(pid as i32).is_some_and(|s| s.state != 'Z');
+    // A daemon with nothing to stop may close the connection before its answer is out (or
+    // another `daemon stop` got there first): a closed connection is its exit, once its process
+    // is gone.
+    let answered = match client.call(DaemonStop).await {
+        Ok(()) => true,
+        Err(ClientError::Connection(_)) => false,
+        Err(e) => return Err(e.into()),
+    };
+    if answered {
+        if !json && output::stderr_is_terminal() {
+            eprintln!("bosun: stopping every run, then bosund (pid {pid})…");
+        }
+        // The daemon closes every connection as it exits.
+        client.closed().await;
     }
-    // The daemon closes every connection as it exits.
-    client.closed().await;
     // The process may take a moment more to be gone after closing its sockets.
-    for _ in 0..100 {
-        let alive = bosun_shared::process::stat(pid as i32).is_some_and(|s| s.state != 'Z');
-        if !alive {
+    for _ in 0..250 {
+        if !alive() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if !answered && alive() {
+        anyhow::bail!(
+            "bosund (pid {pid}) closed the connection without stopping; run `bosun daemon stop` again"
+        );
     }
     if json {
         output::print_json(

@@ -270,7 +270,8 @@ pub async fn chunks(
                 | Event::ApprovalChanged { .. }
                 | Event::ChatMessage { .. }
                 | Event::StorageFault { .. }
-                | Event::StorageRecovered { .. },
+                | Event::StorageRecovered { .. }
+                | Event::Notification { .. },
             ) => {}
             None => {
                 return Err(ClientError::Connection("bosund closed the connection".into()).into());
@@ -325,7 +326,8 @@ pub async fn download(
                     | Event::ApprovalChanged { .. }
                     | Event::ChatMessage { .. }
                     | Event::StorageFault { .. }
-                    | Event::StorageRecovered { .. },
+                    | Event::StorageRecovered { .. }
+                    | Event::Notification { .. },
                 )) => {}
                 Ok(None) => {
                     return Some((

@@ -12,6 +12,7 @@
 //! - `sse.rs`: the live streams, `/api/events` and `/api/runs/{run}/log`.
 //! - `assets.rs`: the pages, embedded in the binary.
 //! - `address.rs`: `ui.json`, how `bosun ui` finds the running bridge.
+//! - `uploads.rs`: the files picked in the browser for a chat, removed after a day.
 //!
 //! See `docs/webui.md` for the security model and the resume rule.
 
@@ -22,6 +23,7 @@ mod daemon;
 mod error;
 mod guard;
 mod sse;
+mod uploads;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -151,6 +153,7 @@ pub async fn serve(dirs: StateDir, opts: Options) -> Result<(), ServeError> {
             guard::guard,
         ))
         .with_state(bridge.clone());
+    let sweeper = tokio::spawn(uploads::sweep_forever(dirs.clone()));
     note(&format!(
         "listening on http://{}/ for {} (`bosun ui` prints the sign-in address)",
         SocketAddr::new(opts.listen, port),
@@ -160,6 +163,7 @@ pub async fn serve(dirs: StateDir, opts: Options) -> Result<(), ServeError> {
         r = axum::serve(listener, app) => r.map_err(ServeError::Serve),
         () = stop_signal() => Ok(()),
     };
+    sweeper.abort();
     Address::remove_if_mine(&dirs);
     result
 }

@@ -111,6 +111,17 @@ async fn events_task(dirs: StateDir, tx: Tx) {
                     let data = json!({ "fault": null, "was": fault, "since": since, "ended": at });
                     tx.send(event("storage", &data)).await
                 }
+                Ok(Some(Event::Notification {
+                    kind,
+                    text,
+                    card,
+                    chat,
+                    at,
+                })) => {
+                    let data =
+                        json!({ "kind": kind, "text": text, "card": card, "chat": chat, "at": at });
+                    tx.send(event("notification", &data)).await
+                }
                 Ok(Some(
                     Event::Log { .. }
                     | Event::LogLagged { .. }
@@ -264,7 +275,8 @@ async fn log_task(dirs: StateDir, mut run: String, mut next: u64, tx: Tx) {
                     | Event::ApprovalChanged { .. }
                     | Event::ChatMessage { .. }
                     | Event::StorageFault { .. }
-                    | Event::StorageRecovered { .. },
+                    | Event::StorageRecovered { .. }
+                    | Event::Notification { .. },
                 )) => Ok(()),
                 Ok(None) | Err(ClientError::Connection(_)) => {
                     // bosund went away mid-log: get it back and follow on from `next`.

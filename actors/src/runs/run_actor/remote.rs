@@ -250,5 +250,6 @@ fn backend_name(placement: &Placement) -> &'static str {
     match placement {
         Placement::Local => "this machine",
         Placement::Slurm { .. } => "Slurm",
+        Placement::Kubernetes { .. } => "Kubernetes",
     }
 }

@@ -1,0 +1,252 @@
+//! The sign-in rules of the MCP revision 2026-07-28, against `oauth-server`: a registration is
+//! a `native` application's and happens only when no client is configured and no client
+//! metadata document can be used; a client metadata document is the client id where the server
+//! takes one; the authorization response's `iss` (RFC 9207) is compared exactly with the issuer
+//! recorded at discovery; metadata that names another issuer is not used. Nothing is saved from
+//! a refused sign-in, and no token shows anywhere.
+
+use bosun_tests::{Bosun, OAuthServer, keychain_values};
+use serde_json::Value;
+
+fn bosun(test: &str) -> Bosun {
+    Bosun::new(test).with_test_browser()
+}
+
+fn held_tokens(b: &Bosun) -> Vec<String> {
+    keychain_values(b)
+        .iter()
+        .filter(|(k, _)| k.contains("/oauth/"))
+        .filter_map(|(_, v)| v.as_str().map(str::to_string))
+        .collect()
+}
+
+/// `POST /test/switch-as`: the resource names the second authorization server from now on.
+fn switch_as(oauth: &OAuthServer) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    let addr = oauth.base().trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    write!(
+        stream,
+        "POST /test/switch-as HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    anyhow::ensure!(answer.starts_with("HTTP/1.1 200"), "switch-as: {answer}");
+    Ok(())
+}
+
+fn add(b: &Bosun, oauth: &OAuthServer, extra: &[&str]) -> anyhow::Result<()> {
+    let url = oauth.mcp_url();
+    let mut args = vec!["mcp", "add", "remote", "--transport", "http", &url];
+    args.extend_from_slice(extra);
+    b.ok(&args)?;
+    Ok(())
+}
+
+/// Signs in and calls the tool; the sign-in's view.
+fn sign_in_and_call(b: &Bosun) -> anyhow::Result<Value> {
+    let signed = b.json(&["mcp", "sign-in", "remote"])?;
+    assert_eq!(signed["sign_in"]["state"], "signed in", "{signed:#}");
+    let call = b.json(&["mcp", "call", "remote", "whoami"])?;
+    assert!(
+        call["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("client=")),
+        "{call}"
+    );
+    Ok(signed)
+}
+
+#[test]
+fn a_registration_is_a_native_applications_and_an_exact_iss_is_taken() -> anyhow::Result<()> {
+    let b = bosun("oauth_letter_native");
+    let oauth = OAuthServer::start(&["--iss", "exact", "--iss-advertised"])?;
+    add(&b, &oauth, &[])?;
+    let signed = sign_in_and_call(&b)?;
+    assert_eq!(signed["sign_in"]["registered"], true);
+    let register = oauth.requests_to("/register");
+    assert_eq!(register.len(), 1);
+    assert_eq!(register[0]["application_type"], "native", "{register:?}");
+    for t in held_tokens(&b) {
+        b.assert_secret_nowhere(&t)?;
+    }
+    b.finish()
+}
+
+#[test]
+fn an_answer_from_another_issuer_is_refused_and_nothing_saved() -> anyhow::Result<()> {
+    let cases: &[(&[&str], &str)] = &[
+        // A mismatch, whether or not the server said it sends `iss`.
+        (
+            &["--iss", "wrong"],
+            "got an answer from the issuer `http://127.0.0.1:1/other`",
+        ),
+        (
+            &["--iss", "wrong", "--iss-advertised"],
+            "got an answer from the issuer",
+        ),
+        // No normalisation: a trailing slash is another issuer.
+        (&["--iss", "slash"], "got an answer from the issuer"),
+        // Missing, though advertised.
+        (
+            &["--iss", "none", "--iss-advertised"],
+            "got an answer without `iss`",
+        ),
+        // Metadata naming another issuer is not used.
+        (
+            &["--metadata-issuer", "http://127.0.0.1:1/elsewhere"],
+            "it names the issuer http://127.0.0.1:1/elsewhere, not",
+        ),
+    ];
+    for (flags, want) in cases {
+        let b = bosun("oauth_letter_iss");
+        let oauth = OAuthServer::start(flags)?;
+        add(&b, &oauth, &[])?;
+        let err = b.fails(&["mcp", "sign-in", "remote"])?;
+        assert!(err.contains(want), "{flags:?}: {err}");
+        assert!(err.contains("remote"), "{flags:?}: {err}");
+        let shown = b.json(&["mcp", "show", "remote"])?;
+        assert_ne!(shown["sign_in"]["state"], "signed in", "{flags:?}");
+        assert!(held_tokens(&b).is_empty(), "{flags:?}: nothing saved");
+        assert!(
+            oauth.requests_to("/token").is_empty(),
+            "{flags:?}: no code was exchanged"
+        );
+        if flags.contains(&"--metadata-issuer") {
+            assert!(
+                oauth.requests_to("/register").is_empty()
+                    && oauth.requests_to("/authorize").is_empty(),
+                "refused before any registration or authorization"
+            );
+        }
+        b.finish()?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> anyhow::Result<()> {
+    let doc = "https://bosun.example.com/client/metadata.json";
+    // The server takes documents: no registration, the document's address is the client id.
+    let b = bosun("oauth_letter_cimd");
+    let oauth = OAuthServer::start(&["--client-metadata-documents", "--iss", "exact"])?;
+    add(&b, &oauth, &["--client-metadata-url", doc])?;
+    let shown = b.json(&["mcp", "show", "remote"])?;
+    assert_eq!(shown["client_metadata_url"], doc);
+    let signed = sign_in_and_call(&b)?;
+    assert_eq!(signed["sign_in"]["client_id"], doc, "{signed:#}");
+    assert_eq!(signed["sign_in"]["registered"], false);
+    assert!(oauth.requests_to("/register").is_empty(), "no registration");
+    assert_eq!(oauth.requests_to("/authorize")[0]["client_id"], doc);
+    b.finish()?;
+
+    // A server that does not take them: registration, the fallback.
+    let b = bosun("oauth_letter_cimd_fallback");
+    let oauth = OAuthServer::start(&[])?;
+    add(&b, &oauth, &["--client-metadata-url", doc])?;
+    let signed = sign_in_and_call(&b)?;
+    assert_eq!(signed["sign_in"]["registered"], true);
+    assert_ne!(signed["sign_in"]["client_id"], doc);
+    b.finish()?;
+
+    // A configured client id comes first.
+    let b = bosun("oauth_letter_cimd_configured");
+    let oauth = OAuthServer::start(&["--client-metadata-documents", "--client-id", "given"])?;
+    add(
+        &b,
+        &oauth,
+        &["--client-metadata-url", doc, "--client-id", "given"],
+    )?;
+    let signed = sign_in_and_call(&b)?;
+    assert_eq!(signed["sign_in"]["client_id"], "given");
+    assert!(oauth.requests_to("/register").is_empty());
+    b.finish()?;
+
+    // Only an https:// address with a path is a client id.
+    let b = bosun("oauth_letter_cimd_refused");
+    for bad in [
+        "http://bosun.example.com/client.json",
+        "https://bosun.example.com",
+        "https://user:pw@bosun.example.com/c.json",
+    ] {
+        let err = b.fails(&[
+            "mcp",
+            "add",
+            "remote",
+            "--transport",
+            "http",
+            "https://mcp.example.com/mcp",
+            "--client-metadata-url",
+            bad,
+        ])?;
+        assert!(
+            err.contains("a client metadata document's address must be https://"),
+            "{bad}: {err}"
+        );
+        assert!(!err.contains("pw@"), "{err}");
+    }
+    b.finish()
+}
+
+#[test]
+fn a_resource_that_moves_to_another_authorization_server_gets_a_new_registration_there()
+-> anyhow::Result<()> {
+    let b = bosun("oauth_letter_migration");
+    let oauth = OAuthServer::start(&["--second-issuer-path", "/t2"])?;
+    add(&b, &oauth, &[])?;
+    let first = sign_in_and_call(&b)?;
+    assert_eq!(first["sign_in"]["issuer"], oauth.base());
+    let first_client = first["sign_in"]["client_id"].clone();
+    let old_tokens = held_tokens(&b);
+
+    // The resource now names /t2 and refuses the old tokens.
+    switch_as(&oauth)?;
+    let err = b.fails(&["mcp", "tools", "remote"])?;
+    assert!(err.contains("sign in"), "{err}");
+
+    let second = sign_in_and_call(&b)?;
+    let issuer = format!("{}/t2", oauth.base());
+    assert_eq!(second["sign_in"]["issuer"], issuer, "{second:#}");
+    assert_eq!(second["sign_in"]["registered"], true);
+    assert_ne!(
+        second["sign_in"]["client_id"], first_client,
+        "never the old client id"
+    );
+    let registered_at: Vec<Value> = oauth
+        .requests()
+        .iter()
+        .filter(|r| {
+            r["method"] == "POST" && r["path"].as_str().is_some_and(|p| p.ends_with("/register"))
+        })
+        .map(|r| r["path"].clone())
+        .collect();
+    assert_eq!(
+        registered_at,
+        [Value::from("/register"), Value::from("/t2/register")]
+    );
+    let authorized: Vec<Value> = oauth
+        .requests_to("/t2/authorize")
+        .iter()
+        .map(|r| r["client_id"].clone())
+        .collect();
+    assert_eq!(authorized, [second["sign_in"]["client_id"].clone()]);
+    for t in old_tokens.iter().chain(held_tokens(&b).iter()) {
+        b.assert_secret_nowhere(t)?;
+    }
+    b.finish()?;
+
+    // A client id the person configured for the old server is not taken to the new one.
+    let b = bosun("oauth_letter_migration_configured");
+    let oauth = OAuthServer::start(&["--second-issuer-path", "/t2", "--client-id", "given"])?;
+    add(&b, &oauth, &["--client-id", "given"])?;
+    sign_in_and_call(&b)?;
+    switch_as(&oauth)?;
+    let err = b.fails(&["mcp", "sign-in", "remote"])?;
+    assert!(
+        err.contains("now names another authorization server")
+            && err.contains("does not take it (or its secret) to the new one"),
+        "{err}"
+    );
+    assert!(oauth.requests_to("/t2/authorize").is_empty());
+    b.finish()
+}
