@@ -1058,6 +1058,11 @@ fn board_checks_merge_what_qa_passed_offer_a_waiting_merge_again_and_tell_the_pe
     );
     let lead = FakeModel::start("anthropic", &script)?;
     b.add_claude_agent("lead", lead.url(), &["--role", "lead"])?;
+    // The lead has an outside server and web search on: a board check's answer gets neither.
+    let everything = everything_bin().display().to_string();
+    b.ok(&["mcp", "add", "everything", "--", &everything, "stdio"])?;
+    b.ok(&["mcp", "tools", "everything"])?;
+    b.ok(&["agent", "set", "lead", "mcp.everything=on", "web.search=on"])?;
     assert!(checks_chat(&b)?.is_none(), "no check yet");
 
     // The first check: every card QA passed where the lead may merge is offered.
@@ -1088,6 +1093,25 @@ fn board_checks_merge_what_qa_passed_offer_a_waiting_merge_again_and_tell_the_pe
     assert!(
         got[0].starts_with("The lead merged pull request #20"),
         "{got:#?}"
+    );
+    // The check's answer used bosun's own tools only: no outside server, no web search.
+    let runs = b.json(&["ps", "--all"])?;
+    let answer = runs
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["agent"]["agent_name"] == "lead"))
+        .context("the lead's answer run")?;
+    let servers = answer["agent"]["servers"].to_string();
+    assert!(!servers.contains("everything"), "{servers}");
+    // bosun's own lines of a log go to stderr.
+    let out = b.output(&["logs", answer["id"].as_str().unwrap_or_default()])?;
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        log.contains("a board check's answer: only bosun's own tools"),
+        "{log}"
     );
     assert!(
         got[1].contains("checks are still running on pull request #21"),

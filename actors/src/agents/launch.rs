@@ -18,7 +18,7 @@ use tokio::process::Command;
 
 use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
 use super::record::AgentRun;
-use super::record::{AgentRecord, ServerSwitch, ToolSelection};
+use super::record::{AgentRecord, ServerSwitch, Switches, ToolSelection};
 use super::registry::{AgentsContext, find};
 use crate::auth::{Access, AuthContext};
 use crate::keychain::{Keychain, agent_env_key};
@@ -62,6 +62,9 @@ pub struct ChatLaunch {
     /// The bearer token that tells bosun's MCP server which answer a call belongs to.
     pub token: String,
     pub answer: (ChatId, AnswerId),
+    /// The answer may use bosun's own tools only (a board check's answer): none of the agent's
+    /// MCP servers, no web search or fetch, no browser.
+    pub only_bosun: bool,
 }
 
 /// A run of an agent, ready to start.
@@ -99,7 +102,11 @@ pub async fn prepare_with(
     chat: Option<ChatLaunch>,
     resume: Option<String>,
 ) -> Result<Prepared, AgentsError> {
-    let rec = find(&ctx.store, agent).await?;
+    let mut rec = find(&ctx.store, agent).await?;
+    let only_bosun = chat.as_ref().is_some_and(|c| c.only_bosun);
+    if only_bosun {
+        rec.switches = Switches::default();
+    }
     if resume.is_some() && rec.cli != CliKind::Claude {
         return Err(AgentsError::invalid(format!(
             "continuing a run works for Claude Code agents; `{}` is a {} agent: start a new run instead",
@@ -135,6 +142,11 @@ pub async fn prepare_with(
     servers.sort_by(|a, b| a.name.cmp(&b.name));
 
     let mut notes: Vec<String> = Vec::new();
+    if only_bosun {
+        notes.push(
+            "a board check's answer: only bosun's own tools (no MCP server of the agent's, no web search or fetch, no browser)".into(),
+        );
+    }
     let mut run = AgentRun {
         agent: Some(rec.id),
         agent_name: rec.name.clone(),

@@ -981,6 +981,8 @@ impl ChatsState {
             url,
             token: token_text,
             answer: (id, answer.id),
+            // A board check uses no tool from outside bosun.
+            only_bosun: chat.board_checks,
         };
         let started = self.start_answer(&chat, &prompt, launch).await;
         match started {

@@ -354,15 +354,29 @@ impl Actor for Runs {
 
 /// After a restart: a job of a run of this store that is over (a crash between its submission
 /// and its record, or a run lost while its job still waited) is cancelled, so nothing of it
-/// starts later. Jobs of runs this store does not know (another bosund's) are left alone.
+/// starts later. Jobs of runs this store does not know (another bosund's) are left alone. A
+/// backend that cannot be asked (or a cancel that fails) is tried again a few times: it may be
+/// starting too, or busy.
 async fn cancel_orphan_jobs(remote: Arc<Remote>, store: Store) {
-    let jobs = match remote.unfinished_jobs().await {
-        Ok(jobs) => jobs,
-        Err(e) => {
-            warn!(error = %e, "could not list the backends' jobs to find orphans");
-            return;
+    const TRIES: u32 = 6;
+    const APART: Duration = Duration::from_secs(5);
+    for attempt in 1..=TRIES {
+        match cancel_orphans_once(&remote, &store).await {
+            Ok(()) => return,
+            Err(e) if attempt < TRIES => {
+                warn!(error = %e, attempt, "could not finish looking for orphan jobs; trying again");
+                tokio::time::sleep(APART).await;
+            }
+            Err(e) => {
+                warn!(error = %e, "gave up looking for orphan jobs");
+            }
         }
-    };
+    }
+}
+
+async fn cancel_orphans_once(remote: &Remote, store: &Store) -> Result<(), String> {
+    let jobs = remote.unfinished_jobs().await?;
+    let mut failed = None;
     for (run, placement, job) in jobs {
         let s = store.clone();
         let over = tokio::task::spawn_blocking(move || s.run(run))
@@ -374,9 +388,13 @@ async fn cancel_orphan_jobs(remote: Arc<Remote>, store: Store) {
         if over {
             info!(run_id = %run, %job, "cancelling the job of a run that is over");
             if let Err(e) = remote.signal(&placement, &job, None).await {
-                warn!(run_id = %run, %job, error = %e, "could not cancel an orphan job");
+                failed = Some(format!("could not cancel job {job} of run {run}: {e}"));
             }
         }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 
