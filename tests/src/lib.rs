@@ -1051,3 +1051,87 @@ impl FakeModel {
             .unwrap_or_default()
     }
 }
+
+/// An attached UI (`SubscribeRuns` on the daemon's socket, in a thread of its own): every event
+/// it hears, as the JSON the protocol sends (`{"event": "run_changed", …}`), in order.
+pub struct EventWatcher {
+    heard: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl EventWatcher {
+    /// Subscribes to the running daemon of `b`; returns once the subscription is answered.
+    pub fn start(b: &Bosun) -> anyhow::Result<Self> {
+        use bosun_shared::protocol::socket;
+        use bosun_shared::protocol::ui::{ClientFrame, Request, ServerFrame};
+        use bosun_shared::protocol::{
+            FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
+        };
+        let sock = b.home.join("bosund.sock");
+        let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = heard.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let Ok(stream) = socket::connect(&sock).await else {
+                    return;
+                };
+                let (r, w) = socket::split(stream);
+                let (mut r, mut w) = (FrameReader::new(r), FrameWriter::new(w));
+                let hello = Hello {
+                    protocol_version: PROTOCOL_VERSION,
+                    role: Role::Ui,
+                    binary_log: false,
+                };
+                if w.send_now(&hello).await.is_err() {
+                    return;
+                }
+                let Ok(Some(HelloReply::Welcome(_))) = r.read::<HelloReply>().await else {
+                    return;
+                };
+                let sub = ClientFrame::Request {
+                    id: 1,
+                    body: Request::SubscribeRuns,
+                };
+                if w.send_now(&sub).await.is_err() {
+                    return;
+                }
+                while let Ok(Some(frame)) = r.read::<ServerFrame>().await {
+                    match frame {
+                        ServerFrame::Response { id: 1, .. } => {
+                            let _ = ready_tx.send(());
+                        }
+                        ServerFrame::Event(e) => {
+                            if let (Ok(mut v), Ok(json)) = (seen.lock(), serde_json::to_value(&e)) {
+                                v.push(json);
+                            }
+                        }
+                        ServerFrame::Response { .. } | ServerFrame::Error(_) => {}
+                    }
+                }
+            });
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .context("the watcher could not subscribe")?;
+        Ok(Self { heard })
+    }
+
+    /// The events of one kind heard so far (`notification`, `storage_fault`, …), in order.
+    pub fn of(&self, kinds: &[&str]) -> Vec<Value> {
+        self.heard
+            .lock()
+            .map(|v| {
+                v.iter()
+                    .filter(|e| kinds.iter().any(|k| e["event"] == *k))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

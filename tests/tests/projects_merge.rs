@@ -17,15 +17,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use bosun_shared::protocol::socket;
-use bosun_shared::protocol::ui::{ClientFrame, Event, Request, ServerFrame};
-use bosun_shared::protocol::{FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role};
 use bosun_tests::github::{Check, FakeGithub, Pr};
-use bosun_tests::{Bosun, FakeModel, everything_bin, wait_for};
+use bosun_tests::{Bosun, EventWatcher, FakeModel, everything_bin, wait_for};
 use serde_json::Value;
 
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
@@ -861,76 +857,6 @@ fn update_checkout_fast_forwards_and_stashes_only_when_asked() -> anyhow::Result
     b.finish()
 }
 
-/// An attached UI (`SubscribeRuns`): the notifications it hears, as JSON, in order.
-struct Watcher {
-    heard: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Watcher {
-    fn start(b: &Bosun) -> anyhow::Result<Self> {
-        let sock = b.home.join("bosund.sock");
-        let heard = Arc::new(Mutex::new(Vec::new()));
-        let seen = heard.clone();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                let Ok(stream) = socket::connect(&sock).await else {
-                    return;
-                };
-                let (r, w) = socket::split(stream);
-                let (mut r, mut w) = (FrameReader::new(r), FrameWriter::new(w));
-                let hello = Hello {
-                    protocol_version: PROTOCOL_VERSION,
-                    role: Role::Ui,
-                    binary_log: false,
-                };
-                if w.send_now(&hello).await.is_err() {
-                    return;
-                }
-                let Ok(Some(HelloReply::Welcome(_))) = r.read::<HelloReply>().await else {
-                    return;
-                };
-                let sub = ClientFrame::Request {
-                    id: 1,
-                    body: Request::SubscribeRuns,
-                };
-                if w.send_now(&sub).await.is_err() {
-                    return;
-                }
-                while let Ok(Some(frame)) = r.read::<ServerFrame>().await {
-                    match frame {
-                        ServerFrame::Response { id: 1, .. } => {
-                            let _ = ready_tx.send(());
-                        }
-                        ServerFrame::Event(e @ Event::Notification { .. }) => {
-                            if let (Ok(mut v), Ok(json)) = (seen.lock(), serde_json::to_value(&e)) {
-                                v.push(json);
-                            }
-                        }
-                        ServerFrame::Event(_)
-                        | ServerFrame::Response { .. }
-                        | ServerFrame::Error(_) => {}
-                    }
-                }
-            });
-        });
-        ready_rx
-            .recv_timeout(Duration::from_secs(10))
-            .context("the watcher could not subscribe")?;
-        Ok(Self { heard })
-    }
-
-    fn heard(&self) -> Vec<Value> {
-        self.heard.lock().map(|v| v.clone()).unwrap_or_default()
-    }
-}
-
 /// The board checks' chat, once there is one.
 fn checks_chat(b: &Bosun) -> anyhow::Result<Option<String>> {
     let chats = b.json(&["chat", "list"])?;
@@ -1067,7 +993,7 @@ fn board_checks_merge_what_qa_passed_offer_a_waiting_merge_again_and_tell_the_pe
 
     // The first check: every card QA passed where the lead may merge is offered.
     restart(&b, &[])?;
-    let watcher = Watcher::start(&b)?;
+    let watcher = EventWatcher::start(&b)?;
     let chat = wait_for("the board checks' chat", Duration::from_secs(60), || {
         checks_chat(&b)
     })?;
@@ -1151,7 +1077,7 @@ fn board_checks_merge_what_qa_passed_offer_a_waiting_merge_again_and_tell_the_pe
     );
     // The attached UI heard the merge, and the two for the person.
     let heard = wait_for("three notifications", Duration::from_secs(30), || {
-        let h = watcher.heard();
+        let h = watcher.of(&["notification"]);
         Ok((h.len() >= 3).then_some(h))
     })?;
     assert_eq!(heard[0]["event"], "notification");

@@ -18,15 +18,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use bosun_shared::protocol::socket;
-use bosun_shared::protocol::ui::{ClientFrame, Event, Request, ServerFrame};
-use bosun_shared::protocol::{FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role};
 use bosun_tests::stress::{self, Follower, Gen};
-use bosun_tests::{Bosun, FakeModel, wait_for};
+use bosun_tests::{Bosun, EventWatcher, FakeModel, wait_for};
 
 /// A tmpfs mounted on a directory, unmounted (lazily, so even with files open) when dropped.
 struct Tmpfs(PathBuf);
@@ -102,78 +98,23 @@ fn exhaust_the_store(b: &Bosun) -> anyhow::Result<(String, Vec<String>)> {
 }
 
 /// An attached UI (`SubscribeRuns`): the storage events it hears, in order.
-struct Watcher {
-    events: Arc<Mutex<Vec<String>>>,
-}
+struct Watcher(EventWatcher);
 
 impl Watcher {
     fn start(b: &Bosun) -> anyhow::Result<Self> {
-        let sock = b.home.join("bosund.sock");
-        let events = Arc::new(Mutex::new(Vec::new()));
-        let seen = events.clone();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                let Ok(stream) = socket::connect(&sock).await else {
-                    return;
-                };
-                let (r, w) = socket::split(stream);
-                let (mut r, mut w) = (FrameReader::new(r), FrameWriter::new(w));
-                let hello = Hello {
-                    protocol_version: PROTOCOL_VERSION,
-                    role: Role::Ui,
-                    binary_log: false,
-                };
-                if w.send_now(&hello).await.is_err() {
-                    return;
-                }
-                let Ok(Some(HelloReply::Welcome(_))) = r.read::<HelloReply>().await else {
-                    return;
-                };
-                let sub = ClientFrame::Request {
-                    id: 1,
-                    body: Request::SubscribeRuns,
-                };
-                if w.send_now(&sub).await.is_err() {
-                    return;
-                }
-                while let Ok(Some(frame)) = r.read::<ServerFrame>().await {
-                    if let ServerFrame::Response { id: 1, .. } = frame {
-                        let _ = ready_tx.send(());
-                        continue;
-                    }
-                    let said = match frame {
-                        ServerFrame::Event(Event::StorageFault { message, .. }) => {
-                            format!("fault: {message}")
-                        }
-                        ServerFrame::Event(Event::StorageRecovered { fault, .. }) => {
-                            format!("recovered: {fault}")
-                        }
-                        ServerFrame::Event(_)
-                        | ServerFrame::Response { .. }
-                        | ServerFrame::Error(_) => continue,
-                    };
-                    if let Ok(mut v) = seen.lock() {
-                        v.push(said);
-                    }
-                }
-            });
-        });
-        ready_rx
-            .recv_timeout(Duration::from_secs(10))
-            .context("the watcher could not subscribe")?;
-        Ok(Self { events })
+        EventWatcher::start(b).map(Self)
     }
 
     /// The storage events so far, as `fault: …` and `recovered: …`.
     fn said(&self) -> Vec<String> {
-        self.events.lock().map(|v| v.clone()).unwrap_or_default()
+        self.0
+            .of(&["storage_fault", "storage_recovered"])
+            .iter()
+            .map(|e| match e["event"].as_str() {
+                Some("storage_fault") => format!("fault: {}", e["message"].as_str().unwrap_or("")),
+                Some(_) | None => format!("recovered: {}", e["fault"].as_str().unwrap_or("")),
+            })
+            .collect()
     }
 
     fn wait(&self, what: &str, pred: impl Fn(&[String]) -> bool) -> anyhow::Result<Vec<String>> {
