@@ -536,6 +536,14 @@ fn after_a_restart_the_job_of_a_run_that_is_over_is_deleted() -> anyhow::Result<
     let v = p.b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(v["outcome"], "succeeded", "{v:#}");
     let job = Placed::job_name(&run);
+    // The pod's end reaches the Job a moment after the run's (the test's kubelet sees the
+    // runner exit after bosund acked it): wait for it, so it cannot overwrite what follows.
+    wait_for("the Job to be complete", Duration::from_secs(30), || {
+        Ok(p.kube
+            .job(NS, &job)
+            .filter(|j| j["status"]["succeeded"] == 1)
+            .map(|_| ()))
+    })?;
     // As if its Job had not finished (a crash between the run's end and the pod's).
     p.kube.set_job_status(
         NS,
@@ -548,7 +556,14 @@ fn after_a_restart_the_job_of_a_run_that_is_over_is_deleted() -> anyhow::Result<
         "the orphan Job to be deleted",
         Duration::from_secs(30),
         || Ok((!p.deletes_of(&job).is_empty()).then_some(())),
-    )?;
+    )
+    .with_context(|| {
+        format!(
+            "bosund.log:\n{}\nrequests: {:?}",
+            std::fs::read_to_string(p.b.home.join("bosund.log")).unwrap_or_default(),
+            p.kube.requests()
+        )
+    })?;
     // Found by its label, in all namespaces.
     assert!(
         p.kube.requests().iter().any(|(m, t, _)| m == "GET"
