@@ -14,15 +14,14 @@
 //! `BOSUN_BENCH_LOG_LINES` make it smaller for a quick smoke run.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::bail;
-use bosun_bench::{Env, Figure, bin, fmt_duration, median, report, settle};
+use bosun_bench::{
+    Env, Figure, bin, fmt_duration, median, report, run_to_end, runs_to_end, settle,
+};
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::runs::Following;
-use bosun_shared::protocol::ui::{Event, FollowParams, StartRunParams};
+use bosun_shared::protocol::ui::StartRunParams;
 use bosun_tests::slurm::SlurmCluster;
 
 const IN_FLIGHT: usize = 32;
@@ -130,33 +129,14 @@ async fn turnover(
     runs: usize,
     placement: Placement,
 ) -> anyhow::Result<Duration> {
-    let left = Arc::new(AtomicUsize::new(runs));
-    let t0 = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..IN_FLIGHT {
-        let mut client = env.client().await?;
-        let (left, cwd, placement) = (left.clone(), cwd.to_path_buf(), placement.clone());
-        tasks.push(tokio::spawn(async move {
-            while left
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok()
-            {
-                let params = StartRunParams {
-                    program: "true".into(),
-                    cwd: cwd.clone(),
-                    env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-                    placement: placement.clone(),
-                    ..StartRunParams::default()
-                };
-                wait_end(&mut client, params).await?;
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok(t0.elapsed())
+    let params = StartRunParams {
+        program: "true".into(),
+        cwd: cwd.to_path_buf(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        placement,
+        ..StartRunParams::default()
+    };
+    runs_to_end(env, runs, IN_FLIGHT, params).await
 }
 
 /// One run of `gen-lines LINES`, from the request to its recorded exit.
@@ -176,7 +156,7 @@ async fn one_run(
         placement,
         ..StartRunParams::default()
     };
-    let last = wait_end(&mut client, params).await?;
+    let last = run_to_end(&mut client, params).await?;
     if last.last_seq < 1 {
         bail!("the run wrote nothing");
     }
@@ -187,33 +167,5 @@ async fn one_run(
             end.as_millis().saturating_sub(start.as_millis()),
         )),
         _ => bail!("the run has no start or end time"),
-    }
-}
-
-/// Starts a run and waits for its recorded, successful end; returns the run as it ended.
-async fn wait_end(
-    client: &mut bosun_ui::Client,
-    params: StartRunParams,
-) -> anyhow::Result<bosun_shared::protocol::ui::RunView> {
-    let run = client.call(params).await?;
-    // Subscribe past any output: the subscription ends when the exit is recorded.
-    let follow = FollowParams {
-        run: run.id.to_string(),
-        from_seq: u64::MAX,
-        follow: true,
-        stream: None,
-    };
-    let Following { sub, .. } = client.call(follow).await?;
-    loop {
-        match client.next_event().await? {
-            Some(Event::LogEnd { sub: s, run, .. }) if s == sub => {
-                if run.outcome.map(|o| o.to_string()).as_deref() != Some("succeeded") {
-                    bail!("a run did not succeed: {run:?}");
-                }
-                return Ok(*run);
-            }
-            Some(_) => {}
-            None => bail!("connection closed"),
-        }
     }
 }

@@ -1,14 +1,10 @@
 //! Run turnover: 500 runs of `true`, 32 in flight, each from the start request to its recorded
 //! exit, against `xargs -P 32` running the same 500 `true`s.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::bail;
-use bosun_bench::{Env, Figure, fmt_duration, median, report, settle, time};
-use bosun_shared::protocol::runs::Following;
-use bosun_shared::protocol::ui::{Event, FollowParams, StartRunParams};
+use bosun_bench::{Env, Figure, fmt_duration, median, report, runs_to_end, settle, time};
+use bosun_shared::protocol::ui::StartRunParams;
 
 const RUNS: usize = 500;
 const IN_FLIGHT: usize = 32;
@@ -51,52 +47,11 @@ fn main() -> anyhow::Result<()> {
 
 /// Starts 500 runs with 32 in flight and waits for each one's recorded exit.
 async fn round(env: &Env) -> anyhow::Result<Duration> {
-    let left = Arc::new(AtomicUsize::new(RUNS));
-    let cwd = env.scratch();
-    let t0 = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..IN_FLIGHT {
-        let mut client = env.client().await?;
-        let left = left.clone();
-        let cwd = cwd.clone();
-        tasks.push(tokio::spawn(async move {
-            while left
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok()
-            {
-                let params = StartRunParams {
-                    program: "true".into(),
-                    cwd: cwd.clone(),
-                    env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-                    ..StartRunParams::default()
-                };
-                let run = client.call(params).await?;
-                // Subscribe past any output: the subscription ends when the exit is recorded.
-                let follow = FollowParams {
-                    run: run.id.to_string(),
-                    from_seq: u64::MAX,
-                    follow: true,
-                    stream: None,
-                };
-                let Following { sub, .. } = client.call(follow).await?;
-                loop {
-                    match client.next_event().await? {
-                        Some(Event::LogEnd { sub: s, run, .. }) if s == sub => {
-                            if run.outcome.map(|o| o.to_string()).as_deref() != Some("succeeded") {
-                                bail!("a run did not succeed: {run:?}");
-                            }
-                            break;
-                        }
-                        Some(_) => {}
-                        None => bail!("connection closed"),
-                    }
-                }
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok(t0.elapsed())
+    let params = StartRunParams {
+        program: "true".into(),
+        cwd: env.scratch(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        ..StartRunParams::default()
+    };
+    runs_to_end(env, RUNS, IN_FLIGHT, params).await
 }

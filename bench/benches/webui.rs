@@ -23,14 +23,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use bosun_bench::{Env, Figure, bin, report, settle};
-use bosun_shared::protocol::runs::Following;
-use bosun_shared::protocol::ui::{Event, FollowParams, StartRunParams};
+use bosun_bench::{Env, Figure, bin, report, runs_to_end, settle};
+use bosun_shared::protocol::ui::StartRunParams;
 use serde_json::Value;
 
 const ROUNDS: usize = 5;
@@ -278,45 +275,11 @@ fn finished_run(env: &Env, program: &[&str]) -> anyhow::Result<String> {
 
 /// Starts `n` runs of `true`, `IN_FLIGHT` at a time, each followed to its recorded end.
 async fn start_runs(env: &Env, n: usize) -> anyhow::Result<()> {
-    let left = Arc::new(AtomicUsize::new(n));
-    let cwd = env.scratch();
-    let mut tasks = Vec::new();
-    for _ in 0..IN_FLIGHT {
-        let mut client = env.client().await?;
-        let left = left.clone();
-        let cwd = cwd.clone();
-        tasks.push(tokio::spawn(async move {
-            while left
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok()
-            {
-                let params = StartRunParams {
-                    program: "true".into(),
-                    cwd: cwd.clone(),
-                    env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-                    ..StartRunParams::default()
-                };
-                let run = client.call(params).await?;
-                let follow = FollowParams {
-                    run: run.id.to_string(),
-                    from_seq: u64::MAX,
-                    follow: true,
-                    stream: None,
-                };
-                let Following { sub, .. } = client.call(follow).await?;
-                loop {
-                    match client.next_event().await? {
-                        Some(Event::LogEnd { sub: s, .. }) if s == sub => break,
-                        Some(_) => {}
-                        None => bail!("bosund closed the connection"),
-                    }
-                }
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    Ok(())
+    let params = StartRunParams {
+        program: "true".into(),
+        cwd: env.scratch(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        ..StartRunParams::default()
+    };
+    runs_to_end(env, n, IN_FLIGHT, params).await.map(|_| ())
 }

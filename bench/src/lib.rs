@@ -191,3 +191,66 @@ pub fn fmt_duration(d: Duration) -> String {
         format!("{:.1} ms", d.as_secs_f64() * 1000.0)
     }
 }
+
+/// Starts a run and follows it to its recorded end (subscribed past any output: the
+/// subscription ends when the exit is recorded); fails unless it succeeded. The run as it
+/// ended.
+pub async fn run_to_end(
+    client: &mut Client,
+    params: bosun_shared::protocol::ui::StartRunParams,
+) -> anyhow::Result<bosun_shared::protocol::ui::RunView> {
+    use bosun_shared::protocol::runs::Following;
+    use bosun_shared::protocol::ui::{Event, FollowParams};
+    let run = client.call(params).await?;
+    let follow = FollowParams {
+        run: run.id.to_string(),
+        from_seq: u64::MAX,
+        follow: true,
+        stream: None,
+    };
+    let Following { sub, .. } = client.call(follow).await?;
+    loop {
+        match client.next_event().await? {
+            Some(Event::LogEnd { sub: s, run, .. }) if s == sub => {
+                if run.outcome.map(|o| o.to_string()).as_deref() != Some("succeeded") {
+                    bail!("a run did not succeed: {run:?}");
+                }
+                return Ok(*run);
+            }
+            Some(_) => {}
+            None => bail!("connection closed"),
+        }
+    }
+}
+
+/// Starts `n` runs of `params`, `in_flight` at a time (one connection each), each followed to
+/// its recorded, successful end; the time all of it took.
+pub async fn runs_to_end(
+    env: &Env,
+    n: usize,
+    in_flight: usize,
+    params: bosun_shared::protocol::ui::StartRunParams,
+) -> anyhow::Result<Duration> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let left = Arc::new(AtomicUsize::new(n));
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..in_flight {
+        let mut client = env.client().await?;
+        let (left, params) = (left.clone(), params.clone());
+        tasks.push(tokio::spawn(async move {
+            while left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                run_to_end(&mut client, params.clone()).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(t0.elapsed())
+}

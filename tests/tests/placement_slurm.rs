@@ -235,11 +235,22 @@ fn a_sigkilled_bosund_loses_no_line_of_remote_runs() -> anyhow::Result<()> {
         })?;
     }
     for _ in 0..2 {
+        let before: Vec<u64> = runs
+            .iter()
+            .map(|r| Ok(p.b.show(r)?["last_seq"].as_u64().unwrap_or(0)))
+            .collect::<anyhow::Result<_>>()?;
         p.b.kill_daemon()?;
-        std::thread::sleep(Duration::from_millis(700));
-        // The next command starts bosund again; the runners dial back over TLS.
+        // The next command starts bosund again; the runners dial back over TLS and go on
+        // (each run's output grows past where it was, or it has ended).
         p.b.ok(&["ps"])?;
-        std::thread::sleep(Duration::from_millis(1_500));
+        for (run, seq) in runs.iter().zip(before) {
+            p.b.wait_run(
+                run,
+                "the runner to come back",
+                Duration::from_secs(60),
+                |v| v["state"] == "exited" || v["last_seq"].as_u64().unwrap_or(0) > seq,
+            )?;
+        }
     }
     for run in &runs {
         let v = p.b.wait_ended(run, Duration::from_secs(180))?;
