@@ -37,6 +37,7 @@ pub const TABLES: &[&str] = &[
     mcp::record::ServerRecord::TABLE,
     agents::record::AgentRecord::TABLE,
     auth::record::SignInRecord::TABLE,
+    auth::registrations::RegistrationRecord::TABLE,
     board::record::ColumnRecord::TABLE,
     board::record::CardRecord::TABLE,
     board::record::NoteRecord::TABLE,

@@ -247,6 +247,10 @@ async fn pump(
     let mut next_seq = state.outbox.lock().map(|o| o.acked() + 1).unwrap_or(1);
     let mut started_sent = false;
     let mut exit_sent = false;
+    // How far this session has told bosund the runner's own log file goes, and whether output
+    // is held.
+    let mut logged_said = 0;
+    let mut held_said: Option<Option<String>> = None;
     // What this session has said of the asks: each once (a new session says them all again;
     // bosund takes them as the same ones).
     let mut said = Said::default();
@@ -294,9 +298,26 @@ async fn pump(
                 }
             }
         }
+        // The end is looked at before how far the log goes: whatever was written before the
+        // end was set is then in what `Logged` says, which goes first.
+        let exit = state.exit.lock().ok().and_then(|e| e.clone());
+        let logged = state.outbox.lock().ok().and_then(|o| o.logged());
+        if let Some(upto) = logged.filter(|&l| l > logged_said) {
+            if let Err(e) = writer.send(&RunnerMsg::Logged { upto }).await {
+                return SessionEnd::Lost(e.to_string());
+            }
+            logged_said = upto;
+        }
+        let held = state.outbox.lock().ok().and_then(|o| o.held_output());
+        let held_now = held.as_ref().map(|h| h.error.clone());
+        if held_said.as_ref() != Some(&held_now) && (held.is_some() || held_said.is_some()) {
+            if let Err(e) = writer.send(&RunnerMsg::OutputHeld { held }).await {
+                return SessionEnd::Lost(e.to_string());
+            }
+            held_said = Some(held_now);
+        }
         if !exit_sent {
             let all_acked = state.outbox.lock().map(|o| o.all_acked()).unwrap_or(false);
-            let exit = state.exit.lock().ok().and_then(|e| e.clone());
             if let (true, Some(exit)) = (all_acked, exit) {
                 let frame = encode_frame(&RunnerMsg::Exited(exit)).unwrap_or_default();
                 if let Err(e) = writer.send_encoded(&frame).await {

@@ -166,10 +166,12 @@ async fn run() -> Result<(), String> {
         }
     };
 
-    let outbox = Arc::new(Mutex::new(Outbox::new(
+    let outbox = Arc::new(Mutex::new(Outbox::writing(
         run_dir.join("spool"),
         OUTBOX_MEMORY,
+        plan_now.as_ref().and_then(|p| p.log_file.as_deref()),
     )));
+    let flusher = tokio::spawn(keep_flushed(outbox.clone()));
     let wake = Arc::new(Notify::new());
     let (stops_tx, mut stops) = mpsc::unbounded_channel::<StopOrder>();
     let (decisions_tx, decisions) = mpsc::unbounded_channel();
@@ -284,6 +286,7 @@ async fn run() -> Result<(), String> {
             let (finish_tx, finish_rx) = oneshot::channel();
             let relay = match (child.stdout.take(), child.stderr.take()) {
                 (Some(out), Some(err)) => {
+                    widen_pipe(&out);
                     Some(tokio::spawn(relay::relay(out, err, sink, finish_rx)))
                 }
                 _ => None,
@@ -331,6 +334,9 @@ async fn run() -> Result<(), String> {
         }
     };
 
+    settle_own_log(&outbox).await;
+    flusher.abort();
+    let flushed = tokio::spawn(flush_at_end(outbox.clone()));
     delete_secret_files(&plan);
     *lock(&state.exit) = Some(exit);
     wake.notify_one();
@@ -339,8 +345,98 @@ async fn run() -> Result<(), String> {
         Ok(LinkEnd::Refused(why)) => say!("bosun-runner: the daemon refused this run: {why}"),
         Err(e) => say!("bosun-runner: the link failed: {e}"),
     }
+    let _ = flushed.await;
     lock(&outbox).remove_spool();
     Ok(())
+}
+
+/// The program's stdout pipe holds this much (Linux's default is 64 KiB): a program writing
+/// fast then blocks, and the runner wakes, a quarter as often, and reads more at a time.
+const PIPE_SIZE: i32 = 1024 * 1024;
+
+/// Makes the program's stdout pipe [`PIPE_SIZE`] large. When the system refuses (a limit
+/// below it in /proc/sys/fs/pipe-max-size), the pipe stays as it is.
+fn widen_pipe(pipe: &tokio::process::ChildStdout) {
+    use std::os::fd::AsFd;
+    let _ = nix::fcntl::fcntl(pipe.as_fd(), nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+}
+
+/// How often the runner's own log file is flushed to disk while output comes.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// How often output held by a full disk is tried again once the program is gone.
+const SETTLE_RETRY: Duration = Duration::from_millis(200);
+/// Failed flushes at the end after which the runner gives up and exits (the output is in the
+/// file, but the disk would not say it has it).
+const SETTLE_FLUSH_TRIES: u32 = 5;
+
+/// Flushes the runner's own log file to disk every [`FLUSH_EVERY`] while the run goes on.
+async fn keep_flushed(outbox: Arc<Mutex<Outbox>>) {
+    loop {
+        tokio::time::sleep(FLUSH_EVERY).await;
+        if let Err(e) = flush_own_log(&outbox).await {
+            say!(
+                "bosun-runner: could not flush the run's log file to disk: {e}; it is written again and flushed on the next round"
+            );
+        }
+    }
+}
+
+/// Flushes what of the runner's own log file is not known to be on disk. A failed flush is not
+/// taken as if nothing happened: the range is read back, checked record by record, written
+/// again and flushed again.
+async fn flush_own_log(outbox: &Arc<Mutex<Outbox>>) -> Result<(), String> {
+    let job = match lock(outbox).flush_job() {
+        Ok(Some(job)) => job,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let upto = job.upto;
+    let flushed = tokio::task::spawn_blocking(move || match job.file.sync_data() {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            bosun_shared::logfile::rewrite_range(&job.file, job.from, job.upto)
+                .map_err(|why| format!("{e}, and {why}"))?;
+            job.file
+                .sync_data()
+                .map_err(|again| format!("{e}, and again after writing it anew: {again}"))
+        }
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    flushed?;
+    lock(outbox).flushed(upto);
+    Ok(())
+}
+
+/// Once the program is gone: every chunk into the runner's own log file, waiting for room on a
+/// full disk as long as it takes, before the end is reported.
+async fn settle_own_log(outbox: &Arc<Mutex<Outbox>>) {
+    loop {
+        let held = {
+            let mut o = lock(outbox);
+            o.retry();
+            o.held()
+        };
+        if !held {
+            return;
+        }
+        tokio::time::sleep(SETTLE_RETRY).await;
+    }
+}
+
+/// The runner's own log file flushed to disk at the end of the run. It runs beside the report
+/// of the end (bosund records an end without waiting for the disk, as it always has), and the
+/// runner exits only once it is done.
+async fn flush_at_end(outbox: Arc<Mutex<Outbox>>) {
+    for _ in 0..SETTLE_FLUSH_TRIES {
+        match flush_own_log(&outbox).await {
+            Ok(()) => return,
+            Err(e) => {
+                say!("bosun-runner: could not flush the run's log file to disk: {e}");
+                tokio::time::sleep(SETTLE_RETRY).await;
+            }
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -1,4 +1,13 @@
-//! The runner's outbox: every message frame the daemon has not acked yet, in seq order.
+//! The runner's outbox: where the run's output goes until bosund has it, in seq order.
+//!
+//! **On bosund's machine** (a plan with a log file) the runner appends every chunk to the run's
+//! log file itself, as records of the log's own format, and only tells bosund how far the file
+//! goes ([`RunnerMsg::Logged`](bosun_shared::protocol::runner::RunnerMsg::Logged)): the bytes
+//! never cross the socket, and a daemon that is away costs nothing but that message. The file is
+//! the outbox then; see [`OwnLog`].
+//!
+//! **Otherwise** (a runner on another host, or a file that could not be opened) output goes to
+//! bosund as frames, and the outbox keeps every frame the daemon has not acked yet:
 //!
 //! Frames stay in memory up to a limit; past it, new frames go to a spool file in the run's
 //! directory, so a daemon that is slow or gone never makes the runner stop reading the program's
@@ -18,8 +27,14 @@ use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use bosun_shared::Timestamp;
+use bosun_shared::logfile::{LogChunk, LogFile};
+use bosun_shared::protocol::fast;
+use bosun_shared::protocol::runner::HeldOutput;
+use bosun_shared::run::Stream;
 
 /// Memory held at a peak above this is given back to the system once it is free again.
 const GIVE_BACK_AFTER: usize = 1024 * 1024;
@@ -45,6 +60,51 @@ pub struct Outbox {
     overflow: VecDeque<Frame>,
     /// Why the spool could not take them.
     fault: Option<io::Error>,
+    /// The run's log file, when the runner writes it itself.
+    own: Option<OwnLog>,
+}
+
+/// The run's log file, written by the runner.
+///
+/// **A storage error never loses a chunk:** a chunk the file cannot take (a full disk) waits in
+/// memory with every later one, in order, and holds the outbox as a spool that cannot be
+/// written does; [`Outbox::retry`] tries them again. What is written is flushed to disk within
+/// a second ([`Outbox::flush_job`]) and before the runner reports the run's end.
+pub struct OwnLog {
+    log: LogFile,
+    waiting: VecDeque<LogChunk>,
+    fault: Option<io::Error>,
+}
+
+impl OwnLog {
+    fn push(&mut self, chunk: LogChunk) {
+        if self.waiting.is_empty() {
+            match self.log.append([&chunk]) {
+                Ok(()) => return,
+                Err(e) => self.fault = Some(e),
+            }
+        }
+        self.waiting.push_back(chunk);
+    }
+
+    fn retry(&mut self) {
+        while let Some(c) = self.waiting.front() {
+            if let Err(e) = self.log.append([c]) {
+                self.fault = Some(e);
+                return;
+            }
+            self.waiting.pop_front();
+        }
+        self.fault = None;
+    }
+}
+
+/// A range of the run's own log file to flush to disk: the file, from where it was last known
+/// to be on disk, up to its end now.
+pub struct FlushJob {
+    pub file: File,
+    pub from: u64,
+    pub upto: u64,
 }
 
 struct Spool {
@@ -67,6 +127,76 @@ impl Outbox {
             spool: None,
             overflow: VecDeque::new(),
             fault: None,
+            own: None,
+        }
+    }
+
+    /// An outbox that appends output to the run's log file at `log` itself. Falls back to
+    /// frames (and says why) when the file cannot be opened.
+    pub fn writing(spool_path: PathBuf, mem_limit: usize, log: Option<&Path>) -> Self {
+        let mut outbox = Self::new(spool_path, mem_limit);
+        if let Some(path) = log {
+            match LogFile::open_for_append(path) {
+                Ok(log) => {
+                    outbox.next_seq = log.last_seq() + 1;
+                    outbox.own = Some(OwnLog {
+                        log,
+                        waiting: VecDeque::new(),
+                        fault: None,
+                    });
+                }
+                Err(e) => say!(
+                    "bosun-runner: could not open the run's log file {} ({e}); output goes to bosund instead",
+                    path.display()
+                ),
+            }
+        }
+        outbox
+    }
+
+    /// Takes a chunk of output: into the log file when the runner writes it, else as a frame.
+    pub fn push_output(&mut self, stream: Stream, at: Timestamp, bytes: Vec<u8>) {
+        match &mut self.own {
+            Some(own) => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                own.push(LogChunk {
+                    seq,
+                    stream,
+                    at,
+                    data: bytes,
+                });
+            }
+            None => self.push(|seq| fast::output_frame(seq, stream, at, &bytes)),
+        }
+    }
+
+    /// How far the run's log file goes, when the runner writes it (`None`: output goes as
+    /// frames).
+    pub fn logged(&self) -> Option<u64> {
+        self.own.as_ref().map(|o| o.log.last_seq())
+    }
+
+    /// What of the runner's own log file is not known to be on disk, if anything.
+    pub fn flush_job(&self) -> io::Result<Option<FlushJob>> {
+        let Some(own) = &self.own else {
+            return Ok(None);
+        };
+        let (from, upto) = (own.log.synced(), own.log.end());
+        if from >= upto {
+            return Ok(None);
+        }
+        Ok(Some(FlushJob {
+            file: own.log.handle()?,
+            from,
+            upto,
+        }))
+    }
+
+    /// The runner's own log file is on disk up to `upto`.
+    pub fn flushed(&mut self, upto: u64) {
+        if let Some(own) = &mut self.own {
+            own.log.mark_synced(upto);
         }
     }
 
@@ -96,17 +226,48 @@ impl Outbox {
     /// Whether output must wait: frames are kept that the spool could not take. The relay reads
     /// no more of the program's output while this is true.
     pub fn held(&self) -> bool {
-        !self.overflow.is_empty()
+        !self.overflow.is_empty() || self.own.as_ref().is_some_and(|o| !o.waiting.is_empty())
     }
 
     /// Why the outbox is held (the spool's error), while it is.
     pub fn fault(&self) -> Option<&io::Error> {
-        self.fault.as_ref().filter(|_| self.held())
+        let own = self.own.as_ref().and_then(|o| o.fault.as_ref());
+        own.or(self.fault.as_ref()).filter(|_| self.held())
+    }
+
+    /// Why output is held, as bosund is told it, while it is.
+    pub fn held_output(&self) -> Option<HeldOutput> {
+        if !self.held() {
+            return None;
+        }
+        let waiting: usize = match &self.own {
+            Some(own) => own.waiting.iter().map(|c| c.data.len()).sum(),
+            None => self.overflow.iter().map(|f| f.len()).sum(),
+        };
+        let fault = self.fault();
+        Some(HeldOutput {
+            errno: fault.and_then(io::Error::raw_os_error),
+            error: fault.map(ToString::to_string).unwrap_or_default(),
+            bytes: waiting as u64,
+        })
+    }
+
+    /// What cannot be written while output is held: the run's log file or the spool.
+    pub fn held_where(&self) -> &'static str {
+        if self.own.is_some() {
+            "the run's log"
+        } else {
+            "the run's spool"
+        }
     }
 
     /// Tries again to place the overflow: in memory when the spool is empty and there is room,
     /// else in the spool. Stops at the first frame that still cannot go.
     pub fn retry(&mut self) {
+        if let Some(own) = &mut self.own {
+            own.retry();
+            return;
+        }
         let spooling = self.spool.as_ref().is_some_and(|s| !s.index.is_empty());
         if !spooling {
             while let Some(f) = self.overflow.front() {
@@ -163,9 +324,13 @@ impl Outbox {
         self.acked
     }
 
-    /// Whether every frame pushed so far is acked.
+    /// Whether every frame pushed so far is acked (the runner's own log: every chunk is in
+    /// the file).
     pub fn all_acked(&self) -> bool {
-        self.acked >= self.last_seq()
+        match &self.own {
+            Some(own) => own.waiting.is_empty(),
+            None => self.acked >= self.last_seq(),
+        }
     }
 
     /// The frame of `seq`, if it is pushed and not acked.
@@ -327,6 +492,77 @@ mod tests {
         }
         o.ack(6)?;
         assert!(o.all_acked());
+        Ok(())
+    }
+
+    fn read_log(path: &std::path::Path) -> io::Result<Vec<LogChunk>> {
+        let mut out = Vec::new();
+        if let Some(mut r) = bosun_shared::logfile::LogReader::open(path)? {
+            while let Some(c) = r.next(true)? {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn a_runner_that_writes_the_log_appends_records_and_reports_how_far_they_go() -> io::Result<()>
+    {
+        let dir = tempfile::tempdir()?;
+        let log = dir.path().join("log");
+        let mut o = Outbox::writing(dir.path().join("spool"), 30, Some(&log));
+        assert_eq!(o.logged(), Some(0));
+        for i in 1..=5u8 {
+            o.push_output(
+                Stream::Stdout,
+                Timestamp::from_millis(7),
+                vec![b'a' + i; 100],
+            );
+        }
+        // Past the memory limit, yet nothing is spooled or kept: the file has it all.
+        assert_eq!(o.logged(), Some(5));
+        assert!(o.all_acked());
+        assert!(!dir.path().join("spool").exists());
+        assert!(o.frame(1)?.is_none(), "nothing goes to bosund as a frame");
+        let chunks = read_log(&log)?;
+        assert_eq!(
+            chunks.iter().map(|c| c.seq).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5]
+        );
+        assert_eq!(chunks[2].data, vec![b'd'; 100]);
+        // What is not on disk yet is one job, and then nothing.
+        let job = o
+            .flush_job()?
+            .ok_or_else(|| io::Error::other("no flush job"))?;
+        assert_eq!((job.from, job.upto), (0, std::fs::metadata(&log)?.len()));
+        job.file.sync_data()?;
+        o.flushed(job.upto);
+        assert!(o.flush_job()?.is_none());
+        // A runner that opens the file again (it never does twice; a test of the seqs) goes on
+        // after the last record.
+        let mut again = Outbox::writing(dir.path().join("spool"), 30, Some(&log));
+        again.push_output(Stream::Stderr, Timestamp::from_millis(8), b"six\n".to_vec());
+        assert_eq!(again.logged(), Some(6));
+        Ok(())
+    }
+
+    /// `/dev/full` takes no write (ENOSPC): a log file on a full disk.
+    #[test]
+    fn a_log_file_that_cannot_be_written_holds_the_outbox_and_loses_nothing() -> io::Result<()> {
+        let mut o = Outbox::writing(PathBuf::from("/dev/null"), 30, Some(Path::new("/dev/full")));
+        o.push_output(Stream::Stdout, Timestamp::from_millis(1), b"one\n".to_vec());
+        o.push_output(Stream::Stdout, Timestamp::from_millis(2), b"two\n".to_vec());
+        assert!(o.held(), "the file took nothing, so output must wait");
+        assert!(!o.all_acked());
+        assert_eq!(o.logged(), Some(0));
+        let held = o
+            .held_output()
+            .ok_or_else(|| io::Error::other("not held"))?;
+        assert_eq!(held.errno, Some(libc::ENOSPC));
+        assert_eq!(held.bytes, 8);
+        assert_eq!(o.held_where(), "the run's log");
+        o.retry();
+        assert!(o.held(), "still full");
         Ok(())
     }
 

@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::fast;
 use bosun_shared::run::Stream;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{Notify, oneshot};
@@ -29,10 +28,10 @@ const SECRET_HOLD: Duration = Duration::from_secs(1);
 /// How long whole lines wait for more before they are sent.
 const BATCH_DELAY: Duration = Duration::from_millis(5);
 /// Whole lines are sent at once when this many bytes of them are waiting.
-const BATCH_BYTES: usize = 48 * 1024;
+const BATCH_BYTES: usize = 192 * 1024;
 /// The longest piece of a single line sent as one chunk.
 pub const MAX_LINE: usize = 64 * 1024;
-const READ_BUF: usize = 64 * 1024;
+const READ_BUF: usize = 256 * 1024;
 /// How often a held outbox tries its spool again (acks try it too, at once).
 const HOLD_RETRY: Duration = Duration::from_millis(200);
 
@@ -118,30 +117,31 @@ impl Sink {
         }
         let at = Timestamp::now();
         if let Ok(mut outbox) = self.outbox.lock() {
-            outbox.push(|seq| fast::output_frame(seq, stream, at, &bytes));
+            outbox.push_output(stream, at, bytes);
         }
         self.wake.notify_one();
     }
 
     /// Why output must wait now (the spool cannot be written), if it must.
-    fn hold(&self) -> Option<String> {
+    fn hold(&self) -> Option<(String, &'static str)> {
         let outbox = self.outbox.lock().ok()?;
-        outbox
-            .held()
-            .then(|| outbox.fault().map(|e| e.to_string()).unwrap_or_default())
+        outbox.held().then(|| {
+            let why = outbox.fault().map(|e| e.to_string()).unwrap_or_default();
+            (why, outbox.held_where())
+        })
     }
 
     /// Waits while the outbox is held, trying the spool again now and then, so that the
     /// program's output stays in its pipe (and the program waits) rather than being dropped.
     /// Returns true when `finish` fired meanwhile.
     async fn wait_for_room(&self, finish: &mut oneshot::Receiver<()>) -> bool {
-        let Some(why) = self.hold() else {
+        let Some((why, what)) = self.hold() else {
             return false;
         };
-        say!("bosun-runner: output is held, the spool could not be written: {why}");
+        say!("bosun-runner: output is held, {what} could not be written: {why}");
         self.emit(
             Stream::Note,
-            format!("output is held: the run's spool could not be written ({why}); the program waits until there is room\n").into_bytes(),
+            format!("output is held: {what} could not be written ({why}); the program waits until there is room\n").into_bytes(),
         );
         loop {
             tokio::select! {

@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod approvals;
 pub mod ids;
+pub mod logfile;
 pub mod mcp;
 pub mod paths;
 pub mod placement;

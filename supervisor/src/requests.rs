@@ -57,6 +57,7 @@ pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
         Request::McpSignIn(c) => to(ctx, c),
         Request::McpSignInFinish(c) => to(ctx, c),
         Request::McpSignOut(c) => to(ctx, c),
+        Request::McpSignInMachine(c) => to(ctx, c),
         Request::AgentAdd(c) => to(ctx, c),
         Request::AgentEdit(c) => to(ctx, c),
         Request::AgentSet(c) => to(ctx, c),

@@ -619,6 +619,7 @@ async fn send_outbound(
     match frame {
         Outbound::Frame(f) => writer.send(&f).await,
         Outbound::Encoded(bytes) => writer.send_encoded(&bytes).await,
+        Outbound::Split { head, chunk } => writer.send_split(&head, &chunk.data).await,
     }
 }
 

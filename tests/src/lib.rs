@@ -10,9 +10,12 @@
 //! [`http`] is the small HTTP/1.1 server layer the test-server binaries share; [`stress`] holds
 //! the numbered-line generator and copy checker of the log stress and chaos tests.
 
+pub mod dpop;
 pub mod github;
 pub mod http;
+pub mod https;
 pub mod kube_api;
+pub mod oauth_cc;
 pub mod slurm;
 pub mod stress;
 

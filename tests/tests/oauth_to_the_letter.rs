@@ -1,12 +1,14 @@
 //! The sign-in rules of the MCP revision 2026-07-28, against `oauth-server`: a registration is
 //! a `native` application's and happens only when no client is configured and no client
 //! metadata document can be used; a client metadata document is the client id where the server
-//! takes one; the authorization response's `iss` (RFC 9207) is compared exactly with the issuer
+//! takes one, and the server fetches and checks it (a document naming another client id is
+//! refused); the authorization response's `iss` (RFC 9207) is compared exactly with the issuer
 //! recorded at discovery; metadata that names another issuer is not used. Nothing is saved from
 //! a refused sign-in, and no token shows anywhere.
 
+use bosun_tests::https::HttpsDocuments;
 use bosun_tests::{Bosun, OAuthServer, keychain_values};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn bosun(test: &str) -> Bosun {
     Bosun::new(test).with_test_browser()
@@ -124,12 +126,38 @@ fn an_answer_from_another_issuer_is_refused_and_nothing_saved() -> anyhow::Resul
     Ok(())
 }
 
+/// bosun's client metadata document as a person would publish it at `url`: a public, native
+/// client whose loopback redirect URI has no port (any port will do, RFC 8252 §7.3).
+fn client_document(url: &str) -> Value {
+    json!({
+        "client_id": url,
+        "client_name": "bosun",
+        "application_type": "native",
+        "redirect_uris": ["http://127.0.0.1/callback"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+    })
+}
+
 #[test]
 fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> anyhow::Result<()> {
-    let doc = "https://bosun.example.com/client/metadata.json";
-    // The server takes documents: no registration, the document's address is the client id.
+    let published = HttpsDocuments::start()?;
+    let path = "/bosun/client-metadata.json";
+    let url = published.url(path);
+    let doc = url.as_str();
+    published.publish(path, client_document(doc));
+    let ca = published.ca_file().display().to_string();
+    // The server takes documents: no registration, the document's address is the client id,
+    // and the server fetched the document (over TLS, trusting the test's CA) and checked it.
     let b = bosun("oauth_letter_cimd");
-    let oauth = OAuthServer::start(&["--client-metadata-documents", "--iss", "exact"])?;
+    let oauth = OAuthServer::start(&[
+        "--client-metadata-documents",
+        "--ca-file",
+        &ca,
+        "--iss",
+        "exact",
+    ])?;
     add(&b, &oauth, &["--client-metadata-url", doc])?;
     let shown = b.json(&["mcp", "show", "remote"])?;
     assert_eq!(shown["client_metadata_url"], doc);
@@ -137,9 +165,15 @@ fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> a
     assert_eq!(signed["sign_in"]["client_id"], doc, "{signed:#}");
     assert_eq!(signed["sign_in"]["registered"], false);
     assert!(oauth.requests_to("/register").is_empty(), "no registration");
-    assert_eq!(oauth.requests_to("/authorize")[0]["client_id"], doc);
+    let authorize = oauth.requests_to("/authorize");
+    assert_eq!(authorize[0]["client_id"], doc);
+    assert_eq!(authorize[0]["client_metadata"], "fetched", "{authorize:#?}");
+    assert_eq!(
+        published.requests(),
+        [path],
+        "the document was fetched once"
+    );
     b.finish()?;
-
     // A server that does not take them: registration, the fallback.
     let b = bosun("oauth_letter_cimd_fallback");
     let oauth = OAuthServer::start(&[])?;
@@ -151,7 +185,13 @@ fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> a
 
     // A configured client id comes first.
     let b = bosun("oauth_letter_cimd_configured");
-    let oauth = OAuthServer::start(&["--client-metadata-documents", "--client-id", "given"])?;
+    let oauth = OAuthServer::start(&[
+        "--client-metadata-documents",
+        "--ca-file",
+        &ca,
+        "--client-id",
+        "given",
+    ])?;
     add(
         &b,
         &oauth,
@@ -160,6 +200,7 @@ fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> a
     let signed = sign_in_and_call(&b)?;
     assert_eq!(signed["sign_in"]["client_id"], "given");
     assert!(oauth.requests_to("/register").is_empty());
+    assert_eq!(published.requests(), [path], "not fetched where not used");
     b.finish()?;
 
     // Only an https:// address with a path is a client id.
@@ -185,6 +226,44 @@ fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> a
         );
         assert!(!err.contains("pw@"), "{err}");
     }
+    b.finish()
+}
+
+#[test]
+fn a_client_metadata_document_that_names_another_client_id_is_refused_and_nothing_saved()
+-> anyhow::Result<()> {
+    let published = HttpsDocuments::start()?;
+    let path = "/bosun/client-metadata.json";
+    let url = published.url(path);
+    // Another address than its own: the server must not take it as this client.
+    published.publish(path, client_document(&published.url("/bosun/other.json")));
+    let ca = published.ca_file().display().to_string();
+    let oauth = OAuthServer::start(&["--client-metadata-documents", "--ca-file", &ca])?;
+    // The server answers the browser with its error and, as RFC 6749 §4.1.2.1 asks, does not
+    // redirect to a client it cannot trust: bosun hears nothing back and gives up.
+    let b = bosun("oauth_letter_cimd_mismatch").with_env("BOSUN_SIGN_IN_WAIT", "2s");
+    add(&b, &oauth, &["--client-metadata-url", &url])?;
+    let err = b.fails(&["mcp", "sign-in", "remote"])?;
+    assert!(
+        err.contains("was not finished within 2s; nothing was saved"),
+        "{err}"
+    );
+    assert!(err.contains("bosun mcp sign-in remote"), "{err}");
+    assert_eq!(published.requests(), [path], "the document was fetched");
+    let authorize = oauth.requests_to("/authorize");
+    assert_eq!(authorize.len(), 1, "{authorize:#?}");
+    assert_eq!(authorize[0]["status"], 400, "{authorize:#?}");
+    assert_eq!(authorize[0]["error"], "invalid_client", "{authorize:#?}");
+    assert!(
+        authorize[0]["client_metadata_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("names the client_id") && e.contains("other.json")),
+        "{authorize:#?}"
+    );
+    assert!(oauth.requests_to("/token").is_empty(), "no code, no token");
+    assert!(held_tokens(&b).is_empty(), "nothing saved");
+    let shown = b.json(&["mcp", "show", "remote"])?;
+    assert_ne!(shown["sign_in"]["state"], "signed in", "{shown:#}");
     b.finish()
 }
 

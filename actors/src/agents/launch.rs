@@ -489,6 +489,20 @@ async fn resolve(
                 headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
                 headers.push(("Authorization".into(), format!("Bearer {t}")));
             }
+            Ok(Access::Dpop { .. }) => {
+                // A CLI sends a fixed header; a DPoP-bound token needs a fresh proof on every
+                // request, made with a key that never leaves bosund.
+                return Ok(Err((
+                    format!(
+                        "its sign-in is bound to bosun's DPoP key (RFC 9449), and {} cannot make a proof for each request",
+                        agent.cli
+                    ),
+                    Some(format!(
+                        "bosun's own looks use it: `bosun mcp tools {}`, `bosun mcp call {} TOOL`.",
+                        s.name, s.name
+                    )),
+                )));
+            }
             Ok(Access::None) => {
                 if s.last_error
                     .as_deref()

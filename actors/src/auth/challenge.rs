@@ -18,7 +18,7 @@ impl Challenge {
     /// Parses the header's value. Several schemes may be listed; the Bearer one is read, and a
     /// header with no scheme bosun knows gives an empty challenge.
     pub fn parse(header: &str) -> Self {
-        let params = bearer_params(header);
+        let params = scheme_params(header, "bearer");
         Self {
             resource_metadata: params.get("resource_metadata").cloned(),
             scope: params
@@ -34,8 +34,9 @@ impl Challenge {
     }
 }
 
-/// The auth-params of the Bearer challenge: `k=v` or `k="quoted \" value"`, comma-separated.
-fn bearer_params(header: &str) -> HashMap<String, String> {
+/// The auth-params of the challenge of `scheme` (such as `bearer`, or `dpop` for RFC 9449's):
+/// `k=v` or `k="quoted \" value"`, comma-separated.
+pub fn scheme_params(header: &str, scheme: &str) -> HashMap<String, String> {
     let mut out = HashMap::new();
     let mut rest = header.trim();
     let mut in_bearer = false;
@@ -54,7 +55,7 @@ fn bearer_params(header: &str) -> HashMap<String, String> {
             rest = remaining;
         } else {
             // A scheme name.
-            in_bearer = word.eq_ignore_ascii_case("bearer");
+            in_bearer = word.eq_ignore_ascii_case(scheme);
             rest = after;
             if word.is_empty() {
                 break;

@@ -21,6 +21,8 @@ const MAX_DOCUMENT: usize = 256 * 1024;
 pub struct AsMetadata {
     #[serde(default)]
     pub issuer: Option<String>,
+    /// Absent from the metadata of a server that signs in only machines (client credentials).
+    #[serde(default)]
     pub authorization_endpoint: String,
     pub token_endpoint: String,
     #[serde(default)]
@@ -31,6 +33,9 @@ pub struct AsMetadata {
     pub scopes_supported: Vec<String>,
     #[serde(default)]
     pub token_endpoint_auth_methods_supported: Vec<String>,
+    /// The grants it offers (`authorization_code`, `client_credentials`, …); empty when unsaid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grant_types_supported: Vec<String>,
     #[serde(default)]
     pub code_challenge_methods_supported: Vec<String>,
     /// The server sends `iss` in its authorization responses (RFC 9207).
@@ -39,6 +44,9 @@ pub struct AsMetadata {
     /// The server takes an HTTPS address of a client's metadata as its client id.
     #[serde(default)]
     pub client_id_metadata_document_supported: bool,
+    /// The algorithms of the DPoP proofs it takes (RFC 9449 §5.1); empty: it binds no tokens.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dpop_signing_alg_values_supported: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,6 +56,9 @@ struct ResourceMetadata {
     authorization_servers: Vec<String>,
     #[serde(default)]
     scopes_supported: Vec<String>,
+    /// The resource takes only DPoP-bound tokens (RFC 9728 §2).
+    #[serde(default)]
+    dpop_bound_access_tokens_required: bool,
 }
 
 /// Where and how to sign in.
@@ -61,6 +72,8 @@ pub struct Discovered {
     pub scope: Option<String>,
     /// Where the endpoints came from, in words.
     pub source: String,
+    /// The resource takes only DPoP-bound tokens (its metadata says so).
+    pub dpop_required: bool,
 }
 
 /// Why discovery failed, in words a person can act on.
@@ -244,9 +257,11 @@ pub async fn authorization_server(
             revocation_endpoint: None,
             scopes_supported: Vec::new(),
             token_endpoint_auth_methods_supported: Vec::new(),
+            grant_types_supported: Vec::new(),
             code_challenge_methods_supported: Vec::new(),
             authorization_response_iss_parameter_supported: false,
             client_id_metadata_document_supported: false,
+            dpop_signing_alg_values_supported: Vec::new(),
         },
         format!("the default endpoints under {base} (it publishes no metadata)"),
     ))
@@ -273,6 +288,9 @@ pub async fn discover(
     }
     // 2. Its resource must be the server itself, checked before any authorization request.
     let from_prm = prm.is_some();
+    let dpop_required = prm
+        .as_ref()
+        .is_some_and(|p| p.dpop_bound_access_tokens_required);
     let (resource, issuer, prm_scopes) = match prm {
         Some(doc) => {
             let resource = doc.resource.unwrap_or_else(|| server_url.to_string());
@@ -333,6 +351,7 @@ pub async fn discover(
         metadata,
         scope: (!scopes.is_empty()).then(|| scopes.join(" ")),
         source,
+        dpop_required,
     })
 }
 

@@ -6,16 +6,22 @@
 //! - [`oauth`]: registration, the authorization URL, code exchange, refresh, revocation.
 //! - [`record`]: a sign-in as stored (redb for what is not secret, the keychain for tokens).
 //! - [`signin`]: the person's sign-in: the browser, the loopback listener, the code exchange.
+//! - [`client_credentials`]: a machine's sign-in (OAuth client credentials, with a client secret
+//!   or a private key), no browser, renewed by a new grant.
+//! - [`registrations`]: the clients bosun registered, one per authorization server, reused.
 //! - [`refresher`]: the TokenRefresher actor, one per signed-in server, the only one that
 //!   refreshes; [`Auth`] supervises them.
 
 pub mod challenge;
+pub mod client_credentials;
 pub mod discovery;
+pub mod dpop;
 mod error;
 pub use error::{AuthError, ProbeError};
 pub mod oauth;
 pub mod record;
 pub mod refresher;
+pub mod registrations;
 pub mod signin;
 
 use std::collections::{HashMap, HashSet};
@@ -69,6 +75,8 @@ pub struct AuthContext {
     pub auth: ActorHandle<AuthMsg>,
     /// Sign-ins under way, waiting for the person's browser.
     pub pending: signin::Pending,
+    /// The DPoP nonces servers gave (RFC 9449), per server, for the life of bosund.
+    pub nonces: dpop::Nonces,
 }
 
 impl AuthContext {
@@ -81,6 +89,7 @@ impl AuthContext {
             refreshers: Refreshers::default(),
             auth: ActorHandle::default(),
             pending: signin::Pending::default(),
+            nonces: dpop::Nonces::default(),
         }
     }
 }
@@ -299,6 +308,9 @@ pub enum Access {
     None,
     /// An access token valid for the time asked.
     Token(String),
+    /// An access token bound to bosun's DPoP key (RFC 9449): every request that carries it
+    /// needs a fresh proof from the prover.
+    Dpop { token: String, prover: dpop::Prover },
 }
 
 /// The access token for `server`, valid for at least `min_valid`, refreshed first when it is
@@ -324,7 +336,11 @@ pub async fn access(
                 "the token refresher did not answer ({e}); try again"
             ))
         })?;
-        return answer.map(Access::Token);
+        let token = answer?;
+        return match dpop::prover_for(ctx, server, dpop::Side::Resource).await? {
+            Some(prover) => Ok(Access::Dpop { token, prover }),
+            None => Ok(Access::Token(token)),
+        };
     }
     let store = ctx.store.clone();
     let rec = blocking(move || store.get::<SignInRecord>(&server)).await??;

@@ -21,6 +21,8 @@ use oauth2::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::dpop::{self, Prover, SendError};
+
 /// How long one request to the authorization server may take.
 const REQUEST_LIMIT: Duration = Duration::from_secs(30);
 
@@ -32,6 +34,9 @@ pub enum ClientAuth {
     None,
     ClientSecretBasic,
     ClientSecretPost,
+    /// A JWT signed with the client's private key (RFC 7523 §2.2), for a machine's sign-in
+    /// with client credentials: see `client_credentials`.
+    PrivateKeyJwt,
 }
 
 impl ClientAuth {
@@ -118,25 +123,48 @@ pub fn http_client() -> reqwest::Client {
         .unwrap_or_default()
 }
 
-type HttpFuture = Pin<Box<dyn Future<Output = Result<HttpResponse, reqwest::Error>> + Send>>;
+type HttpFuture = Pin<Box<dyn Future<Output = Result<HttpResponse, SendError>> + Send>>;
 
-/// `oauth2`'s HTTP client, made of reqwest.
-fn adapter(http: &reqwest::Client) -> impl Fn(HttpRequest) -> HttpFuture + use<> {
+/// `oauth2`'s HTTP client, made of reqwest: with a DPoP proof on each request when the sign-in
+/// binds its tokens (see [`dpop::execute`]).
+fn adapter(
+    http: &reqwest::Client,
+    dpop: Option<&Prover>,
+) -> impl Fn(HttpRequest) -> HttpFuture + use<> {
     let http = http.clone();
+    let dpop = dpop.cloned();
     move |request: HttpRequest| {
         let http = http.clone();
+        let dpop = dpop.clone();
         Box::pin(async move {
-            let response = http.execute(reqwest::Request::try_from(request)?).await?;
-            let mut out = http::Response::builder().status(response.status());
-            for (k, v) in response.headers() {
+            let request = reqwest::Request::try_from(request)?;
+            let answer = dpop::execute(&http, dpop.as_ref(), request).await?;
+            let mut out = http::Response::builder().status(answer.status);
+            for (k, v) in &answer.headers {
                 out = out.header(k, v);
             }
-            let body = response.bytes().await?.to_vec();
             // The status and headers came from a response already: they are valid.
+            let body = answer.body;
             Ok(out
                 .body(body.clone())
                 .unwrap_or_else(|_| http::Response::new(body)))
         }) as HttpFuture
+    }
+}
+
+/// How an access token is to be used: as a bearer token, or bound to bosun's DPoP key (the
+/// token endpoint answered `token_type: DPoP`, RFC 9449 §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenType {
+    Bearer,
+    Dpop,
+}
+
+fn token_type_of(t: &BasicTokenResponse) -> TokenType {
+    if t.token_type().as_ref().eq_ignore_ascii_case("dpop") {
+        TokenType::Dpop
+    } else {
+        TokenType::Bearer
     }
 }
 
@@ -190,7 +218,7 @@ pub async fn register(
     })
 }
 
-fn unreachable(url: &str, e: &reqwest::Error) -> OAuthError {
+pub(super) fn unreachable(url: &str, e: &reqwest::Error) -> OAuthError {
     OAuthError::Unreachable {
         url: url.to_string(),
         why: if e.is_timeout() {
@@ -204,7 +232,7 @@ fn unreachable(url: &str, e: &reqwest::Error) -> OAuthError {
 }
 
 /// An RFC 6749 §5.2 error body, when that is what `text` is.
-fn server_error(text: &str) -> Option<OAuthError> {
+pub(super) fn server_error(text: &str) -> Option<OAuthError> {
     #[derive(Deserialize)]
     struct ErrorBody {
         error: String,
@@ -246,7 +274,9 @@ fn client(
         .set_token_uri(token_url)
         .set_auth_type(match id.auth {
             ClientAuth::ClientSecretBasic => AuthType::BasicAuth,
-            ClientAuth::None | ClientAuth::ClientSecretPost => AuthType::RequestBody,
+            ClientAuth::None | ClientAuth::ClientSecretPost | ClientAuth::PrivateKeyJwt => {
+                AuthType::RequestBody
+            }
         });
     if let (Some(secret), ClientAuth::ClientSecretBasic | ClientAuth::ClientSecretPost) =
         (&id.secret, id.auth)
@@ -320,7 +350,7 @@ fn tokens_of(t: &BasicTokenResponse, asked_scope: Option<&str>) -> Tokens {
 
 fn token_error(
     url: &str,
-    e: RequestTokenError<reqwest::Error, oauth2::basic::BasicErrorResponse>,
+    e: RequestTokenError<SendError, oauth2::basic::BasicErrorResponse>,
 ) -> OAuthError {
     match e {
         RequestTokenError::ServerResponse(r) => OAuthError::Refused {
@@ -335,7 +365,11 @@ fn token_error(
             },
             description: r.error_description().cloned(),
         },
-        RequestTokenError::Request(e) => unreachable(url, &e),
+        RequestTokenError::Request(SendError::Http(e)) => unreachable(url, &e),
+        RequestTokenError::Request(SendError::Proof(e)) => OAuthError::Unreachable {
+            url: url.to_string(),
+            why: e.to_string(),
+        },
         RequestTokenError::Parse(e, body) => {
             // An error answer in a shape oauth2 did not expect still says what it is.
             server_error(&String::from_utf8_lossy(&body))
@@ -345,7 +379,7 @@ fn token_error(
     }
 }
 
-/// Exchanges the authorization code for tokens.
+/// Exchanges the authorization code for tokens, with a DPoP proof when `dpop` is given.
 #[allow(clippy::too_many_arguments)]
 pub async fn exchange_code(
     http: &reqwest::Client,
@@ -357,24 +391,27 @@ pub async fn exchange_code(
     verifier: PkceCodeVerifier,
     resource: &str,
     asked_scope: Option<&str>,
-) -> Result<Tokens, OAuthError> {
+    dpop: Option<&Prover>,
+) -> Result<(Tokens, TokenType), OAuthError> {
     let c = client(
         id,
         authorization_endpoint,
         token_endpoint,
         Some(redirect_uri),
     )?;
-    let call = adapter(http);
+    let call = adapter(http, dpop);
     c.exchange_code(AuthorizationCode::new(code.to_string()))
         .set_pkce_verifier(verifier)
         .add_extra_param("resource", resource.to_string())
         .request_async(&call)
         .await
-        .map(|t| tokens_of(&t, asked_scope))
+        .map(|t| (tokens_of(&t, asked_scope), token_type_of(&t)))
         .map_err(|e| token_error(token_endpoint, e))
 }
 
-/// Uses the refresh token. When the answer has no new refresh token, the old one stays good.
+/// Uses the refresh token (with a DPoP proof from the same key when the sign-in is bound).
+/// When the answer has no new refresh token, the old one stays good.
+#[allow(clippy::too_many_arguments)]
 pub async fn refresh(
     http: &reqwest::Client,
     id: &ClientIdentity,
@@ -383,9 +420,10 @@ pub async fn refresh(
     refresh_token: &str,
     resource: &str,
     scope: Option<&str>,
-) -> Result<Tokens, OAuthError> {
+    dpop: Option<&Prover>,
+) -> Result<(Tokens, TokenType), OAuthError> {
     let c = client(id, authorization_endpoint, token_endpoint, None)?;
-    let call = adapter(http);
+    let call = adapter(http, dpop);
     let rt = RefreshToken::new(refresh_token.to_string());
     c.exchange_refresh_token(&rt)
         .add_extra_param("resource", resource.to_string())
@@ -396,7 +434,7 @@ pub async fn refresh(
             if tokens.refresh.is_none() {
                 tokens.refresh = Some(refresh_token.to_string());
             }
-            tokens
+            (tokens, token_type_of(&t))
         })
         .map_err(|e| token_error(token_endpoint, e))
 }
@@ -423,7 +461,13 @@ pub async fn revoke(
             form.push(("client_id", &id.client_id));
             form.push(("client_secret", secret));
         }
-        (ClientAuth::None | ClientAuth::ClientSecretBasic | ClientAuth::ClientSecretPost, _) => {
+        (
+            ClientAuth::None
+            | ClientAuth::ClientSecretBasic
+            | ClientAuth::ClientSecretPost
+            | ClientAuth::PrivateKeyJwt,
+            _,
+        ) => {
             form.push(("client_id", &id.client_id));
         }
     }

@@ -40,6 +40,32 @@ pub struct SignInRecord {
     pub wanted_scope: Option<String>,
     /// Sign-ins in a row that asked for a wider scope; bosun stops after 3.
     pub step_ups: u32,
+    /// How the tokens are got: a person's authorization (absent in older records), or the
+    /// client's own credentials (a machine's sign-in, renewed by a new grant).
+    #[serde(default, skip_serializing_if = "Grant::is_authorization_code")]
+    pub grant: Grant,
+    /// The tokens are bound to a DPoP key (RFC 9449) kept in the keychain
+    /// (`dpop::key_key`): every token request and every request to the server carries a proof.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpop: bool,
+}
+
+/// How a sign-in's tokens are got.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    /// A person signed in in a browser (authorization code with PKCE); renewed by refresh.
+    #[default]
+    AuthorizationCode,
+    /// bosun signs in as a machine with the client's credentials (RFC 6749 §4.4): no browser,
+    /// and a new grant before the token expires.
+    ClientCredentials,
+}
+
+impl Grant {
+    fn is_authorization_code(&self) -> bool {
+        *self == Grant::AuthorizationCode
+    }
 }
 
 impl Record for SignInRecord {
@@ -76,4 +102,14 @@ pub fn client_secret_key(server: ServerId) -> String {
 /// The secret of a client the person configured.
 pub fn configured_secret_key(server: ServerId) -> String {
     format!("mcp/{server}/oauth/configured_client_secret")
+}
+
+/// The client secret of a machine's sign-in (client credentials with `client_secret_basic`).
+pub fn machine_secret_key(server: ServerId) -> String {
+    format!("mcp/{server}/oauth/machine_client_secret")
+}
+
+/// The private key (PEM) of a machine's sign-in (client credentials with `private_key_jwt`).
+pub fn private_key_key(server: ServerId) -> String {
+    format!("mcp/{server}/oauth/private_key")
 }

@@ -29,9 +29,12 @@ use sha2::{Digest, Sha256};
 use tracing::{Instrument, info, warn};
 
 use super::AuthContext;
+use super::client_credentials::{self, Renewed};
+use super::dpop;
 use super::oauth::{self, ClientIdentity};
 use super::record::{
-    SignInRecord, access_key, client_secret_key, configured_secret_key, refresh_key,
+    Grant, SignInRecord, access_key, client_secret_key, configured_secret_key, machine_secret_key,
+    private_key_key, refresh_key,
 };
 use crate::offload::blocking;
 
@@ -310,6 +313,20 @@ impl RefresherState {
         let Some(mut rec) = self.rec.clone() else {
             return Err(needs_sign_in(&self.name, "it is not signed in"));
         };
+        if rec.grant == Grant::ClientCredentials {
+            // A machine's sign-in has no refresh token: renewing is a new grant.
+            return match client_credentials::renew(&self.ctx, &self.name, &rec).await? {
+                Renewed::Token(rec, access) => {
+                    self.rec = Some(*rec);
+                    self.access = Some(access.clone());
+                    Ok(access)
+                }
+                Renewed::Refused(why) => {
+                    self.mark_needs_sign_in(&why).await?;
+                    Err(needs_sign_in(&self.name, &why))
+                }
+            };
+        }
         let keychain = self.ctx.keychain.clone();
         let key = refresh_key(self.server);
         let Some(refresh) = blocking(move || keychain.get(&key)).await?? else {
@@ -318,6 +335,8 @@ impl RefresherState {
             return Err(needs_sign_in(&self.name, why));
         };
         let identity = self.identity(&rec).await?;
+        // A bound sign-in refreshes with a proof from the same key (RFC 9449 §5).
+        let dpop = dpop::prover_for(&self.ctx, self.server, dpop::Side::Authorization).await?;
         // 1. The marker, durably, before the request.
         rec.refresh_started = Some(Timestamp::now());
         self.ctx.writer.put(&rec).await?;
@@ -332,10 +351,11 @@ impl RefresherState {
             &refresh,
             &rec.resource,
             rec.scope.as_deref(),
+            dpop.as_ref(),
         )
         .await;
         match answer {
-            Ok(tokens) => {
+            Ok((tokens, _)) => {
                 crate::crash::point("refresh-after-answer");
                 // 3. The refresh token first, then the access token.
                 let keychain = self.ctx.keychain.clone();
@@ -437,13 +457,17 @@ impl RefresherState {
     }
 }
 
-/// Deletes a server's tokens, its registered client's secret and its sign-in record.
+/// Deletes a server's tokens, its registered client's secret, a machine's secret or private
+/// key, and its sign-in record.
 pub async fn forget(ctx: &AuthContext, server: ServerId) -> Result<(), AuthError> {
     let keychain = ctx.keychain.clone();
     let keys = vec![
         access_key(server),
         refresh_key(server),
         client_secret_key(server),
+        machine_secret_key(server),
+        private_key_key(server),
+        dpop::key_key(server),
     ];
     blocking(move || keychain.delete_many(&keys)).await??;
     ctx.writer

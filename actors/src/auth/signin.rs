@@ -21,6 +21,7 @@ use tracing::{info, warn};
 
 use super::challenge::Challenge;
 use super::discovery::{self, DiscoveryError};
+use super::dpop;
 use super::oauth::{self, ClientAuth, ClientIdentity, OAuthError};
 use super::record::{
     SignInRecord, access_key, client_secret_key, configured_secret_key, refresh_key,
@@ -169,6 +170,24 @@ pub async fn start(
         info!(server = %name, from = %old.issuer, to = %found.issuer, "the server names another authorization server now; bosun registers there anew");
     }
 
+    // DPoP (RFC 9449) where the server asks for it: a key pair of this sign-in's own.
+    let dpop = match dpop::wanted(&found.metadata, found.dpop_required) {
+        Ok(true) => Some(dpop::Prover::new(
+            Arc::new(dpop::DpopKey::generate().map_err(|e| {
+                AuthError::unavailable(format!("could not sign in to `{name}`: {e}"))
+            })?),
+            ctx.nonces.clone(),
+            rec.id,
+            dpop::Side::Authorization,
+        )),
+        Ok(false) => None,
+        Err(why) => {
+            return Err(AuthError::conflict(format!(
+                "could not sign in to `{name}`: {why}"
+            )));
+        }
+    };
+
     // The loopback listener, before the registration that names its address.
     let port = rec.callback_port.unwrap_or(0);
     let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
@@ -220,15 +239,17 @@ pub async fn start(
             false,
         ),
         (None, None) => match &m.registration_endpoint {
+            // bosun's registration at this issuer, else a new one, kept for the next time.
             Some(endpoint) => (
-                oauth::register(
-                    &ctx.http,
+                super::registrations::client_for(
+                    ctx,
+                    &name,
+                    &found.issuer,
                     endpoint,
                     &redirect_uri,
                     &m.token_endpoint_auth_methods_supported,
                 )
-                .await
-                .map_err(|e| oauth_error(&name, e))?,
+                .await?,
                 true,
             ),
             None if m.client_id_metadata_document_supported => {
@@ -267,6 +288,7 @@ pub async fn start(
         found,
         step_ups: if step_up.is_some() { step_ups + 1 } else { 0 },
         previous_scope: existing.and_then(|e| e.scope),
+        dpop,
     };
     tokio::spawn(async move {
         let result = done.run(listener, authorization, wait).await;
@@ -335,6 +357,8 @@ struct Finish {
     found: discovery::Discovered,
     step_ups: u32,
     previous_scope: Option<String>,
+    /// The proofs of the token request, when the sign-in binds its tokens (DPoP).
+    dpop: Option<dpop::Prover>,
 }
 
 impl Finish {
@@ -366,7 +390,7 @@ impl Finish {
                 )
             })??;
         drop(listener);
-        let tokens = oauth::exchange_code(
+        let (tokens, token_type) = oauth::exchange_code(
             &self.ctx.http,
             &self.identity,
             &self.found.metadata.authorization_endpoint,
@@ -376,16 +400,30 @@ impl Finish {
             authorization.verifier,
             &self.found.resource,
             self.found.scope.as_deref(),
+            self.dpop.as_ref(),
         )
         .await
         .map_err(|e| oauth_error(&self.name, e))?;
-        self.save(tokens).await
+        // Bound only when the server says so: one that answers `Bearer` to a proof did not
+        // bind the token, and the key has nothing to do.
+        let bound = match (token_type, &self.dpop) {
+            (oauth::TokenType::Dpop, Some(prover)) => Some(prover),
+            (oauth::TokenType::Dpop | oauth::TokenType::Bearer, _) => None,
+        };
+        self.save(tokens, bound).await
     }
 
     /// Saves the whole sign-in: secrets first (all or none), then the record; on a failure of
     /// the record, the secrets go again.
-    async fn save(&self, tokens: oauth::Tokens) -> Result<(), AuthError> {
+    async fn save(
+        &self,
+        tokens: oauth::Tokens,
+        bound: Option<&dpop::Prover>,
+    ) -> Result<(), AuthError> {
         let mut secrets = vec![(access_key(self.server), tokens.access.clone())];
+        if let Some(prover) = bound {
+            secrets.push((dpop::key_key(self.server), prover.key().keychain_value()));
+        }
         if let Some(r) = &tokens.refresh {
             secrets.push((refresh_key(self.server), r.clone()));
         }
@@ -395,11 +433,15 @@ impl Finish {
         let keys: Vec<String> = secrets.iter().map(|(k, _)| k.clone()).collect();
         let keychain = self.ctx.keychain.clone();
         // A refresh token of an earlier sign-in must not outlive this one.
-        let stale = if tokens.refresh.is_none() {
+        let mut stale = if tokens.refresh.is_none() {
             vec![refresh_key(self.server)]
         } else {
             Vec::new()
         };
+        // Nor the DPoP key of an earlier, bound sign-in.
+        if bound.is_none() {
+            stale.push(dpop::key_key(self.server));
+        }
         blocking(move || {
             keychain.set_many(&secrets)?;
             keychain.delete_many(&stale)
@@ -427,6 +469,8 @@ impl Finish {
             needs_sign_in: None,
             wanted_scope: None,
             step_ups: self.step_ups,
+            grant: super::record::Grant::AuthorizationCode,
+            dpop: bound.is_some(),
         };
         if let Err(e) = self.ctx.writer.put(&rec).await {
             let keychain = self.ctx.keychain.clone();

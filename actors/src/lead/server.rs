@@ -2,12 +2,21 @@
 //! stateless, JSON answers), reached by each answer of the lead through its 0600 per-run config
 //! with a bearer token that belongs to that one answer while it runs.
 //!
+//! It answers clients of either protocol era ([`SERVED_VERSIONS`]): a 2025-era client opens
+//! with `initialize` (its version is echoed when served, else 2025-11-25) and is then served
+//! without a session, which those revisions allow; a 2026-07-28 client sends every request on
+//! its own with `_meta` and the mirrored headers, and may ask `server/discover`. rmcp does the
+//! era routing, the header checks (-32020), the `_meta` checks (-32602), the version refusal
+//! (-32022) and `resultType`; this module narrows the versions to those bosun really serves
+//! and adds what rmcp leaves out (see [`modern_result_meta`]).
+//!
 //! The gate: a privileged call, and a call that creates or changes a card, waits until the
 //! daemon has read the answer's stream up to it (at most 5 s; else it is refused and may be
 //! tried again). If the answer used a tool from outside bosun before it, a privileged call is
 //! not run but kept as a pending action, and a card it puts in or changes in an Auto column is
 //! saved on hold.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +29,8 @@ use hyper_util::rt::TokioIo;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
-    ToolAnnotations,
+    InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -37,6 +46,63 @@ use crate::board::{BoardAnswer, BoardRequest, QaTokens};
 
 /// How long a call waits for the daemon to read its answer up to it.
 const READ_LIMIT: Duration = Duration::from_secs(5);
+
+/// The protocol revisions bosun's server speaks, oldest first: every revision that has the
+/// Streamable HTTP transport. rmcp would also claim 2024-11-05, whose clients use the older
+/// HTTP+SSE transport that this server does not offer, so `server/discover` and the -32022
+/// refusal would list a version no such client could reach it with.
+const SERVED_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
+/// The result `_meta` key under which a 2026-07-28 server names itself.
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Whether the request was made under 2026-07-28 or later (the version in its `_meta`, or the
+/// one its transport settled on). Versions are ISO dates, so they compare as strings.
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The `_meta` of a result for a 2026-07-28 client: the revision says a server SHOULD name
+/// itself (`io.modelcontextprotocol/serverInfo`) on every result, and rmcp 3.11 does so only
+/// on `server/discover`. A 2025-era client gets no `_meta` of this revision (`None`).
+fn modern_result_meta(context: &RequestContext<RoleServer>) -> Option<MetaObject> {
+    if !is_modern(context) {
+        return None;
+    }
+    let mut meta = MetaObject::default();
+    // Serialising a name and a version cannot fail; were it to, the SHOULD is left out.
+    if let Ok(me) = serde_json::to_value(identity()) {
+        meta.0.insert(SERVER_INFO_KEY.to_string(), me);
+    }
+    Some(meta)
+}
+
+/// How bosun's server names itself, in `initialize`, `server/discover` and results' `_meta`.
+fn identity() -> Implementation {
+    Implementation::new("bosun", env!("CARGO_PKG_VERSION"))
+}
+
+/// Adds [`modern_result_meta`] to a tool's result.
+fn with_result_meta(
+    mut response: CallToolResponse,
+    context: &RequestContext<RoleServer>,
+) -> CallToolResponse {
+    // bosun never asks the client for input nor answers with a task (it declares neither), so
+    // only a complete result is ever here; rmcp's enum is non-exhaustive, hence no `match`.
+    if let CallToolResponse::Complete(result) = &mut response
+        && let Some(meta) = modern_result_meta(context)
+    {
+        result.meta.get_or_insert_default().0.extend(meta.0);
+    }
+    response
+}
 
 #[derive(Clone)]
 pub struct McpCtx {
@@ -72,11 +138,15 @@ fn text_result(text: String, error: bool) -> CallToolResponse {
 impl rmcp::ServerHandler for BosunMcp {
     fn get_info(&self) -> InitializeResult {
         let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build());
-        info.server_info = Implementation::new("bosun", env!("CARGO_PKG_VERSION"));
+        info.server_info = identity();
         info.instructions = Some(
             "bosun's board, agents, runs and memory notes. Changes that start runs, change agents or columns, or save notes wait for the person's OK once this answer has used a tool from outside bosun.".into(),
         );
         info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(SERVED_VERSIONS)
     }
 
     async fn list_tools(
@@ -107,7 +177,9 @@ impl rmcp::ServerHandler for BosunMcp {
                     .with_annotations(ToolAnnotations::new().read_only(t.read_only))
             })
             .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.meta = modern_result_meta(&context);
+        Ok(result)
     }
 
     async fn call_tool(
@@ -120,22 +192,31 @@ impl rmcp::ServerHandler for BosunMcp {
             .get::<http::request::Parts>()
             .and_then(|p| bearer(&p.headers))
             .map(str::to_string);
+        // Both revisions make an unknown tool a protocol error (-32602), not a tool's failure.
+        let tool = LeadTool::parse(&request.name).map_err(|why| {
+            McpError::invalid_params(format!("{why}; tools/list names the ones there are"), None)
+        })?;
         if let Some(card) = token.as_deref().and_then(|t| self.ctx.qa.find(t)) {
-            return Ok(self.verdict(card, &request).await);
+            return Ok(with_result_meta(
+                self.verdict(card, tool, &request).await,
+                &context,
+            ));
         }
         let live = token.as_deref().and_then(|t| self.ctx.answers.find(t));
         let Some(live) = live else {
-            return Ok(text_result(
-                "this call carries no token of a live answer of the lead; bosun's tools answer only the lead's current answer".into(),
-                true,
+            return Ok(with_result_meta(
+                text_result(
+                    "this call carries no token of a live answer of the lead; bosun's tools answer only the lead's current answer".into(),
+                    true,
+                ),
+                &context,
             ));
         };
-        let tool = match LeadTool::parse(&request.name) {
-            Ok(tool) => tool,
-            Err(why) => return Ok(text_result(why.to_string(), true)),
-        };
         let args = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(live, tool, args).await)
+        Ok(with_result_meta(
+            self.call(live, tool, args).await,
+            &context,
+        ))
     }
 }
 
@@ -144,19 +225,16 @@ impl BosunMcp {
     async fn verdict(
         &self,
         card: bosun_shared::CardId,
+        tool: LeadTool,
         request: &CallToolRequestParams,
     ) -> CallToolResponse {
-        let pass = match LeadTool::parse(&request.name) {
-            Ok(LeadTool::QaPass) => true,
-            Ok(LeadTool::QaFail) => false,
-            Ok(other) => {
-                return text_result(
-                    format!("a QA run's tools are qa_pass and qa_fail; {other} is the lead's"),
-                    true,
-                );
-            }
-            Err(why) => return text_result(why.to_string(), true),
-        };
+        if !tool.for_qa() {
+            return text_result(
+                format!("a QA run's tools are qa_pass and qa_fail; {tool} is the lead's"),
+                true,
+            );
+        }
+        let pass = tool == LeadTool::QaPass;
         let summary = request
             .arguments
             .as_ref()

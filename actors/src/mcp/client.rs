@@ -43,6 +43,8 @@ pub struct Endpoint {
     pub headers: Vec<(String, String)>,
     /// Replaces the secret values above (and the address's query) in what the server says.
     pub redactor: Redactor,
+    /// The token in `headers` is DPoP-bound: every request carries a fresh proof.
+    pub dpop: Option<super::dpop_http::Binding>,
 }
 
 impl Endpoint {
@@ -422,7 +424,7 @@ async fn connect_http(
             let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
                 .custom_headers(headers.clone());
             let tap = Tap {
-                inner: http.clone(),
+                inner: super::dpop_http::McpHttp::new(http.clone(), ep.dpop.clone()),
                 pages: pages.clone(),
             };
             let transport = StreamableHttpClientTransport::with_client(tap, config);
@@ -457,6 +459,27 @@ async fn connect_http(
 
 /// A 401 or 403 challenge as the error it is.
 fn auth_error(www_authenticate: &str) -> McpError {
+    // A DPoP-bound token refused for its proof (RFC 9449 §7.1): another sign-in or refresh
+    // would not change the proof, so this is said plainly and not retried.
+    if let Some(error) = crate::auth::dpop::challenge_error(www_authenticate)
+        .filter(|e| e == "invalid_dpop_proof" || e == "use_dpop_nonce")
+    {
+        let said = crate::auth::challenge::scheme_params(www_authenticate, "dpop")
+            .get("error_description")
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        let what = if error == "use_dpop_nonce" {
+            "asked again for a new DPoP nonce after bosun had sent the one it gave"
+        } else {
+            "refused bosun's DPoP proof"
+        };
+        return McpError::Http {
+            status: 401,
+            detail: format!(
+                ": it {what} ({error}{said}); bosun does not try again. If it goes on, sign in afresh with `bosun mcp sign-out` and `bosun mcp sign-in`, or tell the server's operator"
+            ),
+        };
+    }
     let challenge = crate::auth::challenge::Challenge::parse(www_authenticate);
     if challenge.is_insufficient_scope() {
         McpError::InsufficientScope {

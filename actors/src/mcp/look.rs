@@ -86,7 +86,11 @@ fn bearer(ep: &Endpoint) -> Option<String> {
     ep.headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
-        .and_then(|(_, v)| v.strip_prefix("Bearer ").map(str::to_string))
+        .and_then(|(_, v)| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("DPoP "))
+        })
+        .map(str::to_string)
 }
 
 /// What the server answers bosun without a token, for a sign-in: the same connection and

@@ -7,7 +7,8 @@
 //! - [`redact`]: the secret values bosun hands a server, replaced in what it says back.
 //! - [`registry`]: the Registry actor, the one place servers are added, changed and removed.
 //! - [`client`]: talking to a server for a moment, over stdio, Streamable HTTP or [`sse`], in
-//!   the revision [`revision`] chose.
+//!   the revision [`revision`] chose; [`dpop_http`] makes its HTTP requests for a server whose
+//!   tokens are DPoP-bound.
 //! - [`tools`]: a server's tools as bosun shows them, with their risk; one malformed tool set
 //!   aside with what is wrong, from the `tools/list` results [`tap`] keeps as sent.
 //! - [`import`] and [`adopt`]: the servers the coding CLIs already have, read and taken over.
@@ -16,6 +17,7 @@ pub mod address;
 pub mod adopt;
 pub mod browser;
 pub mod client;
+pub mod dpop_http;
 mod error;
 pub use error::{BrowserError, RegistryError};
 pub mod import;

@@ -27,7 +27,8 @@ use super::client::Endpoint;
 use super::record::{self, LineKind, ServerRecord, StoredListing};
 use super::redact::Redactor;
 use crate::auth::AuthContext;
-use crate::auth::record::{SignInRecord, configured_secret_key};
+use crate::auth::oauth::ClientAuth;
+use crate::auth::record::{Grant, SignInRecord, configured_secret_key};
 use crate::keychain::Keychain;
 use crate::offload::blocking;
 use crate::store::writer::StoreWriter;
@@ -253,6 +254,7 @@ pub(crate) fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInVi
         signed_in_at: None,
         refreshed_at: None,
         wanted_scope: None,
+        client_credentials: None,
     };
     if rec.sign_in_by == SignInBy::ClaudeCode {
         return Some(empty("Claude Code signs in", None));
@@ -273,6 +275,15 @@ pub(crate) fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInVi
             signed_in_at: Some(s.signed_in_at),
             refreshed_at: s.refreshed_at,
             wanted_scope: s.wanted_scope.clone(),
+            client_credentials: (s.grant == Grant::ClientCredentials).then(|| {
+                match s.client_auth {
+                    ClientAuth::PrivateKeyJwt => "private_key_jwt",
+                    ClientAuth::ClientSecretBasic => "client_secret_basic",
+                    ClientAuth::ClientSecretPost => "client_secret_post",
+                    ClientAuth::None => "none",
+                }
+                .to_string()
+            }),
         }),
         None if rec.last_error.as_deref() == Some(SIGNED_OUT) => Some(empty(
             "not signed in",
@@ -454,6 +465,7 @@ async fn endpoint_of(
     let (mut env, mut headers) = secret_lines(&ctx.keychain, &rec).await?;
     let (keychain, r) = (ctx.keychain.clone(), rec.clone());
     let url = blocking(move || record::connect_url(&keychain, &r)).await??;
+    let mut dpop = None;
     match signed_in {
         SignedIn::Yes { refused } if rec.kind != ServerKind::Stdio => {
             // Before a look, a token good for a minute at least.
@@ -468,6 +480,11 @@ async fn endpoint_of(
                 crate::auth::Access::Token(t) => {
                     headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
                     headers.push(("Authorization".into(), format!("Bearer {t}")));
+                }
+                crate::auth::Access::Dpop { token, prover } => {
+                    headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                    headers.push(("Authorization".into(), format!("DPoP {token}")));
+                    dpop = Some(super::dpop_http::Binding { token, prover });
                 }
                 crate::auth::Access::None => {}
             }
@@ -500,6 +517,7 @@ async fn endpoint_of(
         env,
         headers,
         redactor,
+        dpop,
     };
     Ok((rec, ep))
 }

@@ -85,7 +85,8 @@ impl Pages {
 /// reqwest as rmcp's Streamable HTTP client, keeping `tools/list` results as sent.
 #[derive(Clone)]
 pub struct Tap {
-    pub inner: reqwest::Client,
+    /// reqwest, with DPoP proofs where the token is bound.
+    pub inner: super::dpop_http::McpHttp,
     pub pages: Pages,
 }
 

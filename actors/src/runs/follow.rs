@@ -162,7 +162,8 @@ impl FileCursor {
         Ok(chunks)
     }
 
-    async fn read(&mut self, next: u64, upto: u64) -> Result<Vec<LogChunk>, StoreError> {
+    /// [`Self::read_blocking`] on a blocking thread.
+    pub async fn read(&mut self, next: u64, upto: u64) -> Result<Vec<LogChunk>, StoreError> {
         let mut me = Self {
             path: self.path.clone(),
             reader: self.reader.take(),
@@ -234,7 +235,7 @@ async fn serve(
     let Some(hub) = hub else {
         // The run is over: everything is in its file.
         loop {
-            let chunks = file.read(f.next(), u64::MAX).await?;
+            let chunks = shared(file.read(f.next(), u64::MAX).await?);
             if chunks.is_empty() {
                 // The file ends here; if the run wrote more, the file lost it (a record that
                 // does not check out, or a file cut or deleted): say so, never end quietly.
@@ -276,7 +277,7 @@ async fn serve(
                 }
             }
             Plan::File { upto } => {
-                let chunks = file.read(f.next(), upto).await?;
+                let chunks = shared(file.read(f.next(), upto).await?);
                 if chunks.is_empty() {
                     return Err(missing(spec.run, f.next()));
                 }
@@ -294,30 +295,36 @@ async fn serve(
     }
 }
 
+/// Chunks read from the file, in the form memory holds them (sent without a copy).
+fn shared(chunks: Vec<LogChunk>) -> Vec<Arc<LogChunk>> {
+    chunks.into_iter().map(Arc::new).collect()
+}
+
 /// Sends the chunks the follower accepts, in order. False when the receiver is gone.
-async fn send_taken<C: Borrow<LogChunk>>(
+async fn send_taken(
     f: &mut Follower,
     spec: &FollowSpec,
-    chunks: &[C],
+    chunks: &[Arc<LogChunk>],
     out: &mpsc::Sender<Outbound>,
 ) -> Result<bool, StoreError> {
     let taken = f.accept(chunks).map_err(|seq| missing(spec.run, seq))?;
     for c in taken {
-        if !send_chunk(spec, c.borrow(), out).await {
+        if !send_chunk(spec, c, out).await {
             return Ok(false);
         }
     }
     Ok(true)
 }
 
-async fn send_chunk(spec: &FollowSpec, c: &LogChunk, out: &mpsc::Sender<Outbound>) -> bool {
+async fn send_chunk(spec: &FollowSpec, c: &Arc<LogChunk>, out: &mpsc::Sender<Outbound>) -> bool {
     if spec.stream.is_some_and(|s| s != c.stream) {
         return true;
     }
     let frame = if spec.binary {
-        Outbound::Encoded(fast::log_event_frame(
-            spec.sub, c.seq, c.stream, c.at, &c.data,
-        ))
+        Outbound::Split {
+            head: fast::log_event_head(spec.sub, c.seq, c.stream, c.at, c.data.len()),
+            chunk: c.clone(),
+        }
     } else {
         Outbound::Frame(ServerFrame::Event(Event::Log {
             sub: spec.sub,

@@ -119,6 +119,17 @@ impl LogHub {
         self.room.notify_waiters();
     }
 
+    /// The runner wrote every chunk up to `seq` into the run's log file itself: they have
+    /// arrived and are stored at once, and none of them is in memory (followers read them from
+    /// the file).
+    pub fn logged(&self, seq: u64) {
+        self.state.send_modify(|s| {
+            s.received = s.received.max(seq);
+            s.stored = s.stored.max(seq);
+        });
+        self.room.notify_waiters();
+    }
+
     /// Marks the run over: followers finish once they have everything.
     pub fn end(&self) {
         self.state.send_modify(|s| s.ended = true);

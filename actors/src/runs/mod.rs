@@ -523,6 +523,8 @@ impl RunsState {
             umask: p.umask.unwrap_or(0o022) & 0o777,
             notes,
             max_output: p.max_output,
+            // On this machine the runner writes the log file itself.
+            log_file: placement.is_local().then(|| self.ctx.store.log_path(id)),
             control,
             redact,
         };

@@ -9,7 +9,7 @@ use crate::runs::RunsError;
 use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::protocol::runner::{
-    DaemonMsg, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
+    DaemonMsg, HeldOutput, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
 };
 use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, Outcome, RunState, Stream, signal_name};
@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tracing::{Instrument, error, info, warn};
 
 use super::RunsContext;
+use super::follow::FileCursor;
 use super::live::LiveEntry;
 use super::log_hub::LogHub;
 use super::record::{ProcessInfo, RunRecord};
@@ -138,6 +139,11 @@ pub struct RunActorState {
     /// For a run on another host: its plan, held until its runner has started the program (the
     /// plan and its secrets go only over the link, and are never stored).
     pending_plan: Option<LaunchPlan>,
+    /// Where the run's log file is read for the CLI's events, when the runner writes the file
+    /// itself.
+    own_log: Option<FileCursor>,
+    /// The runner said its output is held ([`RunnerMsg::OutputHeld`]).
+    runner_held: bool,
 }
 
 struct Link {
@@ -191,6 +197,8 @@ impl Actor for RunActor {
             asks: asks::Asks::default(),
             span,
             pending_plan: None,
+            own_log: None,
+            runner_held: false,
         })
     }
 
@@ -249,6 +257,10 @@ impl RunActorState {
                 self.next_link_id += 1;
                 self.link = Some(Link { link_id, tx });
                 self.away_since = None;
+                // A runner whose output is still held says so again on its new link.
+                if self.runner_held {
+                    self.on_output_held(None);
+                }
                 self.ctx.live.set_attached(self.rec.id, true);
                 let _ = reply.send(Attached {
                     link_id,
@@ -446,6 +458,17 @@ impl RunActorState {
                 }
                 Ok(())
             }
+            RunnerMsg::Logged { upto } => {
+                self.on_logged(upto).await?;
+                if std::mem::take(&mut self.events_to_save) && !self.rec.state.is_final() {
+                    self.persist().await?;
+                }
+                Ok(())
+            }
+            RunnerMsg::OutputHeld { held } => {
+                self.on_output_held(held);
+                Ok(())
+            }
             RunnerMsg::Started(started) => self.on_started(started).await,
             RunnerMsg::Exited(exit) => {
                 if !self.rec.state.is_final() {
@@ -479,18 +502,8 @@ impl RunActorState {
             return Ok(());
         }
         self.received = chunk.seq;
-        if chunk.stream == Stream::Stdout
-            && let (Some(parser), Some(run)) = (self.parser.as_mut(), self.rec.agent.as_mut())
-        {
-            let change = parser.feed(&chunk.data.0, run);
-            if change != Change::None && run.answer.is_some() {
-                self.ctx.answers.calls_read(self.rec.id, &run.calls);
-            }
-            match change {
-                Change::None => {}
-                Change::Minor => self.ctx.live.update(&self.rec),
-                Change::Major => self.events_to_save = true,
-            }
+        if chunk.stream == Stream::Stdout {
+            self.parse(&chunk.data.0);
         }
         let stored = Arc::new(LogChunk {
             seq: chunk.seq,
@@ -512,6 +525,68 @@ impl RunActorState {
             })),
         )?;
         Ok(())
+    }
+
+    /// The CLI's events in a piece of its stdout (a run of a coding CLI).
+    fn parse(&mut self, stdout: &[u8]) {
+        let (Some(parser), Some(run)) = (self.parser.as_mut(), self.rec.agent.as_mut()) else {
+            return;
+        };
+        let change = parser.feed(stdout, run);
+        if change != Change::None && run.answer.is_some() {
+            self.ctx.answers.calls_read(self.rec.id, &run.calls);
+        }
+        match change {
+            Change::None => {}
+            Change::Minor => self.ctx.live.update(&self.rec),
+            Change::Major => self.events_to_save = true,
+        }
+    }
+
+    /// The runner wrote the run's log file up to `upto` itself. Nothing of it is in memory:
+    /// followers read it from the file; a coding CLI's stdout is read from there for its
+    /// events.
+    async fn on_logged(&mut self, upto: u64) -> Result<(), ActorProcessingErr> {
+        if upto <= self.received {
+            return Ok(());
+        }
+        if self.parser.is_some() {
+            let path = self.ctx.store.log_path(self.rec.id);
+            let mut cursor = self.own_log.take().unwrap_or_else(|| FileCursor::at(path));
+            let mut next = self.received + 1;
+            while next <= upto {
+                let chunks = cursor.read(next, upto).await?;
+                let Some(last) = chunks.last().map(|c| c.seq) else {
+                    error!(run_id = %self.rec.id, seq = next, "the runner said the log file has a chunk it does not have");
+                    break;
+                };
+                for c in chunks.iter().filter(|c| c.stream == Stream::Stdout) {
+                    self.parse(&c.data);
+                }
+                next = last + 1;
+            }
+            self.own_log = Some(cursor);
+        }
+        self.received = upto;
+        self.hub.logged(upto);
+        Ok(())
+    }
+
+    /// Output waits in the runner (the run's log file cannot take it): the run is paused, and
+    /// says why, as when bosund's own writes are held.
+    fn on_output_held(&mut self, held: Option<HeldOutput>) {
+        let health = self.ctx.writer.health();
+        self.runner_held = held.is_some();
+        match held {
+            Some(h) => {
+                let io = match h.errno {
+                    Some(errno) => std::io::Error::from_raw_os_error(errno),
+                    None => std::io::Error::other(h.error),
+                };
+                health.hold(self.rec.id, h.bytes, &StoreError::LogFile(io));
+            }
+            None => health.release(self.rec.id),
+        }
     }
 
     async fn on_started(&mut self, s: Started) -> Result<(), ActorProcessingErr> {
@@ -589,9 +664,8 @@ impl RunActorState {
         self.rec.exit = Some(exit);
         self.rec.stop = None;
         self.rec.last_seq = self.received;
-        self.persist().await?;
-        self.hub.end();
-        info!(run_id = %self.rec.id, outcome = %self.rec.state, "run ended");
+        // The agent hears of the end before anyone else can: whoever sees the run ended and
+        // then asks the agent finds its last run there.
         if let Some(run) = &self.rec.agent
             && let Some(agent) = run.agent
         {
@@ -605,6 +679,12 @@ impl RunActorState {
                 },
             });
         }
+        self.persist().await?;
+        if self.runner_held {
+            self.on_output_held(None);
+        }
+        self.hub.end();
+        info!(run_id = %self.rec.id, outcome = %self.rec.state, "run ended");
         myself.stop(Some("run ended".into()));
         Ok(())
     }
@@ -635,6 +715,17 @@ impl RunActorState {
             }
         }
         self.ctx.delete_secret_files(&self.rec);
+        if self.rec.placed.is_none() {
+            // A runner that wrote the log file itself may have written more than it could
+            // say before it died: the log is what the file holds.
+            let (store, id) = (self.ctx.store.clone(), self.rec.id);
+            if let Ok(Ok(last)) = tokio::task::spawn_blocking(move || store.last_log_seq(id)).await
+                && last > self.received
+            {
+                self.received = last;
+                self.hub.logged(last);
+            }
+        }
         warn!(run_id = %self.rec.id, %reason, "run lost");
         let exit = ExitInfo {
             outcome: Outcome::Lost,

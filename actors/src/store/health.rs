@@ -73,7 +73,7 @@ impl StorageHealth {
     }
 
     /// `run`'s output (`bytes` of it) cannot be written: `error` says why.
-    pub(super) fn hold(&self, run: RunId, bytes: u64, error: &StoreError) {
+    pub(crate) fn hold(&self, run: RunId, bytes: u64, error: &StoreError) {
         self.update(|i| {
             let since = i.held.get(&run).map_or_else(Timestamp::now, |h| h.since);
             i.held.insert(
@@ -88,7 +88,7 @@ impl StorageHealth {
     }
 
     /// `run`'s held output is written.
-    pub(super) fn release(&self, run: RunId) {
+    pub(crate) fn release(&self, run: RunId) {
         self.update(|i| {
             i.held.remove(&run);
         });

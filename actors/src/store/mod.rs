@@ -11,15 +11,13 @@
 //! commit was being made goes into the next one.
 
 pub mod health;
-pub mod logfile;
 mod record;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use bosun_shared::run::Stream;
-use bosun_shared::{RunId, Timestamp};
+use bosun_shared::RunId;
 use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use record::{Reader, Record};
@@ -84,14 +82,7 @@ from_redb!(
     redb::CommitError
 );
 
-/// A chunk of a run's output.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LogChunk {
-    pub seq: u64,
-    pub stream: Stream,
-    pub at: Timestamp,
-    pub data: Vec<u8>,
-}
+pub use bosun_shared::logfile::{self, LogChunk};
 
 /// The daemon's handle on the store, for reads. Cheap to clone.
 ///

@@ -1,6 +1,8 @@
 //! The on-disk layout, pinned: the rows below are what the store held before the domains owned
-//! their records (captured from that code: its writer, one record per table), and this build
-//! must read them unchanged and write the very same bytes.
+//! their records (captured from that code: its writer, one record per table), and the rows of
+//! what came later (a machine's DPoP-bound sign-in, with the `grant` and `dpop` fields; the
+//! `registrations` table), and this build must read them unchanged and write the very same
+//! bytes.
 
 use bosun_shared::{ChatId, RunId, ServerId};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -8,7 +10,8 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use super::writer::{Change, StoreWriter};
 use super::{Record, SCHEMA_VERSION, Store};
 use crate::agents::record::AgentRecord;
-use crate::auth::record::SignInRecord;
+use crate::auth::record::{Grant, SignInRecord};
+use crate::auth::registrations::RegistrationRecord;
 use crate::board::record::{BoardChange, BoardMeta, CardRecord, ColumnRecord, NoteRecord};
 use crate::lead::record::{ChatChange, ChatRecord, MessageRecord, PendingRecord};
 use crate::mcp::record::ServerRecord;
@@ -36,6 +39,17 @@ const ROWS: &[(&str, &str, &str)] = &[
         "oauth",
         "01j9aaaaaaaaaaaaaaaaaaaas1",
         r#"{"server":"01j9aaaaaaaaaaaaaaaaaaaas1","resource":"https://mcp.example.com/mcp","issuer":"https://auth.example.com","authorization_endpoint":"https://auth.example.com/authorize","token_endpoint":"https://auth.example.com/token","revocation_endpoint":"https://auth.example.com/revoke","registration_endpoint":null,"client_id":"cid","client_auth":"client_secret_basic","registered":true,"redirect_uri":"http://127.0.0.1:8765/callback","scope":"read","expires_at":1700000360000,"signed_in_at":1700000000000,"refreshed_at":null,"refresh_started":1700000300000,"needs_sign_in":null,"wanted_scope":"read write","step_ups":1}"#,
+    ),
+    // A machine's sign-in (client credentials, `private_key_jwt`) whose tokens are DPoP-bound.
+    (
+        "oauth",
+        "01j9aaaaaaaaaaaaaaaaaaaas2",
+        r#"{"server":"01j9aaaaaaaaaaaaaaaaaaaas2","resource":"https://mcp.example.com/mcp","issuer":"https://auth.example.com","authorization_endpoint":"https://auth.example.com/authorize","token_endpoint":"https://auth.example.com/token","revocation_endpoint":null,"registration_endpoint":null,"client_id":"robot","client_auth":"private_key_jwt","registered":false,"redirect_uri":"","scope":"mcp:read","expires_at":1700000360000,"signed_in_at":1700000000000,"refreshed_at":1700000100000,"refresh_started":null,"needs_sign_in":null,"wanted_scope":null,"step_ups":0,"grant":"client_credentials","dpop":true}"#,
+    ),
+    (
+        "registrations",
+        "https://auth.example.com",
+        r#"{"issuer":"https://auth.example.com","client_id":"client-1","client_auth":"client_secret_basic","has_secret":true,"redirect_uri":"http://127.0.0.1:8765/callback","registered_at":1700000000000}"#,
     ),
     (
         "columns",
@@ -72,16 +86,28 @@ const ROWS: &[(&str, &str, &str)] = &[
 const RUN: &str = "01j9aaaaaaaaaaaaaaaaaaaar1";
 const SERVER: &str = "01j9aaaaaaaaaaaaaaaaaaaas1";
 const CHAT: &str = "01j9aaaaaaaaaaaaaaaaaaaac3";
+/// The machine's sign-in, the second row of `oauth`.
+const MACHINE: &str = "01j9aaaaaaaaaaaaaaaaaaaas2";
+const ISSUER: &str = "https://auth.example.com";
 
-fn row(table: &str) -> (&'static str, &'static str) {
-    let (_, k, v) = ROWS.iter().find(|(t, _, _)| *t == table).unwrap();
+/// The first row of `table`, or the one at `key`.
+fn row(table: &str, key: Option<&str>) -> (&'static str, &'static str) {
+    let (_, k, v) = ROWS
+        .iter()
+        .find(|(t, k, _)| *t == table && key.is_none_or(|key| key == *k))
+        .unwrap();
     (k, v)
 }
 
-/// The record of `R`'s table in `ROWS`, decoded, after checking that it encodes back to the
-/// same key and bytes.
+/// The first record of `R`'s table in `ROWS`, decoded, after checking that it encodes back to
+/// the same key and bytes.
 fn fixture<R: Record>() -> R {
-    let (key, value) = row(R::TABLE);
+    fixture_at(None)
+}
+
+/// As [`fixture`], for the row at `key` (a table pinned with more than one row).
+fn fixture_at<R: Record>(key: Option<&str>) -> R {
+    let (key, value) = row(R::TABLE, key);
     let rec = R::decode(value.as_bytes()).unwrap();
     assert_eq!(rec.key(), key, "{} key", R::TABLE);
     assert_eq!(
@@ -169,6 +195,21 @@ fn a_state_directory_of_the_old_layout_opens_and_reads_unchanged() {
         store.get::<SignInRecord>(&server).unwrap(),
         Some(fixture::<SignInRecord>())
     );
+    let machine = fixture_at::<SignInRecord>(Some(MACHINE));
+    assert_eq!(
+        (machine.grant, machine.dpop),
+        (Grant::ClientCredentials, true)
+    );
+    assert_eq!(
+        store
+            .get::<SignInRecord>(&MACHINE.parse().unwrap())
+            .unwrap(),
+        Some(machine)
+    );
+    assert_eq!(
+        store.get::<RegistrationRecord>(ISSUER).unwrap(),
+        Some(fixture::<RegistrationRecord>())
+    );
     let (meta, columns, cards) = store.board().unwrap();
     assert_eq!(meta, Some(fixture::<BoardMeta>()));
     assert_eq!(columns, vec![fixture::<ColumnRecord>()]);
@@ -202,6 +243,11 @@ async fn the_writer_writes_the_old_layout() {
     writer.put(&fixture::<ServerRecord>()).await.unwrap();
     writer.put(&fixture::<AgentRecord>()).await.unwrap();
     writer.put(&fixture::<SignInRecord>()).await.unwrap();
+    writer
+        .put(&fixture_at::<SignInRecord>(Some(MACHINE)))
+        .await
+        .unwrap();
+    writer.put(&fixture::<RegistrationRecord>()).await.unwrap();
     let gone = NoteRecord {
         path: "gone.md".into(),
         ..fixture()

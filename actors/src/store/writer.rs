@@ -35,7 +35,6 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
@@ -46,7 +45,7 @@ use redb::{Durability, Table};
 use tokio::sync::oneshot;
 
 use super::health::{StorageHealth, commit_reason};
-use super::logfile::{LogFile, check_records};
+use super::logfile::{LogFile, rewrite_range};
 use super::record::{Record, table};
 use super::{LogChunk, Store, StoreError};
 
@@ -624,18 +623,6 @@ fn take_dirty(run: RunId, log: &mut LogFile) -> Option<SyncJob> {
     }
 }
 
-/// Reads back what a failed flush may have lost, checks every record of it, and writes it again
-/// in place so that the next flush has it to write.
-fn rewrite_range(file: &File, from: u64, upto: u64) -> Result<(), String> {
-    let len = usize::try_from(upto.saturating_sub(from)).map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, from)
-        .map_err(|e| format!("reading it back failed: {e}"))?;
-    check_records(&buf)?;
-    file.write_all_at(&buf, from)
-        .map_err(|e| format!("writing it again failed: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -644,7 +631,7 @@ mod tests {
     use bosun_shared::run::Stream;
 
     use super::*;
-    use crate::store::logfile::LogReader;
+    use crate::store::logfile::{LogReader, check_records};
 
     fn chunk(seq: u64) -> Arc<LogChunk> {
         Arc::new(LogChunk {

@@ -40,6 +40,8 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
         RunnerMsg::Withdrawn { key } => Some((2, key.clone())),
         RunnerMsg::Started(_)
         | RunnerMsg::Output(_)
+        | RunnerMsg::Logged { .. }
+        | RunnerMsg::OutputHeld { .. }
         | RunnerMsg::Exited(_)
         | RunnerMsg::WantPlan => None,
     }
@@ -219,6 +221,8 @@ mod tests {
                 RunnerMsg::Withdrawn { key } => format!("withdrawn {key}"),
                 RunnerMsg::Started(_)
                 | RunnerMsg::Output(_)
+                | RunnerMsg::Logged { .. }
+                | RunnerMsg::OutputHeld { .. }
                 | RunnerMsg::Exited(_)
                 | RunnerMsg::WantPlan => "?".into(),
             })

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::call::calls;
-use super::mcp::ServerView;
+use super::mcp::{SecretValue, ServerView};
 
 /// Starts a sign-in: the answer is the page for the person to open.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -25,8 +25,23 @@ pub struct McpSignOut {
     pub server: String,
 }
 
+/// Signs a server in as a machine (OAuth client credentials): no browser, the answer comes once
+/// the token is saved. The client proves itself with `client_secret` (`client_secret_basic`) or
+/// `private_key` (a PEM private key, `private_key_jwt`), one of the two; both go to the
+/// keychain.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpSignInMachine {
+    pub server: String,
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<SecretValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key: Option<SecretValue>,
+}
+
 calls! {
     McpSignIn => McpSignIn: SignInStarted;
+    McpSignInMachine => McpSignInMachine: ServerView;
     McpSignInFinish => McpSignInFinish: ServerView;
     McpSignOut => McpSignOut: ServerView;
 }

@@ -29,6 +29,15 @@ pub fn log_event_frame(sub: u64, seq: u64, stream: Stream, at: Timestamp, data: 
     buf
 }
 
+/// The start of a UI's `Log` event frame (length prefix and header) whose `len` bytes of
+/// output follow: a writer sends these and the output's own buffer one after the other, so the
+/// output is not copied into a frame first.
+pub fn log_event_head(sub: u64, seq: u64, stream: Stream, at: Timestamp, len: usize) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(4 + LOG_HEADER_LEN);
+    put_header(&mut buf, Some(sub), seq, stream, at, len);
+    buf
+}
+
 /// The JSON form of an [`output_frame`] (length prefix included), for a daemon too old to
 /// read binary frames. Any other frame is returned as it is.
 pub fn output_frame_as_json(frame: &[u8]) -> Vec<u8> {
@@ -84,6 +93,8 @@ mod tests {
         match msg {
             RunnerMsg::Output(c) => Some(c),
             RunnerMsg::Started(_)
+            | RunnerMsg::Logged { .. }
+            | RunnerMsg::OutputHeld { .. }
             | RunnerMsg::Exited(_)
             | RunnerMsg::Ask(_)
             | RunnerMsg::Delivered { .. }

@@ -394,6 +394,9 @@ async fn read_into<R: AsyncRead + Unpin>(
     Ok(())
 }
 
+/// The buffer of a [`FrameWriter`].
+const WRITE_BUFFER: usize = 64 * 1024;
+
 /// Writes frames to a byte stream, buffered: call [`FrameWriter::flush`] when a burst is done.
 pub struct FrameWriter<W: AsyncWrite> {
     inner: BufWriter<W>,
@@ -402,7 +405,7 @@ pub struct FrameWriter<W: AsyncWrite> {
 impl<W: AsyncWrite + Unpin> FrameWriter<W> {
     pub fn new(inner: W) -> Self {
         Self {
-            inner: BufWriter::with_capacity(64 * 1024, inner),
+            inner: BufWriter::with_capacity(WRITE_BUFFER, inner),
         }
     }
 
@@ -415,6 +418,19 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
     /// Queues a frame already made by [`encode_frame`].
     pub async fn send_encoded(&mut self, frame: &[u8]) -> Result<(), FrameError> {
         self.inner.write_all(frame).await?;
+        Ok(())
+    }
+
+    /// Queues a frame given in two parts, `head` then `body`. A large body is not copied into
+    /// the buffer: what is buffered goes first, then the body straight from its own memory.
+    pub async fn send_split(&mut self, head: &[u8], body: &[u8]) -> Result<(), FrameError> {
+        self.inner.write_all(head).await?;
+        if body.len() >= WRITE_BUFFER / 4 {
+            self.inner.flush().await?;
+            self.inner.get_mut().write_all(body).await?;
+        } else {
+            self.inner.write_all(body).await?;
+        }
         Ok(())
     }
 

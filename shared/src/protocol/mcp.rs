@@ -217,6 +217,10 @@ pub struct SignInView {
     pub refreshed_at: Option<Timestamp>,
     /// A wider scope the server asked for, for the next sign-in.
     pub wanted_scope: Option<String>,
+    /// For a machine's sign-in (OAuth client credentials): how the client proves itself,
+    /// `client_secret_basic` or `private_key_jwt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_credentials: Option<String>,
 }
 
 /// The built-in browser's settings and what it needs on this machine.

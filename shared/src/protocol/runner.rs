@@ -53,6 +53,12 @@ pub struct LaunchPlan {
     /// `[redacted]` instead (before the output leaves the runner).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redact: Vec<String>,
+    /// The run's log file, when the runner is on bosund's machine: the runner appends the
+    /// output records to it itself and tells bosund how far it got ([`RunnerMsg::Logged`]),
+    /// so the bytes never cross the socket. `None` (a runner on another host): output goes to
+    /// bosund as [`RunnerMsg::Output`] and bosund writes the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
 }
 
 impl Decode for LaunchPlan {}
@@ -167,6 +173,14 @@ pub enum RunnerMsg {
     Delivered { key: String },
     /// The CLI withdrew the ask `key` before it was decided. Sent again after each reconnect.
     Withdrawn { key: String },
+    /// Every chunk up to `upto` is in the run's log file, appended there by the runner itself
+    /// (a plan with [`LaunchPlan::log_file`]). Sent as the file grows, and again first thing
+    /// after each reconnect; sent before [`RunnerMsg::Exited`], once the file is flushed to disk.
+    Logged { upto: u64 },
+    /// Output waits in the runner because it cannot be written (the run's log file or the
+    /// spool: a full disk, say), and so the program waits too; `None` once it flows again.
+    /// Sent when that changes, and again after each reconnect while it lasts.
+    OutputHeld { held: Option<HeldOutput> },
     /// A runner on another host has no plan yet: the first thing it says on its link, answered
     /// by [`DaemonMsg::Plan`] (or a stop, when bosund no longer holds the plan).
     WantPlan,
@@ -181,6 +195,18 @@ impl Decode for RunnerMsg {
             other @ BinaryFrame::Log { .. } => Err(other.unexpected()),
         }
     }
+}
+
+/// Why output waits in the runner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldOutput {
+    /// The OS error (`ENOSPC`, …), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<i32>,
+    /// The error as the runner got it.
+    pub error: String,
+    /// Bytes of output waiting in the runner's memory when it was held.
+    pub bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

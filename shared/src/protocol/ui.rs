@@ -20,7 +20,7 @@ use super::agents::{
     BuiltinToolsView, EditAgentParams,
 };
 use super::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
-use super::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
+use super::auth::{McpSignIn, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted};
 use super::board::{
     AddCardParams, AddColumnParams, BoardLimit, BoardView, CardRemove, CardShow, CardView,
     ColumnView, EditCardParams, NoteShow, NoteSummary, NoteView, NoteWrite, SetColumnParams,
@@ -91,6 +91,12 @@ impl Decode for ServerFrame {
 pub enum Outbound {
     Frame(ServerFrame),
     Encoded(Vec<u8>),
+    /// A binary frame in two parts: its start ([`fast::log_event_head`](super::fast::log_event_head))
+    /// and the output chunk whose bytes follow it, sent without being copied together.
+    Split {
+        head: Vec<u8>,
+        chunk: std::sync::Arc<crate::logfile::LogChunk>,
+    },
 }
 
 impl From<ServerFrame> for Outbound {
@@ -138,6 +144,7 @@ pub enum Request {
     McpSignIn(McpSignIn),
     McpSignInFinish(McpSignInFinish),
     McpSignOut(McpSignOut),
+    McpSignInMachine(McpSignInMachine),
     // Agents: `super::agents`.
     AgentAdd(AgentParams),
     AgentEdit(EditAgentParams),

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::agents::{AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools};
 use super::approvals::{Approvals, ApproveCard, Decide};
-use super::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
+use super::auth::{McpSignIn, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted};
 use super::board::{BoardLimit, CardRemove, CardShow, NoteShow, NoteWrite};
 use super::lead::{
     AnswerStarted, Approve, ApproveAll, ChatNew, ChatSend, ChatShow, Discard, Inbox,
@@ -136,6 +136,12 @@ fn requests() -> Vec<Request> {
         Request::McpSignIn(McpSignIn { server: "s".into() }),
         Request::McpSignInFinish(McpSignInFinish { attempt: 3 }),
         Request::McpSignOut(McpSignOut { server: "s".into() }),
+        Request::McpSignInMachine(McpSignInMachine {
+            server: "s".into(),
+            client_id: "c".into(),
+            client_secret: None,
+            private_key: None,
+        }),
         Request::AgentAdd(view(json!({"name": "a", "role": null, "cli": "claude",
             "instructions": null, "permission_mode": null, "allowed_commands": [],
             "time_cap_ms": null, "cwd": "/w", "command": [], "env": [], "secret_env": []}))),
@@ -317,6 +323,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"mcp_sign_in","params":{"server":"s"}}"#,
     r#"{"method":"mcp_sign_in_finish","params":{"attempt":3}}"#,
     r#"{"method":"mcp_sign_out","params":{"server":"s"}}"#,
+    r#"{"method":"mcp_sign_in_machine","params":{"server":"s","client_id":"c"}}"#,
     r#"{"method":"agent_add","params":{"name":"a","role":null,"cli":"claude","instructions":null,"permission_mode":null,"allowed_commands":[],"time_cap_ms":null,"cwd":"/w","command":[],"env":[],"secret_env":[],"model":null,"codex_config":[]}}"#,
     r#"{"method":"agent_edit","params":{"agent":"a","name":null,"role":null,"cli":null,"instructions":null,"permission_mode":null,"allowed_commands":null,"time_cap_ms":null,"cwd":null,"command":null,"set_env":[],"remove_env":[],"set_secret_env":[],"remove_secret_env":[],"model":null,"codex_config":null,"paused":null}}"#,
     r#"{"method":"agent_set","params":{"agent":"a","settings":["skills=on"]}}"#,
@@ -462,7 +469,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

@@ -1,11 +1,14 @@
 //! Answers about signing in to an MCP server reached by address: start a sign-in, wait for it
-//! to end, sign out.
+//! to end, sign a machine in with client credentials, sign out.
 
 use std::sync::Arc;
 
+use bosun_actors::auth::client_credentials::{self, Machine};
 use bosun_actors::auth::signin;
 use bosun_actors::mcp::{look, registry};
-use bosun_shared::protocol::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
+use bosun_shared::protocol::auth::{
+    McpSignIn, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
+};
 use bosun_shared::protocol::mcp::ServerView;
 
 use super::Handle;
@@ -35,6 +38,24 @@ impl Handle for McpSignInFinish {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         let server = signin::finish(&ctx.auth, self.attempt).await?;
         Ok(registry::show(&ctx.registry_context(), &server.to_string()).await?)
+    }
+}
+
+impl Handle for McpSignInMachine {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        let rc = ctx.registry_context();
+        let rec = registry::find(&ctx.store, &self.server).await?;
+        let machine = Machine::new(
+            &rec.name,
+            self.client_id,
+            self.client_secret.map(|s| s.0),
+            self.private_key.map(|k| k.0),
+        )?;
+        let probe = look::sign_in_probe(&rc, &self.server);
+        let server = client_credentials::sign_in(&rc.auth, &rec, machine, probe).await?;
+        Ok(registry::show(&rc, &server.to_string()).await?)
     }
 }
 

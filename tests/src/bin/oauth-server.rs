@@ -14,7 +14,7 @@
 //!              [--step-up [--step-up-names SCOPES] [--step-up-forever]]
 //!              [--open-initialize] [--stateless] [--log FILE]
 //!              [--iss none|exact|wrong|slash] [--iss-advertised] [--metadata-issuer URL]
-//!              [--client-metadata-documents] [--header-tools] [--input-required]
+//!              [--client-metadata-documents [--ca-file PATH]] [--header-tools] [--input-required]
 //!              [--second-issuer-path /t2]
 //! ```
 //!
@@ -137,9 +137,12 @@
 //!   `authorization_response_iss_parameter_supported: true` to the metadata.
 //! - `--metadata-issuer URL`: the metadata's `issuer` is `URL`, not the issuer its address was
 //!   made from (a client must not use it).
-//! - `--client-metadata-documents`: the metadata says `client_id_metadata_document_supported:
-//!   true`, and an `https://` client id not seen before is taken at `/authorize` as a public
-//!   client (its document is not fetched: the tests have no HTTPS server to publish it).
+//! - `--client-metadata-documents [--ca-file PATH]`: the metadata says
+//!   `client_id_metadata_document_supported: true`, and an `https://` client id at `/authorize`
+//!   is the address of the client's metadata document, fetched over TLS trusting only the CAs
+//!   in `PATH` and checked (its `client_id` exactly that address, its `redirect_uris` allowing
+//!   the request's, a loopback IP on any port): a public client when it passes, else `400
+//!   invalid_client` without a redirect. See `oauth-server/cimd.rs`.
 //! - `/register` logs the `application_type` the client sent.
 //! - `--second-issuer-path /t2`: a second authorization server in the same process, issuer
 //!   `<base>/t2`, with its own metadata and endpoints (`<base>/t2/authorize`, …) and its own
@@ -156,6 +159,31 @@
 //!   retry must carry that `requestState` unchanged (else `-32602`) and a JSON-RPC id not used
 //!   before (else `-32600`). The log has `"request_state"` and `"rpc_id"` for each
 //!   `tools/call`.
+//!
+//! # Machines
+//!
+//! `--machine-client ID (--machine-secret S | --machine-jwk JWK) [--grant-types LIST]
+//! [--auth-methods LIST]`: a client that signs in with the client credentials grant, by
+//! `client_secret_basic` or `private_key_jwt` (its assertions checked, a replayed `jti`
+//! refused). See `oauth-server/machine.rs`.
+//!
+//! # DPoP (RFC 9449)
+//!
+//! `--dpop`: the metadata lists `dpop_signing_alg_values_supported: ["ES256"]` and the
+//! resource's says `dpop_bound_access_tokens_required: true`. `/token` (code, refresh and
+//! client-credentials grants) then needs a `DPoP` proof (checked by `bosun_tests::dpop`: signature with the
+//! header's `jwk`, `typ`, `alg`, `htm`, `htu`, `iat` within a minute, a `jti` never seen) and
+//! answers `token_type: "DPoP"`, the tokens bound to the proof key's thumbprint; a bound refresh
+//! token needs a proof of the same key. `/mcp` takes a bound token only as
+//! `Authorization: DPoP` with a proof whose `ath` is the token's hash and whose key is the bound
+//! one; a bound token sent as a bearer token, or a bad proof, gets `401` with
+//! `WWW-Authenticate: DPoP error="invalid_token"` or `error="invalid_dpop_proof"`.
+//! `--dpop-nonce-as` / `--dpop-nonce-rs`: the token endpoint / `/mcp` demand a nonce of their own
+//! (`400 use_dpop_nonce` / `401 DPoP error="use_dpop_nonce"`, with `DPoP-Nonce`), take any of
+//! the last three they handed out, and hand a new one on each successful answer.
+//! `POST /test/dpop-refuse` makes `/mcp` refuse every proof from then on. `/test/state` adds
+//! `dpop_proofs`, `dpop_unique_jtis`, `dpop_replays`, `dpop_refused`, `dpop_nonce_demands`;
+//! the log adds `dpop_jkt`, `dpop_nonce` (whether the proof had one) and `auth_scheme` on `/mcp`.
 //!
 //! # Test controls and the log
 //!
@@ -211,6 +239,12 @@ use anyhow::{Context as _, bail, ensure};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bosun_tests::http::{self, Request, Response, encode_form, percent_decode};
+
+// A crate root finds its modules beside it, not in a folder named after it.
+#[path = "oauth-server/cimd.rs"]
+mod cimd;
+#[path = "oauth-server/machine.rs"]
+mod machine;
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -223,8 +257,11 @@ const USAGE: &str =
   [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refuse-refreshed]
   [--refresh-delay-ms N] [--step-up [--step-up-names SCOPES] [--step-up-forever]]
   [--open-initialize] [--stateless] [--log FILE] [--iss none|exact|wrong|slash]
-  [--iss-advertised] [--metadata-issuer URL] [--client-metadata-documents] [--header-tools]
-  [--input-required] [--second-issuer-path /t2]";
+  [--iss-advertised] [--metadata-issuer URL] [--client-metadata-documents [--ca-file PATH]]
+  [--header-tools]
+  [--input-required] [--second-issuer-path /t2] [--dpop [--dpop-nonce-as] [--dpop-nonce-rs]]
+  [--machine-client ID (--machine-secret S | --machine-jwk JWK)] [--grant-types LIST]
+  [--auth-methods LIST]";
 
 /// Exit status for a bad command line.
 const USAGE_STATUS: u8 = 2;
@@ -372,9 +409,17 @@ struct Options {
     iss_advertised: bool,
     metadata_issuer: Option<String>,
     client_metadata_documents: bool,
+    /// The CAs trusted when fetching a client metadata document (`cimd.rs`).
+    ca_file: Option<PathBuf>,
     header_tools: bool,
     input_required: bool,
+    /// DPoP (RFC 9449): see `dpop_token_request` and `dpop_resource_request`.
+    dpop: bool,
+    dpop_nonce_as: bool,
+    dpop_nonce_rs: bool,
     second_issuer_path: Option<String>,
+    /// The machine client and its grant (`machine.rs`).
+    machine: machine::MachineOptions,
 }
 
 /// What the authorization response's `iss` is.
@@ -426,9 +471,14 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
         iss_advertised: false,
         metadata_issuer: None,
         client_metadata_documents: false,
+        ca_file: None,
         header_tools: false,
         input_required: false,
+        dpop: false,
+        dpop_nonce_as: false,
+        dpop_nonce_rs: false,
         second_issuer_path: None,
+        machine: machine::MachineOptions::default(),
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -455,6 +505,9 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--client-metadata-documents" => Some(&mut options.client_metadata_documents),
             "--header-tools" => Some(&mut options.header_tools),
             "--input-required" => Some(&mut options.input_required),
+            "--dpop" => Some(&mut options.dpop),
+            "--dpop-nonce-as" => Some(&mut options.dpop_nonce_as),
+            "--dpop-nonce-rs" => Some(&mut options.dpop_nonce_rs),
             _ => None,
         };
         if let Some(switch) = switch {
@@ -493,10 +546,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--log" => options.log = Some(PathBuf::from(value)),
             "--iss" => options.iss = choose(&flag, &value, &ISS_CHOICES)?,
             "--metadata-issuer" => options.metadata_issuer = Some(value),
+            "--ca-file" => options.ca_file = Some(PathBuf::from(value)),
             "--second-issuer-path" => options.second_issuer_path = Some(issuer_path(&value)?),
+            other if machine::MachineOptions::takes(other) => options.machine.set(other, value)?,
             other => bail!("unknown argument {other:?}"),
         }
     }
+    options.machine.check()?;
     if options.client_secret.is_some() && options.client_id.is_none() {
         bail!("--client-secret needs --client-id");
     }
@@ -657,6 +713,12 @@ struct State {
     switched: bool,
     /// `--second-issuer-path`: the second issuer.
     second_issuer: Option<String>,
+    /// `--dpop`: the proofs seen, the nonces handed out, the tokens bound.
+    dpop: bosun_tests::dpop::Tracker,
+    /// `POST /test/dpop-refuse`: `/mcp` refuses every DPoP proof from now on.
+    dpop_refuse: bool,
+    /// The machine client's grants (`machine.rs`).
+    machine: machine::MachineState,
 }
 
 impl State {
@@ -766,6 +828,8 @@ struct Server {
     issuer: String,
     log: Option<Mutex<File>>,
     state: Mutex<State>,
+    /// Fetches client metadata documents (`--client-metadata-documents`).
+    documents: cimd::Fetcher,
 }
 
 async fn serve(options: Options, log: Option<File>) -> anyhow::Result<()> {
@@ -789,7 +853,9 @@ async fn serve(options: Options, log: Option<File>) -> anyhow::Result<()> {
         state.clients.insert(id.clone(), client);
     }
     eprintln!("oauth-server: issuer {issuer}, resource {base}{MCP_PATH}");
+    let documents = cimd::Fetcher::new(options.ca_file.as_deref())?;
     let server = Arc::new(Server {
+        documents,
         options,
         base,
         issuer,
@@ -879,7 +945,8 @@ impl Server {
         let path = request.path();
         let method = request.method.as_str();
         if path == MCP_PATH {
-            return self.mcp(request, log);
+            let answer = self.mcp(request, log);
+            return self.with_rs_nonce(answer);
         }
         if let Some(document) = self.document(path) {
             return document;
@@ -890,6 +957,14 @@ impl Server {
                 return Response::new(200);
             }
             ("POST", "/test/expire") => return self.expire_all(),
+            ("POST", "/test/dpop-refuse") => {
+                self.state().dpop_refuse = true;
+                return Response::new(200);
+            }
+            ("POST", "/test/refuse-machine") => {
+                self.state().machine.refused = true;
+                return Response::new(200);
+            }
             ("GET", "/test/state") => return self.state_summary(),
             _ => {}
         }
@@ -910,7 +985,7 @@ impl Server {
             return Response::new(405).with_header("Allow", expected);
         }
         let answer = match endpoint {
-            Some("/authorize") => return self.authorize(request, log),
+            Some("/authorize") => return self.authorize(request, log).await,
             Some("/token") => self.token(request, log).await,
             Some("/register") => self.register(request, log),
             Some(_) | None => self.revoke(request, log),
@@ -945,6 +1020,7 @@ impl Server {
                     "authorization_servers": [self.current_issuer()],
                     "scopes_supported": self.resource_scopes(),
                     "bearer_methods_supported": ["header"],
+                    "dpop_bound_access_tokens_required": self.options.dpop,
                 }),
             ));
         }
@@ -1008,6 +1084,10 @@ impl Server {
         if self.options.client_metadata_documents {
             document["client_id_metadata_document_supported"] = json!(true);
         }
+        if self.options.dpop {
+            document["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+        }
+        self.options.machine.amend_metadata(&mut document);
         if self.options.metadata == Metadata::OpenId {
             document["subject_types_supported"] = json!(["public"]);
             document["id_token_signing_alg_values_supported"] = json!(["RS256"]);
@@ -1085,26 +1165,52 @@ impl Server {
         Ok(no_store(Response::json(201, &answer)))
     }
 
-    fn authorize(&self, request: &Request, log: &mut Map<String, Value>) -> Response {
+    async fn authorize(&self, request: &Request, log: &mut Map<String, Value>) -> Response {
         let param = |name: &str| request.query_param(name).filter(|value| !value.is_empty());
         for name in ["client_id", "resource", "scope"] {
             if let Some(value) = param(name) {
                 log.insert(name.to_owned(), json!(value));
             }
         }
-        let mut state = self.state();
         let Some(client_id) = param("client_id") else {
             return Response::text(400, "client_id is missing\n");
         };
-        if self.options.client_metadata_documents
-            && client_id.starts_with("https://")
-            && !state.clients.contains_key(&client_id)
-        {
+        // A client known by its metadata document: fetched and checked on every request,
+        // before the state is locked (the fetch awaits another server).
+        let described =
+            if self.options.client_metadata_documents && client_id.starts_with("https://") {
+                let redirect_uri = param("redirect_uri").unwrap_or_default();
+                let checked = match self.documents.fetch(&client_id).await {
+                    Ok(document) => cimd::check(&document, &client_id, &redirect_uri),
+                    Err(why) => Err(why),
+                };
+                match checked {
+                    Ok(_) => {
+                        log.insert("client_metadata".to_owned(), json!("fetched"));
+                        // The document allowed this redirect URI (on this port, for a loopback
+                        // one): the client is known by it for this request.
+                        Some(vec![redirect_uri])
+                    }
+                    Err(why) => {
+                        log.insert("client_metadata_error".to_owned(), json!(why));
+                        log.insert("error".to_owned(), json!("invalid_client"));
+                        // The redirect URI of a client that cannot be trusted is not followed.
+                        return Response::json(
+                            400,
+                            &json!({"error": "invalid_client", "error_description": why}),
+                        );
+                    }
+                }
+            } else {
+                None
+            };
+        let mut state = self.state();
+        if let Some(redirect_uris) = described {
             let client = Client {
                 issuer: self.issuer_for(request.path()),
                 secret: None,
-                redirect_uris: Vec::new(),
-                preregistered: true,
+                redirect_uris,
+                preregistered: false,
             };
             state.clients.insert(client_id.clone(), client);
         }
@@ -1289,7 +1395,14 @@ impl Server {
             }
         }
         let mut state = self.state();
+        if grant_type == "client_credentials" {
+            return self.client_credentials(&mut state, request, log);
+        }
         let client_id = self.authenticate(&state, request, log)?;
+        let jkt = match self.dpop_token_request(&mut state, request, &grant_type, log) {
+            Ok(jkt) => jkt,
+            Err(refused) => return Ok(refused),
+        };
         let answer = match grant_type.as_str() {
             "authorization_code" => self.exchange_code(&mut state, &client_id, &param)?,
             "refresh_token" => self.refresh(&mut state, &client_id, &param)?,
@@ -1301,7 +1414,7 @@ impl Server {
                 );
             }
         };
-        Ok(no_store(Response::json(200, &answer)))
+        Ok(self.dpop_bind(&mut state, jkt, answer))
     }
 
     fn exchange_code(
@@ -1513,6 +1626,12 @@ impl Server {
                 "access_tokens": state.access.len(),
                 "refresh_requests": state.refresh_requests,
                 "revoked": state.revoked,
+                "dpop_proofs": state.dpop.proofs,
+                "dpop_unique_jtis": state.dpop.unique_jtis(),
+                "dpop_replays": state.dpop.replays,
+                "dpop_refused": state.dpop.refused,
+                "dpop_nonce_demands": state.dpop.nonce_demands,
+                "client_credentials": state.machine.grants,
             }),
         )
     }
@@ -1555,7 +1674,12 @@ impl Server {
     }
 
     fn mcp(&self, request: &Request, log: &mut Map<String, Value>) -> Response {
-        let Some(bearer) = auth_header(request, "bearer").map(str::to_owned) else {
+        let bearer = match self.dpop_resource_request(request, log) {
+            Ok(Some(token)) => Some(token),
+            Ok(None) => auth_header(request, "bearer").map(str::to_owned),
+            Err(refused) => return refused,
+        };
+        let Some(bearer) = bearer else {
             if let Some(answer) = self.open_without_token(request, log) {
                 return answer;
             }
@@ -1914,4 +2038,176 @@ fn short_sha(token: &str) -> String {
         .take(4)
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// DPoP (RFC 9449), with `--dpop`: the checks themselves are `bosun_tests::dpop`'s
+// ---------------------------------------------------------------------------------------------
+
+/// A refusal of a token request (RFC 9449 §7.1 errors), with a nonce when it asks for one.
+fn dpop_refusal(
+    log: &mut Map<String, Value>,
+    error: &str,
+    why: &str,
+    nonce: Option<String>,
+) -> Response {
+    log.insert("error".to_owned(), json!(error));
+    let response = no_store(Response::json(
+        400,
+        &json!({"error": error, "error_description": why}),
+    ));
+    match nonce {
+        Some(n) => response.with_header("DPoP-Nonce", n),
+        None => response,
+    }
+}
+
+/// A `401` from `/mcp` with a `DPoP` challenge.
+fn dpop_challenge(log: &mut Map<String, Value>, error: &str, why: &str) -> Response {
+    log.insert("error".to_owned(), json!(error));
+    let header = format!("DPoP algs=\"ES256\", error=\"{error}\", error_description=\"{why}\"");
+    Response::json(401, &json!({"error": error, "error_description": why}))
+        .with_header("WWW-Authenticate", header)
+}
+
+impl Server {
+    /// A token request's proof: required with `--dpop` (`400 invalid_dpop_proof` without a
+    /// valid one), with a nonce of the token endpoint's under `--dpop-nonce-as` (else
+    /// `400 use_dpop_nonce` and a `DPoP-Nonce`); a refresh token bound to a key needs a proof
+    /// of that key. The thumbprint the tokens will be bound to.
+    fn dpop_token_request(
+        &self,
+        state: &mut State,
+        request: &Request,
+        grant_type: &str,
+        log: &mut Map<String, Value>,
+    ) -> Result<Option<String>, Response> {
+        if !self.options.dpop {
+            return Ok(None);
+        }
+        let Some(proof) = request.header("dpop") else {
+            return Err(dpop_refusal(
+                log,
+                "invalid_dpop_proof",
+                "a DPoP proof is required",
+                None,
+            ));
+        };
+        let htu = format!("{}{}", self.base, request.path());
+        let checked = match state.dpop.check(proof, "POST", &htu) {
+            Ok(checked) => checked,
+            Err(why) => return Err(dpop_refusal(log, "invalid_dpop_proof", &why, None)),
+        };
+        log.insert("dpop_jkt".to_owned(), json!(checked.jkt));
+        log.insert("dpop_nonce".to_owned(), json!(checked.nonce.is_some()));
+        if self.options.dpop_nonce_as && !state.dpop.nonce_ok(true, checked.nonce.as_deref()) {
+            state.dpop.nonce_demands += 1;
+            let nonce = state.dpop.new_nonce(true);
+            return Err(dpop_refusal(
+                log,
+                "use_dpop_nonce",
+                "a fresh nonce is required",
+                Some(nonce),
+            ));
+        }
+        if grant_type == "refresh_token"
+            && let Some(token) = request.form_param("refresh_token")
+            && let Some(bound) = state.dpop.bound_to(&token)
+            && bound != checked.jkt
+        {
+            let why = "the refresh token is bound to another key";
+            return Err(dpop_refusal(log, "invalid_dpop_proof", why, None));
+        }
+        Ok(Some(checked.jkt))
+    }
+
+    /// A token answer, bound to `jkt` when there is one (`token_type: DPoP`).
+    fn dpop_bind(&self, state: &mut State, jkt: Option<String>, mut answer: Value) -> Response {
+        let Some(jkt) = jkt else {
+            return no_store(Response::json(200, &answer));
+        };
+        answer["token_type"] = json!("DPoP");
+        for field in ["access_token", "refresh_token"] {
+            if let Some(token) = answer[field].as_str() {
+                state.dpop.bind(token, &jkt);
+            }
+        }
+        let response = no_store(Response::json(200, &answer));
+        if self.options.dpop_nonce_as {
+            let nonce = state.dpop.new_nonce(true);
+            return response.with_header("DPoP-Nonce", nonce);
+        }
+        response
+    }
+
+    /// `/mcp` with `--dpop`: `Authorization: DPoP <token>` with a valid proof for this request
+    /// (its `ath` the token's hash, its key the one the token is bound to, a nonce of
+    /// `/mcp`'s under `--dpop-nonce-rs`) gives the token; a bound token used as a bearer
+    /// token, or a bad proof, gets a `401` with a `DPoP` challenge. `None`: no DPoP here.
+    fn dpop_resource_request(
+        &self,
+        request: &Request,
+        log: &mut Map<String, Value>,
+    ) -> Result<Option<String>, Response> {
+        if !self.options.dpop {
+            return Ok(None);
+        }
+        let mut state = self.state();
+        if let Some(token) = auth_header(request, "bearer") {
+            if state.dpop.bound_to(token).is_some() {
+                log.insert("auth_scheme".to_owned(), json!("bearer"));
+                let why = "a DPoP-bound token was sent as a bearer token";
+                return Err(dpop_challenge(log, "invalid_token", why));
+            }
+            return Ok(None);
+        }
+        let Some(token) = auth_header(request, "dpop").map(str::to_owned) else {
+            return Ok(None);
+        };
+        log.insert("auth_scheme".to_owned(), json!("dpop"));
+        let Some(proof) = request.header("dpop") else {
+            let why = "a DPoP proof is required";
+            return Err(dpop_challenge(log, "invalid_dpop_proof", why));
+        };
+        let htu = format!("{}{}", self.base, request.path());
+        let checked = match state.dpop.check(proof, &request.method, &htu) {
+            Ok(checked) => checked,
+            Err(why) => return Err(dpop_challenge(log, "invalid_dpop_proof", &why)),
+        };
+        log.insert("dpop_jkt".to_owned(), json!(checked.jkt));
+        log.insert("dpop_nonce".to_owned(), json!(checked.nonce.is_some()));
+        if state.dpop_refuse {
+            state.dpop.refused += 1;
+            let why = "the proof is refused (test control)";
+            return Err(dpop_challenge(log, "invalid_dpop_proof", why));
+        }
+        if checked.ath.as_deref() != Some(bosun_tests::dpop::ath(&token).as_str()) {
+            let why = "the proof's ath is not the token's hash";
+            return Err(dpop_challenge(log, "invalid_dpop_proof", why));
+        }
+        if state.dpop.bound_to(&token) != Some(checked.jkt.as_str()) {
+            let why = "the token is not bound to the proof's key";
+            return Err(dpop_challenge(log, "invalid_dpop_proof", why));
+        }
+        if self.options.dpop_nonce_rs && !state.dpop.nonce_ok(false, checked.nonce.as_deref()) {
+            state.dpop.nonce_demands += 1;
+            let nonce = state.dpop.new_nonce(false);
+            let why = "a fresh nonce is required";
+            return Err(dpop_challenge(log, "use_dpop_nonce", why).with_header("DPoP-Nonce", nonce));
+        }
+        Ok(Some(token))
+    }
+
+    /// With `--dpop-nonce-rs`, every answer of `/mcp` that was not a refusal carries a new
+    /// nonce, which a client must take in place of the one it had.
+    fn with_rs_nonce(&self, response: Response) -> Response {
+        if !self.options.dpop_nonce_rs
+            || response.status == 401
+            || response.header("dpop-nonce").is_some()
+        {
+            return response;
+        }
+        let nonce = self.state().dpop.new_nonce(false);
+        response.with_header("DPoP-Nonce", nonce)
+    }
 }

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::auth::{McpSignIn, McpSignInFinish, McpSignOut, SignInStarted};
+use bosun_shared::protocol::auth::{
+    McpSignIn, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
+};
 use bosun_shared::protocol::call::Call;
 use bosun_shared::protocol::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportCandidates,
@@ -86,12 +88,15 @@ pub enum McpCommand {
     /// picked)
     Import(ImportArgs),
     /// Sign in to a server reached by address (OAuth): opens the sign-in page in your browser
-    /// ($BROWSER, else the system opener) and waits for it (10 minutes at most)
+    /// ($BROWSER, else the system opener) and waits for it (10 minutes at most); with
+    /// --client-credentials, signs bosun in as a machine instead, with no browser
     SignIn {
         name: String,
         /// Print the page's address instead of opening a browser
         #[arg(long)]
         no_browser: bool,
+        #[command(flatten)]
+        machine: MachineArgs,
         #[arg(long)]
         json: bool,
     },
@@ -101,6 +106,75 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A machine's sign-in (OAuth client credentials), for servers that sign in programs rather
+/// than people.
+#[derive(Args, Debug)]
+pub struct MachineArgs {
+    /// Sign in as a machine with the client's own credentials (OAuth client credentials): no
+    /// browser; needs --client-id and --client-secret-stdin or --private-key-file
+    #[arg(long, requires = "client_id")]
+    client_credentials: bool,
+    /// The client id the service gave the machine
+    #[arg(long, value_name = "ID", requires = "client_credentials")]
+    client_id: Option<String>,
+    /// Read the client's secret from stdin (client_secret_basic; kept in the keychain)
+    #[arg(
+        long,
+        requires = "client_credentials",
+        conflicts_with = "private_key_file"
+    )]
+    client_secret_stdin: bool,
+    /// The client's private key, a PEM file (P-256 EC or RSA; private_key_jwt): read once into
+    /// the keychain, never again from the file
+    #[arg(long, value_name = "PATH", requires = "client_credentials")]
+    private_key_file: Option<PathBuf>,
+}
+
+impl MachineArgs {
+    /// The request, with the secret from stdin or the key from its file; `None` without
+    /// --client-credentials.
+    fn request(&self, name: &str) -> anyhow::Result<Option<McpSignInMachine>> {
+        if !self.client_credentials {
+            return Ok(None);
+        }
+        let client_secret = if self.client_secret_stdin {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)?;
+            let value = text.trim_end_matches(['\n', '\r']).to_string();
+            if value.is_empty() {
+                anyhow::bail!("--client-secret-stdin: stdin was empty; pipe the secret in");
+            }
+            Some(SecretValue(value))
+        } else {
+            None
+        };
+        let private_key = match &self.private_key_file {
+            Some(path) => {
+                // The error names the file, never what is in it.
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!(
+                        "could not read the private key file {}: {e}",
+                        path.display()
+                    )
+                })?;
+                Some(SecretValue(text))
+            }
+            None => None,
+        };
+        if client_secret.is_none() && private_key.is_none() {
+            anyhow::bail!(
+                "--client-credentials needs the client's secret (--client-secret-stdin) or its private key (--private-key-file PATH)"
+            );
+        }
+        Ok(Some(McpSignInMachine {
+            server: name.to_string(),
+            client_id: self.client_id.clone().unwrap_or_default(),
+            client_secret,
+            private_key,
+        }))
+    }
 }
 
 /// The sign-in options `add` and `edit` share.
@@ -406,8 +480,12 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::SignIn {
             name,
             no_browser,
+            machine,
             json,
-        } => sign_in(dirs, &name, no_browser, json).await,
+        } => match machine.request(&name)? {
+            Some(request) => sign_in_machine(dirs, request, machine.private_key_file, json).await,
+            None => sign_in(dirs, &name, no_browser, json).await,
+        },
         McpCommand::SignOut { name, json } => {
             let mut client = connect(dirs).await?;
             let server = client
@@ -568,6 +646,24 @@ async fn sign_in(
     );
     let server = client.call(McpSignInFinish { attempt }).await?;
     done(json, &server, "signed in")
+}
+
+/// Signs a machine in (client credentials): one request, no browser.
+async fn sign_in_machine(
+    dirs: &StateDir,
+    request: McpSignInMachine,
+    key_file: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let server = client.call(request).await?;
+    if let Some(path) = key_file {
+        eprintln!(
+            "bosun: the private key from {} is in the keychain now; bosun does not read the file again (you may remove it)",
+            path.display()
+        );
+    }
+    done(json, &server, "signed in as a machine (client credentials)")
 }
 
 /// How long the browser opener has to say whether it opened the page.
@@ -920,6 +1016,9 @@ fn print_server(s: &ServerView) {
                 ""
             };
             println!("{:<12}{id}{how}", "client id");
+        }
+        if let Some(method) = &si.client_credentials {
+            println!("{:<12}client credentials ({method})", "as machine");
         }
         if let Some(scope) = &si.scope {
             println!("{:<12}{scope}", "scope");

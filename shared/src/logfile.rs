@@ -12,14 +12,21 @@
 //! page the disk never got); [`LogFile::open_for_append`] cuts the file there.
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, IoSlice};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-use bosun_shared::Timestamp;
-use bosun_shared::run::Stream;
+use crate::Timestamp;
+use crate::run::Stream;
 
-use super::LogChunk;
+/// A chunk of a run's output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogChunk {
+    pub seq: u64,
+    pub stream: Stream,
+    pub at: Timestamp,
+    pub data: Vec<u8>,
+}
 
 const MAGIC: [u8; 2] = *b"BL";
 const HEADER: usize = 28;
@@ -215,6 +222,42 @@ pub fn check_records(buf: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads back what a failed flush may have lost, checks every record of it, and writes it again
+/// in place so that the next flush has it to write.
+pub fn rewrite_range(file: &File, from: u64, upto: u64) -> Result<(), String> {
+    let len = usize::try_from(upto.saturating_sub(from)).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, from)
+        .map_err(|e| format!("reading it back failed: {e}"))?;
+    check_records(&buf)?;
+    file.write_all_at(&buf, from)
+        .map_err(|e| format!("writing it again failed: {e}"))
+}
+
+/// Writes all of `slices` at `offset`, as many `pwritev` calls as it takes.
+fn write_all_vectored_at(
+    file: &File,
+    mut slices: &mut [IoSlice<'_>],
+    offset: u64,
+) -> io::Result<()> {
+    let mut at = offset;
+    while !slices.is_empty() {
+        let off = i64::try_from(at).map_err(io::Error::other)?;
+        // At most IOV_MAX (1024 on Linux) slices per call.
+        let some = slices.len().min(1024);
+        match nix::sys::uio::pwritev(file, &slices[..some], off) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => {
+                at += n as u64;
+                IoSlice::advance_slices(&mut slices, n);
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+    Ok(())
+}
+
 /// A run's log file, open for appending.
 pub struct LogFile {
     file: File,
@@ -263,20 +306,27 @@ impl LogFile {
         self.last_seq
     }
 
-    /// Appends chunks with one write.
+    /// Appends chunks with one write (a vectored one: the bytes are not copied together first).
     pub fn append<'a>(&mut self, chunks: impl IntoIterator<Item = &'a LogChunk>) -> io::Result<()> {
-        let mut buf = Vec::new();
-        let mut last = self.last_seq;
-        for c in chunks {
-            buf.extend_from_slice(&encode_header(c));
-            buf.extend_from_slice(&c.data);
-            last = c.seq;
-        }
-        if buf.is_empty() {
+        let chunks: Vec<&LogChunk> = chunks.into_iter().collect();
+        let Some(last) = chunks.last().map(|c| c.seq) else {
             return Ok(());
+        };
+        let headers: Vec<[u8; HEADER]> = chunks.iter().map(|c| encode_header(c)).collect();
+        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(chunks.len() * 2);
+        let mut len = 0u64;
+        for (h, c) in headers.iter().zip(&chunks) {
+            slices.push(IoSlice::new(h));
+            slices.push(IoSlice::new(&c.data));
+            len += (HEADER + c.data.len()) as u64;
         }
-        self.file.write_all_at(&buf, self.end)?;
-        self.end += buf.len() as u64;
+        if let Err(e) = write_all_vectored_at(&self.file, &mut slices, self.end) {
+            // A write cut short (a full disk) leaves part of a record past the end: cut it
+            // off, so that the file ends with whole records whatever happens next.
+            let _ = self.file.set_len(self.end);
+            return Err(e);
+        }
+        self.end += len;
         self.last_seq = last;
         self.dirty = true;
         Ok(())
@@ -290,6 +340,16 @@ impl LogFile {
         }
         self.dirty = false;
         self.file.try_clone().map(|f| Some((f, self.end)))
+    }
+
+    /// Where the next record goes: the length of the file's whole records.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// A second handle on the file (for a flush on another thread).
+    pub fn handle(&self) -> io::Result<File> {
+        self.file.try_clone()
     }
 
     /// Where the file was known to be on disk at the last good flush.
