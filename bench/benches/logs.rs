@@ -278,6 +278,7 @@ fn one_run(
                 from_seq: u64::MAX,
                 follow: true,
                 stream: None,
+                direct: false,
             })
             .await?;
         std::fs::write(&go, "")?;

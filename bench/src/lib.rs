@@ -207,6 +207,7 @@ pub async fn run_to_end(
         from_seq: u64::MAX,
         follow: true,
         stream: None,
+        direct: false,
     };
     let Following { sub, .. } = client.call(follow).await?;
     loop {

@@ -146,6 +146,43 @@ impl LogReader {
         }))
     }
 
+    /// Like [`Self::next_upto`], but the record's bytes are read into `buf[..len]`, a buffer
+    /// kept from one record to the next (it only grows, and is never cleared), so that a reader
+    /// of many records neither allocates nor zeroes memory for each. Gives the record's seq,
+    /// stream, time and length.
+    pub fn next_upto_into(
+        &mut self,
+        upto: u64,
+        buf: &mut Vec<u8>,
+    ) -> io::Result<Option<(u64, Stream, Timestamp, usize)>> {
+        let mut h = [0u8; HEADER];
+        if !read_exact_at(&self.file, &mut h, self.offset)? {
+            return Ok(None);
+        }
+        let Some(header) = decode_header(&h) else {
+            return Ok(None);
+        };
+        if header.seq > upto {
+            return Ok(None);
+        }
+        let len = header.len as usize;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        if !read_exact_at(&self.file, &mut buf[..len], self.offset + HEADER as u64)? {
+            return Ok(None);
+        }
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&h[..24]);
+        crc.update(&buf[..len]);
+        if crc.finalize() != header.crc {
+            return Ok(None);
+        }
+        self.offset += (HEADER + len) as u64;
+        self.behind = header.seq;
+        Ok(Some((header.seq, header.stream, header.at, len)))
+    }
+
     /// Where the reader is: the end of the last good record it read.
     pub fn offset(&self) -> u64 {
         self.offset
@@ -407,6 +444,20 @@ mod tests {
         assert_eq!(read_all(&path), chunks);
         let f = LogFile::open_for_append(&path)?;
         assert_eq!(f.last_seq(), 3);
+        // Read into one kept buffer, the same records (a longer one first, so the buffer is
+        // longer than the records after it), and none past the bound.
+        let mut r = LogReader::open(&path)?.ok_or_else(|| io::Error::other("no file"))?;
+        let mut buf = vec![b'z'; 10];
+        let mut again = Vec::new();
+        while let Some((seq, stream, at, len)) = r.next_upto_into(2, &mut buf)? {
+            again.push(LogChunk {
+                seq,
+                stream,
+                at,
+                data: buf[..len].to_vec(),
+            });
+        }
+        assert_eq!(again, chunks[..2]);
         Ok(())
     }
 

@@ -530,11 +530,13 @@ impl SessionState {
             follow: p.follow,
             stream: p.stream,
             binary: self.binary_log,
+            direct: p.direct,
         };
         // The answer goes out before any of the subscription's events.
         let following = Following {
             sub: id,
             run: Box::new(view),
+            log_file: p.direct.then(|| self.ctx.store.log_path(run)),
         };
         let answer = ServerFrame::Response {
             id,

@@ -99,6 +99,7 @@ async fn subscribe(
             from_seq: 1,
             follow: true,
             stream: None,
+            direct: false,
         }),
     })
     .await
@@ -209,6 +210,11 @@ async fn subscribe(
                 } => {
                     return Err(fail(format!(
                         "LogFailed after seq {end} (the last seq sent was {last_seq}): {message}"
+                    )));
+                }
+                Event::LogProgress { upto, .. } => {
+                    return Err(fail(format!(
+                        "a subscription that did not ask to read the file itself was told it goes to {upto}"
                     )));
                 }
                 Event::RunChanged { .. }

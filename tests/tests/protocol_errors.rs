@@ -143,6 +143,7 @@ fn a_ui_of_before_binary_frames_gets_its_log_events_as_json() -> anyhow::Result<
                 from_seq: 1,
                 follow: false,
                 stream: None,
+                direct: false,
             }),
         })
         .await?;

@@ -78,8 +78,10 @@ fn output_bytes_are_kept_exactly_and_long_lines_are_split_but_whole() -> anyhow:
         "the log differs from what the program wrote"
     );
     let run = b.show(&id)?;
+    // A line waiting for its newline is sent in pieces of 64 KiB; the 300 KB line is longer
+    // than one read (256 KiB), so at least its start goes as a piece of its own.
     assert!(
-        run["last_seq"].as_u64().unwrap_or(0) >= 5,
+        run["last_seq"].as_u64().unwrap_or(0) >= 3,
         "a 300 KB line is split into chunks: {run}"
     );
     b.finish()

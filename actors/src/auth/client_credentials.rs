@@ -34,7 +34,7 @@ use aws_lc_rs::signature::{
 };
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
+use bosun_shared::protocol::mcp::SignInBy;
 use bosun_shared::{ServerId, Timestamp};
 use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject as _;
@@ -405,14 +405,7 @@ pub async fn sign_in(
 ) -> Result<ServerId, AuthError> {
     let rec: Server = rec.into();
     let name = rec.name.clone();
-    let url = match (rec.kind, &rec.url) {
-        (ServerKind::Http | ServerKind::Sse, Some(u)) => u.clone(),
-        (ServerKind::Stdio, _) | (ServerKind::Http | ServerKind::Sse, None) => {
-            return Err(AuthError::invalid(format!(
-                "`{name}` is started as a command (stdio); only a server reached by address signs in"
-            )));
-        }
-    };
+    let url = super::signin::address(&rec)?;
     if rec.sign_in_by == SignInBy::ClaudeCode {
         return Err(AuthError::invalid(format!(
             "Claude Code signs in to `{name}` itself; `bosun mcp edit {name} --sign-in-by bosun` lets bosun sign in"

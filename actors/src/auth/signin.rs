@@ -93,6 +93,19 @@ fn oauth_error(name: &str, error: OAuthError) -> AuthError {
     }
 }
 
+/// The address a server signs in at: only a server reached by address has one.
+pub(super) fn address(rec: &Server) -> Result<String, AuthError> {
+    match (rec.kind, &rec.url) {
+        (ServerKind::Http | ServerKind::Sse, Some(u)) => Ok(u.clone()),
+        (ServerKind::Stdio, _) | (ServerKind::Http | ServerKind::Sse, None) => {
+            Err(AuthError::invalid(format!(
+                "`{}` is started as a command (stdio); only a server reached by address signs in",
+                rec.name
+            )))
+        }
+    }
+}
+
 /// Starts a sign-in: everything up to the page the person opens.
 ///
 /// `probe` asks the server, without a token, for what it needs: its challenge (a 401 or 403 on
@@ -107,14 +120,7 @@ pub async fn start(
 ) -> Result<Started, AuthError> {
     let rec: Server = rec.into();
     let name = rec.name.clone();
-    let url = match (rec.kind, &rec.url) {
-        (ServerKind::Http | ServerKind::Sse, Some(u)) => u.clone(),
-        (ServerKind::Stdio, _) | (ServerKind::Http | ServerKind::Sse, None) => {
-            return Err(AuthError::invalid(format!(
-                "`{name}` is started as a command (stdio); only a server reached by address signs in"
-            )));
-        }
-    };
+    let url = address(&rec)?;
     if rec.sign_in_by == SignInBy::ClaudeCode {
         return Err(AuthError::invalid(format!(
             "Claude Code signs in to `{name}` itself (`bosun mcp edit {name} --sign-in-by bosun` changes that); sign Claude Code in with /mcp in a `claude` session"

@@ -45,6 +45,9 @@ pub struct FollowSpec {
     /// The UI reads log events in their binary form; else (a UI of before binary frames) they
     /// go as JSON.
     pub binary: bool,
+    /// The subscriber reads the log file itself: it is told how far the file goes
+    /// ([`Event::LogProgress`]), not sent the chunks.
+    pub direct: bool,
 }
 
 /// One follower's position in a run's log.
@@ -99,6 +102,12 @@ impl Follower {
         }
         self.next += run as u64;
         Ok(&chunks[start..start + run])
+    }
+
+    /// A direct subscriber was told that the file has every chunk up to `upto` (it reads them
+    /// there itself): its position moves past them.
+    pub fn told_upto(&mut self, upto: u64) {
+        self.next = self.next.max(upto + 1);
     }
 
     /// What to do to get `next`, when everything up to `upto` is to be sent.
@@ -195,7 +204,12 @@ pub async fn follow(
     out: mpsc::Sender<Outbound>,
 ) -> Result<(), StoreError> {
     let mut f = Follower::new(spec.from_seq);
-    match serve(&store, hub, &spec, &mut f, &out).await {
+    let served = if spec.direct {
+        serve_direct(&store, hub, &spec, &mut f, &out).await
+    } else {
+        serve(&store, hub, &spec, &mut f, &out).await
+    };
+    match served {
         Ok(true) => {}
         Ok(false) => return Ok(()),
         Err(e) => {
@@ -298,6 +312,58 @@ async fn serve(
 /// Chunks read from the file, in the form memory holds them (sent without a copy).
 fn shared(chunks: Vec<LogChunk>) -> Vec<Arc<LogChunk>> {
     chunks.into_iter().map(Arc::new).collect()
+}
+
+/// A direct subscription: tells the subscriber how far the log file goes, as it grows, up to the
+/// end (or, not following, up to what had arrived). Only what is stored is ever told, so the
+/// file has every chunk up to it. False when the receiver is gone.
+async fn serve_direct(
+    store: &Store,
+    hub: Option<Arc<LogHub>>,
+    spec: &FollowSpec,
+    f: &mut Follower,
+    out: &mpsc::Sender<Outbound>,
+) -> Result<bool, StoreError> {
+    let tell = |upto: u64| {
+        let e = Event::LogProgress {
+            sub: spec.sub,
+            upto,
+        };
+        out.send(ServerFrame::Event(e).into())
+    };
+    let Some(hub) = hub else {
+        // The run is over: its file has everything it wrote.
+        let run = spec.run;
+        let last = blocking(store, move |s| s.run(run))
+            .await?
+            .map_or(0, |r| r.last_seq);
+        if last >= f.next() {
+            if tell(last).await.is_err() {
+                return Ok(false);
+            }
+            f.told_upto(last);
+        }
+        return Ok(true);
+    };
+    let mut watch = hub.subscribe();
+    let target = hub.state().received;
+    loop {
+        let state = *watch.borrow_and_update();
+        let bound = if spec.follow { state.received } else { target };
+        let upto = state.stored.min(bound);
+        if upto >= f.next() {
+            if tell(upto).await.is_err() {
+                return Ok(false);
+            }
+            f.told_upto(upto);
+        }
+        if f.next() > bound && (!spec.follow || state.ended) {
+            return Ok(true);
+        }
+        if watch.changed().await.is_err() {
+            return Ok(true);
+        }
+    }
 }
 
 /// Sends the chunks the follower accepts, in order. False when the receiver is gone.

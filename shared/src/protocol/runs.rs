@@ -65,6 +65,9 @@ calls! {
 pub struct Following {
     pub sub: u64,
     pub run: Box<RunView>,
+    /// For a direct subscription: the run's log file, which the subscriber reads itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

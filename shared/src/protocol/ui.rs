@@ -221,6 +221,11 @@ pub struct FollowParams {
     pub follow: bool,
     /// Only this stream; both when absent.
     pub stream: Option<Stream>,
+    /// The subscriber reads the run's log file itself (it is on bosund's machine): bosund
+    /// answers with the file ([`Following::log_file`]) and sends how far it goes
+    /// ([`Event::LogProgress`]) instead of the chunks. Its bytes then cross no socket.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 /// A successful answer. (Tagged `answer`, since a run or a server may have a field `kind`.)
@@ -291,6 +296,9 @@ pub enum Event {
     /// The subscriber fell behind the live stream; it goes on from the store at `resume_from`,
     /// and nothing is skipped.
     LogLagged { sub: u64, resume_from: u64 },
+    /// A direct subscription ([`FollowParams::direct`]): every chunk up to `upto` is in the
+    /// run's log file, to be read there.
+    LogProgress { sub: u64, upto: u64 },
     /// The subscription is over: everything up to `last_seq` was sent. `run` is the run as it
     /// is now (over, when following ended because the run ended).
     LogEnd {

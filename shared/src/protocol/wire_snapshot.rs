@@ -231,6 +231,7 @@ fn responses() -> Vec<Response> {
         Response::Following(Following {
             sub: 7,
             run: view(run()),
+            log_file: None,
         }),
         Response::Done,
         Response::Status(view(
@@ -538,6 +539,35 @@ fn the_storage_events_are_pinned() {
         },
     ];
     check(events, STORAGE_EVENTS);
+}
+
+/// A direct log subscription: asked for, answered with the file, told how far it goes.
+const DIRECT_FOLLOW: &[&str] = &[r#"{"event":"log_progress","sub":7,"upto":9}"#];
+
+#[test]
+fn a_direct_log_subscription_is_pinned() {
+    use super::runs::Following;
+    use super::ui::{Event, FollowParams};
+    check(vec![Event::LogProgress { sub: 7, upto: 9 }], DIRECT_FOLLOW);
+    let asked = FollowParams {
+        run: "r".into(),
+        from_seq: 1,
+        follow: true,
+        stream: None,
+        direct: true,
+    };
+    assert_eq!(
+        serde_json::to_string(&asked).ok().as_deref(),
+        Some(r#"{"run":"r","from_seq":1,"follow":true,"stream":null,"direct":true}"#)
+    );
+    let answered: Following = serde_json::from_value(serde_json::json!({
+        "sub": 7, "run": run(), "log_file": "/s/runs/r/log"
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        answered.log_file.as_deref(),
+        Some(std::path::Path::new("/s/runs/r/log"))
+    );
 }
 
 /// The notifications attached UIs get.

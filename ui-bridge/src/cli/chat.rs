@@ -163,6 +163,7 @@ async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> 
             from_seq: 0,
             follow: true,
             stream: None,
+            direct: false,
         })
         .await?;
     let mut partial: Vec<u8> = Vec::new();
@@ -205,6 +206,7 @@ async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> 
             } if s == sub => anyhow::bail!(message),
             Event::Log { .. }
             | Event::LogLagged { .. }
+            | Event::LogProgress { .. }
             | Event::LogEnd { .. }
             | Event::LogFailed { .. }
             | Event::RunChanged { .. }

@@ -203,6 +203,7 @@ pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
                 | Event::ApprovalChanged { .. }
                 | Event::Log { .. }
                 | Event::LogLagged { .. }
+                | Event::LogProgress { .. }
                 | Event::LogEnd { .. }
                 | Event::LogFailed { .. }
                 | Event::RunChanged { .. }

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bosun_shared::Timestamp;
+use bosun_shared::logfile::LogReader;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::runs::{Following, GetRun};
+use bosun_shared::protocol::runs::{Following, GetRun, Unfollow};
 use bosun_shared::protocol::ui::{Event, FollowParams, RunView};
 use bosun_shared::run::Stream;
 use bosun_ui::ClientError;
@@ -70,8 +71,107 @@ const QUIET: Duration = Duration::from_secs(2);
 /// How long a follower keeps trying to get bosund back after the connection broke.
 const RECONNECT_FOR: Duration = Duration::from_secs(60);
 
+/// Where printed output goes, and where the log is: the next seq to print (every seq before it
+/// was printed or is not wanted).
+struct Printer<W: Write> {
+    out: W,
+    next: u64,
+    at_line_start: bool,
+    stream: Option<Stream>,
+    timestamps: bool,
+    json: bool,
+    /// Where records read from the log file go, kept from one to the next.
+    buf: Vec<u8>,
+}
+
+impl<W: Write> Printer<W> {
+    /// Prints the chunk `seq` if it is the next one. A seq already printed is passed over (it
+    /// cannot come with a daemon that keeps its promise, and is never printed twice all the
+    /// same); one past the next is an error, never a hole in what is printed.
+    fn chunk(
+        &mut self,
+        run: &str,
+        seq: u64,
+        stream: Stream,
+        at: Timestamp,
+        data: &[u8],
+    ) -> anyhow::Result<()> {
+        if seq < self.next {
+            return Ok(());
+        }
+        if seq > self.next && self.stream.is_none() {
+            self.out.flush()?;
+            anyhow::bail!(
+                "the log of run {run} skipped from chunk {} to {seq}; this is a bug of bosund, please report it (`bosun logs {run} --from {}` reads the stored log)",
+                self.next,
+                self.next
+            );
+        }
+        self.next = seq + 1;
+        if self.stream.is_some_and(|s| s != stream) {
+            return Ok(());
+        }
+        if self.json {
+            let data = bosun_shared::protocol::LogBytes(data.to_vec());
+            let line = serde_json::json!({ "seq": seq, "stream": stream, "at": at, "data": data });
+            serde_json::to_writer(&mut self.out, &line)?;
+            self.out.write_all(b"\n")?;
+        } else if stream == Stream::Note {
+            // bosun's own lines about the run go with its other messages, on stderr.
+            self.out.flush()?;
+            for line in String::from_utf8_lossy(data).lines() {
+                eprintln!("bosun: {line}");
+            }
+        } else if self.timestamps {
+            write_with_times(&mut self.out, data, at, &mut self.at_line_start)?;
+        } else {
+            self.out.write_all(data)?;
+        }
+        Ok(())
+    }
+
+    /// A direct subscription said the log file has every chunk up to `upto`: prints them from
+    /// the file. The file lacking one is said plainly (a damaged or deleted log), never skipped.
+    fn read_file(
+        &mut self,
+        run: &str,
+        file: &mut Option<LogReader>,
+        path: &std::path::Path,
+        upto: u64,
+    ) -> anyhow::Result<()> {
+        if file.is_none() {
+            *file = LogReader::open(path)?;
+            if let Some(r) = file.as_mut() {
+                r.skip_to(self.next)?;
+            }
+        }
+        if let Some(r) = file.as_mut() {
+            let mut buf = std::mem::take(&mut self.buf);
+            while self.next <= upto {
+                let Some((seq, stream, at, len)) = r.next_upto_into(upto, &mut buf)? else {
+                    break;
+                };
+                self.chunk(run, seq, stream, at, &buf[..len])?;
+            }
+            self.buf = buf;
+        }
+        if self.next <= upto {
+            self.out.flush()?;
+            anyhow::bail!(
+                "the log file of run {run} ends after chunk {}, but the run wrote {upto}: the rest is damaged or was deleted",
+                self.next - 1
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Prints a run's log to stdout until the subscription ends, and returns the run as it is then.
 /// Ctrl-C stops following (the run goes on).
+///
+/// The log file is read here, straight from the state directory (bosund only says how far it
+/// goes), so the bytes cross no socket; a file that cannot be opened (another user's state
+/// directory, say) makes the follower ask bosund for the chunks themselves instead.
 ///
 /// When the connection to bosund breaks (the daemon crashed or was killed), the follower starts
 /// it again, says so on stderr in one line, and follows on from the chunk after the last one it
@@ -92,11 +192,17 @@ pub async fn print_log(
     }
     let mut run = run.to_string();
     let mut view = None;
-    // The next seq this follower is to print: every seq before it was printed or is not wanted.
-    let mut next = opts.from_seq.max(1);
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout.lock());
-    let mut at_line_start = true;
+    let mut p = Printer {
+        out: std::io::BufWriter::with_capacity(256 * 1024, stdout.lock()),
+        next: opts.from_seq.max(1),
+        at_line_start: true,
+        stream: opts.stream,
+        timestamps: opts.timestamps,
+        json: opts.json,
+        buf: Vec::new(),
+    };
+    let mut direct = true;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut quiet = tokio::time::interval(Duration::from_secs(1));
     quiet.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -104,24 +210,30 @@ pub async fn print_log(
     loop {
         let request = FollowParams {
             run: run.clone(),
-            from_seq: next,
+            from_seq: p.next,
             follow: opts.follow,
             stream: opts.stream,
+            direct,
         };
-        let sub = match client.call(request).await {
-            Ok(Following { sub, run: v }) => {
+        let (sub, log_file) = match client.call(request).await {
+            Ok(Following {
+                sub,
+                run: v,
+                log_file,
+            }) => {
                 // Follow on by the full id: a prefix could match another run later.
                 run = v.id.to_string();
                 view = Some(v);
-                sub
+                (sub, log_file)
             }
             Err(ClientError::Connection(_)) if view.is_some() => {
-                out.flush()?;
-                *client = reconnect(dirs, &run, next).await?;
+                p.out.flush()?;
+                *client = reconnect(dirs, &run, p.next).await?;
                 continue;
             }
             Err(e) => return Err(e.into()),
         };
+        let mut file = None;
         loop {
             let event = tokio::select! {
                 e = client.next_event() => e,
@@ -143,7 +255,7 @@ pub async fn print_log(
                     continue;
                 }
                 _ = interrupt.recv() => {
-                    out.flush()?;
+                    p.out.flush()?;
                     if let Some(v) = &view && output::stderr_is_terminal() {
                         eprintln!("\nbosun: stopped following; run {} goes on (`bosun stop {}` ends it)", v.short_id, v.short_id);
                     }
@@ -154,11 +266,18 @@ pub async fn print_log(
                 Ok(Some(event)) => event,
                 Ok(None) | Err(ClientError::Connection(_)) => {
                     // bosund went away mid-log.
-                    out.flush()?;
-                    *client = reconnect(dirs, &run, next).await?;
+                    p.out.flush()?;
+                    *client = reconnect(dirs, &run, p.next).await?;
                     break;
                 }
                 Err(e) => return Err(e.into()),
+            };
+            let output = |paused: &mut Option<String>, out: &mut dyn Write| -> anyhow::Result<()> {
+                if paused.take().is_some() {
+                    out.flush()?;
+                    eprintln!("bosun: run {run} goes on");
+                }
+                Ok(())
             };
             match event {
                 Event::Log {
@@ -169,51 +288,39 @@ pub async fn print_log(
                     data,
                 } if s == sub => {
                     last_output = Instant::now();
-                    if paused.take().is_some() {
-                        out.flush()?;
-                        eprintln!("bosun: run {run} goes on");
-                    }
-                    if seq < next {
-                        // Already printed (cannot happen with a daemon that keeps its promise;
-                        // a duplicate is never printed twice all the same).
+                    output(&mut paused, &mut p.out)?;
+                    p.chunk(&run, seq, stream, at, data.as_slice())?;
+                }
+                Event::LogProgress { sub: s, upto } if s == sub => {
+                    let Some(path) = &log_file else {
                         continue;
-                    }
-                    if seq > next && opts.stream.is_none() {
-                        out.flush()?;
-                        anyhow::bail!(
-                            "the log of run {run} skipped from chunk {next} to {seq}; this is a bug of bosund, please report it (`bosun logs {run} --from {next}` reads the stored log)"
-                        );
-                    }
-                    next = seq + 1;
-                    if opts.json {
-                        let line = serde_json::json!({ "seq": seq, "stream": stream, "at": at, "data": data });
-                        serde_json::to_writer(&mut out, &line)?;
-                        out.write_all(b"\n")?;
-                    } else if stream == Stream::Note {
-                        // bosun's own lines about the run go with its other messages, on stderr.
-                        out.flush()?;
-                        for line in String::from_utf8_lossy(data.as_slice()).lines() {
-                            eprintln!("bosun: {line}");
+                    };
+                    last_output = Instant::now();
+                    output(&mut paused, &mut p.out)?;
+                    if let Err(e) = p.read_file(&run, &mut file, path, upto) {
+                        if file.is_some() || !is_unreadable(&e) {
+                            return Err(e);
                         }
-                    } else if opts.timestamps {
-                        write_with_times(&mut out, data.as_slice(), at, &mut at_line_start)?;
-                    } else {
-                        out.write_all(data.as_slice())?;
+                        // The file is not ours to read: bosund sends the chunks instead.
+                        let _ = client.call(Unfollow { sub }).await;
+                        direct = false;
+                        break;
                     }
                 }
                 Event::LogLagged { sub: s, .. } if s == sub => {}
                 Event::LogEnd { sub: s, run, .. } if s == sub => {
-                    out.flush()?;
+                    p.out.flush()?;
                     return Ok(*run);
                 }
                 Event::LogFailed {
                     sub: s, message, ..
                 } if s == sub => {
-                    out.flush()?;
+                    p.out.flush()?;
                     anyhow::bail!(message);
                 }
                 Event::Log { .. }
                 | Event::LogLagged { .. }
+                | Event::LogProgress { .. }
                 | Event::LogEnd { .. }
                 | Event::LogFailed { .. }
                 | Event::RunChanged { .. }
@@ -226,10 +333,17 @@ pub async fn print_log(
             }
             // Flush whenever nothing else has arrived yet, so a live log shows at once.
             if !client.has_buffered() {
-                out.flush()?;
+                p.out.flush()?;
             }
         }
     }
+}
+
+/// Whether opening the log file failed for want of permission (so reading it through bosund
+/// may work), rather than because the log is damaged.
+fn is_unreadable(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
 }
 
 /// Gets bosund back after the connection broke (starting it when it is not running) and says

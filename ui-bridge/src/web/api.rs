@@ -202,6 +202,7 @@ async fn open_read(bridge: &Bridge, run: String, from: u64) -> Result<(Client, u
             from_seq: from.max(1),
             follow: false,
             stream: None,
+            direct: false,
         })
         .await?;
     Ok((client, sub))
@@ -263,6 +264,7 @@ pub async fn chunks(
             Some(
                 Event::Log { .. }
                 | Event::LogLagged { .. }
+                | Event::LogProgress { .. }
                 | Event::LogEnd { .. }
                 | Event::LogFailed { .. }
                 | Event::RunChanged { .. }
@@ -319,6 +321,7 @@ pub async fn download(
                 Ok(Some(
                     Event::Log { .. }
                     | Event::LogLagged { .. }
+                    | Event::LogProgress { .. }
                     | Event::LogEnd { .. }
                     | Event::LogFailed { .. }
                     | Event::RunChanged { .. }

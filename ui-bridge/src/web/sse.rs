@@ -125,6 +125,7 @@ async fn events_task(dirs: StateDir, tx: Tx) {
                 Ok(Some(
                     Event::Log { .. }
                     | Event::LogLagged { .. }
+                    | Event::LogProgress { .. }
                     | Event::LogEnd { .. }
                     | Event::LogFailed { .. },
                 )) => Ok(()),
@@ -193,9 +194,10 @@ async fn log_task(dirs: StateDir, mut run: String, mut next: u64, tx: Tx) {
             from_seq: next,
             follow: true,
             stream: None,
+            direct: false,
         };
         let sub = match client.call(request).await {
-            Ok(Following { sub, run: view }) => {
+            Ok(Following { sub, run: view, .. }) => {
                 // Follow on by the full id: a prefix could match another run later.
                 run = view.id.to_string();
                 if followed_once {
@@ -268,6 +270,7 @@ async fn log_task(dirs: StateDir, mut run: String, mut next: u64, tx: Tx) {
                 Ok(Some(
                     Event::Log { .. }
                     | Event::LogLagged { .. }
+                    | Event::LogProgress { .. }
                     | Event::LogEnd { .. }
                     | Event::LogFailed { .. }
                     | Event::RunChanged { .. }
