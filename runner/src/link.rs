@@ -15,7 +15,7 @@ use std::time::Duration;
 use bosun_shared::protocol::fast;
 use bosun_shared::protocol::frame::encode_frame;
 use bosun_shared::protocol::runner::{
-    DaemonMsg, LaunchPlan, RunnerMsg, Started, StopOrder, ToolAnswer,
+    DaemonMsg, FlushFailure, LaunchPlan, RunnerMsg, Started, StopOrder, ToolAnswer,
 };
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::tls;
@@ -251,6 +251,7 @@ async fn pump(
     // is held.
     let mut logged_said = 0;
     let mut held_said: Option<Option<String>> = None;
+    let mut flush_said: Option<Option<FlushFailure>> = None;
     // What this session has said of the asks: each once (a new session says them all again;
     // bosund takes them as the same ones).
     let mut said = Said::default();
@@ -315,6 +316,20 @@ async fn pump(
                 return SessionEnd::Lost(e.to_string());
             }
             held_said = Some(held_now);
+        }
+        let failure = state
+            .outbox
+            .lock()
+            .ok()
+            .and_then(|o| o.flush_failure().cloned());
+        if flush_said.as_ref() != Some(&failure) && (failure.is_some() || flush_said.is_some()) {
+            let msg = RunnerMsg::LogFlush {
+                failed: failure.clone(),
+            };
+            if let Err(e) = writer.send(&msg).await {
+                return SessionEnd::Lost(e.to_string());
+            }
+            flush_said = Some(failure);
         }
         if !exit_sent {
             let all_acked = state.outbox.lock().map(|o| o.all_acked()).unwrap_or(false);

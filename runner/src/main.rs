@@ -25,7 +25,7 @@ mod outbox;
 mod redact;
 mod relay;
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
@@ -171,8 +171,8 @@ async fn run() -> Result<(), String> {
         OUTBOX_MEMORY,
         plan_now.as_ref().and_then(|p| p.log_file.as_deref()),
     )));
-    let flusher = tokio::spawn(keep_flushed(outbox.clone()));
     let wake = Arc::new(Notify::new());
+    let flusher = tokio::spawn(keep_flushed(outbox.clone(), wake.clone()));
     let (stops_tx, mut stops) = mpsc::unbounded_channel::<StopOrder>();
     let (decisions_tx, decisions) = mpsc::unbounded_channel();
     let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<String>();
@@ -370,7 +370,7 @@ const SETTLE_RETRY: Duration = Duration::from_millis(200);
 const SETTLE_FLUSH_TRIES: u32 = 5;
 
 /// Flushes the runner's own log file to disk every [`FLUSH_EVERY`] while the run goes on.
-async fn keep_flushed(outbox: Arc<Mutex<Outbox>>) {
+async fn keep_flushed(outbox: Arc<Mutex<Outbox>>, wake: Arc<Notify>) {
     loop {
         tokio::time::sleep(FLUSH_EVERY).await;
         if let Err(e) = flush_own_log(&outbox).await {
@@ -378,12 +378,13 @@ async fn keep_flushed(outbox: Arc<Mutex<Outbox>>) {
                 "bosun-runner: could not flush the run's log file to disk: {e}; it is written again and flushed on the next round"
             );
         }
+        // The link says to bosund what came of it, when that changed.
+        wake.notify_one();
     }
 }
 
-/// Flushes what of the runner's own log file is not known to be on disk. A failed flush is not
-/// taken as if nothing happened: the range is read back, checked record by record, written
-/// again and flushed again.
+/// Flushes what of the runner's own log file is not known to be on disk ([`outbox::flush`]),
+/// and keeps what came of it in the outbox, for bosund to hear.
 async fn flush_own_log(outbox: &Arc<Mutex<Outbox>>) -> Result<(), String> {
     let job = match lock(outbox).flush_job() {
         Ok(Some(job)) => job,
@@ -391,21 +392,12 @@ async fn flush_own_log(outbox: &Arc<Mutex<Outbox>>) -> Result<(), String> {
         Err(e) => return Err(e.to_string()),
     };
     let upto = job.upto;
-    let flushed = tokio::task::spawn_blocking(move || match job.file.sync_data() {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            bosun_shared::logfile::rewrite_range(&job.file, job.from, job.upto)
-                .map_err(|why| format!("{e}, and {why}"))?;
-            job.file
-                .sync_data()
-                .map_err(|again| format!("{e}, and again after writing it anew: {again}"))
-        }
-    })
-    .await
-    .map_err(|e| e.to_string())?;
-    flushed?;
-    lock(outbox).flushed(upto);
-    Ok(())
+    let flushed = tokio::task::spawn_blocking(move || outbox::flush(&job, File::sync_data))
+        .await
+        .map_err(|e| e.to_string())?;
+    let said = flushed.as_ref().map_err(|f| f.error.clone()).err();
+    lock(outbox).flush_done(upto, flushed);
+    said.map_or(Ok(()), Err)
 }
 
 /// Once the program is gone: every chunk into the runner's own log file, waiting for room on a

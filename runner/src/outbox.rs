@@ -33,7 +33,7 @@ use std::sync::Arc;
 use bosun_shared::Timestamp;
 use bosun_shared::logfile::{LogChunk, LogFile};
 use bosun_shared::protocol::fast;
-use bosun_shared::protocol::runner::HeldOutput;
+use bosun_shared::protocol::runner::{FlushFailure, HeldOutput};
 use bosun_shared::run::Stream;
 
 /// Memory held at a peak above this is given back to the system once it is free again.
@@ -62,6 +62,8 @@ pub struct Outbox {
     fault: Option<io::Error>,
     /// The run's log file, when the runner writes it itself.
     own: Option<OwnLog>,
+    /// The last flush of the runner's own log file failed (sticky once what it wrote was lost).
+    flush_failure: Option<FlushFailure>,
 }
 
 /// The run's log file, written by the runner.
@@ -99,6 +101,31 @@ impl OwnLog {
     }
 }
 
+/// How a file is flushed to disk: `File::sync_data`, or a failing one in tests.
+pub type SyncFn = fn(&File) -> io::Result<()>;
+
+/// Flushes a job's range to disk. A failed flush is not tried again as if nothing happened (the
+/// kernel may have dropped the pages and will not say so twice): the range is read back,
+/// checked record by record, written again and flushed again.
+pub fn flush(job: &FlushJob, sync: SyncFn) -> Result<(), FlushFailure> {
+    let Err(e) = sync(&job.file) else {
+        return Ok(());
+    };
+    let errno = e.raw_os_error();
+    if let Err(why) = bosun_shared::logfile::rewrite_range(&job.file, job.from, job.upto) {
+        return Err(FlushFailure {
+            errno,
+            error: format!("{e}, and {why}"),
+            lost: true,
+        });
+    }
+    sync(&job.file).map_err(|again| FlushFailure {
+        errno: again.raw_os_error().or(errno),
+        error: format!("{e}, and again after writing it anew: {again}"),
+        lost: false,
+    })
+}
+
 /// A range of the run's own log file to flush to disk: the file, from where it was last known
 /// to be on disk, up to its end now.
 pub struct FlushJob {
@@ -128,6 +155,7 @@ impl Outbox {
             overflow: VecDeque::new(),
             fault: None,
             own: None,
+            flush_failure: None,
         }
     }
 
@@ -198,6 +226,33 @@ impl Outbox {
         if let Some(own) = &mut self.own {
             own.log.mark_synced(upto);
         }
+    }
+
+    /// What a [`flush`] of a job up to `upto` came to. A range that no longer read back whole
+    /// is given up (nothing more can be done for it), and that is said until the runner ends.
+    pub fn flush_done(&mut self, upto: u64, result: Result<(), FlushFailure>) {
+        let lost = self.flush_failure.as_ref().is_some_and(|f| f.lost);
+        match result {
+            Ok(()) => {
+                self.flushed(upto);
+                if !lost {
+                    self.flush_failure = None;
+                }
+            }
+            Err(failure) => {
+                if failure.lost {
+                    self.flushed(upto);
+                }
+                if !lost {
+                    self.flush_failure = Some(failure);
+                }
+            }
+        }
+    }
+
+    /// Why the runner's own log file is not known to be on disk, while it is not.
+    pub fn flush_failure(&self) -> Option<&FlushFailure> {
+        self.flush_failure.as_ref()
     }
 
     /// Adds a frame made by `make(seq)` for the next seq. It is always kept: in memory, in the
@@ -543,6 +598,67 @@ mod tests {
         let mut again = Outbox::writing(dir.path().join("spool"), 30, Some(&log));
         again.push_output(Stream::Stderr, Timestamp::from_millis(8), b"six\n".to_vec());
         assert_eq!(again.logged(), Some(6));
+        Ok(())
+    }
+
+    fn eio(_: &File) -> io::Result<()> {
+        Err(io::Error::from_raw_os_error(libc::EIO))
+    }
+
+    fn fine(_: &File) -> io::Result<()> {
+        Ok(())
+    }
+
+    #[test]
+    fn a_failed_flush_is_kept_said_and_cleared_by_the_next_good_one() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let log = dir.path().join("log");
+        let mut o = Outbox::writing(dir.path().join("spool"), 1024, Some(&log));
+        o.push_output(Stream::Stdout, Timestamp::from_millis(1), b"one\n".to_vec());
+        let job = o.flush_job()?.ok_or_else(|| io::Error::other("no job"))?;
+        let upto = job.upto;
+        let result = flush(&job, eio);
+        let failure = result
+            .clone()
+            .err()
+            .ok_or_else(|| io::Error::other("no failure"))?;
+        assert_eq!(failure.errno, Some(libc::EIO));
+        assert!(
+            !failure.lost,
+            "the range read back whole and was written again"
+        );
+        o.flush_done(upto, result);
+        assert_eq!(o.flush_failure().map(|f| f.errno), Some(Some(libc::EIO)));
+        // Not marked on disk: the next round flushes the same range again.
+        let again = o
+            .flush_job()?
+            .ok_or_else(|| io::Error::other("no job again"))?;
+        assert_eq!((again.from, again.upto), (0, upto));
+        o.flush_done(again.upto, flush(&again, fine));
+        assert!(o.flush_failure().is_none());
+        assert!(o.flush_job()?.is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn a_range_that_no_longer_reads_back_is_said_lost_for_good() -> io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let log = dir.path().join("log");
+        let mut o = Outbox::writing(dir.path().join("spool"), 1024, Some(&log));
+        o.push_output(Stream::Stdout, Timestamp::from_millis(1), b"one\n".to_vec());
+        let job = o.flush_job()?.ok_or_else(|| io::Error::other("no job"))?;
+        // The file cut under the runner: what it wrote cannot be read back.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&log)?
+            .set_len(5)?;
+        let result = flush(&job, eio);
+        assert!(result.as_ref().is_err_and(|f| f.lost), "{result:?}");
+        o.flush_done(job.upto, result);
+        // Given up (nothing more to flush), and said until the runner ends.
+        assert!(o.flush_job()?.is_none());
+        o.flush_done(job.upto, Ok(()));
+        assert!(o.flush_failure().is_some_and(|f| f.lost));
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 
 use bosun_actors::agents::AgentsError;
 use bosun_actors::auth::AuthError;
+use bosun_actors::auth::client_document::ClientDocumentError;
 use bosun_actors::auth::discovery::DiscoveryError;
 use bosun_actors::auth::oauth::OAuthError;
 use bosun_actors::board::BoardError;
@@ -108,6 +109,19 @@ impl Code for OAuthError {
     }
 }
 
+impl Code for ClientDocumentError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            ClientDocumentError::Unreachable { .. } => ErrorCode::Unavailable,
+            ClientDocumentError::Status { .. }
+            | ClientDocumentError::TooLarge { .. }
+            | ClientDocumentError::NotJson { .. }
+            | ClientDocumentError::OtherClientId { .. }
+            | ClientDocumentError::NoLoopbackRedirect { .. } => ErrorCode::Conflict,
+        }
+    }
+}
+
 impl Code for AuthError {
     fn code(&self) -> ErrorCode {
         match self {
@@ -120,6 +134,7 @@ impl Code for AuthError {
             AuthError::NeedsSignIn { .. } => ErrorCode::Unauthorized,
             AuthError::Discovery { error, .. } => error.code(),
             AuthError::OAuth { error, .. } => error.code(),
+            AuthError::ClientDocument { error, .. } => error.code(),
             AuthError::Store(e) => e.code(),
             AuthError::Keychain(e) => e.code(),
             AuthError::Blocking(e) => e.code(),

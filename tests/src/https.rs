@@ -106,6 +106,11 @@ impl HttpsDocuments {
         self.lock().documents.insert(path.to_string(), document);
     }
 
+    /// Serves nothing at `path` from now on (a `404`).
+    pub fn forget(&self, path: &str) {
+        self.lock().documents.remove(path);
+    }
+
     /// The path of every request so far, in order.
     pub fn requests(&self) -> Vec<String> {
         self.lock().requests.clone()

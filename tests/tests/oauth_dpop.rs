@@ -110,6 +110,9 @@ fn a_dpop_sign_in_binds_the_tokens_and_every_request_has_a_fresh_proof() -> anyh
     assert_eq!(state["dpop_refused"], 0, "{state}");
     let shown = b.json(&["mcp", "show", "remote"])?;
     assert_eq!(shown["sign_in"]["state"], "signed in", "{shown:#}");
+    assert_eq!(shown["sign_in"]["dpop"], true, "{shown:#}");
+    let human = b.ok(&["mcp", "show", "remote"])?;
+    assert!(human.contains("bound to a key (DPoP)"), "{human}");
 
     // The key, the tokens: in the keychain, and nowhere else.
     let key = held(&b, "dpop_key").ok_or_else(|| anyhow::anyhow!("no DPoP key kept"))?;
@@ -127,6 +130,13 @@ fn a_dpop_sign_in_binds_the_tokens_and_every_request_has_a_fresh_proof() -> anyh
     b.ok(&["mcp", "sign-out", "remote"])?;
     assert!(held(&b, "dpop_key").is_none(), "the key is gone");
     assert!(held(&b, "access").is_none());
+    let shown = b.json(&["mcp", "show", "remote"])?;
+    assert!(
+        shown["sign_in"].get("dpop").is_none(),
+        "no binding shown once signed out: {shown:#}"
+    );
+    let human = b.ok(&["mcp", "show", "remote"])?;
+    assert!(!human.contains("DPoP"), "{human}");
     b.assert_secret_nowhere(&key)?;
     b.finish()
 }

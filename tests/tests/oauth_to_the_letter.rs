@@ -1,10 +1,12 @@
 //! The sign-in rules of the MCP revision 2026-07-28, against `oauth-server`: a registration is
 //! a `native` application's and happens only when no client is configured and no client
 //! metadata document can be used; a client metadata document is the client id where the server
-//! takes one, and the server fetches and checks it (a document naming another client id is
-//! refused); the authorization response's `iss` (RFC 9207) is compared exactly with the issuer
-//! recorded at discovery; metadata that names another issuer is not used. Nothing is saved from
-//! a refused sign-in, and no token shows anywhere.
+//! takes one, and bosund fetches and checks it before the browser opens, as the server does after
+//! (a document naming another client id, or allowing no loopback redirect, or not there, is
+//! refused at once, with no request to `/authorize`); the authorization response's `iss`
+//! (RFC 9207) is compared exactly with the issuer recorded at discovery; metadata that names
+//! another issuer is not used. Nothing is saved from a refused sign-in, and no token shows
+//! anywhere.
 
 use bosun_tests::https::HttpsDocuments;
 use bosun_tests::{Bosun, OAuthServer, keychain_values};
@@ -150,7 +152,7 @@ fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> a
     let ca = published.ca_file().display().to_string();
     // The server takes documents: no registration, the document's address is the client id,
     // and the server fetched the document (over TLS, trusting the test's CA) and checked it.
-    let b = bosun("oauth_letter_cimd");
+    let b = bosun("oauth_letter_cimd").with_env("SSL_CERT_FILE", &ca);
     let oauth = OAuthServer::start(&[
         "--client-metadata-documents",
         "--ca-file",
@@ -170,8 +172,8 @@ fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> a
     assert_eq!(authorize[0]["client_metadata"], "fetched", "{authorize:#?}");
     assert_eq!(
         published.requests(),
-        [path],
-        "the document was fetched once"
+        [path, path],
+        "the document was fetched by bosund before the browser opened, then by the server"
     );
     b.finish()?;
     // A server that does not take them: registration, the fallback.
@@ -200,7 +202,11 @@ fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> a
     let signed = sign_in_and_call(&b)?;
     assert_eq!(signed["sign_in"]["client_id"], "given");
     assert!(oauth.requests_to("/register").is_empty());
-    assert_eq!(published.requests(), [path], "not fetched where not used");
+    assert_eq!(
+        published.requests(),
+        [path, path],
+        "not fetched where not used"
+    );
     b.finish()?;
 
     // Only an https:// address with a path is a client id.
@@ -235,36 +241,64 @@ fn a_client_metadata_document_that_names_another_client_id_is_refused_and_nothin
     let published = HttpsDocuments::start()?;
     let path = "/bosun/client-metadata.json";
     let url = published.url(path);
-    // Another address than its own: the server must not take it as this client.
-    published.publish(path, client_document(&published.url("/bosun/other.json")));
     let ca = published.ca_file().display().to_string();
-    let oauth = OAuthServer::start(&["--client-metadata-documents", "--ca-file", &ca])?;
-    // The server answers the browser with its error and, as RFC 6749 §4.1.2.1 asks, does not
-    // redirect to a client it cannot trust: bosun hears nothing back and gives up.
-    let b = bosun("oauth_letter_cimd_mismatch").with_env("BOSUN_SIGN_IN_WAIT", "2s");
-    add(&b, &oauth, &["--client-metadata-url", &url])?;
-    let err = b.fails(&["mcp", "sign-in", "remote"])?;
-    assert!(
-        err.contains("was not finished within 2s; nothing was saved"),
-        "{err}"
-    );
-    assert!(err.contains("bosun mcp sign-in remote"), "{err}");
-    assert_eq!(published.requests(), [path], "the document was fetched");
-    let authorize = oauth.requests_to("/authorize");
-    assert_eq!(authorize.len(), 1, "{authorize:#?}");
-    assert_eq!(authorize[0]["status"], 400, "{authorize:#?}");
-    assert_eq!(authorize[0]["error"], "invalid_client", "{authorize:#?}");
-    assert!(
-        authorize[0]["client_metadata_error"]
-            .as_str()
-            .is_some_and(|e| e.contains("names the client_id") && e.contains("other.json")),
-        "{authorize:#?}"
-    );
-    assert!(oauth.requests_to("/token").is_empty(), "no code, no token");
-    assert!(held_tokens(&b).is_empty(), "nothing saved");
-    let shown = b.json(&["mcp", "show", "remote"])?;
-    assert_ne!(shown["sign_in"]["state"], "signed in", "{shown:#}");
-    b.finish()
+    // A server that finds a document wrong answers the browser with its error and, as RFC 6749
+    // §4.1.2.1 asks, does not redirect: bosund checks the document itself before the browser
+    // opens, and refuses at once, saying what to fix.
+    let other = published.url("/bosun/other.json");
+    let mut no_loopback = client_document(&url);
+    no_loopback["redirect_uris"] = json!(["http://localhost/callback", "http://[::1]/callback"]);
+    let cases: [(&str, Option<Value>, String); 3] = [
+        (
+            "oauth_letter_cimd_mismatch",
+            Some(client_document(&other)),
+            format!(
+                "names the client_id \"{other}\", but it must be exactly its own address: set \"client_id\": \"{url}\" in it"
+            ),
+        ),
+        (
+            "oauth_letter_cimd_no_loopback",
+            Some(no_loopback),
+            format!(
+                "no redirect_uris entry of bosun's client metadata document at {url} allows bosun's answer at http://127.0.0.1/callback (any port); add \"http://127.0.0.1/callback\" to its redirect_uris"
+            ),
+        ),
+        (
+            "oauth_letter_cimd_missing",
+            None,
+            format!("bosun's client metadata document at {url} answered 404"),
+        ),
+    ];
+    for (test, document, said) in cases {
+        let oauth = OAuthServer::start(&["--client-metadata-documents", "--ca-file", &ca])?;
+        match document {
+            Some(d) => published.publish(path, d),
+            None => published.forget(path),
+        }
+        let before = published.requests().len();
+        let b = bosun(test).with_env("SSL_CERT_FILE", &ca);
+        add(&b, &oauth, &["--client-metadata-url", &url])?;
+        let err = b.fails(&["mcp", "sign-in", "remote"])?;
+        assert!(err.contains("could not sign in to `remote`"), "{err}");
+        assert!(err.contains(&said), "{test}: {err}");
+        assert!(err.contains("then sign in again"), "{err}");
+        assert!(!err.contains("was not finished within"), "at once: {err}");
+        assert_eq!(
+            published.requests()[before..],
+            [path],
+            "{test}: fetched by bosund alone"
+        );
+        assert!(
+            oauth.requests_to("/authorize").is_empty(),
+            "{test}: the browser never opened"
+        );
+        assert!(oauth.requests_to("/token").is_empty(), "no code, no token");
+        assert!(held_tokens(&b).is_empty(), "nothing saved");
+        let shown = b.json(&["mcp", "show", "remote"])?;
+        assert_ne!(shown["sign_in"]["state"], "signed in", "{shown:#}");
+        b.finish()?;
+    }
+    Ok(())
 }
 
 #[test]

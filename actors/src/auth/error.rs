@@ -4,6 +4,7 @@ use crate::keychain::KeychainError;
 use crate::offload::BlockingError;
 use crate::store::StoreError;
 
+use super::client_document::ClientDocumentError;
 use super::discovery::DiscoveryError;
 use super::oauth::OAuthError;
 
@@ -44,6 +45,14 @@ pub enum AuthError {
     /// work on a retry; metadata the server got wrong will not.
     #[error("could not sign in to `{name}`: {error}")]
     Discovery { name: String, error: DiscoveryError },
+    /// bosun's client metadata document, checked before the browser opens, cannot be used:
+    /// from `signin::start`. Retrying helps once the document is fixed (or, for a fetch that
+    /// failed, once it can be reached).
+    #[error("could not sign in to `{name}`: {error}")]
+    ClientDocument {
+        name: String,
+        error: ClientDocumentError,
+    },
     /// The authorization server refused or could not be reached: from the OAuth exchanges. An
     /// unreachable server may answer on a retry; a refusal will not change.
     #[error("could not sign in to `{name}`: {error}")]

@@ -14,6 +14,7 @@
 
 pub mod challenge;
 pub mod client_credentials;
+pub mod client_document;
 pub mod discovery;
 pub mod dpop;
 mod error;

@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 use super::challenge::Challenge;
+use super::client_document;
 use super::discovery::{self, DiscoveryError};
 use super::dpop;
 use super::oauth::{self, ClientAuth, ClientIdentity, OAuthError};
@@ -236,14 +237,23 @@ pub async fn start(
                 false,
             )
         }
-        (None, Some(document)) => (
-            ClientIdentity {
-                client_id: document,
-                secret: None,
-                auth: ClientAuth::None,
-            },
-            false,
-        ),
+        (None, Some(document)) => {
+            // Checked before the browser opens: a server that finds it wrong does not redirect.
+            client_document::check(&ctx.http, &document)
+                .await
+                .map_err(|error| AuthError::ClientDocument {
+                    name: name.clone(),
+                    error,
+                })?;
+            (
+                ClientIdentity {
+                    client_id: document,
+                    secret: None,
+                    auth: ClientAuth::None,
+                },
+                false,
+            )
+        }
         (None, None) => match &m.registration_endpoint {
             // bosun's registration at this issuer, else a new one, kept for the next time.
             Some(endpoint) => (

@@ -255,6 +255,7 @@ pub(crate) fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInVi
         refreshed_at: None,
         wanted_scope: None,
         client_credentials: None,
+        dpop: false,
     };
     if rec.sign_in_by == SignInBy::ClaudeCode {
         return Some(empty("Claude Code signs in", None));
@@ -284,6 +285,7 @@ pub(crate) fn sign_in_view(store: &Store, rec: &ServerRecord) -> Option<SignInVi
                 }
                 .to_string()
             }),
+            dpop: s.dpop,
         }),
         None if rec.last_error.as_deref() == Some(SIGNED_OUT) => Some(empty(
             "not signed in",

@@ -9,7 +9,7 @@ use crate::runs::RunsError;
 use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::protocol::runner::{
-    DaemonMsg, HeldOutput, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
+    DaemonMsg, FlushFailure, HeldOutput, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
 };
 use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, Outcome, RunState, Stream, signal_name};
@@ -469,6 +469,10 @@ impl RunActorState {
                 self.on_output_held(held);
                 Ok(())
             }
+            RunnerMsg::LogFlush { failed } => {
+                self.on_log_flush(failed);
+                Ok(())
+            }
             RunnerMsg::Started(started) => self.on_started(started).await,
             RunnerMsg::Exited(exit) => {
                 if !self.rec.state.is_final() {
@@ -586,6 +590,31 @@ impl RunActorState {
                 health.hold(self.rec.id, h.bytes, &StoreError::LogFile(io));
             }
             None => health.release(self.rec.id),
+        }
+    }
+
+    /// The runner's own log file could not be flushed to disk, or is flushed again: `daemon
+    /// status` names the run meanwhile, as it does when bosund's own flush of a log fails.
+    fn on_log_flush(&self, failed: Option<FlushFailure>) {
+        let health = self.ctx.writer.health();
+        let id = self.rec.id;
+        match failed {
+            Some(f) if f.lost => health.log_lost(
+                id,
+                format!(
+                    "the log of run {} could not be flushed to disk, and what it wrote since then no longer reads back whole ({}): the log lacks it",
+                    id.short(),
+                    f.error
+                ),
+            ),
+            Some(f) => {
+                let io = match f.errno {
+                    Some(errno) => std::io::Error::from_raw_os_error(errno),
+                    None => std::io::Error::other(f.error),
+                };
+                health.unsynced(id, &io);
+            }
+            None => health.synced(id),
         }
     }
 

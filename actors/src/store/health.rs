@@ -119,7 +119,7 @@ impl StorageHealth {
 
     /// `run`'s log could not be flushed to disk (`error`); what it wrote since its last flush
     /// is not safe until it is written and flushed again.
-    pub(super) fn unsynced(&self, run: RunId, error: &std::io::Error) {
+    pub(crate) fn unsynced(&self, run: RunId, error: &std::io::Error) {
         self.update(|i| {
             let since = i.unsynced.get(&run).map_or_else(Timestamp::now, |p| p.since);
             i.unsynced.insert(
@@ -138,7 +138,7 @@ impl StorageHealth {
 
     /// `run`'s log could not be flushed and what was not flushed could not be read back whole:
     /// the log lacks it for good. Said until bosund restarts.
-    pub(super) fn log_lost(&self, run: RunId, why: String) {
+    pub(crate) fn log_lost(&self, run: RunId, why: String) {
         self.update(|i| {
             let since = i
                 .unsynced
@@ -149,7 +149,7 @@ impl StorageHealth {
     }
 
     /// `run`'s log is flushed to disk again, whole.
-    pub(super) fn synced(&self, run: RunId) {
+    pub(crate) fn synced(&self, run: RunId) {
         if self.lock().unsynced.contains_key(&run) {
             self.update(|i| {
                 i.unsynced.remove(&run);

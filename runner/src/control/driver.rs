@@ -42,6 +42,7 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
         | RunnerMsg::Output(_)
         | RunnerMsg::Logged { .. }
         | RunnerMsg::OutputHeld { .. }
+        | RunnerMsg::LogFlush { .. }
         | RunnerMsg::Exited(_)
         | RunnerMsg::WantPlan => None,
     }
@@ -223,6 +224,7 @@ mod tests {
                 | RunnerMsg::Output(_)
                 | RunnerMsg::Logged { .. }
                 | RunnerMsg::OutputHeld { .. }
+                | RunnerMsg::LogFlush { .. }
                 | RunnerMsg::Exited(_)
                 | RunnerMsg::WantPlan => "?".into(),
             })

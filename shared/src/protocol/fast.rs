@@ -95,6 +95,7 @@ mod tests {
             RunnerMsg::Started(_)
             | RunnerMsg::Logged { .. }
             | RunnerMsg::OutputHeld { .. }
+            | RunnerMsg::LogFlush { .. }
             | RunnerMsg::Exited(_)
             | RunnerMsg::Ask(_)
             | RunnerMsg::Delivered { .. }

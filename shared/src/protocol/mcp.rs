@@ -221,6 +221,10 @@ pub struct SignInView {
     /// `client_secret_basic` or `private_key_jwt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_credentials: Option<String>,
+    /// Whether the sign-in's tokens are bound to a key bosun keeps (DPoP, RFC 9449), so that
+    /// a stolen token alone is of no use.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpop: bool,
 }
 
 /// The built-in browser's settings and what it needs on this machine.

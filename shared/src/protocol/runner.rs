@@ -181,6 +181,9 @@ pub enum RunnerMsg {
     /// spool: a full disk, say), and so the program waits too; `None` once it flows again.
     /// Sent when that changes, and again after each reconnect while it lasts.
     OutputHeld { held: Option<HeldOutput> },
+    /// The runner's own log file could not be flushed to disk (`failed`), or (`None`) is on
+    /// disk again, whole. Sent when that changes, and again after each reconnect while it lasts.
+    LogFlush { failed: Option<FlushFailure> },
     /// A runner on another host has no plan yet: the first thing it says on its link, answered
     /// by [`DaemonMsg::Plan`] (or a stop, when bosund no longer holds the plan).
     WantPlan,
@@ -195,6 +198,20 @@ impl Decode for RunnerMsg {
             other @ BinaryFrame::Log { .. } => Err(other.unexpected()),
         }
     }
+}
+
+/// Why the runner's own log file is not known to be on disk.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlushFailure {
+    /// The flush's OS error (`EIO`, …), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<i32>,
+    /// The error as the runner got it.
+    pub error: String,
+    /// What was written since the last good flush no longer reads back whole: the log lacks it
+    /// for good (else it is written again and flushed again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lost: bool,
 }
 
 /// Why output waits in the runner.

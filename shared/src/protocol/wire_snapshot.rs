@@ -42,6 +42,15 @@ fn server() -> serde_json::Value {
         "listed_at": null, "tool_count": null, "last_error": null})
 }
 
+fn signed_in_server() -> serde_json::Value {
+    json!({"id": ID, "name": "s", "kind": "http", "command": null, "args": [],
+        "url": "https://mcp.example.com/mcp", "env": [], "headers": [], "created_at": 1,
+        "updated_at": 2, "listed_at": null, "tool_count": null, "last_error": null,
+        "sign_in": {"state": "signed in", "why": null, "issuer": "https://as.example.com",
+            "client_id": "cid", "registered": true, "scope": null, "expires_at": 3,
+            "signed_in_at": 1, "refreshed_at": null, "wanted_scope": null, "dpop": true}})
+}
+
 fn agent() -> serde_json::Value {
     json!({"id": ID, "name": "a", "role": "worker", "cli": "claude", "instructions": "i",
         "permission_mode": null, "allowed_commands": [], "time_cap_ms": null, "cwd": "/w",
@@ -243,6 +252,8 @@ fn responses() -> Vec<Response> {
         Response::Servers {
             servers: vec![view(server())],
         },
+        // A server signed in with DPoP-bound tokens: `sign_in.dpop` shows only when true.
+        Response::Server(view(signed_in_server())),
         Response::Tools(view(
             json!({"server": "s", "listed_at": 1, "tools": [], "pages": 1,
             "truncated": null}),
@@ -371,6 +382,7 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":2,"attached_runners":1,"shutting_down":false}"#,
     r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}"#,
     r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}]}"#,
+    r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"http","command":null,"args":[],"url":"https://mcp.example.com/mcp","allow_http":false,"env":[],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":{"state":"signed in","why":null,"issuer":"https://as.example.com","client_id":"cid","registered":true,"scope":null,"expires_at":3,"signed_in_at":1,"refreshed_at":null,"wanted_scope":null,"dpop":true}}"#,
     r#"{"answer":"tools","server":"s","listed_at":1,"tools":[],"pages":1,"truncated":null}"#,
     r#"{"answer":"inspect","server":"s","protocol_version":"2025-06-18","server_name":null,"server_version":null,"capabilities":{},"tools":0,"prompts":null,"resources":null,"instructions":null,"connect_ms":1,"list_ms":2,"total_ms":3}"#,
     r#"{"answer":"call","is_error":false,"content":[],"structured":null}"#,

@@ -1017,6 +1017,9 @@ fn print_server(s: &ServerView) {
             };
             println!("{:<12}{id}{how}", "client id");
         }
+        if si.dpop {
+            println!("{:<12}bound to a key (DPoP)", "tokens");
+        }
         if let Some(method) = &si.client_credentials {
             println!("{:<12}client credentials ({method})", "as machine");
         }
