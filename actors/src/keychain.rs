@@ -221,7 +221,9 @@ impl FileKeychain {
 }
 
 /// Writes a file readable by its owner alone, replacing it atomically.
-fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+/// Writes a file only its owner may read, whole or not at all (a temporary file, flushed, then
+/// renamed over it).
+pub(crate) fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     {
         let mut f = fs::OpenOptions::new()

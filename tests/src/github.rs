@@ -114,35 +114,13 @@ impl FakeGithub {
         let dir = tempfile::Builder::new()
             .prefix("bt-gh-")
             .tempdir_in("/tmp")?;
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "bosun test CA");
-        ca_params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate()?)?;
-        let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
-        leaf.subject_alt_names
-            .push(rcgen::SanType::IpAddress("127.0.0.1".parse()?));
-        let leaf_key = rcgen::KeyPair::generate()?;
-        let cert = leaf.signed_by(&leaf_key, &ca)?;
+        let test_tls = crate::http::TestTls::new("bosun test CA")?;
         let ca_file = dir.path().join("ca.pem");
-        std::fs::write(&ca_file, ca.pem())?;
+        std::fs::write(&ca_file, &test_tls.ca_pem)?;
         let config = dir.path().join("gh-config");
         std::fs::create_dir_all(&config)?;
 
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![cert.der().clone()],
-                rustls_pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-            )?;
-        let tls = Arc::new(tls);
+        let tls = test_tls.config.clone();
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         let state = Arc::new(Mutex::new(State::default()));

@@ -633,6 +633,87 @@ async fn wait_for_close<R: AsyncRead + Unpin>(reader: &mut R) {
     }
 }
 
+/// A certificate authority of a test's own and a server certificate it signed for `localhost`
+/// and `127.0.0.1`: what an HTTPS fake serves, and the CA its clients are told to trust.
+pub struct TestTls {
+    /// The CA's certificate, PEM.
+    pub ca_pem: String,
+    pub config: Arc<rustls::ServerConfig>,
+}
+
+impl TestTls {
+    /// A new CA (named `ca_name`) and server certificate.
+    pub fn new(ca_name: &str) -> anyhow::Result<Self> {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, ca_name);
+        ca_params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate()?)?;
+        let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
+        leaf.subject_alt_names
+            .push(rcgen::SanType::IpAddress("127.0.0.1".parse()?));
+        let leaf_key = rcgen::KeyPair::generate()?;
+        let cert = leaf.signed_by(&leaf_key, &ca)?;
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls_pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+            )?;
+        Ok(Self {
+            ca_pem: ca.pem(),
+            config: Arc::new(config),
+        })
+    }
+}
+
+/// Serves HTTPS with `tls` on a free loopback port, from a thread of its own, every request
+/// answered by `answer` (`name` goes in its errors). Returns the port.
+pub fn serve_https(
+    tls: &TestTls,
+    name: &'static str,
+    answer: impl Fn(&Request) -> Response + Clone + Send + Sync + 'static,
+) -> anyhow::Result<u16> {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    std_listener.set_nonblocking(true)?;
+    let port = std_listener.local_addr()?.port();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            let Ok(listener) = TcpListener::from_std(std_listener) else {
+                return;
+            };
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (acceptor, answer) = (acceptor.clone(), answer.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let handler = move |req: Request| {
+                        let reply = Reply::Full(answer(&req));
+                        async move { reply }
+                    };
+                    let _ = serve_connection(tls, name, &handler).await;
+                });
+            }
+        });
+    });
+    Ok(port)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use crate::http::{self, Reply, Request, Response};
+use crate::http::{self, Request, Response};
 
 #[derive(Default)]
 struct State {
@@ -32,62 +32,11 @@ impl HttpsDocuments {
         let dir = tempfile::Builder::new()
             .prefix("bt-https-")
             .tempdir_in("/tmp")?;
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "bosun test documents CA");
-        ca_params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate()?)?;
-        let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
-        leaf.subject_alt_names
-            .push(rcgen::SanType::IpAddress("127.0.0.1".parse()?));
-        let leaf_key = rcgen::KeyPair::generate()?;
-        let cert = leaf.signed_by(&leaf_key, &ca)?;
-        std::fs::write(dir.path().join("ca.pem"), ca.pem())?;
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![cert.der().clone()],
-                rustls_pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-            )?;
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        std_listener.set_nonblocking(true)?;
-        let port = std_listener.local_addr()?.port();
+        let tls = http::TestTls::new("bosun test documents CA")?;
+        std::fs::write(dir.path().join("ca.pem"), &tls.ca_pem)?;
         let state = Arc::new(Mutex::new(State::default()));
         let st = Arc::clone(&state);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) else {
-                    return;
-                };
-                loop {
-                    let Ok((tcp, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let (acceptor, st) = (acceptor.clone(), Arc::clone(&st));
-                    tokio::spawn(async move {
-                        let Ok(tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        let handler = move |req: Request| {
-                            let st = Arc::clone(&st);
-                            async move { Reply::Full(answer(&st, &req)) }
-                        };
-                        let _ = http::serve_connection(tls, "https-documents", &handler).await;
-                    });
-                }
-            });
-        });
+        let port = http::serve_https(&tls, "https-documents", move |req| answer(&st, req))?;
         Ok(Self { state, port, dir })
     }
 

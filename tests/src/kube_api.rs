@@ -17,7 +17,7 @@ use anyhow::Context;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::http::{self, Reply, Request, Response};
+use crate::http::{self, Request, Response};
 
 /// The bearer token of the kubeconfig; any other is answered 401.
 const TOKEN: &str = "fake-kube-token";
@@ -53,64 +53,13 @@ impl FakeKube {
         let dir = tempfile::Builder::new()
             .prefix("bt-kube-")
             .tempdir_in("/tmp")?;
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        ca_params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "fake kubernetes CA");
-        ca_params.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate()?)?;
-        let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
-        leaf.subject_alt_names
-            .push(rcgen::SanType::IpAddress("127.0.0.1".parse()?));
-        let leaf_key = rcgen::KeyPair::generate()?;
-        let cert = leaf.signed_by(&leaf_key, &ca)?;
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![cert.der().clone()],
-                rustls_pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-            )?;
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-        std_listener.set_nonblocking(true)?;
-        let port = std_listener.local_addr()?.port();
+        let tls = http::TestTls::new("fake kubernetes CA")?;
         let state = Arc::new(Mutex::new(State::default()));
         let st = state.clone();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) else {
-                    return;
-                };
-                loop {
-                    let Ok((tcp, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let (acceptor, st) = (acceptor.clone(), st.clone());
-                    tokio::spawn(async move {
-                        let Ok(tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        let handler = move |req: Request| {
-                            let st = st.clone();
-                            async move { Reply::Full(answer(&st, &req)) }
-                        };
-                        let _ = http::serve_connection(tls, "fake-kube", &handler).await;
-                    });
-                }
-            });
-        });
+        let port = http::serve_https(&tls, "fake-kube", move |req| answer(&st, req))?;
         let kubeconfig = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority-data: {}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: bosun\n    namespace: default\ncurrent-context: fake\nusers:\n- name: bosun\n  user:\n    token: {TOKEN}\n",
-            base64::engine::general_purpose::STANDARD.encode(ca.pem())
+            base64::engine::general_purpose::STANDARD.encode(&tls.ca_pem)
         );
         std::fs::write(dir.path().join("kubeconfig"), kubeconfig)?;
         Ok(Self { state, port, dir })

@@ -303,6 +303,12 @@ impl Bosun {
         Ok(out.stdout)
     }
 
+    /// What the daemons of this state directory have logged so far (`bosund.log`, appended to
+    /// by each one).
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_to_string(self.home.join("bosund.log")).unwrap_or_default()
+    }
+
     /// The daemon's pid, from its pid file, if it is alive.
     pub fn daemon_pid(&self) -> Option<i32> {
         let pid: i32 = std::fs::read_to_string(self.home.join("bosund.pid"))
@@ -851,6 +857,19 @@ impl OAuthServer {
     /// The MCP server's address.
     pub fn mcp_url(&self) -> String {
         format!("{}/mcp", self.peer.url)
+    }
+
+    /// `bosun mcp add remote --transport http <this server's MCP address>`.
+    pub fn add_to(&self, b: &Bosun) -> anyhow::Result<()> {
+        b.ok(&[
+            "mcp",
+            "add",
+            "remote",
+            "--transport",
+            "http",
+            &self.mcp_url(),
+        ])?;
+        Ok(())
     }
 
     /// Every request logged so far.

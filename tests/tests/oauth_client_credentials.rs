@@ -19,18 +19,6 @@ fn canary(what: &str) -> String {
     format!("canary-{what}-{:016x}", rand::random::<u64>())
 }
 
-fn add(b: &Bosun, oauth: &OAuthServer) -> anyhow::Result<()> {
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
-    Ok(())
-}
-
 /// `bosun mcp sign-in remote --client-credentials --client-id robot --client-secret-stdin`.
 fn sign_in_with_secret(b: &Bosun, secret: &str) -> anyhow::Result<std::process::Output> {
     b.output_with_stdin(
@@ -94,7 +82,7 @@ fn a_machine_signs_in_with_client_secret_basic_and_its_token_works() -> anyhow::
     let secret = canary("secret");
     let oauth = OAuthServer::start(&["--machine-client", "robot", "--machine-secret", &secret])?;
     let b = bosun("oauth_cc_basic");
-    add(&b, &oauth)?;
+    oauth.add_to(&b)?;
     let signed = stdout_json(&sign_in_with_secret(&b, &secret)?)?;
     assert_eq!(signed["sign_in"]["state"], "signed in", "{signed:#}");
     assert_eq!(signed["sign_in"]["client_id"], "robot");
@@ -158,7 +146,7 @@ fn a_machine_signs_in_with_a_private_key_jwt_and_the_server_checks_the_assertion
         &key.jwk.to_string(),
     ])?;
     let b = bosun("oauth_cc_jwt");
-    add(&b, &oauth)?;
+    oauth.add_to(&b)?;
     let key_file = b.scratch().join("robot.pem");
     std::fs::write(&key_file, &key.pem)?;
     let path = key_file.display().to_string();
@@ -282,7 +270,7 @@ fn a_machine_token_is_renewed_by_a_new_grant_before_it_expires() -> anyhow::Resu
         "3",
     ])?;
     let b = bosun("oauth_cc_renew");
-    add(&b, &oauth)?;
+    oauth.add_to(&b)?;
     stdout_json(&sign_in_with_secret(&b, &secret)?)?;
     let renewed = wait_for(
         "two renewals ahead of expiry",
@@ -325,7 +313,7 @@ fn credentials_the_server_refuses_are_refused_in_plain_words_and_nothing_is_kept
     let wrong = canary("wrong");
     let oauth = OAuthServer::start(&["--machine-client", "robot", "--machine-secret", &secret])?;
     let b = bosun("oauth_cc_refused");
-    add(&b, &oauth)?;
+    oauth.add_to(&b)?;
 
     // A wrong secret: refused with the server's reason; nothing kept.
     let out = sign_in_with_secret(&b, &wrong)?;
@@ -432,7 +420,7 @@ fn a_server_that_does_not_offer_the_grant_or_the_method_is_refused_before_any_gr
         args.extend_from_slice(flags);
         let oauth = OAuthServer::start(&args)?;
         let b = bosun("oauth_cc_unoffered");
-        add(&b, &oauth)?;
+        oauth.add_to(&b)?;
         let out = sign_in_with_secret(&b, &secret)?;
         assert!(!out.status.success(), "{flags:?}");
         let err = String::from_utf8_lossy(&out.stderr);

@@ -46,14 +46,7 @@ fn server_state(oauth: &OAuthServer) -> anyhow::Result<Value> {
 
 /// Adds the server, signs in, lists the tools and calls one: the whole DPoP path.
 fn sign_in_list_and_call(b: &Bosun, oauth: &OAuthServer) -> anyhow::Result<()> {
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(b)?;
     let signed = b.json(&["mcp", "sign-in", "remote"])?;
     assert_eq!(signed["sign_in"]["state"], "signed in", "{signed:#}");
     let tools = b.json(&["mcp", "tools", "remote"])?;
@@ -227,14 +220,7 @@ fn a_machine_sign_in_binds_its_tokens_and_renews_them_with_the_same_key() -> any
     ])?;
     // A machine's sign-in opens no browser: this one fails if asked.
     let b = Bosun::new("oauth_dpop_machine").with_env("BROWSER", "/bin/false");
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(&b)?;
     let key_file = b.scratch().join("robot.pem");
     std::fs::write(&key_file, &robot.pem)?;
     let path = key_file.display().to_string();

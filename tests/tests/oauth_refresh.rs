@@ -49,14 +49,7 @@ fn twenty_runs_on_an_expired_token_make_one_refresh_and_share_its_token() -> any
         "1500",
     ])?;
     let b = Bosun::new("oauth_twenty_runs").with_test_browser();
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(&b)?;
     let fake = FakeModel::start("anthropic", "text:ok")?;
     // Each run wants a token good for its whole time cap, longer than any token lives, and
     // must not refresh again a token that was just refreshed.

@@ -68,14 +68,7 @@ fn a_resource_that_moves_gets_a_registration_at_the_new_server_and_keeps_it() ->
 {
     let oauth = OAuthServer::start(&["--second-issuer-path", "/t2"])?;
     let b = Bosun::new("oauth_reg_move").with_test_browser();
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(&b)?;
     let first = sign_in(&b, "remote")?;
     switch_as(&oauth)?;
     let second = sign_in(&b, "remote")?;

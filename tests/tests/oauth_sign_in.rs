@@ -196,14 +196,7 @@ fn every_discovery_variant_and_client_authentication_signs_in() -> anyhow::Resul
 fn a_wider_scope_asked_by_a_403_leads_to_one_more_sign_in() -> anyhow::Result<()> {
     let b = bosun("oauth_step_up");
     let oauth = OAuthServer::start(&["--step-up", "--scopes", "mcp:read mcp:write"])?;
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(&b)?;
     let first = b.json(&["mcp", "sign-in", "remote"])?;
     assert_eq!(first["sign_in"]["scope"], "mcp:read");
     b.json(&["mcp", "tools", "remote"])?;
@@ -282,14 +275,7 @@ fn bad_answers_are_refused_plainly_and_nothing_is_half_saved() -> anyhow::Result
     for (flags, want) in cases {
         let b = bosun("oauth_refusals");
         let oauth = OAuthServer::start(flags)?;
-        b.ok(&[
-            "mcp",
-            "add",
-            "remote",
-            "--transport",
-            "http",
-            &oauth.mcp_url(),
-        ])?;
+        oauth.add_to(&b)?;
         let err = b.fails(&["mcp", "sign-in", "remote"])?;
         assert!(err.contains(want), "{flags:?}: {err}");
         assert_ne!(sign_in_state(&b, "remote")?["state"], "signed in");
@@ -333,14 +319,7 @@ fn bad_answers_are_refused_plainly_and_nothing_is_half_saved() -> anyhow::Result
         .with_env("TEST_BROWSER_MODE", "never")
         .with_env("BOSUN_SIGN_IN_WAIT", "2s");
     let oauth = OAuthServer::start(&[])?;
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(&b)?;
     let err = b.fails(&["mcp", "sign-in", "remote"])?;
     assert!(
         err.contains("was not finished within 2s; nothing was saved"),
@@ -474,14 +453,7 @@ fn a_token_refused_right_after_its_refresh_is_not_refreshed_again_and_again() ->
 fn a_401_after_the_handshake_leads_to_sign_in() -> anyhow::Result<()> {
     let b = bosun("oauth_open_initialize");
     let oauth = OAuthServer::start(&["--open-initialize"])?;
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(&b)?;
     for look in [
         &["mcp", "tools", "remote"][..],
         &["mcp", "inspect", "remote"],
@@ -546,14 +518,7 @@ fn a_step_up_asks_for_the_scopes_held_and_the_one_missing() -> anyhow::Result<()
         "--step-up-names",
         "mcp:write",
     ])?;
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(&b)?;
     let first = b.json(&["mcp", "sign-in", "remote"])?;
     assert_eq!(first["sign_in"]["scope"], "mcp:read offline_access");
     let err = b.fails(&["mcp", "call", "remote", "whoami"])?;
@@ -595,14 +560,7 @@ fn a_step_up_asks_for_the_scopes_held_and_the_one_missing() -> anyhow::Result<()
 fn step_ups_stop_after_three() -> anyhow::Result<()> {
     let b = bosun("oauth_step_up_bound");
     let oauth = OAuthServer::start(&["--step-up", "--step-up-forever"])?;
-    b.ok(&[
-        "mcp",
-        "add",
-        "remote",
-        "--transport",
-        "http",
-        &oauth.mcp_url(),
-    ])?;
+    oauth.add_to(&b)?;
     b.ok(&["mcp", "sign-in", "remote"])?;
     for _ in 0..3 {
         let err = b.fails(&["mcp", "call", "remote", "whoami"])?;

@@ -766,7 +766,12 @@ fn a_merge_by_the_person_moves_the_card_to_deploy_and_removes_its_worktree() -> 
         "3333333333333333333333333333333333333333",
     );
     gh.with_pr(pr.clone());
-    std::thread::sleep(Duration::from_secs(3));
+    // Two rounds of the pull request check ask GitHub after the pull request is there: the
+    // first saw it open and was over before the second began.
+    let asked = list_queries(&gh);
+    wait_for("two pull request checks", Duration::from_secs(30), || {
+        Ok((list_queries(&gh) >= asked + 2).then_some(()))
+    })?;
     assert_eq!(
         card(&b, &id)?["column"],
         "Review",
@@ -895,6 +900,19 @@ fn messages_when_done(
             Ok((answers >= lead_texts && c["answering"].is_null()).then_some(msgs))
         },
     )
+}
+
+/// How many times the fake GitHub was asked for the pull requests of a branch (once per card
+/// and round of the pull request check).
+fn list_queries(gh: &FakeGithub) -> usize {
+    gh.requests()
+        .iter()
+        .filter(|r| {
+            r["body"]["query"]
+                .as_str()
+                .is_some_and(|q| q.contains("pullRequests("))
+        })
+        .count()
 }
 
 /// Stops the daemon and starts it again (`env`: for the new one), which makes a board check.
@@ -1120,8 +1138,14 @@ fn board_checks_merge_what_qa_passed_offer_a_waiting_merge_again_and_tell_the_pe
 
     // Once the window after QA has closed (1 s here, three hours by default), no check offers it.
     let turns = lead.turns().len();
+    let found_nothing = "a board check found nothing to offer the lead";
+    let before = b.daemon_log().matches(found_nothing).count();
     restart(&b, &[("BOSUN_MERGE_WAIT_SECS", "1")])?;
-    std::thread::sleep(Duration::from_secs(5));
+    wait_for(
+        "the restarted bosund's board check",
+        Duration::from_secs(30),
+        || Ok((b.daemon_log().matches(found_nothing).count() > before).then_some(())),
+    )?;
     assert_eq!(lead.turns().len(), turns, "the lead was not started again");
     assert_eq!(checks_in(&messages_when_done(&b, &chat, 2)?).len(), 2);
 

@@ -1165,6 +1165,7 @@ impl ChatsState {
             return Ok(());
         };
         if findings.is_empty() {
+            info!(chat_id = %id, "a board check found nothing to offer the lead");
             return Ok(());
         }
         let lines: Vec<String> = findings

@@ -5,9 +5,7 @@
 //! client certificate per remote run, whose SHA-256 the run's record keeps, so that a runner's
 //! connection is taken for exactly the run it was issued for.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use bosun_shared::RunId;
@@ -88,9 +86,9 @@ impl Ca {
         let cert = params
             .self_signed(&key)
             .map_err(|e| format!("could not make the CA certificate: {e}"))?;
-        write_private(&key_path, key.serialize_pem().as_bytes())
+        crate::keychain::write_private(&key_path, key.serialize_pem().as_bytes())
             .map_err(|e| why("write", &key_path, &e))?;
-        write_private(&cert_path, cert.pem().as_bytes())
+        crate::keychain::write_private(&cert_path, cert.pem().as_bytes())
             .map_err(|e| why("write", &cert_path, &e))?;
         Ok(Ca {
             cert_pem: cert.pem(),
@@ -134,20 +132,6 @@ impl Ca {
             key_pem: key.serialize_pem(),
         })
     }
-}
-
-/// Writes a file only its owner may read, whole or not at all.
-pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(contents)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@ use bosun_shared::protocol::tls::{RemoteLink, cert_digest_pem};
 use bosun_shared::{RunId, RunToken};
 use serde::Deserialize;
 
-use ca::{Ca, write_private};
+use crate::keychain::write_private;
+use ca::Ca;
 
 /// The file that turns remote placement on.
 pub const CONFIG_FILE: &str = "placement.toml";

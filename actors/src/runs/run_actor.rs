@@ -338,10 +338,10 @@ impl RunActorState {
         }
     }
 
-    async fn launch(
+    /// Records a new run durably, and answers whoever asked for it: the run as it is, or why it
+    /// could not be recorded.
+    async fn record_and_answer(
         &mut self,
-        myself: &ActorRef<RunMsg>,
-        plan: LaunchPlan,
         reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
     ) -> Result<(), ActorProcessingErr> {
         let persisted = self.persist().await;
@@ -354,6 +354,16 @@ impl RunActorState {
             });
         }
         persisted?;
+        Ok(())
+    }
+
+    async fn launch(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        plan: LaunchPlan,
+        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
+    ) -> Result<(), ActorProcessingErr> {
+        self.record_and_answer(reply).await?;
 
         let run_dir = self.ctx.dirs.run_dir(self.rec.id);
         let spawned = match spawn_runner(&self.ctx.runner_bin, &self.ctx.dirs, &run_dir) {

@@ -34,16 +34,7 @@ impl RunActorState {
         placement: Placement,
         reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
     ) -> Result<(), ActorProcessingErr> {
-        let persisted = self.persist().await;
-        if let Some(reply) = reply {
-            let _ = reply.send(match &persisted {
-                Ok(()) => Ok(self.view()),
-                Err(e) => Err(RunsError::internal(format!(
-                    "could not record the run: {e}"
-                ))),
-            });
-        }
-        persisted?;
+        self.record_and_answer(reply).await?;
         let Some(remote) = self.ctx.remote.clone() else {
             let reason = format!(
                 "could not place the run on {placement}: this bosund places runs on this machine only"
