@@ -377,11 +377,45 @@ impl Bosun {
 }
 
 impl Drop for Bosun {
-    /// A test that failed before `finish` still leaves nothing running.
+    /// A test that failed before `finish` still leaves nothing running; and whatever a test
+    /// mounted in its directory (a small tmpfs for the state directory, a read-only bind) is
+    /// unmounted once nothing runs there, so the directory can be removed whole.
     fn drop(&mut self) {
         if !self.finished {
             self.kill_everything();
         }
+        unmount_under(self._dir.path());
+    }
+}
+
+/// Unmounts every mount at or under `dir`, deepest first (lazily, so a file still open cannot
+/// keep it). Without this, removing a test's directory stops at the mount point and leaves the
+/// rest behind.
+fn unmount_under(dir: &Path) {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return;
+    };
+    // The fifth field is the mount point, with space, tab, newline and backslash as octal
+    // escapes.
+    let unescape = |s: &str| {
+        s.replace("\\040", " ")
+            .replace("\\011", "\t")
+            .replace("\\012", "\n")
+            .replace("\\134", "\\")
+    };
+    let mut points: Vec<PathBuf> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .map(|p| PathBuf::from(unescape(p)))
+        .filter(|p| p.starts_with(dir))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for p in points {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(&p)
+            .stderr(Stdio::null())
+            .status();
     }
 }
 

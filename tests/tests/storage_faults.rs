@@ -24,7 +24,8 @@ use anyhow::{Context, bail};
 use bosun_tests::stress::{self, Follower, Gen};
 use bosun_tests::{Bosun, EventWatcher, FakeModel, wait_for};
 
-/// A tmpfs mounted on a directory, unmounted (lazily, so even with files open) when dropped.
+/// A tmpfs mounted on a directory of the test's own; the harness unmounts it when the test's
+/// `Bosun` goes, once nothing of the test runs.
 struct Tmpfs(PathBuf);
 
 impl Tmpfs {
@@ -53,12 +54,6 @@ impl Tmpfs {
     fn free(&self) -> anyhow::Result<u64> {
         let st = nix::sys::statvfs::statvfs(&self.0)?;
         Ok(st.blocks_available() * st.fragment_size())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
 
@@ -265,9 +260,7 @@ fn a_full_disk_holds_the_run_and_when_space_returns_nothing_is_lost() -> anyhow:
             String::from_utf8_lossy(said)
         );
     }
-    b.finish()?;
-    drop(disk);
-    Ok(())
+    b.finish()
 }
 
 #[test]
@@ -357,9 +350,7 @@ fn a_daemon_that_starts_on_a_full_disk_answers_and_keeps_its_runs() -> anyhow::R
     let v = b.show(&run)?;
     assert_eq!(v["state"], "exited", "{v}");
     assert_eq!(v["outcome"], "stopped", "{v}");
-    b.finish()?;
-    drop(disk);
-    Ok(())
+    b.finish()
 }
 
 #[test]
@@ -445,7 +436,7 @@ fn an_output_cap_keeps_exactly_that_much_and_the_program_goes_on() -> anyhow::Re
 #[test]
 fn a_change_that_cannot_be_saved_is_refused_whole_and_bosund_goes_on() -> anyhow::Result<()> {
     let b = Bosun::new("storage_commit_full");
-    let disk = Tmpfs::mount(&b.home, "96m")?;
+    Tmpfs::mount(&b.home, "96m")?;
     b.ok(&["ps"])?;
     let ui = Watcher::start(&b)?;
     let out = b.output_with_stdin(&["note", "write", "before.md"], "saved before\n")?;
@@ -517,15 +508,13 @@ fn a_change_that_cannot_be_saved_is_refused_whole_and_bosund_goes_on() -> anyhow
     b.kill_daemon()?;
     assert!(b.ok(&["note", "show", "after.md"])?.contains("saved after"));
     assert_eq!(b.ok(&["note", "list"])?, listed);
-    b.finish()?;
-    drop(disk);
-    Ok(())
+    b.finish()
 }
 
 #[test]
 fn an_approval_decided_on_a_full_disk_is_refused_whole_then_decided_after() -> anyhow::Result<()> {
     let b = Bosun::new("storage_approval_full");
-    let disk = Tmpfs::mount(&b.home, "128m")?;
+    Tmpfs::mount(&b.home, "128m")?;
     let fake = FakeModel::start(
         "anthropic",
         r#"tool:Bash:{"command":"echo approved-ran"};text:All done."#,
@@ -567,15 +556,13 @@ fn an_approval_decided_on_a_full_disk_is_refused_whole_then_decided_after() -> a
     assert!(fake.result_at(1).contains("approved-ran"));
     let ran = b.decisions(&run)?;
     assert_eq!(ran.len(), 1, "one decision, made once: {ran:?}");
-    b.finish()?;
-    drop(disk);
-    Ok(())
+    b.finish()
 }
 
 #[test]
 fn a_runner_held_by_a_full_disk_while_bosund_is_down_loses_nothing() -> anyhow::Result<()> {
     let b = Bosun::new("storage_spool_restart");
-    let disk = Tmpfs::mount(&b.home, "160m")?;
+    Tmpfs::mount(&b.home, "160m")?;
     b.ok(&["ps"])?;
     let scratch = b.scratch();
     let script = stress::generator(&b)?;
@@ -633,9 +620,7 @@ fn a_runner_held_by_a_full_disk_while_bosund_is_down_loses_nothing() -> anyhow::
         raw.windows(said.len()).any(|w| w == said),
         "the runner never had to hold the program; the test proves nothing"
     );
-    b.finish()?;
-    drop(disk);
-    Ok(())
+    b.finish()
 }
 
 /// The state directory bind-mounted on itself and made read-only, as a file system that turns
@@ -689,7 +674,7 @@ fn a_state_directory_that_turns_read_only_refuses_what_it_cannot_do_and_goes_on_
 -> anyhow::Result<()> {
     let b = Bosun::new("storage_read_only");
     // The state directory is a mount of its own, so that it alone turns read-only.
-    let disk = Tmpfs::mount(&b.home, "160m")?;
+    Tmpfs::mount(&b.home, "160m")?;
     // A run that writes on until it is told to end (the file is outside the state directory).
     let end = b.scratch().join("end");
     let script = format!(
@@ -733,7 +718,5 @@ fn a_state_directory_that_turns_read_only_refuses_what_it_cannot_do_and_goes_on_
     let after = b.start(&[], &["echo", "after"])?;
     let v = b.wait_ended(&after, Duration::from_secs(30))?;
     assert_eq!(v["outcome"], "succeeded", "{v}");
-    b.finish()?;
-    drop(disk);
-    Ok(())
+    b.finish()
 }
