@@ -97,11 +97,20 @@ impl Bosun {
             .unwrap_or_else(|e| panic!("could not make a state directory: {e}"));
         let home = dir.path().join("state");
         let keychain = dir.path().join("keychain.json");
+        // The temporary files of the test's daemon and everything it starts (the coding CLIs
+        // keep theirs there) go with the test's directory.
+        let tmp = dir.path().join("tmp");
+        if let Err(e) = std::fs::create_dir(&tmp) {
+            panic!("could not make {}: {e}", tmp.display());
+        }
         Self {
             _dir: dir,
             home,
             finished: false,
-            env: vec![("BOSUN_FAKE_KEYCHAIN".into(), keychain.display().to_string())],
+            env: vec![
+                ("BOSUN_FAKE_KEYCHAIN".into(), keychain.display().to_string()),
+                ("TMPDIR".into(), tmp.display().to_string()),
+            ],
             printed: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -591,19 +600,70 @@ pub fn everything_bin() -> PathBuf {
     p
 }
 
+/// A private D-Bus session bus for a test, its socket in a directory of its own; killed and
+/// removed when dropped (the session default would leave a socket in /tmp).
+pub struct SessionBus {
+    _dir: tempfile::TempDir,
+    child: std::process::Child,
+    /// `DBUS_SESSION_BUS_ADDRESS` for whatever the test starts on it.
+    pub address: String,
+}
+
+impl SessionBus {
+    /// Starts `dbus-daemon --session` with `env` added to its environment (and so to whatever
+    /// it activates).
+    pub fn start(env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        use std::io::{BufRead, BufReader};
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::Builder::new()
+            .prefix("bt-bus-")
+            .tempdir_in("/tmp")?;
+        let bus = format!("--address=unix:path={}", dir.path().join("bus").display());
+        let mut child = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1", &bus])
+            .envs(env.iter().copied())
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("could not start dbus-daemon (install the Debian package dbus)")?;
+        let mut address = String::new();
+        if let Some(out) = child.stdout.take() {
+            BufReader::new(out).read_line(&mut address)?;
+        }
+        let address = address.trim().to_string();
+        let bus = Self {
+            _dir: dir,
+            child,
+            address,
+        };
+        if bus.address.is_empty() {
+            bail!("dbus-daemon printed no address");
+        }
+        Ok(bus)
+    }
+}
+
+impl Drop for SessionBus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A real Secret Service for a test: a private D-Bus session bus and gnome-keyring, unlocked,
 /// with its keyrings in a scratch home. Both are ended when this is dropped.
 pub struct SecretService {
     dir: tempfile::TempDir,
-    dbus: std::process::Child,
+    _bus: SessionBus,
     /// `DBUS_SESSION_BUS_ADDRESS` for the test's bosun.
     pub address: String,
 }
 
 impl SecretService {
     pub fn start() -> anyhow::Result<Self> {
-        use std::io::{BufRead, BufReader, Write};
-        use std::os::unix::process::CommandExt;
+        use std::io::Write;
         let dir = tempfile::Builder::new()
             .prefix("bt-ss-")
             .tempdir_in("/tmp")?;
@@ -613,24 +673,8 @@ impl SecretService {
         let runtime = dir.path().join("run");
         std::fs::create_dir_all(&home)?;
         crate_private_dir(&runtime)?;
-        let mut dbus = Command::new("dbus-daemon")
-            .args(["--session", "--nofork", "--print-address=1"])
-            .env(mkey, mval)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("could not start dbus-daemon (install the Debian package dbus)")?;
-        let mut address = String::new();
-        if let Some(out) = dbus.stdout.take() {
-            BufReader::new(out).read_line(&mut address)?;
-        }
-        let address = address.trim().to_string();
-        if address.is_empty() {
-            let _ = dbus.kill();
-            bail!("dbus-daemon printed no address");
-        }
+        let bus = SessionBus::start(&[(mkey, mval)])?;
+        let address = bus.address.clone();
         let mut keyring = Command::new("gnome-keyring-daemon")
             .args(["--unlock", "--components=secrets"])
             .env("DBUS_SESSION_BUS_ADDRESS", &address)
@@ -649,7 +693,11 @@ impl SecretService {
             stdin.write_all(b"test-keyring-password")?;
         }
         let status = keyring.wait()?;
-        let ss = Self { dir, dbus, address };
+        let ss = Self {
+            dir,
+            _bus: bus,
+            address,
+        };
         if !status.success() {
             bail!("gnome-keyring-daemon --unlock failed: {status}");
         }
@@ -676,8 +724,7 @@ impl Drop for SecretService {
                 );
             }
         }
-        let _ = self.dbus.kill();
-        let _ = self.dbus.wait();
+        // The bus goes after this (a field of it), and its socket with it.
     }
 }
 

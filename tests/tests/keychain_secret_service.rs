@@ -84,29 +84,16 @@ fn secrets_round_trip_through_a_real_secret_service() -> anyhow::Result<()> {
 #[test]
 fn a_locked_or_absent_secret_service_is_reported_plainly() -> anyhow::Result<()> {
     // A bus with no Secret Service on it.
-    let bus = {
-        use std::io::BufRead;
-        let mut dbus = std::process::Command::new("dbus-daemon")
-            .args(["--session", "--nofork", "--print-address=1"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()?;
-        let mut address = String::new();
-        if let Some(out) = dbus.stdout.take() {
-            std::io::BufReader::new(out).read_line(&mut address)?;
-        }
-        (dbus, address.trim().to_string())
-    };
-    let (mut dbus, address) = bus;
+    let bus = bosun_tests::SessionBus::start(&[])?;
     let b = Bosun::new("keychain_absent")
         .without_fake_keychain()
-        .with_env("DBUS_SESSION_BUS_ADDRESS", &address);
+        .with_env("DBUS_SESSION_BUS_ADDRESS", &bus.address);
     let out = b.output_with_stdin(
         &["mcp", "add", "x", "--env-from-stdin", "--", "true"],
         "A=b\n",
     )?;
     let err = String::from_utf8_lossy(&out.stderr).to_string();
-    let _ = dbus.kill();
-    let _ = dbus.wait();
+    drop(bus);
     assert!(!out.status.success());
     assert!(
         err.contains("no keychain is available") || err.contains("the keychain is locked"),

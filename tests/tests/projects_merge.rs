@@ -704,19 +704,27 @@ fn a_crash_between_the_merge_and_its_record_merges_once_and_the_check_records_it
         .to_string();
 
     // The daemon that answers dies right after GitHub merged, before the merge is recorded.
+    // The merge is the person's chat's, or the board check's: it looks soon after bosund
+    // starts, finds this card (in Review, QA passed, the lead may merge) and starts the lead in
+    // a chat of its own, which may reach the fake model first. Either way: one merge, cut off
+    // before its record.
     b.ok(&["daemon", "stop"])?;
     let out = b
         .cmd(&["chat", "send", &chat, "merge"])
         .env("BOSUN_CRASH_AT", "merge-after-gh")
         .output()?;
-    assert!(
-        !out.status.success(),
-        "the daemon was to die mid-answer: {:#?} {:#?}",
-        results(&lead),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    wait_for("the daemon to be gone", Duration::from_secs(10), || {
-        Ok(b.daemon_pid().is_none().then_some(()))
+    wait_for(
+        "the daemon to die after GitHub merged",
+        Duration::from_secs(60),
+        || Ok(b.daemon_pid().is_none().then_some(())),
+    )
+    .with_context(|| {
+        format!(
+            "the chat said {:?}; the lead's model's turns: {:#?}; bosund.log: {}",
+            String::from_utf8_lossy(&out.stdout),
+            lead.turns(),
+            b.daemon_log()
+        )
     })?;
     assert_eq!(gh.merges().len(), 1);
 
