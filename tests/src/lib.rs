@@ -987,17 +987,28 @@ impl OAuthServer {
 
     /// Makes every access token issued so far expire now.
     pub fn expire_tokens(&self) -> anyhow::Result<()> {
+        self.control("expire")
+    }
+
+    /// Forgets every client registered through `/register`, as a service that expires clients
+    /// (or one that restarted) does.
+    pub fn forget_clients(&self) -> anyhow::Result<()> {
+        self.control("forget-clients")
+    }
+
+    /// `POST /test/<what>`, one of the server's test controls.
+    pub fn control(&self, what: &str) -> anyhow::Result<()> {
         use std::io::{Read, Write};
         let addr = self.peer.url.trim_start_matches("http://");
         let mut stream = std::net::TcpStream::connect(addr)?;
         write!(
             stream,
-            "POST /test/expire HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            "POST /test/{what} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         )?;
         let mut answer = String::new();
         stream.read_to_string(&mut answer)?;
         if !answer.starts_with("HTTP/1.1 200") {
-            bail!("could not expire the tokens: {answer}");
+            bail!("the test control {what} answered: {answer}");
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! bosun's registrations (RFC 7591) are kept per authorization server: later sign-ins to the
 //! same issuer — after a sign-out, for a second server behind it, with the secret the server
 //! issued — reuse the one registration, and a resource that moves to another authorization
-//! server gets a registration there, never the old client id.
+//! server gets a registration there, never the old client id. A registration the server has
+//! forgotten is dropped when the server refuses it, and `--new-client` drops it by hand.
 
 use bosun_tests::{Bosun, OAuthServer, keychain_values};
 use serde_json::Value;
@@ -26,13 +27,6 @@ fn registrations(oauth: &OAuthServer) -> Vec<String> {
         })
         .filter_map(|r| r["path"].as_str().map(str::to_string))
         .collect()
-}
-
-fn switch_as(oauth: &OAuthServer) -> anyhow::Result<()> {
-    let (status, _) =
-        bosun_tests::oauth_cc::post_form(&format!("{}/test/switch-as", oauth.base()), &[])?;
-    anyhow::ensure!(status == 200, "switch-as answered {status}");
-    Ok(())
 }
 
 #[test]
@@ -70,7 +64,7 @@ fn a_resource_that_moves_gets_a_registration_at_the_new_server_and_keeps_it() ->
     let b = Bosun::new("oauth_reg_move").with_test_browser();
     oauth.add_to(&b)?;
     let first = sign_in(&b, "remote")?;
-    switch_as(&oauth)?;
+    oauth.control("switch-as")?;
     let second = sign_in(&b, "remote")?;
     assert_eq!(second["sign_in"]["issuer"], format!("{}/t2", oauth.base()));
     assert_ne!(
@@ -83,5 +77,111 @@ fn a_resource_that_moves_gets_a_registration_at_the_new_server_and_keeps_it() ->
         second["sign_in"]["client_id"]
     );
     assert_eq!(registrations(&oauth), ["/register", "/t2/register"]);
+    b.finish()
+}
+
+#[test]
+fn a_registration_the_server_forgot_is_dropped_when_a_refresh_is_refused() -> anyhow::Result<()> {
+    let oauth = OAuthServer::start(&["--auth-method", "client_secret_basic"])?;
+    let b = Bosun::new("oauth_reg_forgot").with_test_browser();
+    oauth.add_to(&b)?;
+    let first = sign_in(&b, "remote")?;
+    let secrets: Vec<String> = keychain_values(&b)
+        .values()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    // The service forgets bosun's client, and the access token runs out: the refresh is
+    // refused with `invalid_client`, and bosun says what happened instead of retrying forever.
+    oauth.forget_clients()?;
+    oauth.expire_tokens()?;
+    let out = b.output(&["mcp", "call", "remote", "whoami"])?;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no longer knows the client bosun registered there")
+            && err.contains("bosun mcp sign-in remote"),
+        "{err}"
+    );
+    let shown = b.json(&["mcp", "show", "remote"])?;
+    assert_eq!(shown["sign_in"]["state"], "needs sign-in", "{shown:#}");
+    // The next sign-in registers anew, without being told to, and works.
+    let second = sign_in(&b, "remote")?;
+    assert_ne!(
+        second["sign_in"]["client_id"],
+        first["sign_in"]["client_id"]
+    );
+    assert_eq!(registrations(&oauth), ["/register", "/register"]);
+    // The old client's secret is gone from the keychain; none was ever shown.
+    let now: Vec<String> = keychain_values(&b)
+        .values()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    for s in &secrets {
+        b.assert_secret_nowhere(s)?;
+    }
+    for s in &now {
+        b.assert_secret_nowhere(s)?;
+    }
+    b.finish()
+}
+
+#[test]
+fn new_client_registers_anew_when_the_sign_in_page_refuses_the_kept_one() -> anyhow::Result<()> {
+    let oauth = OAuthServer::start(&[])?;
+    let b = Bosun::new("oauth_reg_new_client")
+        .with_test_browser()
+        .with_env("BOSUN_SIGN_IN_WAIT", "3s");
+    oauth.add_to(&b)?;
+    let first = sign_in(&b, "remote")?;
+    oauth.forget_clients()?;
+    // Signed in again with the kept client: the server's page refuses it (400, no redirect),
+    // which bosun cannot see; it says how to get out, and the wait ends with nothing saved.
+    let out = b.output(&["mcp", "sign-in", "remote"])?;
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("uses the client bosun registered there before")
+            && err.contains("bosun mcp sign-in remote --new-client"),
+        "{err}"
+    );
+    assert!(err.contains("was not finished within"), "{err}");
+    let second = b.json(&["mcp", "sign-in", "remote", "--new-client"])?;
+    assert_eq!(second["sign_in"]["state"], "signed in", "{second:#}");
+    assert_ne!(
+        second["sign_in"]["client_id"],
+        first["sign_in"]["client_id"]
+    );
+    let call = b.json(&["mcp", "call", "remote", "whoami"])?;
+    let text = call["content"][0]["text"].as_str().unwrap_or_default();
+    let client = second["sign_in"]["client_id"].as_str().unwrap_or_default();
+    assert!(text.starts_with(&format!("client={client} ")), "{text}");
+    // The new one is kept for the next time.
+    let out = b.output(&["mcp", "sign-in", "remote"])?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(registrations(&oauth), ["/register", "/register"]);
+    // --new-client is only for a client bosun registered.
+    let oauth2 = OAuthServer::start(&["--client-id", "app", "--registration", "off"])?;
+    b.ok(&[
+        "mcp",
+        "add",
+        "fixed",
+        "--transport",
+        "http",
+        &oauth2.mcp_url(),
+        "--client-id",
+        "app",
+    ])?;
+    let err = b.fails(&["mcp", "sign-in", "fixed", "--new-client"])?;
+    assert!(
+        err.contains("signs in with the client id you configured")
+            && err.contains("--new-client only drops a client bosun registered"),
+        "{err}"
+    );
     b.finish()
 }

@@ -111,6 +111,14 @@ impl OAuthError {
     pub fn is_invalid_grant(&self) -> bool {
         matches!(self, OAuthError::Refused { code, .. } if code == "invalid_grant")
     }
+
+    /// Whether the server refused the client itself (RFC 6749 §5.2: `invalid_client`, an
+    /// unknown client or one whose authentication failed; `unauthorized_client`): no request
+    /// with this client will do better.
+    pub fn is_client_refused(&self) -> bool {
+        matches!(self, OAuthError::Refused { code, .. }
+            if code == "invalid_client" || code == "unauthorized_client")
+    }
 }
 
 /// The HTTP client every request here uses: no redirects followed (a token request must not

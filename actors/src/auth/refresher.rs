@@ -402,6 +402,24 @@ impl RefresherState {
                 self.mark_needs_sign_in(&why).await?;
                 Err(needs_sign_in(&self.name, &why))
             }
+            Err(e) if e.is_client_refused() => {
+                // The client itself is refused: every later refresh would be too. A client
+                // bosun registered is dropped, so the next sign-in registers a new one.
+                let why = if rec.registered {
+                    super::registrations::forget(&self.ctx, &rec.issuer, Some(&rec.client_id))
+                        .await?;
+                    format!(
+                        "the authorization server no longer knows the client bosun registered there ({e}); the next sign-in registers a new one"
+                    )
+                } else {
+                    format!(
+                        "the authorization server refused the client id it was given ({e}); check it with `bosun mcp show {}` and change it with `bosun mcp edit {} --client-id ID`",
+                        self.name, self.name
+                    )
+                };
+                self.mark_needs_sign_in(&why).await?;
+                Err(needs_sign_in(&self.name, &why))
+            }
             Err(e) => {
                 // The request did not get an answer: the old tokens stay, the marker too when
                 // the server may have seen it (cleared only when it surely did not).

@@ -8,10 +8,11 @@
 //! The store keeps the client id (`registrations[issuer]`), the keychain its secret, if the
 //! server issued one, under `oauth/registrations/<hash of the issuer>/client_secret`.
 //!
-//! # Caveats
-//!
 //! A registration the authorization server has forgotten (a service that expires unused
-//! clients) is not noticed here: its authorization page refuses the client id.
+//! clients, a development server that restarted) is dropped as soon as the server refuses the
+//! client (`invalid_client`, `unauthorized_client`) for a refresh or a code: the next sign-in
+//! registers anew. The server's own authorization page cannot tell bosun (it shows the person an
+//! error and does not redirect), so `bosun mcp sign-in NAME --new-client` drops it by hand.
 
 use bosun_shared::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -55,7 +56,7 @@ pub fn secret_key(issuer: &str) -> String {
 }
 
 /// The client registered at `issuer`, or a new registration at `endpoint` (kept for the next
-/// sign-in there).
+/// sign-in there); and whether it is the one kept.
 pub async fn client_for(
     ctx: &AuthContext,
     name: &str,
@@ -63,7 +64,7 @@ pub async fn client_for(
     endpoint: &str,
     redirect_uri: &str,
     supported_auth: &[String],
-) -> Result<ClientIdentity, AuthError> {
+) -> Result<(ClientIdentity, bool), AuthError> {
     let (store, key) = (ctx.store.clone(), issuer.to_string());
     let kept = blocking(move || store.get::<RegistrationRecord>(&key)).await??;
     if let Some(r) = kept {
@@ -76,11 +77,14 @@ pub async fn client_for(
         // A secret that went missing makes the registration useless: register again.
         if secret.is_some() || !r.has_secret {
             info!(server = %name, %issuer, "reusing bosun's registration at the authorization server");
-            return Ok(ClientIdentity {
-                client_id: r.client_id,
-                secret,
-                auth: r.client_auth,
-            });
+            return Ok((
+                ClientIdentity {
+                    client_id: r.client_id,
+                    secret,
+                    auth: r.client_auth,
+                },
+                true,
+            ));
         }
     }
     let identity = oauth::register(&ctx.http, endpoint, redirect_uri, supported_auth)
@@ -110,5 +114,28 @@ pub async fn client_for(
     .await??;
     ctx.writer.put(&record).await?;
     info!(server = %name, %issuer, "registered bosun at the authorization server");
-    Ok(identity)
+    Ok((identity, false))
+}
+
+/// Drops the registration kept for `issuer` (and its secret), if it is the client
+/// `client_id`: the authorization server refused it, or the person asked for a new one. A
+/// registration made since, by another sign-in, stays.
+pub async fn forget(
+    ctx: &AuthContext,
+    issuer: &str,
+    client_id: Option<&str>,
+) -> Result<bool, AuthError> {
+    let (store, key) = (ctx.store.clone(), issuer.to_string());
+    let Some(kept) = blocking(move || store.get::<RegistrationRecord>(&key)).await?? else {
+        return Ok(false);
+    };
+    if client_id.is_some_and(|id| id != kept.client_id) {
+        return Ok(false);
+    }
+    // The record first: a secret without its record is never read.
+    ctx.writer.delete::<RegistrationRecord>(issuer).await?;
+    let (keychain, key) = (ctx.keychain.clone(), secret_key(issuer));
+    blocking(move || keychain.delete_many(&[key])).await??;
+    info!(%issuer, client_id = %kept.client_id, "dropped bosun's registration at the authorization server");
+    Ok(true)
 }

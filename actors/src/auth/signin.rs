@@ -71,6 +71,9 @@ pub struct Started {
     pub attempt: u64,
     pub url: String,
     pub wait: Duration,
+    /// The client is the one bosun registered at this authorization server at an earlier
+    /// sign-in (a server that forgot it says so on its page, not to bosun).
+    pub reused_registration: bool,
 }
 
 fn wait_limit() -> Duration {
@@ -114,10 +117,14 @@ pub(super) fn address(rec: &Server) -> Result<String, AuthError> {
 /// tools without one. The MCP side makes it (it speaks the server's revision); it is awaited
 /// only once the checks that need no server have passed, so a server that cannot sign in is
 /// never started or reached.
+///
+/// `new_client`: drop the client bosun registered at the authorization server before, and
+/// register a new one (for a server that forgot it).
 pub async fn start(
     ctx: &AuthContext,
     rec: impl Into<Server>,
     probe: impl Future<Output = Result<Option<Challenge>, ProbeError>>,
+    new_client: bool,
 ) -> Result<Started, AuthError> {
     let rec: Server = rec.into();
     let name = rec.name.clone();
@@ -218,7 +225,16 @@ pub async fn start(
         .client_metadata_url
         .clone()
         .filter(|_| m.client_id_metadata_document_supported);
-    let (identity, registered) = match (&rec.client_id, document) {
+    let not_registered = |what: &str| {
+        AuthError::invalid(format!(
+            "`{name}` signs in with {what}, not with a client bosun registered; --new-client only drops a client bosun registered"
+        ))
+    };
+    let (identity, registered, reused_registration) = match (&rec.client_id, document) {
+        (Some(_), _) if new_client => return Err(not_registered("the client id you configured")),
+        (None, Some(_)) if new_client => {
+            return Err(not_registered("bosun's client metadata document"));
+        }
         (Some(id), _) => {
             let keychain = ctx.keychain.clone();
             let key = configured_secret_key(rec.id);
@@ -234,6 +250,7 @@ pub async fn start(
                     secret,
                     auth,
                 },
+                false,
                 false,
             )
         }
@@ -252,12 +269,16 @@ pub async fn start(
                     auth: ClientAuth::None,
                 },
                 false,
+                false,
             )
         }
         (None, None) => match &m.registration_endpoint {
             // bosun's registration at this issuer, else a new one, kept for the next time.
-            Some(endpoint) => (
-                super::registrations::client_for(
+            Some(endpoint) => {
+                if new_client {
+                    super::registrations::forget(ctx, &found.issuer, None).await?;
+                }
+                let (identity, reused) = super::registrations::client_for(
                     ctx,
                     &name,
                     &found.issuer,
@@ -265,9 +286,9 @@ pub async fn start(
                     &redirect_uri,
                     &m.token_endpoint_auth_methods_supported,
                 )
-                .await?,
-                true,
-            ),
+                .await?;
+                (identity, true, reused)
+            }
             None if m.client_id_metadata_document_supported => {
                 return Err(AuthError::conflict(format!(
                     "`{name}`'s authorization server takes no registration from apps, but it takes client metadata documents: publish bosun's client metadata at an https:// address you control and give it with `bosun mcp edit {name} --client-metadata-url URL`, or give a client id from the service with `--client-id ID`"
@@ -326,6 +347,7 @@ pub async fn start(
         attempt,
         url: page,
         wait,
+        reused_registration,
     })
 }
 
@@ -406,7 +428,7 @@ impl Finish {
                 )
             })??;
         drop(listener);
-        let (tokens, token_type) = oauth::exchange_code(
+        let exchanged = oauth::exchange_code(
             &self.ctx.http,
             &self.identity,
             &self.found.metadata.authorization_endpoint,
@@ -418,8 +440,25 @@ impl Finish {
             self.found.scope.as_deref(),
             self.dpop.as_ref(),
         )
-        .await
-        .map_err(|e| oauth_error(&self.name, e))?;
+        .await;
+        let (tokens, token_type) = match exchanged {
+            Ok(t) => t,
+            Err(e) if e.is_client_refused() && self.registered => {
+                // A registration the server forgot since bosun kept it: dropped, so that the
+                // next sign-in registers anew.
+                super::registrations::forget(
+                    &self.ctx,
+                    &self.found.issuer,
+                    Some(&self.identity.client_id),
+                )
+                .await?;
+                return Err(AuthError::conflict(format!(
+                    "`{}`'s authorization server no longer knows the client bosun registered there ({e}); nothing was saved. Run `bosun mcp sign-in {}` again: bosun registers a new client",
+                    self.name, self.name
+                )));
+            }
+            Err(e) => return Err(oauth_error(&self.name, e)),
+        };
         // Bound only when the server says so: one that answers `Bearer` to a proof did not
         // bind the token, and the key has nothing to do.
         let bound = match (token_type, &self.dpop) {

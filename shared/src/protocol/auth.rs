@@ -11,6 +11,10 @@ use super::mcp::{SecretValue, ServerView};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct McpSignIn {
     pub server: String,
+    /// Drop the client bosun registered at the server's authorization server before, and
+    /// register a new one (for a server that forgot it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub new_client: bool,
 }
 
 /// Waits for a started sign-in to end (10 minutes at most).
@@ -52,4 +56,8 @@ pub struct SignInStarted {
     pub attempt: u64,
     pub url: String,
     pub wait_secs: u64,
+    /// The client is the one bosun registered there at an earlier sign-in: a server that forgot
+    /// it says so on its page only, and `new_client` is the way out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reused_registration: bool,
 }

@@ -23,11 +23,12 @@ impl Handle for McpSignIn {
         let rec = registry::find(&ctx.store, &self.server).await?;
         // Made here, awaited by the sign-in only once its own checks have passed.
         let probe = look::sign_in_probe(&rc, &self.server);
-        let started = signin::start(&rc.auth, &rec, probe).await?;
+        let started = signin::start(&rc.auth, &rec, probe, self.new_client).await?;
         Ok(SignInStarted {
             attempt: started.attempt,
             url: started.url,
             wait_secs: started.wait.as_secs(),
+            reused_registration: started.reused_registration,
         })
     }
 }

@@ -187,7 +187,10 @@
 //!
 //! # Test controls and the log
 //!
-//! `POST /test/expire` expires every access token issued so far. `GET /test/state` →
+//! `POST /test/expire` expires every access token issued so far. `POST /test/forget-clients`
+//! forgets every client registered through `/register` (as a service that expires clients, or
+//! one that restarted): `/authorize` answers `400` for them and `/token` `401 invalid_client`.
+//! `GET /test/state` →
 //! `{"clients": <registered through /register>, "access_tokens": <issued>,
 //! "refresh_requests": <refresh grants received>, "revoked": <tokens revoked by /revoke>}`.
 //!
@@ -957,6 +960,12 @@ impl Server {
                 return Response::new(200);
             }
             ("POST", "/test/expire") => return self.expire_all(),
+            ("POST", "/test/forget-clients") => {
+                // As a service that expires unused clients, or one that restarted: every
+                // registered client is unknown from now on, at every endpoint.
+                self.state().clients.retain(|_, c| c.preregistered);
+                return Response::new(200);
+            }
             ("POST", "/test/dpop-refuse") => {
                 self.state().dpop_refuse = true;
                 return Response::new(200);

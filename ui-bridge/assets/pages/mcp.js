@@ -408,7 +408,11 @@ function serverPage(root, name) {
         w.opener = null;
         w.location.href = started.url;
       }
-      clear(msg).append(h("div", { class: "flash", id: "sign-in-waiting" }, `Sign in to ${name} in the window that opened (or open `, link, `); waiting up to ${Math.round(started.wait_secs / 60)} minutes…`));
+      // A server that forgot the client bosun registered there says so on its own page only.
+      const reused = started.reused_registration
+        ? ` This uses the client bosun registered there before: if the page says the client or app is unknown, run “bosun mcp sign-in ${name} --new-client”.`
+        : "";
+      clear(msg).append(h("div", { class: "flash", id: "sign-in-waiting" }, `Sign in to ${name} in the window that opened (or open `, link, `); waiting up to ${Math.round(started.wait_secs / 60)} minutes…${reused}`));
       server = await call("mcp_sign_in_finish", { attempt: started.attempt });
       flash(msg, `Signed in to ${name}: the sign-in is over.${end()}`);
       drawHead();

@@ -95,6 +95,10 @@ pub enum McpCommand {
         /// Print the page's address instead of opening a browser
         #[arg(long)]
         no_browser: bool,
+        /// Drop the client bosun registered at the server's authorization server before and
+        /// register a new one (when its sign-in page says the client or app is unknown)
+        #[arg(long, conflicts_with = "client_credentials")]
+        new_client: bool,
         #[command(flatten)]
         machine: MachineArgs,
         #[arg(long)]
@@ -480,11 +484,12 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
         McpCommand::SignIn {
             name,
             no_browser,
+            new_client,
             machine,
             json,
         } => match machine.request(&name)? {
             Some(request) => sign_in_machine(dirs, request, machine.private_key_file, json).await,
-            None => sign_in(dirs, &name, no_browser, json).await,
+            None => sign_in(dirs, &name, no_browser, new_client, json).await,
         },
         McpCommand::SignOut { name, json } => {
             let mut client = connect(dirs).await?;
@@ -619,6 +624,7 @@ async fn sign_in(
     dirs: &StateDir,
     name: &str,
     no_browser: bool,
+    new_client: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
@@ -626,9 +632,11 @@ async fn sign_in(
         attempt,
         url,
         wait_secs,
+        reused_registration,
     } = client
         .call(McpSignIn {
             server: name.to_string(),
+            new_client,
         })
         .await?;
     let opened = if no_browser {
@@ -639,6 +647,12 @@ async fn sign_in(
     match opened {
         Ok(how) => eprintln!("bosun: opened the sign-in page for {name} with {how}"),
         Err(_) => eprintln!("bosun: open this page to sign in to {name}:\n\n  {url}\n"),
+    }
+    if reused_registration {
+        // The server's page is the only one to know when it forgot bosun's client.
+        eprintln!(
+            "bosun: this uses the client bosun registered there before; if the page says the client or app is unknown, press Ctrl-C and run `bosun mcp sign-in {name} --new-client`"
+        );
     }
     eprintln!(
         "bosun: waiting for the sign-in to finish ({} at most)…",
