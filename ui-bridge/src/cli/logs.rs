@@ -388,3 +388,6 @@ fn write_with_times(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
