@@ -9,7 +9,10 @@
 //! server's nonce when it gave one. A `401` whose `DPoP` challenge says `use_dpop_nonce` is
 //! answered once, with the nonce it carries; a nonce on any answer replaces the one kept. The
 //! answer is then read as rmcp's own client reads it (JSON or an event stream, a session id,
-//! `202`, challenges, a refused `server/discover`).
+//! `202`, challenges, a refused `server/discover`), within the same limits: a body no larger
+//! than the transport's `max_json_response_size`, no event of a stream larger than its
+//! `max_sse_event_size` (a server cannot make bosund hold an answer of any size). Without a
+//! binding the limits go to rmcp's own client as they came.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -21,7 +24,7 @@ use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorData, ServerJsonRpcM
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, StreamableHttpClient,
-    StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 
 use crate::auth::dpop::{self, Prover};
@@ -143,8 +146,83 @@ fn content_type(response: &reqwest::Response) -> String {
         .to_ascii_lowercase()
 }
 
-fn event_stream(response: reqwest::Response) -> BoxedSseResponse {
-    sse_stream::SseStream::from_bytes_stream(response.bytes_stream()).boxed()
+/// The answer's event stream, each event at most `max_event` bytes as it came (field names,
+/// data lines and all): a larger one ends the stream with an error.
+fn event_stream(response: reqwest::Response, max_event: usize) -> BoxedSseResponse {
+    let mut limit = EventLimit::new(max_event);
+    let bytes = response.bytes_stream().map(move |chunk| match chunk {
+        Ok(b) if limit.observe(&b) => Ok(b),
+        Ok(_) => Err(std::io::Error::other(format!(
+            "the server sent an event larger than {max_event} bytes"
+        ))),
+        Err(e) => Err(std::io::Error::other(e)),
+    });
+    sse_stream::SseStream::from_bytes_stream(bytes).boxed()
+}
+
+/// Counts the bytes of the event being received: a blank line ends an event; a line of its own
+/// (`\n`, `\r\n` or `\r`) counts with its end. Comments (`:` lines) count too.
+struct EventLimit {
+    max: usize,
+    event: usize,
+    line: usize,
+    after_cr: bool,
+    over: bool,
+}
+
+impl EventLimit {
+    fn new(max: usize) -> Self {
+        Self {
+            max,
+            event: 0,
+            line: 0,
+            after_cr: false,
+            over: false,
+        }
+    }
+
+    /// Whether the event so far is within the limit, after `bytes`; once over, always false.
+    fn observe(&mut self, bytes: &[u8]) -> bool {
+        for &b in bytes {
+            if self.over {
+                break;
+            }
+            let after_cr = std::mem::replace(&mut self.after_cr, b == b'\r');
+            match b {
+                b'\n' if after_cr => {}
+                b'\n' | b'\r' => {
+                    self.event = if self.line == 0 {
+                        0
+                    } else {
+                        self.event.saturating_add(self.line + 1)
+                    };
+                    self.line = 0;
+                }
+                _ => self.line = self.line.saturating_add(1),
+            }
+            self.over = self.event.saturating_add(self.line) > self.max;
+        }
+        !self.over
+    }
+}
+
+/// The answer's body, refused once it passes `max` bytes (by its `Content-Length` before
+/// anything is read).
+async fn bounded_body(response: reqwest::Response, max: usize) -> Result<Vec<u8>, Failure> {
+    let too_large = || Failure::ResponseBodyTooLarge { max_size: max };
+    if response.content_length().is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk?;
+        if body.len() + chunk.len() > max {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A client error answering `server/discover` (a server of an older revision, or middleware in
@@ -188,10 +266,59 @@ impl StreamableHttpClient for McpHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Failure> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, Failure> {
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, Failure> {
         let Some(binding) = &self.dpop else {
             return self
                 .http
-                .post_message(uri, message, session_id, auth_header, custom_headers)
+                .post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
                 .await;
         };
         let headers = with_common(custom_headers, session_id.as_deref());
@@ -225,7 +352,7 @@ impl StreamableHttpClient for McpHttp {
         let kind = content_type(&response);
         if kind.starts_with("text/event-stream") && status.is_success() {
             return Ok(StreamableHttpPostResponse::Sse(
-                event_stream(response),
+                event_stream(response, limits.max_sse_event_size),
                 session,
             ));
         }
@@ -234,7 +361,8 @@ impl StreamableHttpClient for McpHttp {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let body = response.text().await?;
+        let body = bounded_body(response, limits.max_json_response_size).await?;
+        let body = String::from_utf8_lossy(&body);
         if !status.is_success() {
             if let Ok(e @ ServerJsonRpcMessage::Error(_)) =
                 serde_json::from_str::<ServerJsonRpcMessage>(&body)
@@ -299,10 +427,38 @@ impl StreamableHttpClient for McpHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, Failure> {
+        let max = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max,
+        )
+        .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxedSseResponse, Failure> {
         let Some(binding) = &self.dpop else {
             return self
                 .http
-                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+                .get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
                 .await;
         };
         let mut headers = with_common(custom_headers, session_id.as_deref());
@@ -323,6 +479,115 @@ impl StreamableHttpClient for McpHttp {
         if !kind.starts_with("text/event-stream") && !kind.starts_with("application/json") {
             return Err(Failure::UnexpectedContentType(Some(kind)));
         }
-        Ok(event_stream(response))
+        Ok(event_stream(response, max_sse_event_size))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    #[test]
+    fn an_event_counts_its_lines_until_a_blank_line_whatever_the_line_ends() {
+        // 10 + 1 bytes of one line, then a blank line: the next event starts from nothing.
+        let mut l = EventLimit::new(12);
+        assert!(l.observe(b"data: 1234\n\n"));
+        assert!(l.observe(b"data: 1234\r\n\r\n"));
+        assert!(l.observe(b"data: 1234\r\r"));
+        // Split anywhere, CRLF included.
+        assert!(l.observe(b"data: 12"));
+        assert!(l.observe(b"34\r"));
+        assert!(l.observe(b"\n\r\n"));
+        // Two lines of one event add up: 11 + 11 > 12.
+        assert!(!l.observe(b"data: 1234\ndata: 1234\n"));
+        // Once over, the stream stays refused.
+        assert!(!l.observe(b"\n\n"));
+        // A single line past the limit, before its end comes.
+        let mut l = EventLimit::new(12);
+        assert!(!l.observe(b"data: 1234567890"));
+    }
+
+    /// Serves `answer` once on 127.0.0.1 and gives its address.
+    async fn serve_once(answer: Vec<u8>) -> String {
+        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+            Ok(l) => l,
+            Err(e) => panic!("{e}"),
+        };
+        let addr = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        tokio::spawn(async move {
+            if let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let _ = s.write_all(&answer).await;
+                let _ = s.shutdown().await;
+            }
+        });
+        format!("http://{addr}/")
+    }
+
+    async fn get(answer: Vec<u8>) -> reqwest::Response {
+        let url = serve_once(answer).await;
+        match reqwest::Client::new().get(url).send().await {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_body_past_the_limit_is_refused_with_or_without_its_length() {
+        let big = vec![b'x'; 5000];
+        let mut with_length =
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+                .to_vec();
+        with_length.extend_from_slice(&big);
+        let r = bounded_body(get(with_length.clone()).await, 4096).await;
+        assert!(matches!(
+            r,
+            Err(Failure::ResponseBodyTooLarge { max_size: 4096 })
+        ));
+        let mut chunked = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for part in big.chunks(1000) {
+            chunked.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+            chunked.extend_from_slice(part);
+            chunked.extend_from_slice(b"\r\n");
+        }
+        chunked.extend_from_slice(b"0\r\n\r\n");
+        let r = bounded_body(get(chunked).await, 4096).await;
+        assert!(matches!(
+            r,
+            Err(Failure::ResponseBodyTooLarge { max_size: 4096 })
+        ));
+        // Within the limit, the body whole.
+        match bounded_body(get(with_length).await, 5000).await {
+            Ok(b) => assert_eq!(b, big),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_event_stream_ends_with_an_error_at_an_event_past_the_limit() {
+        let mut answer =
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: {\"a\":1}\n\n"
+                .to_vec();
+        answer.extend_from_slice(b"data: ");
+        answer.extend_from_slice(&vec![b'x'; 3000]);
+        answer.extend_from_slice(b"\n\n");
+        // The bytes are checked as they come, before they are parsed: the small event may or
+        // may not come first (here they come in one read), the large one never does.
+        let items: Vec<_> = event_stream(get(answer).await, 1024).collect().await;
+        for sse in items.iter().flatten() {
+            assert!(sse.data.as_ref().is_none_or(|d| d.len() <= 1024), "{sse:?}");
+        }
+        assert!(
+            items.iter().any(
+                |i| matches!(i, Err(e) if format!("{e:?}").contains("larger than 1024 bytes"))
+            ),
+            "the large event was not refused: {items:?}"
+        );
     }
 }
