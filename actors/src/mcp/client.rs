@@ -492,7 +492,11 @@ fn auth_error(www_authenticate: &str) -> McpError {
     }
 }
 
-/// Finds out why an address did not work, with one plain `initialize` POST.
+/// The most of a diagnosis answer that is read: an `initialize` result is far smaller.
+const DIAGNOSIS_BODY: usize = 256 * 1024;
+
+/// Finds out why an address did not work, with one plain `initialize` POST (with a DPoP proof
+/// when the endpoint's token is bound, so the answer is about the server, not the proof).
 async fn diagnose_http(
     http: &reqwest::Client,
     url: &str,
@@ -506,7 +510,7 @@ async fn diagnose_http(
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "bosun", "version": env!("CARGO_PKG_VERSION")}}
     });
-    let request = http
+    let mut request = http
         .post(url)
         .headers(headers.clone().into_iter().collect())
         .header(
@@ -515,6 +519,11 @@ async fn diagnose_http(
         )
         .timeout(limits.request)
         .json(&body);
+    if let Some(binding) = &ep.dpop
+        && let Ok(proof) = binding.prover.proof("POST", url, Some(&binding.token))
+    {
+        request = request.header(crate::auth::dpop::PROOF_HEADER, proof);
+    }
     let response = match request.send().await {
         Ok(r) => r,
         Err(e) => return reqwest_error(url, &e, limits),
@@ -541,7 +550,7 @@ async fn diagnose_http(
     {
         return auth_error(w);
     }
-    let text = response.text().await.unwrap_or_default();
+    let text = bounded_text(response, DIAGNOSIS_BODY).await;
     let snippet = cut(&ep.redact(&text), 160);
     if !status.is_success() {
         return McpError::Http {
@@ -589,6 +598,21 @@ async fn diagnose_http(
             hint: String::new(),
         },
     }
+}
+
+/// The start of an answer's body, at most `max` bytes (the rest is not read), as text.
+async fn bounded_text(response: reqwest::Response, max: usize) -> String {
+    use futures::StreamExt;
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        let room = max - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() == max {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 fn reqwest_error(url: &str, e: &reqwest::Error, limits: Limits) -> McpError {
