@@ -29,6 +29,15 @@ fn registrations(oauth: &OAuthServer) -> Vec<String> {
         .collect()
 }
 
+/// Every value in the test's keychain.
+fn secret_values(b: &Bosun) -> Vec<String> {
+    keychain_values(b)
+        .values()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
 #[test]
 fn sign_ins_to_one_authorization_server_register_once() -> anyhow::Result<()> {
     // A confidential registration: the reused client must bring its secret along.
@@ -51,8 +60,8 @@ fn sign_ins_to_one_authorization_server_register_once() -> anyhow::Result<()> {
             .all(|t| t["auth"] == "basic" && t["status"] == 200),
         "the kept secret authenticates: {tokens:#?}"
     );
-    for v in keychain_values(&b).values().filter_map(Value::as_str) {
-        b.assert_secret_nowhere(v)?;
+    for v in secret_values(&b) {
+        b.assert_secret_nowhere(&v)?;
     }
     b.finish()
 }
@@ -86,11 +95,7 @@ fn a_registration_the_server_forgot_is_dropped_when_a_refresh_is_refused() -> an
     let b = Bosun::new("oauth_reg_forgot").with_test_browser();
     oauth.add_to(&b)?;
     let first = sign_in(&b, "remote")?;
-    let secrets: Vec<String> = keychain_values(&b)
-        .values()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let secrets = secret_values(&b);
     // The service forgets bosun's client, and the access token runs out: the refresh is
     // refused with `invalid_client`, and bosun says what happened instead of retrying forever.
     oauth.forget_clients()?;
@@ -112,13 +117,11 @@ fn a_registration_the_server_forgot_is_dropped_when_a_refresh_is_refused() -> an
         first["sign_in"]["client_id"]
     );
     assert_eq!(registrations(&oauth), ["/register", "/register"]);
-    // The old client's secret is gone from the keychain; none was ever shown.
-    let now: Vec<String> = keychain_values(&b)
-        .values()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    // Nothing of the old client is left in the keychain (its secret, its tokens); no secret,
+    // old or new, was ever shown or written to the state directory.
+    let now = secret_values(&b);
     for s in &secrets {
+        assert!(!now.contains(s), "a secret of the old client is still kept");
         b.assert_secret_nowhere(s)?;
     }
     for s in &now {

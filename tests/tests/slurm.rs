@@ -244,7 +244,9 @@ fn signal_reaches_the_batch_shell_and_cancel_ends_a_job() -> anyhow::Result<()> 
     let req = request(
         &cluster,
         "trap",
-        "#!/bin/sh\ntrap 'echo got TERM; exit 7' TERM\necho ready\n/bin/sleep 300 &\nwait\n",
+        // `ready` once the background sleep exists: a TERM that came before it was started
+        // would reach the shell alone, and the sleep started after would outlive the job.
+        "#!/bin/sh\ntrap 'echo got TERM; exit 7' TERM\n/bin/sleep 300 &\necho ready\nwait\n",
     )?;
     let id = rt.block_on(slurm.submit(&req))?;
     wait_for("the job to trap TERM", T, || {
