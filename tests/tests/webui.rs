@@ -1053,17 +1053,23 @@ fn browser_signs_in_to_a_server_through_the_test_oauth_server() -> anyhow::Resul
         text(&seen["said"]).contains("is done: close it"),
         "{seen:#}"
     );
-    assert_eq!(seen["popups"], 1, "{seen:#}");
+    assert_eq!(seen["popups"], 2, "{seen:#}");
     assert!(
         text(&seen["answered"]).contains("You can close this page"),
         "{seen:#}"
     );
-    // The provider's page was opened by the browser itself, and sent it back to bosund.
-    assert_eq!(oauth.requests_to("/authorize").len(), 1);
-    assert_eq!(oauth.requests_to("/token").len(), 1);
+    // The provider's page was opened by the browser itself, and sent it back to bosund; the
+    // second time as a new client, registered after the service forgot the first.
+    assert_eq!(oauth.requests_to("/authorize").len(), 2);
+    assert_eq!(oauth.requests_to("/token").len(), 2);
+    assert_eq!(oauth.requests_to("/register").len(), 2);
+    assert!(
+        text(&seen["renewed"]).contains("Signed in to remote: the sign-in is over."),
+        "{seen:#}"
+    );
     let shown = b.json(&["mcp", "show", "remote"])?;
     assert_eq!(shown["sign_in"]["state"], "not signed in", "{shown:#}");
-    assert_eq!(oauth.requests_to("/revoke").len(), 1);
+    assert_eq!(oauth.requests_to("/revoke").len(), 2);
     assert_eq!(seen["dialogs"], serde_json::json!([]));
     finish(b)
 }

@@ -253,7 +253,17 @@ const scenarios = {
     await page.waitForSelector('#server-tools [data-tool="whoami"]');
     await page.click("#sign-out");
     await page.waitForFunction(() => (document.getElementById("sign-in-state") || {}).textContent === "not signed in");
-    return { said, popups: popups.length, visited, answered };
+    // The service forgets bosun's client: signed in again as a new client, then out.
+    const control = new URL("/test/forget-clients", process.env.BOSUN_UI_OAUTH_URL);
+    const forgot = await fetch(control, { method: "POST" });
+    if (!forgot.ok) throw new Error(`forget-clients answered ${forgot.status}`);
+    await page.check("#sign-in-new-client");
+    await page.click("#sign-in");
+    await page.waitForFunction(() => (document.getElementById("sign-in-state") || {}).textContent === "signed in");
+    const renewed = await page.locator("#server-message").textContent();
+    await page.click("#sign-out");
+    await page.waitForFunction(() => (document.getElementById("sign-in-state") || {}).textContent === "not signed in");
+    return { said, popups: popups.length, visited, answered, renewed };
   },
 
   // The agent form: a new agent with its setup, a secret line, a server on with one of its

@@ -260,6 +260,11 @@ function serverPage(root, name) {
       h("button", { id: "list-tools", class: "primary", onclick: (e) => list(false, e.target) }, "List tools now"),
       h("button", { id: "inspect", onclick: (e) => inspect(e.target) }, "Test connection"),
       bosunSigns ? h("button", { id: "sign-in", onclick: (e) => signIn(e.target) }, s.sign_in && s.sign_in.state === "signed in" ? "Sign in again" : "Sign in") : null,
+      // A client bosun registered, which a service may forget: sign in with a new one.
+      bosunSigns && !s.client_id && !s.client_metadata_url
+        ? h("label", { class: "muted", title: "When the service's sign-in page says bosun's client or app is unknown" },
+            h("input", { type: "checkbox", id: "sign-in-new-client" }), " as a new client")
+        : null,
       bosunSigns && s.sign_in && s.sign_in.state === "signed in" ? h("button", { id: "sign-out", onclick: (e) => signOut(e.target) }, "Sign out") : null,
       s.builtin ? null : h("button", { id: "remove", class: "danger", onclick: (e) => remove(e.target) }, "Remove"),
     );
@@ -402,7 +407,8 @@ function serverPage(root, name) {
         : "";
     };
     try {
-      const started = await call("mcp_sign_in", { server: name });
+      const fresh = document.getElementById("sign-in-new-client");
+      const started = await call("mcp_sign_in", { server: name, new_client: !!(fresh && fresh.checked) });
       const link = h("a", { href: started.url, target: "_blank", rel: "noopener noreferrer", id: "sign-in-link" }, "the sign-in page");
       if (w) {
         w.opener = null;
@@ -410,7 +416,7 @@ function serverPage(root, name) {
       }
       // A server that forgot the client bosun registered there says so on its own page only.
       const reused = started.reused_registration
-        ? ` This uses the client bosun registered there before: if the page says the client or app is unknown, run “bosun mcp sign-in ${name} --new-client”.`
+        ? ` This uses the client bosun registered there before: if the page says the client or app is unknown, close it, reload this page, and sign in with “as a new client” ticked.`
         : "";
       clear(msg).append(h("div", { class: "flash", id: "sign-in-waiting" }, `Sign in to ${name} in the window that opened (or open `, link, `); waiting up to ${Math.round(started.wait_secs / 60)} minutes…${reused}`));
       server = await call("mcp_sign_in_finish", { attempt: started.attempt });
