@@ -68,8 +68,13 @@ pub enum AgentsMsg {
         agent: String,
         reply: RpcReplyPort<Result<AgentView, AgentsError>>,
     },
-    /// A run of the agent ended: keep what it found.
-    RunEnded { agent: AgentId, last: LastRun },
+    /// A run of the agent ended: keep what it found, and answer once it is saved (the run
+    /// records its end only then, so whoever sees the run ended finds it on the agent).
+    RunEnded {
+        agent: AgentId,
+        last: LastRun,
+        saved: RpcReplyPort<()>,
+    },
     /// The CLI was asked for its tools: keep them as the ones seen.
     ToolsSeen { agent: AgentId, tools: Vec<String> },
     /// A server was removed or signed out of (`renamed_to` none): every agent forgets the
@@ -124,10 +129,11 @@ impl Actor for Agents {
             AgentsMsg::Remove { agent, reply } => {
                 let _ = reply.send(remove(ctx, &agent).await);
             }
-            AgentsMsg::RunEnded { agent, last } => {
+            AgentsMsg::RunEnded { agent, last, saved } => {
                 if let Err(e) = keep_last_run(ctx, agent, |l| *l = last).await {
                     warn!(agent = %agent, error = %e, "could not keep what a run found on its agent");
                 }
+                let _ = saved.send(());
             }
             AgentsMsg::ToolsSeen { agent, tools } => {
                 if let Err(e) = keep_last_run(ctx, agent, |l| l.tools_seen = tools).await {

@@ -43,6 +43,9 @@ const RECONNECT_GRACE: Duration = Duration::from_secs(20);
 /// How long the daemon's own sweep of a lost run keeps killing.
 const SWEEP_DEADLINE: Duration = Duration::from_secs(5);
 
+/// How long a run's end waits for its agent to keep what the run found.
+const AGENT_SAVE_LIMIT_MS: u64 = 5_000;
+
 /// The RunActor's messages.
 pub enum RunMsg {
     /// A runner connected for this run (its token already checked).
@@ -703,20 +706,27 @@ impl RunActorState {
         self.rec.exit = Some(exit);
         self.rec.stop = None;
         self.rec.last_seq = self.received;
-        // The agent hears of the end before anyone else can: whoever sees the run ended and
-        // then asks the agent finds its last run there.
+        // The agent keeps what the run found before anyone can see the run ended: whoever sees
+        // it ended and then asks the agent finds its last run there. (Waited for a few seconds
+        // at most: the agents actor calls no run, so it cannot be waiting for this one.)
         if let Some(run) = &self.rec.agent
             && let Some(agent) = run.agent
+            && let Some(agents) = self.ctx.agents.get()
         {
-            self.ctx.agents.cast(AgentsMsg::RunEnded {
-                agent,
-                last: LastRun {
-                    run: Some(self.rec.id),
-                    at: self.rec.ended_at,
-                    servers: run.servers.clone(),
-                    tools_seen: run.tools_seen(),
-                },
-            });
+            let last = LastRun {
+                run: Some(self.rec.id),
+                at: self.rec.ended_at,
+                servers: run.servers.clone(),
+                tools_seen: run.tools_seen(),
+            };
+            let saved = ractor::call_t!(
+                agents,
+                |saved| AgentsMsg::RunEnded { agent, last, saved },
+                AGENT_SAVE_LIMIT_MS
+            );
+            if let Err(e) = saved {
+                warn!(run_id = %self.rec.id, error = %e, "the agent did not say it kept what the run found");
+            }
         }
         self.persist().await?;
         if self.runner_held {
