@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use anyhow::Context;
+use bosun_actors::agents::launch::LoginChecks;
 use bosun_actors::agents::registry::{AgentsContext, AgentsHandle};
 use bosun_actors::auth::AuthContext;
 use bosun_actors::board::{BoardContext, BoardMsg, QaTokens};
@@ -38,6 +39,8 @@ pub struct DaemonCtx {
     pub agents: AgentsHandle,
     /// Sign-ins: shared by the Auth actor, the registry, List tools and the runs' launch.
     pub auth: AuthContext,
+    /// The coding CLIs' sign-in checks that passed lately (one check for runs started together).
+    pub logins: LoginChecks,
     pub started_at: Timestamp,
     root: RwLock<Option<ActorRef<RootMsg>>>,
     runs: ActorHandle<RunsMsg>,
@@ -111,6 +114,7 @@ impl DaemonCtx {
             keychain,
             agents: AgentsHandle::default(),
             auth,
+            logins: LoginChecks::default(),
             started_at,
             root: RwLock::new(None),
             runs: ActorHandle::default(),
@@ -188,6 +192,7 @@ impl DaemonCtx {
             writer: self.writer.clone(),
             keychain: self.keychain.clone(),
             auth: self.auth.clone(),
+            logins: self.logins.clone(),
         }
     }
 

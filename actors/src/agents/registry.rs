@@ -47,6 +47,8 @@ pub struct AgentsContext {
     pub keychain: Keychain,
     /// Sign-ins: a run gets a fresh token for each signed-in server.
     pub auth: crate::auth::AuthContext,
+    /// The CLIs' sign-in checks that passed lately, shared by every launch.
+    pub logins: super::launch::LoginChecks,
 }
 
 pub enum AgentsMsg {
