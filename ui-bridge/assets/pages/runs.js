@@ -188,11 +188,22 @@ export function mount(root) {
     draw();
   }
 
+  // A list answers as runs were when bosund read them; an event that came while it was on its
+  // way is newer (a run stopped in the meantime must not show as running again), and a list
+  // asked after it (the stream subscribed again) replaces it.
+  let loading = 0;
+  let touched = new Set();
+
   async function load() {
+    const mine = ++loading;
+    touched = new Set();
     try {
       const r = await call("list_runs", { all: true });
+      if (mine !== loading) return;
+      const newer = new Map([...touched].filter((id) => runs.has(id)).map((id) => [id, runs.get(id)]));
       runs.clear();
-      for (const v of r.runs) runs.set(v.id, v);
+      for (const v of r.runs) runs.set(v.id, newer.get(v.id) || v);
+      for (const [id, v] of newer) runs.set(id, v);
       loaded = true;
       flash(msg, "");
       filter();
@@ -210,6 +221,7 @@ export function mount(root) {
   const offs = [
     on("run", (v) => {
       runs.set(v.id, v);
+      touched.add(v.id);
       if (v.agent && v.agent.card && !cards.has(v.agent.card)) loadCards();
       filter();
     }),
