@@ -395,5 +395,7 @@ fn graphql(state: &mut State, body: &Value, owner: &str, repo: &str) -> Value {
     if query.contains("repository(") {
         return json!({ "data": { "repository": { "id": "R_1", "name": repo, "owner": { "login": owner }, "defaultBranchRef": { "name": "main" }, "viewerPermission": "WRITE", "mergeCommitAllowed": true, "squashMergeAllowed": true, "rebaseMergeAllowed": true } } });
     }
-    json!({ "errors": [ { "message": "the fake GitHub does not know this query" } ] })
+    let shown: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown: String = shown.chars().take(300).collect();
+    json!({ "errors": [ { "message": format!("the fake GitHub does not know this query: {shown}") } ] })
 }

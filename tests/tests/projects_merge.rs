@@ -221,9 +221,13 @@ fn gh_talks_to_the_fake_github_with_the_calls_bosun_makes() -> anyhow::Result<()
     let gh = FakeGithub::start("acme", "web")?;
     let head = "1111111111111111111111111111111111111111";
     gh.with_pr(Pr::open(7, "bosun/abc-x", head));
+    // gh keeps answers in a cache under $TMPDIR for a day: one of this test's own, as bosund's
+    // gh has, so no answer of another test (or another day) decides what gh asks.
+    let tmp = tempfile::tempdir()?;
     let run = |args: &[&str]| -> anyhow::Result<std::process::Output> {
         let mut c = Command::new("gh");
         c.args(args)
+            .env("TMPDIR", tmp.path())
             .env_remove("GITHUB_TOKEN")
             .env_remove("GH_TOKEN");
         for (k, v) in gh.env() {
