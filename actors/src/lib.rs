@@ -18,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod git;
 pub mod handle;
+pub mod http_body;
 pub mod keychain;
 pub mod lead;
 pub mod mcp;

@@ -120,6 +120,23 @@ impl Watcher {
     }
 }
 
+/// Waits until the run's log has not grown for 2 s on the full disk (and `also` holds).
+fn stops_growing(log: &Path, also: impl Fn() -> anyhow::Result<bool>) -> anyhow::Result<()> {
+    let mut last = (0, Instant::now());
+    wait_for(
+        "the run's log to stop growing on the full disk",
+        Duration::from_secs(60),
+        || {
+            let len = file_len(log);
+            if len != last.0 {
+                last = (len, Instant::now());
+                return Ok(None);
+            }
+            Ok((also()? && last.1.elapsed() > Duration::from_secs(2)).then_some(()))
+        },
+    )
+}
+
 fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
@@ -163,22 +180,7 @@ fn a_full_disk_holds_the_run_and_when_space_returns_nothing_is_lost() -> anyhow:
     std::fs::write(&go, b"")?;
 
     // The disk fills up, and the output stops: held, not lost.
-    let mut last = (0, Instant::now());
-    wait_for(
-        "the run's log to stop growing on the full disk",
-        Duration::from_secs(60),
-        || {
-            let len = file_len(&log);
-            if len != last.0 {
-                last = (len, Instant::now());
-                return Ok(None);
-            }
-            Ok(
-                (disk.free()? < 1024 * 1024 && last.1.elapsed() > Duration::from_secs(2))
-                    .then_some(()),
-            )
-        },
-    )?;
+    stops_growing(&log, || Ok(disk.free()? < 1024 * 1024))?;
     let held_at = file_len(&log);
     assert!(
         held_at < g.total_bytes(),
@@ -585,19 +587,7 @@ fn a_runner_held_by_a_full_disk_while_bosund_is_down_loses_nothing() -> anyhow::
     b.kill_daemon()?;
     std::fs::write(&go, b"")?;
     let log = b.home.join("runs").join(&run).join("log");
-    let mut last = (0, Instant::now());
-    wait_for(
-        "the run's log to stop growing on the full disk",
-        Duration::from_secs(60),
-        || {
-            let len = file_len(&log);
-            if len != last.0 {
-                last = (len, Instant::now());
-                return Ok(None);
-            }
-            Ok((last.1.elapsed() > Duration::from_secs(2)).then_some(()))
-        },
-    )?;
+    stops_growing(&log, || Ok(true))?;
     assert!(
         stress::runner_of(&b, &run).is_some(),
         "the runner died of the full disk while bosund was away"

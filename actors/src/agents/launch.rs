@@ -613,6 +613,14 @@ type LoginSlot = Arc<tokio::sync::Mutex<Option<Instant>>>;
 impl LoginChecks {
     fn slot(&self, key: u64) -> LoginSlot {
         let mut slots = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Passes that no longer stand, and that nobody is checking, go: the map holds only
+        // what could still save a check.
+        slots.retain(|k, slot| {
+            *k == key
+                || slot
+                    .try_lock()
+                    .map_or(true, |at| at.is_some_and(|at| at.elapsed() < LOGIN_OK_FOR))
+        });
         slots.entry(key).or_default().clone()
     }
 }

@@ -251,13 +251,7 @@ impl SigningKey {
             "iat": now,
             "exp": now + ASSERTION_LIFE.as_secs(),
         });
-        let input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
-        let signature = self.sign(input.as_bytes())?;
-        Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature)))
+        super::jws::compact(&header, &claims, |input| self.sign(input))
     }
 }
 

@@ -62,7 +62,7 @@ pub async fn check(http: &reqwest::Client, url: &str) -> Result<(), ClientDocume
         url: url.to_string(),
         why: plain(&e),
     };
-    let mut response = http
+    let response = http
         .get(url)
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
@@ -75,14 +75,13 @@ pub async fn check(http: &reqwest::Client, url: &str) -> Result<(), ClientDocume
             status: status.as_u16(),
         });
     }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-            return Err(ClientDocumentError::TooLarge {
-                url: url.to_string(),
-            });
-        }
-        body.extend_from_slice(&chunk);
+    let (body, over) = crate::http_body::read_capped(response, MAX_DOCUMENT_BYTES)
+        .await
+        .map_err(unreachable)?;
+    if over {
+        return Err(ClientDocumentError::TooLarge {
+            url: url.to_string(),
+        });
     }
     let document: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&body)
         .map_err(|e| ClientDocumentError::NotJson {

@@ -134,8 +134,10 @@ async fn fetch<T: serde::de::DeserializeOwned>(
             why: format!("it answered {status}"),
         });
     }
-    let bytes = response.bytes().await.map_err(|e| fetch_error(url, &e))?;
-    if bytes.len() > MAX_DOCUMENT {
+    let (bytes, over) = crate::http_body::read_capped(response, MAX_DOCUMENT)
+        .await
+        .map_err(|e| fetch_error(url, &e))?;
+    if over {
         return Err(DiscoveryError::Malformed {
             url: url.to_string(),
             why: format!("it is over {} KiB", MAX_DOCUMENT / 1024),

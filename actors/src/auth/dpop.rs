@@ -156,19 +156,11 @@ impl DpopKey {
         if let Some(nonce) = nonce {
             claims["nonce"] = json!(nonce);
         }
-        let input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
-        let signature = self
-            .pair
-            .sign(&SystemRandom::new(), input.as_bytes())
-            .map_err(|_| DpopError::Sign)?;
-        Ok(format!(
-            "{input}.{}",
-            URL_SAFE_NO_PAD.encode(signature.as_ref())
-        ))
+        super::jws::compact(&header, &claims, |input| {
+            self.pair
+                .sign(&SystemRandom::new(), input)
+                .map_err(|_| DpopError::Sign)
+        })
     }
 }
 

@@ -18,6 +18,7 @@ pub mod client_document;
 pub mod discovery;
 pub mod dpop;
 mod error;
+pub mod jws;
 pub use error::{AuthError, ProbeError};
 pub mod oauth;
 pub mod record;

@@ -550,7 +550,10 @@ async fn diagnose_http(
     {
         return auth_error(w);
     }
-    let text = bounded_text(response, DIAGNOSIS_BODY).await;
+    let (body, _) = crate::http_body::read_capped(response, DIAGNOSIS_BODY)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&body).into_owned();
     let snippet = cut(&ep.redact(&text), 160);
     if !status.is_success() {
         return McpError::Http {
@@ -598,21 +601,6 @@ async fn diagnose_http(
             hint: String::new(),
         },
     }
-}
-
-/// The start of an answer's body, at most `max` bytes (the rest is not read), as text.
-async fn bounded_text(response: reqwest::Response, max: usize) -> String {
-    use futures::StreamExt;
-    let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while let Some(Ok(chunk)) = chunks.next().await {
-        let room = max - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() == max {
-            break;
-        }
-    }
-    String::from_utf8_lossy(&body).into_owned()
 }
 
 fn reqwest_error(url: &str, e: &reqwest::Error, limits: Limits) -> McpError {

@@ -213,16 +213,10 @@ async fn bounded_body(response: reqwest::Response, max: usize) -> Result<Vec<u8>
     if response.content_length().is_some_and(|n| n > max as u64) {
         return Err(too_large());
     }
-    let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while let Some(chunk) = chunks.next().await {
-        let chunk = chunk?;
-        if body.len() + chunk.len() > max {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
+    match crate::http_body::read_capped(response, max).await? {
+        (body, false) => Ok(body),
+        (_, true) => Err(too_large()),
     }
-    Ok(body)
 }
 
 /// A client error answering `server/discover` (a server of an older revision, or middleware in
