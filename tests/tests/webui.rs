@@ -609,6 +609,45 @@ fn browser_stops_a_run_from_the_runs_page() -> anyhow::Result<()> {
     finish(b)
 }
 
+/// The answer to a stop ("stopping") and the event of the run's end come on connections of their
+/// own, so on a busy machine the answer can come second; a page that took it in as it came
+/// showed the ended run as stopping again, with nothing left to correct it (CI saw it once).
+/// Here the browser holds the answer back until the page shows the end, on both pages that stop.
+#[test]
+fn browser_stop_answer_after_the_runs_end_leaves_it_ended() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_stop_late");
+    for from in ["runs", "run"] {
+        // A sign-in address is good once: `bosun ui` gives a new one for the running bridge.
+        let ui = Ui::start(&b)?;
+        let run = b.start(&[], &["sleep", "300"])?;
+        let seen = drive(
+            &ui,
+            "stop",
+            &[
+                ("BOSUN_UI_RUN", &run),
+                ("BOSUN_UI_LATE_ANSWER", "1"),
+                ("BOSUN_UI_STOP_FROM", from),
+            ],
+        )?;
+        match from {
+            "runs" => {
+                assert_eq!(seen["state"], "exited", "{seen}");
+                assert!(
+                    seen["exit"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .contains("stopped"),
+                    "{seen}"
+                );
+            }
+            _ => assert_eq!(seen["state"], "stopped", "{seen}"),
+        }
+        let v = b.wait_ended(&run, Duration::from_secs(30))?;
+        assert_eq!(v["outcome"], "stopped");
+    }
+    finish(b)
+}
+
 #[test]
 fn browser_inbox_approves_the_leads_pending_action() -> anyhow::Result<()> {
     let b = Bosun::new("webui_browser_inbox");

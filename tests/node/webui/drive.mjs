@@ -62,13 +62,42 @@ const scenarios = {
     return { count: seen.lines.length, lines: seen.lines, rows: seen.rows, foreign: seen.foreign, status: seen.status };
   },
 
-  // Stops a run from the Runs page and waits until the list shows it ended.
+  // Stops a run from the Runs page (or, with BOSUN_UI_STOP_FROM=run, from the run's own page)
+  // and waits until the page shows it ended. With BOSUN_UI_LATE_ANSWER=1 the answer to the stop
+  // ("stopping") reaches the page only after the event of the run's end was shown, as it can
+  // when the machine is busy (they come on connections of their own): the run must still show
+  // as ended once the answer is taken in.
   async stop(page) {
-    await page.goto(`${base}/#/runs`);
+    const late = process.env.BOSUN_UI_LATE_ANSWER === "1";
+    const runsPage = process.env.BOSUN_UI_STOP_FROM !== "run";
+    const ended = runsPage ? `tr[data-run="${run}"][data-state="exited"]` : ".run-head .state.st-stopped";
+    let delivered;
+    const answered = new Promise((r) => (delivered = r));
+    if (late)
+      await page.route("**/api/call", async (route) => {
+        if (!(route.request().postData() || "").includes('"stop_run"')) return route.continue();
+        const response = await route.fetch();
+        await page.waitForSelector(ended);
+        const finished = page.waitForEvent("requestfinished", (r) => r === route.request());
+        await route.fulfill({ response });
+        delivered(await finished);
+      });
+    if (runsPage) {
+      await page.goto(`${base}/#/runs`);
+      await page.locator(`tr[data-run="${run}"] button`, { hasText: "Stop" }).click();
+    } else {
+      await page.goto(`${base}/#/run/${run}`);
+      await page.locator("#stop-run").click();
+    }
+    if (late) {
+      // The end was shown before the answer was let through.
+      await answered;
+      // The page has taken the answer in and drawn itself again (the list in an animation frame).
+      await page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(r)), 0)));
+    } else await page.waitForSelector(ended);
+    if (!runsPage) return { state: await page.locator(".run-head .state").textContent() };
     const row = page.locator(`tr[data-run="${run}"]`);
-    await row.locator("button", { hasText: "Stop" }).click();
-    await page.waitForSelector(`tr[data-run="${run}"][data-state="exited"]`);
-    return { exit: await row.locator("td.exit").textContent() };
+    return { exit: await row.locator("td.exit").textContent(), state: await row.getAttribute("data-state") };
   },
 
   // Approves the one pending action of the lead from the Inbox.

@@ -8,7 +8,7 @@ import { approvalItem, saidDone, tick } from "../approval.js";
 import { on } from "../bus.js";
 import { ago, clear, duration, flash, h, when } from "../dom.js";
 import { LogView, MAX_CHARS, MAX_LINES } from "../logview.js";
-import { exitText, stateCell, title } from "./runs.js";
+import { exitText, later, stateCell, title } from "./runs.js";
 
 // The first read: the log's last chunks (at most 64 × 64 KiB), enough for the last screen and
 // quick to read whatever the log's size.
@@ -192,7 +192,8 @@ export function mount(root, [id]) {
     refreshing = setTimeout(async () => {
       refreshing = null;
       try {
-        run = await call("get_run", { run: run.id });
+        const v = await call("get_run", { run: run.id });
+        run = later(run, v);
         drawHead();
       } catch {
         // Shown again on the next change.
@@ -203,7 +204,8 @@ export function mount(root, [id]) {
   async function stop(e) {
     e.target.disabled = true;
     try {
-      run = await call("stop_run", { run: run.id });
+      const v = await call("stop_run", { run: run.id });
+      run = later(run, v); // `run` as it is once the answer came, not as it was when asked
       drawHead();
     } catch (err) {
       flash(msg, err.message, true);
@@ -333,7 +335,7 @@ export function mount(root, [id]) {
   const offs = [
     on("run", (v) => {
       if (run && v.id === run.id) {
-        run = v;
+        run = later(run, v);
         drawHead();
       }
     }),

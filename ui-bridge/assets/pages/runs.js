@@ -37,6 +37,14 @@ export function stateCell(r) {
   return h("span", { class: `state st-${label}` }, label, r.paused ? h("span", { class: "paused", title: r.paused }, " paused") : null);
 }
 
+// Of a run's view already shown and one that came after it, the one to show: a run that has
+// ended never shows as live again. The answers to a stop and a read, and the run's events, come
+// on connections of their own, so a stop's answer ("stopping") can come after the event of the
+// run's end; it then must not put the run back as stopping, with nothing left to correct it.
+export function later(shown, v) {
+  return shown && shown.id === v.id && shown.state === "exited" && v.state !== "exited" ? shown : v;
+}
+
 export function title(r) {
   return r.name || [r.program, ...(r.args || [])].join(" ");
 }
@@ -94,8 +102,7 @@ export function mount(root) {
   async function stop(r, button) {
     button.disabled = true;
     try {
-      const v = await call("stop_run", { run: r.id });
-      runs.set(v.id, v);
+      take(await call("stop_run", { run: r.id }));
       filter();
     } catch (e) {
       flash(msg, e.message, true);
@@ -194,6 +201,12 @@ export function mount(root) {
   let loading = 0;
   let touched = new Set();
 
+  // A view of one run that came after the list was asked for: an event, or a stop's answer.
+  function take(v) {
+    runs.set(v.id, later(runs.get(v.id), v));
+    touched.add(v.id);
+  }
+
   async function load() {
     const mine = ++loading;
     touched = new Set();
@@ -201,8 +214,9 @@ export function mount(root) {
       const r = await call("list_runs", { all: true });
       if (mine !== loading) return;
       const newer = new Map([...touched].filter((id) => runs.has(id)).map((id) => [id, runs.get(id)]));
+      const before = new Map(runs);
       runs.clear();
-      for (const v of r.runs) runs.set(v.id, newer.get(v.id) || v);
+      for (const v of r.runs) runs.set(v.id, newer.get(v.id) || later(before.get(v.id), v));
       for (const [id, v] of newer) runs.set(id, v);
       loaded = true;
       flash(msg, "");
@@ -220,8 +234,7 @@ export function mount(root) {
   // the subscription was not streamed.
   const offs = [
     on("run", (v) => {
-      runs.set(v.id, v);
-      touched.add(v.id);
+      take(v);
       if (v.agent && v.agent.card && !cards.has(v.agent.card)) loadCards();
       filter();
     }),
