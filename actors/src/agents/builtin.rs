@@ -16,7 +16,7 @@ use tokio::process::Command;
 
 use super::catalog::{self, SwitchStates};
 use super::record::AgentRecord;
-use super::registry::{AgentsContext, AgentsMsg, find};
+use super::registry::{AgentsContext, AgentsMsg, SAVE_LIMIT_MS, find};
 
 /// How long Claude Code may take to print its init line.
 const ASK_LIMIT: Duration = Duration::from_secs(30);
@@ -43,11 +43,22 @@ pub async fn tools(
         }
         seen = ask_claude(&rec).await?;
         source = "Bosun's catalog merged with the tools Claude Code reported just now".into();
+        // Kept on the agent before the answer goes (a few seconds at most: this runs outside
+        // the agents actor, in a task of its own).
         if let Some(agents) = agents {
-            let _ = agents.cast(AgentsMsg::ToolsSeen {
-                agent: rec.id,
-                tools: seen.clone(),
-            });
+            let tools = seen.clone();
+            let saved = ractor::call_t!(
+                agents,
+                |saved| AgentsMsg::ToolsSeen {
+                    agent: rec.id,
+                    tools,
+                    saved,
+                },
+                SAVE_LIMIT_MS
+            );
+            if let Err(e) = saved {
+                tracing::warn!(agent = %rec.name, error = %e, "the agents actor did not say it kept the tools seen");
+            }
         }
     }
     let states = SwitchStates {

@@ -51,6 +51,11 @@ pub struct AgentsContext {
     pub logins: super::launch::LoginChecks,
 }
 
+/// How long a run's end, or an ask for a CLI's tools, waits for the agents actor to keep what it
+/// found (milliseconds). The agents actor calls no run and no ask, so it cannot be waiting for
+/// them; the limit only bounds a busy store.
+pub const SAVE_LIMIT_MS: u64 = 5_000;
+
 pub enum AgentsMsg {
     Add {
         params: AgentParams,
@@ -77,8 +82,13 @@ pub enum AgentsMsg {
         last: LastRun,
         saved: RpcReplyPort<()>,
     },
-    /// The CLI was asked for its tools: keep them as the ones seen.
-    ToolsSeen { agent: AgentId, tools: Vec<String> },
+    /// The CLI was asked for its tools: keep them as the ones seen, and answer once they are
+    /// saved (the answer to the ask waits for it, so `agent show` right after finds them).
+    ToolsSeen {
+        agent: AgentId,
+        tools: Vec<String>,
+        saved: RpcReplyPort<()>,
+    },
     /// A server was removed or signed out of (`renamed_to` none): every agent forgets the
     /// verdicts saved for its tools, so no old "always allow" outlives it. Renamed: the
     /// verdicts follow the new name.
@@ -137,10 +147,15 @@ impl Actor for Agents {
                 }
                 let _ = saved.send(());
             }
-            AgentsMsg::ToolsSeen { agent, tools } => {
+            AgentsMsg::ToolsSeen {
+                agent,
+                tools,
+                saved,
+            } => {
                 if let Err(e) = keep_last_run(ctx, agent, |l| l.tools_seen = tools).await {
                     warn!(agent = %agent, error = %e, "could not keep the tools seen on an agent");
                 }
+                let _ = saved.send(());
             }
             AgentsMsg::ServerVerdicts {
                 server,

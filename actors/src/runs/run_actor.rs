@@ -43,9 +43,6 @@ const RECONNECT_GRACE: Duration = Duration::from_secs(20);
 /// How long the daemon's own sweep of a lost run keeps killing.
 const SWEEP_DEADLINE: Duration = Duration::from_secs(5);
 
-/// How long a run's end waits for its agent to keep what the run found.
-const AGENT_SAVE_LIMIT_MS: u64 = 5_000;
-
 /// The RunActor's messages.
 pub enum RunMsg {
     /// A runner connected for this run (its token already checked).
@@ -722,7 +719,7 @@ impl RunActorState {
             let saved = ractor::call_t!(
                 agents,
                 |saved| AgentsMsg::RunEnded { agent, last, saved },
-                AGENT_SAVE_LIMIT_MS
+                crate::agents::registry::SAVE_LIMIT_MS
             );
             if let Err(e) = saved {
                 warn!(run_id = %self.rec.id, error = %e, "the agent did not say it kept what the run found");
