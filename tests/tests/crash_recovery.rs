@@ -103,6 +103,11 @@ fn a_runner_killed_while_the_daemon_is_up_makes_its_run_lost_and_ends_its_progra
     let id = b.start(&[], &["sh", "-c", "echo up; sleep 60"])?;
     let run = b.wait_run(&id, "the program to run", T, |v| v["pid"].is_i64())?;
     let program = run["pid"].as_i64().unwrap_or(0) as i32;
+    // The line is in the log before the runner dies (what a killed runner had not read yet is
+    // lost with it, as the pipe is).
+    wait_for("the first line in the log", T, || {
+        Ok((lines(&b.logs(&id)?) == ["up"]).then_some(()))
+    })?;
     let runners = runner_pids(&b);
     assert_eq!(runners.len(), 1, "{runners:?}");
     kill(Pid::from_raw(runners[0]), Signal::SIGKILL)?;
