@@ -87,7 +87,7 @@ impl Placed {
         std::fs::write(
             &path,
             format!(
-                "#!/bin/sh\ni=1\nwhile [ $i -le {n} ]; do\n  echo \"line $i of $(hostname 2>/dev/null || echo node)\"\n  if [ $((i % {every})) -eq 0 ]; then sleep {pause}; fi\n  i=$((i+1))\ndone\n"
+                "#!/bin/sh\nhost=$(hostname 2>/dev/null || echo node)\ni=1\nwhile [ $i -le {n} ]; do\n  echo \"line $i of $host\"\n  if [ $((i % {every})) -eq 0 ]; then sleep {pause}; fi\n  i=$((i+1))\ndone\n"
             ),
         )?;
         let mut perms = std::fs::metadata(&path)?.permissions();
@@ -225,7 +225,8 @@ fn thirty_runs_spread_across_three_nodes_each_log_complete() -> anyhow::Result<(
 fn a_sigkilled_bosund_loses_no_line_of_remote_runs() -> anyhow::Result<()> {
     let cluster = SlurmCluster::try_start(3)?;
     let p = placed("remote_sigkill", &cluster, 60)?;
-    let script = p.counter("slow.sh", 30_000, 1_000, "0.1")?;
+    // About ten seconds of output each (a tenth of a second's pause every 300 lines).
+    let script = p.counter("slow.sh", 30_000, 300, "0.1")?;
     let runs: Vec<String> = (0..3)
         .map(|_| p.start(&[], &[&script]))
         .collect::<Result<_, _>>()?;
@@ -234,11 +235,21 @@ fn a_sigkilled_bosund_loses_no_line_of_remote_runs() -> anyhow::Result<()> {
             v["last_seq"].as_u64().unwrap_or(0) > 2
         })?;
     }
-    for _ in 0..2 {
-        let before: Vec<u64> = runs
+    for kill in 0..2 {
+        let shown: Vec<Value> = runs
             .iter()
-            .map(|r| Ok(p.b.show(r)?["last_seq"].as_u64().unwrap_or(0)))
+            .map(|r| p.b.show(r))
             .collect::<anyhow::Result<_>>()?;
+        if kill == 0 {
+            // The first kill comes while every run writes.
+            for v in &shown {
+                assert_eq!(v["state"], "running", "{v:#}");
+            }
+        }
+        let before: Vec<u64> = shown
+            .iter()
+            .map(|v| v["last_seq"].as_u64().unwrap_or(0))
+            .collect();
         p.b.kill_daemon()?;
         // The next command starts bosund again; the runners dial back over TLS and go on
         // (each run's output grows past where it was, or it has ended).
