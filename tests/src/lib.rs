@@ -880,6 +880,36 @@ impl Bosun {
         self.add_agent(name, &args, "sk-ant-test-77c1e0d9a4")
     }
 
+    /// bosun's MCP server as the lead's answer in `chat` has it: the address and the answer's
+    /// token, read from the answer's 0600 config the way the lead's CLI reads it. Waited for
+    /// until the file is whole (the runner writes it just before it starts the CLI, and a file
+    /// that exists may not be written yet).
+    pub fn answer_mcp_server(&self, chat: &str) -> anyhow::Result<(String, String)> {
+        wait_for("the answer's MCP config", Duration::from_secs(60), || {
+            let Some(run) = self.json(&["chat", "show", chat])?["answering"]
+                .as_str()
+                .map(str::to_string)
+            else {
+                return Ok(None);
+            };
+            let config = self.home.join("runs").join(run).join("mcp.json");
+            let Ok(text) = std::fs::read_to_string(&config) else {
+                return Ok(None);
+            };
+            let Ok(v) = serde_json::from_str::<Value>(&text) else {
+                return Ok(None);
+            };
+            let server = &v["mcpServers"]["bosun"];
+            let url = server["url"].as_str().unwrap_or_default().to_string();
+            let token = server["headers"]["Authorization"]
+                .as_str()
+                .unwrap_or_default()
+                .trim_start_matches("Bearer ")
+                .to_string();
+            Ok((!url.is_empty() && !token.is_empty()).then_some((url, token)))
+        })
+    }
+
     /// `bosun agent add NAME ARGS…` with `secret` on stdin (for `--secret-env`).
     pub fn add_agent(&self, name: &str, args: &[&str], secret: &str) -> anyhow::Result<()> {
         let mut all = vec!["agent", "add", name];

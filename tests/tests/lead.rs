@@ -512,23 +512,7 @@ fn only_a_live_answer_s_token_reaches_bosun_s_mcp_server() -> anyhow::Result<()>
     let chat = new_chat(&b)?;
     let mut sending = b.cmd(&["chat", "send", &chat, "hi"]).spawn()?;
     // While the answer lives, its 0600 config holds its token.
-    let config = wait_for("the answer's MCP config", Duration::from_secs(60), || {
-        let run = b.json(&["chat", "show", &chat])?["answering"]
-            .as_str()
-            .map(str::to_string);
-        Ok(run
-            .map(|r| b.home.join("runs").join(r).join("mcp.json"))
-            .filter(|p| p.exists()))
-    })?;
-    let text = std::fs::read_to_string(&config)?;
-    let v: Value = serde_json::from_str(&text)?;
-    let server = &v["mcpServers"]["bosun"];
-    let url = server["url"].as_str().unwrap_or_default().to_string();
-    let token = server["headers"]["Authorization"]
-        .as_str()
-        .unwrap_or_default()
-        .trim_start_matches("Bearer ")
-        .to_string();
+    let (url, token) = b.answer_mcp_server(&chat)?;
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"

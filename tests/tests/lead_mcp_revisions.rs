@@ -171,22 +171,7 @@ fn live_answer(b: &Bosun, fake: &FakeModel) -> anyhow::Result<(Answer, String, S
     // The answer is held open by the fake model; `chat send` returns once it is under way
     // or over, and the chat's `answering` says which run answers.
     let sending = b.cmd(&["chat", "send", &chat, "hi"]).spawn()?;
-    let config = wait_for("the answer's MCP config", Duration::from_secs(60), || {
-        let run = b.json(&["chat", "show", &chat])?["answering"]
-            .as_str()
-            .map(str::to_string);
-        Ok(run
-            .map(|r| b.home.join("runs").join(r).join("mcp.json"))
-            .filter(|p| p.exists()))
-    })?;
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&config)?)?;
-    let server = &v["mcpServers"]["bosun"];
-    let url = server["url"].as_str().unwrap_or_default().to_string();
-    let token = server["headers"]["Authorization"]
-        .as_str()
-        .unwrap_or_default()
-        .trim_start_matches("Bearer ")
-        .to_string();
+    let (url, token) = b.answer_mcp_server(&chat)?;
     Ok((Answer { chat, sending }, url, token))
 }
 
