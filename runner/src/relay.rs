@@ -4,9 +4,11 @@
 //! chunk holds whole lines, gathered for a few milliseconds so that a program writing one line
 //! per write still makes few, large chunks (per-chunk costs, not bytes, are what limit
 //! throughput). What follows the last newline waits for the rest of its line, but no longer
-//! than [`PARTIAL_FLUSH`] (a prompt or a progress bar must show up live), and a line longer than
-//! [`MAX_LINE`] is split. Bytes are kept as they are; a split falls on a UTF-8 character
-//! boundary when there is one nearby.
+//! than [`PARTIAL_FLUSH`] (a prompt or a progress bar must show up live), and is sent in pieces
+//! of [`MAX_LINE`] as soon as that much of it waits (memory stays bounded however long a line
+//! is). A long line whose newline comes in the same read as the rest of it goes whole, so a chunk
+//! holds at most the lines waiting, one read and a piece (under ~450 KiB). Bytes are kept as they
+//! are; a split falls on a UTF-8 character boundary when there is one nearby.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
