@@ -201,7 +201,14 @@ fn scancel_from_outside_is_seen_as_cancelled_and_refusals_are_in_words() -> anyh
         t0.elapsed()
     );
     assert_eq!(ended.state, JobState::Cancelled);
-    assert_eq!(ended.exit, Some(JobExit::Signal(15)));
+    // slurmd sends SIGTERM to every process of the job: the batch shell dies of it (signal 15),
+    // or, when its `sleep` died of it first, the shell exits with 128 + 15 before it takes its
+    // own (seen once under load). Both are the SIGTERM of the cancel.
+    assert!(
+        matches!(ended.exit, Some(JobExit::Signal(15) | JobExit::Code(143))),
+        "{:?}",
+        ended.exit
+    );
 
     // What the scheduler refuses comes back in its words.
     let mut bad = request(&cluster, "bad", "#!/bin/sh\ntrue\n")?;
