@@ -94,6 +94,7 @@ pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
         Request::ProjectList => to(ctx, ProjectList),
         Request::ProjectRemove(c) => to(ctx, c),
         Request::CardRemove(c) => to(ctx, c),
+        Request::McpSignInCancel(c) => to(ctx, c),
     }
 }
 

@@ -5,9 +5,15 @@
 //! revocation on sign-out, and the refusals — with no token ever in an output or a file of
 //! bosun's.
 
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::process::Stdio;
 use std::time::Duration;
 
+use anyhow::Context;
 use bosun_tests::{Bosun, FakeModel, OAuthServer, keychain_values};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use serde_json::Value;
 
 /// A bosun whose "browser" is test-browser.
@@ -56,6 +62,69 @@ fn sign_in_and_use(b: &Bosun, oauth: &OAuthServer, extra: &[&str]) -> anyhow::Re
         .to_string();
     assert!(text.starts_with("client="), "{call}");
     Ok(signed)
+}
+
+/// Ctrl-C while `bosun mcp sign-in` waits for the browser cancels the sign-in: bosund's loopback
+/// address for the answer closes at once (not when the wait runs out), nothing is saved, and
+/// the command says so.
+#[test]
+fn ctrl_c_while_waiting_cancels_the_sign_in_and_closes_its_address() -> anyhow::Result<()> {
+    let b = Bosun::new("oauth_cancel");
+    let oauth = OAuthServer::start(&[])?;
+    oauth.add_to(&b)?;
+    let before = sign_in_state(&b, "remote")?;
+    let mut child = b
+        .cmd(&["mcp", "sign-in", "remote", "--no-browser"])
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().context("no stderr")?).lines();
+    let mut said = Vec::new();
+    for line in lines.by_ref() {
+        let line = line?;
+        let waiting = line.contains("waiting for the sign-in to finish");
+        said.push(line);
+        if waiting {
+            break;
+        }
+    }
+    let page = said
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with("http"))
+        .with_context(|| format!("no sign-in page in {said:?}"))?;
+    // The loopback address the provider would send the browser back to.
+    let callback = page
+        .split_once("redirect_uri=")
+        .and_then(|(_, r)| r.split('&').next())
+        .map(|r| r.replace("%3A", ":").replace("%2F", "/"))
+        .and_then(|r| {
+            r.strip_prefix("http://")
+                .and_then(|r| r.split('/').next())
+                .map(str::to_string)
+        })
+        .with_context(|| format!("no loopback redirect in {page}"))?;
+    assert!(
+        TcpStream::connect(&callback).is_ok(),
+        "bosund waits for the answer at {callback}"
+    );
+
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT)?;
+    let rest: Vec<String> = lines.collect::<Result<_, _>>()?;
+    let status = child.wait()?;
+    let rest = rest.join("\n");
+    assert!(!status.success(), "{status:?}: {rest}");
+    assert!(
+        rest.contains("the sign-in to `remote` was cancelled; nothing was saved. Run `bosun mcp sign-in remote` to start again"),
+        "{rest}"
+    );
+    assert!(
+        TcpStream::connect(&callback).is_err(),
+        "the loopback address {callback} is closed once the sign-in is cancelled"
+    );
+    assert_eq!(sign_in_state(&b, "remote")?, before);
+    assert!(oauth.requests_to("/token").is_empty());
+    assert!(held_tokens(&b).is_empty());
+    b.finish()
 }
 
 #[test]

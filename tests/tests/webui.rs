@@ -1070,7 +1070,7 @@ fn browser_signs_in_to_a_server_through_the_test_oauth_server() -> anyhow::Resul
         text(&seen["said"]).contains("is done: close it"),
         "{seen:#}"
     );
-    assert_eq!(seen["popups"], 2, "{seen:#}");
+    assert_eq!(seen["popups"], 3, "{seen:#}");
     assert!(
         text(&seen["answered"]).contains("You can close this page"),
         "{seen:#}"
@@ -1087,6 +1087,17 @@ fn browser_signs_in_to_a_server_through_the_test_oauth_server() -> anyhow::Resul
     let shown = b.json(&["mcp", "show", "remote"])?;
     assert_eq!(shown["sign_in"]["state"], "not signed in", "{shown:#}");
     assert_eq!(oauth.requests_to("/revoke").len(), 2);
+    // The third sign-in, cancelled while the provider's page was held: bosund's loopback
+    // address no longer answers, nothing reached the provider, nothing was saved.
+    assert!(
+        text(&seen["cancelled"])
+            .contains("Not signed in: the sign-in to `remote` was cancelled; nothing was saved."),
+        "{seen:#}"
+    );
+    assert_eq!(seen["callbackClosed"], true, "{seen:#}");
+    assert_eq!(seen["afterCancel"], "not signed in", "{seen:#}");
+    assert_eq!(oauth.requests_to("/authorize").len(), 2);
+    assert_eq!(oauth.requests_to("/token").len(), 2);
     assert_eq!(seen["dialogs"], serde_json::json!([]));
     finish(b)
 }

@@ -18,8 +18,8 @@ pub enum AuthError {
     #[error("{0}")]
     NotFound(String),
     /// The sign-in met a state it cannot go on from (a port taken, a state that does not match,
-    /// no registration offered, too many step-ups): from the sign-in. Retrying helps once that
-    /// changes.
+    /// no registration offered, too many step-ups, the person cancelled it): from the sign-in.
+    /// Retrying helps once that changes.
     #[error("{0}")]
     Conflict(String),
     /// Something the sign-in needs did not answer in time (the server, the browser, a refresher):

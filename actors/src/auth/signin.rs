@@ -16,7 +16,7 @@ use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tracing::{info, warn};
 
 use super::challenge::Challenge;
@@ -59,12 +59,17 @@ pub struct Server {
     pub client_metadata_url: Option<String>,
 }
 
-/// Sign-ins under way, by attempt number.
+/// Sign-ins under way, by attempt number: the answer to wait for (taken by whoever waits), and
+/// the way to cancel it (kept until the sign-in ends).
 #[derive(Clone, Default)]
 pub struct Pending {
     attempts: Arc<Mutex<HashMap<u64, Attempt>>>,
+    cancels: Arc<Mutex<HashMap<u64, Cancel>>>,
     next: Arc<AtomicU64>,
 }
+
+/// The way to cancel a sign-in under way: its server, and the signal its wait listens for.
+type Cancel = (ServerId, Arc<Notify>);
 
 /// A started sign-in: the page for the person to open.
 pub struct Started {
@@ -327,8 +332,16 @@ pub async fn start(
         previous_scope: existing.and_then(|e| e.scope),
         dpop,
     };
+    let cancel = Arc::new(Notify::new());
+    if let Ok(mut m) = ctx.pending.cancels.lock() {
+        m.insert(attempt, (rec.id, cancel.clone()));
+    }
+    let pending = ctx.pending.clone();
     tokio::spawn(async move {
-        let result = done.run(listener, authorization, wait).await;
+        let result = done.run(listener, authorization, wait, &cancel).await;
+        if let Ok(mut m) = pending.cancels.lock() {
+            m.remove(&attempt);
+        }
         if let Err(e) = &result {
             warn!(server = %done.name, error = %e, "sign-in failed");
         }
@@ -384,6 +397,30 @@ pub async fn finish(ctx: &AuthContext, attempt: u64) -> Result<ServerId, AuthErr
     }
 }
 
+/// Cancels a started sign-in that still waits for the browser's answer: its loopback address
+/// closes at once, nothing is saved, and whoever waits for it is told it was cancelled. Once the
+/// answer has come, the sign-in is completed (it is too late to cancel: the server has already
+/// issued the tokens), and whoever waits for it is told how it went.
+/// The answer is the server's id.
+pub fn cancel(ctx: &AuthContext, attempt: u64) -> Result<ServerId, AuthError> {
+    let found = ctx
+        .pending
+        .cancels
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&attempt).cloned());
+    match found {
+        Some((server, c)) => {
+            // A permit is kept when the sign-in is not waiting at this very moment.
+            c.notify_one();
+            Ok(server)
+        }
+        None => Err(AuthError::not_found(format!(
+            "there is no sign-in {attempt} under way (it has ended, or was never started)"
+        ))),
+    }
+}
+
 /// What completes a sign-in once the browser's answer comes.
 struct Finish {
     ctx: AuthContext,
@@ -405,6 +442,7 @@ impl Finish {
         listener: TcpListener,
         authorization: oauth::Authorization,
         wait: Duration,
+        cancel: &Notify,
     ) -> Result<(), AuthError> {
         let issuer = Issuer {
             expected: &self.found.issuer,
@@ -413,11 +451,19 @@ impl Finish {
                 .metadata
                 .authorization_response_iss_parameter_supported,
         };
-        let answer = tokio::time::timeout(
-            wait,
-            callback(&listener, &authorization.state, &issuer, &self.name),
-        )
-            .await
+        let waited = tokio::select! {
+            waited = tokio::time::timeout(
+                wait,
+                callback(&listener, &authorization.state, &issuer, &self.name),
+            ) => waited,
+            () = cancel.notified() => {
+                return Err(AuthError::conflict(format!(
+                    "the sign-in to `{}` was cancelled; nothing was saved. Run `bosun mcp sign-in {}` to start again",
+                    self.name, self.name
+                )));
+            }
+        };
+        let answer = waited
             .map_err(|_| {
                 AuthError::unavailable(format!(
                         "the sign-in to `{}` was not finished within {}; nothing was saved. Run `bosun mcp sign-in {}` again",

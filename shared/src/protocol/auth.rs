@@ -23,6 +23,14 @@ pub struct McpSignInFinish {
     pub attempt: u64,
 }
 
+/// Cancels a started sign-in that still waits for the person's browser: its loopback address
+/// closes, nothing is saved, and its [`McpSignInFinish`] answers that it was cancelled. The
+/// answer is the server as it is.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpSignInCancel {
+    pub attempt: u64,
+}
+
 /// Revokes (where the server offers that) and forgets a server's sign-in.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct McpSignOut {
@@ -47,6 +55,7 @@ calls! {
     McpSignIn => McpSignIn: SignInStarted;
     McpSignInMachine => McpSignInMachine: ServerView;
     McpSignInFinish => McpSignInFinish: ServerView;
+    McpSignInCancel => McpSignInCancel: ServerView;
     McpSignOut => McpSignOut: ServerView;
 }
 

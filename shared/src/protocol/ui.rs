@@ -20,7 +20,9 @@ use super::agents::{
     BuiltinToolsView, EditAgentParams,
 };
 use super::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
-use super::auth::{McpSignIn, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted};
+use super::auth::{
+    McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
+};
 use super::board::{
     AddCardParams, AddColumnParams, BoardLimit, BoardView, CardRemove, CardShow, CardView,
     ColumnView, EditCardParams, NoteShow, NoteSummary, NoteView, NoteWrite, SetColumnParams,
@@ -187,6 +189,8 @@ pub enum Request {
     ProjectRemove(ProjectRemove),
     // The board again (added after the approvals, so the order above stays as it was).
     CardRemove(CardRemove),
+    // A sign-in's cancel (added last, like the one above).
+    McpSignInCancel(McpSignInCancel),
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

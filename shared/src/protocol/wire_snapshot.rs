@@ -7,7 +7,9 @@ use serde_json::json;
 
 use super::agents::{AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools};
 use super::approvals::{Approvals, ApproveCard, Decide};
-use super::auth::{McpSignIn, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted};
+use super::auth::{
+    McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
+};
 use super::board::{BoardLimit, CardRemove, CardShow, NoteShow, NoteWrite};
 use super::lead::{
     AnswerStarted, Approve, ApproveAll, ChatNew, ChatSend, ChatShow, Discard, Inbox,
@@ -236,6 +238,7 @@ fn requests() -> Vec<Request> {
             card: "c".into(),
             force: false,
         }),
+        Request::McpSignInCancel(McpSignInCancel { attempt: 3 }),
     ]
 }
 
@@ -387,6 +390,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"project_list"}"#,
     r#"{"method":"project_remove","params":{"project":"p"}}"#,
     r#"{"method":"card_remove","params":{"card":"c","force":false}}"#,
+    r#"{"method":"mcp_sign_in_cancel","params":{"attempt":3}}"#,
 ];
 
 const RESPONSES: &[&str] = &[
@@ -498,7 +502,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

@@ -1,5 +1,5 @@
 //! Answers about signing in to an MCP server reached by address: start a sign-in, wait for it
-//! to end, sign a machine in with client credentials, sign out.
+//! to end or cancel it, sign a machine in with client credentials, sign out.
 
 use std::sync::Arc;
 
@@ -7,7 +7,7 @@ use bosun_actors::auth::client_credentials::{self, Machine};
 use bosun_actors::auth::signin;
 use bosun_actors::mcp::{look, registry};
 use bosun_shared::protocol::auth::{
-    McpSignIn, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
+    McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
 };
 use bosun_shared::protocol::mcp::ServerView;
 
@@ -38,6 +38,13 @@ impl Handle for McpSignInFinish {
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         let server = signin::finish(&ctx.auth, self.attempt).await?;
+        Ok(registry::show(&ctx.registry_context(), &server.to_string()).await?)
+    }
+}
+
+impl Handle for McpSignInCancel {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        let server = signin::cancel(&ctx.auth, self.attempt)?;
         Ok(registry::show(&ctx.registry_context(), &server.to_string()).await?)
     }
 }

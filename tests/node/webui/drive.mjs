@@ -258,7 +258,8 @@ const scenarios = {
   },
 
   // Signs in to a server reached by address (the test OAuth server) from its page: the
-  // provider's page opens in a window of the browser, and the page comes back signed in.
+  // provider's page opens in a window of the browser, and the page comes back signed in; then
+  // again as a new client; then a sign-in cancelled before the provider answered.
   async oauth(page) {
     await page.goto(`${base}/#/mcp`);
     await page.click("#mcp-add-open");
@@ -292,7 +293,26 @@ const scenarios = {
     const renewed = await page.locator("#server-message").textContent();
     await page.click("#sign-out");
     await page.waitForFunction(() => (document.getElementById("sign-in-state") || {}).textContent === "not signed in");
-    return { said, popups: popups.length, visited, answered, renewed };
+    // A sign-in cancelled while the provider's page has not answered yet (its request is held
+    // here): bosund's loopback address for the answer closes, and nothing is saved.
+    let held;
+    const holding = new Promise((r) => (held = r));
+    await page.context().route("**/authorize**", (route) => held(route));
+    await page.click("#sign-in");
+    const authorize = await holding;
+    const callback = new URL(authorize.request().url()).searchParams.get("redirect_uri");
+    await page.click("#sign-in-cancel");
+    await page.waitForFunction(() => /cancelled/.test(document.getElementById("server-message").textContent));
+    const cancelled = await page.locator("#server-message").textContent();
+    await authorize.abort();
+    let callbackClosed = false;
+    try {
+      await fetch(callback);
+    } catch {
+      callbackClosed = true;
+    }
+    const afterCancel = await page.locator("#sign-in-state").textContent();
+    return { said, popups: popups.length, visited, answered, renewed, cancelled, callbackClosed, afterCancel };
   },
 
   // The agent form: a new agent with its setup, a secret line, a server on with one of its

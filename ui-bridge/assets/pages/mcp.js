@@ -418,7 +418,18 @@ function serverPage(root, name) {
       const reused = started.reused_registration
         ? ` This uses the client bosun registered there before: if the page says the client or app is unknown, close it, reload this page, and sign in with “as a new client” ticked.`
         : "";
-      clear(msg).append(h("div", { class: "flash", id: "sign-in-waiting" }, `Sign in to ${name} in the window that opened (or open `, link, `); waiting up to ${Math.round(started.wait_secs / 60)} minutes…${reused}`));
+      // Cancelling closes bosund's loopback address for the answer; the wait below then ends
+      // with "cancelled" (or "signed in", when the answer was already in).
+      const cancel = h("button", { class: "small", id: "sign-in-cancel" }, "Cancel");
+      cancel.onclick = async () => {
+        cancel.disabled = true;
+        try {
+          await call("mcp_sign_in_cancel", { attempt: started.attempt });
+        } catch (e) {
+          flash(msg, `Could not cancel the sign-in: ${e.message}`, true);
+        }
+      };
+      clear(msg).append(h("div", { class: "flash", id: "sign-in-waiting" }, `Sign in to ${name} in the window that opened (or open `, link, `); waiting up to ${Math.round(started.wait_secs / 60)} minutes… `, cancel, reused));
       server = await call("mcp_sign_in_finish", { attempt: started.attempt });
       flash(msg, `Signed in to ${name}: the sign-in is over.${end()}`);
       drawHead();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::auth::{
-    McpSignIn, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
+    McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
 };
 use bosun_shared::protocol::call::Call;
 use bosun_shared::protocol::mcp::{
@@ -654,11 +654,33 @@ async fn sign_in(
             "bosun: this uses the client bosun registered there before; if the page says the client or app is unknown, press Ctrl-C and run `bosun mcp sign-in {name} --new-client`"
         );
     }
+    // Taken from here on: Ctrl-C cancels the sign-in rather than leave it waiting in bosund.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     eprintln!(
-        "bosun: waiting for the sign-in to finish ({} at most)…",
+        "bosun: waiting for the sign-in to finish ({} at most; Ctrl-C cancels it)…",
         bosun_shared::time::format_duration(Duration::from_secs(wait_secs))
     );
-    let server = client.call(McpSignInFinish { attempt }).await?;
+    let finish = client.call(McpSignInFinish { attempt });
+    tokio::pin!(finish);
+    let server = tokio::select! {
+        server = &mut finish => server?,
+        _ = interrupt.recv() => {
+            // Cancelled over a connection of its own (this one waits for the end), then the
+            // end is told as it came: cancelled, or signed in when the answer was already in.
+            let cancelled = match connect(dirs).await {
+                Ok(mut other) => other
+                    .call(McpSignInCancel { attempt })
+                    .await
+                    .map(|_| ())
+                    .map_err(anyhow::Error::from),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = cancelled {
+                eprintln!("bosun: could not cancel the sign-in: {e:#}");
+            }
+            finish.await?
+        }
+    };
     done(json, &server, "signed in")
 }
 
