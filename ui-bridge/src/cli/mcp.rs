@@ -676,9 +676,14 @@ async fn sign_in(
                 Err(e) => Err(e),
             };
             if let Err(e) = cancelled {
-                eprintln!("bosun: could not cancel the sign-in: {e:#}");
+                // bosund may still wait for the browser's answer: its wait runs out by itself.
+                anyhow::bail!("could not cancel the sign-in to {name}: {e:#}");
             }
-            finish.await?
+            // The answer comes at once; a second Ctrl-C does not wait for it.
+            tokio::select! {
+                server = &mut finish => server?,
+                _ = interrupt.recv() => anyhow::bail!("the sign-in to {name} is cancelled"),
+            }
         }
     };
     done(json, &server, "signed in")
