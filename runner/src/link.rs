@@ -258,7 +258,7 @@ async fn pump(
     loop {
         // The start first, so the daemon sees the program running before its output.
         if !started_acked && !started_sent {
-            let started = state.started.lock().ok().and_then(|s| *s);
+            let started = state.started.lock().ok().and_then(|s| s.clone());
             if let Some(s) = started {
                 if let Err(e) = writer.send(&RunnerMsg::Started(s)).await {
                     return SessionEnd::Lost(e.to_string());

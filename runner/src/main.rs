@@ -20,6 +20,7 @@ macro_rules! say {
 }
 
 mod control;
+mod fence;
 mod link;
 mod outbox;
 mod redact;
@@ -225,6 +226,7 @@ async fn run() -> Result<(), String> {
         redactor: redactor.clone(),
     };
     notes_sink.notes(&plan.notes);
+    let notes_sink_fence = notes_sink.clone();
     // bosund's lines for the log while the run goes on (a call waits for the person).
     tokio::spawn(async move {
         while let Some(note) = notes_rx.recv().await {
@@ -239,7 +241,10 @@ async fn run() -> Result<(), String> {
             signal: None,
             reason,
         },
-        Ok(mut child) => {
+        Ok((mut child, fence)) => {
+            if let Some(report) = &fence {
+                notes_sink_fence.notes(&[format!("bosun's fence: {report}")]);
+            }
             let me = ProcessIdentity::of(Pid::this());
             let pid = Pid::of_child(child.id().unwrap_or(0));
             let leader = ProcessIdentity::of(pid);
@@ -249,6 +254,7 @@ async fn run() -> Result<(), String> {
                     pgid: Pgid::led_by(pid),
                     start_time: l.start_time,
                     at: Timestamp::now(),
+                    fence,
                 });
                 wake.notify_one();
             }
@@ -435,8 +441,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Writes the plan's files and starts the program in a process group of its own.
-fn start_program(plan: &LaunchPlan) -> Result<tokio::process::Child, String> {
+/// Writes the plan's files and starts the program in a process group of its own, under the
+/// plan's fence (what it applied, in words, beside the child).
+fn start_program(plan: &LaunchPlan) -> Result<(tokio::process::Child, Option<String>), String> {
     for file in &plan.files {
         write_private_file(&file.path, file.contents.as_bytes())
             .map_err(|e| format!("could not write {}: {e}", file.path.display()))?;
@@ -465,7 +472,18 @@ fn start_program(plan: &LaunchPlan) -> Result<tokio::process::Child, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    cmd.spawn().map_err(|e| {
+    // A fenced run's temporary folder, made before the fence names it.
+    if let Some(tmp) = fenced_tmp(plan) {
+        bosun_shared::paths::create_private_dir(&tmp)
+            .map_err(|e| format!("could not make the run's temporary folder {}: {e}", tmp.display()))?;
+    }
+    let report = plan.fence.as_ref().map(|f| {
+        let fence = fence::Fence::build(f);
+        let report = fence.report.clone();
+        fence.install(&mut cmd);
+        report
+    });
+    let child = cmd.spawn().map_err(|e| {
         let why = if e.kind() == std::io::ErrorKind::NotFound {
             "no such program (looked in the run's PATH)".to_string()
         } else if e.kind() == std::io::ErrorKind::PermissionDenied {
@@ -474,7 +492,8 @@ fn start_program(plan: &LaunchPlan) -> Result<tokio::process::Child, String> {
             e.to_string()
         };
         format!("could not start `{}`: {why}", plan.program)
-    })
+    })?;
+    Ok((child, report))
 }
 
 fn write_private_file(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {
@@ -491,7 +510,25 @@ fn write_private_file(path: &std::path::Path, contents: &[u8]) -> std::io::Resul
     f.sync_all()
 }
 
+/// The `TMPDIR` of a fenced run: a folder of the run's own, made at its start and removed at
+/// its end.
+fn fenced_tmp(plan: &LaunchPlan) -> Option<std::path::PathBuf> {
+    plan.fence.as_ref()?;
+    plan.env
+        .iter()
+        .find(|(k, _)| k == "TMPDIR")
+        .map(|(_, v)| std::path::PathBuf::from(v))
+        .filter(|p| p.starts_with(&plan.run_dir))
+}
+
 fn delete_secret_files(plan: &LaunchPlan) {
+    if let Some(tmp) = fenced_tmp(plan) {
+        match fs::remove_dir_all(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => say!("bosun-runner: could not remove {}: {e}", tmp.display()),
+        }
+    }
     for file in plan.files.iter().filter(|f| f.secret) {
         match fs::remove_file(&file.path) {
             Ok(()) => {}

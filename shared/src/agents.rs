@@ -136,6 +136,24 @@ impl fmt::Display for WebFetch {
 }
 
 impl WebFetch {
+    /// Whether a page of `host` may be fetched: any host with `any`; with a list, a host named
+    /// in it, or under one of its `*.` entries (`*.laravel.com` takes `api.laravel.com` and
+    /// `a.b.laravel.com`, not `laravel.com` itself). Hosts compare without case and without a
+    /// trailing dot.
+    pub fn allows_host(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        match self {
+            WebFetch::Off => false,
+            WebFetch::Any => true,
+            WebFetch::Domains(domains) => domains.iter().any(|d| match d.strip_prefix("*.") {
+                Some(parent) => host
+                    .strip_suffix(parent)
+                    .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+                None => host == *d,
+            }),
+        }
+    }
+
     /// `off`, `any`, or a comma-separated list of domains such as `docs.rs,*.laravel.com`.
     pub fn parse(text: &str) -> Result<Self, String> {
         match text.trim() {
@@ -234,6 +252,26 @@ mod tests {
         ] {
             assert!(WebFetch::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_fetch_list_takes_its_hosts_and_the_subdomains_of_its_star_entries() {
+        let list = WebFetch::parse("docs.rs,*.laravel.com").unwrap();
+        for ok in ["docs.rs", "DOCS.rs.", "api.laravel.com", "a.b.laravel.com"] {
+            assert!(list.allows_host(ok), "{ok}");
+        }
+        for no in [
+            "laravel.com",
+            "evillaravel.com",
+            "sub.docs.rs",
+            "docs.rs.evil.com",
+            "127.0.0.1",
+            "",
+        ] {
+            assert!(!list.allows_host(no), "{no}");
+        }
+        assert!(WebFetch::Any.allows_host("127.0.0.1"));
+        assert!(!WebFetch::Off.allows_host("docs.rs"));
     }
 
     #[test]

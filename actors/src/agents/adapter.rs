@@ -48,6 +48,9 @@ pub struct AgentSetup {
     /// Every tool call of the run is handed to bosun's approval policy through the CLI's
     /// control protocol (the runner speaks it); the flags stay as the outer fence.
     pub controlled: bool,
+    /// The runner fences the run's programs in with Landlock (its workspace is limited): a
+    /// CLI's own sandbox that cannot run inside the fence is switched off.
+    pub fenced: bool,
 }
 
 /// An answer of the lead (its session is in [`AgentSetup::resume`]).
@@ -170,6 +173,17 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
     if setup.skills {
         allowed.push("SlashCommand".into());
         allowed.push("Skill".into());
+    }
+    // What a switch keeps off is not offered to the model either (bosun's policy refuses it
+    // all the same, whatever the CLI does with the flag).
+    if !setup.web_search {
+        disallowed.push("WebSearch".into());
+    }
+    if setup.web_fetch == WebFetch::Off {
+        disallowed.push("WebFetch".into());
+    }
+    if !setup.skills {
+        disallowed.extend(["SlashCommand".to_string(), "Skill".to_string()]);
     }
     let mcp_path = format!("{RUN_DIR}/mcp.json");
     let mut args = vec!["-p".to_string()];
@@ -339,7 +353,24 @@ fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation 
     };
     // `thread/start`'s params of a controlled run.
     let mut thread = Map::new();
-    if let Some(m) = &setup.permission_mode {
+    let mut notes = Vec::new();
+    // Codex's sandbox is a bubblewrap container, which cannot be built inside bosun's fence:
+    // under the fence it is off, and the fence holds the commands to the workspace instead.
+    let sandbox = if setup.fenced {
+        if let Some(m) = setup
+            .permission_mode
+            .as_ref()
+            .filter(|m| *m != "danger-full-access")
+        {
+            notes.push(format!(
+                "bosun's fence holds this run's commands to its workspace, so Codex's own sandbox ({m}) is off: it cannot run inside the fence. Each command still waits for bosun's policy."
+            ));
+        }
+        Some("danger-full-access".to_string())
+    } else {
+        setup.permission_mode.clone()
+    };
+    if let Some(m) = &sandbox {
         if setup.controlled {
             thread.insert("sandbox".into(), json!(m));
         } else {
@@ -356,7 +387,6 @@ fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation 
         }
     }
     let mut env = Vec::new();
-    let mut notes = Vec::new();
     // A controlled run's commands are decided by bosun's policy, allowed ones included.
     if !setup.controlled && !setup.allowed_commands.is_empty() {
         notes.push(format!(

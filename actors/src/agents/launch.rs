@@ -154,6 +154,7 @@ pub async fn prepare_with(
         agent: Some(rec.id),
         agent_name: rec.name.clone(),
         cli: Some(rec.cli),
+        workspace: Some(rec.workspace.clone()),
         ..AgentRun::default()
     };
 
@@ -277,6 +278,7 @@ pub async fn prepare_with(
         // The lead's answers have their own gate (bosun's MCP server keeps its privileged
         // calls for the person); every other run's calls go through the approval policy.
         controlled: chat.is_none(),
+        fenced: !rec.workspace.unrestricted,
     };
     let inv = adapter::build(&setup, prompt, &run_servers);
     notes.extend(inv.notes.iter().cloned());
@@ -764,6 +766,7 @@ mod tests {
             codex_config: Vec::new(),
             switches: Switches::default(),
             approvals: ApprovalSettings::default(),
+            workspace: Default::default(),
             paused: false,
             placement: Placement::Local,
             created_at: now,

@@ -6,6 +6,7 @@
 //! - [`adapter`]: the switches turned into each CLI's own flags and per-run files.
 //! - [`launch`]: an agent and a prompt turned into a run: servers resolved, secrets read.
 //! - [`stream`]: each CLI's own output stream turned into the run's events.
+//! - [`fence`]: where the programs of an agent's run may write, for the runner's Landlock fence.
 //! - [`catalog`]: each CLI's built-in tools, by group; [`builtin`]: the list shown, and asking
 //!   the installed Claude Code for its own.
 
@@ -13,6 +14,7 @@ pub mod adapter;
 pub mod builtin;
 pub mod catalog;
 mod error;
+pub mod fence;
 pub use error::AgentsError;
 pub mod launch;
 pub mod record;

@@ -51,6 +51,9 @@ pub struct AgentRecord {
     /// so that an agent without settings of its own is stored as before they existed.
     #[serde(default, skip_serializing_if = "ApprovalSettings::is_default")]
     pub approvals: ApprovalSettings,
+    /// Where its runs may write besides their own folder.
+    #[serde(default, skip_serializing_if = "WorkspaceSettings::is_default")]
+    pub workspace: WorkspaceSettings,
     /// Paused: the board starts no run of it (a person's own `agent run` still does).
     #[serde(default)]
     pub paused: bool,
@@ -99,6 +102,29 @@ pub struct Switches {
     pub browser_insecure_certs: bool,
     /// Claude Code's slash commands and skills.
     pub skills: bool,
+    /// Built-in tools bosun's catalog does not know, switched on by name (`builtin.NAME=on`);
+    /// every other such tool is refused. Left out of the record while empty.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub builtins: BTreeSet<String>,
+}
+
+/// Where an agent's runs may write besides their own folder (a card's worktree): the roots the
+/// person added, or anywhere (`workspace=unrestricted`). Left out of the record while it is the
+/// default, so that an agent is stored as before workspaces existed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceSettings {
+    /// Absolute, existing folders, resolved (every link followed) when they were set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<PathBuf>,
+    /// File tools may write anywhere but git metadata, and the runner puts up no fence.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unrestricted: bool,
+}
+
+impl WorkspaceSettings {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// One server's switch and its tools'.
@@ -272,6 +298,14 @@ pub struct AgentRun {
     /// through the approval policy). Left out of the record when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<Decision>,
+    /// Where the run may write besides its folder, as its agent said when it started: its file
+    /// tools are judged by it and its runner fences its programs in by it. Absent on runs
+    /// started before workspaces existed (their calls are judged by the agent's settings now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceSettings>,
+    /// What fence the runner applied, in words (from its start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<String>,
 }
 
 /// What bosun decided about one tool call of a run: committed before the runner hears it.

@@ -7,7 +7,7 @@
 //! and a failure part-way puts back what was changed.
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agents::AgentsError;
@@ -16,7 +16,7 @@ use bosun_shared::approvals::{ApprovalMode, ToolKey, Verdict};
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::agents::{
     AgentParams, AgentView, ApprovalsView, EditAgentParams, LastRunView, ServerSwitchView,
-    SwitchesView, ToolSwitchView,
+    SwitchesView, ToolSwitchView, WorkspaceView,
 };
 use bosun_shared::protocol::mcp::{LineView, SecretLine};
 use bosun_shared::{AgentId, Timestamp};
@@ -25,7 +25,9 @@ use tracing::{info, warn};
 
 use super::record::{
     AgentRecord, ApprovalSettings, LastRun, ServerSwitch, Switches, ToolSelection,
+    WorkspaceSettings,
 };
+use super::catalog;
 use crate::keychain::{Keychain, agent_env_key};
 use crate::mcp::browser;
 use crate::mcp::record::ServerRecord;
@@ -308,6 +310,11 @@ fn view_of(
             browser: browser_on,
             browser_insecure_certs: rec.switches.browser_insecure_certs,
             skills: rec.switches.skills,
+            builtins: rec.switches.builtins.iter().cloned().collect(),
+        },
+        workspace: WorkspaceView {
+            roots: rec.workspace.roots.clone(),
+            unrestricted: rec.workspace.unrestricted,
         },
         approvals: ApprovalsView {
             mode: rec.approvals.mode.to_string(),
@@ -594,6 +601,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsErr
         codex_config: p.codex_config,
         switches: Switches::default(),
         approvals: ApprovalSettings::default(),
+        workspace: WorkspaceSettings::default(),
         paused: false,
         placement: Placement::Local,
         created_at: now,
@@ -750,6 +758,12 @@ enum Setting {
     Verdict(ToolKey, Option<Verdict>),
     /// `placement=local|slurm|slurm:PARTITION`: where its runs go.
     Placement(Placement),
+    /// `roots=DIR,…` (resolved), or `roots=none`.
+    Roots(Vec<PathBuf>),
+    /// `workspace=unrestricted|roots`.
+    Unrestricted(bool),
+    /// `builtin.NAME=on|off`: a built-in tool bosun's catalog does not know.
+    Builtin(String, bool),
 }
 
 fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
@@ -761,7 +775,7 @@ fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
 }
 
 /// The keys `bosun agent set` takes, for messages.
-const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, approval, approval.wait, approval.wait-for-person, placement, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
+const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, builtin.<tool>, roots, workspace, approval, approval.wait, approval.wait-for-person, placement, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
 
 /// How long a call waits for the person when the agent does not say (then it is denied).
 pub const DEFAULT_APPROVAL_WAIT_MS: u64 = 30_000;
@@ -817,6 +831,16 @@ fn parse_setting(
             .parse::<Placement>()
             .map(Setting::Placement)
             .map_err(|e| bad(format!("`{text}`: {e}"))),
+        "roots" => parse_roots(value)
+            .map(Setting::Roots)
+            .map_err(|e| bad(format!("`{text}`: {e}"))),
+        "workspace" => match value.trim() {
+            "unrestricted" => Ok(Setting::Unrestricted(true)),
+            "roots" | "restricted" => Ok(Setting::Unrestricted(false)),
+            other => Err(bad(format!(
+                "`workspace={other}`: workspace takes roots (its runs write only in their folder and the agent's roots) or unrestricted (anywhere but git metadata)"
+            ))),
+        },
         "web.search" => Ok(Setting::WebSearch(on_off(key, value)?)),
         "web.fetch" => WebFetch::parse(value).map(Setting::WebFetch).map_err(|e| {
             bad(format!(
@@ -833,6 +857,25 @@ fn parse_setting(
                 )));
             }
             Ok(Setting::Skills(on))
+        }
+        other if other.starts_with("builtin.") => {
+            let tool = other.trim_start_matches("builtin.");
+            if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(bad(format!(
+                    "`{other}`: write builtin.NAME with the tool's name as its CLI reports it, such as builtin.FancyTool"
+                )));
+            }
+            if cli == CliKind::Command {
+                return Err(bad(
+                    "a command agent has no built-in tools to switch".to_string(),
+                ));
+            }
+            if catalog::find(cli, tool).is_some() {
+                return Err(bad(format!(
+                    "`{tool}` is in bosun's catalog of {cli}'s tools, where its own setting governs it (`bosun agent tools NAME` says which); builtin.NAME switches only tools the catalog does not know"
+                )));
+            }
+            Ok(Setting::Builtin(tool.to_string(), on_off(key, value)?))
         }
         other => {
             let is_verdict = matches!(
@@ -898,14 +941,57 @@ fn parse_setting(
     }
 }
 
+/// The roots of `roots=DIR,…`: each absolute, an existing folder, not `/`, resolved now (every
+/// link followed), so a link changed later changes nothing. `none` (or nothing) clears them.
+fn parse_roots(value: &str) -> Result<Vec<PathBuf>, String> {
+    let value = value.trim();
+    if value.is_empty() || value == "none" {
+        return Ok(Vec::new());
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(part);
+        if !path.is_absolute() {
+            return Err(format!(
+                "{part} is not an absolute path; give each root from / (such as /home/me/notes)"
+            ));
+        }
+        let resolved = std::fs::canonicalize(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{part} does not exist; create it first"),
+            _ => format!("{part} cannot be read: {e}"),
+        })?;
+        if !resolved.is_dir() {
+            return Err(format!("{part} is a file, not a folder; a root is a folder"));
+        }
+        if resolved.parent().is_none() {
+            return Err(format!(
+                "{part} is the root of the file system, which would let runs write anywhere; to lift the limit say so with workspace=unrestricted"
+            ));
+        }
+        if !roots.contains(&resolved) {
+            roots.push(resolved);
+        }
+    }
+    Ok(roots)
+}
+
 fn apply(
     switches: &mut Switches,
     approvals: &mut ApprovalSettings,
     placement: &mut Placement,
+    workspace: &mut WorkspaceSettings,
     setting: Setting,
     browser_id: Option<bosun_shared::ServerId>,
 ) {
     match setting {
+        Setting::Roots(roots) => workspace.roots = roots,
+        Setting::Unrestricted(on) => workspace.unrestricted = on,
+        Setting::Builtin(tool, true) => {
+            switches.builtins.insert(tool);
+        }
+        Setting::Builtin(tool, false) => {
+            switches.builtins.remove(&tool);
+        }
         Setting::Placement(p) => *placement = p,
         Setting::ApprovalMode(mode) => approvals.mode = mode,
         Setting::ApprovalWait(ms) => approvals.wait_ms = Some(ms),
@@ -966,10 +1052,19 @@ async fn set(
     let mut switches = rec.switches.clone();
     let mut approvals = rec.approvals.clone();
     let mut placement = rec.placement.clone();
+    let mut workspace = rec.workspace.clone();
     for p in parsed {
-        apply(&mut switches, &mut approvals, &mut placement, p, browser_id);
+        apply(
+            &mut switches,
+            &mut approvals,
+            &mut placement,
+            &mut workspace,
+            p,
+            browser_id,
+        );
     }
     rec.approvals = approvals;
+    rec.workspace = workspace;
     rec.placement = placement;
     // Switches of servers that are gone go too.
     switches

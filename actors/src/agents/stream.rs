@@ -17,7 +17,7 @@
 
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::full_tool_name;
-use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView};
+use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView, WorkspaceView};
 use serde_json::Value;
 
 use super::record::{AgentRun, CliResult, ToolCall};
@@ -93,6 +93,11 @@ impl AgentRun {
                 text: r.text.clone(),
             }),
             decisions: self.decisions.iter().map(|d| d.view()).collect(),
+            workspace: self.workspace.as_ref().map(|w| WorkspaceView {
+                roots: w.roots.clone(),
+                unrestricted: w.unrestricted,
+            }),
+            fence: self.fence.clone(),
         }
     }
 

@@ -5,20 +5,25 @@
 //!
 //! The RunActor of each run is the one place its calls are decided (`runs::run_actor::asks`).
 
+pub mod gate;
 pub mod policy;
 pub mod record;
+pub mod workspace;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use bosun_shared::agents::CliKind;
 use bosun_shared::protocol::runner::ToolAsk;
 use serde_json::Value;
 
-use crate::agents::record::{AgentRecord, AgentRun};
+use crate::agents::record::{AgentRecord, AgentRun, WorkspaceSettings};
 use crate::agents::registry::{AgentsHandle, AgentsMsg};
 use crate::mcp::record::ServerRecord;
 use crate::store::{Store, StoreError};
+use gate::Refusal;
 use policy::{Class, Decision, PolicyInput, ToolKey, Verdict};
+use workspace::Workspace;
 use record::ApprovalRecord;
 
 use crate::agents::registry::DEFAULT_APPROVAL_WAIT_MS as DEFAULT_WAIT_MS;
@@ -84,10 +89,12 @@ fn named<'a>(cli: CliKind, tool: &'a str, servers: &[ServerRecord]) -> Named<'a>
     Named::Builtin(tool)
 }
 
-/// Judges one ask of a run, from the agent's settings and the servers as they are now.
+/// Judges one ask of a run working in `folder`, from the agent's settings and the servers as
+/// they are now.
 pub fn evaluate(
     store: &Store,
     run: &AgentRun,
+    folder: &Path,
     escalated: bool,
     ask: &ToolAsk,
 ) -> Result<Evaluation, StoreError> {
@@ -106,7 +113,11 @@ pub fn evaluate(
     let command = policy::shell_command(cli, &ask.tool, &ask.input);
     let verdict = policy::verdict_for(&verdicts, &key, command);
     let attended = !run.unattended || settings.wait_for_person;
+    let refused = agent
+        .as_ref()
+        .and_then(|a| first_step(a, run.workspace.as_ref(), cli, &servers, folder, ask));
     let decision = policy::decide(&PolicyInput {
+        refused,
         mode: settings.mode,
         class,
         verdict,
@@ -142,6 +153,51 @@ pub fn evaluate(
         attended,
         verdict_key,
     })
+}
+
+/// The policy's first step for a call of the agent's run: its switches, then, for a file tool,
+/// where it writes.
+fn first_step(
+    agent: &AgentRecord,
+    run_workspace: Option<&WorkspaceSettings>,
+    cli: CliKind,
+    servers: &[ServerRecord],
+    folder: &Path,
+    ask: &ToolAsk,
+) -> Option<Refusal> {
+    let named = named(cli, &ask.tool, servers);
+    let call = match &named {
+        Named::Builtin(name) => gate::Call::Builtin {
+            name,
+            input: &ask.input,
+        },
+        Named::Mcp { server, tool } => gate::Call::Mcp { server, tool },
+    };
+    let who = gate::Agent {
+        name: &agent.name,
+        cli,
+        switches: &agent.switches,
+        servers,
+    };
+    if let Some(refusal) = gate::switches(who, call) {
+        return Some(refusal);
+    }
+    let targets = workspace::written_paths(cli, &ask.tool, &ask.input)?;
+    let settings = run_workspace.unwrap_or(&agent.workspace);
+    let space = Workspace::new(folder, &settings.roots, settings.unrestricted);
+    if targets.is_empty() {
+        return Some(Refusal {
+            rule: policy::Rule::OutsideWorkspace,
+            reason: format!(
+                "bosun could not tell which file `{}` writes, so it cannot check it against the run's workspace",
+                ask.tool
+            ),
+        });
+    }
+    let cwd = ask.cwd.as_deref().unwrap_or(folder);
+    targets
+        .iter()
+        .find_map(|t| space.refuse_write(&agent.name, cwd, t))
 }
 
 /// The agent's saved verdicts, with its allowed commands (`Bash(git *)`) as "always allow"

@@ -21,7 +21,7 @@
 //! let verdicts = BTreeMap::from([("Bash(git *)".to_string(), Verdict::AlwaysAllow)]);
 //! let key: ToolKey = "Bash".parse().unwrap();
 //! let verdict = verdict_for(&verdicts, &key, Some("git status"));
-//! let input = PolicyInput { mode: ApprovalMode::default(), class, verdict, escalated: false, attended: false };
+//! let input = PolicyInput { refused: None, mode: ApprovalMode::default(), class, verdict, escalated: false, attended: false };
 //! assert_eq!(decide(&input), Decision::Allow { rule: Rule::AlwaysAllow });
 //! ```
 //!
@@ -44,6 +44,7 @@ use bosun_shared::mcp::Hints;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::gate::Refusal;
 use crate::agents::launch::BOSUN_SERVER;
 use crate::mcp::browser::NAME as BROWSER;
 pub use bosun_shared::approvals::{
@@ -543,10 +544,18 @@ fn loose_commands(line: &str) -> impl Iterator<Item = Vec<&str>> {
 }
 
 /// The step of the precedence that decided a call. The numbers are the spec's steps; steps 2 and
-/// 9 have no counterpart in bosun (`docs/approvals.md` says why).
+/// 9 have no counterpart in bosun (`docs/approvals.md` says why). Step 0 is bosun's own, before
+/// the spec's nine: the agent's switches and the run's workspace, which no mode or verdict
+/// overrides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
+    /// Step 0: the agent's switch for the tool (or its server, or its tool there) is off.
+    SwitchedOff,
+    /// Step 0: a file tool would write outside every root of the run's workspace.
+    OutsideWorkspace,
+    /// Step 0: a file tool would write git metadata.
+    GitMetadata,
     /// Step 1: the person blocked the tool.
     Blocked,
     /// Step 3: the person always allows it, but the turn is escalated.
@@ -564,7 +573,10 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 7] = [
+    pub const ALL: [Rule; 10] = [
+        Rule::SwitchedOff,
+        Rule::OutsideWorkspace,
+        Rule::GitMetadata,
         Rule::Blocked,
         Rule::AlwaysAllowEscalated,
         Rule::AlwaysAllow,
@@ -577,6 +589,7 @@ impl Rule {
     /// The spec's step, for the run's record.
     pub fn step(self) -> u8 {
         match self {
+            Rule::SwitchedOff | Rule::OutsideWorkspace | Rule::GitMetadata => 0,
             Rule::Blocked => 1,
             Rule::AlwaysAllowEscalated => 3,
             Rule::AlwaysAllow => 4,
@@ -592,6 +605,11 @@ impl Rule {
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Rule::SwitchedOff => "the agent's switch for this tool is off",
+            Rule::OutsideWorkspace => {
+                "a file tool may write only inside the run's workspace, and this file is outside it"
+            }
+            Rule::GitMetadata => "file tools never write git metadata",
             Rule::Blocked => "the person blocked this tool",
             Rule::AlwaysAllowEscalated => {
                 "the person always allows this tool, but the run took in outside content earlier in this turn, so it asks all the same"
@@ -617,8 +635,12 @@ pub const BLOCKED: &str =
 pub const UNATTENDED: &str = "nobody is watching this run (no person started it, and its agent does not wait for one) and it took in outside content earlier in this turn, so a call that would ask is denied at once";
 
 /// One call, as the policy sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PolicyInput {
+    /// The first step's answer: a switch that is off, or a write outside the workspace or into
+    /// git metadata ([`gate`](super::gate), [`workspace`](super::workspace)). Refused in every
+    /// mode, whatever the verdicts say.
+    pub refused: Option<Refusal>,
     pub mode: ApprovalMode,
     pub class: Class,
     /// The person's saved verdict for the call ([`verdict_for`]).
@@ -657,9 +679,16 @@ impl Decision {
     }
 }
 
-/// Walks the precedence for one call. On a run nobody watches, the two asks the escalation causes
-/// (steps 3 and 8) are denied at once; the other asks wait like any other.
+/// Walks the precedence for one call: the first step (switches and workspace), then the spec's.
+/// On a run nobody watches, the two asks the escalation causes (steps 3 and 8) are denied at
+/// once; the other asks wait like any other.
 pub fn decide(input: &PolicyInput) -> Decision {
+    if let Some(refusal) = &input.refused {
+        return Decision::Deny {
+            rule: refusal.rule,
+            reason: refusal.reason.clone(),
+        };
+    }
     let escalated_ask = |rule| {
         if input.attended {
             Decision::Ask { rule }

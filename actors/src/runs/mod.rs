@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bosun_shared::agents::CliKind;
 use bosun_shared::paths::StateDir;
 use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
@@ -472,6 +473,22 @@ impl RunsState {
         let dir = run_dir.display().to_string();
         let here = |s: &str| s.replace(RUN_DIR, &dir);
         let mut plan_files = Vec::new();
+        // An agent's run with a limited workspace is fenced in by its runner, with a temporary
+        // folder of its own.
+        let fence = agent.as_ref().and_then(|a| {
+            let space = a.workspace.as_ref().filter(|w| !w.unrestricted)?;
+            let cli = a.cli.unwrap_or(CliKind::Command);
+            let tmp = run_dir.join(crate::agents::fence::TMP);
+            p.env.retain(|(k, _)| k != "TMPDIR");
+            p.env.push(("TMPDIR".into(), tmp.display().to_string()));
+            Some(crate::agents::fence::plan(
+                cli,
+                &p.cwd,
+                &space.roots,
+                &p.env,
+                &run_dir,
+            ))
+        });
         if agent.is_some() {
             p.args = p.args.iter().map(|a| here(a)).collect();
             p.env = p.env.iter().map(|(k, v)| (k.clone(), here(v))).collect();
@@ -527,6 +544,7 @@ impl RunsState {
             log_file: placement.is_local().then(|| self.ctx.store.log_path(id)),
             control,
             redact,
+            fence,
         };
         Ok((rec, plan, placement))
     }

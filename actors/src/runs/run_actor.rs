@@ -638,6 +638,9 @@ impl RunActorState {
                 start_time: s.start_time,
             });
             self.rec.started_at = Some(s.at);
+            if let Some(agent) = self.rec.agent.as_mut() {
+                agent.fence = s.fence.clone();
+            }
             if matches!(self.rec.state, RunState::Queued | RunState::Starting) {
                 self.rec.state = RunState::Running;
             }

@@ -204,7 +204,17 @@ impl Codex {
                     .and_then(|item| self.changes.get(item))
                     .cloned()
                     .unwrap_or_else(|| json!([]));
-                let mut input = json!({"changes": changes});
+                // The files it writes, kept apart so that they survive when a large patch's
+                // changes are cut down for the ask.
+                let paths: Vec<Value> = changes
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|c| [&c["path"], &c["move_path"], &c["kind"]["move_path"]])
+                    .filter(|p| p.is_string())
+                    .cloned()
+                    .collect();
+                let mut input = json!({"changes": changes, "paths": paths});
                 for key in ["reason", "grantRoot"] {
                     if let Some(v) = params[key].as_str() {
                         input[key] = json!(v);

@@ -60,6 +60,16 @@ pub fn input_for_ask(input: &serde_json::Value) -> (serde_json::Value, bool) {
     if let Some(obj) = input.as_object() {
         for (k, v) in obj {
             let short = match v {
+                // The files a change writes: bosun's policy judges the call by them.
+                serde_json::Value::Array(items)
+                    if k == "paths"
+                        && items.len() <= 256
+                        && items
+                            .iter()
+                            .all(|p| p.as_str().is_some_and(|p| p.len() <= 4096)) =>
+                {
+                    v.clone()
+                }
                 serde_json::Value::String(s) if s.len() > 4096 => {
                     let mut cut = 4096;
                     while !s.is_char_boundary(cut) {

@@ -98,6 +98,9 @@ pub struct AgentView {
     /// How its runs' tool calls are approved.
     #[serde(default)]
     pub approvals: ApprovalsView,
+    /// Where its runs may write besides their own folder.
+    #[serde(default)]
+    pub workspace: WorkspaceView,
     pub last_run: Option<LastRunView>,
     /// What the form would warn about (an outside source with npm or npx allowed, …).
     pub warnings: Vec<String>,
@@ -121,6 +124,14 @@ pub struct ApprovalsView {
     pub wait_for_person: bool,
 }
 
+/// Where an agent's runs may write, as shown: their own folder (a card's worktree), these
+/// roots, or anywhere but git metadata when unrestricted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceView {
+    pub roots: Vec<PathBuf>,
+    pub unrestricted: bool,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SwitchesView {
     /// Every MCP server, with this agent's switch for it and its tools.
@@ -130,6 +141,9 @@ pub struct SwitchesView {
     pub browser: bool,
     pub browser_insecure_certs: bool,
     pub skills: bool,
+    /// Built-in tools bosun's catalog does not know that the person switched on by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub builtins: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -213,6 +227,13 @@ pub struct AgentRunView {
     /// What bosun decided about each tool call, for a run whose calls go through its policy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<super::approvals::DecisionView>,
+    /// Where the run may write: its folder and these roots, or anywhere when unrestricted
+    /// (absent for a run started before workspaces existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceView>,
+    /// The fence its runner put its programs under, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

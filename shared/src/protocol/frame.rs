@@ -515,6 +515,7 @@ mod tests {
                     pgid: Pgid::from_raw(1),
                     start_time: 2,
                     at: Timestamp::from_millis(3),
+                    fence: None,
                 };
                 w.send(&RunnerMsg::Started(started)).await?;
             }

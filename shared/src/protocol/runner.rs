@@ -59,9 +59,20 @@ pub struct LaunchPlan {
     /// bosund as [`RunnerMsg::Output`] and bosund writes the file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file: Option<PathBuf>,
+    /// Set for a run of an agent whose workspace is limited: the runner fences the program (and
+    /// everything it starts) in with Landlock before it starts it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<FencePlan>,
 }
 
 impl Decode for LaunchPlan {}
+
+/// Where a fenced program may write: beneath these paths (folders, or single files such as
+/// `/dev/null`), and nowhere else. Reading and running programs are left alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FencePlan {
+    pub writable: Vec<PathBuf>,
+}
 
 /// How the runner drives a CLI through its control protocol, so that each of its tool calls
 /// waits for bosun's answer.
@@ -226,7 +237,7 @@ pub struct HeldOutput {
     pub bytes: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Started {
     pub pid: Pid,
     pub pgid: Pgid,
@@ -234,6 +245,10 @@ pub struct Started {
     /// sweep after a crash never kills a process that merely reuses the pid.
     pub start_time: u64,
     pub at: Timestamp,
+    /// The fence the program was started under, in words (what Landlock applied, and what the
+    /// kernel lacked when it was partial); absent when the plan asked for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -32,7 +32,8 @@ pub enum AgentCommand {
     Remove(NameArgs),
     /// Switch what the agent may use: mcp.<server>=on|off, mcp.<server>.<tool>=on|off,
     /// web.search=on|off, web.fetch=off|any|<domains>, browser=on|off,
-    /// browser.insecure-certs=on|off, skills=on|off
+    /// browser.insecure-certs=on|off, skills=on|off, builtin.<tool>=on|off, roots=DIR,…|none,
+    /// workspace=roots|unrestricted, approval=ask|read-only|skip, and tool verdicts
     Set(SetArgs),
     /// Start a run of the agent with a prompt, and print its id
     Run(RunArgs),
@@ -677,6 +678,13 @@ fn print_switches(a: &AgentView) {
         }
     );
     println!("skills            {}", on_off(s.skills));
+    for tool in &s.builtins {
+        println!("built-in {tool:<9}on (not in bosun's catalog: asks before each use)");
+    }
+    println!(
+        "workspace         {}",
+        super::output::workspace_words(&a.cwd, &a.workspace)
+    );
     for server in &s.mcp {
         if server.server == "chrome-devtools" && !server.on {
             continue;

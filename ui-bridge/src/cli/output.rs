@@ -163,6 +163,12 @@ pub fn print_run(run: &RunView) {
         if let Some(m) = &a.model {
             owned.push(("model", m.clone()));
         }
+        if let Some(w) = &a.workspace {
+            owned.push(("workspace", workspace_words(&run.cwd, w)));
+        }
+        if let Some(f) = &a.fence {
+            owned.push(("fence", f.clone()));
+        }
         for (server, state) in &a.servers {
             owned.push(("mcp server", format!("{server}: {state}")));
         }
@@ -255,4 +261,16 @@ pub fn print_status(s: &DaemonStatusView) {
         (None, Some(last)) => println!("{:<14}ok; {last}", "storage"),
         (None, None) => println!("{:<14}ok", "storage"),
     }
+}
+
+/// Where a run may write, in words: its folder and its agent's roots, or anywhere.
+pub fn workspace_words(folder: &std::path::Path, w: &bosun_shared::protocol::agents::WorkspaceView) -> String {
+    if w.unrestricted {
+        return "unrestricted: file tools may write anywhere but git metadata".to_string();
+    }
+    std::iter::once(folder)
+        .chain(w.roots.iter().map(std::path::PathBuf::as_path))
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -36,6 +36,7 @@ type Call = (ApprovalMode, ToolClass, Option<Verdict>, bool, bool);
 
 fn decide_call((mode, kind, verdict, escalated, attended): Call) -> Decision {
     decide(&PolicyInput {
+        refused: None,
         mode,
         class: class(kind),
         verdict,
@@ -814,9 +815,7 @@ fn stored_shapes_are_snake_case() {
     .unwrap();
     check(
         shapes,
-        expect![[
-            r#"{"mode":["ask_every_action","read_only_without_asking","skip_approvals"],"verdict":["always_allow","needs_approval","blocked"],"class":{"kind":"egress","outside_content":true},"rules":["blocked","always_allow_escalated","always_allow","needs_approval","covered_by_mode","not_covered_by_mode","escalated"],"decision":{"decision":"deny","rule":"escalated","reason":"why"}}"#
-        ]],
+        expect![[r#"{"mode":["ask_every_action","read_only_without_asking","skip_approvals"],"verdict":["always_allow","needs_approval","blocked"],"class":{"kind":"egress","outside_content":true},"rules":["switched_off","outside_workspace","git_metadata","blocked","always_allow_escalated","always_allow","needs_approval","covered_by_mode","not_covered_by_mode","escalated"],"decision":{"decision":"deny","rule":"escalated","reason":"why"}}"#]],
     );
 }
 
@@ -829,6 +828,9 @@ fn each_rule_says_why_in_a_sentence_with_its_step() {
     check(
         lines,
         expect![[r#"
+            0. the agent's switch for this tool is off
+            0. a file tool may write only inside the run's workspace, and this file is outside it
+            0. file tools never write git metadata
             1. the person blocked this tool
             3. the person always allows this tool, but the run took in outside content earlier in this turn, so it asks all the same
             4. the person always allows this tool

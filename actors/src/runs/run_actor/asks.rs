@@ -117,7 +117,9 @@ impl RunActorState {
         let store = self.ctx.store.clone();
         let escalated = self.asks.escalated;
         let ask2 = ask.clone();
-        let eval = blocking(move || approvals::evaluate(&store, &run, escalated, &ask2)).await??;
+        let folder = self.rec.cwd.clone();
+        let eval = blocking(move || approvals::evaluate(&store, &run, &folder, escalated, &ask2))
+            .await??;
         match eval.outcome {
             Outcome::Allow { rule } => {
                 self.decide_now(&ask, true, rule, None, eval.escalates, eval.summary)
