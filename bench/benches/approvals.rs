@@ -108,7 +108,8 @@ impl<'a> Setup<'a> {
         let s = Self {
             env,
             path_dir: scratch.join("bin"),
-            record: scratch.join("record.jsonl"),
+            // In the agents' folder: their runs write nowhere else (the runner's fence).
+            record: scratch.join("work/record.jsonl"),
             work: scratch.join("work"),
         };
         std::fs::create_dir_all(&s.path_dir)?;

@@ -474,8 +474,12 @@ fn start_program(plan: &LaunchPlan) -> Result<(tokio::process::Child, Option<Str
         .process_group(0);
     // A fenced run's temporary folder, made before the fence names it.
     if let Some(tmp) = fenced_tmp(plan) {
-        bosun_shared::paths::create_private_dir(&tmp)
-            .map_err(|e| format!("could not make the run's temporary folder {}: {e}", tmp.display()))?;
+        bosun_shared::paths::create_private_dir(&tmp).map_err(|e| {
+            format!(
+                "could not make the run's temporary folder {}: {e}",
+                tmp.display()
+            )
+        })?;
     }
     let report = plan.fence.as_ref().map(|f| {
         let fence = fence::Fence::build(f);

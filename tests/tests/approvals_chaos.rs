@@ -61,9 +61,10 @@ fn add_worker(b: &Bosun, script: &[Value]) -> anyhow::Result<std::path::PathBuf>
     let fakebin = b.scratch().join("fakebin");
     std::fs::create_dir_all(&fakebin)?;
     std::os::unix::fs::symlink(bin_dir().join("fake-claude"), fakebin.join("claude"))?;
-    let record = b.scratch().join("calls.jsonl");
     let work = b.scratch().join("work");
     std::fs::create_dir_all(&work)?;
+    // In the agent's folder: its runs write nowhere else (the runner's fence).
+    let record = work.join("calls.jsonl");
     b.add_agent(
         "worker",
         &[

@@ -230,7 +230,7 @@ fn outside_content_turns_an_always_allowed_write_into_an_ask() -> anyhow::Result
 #[test]
 fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_tool_runs_once() -> anyhow::Result<()> {
     let b = Bosun::new("approvals_claude_crash");
-    let marker = b.scratch().join("ran.txt");
+    let marker = b.scratch().join("coder/work/ran.txt");
     let fake = FakeModel::start(
         "anthropic",
         &format!(
@@ -260,7 +260,8 @@ fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_tool_runs_once() -> a
 #[test]
 fn a_decision_committed_before_a_crash_is_delivered_after_it() -> anyhow::Result<()> {
     let b = Bosun::new("approvals_claude_crash_decided");
-    let marker = b.scratch().join("ran.txt");
+    // In the agent's folder: its runs write nowhere else.
+    let marker = b.scratch().join("coder/work/ran.txt");
     let fake = FakeModel::start(
         "anthropic",
         &format!(

@@ -212,7 +212,7 @@ fn outside_content_turns_an_always_allowed_write_into_an_ask() -> anyhow::Result
 fn a_pending_approval_survives_a_sigkill_of_bosund_and_the_command_runs_once() -> anyhow::Result<()>
 {
     let b = Bosun::new("approvals_gemini_crash");
-    let marker = b.scratch().join("ran.txt");
+    let marker = b.scratch().join("coder/work/ran.txt");
     let fake = FakeModel::start(
         "gemini",
         &format!(

@@ -83,6 +83,16 @@ fn add_worker(b: &Bosun, log: &Path, secs: &str) -> anyhow::Result<()> {
         "-c",
         &script,
     ])?;
+    // A card's run writes in its worktree (its commit included) and in the agent's roots only:
+    // the log's folder is one.
+    let logs = log.parent().context("the log's folder")?;
+    std::fs::create_dir_all(logs)?;
+    b.ok(&[
+        "agent",
+        "set",
+        "worker",
+        &format!("roots={}", logs.display()),
+    ])?;
     Ok(())
 }
 
@@ -228,7 +238,7 @@ fn cards_of_one_project_run_at_once_each_in_its_own_worktree_and_run_again_in_it
     let config = std::fs::read(repo.join(".git/config"))?;
     let main = git(&repo, &["rev-parse", "main"])?;
     b.json(&["project", "add", "web", &repo.display().to_string()])?;
-    let log = b.scratch().join("runs.log");
+    let log = b.scratch().join("logs/runs.log");
     add_worker(&b, &log, "1.5")?;
     let mut cards = Vec::new();
     for title in ["Fix the login page", "Add a footer"] {
@@ -343,7 +353,7 @@ fn a_daemon_killed_while_making_a_worktree_leaves_one_worktree_for_the_card() ->
     let b = Bosun::new("projects_crash");
     let repo = repo(&b)?;
     b.json(&["project", "add", "web", &repo.display().to_string()])?;
-    let log = b.scratch().join("runs.log");
+    let log = b.scratch().join("logs/runs.log");
     add_worker(&b, &log, "0")?;
     let c = b.json(&[
         "board",
@@ -414,7 +424,7 @@ fn a_daemon_killed_while_making_a_worktree_leaves_one_worktree_for_the_card() ->
 #[test]
 fn cards_without_a_project_work_as_before() -> anyhow::Result<()> {
     let b = Bosun::new("projects_none");
-    let log = b.scratch().join("runs.log");
+    let log = b.scratch().join("logs/runs.log");
     add_worker(&b, &log, "0")?;
     let c = b.json(&["board", "card", "add", "Plain", "--assignee", "worker"])?;
     let short = c["short_id"].as_str().unwrap_or_default().to_string();

@@ -150,6 +150,11 @@ mod tests {
         .collect();
         assert_eq!(plan.writable, want);
         // Never the repository's configuration or hooks.
-        assert!(!plan.writable.iter().any(|p| p == &git || p.ends_with("hooks")));
+        assert!(
+            !plan
+                .writable
+                .iter()
+                .any(|p| p == &git || p.ends_with("hooks"))
+        );
     }
 }

@@ -23,11 +23,11 @@ use bosun_shared::{AgentId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
 
+use super::catalog;
 use super::record::{
     AgentRecord, ApprovalSettings, LastRun, ServerSwitch, Switches, ToolSelection,
     WorkspaceSettings,
 };
-use super::catalog;
 use crate::keychain::{Keychain, agent_env_key};
 use crate::mcp::browser;
 use crate::mcp::record::ServerRecord;
@@ -867,7 +867,7 @@ fn parse_setting(
             }
             if cli == CliKind::Command {
                 return Err(bad(
-                    "a command agent has no built-in tools to switch".to_string(),
+                    "a command agent has no built-in tools to switch".to_string()
                 ));
             }
             if catalog::find(cli, tool).is_some() {
@@ -956,12 +956,17 @@ fn parse_roots(value: &str) -> Result<Vec<PathBuf>, String> {
                 "{part} is not an absolute path; give each root from / (such as /home/me/notes)"
             ));
         }
-        let resolved = std::fs::canonicalize(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("{part} does not exist; create it first"),
-            _ => format!("{part} cannot be read: {e}"),
+        let resolved = std::fs::canonicalize(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                format!("{part} does not exist; create it first")
+            } else {
+                format!("{part} cannot be read: {e}")
+            }
         })?;
         if !resolved.is_dir() {
-            return Err(format!("{part} is a file, not a folder; a root is a folder"));
+            return Err(format!(
+                "{part} is a file, not a folder; a root is a folder"
+            ));
         }
         if resolved.parent().is_none() {
             return Err(format!(

@@ -23,8 +23,8 @@ use crate::mcp::record::ServerRecord;
 use crate::store::{Store, StoreError};
 use gate::Refusal;
 use policy::{Class, Decision, PolicyInput, ToolKey, Verdict};
-use workspace::Workspace;
 use record::ApprovalRecord;
+use workspace::Workspace;
 
 use crate::agents::registry::DEFAULT_APPROVAL_WAIT_MS as DEFAULT_WAIT_MS;
 

@@ -150,7 +150,11 @@ fn listed(input: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
     {
-        for at in [&change["path"], &change["move_path"], &change["kind"]["move_path"]] {
+        for at in [
+            &change["path"],
+            &change["move_path"],
+            &change["kind"]["move_path"],
+        ] {
             if let Some(p) = at.as_str() {
                 paths.push(p.to_string());
             }
@@ -223,9 +227,10 @@ fn git_metadata(absolute: &Path, resolved: &Path) -> Option<&'static str> {
             Component::Normal(name) => name
                 .to_str()
                 .is_some_and(|n| n.trim_end_matches(['.', ' ']).eq_ignore_ascii_case(".git")),
-            Component::ParentDir | Component::CurDir | Component::RootDir | Component::Prefix(_) => {
-                false
-            }
+            Component::ParentDir
+            | Component::CurDir
+            | Component::RootDir
+            | Component::Prefix(_) => false,
         })
     };
     if named_git(absolute) || named_git(resolved) {

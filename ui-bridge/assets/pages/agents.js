@@ -48,6 +48,11 @@ function listPage(root) {
 }
 
 // "90s", "10m", "1h30m", "2d" → milliseconds; null when it is not a duration.
+// An agent's roots as the form shows them: comma-separated, or `none`.
+function rootsText(w) {
+  return w && w.roots && w.roots.length ? w.roots.join(",") : "none";
+}
+
 export function parseDuration(s) {
   const t = s.trim().replace(/\s+/g, "");
   if (!t) return null;
@@ -128,6 +133,7 @@ async function blankAgent() {
     model: null,
     switches: { mcp, web_search: false, web_fetch: { mode: "off" }, browser: false, browser_insecure_certs: false, skills: false },
     approvals: { mode: "ask", verdicts: [], wait_ms: 30000, wait_for_person: false },
+    workspace: { roots: [], unrestricted: false },
     warnings: [],
     paused: false,
   };
@@ -214,6 +220,8 @@ function agentPage(root, name) {
       ),
       wait: text({ name: "approval.wait", value: duration(a.approvals.wait_ms), size: 8 }),
       waitForPerson: h("input", { type: "checkbox", name: "approval.wait-for-person", checked: a.approvals.wait_for_person }),
+      roots: text({ name: "roots", value: rootsText(a.workspace), placeholder: "none, or absolute folders: /home/me/notes,/srv/data", size: 40 }),
+      unrestricted: h("input", { type: "checkbox", name: "workspace.unrestricted", checked: !!(a.workspace && a.workspace.unrestricted) }),
     };
     const servers = sw.mcp.map((m) => {
       const on = h("input", { type: "checkbox", class: "server-switch", checked: m.on, "aria-label": `mcp.${m.server}` });
@@ -275,6 +283,9 @@ function agentPage(root, name) {
         h("label", { class: "switch" }, s.browser, "Browser (chrome-devtools)"),
         h("label", { class: "switch" }, s.insecure, "Browser accepts self-signed certificates"),
         h("label", { class: "switch" }, s.skills, "Skills and slash commands (Claude Code only)"),
+        h("h2", null, "Workspace"),
+        field("Roots", s.roots, "where its runs may write besides their own folder (a card's worktree); everything its runs start is fenced in to these"),
+        h("label", { class: "switch" }, s.unrestricted, "Unrestricted: file tools may write anywhere but git metadata, and runs are not fenced"),
         h("h2", null, "MCP servers"),
         servers.length ? servers.map((x) => x.el) : h("p", { class: "muted" }, "No MCP servers yet: ", h("a", { href: "#/mcp" }, "add one")),
       ),
@@ -313,6 +324,10 @@ function agentPage(root, name) {
           if (ct && ((toggled && x.on.checked) || on.checked !== ct.on)) out.push(`mcp.${x.m.server}.${t.name}=${onOff(on.checked)}`);
         }
       }
+      const roots = s.roots.value.trim() || "none";
+      if (roots !== rootsText(now.workspace)) out.push(`roots=${roots}`);
+      const unrestricted = !!(now.workspace && now.workspace.unrestricted);
+      if (s.unrestricted.checked !== unrestricted) out.push(`workspace=${s.unrestricted.checked ? "unrestricted" : "roots"}`);
       const ap = now.approvals;
       if (s.mode.value !== ap.mode) out.push(`approval=${s.mode.value}`);
       const waitText = s.wait.value.trim();

@@ -264,7 +264,10 @@ pub fn print_status(s: &DaemonStatusView) {
 }
 
 /// Where a run may write, in words: its folder and its agent's roots, or anywhere.
-pub fn workspace_words(folder: &std::path::Path, w: &bosun_shared::protocol::agents::WorkspaceView) -> String {
+pub fn workspace_words(
+    folder: &std::path::Path,
+    w: &bosun_shared::protocol::agents::WorkspaceView,
+) -> String {
     if w.unrestricted {
         return "unrestricted: file tools may write anywhere but git metadata".to_string();
     }

@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::agents::record::{ServerSwitch, Switches};
-use crate::approvals::policy::{Decision, PolicyInput, Rule, classify_builtin, classify_mcp, decide};
+use crate::approvals::policy::{
+    Decision, PolicyInput, Rule, classify_builtin, classify_mcp, decide,
+};
 use crate::mcp::browser::BrowserSettings;
 
 const CLIS: [CliKind; 3] = [CliKind::Claude, CliKind::Codex, CliKind::Gemini];
@@ -44,7 +46,11 @@ fn server(name: &str, browser: bool) -> ServerRecord {
 }
 
 /// The decision for a call under `mode` with "always allow" saved.
-fn decided(refused: Option<Refusal>, mode: ApprovalMode, class: crate::approvals::policy::Class) -> Decision {
+fn decided(
+    refused: Option<Refusal>,
+    mode: ApprovalMode,
+    class: crate::approvals::policy::Class,
+) -> Decision {
     decide(&PolicyInput {
         refused,
         mode,
@@ -56,7 +62,13 @@ fn decided(refused: Option<Refusal>, mode: ApprovalMode, class: crate::approvals
 }
 
 fn is_switched_off(d: &Decision) -> bool {
-    matches!(d, Decision::Deny { rule: Rule::SwitchedOff, .. })
+    matches!(
+        d,
+        Decision::Deny {
+            rule: Rule::SwitchedOff,
+            ..
+        }
+    )
 }
 
 /// Each governed built-in of each CLI, its switch off then on, in every mode.
@@ -70,24 +82,44 @@ fn every_built_in_switch_holds_in_every_mode() {
             let (off, on): (Switches, Switches) = match tool.governed {
                 Governed::WebSearch => (
                     Switches::default(),
-                    Switches { web_search: true, ..Switches::default() },
+                    Switches {
+                        web_search: true,
+                        ..Switches::default()
+                    },
                 ),
                 Governed::WebFetch => (
                     Switches::default(),
-                    Switches { web_fetch: WebFetch::Any, ..Switches::default() },
+                    Switches {
+                        web_fetch: WebFetch::Any,
+                        ..Switches::default()
+                    },
                 ),
                 Governed::Skills => (
                     Switches::default(),
-                    Switches { skills: true, ..Switches::default() },
+                    Switches {
+                        skills: true,
+                        ..Switches::default()
+                    },
                 ),
                 Governed::AlwaysOn
                 | Governed::PermissionMode
                 | Governed::AllowedCommands
                 | Governed::Off(_) => {
                     // No switch: the first step lets it through with everything off.
-                    let a = Agent { name: "coder", cli, switches: &Switches::default(), servers: &servers };
+                    let a = Agent {
+                        name: "coder",
+                        cli,
+                        switches: &Switches::default(),
+                        servers: &servers,
+                    };
                     assert_eq!(
-                        switches(a, Call::Builtin { name: tool.name, input: &input }),
+                        switches(
+                            a,
+                            Call::Builtin {
+                                name: tool.name,
+                                input: &input
+                            }
+                        ),
                         None,
                         "{cli} {}",
                         tool.name
@@ -97,12 +129,47 @@ fn every_built_in_switch_holds_in_every_mode() {
             };
             let class = classify_builtin(cli, tool.name, &input);
             for mode in MODES {
-                let a = Agent { name: "coder", cli, switches: &off, servers: &servers };
-                let d = decided(switches(a, Call::Builtin { name: tool.name, input: &input }), mode, class);
-                assert!(is_switched_off(&d), "{cli} {} off, {mode:?}: {d:?}", tool.name);
-                let a = Agent { name: "coder", cli, switches: &on, servers: &servers };
-                let d = decided(switches(a, Call::Builtin { name: tool.name, input: &input }), mode, class);
-                let skills_unchecked = tool.governed == Governed::Skills && !cli.has_skills_switch();
+                let a = Agent {
+                    name: "coder",
+                    cli,
+                    switches: &off,
+                    servers: &servers,
+                };
+                let d = decided(
+                    switches(
+                        a,
+                        Call::Builtin {
+                            name: tool.name,
+                            input: &input,
+                        },
+                    ),
+                    mode,
+                    class,
+                );
+                assert!(
+                    is_switched_off(&d),
+                    "{cli} {} off, {mode:?}: {d:?}",
+                    tool.name
+                );
+                let a = Agent {
+                    name: "coder",
+                    cli,
+                    switches: &on,
+                    servers: &servers,
+                };
+                let d = decided(
+                    switches(
+                        a,
+                        Call::Builtin {
+                            name: tool.name,
+                            input: &input,
+                        },
+                    ),
+                    mode,
+                    class,
+                );
+                let skills_unchecked =
+                    tool.governed == Governed::Skills && !cli.has_skills_switch();
                 assert_eq!(
                     is_switched_off(&d),
                     skills_unchecked,
@@ -123,8 +190,21 @@ fn a_fetch_list_is_matched_against_each_address_host() {
         web_fetch: WebFetch::parse("docs.rs,*.example.com").unwrap(),
         ..Switches::default()
     };
-    let claude = Agent { name: "coder", cli: CliKind::Claude, switches: &listed, servers: &servers };
-    let fetch = |url: &str| switches(claude, Call::Builtin { name: "WebFetch", input: &json!({"url": url}) });
+    let claude = Agent {
+        name: "coder",
+        cli: CliKind::Claude,
+        switches: &listed,
+        servers: &servers,
+    };
+    let fetch = |url: &str| {
+        switches(
+            claude,
+            Call::Builtin {
+                name: "WebFetch",
+                input: &json!({"url": url}),
+            },
+        )
+    };
     assert_eq!(fetch("https://docs.rs/tokio"), None);
     assert_eq!(fetch("https://api.example.com/x"), None);
     for no in [
@@ -140,21 +220,63 @@ fn a_fetch_list_is_matched_against_each_address_host() {
     }
     let r = fetch("http://127.0.0.1:9/x").unwrap();
     assert!(
-        r.reason.contains("bosun agent set coder web.fetch=docs.rs,*.example.com,127.0.0.1"),
+        r.reason
+            .contains("bosun agent set coder web.fetch=docs.rs,*.example.com,127.0.0.1"),
         "{}",
         r.reason
     );
     let off = Switches::default();
-    let claude_off = Agent { switches: &off, ..claude };
-    let r = switches(claude_off, Call::Builtin { name: "WebFetch", input: &json!({"url": "https://docs.rs"}) }).unwrap();
-    assert!(r.reason.contains("bosun agent set coder web.fetch=any"), "{}", r.reason);
+    let claude_off = Agent {
+        switches: &off,
+        ..claude
+    };
+    let r = switches(
+        claude_off,
+        Call::Builtin {
+            name: "WebFetch",
+            input: &json!({"url": "https://docs.rs"}),
+        },
+    )
+    .unwrap();
+    assert!(
+        r.reason.contains("bosun agent set coder web.fetch=any"),
+        "{}",
+        r.reason
+    );
     // Gemini cannot keep to a list: its fetch is off while there is one.
-    let gemini = Agent { cli: CliKind::Gemini, ..claude };
+    let gemini = Agent {
+        cli: CliKind::Gemini,
+        ..claude
+    };
     let prompt = json!({"prompt": "summarize https://docs.rs/x"});
-    assert!(switches(gemini, Call::Builtin { name: "web_fetch", input: &prompt }).is_some());
-    let any = Switches { web_fetch: WebFetch::Any, ..Switches::default() };
-    let gemini_any = Agent { switches: &any, ..gemini };
-    assert_eq!(switches(gemini_any, Call::Builtin { name: "web_fetch", input: &prompt }), None);
+    assert!(
+        switches(
+            gemini,
+            Call::Builtin {
+                name: "web_fetch",
+                input: &prompt
+            }
+        )
+        .is_some()
+    );
+    let any = Switches {
+        web_fetch: WebFetch::Any,
+        ..Switches::default()
+    };
+    let gemini_any = Agent {
+        switches: &any,
+        ..gemini
+    };
+    assert_eq!(
+        switches(
+            gemini_any,
+            Call::Builtin {
+                name: "web_fetch",
+                input: &prompt
+            }
+        ),
+        None
+    );
 }
 
 #[test]
@@ -164,10 +286,20 @@ fn mcp_servers_their_tools_and_the_browser_hold_in_every_mode() {
     let mut tools_off = ServerSwitch::all_on();
     tools_off.set_tool("delete_repo", false);
     let cases: Vec<(&str, Switches, &str, &str, bool, &str)> = vec![
-        ("server off", Switches::default(), "github", "list", true, "mcp.github=on"),
+        (
+            "server off",
+            Switches::default(),
+            "github",
+            "list",
+            true,
+            "mcp.github=on",
+        ),
         (
             "server on",
-            Switches { mcp: [(github.id, ServerSwitch::all_on())].into(), ..Switches::default() },
+            Switches {
+                mcp: [(github.id, ServerSwitch::all_on())].into(),
+                ..Switches::default()
+            },
             "github",
             "list",
             false,
@@ -175,27 +307,59 @@ fn mcp_servers_their_tools_and_the_browser_hold_in_every_mode() {
         ),
         (
             "tool off",
-            Switches { mcp: [(github.id, tools_off)].into(), ..Switches::default() },
+            Switches {
+                mcp: [(github.id, tools_off)].into(),
+                ..Switches::default()
+            },
             "github",
             "delete_repo",
             true,
             "mcp.github.delete_repo=on",
         ),
-        ("browser off", Switches::default(), "chrome-devtools", "click", true, "browser=on"),
+        (
+            "browser off",
+            Switches::default(),
+            "chrome-devtools",
+            "click",
+            true,
+            "browser=on",
+        ),
         (
             "browser on",
-            Switches { mcp: [(browser.id, ServerSwitch::all_on())].into(), ..Switches::default() },
+            Switches {
+                mcp: [(browser.id, ServerSwitch::all_on())].into(),
+                ..Switches::default()
+            },
             "chrome-devtools",
             "click",
             false,
             "",
         ),
-        ("a server bosun did not give", Switches::default(), "from-user-config", "x", true, "not an MCP server bosun gave"),
-        ("bosun's own", Switches::default(), BOSUN_SERVER, "qa_pass", false, ""),
+        (
+            "a server bosun did not give",
+            Switches::default(),
+            "from-user-config",
+            "x",
+            true,
+            "not an MCP server bosun gave",
+        ),
+        (
+            "bosun's own",
+            Switches::default(),
+            BOSUN_SERVER,
+            "qa_pass",
+            false,
+            "",
+        ),
     ];
     for (what, sw, server, tool, refused, says) in cases {
         for cli in CLIS {
-            let a = Agent { name: "coder", cli, switches: &sw, servers: &servers };
+            let a = Agent {
+                name: "coder",
+                cli,
+                switches: &sw,
+                servers: &servers,
+            };
             let r = switches(a, Call::Mcp { server, tool });
             let class = classify_mcp(server, &Default::default());
             for mode in MODES {
@@ -215,12 +379,36 @@ fn a_built_in_the_catalog_does_not_know_is_off_until_switched_on_and_then_asks()
     let input = Value::Null;
     for cli in CLIS {
         let off = Switches::default();
-        let a = Agent { name: "coder", cli, switches: &off, servers: &servers };
-        let r = switches(a, Call::Builtin { name: "FancyTool", input: &input }).unwrap();
+        let a = Agent {
+            name: "coder",
+            cli,
+            switches: &off,
+            servers: &servers,
+        };
+        let r = switches(
+            a,
+            Call::Builtin {
+                name: "FancyTool",
+                input: &input,
+            },
+        )
+        .unwrap();
         assert!(r.reason.contains("builtin.FancyTool=on"), "{}", r.reason);
-        let on = Switches { builtins: BTreeSet::from(["FancyTool".to_string()]), ..Switches::default() };
+        let on = Switches {
+            builtins: BTreeSet::from(["FancyTool".to_string()]),
+            ..Switches::default()
+        };
         let a = Agent { switches: &on, ..a };
-        assert_eq!(switches(a, Call::Builtin { name: "FancyTool", input: &input }), None);
+        assert_eq!(
+            switches(
+                a,
+                Call::Builtin {
+                    name: "FancyTool",
+                    input: &input
+                }
+            ),
+            None
+        );
         let class = classify_builtin(cli, "FancyTool", &input);
         for mode in MODES {
             let d = decide(&PolicyInput {

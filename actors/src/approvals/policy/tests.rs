@@ -815,7 +815,9 @@ fn stored_shapes_are_snake_case() {
     .unwrap();
     check(
         shapes,
-        expect![[r#"{"mode":["ask_every_action","read_only_without_asking","skip_approvals"],"verdict":["always_allow","needs_approval","blocked"],"class":{"kind":"egress","outside_content":true},"rules":["switched_off","outside_workspace","git_metadata","blocked","always_allow_escalated","always_allow","needs_approval","covered_by_mode","not_covered_by_mode","escalated"],"decision":{"decision":"deny","rule":"escalated","reason":"why"}}"#]],
+        expect![[
+            r#"{"mode":["ask_every_action","read_only_without_asking","skip_approvals"],"verdict":["always_allow","needs_approval","blocked"],"class":{"kind":"egress","outside_content":true},"rules":["switched_off","outside_workspace","git_metadata","blocked","always_allow_escalated","always_allow","needs_approval","covered_by_mode","not_covered_by_mode","escalated"],"decision":{"decision":"deny","rule":"escalated","reason":"why"}}"#
+        ]],
     );
 }
 

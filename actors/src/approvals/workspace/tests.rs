@@ -17,7 +17,13 @@ impl Tree {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(dir.path()).unwrap();
-        for d in ["work/src", "notes", "outside", "repo.git/objects", "repo.git/refs"] {
+        for d in [
+            "work/src",
+            "notes",
+            "outside",
+            "repo.git/objects",
+            "repo.git/refs",
+        ] {
             std::fs::create_dir_all(base.join(d)).unwrap();
         }
         std::fs::write(base.join("repo.git/HEAD"), "ref: refs/heads/main\n").unwrap();
@@ -71,8 +77,16 @@ fn the_refusal_names_the_roots_and_how_to_add_one() {
         .space(false)
         .refuse_write("coder", &t.at("work"), "../outside/x")
         .unwrap();
-    assert!(r.reason.contains(&t.at("work").display().to_string()), "{}", r.reason);
-    assert!(r.reason.contains(&t.at("notes").display().to_string()), "{}", r.reason);
+    assert!(
+        r.reason.contains(&t.at("work").display().to_string()),
+        "{}",
+        r.reason
+    );
+    assert!(
+        r.reason.contains(&t.at("notes").display().to_string()),
+        "{}",
+        r.reason
+    );
     assert!(
         r.reason.contains("bosun agent set coder roots=DIR,"),
         "{}",
@@ -93,7 +107,10 @@ fn a_link_out_of_a_root_counts_as_outside_dangling_or_not() {
     assert_eq!(t.rule(false, "inside/x"), None);
     // `..` after a link is taken from where the link leads.
     assert_eq!(t.rule(false, "out/../work/x"), None);
-    assert_eq!(t.rule(false, "inside/../../outside/x"), Some(Rule::OutsideWorkspace));
+    assert_eq!(
+        t.rule(false, "inside/../../outside/x"),
+        Some(Rule::OutsideWorkspace)
+    );
 }
 
 #[test]
@@ -121,7 +138,10 @@ fn git_metadata_is_never_written_in_any_spelling_even_unrestricted() {
     let bare = t.at("repo.git/config").display().to_string();
     assert_eq!(t.rule(true, &bare), Some(Rule::GitMetadata));
     symlink(t.at("repo.git"), t.at("work/sneaky")).unwrap();
-    assert_eq!(t.rule(false, "sneaky/hooks/pre-commit"), Some(Rule::GitMetadata));
+    assert_eq!(
+        t.rule(false, "sneaky/hooks/pre-commit"),
+        Some(Rule::GitMetadata)
+    );
     // Names that only look alike are fine.
     assert_eq!(t.rule(false, ".gitignore"), None);
     assert_eq!(t.rule(false, "src/.github/workflows/ci.yml"), None);
@@ -172,7 +192,12 @@ fn each_clis_file_tools_say_what_they_write() {
     });
     assert_eq!(
         written_paths(CliKind::Codex, "apply_patch", &patch),
-        Some(vec!["/w/a".into(), "/w/b".into(), "/w/c".into(), "/w2".into()])
+        Some(vec![
+            "/w/a".into(),
+            "/w/b".into(),
+            "/w/c".into(),
+            "/w2".into()
+        ])
     );
     // A large patch cut down for the ask keeps its paths.
     let cut = json!({"changes": "(900000 bytes)", "paths": ["/w/a"]});
