@@ -2,7 +2,7 @@
 //! 1; the fixture and the script that made it are in `tests/fixtures/upgrade-v1/`), opened by
 //! today's build. Everything is there, item by item; every log is byte for byte what the old
 //! build printed; each agent's CLI permission mode is carried over as verdicts and the person is
-//! told; no canary secret is left anywhere in the migrated store file (free pages included) or
+//! told (`daemon status`, `agent show`, the agent's page in chromium); no canary secret is left anywhere in the migrated store file (free pages included) or
 //! its backup; and an `acceptEdits` agent's board run writes without asking.
 
 use std::path::{Path, PathBuf};
@@ -88,6 +88,23 @@ fn verdicts(b: &Bosun, agent: &str) -> anyhow::Result<Vec<(String, String)>> {
             (s(0), s(1))
         })
         .collect())
+}
+
+/// `node tests/node/webui/drive.mjs <scenario>` in Debian's chromium, signed in at `login`;
+/// the JSON it prints.
+fn browse(login: &str, scenario: &str) -> anyhow::Result<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("node/webui/drive.mjs");
+    let out = std::process::Command::new("node")
+        .arg(script)
+        .arg(scenario)
+        .env("BOSUN_UI_LOGIN", login)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "the browser scenario {scenario} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(serde_json::from_slice(&out.stdout)?)
 }
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -222,6 +239,22 @@ fn the_previous_releases_state_opens_item_by_item_with_no_secret_left_in_the_sto
         shown.contains("carried over from its permission mode acceptEdits"),
         "{shown}"
     );
+    // The agent's page in the web UI says it too, and the Daemon page has the upgrade's line.
+    let ui = b.json(&["ui", "--no-open"])?;
+    let seen = browse(ui["login_url"].as_str().unwrap_or_default(), "carried")?;
+    b.ok(&["ui", "--stop"])?;
+    let page = seen["agent"].as_str().unwrap_or_default();
+    assert!(
+        page.contains("carried over from its permission mode acceptEdits")
+            && page.contains("Write, MultiEdit, NotebookEdit = allow"),
+        "{seen:#}"
+    );
+    assert!(
+        seen["daemon"]
+            .as_str()
+            .is_some_and(|d| d.contains("upgraded from schema 1 to 2")),
+        "{seen:#}"
+    );
     assert_eq!(
         verdicts(&b, "root")?,
         pairs(&[("Bash", "allow"), ("apply_patch", "allow")])
@@ -348,19 +381,15 @@ fn an_accept_edits_agent_of_the_old_store_writes_without_asking_in_a_board_run()
         &format!("PATH={}", node_path()),
     ])?;
     b.ok(&["agent", "set", "coder", "mcp.tools=off"])?;
-    let card = b.json(&["board", "card", "show", "Fix the login page"]);
-    let card = match card {
-        Ok(c) => c["short_id"].as_str().unwrap_or_default().to_string(),
-        Err(_) => {
-            let board = b.json(&["board"])?;
-            board["cards"]
-                .as_array()
-                .and_then(|cs| cs.iter().find(|c| c["title"] == "Fix the login page"))
-                .and_then(|c| c["short_id"].as_str())
-                .unwrap_or_default()
-                .to_string()
-        }
-    };
+    // The fixture's card for coder waits in Backlog; in To do (an Auto column) the board starts
+    // it, as a run nobody watches.
+    let board = b.json(&["board"])?;
+    let card = board["cards"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["title"] == "Fix the login page"))
+        .and_then(|c| c["short_id"].as_str())
+        .unwrap_or_default()
+        .to_string();
     b.json(&["board", "card", "move", &card, "To do"])?;
     let run = wait_for("the card's run", Duration::from_secs(60), || {
         let c = b.json(&["board", "card", "show", &card])?;
