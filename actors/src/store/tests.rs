@@ -406,3 +406,51 @@ fn a_store_of_a_newer_schema_is_refused_with_words_and_the_backup_named() {
         "{e}"
     );
 }
+
+/// Issue 31: a record rewritten without its secret (as c9425cd moved an address query to the
+/// keychain) leaves the old bytes in the file's free pages while bosund has it open, and in the
+/// file when bosund is killed; the upgrade writes the file anew.
+#[test]
+fn the_upgrade_leaves_no_copy_of_a_secret_in_free_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bosun.redb");
+    let has = |p: &std::path::Path| {
+        let canary = b"canary-free-page-9d2c";
+        std::fs::read(p)
+            .unwrap()
+            .windows(canary.len())
+            .any(|w| w == canary)
+    };
+    // The file as a killed daemon leaves it: copied while it is open (a clean close writes
+    // redb's allocator state over free pages, which hides the bytes this test is about).
+    let open = dir.path().join("open.redb");
+    schema_1_file(&open);
+    let (_, key, row) = ROWS.iter().find(|(t, _, _)| *t == "notes").unwrap();
+    {
+        let db = Database::open(&open).unwrap();
+        let notes = TableDefinition::<&str, &[u8]>::new("notes");
+        let secret = row.replace("ship it", "ship it with canary-free-page-9d2c");
+        for value in [secret.as_str(), row] {
+            let txn = db.begin_write().unwrap();
+            txn.open_table(notes)
+                .unwrap()
+                .insert(*key, value.as_bytes())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        std::fs::copy(&open, &path).unwrap();
+    }
+    assert!(has(&path), "the old bytes are in a free page before");
+    let keychain = crate::keychain::Keychain::file(dir.path().join("keychain.json"));
+    let mut store = Store::open(&path, &dir.path().join("runs"), crate::TABLES).unwrap();
+    crate::upgrade::run(&mut store, &keychain).unwrap();
+    assert!(!has(&path), "nor in the store after");
+    assert!(
+        !has(&dir.path().join("bosun.redb.v1.bak")),
+        "nor in its backup"
+    );
+    assert_eq!(
+        store.get::<NoteRecord>("plans/today.md").unwrap(),
+        Some(fixture::<NoteRecord>())
+    );
+}
