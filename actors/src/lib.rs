@@ -8,6 +8,7 @@
 //! - [`agents`]: agents, their switches, the CLI adapters, and their runs' streams.
 //! - [`supervision`]: the restart budget every supervisor uses; [`handle`]: "the current"
 //!   actor of a kind, across restarts.
+//! - [`upgrade`]: the store's migrations, run once at bosund's start.
 
 pub mod agents;
 pub mod approvals;
@@ -28,6 +29,7 @@ pub mod prefix;
 pub mod runs;
 pub mod store;
 pub mod supervision;
+pub mod upgrade;
 
 use store::Record;
 

@@ -58,6 +58,9 @@ pub struct DaemonCtx {
     /// Remote placement, when `placement.toml` configures it: the backends, and the TLS
     /// listener runners on other hosts dial.
     pub remote: Option<RemoteListener>,
+    /// What this bosund did when it upgraded the store at its start, in words, for
+    /// `daemon status`.
+    pub upgrade: Option<String>,
 }
 
 /// The runner listener over TCP with mutual TLS, bound once at startup (a restarted Listener
@@ -127,7 +130,14 @@ impl DaemonCtx {
             registry: RwLock::new(None),
             root_failure: Mutex::new(None),
             remote,
+            upgrade: None,
         }
+    }
+
+    /// With what this bosund did when it upgraded the store at its start.
+    pub fn with_upgrade(mut self, line: Option<String>) -> Self {
+        self.upgrade = line;
+        self
     }
 
     /// The actors, once Root has started them (and the current ones after a restart).

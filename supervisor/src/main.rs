@@ -84,23 +84,39 @@ fn run() -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
-    let store = open_store(&dirs).await?;
+    let mut store = open_store(&dirs).await?;
     fs::write(dirs.pid_file(), format!("{}\n", std::process::id()))
         .context("could not write the pid file")?;
-    let (writer, writer_thread) = StoreWriter::start(store.clone())?;
-    let runner_bin = ctx::runner_binary()?;
     let keychain = tokio::task::spawn_blocking(Keychain::from_env).await?;
     info!(keychain = %keychain.describe(), "keychain");
+    // Before the writer starts and before anyone is answered: an upgrade writes the store anew.
+    let kc = keychain.clone();
+    let (store, upgraded) = tokio::task::spawn_blocking(move || {
+        let upgraded = bosun_actors::upgrade::run(&mut store, &kc);
+        (store, upgraded)
+    })
+    .await?;
+    let upgraded = upgraded.with_context(|| {
+        format!(
+            "could not upgrade the store {} (it is left as it was)",
+            dirs.db().display()
+        )
+    })?;
+    let (writer, writer_thread) = StoreWriter::start(store.clone())?;
+    let runner_bin = ctx::runner_binary()?;
     let remote = remote::setup(&dirs).await?;
-    let ctx = Arc::new(DaemonCtx::new(
-        dirs.clone(),
-        store,
-        writer,
-        runner_bin,
-        keychain,
-        Timestamp::now(),
-        remote,
-    ));
+    let ctx = Arc::new(
+        DaemonCtx::new(
+            dirs.clone(),
+            store,
+            writer,
+            runner_bin,
+            keychain,
+            Timestamp::now(),
+            remote,
+        )
+        .with_upgrade(upgraded.line),
+    );
 
     let (root, root_done) = Actor::spawn(Some("root".into()), Root, ctx.clone())
         .await

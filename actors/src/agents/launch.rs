@@ -772,6 +772,7 @@ mod tests {
             created_at: now,
             updated_at: now,
             last_run: None,
+            carried_over: None,
         }
     }
 

@@ -64,6 +64,39 @@ pub struct AgentRecord {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub last_run: Option<LastRun>,
+    /// What the upgrade of its store carried over from its CLI permission mode, shown with the
+    /// agent until the person changes its approval settings; left out of the record otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_over: Option<CarriedOver>,
+}
+
+/// The verdicts an upgrade saved for an agent from its CLI permission mode
+/// (`approvals::carry`), so that what it could do without asking before, it still can.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarriedOver {
+    pub permission_mode: String,
+    /// The tool keys saved as `allow`.
+    pub allowed: Vec<String>,
+    /// The person's own verdicts on tools the mode would have allowed, kept as they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<(String, Verdict)>,
+    pub at: Timestamp,
+}
+
+impl CarriedOver {
+    /// In words, for `agent show`, the agent's page and `daemon status`.
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "carried over from its permission mode {} when bosun was upgraded: {} = allow",
+            self.permission_mode,
+            self.allowed.join(", ")
+        );
+        if !self.kept.is_empty() {
+            let kept: Vec<String> = self.kept.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            line.push_str(&format!(" (kept as you had them: {})", kept.join(", ")));
+        }
+        line
+    }
 }
 
 /// How an agent's tool calls are approved: its mode, the person's saved verdicts per tool, and

@@ -334,6 +334,7 @@ fn view_of(
             tools_seen: l.tools_seen.clone(),
         }),
         warnings: warnings(rec),
+        carried_over: rec.carried_over.as_ref().map(|c| c.line()),
         paused: rec.paused,
         created_at: rec.created_at,
         updated_at: rec.updated_at,
@@ -607,6 +608,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsErr
         created_at: now,
         updated_at: now,
         last_run: None,
+        carried_over: None,
     };
     check_record(&rec)?;
     for l in &p.secret_env {
@@ -1067,6 +1069,10 @@ async fn set(
             p,
             browser_id,
         );
+    }
+    if approvals != rec.approvals {
+        // The person has decided the agent's approvals: what the upgrade carried over is theirs.
+        rec.carried_over = None;
     }
     rec.approvals = approvals;
     rec.workspace = workspace;

@@ -1,10 +1,12 @@
 //! Approvals for every run: the policy that decides each tool call of an agent's run
 //! ([`policy`], pure), the approvals that wait for the person ([`record`]), and what joins them
 //! to the store: [`evaluate`] reads the agent's settings and the tool's class as they are now and
-//! asks the policy.
+//! asks the policy. [`carry`] says which verdicts an agent's CLI permission mode becomes when an
+//! older store is upgraded.
 //!
 //! The RunActor of each run is the one place its calls are decided (`runs::run_actor::asks`).
 
+pub mod carry;
 pub mod gate;
 pub mod policy;
 pub mod record;

@@ -12,7 +12,8 @@
 //! keeps it under [`query_key`]; the address used to connect is made from both at that moment
 //! (`record::connect_url`). Everything that shows an address writes its query as `?…`
 //! ([`shown`]). Records written before this rule kept the whole address in the store; they are
-//! moved on startup (`record::move_queries_to_keychain`) and on their next edit, and work
+//! moved at bosund's start, before anything else uses the store, which is then written anew so that
+//! no copy stays in its free pages (`crate::upgrade`), and on their next edit, and work
 //! unmoved in the meantime.
 
 use bosun_shared::ServerId;

@@ -6,7 +6,6 @@ use bosun_shared::mcp::Hints;
 use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
-use tracing::{info, warn};
 use url::Url;
 
 use super::RegistryError;
@@ -15,8 +14,6 @@ use super::browser::BrowserSettings;
 use super::redact::{Redact, Redactor};
 use crate::auth::signin;
 use crate::keychain::Keychain;
-use crate::offload::blocking;
-use crate::store::writer::StoreWriter;
 use crate::store::{Record, Store, StoreError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -261,40 +258,6 @@ pub fn take_stored_query(rec: &mut ServerRecord) -> Option<String> {
     rec.url = Some(url.to_string());
     rec.query_in_keychain = true;
     Some(query)
-}
-
-/// Moves the query of every address an older bosun kept in the store into the keychain: the
-/// query first, then the record without it. A server whose query cannot be moved now (no
-/// keychain, a locked one) keeps working as it was and is tried again at the next start.
-pub async fn move_queries_to_keychain(
-    store: &Store,
-    writer: &StoreWriter,
-    keychain: &Keychain,
-) -> Result<(), StoreError> {
-    let reader = store.clone();
-    let servers = blocking(move || reader.servers())
-        .await
-        .map_err(|e| StoreError::Corrupt(e.to_string()))??;
-    for mut rec in servers {
-        let Some(query) = take_stored_query(&mut rec) else {
-            continue;
-        };
-        let (kc, key) = (keychain.clone(), address::query_key(rec.id));
-        let saved = match blocking(move || kc.set(&key, &query)).await {
-            Ok(r) => r.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        match saved {
-            Ok(()) => {
-                writer.put(&rec).await?;
-                info!(server = %rec.name, "moved the query of its address to the keychain");
-            }
-            Err(e) => {
-                warn!(server = %rec.name, error = %e, "could not move the query of its address to the keychain; it stays in the store until the next start");
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Which kind of line.

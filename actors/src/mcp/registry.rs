@@ -83,8 +83,9 @@ impl Actor for Registry {
         _myself: ActorRef<RegistryMsg>,
         ctx: RegistryContext,
     ) -> Result<RegistryContext, ActorProcessingErr> {
+        // A query an older bosun kept in the store was moved by `crate::upgrade` before the
+        // actors started.
         ensure_builtin(&ctx).await?;
-        record::move_queries_to_keychain(&ctx.store, &ctx.writer, &ctx.keychain).await?;
         Ok(ctx)
     }
 

@@ -6,12 +6,18 @@
 //! one writer; each domain owns its records and their tables through the [`Record`] trait, and
 //! adds its own reads as an `impl Store` block of its own.
 //!
+//! The schema version is raised by every migration. A file of an older schema is opened as it
+//! is and must be upgraded before anything uses it ([`Store::upgrade_from`], [`Store::rewrite`]:
+//! the domains' migration writes the store anew, keeping a backup of it as it was); a file of a
+//! newer schema is refused, never read by a build that would drop what it does not know.
+//!
 //! Reads go through [`Store`] from blocking threads. Every write goes through the one
 //! [`writer::StoreWriter`] thread, which commits in groups: whatever arrived while the previous
 //! commit was being made goes into the next one.
 
 pub mod health;
 mod record;
+pub mod rewrite;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -21,9 +27,14 @@ use bosun_shared::RunId;
 use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use record::{Reader, Record};
+pub use rewrite::Rewrite;
 
-/// The schema this build reads and writes.
-pub const SCHEMA_VERSION: u64 = 1;
+/// The schema this build reads and writes; it reads the older ones by upgrading them.
+///
+/// 1. Every record as JSON in a `&str` → `&[u8]` table.
+/// 2. The agents' permission modes carried over as saved verdicts, and no address query left in
+///    the store or in its free pages (`crate::upgrade`).
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// The store's own table: the schema version (and, under keys of their own, records that
 /// domains keep one of, such as the board's settings under `board`).
@@ -35,11 +46,18 @@ pub enum StoreError {
     /// Another daemon holds the file. Returned by [`Store::open`]; not retryable until it exits.
     #[error("another bosund is already running on this state directory")]
     AlreadyOpen,
-    /// The file was written by a newer bosun. Returned by [`Store::open`].
+    /// The file was written by a newer bosun. Returned by [`Store::open`]; not retryable with
+    /// this build. `backup` is where the newer bosun kept the store as it was in this build's
+    /// schema, when it upgraded it.
     #[error(
-        "the store was written by a newer bosun (schema {found}, this one reads {SCHEMA_VERSION}); run the newer bosun"
+        "this state directory was made by a newer bosun: upgrade, or restore the backup it made (its store has schema {found}, this bosun reads {SCHEMA_VERSION}; the newer bosun kept the store as it was in {}: stop bosund and put it in place of {})",
+        backup.display(), store.display()
     )]
-    NewerSchema { found: u64 },
+    NewerSchema {
+        found: u64,
+        backup: PathBuf,
+        store: PathBuf,
+    },
     /// A record could not be read back. Means corruption or a bug; not retryable.
     #[error("a stored record is not readable: {0}")]
     Corrupt(String),
@@ -95,14 +113,18 @@ pub struct Store {
     db: Arc<RwLock<Handle>>,
     path: PathBuf,
     runs_dir: PathBuf,
+    /// The file's schema when it is older than this build's, until it is upgraded.
+    older: Option<u64>,
 }
 
 impl Store {
     /// Opens (or creates) the store, refusing a file held by another daemon or written by a newer
     /// bosun, and creates `tables` (every domain's, `crate::TABLES`) so that a new file has them
-    /// all from the start. Run directories (and their log files) are under `runs_dir`.
+    /// all from the start. Run directories (and their log files) are under `runs_dir`. A file of
+    /// an older schema keeps its version until it is upgraded ([`Store::upgrade_from`]).
     pub fn open(path: &Path, runs_dir: &Path, tables: &[&'static str]) -> Result<Self, StoreError> {
         let db = open_db(path)?;
+        let mut older = None;
         let txn = db.begin_write()?;
         {
             let mut meta = txn.open_table(record::table(META))?;
@@ -116,7 +138,14 @@ impl Store {
                 })
                 .transpose()?;
             match found {
-                Some(v) if v > SCHEMA_VERSION => return Err(StoreError::NewerSchema { found: v }),
+                Some(v) if v > SCHEMA_VERSION => {
+                    return Err(StoreError::NewerSchema {
+                        found: v,
+                        backup: rewrite::backup_path(path, SCHEMA_VERSION),
+                        store: path.to_path_buf(),
+                    });
+                }
+                Some(v) if v < SCHEMA_VERSION => older = Some(v),
                 Some(_) => {}
                 None => {
                     meta.insert("schema_version", SCHEMA_VERSION.to_be_bytes().as_slice())?;
@@ -131,6 +160,7 @@ impl Store {
             db: Arc::new(RwLock::new(Handle::Open(Arc::new(db)))),
             path: path.to_path_buf(),
             runs_dir: runs_dir.to_path_buf(),
+            older,
         })
     }
 

@@ -2,7 +2,10 @@
 //! their records (captured from that code: its writer, one record per table), and the rows of
 //! what came later (a machine's DPoP-bound sign-in, with the `grant` and `dpop` fields; the
 //! `registrations` table), and this build must read them unchanged and write the very same
-//! bytes.
+//! bytes. The upgrade from schema 1 (`crate::upgrade`) changes only the agents it carries a
+//! permission mode over for and the servers whose query it moves: pinned below too.
+
+use std::os::unix::fs::PermissionsExt;
 
 use bosun_shared::{ChatId, RunId, ServerId};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -135,7 +138,8 @@ fn rows_of(db: &Database) -> Vec<(String, String, Vec<u8>)> {
     out
 }
 
-fn expected_rows() -> Vec<(String, String, Vec<u8>)> {
+/// The rows of `ROWS`, with the schema version `schema`.
+fn expected_rows(schema: u64) -> Vec<(String, String, Vec<u8>)> {
     let mut out: Vec<_> = ROWS
         .iter()
         .map(|(t, k, v)| (t.to_string(), k.to_string(), v.as_bytes().to_vec()))
@@ -145,7 +149,7 @@ fn expected_rows() -> Vec<(String, String, Vec<u8>)> {
         (
             "meta".into(),
             "schema_version".into(),
-            1u64.to_be_bytes().to_vec(),
+            schema.to_be_bytes().to_vec(),
         ),
     );
     out
@@ -174,8 +178,10 @@ fn a_state_directory_of_the_old_layout_opens_and_reads_unchanged() {
         }
         txn.commit().unwrap();
     }
-    assert_eq!(SCHEMA_VERSION, 1);
+    assert_eq!(SCHEMA_VERSION, 2);
     let store = Store::open(&path, &dir.path().join("runs"), crate::TABLES).unwrap();
+    // Schema 1 is read as it is, and must be upgraded before bosund uses it.
+    assert_eq!(store.upgrade_from(), Some(1));
 
     let run = store.run(RUN.parse().unwrap()).unwrap().unwrap();
     assert_eq!(run, fixture::<RunRecord>());
@@ -230,7 +236,7 @@ fn a_state_directory_of_the_old_layout_opens_and_reads_unchanged() {
     // Opening left every row as it was.
     drop(store);
     let db = Database::open(&path).unwrap();
-    assert_eq!(rows_of(&db), expected_rows());
+    assert_eq!(rows_of(&db), expected_rows(1));
 }
 
 #[tokio::test]
@@ -286,5 +292,165 @@ async fn the_writer_writes_the_old_layout() {
     drop(store);
 
     let db = Database::open(&path).unwrap();
-    assert_eq!(rows_of(&db), expected_rows());
+    assert_eq!(rows_of(&db), expected_rows(SCHEMA_VERSION));
+}
+
+/// A file of schema 1 holding `ROWS`, as the old code left it.
+fn schema_1_file(path: &std::path::Path) {
+    let db = Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut meta = txn
+            .open_table(TableDefinition::<&str, &[u8]>::new("meta"))
+            .unwrap();
+        meta.insert("schema_version", 1u64.to_be_bytes().as_slice())
+            .unwrap();
+    }
+    for (table, key, value) in ROWS {
+        let mut t = txn
+            .open_table(TableDefinition::<&str, &[u8]>::new(table))
+            .unwrap();
+        t.insert(*key, value.as_bytes()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+#[test]
+fn the_upgrade_from_schema_1_carries_the_permission_mode_over_and_keeps_a_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bosun.redb");
+    schema_1_file(&path);
+    let keychain = crate::keychain::Keychain::file(dir.path().join("keychain.json"));
+    let mut store = Store::open(&path, &dir.path().join("runs"), crate::TABLES).unwrap();
+    let upgraded = crate::upgrade::run(&mut store, &keychain).unwrap();
+    let line = upgraded.line.unwrap();
+    let backup = dir.path().join("bosun.redb.v1.bak");
+    assert!(
+        line.contains("from schema 1 to 2")
+            && line.contains(&backup.display().to_string())
+            && line.contains("coder: Write, Edit, MultiEdit, NotebookEdit from acceptEdits"),
+        "{line}"
+    );
+    assert_eq!(store.upgrade_from(), None);
+    drop(store);
+
+    // The backup is the store as it was, private.
+    assert_eq!(
+        std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(rows_of(&Database::open(&backup).unwrap()), expected_rows(1));
+
+    // The store: every row as it was but the schema version and the one agent with a mode.
+    let rows = rows_of(&Database::open(&path).unwrap());
+    let mut want = expected_rows(2);
+    let old: AgentRecord = fixture();
+    let changed = rows
+        .iter()
+        .find(|(t, _, _)| t == "agents")
+        .map(|(_, _, v)| AgentRecord::decode(v).unwrap())
+        .unwrap();
+    let carried = changed.carried_over.clone().unwrap();
+    assert_eq!(carried.permission_mode, "acceptEdits");
+    assert_eq!(
+        carried.allowed,
+        ["Write", "Edit", "MultiEdit", "NotebookEdit"]
+    );
+    let mut expected = old;
+    for k in ["Write", "Edit", "MultiEdit", "NotebookEdit"] {
+        expected
+            .approvals
+            .verdicts
+            .insert(k.into(), bosun_shared::approvals::Verdict::AlwaysAllow);
+    }
+    expected.carried_over = Some(carried);
+    assert_eq!(changed, expected);
+    for row in want.iter_mut().filter(|(t, _, _)| t == "agents") {
+        row.2 = expected.encode();
+    }
+    assert_eq!(rows, want);
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().flatten().all(|e| !e
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".new")
+            && !e.file_name().to_string_lossy().ends_with(".work")),
+        "no working file is left"
+    );
+}
+
+#[test]
+fn a_store_of_a_newer_schema_is_refused_with_words_and_the_backup_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bosun.redb");
+    {
+        let db = Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn
+                .open_table(TableDefinition::<&str, &[u8]>::new("meta"))
+                .unwrap();
+            meta.insert("schema_version", 3u64.to_be_bytes().as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let e = Store::open(&path, &dir.path().join("runs"), crate::TABLES)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.starts_with(
+            "this state directory was made by a newer bosun: upgrade, or restore the backup it made"
+        ) && e.contains(&dir.path().join("bosun.redb.v2.bak").display().to_string()),
+        "{e}"
+    );
+}
+
+/// Issue 31: a record rewritten without its secret (as c9425cd moved an address query to the
+/// keychain) leaves the old bytes in the file's free pages while bosund has it open, and in the
+/// file when bosund is killed; the upgrade writes the file anew.
+#[test]
+fn the_upgrade_leaves_no_copy_of_a_secret_in_free_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bosun.redb");
+    let has = |p: &std::path::Path| {
+        let canary = b"canary-free-page-9d2c";
+        std::fs::read(p)
+            .unwrap()
+            .windows(canary.len())
+            .any(|w| w == canary)
+    };
+    // The file as a killed daemon leaves it: copied while it is open (a clean close writes
+    // redb's allocator state over free pages, which hides the bytes this test is about).
+    let open = dir.path().join("open.redb");
+    schema_1_file(&open);
+    let (_, key, row) = ROWS.iter().find(|(t, _, _)| *t == "notes").unwrap();
+    {
+        let db = Database::open(&open).unwrap();
+        let notes = TableDefinition::<&str, &[u8]>::new("notes");
+        let secret = row.replace("ship it", "ship it with canary-free-page-9d2c");
+        for value in [secret.as_str(), row] {
+            let txn = db.begin_write().unwrap();
+            txn.open_table(notes)
+                .unwrap()
+                .insert(*key, value.as_bytes())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        std::fs::copy(&open, &path).unwrap();
+    }
+    assert!(has(&path), "the old bytes are in a free page before");
+    let keychain = crate::keychain::Keychain::file(dir.path().join("keychain.json"));
+    let mut store = Store::open(&path, &dir.path().join("runs"), crate::TABLES).unwrap();
+    crate::upgrade::run(&mut store, &keychain).unwrap();
+    assert!(!has(&path), "nor in the store after");
+    assert!(
+        !has(&dir.path().join("bosun.redb.v1.bak")),
+        "nor in its backup"
+    );
+    assert_eq!(
+        store.get::<NoteRecord>("plans/today.md").unwrap(),
+        Some(fixture::<NoteRecord>())
+    );
 }

@@ -104,6 +104,10 @@ pub struct AgentView {
     pub last_run: Option<LastRunView>,
     /// What the form would warn about (an outside source with npm or npx allowed, …).
     pub warnings: Vec<String>,
+    /// What the upgrade of the store carried over from its CLI permission mode, in words,
+    /// until the person changes its approval settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_over: Option<String>,
     /// The board starts no run of a paused agent.
     #[serde(default)]
     pub paused: bool,

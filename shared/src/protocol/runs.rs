@@ -91,4 +91,8 @@ pub struct DaemonStatusView {
     /// configured; bosund listens on no network address otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner_listener: Option<String>,
+    /// What this bosund did when it upgraded the store at its start, in words (the schema, the
+    /// backup, what each agent's permission mode was carried over as); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<String>,
 }

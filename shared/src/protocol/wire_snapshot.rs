@@ -258,6 +258,12 @@ fn responses() -> Vec<Response> {
             "state_dir": "/s", "started_at": 1, "live_runs": 2, "attached_runners": 1,
             "shutting_down": false}),
         )),
+        // The bosund that upgraded the store says so (`upgrade` shows only then).
+        Response::Status(view(
+            json!({"pid": 1, "version": "0.1.0", "protocol_version": 1,
+            "state_dir": "/s", "started_at": 1, "live_runs": 0, "attached_runners": 0,
+            "shutting_down": false, "upgrade": "the store was upgraded from schema 1 to 2"}),
+        )),
         Response::Server(view(server())),
         Response::Servers {
             servers: vec![view(server())],
@@ -295,6 +301,14 @@ fn responses() -> Vec<Response> {
             reused_registration: true,
         }),
         Response::Agent(view(agent())),
+        // An agent whose permission mode an upgrade carried over (`carried_over` shows only then).
+        Response::Agent(view({
+            let mut a = agent();
+            a["carried_over"] = json!(
+                "carried over from its permission mode acceptEdits when bosun was upgraded: Write = allow"
+            );
+            a
+        })),
         Response::Agents { agents: vec![] },
         Response::Board(view(json!({"columns": [], "cards": [card()], "limit": 4,
             "running": 0}))),
@@ -399,6 +413,7 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"following","sub":7,"run":{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}}"#,
     r#"{"answer":"done"}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":2,"attached_runners":1,"shutting_down":false}"#,
+    r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":0,"attached_runners":0,"shutting_down":false,"upgrade":"the store was upgraded from schema 1 to 2"}"#,
     r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}"#,
     r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}]}"#,
     r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"http","command":null,"args":[],"url":"https://mcp.example.com/mcp","allow_http":false,"env":[],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":{"state":"signed in","why":null,"issuer":"https://as.example.com","client_id":"cid","registered":true,"scope":null,"expires_at":3,"signed_in_at":1,"refreshed_at":null,"wanted_scope":null,"dpop":true}}"#,
@@ -410,6 +425,7 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"sign_in_started","attempt":3,"url":"http://x","wait_secs":600}"#,
     r#"{"answer":"sign_in_started","attempt":4,"url":"http://x","wait_secs":600,"reused_registration":true}"#,
     r#"{"answer":"agent","id":"01arz3ndektsv4rrffq69g5fav","name":"a","role":"worker","cli":"claude","instructions":"i","permission_mode":null,"allowed_commands":[],"time_cap_ms":null,"cwd":"/w","command":[],"env":[],"secret_env":[],"model":null,"codex_config":[],"switches":{"mcp":[],"web_search":false,"web_fetch":{"mode":"off"},"browser":false,"browser_insecure_certs":false,"skills":true},"approvals":{"mode":"skip","verdicts":[["Bash(git *)","allow"]],"wait_ms":30000,"wait_for_person":false},"workspace":{"roots":[],"unrestricted":false},"last_run":null,"warnings":[],"paused":false,"created_at":1,"updated_at":2}"#,
+    r#"{"answer":"agent","id":"01arz3ndektsv4rrffq69g5fav","name":"a","role":"worker","cli":"claude","instructions":"i","permission_mode":null,"allowed_commands":[],"time_cap_ms":null,"cwd":"/w","command":[],"env":[],"secret_env":[],"model":null,"codex_config":[],"switches":{"mcp":[],"web_search":false,"web_fetch":{"mode":"off"},"browser":false,"browser_insecure_certs":false,"skills":true},"approvals":{"mode":"skip","verdicts":[["Bash(git *)","allow"]],"wait_ms":30000,"wait_for_person":false},"workspace":{"roots":[],"unrestricted":false},"last_run":null,"warnings":[],"carried_over":"carried over from its permission mode acceptEdits when bosun was upgraded: Write = allow","paused":false,"created_at":1,"updated_at":2}"#,
     r#"{"answer":"agents","agents":[]}"#,
     r#"{"answer":"board","columns":[],"cards":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","title":"t","description":"","acceptance":"","assignee":null,"assignee_id":null,"column":"c","column_id":"01arz3ndektsv4rrffq69g5fav","hold":null,"run":null,"run_state":null,"runs":0,"created_at":1,"updated_at":2,"activity":[]}],"limit":4,"running":0}"#,
     r#"{"answer":"column","id":"01arz3ndektsv4rrffq69g5fav","name":"c","auto":true,"position":0}"#,

@@ -87,6 +87,7 @@ impl Handle for DaemonStatus {
             storage_fault: ctx.writer.health().fault(),
             storage_last_fault: ctx.writer.health().last_fault(),
             runner_listener: ctx.remote.as_ref().map(|r| r.describe()),
+            upgrade: ctx.upgrade.clone(),
         })
     }
 }

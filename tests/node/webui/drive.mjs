@@ -542,6 +542,17 @@ const scenarios = {
     return { shown };
   },
 
+  // After an upgrade (tests/tests/upgrade.rs): what the agent `coder`'s page says was carried
+  // over from its permission mode, and the Daemon page's Upgrade row.
+  async carried(page) {
+    await page.goto(`${base}/#/agents/coder`);
+    const agent = await page.locator("#agent-carried-over").textContent({ timeout });
+    await page.goto(`${base}/#/daemon`);
+    const row = page.locator("#view tr", { has: page.locator("th", { hasText: /^Upgrade$/ }) });
+    const daemon = await row.locator("td").textContent({ timeout });
+    return { agent, daemon };
+  },
+
   // Saves PNGs of the main pages into BOSUN_SHOTS.
   async screens(page) {
     const dir = process.env.BOSUN_SHOTS;

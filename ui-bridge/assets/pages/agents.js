@@ -170,6 +170,7 @@ function agentPage(root, name) {
         creating ? null : h("button", { id: "agent-remove", class: "danger", onclick: (e) => remove(e.target) }, "Remove"),
       ),
       a.warnings.map((w) => h("div", { class: "flash error" }, w)),
+      a.carried_over ? h("div", { class: "flash", id: "agent-carried-over" }, `Approvals ${a.carried_over}. Change them under Verdicts below.`) : null,
       creating ? null : h("div", { class: "card" }, h("h2", null, "Start a run"), h("div", { class: "inline" }, prompt, " ", h("button", { class: "primary", id: "agent-start", onclick: (e) => start(e.target, prompt.value) }, "Start"))),
       form(a),
     );

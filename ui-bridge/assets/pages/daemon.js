@@ -23,6 +23,7 @@ export function mount(root) {
         ["Storage", s.storage_fault || "fine"],
         ["Web UI", `bosun ${me.version}, up since ${when(me.started_at)}`],
       ];
+      if (s.upgrade) rows.push(["Upgrade", s.upgrade]);
       for (const [k, v] of rows) table.append(h("tr", null, h("th", null, k), h("td", null, v)));
       flash(msg, "");
     } catch (e) {

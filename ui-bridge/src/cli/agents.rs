@@ -661,6 +661,12 @@ fn print_approvals(a: &AgentView) {
         };
         println!("  {tool:<30}{words}");
     }
+    if let Some(c) = &a.carried_over {
+        println!(
+            "  ({c}; change them with `bosun agent set {} KEY=ask`)",
+            a.name
+        );
+    }
 }
 
 fn print_switches(a: &AgentView) {

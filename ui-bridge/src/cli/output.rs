@@ -261,6 +261,9 @@ pub fn print_status(s: &DaemonStatusView) {
         (None, Some(last)) => println!("{:<14}ok; {last}", "storage"),
         (None, None) => println!("{:<14}ok", "storage"),
     }
+    if let Some(line) = &s.upgrade {
+        println!("{:<14}{line}", "upgrade");
+    }
 }
 
 /// Where a run may write, in words: its folder and its agent's roots, or anywhere.

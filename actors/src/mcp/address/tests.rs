@@ -4,9 +4,8 @@ use redb::{Database, ReadableDatabase, TableDefinition};
 
 use super::*;
 use crate::keychain::Keychain;
-use crate::mcp::record::{ServerRecord, connect_url, move_queries_to_keychain};
+use crate::mcp::record::{ServerRecord, connect_url};
 use crate::store::Store;
-use crate::store::writer::StoreWriter;
 
 fn refusal(text: &str, allow_http: bool) -> String {
     match check(text, allow_http) {
@@ -154,8 +153,8 @@ fn stored_bytes(store: Store, dir: &std::path::Path) -> String {
     String::from_utf8(row.value().to_vec()).unwrap()
 }
 
-#[tokio::test]
-async fn an_old_record_works_as_it_is_and_its_query_moves_to_the_keychain_on_start() {
+#[test]
+fn an_old_record_works_as_it_is_and_its_query_moves_to_the_keychain_on_start() {
     let dir = tempfile::tempdir().unwrap();
     let store = old_store(dir.path());
     let rec = store.find_server("keyed").unwrap().unwrap();
@@ -173,17 +172,15 @@ async fn an_old_record_works_as_it_is_and_its_query_moves_to_the_keychain_on_sta
         Some("could not reach https://mcp.example.com/mcp?…: dns error")
     );
 
-    // Without a keychain to move it to, it stays as it was (and works).
-    let (writer, thread) = StoreWriter::start(store.clone()).unwrap();
+    // Without a keychain to move it to, it stays as it was (and works); the store is upgraded.
+    let mut store = store;
     let nowhere = Keychain::file(dir.path().join("no/such/dir/keychain.json"));
-    move_queries_to_keychain(&store, &writer, &nowhere)
-        .await
-        .unwrap();
+    crate::upgrade::run(&mut store, &nowhere).unwrap();
+    assert_eq!(store.upgrade_from(), None);
     assert_eq!(store.find_server("keyed").unwrap(), Some(rec.clone()));
 
-    move_queries_to_keychain(&store, &writer, &keychain)
-        .await
-        .unwrap();
+    // The next start moves it, and writes the store anew.
+    crate::upgrade::run(&mut store, &keychain).unwrap();
     let moved = store.find_server("keyed").unwrap().unwrap();
     assert!(moved.query_in_keychain);
     assert_eq!(moved.url.as_deref(), Some("https://mcp.example.com/mcp"));
@@ -206,13 +203,12 @@ async fn an_old_record_works_as_it_is_and_its_query_moves_to_the_keychain_on_sta
         moved.view(|_, _| true).url.as_deref(),
         Some("https://mcp.example.com/mcp?…")
     );
+    // No copy of it stays anywhere in the file, free pages included.
+    let file = std::fs::read(dir.path().join("bosun.redb")).unwrap();
+    assert!(!file.windows(14).any(|w| w == b"old-layout-k3y"));
     // A second start finds nothing to move.
-    move_queries_to_keychain(&store, &writer, &keychain)
-        .await
-        .unwrap();
+    crate::upgrade::run(&mut store, &keychain).unwrap();
     assert_eq!(store.find_server("keyed").unwrap(), Some(moved));
-    drop(writer);
-    thread.join().unwrap();
 
     let bytes = stored_bytes(store, dir.path());
     assert!(!bytes.contains("old-layout-k3y"), "{bytes}");
