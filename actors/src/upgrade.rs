@@ -109,6 +109,10 @@ fn line(
             each.join("; ")
         ));
     }
+    if from < 2 {
+        // Schema 2 came with workspaces: a run of any agent now writes only in its own folder.
+        line.push_str("; agents' runs now write only in their own folder (a card's worktree) and the roots you give them (`bosun agent set NAME roots=DIR,…`, or `workspace=unrestricted`)");
+    }
     line
 }
 

@@ -140,6 +140,7 @@ fn the_previous_releases_state_opens_item_by_item_with_no_secret_left_in_the_sto
     let backup = b.home.join("bosun.redb.v1.bak");
     for want in [
         "upgraded from schema 1 to 2",
+        "agents' runs now write only in their own folder",
         &backup.display().to_string(),
         "the address query of old-kept moved to the keychain",
         "coder: Write, MultiEdit, NotebookEdit from acceptEdits",
