@@ -87,10 +87,7 @@ impl TimeCap {
             return Err("a time cap must be longer than zero".into());
         }
         if d > MAX_TIME_CAP {
-            return Err(format!(
-                "a time cap can be a week at most, and {} is longer",
-                format_duration(d)
-            ));
+            return Err("a time cap can be a week at most (7d)".into());
         }
         Ok(Self(d))
     }
@@ -118,10 +115,7 @@ impl StopGrace {
 
     fn new(d: Duration) -> Result<Self, String> {
         if d > MAX_STOP_GRACE {
-            return Err(format!(
-                "a stop grace can be an hour at most, and {} is longer",
-                format_duration(d)
-            ));
+            return Err("a stop grace can be an hour at most (1h)".into());
         }
         Ok(Self(d))
     }

@@ -1258,6 +1258,12 @@ fn browser_creates_and_edits_an_agent_and_a_refused_change_changes_nothing() -> 
     );
     assert_eq!(seen["model"], "opus");
     assert_eq!(seen["maxOutput"], "64M", "{seen:#}");
+    // Issue 25: the page's time cap is read by the one parser, with its bound.
+    assert!(
+        text(&seen["capRefused"]).contains("a time cap can be a week at most"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["timeCap"], "2h00m", "{seen:#}");
     // Created, its switches refused, then only the switches sent again.
     assert!(
         text(&seen["createdRefused"]).contains("coder2 was created")
