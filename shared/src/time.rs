@@ -23,7 +23,7 @@ impl Timestamp {
     pub fn now() -> Self {
         let ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
+            .map(millis)
             .unwrap_or(0);
         Self(ms)
     }
