@@ -88,6 +88,34 @@ impl CliKind {
 /// The longest name an agent may have.
 pub const MAX_AGENT_NAME_LEN: usize = 64;
 
+/// The most bytes an agent's instructions may have. bosund holds every agent to it; the command
+/// line holds a file to it while reading it, so a bigger one is refused by this rule, not by
+/// the frame's.
+pub const MAX_INSTRUCTIONS: usize = 64 * 1024;
+
+/// The most bytes one secret value may have (an environment value, a header, a client secret,
+/// a private key): far more than any real one, and little enough to refuse one read by mistake
+/// (a big file, `/dev/zero`) before it reaches the keychain or the wire.
+pub const MAX_SECRET_VALUE: usize = 64 * 1024;
+
+/// The refusal of a secret value past [`MAX_SECRET_VALUE`], in the rule's words; `what` names
+/// the value (`API_KEY`, `the client secret`). It never shows the value.
+pub fn secret_too_long(what: &str) -> String {
+    format!(
+        "the value of {what} is over {}; a secret value may have at most that",
+        crate::size::format_size(MAX_SECRET_VALUE as u64)
+    )
+}
+
+/// The refusal of instructions past [`MAX_INSTRUCTIONS`] read from `source`, in the rule's
+/// words (bosund says the same of instructions that arrive longer).
+pub fn instructions_too_long(source: &str) -> String {
+    format!(
+        "the instructions in {source} are over {limit}; keep them under {limit}",
+        limit = crate::size::format_size(MAX_INSTRUCTIONS as u64)
+    )
+}
+
 /// Checks an agent's name: letters, digits, `-` and `_`, starting with a letter or digit.
 pub fn check_agent_name(name: &str) -> Result<(), String> {
     if name.is_empty() {

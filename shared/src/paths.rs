@@ -135,6 +135,19 @@ pub fn create_private_dir(path: &Path) -> io::Result<()> {
     fs::set_permissions(path, fs::Permissions::from_mode(0o700))
 }
 
+/// Why `path` cannot be a working folder, in words that follow its name (`… is a file, not a
+/// folder`), or `None` when it is a folder. A file, a missing path and one that cannot be looked
+/// at are told apart, since each asks the person for something else.
+pub fn not_a_folder(path: &Path) -> Option<String> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => None,
+        Ok(m) if m.is_file() => Some("is a file, not a folder".into()),
+        Ok(_) => Some("is not a folder".into()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Some("does not exist".into()),
+        Err(e) => Some(format!("cannot be looked at ({e})")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The most bytes a board note may have (bosund's rule; the command line reads a note's text no
+/// further than one byte past it).
+pub const MAX_NOTE: usize = 1024 * 1024;
+
 const MAX_NAME: usize = 40;
 /// The most characters of a card's title that go into its branch's name.
 const MAX_SLUG: usize = 40;

@@ -1,4 +1,7 @@
-//! Sizes as people write them: `1G`, `500M`, `64k`, `1048576`.
+//! Sizes as people write them: `1G`, `500M`, `64k`, `1048576`, and text read on the person's
+//! behalf (a file, stdin) held to its size rule while it is read.
+
+use std::io::{self, Read};
 
 /// Parses a size in bytes: a whole number, optionally followed by `k`, `M` or `G` (powers of
 /// 1024, either case, with an optional `B` or `iB` after it).
@@ -29,9 +32,45 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{text}` is too large"))
 }
 
+/// Writes a size short, in the unit it is a whole number of: `64 KiB`, `1 MiB`, `1500 bytes`.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    UNITS
+        .iter()
+        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
+        .map_or_else(
+            || format!("{bytes} bytes"),
+            |(unit, name)| format!("{} {name}", bytes / unit),
+        )
+}
+
+/// Reads `from` to its end as UTF-8 text, but never more than `limit` bytes of it: `Ok(None)` as
+/// soon as byte `limit + 1` arrives. A source without end (`/dev/zero`, a pipe left open) or a
+/// big file is refused by its rule before it fills the memory or reaches the wire.
+pub fn read_at_most(from: impl Read, limit: usize) -> io::Result<Option<String>> {
+    let mut text = String::new();
+    from.take(limit as u64 + 1).read_to_string(&mut text)?;
+    Ok((text.len() <= limit).then_some(text))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{format_size, parse_size, read_at_most};
+
+    #[test]
+    fn reads_stop_one_byte_past_the_limit() {
+        assert_eq!(
+            read_at_most(&b"12345"[..], 5).unwrap(),
+            Some("12345".to_string())
+        );
+        assert_eq!(read_at_most(&b"123456"[..], 5).unwrap(), None);
+        // A source without end is refused, not read to the end of the memory.
+        let zeros = std::io::repeat(b'a');
+        assert_eq!(read_at_most(zeros, 64 * 1024).unwrap(), None);
+        assert_eq!(format_size(64 * 1024), "64 KiB");
+        assert_eq!(format_size(1 << 20), "1 MiB");
+        assert_eq!(format_size(1500), "1500 bytes");
+    }
 
     #[test]
     fn sizes_as_people_write_them() {

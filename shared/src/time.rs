@@ -1,5 +1,12 @@
 //! Wall-clock times as milliseconds since the Unix epoch, and durations written the way people
 //! type them ("10m", "1h30m").
+//!
+//! [`parse_duration`] is the one parser of durations people write, for the command line, the web
+//! UI's API and bosund's settings alike. A duration with a rule of its own is a type made only
+//! by its parsers: [`TimeCap`] (a run's, at most a week) and [`StopGrace`] (a rung of the stop
+//! ladder, at most an hour), each made from text ([`TimeCap::parse`]) or from the milliseconds
+//! the wire carries ([`TimeCap::from_millis`]), so a value out of its range is refused where it
+//! comes in, never wrapped or taken.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -16,7 +23,7 @@ impl Timestamp {
     pub fn now() -> Self {
         let ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
+            .map(millis)
             .unwrap_or(0);
         Self(ms)
     }
@@ -46,8 +53,80 @@ impl fmt::Debug for Timestamp {
     }
 }
 
+/// The longest time cap of a run (and so of an agent's runs): a week.
+pub const MAX_TIME_CAP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The longest wait of a rung of the stop ladder: an hour. A program that has not ended an hour
+/// after SIGINT is not going to; and without a bound a grace of `u64::MAX` milliseconds would
+/// leave a program that ignores SIGINT never escalated.
+pub const MAX_STOP_GRACE: Duration = Duration::from_secs(3600);
+
+/// Milliseconds of a duration, for the wire and the store; past `u64::MAX` (half a billion
+/// years) it stays there rather than wrap.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A run's time cap: longer than zero and at most [`MAX_TIME_CAP`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeCap(Duration);
+
+impl TimeCap {
+    /// Parses a time cap as people write it (`30m`, `2h`).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        Self::new(parse_duration(text)?)
+    }
+
+    /// A time cap as the wire and the store carry it, in milliseconds.
+    pub fn from_millis(ms: u64) -> Result<Self, String> {
+        Self::new(Duration::from_millis(ms))
+    }
+
+    fn new(d: Duration) -> Result<Self, String> {
+        if d.is_zero() {
+            return Err("a time cap must be longer than zero".into());
+        }
+        if d > MAX_TIME_CAP {
+            return Err("a time cap can be a week at most (7d)".into());
+        }
+        Ok(Self(d))
+    }
+
+    pub fn as_millis(self) -> u64 {
+        millis(self.0)
+    }
+}
+
+/// How long a rung of the stop ladder waits for the program before the next signal: at most
+/// [`MAX_STOP_GRACE`] (zero: the next signal at once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StopGrace(Duration);
+
+impl StopGrace {
+    /// Parses a grace as people write it (`10s`, `2m`).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        Self::new(parse_duration(text)?)
+    }
+
+    /// A grace as the wire and the store carry it, in milliseconds.
+    pub fn from_millis(ms: u64) -> Result<Self, String> {
+        Self::new(Duration::from_millis(ms))
+    }
+
+    fn new(d: Duration) -> Result<Self, String> {
+        if d > MAX_STOP_GRACE {
+            return Err("a stop grace can be an hour at most (1h)".into());
+        }
+        Ok(Self(d))
+    }
+
+    pub fn as_millis(self) -> u64 {
+        millis(self.0)
+    }
+}
+
 /// Parses a duration as people write it: `90s`, `10m`, `1h30m`, `2h`. A bare number is refused,
-/// because "10" could mean seconds or minutes.
+/// because "10" could mean seconds or minutes; so is one too long to count in milliseconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit()) {
@@ -63,12 +142,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "`{text}` is zero; a duration must be longer than that"
         ));
     }
+    if u64::try_from(d.as_millis()).is_err() {
+        return Err(format!(
+            "`{text}` is too long to be a duration bosun can count"
+        ));
+    }
     Ok(d)
 }
 
 /// Writes a duration short and exact: `10m`, `1h 30m`, `1.5s` becomes `1s 500ms`.
 pub fn format_duration(d: Duration) -> String {
-    humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
+    humantime::format_duration(Duration::from_millis(millis(d))).to_string()
 }
 
 #[cfg(test)]
@@ -87,6 +171,57 @@ mod tests {
         );
         assert!(parse_duration("0s").unwrap_err().contains("zero"));
         assert_eq!(format_duration(Duration::from_secs(600)), "10m");
+    }
+
+    /// Issue 25: `18446744073709552s` became a 384 ms cap (`as_millis() as u64` wrapped), and a
+    /// run took `400d` or a grace of `u64::MAX` milliseconds.
+    #[test]
+    fn bounded_durations_refuse_what_is_out_of_their_range() {
+        assert!(
+            parse_duration("18446744073709552s")
+                .unwrap_err()
+                .contains("too long")
+        );
+        assert!(
+            TimeCap::parse("18446744073709552s")
+                .unwrap_err()
+                .contains("too long")
+        );
+        assert!(
+            TimeCap::parse("400d")
+                .unwrap_err()
+                .contains("a time cap can be a week at most")
+        );
+        assert_eq!(
+            TimeCap::parse("7d").map(TimeCap::as_millis),
+            Ok(604_800_000)
+        );
+        assert!(
+            TimeCap::from_millis(0)
+                .unwrap_err()
+                .contains("longer than zero")
+        );
+        assert!(
+            TimeCap::from_millis(u64::MAX)
+                .unwrap_err()
+                .contains("a week at most")
+        );
+        assert!(
+            StopGrace::parse("9999999999d")
+                .unwrap_err()
+                .contains("an hour at most")
+        );
+        assert!(
+            StopGrace::from_millis(u64::MAX)
+                .unwrap_err()
+                .contains("an hour at most")
+        );
+        assert_eq!(StopGrace::from_millis(0).map(StopGrace::as_millis), Ok(0));
+        assert_eq!(
+            StopGrace::parse("1h").map(StopGrace::as_millis),
+            Ok(3_600_000)
+        );
+        assert_eq!(millis(Duration::MAX), u64::MAX);
     }
 
     #[test]

@@ -93,7 +93,8 @@ impl Code for DiscoveryError {
             | DiscoveryError::ForeignResource { .. }
             | DiscoveryError::NoAuthorizationServer
             | DiscoveryError::NoPkce { .. }
-            | DiscoveryError::BadUrl(_) => ErrorCode::Conflict,
+            | DiscoveryError::BadUrl(_)
+            | DiscoveryError::UnsafeEndpoint { .. } => ErrorCode::Conflict,
         }
     }
 }

@@ -63,6 +63,19 @@ fn bad_agents_are_refused_with_the_reason_and_nothing_is_saved() -> anyhow::Resu
             ],
             "the working folder /no/such/folder does not exist",
         ),
+        // Issue 25: a file is not a missing folder.
+        (
+            vec![
+                "agent",
+                "add",
+                "x",
+                "--cli",
+                "claude",
+                "--cwd",
+                "/etc/passwd",
+            ],
+            "the working folder /etc/passwd is a file, not a folder; give a folder with --cwd",
+        ),
         (
             vec!["agent", "add", "x", "--cli", "command", "--cwd", &cwd],
             "a command agent needs its program",
@@ -149,6 +162,70 @@ fn bad_agents_are_refused_with_the_reason_and_nothing_is_saved() -> anyhow::Resu
     );
     let err = b.fails(&["agent", "run", "coder", "  "])?;
     assert!(err.contains("no prompt given"), "{err}");
+    b.finish()
+}
+
+/// Issue 25: `--instructions-file /dev/zero` read 2 GB before memory ran out, and a 10 MB
+/// instructions file or secret value was refused in the frame limit's words. Each is read no
+/// further than one byte past its rule and refused in the rule's words, before anything is sent
+/// (bosund hears nothing: no agent is added).
+#[test]
+fn instructions_and_secret_values_are_read_no_further_than_their_rule() -> anyhow::Result<()> {
+    let b = Bosun::new("agent_input_limits");
+    let cwd = b.scratch().display().to_string();
+    let big = b.scratch().join("big.txt");
+    std::fs::write(&big, "x".repeat(10 << 20))?;
+    let big_name = big.display().to_string();
+    let add = ["agent", "add", "x", "--cli", "claude", "--cwd", &cwd];
+
+    for file in ["/dev/zero", big_name.as_str()] {
+        let args = [&add[..], &["--instructions-file", file]].concat();
+        let started = std::time::Instant::now();
+        let err = b.fails(&args)?;
+        assert!(
+            err.contains(&format!(
+                "the instructions in {file} are over 64 KiB; keep them under 64 KiB"
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("frame"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "read it all?");
+    }
+    // Exactly the limit is taken.
+    let at_limit = b.scratch().join("at-limit.txt");
+    std::fs::write(&at_limit, "y".repeat(64 * 1024))?;
+    let at_limit = at_limit.display().to_string();
+    b.ok(&[&add[..], &["--instructions-file", &at_limit]].concat())?;
+    b.ok(&["agent", "remove", "x"])?;
+
+    // A secret value piped in: one name takes all of stdin.
+    for source in ["/dev/zero", big_name.as_str()] {
+        let out = b
+            .cmd(&[&add[..], &["--secret-env", "API_KEY"]].concat())
+            .stdin(std::fs::File::open(source)?)
+            .output()?;
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is over 64 KiB"), "{err}");
+        assert!(!err.contains("frame"), "{err}");
+    }
+    let out = b
+        .cmd(&[
+            "mcp",
+            "add",
+            "s",
+            "--url",
+            "https://example.com/mcp",
+            "--client-secret-stdin",
+        ])
+        .stdin(std::fs::File::open(&big)?)
+        .output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the value of the client secret is over 64 KiB"),
+        "{err}"
+    );
+    assert!(agent_names(&b)?.is_empty(), "nothing was saved");
     b.finish()
 }
 

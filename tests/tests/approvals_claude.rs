@@ -281,6 +281,16 @@ fn a_decision_committed_before_a_crash_is_delivered_after_it() -> anyhow::Result
         !out.status.success(),
         "bosund died at the crash point, before answering"
     );
+    // Issue 25: the person is told the decision may have been made, and how to see it, not
+    // only that the connection was lost.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("after the decision was sent")
+            && said.contains(
+                "it may have been made all the same: `bosun inbox --all` shows whether it was"
+            ),
+        "{said}"
+    );
     let b = b.with_env("BOSUN_CRASH_AT", "none");
     // The crash left the decision committed and the runner without it.
     let log = std::fs::read_to_string(b.home.join("bosund.stderr")).unwrap_or_default();

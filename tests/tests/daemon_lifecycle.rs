@@ -145,3 +145,36 @@ fn sigterm_stops_runs_by_the_ladder_and_a_second_one_kills_them_at_once() -> any
     assert_eq!(run["exit"]["signal"], 9, "{run}");
     b.finish()
 }
+
+/// Issue 25: every client of bosund's socket closes its connection when it is done with it. A
+/// long sequence of command-line calls, log reads and runs (each run's runner holds a connection
+/// while the run lives) leaves bosund's open files where they were, within a small constant.
+#[test]
+fn the_command_line_and_runners_leave_bosunds_open_files_flat() -> anyhow::Result<()> {
+    let b = Bosun::new("daemon_open_files");
+    let open_files = |pid: i32| -> anyhow::Result<usize> {
+        Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))?.count())
+    };
+    let work = |n: usize| -> anyhow::Result<()> {
+        for i in 0..n {
+            let run = b.start(&[], &["echo", "hello"])?;
+            b.wait_ended(&run, T)?;
+            b.logs(&run)?;
+            b.show(&run)?;
+            if i % 4 == 0 {
+                b.ok(&["daemon", "status"])?;
+            }
+        }
+        Ok(())
+    };
+    work(3)?;
+    let daemon = b.daemon_pid().expect("bosun started bosund");
+    let before = open_files(daemon)?;
+    work(60)?;
+    let after = wait_for("bosund's open files to settle", T, || {
+        let n = open_files(daemon)?;
+        Ok((n <= before + 8).then_some(n))
+    })?;
+    eprintln!("bosund's open files: {before} → {after}");
+    b.finish()
+}

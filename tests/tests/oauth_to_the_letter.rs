@@ -128,6 +128,45 @@ fn an_answer_from_another_issuer_is_refused_and_nothing_saved() -> anyhow::Resul
     Ok(())
 }
 
+/// Issue 25: the sign-in address was taken from the server's metadata unchecked, handed to the
+/// browser and made a link in the web UI. An `authorization_endpoint` that is not https:// (or
+/// plain http:// to this machine) is refused with the reason, before any registration, any
+/// browser and any request to the authorization server.
+#[test]
+fn a_sign_in_address_that_is_not_https_is_refused_before_the_browser_opens() -> anyhow::Result<()> {
+    let cases = [
+        (
+            "javascript:alert(document.cookie)",
+            "is a `javascript:` address",
+        ),
+        ("file:///etc/passwd", "is a `file:` address"),
+        (
+            "http://192.0.2.1/authorize",
+            "is plain http:// to 192.0.2.1, another machine",
+        ),
+    ];
+    for (endpoint, want) in cases {
+        let b = bosun("oauth_letter_sign_in_address");
+        let oauth = OAuthServer::start(&["--authorization-endpoint", endpoint])?;
+        add(&b, &oauth, &[])?;
+        let err = b.fails(&["mcp", "sign-in", "remote"])?;
+        assert!(err.contains(want), "{endpoint}: {err}");
+        assert!(
+            err.contains("bosun signs in only at https:// addresses (or http:// to this machine)"),
+            "{endpoint}: {err}"
+        );
+        assert!(
+            oauth.requests_to("/register").is_empty() && oauth.requests_to("/authorize").is_empty(),
+            "{endpoint}: refused before any registration or authorization"
+        );
+        let shown = b.json(&["mcp", "show", "remote"])?;
+        assert_ne!(shown["sign_in"]["state"], "signed in", "{endpoint}");
+        assert!(held_tokens(&b).is_empty(), "{endpoint}: nothing saved");
+        b.finish()?;
+    }
+    Ok(())
+}
+
 /// bosun's client metadata document as a person would publish it at `url`: a public, native
 /// client whose loopback redirect URI has no port (any port will do, RFC 8252 §7.3).
 fn client_document(url: &str) -> Value {

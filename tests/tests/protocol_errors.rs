@@ -1,11 +1,15 @@
 //! The socket protocol under bad input: a malformed frame, an oversized frame, a wrong protocol
 //! version and a runner with a wrong token each get a clear error, and the daemon keeps serving
-//! everyone else.
+//! everyone else. Durations out of their range are refused over the wire and on the command line.
 
 use std::time::Duration;
 
+use bosun_shared::placement::Placement;
+use bosun_shared::protocol::runner::StopLadder;
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
-use bosun_shared::protocol::ui::{ClientFrame, Request, Response, ResponseResult, ServerFrame};
+use bosun_shared::protocol::ui::{
+    ClientFrame, Request, Response, ResponseResult, ServerFrame, StartRunParams,
+};
 use bosun_shared::protocol::{
     ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
 };
@@ -292,5 +296,91 @@ print(s.recv(n, socket.MSG_WAITALL).decode())
         "{log}"
     );
     b.ok(&["ps"])?;
+    b.finish()
+}
+
+/// Issue 25: the protocol took a time cap and a stop grace of `u64::MAX` milliseconds (a program
+/// that ignores SIGINT was then never escalated), and `--time-cap 18446744073709552s` wrapped to
+/// 384 ms. Out-of-range values are refused where they come in, in the rule's words: by bosund
+/// over the wire, and by the command line before anything is sent.
+#[test]
+fn durations_out_of_range_are_refused_on_the_wire_and_on_the_command_line() -> anyhow::Result<()> {
+    let b = Bosun::new("proto_durations");
+    b.ok(&["ps"])?;
+    let start = |time_cap_ms: Option<u64>, grace_ms: u64| {
+        Request::from(StartRunParams {
+            name: None,
+            program: "true".into(),
+            args: Vec::new(),
+            cwd: b.scratch(),
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            time_cap_ms,
+            ladder: Some(StopLadder {
+                int_grace_ms: grace_ms,
+                term_grace_ms: 5_000,
+            }),
+            umask: None,
+            max_output: None,
+            placement: Placement::Local,
+        })
+    };
+    let cases = [
+        (
+            start(Some(u64::MAX), 5_000),
+            "a time cap can be a week at most",
+        ),
+        (
+            start(Some(8 * 24 * 3600 * 1000), 5_000),
+            "a time cap can be a week at most",
+        ),
+        (start(Some(0), 5_000), "a time cap must be longer than zero"),
+        (start(None, u64::MAX), "a stop grace can be an hour at most"),
+    ];
+    runtime()?.block_on(async {
+        let (_, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        for (id, (body, want)) in (1u64..).zip(cases) {
+            w.send_now(&ClientFrame::Request { id, body }).await?;
+            match r.read::<ServerFrame>().await? {
+                Some(ServerFrame::Response {
+                    result: ResponseResult::Err(e),
+                    ..
+                }) => {
+                    assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
+                    assert!(e.message.contains(want), "{want}: {}", e.message);
+                }
+                other => anyhow::bail!("expected {want}, got {other:?}"),
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    assert!(b.run_ids().is_empty(), "no run was made");
+    for (flags, want) in [
+        (
+            ["--time-cap", "18446744073709552s"],
+            "--time-cap: `18446744073709552s` is too long to be a duration bosun can count",
+        ),
+        (
+            ["--time-cap", "400d"],
+            "--time-cap: a time cap can be a week at most (7d)",
+        ),
+        (
+            ["--stop-grace", "9999999999d"],
+            "--stop-grace: a stop grace can be an hour at most",
+        ),
+    ] {
+        let err = b.fails(&[&["run"], &flags[..], &["--", "true"]].concat())?;
+        assert!(err.contains(want), "{flags:?}: {err}");
+    }
+    let err = b.fails(&[
+        "agent",
+        "add",
+        "x",
+        "--cli",
+        "claude",
+        "--time-cap",
+        "18446744073709552s",
+    ])?;
+    assert!(err.contains("too long to be a duration"), "{err}");
+    assert!(b.run_ids().is_empty(), "no run was made");
     b.finish()
 }

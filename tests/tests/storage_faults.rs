@@ -710,3 +710,103 @@ fn a_state_directory_that_turns_read_only_refuses_what_it_cannot_do_and_goes_on_
     assert_eq!(v["outcome"], "succeeded", "{v}");
     b.finish()
 }
+
+/// What a store refused as damaged must look like to the person, from `bosun` (which started
+/// bosund) and from `bosun daemon status`: damaged, where, and what to do; never a bare exit
+/// status; and bosund is not left running.
+fn assert_refused_as_damaged(b: &Bosun, before: &[u8]) -> anyhow::Result<()> {
+    let db = b.home.join("bosun.redb");
+    let err = b.fails(&["ps"])?;
+    let path = db.display().to_string();
+    for want in [
+        format!("bosun's store {path} is damaged ("),
+        "bosund does not start on it, and has left it untouched".to_string(),
+        "Restore it from a backup, or move it aside to start afresh".to_string(),
+        format!("mv {path} {path}.damaged"),
+    ] {
+        assert!(err.contains(&want), "missing {want:?} in: {err}");
+    }
+    assert!(!err.contains("exit status"), "{err}");
+    assert!(b.daemon_pid().is_none(), "bosund did not start");
+    assert_eq!(std::fs::read(&db)?, before, "the store was left untouched");
+    let out = b.output(&["daemon", "status"])?;
+    assert_eq!(out.status.code(), Some(3));
+    let status = String::from_utf8_lossy(&out.stdout);
+    assert!(status.contains("bosund is not running"), "{status}");
+    assert!(
+        status.contains(&format!("bosun's store {path} is damaged")),
+        "{status}"
+    );
+    assert!(status.contains("move it aside to start afresh"), "{status}");
+    let log = std::fs::read_to_string(b.home.join("bosund.log")).unwrap_or_default();
+    assert!(
+        !log.contains("a panic was caught"),
+        "bosund panicked: {log}"
+    );
+    Ok(())
+}
+
+/// A store with something in it, bosund stopped; its bytes.
+fn a_store_with_records(b: &Bosun) -> anyhow::Result<Vec<u8>> {
+    let cwd = b.scratch().display().to_string();
+    for i in 0..20 {
+        b.ok(&[
+            "agent",
+            "add",
+            &format!("agent-{i}"),
+            "--cli",
+            "claude",
+            "--cwd",
+            &cwd,
+        ])?;
+    }
+    let run = b.start(&[], &["echo", "hello"])?;
+    b.wait_ended(&run, Duration::from_secs(30))?;
+    b.ok(&["daemon", "stop"])?;
+    Ok(std::fs::read(b.home.join("bosun.redb"))?)
+}
+
+/// Issue 25: a 0-byte `bosun.redb` became an empty store without a word, and bosund wrote over
+/// it (every agent, server, card and run gone).
+#[test]
+fn an_empty_store_file_is_refused_as_damaged_and_left_as_it_is() -> anyhow::Result<()> {
+    let b = Bosun::new("store_empty");
+    std::fs::create_dir_all(&b.home)?;
+    std::fs::set_permissions(&b.home, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    std::fs::write(b.home.join("bosun.redb"), b"")?;
+    assert_refused_as_damaged(&b, b"")?;
+    let err = b.fails(&["ps"])?;
+    assert!(err.contains("it is empty: 0 bytes"), "{err}");
+    // Moved aside, bosund starts afresh.
+    std::fs::rename(b.home.join("bosun.redb"), b.home.join("bosun.redb.damaged"))?;
+    b.ok(&["ps"])?;
+    b.finish()
+}
+
+/// Issue 25: a damaged page made bosund panic at start (redb's "entered unreachable code"), and
+/// the person saw only `bosund exited at once (exit status: 101)`. A store cut short the same.
+#[test]
+fn a_damaged_or_cut_store_file_is_refused_without_a_panic_and_left_as_it_is() -> anyhow::Result<()>
+{
+    let b = Bosun::new("store_damaged");
+    let whole = a_store_with_records(&b)?;
+    let db = b.home.join("bosun.redb");
+    // Pages in the middle of the file overwritten (a disk that failed, a bad copy).
+    let mut damaged = whole.clone();
+    let middle = damaged.len() / 2;
+    let end = (middle + 64 * 1024).min(damaged.len());
+    for (i, byte) in damaged[middle..end].iter_mut().enumerate() {
+        *byte = (i as u8).wrapping_mul(37) ^ 0xa5;
+    }
+    std::fs::write(&db, &damaged)?;
+    assert_refused_as_damaged(&b, &damaged)?;
+    // Cut short.
+    let cut = &whole[..whole.len() / 3];
+    std::fs::write(&db, cut)?;
+    assert_refused_as_damaged(&b, cut)?;
+    // The whole file back: everything is there.
+    std::fs::write(&db, &whole)?;
+    let agents = b.json(&["agent", "list"])?;
+    assert_eq!(agents.as_array().map(Vec::len), Some(20), "{agents}");
+    b.finish()
+}

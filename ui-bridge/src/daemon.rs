@@ -48,13 +48,27 @@ pub fn daemon_binary() -> Result<PathBuf, ClientError> {
         })
 }
 
+/// Where a `bosund` started by `bosun` writes its stderr: why it could not start, when it could
+/// not (kept until the next start).
+fn stderr_file(dirs: &StateDir) -> PathBuf {
+    dirs.root().join("bosund.stderr")
+}
+
+/// Why the last `bosund` that `bosun` started stopped or would not start, in its own words, when
+/// it said (a store it refused, say); `None` when it said nothing.
+pub fn last_words(dirs: &StateDir) -> Option<String> {
+    let text = fs::read_to_string(stderr_file(dirs)).ok()?;
+    let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    Some(last.trim().trim_start_matches("bosund: ").to_string())
+}
+
 /// Starts `bosund` in a session of its own (so closing the terminal does not end it) and waits
 /// until it answers on its socket.
 pub async fn start(dirs: &StateDir) -> Result<Stream, ClientError> {
     let bin = daemon_binary()?;
     dirs.ensure()
         .map_err(|e| ClientError::StartFailed(e.to_string()))?;
-    let stderr_path = dirs.root().join("bosund.stderr");
+    let stderr_path = stderr_file(dirs);
     let stderr = OpenOptions::new()
         .create(true)
         .write(true)

@@ -123,9 +123,17 @@ impl Client {
             }
         };
         let (tx, frames) = mpsc::channel(1024);
+        // The reader holds the connection's read half, and the connection closes only when both
+        // halves are gone: the task ends as soon as the `Client` (its receiver) is dropped, not
+        // when bosund next speaks, which for a quiet connection is never. Without this every
+        // dropped client left a connection open in bosund and in this process.
         tokio::spawn(async move {
             loop {
-                let item = match reader.read::<ServerFrame>().await {
+                let read = tokio::select! {
+                    read = reader.read::<ServerFrame>() => read,
+                    () = tx.closed() => return,
+                };
+                let item = match read {
                     Ok(Some(f)) => Ok(f),
                     Ok(None) => return,
                     Err(e) => Err(e.to_string()),

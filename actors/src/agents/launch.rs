@@ -133,9 +133,9 @@ pub async fn prepare_with(
             "the prompt is over 256 KiB or has a NUL byte; shorten it",
         ));
     }
-    if !rec.cwd.is_dir() {
+    if let Some(why) = bosun_shared::paths::not_a_folder(&rec.cwd) {
         return Err(AgentsError::invalid(format!(
-            "the agent's working folder {} does not exist any more; create it, or change it with `bosun agent edit {} --cwd DIR`",
+            "the agent's working folder {} {why}; create it, or change it with `bosun agent edit {} --cwd DIR`",
             rec.cwd.display(),
             rec.name
         )));

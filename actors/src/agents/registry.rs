@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::agents::AgentsError;
-use bosun_shared::agents::{CliKind, WebFetch, check_agent_name, check_allowed_command};
+use bosun_shared::agents::{
+    CliKind, MAX_INSTRUCTIONS, MAX_SECRET_VALUE, WebFetch, check_agent_name, check_allowed_command,
+    secret_too_long,
+};
 use bosun_shared::approvals::{ApprovalMode, ToolKey, Verdict};
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::agents::{
@@ -19,6 +22,7 @@ use bosun_shared::protocol::agents::{
     SwitchesView, ToolSwitchView, WorkspaceView,
 };
 use bosun_shared::protocol::mcp::{LineView, SecretLine};
+use bosun_shared::time::TimeCap;
 use bosun_shared::{AgentId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
@@ -35,11 +39,6 @@ use crate::mcp::tools;
 use crate::offload::blocking;
 use crate::store::writer::StoreWriter;
 use crate::store::{Store, StoreError};
-
-/// The longest instructions an agent may have.
-const MAX_INSTRUCTIONS: usize = 64 * 1024;
-/// The longest time cap: a week.
-const MAX_TIME_CAP_MS: u64 = 7 * 24 * 3600 * 1000;
 
 /// What the Agents actor works with.
 #[derive(Clone)]
@@ -396,6 +395,9 @@ fn check_env_line(name: &str, value: &str) -> Result<(), AgentsError> {
             "the value of {name} has a NUL byte, which no environment can hold"
         )));
     }
+    if value.len() > MAX_SECRET_VALUE {
+        return Err(bad(secret_too_long(name)));
+    }
     Ok(())
 }
 
@@ -410,9 +412,9 @@ fn check_record(rec: &AgentRecord) -> Result<(), AgentsError> {
     }
     if rec.instructions.len() > MAX_INSTRUCTIONS {
         return Err(bad(format!(
-            "the instructions are {} KiB; keep them under {} KiB",
+            "the instructions are {} KiB; keep them under {}",
             rec.instructions.len() / 1024,
-            MAX_INSTRUCTIONS / 1024
+            bosun_shared::size::format_size(MAX_INSTRUCTIONS as u64)
         )));
     }
     if let Some(mode) = &rec.permission_mode {
@@ -421,12 +423,8 @@ fn check_record(rec: &AgentRecord) -> Result<(), AgentsError> {
     for rule in &rec.allowed_commands {
         check_allowed_command(rule).map_err(bad)?;
     }
-    match rec.time_cap_ms {
-        Some(0) => return Err(bad("a time cap must be longer than zero")),
-        Some(ms) if ms > MAX_TIME_CAP_MS => {
-            return Err(bad("a time cap can be a week at most"));
-        }
-        Some(_) | None => {}
+    if let Some(ms) = rec.time_cap_ms {
+        TimeCap::from_millis(ms).map_err(bad)?;
     }
     check_cwd(&rec.cwd)?;
     match rec.cli {
@@ -532,9 +530,9 @@ fn check_cwd(cwd: &Path) -> Result<(), AgentsError> {
             cwd.display()
         )));
     }
-    if !cwd.is_dir() {
+    if let Some(why) = bosun_shared::paths::not_a_folder(cwd) {
         return Err(bad(format!(
-            "the working folder {} does not exist; create it, or give another with --cwd",
+            "the working folder {} {why}; give a folder with --cwd",
             cwd.display()
         )));
     }

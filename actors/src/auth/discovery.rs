@@ -95,6 +95,16 @@ pub enum DiscoveryError {
     NoPkce { methods: String },
     #[error("`{0}` is not an address")]
     BadUrl(String),
+    /// An endpoint of the metadata is not an address bosun opens or sends a sign-in to (see
+    /// `mcp::address::check_sign_in_address`). Not retryable: the server's metadata must change.
+    #[error(
+        "the authorization server's metadata gives its {field} as `{url}`, which {why}; bosun signs in only at https:// addresses (or http:// to this machine), so it refuses this sign-in"
+    )]
+    UnsafeEndpoint {
+        field: &'static str,
+        url: String,
+        why: String,
+    },
 }
 
 fn fetch_error(url: &Url, e: &reqwest::Error) -> DiscoveryError {
@@ -328,6 +338,33 @@ pub async fn discover(
         (Some(said), false) => said.clone(),
         (Some(_) | None, true) | (None, false) => issuer,
     };
+    // Every endpoint is checked before anything is opened, shown or sent to it: the browser
+    // opens the authorization endpoint's address, and the web UI makes it a link.
+    let endpoints = [
+        (
+            "authorization_endpoint",
+            Some(&metadata.authorization_endpoint),
+        ),
+        ("token_endpoint", Some(&metadata.token_endpoint)),
+        (
+            "registration_endpoint",
+            metadata.registration_endpoint.as_ref(),
+        ),
+        ("revocation_endpoint", metadata.revocation_endpoint.as_ref()),
+    ];
+    for (field, url) in endpoints {
+        // A server that signs in only machines publishes no authorization endpoint.
+        let Some(url) = url.filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        if let Err(why) = crate::mcp::address::check_sign_in_address(url, &server) {
+            return Err(DiscoveryError::UnsafeEndpoint {
+                field,
+                url: crate::mcp::address::shown(url),
+                why,
+            });
+        }
+    }
     let methods = &metadata.code_challenge_methods_supported;
     if !methods.is_empty() && !methods.iter().any(|m| m == "S256") {
         return Err(DiscoveryError::NoPkce {
@@ -380,6 +417,41 @@ mod tests {
         assert!(!is_own_resource("https://mcp.example.com/v1/mcpx", &server));
         assert!(!is_own_resource("https://mcp.example.com/other", &server));
         assert!(!is_own_resource("not a url", &server));
+    }
+
+    /// Issue 25: a server's metadata could set `authorization_endpoint` to `javascript:…`, and
+    /// bosun handed it to the browser and made it a link in the web UI.
+    #[test]
+    fn sign_in_addresses_are_https_or_plain_http_to_this_machine() {
+        use crate::mcp::address::check_sign_in_address as check;
+        let server = Url::parse("https://mcp.example.com/mcp").unwrap();
+        assert_eq!(check("https://as.example.com/authorize", &server), Ok(()));
+        assert_eq!(check("http://127.0.0.1:8080/authorize", &server), Ok(()));
+        assert_eq!(check("http://localhost/authorize", &server), Ok(()));
+        assert_eq!(check("http://[::1]:9/authorize", &server), Ok(()));
+        for bad in [
+            "javascript:alert(document.cookie)",
+            "JavaScript:alert(1)",
+            "file:///etc/passwd",
+            "data:text/html,<script>alert(1)</script>",
+            "vbscript:msgbox",
+        ] {
+            let why = check(bad, &server).unwrap_err();
+            assert!(
+                why.contains("which a browser would not open"),
+                "{bad}: {why}"
+            );
+        }
+        let why = check("http://as.example.com/authorize", &server).unwrap_err();
+        assert!(why.contains("plain http:// to as.example.com"), "{why}");
+        assert_eq!(
+            check("not an address", &server).unwrap_err(),
+            "is not an address"
+        );
+        // A server the person allowed plain http for may have its sign-in on its own host.
+        let plain = Url::parse("http://mcp.lan:8000/mcp").unwrap();
+        assert_eq!(check("http://mcp.lan:8000/authorize", &plain), Ok(()));
+        assert!(check("http://other.lan/authorize", &plain).is_err());
     }
 
     #[test]

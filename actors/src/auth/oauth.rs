@@ -343,7 +343,14 @@ fn tokens_of(t: &BasicTokenResponse, asked_scope: Option<&str>) -> Tokens {
         refresh: t.refresh_token().map(|r| r.secret().clone()),
         expires_at: t
             .expires_in()
-            .map(|d| Timestamp::from_millis(Timestamp::now().as_millis() + d.as_millis() as u64)),
+            // A server's `expires_in` of any size is a time, never a wrap or an overflow.
+            .map(|d| {
+                Timestamp::from_millis(
+                    Timestamp::now()
+                        .as_millis()
+                        .saturating_add(bosun_shared::time::millis(d)),
+                )
+            }),
         scope: t
             .scopes()
             .map(|s| {

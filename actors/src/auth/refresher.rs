@@ -232,7 +232,10 @@ impl RefresherState {
         let Some(exp) = self.rec.as_ref().and_then(|r| r.expires_at) else {
             return false;
         };
-        Timestamp::now().as_millis() + d.as_millis() as u64 >= exp.as_millis()
+        Timestamp::now()
+            .as_millis()
+            .saturating_add(bosun_shared::time::millis(d))
+            >= exp.as_millis()
     }
 
     fn schedule(&self, myself: &ActorRef<RefresherMsg>) {
@@ -244,7 +247,7 @@ impl RefresherState {
         };
         let due = exp
             .as_millis()
-            .saturating_sub(self.margin().as_millis() as u64)
+            .saturating_sub(bosun_shared::time::millis(self.margin()))
             .saturating_sub(Timestamp::now().as_millis());
         // At most hourly, so a clock change is noticed; at least a second apart.
         let wait =

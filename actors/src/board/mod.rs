@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use bosun_shared::projects::MAX_NOTE;
 use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
@@ -55,7 +56,6 @@ const MAX_LIMIT: u32 = 64;
 const MAX_NAME: usize = 40;
 const MAX_TITLE: usize = 200;
 const MAX_TEXT: usize = 64 * 1024;
-const MAX_NOTE: usize = 1024 * 1024;
 const MAX_PATH: usize = 200;
 
 /// The columns a new board starts with: (name, auto).

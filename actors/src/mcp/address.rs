@@ -126,7 +126,7 @@ fn is_hidden_marker(query: &str) -> bool {
 }
 
 /// The host of a plain `http` address that is not this machine's, if the address is one.
-pub(super) fn plain_http_elsewhere(url: &Url) -> Option<String> {
+pub(crate) fn plain_http_elsewhere(url: &Url) -> Option<String> {
     if url.scheme() != "http" {
         return None;
     }
@@ -138,6 +138,31 @@ pub(super) fn plain_http_elsewhere(url: &Url) -> Option<String> {
         }
     };
     (!loopback).then(|| url.host_str().unwrap_or_default().to_string())
+}
+
+/// Checks an address a server's sign-in metadata gives (`authorization_endpoint` and the other
+/// endpoints), which bosun opens in the browser, shows in the web UI and sends secrets to: it
+/// must be `https:`, or plain `http:` to this machine, or to the host of `server` when the
+/// person allowed plain http for the server itself (`--allow-http`). Anything else (`javascript:`,
+/// `file:`, `data:`, plain http to another machine) is refused; `Err` says why, after the address.
+pub fn check_sign_in_address(text: &str, server: &Url) -> Result<(), String> {
+    let Ok(url) = Url::parse(text.trim()) else {
+        return Err("is not an address".into());
+    };
+    match url.scheme() {
+        "https" if url.host().is_some() => Ok(()),
+        "http" if url.host().is_some() => match plain_http_elsewhere(&url) {
+            None => Ok(()),
+            Some(_) if server.scheme() == "http" && url.host_str() == server.host_str() => Ok(()),
+            Some(host) => Err(format!(
+                "is plain http:// to {host}, another machine, over which the sign-in would cross the network unencrypted"
+            )),
+        },
+        "https" | "http" => Err("has no host".into()),
+        other => Err(format!(
+            "is a `{other}:` address, which a browser would not open as a web page"
+        )),
+    }
 }
 
 /// An address as bosun shows it anywhere: its query as `?…`, a user name or password as `…@`,

@@ -5,6 +5,7 @@
 //! the record that names them is committed, and a failure part-way puts back what was changed:
 //! nothing is ever half-saved.
 
+use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -550,6 +551,9 @@ fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), Registr
                 l.name
             ));
         }
+        if l.value.len() > MAX_SECRET_VALUE {
+            return bad(secret_too_long(&l.name));
+        }
         if !seen.insert(l.name.clone()) {
             return bad(format!("the environment line {} is given twice", l.name));
         }
@@ -570,6 +574,9 @@ fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), Registr
                 "the value of header {} has characters a header cannot hold",
                 h.name
             ));
+        }
+        if h.value.len() > MAX_SECRET_VALUE {
+            return bad(secret_too_long(&format!("header {}", h.name)));
         }
         if !seen.insert(h.name.to_ascii_lowercase()) {
             return bad(format!("the header {} is given twice", h.name));

@@ -27,6 +27,7 @@ use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::runner::{ControlPlan, LaunchPlan, PlanFile, StopLadder, StopOrder};
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
+use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_shared::{CardId, RunId, RunToken, Timestamp};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tracing::{error, info, warn};
@@ -421,11 +422,8 @@ impl RunsState {
                 p.cwd.display()
             ));
         }
-        if !p.cwd.is_dir() {
-            return bad(format!(
-                "the working directory {} does not exist",
-                p.cwd.display()
-            ));
+        if let Some(why) = bosun_shared::paths::not_a_folder(&p.cwd) {
+            return bad(format!("the working directory {} {why}", p.cwd.display()));
         }
         if let Some(name) = &p.name
             && (name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control))
@@ -439,8 +437,15 @@ impl RunsState {
                 return bad(format!("`{k}` is not a valid environment variable name"));
             }
         }
-        if p.time_cap_ms == Some(0) {
-            return bad("a time cap must be longer than zero".into());
+        // The wire carries milliseconds; out of a time cap's or a grace's range they are
+        // refused here, for every run (an agent's, a card's, the lead's, one by `bosun run`).
+        if let Some(ms) = p.time_cap_ms {
+            TimeCap::from_millis(ms).map_err(RunsError::invalid)?;
+        }
+        if let Some(l) = &p.ladder {
+            for ms in [l.int_grace_ms, l.term_grace_ms] {
+                StopGrace::from_millis(ms).map_err(RunsError::invalid)?;
+            }
         }
         if p.max_output == Some(0) {
             return bad("an output cap must be more than zero bytes".into());

@@ -267,6 +267,7 @@ pub(super) fn errno(e: &StoreError) -> Option<Errno> {
         StoreError::Db(redb::Error::Io(io)) => Some(io),
         StoreError::Db(_)
         | StoreError::AlreadyOpen
+        | StoreError::Damaged { .. }
         | StoreError::NewerSchema { .. }
         | StoreError::Corrupt(_)
         | StoreError::LogDamaged(_)
@@ -310,6 +311,7 @@ pub(super) fn commit_reason(e: &StoreError, free: Option<u64>) -> String {
         _ => match e {
             StoreError::Unavailable(why) => format!("{why}; nothing of this change was made"),
             StoreError::AlreadyOpen
+            | StoreError::Damaged { .. }
             | StoreError::NewerSchema { .. }
             | StoreError::Corrupt(_)
             | StoreError::LogDamaged(_)

@@ -46,6 +46,14 @@ pub enum StoreError {
     /// Another daemon holds the file. Returned by [`Store::open`]; not retryable until it exits.
     #[error("another bosund is already running on this state directory")]
     AlreadyOpen,
+    /// The file is there but is not a whole store: empty, cut short, or with a damaged page.
+    /// Returned by [`Store::open`], which leaves the file as it found it; not retryable: the
+    /// person restores a backup or moves the file aside.
+    #[error(
+        "bosun's store {path} is damaged ({why}); bosund does not start on it, and has left it untouched. Restore it from a backup, or move it aside to start afresh with an empty store (such as `mv {path} {path}.damaged`; everything kept in it, agents, servers, cards, notes and the runs' records, is then gone from bosun)",
+        path = .path.display()
+    )]
+    Damaged { path: PathBuf, why: String },
     /// The file was written by a newer bosun. Returned by [`Store::open`]; not retryable with
     /// this build. `backup` is where the newer bosun kept the store as it was in this build's
     /// schema, when it upgraded it.
@@ -123,7 +131,7 @@ impl Store {
     /// all from the start. Run directories (and their log files) are under `runs_dir`. A file of
     /// an older schema keeps its version until it is upgraded ([`Store::upgrade_from`]).
     pub fn open(path: &Path, runs_dir: &Path, tables: &[&'static str]) -> Result<Self, StoreError> {
-        let db = open_db(path)?;
+        let db = open_checked(path)?;
         let mut older = None;
         let txn = db.begin_write()?;
         {
@@ -260,6 +268,59 @@ impl Store {
 enum Handle {
     Open(Arc<Database>),
     Closed(String),
+}
+
+/// Opens the redb file at startup, or creates it when there is none, checking a file that is
+/// there whole before anything uses it.
+///
+/// redb trusts a file that was shut down cleanly, so a page damaged outside it (a disk, a
+/// copy cut short) surfaces later as a panic in whatever reads it ("entered unreachable
+/// code"), and an empty file is taken as a new store and written over. So: an empty file is
+/// refused as it is; any other is opened with redb's integrity check, which reads the whole
+/// file and reports damage as an error; and a panic of redb on it is caught and refused the
+/// same way. A refused file is left as it was found (the check writes only to a file that
+/// passes it: its repair commit).
+fn open_checked(path: &Path) -> Result<Database, StoreError> {
+    let damaged = |why: String| StoreError::Damaged {
+        path: path.to_path_buf(),
+        why,
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() == 0 => {
+            return Err(damaged(
+                "it is empty: 0 bytes, where even a new store has its header".into(),
+            ));
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return open_db(path),
+        Err(e) => return Err(StoreError::Db(redb::Error::Io(e))),
+    }
+    let opened = std::panic::catch_unwind(|| {
+        Database::builder()
+            .set_check_integrity_on_open(true)
+            .open(path)
+    });
+    match opened {
+        Ok(Ok(db)) => Ok(db),
+        Ok(Err(redb::DatabaseError::DatabaseAlreadyOpen)) => Err(StoreError::AlreadyOpen),
+        Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(why)))) => {
+            Err(damaged(why))
+        }
+        Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Io(e))))
+            if e.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
+            Err(damaged(format!("it is cut short: {e}")))
+        }
+        Ok(Err(e)) => Err(StoreError::Db(e.into())),
+        Err(panic) => {
+            let said = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no words".into());
+            Err(damaged(format!("reading it made redb fail: {said}")))
+        }
+    }
 }
 
 /// Opens (or creates) the redb file, telling a file held by another daemon apart.

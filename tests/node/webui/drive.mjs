@@ -354,7 +354,16 @@ const scenarios = {
     await f2.locator("#agent-save").click();
     const refused = await page.locator("#agent-form-message .flash.error").textContent();
 
+    // A time cap past a week, read by the bridge's one parser (issue 25): refused in its words
+    // before anything is sent.
+    await f2.locator('input[name="approval.wait"]').fill("10m");
+    await f2.locator("input[name=time_cap]").fill("400d");
+    await f2.locator("#agent-save").click();
+    await page.waitForFunction(() => /week/.test((document.getElementById("agent-form-message") || {}).textContent || ""));
+    const capRefused = await page.locator("#agent-form-message").textContent();
+
     // An edit that is right.
+    await f2.locator("input[name=time_cap]").fill("2h");
     await f2.locator('input[name="approval.wait"]').fill("10m");
     await f2.locator('input[name="web.search"]').uncheck();
     await f2.locator("input[name=model]").fill("opus");
@@ -362,6 +371,7 @@ const scenarios = {
     await page.waitForFunction(() => (document.getElementById("agent-form-message") || {}).textContent === "Saved.");
     const model = await page.locator("#agent-form input[name=model]").inputValue();
     const maxOutput = await page.locator("#agent-form input[name=max_output]").inputValue();
+    const timeCap = await page.locator("#agent-form input[name=time_cap]").inputValue();
 
     // A new Codex agent with its settings, whose switches are refused: it is created, the page
     // says so, and sends only the switches again once they are right.
@@ -380,7 +390,7 @@ const scenarios = {
     await page.waitForFunction(() => (document.getElementById("agent-form-message") || {}).textContent === "Saved.");
     const codexConfig = await page.locator("#agent-form textarea[name=codex_config]").inputValue();
     await checkNoSecret(page, canary, "at the end");
-    return { secretShown, refused, model, maxOutput, createdRefused, hashAfterRefusal, codexConfig };
+    return { secretShown, refused, model, maxOutput, capRefused, timeCap, createdRefused, hashAfterRefusal, codexConfig };
   },
 
   // Projects (add, a refusal, the lead-may-merge switch, edit, remove) and a card (edit, hold

@@ -83,7 +83,8 @@
 //!   `mcp:read mcp:write offline_access`), `response_types_supported`,
 //!   `grant_types_supported`, `code_challenge_methods_supported: ["S256"]`,
 //!   `token_endpoint_auth_methods_supported: [--auth-method]`. `--malformed-metadata` serves
-//!   `{"issuer": ` instead, wherever the document would be.
+//!   `{"issuer": ` instead, wherever the document would be. `--authorization-endpoint TEXT`
+//!   puts TEXT in `authorization_endpoint` as it is (a hostile server's `javascript:…`).
 //!
 //! # The authorization server
 //!
@@ -411,6 +412,9 @@ struct Options {
     iss: Iss,
     iss_advertised: bool,
     metadata_issuer: Option<String>,
+    /// `--authorization-endpoint`: the metadata's `authorization_endpoint`, as given (a
+    /// hostile server's `javascript:…`), in place of `<issuer>/authorize`.
+    authorization_endpoint: Option<String>,
     client_metadata_documents: bool,
     /// The CAs trusted when fetching a client metadata document (`cimd.rs`).
     ca_file: Option<PathBuf>,
@@ -473,6 +477,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
         iss: Iss::None,
         iss_advertised: false,
         metadata_issuer: None,
+        authorization_endpoint: None,
         client_metadata_documents: false,
         ca_file: None,
         header_tools: false,
@@ -549,6 +554,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--log" => options.log = Some(PathBuf::from(value)),
             "--iss" => options.iss = choose(&flag, &value, &ISS_CHOICES)?,
             "--metadata-issuer" => options.metadata_issuer = Some(value),
+            "--authorization-endpoint" => options.authorization_endpoint = Some(value),
             "--ca-file" => options.ca_file = Some(PathBuf::from(value)),
             "--second-issuer-path" => options.second_issuer_path = Some(issuer_path(&value)?),
             other if machine::MachineOptions::takes(other) => options.machine.set(other, value)?,
@@ -1062,7 +1068,11 @@ impl Server {
     fn as_metadata(&self, issuer: &str) -> Value {
         let mut document = json!({
             "issuer": self.options.metadata_issuer.as_deref().unwrap_or(issuer),
-            "authorization_endpoint": format!("{issuer}/authorize"),
+            "authorization_endpoint": self
+                .options
+                .authorization_endpoint
+                .clone()
+                .unwrap_or_else(|| format!("{issuer}/authorize")),
             "token_endpoint": format!("{issuer}/token"),
         });
         let fields = [

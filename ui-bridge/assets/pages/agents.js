@@ -6,7 +6,7 @@
 // set`, which the daemon takes all or none (when it refuses them, the page offers to send only
 // them again); starting a run; pausing and removing.
 
-import { call } from "../api.js";
+import { call, getJSON } from "../api.js";
 import { ago, clear, duration, flash, h } from "../dom.js";
 import { field, forgetSecrets, formMessage, lineRows, linesOf, secret, select, text } from "../forms.js";
 
@@ -47,36 +47,16 @@ function listPage(root) {
   );
 }
 
-// "90s", "10m", "1h30m", "2d" → milliseconds; null when it is not a duration.
 // An agent's roots as the form shows them: comma-separated, or `none`.
 function rootsText(w) {
   return w && w.roots && w.roots.length ? w.roots.join(",") : "none";
 }
 
-export function parseDuration(s) {
-  const t = s.trim().replace(/\s+/g, "");
-  if (!t) return null;
-  const units = { ms: 1, s: 1000, m: 60000, h: 3600000, d: 86400000 };
-  let ms = 0;
-  let rest = t;
-  while (rest) {
-    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)/.exec(rest);
-    if (!m) return null;
-    ms += Number(m[1]) * units[m[2]];
-    rest = rest.slice(m[0].length);
-  }
-  return Math.round(ms);
-}
-
-// "1G", "500M", "64k", "1048576" → bytes (powers of 1024, as `bosun agent add --max-output`);
-// 0 for none; null when it is not a size.
-export function parseSize(s) {
-  const t = s.trim();
-  if (!t || t === "none" || t === "off") return 0;
-  const m = /^(\d+)\s*([kmgt]?)(i?b)?$/i.exec(t);
-  if (!m) return null;
-  const n = Number(m[1]) * 1024 ** "_kmgt".indexOf(m[2].toLowerCase() || "_");
-  return Number.isSafeInteger(n) && n > 0 ? n : null;
+// A time cap or a size as the person typed it, read by the bridge with the parser the command
+// line and bosund use (`GET /api/parse`): the pages keep no parser of their own. Throws the
+// rule's words.
+async function parsed(kind, textValue) {
+  return getJSON(`/api/parse?${kind}=${encodeURIComponent(textValue)}`);
 }
 
 // Bytes as the form shows them: the largest unit that divides them.
@@ -332,26 +312,32 @@ function agentPage(root, name) {
       const ap = now.approvals;
       if (s.mode.value !== ap.mode) out.push(`approval=${s.mode.value}`);
       const waitText = s.wait.value.trim();
-      if (waitText !== duration(ap.wait_ms) && parseDuration(waitText) !== ap.wait_ms) out.push(`approval.wait=${waitText}`);
+      // bosund reads the text; the same wait written otherwise is the same wait to it.
+      if (waitText !== duration(ap.wait_ms)) out.push(`approval.wait=${waitText}`);
       if (s.waitForPerson.checked !== ap.wait_for_person) out.push(`approval.wait-for-person=${onOff(s.waitForPerson.checked)}`);
       for (const v of verdicts) if (v.sel.value !== v.v) out.push(`${v.key}=${v.sel.value}`);
       for (const v of newVerdictRows) if (v.k.value.trim()) out.push(`${v.k.value.trim()}=${v.sel.value}`);
       return out;
     }
 
-    function timeCap() {
+    async function timeCap() {
       const t = f.timeCap.value.trim();
       if (!t || t === "none" || t === "off") return 0;
-      const ms = parseDuration(t);
-      if (!ms) throw new Error(`The time cap \`${t}\` is not a duration: write it such as 90s, 30m or 2h, or none.`);
-      return ms;
+      try {
+        return (await parsed("time_cap", t)).ms;
+      } catch (err) {
+        throw new Error(`The time cap: ${err.message}; write it such as 90s, 30m or 2h, or none.`);
+      }
     }
 
-    function maxOutput() {
+    async function maxOutput() {
       const t = f.maxOutput.value.trim();
-      const n = parseSize(t);
-      if (n === null) throw new Error(`The output cap \`${t}\` is not a size: write it such as 1G, 500M, 64k or a number of bytes, or none.`);
-      return n;
+      if (!t || t === "none" || t === "off") return 0;
+      try {
+        return (await parsed("size", t)).bytes;
+      } catch (err) {
+        throw new Error(`The output cap: ${err.message}, or none.`);
+      }
     }
 
     function newSecretLines() {
@@ -359,7 +345,7 @@ function agentPage(root, name) {
     }
 
     // The setup's changes for `agent_edit` (what is absent stays).
-    function edit() {
+    async function edit() {
       const a = agent;
       const p = { agent: a.name, set_env: [], remove_env: [], set_secret_env: newSecretLines(), remove_secret_env: secrets.filter((l) => l.rm.checked).map((l) => l.name) };
       const str = (k, el, was) => {
@@ -374,9 +360,9 @@ function agentPage(root, name) {
       str("permission_mode", f.permission, a.permission_mode);
       const allowed = linesOf(f.allowed.value);
       if (allowed.join("\n") !== a.allowed_commands.join("\n")) p.allowed_commands = allowed;
-      const cap = timeCap();
+      const cap = await timeCap();
       if (cap !== (a.time_cap_ms || 0)) p.time_cap_ms = cap;
-      const most = maxOutput();
+      const most = await maxOutput();
       if (most !== (a.max_output || 0)) p.max_output = most;
       const codex = codexLines(f.codex.value);
       if (codexText(codex) !== codexText(a.codex_config || [])) p.codex_config = codex;
@@ -390,8 +376,9 @@ function agentPage(root, name) {
       return changed.length ? p : null;
     }
 
-    function add() {
-      const cap = timeCap();
+    async function add() {
+      const cap = await timeCap();
+      const most = await maxOutput();
       return {
         name: f.name.value.trim(),
         role: f.role.value.trim() || null,
@@ -400,7 +387,7 @@ function agentPage(root, name) {
         permission_mode: f.permission.value.trim() || null,
         allowed_commands: linesOf(f.allowed.value),
         time_cap_ms: cap || null,
-        max_output: maxOutput() || null,
+        max_output: most || null,
         cwd: f.cwd.value.trim(),
         command: linesOf(f.command.value),
         env: env.lines().map((l) => [l.name, l.value]),
@@ -451,7 +438,7 @@ function agentPage(root, name) {
     async function save() {
       let setup;
       try {
-        setup = creating ? add() : edit();
+        setup = creating ? await add() : await edit();
       } catch (err) {
         return out.error(err.message);
       }

@@ -409,6 +409,11 @@ function serverPage(root, name) {
     try {
       const fresh = document.getElementById("sign-in-new-client");
       const started = await call("mcp_sign_in", { server: name, new_client: !!(fresh && fresh.checked) });
+      // bosund refuses a sign-in address that is not https:// (or http:// to this machine); a
+      // page never opens or links anything else, whatever bosund it talks to.
+      if (!/^https?:\/\//i.test(started.url || "")) {
+        throw new Error(`The sign-in address \`${started.url}\` is not an http(s) address; bosun does not open it.`);
+      }
       const link = h("a", { href: started.url, target: "_blank", rel: "noopener noreferrer", id: "sign-in-link" }, "the sign-in page");
       if (w) {
         w.opener = null;

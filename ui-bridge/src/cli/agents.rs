@@ -1,10 +1,12 @@
 //! `bosun agent add|edit|show|list|remove|set|run|tools`.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bosun_shared::agents::CliKind;
+use bosun_shared::agents::{
+    CliKind, MAX_INSTRUCTIONS, MAX_SECRET_VALUE, instructions_too_long, secret_too_long,
+};
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::agents::{
     AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
@@ -12,7 +14,8 @@ use bosun_shared::protocol::agents::{
 };
 use bosun_shared::protocol::call::Call;
 use bosun_shared::protocol::mcp::SecretLine;
-use bosun_shared::time::{format_duration, parse_duration};
+use bosun_shared::size::read_at_most;
+use bosun_shared::time::{TimeCap, format_duration};
 use clap::{Args, Subcommand};
 
 use super::logs::{FollowOptions, print_log};
@@ -288,8 +291,17 @@ fn secret_values(names: &[String]) -> anyhow::Result<Vec<SecretLine>> {
             })
             .collect();
     }
-    let mut text = String::new();
-    stdin.lock().read_to_string(&mut text)?;
+    // Every value may be as long as the rule allows, with its name and `=` on its line.
+    let limit = names
+        .iter()
+        .map(|n| n.len() + 2 + MAX_SECRET_VALUE)
+        .sum::<usize>();
+    let Some(text) = read_at_most(stdin.lock(), limit)? else {
+        anyhow::bail!(
+            "stdin holds more than the --secret-env values can: {}",
+            secret_too_long("each")
+        );
+    };
     if let [name] = names {
         let value = text.strip_suffix('\n').unwrap_or(&text);
         let value = value.strip_suffix('\r').unwrap_or(value);
@@ -297,6 +309,9 @@ fn secret_values(names: &[String]) -> anyhow::Result<Vec<SecretLine>> {
             anyhow::bail!(
                 "no value for {name} on stdin; pipe it in, such as: printenv {name} | bosun agent … --secret-env {name}"
             );
+        }
+        if value.len() > MAX_SECRET_VALUE {
+            anyhow::bail!("{}", secret_too_long(name));
         }
         return Ok(vec![SecretLine {
             name: name.clone(),
@@ -317,6 +332,9 @@ fn secret_values(names: &[String]) -> anyhow::Result<Vec<SecretLine>> {
         if !names.iter().any(|n| n == k) {
             anyhow::bail!("stdin has a value for {k}, which is not one of the --secret-env names");
         }
+        if v.len() > MAX_SECRET_VALUE {
+            anyhow::bail!("{}", secret_too_long(k));
+        }
         out.push(SecretLine {
             name: k.to_string(),
             value: v.to_string(),
@@ -328,12 +346,23 @@ fn secret_values(names: &[String]) -> anyhow::Result<Vec<SecretLine>> {
     Ok(out)
 }
 
+/// `--instructions TEXT` or `--instructions-file FILE`, held to the instructions' size rule
+/// before anything is sent: a file is read no further than one byte past it.
 fn instructions(s: &SetupArgs) -> anyhow::Result<Option<String>> {
     match (&s.instructions, &s.instructions_file) {
+        (Some(t), _) if t.len() > MAX_INSTRUCTIONS => {
+            anyhow::bail!("{}", instructions_too_long("--instructions"))
+        }
         (Some(t), _) => Ok(Some(t.clone())),
-        (None, Some(p)) => std::fs::read_to_string(p).map(Some).map_err(|e| {
-            anyhow::anyhow!("could not read the instructions from {}: {e}", p.display())
-        }),
+        (None, Some(p)) => {
+            let could_not =
+                |e| anyhow::anyhow!("could not read the instructions from {}: {e}", p.display());
+            let file = std::fs::File::open(p).map_err(could_not)?;
+            match read_at_most(file, MAX_INSTRUCTIONS).map_err(could_not)? {
+                Some(text) => Ok(Some(text)),
+                None => anyhow::bail!("{}", instructions_too_long(&p.display().to_string())),
+            }
+        }
         (None, None) => Ok(None),
     }
 }
@@ -343,13 +372,9 @@ fn time_cap(s: &SetupArgs) -> anyhow::Result<Option<u64>> {
     match s.time_cap.as_deref() {
         None => Ok(None),
         Some("none" | "off") => Ok(Some(0)),
-        Some(t) => {
-            let d = parse_duration(t).map_err(|e| anyhow::anyhow!("--time-cap: {e}"))?;
-            if d.is_zero() {
-                anyhow::bail!("--time-cap: a time cap must be longer than zero (or `none`)");
-            }
-            Ok(Some(d.as_millis() as u64))
-        }
+        Some(t) => TimeCap::parse(t)
+            .map(|cap| Some(cap.as_millis()))
+            .map_err(|e| anyhow::anyhow!("--time-cap: {e}")),
     }
 }
 

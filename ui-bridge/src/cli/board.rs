@@ -1,9 +1,9 @@
 //! `bosun board …` (columns, cards, the limit on card runs) and `bosun note …` (memory notes).
 
-use std::io::Read;
 use std::process::ExitCode;
 
 use bosun_shared::paths::StateDir;
+use bosun_shared::projects::MAX_NOTE;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
     EditCardParams, NoteList, NoteShow, NoteView, NoteWrite, SetColumnParams,
@@ -423,10 +423,11 @@ pub async fn note(dirs: &StateDir, cmd: NoteCommand) -> anyhow::Result<ExitCode>
             force,
             json,
         } => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| anyhow::anyhow!("could not read the note's text from stdin: {e}"))?;
+            let text = bosun_shared::size::read_at_most(std::io::stdin().lock(), MAX_NOTE)
+                .map_err(|e| anyhow::anyhow!("could not read the note's text from stdin: {e}"))?
+                .ok_or_else(|| {
+                    anyhow::anyhow!("a note is at most 1 MiB of text; stdin holds more")
+                })?;
             let n = ask(
                 dirs,
                 NoteWrite {

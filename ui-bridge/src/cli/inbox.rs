@@ -242,6 +242,22 @@ pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A decision sent and then the connection lost before its answer (bosund crashed or was
+/// stopped): bosund commits a decision before it answers, so it may have been made, and sending
+/// it again is not the way to find out.
+fn maybe_decided(e: ClientError) -> anyhow::Error {
+    match e {
+        ClientError::Connection(why) => anyhow::anyhow!(
+            "lost the connection to bosund after the decision was sent ({why}); it may have been made all the same: `bosun inbox --all` shows whether it was"
+        ),
+        ClientError::NotRunning(_)
+        | ClientError::StartFailed(_)
+        | ClientError::Refused(_)
+        | ClientError::Daemon(_)
+        | ClientError::Unexpected => e.into(),
+    }
+}
+
 /// Whether the daemon found no run approval by that id (it may be a pending action).
 fn no_such_approval(e: &ClientError) -> bool {
     matches!(e, ClientError::Daemon(w) if w.code == ErrorCode::NotFound)
@@ -250,11 +266,17 @@ fn no_such_approval(e: &ClientError) -> bool {
 pub async fn approve(dirs: &StateDir, a: ApproveArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
     if let Some(card) = a.card {
-        let done = client.call(ApproveCard { card }).await?;
+        let done = client
+            .call(ApproveCard { card })
+            .await
+            .map_err(maybe_decided)?;
         return decided_approvals(&done, a.json);
     }
     let actions = match (a.all, a.id) {
-        (Some(chat), _) => client.call(ApproveAll { chat }).await?,
+        (Some(chat), _) => client
+            .call(ApproveAll { chat })
+            .await
+            .map_err(maybe_decided)?,
         (None, Some(id)) => {
             match client
                 .call(Decide {
@@ -272,9 +294,12 @@ pub async fn approve(dirs: &StateDir, a: ApproveArgs) -> anyhow::Result<ExitCode
                             "there is no run's tool call `{id}` waiting (--always is for those); `bosun inbox` lists what waits"
                         );
                     }
-                    client.call(Approve { action: id }).await?
+                    client
+                        .call(Approve { action: id })
+                        .await
+                        .map_err(maybe_decided)?
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(maybe_decided(e)),
             }
         }
         (None, None) => anyhow::bail!("say which to approve: an id, --all CHAT or --card CARD"),
@@ -302,16 +327,22 @@ pub async fn deny(dirs: &StateDir, a: DenyArgs) -> anyhow::Result<ExitCode> {
                     a.id
                 );
             }
-            let actions = client.call(Discard { action: a.id }).await?;
+            let actions = client
+                .call(Discard { action: a.id })
+                .await
+                .map_err(maybe_decided)?;
             decided(&actions, a.json)
         }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(maybe_decided(e)),
     }
 }
 
 pub async fn discard(dirs: &StateDir, a: DiscardArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let actions = client.call(Discard { action: a.action }).await?;
+    let actions = client
+        .call(Discard { action: a.action })
+        .await
+        .map_err(maybe_decided)?;
     decided(&actions, a.json)
 }
 

@@ -4,11 +4,12 @@
 //! (`--env-from-stdin`) or from a prompt that does not echo, because a command line is visible
 //! to every process on the machine. `-e KEY=VALUE` works too, as with `claude mcp add`.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::auth::{
     McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
@@ -20,6 +21,7 @@ use bosun_shared::protocol::mcp::{
     McpList, McpRemove, McpRename, McpShow, McpTools, SecretLine, SecretValue, ServerKind,
     ServerView, SignInBy, ToolListing,
 };
+use bosun_shared::size::{format_size, read_at_most};
 use bosun_ui::Client;
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -144,25 +146,26 @@ impl MachineArgs {
             return Ok(None);
         }
         let client_secret = if self.client_secret_stdin {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)?;
-            let value = text.trim_end_matches(['\n', '\r']).to_string();
-            if value.is_empty() {
-                anyhow::bail!("--client-secret-stdin: stdin was empty; pipe the secret in");
-            }
-            Some(SecretValue(value))
+            Some(client_secret_from_stdin()?)
         } else {
             None
         };
         let private_key = match &self.private_key_file {
             Some(path) => {
                 // The error names the file, never what is in it.
-                let text = std::fs::read_to_string(path).map_err(|e| {
+                let could_not = |e| {
                     anyhow::anyhow!(
                         "could not read the private key file {}: {e}",
                         path.display()
                     )
-                })?;
+                };
+                let file = std::fs::File::open(path).map_err(could_not)?;
+                let Some(text) = read_at_most(file, MAX_SECRET_VALUE).map_err(could_not)? else {
+                    anyhow::bail!(
+                        "{}",
+                        secret_too_long(&format!("the private key file {}", path.display()))
+                    );
+                };
                 Some(SecretValue(text))
             }
             None => None,
@@ -227,14 +230,31 @@ impl SignInArgs {
         if !self.client_secret_stdin {
             return Ok(None);
         }
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)?;
-        let value = text.trim_end_matches(['\n', '\r']).to_string();
-        if value.is_empty() {
-            anyhow::bail!("--client-secret-stdin: stdin was empty; pipe the secret in");
-        }
-        Ok(Some(SecretValue(value)))
+        client_secret_from_stdin().map(Some)
     }
+}
+
+/// `--client-secret-stdin`: the secret is all of stdin but its last line end, read no further
+/// than one byte past the secret values' rule.
+fn client_secret_from_stdin() -> anyhow::Result<SecretValue> {
+    // Room for a line end after a value of the most bytes allowed.
+    let Some(text) = read_at_most(std::io::stdin().lock(), MAX_SECRET_VALUE + 2)? else {
+        anyhow::bail!(
+            "--client-secret-stdin: {}",
+            secret_too_long("the client secret")
+        );
+    };
+    let value = text.trim_end_matches(['\n', '\r']).to_string();
+    if value.is_empty() {
+        anyhow::bail!("--client-secret-stdin: stdin was empty; pipe the secret in");
+    }
+    if value.len() > MAX_SECRET_VALUE {
+        anyhow::bail!(
+            "--client-secret-stdin: {}",
+            secret_too_long("the client secret")
+        );
+    }
+    Ok(SecretValue(value))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -717,6 +737,14 @@ const OPENER_LIMIT: Duration = Duration::from_secs(10);
 /// reach a browser it started), and bosun waits at most [`OPENER_LIMIT`] for its answer. One
 /// still running then (a browser that stays in the foreground) has opened the page.
 async fn open_browser(url: &str) -> Result<String, String> {
+    // bosund refuses a sign-in address that is not https:// (or http:// to this machine); this
+    // opens nothing else whatever bosund answered (an opener runs `javascript:` and `file:`).
+    let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    if !matches!(scheme.as_deref(), Some("https" | "http")) {
+        return Err(format!(
+            "`{url}` is not an http(s) address, so bosun does not open it"
+        ));
+    }
     let (program, args): (String, Vec<String>) = match std::env::var("BROWSER") {
         Ok(b) if !b.trim().is_empty() => {
             // $BROWSER may be a command with arguments, and may say where the address goes.
@@ -803,9 +831,18 @@ fn ask(name: &str) -> anyhow::Result<String> {
 
 /// Reads `KEY=VALUE` (environment) and `Name: value` (header) lines from stdin.
 fn read_stdin_lines() -> anyhow::Result<(Vec<SecretLine>, Vec<SecretLine>)> {
+    // Read no further than sixteen values of the most bytes each: more is a mistake (a file
+    // piped in by accident), refused before it is held whole.
+    let limit = 16 * MAX_SECRET_VALUE;
+    let Some(text) = read_at_most(std::io::stdin().lock(), limit)? else {
+        anyhow::bail!(
+            "stdin holds over {}; it takes KEY=VALUE and 'Name: value' lines, and a secret value may have at most {}",
+            format_size(limit as u64),
+            format_size(MAX_SECRET_VALUE as u64)
+        );
+    };
     let (mut env, mut headers) = (Vec::new(), Vec::new());
-    for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line?;
+    for (i, line) in text.lines().enumerate() {
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() || line.trim_start().starts_with('#') {
             continue;

@@ -8,7 +8,7 @@ use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::runner::StopLadder;
 use bosun_shared::protocol::runs::{DaemonStatus, DaemonStop, GetRun, ListRuns, StopRun};
 use bosun_shared::protocol::ui::StartRunParams;
-use bosun_shared::time::parse_duration;
+use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_ui::{Client, ClientError};
 use clap::Args;
 
@@ -81,18 +81,19 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
     let time_cap_ms = a
         .time_cap
         .as_deref()
-        .map(parse_duration)
+        .map(TimeCap::parse)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--time-cap: {e}"))?
-        .map(|d| d.as_millis() as u64);
-    let grace = parse_duration(&a.stop_grace).map_err(|e| anyhow::anyhow!("--stop-grace: {e}"))?;
+        .map(TimeCap::as_millis);
+    let grace =
+        StopGrace::parse(&a.stop_grace).map_err(|e| anyhow::anyhow!("--stop-grace: {e}"))?;
     let max_output = a
         .max_output
         .as_deref()
         .map(bosun_shared::size::parse_size)
         .transpose()
         .map_err(|e| anyhow::anyhow!("--max-output: {e}"))?;
-    let grace_ms = grace.as_millis() as u64;
+    let grace_ms = grace.as_millis();
     let placement = match a.placement.as_deref() {
         Some(p) => p
             .parse::<bosun_shared::placement::Placement>()
@@ -225,10 +226,19 @@ pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCo
     let mut client = match Client::connect(dirs, false).await {
         Ok(c) => c,
         Err(ClientError::NotRunning(dir)) => {
+            // Why the last one stopped or would not start (a damaged store), if it said.
+            let last = bosun_ui::daemon::last_words(dirs);
             if json {
-                output::print_json(&serde_json::json!({ "running": false, "state_dir": dir }))?;
+                output::print_json(&serde_json::json!({
+                    "running": false,
+                    "state_dir": dir,
+                    "last_words": last,
+                }))?;
             } else {
                 println!("bosund is not running (state directory {dir})");
+                if let Some(why) = last {
+                    println!("It last stopped, or would not start, saying: {why}");
+                }
             }
             return Ok(ExitCode::from(3));
         }

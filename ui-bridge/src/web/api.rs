@@ -89,6 +89,32 @@ fn person_env(scan: &mut ImportScan) {
     }
 }
 
+#[derive(Deserialize)]
+pub struct ParseQuery {
+    time_cap: Option<String>,
+    size: Option<String>,
+}
+
+/// `GET /api/parse?time_cap=TEXT` or `?size=TEXT`: a time cap (`30m`, `2h`) or a size (`1G`) as
+/// the person typed it in a form, read by the parser the command line and bosund use, so the
+/// pages hold no parser of their own: `{"ms": N}` or `{"bytes": N}`, or a 400 in the rule's
+/// words (a time cap over a week, a duration without a unit).
+pub async fn parse(Query(q): Query<ParseQuery>) -> Result<Response, ApiError> {
+    match (q.time_cap, q.size) {
+        (Some(t), None) => {
+            let cap = bosun_shared::time::TimeCap::parse(&t).map_err(ApiError::bad_request)?;
+            Ok(Json(json!({ "ms": cap.as_millis() })).into_response())
+        }
+        (None, Some(s)) => {
+            let bytes = bosun_shared::size::parse_size(&s).map_err(ApiError::bad_request)?;
+            Ok(Json(json!({ "bytes": bytes })).into_response())
+        }
+        (Some(_), Some(_)) | (None, None) => Err(ApiError::bad_request(
+            "say what to read: time_cap=TEXT or size=TEXT",
+        )),
+    }
+}
+
 /// The most bytes one upload may have.
 pub const MAX_UPLOAD: usize = 64 << 20;
 
@@ -97,23 +123,28 @@ pub struct UploadQuery {
     name: String,
 }
 
+/// The most bytes a file's name may have: the filesystem's own limit (`NAME_MAX`), which counts
+/// bytes, not letters (a letter of most scripts takes two or three).
+const MAX_NAME_BYTES: usize = 255;
+
 /// A file name as it is kept: its last component, without control characters or slashes;
-/// `file` when nothing is left.
-fn upload_name(name: &str) -> String {
+/// `file` when nothing is left. A name longer than the filesystem takes is refused, with its
+/// length, rather than cut (a cut name is not the name the person picked).
+fn upload_name(name: &str) -> Result<String, ApiError> {
     let last = name.rsplit(['/', '\\']).next().unwrap_or_default();
-    let kept: String = last
-        .chars()
-        .filter(|c| !c.is_control())
-        .collect::<String>()
-        .trim()
-        .chars()
-        .take(200)
-        .collect();
+    let kept: String = last.chars().filter(|c| !c.is_control()).collect();
+    let kept = kept.trim();
     if kept.is_empty() || kept == "." || kept == ".." {
-        "file".to_string()
-    } else {
-        kept
+        return Ok("file".to_string());
     }
+    if kept.len() > MAX_NAME_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "the file's name is {} bytes long ({} letters); a file name may have at most {MAX_NAME_BYTES} bytes, and letters other than plain Latin ones take two to four each: rename the file and pick it again",
+            kept.len(),
+            kept.chars().count()
+        )));
+    }
+    Ok(kept.to_string())
 }
 
 /// `POST /api/uploads?name=NAME`, the body the file's bytes: keeps a file the person picked in
@@ -126,7 +157,7 @@ pub async fn upload(
 ) -> Result<Response, ApiError> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let name = upload_name(&q.name);
+    let name = upload_name(&q.name)?;
     let dir = bridge
         .dirs
         .root()
@@ -140,13 +171,20 @@ pub async fn upload(
             .recursive(true)
             .mode(0o700)
             .create(&dir)?;
-        let mut f = std::fs::OpenOptions::new()
+        let kept = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&written)?;
-        f.write_all(&body)?;
-        f.sync_all()
+            .open(&written)
+            .and_then(|mut f| {
+                f.write_all(&body)?;
+                f.sync_all()
+            });
+        // A file that could not be kept leaves nothing behind: its folder is this upload's own.
+        if kept.is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        kept
     })
     .await
     .map_err(|e| {
