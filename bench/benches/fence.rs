@@ -51,18 +51,38 @@ fn calls(base: &Path) -> anyhow::Result<Vec<(String, Value)>> {
     }
     let p = |rel: &str| work.join(rel).display().to_string();
     let shapes: Vec<(String, Value)> = vec![
-        ("Write".into(), json!({"file_path": p("src/main.rs"), "content": "x"})),
-        ("Edit".into(), json!({"file_path": p("src/deep/er/still/deeper/a.rs"), "old_string": "a", "new_string": "b"})),
-        ("Write".into(), json!({"file_path": base.join("outside/x").display().to_string(), "content": "x"})),
-        ("Write".into(), json!({"file_path": p("out/x"), "content": "x"})),
-        ("Edit".into(), json!({"file_path": p(".git/config"), "old_string": "a", "new_string": "b"})),
+        (
+            "Write".into(),
+            json!({"file_path": p("src/main.rs"), "content": "x"}),
+        ),
+        (
+            "Edit".into(),
+            json!({"file_path": p("src/deep/er/still/deeper/a.rs"), "old_string": "a", "new_string": "b"}),
+        ),
+        (
+            "Write".into(),
+            json!({"file_path": base.join("outside/x").display().to_string(), "content": "x"}),
+        ),
+        (
+            "Write".into(),
+            json!({"file_path": p("out/x"), "content": "x"}),
+        ),
+        (
+            "Edit".into(),
+            json!({"file_path": p(".git/config"), "old_string": "a", "new_string": "b"}),
+        ),
         ("Read".into(), json!({"file_path": p("src/main.rs")})),
         ("Bash".into(), json!({"command": "git status"})),
-        ("WebFetch".into(), json!({"url": "https://docs.rs/tokio", "prompt": "read"})),
+        (
+            "WebFetch".into(),
+            json!({"url": "https://docs.rs/tokio", "prompt": "read"}),
+        ),
         ("mcp__github__list_issues".into(), json!({"repo": "a/b"})),
         ("Grep".into(), json!({"pattern": "fn main"})),
     ];
-    Ok((0..CALLS).map(|i| shapes[i % shapes.len()].clone()).collect())
+    Ok((0..CALLS)
+        .map(|i| shapes[i % shapes.len()].clone())
+        .collect())
 }
 
 fn policy_cost() -> anyhow::Result<()> {
@@ -123,7 +143,10 @@ fn policy_cost() -> anyhow::Result<()> {
         now.push(t0.elapsed());
         std::hint::black_box(d);
     }
-    anyhow::ensure!(refused > 0, "no call was refused: the tree is not what it should be");
+    anyhow::ensure!(
+        refused > 0,
+        "no call was refused: the tree is not what it should be"
+    );
     let (b, n) = (median(before), median(now));
     report(Figure {
         bench: "fence",
@@ -158,7 +181,9 @@ fn start_cost() -> anyhow::Result<()> {
     std::fs::create_dir_all(&work)?;
     let cwd = work.display().to_string();
     for name in ["fenced", "open"] {
-        env.ok(&["agent", "add", name, "--cli", "command", "--cwd", &cwd, "--", "true"])?;
+        env.ok(&[
+            "agent", "add", name, "--cli", "command", "--cwd", &cwd, "--", "true",
+        ])?;
     }
     env.ok(&["agent", "set", "open", "workspace=unrestricted"])?;
     let (mut fenced, mut open) = (Vec::new(), Vec::new());
@@ -175,7 +200,9 @@ fn start_cost() -> anyhow::Result<()> {
                         .max_by_key(|v| v["created_at"].as_u64())
                 })
                 .context("the run")?;
-            let took = last["started_at"].as_u64().unwrap_or(0)
+            let took = last["started_at"]
+                .as_u64()
+                .unwrap_or(0)
                 .saturating_sub(last["created_at"].as_u64().unwrap_or(0));
             into.push(Duration::from_millis(took));
         }
