@@ -30,6 +30,7 @@ pub mod runs;
 pub mod store;
 pub mod supervision;
 pub mod upgrade;
+pub mod web_address;
 
 use store::Record;
 

@@ -96,7 +96,7 @@ pub enum DiscoveryError {
     #[error("`{0}` is not an address")]
     BadUrl(String),
     /// An endpoint of the metadata is not an address bosun opens or sends a sign-in to (see
-    /// `mcp::address::check_sign_in_address`). Not retryable: the server's metadata must change.
+    /// `web_address::check_sign_in_address`). Not retryable: the server's metadata must change.
     #[error(
         "the authorization server's metadata gives its {field} as `{url}`, which {why}; bosun signs in only at https:// addresses (or http:// to this machine), so it refuses this sign-in"
     )]
@@ -357,10 +357,10 @@ pub async fn discover(
         let Some(url) = url.filter(|u| !u.is_empty()) else {
             continue;
         };
-        if let Err(why) = crate::mcp::address::check_sign_in_address(url, &server) {
+        if let Err(why) = crate::web_address::check_sign_in_address(url, &server) {
             return Err(DiscoveryError::UnsafeEndpoint {
                 field,
-                url: crate::mcp::address::shown(url),
+                url: crate::web_address::shown(url),
                 why,
             });
         }
@@ -423,7 +423,7 @@ mod tests {
     /// bosun handed it to the browser and made it a link in the web UI.
     #[test]
     fn sign_in_addresses_are_https_or_plain_http_to_this_machine() {
-        use crate::mcp::address::check_sign_in_address as check;
+        use crate::web_address::check_sign_in_address as check;
         let server = Url::parse("https://mcp.example.com/mcp").unwrap();
         assert_eq!(check("https://as.example.com/authorize", &server), Ok(()));
         assert_eq!(check("http://127.0.0.1:8080/authorize", &server), Ok(()));
