@@ -910,6 +910,41 @@ impl Bosun {
         })
     }
 
+    /// A Claude Code agent `name` whose `claude` is `fake-claude` (a CLI that speaks Claude
+    /// Code's control protocol as recorded and ignores its flags), working in `<scratch>/work`
+    /// with `script` (`FAKE_CLAUDE_SCRIPT`). Returns the record file it appends each call to,
+    /// in its folder (its runs write nowhere else).
+    pub fn add_fake_claude_agent(&self, name: &str, script: &Value) -> anyhow::Result<PathBuf> {
+        let fakebin = self.scratch().join("fakebin");
+        std::fs::create_dir_all(&fakebin)?;
+        let claude = fakebin.join("claude");
+        if !claude.exists() {
+            std::os::unix::fs::symlink(bin_dir().join("fake-claude"), &claude)?;
+        }
+        let work = self.scratch().join("work");
+        std::fs::create_dir_all(&work)?;
+        let record = work.join(format!("{name}.calls.jsonl"));
+        self.add_agent(
+            name,
+            &[
+                "--cli",
+                "claude",
+                "--cwd",
+                &work.display().to_string(),
+                "--env",
+                &format!("PATH={}:{}", fakebin.display(), node_path()),
+                "--env",
+                &format!("FAKE_CLAUDE_SCRIPT={script}"),
+                "--env",
+                &format!("FAKE_CLAUDE_RECORD={}", record.display()),
+                "--secret-env",
+                "ANTHROPIC_API_KEY",
+            ],
+            "sk-ant-fake-claude-3c9e1f",
+        )?;
+        Ok(record)
+    }
+
     /// `bosun agent add NAME ARGS…` with `secret` on stdin (for `--secret-env`).
     pub fn add_agent(&self, name: &str, args: &[&str], secret: &str) -> anyhow::Result<()> {
         let mut all = vec!["agent", "add", name];

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bosun_tests::{Bosun, bin_dir, node_path, wait_for};
+use bosun_tests::{Bosun, wait_for};
 use serde_json::{Value, json};
 
 const CALLS: usize = 8;
@@ -58,31 +58,7 @@ fn seed() -> u64 {
 
 /// An agent `worker` whose CLI is `fake-claude` with this script; returns its record file.
 fn add_worker(b: &Bosun, script: &[Value]) -> anyhow::Result<std::path::PathBuf> {
-    let fakebin = b.scratch().join("fakebin");
-    std::fs::create_dir_all(&fakebin)?;
-    std::os::unix::fs::symlink(bin_dir().join("fake-claude"), fakebin.join("claude"))?;
-    let work = b.scratch().join("work");
-    std::fs::create_dir_all(&work)?;
-    // In the agent's folder: its runs write nowhere else (the runner's fence).
-    let record = work.join("calls.jsonl");
-    b.add_agent(
-        "worker",
-        &[
-            "--cli",
-            "claude",
-            "--cwd",
-            &work.display().to_string(),
-            "--env",
-            &format!("PATH={}:{}", fakebin.display(), node_path()),
-            "--env",
-            &format!("FAKE_CLAUDE_SCRIPT={}", serde_json::to_string(script)?),
-            "--env",
-            &format!("FAKE_CLAUDE_RECORD={}", record.display()),
-            "--secret-env",
-            "ANTHROPIC_API_KEY",
-        ],
-        "sk-ant-chaos-3c9e1f",
-    )?;
+    let record = b.add_fake_claude_agent("worker", &Value::Array(script.to_vec()))?;
     b.ok(&["agent", "set", "worker", "approval.wait=1h"])?;
     Ok(record)
 }

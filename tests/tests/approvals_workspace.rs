@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel, bin_dir, node_path};
+use bosun_tests::{Bosun, FakeModel};
 use serde_json::Value;
 
 /// A Claude agent `coder` (its folder `<scratch>/coder/work`) with `settings` set.
@@ -19,6 +19,17 @@ fn claude(b: &Bosun, fake: &FakeModel, settings: &[&str]) -> anyhow::Result<()> 
         args.extend_from_slice(settings);
         b.ok(&args)?;
     }
+    Ok(())
+}
+
+/// A command agent `tool` working in `work`, running `program`.
+fn command_agent(b: &Bosun, work: &Path, program: &[&str]) -> anyhow::Result<()> {
+    let cwd = work.display().to_string();
+    let mut args = vec![
+        "agent", "add", "tool", "--cli", "command", "--cwd", &cwd, "--",
+    ];
+    args.extend_from_slice(program);
+    b.ok(&args)?;
     Ok(())
 }
 
@@ -48,11 +59,6 @@ fn a_tool_whose_switch_is_off_is_refused_by_bosun_even_when_the_cli_ignores_its_
     let b = Bosun::new("workspace_switches");
     // A CLI that ignores every flag: `fake-claude` speaks Claude Code's control protocol as
     // recorded and hands each scripted call to bosun, whatever its command line said.
-    let fakebin = b.scratch().join("fakebin");
-    let work = b.scratch().join("work");
-    std::fs::create_dir_all(&fakebin)?;
-    std::fs::create_dir_all(&work)?;
-    std::os::unix::fs::symlink(bin_dir().join("fake-claude"), fakebin.join("claude"))?;
     let script = serde_json::json!([
         [{"tool": "WebFetch", "input": {"url": "http://127.0.0.1:9/secret.txt", "prompt": "read"}}],
         [{"tool": "WebSearch", "input": {"query": "bosun"}}],
@@ -61,22 +67,7 @@ fn a_tool_whose_switch_is_off_is_refused_by_bosun_even_when_the_cli_ignores_its_
         [{"tool": "mcp__from-user-config__delete", "input": {}}],
         [{"tool": "Read", "input": {"file_path": "README"}}],
     ]);
-    b.add_agent(
-        "coder",
-        &[
-            "--cli",
-            "claude",
-            "--cwd",
-            &work.display().to_string(),
-            "--env",
-            &format!("PATH={}:{}", fakebin.display(), node_path()),
-            "--env",
-            &format!("FAKE_CLAUDE_SCRIPT={script}"),
-            "--secret-env",
-            "ANTHROPIC_API_KEY",
-        ],
-        "sk-ant-switches-5c1d",
-    )?;
+    b.add_fake_claude_agent("coder", &script)?;
     // The person allows each of them and runs the most permissive mode: the switches still win.
     b.ok(&[
         "agent",
@@ -337,19 +328,7 @@ fn a_command_agents_programs_are_fenced_unless_its_workspace_is_unrestricted() -
         "echo a > inside.txt; (echo b > {out}/escaped.txt) 2>&1; mkdir {out}/made 2>&1; ln -s /etc {out}/link 2>&1; true",
         out = outside.display()
     );
-    b.ok(&[
-        "agent",
-        "add",
-        "tool",
-        "--cli",
-        "command",
-        "--cwd",
-        &work.display().to_string(),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ])?;
+    command_agent(&b, &work, &["sh", "-c", &script])?;
     let run = b.run_agent("tool", "go")?;
     let view = b.wait_ended(&run, Duration::from_secs(60))?;
     assert_eq!(view["outcome"], "succeeded", "{view:#}");
@@ -385,17 +364,7 @@ fn roots_must_be_absolute_existing_folders_and_not_the_whole_disk() -> anyhow::R
     std::fs::create_dir_all(&work)?;
     let file = b.scratch().join("a-file");
     std::fs::write(&file, "x")?;
-    b.ok(&[
-        "agent",
-        "add",
-        "tool",
-        "--cli",
-        "command",
-        "--cwd",
-        &work.display().to_string(),
-        "--",
-        "true",
-    ])?;
+    command_agent(&b, &work, &["true"])?;
     let missing = b.scratch().join("missing");
     for (root, says) in [
         ("relative/dir".to_string(), "is not an absolute path"),

@@ -128,46 +128,28 @@ fn every_built_in_switch_holds_in_every_mode() {
                 }
             };
             let class = classify_builtin(cli, tool.name, &input);
-            for mode in MODES {
+            // The decision for the tool with `sw`, in `mode`.
+            let judged = |sw: &Switches, mode| {
                 let a = Agent {
                     name: "coder",
                     cli,
-                    switches: &off,
+                    switches: sw,
                     servers: &servers,
                 };
-                let d = decided(
-                    switches(
-                        a,
-                        Call::Builtin {
-                            name: tool.name,
-                            input: &input,
-                        },
-                    ),
-                    mode,
-                    class,
-                );
+                let call = Call::Builtin {
+                    name: tool.name,
+                    input: &input,
+                };
+                decided(switches(a, call), mode, class)
+            };
+            for mode in MODES {
+                let d = judged(&off, mode);
                 assert!(
                     is_switched_off(&d),
                     "{cli} {} off, {mode:?}: {d:?}",
                     tool.name
                 );
-                let a = Agent {
-                    name: "coder",
-                    cli,
-                    switches: &on,
-                    servers: &servers,
-                };
-                let d = decided(
-                    switches(
-                        a,
-                        Call::Builtin {
-                            name: tool.name,
-                            input: &input,
-                        },
-                    ),
-                    mode,
-                    class,
-                );
+                let d = judged(&on, mode);
                 let skills_unchecked =
                     tool.governed == Governed::Skills && !cli.has_skills_switch();
                 assert_eq!(
