@@ -472,14 +472,13 @@ fn start_program(plan: &LaunchPlan) -> Result<(tokio::process::Child, Option<Str
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // A fenced run's temporary folder, made before the fence names it.
-    if let Some(tmp) = fenced_tmp(plan) {
-        bosun_shared::paths::create_private_dir(&tmp).map_err(|e| {
-            format!(
-                "could not make the run's temporary folder {}: {e}",
-                tmp.display()
-            )
-        })?;
+    // The folders a fenced run's programs make when they need them (its TMPDIR, the CLI's
+    // state and caches), made before the fence names them.
+    for dir in plan.fence.iter().flat_map(|f| &f.make) {
+        if !dir.is_dir() {
+            bosun_shared::paths::create_private_dir(dir)
+                .map_err(|e| format!("could not make {} for the run: {e}", dir.display()))?;
+        }
     }
     let report = plan.fence.as_ref().map(|f| {
         let fence = fence::Fence::build(f);

@@ -396,3 +396,97 @@ fn roots_must_be_absolute_existing_folders_and_not_the_whole_disk() -> anyhow::R
     assert_eq!(v["workspace"]["roots"], serde_json::json!([]));
     b.finish()
 }
+
+#[test]
+fn every_permission_mode_of_claude_code_still_brings_a_write_to_bosun() -> anyhow::Result<()> {
+    let b = Bosun::new("workspace_claude_modes");
+    let outside = b.scratch().join("outside");
+    std::fs::create_dir_all(&outside)?;
+    for mode in ["default", "acceptEdits", "dontAsk", "bypassPermissions"] {
+        let target = outside.join(format!("{mode}.txt"));
+        let fake = FakeModel::start(
+            "anthropic",
+            &format!(
+                r#"call:Write:{{"file_path":{},"content":"x"}};text:done"#,
+                json_str(&target)
+            ),
+        )?;
+        let name = mode.to_ascii_lowercase();
+        // Claude Code takes bypassPermissions as root only on a machine it is told is a sandbox.
+        b.add_claude_agent(
+            &name,
+            fake.url(),
+            &["--permission-mode", mode, "--env", "IS_SANDBOX=1"],
+        )?;
+        b.ok(&["agent", "set", &name, "Write=allow"])?;
+        let (_, ds) = decisions_of_run(&b, &name)?;
+        assert!(!target.exists(), "{mode}: the write went through");
+        let got: Vec<(&str, &str)> = ds
+            .iter()
+            .map(|d| (d["tool"].as_str().unwrap_or(""), by(d)))
+            .collect();
+        assert_eq!(
+            got,
+            [(
+                "Write",
+                "a file tool may write only inside the run's workspace, and this file is outside it (step 0)"
+            )],
+            "{mode}: {ds:#?}"
+        );
+    }
+    b.finish()
+}
+
+#[test]
+fn codex_and_gemini_file_tools_are_held_to_the_workspace_too() -> anyhow::Result<()> {
+    let b = Bosun::new("workspace_codex_gemini");
+    let outside = b.scratch().join("outside");
+    std::fs::create_dir_all(&outside)?;
+    let patch = format!(
+        "*** Begin Patch\n*** Add File: {}\n+x\n*** End Patch\n",
+        outside.join("codex.txt").display()
+    );
+    let codex = FakeModel::start(
+        "openai",
+        &format!(
+            r#"call:apply_patch:{};call:apply_patch:"*** Begin Patch\n*** Add File: .git/config\n+x\n*** End Patch\n";text:All done."#,
+            serde_json::to_string(&patch)?
+        ),
+    )?;
+    b.add_codex_agent("patcher", codex.url(), &[])?;
+    b.ok(&["agent", "set", "patcher", "apply_patch=allow"])?;
+    let (_, ds) = decisions_of_run(&b, "patcher")?;
+    let rules: Vec<&str> = ds.iter().map(by).collect();
+    assert_eq!(
+        rules,
+        [
+            "a file tool may write only inside the run's workspace, and this file is outside it (step 0)",
+            "file tools never write git metadata (step 0)"
+        ],
+        "{ds:#?}"
+    );
+    assert!(!outside.join("codex.txt").exists());
+    assert!(!b.scratch().join("patcher/work/.git").exists());
+
+    // Gemini CLI keeps its file tools to its own workspace itself, `.git` included (measured
+    // with 0.61: "Path not in workspace", before it asks), so neither write reaches bosun's
+    // policy, which would refuse both (`approvals::workspace`'s tests); what counts is that
+    // nothing is written and nothing is allowed.
+    let gemini = FakeModel::start(
+        "gemini",
+        &format!(
+            r#"call:write_file:{{"file_path":{},"content":"x"}};call:write_file:{{"file_path":".git/config","content":"x"}};text:All done."#,
+            json_str(&outside.join("gemini.txt"))
+        ),
+    )?;
+    b.add_gemini_agent("writer", gemini.url(), &[])?;
+    b.ok(&["agent", "set", "writer", "write_file=allow"])?;
+    let (_, ds) = decisions_of_run(&b, "writer")?;
+    assert!(
+        ds.iter().all(|d| d["decision"] == "denied"),
+        "nothing was allowed: {ds:#?}"
+    );
+    assert!(!outside.join("gemini.txt").exists());
+    assert!(!b.scratch().join("writer/work/.git").exists());
+    b.finish()
+}

@@ -51,23 +51,25 @@ pub fn plan(
     let mut writable: Vec<PathBuf> = vec![folder.to_path_buf()];
     writable.extend(roots.iter().cloned());
     writable.extend(worktree_git(folder));
-    writable.push(run_dir.join(TMP));
-    writable.push(run_dir.join(HOME));
+    // Folders a program makes when it needs them: made by the runner first, so that the fence
+    // can name them.
+    let mut make: Vec<PathBuf> = vec![run_dir.join(TMP)];
     // The CLI's own state.
-    let state: Vec<Option<PathBuf>> = match cli {
-        CliKind::Claude => vec![
-            var("CLAUDE_CONFIG_DIR").or_else(|| in_home(".claude")),
-            in_home(".claude.json"),
-        ],
-        CliKind::Codex => vec![var("CODEX_HOME").or_else(|| in_home(".codex"))],
-        CliKind::Gemini => vec![in_home(".gemini")],
-        CliKind::Command => Vec::new(),
-    };
-    writable.extend(state.into_iter().flatten());
+    match cli {
+        CliKind::Claude => {
+            make.extend(var("CLAUDE_CONFIG_DIR").or_else(|| in_home(".claude")));
+            writable.extend(in_home(".claude.json"));
+        }
+        CliKind::Codex => make.extend(var("CODEX_HOME").or_else(|| in_home(".codex"))),
+        CliKind::Gemini => make.extend(in_home(".gemini")),
+        CliKind::Command => {}
+    }
     // Caches: npm's (for the MCP servers started with npx) and the XDG cache (the browser's
     // profile among them).
-    writable.extend(var("XDG_CACHE_HOME").or_else(|| in_home(".cache")));
-    writable.extend(in_home(".npm"));
+    make.extend(var("XDG_CACHE_HOME").or_else(|| in_home(".cache")));
+    make.extend(var("npm_config_cache").or_else(|| in_home(".npm")));
+    writable.push(run_dir.join(HOME));
+    writable.extend(make.iter().cloned());
     writable.extend(DEVICES.iter().map(PathBuf::from));
     let mut seen = Vec::new();
     writable.retain(|p| {
@@ -75,7 +77,7 @@ pub fn plan(
         seen.push(p.clone());
         new
     });
-    FencePlan { writable }
+    FencePlan { writable, make }
 }
 
 /// For a folder that is a git worktree (its `.git` a file naming its git directory): that git
@@ -131,6 +133,13 @@ mod tests {
             Path::new("/state/runs/r1"),
         );
         let common = git.join("worktrees/card").join("../..");
+        let made = [
+            PathBuf::from("/state/runs/r1/tmp"),
+            PathBuf::from("/cfg/claude"),
+            PathBuf::from("/home/me/.cache"),
+            PathBuf::from("/home/me/.npm"),
+        ];
+        assert_eq!(plan.make, made);
         let want: Vec<PathBuf> = [
             wt.clone(),
             PathBuf::from("/data"),
@@ -138,14 +147,11 @@ mod tests {
             common.join("objects"),
             common.join("refs"),
             common.join("logs"),
-            PathBuf::from("/state/runs/r1/tmp"),
-            PathBuf::from("/state/runs/r1/home"),
-            PathBuf::from("/cfg/claude"),
             PathBuf::from("/home/me/.claude.json"),
-            PathBuf::from("/home/me/.cache"),
-            PathBuf::from("/home/me/.npm"),
+            PathBuf::from("/state/runs/r1/home"),
         ]
         .into_iter()
+        .chain(made)
         .chain(DEVICES.iter().map(PathBuf::from))
         .collect();
         assert_eq!(plan.writable, want);

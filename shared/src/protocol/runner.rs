@@ -72,6 +72,11 @@ impl Decode for LaunchPlan {}
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FencePlan {
     pub writable: Vec<PathBuf>,
+    /// Folders among `writable` that the runner makes (0700) when they are missing, before the
+    /// fence names them: a Landlock rule names an open folder, so one that a program would
+    /// make itself (its cache, its state, the run's `TMPDIR`) must exist first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub make: Vec<PathBuf>,
 }
 
 /// How the runner drives a CLI through its control protocol, so that each of its tool calls
