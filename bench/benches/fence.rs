@@ -189,8 +189,7 @@ fn start_cost() -> anyhow::Result<()> {
     let (mut fenced, mut open) = (Vec::new(), Vec::new());
     for _ in 0..RUNS {
         for (agent, into) in [("fenced", &mut fenced), ("open", &mut open)] {
-            let out = env.ok(&["agent", "run", agent, "go", "--follow", "--json"])?;
-            let _ = out;
+            env.ok(&["agent", "run", agent, "go", "--follow"])?;
             let runs: Value = serde_json::from_str(&env.ok(&["ps", "--all", "--json"])?)?;
             let last = runs
                 .as_array()
