@@ -11,12 +11,13 @@
 //! `BOSUN_BENCH_CONNECTIONS_CALLS` and `BOSUN_BENCH_CONNECTIONS_STREAMS` make it smaller, for a
 //! quick smoke run.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bosun_bench::{Env, Figure, report, rss_kib};
+use bosun_tests::open_files;
 use serde_json::Value;
 
 fn count(var: &str, default: usize) -> usize {
@@ -78,17 +79,7 @@ impl Page {
             "GET /api/events HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nCookie: {}\r\n\r\n",
             self.port, self.cookie
         ))?;
-        let mut r = BufReader::new(s);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if r.read_line(&mut line)? == 0 {
-                bail!("the event stream closed before its hello");
-            }
-            if line.trim_end() == "event: hello" {
-                return Ok(());
-            }
-        }
+        bosun_tests::read_to_event(s, "hello")
     }
 }
 
@@ -121,10 +112,6 @@ fn sign_in(env: &Env) -> anyhow::Result<(Page, i32)> {
     let v: Value = serde_json::from_str(body)?;
     page.csrf = v["csrf"].as_str().context("no csrf")?.to_string();
     Ok((page, pid))
-}
-
-fn open_files(pid: i32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
 /// Open files and resident memory (KiB) of each process, once the open files have stopped

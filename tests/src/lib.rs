@@ -1314,3 +1314,26 @@ impl EventWatcher {
             .unwrap_or_default()
     }
 }
+
+/// Reads an event stream (an HTTP answer of `text/event-stream`) until the event `name` has come;
+/// an error when the stream closes first.
+pub fn read_to_event(stream: impl std::io::Read, name: &str) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(stream);
+    let mut line = String::new();
+    let want = format!("event: {name}");
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            bail!("the event stream closed before its {name}");
+        }
+        if line.trim_end() == want {
+            return Ok(());
+        }
+    }
+}
+
+/// How many files a process has open (0 once it is gone).
+pub fn open_files(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}

@@ -477,26 +477,13 @@ fn the_bridge_ignores_sigpipe_so_a_browser_leaving_mid_answer_cannot_stop_it() -
     finish(b)
 }
 
-/// How many files a process has open.
-fn open_files(pid: i32) -> anyhow::Result<usize> {
-    Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))?.count())
-}
-
 /// Opens the bridge's event stream, reads it to its `hello` (the bridge is subscribed to bosund
 /// then), and closes it as a tab being closed does.
 fn open_and_close_events(ui: &Ui, cookie: &str) -> anyhow::Result<()> {
-    let s = ui.open("GET", "/api/events", &[("Cookie", cookie)], None)?;
-    let mut r = BufReader::new(s);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if r.read_line(&mut line)? == 0 {
-            bail!("the event stream closed before its hello");
-        }
-        if line.trim_end() == "event: hello" {
-            return Ok(());
-        }
-    }
+    bosun_tests::read_to_event(
+        ui.open("GET", "/api/events", &[("Cookie", cookie)], None)?,
+        "hello",
+    )
 }
 
 /// Issue 25: every `/api/call`, finished log stream and closed event stream left a connection to
@@ -531,12 +518,12 @@ fn the_bridge_closes_its_bosund_connections_so_requests_leave_open_files_flat() 
     work(5, 2)?;
     let settled = |pid: i32, at_most: usize| -> anyhow::Result<usize> {
         wait_for("the open files to settle", Duration::from_secs(40), || {
-            let n = open_files(pid)?;
+            let n = bosun_tests::open_files(pid);
             Ok((n <= at_most).then_some(n))
         })
     };
-    let bridge_before = settled(ui.pid, open_files(ui.pid)?)?;
-    let daemon_before = settled(daemon, open_files(daemon)?)?;
+    let bridge_before = settled(ui.pid, bosun_tests::open_files(ui.pid))?;
+    let daemon_before = settled(daemon, bosun_tests::open_files(daemon))?;
 
     work(300, 100)?;
     // A closed tab's stream is noticed by the bridge at its next write at the latest (a
@@ -545,13 +532,13 @@ fn the_bridge_closes_its_bosund_connections_so_requests_leave_open_files_flat() 
     let bridge_after = settled(ui.pid, bridge_before + slack).with_context(|| {
         format!(
             "the bridge had {bridge_before} files open before, {} after",
-            open_files(ui.pid).unwrap_or(0)
+            bosun_tests::open_files(ui.pid)
         )
     })?;
     let daemon_after = settled(daemon, daemon_before + slack).with_context(|| {
         format!(
             "bosund had {daemon_before} files open before, {} after",
-            open_files(daemon).unwrap_or(0)
+            bosun_tests::open_files(daemon)
         )
     })?;
     eprintln!(
