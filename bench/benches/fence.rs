@@ -17,12 +17,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use bosun_actors::agents::record::Switches;
-use bosun_actors::approvals::gate::{self, Agent, Call};
-use bosun_actors::approvals::policy::{
+use bosun_agents::record::Switches;
+use bosun_approvals::gate::{self, Agent, Call};
+use bosun_approvals::policy::{
     self, ApprovalMode, PolicyInput, ToolKey, Verdict, classify_builtin,
 };
-use bosun_actors::approvals::workspace::{Workspace, written_paths};
+use bosun_approvals::workspace::{Workspace, written_paths};
 use bosun_bench::{Env, Figure, median, report};
 use bosun_shared::agents::{CliKind, WebFetch};
 use serde_json::{Value, json};

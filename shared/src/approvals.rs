@@ -1,6 +1,6 @@
 //! An agent's approval settings as people write them: its approval mode, the verdicts it saves
 //! per tool, and the keys those verdicts are saved under. The policy that uses them is the
-//! daemon's (`bosun_actors::approvals::policy`); these are here because an agent's record and
+//! daemon's (`bosun_approvals::policy`); these are here because an agent's record and
 //! the command line both need them.
 
 use std::fmt;

@@ -5,25 +5,25 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use anyhow::Context;
-use bosun_actors::agents::launch::LoginChecks;
-use bosun_actors::agents::registry::{AgentsContext, AgentsHandle};
-use bosun_actors::auth::AuthContext;
-use bosun_actors::board::{BoardContext, BoardMsg, QaTokens};
-use bosun_actors::events::EventsHandle;
-use bosun_actors::handle::ActorHandle;
-use bosun_actors::keychain::Keychain;
-use bosun_actors::lead::answers::Answers;
-use bosun_actors::lead::chats::{ChatsContext, ChatsHandle};
-use bosun_actors::lead::server::McpCtx;
-use bosun_actors::lead::tools::ToolCtx;
-use bosun_actors::mcp::registry::{RegistryContext, RegistryMsg};
-use bosun_actors::placement::Remote;
-use bosun_actors::runs::live::LiveRuns;
-use bosun_actors::runs::{RunsContext, RunsMsg};
-use bosun_actors::store::Store;
-use bosun_actors::store::writer::StoreWriter;
+use bosun_agents::launch::LoginChecks;
+use bosun_agents::registry::{AgentsContext, AgentsHandle};
+use bosun_auth::AuthContext;
+use bosun_board::{BoardContext, BoardMsg, QaTokens};
+use bosun_kit::handle::ActorHandle;
+use bosun_kit::keychain::Keychain;
+use bosun_lead::answers::Answers;
+use bosun_lead::chats::{ChatsContext, ChatsHandle};
+use bosun_lead::server::McpCtx;
+use bosun_lead::tools::ToolCtx;
+use bosun_mcp::registry::{RegistryContext, RegistryMsg};
+use bosun_placement::Remote;
+use bosun_runs::events::EventsHandle;
+use bosun_runs::live::LiveRuns;
+use bosun_runs::{RunsContext, RunsMsg};
 use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
+use bosun_store::Store;
+use bosun_store::writer::StoreWriter;
 use ractor::ActorRef;
 
 use crate::control::RootMsg;
@@ -106,7 +106,12 @@ impl DaemonCtx {
         started_at: Timestamp,
         remote: Option<RemoteListener>,
     ) -> Self {
-        let auth = AuthContext::new(store.clone(), writer.clone(), keychain.clone());
+        let auth = AuthContext::new(
+            store.clone(),
+            writer.clone(),
+            keychain.clone(),
+            bosun_mcp::record::server_names,
+        );
         Self {
             dirs,
             store,

@@ -135,7 +135,7 @@ impl Actor for Listener {
         msg: ListenerMsg,
         state: &mut ListenerState,
     ) -> Result<(), ActorProcessingErr> {
-        bosun_actors::supervision::in_span(tracing::info_span!("listener"), async move {
+        bosun_kit::supervision::in_span(tracing::info_span!("listener"), async move {
         match msg {
             ListenerMsg::Accepted(stream) => {
                 let me = nix::unistd::getuid().as_raw();

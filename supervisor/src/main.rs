@@ -4,11 +4,15 @@
 mod api;
 mod control;
 mod ctx;
+#[cfg(test)]
+mod invariants;
 mod listener;
 mod remote;
 mod requests;
 mod root;
 mod session;
+mod tables;
+mod upgrade;
 mod wire;
 
 use std::fs;
@@ -17,11 +21,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use bosun_actors::keychain::Keychain;
-use bosun_actors::store::writer::StoreWriter;
-use bosun_actors::store::{Store, StoreError};
+use bosun_kit::keychain::Keychain;
 use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
+use bosun_store::writer::StoreWriter;
+use bosun_store::{Store, StoreError};
 use ractor::Actor;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{error, info};
@@ -92,7 +96,7 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
     // Before the writer starts and before anyone is answered: an upgrade writes the store anew.
     let kc = keychain.clone();
     let (store, upgraded) = tokio::task::spawn_blocking(move || {
-        let upgraded = bosun_actors::upgrade::run(&mut store, &kc);
+        let upgraded = crate::upgrade::run(&mut store, &kc);
         (store, upgraded)
     })
     .await?;
@@ -152,7 +156,7 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
 async fn open_store(dirs: &StateDir) -> anyhow::Result<Store> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        match Store::open(&dirs.db(), &dirs.runs(), bosun_actors::TABLES) {
+        match Store::open(&dirs.db(), &dirs.runs(), crate::tables::TABLES) {
             Ok(s) => return Ok(s),
             Err(StoreError::AlreadyOpen) => {
                 let pid: Option<i32> = fs::read_to_string(dirs.pid_file())

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use bosun_actors::placement::ca::Ca;
-use bosun_actors::placement::kubernetes::Kubernetes;
-use bosun_actors::placement::{PlacementConfig, Remote, SlurmBackend};
+use bosun_placement::ca::Ca;
+use bosun_placement::kubernetes::Kubernetes;
+use bosun_placement::{PlacementConfig, Remote, SlurmBackend};
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::tls::{cert_digest, server_config};
 use tokio::net::TcpStream;

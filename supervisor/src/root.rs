@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bosun_actors::agents::registry::Agents;
-use bosun_actors::auth::Auth;
-use bosun_actors::board::Board;
-use bosun_actors::events::Events;
-use bosun_actors::lead::chats::Chats;
-use bosun_actors::mcp::registry::Registry;
-use bosun_actors::runs::{Runs, RunsMsg};
-use bosun_actors::supervision::{RestartBudget, RestartPolicy, Verdict};
+use bosun_agents::registry::Agents;
+use bosun_auth::Auth;
+use bosun_board::Board;
+use bosun_kit::supervision::{RestartBudget, RestartPolicy, Verdict};
+use bosun_lead::chats::Chats;
+use bosun_mcp::registry::Registry;
+use bosun_runs::events::Events;
+use bosun_runs::{Runs, RunsMsg};
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tracing::{error, info, warn};
 
@@ -83,7 +83,7 @@ impl Actor for Root {
         msg: RootMsg,
         state: &mut RootState,
     ) -> Result<(), ActorProcessingErr> {
-        bosun_actors::supervision::in_span(tracing::info_span!("root"), async move {
+        bosun_kit::supervision::in_span(tracing::info_span!("root"), async move {
             match msg {
                 RootMsg::Shutdown { immediate } => {
                     let first = !state.shutting_down;
@@ -181,8 +181,7 @@ impl RootState {
             Child::Chats => {
                 if self.ctx.mcp_url.get().is_none() {
                     // bosun's own MCP server, once for the daemon's life.
-                    let (url, task) =
-                        bosun_actors::lead::server::serve(self.ctx.mcp_context()).await?;
+                    let (url, task) = bosun_lead::server::serve(self.ctx.mcp_context()).await?;
                     let _ = self.ctx.mcp_url.set(url);
                     self.ctx.set_mcp_server(task);
                 }

@@ -5,13 +5,14 @@
 //! and the connection goes on; a frame over the size limit is answered and the connection is
 //! closed (its body is never read). Neither disturbs any other connection.
 
+use bosun_runs::record::RunReads;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_actors::runs::follow::{FollowSpec, blocking, follow};
-use bosun_actors::runs::log_hub::LogHub;
-use bosun_actors::runs::run_actor::RunMsg;
+use bosun_runs::follow::{FollowSpec, blocking, follow};
+use bosun_runs::log_hub::LogHub;
+use bosun_runs::run_actor::RunMsg;
 use bosun_shared::protocol::call::Reply;
 use bosun_shared::protocol::frame::decode_body;
 use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg};
@@ -243,7 +244,7 @@ impl Actor for Session {
                 state
                     .ctx
                     .events
-                    .cast(bosun_actors::events::EventsMsg::Unsubscribe { session: state.id });
+                    .cast(bosun_runs::events::EventsMsg::Unsubscribe { session: state.id });
             }
             Mode::Handshake => {}
         }
@@ -256,7 +257,7 @@ impl Actor for Session {
         msg: SessionMsg,
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
-        bosun_actors::supervision::in_span(state.span(), async move {
+        bosun_kit::supervision::in_span(state.span(), async move {
             match msg {
                 SessionMsg::Request { id, body } => state.on_request(&myself, id, *body).await,
                 SessionMsg::BadFrame { detail } => {
@@ -498,7 +499,7 @@ impl SessionState {
             Routed::SubscribeRuns => {
                 self.ctx
                     .events
-                    .cast(bosun_actors::events::EventsMsg::Subscribe {
+                    .cast(bosun_runs::events::EventsMsg::Subscribe {
                         session: self.id,
                         tx: events,
                     });

@@ -1,22 +1,22 @@
 //! The one place errors meet the wire: each area's error becomes a [`WireError`] (its code
 //! chosen here, its message the error's own words). `actors` never sees the wire.
 
-use bosun_actors::agents::AgentsError;
-use bosun_actors::auth::AuthError;
-use bosun_actors::auth::client_document::ClientDocumentError;
-use bosun_actors::auth::discovery::DiscoveryError;
-use bosun_actors::auth::oauth::OAuthError;
-use bosun_actors::board::BoardError;
-use bosun_actors::error::Starting;
-use bosun_actors::keychain::KeychainError;
-use bosun_actors::lead::ChatsError;
-use bosun_actors::mcp::RegistryError;
-use bosun_actors::mcp::client::McpError;
-use bosun_actors::offload::BlockingError;
-use bosun_actors::prefix::PrefixError;
-use bosun_actors::runs::RunsError;
-use bosun_actors::store::StoreError;
+use bosun_agents::AgentsError;
+use bosun_auth::AuthError;
+use bosun_auth::client_document::ClientDocumentError;
+use bosun_auth::discovery::DiscoveryError;
+use bosun_auth::oauth::OAuthError;
+use bosun_board::BoardError;
+use bosun_kit::error::Starting;
+use bosun_kit::keychain::KeychainError;
+use bosun_kit::offload::BlockingError;
+use bosun_kit::prefix::PrefixError;
+use bosun_lead::ChatsError;
+use bosun_mcp::RegistryError;
+use bosun_mcp::client::McpError;
+use bosun_runs::RunsError;
 use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_store::StoreError;
 
 /// The code a program reacts to, for each way a request can fail.
 pub trait Code {

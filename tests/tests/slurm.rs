@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use bosun_actors::placement::slurm::{
+use bosun_placement::slurm::{
     JOB_NAME_PREFIX, JobExit, JobId, JobInfo, JobRequest, JobState, Slurm, SlurmError, job_name,
 };
 use bosun_shared::RunId;

@@ -483,9 +483,7 @@ fn a_change_that_cannot_be_saved_is_refused_whole_and_bosund_goes_on() -> anyhow
 
     // Space comes back: the fault ends by itself, the UI hears it, and changes are saved.
     std::fs::remove_file(&filler)?;
-    let said = ui.wait("the recovery to reach the UI", |s| {
-        s.len() > faulty.len()
-    })?;
+    let said = ui.wait("the recovery to reach the UI", |s| s.len() > faulty.len())?;
     assert!(
         said.first().is_some_and(|e| e.starts_with("fault: "))
             && said[faulty.len()..]

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use bosun_actors::agents::AgentsError;
-use bosun_actors::agents::registry::{self as agents, AgentsMsg};
-use bosun_actors::agents::{builtin, launch};
+use bosun_agents::AgentsError;
+use bosun_agents::registry::{self as agents, AgentsMsg};
+use bosun_agents::{builtin, launch};
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::agents::{
     AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,

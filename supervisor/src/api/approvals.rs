@@ -1,12 +1,13 @@
 //! Answers about runs' tool calls that wait for the person: the list is read from the store;
 //! a decision goes to the run's own RunActor, which alone decides its approvals.
 
+use bosun_approvals::record::ApprovalReads;
 use std::sync::Arc;
 
-use bosun_actors::approvals::record::{ApprovalRecord, ApprovalState};
-use bosun_actors::prefix::{PrefixError, by_prefix};
-use bosun_actors::runs::follow::blocking;
-use bosun_actors::runs::run_actor::{PersonDecision, RunMsg};
+use bosun_approvals::record::{ApprovalRecord, ApprovalState};
+use bosun_kit::prefix::{PrefixError, by_prefix};
+use bosun_runs::follow::blocking;
+use bosun_runs::run_actor::{PersonDecision, RunMsg};
 use bosun_shared::ApprovalId;
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::approvals::{ApprovalView, Approvals, ApproveCard, Decide};

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use bosun_actors::auth::client_credentials::{self, Machine};
-use bosun_actors::auth::signin;
-use bosun_actors::mcp::{look, registry};
+use bosun_auth::client_credentials::{self, Machine};
+use bosun_auth::signin;
+use bosun_mcp::{look, registry};
 use bosun_shared::protocol::auth::{
     McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
 };

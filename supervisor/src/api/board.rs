@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use bosun_actors::board::{BoardAnswer, BoardRequest};
+use bosun_board::{BoardAnswer, BoardRequest};
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
@@ -149,7 +149,7 @@ impl Handle for NoteWrite {
 /// Asks the Board actor (every change to the board and the notes goes through it), expecting
 /// the kind of answer `T` is.
 async fn ask<T: FromBoard>(ctx: &Arc<DaemonCtx>, req: BoardRequest) -> Result<T, Failure> {
-    let answer = bosun_actors::board::ask(&ctx.board, req).await?;
+    let answer = bosun_board::ask(&ctx.board, req).await?;
     T::from_board(answer)
         .ok_or_else(|| WireError::internal("the board answered with something else").into())
 }

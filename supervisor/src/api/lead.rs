@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use bosun_actors::lead::ChatsError;
-use bosun_actors::lead::chats::ChatsMsg;
+use bosun_lead::ChatsError;
+use bosun_lead::chats::ChatsMsg;
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::lead::{
     AnswerStarted, Approve, ApproveAll, ChatList, ChatNew, ChatSend, ChatShow, ChatView, Discard,

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use bosun_actors::mcp::RegistryError;
-use bosun_actors::mcp::registry::{self, RegistryMsg};
-use bosun_actors::mcp::{adopt, look};
+use bosun_mcp::RegistryError;
+use bosun_mcp::registry::{self, RegistryMsg};
+use bosun_mcp::{adopt, look};
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidates, ImportParams, ImportScan,

@@ -13,7 +13,7 @@ pub mod runs;
 
 use std::sync::Arc;
 
-use bosun_actors::error::Starting;
+use bosun_kit::error::Starting;
 use bosun_shared::protocol::call::Call;
 
 use crate::ctx::DaemonCtx;

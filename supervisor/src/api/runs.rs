@@ -2,13 +2,13 @@
 //! daemon), and the lookups the session shares: a run named by an id prefix, the freshest view
 //! of a run. (Following logs and subscribing to runs belong to the session.)
 
+use bosun_runs::record::RunReads;
 use std::sync::Arc;
 
-use bosun_actors::runs::follow::blocking;
-use bosun_actors::runs::live::LiveEntry;
-use bosun_actors::runs::run_actor::RunMsg;
-use bosun_actors::runs::{RunSpec, RunsMsg};
-use bosun_actors::store::StoreError;
+use bosun_runs::follow::blocking;
+use bosun_runs::live::LiveEntry;
+use bosun_runs::run_actor::RunMsg;
+use bosun_runs::{RunSpec, RunsMsg};
 use bosun_shared::RunId;
 use bosun_shared::protocol::runner::StopOrder;
 use bosun_shared::protocol::runs::{
@@ -16,6 +16,7 @@ use bosun_shared::protocol::runs::{
 };
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
+use bosun_store::StoreError;
 use tracing::error;
 
 use super::{Handle, starting_up};
@@ -105,9 +106,9 @@ impl Handle for DaemonStop {
     }
 }
 
-/// Starts a run the one way there is: [`bosun_actors::runs::start`].
+/// Starts a run the one way there is: [`bosun_runs::start`].
 pub async fn start(ctx: &Arc<DaemonCtx>, spec: RunSpec) -> Result<RunView, Failure> {
-    Ok(bosun_actors::runs::start(ctx.runs_handle(), spec).await?)
+    Ok(bosun_runs::start(ctx.runs_handle(), spec).await?)
 }
 
 fn store_error(e: StoreError) -> WireError {

@@ -1,0 +1,833 @@
+//! An agent and a prompt turned into a run: the servers that are switched on resolved (their
+//! secret values read from the keychain only now, for this run's 0600 files), the ones that
+//! cannot be used left out with the reason, the allowed commands filtered to commands, the
+//! environment built from an explicit allow-list plus the agent's own, the login checked, and
+//! the adapter's invocation made into a [`Prepared`] run, which `runs` turns into its `RunSpec`
+//! (runs know agents; agents know nothing of runs).
+
+use bosun_mcp::record::ServerReads;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::AgentsError;
+use bosun_shared::agents::CliKind;
+use bosun_shared::process::{Helper, HelperError};
+use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
+use bosun_shared::protocol::runner::ControlPlan;
+use bosun_shared::protocol::ui::StartRunParams;
+use bosun_shared::{AnswerId, ChatId};
+use tokio::process::Command;
+
+use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
+use super::record::AgentRun;
+use super::record::{AgentRecord, ServerSwitch, Switches, ToolSelection};
+use super::registry::{AgentsContext, find};
+use bosun_auth::{Access, AuthContext};
+use bosun_kit::keychain::{Keychain, agent_env_key};
+use bosun_kit::offload::blocking;
+use bosun_mcp::record::{LineKind, ServerRecord, connect_url};
+use bosun_mcp::{browser, redact};
+
+/// The daemon's environment variables a run gets (besides the agent's own): enough to find
+/// programs, a home, the locale, and where the CLIs keep their sign-ins.
+const BASE_ENV: [&str; 14] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+];
+
+/// The name bosun's own MCP server has in a chat answer's config.
+pub const BOSUN_SERVER: &str = "bosun";
+
+/// How long the login check may take.
+const LOGIN_CHECK_LIMIT: Duration = Duration::from_secs(15);
+
+/// The longest prompt.
+const MAX_PROMPT: usize = 256 * 1024;
+
+/// An answer of the lead in a chat: what its run gets besides the agent's own setup.
+#[derive(Clone, Debug)]
+pub struct ChatLaunch {
+    /// bosun's own MCP server.
+    pub url: String,
+    /// The bearer token that tells bosun's MCP server which answer a call belongs to.
+    pub token: String,
+    pub answer: (ChatId, AnswerId),
+    /// The answer may use bosun's own tools only (a board check's answer): none of the agent's
+    /// MCP servers, no web search or fetch, no browser.
+    pub only_bosun: bool,
+}
+
+/// A run of an agent, ready to start.
+#[derive(Debug)]
+pub struct Prepared {
+    pub params: StartRunParams,
+    /// Files the runner writes (mode 0600) before the program starts and deletes when the run
+    /// ends: (path, contents), the path under [`RUN_DIR`](super::adapter::RUN_DIR).
+    pub files: Vec<(String, String)>,
+    /// Lines for the run's log, before the program's output.
+    pub notes: Vec<String>,
+    pub run: AgentRun,
+    /// How the runner drives the CLI, when every tool call goes through bosun's policy.
+    pub control: Option<ControlPlan>,
+    /// Every secret value the run is given (its keychain values, its servers' lines and
+    /// tokens): the runner writes `[redacted]` for each wherever the program prints it.
+    pub redact: Vec<String>,
+}
+
+/// Turns an agent and a prompt into a run.
+pub async fn prepare(
+    ctx: &AgentsContext,
+    agent: &str,
+    prompt: &str,
+) -> Result<Prepared, AgentsError> {
+    prepare_with(ctx, agent, prompt, None, None).await
+}
+
+/// Turns an agent and a prompt into a run; with `chat`, an answer of the lead; with `resume`,
+/// a run that continues that Claude Code session.
+pub async fn prepare_with(
+    ctx: &AgentsContext,
+    agent: &str,
+    prompt: &str,
+    chat: Option<ChatLaunch>,
+    resume: Option<String>,
+) -> Result<Prepared, AgentsError> {
+    let mut rec = find(&ctx.store, agent).await?;
+    let only_bosun = chat.as_ref().is_some_and(|c| c.only_bosun);
+    if only_bosun {
+        rec.switches = Switches::default();
+    }
+    if resume.is_some() && rec.cli != CliKind::Claude {
+        return Err(AgentsError::invalid(format!(
+            "continuing a run works for Claude Code agents; `{}` is a {} agent: start a new run instead",
+            rec.name, rec.cli
+        )));
+    }
+    if chat.is_some() && rec.cli != CliKind::Claude {
+        return Err(AgentsError::invalid(format!(
+            "the lead answers through Claude Code, and `{}` is a {} agent; make the lead a Claude agent (`bosun agent add lead --cli claude --role lead …`)",
+            rec.name, rec.cli
+        )));
+    }
+    if prompt.trim().is_empty() {
+        return Err(AgentsError::invalid(format!(
+            "no prompt given; say what the agent should do: bosun agent run {} \"fix the failing test\"",
+            rec.name
+        )));
+    }
+    if prompt.len() > MAX_PROMPT || prompt.contains('\0') {
+        return Err(AgentsError::invalid(
+            "the prompt is over 256 KiB or has a NUL byte; shorten it",
+        ));
+    }
+    if let Some(why) = bosun_shared::paths::not_a_folder(&rec.cwd) {
+        return Err(AgentsError::invalid(format!(
+            "the agent's working folder {} {why}; create it, or change it with `bosun agent edit {} --cwd DIR`",
+            rec.cwd.display(),
+            rec.name
+        )));
+    }
+    let store = ctx.store.clone();
+    let mut servers = blocking(move || store.servers()).await??;
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
+
+    let mut notes: Vec<String> = Vec::new();
+    if only_bosun {
+        notes.push(
+            "a board check's answer: only bosun's own tools (no MCP server of the agent's, no web search or fetch, no browser)".into(),
+        );
+    }
+    let mut run = AgentRun {
+        agent: Some(rec.id),
+        agent_name: rec.name.clone(),
+        cli: Some(rec.cli),
+        workspace: Some(rec.workspace.clone()),
+        ..AgentRun::default()
+    };
+
+    // The agent's own environment, secret lines from the keychain.
+    let secret_env = {
+        let keychain = ctx.keychain.clone();
+        let (id, names) = (rec.id, rec.secret_env.clone());
+        blocking(move || read_agent_secrets(&keychain, id, &names)).await??
+    };
+    let mut env: Vec<(String, String)> = BASE_ENV
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    let daemon_path = std::env::var("PATH").ok();
+    let run_path = rec
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or(daemon_path);
+
+    // The servers switched on, each resolved or left out with the reason.
+    let mut run_servers: Vec<RunServer> = Vec::new();
+    let uses_servers = rec.cli != CliKind::Command;
+    for s in &servers {
+        let Some(switch) = rec.switches.mcp.get(&s.id).filter(|sw| sw.on) else {
+            continue;
+        };
+        if !uses_servers {
+            continue;
+        }
+        let Some(tools) = tool_plan(switch, s) else {
+            let why = "switched on with none of its tools".to_string();
+            left_out(&mut notes, &mut run, &s.name, &why, None);
+            continue;
+        };
+        if let Err((why, fix)) = signed_in_for_run(&rec, s) {
+            left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref());
+            continue;
+        }
+        match resolve(
+            &ctx.auth,
+            ctx.keychain.clone(),
+            s.clone(),
+            tools,
+            &rec,
+            run_path.clone(),
+        )
+        .await?
+        {
+            Ok(server) => {
+                if let Some(clash) = env_clash(rec.cli, &run_servers, &server) {
+                    left_out(&mut notes, &mut run, &s.name, &clash, None);
+                    continue;
+                }
+                run.servers.push((s.name.clone(), "given".into()));
+                if s.sign_in_by == SignInBy::ClaudeCode {
+                    run.claude_signs_in.push(s.name.clone());
+                }
+                run_servers.push(server);
+            }
+            Err((why, fix)) => left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref()),
+        }
+    }
+    if let Some(c) = &chat {
+        run.answer = Some(c.answer);
+        run_servers.push(RunServer {
+            name: BOSUN_SERVER.into(),
+            kind: ServerKind::Http,
+            command: None,
+            args: Vec::new(),
+            url: Some(c.url.clone()),
+            env: Vec::new(),
+            headers: vec![("Authorization".into(), format!("Bearer {}", c.token))],
+            tools: ToolPlan::All,
+        });
+    }
+    if !uses_servers && rec.switches.mcp.values().any(|s| s.on) {
+        notes.push(
+            "A command agent's program is not a coding CLI: its MCP servers are not given to it."
+                .into(),
+        );
+    }
+
+    // Allowed commands take only commands.
+    let mut allowed_commands = Vec::new();
+    for rule in &rec.allowed_commands {
+        if rule == "Bash" || rule.starts_with("Bash(") {
+            allowed_commands.push(rule.clone());
+        } else {
+            notes.push(format!(
+                "Left out `{rule}` from the allowed commands: they take only commands (Bash(…)); web search, fetching pages, skills and other tools have switches of their own."
+            ));
+        }
+    }
+    if !rec.cli.has_skills_switch() && rec.switches.skills {
+        notes.push(format!(
+            "{} has no checked per-run switch for slash commands and skills: this run goes without them.",
+            rec.cli
+        ));
+    }
+
+    let setup = AgentSetup {
+        cli: rec.cli,
+        instructions: rec.instructions.clone(),
+        permission_mode: rec.permission_mode.clone(),
+        allowed_commands,
+        web_search: rec.switches.web_search,
+        web_fetch: rec.switches.web_fetch.clone(),
+        skills: rec.switches.skills && rec.cli.has_skills_switch(),
+        outside_sources: rec.has_outside_sources(),
+        command: rec.command.clone(),
+        model: rec.model.clone(),
+        codex_config: rec.codex_config.clone(),
+        gemini_vertex: rec
+            .env
+            .iter()
+            .any(|(k, v)| k == "GOOGLE_GENAI_USE_VERTEXAI" && v == "true"),
+        chat: chat.as_ref().map(|_| adapter::ChatAnswer),
+        resume,
+        // The lead's answers have their own gate (bosun's MCP server keeps its privileged
+        // calls for the person); every other run's calls go through the approval policy.
+        controlled: chat.is_none(),
+        fenced: !rec.workspace.unrestricted,
+    };
+    let inv = adapter::build(&setup, prompt, &run_servers);
+    notes.extend(inv.notes.iter().cloned());
+    let redact = secret_values(&secret_env, &run_servers);
+
+    // The environment: the allow-list, the agent's own lines, then what the adapter needs
+    // (a Gemini run's own home), which wins.
+    set_all(&mut env, rec.env.iter().cloned());
+    set_all(&mut env, secret_env);
+    let agent_env = env.clone();
+    set_all(&mut env, inv.env.iter().cloned());
+    if rec.cli == CliKind::Claude
+        && rec.permission_mode.as_deref() == Some("bypassPermissions")
+        && nix::unistd::geteuid().is_root()
+        && !agent_env.iter().any(|(k, v)| k == "IS_SANDBOX" && v == "1")
+    {
+        return Err(AgentsError::invalid(format!(
+            "Claude Code refuses bypassPermissions as root unless IS_SANDBOX=1 says the machine is a sandbox; if it is one, add it with `bosun agent edit {} --env IS_SANDBOX=1`, else choose another permission mode",
+            rec.name
+        )));
+    }
+    check_login(&ctx.logins, &rec, &agent_env, &inv.program).await?;
+
+    let params = StartRunParams {
+        name: Some(rec.name.clone()),
+        program: inv.program.clone(),
+        args: inv.args.clone(),
+        cwd: rec.cwd.clone(),
+        env,
+        time_cap_ms: rec.time_cap_ms,
+        ladder: None,
+        umask: None,
+        max_output: rec.max_output,
+        placement: rec.placement.clone(),
+    };
+    Ok(Prepared {
+        params,
+        files: inv.files,
+        notes,
+        run,
+        control: inv.control,
+        redact,
+    })
+}
+
+fn set_all(env: &mut Vec<(String, String)>, lines: impl IntoIterator<Item = (String, String)>) {
+    for (k, v) in lines {
+        match env.iter_mut().find(|(name, _)| *name == k) {
+            Some(line) => line.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+}
+
+fn left_out(
+    notes: &mut Vec<String>,
+    run: &mut AgentRun,
+    server: &str,
+    why: &str,
+    fix: Option<&str>,
+) {
+    let mut line = format!("Left out {server}: {why}.");
+    if let Some(fix) = fix {
+        line.push_str(&format!(" {fix}"));
+    }
+    notes.push(line);
+    run.servers
+        .push((server.to_string(), format!("left out: {why}")));
+}
+
+/// Which of a server's tools the run may use; `None` when none is on.
+fn tool_plan(switch: &ServerSwitch, s: &ServerRecord) -> Option<ToolPlan> {
+    let known: Option<Vec<String>> = s
+        .listing
+        .as_ref()
+        .map(|l| l.tools.iter().map(|t| t.name.clone()).collect());
+    match &switch.tools {
+        ToolSelection::AllExcept(off) if off.is_empty() => Some(ToolPlan::All),
+        ToolSelection::AllExcept(off) => {
+            let on = known.map(|k| {
+                k.into_iter()
+                    .filter(|t| !off.contains(t))
+                    .collect::<Vec<_>>()
+            });
+            if on.as_ref().is_some_and(Vec::is_empty) {
+                return None;
+            }
+            Some(ToolPlan::AllExcept {
+                off: off.iter().cloned().collect(),
+                on,
+            })
+        }
+        ToolSelection::Only(on) if on.is_empty() => None,
+        ToolSelection::Only(on) => Some(ToolPlan::Only {
+            on: on.iter().cloned().collect(),
+            off: known.map(|k| k.into_iter().filter(|t| !on.contains(t)).collect()),
+        }),
+    }
+}
+
+/// Codex hands a stdio server's secrets on by the variable's name: two servers that need the
+/// same name with different values cannot both be given.
+fn env_clash(cli: CliKind, given: &[RunServer], new: &RunServer) -> Option<String> {
+    if cli != CliKind::Codex {
+        return None;
+    }
+    for (k, v) in &new.env {
+        if let Some(other) = given
+            .iter()
+            .find(|g| g.env.iter().any(|(gk, gv)| gk == k && gv != v))
+        {
+            return Some(format!(
+                "Codex passes environment lines by name, and {} already gives {k} another value",
+                other.name
+            ));
+        }
+    }
+    None
+}
+
+/// A server made ready for the run, or why it cannot be used (and how to fix it).
+type Resolved = Result<RunServer, (String, Option<String>)>;
+
+async fn resolve(
+    auth: &AuthContext,
+    keychain: Keychain,
+    s: ServerRecord,
+    tools: ToolPlan,
+    agent: &AgentRecord,
+    path: Option<String>,
+) -> Result<Resolved, AgentsError> {
+    if let Some(settings) = &s.browser {
+        let settings = settings.clone();
+        let insecure = agent.switches.browser_insecure_certs;
+        let launch =
+            blocking(move || browser::launch(&settings, insecure, path.as_deref())).await?;
+        return Ok(match launch {
+            Ok(l) => Ok(RunServer {
+                name: s.name.clone(),
+                kind: ServerKind::Stdio,
+                command: Some(l.command),
+                args: l.args,
+                url: None,
+                env: l.env,
+                headers: Vec::new(),
+                tools,
+            }),
+            Err(why) => Err((format!("the browser cannot start: {why}"), None)),
+        });
+    }
+    if let Some(c) = &s.command
+        && browser::starts_chrome_devtools(c, &s.args)
+        && let Err(why) = browser::check_command_line(c, &s.args)
+    {
+        return Ok(Err((
+            why.to_string(),
+            Some(format!(
+                "Change its command line with `bosun mcp edit {}`.",
+                s.name
+            )),
+        )));
+    }
+    let rec = s.clone();
+    let values = blocking(move || {
+        // The address with its query, which the keychain keeps.
+        let url = connect_url(&keychain, &rec).map_err(|e| (e.to_string(), None))?;
+        let mut env = Vec::new();
+        let mut headers = Vec::new();
+        for (kind, names, out) in [
+            (LineKind::Env, &rec.env_names, &mut env),
+            (LineKind::Header, &rec.header_names, &mut headers),
+        ] {
+            for name in names {
+                match keychain.get(&kind.key(rec.id, name)) {
+                    Ok(Some(v)) => out.push((name.clone(), v)),
+                    Ok(None) => {
+                        return Err((
+                            format!("a value is missing from the keychain ({name})"),
+                            Some(format!("Set it with `bosun mcp edit {}`.", rec.name)),
+                        ));
+                    }
+                    Err(e) => {
+                        return Err((format!("the keychain could not be read ({e})"), None));
+                    }
+                }
+            }
+        }
+        Ok((url, env, headers))
+    })
+    .await?;
+    let (url, env, mut headers) = match values {
+        Ok(v) => v,
+        Err(why) => return Ok(Err(why)),
+    };
+    if agent.cli == CliKind::Codex && url.as_deref().is_some_and(|u| u.contains('?')) {
+        // Codex takes a server's address on its command line, which every process can read.
+        return Ok(Err((
+            "its address has a query, which bosun keeps secret, and Codex takes addresses on its command line".into(),
+            Some(format!(
+                "Give the key as a header line instead: `bosun mcp edit {} --url ADDRESS-WITHOUT-QUERY -H 'Name: value'` (with the header the service documents).",
+                s.name
+            )),
+        )));
+    }
+    if s.kind != ServerKind::Stdio && s.sign_in_by == SignInBy::Bosun {
+        // A token good for the whole run: refreshed first when less than its time cap is left.
+        let min_valid = agent
+            .time_cap_ms
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::ZERO);
+        match bosun_auth::access(auth, s.id, min_valid, None).await {
+            Ok(Access::Token(t)) => {
+                headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                headers.push(("Authorization".into(), format!("Bearer {t}")));
+            }
+            Ok(Access::Dpop { .. }) => {
+                // A CLI sends a fixed header; a DPoP-bound token needs a fresh proof on every
+                // request, made with a key that never leaves bosund.
+                return Ok(Err((
+                    format!(
+                        "its sign-in is bound to bosun's DPoP key (RFC 9449), and {} cannot make a proof for each request",
+                        agent.cli
+                    ),
+                    Some(format!(
+                        "bosun's own looks use it: `bosun mcp tools {}`, `bosun mcp call {} TOOL`.",
+                        s.name, s.name
+                    )),
+                )));
+            }
+            Ok(Access::None) => {
+                if s.last_error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("needs sign-in"))
+                {
+                    return Ok(Err((
+                        "not signed in".into(),
+                        Some(format!("Sign in with `bosun mcp sign-in {}`.", s.name)),
+                    )));
+                }
+            }
+            Err(bosun_auth::AuthError::NeedsSignIn { .. }) => {
+                return Ok(Err((
+                    "signed out".into(),
+                    Some(format!(
+                        "Sign in again with `bosun mcp sign-in {}`.",
+                        s.name
+                    )),
+                )));
+            }
+            Err(e) => {
+                return Ok(Err((
+                    format!("its sign-in could not be refreshed ({e})"),
+                    None,
+                )));
+            }
+        }
+    }
+    Ok(Ok(RunServer {
+        name: s.name.clone(),
+        kind: s.kind,
+        command: s.command.clone(),
+        args: s.args.clone(),
+        url,
+        env,
+        headers,
+        tools,
+    }))
+}
+
+/// A server Claude Code signs in to goes only to Claude Code runs (which keep their own
+/// sign-ins); it is never left out of one for bosun's sign-in.
+fn signed_in_for_run(
+    agent: &AgentRecord,
+    s: &ServerRecord,
+) -> Result<(), (String, Option<String>)> {
+    if s.sign_in_by == SignInBy::ClaudeCode && agent.cli != CliKind::Claude {
+        return Err((
+            format!(
+                "Claude Code signs in to it, and this agent runs {}",
+                agent.cli
+            ),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// The secret values a run is given: the agent's secret environment, and every environment
+/// and header value of its servers (all of which come from the keychain, or are tokens) — a
+/// header's credential also on its own (`Bearer abc`: `abc` too, as a server may echo it).
+fn secret_values(agent_secrets: &[(String, String)], servers: &[RunServer]) -> Vec<String> {
+    let mut out: Vec<String> = agent_secrets.iter().map(|(_, v)| v.clone()).collect();
+    for s in servers {
+        out.extend(redact::secret_values(&s.env, &s.headers, s.url.as_deref()));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn read_agent_secrets(
+    keychain: &Keychain,
+    id: bosun_shared::AgentId,
+    names: &[String],
+) -> Result<Vec<(String, String)>, AgentsError> {
+    let mut out = Vec::new();
+    for name in names {
+        match keychain.get(&agent_env_key(id, name)) {
+            Ok(Some(v)) => out.push((name.clone(), v)),
+            Ok(None) => {
+                return Err(AgentsError::conflict(format!(
+                    "the agent's secret {name} is missing from the keychain; set it again with `bosun agent edit AGENT --secret-env {name}` (the value is read from stdin)"
+                )));
+            }
+            Err(e) => return Err(AgentsError::from(e)),
+        }
+    }
+    Ok(out)
+}
+
+/// How long a passed sign-in check stands for runs of the same program, folder and environment.
+const LOGIN_OK_FOR: Duration = Duration::from_secs(60);
+
+/// The sign-in checks that passed lately, by program, folder and environment (hashed; nothing
+/// of it is kept in clear), shared by every launch of bosund: runs started together — a
+/// board's cards, twenty runs of one agent — make one check, not one each (`claude auth
+/// status` is a Node.js start of a second or more), and the others wait for its answer. A
+/// failed check is not kept: the next run checks again.
+#[derive(Clone, Default)]
+pub struct LoginChecks(Arc<std::sync::Mutex<HashMap<u64, LoginSlot>>>);
+
+type LoginSlot = Arc<tokio::sync::Mutex<Option<Instant>>>;
+
+impl LoginChecks {
+    fn slot(&self, key: u64) -> LoginSlot {
+        let mut slots = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Passes that no longer stand, and that nobody is checking, go: the map holds only
+        // what could still save a check.
+        slots.retain(|k, slot| {
+            *k == key
+                || slot
+                    .try_lock()
+                    .map_or(true, |at| at.is_some_and(|at| at.elapsed() < LOGIN_OK_FOR))
+        });
+        slots.entry(key).or_default().clone()
+    }
+}
+
+/// Checks cheaply that the CLI is signed in, with the run's own environment: `claude auth
+/// status`, `codex login status`; for Gemini, that a key (or Vertex AI) is given, as a run has
+/// a home of its own.
+async fn check_login(
+    checks: &LoginChecks,
+    rec: &AgentRecord,
+    env: &[(String, String)],
+    program: &str,
+) -> Result<(), AgentsError> {
+    let has = |k: &str| env.iter().any(|(name, v)| name == k && !v.is_empty());
+    let args: &[&str] = match rec.cli {
+        CliKind::Claude => &["auth", "status"],
+        CliKind::Codex => {
+            // A provider of the agent's own signs in its own way (or not at all).
+            let own_provider = rec
+                .codex_config
+                .iter()
+                .any(|(k, v)| k == "model_provider" && v.trim_matches('"') != "openai");
+            if own_provider || has("OPENAI_API_KEY") || has("CODEX_API_KEY") {
+                return Ok(());
+            }
+            &["login", "status"]
+        }
+        CliKind::Gemini => {
+            if has("GEMINI_API_KEY") || has("GOOGLE_API_KEY") || has("GOOGLE_GENAI_USE_VERTEXAI") {
+                return Ok(());
+            }
+            return Err(AgentsError::unavailable(format!(
+                "Gemini CLI has no key for this agent: each run has a home of its own, so give it one with `bosun agent edit {} --secret-env GEMINI_API_KEY` (the value is read from stdin)",
+                rec.name
+            )));
+        }
+        CliKind::Command => return Ok(()),
+    };
+    let key = {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (program, args, &rec.cwd).hash(&mut h);
+        let mut sorted: Vec<&(String, String)> = env.iter().collect();
+        sorted.sort();
+        sorted.hash(&mut h);
+        h.finish()
+    };
+    let slot = checks.slot(key);
+    // One check at a time for the same key; those that waited take its answer.
+    let mut passed = slot.lock().await;
+    if passed.is_some_and(|at| at.elapsed() < LOGIN_OK_FOR) {
+        return Ok(());
+    }
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(&rec.cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let helper = Helper::spawn(&mut cmd).map_err(|e| {
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "`{program}` was not found on the PATH the run would have; install it, or put its folder on PATH (`bosun agent edit {} --env PATH=…`)",
+                rec.name
+            )
+        } else {
+            format!("could not run `{program}` to check its sign-in: {e}")
+        };
+        AgentsError::unavailable(why)
+    })?;
+    let out = match helper.output(LOGIN_CHECK_LIMIT).await {
+        Ok(out) => out,
+        Err(HelperError::Io(e)) => {
+            return Err(AgentsError::unavailable(format!(
+                "could not check the sign-in of {program}: {e}"
+            )));
+        }
+        Err(HelperError::TimedOut(_)) => {
+            return Err(AgentsError::unavailable(format!(
+                "`{program} {}` did not answer within {} s",
+                args.join(" "),
+                LOGIN_CHECK_LIMIT.as_secs()
+            )));
+        }
+    };
+    if out.status.success() {
+        *passed = Some(Instant::now());
+        return Ok(());
+    }
+    let fix = match rec.cli {
+        CliKind::Claude => format!(
+            "sign Claude Code in (`claude /login` in a terminal, with the same CLAUDE_CONFIG_DIR), or give the agent a key: `bosun agent edit {} --secret-env ANTHROPIC_API_KEY`",
+            rec.name
+        ),
+        CliKind::Codex => format!(
+            "sign Codex in (`codex login`, with the same CODEX_HOME), or give the agent a key: `bosun agent edit {} --secret-env OPENAI_API_KEY`",
+            rec.name
+        ),
+        CliKind::Gemini | CliKind::Command => String::new(),
+    };
+    Err(AgentsError::unavailable(format!(
+        "{} is not signed in for this agent (`{program} {}` says so); {fix}",
+        match rec.cli {
+            CliKind::Claude => "Claude Code",
+            CliKind::Codex => "Codex",
+            CliKind::Gemini => "Gemini CLI",
+            CliKind::Command => "the program",
+        },
+        args.join(" ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use bosun_shared::placement::Placement;
+    use bosun_shared::{AgentId, Timestamp};
+
+    use super::*;
+    use crate::record::ApprovalSettings;
+
+    fn claude_agent(cwd: &std::path::Path) -> AgentRecord {
+        let now = Timestamp::now();
+        AgentRecord {
+            id: AgentId::new(),
+            name: "coder".into(),
+            role: "worker".into(),
+            cli: CliKind::Claude,
+            instructions: String::new(),
+            permission_mode: None,
+            allowed_commands: Vec::new(),
+            time_cap_ms: None,
+            max_output: None,
+            cwd: cwd.to_path_buf(),
+            command: Vec::new(),
+            env: Vec::new(),
+            secret_env: Vec::new(),
+            model: None,
+            codex_config: Vec::new(),
+            switches: Switches::default(),
+            approvals: ApprovalSettings::default(),
+            workspace: Default::default(),
+            paused: false,
+            placement: Placement::Local,
+            created_at: now,
+            updated_at: now,
+            last_run: None,
+            carried_over: None,
+        }
+    }
+
+    /// A stand-in for `claude` whose `auth status` counts its calls and answers `status`.
+    fn program(dir: &std::path::Path, status: u8) -> String {
+        let path = dir.join(format!("claude-{status}"));
+        let script = format!("#!/bin/sh\necho called >> \"$COUNT\"\nsleep 0.2\nexit {status}\n");
+        if let Err(e) = std::fs::write(&path, script)
+            .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)))
+        {
+            panic!("{e}");
+        }
+        path.display().to_string()
+    }
+
+    fn calls(count: &std::path::Path) -> usize {
+        std::fs::read_to_string(count)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn runs_started_together_make_one_sign_in_check_and_a_failed_one_is_not_kept() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let rec = claude_agent(dir.path());
+        let checks = LoginChecks::default();
+        let count = dir.path().join("count");
+        let env = vec![
+            ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+            ("COUNT".to_string(), count.display().to_string()),
+        ];
+        // Ten at once: one check, the others take its answer.
+        let ok = program(dir.path(), 0);
+        let all =
+            futures::future::join_all((0..10).map(|_| check_login(&checks, &rec, &env, &ok))).await;
+        assert!(all.iter().all(Result::is_ok), "{all:?}");
+        assert_eq!(calls(&count), 1);
+        // Another environment (another sign-in, perhaps) is checked on its own.
+        let mut other = env.clone();
+        other.push(("ANTHROPIC_API_KEY".into(), "k".into()));
+        assert!(check_login(&checks, &rec, &other, &ok).await.is_ok());
+        assert_eq!(calls(&count), 2);
+        // A failed check is said each time, never kept.
+        let _ = std::fs::remove_file(&count);
+        let bad = program(dir.path(), 1);
+        for _ in 0..2 {
+            match check_login(&checks, &rec, &env, &bad).await {
+                Ok(()) => panic!("a failed check passed"),
+                Err(e) => assert!(e.to_string().contains("is not signed in"), "{e}"),
+            }
+        }
+        assert_eq!(calls(&count), 2);
+    }
+}

@@ -1,0 +1,866 @@
+//! Pull requests, QA verdicts and the lead's merge, as the Board keeps them.
+//!
+//! - **QA verdicts.** A card run of an agent with role `qa` gets bosun's MCP server with a
+//!   token of its own ([`QaTokens`]), whose only tools are `qa_pass` and `qa_fail`. The verdict
+//!   is recorded on the card with the head commit of the card's worktree at that moment: the
+//!   commit the QA run tested.
+//! - **The merge** ([`BoardState::merge_pr`]): every rule checked in this order, each refusal
+//!   saying which and changing nothing — the switch; Review, testing on, not held, no run
+//!   going; no release under way; GitHub; the pull request open, not a draft, the card's own
+//!   branch in the same repository, into the main branch, mergeable; QA passed exactly its head
+//!   commit now; every check passed. (After an outside tool the lead's call is kept for the
+//!   person instead, by the lead's gate; approving it comes here and checks everything again.)
+//!   The merge is recorded on the card before `gh pr merge` is called, so a crash in between
+//!   leaves the record, and the pull request check finds out what became of it: nothing is
+//!   ever merged twice.
+//! - **The pull request check** ([`BoardState::check_prs`]): every so often
+//!   (`BOSUN_PR_CHECK_SECS`, 300 s by default) and at once after a merge, each card of a GitHub
+//!   project with a branch is looked up; one whose pull request was merged goes to Deploy, as
+//!   when the person merges, and its worktree is removed.
+//! - **`update_checkout`** ([`BoardState::update_checkout`]): the project's checkout brought up
+//!   to date with its `origin` main branch, fast-forward only, stashing first when asked.
+
+use bosun_agents::record::AgentReads;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bosun_shared::projects::Host;
+use bosun_shared::protocol::board::AddColumnParams;
+use bosun_shared::protocol::ui::{Event, NotificationKind};
+use bosun_shared::{CardId, ColumnId, RunToken, Timestamp};
+use tracing::{info, warn};
+
+use super::github::{self, Checks};
+use super::record::{BoardChange, CardRecord, MergeAsk, MergeOffer, MergedPr, QaVerdict};
+use super::worktree;
+use super::{BoardAnswer, BoardError, BoardState};
+use bosun_kit::git;
+use bosun_kit::offload::blocking;
+use bosun_runs::events::EventsMsg;
+
+/// How often merged pull requests are looked for, unless `BOSUN_PR_CHECK_SECS` says.
+const PR_CHECK: Duration = Duration::from_secs(300);
+
+pub fn pr_check_interval() -> Duration {
+    std::env::var("BOSUN_PR_CHECK_SECS")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map_or(PR_CHECK, Duration::from_secs)
+}
+
+/// The tokens of live QA runs: each belongs to one card's run while it lives (kept by their
+/// SHA-256, as the lead's answers' are). bosun's MCP server takes a QA run's verdict by it.
+#[derive(Clone, Default)]
+pub struct QaTokens {
+    inner: Arc<Mutex<HashMap<String, CardId>>>,
+}
+
+impl QaTokens {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, CardId>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new token for a QA run of `card`: the secret goes to the run, its digest stays here.
+    pub fn issue(&self, card: CardId) -> RunToken {
+        let token = RunToken::generate();
+        self.lock().insert(token.digest(), card);
+        token
+    }
+
+    /// The card whose live QA run holds this token.
+    pub fn find(&self, token: &str) -> Option<CardId> {
+        self.lock().get(&RunToken::digest_of(token)).copied()
+    }
+
+    /// The card's QA run ended: its tokens are refused from now on.
+    pub fn close(&self, card: CardId) {
+        self.lock().retain(|_, c| *c != card);
+    }
+}
+
+fn refuse(m: impl Into<String>) -> BoardError {
+    BoardError::conflict(format!("merge_pull_request refused: {}", m.into()))
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+/// What the rules found, to merge.
+struct Plan {
+    repo: String,
+    number: u64,
+    url: String,
+    head: String,
+    qa_run: bosun_shared::RunId,
+    checks: Vec<String>,
+}
+
+impl BoardState {
+    /// A QA run's verdict on its card, with the head commit of the card's worktree now.
+    pub(super) async fn qa_verdict(
+        &mut self,
+        id: CardId,
+        pass: bool,
+        summary: String,
+    ) -> Result<BoardAnswer, BoardError> {
+        let Some(mut card) = self.cards.get(&id).cloned() else {
+            return Err(BoardError::not_found("the card of this QA run is gone"));
+        };
+        let states = self.run_states(false).await;
+        let Some(run) = card.runs.last().map(|r| r.run) else {
+            return Err(BoardError::conflict("this card has no QA run going"));
+        };
+        if !self.in_progress(&card, &states) {
+            return Err(BoardError::conflict(
+                "this QA run is over; a verdict comes from a live QA run of the card",
+            ));
+        }
+        let Some(wt) = card.worktree.clone() else {
+            return Err(BoardError::conflict(
+                "the card has no worktree, so there is no commit to give a verdict on",
+            ));
+        };
+        let path = wt.path.clone();
+        let head = blocking(move || git::commit(&path, "HEAD"))
+            .await?
+            .ok_or_else(|| {
+                BoardError::unavailable(format!(
+                    "bosun could not read the head commit of the card's worktree {}",
+                    wt.path.display()
+                ))
+            })?;
+        let summary = summary.trim().to_string();
+        card.log(format!(
+            "QA {} commit {} (run {}){}",
+            if pass { "passed" } else { "failed" },
+            short(&head),
+            run.short(),
+            if summary.is_empty() {
+                String::new()
+            } else {
+                format!(": {summary}")
+            }
+        ));
+        card.qa = Some(QaVerdict {
+            pass,
+            run,
+            head,
+            at: Timestamp::now(),
+            summary,
+        });
+        self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await?;
+        info!(card = %id, pass, "QA verdict recorded");
+        self.cards.insert(id, card);
+        self.card_answer(id).await
+    }
+
+    /// Every rule of the lead's merge, in order; the first that does not hold is the refusal
+    /// (`why` says whether it is one to wait out, or one for the person).
+    async fn merge_plan(&self, id: CardId, why: &mut Why) -> Result<Plan, BoardError> {
+        let card = self
+            .cards
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| BoardError::internal("the card went away"))?;
+        let c = id.short();
+        let project = card
+            .project
+            .and_then(|p| self.projects.get(&p))
+            .cloned()
+            .ok_or_else(|| {
+                refuse(format!(
+                    "card {c} belongs to no project, so it has no pull request of its own"
+                ))
+            })?;
+        let p = &project.name;
+        // 1. The switch.
+        if !project.lead_may_merge {
+            return Err(refuse(format!(
+                "project {p} does not let the lead merge; only the person switches that on (`bosun project set {p} lead-may-merge=on`), and until then the person merges"
+            )));
+        }
+        // 2. Review, testing on, not held, no agent working on it.
+        let column = self.column_name(card.column);
+        if !column.eq_ignore_ascii_case("review") {
+            return Err(refuse(format!(
+                "card {c} is in {column}, not Review; the lead merges only cards in Review"
+            )));
+        }
+        if !project.testing {
+            return Err(refuse(format!(
+                "project {p} has testing off, so card {c} went to Review without QA; it stays the person's to open and merge"
+            )));
+        }
+        if let Some(h) = &card.hold {
+            return Err(refuse(format!(
+                "card {c} is on hold ({}); the person takes it off hold first",
+                h.reason
+            )));
+        }
+        let states = self.run_states(false).await;
+        if self.in_progress(&card, &states) {
+            return Err(refuse(format!(
+                "an agent is working on card {c} (run {}); wait for its run to end",
+                card.runs
+                    .last()
+                    .map_or_else(|| "being started".to_string(), |r| r.run.short())
+            )));
+        }
+        if let Some(m) = &card.merge {
+            return Err(refuse(format!(
+                "a merge of pull request #{} was asked already; the pull request check finds out what became of it",
+                m.number
+            )));
+        }
+        // 6. No release under way.
+        let store = self.ctx.store.clone();
+        let agents = blocking(move || store.agents()).await??;
+        let devops: HashMap<_, _> = agents
+            .iter()
+            .filter(|a| a.role.eq_ignore_ascii_case("devops"))
+            .map(|a| (a.id, a.name.clone()))
+            .collect();
+        if let Some((release, agent)) = self.cards.values().find_map(|other| {
+            (other.project == Some(project.id)
+                && self
+                    .column_name(other.column)
+                    .eq_ignore_ascii_case("deploy"))
+            .then_some(())
+            .and_then(|()| other.assignee.and_then(|a| devops.get(&a)))
+            .map(|agent| (other.id.short(), agent.clone()))
+        }) {
+            return Err(refuse(format!(
+                "a release is under way in project {p}: card {release} is in Deploy with {agent}, a devops agent, so main must not move under it; merge once the release is done"
+            )));
+        }
+        // 8. GitHub only.
+        let repo = match &project.host {
+            Host::Github { repo } => repo.clone(),
+            other @ (Host::Other { .. } | Host::None) => {
+                return Err(refuse(format!(
+                    "project {p} is hosted on {other}, not GitHub; bosun merges only on GitHub with the person's gh, so the person merges it there"
+                )));
+            }
+        };
+        let Some(branch) = card.worktree.as_ref().map(|w| w.branch.clone()) else {
+            return Err(refuse(format!(
+                "card {c} has no branch yet (no run of it worked in project {p})"
+            )));
+        };
+        // 4. The pull request: the card's own, open, not a draft, into main, mergeable.
+        let (r, b) = (repo.clone(), branch.clone());
+        let listed = blocking(move || github::find(&r, &b))
+            .await?
+            .map_err(|e| refuse(format!("bosun could not look up the pull request: {e}")))?
+            .ok_or_else(|| {
+                refuse(format!(
+                    "card {c}'s branch {branch} has no pull request on GitHub {repo}; open one first"
+                ))
+            })?;
+        let (r, n) = (repo.clone(), listed.number);
+        let pr = blocking(move || github::view(&r, n))
+            .await?
+            .map_err(|e| refuse(format!("bosun could not read pull request #{n}: {e}")))?;
+        if pr.state != "OPEN" {
+            return Err(refuse(format!(
+                "pull request #{n} is {}, not open",
+                pr.state.to_ascii_lowercase()
+            )));
+        }
+        if pr.is_draft {
+            return Err(refuse(format!(
+                "pull request #{n} is a draft; it is marked ready for review first"
+            )));
+        }
+        let owner = repo.split('/').next().unwrap_or_default();
+        let head_owner = pr
+            .head_repository_owner
+            .as_ref()
+            .map(|o| o.login.clone())
+            .unwrap_or_default();
+        if pr.is_cross_repository
+            || pr.head_ref_name != branch
+            || !head_owner.eq_ignore_ascii_case(owner)
+        {
+            return Err(refuse(format!(
+                "pull request #{n} comes from {head_owner}:{}, not from card {c}'s branch {branch} in {repo}; the lead merges only the card's own pull request",
+                pr.head_ref_name
+            )));
+        }
+        if pr.base_ref_name != project.main_branch {
+            return Err(refuse(format!(
+                "pull request #{n} goes into {}, not into project {p}'s main branch {}",
+                pr.base_ref_name, project.main_branch
+            )));
+        }
+        match pr.mergeable.as_str() {
+            "MERGEABLE" => {}
+            "CONFLICTING" => {
+                *why = Why::Person;
+                return Err(refuse(format!(
+                    "GitHub says pull request #{n} has conflicts with {}; they are resolved on the branch, then QA runs again",
+                    project.main_branch
+                )));
+            }
+            other => {
+                *why = Why::Wait;
+                return Err(refuse(format!(
+                    "GitHub is still working out whether pull request #{n} can be merged ({}); wait a minute and try again",
+                    other.to_ascii_lowercase()
+                )));
+            }
+        }
+        match pr.merge_state_status.as_deref().unwrap_or("") {
+            "BLOCKED" => {
+                *why = Why::Person;
+                return Err(refuse(format!(
+                    "GitHub says a rule blocks pull request #{n} (such as a required review); the person sees to it"
+                )));
+            }
+            "BEHIND" => {
+                *why = Why::Person;
+                return Err(refuse(format!(
+                    "pull request #{n}'s branch is behind {} and must be up to date before it is merged",
+                    project.main_branch
+                )));
+            }
+            "DIRTY" => {
+                *why = Why::Person;
+                return Err(refuse(format!(
+                    "GitHub says pull request #{n} has conflicts with {}",
+                    project.main_branch
+                )));
+            }
+            _ => {}
+        }
+        // 3. QA passed exactly this commit.
+        let qa = card.qa.clone().ok_or_else(|| {
+            refuse(format!(
+                "card {c} has no QA verdict; a QA run passes it first"
+            ))
+        })?;
+        if !qa.pass {
+            return Err(refuse(format!(
+                "card {c}'s latest QA verdict is qa_fail (run {}); it is fixed and QA runs again",
+                qa.run.short()
+            )));
+        }
+        if qa.head != pr.head_ref_oid {
+            return Err(refuse(format!(
+                "QA passed commit {} (run {}), but pull request #{n}'s head is now {}: something was pushed after QA, so QA runs again on the new commit",
+                short(&qa.head),
+                qa.run.short(),
+                short(&pr.head_ref_oid)
+            )));
+        }
+        // 5. CI is green.
+        let checks = match github::checks(&pr.status_check_rollup) {
+            Checks::Green(names) => names,
+            Checks::Running(names) => {
+                *why = Why::Wait;
+                return Err(refuse(format!(
+                    "checks are still running on pull request #{n} ({}); wait for them and try again",
+                    names.join(", ")
+                )));
+            }
+            Checks::Failed(names) => {
+                *why = Why::Person;
+                return Err(refuse(format!(
+                    "checks failed on pull request #{n}: {}; the DevOps agent or the person re-runs them",
+                    names.join(", ")
+                )));
+            }
+            Checks::None => {
+                return Err(refuse(format!(
+                    "pull request #{n} has no checks (CI has not started, or the repository has none); then the person merges"
+                )));
+            }
+        };
+        Ok(Plan {
+            repo,
+            number: n,
+            url: pr.url,
+            head: pr.head_ref_oid,
+            qa_run: qa.run,
+            checks,
+        })
+    }
+
+    /// The lead's merge of a card's pull request, under every rule.
+    pub(super) async fn merge_pr(&mut self, key: &str) -> Result<BoardAnswer, BoardError> {
+        let id = self.card_id(key)?;
+        let mut why = Why::Other;
+        let plan = match self.merge_plan(id, &mut why).await {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.offer_answered(id, why, &e).await;
+                return Err(e);
+            }
+        };
+        let Some(mut card) = self.cards.get(&id).cloned() else {
+            return Err(BoardError::internal("the card went away"));
+        };
+        // The request, durably, before gh is asked.
+        let ask = MergeAsk {
+            number: plan.number,
+            url: plan.url.clone(),
+            head: plan.head.clone(),
+            qa_run: plan.qa_run,
+            checks: plan.checks.clone(),
+            at: Timestamp::now(),
+            done: false,
+        };
+        card.merge = Some(ask.clone());
+        self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await?;
+        self.cards.insert(id, card.clone());
+        bosun_kit::crash::point("merge-after-record");
+        let (repo, n, head) = (plan.repo.clone(), plan.number, plan.head.clone());
+        let merged = blocking(move || github::merge(&repo, n, &head)).await?;
+        bosun_kit::crash::point("merge-after-gh");
+        if let Err(e) = merged {
+            card.merge = None;
+            card.log(format!(
+                "the lead's merge of pull request #{n} was refused by GitHub: {e}"
+            ));
+            self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+                .await?;
+            self.cards.insert(id, card);
+            let e = refuse(format!("GitHub did not merge pull request #{n}: {e}"));
+            self.offer_answered(id, Why::Person, &e).await;
+            return Err(e);
+        }
+        card.merge = Some(MergeAsk { done: true, ..ask });
+        let said = merged_words(&card.merge);
+        card.log(format!("comment: {said}"));
+        card.log("merged by the lead");
+        self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await?;
+        info!(card = %id, pull_request = n, "the lead merged a card's pull request");
+        self.notify_merged(&card, n);
+        self.cards.insert(id, card);
+        // The pull request check, at once: it moves the card to Deploy.
+        self.check_pr(id).await?;
+        Ok(BoardAnswer::Said { said })
+    }
+
+    /// The pull request check of every card of a GitHub project with a branch, not merged yet.
+    pub(super) async fn check_prs(&mut self) -> Result<(), BoardError> {
+        let ids: Vec<CardId> = self
+            .cards
+            .values()
+            .filter(|c| c.merged.is_none() && (c.worktree.is_some() || c.merge.is_some()))
+            .map(|c| c.id)
+            .collect();
+        for id in ids {
+            if let Err(e) = self.check_pr(id).await {
+                warn!(card = %id, error = %e, "the pull request check failed for a card");
+            }
+        }
+        Ok(())
+    }
+
+    /// One card's pull request: merged, the card goes to Deploy and its worktree is removed;
+    /// a merge asked before a crash that did not happen is cleared, and said so.
+    async fn check_pr(&mut self, id: CardId) -> Result<(), BoardError> {
+        let Some(mut card) = self.cards.get(&id).cloned() else {
+            return Ok(());
+        };
+        let Some(project) = card.project.and_then(|p| self.projects.get(&p)).cloned() else {
+            return Ok(());
+        };
+        let Host::Github { repo } = &project.host else {
+            return Ok(());
+        };
+        let Some(wt) = card.worktree.clone() else {
+            return Ok(());
+        };
+        let (r, b) = (repo.clone(), wt.branch.clone());
+        let found = blocking(move || github::find(&r, &b))
+            .await?
+            .map_err(|e| BoardError::unavailable(e.to_string()))?;
+        let Some(pr) = found else {
+            return Ok(());
+        };
+        if pr.state != "MERGED" {
+            if card
+                .merge
+                .as_ref()
+                .is_some_and(|m| !m.done && m.number == pr.number)
+            {
+                card.merge = None;
+                card.log(format!(
+                    "the lead's merge of pull request #{} was asked before bosund stopped, and GitHub did not merge it; it can be asked again",
+                    pr.number
+                ));
+                self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+                    .await?;
+                self.cards.insert(id, card);
+            }
+            return Ok(());
+        }
+        if card.merge.as_ref().is_some_and(|m| !m.done) {
+            // bosund stopped between gh's merge and its record: the record is made now.
+            let said = merged_words(&card.merge);
+            card.log(format!("comment: {said}"));
+            card.log("merged by the lead (found by the pull request check after bosund stopped)");
+            self.notify_merged(&card, pr.number);
+        }
+        card.merge = None;
+        card.merged = Some(MergedPr {
+            number: pr.number,
+            url: pr.url.clone(),
+            at: Timestamp::now(),
+        });
+        let deploy = self.deploy_column().await?;
+        if card.column != deploy {
+            let from = self.column_name(card.column);
+            card.column = deploy;
+            card.moved += 1;
+            card.moved_at = Timestamp::now();
+            card.log(format!(
+                "pull request #{} was merged: moved from {from} to Deploy",
+                pr.number
+            ));
+        }
+        let repo_dir = project.folder.clone();
+        let w = wt.clone();
+        match blocking(move || worktree::remove(&repo_dir, &w, false)).await? {
+            Ok(()) => {
+                card.worktree = None;
+                card.log(format!("worktree removed (branch {} stays)", wt.branch));
+            }
+            Err(why) => card.log(format!("its worktree was kept: {why}")),
+        }
+        self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await?;
+        info!(card = %id, pull_request = pr.number, "a card's pull request was merged");
+        self.cards.insert(id, card);
+        Ok(())
+    }
+
+    /// The Deploy column, added (Manual, after Review) when the board has none.
+    async fn deploy_column(&mut self) -> Result<ColumnId, BoardError> {
+        if let Ok(c) = self.column("Deploy") {
+            return Ok(c.id);
+        }
+        let position = self
+            .columns
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case("review"))
+            .map(|c| c.position + 1);
+        self.add_column(AddColumnParams {
+            name: "Deploy".into(),
+            auto: false,
+            position,
+        })
+        .await?;
+        Ok(self.column("Deploy")?.id)
+    }
+
+    /// Brings a project's checkout up to date with `origin`'s main branch (fast-forward only),
+    /// stashing its changes first when asked; refused, changing nothing, when the checkout is
+    /// not on its main branch, has changes and no stash was asked, or has gone its own way.
+    pub(super) async fn update_checkout(
+        &mut self,
+        key: &str,
+        stash: bool,
+    ) -> Result<BoardAnswer, BoardError> {
+        let id = self.project_id(key)?;
+        let project = self
+            .projects
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| BoardError::internal("the project went away"))?;
+        let said =
+            blocking(move || update(&project.folder, &project.main_branch, &project.name, stash))
+                .await?
+                .map_err(|why| BoardError::conflict(format!("update_checkout refused: {why}")))?;
+        Ok(BoardAnswer::Said { said })
+    }
+}
+
+fn update(folder: &Path, main: &str, name: &str, stash: bool) -> Result<String, String> {
+    let at = folder.display();
+    let branch =
+        git::git(folder, &["symbolic-ref", "--quiet", "--short", "HEAD"]).map_err(|e| {
+            format!(
+                "project {name}'s checkout {at} is on no branch ({e}); check out {main} there first"
+            )
+        })?;
+    if branch != main {
+        return Err(format!(
+            "project {name}'s checkout {at} is on branch {branch}, not its main branch {main}; check out {main} there first"
+        ));
+    }
+    let dirty = git::dirty(folder).map_err(|e| e.to_string())?;
+    if dirty && !stash {
+        return Err(format!(
+            "project {name}'s checkout {at} has changes not committed; ask again with stash on to put them aside first (`git stash`), or commit them"
+        ));
+    }
+    git::git(folder, &["fetch", "--no-tags", "origin", main])
+        .map_err(|e| format!("git could not fetch {main} from origin: {e}"))?;
+    let before = git::commit(folder, "HEAD").unwrap_or_default();
+    let target = git::commit(folder, "FETCH_HEAD").unwrap_or_default();
+    let ahead = git::git(
+        folder,
+        &["merge-base", "--is-ancestor", "HEAD", "FETCH_HEAD"],
+    )
+    .is_err();
+    if ahead {
+        return Err(format!(
+            "project {name}'s {main} has commits that origin's {main} has not; it cannot be brought up to date by a fast-forward, so the person sees to it"
+        ));
+    }
+    let mut said = String::new();
+    if dirty {
+        git::git(
+            folder,
+            &[
+                "stash",
+                "push",
+                "--include-untracked",
+                "-m",
+                "bosun: before update_checkout",
+            ],
+        )
+        .map_err(|e| format!("git could not stash the changes: {e}"))?;
+        said.push_str("Stashed the checkout's changes (`git stash list` shows them). ");
+    }
+    if before == target {
+        said.push_str(&format!(
+            "Project {name}'s checkout {at} is up to date with origin's {main} ({}).",
+            short(&target)
+        ));
+        return Ok(said);
+    }
+    git::git(folder, &["merge", "--ff-only", "FETCH_HEAD"])
+        .map_err(|e| format!("git could not fast-forward {main}: {e}"))?;
+    said.push_str(&format!(
+        "Brought project {name}'s checkout {at} up to date: {main} moved from {} to {}.",
+        short(&before),
+        short(&target)
+    ));
+    Ok(said)
+}
+
+/// The lead's comment on a card it merged.
+fn merged_words(ask: &Option<MergeAsk>) -> String {
+    match ask {
+        Some(m) => format!(
+            "The lead merged pull request #{} ({}): head commit {}, which QA run {} passed; checks passed: {}.",
+            m.number,
+            m.url,
+            m.head,
+            m.qa_run.short(),
+            m.checks.join(", ")
+        ),
+        None => "The lead merged the card's pull request.".into(),
+    }
+}
+
+/// How long after QA passed a card a board check offers its merge again while it has to wait,
+/// unless `BOSUN_MERGE_WAIT_SECS` says.
+const MERGE_WAIT: Duration = Duration::from_secs(3 * 60 * 60);
+
+fn merge_wait_window() -> Duration {
+    std::env::var("BOSUN_MERGE_WAIT_SECS")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map_or(MERGE_WAIT, Duration::from_secs)
+}
+
+/// What kind of refusal the merge rules gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Why {
+    /// One the lead reports in its answer (no pull request, a draft, pushed after QA, …).
+    Other,
+    /// One to wait out: checks still running, GitHub still working out the mergeability.
+    Wait,
+    /// One for the person: failed checks, conflicts, a merge blocked or behind, GitHub's own
+    /// refusal.
+    Person,
+}
+
+/// A card a board check offers the lead to merge.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Finding {
+    pub card: CardId,
+    pub short_id: String,
+    pub title: String,
+    pub project: String,
+    /// Offered before, and its merge had to wait.
+    pub again: bool,
+}
+
+/// How the merge of a card offered by a board check went, as the card says now.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OfferNow {
+    pub card: CardId,
+    pub short_id: String,
+    pub title: String,
+    /// The merge had to wait: offered again by a later check (while the window lasts).
+    pub wait: bool,
+    /// Refused for the person: why.
+    pub refused: Option<String>,
+    /// Merged by the lead.
+    pub merged: bool,
+}
+
+impl BoardState {
+    /// The board check's findings: each card in Review that QA passed, in a project that lets
+    /// the lead merge, not held, no run going, no merge asked — not offered yet for its latest
+    /// QA verdict, or offered and its merge had to wait, while the window after QA lasts. With
+    /// `mark`, each is recorded as offered now (before the lead hears of it).
+    pub(super) async fn findings(&mut self, mark: bool) -> Result<BoardAnswer, BoardError> {
+        let states = self.run_states(false).await;
+        let window = merge_wait_window();
+        let now = Timestamp::now();
+        let mut found: Vec<(Timestamp, Finding)> = Vec::new();
+        for card in self.cards.values() {
+            let Some(project) = card.project.and_then(|p| self.projects.get(&p)) else {
+                continue;
+            };
+            let Some(qa) = card.qa.as_ref().filter(|q| q.pass) else {
+                continue;
+            };
+            if !project.lead_may_merge
+                || !project.testing
+                || !self.column_name(card.column).eq_ignore_ascii_case("review")
+                || card.hold.is_some()
+                || card.merge.is_some()
+                || card.merged.is_some()
+                || self.in_progress(card, &states)
+            {
+                continue;
+            }
+            let again = match &card.offer {
+                Some(o) if o.qa_run == qa.run && o.qa_head == qa.head => {
+                    if !o.wait || now.since(qa.at) >= window {
+                        continue;
+                    }
+                    true
+                }
+                Some(_) | None => false,
+            };
+            found.push((
+                qa.at,
+                Finding {
+                    card: card.id,
+                    short_id: card.id.short(),
+                    title: card.title.clone(),
+                    project: project.name.clone(),
+                    again,
+                },
+            ));
+        }
+        found.sort_by_key(|(at, f)| (*at, f.card));
+        let findings: Vec<Finding> = found.into_iter().map(|(_, f)| f).collect();
+        if mark && !findings.is_empty() {
+            let mut changes = Vec::new();
+            let mut marked = Vec::new();
+            for f in &findings {
+                let Some(mut card) = self.cards.get(&f.card).cloned() else {
+                    continue;
+                };
+                let Some(qa) = card.qa.clone() else { continue };
+                card.offer = Some(MergeOffer {
+                    qa_run: qa.run,
+                    qa_head: qa.head.clone(),
+                    at: now,
+                    wait: false,
+                    refused: None,
+                });
+                card.log(if f.again {
+                    "offered to the lead again by a board check: its merge had to wait"
+                } else {
+                    "offered to the lead by a board check: QA passed it, and its project lets the lead merge"
+                });
+                changes.push(BoardChange::Card(Box::new(card.clone())));
+                marked.push(card);
+            }
+            self.save(changes).await?;
+            for card in marked {
+                self.cards.insert(card.id, card);
+            }
+        }
+        Ok(BoardAnswer::Findings { findings })
+    }
+
+    /// How the merges of the cards a board check offered went.
+    pub(super) fn offers(&self, cards: &[CardId]) -> BoardAnswer {
+        let offers = cards
+            .iter()
+            .filter_map(|id| self.cards.get(id))
+            .map(|c| OfferNow {
+                card: c.id,
+                short_id: c.id.short(),
+                title: c.title.clone(),
+                wait: c.offer.as_ref().is_some_and(|o| o.wait),
+                refused: c.offer.as_ref().and_then(|o| o.refused.clone()),
+                merged: c.merge.as_ref().is_some_and(|m| m.done) || c.merged.is_some(),
+            })
+            .collect();
+        BoardAnswer::Offers { offers }
+    }
+
+    /// The lead's merge of a card a board check offered was refused: one to wait out is
+    /// offered again by the next check; one for the person is kept, to be told in a chat.
+    async fn offer_answered(&mut self, id: CardId, why: Why, e: &BoardError) {
+        let Some(mut card) = self.cards.get(&id).cloned() else {
+            return;
+        };
+        let (Some(qa), Some(offer)) = (card.qa.clone(), card.offer.as_mut()) else {
+            return;
+        };
+        if offer.qa_run != qa.run || offer.qa_head != qa.head {
+            return;
+        }
+        match why {
+            Why::Wait => {
+                offer.wait = true;
+                offer.refused = None;
+            }
+            Why::Person => {
+                offer.wait = false;
+                offer.refused = Some(e.to_string());
+            }
+            Why::Other => {
+                offer.wait = false;
+                offer.refused = None;
+            }
+        }
+        if let Err(e) = self
+            .save(vec![BoardChange::Card(Box::new(card.clone()))])
+            .await
+        {
+            warn!(card = %id, error = %e, "how the lead's merge went could not be kept on the card");
+            return;
+        }
+        self.cards.insert(id, card);
+    }
+
+    /// Tells every attached UI that the lead merged a card's pull request.
+    fn notify_merged(&self, card: &CardRecord, number: u64) {
+        let text = format!(
+            "The lead merged pull request #{number} of card {} ({}).",
+            card.id.short(),
+            card.title
+        );
+        self.ctx
+            .events
+            .cast(EventsMsg::Publish(Box::new(Event::Notification {
+                kind: NotificationKind::Merged,
+                text,
+                card: Some(card.id),
+                chat: None,
+                at: Timestamp::now(),
+            })));
+    }
+}

@@ -1,0 +1,976 @@
+//! Talking to one MCP server for a moment: start it (or reach its address), `initialize`, list
+//! or call, and stop it again — with a deadline on every step, the server's whole process group
+//! ended on every path, and every failure told in plain words.
+//!
+//! The happy path is rmcp's. When something fails, the failure is diagnosed separately: a
+//! stdio server's exit status and the last lines of its stderr, or, for an address, one plain
+//! `initialize` POST that shows what the server really answers (401, TLS, refused, not MCP at
+//! all). A server's own words are redacted (its [`Redactor`]) before they are cut short.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bosun_shared::process::{Helper, HelperError};
+use bosun_shared::protocol::mcp::ServerKind;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::ClientServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    ListToolsRequest, PaginatedRequestParams, ServerResult,
+};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
+
+use super::redact::Redactor;
+use super::revision::{self, Observed, Revision};
+use super::sse::{SseError, SseTransport};
+use super::tap::{Pages, Tap};
+use super::tools::{self, Listed};
+
+/// How a server is reached, with its secret values (only for the moment of the call).
+pub struct Endpoint {
+    pub server: String,
+    pub kind: ServerKind,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub url: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
+    /// Replaces the secret values above (and the address's query) in what the server says.
+    pub redactor: Redactor,
+    /// The token in `headers` is DPoP-bound: every request carries a fresh proof.
+    pub dpop: Option<super::dpop_http::Binding>,
+}
+
+impl Endpoint {
+    /// Whether starting it may download a package first (an `npx` command).
+    pub fn may_download(&self) -> bool {
+        let is_npx = |s: &str| {
+            std::path::Path::new(s)
+                .file_name()
+                .is_some_and(|n| n == "npx" || n == "pnpx" || n == "bunx" || n == "uvx")
+        };
+        self.command.as_deref().is_some_and(is_npx)
+    }
+
+    /// `text` with every secret value replaced by `[redacted]` and the address shown as
+    /// bosun shows it.
+    pub fn redact(&self, text: &str) -> String {
+        self.redactor.text(text)
+    }
+}
+
+/// Deadlines and bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// To start or reach the server and finish `initialize`.
+    pub connect: Duration,
+    /// For each request after that.
+    pub request: Duration,
+    pub max_pages: usize,
+    pub max_tools: usize,
+}
+
+impl Limits {
+    /// 30 s to connect, or 2 minutes for a server that may download its package first;
+    /// `BOSUN_MCP_TIMEOUT` (such as `5s`) in bosund's environment sets both deadlines.
+    pub fn for_endpoint(ep: &Endpoint) -> Self {
+        let configured = std::env::var("BOSUN_MCP_TIMEOUT")
+            .ok()
+            .and_then(|t| bosun_shared::time::parse_duration(&t).ok());
+        let connect = configured.unwrap_or(if ep.may_download() {
+            Duration::from_secs(120)
+        } else {
+            Duration::from_secs(30)
+        });
+        Self {
+            connect,
+            request: configured.unwrap_or(Duration::from_secs(30)),
+            max_pages: 100,
+            max_tools: 5000,
+        }
+    }
+}
+
+/// Why talking to a server failed, in plain words. None of these carries a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpError {
+    #[error(
+        "the command `{command}` was not found; give its full path, or put it on the PATH bosund runs with"
+    )]
+    CommandNotFound { command: String },
+    #[error("could not start `{command}`: {reason}")]
+    CannotStart { command: String, reason: String },
+    #[error("the server exited with {status} before it answered{stderr}")]
+    Exited { status: String, stderr: String },
+    #[error("the server did not answer within {secs}s{hint}")]
+    TimedOut { secs: u64, hint: String },
+    #[error(
+        "the server needs sign-in: it answered 401 Unauthorized (WWW-Authenticate: {www_authenticate})"
+    )]
+    NeedsSignIn { www_authenticate: String },
+    #[error(
+        "the server needs a wider sign-in: it answered 403 insufficient_scope (WWW-Authenticate: {www_authenticate})"
+    )]
+    InsufficientScope { www_authenticate: String },
+    #[error("could not make a secure (TLS) connection to {url}: {detail}")]
+    Tls { url: String, detail: String },
+    #[error("{url} refused the connection; is the server running there?")]
+    Refused { url: String },
+    #[error("could not reach {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("{target} is not an MCP server: {detail}")]
+    NotMcp { target: String, detail: String },
+    #[error("the server answered HTTP {status}{detail}")]
+    Http { status: u16, detail: String },
+    #[error("the server broke the MCP protocol: {0}")]
+    Protocol(String),
+    #[error("the server has no tool named `{0}`")]
+    NoSuchTool(String),
+    #[error(
+        "the server's definition of the tool `{tool}` is malformed ({problem}), so bosun does not call it; its other tools work"
+    )]
+    MalformedTool { tool: String, problem: String },
+    #[error("{0}")]
+    BadConfig(String),
+}
+
+/// What a failure asks of the person's sign-in, if anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignInAsked {
+    /// Sign in (401).
+    SignIn,
+    /// Sign in again, for a wider scope (403 insufficient_scope).
+    WiderScope,
+}
+
+impl McpError {
+    /// The server's `WWW-Authenticate` challenge, when this failure is one (a 401, or a 403
+    /// with a challenge, on any request).
+    pub fn www_authenticate(&self) -> Option<&str> {
+        match self {
+            McpError::NeedsSignIn { www_authenticate }
+            | McpError::InsufficientScope { www_authenticate } => Some(www_authenticate),
+            McpError::CommandNotFound { .. }
+            | McpError::CannotStart { .. }
+            | McpError::Exited { .. }
+            | McpError::TimedOut { .. }
+            | McpError::Tls { .. }
+            | McpError::Refused { .. }
+            | McpError::Unreachable { .. }
+            | McpError::NotMcp { .. }
+            | McpError::Http { .. }
+            | McpError::Protocol(_)
+            | McpError::NoSuchTool(_)
+            | McpError::MalformedTool { .. }
+            | McpError::BadConfig(_) => None,
+        }
+    }
+
+    /// Whether this failure is the server asking for a sign-in: the one place that says so,
+    /// for the advice bosun gives and the code the wire carries.
+    pub fn sign_in_asked(&self) -> Option<SignInAsked> {
+        match self {
+            McpError::NeedsSignIn { .. } => Some(SignInAsked::SignIn),
+            McpError::InsufficientScope { .. } => Some(SignInAsked::WiderScope),
+            McpError::CommandNotFound { .. }
+            | McpError::CannotStart { .. }
+            | McpError::Exited { .. }
+            | McpError::TimedOut { .. }
+            | McpError::Tls { .. }
+            | McpError::Refused { .. }
+            | McpError::Unreachable { .. }
+            | McpError::NotMcp { .. }
+            | McpError::Http { .. }
+            | McpError::Protocol(_)
+            | McpError::NoSuchTool(_)
+            | McpError::MalformedTool { .. }
+            | McpError::BadConfig(_) => None,
+        }
+    }
+}
+
+/// A connection to a server, for one look.
+pub struct Connection {
+    service: RunningService<RoleClient, ClientConfig>,
+    process: Option<ServerProcess>,
+    limits: Limits,
+    /// How long starting (or reaching) and `initialize` took.
+    pub connect_time: Duration,
+    /// The revision spoken, and why.
+    pub revision: Revision,
+    /// The `tools/list` results as the server sent them.
+    pages: Pages,
+    /// Arguments marked `x-mcp-header` travel as headers too (2026-07-28 over HTTP).
+    param_headers: bool,
+}
+
+/// A stdio server's process: its group is ended when this is dropped, whatever happened.
+struct ServerProcess {
+    helper: Helper,
+    stderr: Arc<Mutex<StderrTail>>,
+    /// Reads stderr until it closes.
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// The last lines a server wrote on stderr.
+#[derive(Default)]
+struct StderrTail {
+    lines: VecDeque<String>,
+}
+
+const STDERR_LINES: usize = 12;
+
+impl StderrTail {
+    fn push(&mut self, line: String) {
+        if self.lines.len() == STDERR_LINES {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+}
+
+/// bosun as a client: no capabilities (no sampling, elicitation or roots), and the handshake
+/// revision for a server that has a handshake (the stateless one is asked for by
+/// [`revision::lifecycle`]).
+fn client_info() -> ClientConfig {
+    let mut info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("bosun", env!("CARGO_PKG_VERSION")),
+    );
+    info.protocol_version = revision::legacy();
+    info
+}
+
+/// The revision a service settled on, and why.
+fn settled(
+    service: &RunningService<RoleClient, ClientConfig>,
+    heard: &revision::Listener,
+) -> Revision {
+    let version = service
+        .peer_info()
+        .map(|p| p.protocol_version.clone())
+        .unwrap_or_else(revision::legacy);
+    heard.revision(&version)
+}
+
+/// Starts or reaches the server and initializes a session with it.
+pub async fn connect(ep: &Endpoint, limits: Limits) -> Result<Connection, McpError> {
+    let started = Instant::now();
+    match ep.kind {
+        ServerKind::Stdio => connect_stdio(ep, limits, started).await,
+        ServerKind::Http | ServerKind::Sse => connect_http(ep, limits, started).await,
+    }
+}
+
+async fn connect_stdio(
+    ep: &Endpoint,
+    limits: Limits,
+    started: Instant,
+) -> Result<Connection, McpError> {
+    let command = ep
+        .command
+        .clone()
+        .ok_or_else(|| McpError::BadConfig("the server has no command".into()))?;
+    let mut cmd = tokio::process::Command::new(&command);
+    cmd.args(&ep.args)
+        .env_clear()
+        .envs(base_env())
+        .envs(ep.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut helper = Helper::spawn(&mut cmd).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            McpError::CommandNotFound {
+                command: command.clone(),
+            }
+        } else {
+            McpError::CannotStart {
+                command: command.clone(),
+                reason: e.to_string(),
+            }
+        }
+    })?;
+    let stderr = Arc::new(Mutex::new(StderrTail::default()));
+    let mut stderr_reader = None;
+    if let Some(err) = helper.child().stderr.take() {
+        let tail = stderr.clone();
+        stderr_reader = Some(tokio::spawn(async move {
+            let mut lines = BufReader::new(err).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(mut t) = tail.lock() {
+                    t.push(line);
+                }
+            }
+        }));
+    }
+    let child = helper.child();
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        return Err(McpError::CannotStart {
+            command,
+            reason: "its stdin and stdout could not be connected".into(),
+        });
+    };
+    let sniffed = Arc::new(Mutex::new(Vec::new()));
+    let stdout = Sniff {
+        inner: stdout,
+        seen: sniffed.clone(),
+    };
+    let mut process = ServerProcess {
+        helper,
+        stderr,
+        stderr_reader,
+    };
+    let pages = Pages::default();
+    let (transport, heard) =
+        Observed::new(AsyncRwTransport::new_client(stdout, stdin), pages.clone());
+    let served = tokio::time::timeout(
+        limits.connect,
+        client_info().serve_with_lifecycle(transport, revision::lifecycle()),
+    )
+    .await;
+    let failure = match served {
+        Ok(Ok(service)) => {
+            return Ok(Connection {
+                revision: settled(&service, &heard),
+                service,
+                process: Some(process),
+                limits,
+                connect_time: started.elapsed(),
+                pages,
+                param_headers: false,
+            });
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => {
+            // Timed out. (Its stdin is closed now, so whether it exits next says nothing.)
+            let seen = sniffed.lock().map(|s| s.clone()).unwrap_or_default();
+            if let Some(garbage) = not_json_rpc(&seen) {
+                return Err(McpError::NotMcp {
+                    target: format!("`{command}`"),
+                    detail: format!("it wrote `{}` on stdout", cut(&ep.redact(&garbage), 120)),
+                });
+            }
+            return Err(McpError::TimedOut {
+                secs: limits.connect.as_secs(),
+                hint: if ep.may_download() {
+                    " (a first run of an npx server downloads its package; if it is very large, list the tools again)".into()
+                } else {
+                    process.stderr_text(ep)
+                },
+            });
+        }
+    };
+    // It failed before the deadline: did it exit, or print something that is not MCP?
+    let exited = process.helper.wait(Duration::from_millis(500)).await.ok();
+    let seen = sniffed.lock().map(|s| s.clone()).unwrap_or_default();
+    if let Some(garbage) = not_json_rpc(&seen) {
+        return Err(McpError::NotMcp {
+            target: format!("`{command}`"),
+            detail: format!("it wrote `{}` on stdout", cut(&ep.redact(&garbage), 120)),
+        });
+    }
+    if let Some(status) = exited {
+        // Let the reader take in what the server wrote before it exited.
+        if let Some(reader) = process.stderr_reader.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+        }
+        return Err(McpError::Exited {
+            status: describe_status(status),
+            stderr: process.stderr_text(ep),
+        });
+    }
+    Err(McpError::Protocol(ep.redact(&failure)))
+}
+
+async fn connect_http(
+    ep: &Endpoint,
+    limits: Limits,
+    started: Instant,
+) -> Result<Connection, McpError> {
+    let url = ep
+        .url
+        .clone()
+        .ok_or_else(|| McpError::BadConfig("the server has no address".into()))?;
+    let headers = header_map(&ep.headers)?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(limits.connect)
+        .build()
+        .map_err(|e| McpError::BadConfig(format!("could not set up HTTP: {e}")))?;
+    let pages = Pages::default();
+    let (served, heard) = match ep.kind {
+        ServerKind::Sse => {
+            // The older HTTP+SSE transport (2024-11-05) has only the handshake.
+            let transport =
+                match SseTransport::connect(http.clone(), &url, headers.clone(), limits.connect)
+                    .await
+                {
+                    Ok(t) => t,
+                    Err(e) => return Err(sse_error(&url, e)),
+                };
+            let (transport, heard) = Observed::new(transport, pages.clone());
+            let lifecycle = rmcp::ClientLifecycleMode::Initialize;
+            let serve = client_info().serve_with_lifecycle(transport, lifecycle);
+            (tokio::time::timeout(limits.connect, serve).await, heard)
+        }
+        ServerKind::Http | ServerKind::Stdio => {
+            let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+                .custom_headers(headers.clone());
+            let tap = Tap {
+                inner: super::dpop_http::McpHttp::new(http.clone(), ep.dpop.clone()),
+                pages: pages.clone(),
+            };
+            let transport = StreamableHttpClientTransport::with_client(tap, config);
+            let (transport, heard) = Observed::new(transport, pages.clone());
+            let serve = client_info().serve_with_lifecycle(transport, revision::lifecycle());
+            (tokio::time::timeout(limits.connect, serve).await, heard)
+        }
+    };
+    match served {
+        Ok(Ok(service)) => {
+            let revision = settled(&service, &heard);
+            Ok(Connection {
+                param_headers: revision.stateless && ep.kind == ServerKind::Http,
+                revision,
+                service,
+                process: None,
+                limits,
+                connect_time: started.elapsed(),
+                pages,
+            })
+        }
+        Ok(Err(e)) => match e.auth_challenge() {
+            // A 401 or 403 with a challenge, on whichever request of the opening it came.
+            Some(header) => Err(auth_error(header)),
+            None => {
+                Err(diagnose_http(&http, &url, &headers, ep, Some(e.to_string()), limits).await)
+            }
+        },
+        Err(_) => Err(diagnose_http(&http, &url, &headers, ep, None, limits).await),
+    }
+}
+
+/// A 401 or 403 challenge as the error it is.
+fn auth_error(www_authenticate: &str) -> McpError {
+    // A DPoP-bound token refused for its proof (RFC 9449 §7.1): another sign-in or refresh
+    // would not change the proof, so this is said plainly and not retried.
+    if let Some(error) = bosun_auth::dpop::challenge_error(www_authenticate)
+        .filter(|e| e == "invalid_dpop_proof" || e == "use_dpop_nonce")
+    {
+        let said = bosun_auth::challenge::scheme_params(www_authenticate, "dpop")
+            .get("error_description")
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        let what = if error == "use_dpop_nonce" {
+            "asked again for a new DPoP nonce after bosun had sent the one it gave"
+        } else {
+            "refused bosun's DPoP proof"
+        };
+        return McpError::Http {
+            status: 401,
+            detail: format!(
+                ": it {what} ({error}{said}); bosun does not try again. If it goes on, sign in afresh with `bosun mcp sign-out` and `bosun mcp sign-in`, or tell the server's operator"
+            ),
+        };
+    }
+    let challenge = bosun_auth::challenge::Challenge::parse(www_authenticate);
+    if challenge.is_insufficient_scope() {
+        McpError::InsufficientScope {
+            www_authenticate: www_authenticate.to_string(),
+        }
+    } else {
+        McpError::NeedsSignIn {
+            www_authenticate: www_authenticate.to_string(),
+        }
+    }
+}
+
+/// The most of a diagnosis answer that is read: an `initialize` result is far smaller.
+const DIAGNOSIS_BODY: usize = 256 * 1024;
+
+/// Finds out why an address did not work, with one plain `initialize` POST (with a DPoP proof
+/// when the endpoint's token is bound, so the answer is about the server, not the proof).
+async fn diagnose_http(
+    http: &reqwest::Client,
+    url: &str,
+    headers: &HashMap<HeaderName, HeaderValue>,
+    ep: &Endpoint,
+    failure: Option<String>,
+    limits: Limits,
+) -> McpError {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "bosun", "version": env!("CARGO_PKG_VERSION")}}
+    });
+    let mut request = http
+        .post(url)
+        .headers(headers.clone().into_iter().collect())
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .timeout(limits.request)
+        .json(&body);
+    if let Some(binding) = &ep.dpop
+        && let Ok(proof) = binding.prover.proof("POST", url, Some(&binding.token))
+    {
+        request = request.header(bosun_auth::dpop::PROOF_HEADER, proof);
+    }
+    let response = match request.send().await {
+        Ok(r) => r,
+        Err(e) => return reqwest_error(url, &e, limits),
+    };
+    let status = response.status();
+    let www = response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if status.as_u16() == 401 {
+        return McpError::NeedsSignIn {
+            www_authenticate: www.unwrap_or_else(|| "none".into()),
+        };
+    }
+    if status.as_u16() == 403
+        && let Some(w) = www.as_deref()
+    {
+        return auth_error(w);
+    }
+    let (body, _) = bosun_auth::http_body::read_capped(response, DIAGNOSIS_BODY)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let snippet = cut(&ep.redact(&text), 160);
+    if !status.is_success() {
+        return McpError::Http {
+            status: status.as_u16(),
+            detail: if snippet.trim().is_empty() {
+                String::new()
+            } else {
+                format!(": {}", snippet.trim())
+            },
+        };
+    }
+    let is_json = content_type.starts_with("application/json");
+    let is_sse = content_type.starts_with("text/event-stream");
+    if !is_json && !is_sse {
+        return McpError::NotMcp {
+            target: url.to_string(),
+            detail: format!(
+                "it answered with {}",
+                if content_type.is_empty() {
+                    "no content type".into()
+                } else {
+                    content_type
+                }
+            ),
+        };
+    }
+    if is_json
+        && serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("result")?.get("protocolVersion").cloned())
+            .is_none()
+    {
+        return McpError::NotMcp {
+            target: url.to_string(),
+            detail: format!(
+                "its answer to initialize is not an MCP result: {}",
+                snippet.trim()
+            ),
+        };
+    }
+    match failure {
+        Some(e) => McpError::Protocol(ep.redact(&e)),
+        None => McpError::TimedOut {
+            secs: limits.connect.as_secs(),
+            hint: String::new(),
+        },
+    }
+}
+
+fn reqwest_error(url: &str, e: &reqwest::Error, limits: Limits) -> McpError {
+    let chain = error_chain(e);
+    let lower = chain.to_ascii_lowercase();
+    if e.is_timeout() {
+        return McpError::TimedOut {
+            secs: limits.request.as_secs(),
+            hint: String::new(),
+        };
+    }
+    if lower.contains("connection refused") {
+        return McpError::Refused {
+            url: url.to_string(),
+        };
+    }
+    let tcp_trouble = ["dns", "resolve", "unreachable", "reset", "timed out"]
+        .iter()
+        .any(|w| lower.contains(w));
+    let tls_words = [
+        "certificate",
+        "tls",
+        "handshake",
+        "corrupt message",
+        "alert",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    // Reached over TCP but not through the handshake: the secure layer is what failed.
+    if tls_words || (url.starts_with("https:") && e.is_connect() && !tcp_trouble) {
+        return McpError::Tls {
+            url: url.to_string(),
+            detail: chain,
+        };
+    }
+    McpError::Unreachable {
+        url: url.to_string(),
+        detail: chain,
+    }
+}
+
+fn sse_error(url: &str, e: SseError) -> McpError {
+    match e {
+        SseError::Http(e) => reqwest_error(
+            url,
+            &e,
+            Limits {
+                connect: Duration::from_secs(30),
+                request: Duration::from_secs(30),
+                max_pages: 0,
+                max_tools: 0,
+            },
+        ),
+        SseError::Status {
+            status: 401,
+            www_authenticate,
+            ..
+        } => McpError::NeedsSignIn {
+            www_authenticate: www_authenticate.unwrap_or_else(|| "none".into()),
+        },
+        SseError::Status { status, what, .. } => McpError::Http {
+            status,
+            detail: format!(" to {what}"),
+        },
+        SseError::NotEventStream(ct) => McpError::NotMcp {
+            target: url.to_string(),
+            detail: format!(
+                "its event stream is {ct}, not text/event-stream (is it a Streamable HTTP server? use --transport http)"
+            ),
+        },
+        e @ (SseError::NoEndpoint(_) | SseError::BadEndpoint(_) | SseError::Closed) => {
+            McpError::Protocol(e.to_string())
+        }
+    }
+}
+
+/// The error and its sources, joined.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+fn header_map(lines: &[(String, String)]) -> Result<HashMap<HeaderName, HeaderValue>, McpError> {
+    let mut map = HashMap::new();
+    for (k, v) in lines {
+        let name = HeaderName::try_from(k.as_str())
+            .map_err(|_| McpError::BadConfig(format!("`{k}` is not a valid header name")))?;
+        let value = HeaderValue::try_from(v.as_str()).map_err(|_| {
+            McpError::BadConfig(format!(
+                "the value of header `{k}` is not valid in a header"
+            ))
+        })?;
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// The environment a stdio server starts with, besides its own lines: enough to find programs
+/// and a home (npx needs both), nothing else of the daemon's. `BOSUN_HOME` marks it as started
+/// by this bosund (a leak check can find it).
+fn base_env() -> Vec<(String, String)> {
+    [
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LC_ALL",
+        "TMPDIR",
+        "TZ",
+        "BOSUN_HOME",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+    .collect()
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("status {c}"),
+        (None, Some(s)) => format!("signal {}", bosun_shared::run::signal_name(s)),
+        (None, None) => "an unknown status".into(),
+    }
+}
+
+/// The first line a server wrote on stdout, when it is not JSON-RPC (whole: it is redacted
+/// before it is cut short).
+fn not_json_rpc(seen: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(seen);
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    if serde_json::from_str::<serde_json::Value>(first)
+        .ok()
+        .is_some_and(|v| v.get("jsonrpc").is_some())
+    {
+        return None;
+    }
+    Some(first.to_string())
+}
+
+/// The first `chars` characters of `text`.
+fn cut(text: &str, chars: usize) -> String {
+    text.chars().take(chars).collect()
+}
+
+impl ServerProcess {
+    async fn exits_within(&mut self, limit: Duration) -> bool {
+        !matches!(self.helper.wait(limit).await, Err(HelperError::TimedOut(_)))
+    }
+
+    fn stderr_text(&self, ep: &Endpoint) -> String {
+        let lines: Vec<String> = self
+            .stderr
+            .lock()
+            .map(|t| t.lines.iter().cloned().collect())
+            .unwrap_or_default();
+        if lines.is_empty() {
+            return String::new();
+        }
+        let body: Vec<String> = lines
+            .iter()
+            .map(|l| format!("  {}", ep.redact(l)))
+            .collect();
+        format!("; the last lines it wrote on stderr:\n{}", body.join("\n"))
+    }
+}
+
+/// What a look at a server found.
+pub struct Listing {
+    pub tools: Vec<Listed>,
+    /// The tools whose definitions are malformed, with what is wrong with each.
+    pub malformed: Vec<super::record::StoredMalformedTool>,
+    pub pages: usize,
+    pub truncated: Option<String>,
+}
+
+impl Connection {
+    /// The server's identity, protocol and capabilities from `initialize`.
+    pub fn peer(&self) -> Option<Arc<rmcp::model::ServerPeerInfo>> {
+        self.service.peer_info()
+    }
+
+    /// One `tools/list` page, read tool by tool from the result as the server sent it.
+    async fn tools_page(
+        &self,
+        cursor: Option<String>,
+        seen: &mut HashSet<String>,
+    ) -> Result<tools::Page, McpError> {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let request = ClientRequest::ListToolsRequest(ListToolsRequest {
+            method: Default::default(),
+            params: Some(params),
+            extensions: Default::default(),
+        });
+        let answer = self.request(self.service.send_request(request)).await?;
+        // What the server sent, before rmcp dropped any of it; else rmcp's reading of it.
+        let raw = match self.pages.take_latest() {
+            Some(v) => v,
+            None => {
+                if let ServerResult::CustomResult(c) = &answer {
+                    c.0.clone()
+                } else {
+                    serde_json::to_value(&answer).unwrap_or_default()
+                }
+            }
+        };
+        tools::read_page(&raw, self.param_headers, seen).map_err(McpError::Protocol)
+    }
+
+    /// Every tool, following `nextCursor` within the bounds; a malformed tool set aside with
+    /// what is wrong, the others kept.
+    pub async fn list_tools(&self) -> Result<Listing, McpError> {
+        let mut tools = Vec::new();
+        let mut malformed = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        let mut names = HashSet::new();
+        let mut pages = 0;
+        let mut truncated = None;
+        loop {
+            pages += 1;
+            let page = self.tools_page(cursor.clone(), &mut names).await?;
+            tools.extend(page.tools);
+            malformed.extend(page.malformed);
+            if tools.len() >= self.limits.max_tools {
+                tools.truncate(self.limits.max_tools);
+                truncated = Some(format!("stopped at {} tools", self.limits.max_tools));
+                break;
+            }
+            let Some(next) = page.next_cursor else { break };
+            if !seen.insert(next.clone()) {
+                truncated = Some(format!(
+                    "the server sent the cursor `{next}` twice; stopped after {pages} pages"
+                ));
+                break;
+            }
+            if pages >= self.limits.max_pages {
+                truncated = Some(format!(
+                    "stopped after {pages} pages; the server kept sending more"
+                ));
+                break;
+            }
+            cursor = Some(next);
+        }
+        Ok(Listing {
+            tools,
+            malformed,
+            pages,
+            truncated,
+        })
+    }
+
+    /// How many prompts the server offers (`None` when it has no prompts capability).
+    pub async fn count_prompts(&self) -> Result<Option<usize>, McpError> {
+        let has = self
+            .peer()
+            .is_some_and(|p| p.capabilities.prompts.is_some());
+        if !has {
+            return Ok(None);
+        }
+        let page = self.request(self.service.list_prompts(None)).await?;
+        Ok(Some(page.prompts.len()))
+    }
+
+    /// How many resources the server offers (`None` when it has no resources capability).
+    pub async fn count_resources(&self) -> Result<Option<usize>, McpError> {
+        let has = self
+            .peer()
+            .is_some_and(|p| p.capabilities.resources.is_some());
+        if !has {
+            return Ok(None);
+        }
+        let page = self.request(self.service.list_resources(None)).await?;
+        Ok(Some(page.resources.len()))
+    }
+
+    /// Calls one tool. Where arguments marked `x-mcp-header` travel as headers too, the tools
+    /// are listed first (rmcp mirrors them from the schemas it has seen), and a tool whose
+    /// definition is malformed is not called. A server that answers `input_required` is
+    /// answered and asked again by rmcp, with its `requestState` echoed unchanged and a new
+    /// request id; bosun declares no capabilities, so what it can answer is little.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<rmcp::model::CallToolResult, McpError> {
+        if self.param_headers {
+            let listing = self.list_tools().await?;
+            if let Some(bad) = listing
+                .malformed
+                .iter()
+                .find(|m| m.name.as_deref() == Some(tool))
+            {
+                return Err(McpError::MalformedTool {
+                    tool: tool.to_string(),
+                    problem: bad.problem.clone(),
+                });
+            }
+        }
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        self.request(self.service.call_tool(params)).await
+    }
+
+    async fn request<T>(
+        &self,
+        fut: impl Future<Output = Result<T, rmcp::ServiceError>>,
+    ) -> Result<T, McpError> {
+        match tokio::time::timeout(self.limits.request, fut).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(match e.auth_challenge() {
+                Some(header) => auth_error(header),
+                None => McpError::Protocol(e.to_string()),
+            }),
+            Err(_) => Err(McpError::TimedOut {
+                secs: self.limits.request.as_secs(),
+                hint: String::new(),
+            }),
+        }
+    }
+
+    /// Ends the session and the server: closes its stdin, gives it a moment, then its process
+    /// group gets SIGTERM and, if need be, SIGKILL.
+    pub async fn close(self) {
+        let Connection {
+            service, process, ..
+        } = self;
+        let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+        let Some(mut p) = process else { return };
+        if p.exits_within(Duration::from_secs(1)).await {
+            return;
+        }
+        p.helper.signal(nix::sys::signal::Signal::SIGTERM);
+        if !p.exits_within(Duration::from_secs(2)).await {
+            p.helper.signal(nix::sys::signal::Signal::SIGKILL);
+            let _ = p.exits_within(Duration::from_secs(2)).await;
+        }
+        // Dropping `p` SIGKILLs whatever is left of its group (npx's node, say).
+    }
+}
+
+/// Keeps the first few KiB a server writes on stdout, to tell afterwards whether it was MCP.
+struct Sniff<R> {
+    inner: R,
+    seen: Arc<Mutex<Vec<u8>>>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Sniff<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Ok(mut seen) = self.seen.lock()
+            && seen.len() < 4096
+        {
+            let new = &buf.filled()[before..];
+            let room = 4096 - seen.len();
+            seen.extend_from_slice(&new[..new.len().min(room)]);
+        }
+        poll
+    }
+}

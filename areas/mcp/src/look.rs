@@ -1,0 +1,284 @@
+//! A look at a server on the person's behalf: List tools, inspect (the "test connection"), and
+//! calling one tool by hand. Each starts the server (or reaches its address), does its one
+//! thing, and stops it; List tools keeps what it found, with the time, on the server's record.
+//!
+//! Whatever a look returns, answer or error, passes through [`reach`], which redacts the secret
+//! values bosun handed the server: nothing the server says back reaches the person or the store
+//! without it.
+
+use std::time::Instant;
+
+use crate::RegistryError;
+use bosun_auth::ProbeError;
+use bosun_auth::challenge::Challenge;
+use bosun_shared::Timestamp;
+use bosun_shared::protocol::mcp::{CallView, InspectView, RevisionView, ToolListing};
+use ractor::ActorRef;
+
+use std::future::Future;
+
+use super::client::{self, Endpoint, Limits, McpError, SignInAsked};
+use super::record::{ServerRecord, StoredListing};
+use super::redact::Redact;
+use super::registry::{self, RegistryContext, RegistryMsg};
+use super::tools;
+
+fn failed(server: &str, what: &str, e: &McpError) -> RegistryError {
+    let advice = match e.sign_in_asked() {
+        Some(SignInAsked::SignIn) => format!("; sign in with `bosun mcp sign-in {server}`"),
+        Some(SignInAsked::WiderScope) => {
+            format!(
+                "; sign in again with `bosun mcp sign-in {server}` to give bosun the wider access"
+            )
+        }
+        None => String::new(),
+    };
+    RegistryError::Look {
+        server: server.to_string(),
+        what: what.to_string(),
+        error: Box::new(e.clone()),
+        advice,
+    }
+}
+
+/// Reaches the server and does `op`, with the sign-in in mind: a token the server refuses
+/// (401) is refreshed and the look tried once more; a 403 asking for a wider scope is kept
+/// for the next sign-in. What `op` returns comes back redacted.
+async fn reach<T, F, Fut>(
+    ctx: &RegistryContext,
+    server: &str,
+    op: F,
+) -> Result<(ServerRecord, Result<T, McpError>), RegistryError>
+where
+    T: Redact,
+    F: Fn(Endpoint) -> Fut,
+    Fut: Future<Output = Result<T, McpError>>,
+{
+    let (rec, ep) = registry::endpoint(ctx, server).await?;
+    // It comes to know every token this look hands out: the first, and a refreshed one.
+    let mut redactor = ep.redactor.clone();
+    let token = bearer(&ep);
+    let mut outcome = op(ep).await;
+    if let (Err(McpError::NeedsSignIn { .. }), Some(t)) = (&outcome, token) {
+        let refused = Some(bosun_auth::refresher::fingerprint(&t));
+        let (_, ep) = registry::endpoint_with(ctx, server, refused).await?;
+        let retried = bearer(&ep);
+        redactor = redactor.with(&ep.redactor);
+        outcome = op(ep).await;
+        // The fresh token refused too: said plainly once (the refresher does not refresh a
+        // token it has just issued again, and asks for a sign-in instead).
+        if let (Err(McpError::NeedsSignIn { .. }), Some(t)) = (&outcome, retried) {
+            let refused = Some(bosun_auth::refresher::fingerprint(&t));
+            registry::endpoint_with(ctx, server, refused).await?;
+        }
+    }
+    if let Err(McpError::InsufficientScope { www_authenticate }) = &outcome {
+        let challenge = bosun_auth::challenge::Challenge::parse(www_authenticate);
+        if let Some(scope) = challenge.scope {
+            bosun_auth::want_scope(&ctx.auth, rec.id, scope).await;
+        }
+    }
+    Ok((rec, outcome.redact(&redactor)))
+}
+
+/// The bearer token bosun added to a server's headers, if it did.
+fn bearer(ep: &Endpoint) -> Option<String> {
+    ep.headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        .and_then(|(_, v)| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("DPoP "))
+        })
+        .map(str::to_string)
+}
+
+/// What the server answers bosun without a token, for a sign-in: the same connection and
+/// `tools/list` as `bosun mcp tools` makes, in whichever revision the server speaks, so a
+/// challenge on any of those requests is heard (a server may let the opening request through
+/// and ask on the next one). `None`: it listed its tools without asking.
+pub async fn sign_in_probe(
+    ctx: &RegistryContext,
+    server: &str,
+) -> Result<Option<Challenge>, ProbeError> {
+    let (_, ep) = registry::endpoint_unsigned(ctx, server)
+        .await
+        .map_err(|e| ProbeError::Failed(e.to_string()))?;
+    let redactor = ep.redactor.clone();
+    let outcome = async {
+        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+        let listing = conn.list_tools().await;
+        conn.close().await;
+        listing.map(|_| ())
+    }
+    .await;
+    match outcome {
+        Ok(()) => Ok(None),
+        Err(e) => match e.www_authenticate() {
+            Some(header) => Ok(Some(Challenge::parse(header))),
+            None => Err(ProbeError::Failed(e.redact(&redactor).to_string())),
+        },
+    }
+}
+
+/// Starts or reaches the server, lists every tool, stops it, and keeps the listing.
+pub async fn list_tools(
+    ctx: &RegistryContext,
+    registry: &ActorRef<RegistryMsg>,
+    server: &str,
+) -> Result<ToolListing, RegistryError> {
+    let (rec, outcome) = reach(ctx, server, |ep| async move {
+        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+        let listing = conn.list_tools().await;
+        conn.close().await;
+        let listing = listing?;
+        Ok(StoredListing {
+            at: Timestamp::now(),
+            tools: listing.tools.iter().map(tools::kept).collect(),
+            pages: listing.pages,
+            truncated: listing.truncated,
+            malformed: listing.malformed,
+        })
+    })
+    .await?;
+    match outcome {
+        Ok(kept) => {
+            let view = ToolListing {
+                server: rec.name.clone(),
+                listed_at: kept.at,
+                tools: kept
+                    .tools
+                    .iter()
+                    .map(|t| tools::view(&rec.name, t))
+                    .collect(),
+                pages: kept.pages,
+                truncated: kept.truncated.clone(),
+                malformed: kept.malformed.iter().map(tools::malformed_view).collect(),
+            };
+            // Kept before the answer goes out, so a `show` right after sees it.
+            let _ = ractor::call!(registry, |reply| RegistryMsg::SaveLook {
+                id: rec.id,
+                listing: Some(kept),
+                error: None,
+                reply,
+            });
+            Ok(view)
+        }
+        Err(e) => {
+            let _ = ractor::call!(registry, |reply| RegistryMsg::SaveLook {
+                id: rec.id,
+                listing: None,
+                error: Some(e.to_string()),
+                reply,
+            });
+            Err(failed(&rec.name, "list the tools of", &e))
+        }
+    }
+}
+
+/// The last listing kept, without starting the server.
+pub async fn last_listing(
+    ctx: &RegistryContext,
+    server: &str,
+) -> Result<ToolListing, RegistryError> {
+    let rec = registry::find(&ctx.store, server).await?;
+    let Some(kept) = rec.listing else {
+        return Err(RegistryError::not_found(format!(
+            "the tools of `{}` have not been listed yet; `bosun mcp tools {}` lists them",
+            rec.name, rec.name
+        )));
+    };
+    Ok(ToolListing {
+        server: rec.name.clone(),
+        listed_at: kept.at,
+        tools: kept
+            .tools
+            .iter()
+            .map(|t| tools::view(&rec.name, t))
+            .collect(),
+        pages: kept.pages,
+        truncated: kept.truncated,
+        malformed: kept.malformed.iter().map(tools::malformed_view).collect(),
+    })
+}
+
+/// The "test connection": identity, protocol, capabilities, counts and timings.
+pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView, RegistryError> {
+    let t0 = Instant::now();
+    let (rec, result) = reach(ctx, server, |ep| async move {
+        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+        let connected = t0.elapsed();
+        let t1 = Instant::now();
+        let outcome = async {
+            let listing = conn.list_tools().await?;
+            let prompts = conn.count_prompts().await?;
+            let resources = conn.count_resources().await?;
+            Ok::<_, McpError>((listing, prompts, resources))
+        }
+        .await;
+        let list_time = t1.elapsed();
+        let peer = conn.peer();
+        let revision = conn.revision.clone();
+        conn.close().await;
+        let (listing, prompts, resources) = outcome?;
+        let peer = peer.ok_or_else(|| {
+            McpError::Protocol("it answered initialize without its details".into())
+        })?;
+        Ok(InspectView {
+            server: ep.server.clone(),
+            protocol_version: peer.protocol_version.to_string(),
+            server_name: peer.server_info.as_ref().map(|i| i.name.clone()),
+            server_version: peer.server_info.as_ref().map(|i| i.version.clone()),
+            capabilities: serde_json::to_value(&peer.capabilities).unwrap_or_default(),
+            tools: listing.tools.len(),
+            prompts,
+            resources,
+            instructions: peer.instructions.clone(),
+            connect_ms: connected.as_millis() as u64,
+            list_ms: list_time.as_millis() as u64,
+            total_ms: t0.elapsed().as_millis() as u64,
+            revision: Some(RevisionView {
+                version: revision.version,
+                stateless: revision.stateless,
+                why: revision.why,
+            }),
+            malformed: listing
+                .malformed
+                .iter()
+                .map(tools::malformed_view)
+                .collect(),
+        })
+    })
+    .await?;
+    result.map_err(|e| failed(&rec.name, "reach", &e))
+}
+
+/// Calls one tool of the server, for checking it by hand.
+pub async fn call(
+    ctx: &RegistryContext,
+    server: &str,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<CallView, RegistryError> {
+    let serde_json::Value::Object(args) = args else {
+        return Err(RegistryError::invalid(
+            "--args must be a JSON object, such as '{\"message\": \"hi\"}'",
+        ));
+    };
+    let (rec, outcome) = reach(ctx, server, |ep| {
+        let args = args.clone();
+        async move {
+            let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+            let result = conn.call(tool, args).await;
+            conn.close().await;
+            let result = result?;
+            Ok(CallView {
+                is_error: result.is_error.unwrap_or(false),
+                content: serde_json::to_value(&result.content).unwrap_or_default(),
+                structured: result.structured_content,
+            })
+        }
+    })
+    .await?;
+    outcome.map_err(|e| failed(&rec.name, &format!("call `{tool}` on"), &e))
+}

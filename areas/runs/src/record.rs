@@ -1,0 +1,182 @@
+//! The stored form of a run (`runs[run id]`) and its reads and write. Only `bosund` reads and
+//! writes it; what the UI sees is the protocol's `RunView`, made from it. Its agent part
+//! ([`AgentRun`]) is the agents' own (`agents::record`).
+
+use std::path::PathBuf;
+
+use bosun_shared::placement::{PlacedView, Placement};
+use bosun_shared::process::{Pgid, Pid, ProcessIdentity};
+use bosun_shared::projects::RunGit;
+use bosun_shared::protocol::runner::{StopLadder, StopOrder};
+use bosun_shared::protocol::ui::RunView;
+use bosun_shared::run::{ExitInfo, RunState};
+use bosun_shared::{RunId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use bosun_agents::record::AgentRun;
+use bosun_store::writer::{Change, StoreWriter, WriteOp};
+use bosun_store::{Record, Store, StoreError};
+
+/// The program of a run as the runner reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub pid: Pid,
+    pub pgid: Pgid,
+    pub start_time: u64,
+}
+
+impl ProcessInfo {
+    pub fn leader(&self) -> ProcessIdentity {
+        ProcessIdentity {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+}
+
+/// Everything bosun keeps about a run. Environment *values* are not kept (only names): the
+/// plan that carried them is gone once the runner has it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: RunId,
+    pub name: Option<String>,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub env_names: Vec<String>,
+    pub time_cap_ms: Option<u64>,
+    pub ladder: StopLadder,
+    pub state: RunState,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    /// The runner, recorded before it is handed its plan.
+    pub runner: Option<ProcessIdentity>,
+    /// The program, as the runner reported it.
+    pub process: Option<ProcessInfo>,
+    /// SHA-256 of the runner's token, to check it when it reconnects after a restart.
+    pub token_digest: String,
+    /// A stop asked for and not yet carried out, kept so a runner that reconnects gets it.
+    pub stop: Option<StopOrder>,
+    pub exit: Option<ExitInfo>,
+    /// The last committed output seq, set when the run ends (live runs: the log hub has it).
+    pub last_seq: u64,
+    /// Files of the run that hold secrets: deleted by the runner at the end, or at startup
+    /// after a crash.
+    pub secret_files: Vec<PathBuf>,
+    /// For a run of an agent: the agent, and what the CLI's own stream said.
+    #[serde(default)]
+    pub agent: Option<AgentRun>,
+    /// For a run of a card of a project: its branch, and its head commit at the start and the
+    /// end. Left out of the record otherwise, as runs were before projects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<RunGit>,
+    /// For a run placed on another host: its backend's job. Left out for a local run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed: Option<Placed>,
+}
+
+/// A run handed to a cluster engine: its job, its folder on the shared filesystem, and the
+/// certificate issued to its runner (by SHA-256), the only one its link is taken with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placed {
+    pub placement: Placement,
+    pub job: String,
+    pub dir: PathBuf,
+    pub cert_digest: String,
+    /// The host the engine put it on, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+impl Record for RunRecord {
+    const TABLE: &'static str = "runs";
+    const WHAT: &'static str = "run";
+    type Key = RunId;
+
+    fn key(&self) -> String {
+        self.id.to_string()
+    }
+}
+
+impl RunRecord {
+    /// The record as the UI shows it, with `last_seq` given by whoever knows it best.
+    pub fn view(&self, last_seq: u64) -> RunView {
+        RunView {
+            id: self.id,
+            short_id: self.id.short(),
+            name: self.name.clone(),
+            state: self.state.name().to_string(),
+            outcome: self.state.outcome(),
+            exit: self.exit.clone(),
+            program: self.program.clone(),
+            args: self.args.clone(),
+            cwd: self.cwd.clone(),
+            created_at: self.created_at,
+            started_at: self.started_at,
+            ended_at: self.ended_at,
+            pid: self.process.map(|p| p.pid),
+            pgid: self.process.map(|p| p.pgid),
+            time_cap_ms: self.time_cap_ms,
+            last_seq: last_seq.max(self.last_seq),
+            stop_reason: match self.state {
+                RunState::Stopping => self.stop.as_ref().map(|s| s.reason.clone()),
+                RunState::Queued | RunState::Starting | RunState::Running | RunState::Exited(_) => {
+                    None
+                }
+            },
+            agent: self.agent.as_ref().map(AgentRun::view),
+            paused: None,
+            git: self.git.clone(),
+            placed: self.placed.as_ref().map(|p| PlacedView {
+                placement: p.placement.clone(),
+                job: p.job.clone(),
+                node: p.node.clone(),
+            }),
+        }
+    }
+}
+
+/// The runs' reads of the store.
+pub trait RunReads {
+    /// One run's record.
+    fn run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Every run record, in id order.
+    fn runs(&self) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// The ids of runs whose id starts with `prefix`, at most `limit` of them.
+    fn run_ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<RunId>, StoreError>;
+}
+
+impl RunReads for Store {
+    fn run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError> {
+        self.get::<RunRecord>(&id)
+    }
+
+    fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        self.all::<RunRecord>()
+    }
+
+    fn run_ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<RunId>, StoreError> {
+        let keys = self.read()?.keys_with_prefix::<RunRecord>(prefix, limit)?;
+        Ok(keys.iter().filter_map(|k| k.parse().ok()).collect())
+    }
+}
+
+/// The runs' writes through the store writer.
+pub trait RunWrites {
+    /// Writes a run's record durably and returns once it is on disk. A record that says the
+    /// run ended also closes the run's log file, synced, once it is saved: the run has written
+    /// its last output.
+    fn put_run(&self, record: &RunRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+impl RunWrites for StoreWriter {
+    fn put_run(&self, record: &RunRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.durably(WriteOp::Commit {
+            changes: vec![Change::put(record)],
+            ends_log: record.state.is_final().then_some(record.id),
+        })
+    }
+}

@@ -1,0 +1,481 @@
+//! A run's tool calls: each ask of the runner is committed with its decision before the runner
+//! hears it. The policy decides at once, or the call waits for the person as an approval (kept
+//! in the store with its deadline), decided by the person, the deadline or the run's end.
+//!
+//! Exactly once: a decision is committed before it is sent, and an ask that comes again (after
+//! a reconnect, or a restart of bosund) gets the decision that was committed, never a new one.
+
+use bosun_approvals::record::ApprovalReads;
+use std::collections::HashMap;
+
+use bosun_shared::protocol::approvals::ApprovalView;
+use bosun_shared::protocol::runner::{DaemonMsg, ToolAnswer, ToolAsk};
+use bosun_shared::{ApprovalId, Timestamp};
+use ractor::{ActorProcessingErr, ActorRef};
+use tracing::{info, warn};
+
+use super::{RunActorState, RunMsg};
+use crate::RunsError;
+use crate::events::EventsMsg;
+use bosun_agents::record::Decision;
+use bosun_approvals::Outcome;
+use bosun_approvals::record::{ApprovalRecord, ApprovalState, changes_for, expired_message};
+use bosun_kit::offload::blocking;
+use bosun_store::writer::Change;
+
+/// The person's decision on one approval.
+#[derive(Clone, Debug, Default)]
+pub struct PersonDecision {
+    pub allow: bool,
+    pub always: bool,
+    pub block: bool,
+    pub message: Option<String>,
+}
+
+/// What the RunActor knows of its run's asks.
+#[derive(Debug, Default)]
+pub struct Asks {
+    /// Every decided ask, by key: what the runner is told if it asks again.
+    decided: HashMap<String, ToolAnswer>,
+    /// The asks waiting for the person, by key.
+    waiting: HashMap<String, ApprovalRecord>,
+    /// The run has taken in outside content this turn.
+    escalated: bool,
+    /// The `seq` of the next approval.
+    next_seq: u64,
+}
+
+impl RunActorState {
+    /// Rebuilds what is known of the run's asks from its record and the store (after a restart
+    /// of bosund or of this actor), and re-arms the deadlines of those still waiting.
+    pub(super) async fn load_asks(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+    ) -> Result<(), ActorProcessingErr> {
+        let mut asks = Asks::default();
+        if let Some(run) = &self.rec.agent {
+            for d in &run.decisions {
+                asks.decided.insert(d.key.clone(), d.answer());
+                asks.escalated |= d.allowed && d.escalates;
+                // Each decided approval took its seq before those still waiting.
+                asks.next_seq += u64::from(d.approval.is_some());
+            }
+        }
+        let store = self.ctx.store.clone();
+        let id = self.rec.id;
+        for a in blocking(move || store.waiting_approvals_of(id)).await?? {
+            asks.next_seq = asks.next_seq.max(a.seq + 1);
+            match a.state {
+                ApprovalState::Waiting => {
+                    arm_deadline(myself, &a);
+                    asks.waiting.insert(a.key.clone(), a);
+                }
+                ApprovalState::Allowed { .. }
+                | ApprovalState::Denied { .. }
+                | ApprovalState::Expired { .. }
+                | ApprovalState::Ended { .. }
+                | ApprovalState::Withdrawn { .. } => {
+                    if let Some(answer) = a.answer() {
+                        asks.escalated |= answer == ToolAnswer::Allow && a.escalates;
+                        asks.decided.entry(a.key.clone()).or_insert(answer);
+                    }
+                }
+            }
+        }
+        self.asks = asks;
+        Ok(())
+    }
+
+    pub(super) async fn on_ask(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        ask: ToolAsk,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(answer) = self.asks.decided.get(&ask.key) {
+            // Asked again after a reconnect: the same decision, once more.
+            self.send(DaemonMsg::Decided {
+                key: ask.key,
+                answer: answer.clone(),
+            });
+            return Ok(());
+        }
+        if self.asks.waiting.contains_key(&ask.key) || self.rec.state.is_final() {
+            return Ok(());
+        }
+        let Some(run) = self.rec.agent.clone() else {
+            // Only an agent's run has a policy; anything else asking is denied.
+            return self
+                .decide_now(
+                    &ask,
+                    false,
+                    "bosun".into(),
+                    Some("this run has no approval policy".into()),
+                    false,
+                    String::new(),
+                )
+                .await;
+        };
+        let store = self.ctx.store.clone();
+        let escalated = self.asks.escalated;
+        let ask2 = ask.clone();
+        let folder = self.rec.cwd.clone();
+        let eval =
+            blocking(move || bosun_approvals::evaluate(&store, &run, &folder, escalated, &ask2))
+                .await??;
+        match eval.outcome {
+            Outcome::Allow { rule } => {
+                self.decide_now(&ask, true, rule, None, eval.escalates, eval.summary)
+                    .await
+            }
+            Outcome::Deny { rule, message } => {
+                self.decide_now(
+                    &ask,
+                    false,
+                    rule,
+                    Some(message),
+                    eval.escalates,
+                    eval.summary,
+                )
+                .await
+            }
+            Outcome::Ask { why } => {
+                let now = Timestamp::now();
+                let run = self.rec.agent.as_ref();
+                let approval = ApprovalRecord {
+                    id: ApprovalId::new(),
+                    run: self.rec.id,
+                    key: ask.key.clone(),
+                    agent: run.and_then(|r| r.agent),
+                    agent_name: run.map(|r| r.agent_name.clone()).unwrap_or_default(),
+                    card: run.and_then(|r| r.card).map(|(c, _)| c),
+                    tool: ask.tool.clone(),
+                    class: eval.class,
+                    escalates: eval.escalates,
+                    why,
+                    input: eval.input,
+                    preview: eval.preview,
+                    cwd: ask.cwd.clone(),
+                    asked_at: now,
+                    seq: self.asks.next_seq,
+                    deadline: Timestamp::from_millis(now.as_millis() + eval.wait_ms),
+                    attended: eval.attended,
+                    state: ApprovalState::Waiting,
+                    delivered_at: None,
+                    verdict_key: eval.verdict_key,
+                };
+                self.ctx.writer.commit(changes_for(&approval)).await?;
+                self.asks.next_seq += 1;
+                bosun_kit::crash::point("approval-kept");
+                info!(run_id = %self.rec.id, approval = %approval.id, tool = %approval.tool, "a tool call waits for the person");
+                arm_deadline(myself, &approval);
+                self.publish(&approval);
+                self.send(DaemonMsg::Waiting {
+                    key: ask.key.clone(),
+                    note: format!(
+                        "{} waits for your OK ({}): bosun approve {} | bosun deny {}",
+                        approval.preview.lines().next().unwrap_or(&approval.tool),
+                        approval.why,
+                        approval.id.short(),
+                        approval.id.short()
+                    ),
+                });
+                self.asks.waiting.insert(ask.key, approval);
+                Ok(())
+            }
+        }
+    }
+
+    /// A decision the policy made at once: committed on the run's record, then sent.
+    async fn decide_now(
+        &mut self,
+        ask: &ToolAsk,
+        allowed: bool,
+        by: String,
+        message: Option<String>,
+        escalates: bool,
+        summary: String,
+    ) -> Result<(), ActorProcessingErr> {
+        let decision = Decision {
+            key: ask.key.clone(),
+            tool: ask.tool.clone(),
+            summary,
+            allowed,
+            by,
+            approval: None,
+            message,
+            escalates,
+            at: Timestamp::now(),
+        };
+        self.commit_decision(decision, None).await
+    }
+
+    /// Commits a decision (with the approval it settles, together), then tells the runner.
+    async fn commit_decision(
+        &mut self,
+        decision: Decision,
+        approval: Option<&ApprovalRecord>,
+    ) -> Result<(), ActorProcessingErr> {
+        let answer = decision.answer();
+        let key = decision.key.clone();
+        let escalated = self.asks.escalated;
+        self.asks.escalated |= decision.allowed && decision.escalates;
+        if let Some(run) = self.rec.agent.as_mut() {
+            run.decisions.push(decision);
+        }
+        let mut changes = vec![Change::put(&self.rec)];
+        if let Some(a) = approval {
+            changes.extend(changes_for(a));
+        }
+        if let Err(e) = self.ctx.writer.commit(changes).await {
+            // Refused as a whole (a full disk): memory goes back to what the store has, and
+            // an approval stays waiting.
+            if let Some(run) = self.rec.agent.as_mut() {
+                run.decisions.pop();
+            }
+            self.asks.escalated = escalated;
+            return Err(e.into());
+        }
+        self.asks.waiting.remove(&key);
+        bosun_kit::crash::point("approval-decided");
+        self.ctx.live.update(&self.rec);
+        self.asks.decided.insert(key.clone(), answer.clone());
+        self.send(DaemonMsg::Decided { key, answer });
+        Ok(())
+    }
+
+    pub(super) async fn on_delivered(&mut self, key: String) -> Result<(), ActorProcessingErr> {
+        let found = self
+            .asks
+            .decided
+            .contains_key(&key)
+            .then(|| {
+                self.rec
+                    .agent
+                    .as_ref()
+                    .and_then(|r| r.decisions.iter().rev().find(|d| d.key == key))
+                    .and_then(|d| d.approval)
+            })
+            .flatten();
+        let Some(id) = found else {
+            return Ok(());
+        };
+        let store = self.ctx.store.clone();
+        let Some(mut a) = blocking(move || store.get::<ApprovalRecord>(&id)).await?? else {
+            return Ok(());
+        };
+        if a.delivered_at.is_none() {
+            a.delivered_at = Some(Timestamp::now());
+            self.ctx.writer.put(&a).await?;
+            self.publish(&a);
+        }
+        Ok(())
+    }
+
+    /// The person decides an approval of this run.
+    pub(super) async fn person_decides(
+        &mut self,
+        id: ApprovalId,
+        d: PersonDecision,
+    ) -> Result<ApprovalView, RunsError> {
+        let Some(key) = self
+            .asks
+            .waiting
+            .values()
+            .find(|a| a.id == id)
+            .map(|a| a.key.clone())
+        else {
+            return Err(RunsError::conflict(format!(
+                "approval {} is not waiting any more; see `bosun inbox --all`",
+                id.short()
+            )));
+        };
+        // It stays waiting until its decision is saved ([`Self::commit_decision`]).
+        let Some(mut a) = self.asks.waiting.get(&key).cloned() else {
+            return Err(RunsError::internal("the approval went missing"));
+        };
+        let now = Timestamp::now();
+        if a.deadline <= now {
+            let message = expired_message(ms(a.deadline.since(a.asked_at)));
+            a.state = ApprovalState::Expired {
+                at: now,
+                message: message.clone(),
+            };
+            self.settle(a, false, "the deadline".into(), Some(message))
+                .await
+                .map_err(|e| RunsError::internal(e.to_string()))?;
+            return Err(RunsError::conflict(format!(
+                "approval {} ran out of time and was denied; nothing ran",
+                id.short()
+            )));
+        }
+        let run = self.rec.agent.clone();
+        if d.allow {
+            if d.always {
+                bosun_approvals::set_verdict(
+                    &self.ctx.agents,
+                    &a,
+                    bosun_approvals::AlwaysOrBlock::Always,
+                )
+                .await
+                .map_err(RunsError::internal)?;
+            }
+            // A block that landed while the call waited wins over the person's approval.
+            let store = self.ctx.store.clone();
+            let (tool, input) = (a.tool.clone(), a.input.clone());
+            let blocked = match run {
+                Some(run) => {
+                    blocking(move || bosun_approvals::blocked(&store, &run, &tool, &input))
+                        .await
+                        .map_err(|e| RunsError::internal(e.to_string()))?
+                        .map_err(|e| RunsError::internal(e.to_string()))?
+                }
+                None => None,
+            };
+            if let Some(message) = blocked {
+                a.state = ApprovalState::Denied {
+                    at: now,
+                    by: "the block".into(),
+                    message: message.clone(),
+                };
+                let view = a.view();
+                self.settle(a, false, "blocked since it was asked".into(), Some(message))
+                    .await
+                    .map_err(|e| RunsError::internal(e.to_string()))?;
+                return Ok(view);
+            }
+            a.state = ApprovalState::Allowed { at: now };
+            let view = a.view();
+            self.settle(a, true, "the person".into(), None)
+                .await
+                .map_err(|e| RunsError::internal(e.to_string()))?;
+            Ok(view)
+        } else {
+            if d.block {
+                bosun_approvals::set_verdict(
+                    &self.ctx.agents,
+                    &a,
+                    bosun_approvals::AlwaysOrBlock::Block,
+                )
+                .await
+                .map_err(RunsError::internal)?;
+            }
+            let message = match (d.message, d.block) {
+                (Some(m), _) if !m.trim().is_empty() => m,
+                (_, true) => bosun_approvals::blocked_message(&a.tool),
+                (_, false) => "the person denied this call".to_string(),
+            };
+            a.state = ApprovalState::Denied {
+                at: now,
+                by: "the person".into(),
+                message: message.clone(),
+            };
+            let view = a.view();
+            self.settle(a, false, "the person".into(), Some(message))
+                .await
+                .map_err(|e| RunsError::internal(e.to_string()))?;
+            Ok(view)
+        }
+    }
+
+    /// The CLI withdrew the ask `key` itself: it no longer waits for anyone.
+    pub(super) async fn on_withdrawn(&mut self, key: String) -> Result<(), ActorProcessingErr> {
+        if self.rec.state == bosun_shared::run::RunState::Stopping {
+            // The CLI lets its calls go as it is stopped: the run's end settles them.
+            return Ok(());
+        }
+        let Some(mut a) = self.asks.waiting.remove(&key) else {
+            return Ok(());
+        };
+        a.state = ApprovalState::Withdrawn {
+            at: Timestamp::now(),
+        };
+        info!(run_id = %self.rec.id, approval = %a.id, "the CLI withdrew a call that waited");
+        self.settle(a, false, "the CLI withdrew it".into(), None)
+            .await
+    }
+
+    /// The deadline of the ask `key` came.
+    pub(super) async fn on_deadline(&mut self, key: String) -> Result<(), ActorProcessingErr> {
+        let due = self
+            .asks
+            .waiting
+            .get(&key)
+            .is_some_and(|a| a.deadline <= Timestamp::now());
+        if !due {
+            return Ok(());
+        }
+        let Some(mut a) = self.asks.waiting.remove(&key) else {
+            return Ok(());
+        };
+        let message = expired_message(ms(a.deadline.since(a.asked_at)));
+        a.state = ApprovalState::Expired {
+            at: Timestamp::now(),
+            message: message.clone(),
+        };
+        info!(run_id = %self.rec.id, approval = %a.id, "an approval ran out of time and was denied");
+        self.settle(a, false, "the deadline".into(), Some(message))
+            .await
+    }
+
+    /// The run ended: what still waits can never be approved.
+    pub(super) async fn end_asks(&mut self) {
+        let waiting: Vec<ApprovalRecord> = self.asks.waiting.drain().map(|(_, a)| a).collect();
+        for mut a in waiting {
+            a.state = ApprovalState::Ended {
+                at: Timestamp::now(),
+            };
+            if let Err(e) = self.ctx.writer.commit(changes_for(&a)).await {
+                warn!(run_id = %self.rec.id, approval = %a.id, error = %e, "could not record that an approval ended with its run");
+                continue;
+            }
+            self.publish(&a);
+        }
+    }
+
+    /// Commits the approval's decision and the run's record together, tells the runner and
+    /// everyone watching.
+    async fn settle(
+        &mut self,
+        a: ApprovalRecord,
+        allowed: bool,
+        by: String,
+        message: Option<String>,
+    ) -> Result<(), ActorProcessingErr> {
+        let decision = Decision {
+            key: a.key.clone(),
+            tool: a.tool.clone(),
+            summary: a.preview.lines().next().unwrap_or_default().to_string(),
+            allowed,
+            by,
+            approval: Some(a.id),
+            message,
+            escalates: a.escalates,
+            at: Timestamp::now(),
+        };
+        self.commit_decision(decision, Some(&a)).await?;
+        self.publish(&a);
+        Ok(())
+    }
+
+    fn publish(&self, a: &ApprovalRecord) {
+        self.ctx.events.cast(EventsMsg::Publish(Box::new(
+            bosun_shared::protocol::ui::Event::ApprovalChanged {
+                approval: Box::new(a.view()),
+            },
+        )));
+    }
+}
+
+fn arm_deadline(myself: &ActorRef<RunMsg>, a: &ApprovalRecord) {
+    let left = ms(a.deadline.since(Timestamp::now()));
+    let key = a.key.clone();
+    drop(
+        myself.send_after(std::time::Duration::from_millis(left + 10), move || {
+            RunMsg::Deadline { key }
+        }),
+    );
+}
+
+fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

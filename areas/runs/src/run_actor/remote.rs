@@ -1,0 +1,246 @@
+//! A run placed on another host: handed to its backend, its plan held until its runner (having
+//! proved itself over mutual TLS) asks for it, its job asked about while the runner is away,
+//! and ended through the backend when it is lost.
+
+use std::time::{Duration, Instant};
+
+use bosun_shared::placement::Placement;
+use bosun_shared::protocol::runner::{DaemonMsg, LaunchPlan, StopOrder};
+use bosun_shared::protocol::ui::RunView;
+use bosun_shared::run::{ExitInfo, Outcome, RunState};
+use nix::sys::signal::Signal;
+use ractor::{ActorProcessingErr, ActorRef, RpcReplyPort};
+use tracing::{info, warn};
+
+use super::{RUNNER_CHECK_EVERY, RunActorState, RunMsg, failed};
+use crate::RunsError;
+use crate::record::Placed;
+use bosun_placement::JobPhase;
+
+impl RunActorState {
+    /// How often a runner that is away is looked at.
+    pub(super) fn check_every(&self) -> Duration {
+        match (&self.rec.placed, &self.ctx.remote) {
+            (Some(_), Some(remote)) => remote.check_every(),
+            (Some(_), None) | (None, _) => RUNNER_CHECK_EVERY,
+        }
+    }
+
+    /// Records the run, hands its runner to the backend, and keeps the plan for the runner.
+    pub(super) async fn launch_remote(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        plan: LaunchPlan,
+        placement: Placement,
+        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
+    ) -> Result<(), ActorProcessingErr> {
+        self.record_and_answer(reply).await?;
+        let Some(remote) = self.ctx.remote.clone() else {
+            let reason = format!(
+                "could not place the run on {placement}: this bosund places runs on this machine only"
+            );
+            return self.finish(myself, failed(reason)).await;
+        };
+        // bosund's own folder of the run (its log); the runner's folder is on the shared
+        // filesystem.
+        let own = self.ctx.dirs.run_dir(self.rec.id);
+        if let Err(e) = bosun_shared::paths::create_private_dir(&own) {
+            let reason = format!("could not make the run's folder {}: {e}", own.display());
+            return self.finish(myself, failed(reason)).await;
+        }
+        let submitted = remote
+            .submit(
+                &placement,
+                self.rec.id,
+                &plan.token,
+                self.rec.time_cap_ms,
+                self.rec.ladder.int_grace_ms + self.rec.ladder.term_grace_ms,
+            )
+            .await;
+        let submitted = match submitted {
+            Ok(s) => s,
+            Err(e) => {
+                let reason = format!("could not place the run on {placement}: {e}");
+                return self.finish(myself, failed(reason)).await;
+            }
+        };
+        info!(run_id = %self.rec.id, job = %submitted.job, %placement, "run placed");
+        self.rec.placed = Some(Placed {
+            placement,
+            job: submitted.job,
+            dir: submitted.dir,
+            cert_digest: submitted.cert_digest,
+            node: None,
+        });
+        self.persist().await?;
+        self.pending_plan = Some(plan);
+        self.away_since = Some(Instant::now());
+        drop(myself.send_after(self.check_every(), || RunMsg::CheckRunner));
+        Ok(())
+    }
+
+    /// The runner on another host asks for its plan: it has it while bosund holds it; a bosund
+    /// that restarted before the runner asked no longer does (plans are never stored).
+    pub(super) async fn on_want_plan(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+    ) -> Result<(), ActorProcessingErr> {
+        if matches!(self.rec.state, RunState::Queued) {
+            self.rec.state = RunState::Starting;
+        }
+        // Where the engine put it: asked once, as its runner first dials in.
+        if let (Some(placed), Some(remote)) = (self.rec.placed.clone(), self.ctx.remote.clone())
+            && placed.node.is_none()
+        {
+            match remote
+                .job(&placed.placement, &placed.job, &placed.dir)
+                .await
+            {
+                Ok(seen) => {
+                    if let Some(p) = self.rec.placed.as_mut() {
+                        p.node = seen.node;
+                    }
+                }
+                Err(e) => {
+                    warn!(run_id = %self.rec.id, job = %placed.job, error = %e, "could not ask the backend where a run's job is");
+                }
+            }
+        }
+        self.persist().await?;
+        match &self.pending_plan {
+            Some(plan) => {
+                self.send(DaemonMsg::Plan(Box::new(plan.clone())));
+                Ok(())
+            }
+            None => {
+                self.send(DaemonMsg::ExitAck);
+                let node = self.node_words();
+                let reason = format!(
+                    "bosund restarted before the runner{node} took its plan (plans hold secrets and are never stored); start the run again"
+                );
+                self.lose(myself, reason).await
+            }
+        }
+    }
+
+    fn node_words(&self) -> String {
+        match self.rec.placed.as_ref().and_then(|p| p.node.as_deref()) {
+            Some(node) => format!(" on {node}"),
+            None => String::new(),
+        }
+    }
+
+    /// The runner is not connected: ask the backend about its job.
+    pub(super) async fn check_remote(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+    ) -> Result<(), ActorProcessingErr> {
+        let (Some(placed), Some(remote)) = (self.rec.placed.clone(), self.ctx.remote.clone())
+        else {
+            let reason = "the run was placed on another host, but this bosund has no remote placement configured any more (placement.toml is gone)".to_string();
+            return self.lose(myself, reason).await;
+        };
+        match remote
+            .job(&placed.placement, &placed.job, &placed.dir)
+            .await
+        {
+            Ok(seen) => {
+                if seen.node.is_some() && seen.node != placed.node {
+                    if let Some(p) = self.rec.placed.as_mut() {
+                        p.node = seen.node.clone();
+                    }
+                    self.persist().await?;
+                }
+                let node = self.node_words();
+                match seen.phase {
+                    JobPhase::Waiting => {
+                        // Waiting for a host is not being away.
+                        self.away_since = Some(Instant::now());
+                    }
+                    JobPhase::Running => {
+                        let away = self.away_since.get_or_insert_with(Instant::now).elapsed();
+                        let grace = remote.away_grace();
+                        if away >= grace {
+                            let reason = format!(
+                                "the runner{node} did not connect to bosund within {}s although its job {} runs; the job was cancelled",
+                                grace.as_secs(),
+                                placed.job
+                            );
+                            return self.lose(myself, reason).await;
+                        }
+                    }
+                    JobPhase::Ended(how) => {
+                        if let Some(stop) = self.rec.stop.clone() {
+                            // Stopped while its runner was away or not yet started.
+                            let exit = ExitInfo {
+                                outcome: Outcome::Stopped,
+                                code: None,
+                                signal: None,
+                                reason: format!("{} (its job ended: {how})", stop.reason),
+                            };
+                            self.end_remote_job(&placed).await;
+                            self.ctx.delete_secret_files(&self.rec);
+                            return self.finish(myself, exit).await;
+                        }
+                        let reason = format!("the runner{node} is gone: {how}");
+                        return self.lose(myself, reason).await;
+                    }
+                    JobPhase::Unknown => {
+                        let reason = format!(
+                            "the runner{node} is gone: {} no longer knows its job {}",
+                            backend_name(&placed.placement),
+                            placed.job
+                        );
+                        return self.lose(myself, reason).await;
+                    }
+                }
+            }
+            Err(e) => {
+                // The backend cannot be asked now: keep waiting, and say so once in a while.
+                warn!(run_id = %self.rec.id, job = %placed.job, error = %e, "could not ask the backend about a remote run's job");
+            }
+        }
+        drop(myself.send_after(self.check_every(), || RunMsg::CheckRunner));
+        Ok(())
+    }
+
+    /// A stop of a run on another host. With its runner connected the order went over the
+    /// link; without, the backend carries it: a job still waiting for a host is cancelled (and
+    /// the run ends stopped), one that runs has its runner signalled, which runs the ladder.
+    pub(super) async fn stop_remote(&mut self, placed: &Placed, order: &StopOrder) {
+        let Some(remote) = self.ctx.remote.clone() else {
+            return;
+        };
+        if self.link.is_some() && !order.immediate {
+            return;
+        }
+        // A job whose program never started has nothing to stop gracefully: it is cancelled.
+        let signal = if order.immediate || self.rec.process.is_none() {
+            None
+        } else {
+            Some(Signal::SIGTERM)
+        };
+        if let Err(e) = remote.signal(&placed.placement, &placed.job, signal).await {
+            warn!(run_id = %self.rec.id, job = %placed.job, error = %e, "could not signal a remote run's job");
+        }
+    }
+
+    /// Ends whatever is left of a lost run's job (the backend kills everything of it on its
+    /// node) and deletes the run's link file, if the runner never read it.
+    pub(super) async fn end_remote_job(&mut self, placed: &Placed) {
+        if let Some(remote) = self.ctx.remote.clone()
+            && let Err(e) = remote.signal(&placed.placement, &placed.job, None).await
+        {
+            warn!(run_id = %self.rec.id, job = %placed.job, error = %e, "could not cancel a lost run's job");
+        }
+        let _ = std::fs::remove_file(placed.dir.join("link.json"));
+    }
+}
+
+fn backend_name(placement: &Placement) -> &'static str {
+    match placement {
+        Placement::Local => "this machine",
+        Placement::Slurm { .. } => "Slurm",
+        Placement::Kubernetes { .. } => "Kubernetes",
+    }
+}

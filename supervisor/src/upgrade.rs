@@ -1,0 +1,186 @@
+//! The store's migrations: what bosund does to a store an older bosun wrote, once, at its start,
+//! before it starts its actors or answers anyone. The store owns the mechanism (a copy of the
+//! live rows, changed, put in place, and a backup: `store::rewrite`); this module owns what
+//! changes, since it knows the domains.
+//!
+//! - **1 → 2.** Each agent's CLI permission mode is carried over as saved verdicts
+//!   (`approvals::carry`), where the person has no verdict of their own on the tool; the agent
+//!   keeps a note of it ([`CarriedOver`]). An address query an older bosun kept in a server's
+//!   record goes to the keychain.
+//! - **Every start.** A query still in the store (the keychain could not take it before) goes to
+//!   the keychain, and the store is written anew, so that no copy of it stays in a free page.
+//!
+//! Nothing here runs while anything else uses the store: the store is written anew in place.
+
+use bosun_mcp::record::ServerReads;
+use std::path::Path;
+
+use bosun_shared::Timestamp;
+use tracing::{info, warn};
+
+use bosun_agents::record::{AgentRecord, CarriedOver};
+use bosun_approvals::carry;
+use bosun_approvals::policy::Verdict;
+use bosun_kit::keychain::Keychain;
+use bosun_mcp::address;
+use bosun_mcp::record::{ServerRecord, take_stored_query};
+use bosun_store::{Rewrite, SCHEMA_VERSION, Store, StoreError};
+
+/// What an upgrade did, for `bosun daemon status`.
+#[derive(Debug, Default)]
+pub struct Upgraded {
+    /// The line in words; `None` when the store needed nothing.
+    pub line: Option<String>,
+}
+
+/// Upgrades the store if it is older than this build, and moves any address query left in it
+/// to the keychain, writing the store anew when either happened. Blocks: call it from a blocking
+/// thread, before the store's writer starts.
+pub fn run(store: &mut Store, keychain: &Keychain) -> Result<Upgraded, StoreError> {
+    let from = store.upgrade_from();
+    let stored_query = store
+        .servers()?
+        .into_iter()
+        .any(|mut s| take_stored_query(&mut s).is_some());
+    if from.is_none() && !stored_query {
+        return Ok(Upgraded::default());
+    }
+    let now = Timestamp::now();
+    // The names moved are those the store's copy gives (the backup's copy moves the same ones
+    // first, with the same values).
+    let moved = std::cell::RefCell::new(Vec::new());
+    let (carried, backup) = store.rewrite(
+        |copy| {
+            let names = move_queries(copy, keychain)?;
+            moved.borrow_mut().extend(names);
+            Ok(())
+        },
+        |copy| match from {
+            Some(1) => carry_permission_modes(copy, now),
+            Some(_) | None => Ok(Vec::new()),
+        },
+    )?;
+    let mut moved = moved.into_inner();
+    moved.sort();
+    moved.dedup();
+    let Some(from) = from else {
+        info!(
+            servers = moved.len(),
+            "moved address queries to the keychain and wrote the store anew"
+        );
+        return Ok(Upgraded::default());
+    };
+    info!(
+        from,
+        to = SCHEMA_VERSION,
+        agents = carried.len(),
+        "store upgraded"
+    );
+    Ok(Upgraded {
+        line: Some(line(from, backup.as_deref(), &moved, &carried)),
+    })
+}
+
+/// The line `daemon status` shows after an upgrade.
+fn line(
+    from: u64,
+    backup: Option<&Path>,
+    moved: &[String],
+    carried: &[(String, String)],
+) -> String {
+    let mut line = format!("the store was upgraded from schema {from} to {SCHEMA_VERSION}");
+    if let Some(b) = backup {
+        line.push_str(&format!("; the store as it was is kept in {}", b.display()));
+    }
+    if !moved.is_empty() {
+        line.push_str(&format!(
+            "; the address query of {} moved to the keychain",
+            moved.join(", ")
+        ));
+    }
+    if carried.is_empty() {
+        line.push_str("; no agent's permission mode needed carrying over");
+    } else {
+        let each: Vec<String> = carried
+            .iter()
+            .map(|(name, keys)| format!("{name}: {keys}"))
+            .collect();
+        line.push_str(&format!(
+            "; permission modes carried over as verdicts (allow), see `bosun agent show NAME`: {}",
+            each.join("; ")
+        ));
+    }
+    if from < 2 {
+        // Schema 2 came with workspaces: a run of any agent now writes only in its own folder.
+        line.push_str("; agents' runs now write only in their own folder (a card's worktree) and the roots you give them (`bosun agent set NAME roots=DIR,…`, or `workspace=unrestricted`)");
+    }
+    line
+}
+
+/// Moves each address query kept in the store to the keychain: the keychain first, then the
+/// record without it. One the keychain cannot take stays (and works) until the next start.
+/// Returns the servers' names.
+fn move_queries(copy: &Rewrite, keychain: &Keychain) -> Result<Vec<String>, StoreError> {
+    let mut moved = Vec::new();
+    for mut rec in copy.all::<ServerRecord>()? {
+        let Some(query) = take_stored_query(&mut rec) else {
+            continue;
+        };
+        match keychain.set(&address::query_key(rec.id), &query) {
+            Ok(()) => {
+                copy.put(&rec)?;
+                moved.push(rec.name.clone());
+            }
+            Err(e) => {
+                warn!(server = %rec.name, error = %e, "could not move the query of its address to the keychain; it stays in the store until the next start");
+            }
+        }
+    }
+    Ok(moved)
+}
+
+/// Saves the verdicts each agent's permission mode stands for (where the person has none of
+/// their own on the tool), with a note on the agent. Returns (agent, keys) of the agents
+/// changed.
+fn carry_permission_modes(
+    copy: &Rewrite,
+    now: Timestamp,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let mut carried = Vec::new();
+    for mut rec in copy.all::<AgentRecord>()? {
+        let Some(mode) = rec.permission_mode.clone() else {
+            continue;
+        };
+        let mut allowed = Vec::new();
+        let mut kept = Vec::new();
+        for key in carry::allowed_by_mode(rec.cli, &mode) {
+            match rec.approvals.verdicts.get(key) {
+                Some(own) => kept.push((key.to_string(), *own)),
+                None => {
+                    rec.approvals
+                        .verdicts
+                        .insert(key.to_string(), Verdict::AlwaysAllow);
+                    allowed.push(key.to_string());
+                }
+            }
+        }
+        if allowed.is_empty() {
+            continue;
+        }
+        carried.push((
+            rec.name.clone(),
+            format!("{} from {mode}", allowed.join(", ")),
+        ));
+        rec.carried_over = Some(CarriedOver {
+            permission_mode: mode,
+            allowed,
+            kept,
+            at: now,
+        });
+        copy.put(&rec)?;
+    }
+    Ok(carried)
+}
+
+#[cfg(test)]
+mod tests;
