@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use anyhow::Context;
-use bosun_agents::launch::LoginChecks;
+use bosun_agents::login::LoginChecks;
 use bosun_agents::registry::{AgentsContext, AgentsHandle};
 use bosun_auth::AuthContext;
 use bosun_board::{BoardContext, BoardMsg, QaTokens};

@@ -17,6 +17,7 @@ mod error;
 pub mod fence;
 pub use error::AgentsError;
 pub mod launch;
+pub mod login;
 pub mod record;
 pub mod registry;
 pub mod stream;

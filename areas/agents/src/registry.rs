@@ -51,7 +51,7 @@ pub struct AgentsContext {
     /// Sign-ins: a run gets a fresh token for each signed-in server.
     pub auth: bosun_auth::AuthContext,
     /// The CLIs' sign-in checks that passed lately, shared by every launch.
-    pub logins: super::launch::LoginChecks,
+    pub logins: super::login::LoginChecks,
 }
 
 /// How long a run's end, or an ask for a CLI's tools, waits for the agents actor to keep what it

@@ -22,23 +22,7 @@ use bosun_agents::launch::BOSUN_SERVER;
 use bosun_agents::record::Switches;
 use bosun_mcp::record::ServerRecord;
 
-use super::policy::Rule;
-
-/// Why a call may not run at all: the rule, and what the model and the person are told.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub rule: Rule,
-    pub reason: String,
-}
-
-impl Refusal {
-    pub fn switched_off(reason: String) -> Self {
-        Refusal {
-            rule: Rule::SwitchedOff,
-            reason,
-        }
-    }
-}
+use super::policy::Refusal;
 
 /// The agent, as its switches see it.
 #[derive(Clone, Copy, Debug)]

@@ -24,7 +24,7 @@ use bosun_agents::record::{AgentRecord, AgentRun, WorkspaceSettings};
 use bosun_agents::registry::{AgentsHandle, AgentsMsg};
 use bosun_mcp::record::ServerRecord;
 use bosun_store::{Store, StoreError};
-use gate::Refusal;
+use policy::Refusal;
 use policy::{Class, Decision, PolicyInput, ToolKey, Verdict};
 use record::ApprovalRecord;
 use workspace::Workspace;

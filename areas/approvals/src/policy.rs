@@ -44,7 +44,6 @@ use bosun_shared::mcp::Hints;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::gate::Refusal;
 use bosun_agents::launch::BOSUN_SERVER;
 use bosun_mcp::browser::NAME as BROWSER;
 pub use bosun_shared::approvals::{
@@ -633,6 +632,22 @@ pub const BLOCKED: &str =
 
 /// Why an ask is denied at once on a run nobody watches.
 pub const UNATTENDED: &str = "nobody is watching this run (no person started it, and its agent does not wait for one) and it took in outside content earlier in this turn, so a call that would ask is denied at once";
+
+/// Why a call may not run at all: the rule, and what the model and the person are told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub rule: Rule,
+    pub reason: String,
+}
+
+impl Refusal {
+    pub fn switched_off(reason: String) -> Self {
+        Refusal {
+            rule: Rule::SwitchedOff,
+            reason,
+        }
+    }
+}
 
 /// One call, as the policy sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -27,7 +27,7 @@ use std::path::{Component, Path, PathBuf};
 use bosun_shared::agents::CliKind;
 use serde_json::Value;
 
-use super::gate::Refusal;
+use super::policy::Refusal;
 use super::policy::Rule;
 
 /// How many symbolic links one resolution follows, as the kernel's limit.

@@ -44,7 +44,8 @@ use tracing::info;
 use super::challenge::Challenge;
 use super::discovery;
 use super::dpop::{self, DpopError, DpopKey, Prover, SendError, Side};
-use super::oauth::{self, ClientAuth, OAuthError, TokenType, Tokens};
+use super::oauth::{self, OAuthError, TokenType, Tokens};
+use super::record::ClientAuth;
 use super::record::{
     Grant, SignInRecord, access_key, client_secret_key, machine_secret_key, private_key_key,
     refresh_key,

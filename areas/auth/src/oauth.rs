@@ -19,47 +19,13 @@ use oauth2::{
     HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken,
     RequestTokenError, Scope, TokenResponse, TokenUrl,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::dpop::{self, Prover, SendError};
+use super::record::ClientAuth;
 
 /// How long one request to the authorization server may take.
 const REQUEST_LIMIT: Duration = Duration::from_secs(30);
-
-/// How the client proves itself at the token and revocation endpoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClientAuth {
-    /// A public client: its id in the request body, no secret.
-    None,
-    ClientSecretBasic,
-    ClientSecretPost,
-    /// A JWT signed with the client's private key (RFC 7523 §2.2), for a machine's sign-in
-    /// with client credentials: see `client_credentials`.
-    PrivateKeyJwt,
-}
-
-impl ClientAuth {
-    /// The method to use: the one the registration returned, else (with a secret) basic when
-    /// the server lists it, then post; else none.
-    pub fn choose(returned: Option<&str>, has_secret: bool, supported: &[String]) -> Self {
-        match returned {
-            Some("client_secret_basic") if has_secret => return ClientAuth::ClientSecretBasic,
-            Some("client_secret_post") if has_secret => return ClientAuth::ClientSecretPost,
-            Some("none") => return ClientAuth::None,
-            Some(_) | None => {}
-        }
-        if !has_secret {
-            return ClientAuth::None;
-        }
-        let lists = |m: &str| supported.iter().any(|s| s == m);
-        if lists("client_secret_basic") || !lists("client_secret_post") {
-            ClientAuth::ClientSecretBasic
-        } else {
-            ClientAuth::ClientSecretPost
-        }
-    }
-}
 
 /// Who bosun is to the authorization server.
 #[derive(Clone, Debug, PartialEq, Eq)]

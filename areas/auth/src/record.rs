@@ -6,7 +6,6 @@
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use super::oauth::ClientAuth;
 use bosun_store::Record;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,4 +111,39 @@ pub fn machine_secret_key(server: ServerId) -> String {
 /// The private key (PEM) of a machine's sign-in (client credentials with `private_key_jwt`).
 pub fn private_key_key(server: ServerId) -> String {
     format!("mcp/{server}/oauth/private_key")
+}
+
+/// How the client proves itself at the token and revocation endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientAuth {
+    /// A public client: its id in the request body, no secret.
+    None,
+    ClientSecretBasic,
+    ClientSecretPost,
+    /// A JWT signed with the client's private key (RFC 7523 §2.2), for a machine's sign-in
+    /// with client credentials: see `client_credentials`.
+    PrivateKeyJwt,
+}
+
+impl ClientAuth {
+    /// The method to use: the one the registration returned, else (with a secret) basic when
+    /// the server lists it, then post; else none.
+    pub fn choose(returned: Option<&str>, has_secret: bool, supported: &[String]) -> Self {
+        match returned {
+            Some("client_secret_basic") if has_secret => return ClientAuth::ClientSecretBasic,
+            Some("client_secret_post") if has_secret => return ClientAuth::ClientSecretPost,
+            Some("none") => return ClientAuth::None,
+            Some(_) | None => {}
+        }
+        if !has_secret {
+            return ClientAuth::None;
+        }
+        let lists = |m: &str| supported.iter().any(|s| s == m);
+        if lists("client_secret_basic") || !lists("client_secret_post") {
+            ClientAuth::ClientSecretBasic
+        } else {
+            ClientAuth::ClientSecretPost
+        }
+    }
 }

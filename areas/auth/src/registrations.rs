@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tracing::info;
 
-use super::oauth::{self, ClientAuth, ClientIdentity};
+use super::oauth::{self, ClientIdentity};
+use super::record::ClientAuth;
 use super::{AuthContext, AuthError};
 use bosun_kit::offload::blocking;
 use bosun_store::Record;

@@ -23,7 +23,8 @@ use super::challenge::Challenge;
 use super::client_document;
 use super::discovery::{self, DiscoveryError};
 use super::dpop;
-use super::oauth::{self, ClientAuth, ClientIdentity, OAuthError};
+use super::oauth::{self, ClientIdentity, OAuthError};
+use super::record::ClientAuth;
 use super::record::{
     SignInRecord, access_key, client_secret_key, configured_secret_key, refresh_key,
 };

@@ -16,10 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use bosun_shared::process::output_blocking;
+use bosun_shared::process::{HelperError, output_blocking};
 use serde::{Deserialize, Serialize};
-
-pub use super::error::BrowserError;
 
 /// The built-in server's name (reserved: no other server may take it).
 pub const NAME: &str = "chrome-devtools";
@@ -365,6 +363,63 @@ pub fn command_line(settings: &BrowserSettings, program: &Program, insecure_cert
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
     }
+}
+
+/// Why the built-in browser (chrome-devtools-mcp) cannot be set up or started as asked, in the
+/// person's words: from the checks in `mcp::browser`.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    /// The version to pin is not an exact version (`latest`, a range, a tag): from
+    /// `check_version`. Retrying as is cannot help; the message says what to give.
+    #[error(
+        "`{version}` is not an exact version of {PACKAGE}; give one such as {PINNED_VERSION} (never latest or a range)"
+    )]
+    NotExactVersion { version: String },
+    /// A command line that starts chrome-devtools-mcp has an option that would connect it to a
+    /// running browser, a real profile or Google: from `check_command_line`. Retrying as is
+    /// cannot help.
+    #[error(
+        "`{arg}` is not allowed for {PACKAGE}: {option} {why}; bosun always starts the browser hidden (--headless) with a throwaway profile (--isolated)"
+    )]
+    ForbiddenOption {
+        arg: String,
+        option: &'static str,
+        why: &'static str,
+    },
+    /// No browser program was set and none was found: from `find_program`. Retrying helps once
+    /// one is installed or set.
+    #[error(
+        "no Google Chrome or Chromium was found; install one (on Debian: apt install chromium), or set its program with `bosun mcp edit chrome-devtools --browser /path/to/chrome`"
+    )]
+    NoBrowser,
+    /// The browser program given is not a full path: from `check_program`. Retrying as is
+    /// cannot help.
+    #[error("the browser program {} is not a full path; give it such as /usr/bin/chromium", .0.display())]
+    ProgramNotFullPath(PathBuf),
+    /// The browser program given is Brave, which bosun does not use: from `check_program`.
+    /// Retrying as is cannot help.
+    #[error("{} is Brave, which bosun does not use for the browser; give Google Chrome or Chromium", .0.display())]
+    ProgramIsBrave(PathBuf),
+    /// The browser program given is missing or cannot be run: from `check_program`. Retrying
+    /// helps once it is there.
+    #[error("the browser program {} is not there or cannot be run", .0.display())]
+    ProgramNotRunnable(PathBuf),
+    /// Node.js is not on the PATH: from `check_node`. Retrying helps once it is installed.
+    #[error("Node.js was not found on the PATH; install Node 20.19 or newer (with npx)")]
+    NoNode,
+    /// npx is not on the PATH beside Node: from `check_node`. Retrying helps once npm is
+    /// installed.
+    #[error("npx was not found on the PATH; it comes with npm (install npm beside Node)")]
+    NoNpx,
+    /// `node --version` could not be run or did not finish: from `check_node`. A retry may help.
+    #[error("could not run {}: {error}", .node.display())]
+    NodeDidNotRun { node: PathBuf, error: HelperError },
+    /// The Node found is older than chrome-devtools-mcp needs: from `node_version_ok`. Retrying
+    /// helps once a newer one is installed.
+    #[error(
+        "{PACKAGE} needs Node 20.19 or newer (22.12 or newer on Node 22); this is Node {version}: install a newer one"
+    )]
+    NodeTooOld { version: String },
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! `initialize` POST that shows what the server really answers (401, TLS, refused, not MCP at
 //! all). A server's own words are redacted (its [`Redactor`]) before they are cut short.
 
+use crate::McpError;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -93,104 +94,6 @@ impl Limits {
             request: configured.unwrap_or(Duration::from_secs(30)),
             max_pages: 100,
             max_tools: 5000,
-        }
-    }
-}
-
-/// Why talking to a server failed, in plain words. None of these carries a secret.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum McpError {
-    #[error(
-        "the command `{command}` was not found; give its full path, or put it on the PATH bosund runs with"
-    )]
-    CommandNotFound { command: String },
-    #[error("could not start `{command}`: {reason}")]
-    CannotStart { command: String, reason: String },
-    #[error("the server exited with {status} before it answered{stderr}")]
-    Exited { status: String, stderr: String },
-    #[error("the server did not answer within {secs}s{hint}")]
-    TimedOut { secs: u64, hint: String },
-    #[error(
-        "the server needs sign-in: it answered 401 Unauthorized (WWW-Authenticate: {www_authenticate})"
-    )]
-    NeedsSignIn { www_authenticate: String },
-    #[error(
-        "the server needs a wider sign-in: it answered 403 insufficient_scope (WWW-Authenticate: {www_authenticate})"
-    )]
-    InsufficientScope { www_authenticate: String },
-    #[error("could not make a secure (TLS) connection to {url}: {detail}")]
-    Tls { url: String, detail: String },
-    #[error("{url} refused the connection; is the server running there?")]
-    Refused { url: String },
-    #[error("could not reach {url}: {detail}")]
-    Unreachable { url: String, detail: String },
-    #[error("{target} is not an MCP server: {detail}")]
-    NotMcp { target: String, detail: String },
-    #[error("the server answered HTTP {status}{detail}")]
-    Http { status: u16, detail: String },
-    #[error("the server broke the MCP protocol: {0}")]
-    Protocol(String),
-    #[error("the server has no tool named `{0}`")]
-    NoSuchTool(String),
-    #[error(
-        "the server's definition of the tool `{tool}` is malformed ({problem}), so bosun does not call it; its other tools work"
-    )]
-    MalformedTool { tool: String, problem: String },
-    #[error("{0}")]
-    BadConfig(String),
-}
-
-/// What a failure asks of the person's sign-in, if anything.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SignInAsked {
-    /// Sign in (401).
-    SignIn,
-    /// Sign in again, for a wider scope (403 insufficient_scope).
-    WiderScope,
-}
-
-impl McpError {
-    /// The server's `WWW-Authenticate` challenge, when this failure is one (a 401, or a 403
-    /// with a challenge, on any request).
-    pub fn www_authenticate(&self) -> Option<&str> {
-        match self {
-            McpError::NeedsSignIn { www_authenticate }
-            | McpError::InsufficientScope { www_authenticate } => Some(www_authenticate),
-            McpError::CommandNotFound { .. }
-            | McpError::CannotStart { .. }
-            | McpError::Exited { .. }
-            | McpError::TimedOut { .. }
-            | McpError::Tls { .. }
-            | McpError::Refused { .. }
-            | McpError::Unreachable { .. }
-            | McpError::NotMcp { .. }
-            | McpError::Http { .. }
-            | McpError::Protocol(_)
-            | McpError::NoSuchTool(_)
-            | McpError::MalformedTool { .. }
-            | McpError::BadConfig(_) => None,
-        }
-    }
-
-    /// Whether this failure is the server asking for a sign-in: the one place that says so,
-    /// for the advice bosun gives and the code the wire carries.
-    pub fn sign_in_asked(&self) -> Option<SignInAsked> {
-        match self {
-            McpError::NeedsSignIn { .. } => Some(SignInAsked::SignIn),
-            McpError::InsufficientScope { .. } => Some(SignInAsked::WiderScope),
-            McpError::CommandNotFound { .. }
-            | McpError::CannotStart { .. }
-            | McpError::Exited { .. }
-            | McpError::TimedOut { .. }
-            | McpError::Tls { .. }
-            | McpError::Refused { .. }
-            | McpError::Unreachable { .. }
-            | McpError::NotMcp { .. }
-            | McpError::Http { .. }
-            | McpError::Protocol(_)
-            | McpError::NoSuchTool(_)
-            | McpError::MalformedTool { .. }
-            | McpError::BadConfig(_) => None,
         }
     }
 }

@@ -1,16 +1,12 @@
 //! Why a change to the MCP servers, a look at one or an import failed, in the person's words.
 
-use std::path::PathBuf;
-
-use bosun_shared::process::HelperError;
-
 use bosun_auth::AuthError;
 use bosun_kit::keychain::KeychainError;
 use bosun_kit::offload::BlockingError;
 use bosun_store::StoreError;
 
-use super::browser::{PACKAGE, PINNED_VERSION};
-use super::client::McpError;
+use super::browser::BrowserError;
+use super::redact::{Redact, Redactor};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
@@ -79,59 +75,152 @@ pub enum RegistryError {
 
 bosun_kit::message_constructors!(RegistryError);
 
-/// Why the built-in browser (chrome-devtools-mcp) cannot be set up or started as asked, in the
-/// person's words: from the checks in `mcp::browser`.
-#[derive(Debug, thiserror::Error)]
-pub enum BrowserError {
-    /// The version to pin is not an exact version (`latest`, a range, a tag): from
-    /// `check_version`. Retrying as is cannot help; the message says what to give.
+/// Why talking to a server failed, in plain words. None of these carries a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpError {
     #[error(
-        "`{version}` is not an exact version of {PACKAGE}; give one such as {PINNED_VERSION} (never latest or a range)"
+        "the command `{command}` was not found; give its full path, or put it on the PATH bosund runs with"
     )]
-    NotExactVersion { version: String },
-    /// A command line that starts chrome-devtools-mcp has an option that would connect it to a
-    /// running browser, a real profile or Google: from `check_command_line`. Retrying as is
-    /// cannot help.
+    CommandNotFound { command: String },
+    #[error("could not start `{command}`: {reason}")]
+    CannotStart { command: String, reason: String },
+    #[error("the server exited with {status} before it answered{stderr}")]
+    Exited { status: String, stderr: String },
+    #[error("the server did not answer within {secs}s{hint}")]
+    TimedOut { secs: u64, hint: String },
     #[error(
-        "`{arg}` is not allowed for {PACKAGE}: {option} {why}; bosun always starts the browser hidden (--headless) with a throwaway profile (--isolated)"
+        "the server needs sign-in: it answered 401 Unauthorized (WWW-Authenticate: {www_authenticate})"
     )]
-    ForbiddenOption {
-        arg: String,
-        option: &'static str,
-        why: &'static str,
-    },
-    /// No browser program was set and none was found: from `find_program`. Retrying helps once
-    /// one is installed or set.
+    NeedsSignIn { www_authenticate: String },
     #[error(
-        "no Google Chrome or Chromium was found; install one (on Debian: apt install chromium), or set its program with `bosun mcp edit chrome-devtools --browser /path/to/chrome`"
+        "the server needs a wider sign-in: it answered 403 insufficient_scope (WWW-Authenticate: {www_authenticate})"
     )]
-    NoBrowser,
-    /// The browser program given is not a full path: from `check_program`. Retrying as is
-    /// cannot help.
-    #[error("the browser program {} is not a full path; give it such as /usr/bin/chromium", .0.display())]
-    ProgramNotFullPath(PathBuf),
-    /// The browser program given is Brave, which bosun does not use: from `check_program`.
-    /// Retrying as is cannot help.
-    #[error("{} is Brave, which bosun does not use for the browser; give Google Chrome or Chromium", .0.display())]
-    ProgramIsBrave(PathBuf),
-    /// The browser program given is missing or cannot be run: from `check_program`. Retrying
-    /// helps once it is there.
-    #[error("the browser program {} is not there or cannot be run", .0.display())]
-    ProgramNotRunnable(PathBuf),
-    /// Node.js is not on the PATH: from `check_node`. Retrying helps once it is installed.
-    #[error("Node.js was not found on the PATH; install Node 20.19 or newer (with npx)")]
-    NoNode,
-    /// npx is not on the PATH beside Node: from `check_node`. Retrying helps once npm is
-    /// installed.
-    #[error("npx was not found on the PATH; it comes with npm (install npm beside Node)")]
-    NoNpx,
-    /// `node --version` could not be run or did not finish: from `check_node`. A retry may help.
-    #[error("could not run {}: {error}", .node.display())]
-    NodeDidNotRun { node: PathBuf, error: HelperError },
-    /// The Node found is older than chrome-devtools-mcp needs: from `node_version_ok`. Retrying
-    /// helps once a newer one is installed.
+    InsufficientScope { www_authenticate: String },
+    #[error("could not make a secure (TLS) connection to {url}: {detail}")]
+    Tls { url: String, detail: String },
+    #[error("{url} refused the connection; is the server running there?")]
+    Refused { url: String },
+    #[error("could not reach {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("{target} is not an MCP server: {detail}")]
+    NotMcp { target: String, detail: String },
+    #[error("the server answered HTTP {status}{detail}")]
+    Http { status: u16, detail: String },
+    #[error("the server broke the MCP protocol: {0}")]
+    Protocol(String),
+    #[error("the server has no tool named `{0}`")]
+    NoSuchTool(String),
     #[error(
-        "{PACKAGE} needs Node 20.19 or newer (22.12 or newer on Node 22); this is Node {version}: install a newer one"
+        "the server's definition of the tool `{tool}` is malformed ({problem}), so bosun does not call it; its other tools work"
     )]
-    NodeTooOld { version: String },
+    MalformedTool { tool: String, problem: String },
+    #[error("{0}")]
+    BadConfig(String),
+}
+
+/// What a failure asks of the person's sign-in, if anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignInAsked {
+    /// Sign in (401).
+    SignIn,
+    /// Sign in again, for a wider scope (403 insufficient_scope).
+    WiderScope,
+}
+
+impl McpError {
+    /// The server's `WWW-Authenticate` challenge, when this failure is one (a 401, or a 403
+    /// with a challenge, on any request).
+    pub fn www_authenticate(&self) -> Option<&str> {
+        match self {
+            McpError::NeedsSignIn { www_authenticate }
+            | McpError::InsufficientScope { www_authenticate } => Some(www_authenticate),
+            McpError::CommandNotFound { .. }
+            | McpError::CannotStart { .. }
+            | McpError::Exited { .. }
+            | McpError::TimedOut { .. }
+            | McpError::Tls { .. }
+            | McpError::Refused { .. }
+            | McpError::Unreachable { .. }
+            | McpError::NotMcp { .. }
+            | McpError::Http { .. }
+            | McpError::Protocol(_)
+            | McpError::NoSuchTool(_)
+            | McpError::MalformedTool { .. }
+            | McpError::BadConfig(_) => None,
+        }
+    }
+
+    /// Whether this failure is the server asking for a sign-in: the one place that says so,
+    /// for the advice bosun gives and the code the wire carries.
+    pub fn sign_in_asked(&self) -> Option<SignInAsked> {
+        match self {
+            McpError::NeedsSignIn { .. } => Some(SignInAsked::SignIn),
+            McpError::InsufficientScope { .. } => Some(SignInAsked::WiderScope),
+            McpError::CommandNotFound { .. }
+            | McpError::CannotStart { .. }
+            | McpError::Exited { .. }
+            | McpError::TimedOut { .. }
+            | McpError::Tls { .. }
+            | McpError::Refused { .. }
+            | McpError::Unreachable { .. }
+            | McpError::NotMcp { .. }
+            | McpError::Http { .. }
+            | McpError::Protocol(_)
+            | McpError::NoSuchTool(_)
+            | McpError::MalformedTool { .. }
+            | McpError::BadConfig(_) => None,
+        }
+    }
+}
+
+impl Redact for McpError {
+    fn redact(self, r: &Redactor) -> Self {
+        match self {
+            McpError::CommandNotFound { command } => McpError::CommandNotFound {
+                command: command.redact(r),
+            },
+            McpError::CannotStart { command, reason } => McpError::CannotStart {
+                command: command.redact(r),
+                reason: reason.redact(r),
+            },
+            McpError::Exited { status, stderr } => McpError::Exited {
+                status,
+                stderr: stderr.redact(r),
+            },
+            McpError::TimedOut { secs, hint } => McpError::TimedOut {
+                secs,
+                hint: hint.redact(r),
+            },
+            McpError::NeedsSignIn { www_authenticate } => McpError::NeedsSignIn {
+                www_authenticate: www_authenticate.redact(r),
+            },
+            McpError::InsufficientScope { www_authenticate } => McpError::InsufficientScope {
+                www_authenticate: www_authenticate.redact(r),
+            },
+            McpError::Tls { url, detail } => McpError::Tls {
+                url: url.redact(r),
+                detail: detail.redact(r),
+            },
+            McpError::Refused { url } => McpError::Refused { url: url.redact(r) },
+            McpError::Unreachable { url, detail } => McpError::Unreachable {
+                url: url.redact(r),
+                detail: detail.redact(r),
+            },
+            McpError::NotMcp { target, detail } => McpError::NotMcp {
+                target: target.redact(r),
+                detail: detail.redact(r),
+            },
+            McpError::Http { status, detail } => McpError::Http {
+                status,
+                detail: detail.redact(r),
+            },
+            McpError::Protocol(m) => McpError::Protocol(m.redact(r)),
+            McpError::NoSuchTool(m) => McpError::NoSuchTool(m.redact(r)),
+            McpError::MalformedTool { tool, problem } => McpError::MalformedTool {
+                tool: tool.redact(r),
+                problem: problem.redact(r),
+            },
+            McpError::BadConfig(m) => McpError::BadConfig(m.redact(r)),
+        }
+    }
 }

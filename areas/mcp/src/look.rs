@@ -17,7 +17,8 @@ use ractor::ActorRef;
 
 use std::future::Future;
 
-use super::client::{self, Endpoint, Limits, McpError, SignInAsked};
+use super::client::{self, Endpoint, Limits};
+use super::error::{McpError, SignInAsked};
 use super::record::{ServerRecord, StoredListing};
 use super::redact::Redact;
 use super::registry::{self, RegistryContext, RegistryMsg};

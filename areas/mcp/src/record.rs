@@ -293,3 +293,47 @@ pub fn server_names(store: &Store) -> Result<Vec<(ServerId, String)>, StoreError
         .map(|s| (s.id, s.name))
         .collect())
 }
+
+impl Redact for StoredListing {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            tools: self.tools.redact(r),
+            truncated: self.truncated.redact(r),
+            malformed: self.malformed.redact(r),
+            ..self
+        }
+    }
+}
+
+impl Redact for StoredTool {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            name: self.name.redact(r),
+            title: self.title.redact(r),
+            description: self.description.redact(r),
+            params: self.params.redact(r),
+            hints: self.hints,
+            input_schema: self.input_schema.redact(r),
+        }
+    }
+}
+
+impl Redact for StoredMalformedTool {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            name: self.name.redact(r),
+            problem: self.problem.redact(r),
+        }
+    }
+}
+
+impl Redact for StoredParam {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            name: self.name.redact(r),
+            r#type: self.r#type.redact(r),
+            required: self.required,
+            description: self.description.redact(r),
+        }
+    }
+}

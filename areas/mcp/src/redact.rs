@@ -27,8 +27,6 @@ use bosun_shared::protocol::mcp::{CallView, InspectView, MalformedToolView, Revi
 use serde_json::Value;
 
 use super::address;
-use super::client::McpError;
-use super::record::{StoredListing, StoredMalformedTool, StoredParam, StoredTool};
 
 pub use bosun_shared::redact::{MIN_LEN, REDACTED};
 
@@ -189,107 +187,11 @@ impl Redact for Value {
     }
 }
 
-impl Redact for McpError {
-    fn redact(self, r: &Redactor) -> Self {
-        match self {
-            McpError::CommandNotFound { command } => McpError::CommandNotFound {
-                command: command.redact(r),
-            },
-            McpError::CannotStart { command, reason } => McpError::CannotStart {
-                command: command.redact(r),
-                reason: reason.redact(r),
-            },
-            McpError::Exited { status, stderr } => McpError::Exited {
-                status,
-                stderr: stderr.redact(r),
-            },
-            McpError::TimedOut { secs, hint } => McpError::TimedOut {
-                secs,
-                hint: hint.redact(r),
-            },
-            McpError::NeedsSignIn { www_authenticate } => McpError::NeedsSignIn {
-                www_authenticate: www_authenticate.redact(r),
-            },
-            McpError::InsufficientScope { www_authenticate } => McpError::InsufficientScope {
-                www_authenticate: www_authenticate.redact(r),
-            },
-            McpError::Tls { url, detail } => McpError::Tls {
-                url: url.redact(r),
-                detail: detail.redact(r),
-            },
-            McpError::Refused { url } => McpError::Refused { url: url.redact(r) },
-            McpError::Unreachable { url, detail } => McpError::Unreachable {
-                url: url.redact(r),
-                detail: detail.redact(r),
-            },
-            McpError::NotMcp { target, detail } => McpError::NotMcp {
-                target: target.redact(r),
-                detail: detail.redact(r),
-            },
-            McpError::Http { status, detail } => McpError::Http {
-                status,
-                detail: detail.redact(r),
-            },
-            McpError::Protocol(m) => McpError::Protocol(m.redact(r)),
-            McpError::NoSuchTool(m) => McpError::NoSuchTool(m.redact(r)),
-            McpError::MalformedTool { tool, problem } => McpError::MalformedTool {
-                tool: tool.redact(r),
-                problem: problem.redact(r),
-            },
-            McpError::BadConfig(m) => McpError::BadConfig(m.redact(r)),
-        }
-    }
-}
-
-impl Redact for StoredListing {
-    fn redact(self, r: &Redactor) -> Self {
-        Self {
-            tools: self.tools.redact(r),
-            truncated: self.truncated.redact(r),
-            malformed: self.malformed.redact(r),
-            ..self
-        }
-    }
-}
-
-impl Redact for StoredTool {
-    fn redact(self, r: &Redactor) -> Self {
-        Self {
-            name: self.name.redact(r),
-            title: self.title.redact(r),
-            description: self.description.redact(r),
-            params: self.params.redact(r),
-            hints: self.hints,
-            input_schema: self.input_schema.redact(r),
-        }
-    }
-}
-
-impl Redact for StoredMalformedTool {
-    fn redact(self, r: &Redactor) -> Self {
-        Self {
-            name: self.name.redact(r),
-            problem: self.problem.redact(r),
-        }
-    }
-}
-
 impl Redact for MalformedToolView {
     fn redact(self, r: &Redactor) -> Self {
         Self {
             name: self.name.redact(r),
             problem: self.problem.redact(r),
-        }
-    }
-}
-
-impl Redact for StoredParam {
-    fn redact(self, r: &Redactor) -> Self {
-        Self {
-            name: self.name.redact(r),
-            r#type: self.r#type.redact(r),
-            required: self.required,
-            description: self.description.redact(r),
         }
     }
 }
@@ -326,6 +228,7 @@ impl Redact for CallView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::McpError;
 
     fn pair(k: &str, v: &str) -> (String, String) {
         (k.to_string(), v.to_string())

@@ -29,7 +29,7 @@ use super::client::Endpoint;
 use super::record::{self, LineKind, ServerRecord, StoredListing};
 use super::redact::Redactor;
 use bosun_auth::AuthContext;
-use bosun_auth::oauth::ClientAuth;
+use bosun_auth::record::ClientAuth;
 use bosun_auth::record::{Grant, SignInRecord, configured_secret_key};
 use bosun_kit::keychain::Keychain;
 use bosun_kit::offload::blocking;

@@ -30,6 +30,16 @@ pub struct LiveRuns {
 }
 
 impl LiveRuns {
+    /// A run's actor has started: its entry, not attached to a runner yet.
+    pub fn insert_new(&self, actor: ActorRef<RunMsg>, hub: Arc<LogHub>, record: &RunRecord) {
+        self.insert(LiveEntry {
+            actor,
+            hub,
+            record: Arc::new(record.clone()),
+            attached: false,
+        });
+    }
+
     pub fn insert(&self, entry: LiveEntry) {
         if let Ok(mut map) = self.inner.write() {
             map.insert(entry.record.id, entry);

@@ -22,7 +22,6 @@ use tracing::{Instrument, error, info, warn};
 
 use super::RunsContext;
 use super::follow::FileCursor;
-use super::live::LiveEntry;
 use super::log_hub::LogHub;
 use super::record::{ProcessInfo, RunRecord};
 use super::spawn::{send_plan, spawn_runner};
@@ -176,12 +175,9 @@ impl Actor for RunActor {
             agent = run.and_then(|a| a.agent).map(|a| a.to_string()),
             card = run.and_then(|a| a.card).map(|(card, _)| card.to_string()),
         );
-        args.ctx.live.insert(LiveEntry {
-            actor: myself,
-            hub: args.hub.clone(),
-            record: Arc::new(args.record.clone()),
-            attached: false,
-        });
+        args.ctx
+            .live
+            .insert_new(myself, args.hub.clone(), &args.record);
         Ok(RunActorState {
             ctx: args.ctx,
             rec: args.record,

@@ -291,14 +291,3 @@ pub struct AgentTools {
     pub agent: String,
     pub ask: bool,
 }
-
-super::call::calls! {
-    AgentParams => AgentAdd: AgentView;
-    EditAgentParams => AgentEdit: AgentView;
-    AgentSet => AgentSet: AgentView;
-    AgentShow => AgentShow: AgentView;
-    unit AgentList => AgentList: Vec<AgentView>;
-    AgentRemove => AgentRemove: AgentView;
-    AgentRun => AgentRun: super::ui::RunView;
-    AgentTools => AgentTools: BuiltinToolsView;
-}

@@ -90,9 +90,3 @@ pub struct Decide {
 pub struct ApproveCard {
     pub card: String,
 }
-
-super::call::calls! {
-    Approvals => Approvals: Vec<ApprovalView>;
-    Decide => Decide: ApprovalView;
-    ApproveCard => ApproveCard: Vec<ApprovalView>;
-}

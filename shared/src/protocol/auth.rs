@@ -4,8 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::call::calls;
-use super::mcp::{SecretValue, ServerView};
+use super::mcp::SecretValue;
 
 /// Starts a sign-in: the answer is the page for the person to open.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -49,14 +48,6 @@ pub struct McpSignInMachine {
     pub client_secret: Option<SecretValue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub private_key: Option<SecretValue>,
-}
-
-calls! {
-    McpSignIn => McpSignIn: SignInStarted;
-    McpSignInMachine => McpSignInMachine: ServerView;
-    McpSignInFinish => McpSignInFinish: ServerView;
-    McpSignInCancel => McpSignInCancel: ServerView;
-    McpSignOut => McpSignOut: ServerView;
 }
 
 /// A started sign-in: open `url` in the person's browser, then ask [`McpSignInFinish`].

@@ -224,17 +224,3 @@ pub struct NoteWrite {
     #[serde(default)]
     pub force: bool,
 }
-
-super::call::calls! {
-    unit Board => Board: BoardView;
-    AddColumnParams => ColumnAdd: ColumnView;
-    SetColumnParams => ColumnSet: ColumnView;
-    AddCardParams => CardAdd: CardView;
-    EditCardParams => CardEdit: CardView;
-    CardShow => CardShow: CardView;
-    CardRemove => CardRemove: CardView;
-    BoardLimit => BoardLimit: BoardView;
-    unit NoteList => NoteList: Vec<NoteSummary>;
-    NoteShow => NoteShow: NoteView;
-    NoteWrite => NoteWrite: NoteView;
-}

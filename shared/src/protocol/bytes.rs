@@ -1,4 +1,5 @@
-//! Output bytes in JSON, kept exactly as the program wrote them.
+//! Output bytes in JSON, kept exactly as the program wrote them, and the numbered chunk of a
+//! run's output they travel in ([`OutputChunk`]).
 //!
 //! On the sockets output travels in binary frames ([`super::fast`]); JSON carries it where
 //! people or older peers read it: `--json` output, and the output frames of a runner or daemon
@@ -88,6 +89,16 @@ impl<'de> Visitor<'de> for LogBytesVisitor {
         }
         out.ok_or_else(|| de::Error::missing_field("base64"))
     }
+}
+
+/// One numbered piece of a run's output: what the runner sends and bosund stores and hands to
+/// followers, in a binary frame ([`super::frame`]) or in JSON.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OutputChunk {
+    pub seq: u64,
+    pub stream: crate::run::Stream,
+    pub at: crate::Timestamp,
+    pub data: LogBytes,
 }
 
 #[cfg(test)]

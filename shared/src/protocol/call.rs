@@ -35,7 +35,7 @@ pub trait Reply: Sized {
 /// without params on the wire).
 macro_rules! calls {
     () => {};
-    (unit $ty:ident => $variant:ident: $reply:ty; $($rest:tt)*) => {
+    (unit $ty:ty => $variant:ident: $reply:ty; $($rest:tt)*) => {
         impl From<$ty> for $crate::protocol::ui::Request {
             fn from(_: $ty) -> Self {
                 Self::$variant
@@ -46,7 +46,7 @@ macro_rules! calls {
         }
         $crate::protocol::call::calls!($($rest)*);
     };
-    ($ty:ident => $variant:ident: $reply:ty; $($rest:tt)*) => {
+    ($ty:ty => $variant:ident: $reply:ty; $($rest:tt)*) => {
         impl From<$ty> for $crate::protocol::ui::Request {
             fn from(c: $ty) -> Self {
                 Self::$variant(c)
@@ -58,7 +58,128 @@ macro_rules! calls {
         $crate::protocol::call::calls!($($rest)*);
     };
 }
-pub(crate) use calls;
+use calls;
+
+// Every request of the protocol, by area: each area's types in a scope of their own, so that
+// the list reads as the areas write their names.
+
+mod runs_calls {
+    use crate::protocol::runs::*;
+
+    calls! {
+        StartRunParams => StartRun: RunView;
+        ListRuns => ListRuns: Vec<RunView>;
+        GetRun => GetRun: RunView;
+        StopRun => StopRun: RunView;
+        FollowParams => FollowLog: Following;
+        Unfollow => Unfollow: ();
+        unit SubscribeRuns => SubscribeRuns: ();
+        unit DaemonStatus => DaemonStatus: DaemonStatusView;
+        unit DaemonStop => DaemonStop: ();
+    }
+}
+
+mod mcp_calls {
+    use crate::protocol::mcp::*;
+
+    calls! {
+        AddServerParams => McpAdd: ServerView;
+        EditServerParams => McpEdit: ServerView;
+        McpRename => McpRename: ServerView;
+        McpRemove => McpRemove: ServerView;
+        unit McpList => McpList: Vec<ServerView>;
+        McpShow => McpShow: ServerView;
+        McpTools => McpTools: ToolListing;
+        McpInspect => McpInspect: InspectView;
+        McpCall => McpCall: CallView;
+        ImportScan => McpImportScan: ImportCandidates;
+        ImportParams => McpImport: Imported;
+    }
+}
+
+mod auth_calls {
+    use crate::protocol::auth::*;
+    use crate::protocol::mcp::ServerView;
+
+    calls! {
+        McpSignIn => McpSignIn: SignInStarted;
+        McpSignInMachine => McpSignInMachine: ServerView;
+        McpSignInFinish => McpSignInFinish: ServerView;
+        McpSignInCancel => McpSignInCancel: ServerView;
+        McpSignOut => McpSignOut: ServerView;
+    }
+}
+
+mod agents_calls {
+    use crate::protocol::agents::*;
+
+    calls! {
+        AgentParams => AgentAdd: AgentView;
+        EditAgentParams => AgentEdit: AgentView;
+        AgentSet => AgentSet: AgentView;
+        AgentShow => AgentShow: AgentView;
+        unit AgentList => AgentList: Vec<AgentView>;
+        AgentRemove => AgentRemove: AgentView;
+        AgentRun => AgentRun: crate::protocol::ui::RunView;
+        AgentTools => AgentTools: BuiltinToolsView;
+    }
+}
+
+mod board_calls {
+    use crate::protocol::board::*;
+
+    calls! {
+        unit Board => Board: BoardView;
+        AddColumnParams => ColumnAdd: ColumnView;
+        SetColumnParams => ColumnSet: ColumnView;
+        AddCardParams => CardAdd: CardView;
+        EditCardParams => CardEdit: CardView;
+        CardShow => CardShow: CardView;
+        CardRemove => CardRemove: CardView;
+        BoardLimit => BoardLimit: BoardView;
+        unit NoteList => NoteList: Vec<NoteSummary>;
+        NoteShow => NoteShow: NoteView;
+        NoteWrite => NoteWrite: NoteView;
+    }
+}
+
+mod lead_calls {
+    use crate::protocol::lead::*;
+
+    calls! {
+        ChatNew => ChatNew: ChatView;
+        ChatSend => ChatSend: AnswerStarted;
+        ChatShow => ChatShow: ChatView;
+        unit ChatList => ChatList: Vec<ChatView>;
+        Inbox => Inbox: Vec<PendingView>;
+        Approve => Approve: Vec<PendingView>;
+        ApproveAll => ApproveAll: Vec<PendingView>;
+        Discard => Discard: Vec<PendingView>;
+    }
+}
+
+mod projects_calls {
+    use crate::protocol::projects::*;
+
+    calls! {
+        AddProjectParams => ProjectAdd: ProjectView;
+        EditProjectParams => ProjectEdit: ProjectView;
+        ProjectSet => ProjectSet: ProjectView;
+        ProjectShow => ProjectShow: ProjectView;
+        unit ProjectList => ProjectList: Vec<ProjectView>;
+        ProjectRemove => ProjectRemove: ProjectView;
+    }
+}
+
+mod approvals_calls {
+    use crate::protocol::approvals::*;
+
+    calls! {
+        Approvals => Approvals: Vec<ApprovalView>;
+        Decide => Decide: ApprovalView;
+        ApproveCard => ApproveCard: Vec<ApprovalView>;
+    }
+}
 
 /// Each reply and the variant of [`Response`] that carries it: `boxed` (the variant holds a
 /// `Box`), `plain` (the value itself), `field` (a struct variant of one field), `unit`.

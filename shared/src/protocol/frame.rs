@@ -16,7 +16,7 @@ use tokio::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
 };
 
-use super::runner::OutputChunk;
+use super::bytes::OutputChunk;
 use crate::Timestamp;
 use crate::run::Stream;
 

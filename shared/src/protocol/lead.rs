@@ -110,20 +110,9 @@ pub struct Discard {
     pub action: String,
 }
 
-super::call::calls! {
-    ChatNew => ChatNew: ChatView;
-    ChatSend => ChatSend: AnswerStarted;
-    ChatShow => ChatShow: ChatView;
-    unit ChatList => ChatList: Vec<ChatView>;
-    Inbox => Inbox: Vec<PendingView>;
-    Approve => Approve: Vec<PendingView>;
-    ApproveAll => ApproveAll: Vec<PendingView>;
-    Discard => Discard: Vec<PendingView>;
-}
-
 /// A message was sent; the lead's answer is this run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AnswerStarted {
     pub chat: Box<ChatView>,
-    pub run: Box<super::ui::RunView>,
+    pub run: Box<super::runs::RunView>,
 }

@@ -445,20 +445,6 @@ pub struct McpCall {
     pub args: serde_json::Value,
 }
 
-super::call::calls! {
-    AddServerParams => McpAdd: ServerView;
-    EditServerParams => McpEdit: ServerView;
-    McpRename => McpRename: ServerView;
-    McpRemove => McpRemove: ServerView;
-    unit McpList => McpList: Vec<ServerView>;
-    McpShow => McpShow: ServerView;
-    McpTools => McpTools: ToolListing;
-    McpInspect => McpInspect: InspectView;
-    McpCall => McpCall: CallView;
-    ImportScan => McpImportScan: ImportCandidates;
-    ImportParams => McpImport: Imported;
-}
-
 /// What an import would find; `problems` are files that could not be read, in words.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ImportCandidates {

@@ -79,12 +79,3 @@ pub struct ProjectView {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
-
-super::call::calls! {
-    AddProjectParams => ProjectAdd: ProjectView;
-    EditProjectParams => ProjectEdit: ProjectView;
-    ProjectSet => ProjectSet: ProjectView;
-    ProjectShow => ProjectShow: ProjectView;
-    unit ProjectList => ProjectList: Vec<ProjectView>;
-    ProjectRemove => ProjectRemove: ProjectView;
-}

@@ -10,10 +10,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::LogBytes;
+pub use super::bytes::OutputChunk;
 use super::frame::{BinaryFrame, Decode, FrameError};
 use crate::process::{Pgid, Pid};
-use crate::run::{ExitInfo, Stream};
+use crate::run::ExitInfo;
 use crate::{RunId, RunToken, Timestamp};
 
 /// Everything a runner needs to carry out one run. The runner executes the plan and nothing else.
@@ -254,14 +254,6 @@ pub struct Started {
     /// kernel lacked when it was partial); absent when the plan asked for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OutputChunk {
-    pub seq: u64,
-    pub stream: Stream,
-    pub at: Timestamp,
-    pub data: LogBytes,
 }
 
 /// The daemon's message to a runner.

@@ -1,14 +1,19 @@
 //! The UI protocol's requests about runs and the daemon itself: start, list, show and stop runs,
-//! follow their logs, subscribe to their changes, the daemon's status and its stop. (The run's
-//! own view, [`RunView`], and the params of starting and following are in [`super::ui`].)
+//! follow their logs, subscribe to their changes, the daemon's status and its stop; the run's
+//! own view, [`RunView`].
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::call::calls;
-use super::ui::{FollowParams, RunView, StartRunParams};
+use super::agents::AgentRunView;
+use super::runner::StopLadder;
+use crate::RunId;
 use crate::Timestamp;
+use crate::placement::{PlacedView, Placement};
+use crate::process::{Pgid, Pid};
+use crate::projects::RunGit;
+use crate::run::{ExitInfo, Outcome, RunState, Stream};
 
 /// The runs that are not over; with `all`, the finished ones too.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -48,18 +53,6 @@ pub struct DaemonStatus;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DaemonStop;
 
-calls! {
-    StartRunParams => StartRun: RunView;
-    ListRuns => ListRuns: Vec<RunView>;
-    GetRun => GetRun: RunView;
-    StopRun => StopRun: RunView;
-    FollowParams => FollowLog: Following;
-    Unfollow => Unfollow: ();
-    unit SubscribeRuns => SubscribeRuns: ();
-    unit DaemonStatus => DaemonStatus: DaemonStatusView;
-    unit DaemonStop => DaemonStop: ();
-}
-
 /// A log subscription opened; its events carry `sub`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Following {
@@ -95,4 +88,96 @@ pub struct DaemonStatusView {
     /// backup, what each agent's permission mode was carried over as); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgrade: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StartRunParams {
+    pub name: Option<String>,
+    pub program: String,
+    pub args: Vec<String>,
+    /// Absolute; the command line sends its own working directory when none is given.
+    pub cwd: PathBuf,
+    /// The program's whole environment.
+    pub env: Vec<(String, String)>,
+    pub time_cap_ms: Option<u64>,
+    pub ladder: Option<StopLadder>,
+    /// The file mode creation mask the program starts with (the caller's own); 0o022 when
+    /// absent.
+    pub umask: Option<u32>,
+    /// The most bytes of output (stdout and stderr together) kept for the run; past it, output
+    /// is read and dropped, and the log says so. No cap when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u64>,
+    /// Where the run's runner runs; on this machine when absent.
+    #[serde(default, skip_serializing_if = "Placement::is_local")]
+    pub placement: Placement,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FollowParams {
+    pub run: String,
+    /// The first seq to send; 0 or 1 sends from the start.
+    pub from_seq: u64,
+    /// Keep streaming new output until the run ends; otherwise end at what is committed now.
+    pub follow: bool,
+    /// Only this stream; both when absent.
+    pub stream: Option<Stream>,
+    /// The subscriber reads the run's log file itself (it is on bosund's machine): bosund
+    /// answers with the file ([`Following::log_file`]) and sends how far it goes
+    /// ([`Event::LogProgress`]) instead of the chunks. Its bytes then cross no socket.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
+}
+
+/// A run as the UI shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub id: RunId,
+    pub short_id: String,
+    pub name: Option<String>,
+    /// `queued`, `starting`, `running`, `stopping` or `exited`.
+    pub state: String,
+    /// How it ended, once it has.
+    pub outcome: Option<Outcome>,
+    pub exit: Option<ExitInfo>,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    pub pid: Option<Pid>,
+    pub pgid: Option<Pgid>,
+    pub time_cap_ms: Option<u64>,
+    /// The seq of the last committed output chunk (0 when none).
+    pub last_seq: u64,
+    /// Set while a stop is under way: why.
+    pub stop_reason: Option<String>,
+    /// For a run of an agent: the agent, and what the CLI's own stream said.
+    #[serde(default)]
+    pub agent: Option<AgentRunView>,
+    /// Set while the run's output cannot be written (a full disk, a read-only state directory):
+    /// why, and since when. The run is held, not lost; it goes on by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<String>,
+    /// For a run of a card of a project: its branch and head commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<RunGit>,
+    /// For a run placed on another host: where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed: Option<PlacedView>,
+}
+
+impl RunView {
+    /// The run's state as the domain type.
+    pub fn run_state(&self) -> RunState {
+        match (self.state.as_str(), self.outcome) {
+            ("queued", _) => RunState::Queued,
+            ("starting", _) => RunState::Starting,
+            ("running", _) => RunState::Running,
+            ("stopping", _) => RunState::Stopping,
+            (_, Some(o)) => RunState::Exited(o),
+            (_, None) => RunState::Exited(Outcome::Lost),
+        }
+    }
 }

@@ -8,15 +8,10 @@
 //! [`super::auth`], [`super::agents`], [`super::board`], [`super::lead`], [`super::projects`]) that names its reply
 //! ([`super::call`]).
 
-use std::path::PathBuf;
-
 use serde::{Deserialize, Serialize};
 
-use crate::placement::{PlacedView, Placement};
-use crate::projects::RunGit;
-
 use super::agents::{
-    AgentParams, AgentRemove, AgentRun, AgentRunView, AgentSet, AgentShow, AgentTools, AgentView,
+    AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
     BuiltinToolsView, EditAgentParams,
 };
 use super::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
@@ -40,12 +35,11 @@ use super::mcp::{
 use super::projects::{
     AddProjectParams, EditProjectParams, ProjectRemove, ProjectSet, ProjectShow, ProjectView,
 };
-use super::runner::StopLadder;
 use super::runs::{DaemonStatusView, Following, GetRun, ListRuns, StopRun, Unfollow};
+pub use super::runs::{FollowParams, RunView, StartRunParams};
 use super::{LogBytes, WireError};
-use crate::process::{Pgid, Pid};
-use crate::run::{ExitInfo, Outcome, RunState, Stream};
-use crate::{CardId, ChatId, RunId, Timestamp};
+use crate::run::Stream;
+use crate::{CardId, ChatId, Timestamp};
 
 /// A frame from a UI to the daemon.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -193,45 +187,6 @@ pub enum Request {
     McpSignInCancel(McpSignInCancel),
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct StartRunParams {
-    pub name: Option<String>,
-    pub program: String,
-    pub args: Vec<String>,
-    /// Absolute; the command line sends its own working directory when none is given.
-    pub cwd: PathBuf,
-    /// The program's whole environment.
-    pub env: Vec<(String, String)>,
-    pub time_cap_ms: Option<u64>,
-    pub ladder: Option<StopLadder>,
-    /// The file mode creation mask the program starts with (the caller's own); 0o022 when
-    /// absent.
-    pub umask: Option<u32>,
-    /// The most bytes of output (stdout and stderr together) kept for the run; past it, output
-    /// is read and dropped, and the log says so. No cap when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output: Option<u64>,
-    /// Where the run's runner runs; on this machine when absent.
-    #[serde(default, skip_serializing_if = "Placement::is_local")]
-    pub placement: Placement,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FollowParams {
-    pub run: String,
-    /// The first seq to send; 0 or 1 sends from the start.
-    pub from_seq: u64,
-    /// Keep streaming new output until the run ends; otherwise end at what is committed now.
-    pub follow: bool,
-    /// Only this stream; both when absent.
-    pub stream: Option<Stream>,
-    /// The subscriber reads the run's log file itself (it is on bosund's machine): bosund
-    /// answers with the file ([`Following::log_file`]) and sends how far it goes
-    /// ([`Event::LogProgress`]) instead of the chunks. Its bytes then cross no socket.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub direct: bool,
-}
-
 /// A successful answer. (Tagged `answer`, since a run or a server may have a field `kind`.)
 /// Each reply type of a request is carried by one variant ([`super::call::Reply`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -361,57 +316,4 @@ pub enum NotificationKind {
     /// A card QA passed cannot be merged by the lead (failed checks, conflicts, a blocked
     /// merge): the person sees to it.
     NeedsYou,
-}
-
-/// A run as the UI shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunView {
-    pub id: RunId,
-    pub short_id: String,
-    pub name: Option<String>,
-    /// `queued`, `starting`, `running`, `stopping` or `exited`.
-    pub state: String,
-    /// How it ended, once it has.
-    pub outcome: Option<Outcome>,
-    pub exit: Option<ExitInfo>,
-    pub program: String,
-    pub args: Vec<String>,
-    pub cwd: PathBuf,
-    pub created_at: Timestamp,
-    pub started_at: Option<Timestamp>,
-    pub ended_at: Option<Timestamp>,
-    pub pid: Option<Pid>,
-    pub pgid: Option<Pgid>,
-    pub time_cap_ms: Option<u64>,
-    /// The seq of the last committed output chunk (0 when none).
-    pub last_seq: u64,
-    /// Set while a stop is under way: why.
-    pub stop_reason: Option<String>,
-    /// For a run of an agent: the agent, and what the CLI's own stream said.
-    #[serde(default)]
-    pub agent: Option<AgentRunView>,
-    /// Set while the run's output cannot be written (a full disk, a read-only state directory):
-    /// why, and since when. The run is held, not lost; it goes on by itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paused: Option<String>,
-    /// For a run of a card of a project: its branch and head commits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git: Option<RunGit>,
-    /// For a run placed on another host: where.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placed: Option<PlacedView>,
-}
-
-impl RunView {
-    /// The run's state as the domain type.
-    pub fn run_state(&self) -> RunState {
-        match (self.state.as_str(), self.outcome) {
-            ("queued", _) => RunState::Queued,
-            ("starting", _) => RunState::Starting,
-            ("running", _) => RunState::Running,
-            ("stopping", _) => RunState::Stopping,
-            (_, Some(o)) => RunState::Exited(o),
-            (_, None) => RunState::Exited(Outcome::Lost),
-        }
-    }
 }
