@@ -31,13 +31,6 @@ fn add_worker(b: &Bosun, log: &std::path::Path, secs: &str) -> anyhow::Result<()
     Ok(())
 }
 
-fn card<'a>(board: &'a Value, title: &str) -> &'a Value {
-    board["cards"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["title"] == title))
-        .unwrap_or(&Value::Null)
-}
-
 #[test]
 fn columns_cards_and_holds_follow_their_rules() -> anyhow::Result<()> {
     let b = Bosun::new("board_rules");
