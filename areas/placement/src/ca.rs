@@ -41,8 +41,9 @@ impl std::fmt::Debug for Ca {
 
 /// The CA's own parameters: the same every time, so that an issuer rebuilt from the stored key
 /// signs as the stored certificate says.
-fn ca_params() -> Result<CertificateParams, String> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+fn ca_params() -> Result<CertificateParams, CaError> {
+    let mut params = CertificateParams::new(Vec::<String>::new())
+        .map_err(CaError::make("the CA's parameters"))?;
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params
         .distinguished_name
@@ -57,39 +58,34 @@ fn ca_params() -> Result<CertificateParams, String> {
 
 impl Ca {
     /// The CA in `dir` (the state directory's `tls/`), made there the first time.
-    pub fn open_or_create(dir: &Path) -> Result<Ca, String> {
+    pub fn open_or_create(dir: &Path) -> Result<Ca, CaError> {
         let cert_path = dir.join("ca.pem");
         let key_path = dir.join("ca.key");
-        let why = |what: &str, path: &PathBuf, e: &dyn std::fmt::Display| {
-            format!("could not {what} {}: {e}", path.display())
-        };
         if key_path.exists() && cert_path.exists() {
-            let key_pem = fs::read_to_string(&key_path).map_err(|e| why("read", &key_path, &e))?;
+            let key_pem =
+                fs::read_to_string(&key_path).map_err(CaError::files("read", &key_path))?;
             let cert_pem =
-                fs::read_to_string(&cert_path).map_err(|e| why("read", &cert_path, &e))?;
-            let key = KeyPair::from_pem(&key_pem).map_err(|e| {
-                format!(
-                    "bosund's CA key {} is damaged ({e}); delete {} and {} to make a new CA (runs on other hosts that are running now will then be lost)",
-                    key_path.display(),
-                    key_path.display(),
-                    cert_path.display()
-                )
+                fs::read_to_string(&cert_path).map_err(CaError::files("read", &cert_path))?;
+            let key = KeyPair::from_pem(&key_pem).map_err(|source| CaError::Damaged {
+                key: key_path.clone(),
+                cert: cert_path.clone(),
+                source,
             })?;
             return Ok(Ca {
                 cert_pem,
                 issuer: Issuer::new(ca_params()?, key),
             });
         }
-        create_private_dir(dir).map_err(|e| why("create", &dir.to_path_buf(), &e))?;
-        let key = KeyPair::generate().map_err(|e| format!("could not make a CA key: {e}"))?;
+        create_private_dir(dir).map_err(CaError::files("create", dir))?;
+        let key = KeyPair::generate().map_err(CaError::make("a CA key"))?;
         let params = ca_params()?;
         let cert = params
             .self_signed(&key)
-            .map_err(|e| format!("could not make the CA certificate: {e}"))?;
+            .map_err(CaError::make("the CA certificate"))?;
         bosun_kit::keychain::write_private(&key_path, key.serialize_pem().as_bytes())
-            .map_err(|e| why("write", &key_path, &e))?;
+            .map_err(CaError::files("write", &key_path))?;
         bosun_kit::keychain::write_private(&cert_path, cert.pem().as_bytes())
-            .map_err(|e| why("write", &cert_path, &e))?;
+            .map_err(CaError::files("write", &cert_path))?;
         Ok(Ca {
             cert_pem: cert.pem(),
             issuer: Issuer::new(params, key),
@@ -101,9 +97,9 @@ impl Ca {
     }
 
     /// bosund's server certificate for the runner listener.
-    pub fn issue_server(&self) -> Result<Issued, String> {
-        let mut params =
-            CertificateParams::new(vec![SERVER_NAME.to_string()]).map_err(|e| e.to_string())?;
+    pub fn issue_server(&self) -> Result<Issued, CaError> {
+        let mut params = CertificateParams::new(vec![SERVER_NAME.to_string()])
+            .map_err(CaError::make("the server certificate's parameters"))?;
         params
             .distinguished_name
             .push(DnType::CommonName, "bosund runner listener");
@@ -112,9 +108,9 @@ impl Ca {
     }
 
     /// A run's client certificate.
-    pub fn issue_run(&self, run: RunId) -> Result<Issued, String> {
+    pub fn issue_run(&self, run: RunId) -> Result<Issued, CaError> {
         let mut params = CertificateParams::new(vec![format!("{run}.run.bosun.invalid")])
-            .map_err(|e| e.to_string())?;
+            .map_err(CaError::make("a run certificate's parameters"))?;
         params
             .distinguished_name
             .push(DnType::CommonName, format!("bosun run {run}"));
@@ -122,15 +118,64 @@ impl Ca {
         self.sign(params)
     }
 
-    fn sign(&self, params: CertificateParams) -> Result<Issued, String> {
-        let key = KeyPair::generate().map_err(|e| format!("could not make a key: {e}"))?;
+    fn sign(&self, params: CertificateParams) -> Result<Issued, CaError> {
+        let key = KeyPair::generate().map_err(CaError::make("a key"))?;
         let cert = params
             .signed_by(&key, &self.issuer)
-            .map_err(|e| format!("could not sign a certificate: {e}"))?;
+            .map_err(CaError::make("a signed certificate"))?;
         Ok(Issued {
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
         })
+    }
+}
+
+/// Why bosund's certificate authority could not be opened, made or used.
+#[derive(Debug, thiserror::Error)]
+pub enum CaError {
+    /// Its folder or files could not be read, made or written (`tls/` in the state
+    /// directory): from `open_or_create`. Retrying helps once the disk does.
+    #[error("could not {action} {}: {source}", path.display())]
+    Files {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The stored CA key is not one rcgen can read: from `open_or_create`. Retrying cannot
+    /// help; the message says how to make a new CA and what that costs.
+    #[error(
+        "bosund's CA key {} is damaged ({source}); delete {} and {} to make a new CA (runs on other hosts that are running now will then be lost)",
+        key.display(), key.display(), cert.display()
+    )]
+    Damaged {
+        key: PathBuf,
+        cert: PathBuf,
+        #[source]
+        source: rcgen::Error,
+    },
+    /// rcgen could not make a key, parameters or a certificate: from every method. A retry
+    /// does not help.
+    #[error("could not make {what}: {source}")]
+    Make {
+        what: &'static str,
+        #[source]
+        source: rcgen::Error,
+    },
+}
+
+impl CaError {
+    fn files(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_path_buf();
+        move |source| CaError::Files {
+            action,
+            path,
+            source,
+        }
+    }
+
+    fn make(what: &'static str) -> impl FnOnce(rcgen::Error) -> Self {
+        move |source| CaError::Make { what, source }
     }
 }
 

@@ -105,54 +105,54 @@ impl KubernetesConfig {
     }
 
     /// Checks what a Job will be made of, with the way to fix each mistake.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), KubeError> {
         if !self.shared_dir.is_absolute() {
-            return Err(format!(
+            return Err(KubeError::Setting(format!(
                 "kubernetes.shared_dir must be an absolute path (where the shared volume is mounted), not {}",
                 self.shared_dir.display()
-            ));
+            )));
         }
         let mount = self.mount_path();
         if !mount.is_absolute() || !self.shared_dir.starts_with(mount) {
-            return Err(format!(
+            return Err(KubeError::Setting(format!(
                 "kubernetes.mount ({}) must be an absolute path that holds shared_dir ({})",
                 mount.display(),
                 self.shared_dir.display()
-            ));
+            )));
         }
         if self.image.trim().is_empty() {
-            return Err(
+            return Err(KubeError::Setting(
                 "kubernetes.image is empty: name the container image that has bosun-runner and the CLIs"
                     .into(),
-            );
+            ));
         }
         match (&self.claim, &self.host_path) {
             (Some(claim), None) => {
                 if !is_dns_subdomain(claim) {
-                    return Err(format!(
+                    return Err(KubeError::Setting(format!(
                         "kubernetes.claim `{claim}` is not a PersistentVolumeClaim name (lowercase letters, digits, '-' and '.')"
-                    ));
+                    )));
                 }
             }
             (None, Some(path)) => {
                 if !path.is_absolute() {
-                    return Err(format!(
+                    return Err(KubeError::Setting(format!(
                         "kubernetes.host_path must be an absolute path of the nodes, not {}",
                         path.display()
-                    ));
+                    )));
                 }
             }
             (Some(_), Some(_)) => {
-                return Err(
+                return Err(KubeError::Setting(
                     "[kubernetes] names both `claim` and `host_path`: the run folders' volume is one of them"
                         .into(),
-                );
+                ));
             }
             (None, None) => {
-                return Err(
+                return Err(KubeError::Setting(
                     "[kubernetes] needs the volume that carries the run folders to the pods: `claim = \"NAME\"` (a PersistentVolumeClaim) or `host_path = \"/PATH\"` (a folder every node has)"
                         .into(),
-                );
+                ));
             }
         }
         Ok(())
@@ -299,15 +299,15 @@ pub struct Kubernetes {
 
 impl Kubernetes {
     /// A client of the cluster `config` names (its kubeconfig, or kube's inference).
-    pub async fn connect(config: KubernetesConfig) -> Result<Self, String> {
+    pub async fn connect(config: KubernetesConfig) -> Result<Self, KubeError> {
         config.check()?;
         let kube_config = match &config.kubeconfig {
             Some(path) => {
                 let file = kube::config::Kubeconfig::read_from(path).map_err(|e| {
-                    format!(
+                    KubeError::Kubeconfig(format!(
                         "could not read the kubeconfig {} (kubernetes.kubeconfig in placement.toml): {e}",
                         path.display()
-                    )
+                    ))
                 })?;
                 let options = kube::config::KubeConfigOptions {
                     context: config.context.clone(),
@@ -317,20 +317,21 @@ impl Kubernetes {
                 kube::Config::from_custom_kubeconfig(file, &options)
                     .await
                     .map_err(|e| {
-                        format!(
+                        KubeError::Kubeconfig(format!(
                             "the kubeconfig {} cannot be used: {e}; check its current context (or kubernetes.context)",
                             path.display()
-                        )
+                        ))
                     })?
             }
             None => kube::Config::infer().await.map_err(|e| {
-                format!(
+                KubeError::Kubeconfig(format!(
                     "found no Kubernetes configuration ($KUBECONFIG, ~/.kube/config, or a pod's service account): {e}; set kubernetes.kubeconfig in placement.toml"
-                )
+                ))
             })?,
         };
-        let client = kube::Client::try_from(kube_config)
-            .map_err(|e| format!("could not make a Kubernetes client: {e}"))?;
+        let client = kube::Client::try_from(kube_config).map_err(|e| {
+            KubeError::Kubeconfig(format!("could not make a Kubernetes client: {e}"))
+        })?;
         Ok(Self {
             config,
             client,
@@ -354,7 +355,7 @@ impl Kubernetes {
         dir: &Path,
         time_cap_ms: Option<u64>,
         ladder_ms: u64,
-    ) -> Result<String, String> {
+    ) -> Result<String, KubeError> {
         let req = JobRequest {
             run,
             namespace,
@@ -375,17 +376,17 @@ impl Kubernetes {
         self.jobs(namespace)
             .create(&PostParams::default(), &job)
             .await
-            .map_err(|e| api_error(&e, &format!("create the Job {name}"), namespace))?;
+            .map_err(|e| api_error(e, &format!("create the Job {name}"), namespace))?;
         Ok(name)
     }
 
     /// What the Job and its pod say.
-    pub async fn job_seen(&self, namespace: &str, name: &str) -> Result<JobSeen, String> {
+    pub async fn job_seen(&self, namespace: &str, name: &str) -> Result<JobSeen, KubeError> {
         let job = self
             .jobs(namespace)
             .get_opt(name)
             .await
-            .map_err(|e| api_error(&e, &format!("read the Job {name}"), namespace))?;
+            .map_err(|e| api_error(e, &format!("read the Job {name}"), namespace))?;
         let run = job
             .as_ref()
             .and_then(|j| j.metadata.labels.as_ref())
@@ -395,7 +396,7 @@ impl Kubernetes {
             .pods(namespace)
             .list(&ListParams::default().labels(&format!("{RUN_LABEL}={run}")))
             .await
-            .map_err(|e| api_error(&e, &format!("list the pods of the Job {name}"), namespace))?;
+            .map_err(|e| api_error(e, &format!("list the pods of the Job {name}"), namespace))?;
         let by_bosun = self
             .deleted
             .lock()
@@ -406,7 +407,7 @@ impl Kubernetes {
 
     /// Deletes the Job, its pod first (`Foreground`): the runner gets SIGTERM and runs its
     /// ladder, then SIGKILL after the pod's grace period. A Job already gone is fine.
-    pub async fn delete(&self, namespace: &str, name: &str) -> Result<(), String> {
+    pub async fn delete(&self, namespace: &str, name: &str) -> Result<(), KubeError> {
         if let Ok(mut d) = self.deleted.lock() {
             d.insert(format!("{namespace}/{name}"));
         }
@@ -417,17 +418,17 @@ impl Kubernetes {
         {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-            Err(e) => Err(api_error(&e, &format!("delete the Job {name}"), namespace)),
+            Err(e) => Err(api_error(e, &format!("delete the Job {name}"), namespace)),
         }
     }
 
     /// bosun's Jobs that are not over, in every namespace: (run, namespace, Job name).
-    pub async fn unfinished(&self) -> Result<Vec<(RunId, String, String)>, String> {
+    pub async fn unfinished(&self) -> Result<Vec<(RunId, String, String)>, KubeError> {
         let all: Api<Job> = Api::all(self.client.clone());
         let jobs = all
             .list(&ListParams::default().labels(RUN_LABEL))
             .await
-            .map_err(|e| api_error(&e, "list bosun's Jobs in all namespaces", "(all)"))?;
+            .map_err(|e| api_error(e, "list bosun's Jobs in all namespaces", "(all)"))?;
         Ok(jobs
             .items
             .into_iter()
@@ -448,7 +449,7 @@ fn run_of_name(name: &str) -> String {
 }
 
 /// An API error in plain words, with what to do for the usual ones.
-fn api_error(e: &kube::Error, what: &str, namespace: &str) -> String {
+fn api_error(e: kube::Error, action: &str, namespace: &str) -> KubeError {
     // Not a match on kube's error: it grows variants, and every one but `Api` is "no answer".
     if let kube::Error::Api(status) = e {
         let hint = match status.code {
@@ -462,15 +463,51 @@ fn api_error(e: &kube::Error, what: &str, namespace: &str) -> String {
             409 => " (a Job of that name is already there)".into(),
             _ => String::new(),
         };
-        format!(
-            "Kubernetes refused to {what}: {} ({} {}){hint}",
-            status.message, status.code, status.reason
-        )
+        KubeError::Refused {
+            action: action.to_string(),
+            code: status.code,
+            reason: status.reason.clone(),
+            message: status.message.clone(),
+            hint,
+        }
     } else {
-        format!(
-            "could not {what}: the Kubernetes API server did not answer ({e}); check that it is reachable and kubernetes.kubeconfig in placement.toml"
-        )
+        KubeError::NoAnswer {
+            action: action.to_string(),
+            source: e,
+        }
     }
+}
+
+/// Why the Kubernetes backend could not be set up, or could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeError {
+    /// A `[kubernetes]` setting cannot work: from `KubernetesConfig::check`, at bosund's start.
+    /// Retrying cannot help; the message says what to change.
+    #[error("{0}")]
+    Setting(String),
+    /// The kubeconfig could not be read or used, or none was found: from `Kubernetes::connect`.
+    /// Retrying cannot help until it is fixed; the message says where to look.
+    #[error("{0}")]
+    Kubeconfig(String),
+    /// The API server answered with an error to `action`; `hint` says what to do for the usual
+    /// codes. Retrying helps only when what stood in the way is gone.
+    #[error("Kubernetes refused to {action}: {message} ({code} {reason}){hint}")]
+    Refused {
+        action: String,
+        code: u16,
+        reason: String,
+        message: String,
+        hint: String,
+    },
+    /// The API server did not answer `action`. Retrying helps once it is reachable.
+    #[error(
+        "could not {action}: the Kubernetes API server did not answer ({source}); check that it is reachable and kubernetes.kubeconfig in placement.toml"
+    )]
+    NoAnswer {
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// The Job's finished condition (`Complete`, `Failed`, or the `FailureTarget` / success

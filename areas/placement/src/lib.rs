@@ -17,8 +17,11 @@
 //! (On Kubernetes, a volume mounted in the pod at the same path.)
 
 pub mod ca;
+mod error;
 pub mod kubernetes;
 pub mod slurm;
+
+pub use error::PlacementError;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -82,26 +85,44 @@ fn default_away_secs() -> u64 {
 
 impl PlacementConfig {
     /// The configuration in the state directory; `None` when there is none (local runs only).
-    pub fn load(state_dir: &Path) -> Result<Option<PlacementConfig>, String> {
+    pub fn load(state_dir: &Path) -> Result<Option<PlacementConfig>, PlacementError> {
         let path = state_dir.join(CONFIG_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("could not read {}: {e}", path.display())),
+            Err(e) => {
+                return Err(PlacementError::Files {
+                    action: "read",
+                    path,
+                    source: e,
+                });
+            }
         };
-        let config: PlacementConfig =
-            toml::from_str(&text).map_err(|e| format!("{} is not valid: {e}", path.display()))?;
+        let config: PlacementConfig = match toml::from_str(&text) {
+            Ok(c) => c,
+            Err(e) => {
+                return Err(PlacementError::Config {
+                    path,
+                    problem: format!("not valid: {e}"),
+                });
+            }
+        };
         if let Some(s) = &config.slurm
             && !s.shared_dir.is_absolute()
         {
-            return Err(format!(
-                "{}: slurm.shared_dir must be an absolute path every node sees, not {}",
-                path.display(),
+            let problem = format!(
+                "slurm.shared_dir must be an absolute path every node sees, not {}",
                 s.shared_dir.display()
-            ));
+            );
+            return Err(PlacementError::Config { path, problem });
         }
-        if let Some(k) = &config.kubernetes {
-            k.check().map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(k) = &config.kubernetes
+            && let Err(e) = k.check()
+        {
+            return Err(PlacementError::Config {
+                path,
+                problem: e.to_string(),
+            });
         }
         Ok(Some(config))
     }
@@ -158,7 +179,7 @@ impl SlurmBackend {
         partition: Option<&str>,
         time_cap_ms: Option<u64>,
         ladder_ms: u64,
-    ) -> Result<String, String> {
+    ) -> Result<String, PlacementError> {
         let runner = sh_quote(&self.config.runner.display().to_string());
         let link = sh_quote(&dir.join("link.json").display().to_string());
         let script = format!(
@@ -182,20 +203,12 @@ impl SlurmBackend {
             stderr: dir.join("runner.log"),
             env: Vec::new(),
         };
-        self.client
-            .submit(&request)
-            .await
-            .map(|id| id.to_string())
-            .map_err(|e| e.to_string())
+        Ok(self.client.submit(&request).await?.to_string())
     }
 
     /// What Slurm says of `job`.
-    async fn job_seen(&self, job: &str, dir: &Path) -> Result<JobSeen, String> {
-        let jobs = self
-            .client
-            .jobs(slurm::JOB_NAME_PREFIX)
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn job_seen(&self, job: &str, dir: &Path) -> Result<JobSeen, PlacementError> {
+        let jobs = self.client.jobs(slurm::JOB_NAME_PREFIX).await?;
         let Some(info) = jobs.into_iter().find(|j| j.id.to_string() == job) else {
             return Ok(JobSeen {
                 phase: JobPhase::Unknown,
@@ -243,13 +256,13 @@ impl SlurmBackend {
         &self,
         job: &str,
         signal: Option<nix::sys::signal::Signal>,
-    ) -> Result<(), String> {
-        let id: slurm::JobId = job.parse().map_err(|e: slurm::SlurmError| e.to_string())?;
-        let done = match signal {
-            Some(sig) => self.client.signal(id, sig).await,
-            None => self.client.cancel(id).await,
-        };
-        done.map_err(|e| e.to_string())
+    ) -> Result<(), PlacementError> {
+        let id: slurm::JobId = job.parse()?;
+        match signal {
+            Some(sig) => self.client.signal(id, sig).await?,
+            None => self.client.cancel(id).await?,
+        }
+        Ok(())
     }
 }
 
@@ -300,9 +313,9 @@ pub struct JobSeen {
 
 impl Remote {
     /// The folder of a remote run, on the shared filesystem.
-    pub fn run_dir(&self, placement: &Placement, run: RunId) -> Result<PathBuf, String> {
+    pub fn run_dir(&self, placement: &Placement, run: RunId) -> Result<PathBuf, PlacementError> {
         match placement {
-            Placement::Local => Err("a local run has no remote folder".into()),
+            Placement::Local => Err(PlacementError::Local("has no remote folder")),
             Placement::Slurm { .. } => {
                 let slurm = self.slurm_backend()?;
                 Ok(slurm.config.shared_dir.join("runs").join(run.to_string()))
@@ -314,19 +327,19 @@ impl Remote {
         }
     }
 
-    pub fn kubernetes_backend(&self) -> Result<&kubernetes::Kubernetes, String> {
-        self.kubernetes.as_ref().ok_or_else(|| {
-            format!(
-                "runs placed on kubernetes need a [kubernetes] section in $BOSUN_HOME/{CONFIG_FILE} (image, shared_dir and its volume); add it and restart bosund with `bosun daemon stop`"
-            )
-        })
+    pub fn kubernetes_backend(&self) -> Result<&kubernetes::Kubernetes, PlacementError> {
+        self.kubernetes
+            .as_ref()
+            .ok_or(PlacementError::NotConfigured {
+                backend: "kubernetes",
+                needs: "image, shared_dir and its volume",
+            })
     }
 
-    pub fn slurm_backend(&self) -> Result<&SlurmBackend, String> {
-        self.slurm.as_ref().ok_or_else(|| {
-            format!(
-                "runs placed on slurm need a [slurm] section in $BOSUN_HOME/{CONFIG_FILE} (shared_dir = a folder every node sees); add it and restart bosund with `bosun daemon stop`"
-            )
+    pub fn slurm_backend(&self) -> Result<&SlurmBackend, PlacementError> {
+        self.slurm.as_ref().ok_or(PlacementError::NotConfigured {
+            backend: "slurm",
+            needs: "shared_dir = a folder every node sees",
         })
     }
 
@@ -361,12 +374,17 @@ impl Remote {
         token: &RunToken,
         time_cap_ms: Option<u64>,
         ladder_ms: u64,
-    ) -> Result<Submitted, String> {
+    ) -> Result<Submitted, PlacementError> {
         let dir = self.run_dir(placement, run)?;
-        bosun_shared::paths::create_private_dir(&dir)
-            .map_err(|e| format!("could not make the run's folder {}: {e}", dir.display()))?;
+        if let Err(e) = bosun_shared::paths::create_private_dir(&dir) {
+            return Err(PlacementError::Files {
+                action: "make the run's folder",
+                path: dir,
+                source: e,
+            });
+        }
         let issued = self.ca.issue_run(run)?;
-        let cert_digest = cert_digest_pem(&issued.cert_pem)?;
+        let cert_digest = cert_digest_pem(&issued.cert_pem).map_err(PlacementError::Certificate)?;
         let link = RemoteLink {
             run_id: run,
             token: token.clone(),
@@ -376,22 +394,28 @@ impl Remote {
             key_pem: issued.key_pem,
         };
         let link_path = dir.join("link.json");
-        let json = serde_json::to_vec(&link).map_err(|e| e.to_string())?;
-        write_private(&link_path, &json)
-            .map_err(|e| format!("could not write {}: {e}", link_path.display()))?;
+        let json = serde_json::to_vec(&link)
+            .map_err(|e| PlacementError::Certificate(format!("could not write the link: {e}")))?;
+        if let Err(e) = write_private(&link_path, &json) {
+            return Err(PlacementError::Files {
+                action: "write",
+                path: link_path,
+                source: e,
+            });
+        }
         let job = match placement {
-            Placement::Local => return Err("a local run is not submitted".into()),
+            Placement::Local => return Err(PlacementError::Local("is not submitted")),
             Placement::Slurm { partition } => {
                 let slurm = self.slurm_backend()?;
                 slurm
                     .submit_runner(run, &dir, partition.as_deref(), time_cap_ms, ladder_ms)
                     .await
             }
-            Placement::Kubernetes { namespace } => {
-                self.kubernetes_backend()?
-                    .submit(run, namespace, &dir, time_cap_ms, ladder_ms)
-                    .await
-            }
+            Placement::Kubernetes { namespace } => self
+                .kubernetes_backend()?
+                .submit(run, namespace, &dir, time_cap_ms, ladder_ms)
+                .await
+                .map_err(PlacementError::from),
         };
         match job {
             Ok(job) => Ok(Submitted {
@@ -413,26 +437,22 @@ impl Remote {
         placement: &Placement,
         job: &str,
         dir: &Path,
-    ) -> Result<JobSeen, String> {
+    ) -> Result<JobSeen, PlacementError> {
         match placement {
-            Placement::Local => Err("a local run has no job".into()),
+            Placement::Local => Err(PlacementError::Local("has no job")),
             Placement::Slurm { .. } => self.slurm_backend()?.job_seen(job, dir).await,
             Placement::Kubernetes { namespace } => {
-                self.kubernetes_backend()?.job_seen(namespace, job).await
+                Ok(self.kubernetes_backend()?.job_seen(namespace, job).await?)
             }
         }
     }
 
     /// Every job of bosun's the backends have that is not over, by the run its name carries:
     /// after a restart, those whose run is over (or was never placed for good) are cancelled.
-    pub async fn unfinished_jobs(&self) -> Result<Vec<(RunId, Placement, String)>, String> {
+    pub async fn unfinished_jobs(&self) -> Result<Vec<(RunId, Placement, String)>, PlacementError> {
         let mut found = Vec::new();
         if let Some(slurm) = &self.slurm {
-            let jobs = slurm
-                .client
-                .jobs(slurm::JOB_NAME_PREFIX)
-                .await
-                .map_err(|e| e.to_string())?;
+            let jobs = slurm.client.jobs(slurm::JOB_NAME_PREFIX).await?;
             found.extend(
                 jobs.into_iter()
                     .filter(|j| !j.state.is_finished())
@@ -452,7 +472,7 @@ impl Remote {
                 Err(e) if self.slurm.is_some() => {
                     tracing::warn!(error = %e, "could not list bosun's Kubernetes Jobs to find orphans");
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(found)
@@ -465,14 +485,14 @@ impl Remote {
         placement: &Placement,
         job: &str,
         signal: Option<nix::sys::signal::Signal>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PlacementError> {
         match placement {
-            Placement::Local => Err("a local run has no job".into()),
+            Placement::Local => Err(PlacementError::Local("has no job")),
             Placement::Slurm { .. } => self.slurm_backend()?.signal_job(job, signal).await,
             // Kubernetes sends no signal of one's choosing: the Job is deleted, its pod first,
             // which is SIGTERM (the runner's ladder), then SIGKILL after the grace period.
             Placement::Kubernetes { namespace } => {
-                self.kubernetes_backend()?.delete(namespace, job).await
+                Ok(self.kubernetes_backend()?.delete(namespace, job).await?)
             }
         }
     }

@@ -41,7 +41,7 @@ use bosun_agents::launch::Prepared;
 use bosun_agents::record::{AgentRun, ToolCall};
 use bosun_agents::registry::AgentsHandle;
 use bosun_kit::supervision::{RestartBudget, RestartPolicy, Verdict};
-use bosun_placement::Remote;
+use bosun_placement::{PlacementError, Remote};
 use bosun_store::Store;
 use bosun_store::writer::StoreWriter;
 use live::LiveRuns;
@@ -379,7 +379,7 @@ async fn cancel_orphan_jobs(remote: Arc<Remote>, store: Store) {
     }
 }
 
-async fn cancel_orphans_once(remote: &Remote, store: &Store) -> Result<(), String> {
+async fn cancel_orphans_once(remote: &Remote, store: &Store) -> Result<(), PlacementError> {
     let jobs = remote.unfinished_jobs().await?;
     let mut failed = None;
     for (run, placement, job) in jobs {
@@ -393,7 +393,8 @@ async fn cancel_orphans_once(remote: &Remote, store: &Store) -> Result<(), Strin
         if over {
             info!(run_id = %run, %job, "cancelling the job of a run that is over");
             if let Err(e) = remote.signal(&placement, &job, None).await {
-                failed = Some(format!("could not cancel job {job} of run {run}: {e}"));
+                warn!(run_id = %run, %job, error = %e, "could not cancel the job");
+                failed = Some(e);
             }
         }
     }
@@ -475,7 +476,7 @@ impl RunsState {
             })?;
             remote
                 .run_dir(&p.placement, id)
-                .map_err(RunsError::invalid)?
+                .map_err(|e| RunsError::invalid(e.to_string()))?
         };
         // An agent's invocation names its own files by the run's directory, known only now.
         let dir = run_dir.display().to_string();

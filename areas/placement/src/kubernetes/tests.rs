@@ -232,15 +232,21 @@ fn config_mistakes_are_named() {
     let base = config();
     let mut c = base.clone();
     c.claim = None;
-    assert!(c.check().expect_err("no volume").contains("claim = "));
+    assert!(
+        c.check()
+            .expect_err("no volume")
+            .to_string()
+            .contains("claim = ")
+    );
     let mut c = base.clone();
     c.host_path = Some("/shared".into());
-    assert!(c.check().expect_err("both").contains("both"));
+    assert!(c.check().expect_err("both").to_string().contains("both"));
     let mut c = base.clone();
     c.mount = Some("/elsewhere".into());
     assert!(
         c.check()
             .expect_err("mount")
+            .to_string()
             .contains("must be an absolute path that holds")
     );
     let mut c = base.clone();
@@ -248,6 +254,7 @@ fn config_mistakes_are_named() {
     assert!(
         c.check()
             .expect_err("claim")
+            .to_string()
             .contains("not a PersistentVolumeClaim name")
     );
     assert!(base.check().is_ok());
