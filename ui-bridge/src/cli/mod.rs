@@ -4,6 +4,7 @@
 mod agents;
 mod board;
 mod chat;
+mod doctor;
 mod inbox;
 mod logs;
 mod mcp;
@@ -77,6 +78,9 @@ enum Command {
     Discard(inbox::DiscardArgs),
     /// The web UI: start it (or find it), print its address and open the browser
     Ui(ui::UiArgs),
+    /// Check that everything bosun needs here works: each check ok, warning or failing, with
+    /// what to do (exits 1 when something configured needs what fails; never starts bosund)
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -114,6 +118,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Deny(a) => inbox::deny(&dirs, a).await,
         Command::Discard(a) => inbox::discard(&dirs, a).await,
         Command::Ui(a) => ui::ui(&dirs, a).await,
+        Command::Doctor(a) => doctor::doctor(&dirs, a).await,
     }
 }
 
