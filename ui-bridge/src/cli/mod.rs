@@ -4,6 +4,7 @@
 mod agents;
 mod board;
 mod chat;
+pub mod complete;
 mod doctor;
 mod inbox;
 mod logs;
@@ -81,6 +82,9 @@ enum Command {
     /// Check that everything bosun needs here works: each check ok, warning or failing, with
     /// what to do (exits 1 when something configured needs what fails; never starts bosund)
     Doctor(doctor::DoctorArgs),
+    /// Print the script that completes bosun's subcommands, flags and names (agents, servers,
+    /// cards, runs, chats, projects from a running bosund) in bash, zsh or fish
+    Completions { shell: complete::Shell },
 }
 
 #[derive(Subcommand, Debug)]
@@ -119,6 +123,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Discard(a) => inbox::discard(&dirs, a).await,
         Command::Ui(a) => ui::ui(&dirs, a).await,
         Command::Doctor(a) => doctor::doctor(&dirs, a).await,
+        Command::Completions { shell } => complete::completions(shell),
     }
 }
 

@@ -172,6 +172,7 @@ pub async fn ps(dirs: &StateDir, a: PsArgs) -> anyhow::Result<ExitCode> {
 #[derive(Args, Debug)]
 pub struct ShowArgs {
     /// The run's id, or a unique start of it
+    #[arg(add = super::complete::runs())]
     run: String,
     #[arg(long)]
     json: bool,
@@ -191,6 +192,7 @@ pub async fn show(dirs: &StateDir, a: ShowArgs) -> anyhow::Result<ExitCode> {
 #[derive(Args, Debug)]
 pub struct StopArgs {
     /// The run's id, or a unique start of it
+    #[arg(add = super::complete::runs())]
     run: String,
     /// Wait until the run has ended
     #[arg(long, short = 'w')]
