@@ -12,6 +12,7 @@ mod mcp;
 mod output;
 mod projects;
 mod runs;
+mod service;
 mod ui;
 
 use std::path::PathBuf;
@@ -99,6 +100,22 @@ enum DaemonCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Install bosund as a systemd user service (~/.config/systemd/user/bosund.service):
+    /// started at login, restarted after a crash, its runs outliving it
+    Install {
+        /// A user service (the only kind bosun installs; bosund runs as you)
+        #[arg(long)]
+        user: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Disable and remove the systemd user service (stopping it stops its runs)
+    Uninstall {
+        #[arg(long)]
+        user: bool,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -111,6 +128,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stop(a) => runs::stop(&dirs, a).await,
         Command::Daemon(DaemonCommand::Status { json }) => runs::daemon_status(&dirs, json).await,
         Command::Daemon(DaemonCommand::Stop { json }) => runs::daemon_stop(&dirs, json).await,
+        Command::Daemon(DaemonCommand::Install { user: _, json }) => {
+            service::install(&dirs, json).await
+        }
+        Command::Daemon(DaemonCommand::Uninstall { user: _, json }) => service::uninstall(json),
         Command::Mcp(c) => mcp::run(&dirs, c).await,
         Command::Agent(c) => agents::run(&dirs, c).await,
         Command::Board(a) => board::board(&dirs, a).await,

@@ -247,12 +247,15 @@ pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCo
         Err(e) => return Err(e.into()),
     };
     let status = client.call(DaemonStatus).await?;
+    let started_by = super::service::StartedBy::of(status.pid);
     if json {
         let mut v = serde_json::to_value(&status)?;
         v["running"] = serde_json::Value::Bool(true);
+        v["started_by"] = serde_json::to_value(&started_by)?;
         output::print_json(&v)?;
     } else {
         output::print_status(&status);
+        println!("{:<14}{}", "started", started_by.words());
     }
     Ok(ExitCode::SUCCESS)
 }
