@@ -181,6 +181,28 @@ pub fn environ_contains(pid: Pid, key: &str, value: &str) -> bool {
         .any(|entry| entry == wanted.as_bytes())
 }
 
+/// The value of `key` in the environment the process started with; `None` when it has none or
+/// the environment can't be read (another user's process, or gone).
+pub fn environ_value(pid: Pid, key: &str) -> Option<String> {
+    let env = fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{key}=");
+    env.split(|b| *b == 0)
+        .find_map(|entry| entry.strip_prefix(prefix.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+/// The systemd service whose control group holds the process (`bosund.service`), from the
+/// last `.service` in its cgroup path; `None` outside any service or when it can't be read.
+pub fn systemd_service(pid: Pid) -> Option<String> {
+    let cgroups = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    cgroups.lines().find_map(|line| {
+        let path = line.splitn(3, ':').nth(2)?;
+        path.rsplit('/')
+            .find(|part| part.ends_with(".service"))
+            .map(str::to_string)
+    })
+}
+
 /// Sends `sig` to the process group `pgid`. `Ok(false)` when the group no longer exists. Refuses
 /// groups 0 and 1 and bosun's own group, whatever the caller passes.
 pub fn signal_group(pgid: Pgid, sig: Signal) -> io::Result<bool> {

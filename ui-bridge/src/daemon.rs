@@ -14,6 +14,10 @@ use interprocess::local_socket::tokio::Stream;
 
 use crate::ClientError;
 
+/// Set to `bosun` in the environment of a `bosund` that `bosun` started on demand, so `bosun
+/// daemon status` can tell it from one started by systemd or by hand.
+pub const STARTED_BY: &str = "BOSUN_STARTED_BY";
+
 /// How long a freshly started daemon has to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -80,6 +84,7 @@ pub async fn start(dirs: &StateDir) -> Result<Stream, ClientError> {
         })?;
     let mut cmd = std::process::Command::new(&bin);
     cmd.env("BOSUN_HOME", dirs.root())
+        .env(STARTED_BY, "bosun")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);

@@ -17,6 +17,8 @@ fn main() -> ExitCode {
             nix::sys::signal::SigHandler::SigDfl,
         );
     }
+    // A shell asking for completions (BOSUN_COMPLETE set) is answered here, and bosun exits.
+    cli::complete::answer_if_asked();
     let args = cli::Args::parse();
     bosun_shared::process::tune_allocator();
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -106,6 +106,7 @@ pub struct AddArgs {
 
 #[derive(Args, Debug)]
 pub struct EditArgs {
+    #[arg(add = super::complete::agents())]
     name: String,
     /// A new name
     #[arg(long = "name", value_name = "NEW")]
@@ -132,6 +133,7 @@ pub struct EditArgs {
 
 #[derive(Args, Debug)]
 pub struct NameArgs {
+    #[arg(add = super::complete::agents())]
     name: String,
     #[arg(long)]
     json: bool,
@@ -145,6 +147,7 @@ pub struct ListArgs {
 
 #[derive(Args, Debug)]
 pub struct SetArgs {
+    #[arg(add = super::complete::agents())]
     name: String,
     /// KEY=VALUE switches, all applied or none
     #[arg(required = true, value_name = "KEY=VALUE")]
@@ -155,6 +158,7 @@ pub struct SetArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    #[arg(add = super::complete::agents())]
     name: String,
     /// What the agent should do
     prompt: String,
@@ -167,6 +171,7 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct ToolsArgs {
+    #[arg(add = super::complete::agents())]
     name: String,
     /// Ask the installed Claude Code for its list now (no model call, nothing spent)
     #[arg(long)]

@@ -75,6 +75,7 @@ struct CardFields {
     acceptance: Option<String>,
     /// The agent that takes it ("" takes the assignee off)
     #[arg(long)]
+    #[arg(add = super::complete::agents())]
     assignee: Option<String>,
     /// The project it belongs to: its runs work in a worktree of the project's repository
     /// ("" takes it out, before its first run there)
@@ -96,6 +97,7 @@ enum CardCommand {
     },
     /// Change a card (what is not given stays)
     Edit {
+        #[arg(add = super::complete::cards())]
         card: String,
         #[arg(long)]
         title: Option<String>,
@@ -116,6 +118,7 @@ enum CardCommand {
     },
     /// Move a card to a column
     Move {
+        #[arg(add = super::complete::cards())]
         card: String,
         column: String,
         #[arg(long)]
@@ -123,12 +126,14 @@ enum CardCommand {
     },
     /// Show a card with its whole activity log
     Show {
+        #[arg(add = super::complete::cards())]
         card: String,
         #[arg(long)]
         json: bool,
     },
     /// Remove a card no run of is going, and its worktree (its branch stays)
     Remove {
+        #[arg(add = super::complete::cards())]
         card: String,
         /// Also when its worktree has changes not committed (they are lost)
         #[arg(long)]

@@ -21,12 +21,14 @@ pub enum ChatCommand {
     /// Start a chat with the lead (the agent with role lead, or --agent)
     New {
         #[arg(long)]
+        #[arg(add = super::complete::agents())]
         agent: Option<String>,
         #[arg(long)]
         json: bool,
     },
     /// Send a message and stream the lead's answer until it ends
     Send {
+        #[arg(add = super::complete::chats())]
         chat: String,
         message: String,
         /// A file the lead may attach to a card (repeatable)
@@ -37,6 +39,7 @@ pub enum ChatCommand {
     },
     /// The chat's messages; with -f, the answer being written too, until it ends
     Show {
+        #[arg(add = super::complete::chats())]
         chat: String,
         #[arg(short = 'f', long)]
         follow: bool,

@@ -22,6 +22,7 @@ use super::{connect, output};
 #[derive(Args, Debug)]
 pub struct InboxArgs {
     /// Only this chat's pending actions (and no run's tool calls)
+    #[arg(add = super::complete::chats())]
     chat: Option<String>,
     /// Then print each item as it starts waiting or is decided, until Ctrl-C (with --json, one
     /// JSON object per line)
@@ -44,6 +45,7 @@ pub struct ApproveArgs {
     all: Option<String>,
     /// Every tool call waiting in the runs of this card, in the order asked
     #[arg(long, value_name = "CARD")]
+    #[arg(add = super::complete::cards())]
     card: Option<String>,
     /// A run's tool call: allow this tool for the agent from now on (a shell command: that
     /// command)

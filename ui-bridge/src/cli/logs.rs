@@ -18,6 +18,7 @@ use super::{connect, output};
 #[derive(Args, Debug)]
 pub struct LogsArgs {
     /// The run's id, or a unique start of it
+    #[arg(add = super::complete::runs())]
     run: String,
     /// Keep printing new output until the run ends
     #[arg(long, short = 'f')]

@@ -50,6 +50,7 @@ pub enum McpCommand {
     Edit(EditArgs),
     /// Give a server another name (its id, secrets and listing stay)
     Rename {
+        #[arg(add = super::complete::servers())]
         name: String,
         new_name: String,
         #[arg(long)]
@@ -57,12 +58,14 @@ pub enum McpCommand {
     },
     /// Remove a server and its secrets
     Remove {
+        #[arg(add = super::complete::servers())]
         name: String,
         #[arg(long)]
         json: bool,
     },
     /// Start (or call) the server, list its tools with what each may do, and stop it
     Tools {
+        #[arg(add = super::complete::servers())]
         name: String,
         /// Show the last listing kept, without starting the server
         #[arg(long)]
@@ -72,12 +75,14 @@ pub enum McpCommand {
     },
     /// Test the connection: protocol, identity, capabilities, counts and timings
     Inspect {
+        #[arg(add = super::complete::servers())]
         name: String,
         #[arg(long)]
         json: bool,
     },
     /// Call one tool by hand
     Call {
+        #[arg(add = super::complete::servers())]
         name: String,
         tool: String,
         /// The tool's arguments, a JSON object
@@ -93,6 +98,7 @@ pub enum McpCommand {
     /// ($BROWSER, else the system opener) and waits for it (10 minutes at most); with
     /// --client-credentials, signs bosun in as a machine instead, with no browser
     SignIn {
+        #[arg(add = super::complete::servers())]
         name: String,
         /// Print the page's address instead of opening a browser
         #[arg(long)]
@@ -108,6 +114,7 @@ pub enum McpCommand {
     },
     /// Sign out of a server: revoke its token where the server offers that, and forget it
     SignOut {
+        #[arg(add = super::complete::servers())]
         name: String,
         #[arg(long)]
         json: bool,
@@ -310,6 +317,7 @@ pub struct AddArgs {
 
 #[derive(Args, Debug)]
 pub struct EditArgs {
+    #[arg(add = super::complete::servers())]
     name: String,
     #[arg(long, short = 't', value_enum)]
     transport: Option<TransportArg>,

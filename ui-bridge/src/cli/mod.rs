@@ -4,12 +4,15 @@
 mod agents;
 mod board;
 mod chat;
+pub mod complete;
+mod doctor;
 mod inbox;
 mod logs;
 mod mcp;
 mod output;
 mod projects;
 mod runs;
+mod service;
 mod ui;
 
 use std::path::PathBuf;
@@ -77,6 +80,12 @@ enum Command {
     Discard(inbox::DiscardArgs),
     /// The web UI: start it (or find it), print its address and open the browser
     Ui(ui::UiArgs),
+    /// Check that everything bosun needs here works: each check ok, warning or failing, with
+    /// what to do (exits 1 when something configured needs what fails; never starts bosund)
+    Doctor(doctor::DoctorArgs),
+    /// Print the script that completes bosun's subcommands, flags and names (agents, servers,
+    /// cards, runs, chats, projects from a running bosund) in bash, zsh or fish
+    Completions { shell: complete::Shell },
 }
 
 #[derive(Subcommand, Debug)]
@@ -88,6 +97,22 @@ enum DaemonCommand {
     },
     /// Stop every run by its ladder and stop bosund
     Stop {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install bosund as a systemd user service (~/.config/systemd/user/bosund.service):
+    /// started at login, restarted after a crash, its runs outliving it
+    Install {
+        /// A user service (the only kind bosun installs; bosund runs as you)
+        #[arg(long)]
+        user: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Disable and remove the systemd user service (stopping it stops its runs)
+    Uninstall {
+        #[arg(long)]
+        user: bool,
         #[arg(long)]
         json: bool,
     },
@@ -103,6 +128,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stop(a) => runs::stop(&dirs, a).await,
         Command::Daemon(DaemonCommand::Status { json }) => runs::daemon_status(&dirs, json).await,
         Command::Daemon(DaemonCommand::Stop { json }) => runs::daemon_stop(&dirs, json).await,
+        Command::Daemon(DaemonCommand::Install { user: _, json }) => {
+            service::install(&dirs, json).await
+        }
+        Command::Daemon(DaemonCommand::Uninstall { user: _, json }) => service::uninstall(json),
         Command::Mcp(c) => mcp::run(&dirs, c).await,
         Command::Agent(c) => agents::run(&dirs, c).await,
         Command::Board(a) => board::board(&dirs, a).await,
@@ -114,6 +143,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Deny(a) => inbox::deny(&dirs, a).await,
         Command::Discard(a) => inbox::discard(&dirs, a).await,
         Command::Ui(a) => ui::ui(&dirs, a).await,
+        Command::Doctor(a) => doctor::doctor(&dirs, a).await,
+        Command::Completions { shell } => complete::completions(shell),
     }
 }
 

@@ -41,6 +41,7 @@ pub enum ProjectCommand {
     Show(NameArgs),
     /// Change a project (what is not given stays)
     Edit {
+        #[arg(add = super::complete::projects())]
         project: String,
         #[arg(long = "name", value_name = "NEW")]
         new_name: Option<String>,
@@ -56,6 +57,7 @@ pub enum ProjectCommand {
     },
     /// Switch: testing=on|off, lead-may-merge=on|off (off until you set it; only you can)
     Set {
+        #[arg(add = super::complete::projects())]
         project: String,
         #[arg(required = true, value_name = "KEY=VALUE")]
         settings: Vec<String>,
@@ -68,6 +70,7 @@ pub enum ProjectCommand {
 
 #[derive(Args, Debug)]
 pub struct NameArgs {
+    #[arg(add = super::complete::projects())]
     project: String,
     #[arg(long)]
     json: bool,

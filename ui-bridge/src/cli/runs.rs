@@ -172,6 +172,7 @@ pub async fn ps(dirs: &StateDir, a: PsArgs) -> anyhow::Result<ExitCode> {
 #[derive(Args, Debug)]
 pub struct ShowArgs {
     /// The run's id, or a unique start of it
+    #[arg(add = super::complete::runs())]
     run: String,
     #[arg(long)]
     json: bool,
@@ -191,6 +192,7 @@ pub async fn show(dirs: &StateDir, a: ShowArgs) -> anyhow::Result<ExitCode> {
 #[derive(Args, Debug)]
 pub struct StopArgs {
     /// The run's id, or a unique start of it
+    #[arg(add = super::complete::runs())]
     run: String,
     /// Wait until the run has ended
     #[arg(long, short = 'w')]
@@ -245,12 +247,15 @@ pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCo
         Err(e) => return Err(e.into()),
     };
     let status = client.call(DaemonStatus).await?;
+    let started_by = super::service::StartedBy::of(status.pid);
     if json {
         let mut v = serde_json::to_value(&status)?;
         v["running"] = serde_json::Value::Bool(true);
+        v["started_by"] = serde_json::to_value(&started_by)?;
         output::print_json(&v)?;
     } else {
         output::print_status(&status);
+        println!("{:<14}{}", "started", started_by.words());
     }
     Ok(ExitCode::SUCCESS)
 }
