@@ -1388,6 +1388,75 @@ fn browser_manages_projects_edits_holds_and_starts_a_card_and_links_its_run() ->
 }
 
 #[test]
+fn browser_board_shows_each_cards_agent_project_branch_and_state_and_links_its_asks()
+-> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_board");
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"echo from-the-board"};text:All done."#,
+    )?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    b.ok(&["agent", "set", "coder", "approval.wait=10m"])?;
+    let web = repo(&b, "web")?;
+    b.ok(&["project", "add", "web", &web])?;
+    let card = b.json(&[
+        "board",
+        "card",
+        "add",
+        "Docs",
+        "--project",
+        "web",
+        "--assignee",
+        "coder",
+    ])?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ui = Ui::start(&b)?;
+    // Moved to the Auto column, the card's run starts and its Bash call waits for the person.
+    b.ok(&["board", "card", "move", &card, "To do"])?;
+    let seen = drive(&ui, "board", &[("BOSUN_UI_CARD", &card)])?;
+
+    let shown = b.json(&["board", "card", "show", &card])?;
+    let branch = shown["worktree"]["branch"].as_str().unwrap_or_default();
+    assert!(!branch.is_empty(), "{shown:#}");
+    let waiting = text(&seen["waiting"]);
+    for part in [
+        "Docs",
+        "→ coder",
+        "web",
+        branch,
+        "waiting for you",
+        "1 call to answer",
+    ] {
+        assert!(waiting.contains(part), "{part}: {seen:#}");
+    }
+    assert_eq!(seen["hash"], format!("#/inbox/card/{card}"), "{seen:#}");
+    assert!(
+        text(&seen["asked"]).contains("echo from-the-board"),
+        "{seen:#}"
+    );
+    // Approved, the card went on to its end, and the board said so as it happened.
+    let after: Vec<&str> = seen["after"]
+        .as_array()
+        .context("no states")?
+        .iter()
+        .map(text)
+        .collect();
+    assert!(
+        after.last().is_some_and(|s| s.contains("done")),
+        "{after:?}"
+    );
+    assert!(!text(&seen["done"]).contains("waiting for you"), "{seen:#}");
+    assert_eq!(
+        b.json(&["board", "card", "show", &card])?["run_state"],
+        "succeeded"
+    );
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    finish(b)
+}
+
+#[test]
 fn browser_chat_streams_the_answer_sends_files_and_discards_the_leads_action_inline()
 -> anyhow::Result<()> {
     let b = Bosun::new("webui_browser_chat");

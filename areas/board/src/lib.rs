@@ -12,6 +12,7 @@
 //! again before every run after; projects themselves are kept here too ([`projects`]).
 
 use crate::record::BoardReads;
+use crate::record::MergedPr;
 use bosun_agents::record::AgentReads;
 use bosun_runs::record::RunReads;
 mod error;
@@ -544,6 +545,7 @@ impl BoardState {
             }),
             worktree: c.worktree.as_ref().map(CardWorktree::view),
             qa: c.qa.as_ref().map(QaVerdict::view),
+            merged: c.merged.as_ref().map(MergedPr::view),
         }
     }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use bosun_shared::projects::Host;
 use bosun_shared::protocol::board::{
-    ActivityView, ColumnView, HoldView, NoteView, QaView, WorktreeView,
+    ActivityView, ColumnView, HoldView, MergedView, NoteView, QaView, WorktreeView,
 };
 use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -221,6 +221,16 @@ pub struct MergedPr {
     pub number: u64,
     pub url: String,
     pub at: Timestamp,
+}
+
+impl MergedPr {
+    pub fn view(&self) -> MergedView {
+        MergedView {
+            number: self.number,
+            url: self.url.clone(),
+            at: self.at,
+        }
+    }
 }
 
 /// Where a card's runs work: a git worktree of its project's repository, on a branch of its own.

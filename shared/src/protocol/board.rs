@@ -131,6 +131,17 @@ pub struct CardView {
     /// Its latest QA verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qa: Option<QaView>,
+    /// Its pull request, once it was found merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergedView>,
+}
+
+/// A card's pull request, merged: its number, address and when it was found merged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergedView {
+    pub number: u64,
+    pub url: String,
+    pub at: Timestamp,
 }
 
 /// A QA run's verdict on a card: `qa_pass` or `qa_fail`, the run, and the head commit of the

@@ -538,6 +538,35 @@ const scenarios = {
     return { title, notified, said };
   },
 
+  // The board says where a card stands, live: its agent, project and branch, "waiting for
+  // you" with a link to its calls in the inbox (BOSUN_UI_CARD's group, marked); approved
+  // there, the same card on the board turns done without a reload.
+  async board(page) {
+    const card = process.env.BOSUN_UI_CARD;
+    const kcard = `.kcard[data-card="${card}"]`;
+    await page.goto(`${base}/#/board`);
+    await page.locator(`${kcard} .card-asks`).waitFor({ timeout });
+    const waiting = await page.locator(kcard).textContent();
+    await page.locator(`${kcard} .card-asks`).click();
+    const group = `#approvals-list [data-group="card:${card}"]`;
+    await page.waitForSelector(`${group}.focus .approval`, { timeout });
+    const item = page.locator(`${group} .approval`).first();
+    const asked = await item.locator(".preview").textContent();
+    const hash = await page.evaluate(() => location.hash);
+    await item.locator("button.approve").click();
+    await item.waitFor({ state: "detached" });
+    await page.goto(`${base}/#/board`);
+    await page.waitForSelector(`${kcard} .card-state`);
+    const after = [await page.locator(`${kcard} .card-state`).textContent()];
+    await page.waitForFunction(
+      (sel) => (document.querySelector(sel) || { textContent: "" }).textContent.includes("done"),
+      `${kcard} .card-state`,
+      { timeout },
+    );
+    after.push(await page.locator(`${kcard} .card-state`).textContent());
+    return { waiting, asked, hash, after, done: await page.locator(kcard).textContent() };
+  },
+
   // Opens every page; the page must not throw (checked after every scenario) and must show
   // no error.
   async pages(page) {

@@ -1,5 +1,8 @@
 // The board: columns (Auto marked) and cards; add a card; move one by dragging it or with its
 // column menu (keyboard); a card's title opens its page (edit, hold and release, activity).
+// Each card says its agent, its project and branch, and where its latest run stands — going,
+// waiting for you (linked to its items in the inbox), failed, QA passed or failed, merged —
+// live from the `run` and `approval` events.
 
 import { call } from "../api.js";
 import { on } from "../bus.js";
@@ -43,12 +46,22 @@ export function mount(root) {
 
   async function load() {
     let b;
+    let waiting = [];
     try {
-      b = await call("board");
+      [b, waiting] = await Promise.all([
+        call("board"),
+        // What waits for the person is a nicety here: the board shows without it.
+        call("approvals", {}).then(
+          (r) => r.approvals.filter((a) => a.state === "waiting"),
+          () => [],
+        ),
+      ]);
     } catch (err) {
       flash(msg, err.message, true);
       return;
     }
+    const asks = new Map();
+    for (const a of waiting) if (a.card) asks.set(a.card, (asks.get(a.card) || 0) + 1);
     head.textContent = `${b.running} running of at most ${b.limit}`;
     const chosen = column.value;
     clear(column);
@@ -65,9 +78,10 @@ export function mount(root) {
             "div",
             { class: "kcard", draggable: "true", tabindex: "0", dataset: { card: k.id }, ondragstart: (e) => e.dataTransfer.setData("text/plain", k.id) },
             h("div", null, h("span", { class: "mono muted" }, k.short_id), " ", h("a", { href: `#/card/${k.id}`, class: "card-title" }, k.title)),
-            k.assignee ? h("div", { class: "muted" }, `→ ${k.assignee}`) : null,
+            k.assignee ? h("div", { class: "muted card-agent" }, `→ ${k.assignee}`) : null,
+            k.project ? h("div", { class: "muted card-project" }, k.project, k.worktree ? h("span", { class: "mono" }, ` · ${k.worktree.branch}`) : null) : null,
             k.hold ? h("div", { class: "hold" }, `held: ${k.hold.reason}`) : null,
-            k.run ? h("div", null, h("a", { href: `#/run/${k.run}` }, `run ${k.run_state || ""}`)) : null,
+            standing(k, asks.get(k.id) || 0),
             h(
               "select",
               { "aria-label": "move to", onchange: (e) => move(k.id, e.target.value) },
@@ -94,9 +108,33 @@ export function mount(root) {
 
   load();
   const t = setInterval(load, 5000);
-  const offs = [on("run", load), on("hello", load)];
+  const offs = [on("run", load), on("approval", load), on("hello", load)];
   return () => {
     clearInterval(t);
     offs.forEach((f) => f());
   };
+}
+
+// Runs still under way, by their state's name.
+const GOING = new Set(["queued", "starting", "running", "stopping"]);
+
+// Where a card's latest run stands, most pressing first: merged (its pull request, found
+// merged), waiting for you (`asks` of its runs' calls wait in the inbox), going, QA's verdict,
+// failed, done; nothing before its first run.
+function standing(k, asks) {
+  const run = k.run ? h("a", { href: `#/run/${k.run}`, class: "muted" }, " run") : null;
+  const chip = (kind, text, ...rest) => h("div", { class: "card-state" }, h("span", { class: `chip ${kind}` }, text), ...rest);
+  if (k.merged) return chip("ok", "merged", h("span", { class: "muted" }, ` pull request #${k.merged.number}`));
+  if (asks > 0)
+    return chip(
+      "warn",
+      "waiting for you",
+      " ",
+      h("a", { href: `#/inbox/card/${encodeURIComponent(k.id)}`, class: "card-asks" }, asks === 1 ? "1 call to answer" : `${asks} calls to answer`),
+    );
+  if (!k.run_state) return null;
+  if (GOING.has(k.run_state)) return chip("", "going", run);
+  if (k.qa && k.run === k.qa.run) return chip(k.qa.verdict === "qa_pass" ? "ok" : "bad", k.qa.verdict === "qa_pass" ? "QA passed" : "QA failed", run);
+  if (k.run_state === "succeeded") return chip("ok", "done", run);
+  return chip("bad", k.run_state === "timed_out" ? "failed: timed out" : k.run_state === "failed" ? "failed" : `failed: ${k.run_state}`, run);
 }

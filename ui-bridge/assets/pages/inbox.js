@@ -7,7 +7,8 @@
 //
 // Run approvals are kept element by element, keyed by id: an item that starts waiting is added
 // and a decided one removed, and nothing else is redrawn, so a message being typed for a denial
-// survives every other item coming and going.
+// survives every other item coming and going. `#/inbox/card/ID` (the board's link) brings that
+// card's group into view, marked.
 
 import { call } from "../api.js";
 import { on } from "../bus.js";
@@ -18,7 +19,8 @@ import { approveAllButton, leadHistory, onHistory, pendingItem, saidActions } fr
 // How many decided run approvals the history shows.
 const HISTORY = 50;
 
-export function mount(root) {
+export function mount(root, [kind, focus] = []) {
+  const focusKey = kind === "card" && focus ? `card:${focus}` : null;
   const msg = h("div", { id: "inbox-message" });
   const runsBox = h("div", { id: "approvals-list" });
   const leadBox = h("div", { id: "actions-list" });
@@ -54,7 +56,11 @@ export function mount(root) {
     const items = h("div");
     g = { key, card: a.card, run: a.run, agent: a.agent, head, items, el: h("section", { class: "run-group", dataset: { group: key } }, head, items), ids: new Set() };
     groups.set(key, g);
-    runsBox.append(g.el);
+    if (key === focusKey) {
+      g.el.classList.add("focus");
+      runsBox.prepend(g.el);
+      g.el.scrollIntoView({ block: "start" });
+    } else runsBox.append(g.el);
     return g;
   }
 
