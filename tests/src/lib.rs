@@ -1337,3 +1337,35 @@ pub fn read_to_event(stream: impl std::io::Read, name: &str) -> anyhow::Result<(
 pub fn open_files(pid: i32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
+
+/// A folder `dir` of links to every program on this `PATH` (the first of each name) but those
+/// named in `without`, and of `extra` scripts of its own (name, body): a `PATH` on which a
+/// program the machine has is missing, or is a stand-in. Returns it as a `PATH` value.
+pub fn path_without(
+    dir: &Path,
+    without: &[&str],
+    extra: &[(&str, &str)],
+) -> anyhow::Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    let mut seen: std::collections::HashSet<std::ffi::OsString> =
+        without.iter().map(Into::into).collect();
+    for (name, body) in extra {
+        let p = dir.join(name);
+        std::fs::write(&p, body)?;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))?;
+        seen.insert(name.into());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for d in std::env::split_paths(&path) {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            if seen.insert(e.file_name()) {
+                std::os::unix::fs::symlink(e.path(), dir.join(e.file_name()))?;
+            }
+        }
+    }
+    Ok(dir.display().to_string())
+}

@@ -13,34 +13,13 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
-use bosun_tests::{Bosun, bin_dir, wait_for};
-
-/// A folder of links to every program on this `PATH` but systemctl and loginctl.
-fn path_without_systemd(dir: &Path) -> anyhow::Result<String> {
-    std::fs::create_dir_all(dir)?;
-    let mut seen = std::collections::HashSet::from([
-        std::ffi::OsString::from("systemctl"),
-        std::ffi::OsString::from("loginctl"),
-    ]);
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for d in std::env::split_paths(&path) {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.filter_map(Result::ok) {
-            if seen.insert(e.file_name()) {
-                std::os::unix::fs::symlink(e.path(), dir.join(e.file_name()))?;
-            }
-        }
-    }
-    Ok(dir.display().to_string())
-}
+use bosun_tests::{Bosun, bin_dir, path_without, wait_for};
 
 #[test]
 fn daemon_install_writes_a_unit_systemd_accepts_and_uninstall_removes_it() -> anyhow::Result<()> {
     let b = Bosun::new("daemon_install");
     let config = b.scratch().join("config");
-    let path = path_without_systemd(&b.scratch().join("bin"))?;
+    let path = path_without(&b.scratch().join("bin"), &["systemctl", "loginctl"], &[])?;
     let b = b
         .with_env("XDG_CONFIG_HOME", &config.display().to_string())
         .with_env("PATH", &path);

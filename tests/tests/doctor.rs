@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use anyhow::{Context, bail};
-use bosun_tests::{Bosun, SecretService, node_path};
+use bosun_tests::{Bosun, SecretService, node_path, path_without};
 use serde_json::Value;
 
 /// A Bosun whose doctor sees none of the person's own setup: a home of the test's own (no
@@ -56,26 +56,6 @@ fn failing(report: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// A folder of links to every program on this `PATH` but `without` (a Claude Code installed
-/// for the whole machine, say), as a `PATH`.
-fn path_without(dir: &Path, without: &[&str]) -> anyhow::Result<String> {
-    std::fs::create_dir_all(dir)?;
-    let mut seen: std::collections::HashSet<std::ffi::OsString> =
-        without.iter().map(Into::into).collect();
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for d in std::env::split_paths(&path) {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.filter_map(Result::ok) {
-            if seen.insert(e.file_name()) {
-                std::os::unix::fs::symlink(e.path(), dir.join(e.file_name()))?;
-            }
-        }
-    }
-    Ok(dir.display().to_string())
 }
 
 fn private_dir(p: &Path) -> anyhow::Result<()> {
@@ -238,7 +218,11 @@ fn doctor_fails_a_missing_cli_that_an_agent_runs() -> anyhow::Result<()> {
 
     // Without it: the claude line fails, naming the agent, and says how to install it; codex
     // and gemini, which no agent runs, only warn.
-    let without = path_without(&b.scratch().join("bin"), &["claude", "codex", "gemini"])?;
+    let without = path_without(
+        &b.scratch().join("bin"),
+        &["claude", "codex", "gemini"],
+        &[],
+    )?;
     let (code, report) = doctor(&b, Some(&without))?;
     assert_eq!(code, Some(1), "{report:#}");
     assert_eq!(failing(&report), ["claude"], "{report:#}");

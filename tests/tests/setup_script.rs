@@ -4,7 +4,7 @@
 //! here; these pin the decisions the script takes on one, and that a machine with everything
 //! (this one, after `./scripts/test` ran the set-up) needs nothing.
 
-use std::collections::HashSet;
+use bosun_tests::path_without;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,32 +15,6 @@ fn repo() -> PathBuf {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default()
-}
-
-/// A directory of links to every program on this `PATH`, the first of each name, except
-/// `without`; and `extra` scripts of its own (name, body).
-fn path_without(dir: &Path, without: &[&str], extra: &[(&str, &str)]) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(dir)?;
-    let mut seen: HashSet<std::ffi::OsString> = without.iter().map(Into::into).collect();
-    for (name, body) in extra {
-        let p = dir.join(name);
-        std::fs::write(&p, body)?;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))?;
-        seen.insert(name.into());
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for d in std::env::split_paths(&path) {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.filter_map(Result::ok) {
-            if seen.insert(e.file_name()) {
-                std::os::unix::fs::symlink(e.path(), dir.join(e.file_name()))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// `scripts/setup --check` with `PATH` set to `path` and an empty tools directory (the script
