@@ -18,6 +18,7 @@ pub mod protocol;
 pub mod redact;
 pub mod run;
 pub mod size;
+pub mod switch;
 pub mod time;
 
 pub use ids::{

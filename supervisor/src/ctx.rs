@@ -16,17 +16,20 @@ use bosun_lead::chats::{ChatsContext, ChatsHandle};
 use bosun_lead::server::McpCtx;
 use bosun_lead::tools::ToolCtx;
 use bosun_mcp::registry::{RegistryContext, RegistryMsg};
+use bosun_notify::Notifier;
 use bosun_placement::Remote;
-use bosun_runs::events::EventsHandle;
+use bosun_runs::events::{EventsHandle, EventsMsg};
 use bosun_runs::live::LiveRuns;
 use bosun_runs::{RunsContext, RunsMsg};
 use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::ui::{Event, NotificationKind};
 use bosun_store::Store;
 use bosun_store::writer::StoreWriter;
 use ractor::ActorRef;
 
 use crate::control::RootMsg;
+use crate::settings::DaemonSettings;
 
 pub struct DaemonCtx {
     pub dirs: StateDir,
@@ -61,6 +64,26 @@ pub struct DaemonCtx {
     /// What this bosund did when it upgraded the store at its start, in words, for
     /// `daemon status`.
     pub upgrade: Option<String>,
+    /// bosund's own settings as last saved; held while a change is saved, so that two changes
+    /// at once each start from the other's result.
+    pub settings: tokio::sync::Mutex<DaemonSettings>,
+    /// Desktop notifications: the switch `settings.notify` sets, and how they fare.
+    pub notifier: Notifier,
+}
+
+/// Tells every UI (and so the desktop) that a server's sign-in can no longer be used.
+fn sign_in_lost(events: EventsHandle) -> bosun_auth::SignInLost {
+    Arc::new(move |server, why| {
+        events.cast(EventsMsg::Publish(Box::new(Event::Notification {
+            kind: NotificationKind::SignIn,
+            text: format!(
+                "{server} needs you to sign in again ({why}): bosun mcp sign-in {server}"
+            ),
+            card: None,
+            chat: None,
+            at: Timestamp::now(),
+        })));
+    })
 }
 
 /// The runner listener over TCP with mutual TLS, bound once at startup (a restarted Listener
@@ -106,19 +129,21 @@ impl DaemonCtx {
         started_at: Timestamp,
         remote: Option<RemoteListener>,
     ) -> Self {
+        let events = EventsHandle::default();
         let auth = AuthContext::new(
             store.clone(),
             writer.clone(),
             keychain.clone(),
             bosun_mcp::record::server_names,
-        );
+        )
+        .with_sign_in_lost(sign_in_lost(events.clone()));
         Self {
             dirs,
             store,
             writer,
             runner_bin,
             live: LiveRuns::default(),
-            events: EventsHandle::default(),
+            events,
             keychain,
             agents: AgentsHandle::default(),
             auth,
@@ -136,7 +161,16 @@ impl DaemonCtx {
             root_failure: Mutex::new(None),
             remote,
             upgrade: None,
+            settings: tokio::sync::Mutex::new(DaemonSettings::default()),
+            notifier: Notifier::new(DaemonSettings::default().notify),
         }
+    }
+
+    /// With bosund's settings as the store keeps them.
+    pub fn with_settings(mut self, settings: DaemonSettings) -> Self {
+        self.notifier.set(settings.notify);
+        self.settings = tokio::sync::Mutex::new(settings);
+        self
     }
 
     /// With what this bosund did when it upgraded the store at its start.

@@ -27,6 +27,9 @@ pub enum ListenerMsg {
 
 pub struct Listener;
 
+/// The event subscription of bosund's own notifier; sessions are numbered after it.
+pub const NOTIFIER_SESSION: u64 = 0;
+
 pub struct ListenerState {
     ctx: Arc<DaemonCtx>,
     socket: Option<SocketListener>,
@@ -62,7 +65,7 @@ impl Actor for Listener {
             socket: Some(socket),
             accept_loop: None,
             tls_accept_loop: None,
-            next_session: 1,
+            next_session: NOTIFIER_SESSION + 1,
         })
     }
 

@@ -11,6 +11,7 @@ mod remote;
 mod requests;
 mod root;
 mod session;
+mod settings;
 mod tables;
 mod upgrade;
 mod wire;
@@ -30,9 +31,13 @@ use ractor::Actor;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{error, info};
 
+use bosun_runs::events::{EventsHandle, EventsMsg};
+
 use crate::control::RootMsg;
 use crate::ctx::DaemonCtx;
+use crate::listener::NOTIFIER_SESSION;
 use crate::root::Root;
+use crate::settings::DaemonSettings;
 
 const HELP: &str = "\
 bosund: the bosun daemon
@@ -106,6 +111,10 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
             dirs.db().display()
         )
     })?;
+    let settings = store
+        .get::<DaemonSettings>(DaemonSettings::KEY)
+        .context("could not read bosund's settings from the store")?
+        .unwrap_or_default();
     let (writer, writer_thread) = StoreWriter::start(store.clone())?;
     let runner_bin = ctx::runner_binary()?;
     let remote = remote::setup(&dirs).await?;
@@ -119,7 +128,8 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
             Timestamp::now(),
             remote,
         )
-        .with_upgrade(upgraded.line),
+        .with_upgrade(upgraded.line)
+        .with_settings(settings),
     );
 
     let (root, root_done) = Actor::spawn(Some("root".into()), Root, ctx.clone())
@@ -128,8 +138,10 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
     info!(pid = std::process::id(), state_dir = %dirs.root().display(), "bosund is ready");
 
     let signals = tokio::spawn(forward_signals(root.clone()));
+    let notifying = ctx.notifier.start(subscribe_to_events(ctx.events.clone()));
     let _ = root_done.await;
     signals.abort();
+    notifying.abort();
     ctx.stop_mcp_server().await;
     let failed = ctx.root_failure();
 
@@ -148,6 +160,22 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The notifier's subscription to bosund's events, taken from the Events actor of the moment
+/// (the notifier subscribes again when a restarted one has dropped it).
+fn subscribe_to_events(events: EventsHandle) -> bosun_notify::Subscribe {
+    Box::new(move || {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        events
+            .get()?
+            .cast(EventsMsg::Subscribe {
+                session: NOTIFIER_SESSION,
+                tx,
+            })
+            .ok()?;
+        Some(rx)
+    })
 }
 
 /// Opens the store, waiting a few seconds for a predecessor that is still dying (a SIGKILLed

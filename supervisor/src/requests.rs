@@ -95,6 +95,7 @@ pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
         Request::ProjectRemove(c) => to(ctx, c),
         Request::CardRemove(c) => to(ctx, c),
         Request::McpSignInCancel(c) => to(ctx, c),
+        Request::DaemonSet(c) => to(ctx, c),
     }
 }
 

@@ -46,6 +46,12 @@ impl Code for Starting {
     }
 }
 
+impl Code for crate::settings::SettingError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::BadRequest
+    }
+}
+
 impl Code for StoreError {
     fn code(&self) -> ErrorCode {
         ErrorCode::Internal

@@ -10,6 +10,7 @@
 //! [`http`] is the small HTTP/1.1 server layer the test-server binaries share; [`stress`] holds
 //! the numbered-line generator and copy checker of the log stress and chaos tests.
 
+pub mod desktop;
 pub mod dpop;
 pub mod github;
 pub mod http;
@@ -100,6 +101,7 @@ impl Bosun {
         // The temporary files of the test's daemon and everything it starts (the coding CLIs
         // keep theirs there) go with the test's directory.
         let tmp = dir.path().join("tmp");
+        let no_bus = dir.path().join("no-session-bus");
         if let Err(e) = std::fs::create_dir(&tmp) {
             panic!("could not make {}: {e}", tmp.display());
         }
@@ -110,6 +112,12 @@ impl Bosun {
             env: vec![
                 ("BOSUN_FAKE_KEYCHAIN".into(), keychain.display().to_string()),
                 ("TMPDIR".into(), tmp.display().to_string()),
+                // No desktop of the person running the tests hears of a test's runs: bosund's
+                // notifications go to a bus that is not there, unless a test gives it one.
+                (
+                    "DBUS_SESSION_BUS_ADDRESS".into(),
+                    format!("unix:path={}", no_bus.display()),
+                ),
             ],
             printed: std::sync::Mutex::new(Vec::new()),
         }
@@ -598,6 +606,32 @@ pub fn everything_bin() -> PathBuf {
         p.display()
     );
     p
+}
+
+/// `node tests/node/webui/drive.mjs <scenario>` in Debian's chromium, signed in to the web UI
+/// at `login`, with `env` for the scenario; the JSON it prints.
+pub fn browser_scenario(
+    login: &str,
+    scenario: &str,
+    env: &[(&str, &str)],
+) -> anyhow::Result<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("node/webui/drive.mjs");
+    let out = Command::new("node")
+        .arg(script)
+        .arg(scenario)
+        .env("BOSUN_UI_LOGIN", login)
+        .envs(env.iter().copied())
+        .output()
+        .context("could not run node")?;
+    if !out.status.success() {
+        bail!(
+            "the browser scenario {scenario} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).with_context(|| format!("drive.mjs printed {text}"))
 }
 
 /// A private D-Bus session bus for a test, its socket in a directory of its own; killed and

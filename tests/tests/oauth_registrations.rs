@@ -4,7 +4,9 @@
 //! server gets a registration there, never the old client id. A registration the server has
 //! forgotten is dropped when the server refuses it, and `--new-client` drops it by hand.
 
-use bosun_tests::{Bosun, OAuthServer, keychain_values};
+use std::time::Duration;
+
+use bosun_tests::{Bosun, OAuthServer, keychain_values, wait_for};
 use serde_json::Value;
 
 fn sign_in(b: &Bosun, name: &str) -> anyhow::Result<Value> {
@@ -100,6 +102,7 @@ fn a_registration_the_server_forgot_is_dropped_when_a_refresh_is_refused() -> an
     // refused with `invalid_client`, and bosun says what happened instead of retrying forever.
     oauth.forget_clients()?;
     oauth.expire_tokens()?;
+    let watcher = bosun_tests::EventWatcher::start(&b)?;
     let out = b.output(&["mcp", "call", "remote", "whoami"])?;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -110,6 +113,19 @@ fn a_registration_the_server_forgot_is_dropped_when_a_refresh_is_refused() -> an
     );
     let shown = b.json(&["mcp", "show", "remote"])?;
     assert_eq!(shown["sign_in"]["state"], "needs sign-in", "{shown:#}");
+    // The person hears of it where they are (every UI, and so the desktop's notifications).
+    let heard = wait_for(
+        "the sign-in's notification",
+        Duration::from_secs(10),
+        || Ok(watcher.of(&["notification"]).into_iter().next()),
+    )?;
+    assert_eq!(heard["kind"], "sign_in", "{heard:#}");
+    let text = heard["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("remote needs you to sign in again (")
+            && text.ends_with("): bosun mcp sign-in remote"),
+        "{text}"
+    );
     // The next sign-in registers anew, without being told to, and works.
     let second = sign_in(&b, "remote")?;
     assert_ne!(

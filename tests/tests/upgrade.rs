@@ -90,23 +90,6 @@ fn verdicts(b: &Bosun, agent: &str) -> anyhow::Result<Vec<(String, String)>> {
         .collect())
 }
 
-/// `node tests/node/webui/drive.mjs <scenario>` in Debian's chromium, signed in at `login`;
-/// the JSON it prints.
-fn browse(login: &str, scenario: &str) -> anyhow::Result<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("node/webui/drive.mjs");
-    let out = std::process::Command::new("node")
-        .arg(script)
-        .arg(scenario)
-        .env("BOSUN_UI_LOGIN", login)
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "the browser scenario {scenario} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(serde_json::from_slice(&out.stdout)?)
-}
-
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = list
         .iter()
@@ -242,7 +225,11 @@ fn the_previous_releases_state_opens_item_by_item_with_no_secret_left_in_the_sto
     );
     // The agent's page in the web UI says it too, and the Daemon page has the upgrade's line.
     let ui = b.json(&["ui", "--no-open"])?;
-    let seen = browse(ui["login_url"].as_str().unwrap_or_default(), "carried")?;
+    let seen = bosun_tests::browser_scenario(
+        ui["login_url"].as_str().unwrap_or_default(),
+        "carried",
+        &[],
+    )?;
     b.ok(&["ui", "--stop"])?;
     let page = seen["agent"].as_str().unwrap_or_default();
     assert!(

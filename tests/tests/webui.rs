@@ -245,25 +245,9 @@ fn finish(b: Bosun) -> anyhow::Result<()> {
     b.finish()
 }
 
-/// `node tests/node/webui/drive.mjs <scenario>`; the JSON it prints.
+/// `node tests/node/webui/drive.mjs <scenario>`, signed in to `ui`; the JSON it prints.
 fn drive(ui: &Ui, scenario: &str, env: &[(&str, &str)]) -> anyhow::Result<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("node/webui/drive.mjs");
-    let out = Command::new("node")
-        .arg(script)
-        .arg(scenario)
-        .env("BOSUN_UI_LOGIN", &ui.login)
-        .envs(env.iter().copied())
-        .output()
-        .context("could not run node")?;
-    if !out.status.success() {
-        bail!(
-            "the browser scenario {scenario} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim()).with_context(|| format!("drive.mjs printed {text}"))
+    bosun_tests::browser_scenario(&ui.login, scenario, env)
 }
 
 #[test]

@@ -119,8 +119,14 @@ function start() {
   });
   on("pending", (a) => track(`lead:${a.id}`, a.state === "waiting", actionLine(a)));
   on("approval", (a) => track(`run:${a.id}`, a.state === "waiting", approvalLine(a)));
+  const noteTitle = { merged: "bosun: the lead merged", needs_you: "bosun: a merge needs you", sign_in: "bosun: sign in again" };
   on("notification", (n) =>
-    notify(`note:${n.kind}:${n.card || n.chat}`, n.text, n.kind === "merged" ? "bosun: the lead merged" : "bosun: a merge needs you", n.card ? `#/card/${n.card}` : "#/inbox"),
+    notify(
+      `note:${n.kind}:${n.card || n.chat || n.at}`,
+      n.text,
+      noteTitle[n.kind] || "bosun",
+      n.card ? `#/card/${n.card}` : n.kind === "sign_in" ? "#/mcp" : "#/inbox",
+    ),
   );
   connect();
   // Asked for now, while the page's module loads, rather than by the page's first request.

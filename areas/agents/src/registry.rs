@@ -769,11 +769,8 @@ enum Setting {
 }
 
 fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
-    match value.trim() {
-        "on" | "true" | "yes" => Ok(true),
-        "off" | "false" | "no" => Ok(false),
-        other => Err(bad(format!("`{key}={other}`: {key} takes on or off"))),
-    }
+    bosun_shared::switch::parse(value)
+        .ok_or_else(|| bad(format!("`{key}={}`: {key} takes on or off", value.trim())))
 }
 
 /// The keys `bosun agent set` takes, for messages.

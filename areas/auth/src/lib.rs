@@ -84,7 +84,13 @@ pub struct AuthContext {
     /// The servers' names, which the MCP registry keeps (a crate above this one): a refresher
     /// is named after its server.
     pub server_names: ServerNames,
+    /// Told when a sign-in can no longer be used, with the server's name and why: bosund
+    /// tells the person (the events, and so the desktop's notifications).
+    pub sign_in_lost: SignInLost,
 }
+
+/// What is told when a server's sign-in can no longer be used: its name, and why.
+pub type SignInLost = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 /// Reads the name of every MCP server, by id, from the store: given by bosund, which knows the
 /// registry's records, so that sign-in need not.
@@ -107,7 +113,14 @@ impl AuthContext {
             pending: signin::Pending::default(),
             nonces: dpop::Nonces::default(),
             server_names,
+            sign_in_lost: Arc::new(|_, _| {}),
         }
+    }
+
+    /// With `told` told of each sign-in that can no longer be used.
+    pub fn with_sign_in_lost(mut self, told: SignInLost) -> Self {
+        self.sign_in_lost = told;
+        self
     }
 }
 

@@ -451,6 +451,7 @@ impl RefresherState {
         rec.refresh_started = None;
         self.ctx.writer.put(&rec).await?;
         warn!(server = %self.name, %why, "the sign-in is no longer usable");
+        (self.ctx.sign_in_lost)(&self.name, why);
         self.rec = Some(rec);
         self.access = None;
         Ok(())

@@ -40,13 +40,12 @@ fn has_main(top: &Path, branch: &str) -> bool {
 }
 
 fn switch(key: &str, value: &str) -> Result<bool, BoardError> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" => Ok(true),
-        "off" | "false" | "no" => Ok(false),
-        other => Err(bad(format!(
-            "`{other}` is not a value for {key}; say {key}=on or {key}=off"
-        ))),
-    }
+    bosun_shared::switch::parse(value).ok_or_else(|| {
+        bad(format!(
+            "`{}` is not a value for {key}; say {key}=on or {key}=off",
+            value.trim()
+        ))
+    })
 }
 
 fn host_of(github: Option<&str>, origin: Option<&str>) -> Result<Host, BoardError> {

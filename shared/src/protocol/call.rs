@@ -76,6 +76,7 @@ mod runs_calls {
         unit SubscribeRuns => SubscribeRuns: ();
         unit DaemonStatus => DaemonStatus: DaemonStatusView;
         unit DaemonStop => DaemonStop: ();
+        DaemonSet => DaemonSet: DaemonStatusView;
     }
 }
 
@@ -236,7 +237,7 @@ replies! {
     field Vec<RunView> => Runs { runs };
     plain Following => Following;
     unit () => Done;
-    plain DaemonStatusView => Status;
+    boxed DaemonStatusView => Status;
     boxed ServerView => Server;
     field Vec<ServerView> => Servers { servers };
     boxed ToolListing => Tools;

@@ -48,6 +48,27 @@ pub struct SubscribeRuns;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DaemonStatus;
 
+/// Change bosund's own settings, each written `KEY=VALUE` (today `notify=on|off`); answers
+/// the daemon's [`DaemonStatusView`] as it is after them. Settings are kept in the store and
+/// hold across restarts; a bad one is refused with the keys there are, and none is changed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DaemonSet {
+    pub settings: Vec<String>,
+}
+
+/// How bosund tells the person, on the desktop, of what starts waiting for them and of runs
+/// that failed (`bosun daemon set notify=on|off`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotifyView {
+    pub on: bool,
+    /// Notifications shown since bosund started.
+    pub shown: u64,
+    /// Why the last notification could not be shown (no session bus, no notification
+    /// service answered); absent once one is shown again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
 /// Stop every run by its ladder and exit. A second `DaemonStop` (or a second signal) makes the
 /// stop immediate.
 #[derive(Clone, Copy, Debug, Default)]
@@ -88,6 +109,10 @@ pub struct DaemonStatusView {
     /// backup, what each agent's permission mode was carried over as); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgrade: Option<String>,
+    /// Desktop notifications: whether they are on, and how they fare (absent from a bosund
+    /// older than them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<NotifyView>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -35,7 +35,7 @@ use super::mcp::{
 use super::projects::{
     AddProjectParams, EditProjectParams, ProjectRemove, ProjectSet, ProjectShow, ProjectView,
 };
-use super::runs::{DaemonStatusView, Following, GetRun, ListRuns, StopRun, Unfollow};
+use super::runs::{DaemonSet, DaemonStatusView, Following, GetRun, ListRuns, StopRun, Unfollow};
 pub use super::runs::{FollowParams, RunView, StartRunParams};
 use super::{LogBytes, WireError};
 use crate::run::Stream;
@@ -185,6 +185,8 @@ pub enum Request {
     CardRemove(CardRemove),
     // A sign-in's cancel (added last, like the one above).
     McpSignInCancel(McpSignInCancel),
+    // bosund's own settings (added last, like the ones above).
+    DaemonSet(DaemonSet),
 }
 
 /// A successful answer. (Tagged `answer`, since a run or a server may have a field `kind`.)
@@ -198,7 +200,7 @@ pub enum Response {
     },
     Following(Following),
     Done,
-    Status(DaemonStatusView),
+    Status(Box<DaemonStatusView>),
     Server(Box<ServerView>),
     Servers {
         servers: Vec<ServerView>,
@@ -293,7 +295,8 @@ pub enum Event {
         at: Timestamp,
     },
     /// Something the person is to hear of now (the web UI shows it as a desktop notification):
-    /// the lead merged a card's pull request, or a card's merge needs the person. `text` says it
+    /// the lead merged a card's pull request, a card's merge needs the person, or a server
+    /// needs the person to sign in again. `text` says it
     /// in plain words; `card` and `chat` say where to look. (That the lead waits for the
     /// person's OK is told by [`Event::PendingChanged`].)
     Notification {
@@ -316,4 +319,7 @@ pub enum NotificationKind {
     /// A card QA passed cannot be merged by the lead (failed checks, conflicts, a blocked
     /// merge): the person sees to it.
     NeedsYou,
+    /// An MCP server's sign-in can no longer be used (its refresh was refused, its client
+    /// forgotten): the person signs in again.
+    SignIn,
 }

@@ -18,7 +18,7 @@ use super::mcp::{
     ImportCandidates, Imported, McpCall, McpInspect, McpRemove, McpRename, McpShow, McpTools,
 };
 use super::projects::{ProjectRemove, ProjectSet, ProjectShow};
-use super::runs::{Following, GetRun, ListRuns, StopRun, Unfollow};
+use super::runs::{DaemonSet, Following, GetRun, ListRuns, StopRun, Unfollow};
 use super::ui::{Request, Response};
 
 const ID: &str = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
@@ -239,6 +239,9 @@ fn requests() -> Vec<Request> {
             force: false,
         }),
         Request::McpSignInCancel(McpSignInCancel { attempt: 3 }),
+        Request::DaemonSet(DaemonSet {
+            settings: vec!["notify=off".into()],
+        }),
     ]
 }
 
@@ -263,6 +266,13 @@ fn responses() -> Vec<Response> {
             json!({"pid": 1, "version": "0.1.0", "protocol_version": 1,
             "state_dir": "/s", "started_at": 1, "live_runs": 0, "attached_runners": 0,
             "shutting_down": false, "upgrade": "the store was upgraded from schema 1 to 2"}),
+        )),
+        // With its desktop notifications (`problem` shows only when the last was not shown).
+        Response::Status(view(
+            json!({"pid": 1, "version": "0.1.0", "protocol_version": 1,
+            "state_dir": "/s", "started_at": 1, "live_runs": 0, "attached_runners": 0,
+            "shutting_down": false,
+            "notify": {"on": true, "shown": 4, "problem": "no desktop notification service answered"}}),
         )),
         Response::Server(view(server())),
         Response::Servers {
@@ -405,6 +415,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"project_remove","params":{"project":"p"}}"#,
     r#"{"method":"card_remove","params":{"card":"c","force":false}}"#,
     r#"{"method":"mcp_sign_in_cancel","params":{"attempt":3}}"#,
+    r#"{"method":"daemon_set","params":{"settings":["notify=off"]}}"#,
 ];
 
 const RESPONSES: &[&str] = &[
@@ -414,6 +425,7 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"done"}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":2,"attached_runners":1,"shutting_down":false}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":0,"attached_runners":0,"shutting_down":false,"upgrade":"the store was upgraded from schema 1 to 2"}"#,
+    r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":0,"attached_runners":0,"shutting_down":false,"notify":{"on":true,"shown":4,"problem":"no desktop notification service answered"}}"#,
     r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}"#,
     r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null}]}"#,
     r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"http","command":null,"args":[],"url":"https://mcp.example.com/mcp","allow_http":false,"env":[],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":{"state":"signed in","why":null,"issuer":"https://as.example.com","client_id":"cid","registered":true,"scope":null,"expires_at":3,"signed_in_at":1,"refreshed_at":null,"wanted_scope":null,"dpop":true}}"#,
@@ -518,7 +530,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

@@ -12,7 +12,7 @@ use bosun_runs::{RunSpec, RunsMsg};
 use bosun_shared::RunId;
 use bosun_shared::protocol::runner::StopOrder;
 use bosun_shared::protocol::runs::{
-    DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, StopRun,
+    DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, StopRun,
 };
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
@@ -70,26 +70,44 @@ impl Handle for StopRun {
 
 impl Handle for DaemonStatus {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<DaemonStatusView, Failure> {
-        let shutting_down = match ctx.runs() {
-            Some(runs) => {
-                ractor::call!(runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(true)
-            }
-            None => false,
-        };
-        Ok(DaemonStatusView {
-            pid: std::process::id(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            protocol_version: PROTOCOL_VERSION,
-            state_dir: ctx.dirs.root().to_path_buf(),
-            started_at: ctx.started_at,
-            live_runs: ctx.live.len(),
-            attached_runners: ctx.live.attached(),
-            shutting_down,
-            storage_fault: ctx.writer.health().fault(),
-            storage_last_fault: ctx.writer.health().last_fault(),
-            runner_listener: ctx.remote.as_ref().map(|r| r.describe()),
-            upgrade: ctx.upgrade.clone(),
-        })
+        Ok(status(ctx).await)
+    }
+}
+
+/// Saves the settings with the changes made (all of them, or none when one is wrong), then
+/// puts them in force.
+impl Handle for DaemonSet {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<DaemonStatusView, Failure> {
+        let changes = crate::settings::parse(&self.settings)?;
+        let mut settings = ctx.settings.lock().await;
+        let next = settings.with(&changes);
+        ctx.writer.put(&next).await?;
+        ctx.notifier.set(next.notify);
+        *settings = next;
+        drop(settings);
+        Ok(status(ctx).await)
+    }
+}
+
+async fn status(ctx: &Arc<DaemonCtx>) -> DaemonStatusView {
+    let shutting_down = match ctx.runs() {
+        Some(runs) => ractor::call!(runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(true),
+        None => false,
+    };
+    DaemonStatusView {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        protocol_version: PROTOCOL_VERSION,
+        state_dir: ctx.dirs.root().to_path_buf(),
+        started_at: ctx.started_at,
+        live_runs: ctx.live.len(),
+        attached_runners: ctx.live.attached(),
+        shutting_down,
+        storage_fault: ctx.writer.health().fault(),
+        storage_last_fault: ctx.writer.health().last_fault(),
+        runner_listener: ctx.remote.as_ref().map(|r| r.describe()),
+        upgrade: ctx.upgrade.clone(),
+        notify: Some(ctx.notifier.view()),
     }
 }
 

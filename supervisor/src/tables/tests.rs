@@ -462,3 +462,33 @@ fn the_upgrade_leaves_no_copy_of_a_secret_in_free_pages() {
         Some(fixture::<NoteRecord>())
     );
 }
+
+#[tokio::test]
+async fn bosunds_settings_are_one_row_of_meta_and_a_store_without_it_reads_the_defaults() {
+    use crate::settings::{DaemonSettings, Setting};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bosun.redb");
+    let store = Store::open(&path, &dir.path().join("runs"), TABLES).unwrap();
+    assert_eq!(
+        store.get::<DaemonSettings>(DaemonSettings::KEY).unwrap(),
+        None,
+        "a store bosund never set anything in"
+    );
+    let (writer, thread) = StoreWriter::start(store.clone()).unwrap();
+    let off = DaemonSettings::default().with(&[Setting::Notify(false)]);
+    writer.put(&off).await.unwrap();
+    assert_eq!(
+        store.get::<DaemonSettings>(DaemonSettings::KEY).unwrap(),
+        Some(off)
+    );
+    drop(writer);
+    thread.join().unwrap();
+    drop(store);
+    let db = Database::open(&path).unwrap();
+    let meta: Vec<_> = rows_of(&db)
+        .into_iter()
+        .filter(|(t, k, _)| t == "meta" && k == "daemon")
+        .map(|(_, _, v)| String::from_utf8(v).unwrap())
+        .collect();
+    assert_eq!(meta, [r#"{"notify":false}"#]);
+}

@@ -592,6 +592,17 @@ const scenarios = {
     return { agent, daemon };
   },
 
+  // The Daemon page's row of desktop notifications, before and after its switch is pressed.
+  async notify(page) {
+    await page.goto(`${base}/#/daemon`);
+    const row = page.locator("#view tr", { has: page.locator("th", { hasText: /^Desktop notifications$/ }) });
+    const before = await row.locator("td").textContent({ timeout });
+    await row.locator("button", { hasText: "Turn off" }).click({ timeout });
+    await row.locator("button", { hasText: "Turn on" }).waitFor({ timeout });
+    const after = await row.locator("td").textContent({ timeout });
+    return { before, after };
+  },
+
   // Saves PNGs of the main pages into BOSUN_SHOTS.
   async screens(page) {
     const dir = process.env.BOSUN_SHOTS;

@@ -24,11 +24,31 @@ export function mount(root) {
         ["Web UI", `bosun ${me.version}, up since ${when(me.started_at)}`],
       ];
       if (s.upgrade) rows.push(["Upgrade", s.upgrade]);
+      if (s.notify) rows.push(["Desktop notifications", notifyCell(s.notify)]);
       for (const [k, v] of rows) table.append(h("tr", null, h("th", null, k), h("td", null, v)));
       flash(msg, "");
     } catch (e) {
       flash(msg, e.message, true);
     }
+  }
+  // On or off (the same switch as `bosun daemon set notify=on|off`), how many were shown, and
+  // why the last could not be.
+  function notifyCell(n) {
+    const words = n.on
+      ? `on, ${n.shown} shown since bosund started` + (n.problem ? `; the last could not be: ${n.problem}` : "")
+      : "off";
+    const turn = h("button", { type: "button", class: "small" }, n.on ? "Turn off" : "Turn on");
+    turn.addEventListener("click", async () => {
+      turn.disabled = true;
+      try {
+        await call("daemon_set", { settings: [`notify=${n.on ? "off" : "on"}`] });
+        await load();
+      } catch (e) {
+        flash(msg, e.message, true);
+        turn.disabled = false;
+      }
+    });
+    return h("span", null, words, " ", turn);
   }
   load();
   const t = setInterval(load, 5000);

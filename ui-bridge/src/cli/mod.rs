@@ -100,6 +100,15 @@ enum DaemonCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Change bosund's own settings, kept across restarts: notify=on|off (desktop
+    /// notifications of what waits for you and of failed runs)
+    Set {
+        /// Each KEY=VALUE
+        #[arg(required = true, value_name = "KEY=VALUE")]
+        settings: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Install bosund as a systemd user service (~/.config/systemd/user/bosund.service):
     /// started at login, restarted after a crash, its runs outliving it
     Install {
@@ -128,6 +137,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stop(a) => runs::stop(&dirs, a).await,
         Command::Daemon(DaemonCommand::Status { json }) => runs::daemon_status(&dirs, json).await,
         Command::Daemon(DaemonCommand::Stop { json }) => runs::daemon_stop(&dirs, json).await,
+        Command::Daemon(DaemonCommand::Set { settings, json }) => {
+            runs::daemon_set(&dirs, settings, json).await
+        }
         Command::Daemon(DaemonCommand::Install { user: _, json }) => {
             service::install(&dirs, json).await
         }

@@ -264,6 +264,22 @@ pub fn print_status(s: &DaemonStatusView) {
     if let Some(line) = &s.upgrade {
         println!("{:<14}{line}", "upgrade");
     }
+    if let Some(notify) = &s.notify {
+        println!("{:<14}{}", "notify", notify_words(notify));
+    }
+}
+
+/// Desktop notifications in words: on or off (and how to change it), how many were shown, and
+/// why the last could not be.
+pub fn notify_words(n: &bosun_shared::protocol::runs::NotifyView) -> String {
+    if !n.on {
+        return "off (bosun daemon set notify=on)".to_string();
+    }
+    let mut words = format!("on, {} shown since bosund started", n.shown);
+    if let Some(problem) = &n.problem {
+        words.push_str(&format!("; the last could not be: {problem}"));
+    }
+    words
 }
 
 /// Where a run may write, in words: its folder and its agent's roots, or anywhere.

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::runner::StopLadder;
-use bosun_shared::protocol::runs::{DaemonStatus, DaemonStop, GetRun, ListRuns, StopRun};
+use bosun_shared::protocol::runs::{
+    DaemonSet, DaemonStatus, DaemonStop, GetRun, ListRuns, StopRun,
+};
 use bosun_shared::protocol::ui::StartRunParams;
 use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_ui::{Client, ClientError};
@@ -256,6 +258,23 @@ pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCo
     } else {
         output::print_status(&status);
         println!("{:<14}{}", "started", started_by.words());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bosun daemon set KEY=VALUE…`: starts bosund if need be (the settings are its own, kept in
+/// its store), and prints the status as it is after the change.
+pub async fn daemon_set(
+    dirs: &StateDir,
+    settings: Vec<String>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let status = client.call(DaemonSet { settings }).await?;
+    if json {
+        output::print_json(&status)?;
+    } else if let Some(notify) = &status.notify {
+        println!("{:<14}{}", "notify", output::notify_words(notify));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,163 @@
+//! bosund's own settings, which `bosun daemon set KEY=VALUE` changes: kept as one record of the
+//! store's `meta` table (key `daemon`), read at start and written whole on each change. Each
+//! `KEY=VALUE` is parsed at the edge into a [`Setting`], so a bad one is refused before
+//! anything changes. Today there is one key, `notify`; the next (how long decided approvals
+//! are kept) is another variant and another field.
+
+use std::str::FromStr;
+
+use bosun_store::{META, Record};
+use serde::{Deserialize, Serialize};
+
+/// The keys `bosun daemon set` takes, for messages.
+const KEYS: &str = "notify=on|off";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaemonSettings {
+    /// Desktop notifications of what starts waiting for the person and of failed runs.
+    #[serde(default = "on")]
+    pub notify: bool,
+}
+
+fn on() -> bool {
+    true
+}
+
+impl Default for DaemonSettings {
+    fn default() -> Self {
+        Self { notify: true }
+    }
+}
+
+/// bosund's settings are one record of the store's own `meta` table: its key is always
+/// [`DaemonSettings::KEY`].
+impl Record for DaemonSettings {
+    const TABLE: &'static str = META;
+    const WHAT: &'static str = "daemon settings";
+    type Key = str;
+
+    fn key(&self) -> String {
+        Self::KEY.to_string()
+    }
+}
+
+impl DaemonSettings {
+    pub const KEY: &'static str = "daemon";
+
+    /// These settings with `changes` made, in order.
+    pub fn with(&self, changes: &[Setting]) -> Self {
+        let mut next = self.clone();
+        for change in changes {
+            match change {
+                Setting::Notify(on) => next.notify = *on,
+            }
+        }
+        next
+    }
+}
+
+/// One `KEY=VALUE` of `bosun daemon set`, parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// `notify=on|off`.
+    Notify(bool),
+}
+
+/// A `KEY=VALUE` bosund does not take, in words that say what it does take.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SettingError {
+    #[error("`{0}` is not KEY=VALUE; bosund's settings are {KEYS}")]
+    NotKeyValue(String),
+    #[error("`{0}` is not a setting of bosund; its settings are {KEYS}")]
+    UnknownKey(String),
+    #[error("`{key}={value}`: {key} takes on or off")]
+    NotASwitch { key: &'static str, value: String },
+    #[error("nothing to set; say what, as KEY=VALUE: {KEYS}")]
+    Nothing,
+}
+
+impl FromStr for Setting {
+    type Err = SettingError;
+
+    fn from_str(text: &str) -> Result<Self, SettingError> {
+        let Some((key, value)) = text.split_once('=') else {
+            return Err(SettingError::NotKeyValue(text.to_string()));
+        };
+        match key.trim() {
+            "notify" => bosun_shared::switch::parse(value)
+                .map(Setting::Notify)
+                .ok_or_else(|| SettingError::NotASwitch {
+                    key: "notify",
+                    value: value.trim().to_string(),
+                }),
+            other => Err(SettingError::UnknownKey(other.to_string())),
+        }
+    }
+}
+
+/// Every `KEY=VALUE`, or the first that is wrong.
+pub fn parse(texts: &[String]) -> Result<Vec<Setting>, SettingError> {
+    if texts.is_empty() {
+        return Err(SettingError::Nothing);
+    }
+    texts.iter().map(|t| t.parse()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(texts: &[&str]) -> Result<Vec<Setting>, SettingError> {
+        parse(&texts.iter().map(|t| t.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn notify_takes_on_or_off_and_the_last_word_wins() {
+        let changes = set(&["notify=off", "notify = on", "notify=OFF"]).expect("valid");
+        assert_eq!(
+            changes,
+            [
+                Setting::Notify(false),
+                Setting::Notify(true),
+                Setting::Notify(false)
+            ]
+        );
+        assert!(!DaemonSettings::default().with(&changes).notify);
+    }
+
+    #[test]
+    fn a_bad_setting_is_refused_with_the_keys_there_are() {
+        let cases = [
+            (
+                vec!["retain=7d"],
+                "`retain` is not a setting of bosund; its settings are notify=on|off",
+            ),
+            (
+                vec!["notify"],
+                "`notify` is not KEY=VALUE; bosund's settings are notify=on|off",
+            ),
+            (
+                vec!["notify=on", "notify=maybe"],
+                "`notify=maybe`: notify takes on or off",
+            ),
+            (
+                vec![],
+                "nothing to set; say what, as KEY=VALUE: notify=on|off",
+            ),
+        ];
+        for (texts, words) in cases {
+            let e = set(&texts).expect_err("refused");
+            assert_eq!(e.to_string(), words, "{texts:?}");
+        }
+    }
+
+    #[test]
+    fn a_record_without_a_key_it_did_not_know_reads_as_the_default() {
+        let read: DaemonSettings = serde_json::from_str("{}").expect("reads");
+        assert_eq!(read, DaemonSettings::default());
+        assert!(
+            read.notify,
+            "notifications are on until the person turns them off"
+        );
+    }
+}
