@@ -20,6 +20,7 @@ pub mod run;
 pub mod size;
 pub mod switch;
 pub mod time;
+pub mod usage;
 
 pub use ids::{
     ActionId, AgentId, AnswerId, ApprovalId, CardId, ChatId, ColumnId, ProjectId, RunId, RunToken,

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use anyhow::Context;
 use bosun_agents::login::LoginChecks;
+use bosun_agents::prices::Prices;
 use bosun_agents::registry::{AgentsContext, AgentsHandle};
 use bosun_auth::AuthContext;
 use bosun_board::{BoardContext, BoardMsg, QaTokens};
@@ -69,6 +70,9 @@ pub struct DaemonCtx {
     pub settings: tokio::sync::Mutex<DaemonSettings>,
     /// Desktop notifications: the switch `settings.notify` sets, and how they fare.
     pub notifier: Notifier,
+    /// What a run costs when its CLI does not say: `prices.toml` in the state directory, or
+    /// the repository's.
+    pub prices: Arc<Prices>,
 }
 
 /// Tells every UI (and so the desktop) that a server's sign-in can no longer be used.
@@ -163,7 +167,14 @@ impl DaemonCtx {
             upgrade: None,
             settings: tokio::sync::Mutex::new(DaemonSettings::default()),
             notifier: Notifier::new(DaemonSettings::default().notify),
+            prices: Arc::new(Prices::built_in()),
         }
+    }
+
+    /// With the price table bosund read at its start.
+    pub fn with_prices(mut self, prices: Prices) -> Self {
+        self.prices = Arc::new(prices);
+        self
     }
 
     /// With bosund's settings as the store keeps them.
@@ -231,6 +242,7 @@ impl DaemonCtx {
             agents: self.agents.clone(),
             answers: Arc::new(self.answers.clone()),
             remote: self.remote.as_ref().map(|r| r.remote.clone()),
+            prices: self.prices.clone(),
         })
     }
 

@@ -115,6 +115,8 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
         .get::<DaemonSettings>(DaemonSettings::KEY)
         .context("could not read bosund's settings from the store")?
         .unwrap_or_default();
+    // A price table of the person's that cannot be read is refused before anything starts.
+    let prices = bosun_agents::prices::Prices::load(&dirs.root().join("prices.toml"))?;
     let (writer, writer_thread) = StoreWriter::start(store.clone())?;
     let runner_bin = ctx::runner_binary()?;
     let remote = remote::setup(&dirs).await?;
@@ -129,7 +131,8 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
             remote,
         )
         .with_upgrade(upgraded.line)
-        .with_settings(settings),
+        .with_settings(settings)
+        .with_prices(prices),
     );
 
     let (root, root_done) = Actor::spawn(Some("root".into()), Root, ctx.clone())

@@ -18,6 +18,7 @@ pub mod fence;
 pub use error::AgentsError;
 pub mod launch;
 pub mod login;
+pub mod prices;
 pub mod record;
 pub mod registry;
 pub mod stream;

@@ -10,6 +10,7 @@ use bosun_shared::approvals::{ApprovalMode, Verdict};
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::approvals::DecisionView;
 use bosun_shared::protocol::runner::ToolAnswer;
+use bosun_shared::usage::Usage;
 use bosun_shared::{AgentId, AnswerId, ApprovalId, CardId, ChatId, RunId, ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -346,6 +347,25 @@ pub struct AgentRun {
     /// What fence the runner applied, in words (from its start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<String>,
+    /// What the run used, as the CLI reported it (left out while it reported nothing).
+    #[serde(default, skip_serializing_if = "usage_is_empty")]
+    pub usage: Usage,
+    /// How far the CLI's stdout was read into this record, in whole lines: saved with what
+    /// they said, so that a bosund killed before saving reads the rest again and nothing is
+    /// counted twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parsed_to: Option<ParsedTo>,
+}
+
+fn usage_is_empty(u: &Usage) -> bool {
+    *u == Usage::default()
+}
+
+/// A place in a run's log just after a line's end: byte `offset` of chunk `seq`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParsedTo {
+    pub seq: u64,
+    pub offset: u32,
 }
 
 /// What bosun decided about one tool call of a run: committed before the runner hears it.

@@ -20,9 +20,13 @@ use bosun_shared::mcp::full_tool_name;
 use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView, WorkspaceView};
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use super::prices::Prices;
 use super::record::{AgentRun, CliResult, ToolCall};
 
 mod rpc;
+mod usage;
 
 /// The longest line parsed; a longer one (a huge tool result) is skipped.
 const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -98,6 +102,7 @@ impl AgentRun {
                 unrestricted: w.unrestricted,
             }),
             fence: self.fence.clone(),
+            usage: (self.usage != Default::default()).then(|| self.usage.clone()),
         }
     }
 
@@ -145,6 +150,7 @@ impl AgentRun {
         {
             return;
         }
+        self.usage.tool_calls += 1;
         if self.calls.len() < MAX_CALLS {
             self.calls.push(ToolCall {
                 id,
@@ -174,6 +180,9 @@ impl AgentRun {
                 c.error = error;
             }
             None => {
+                if name.is_some() {
+                    self.usage.tool_calls += 1;
+                }
                 if let Some(name) = name
                     && self.calls.len() < MAX_CALLS
                 {
@@ -195,15 +204,23 @@ pub struct StreamParser {
     cli: CliKind,
     partial: Vec<u8>,
     skipping: bool,
+    /// What a run costs when its CLI does not say.
+    prices: Arc<Prices>,
 }
 
 impl StreamParser {
-    pub fn new(cli: CliKind) -> Self {
+    pub fn new(cli: CliKind, prices: Arc<Prices>) -> Self {
         Self {
             cli,
             partial: Vec::new(),
             skipping: false,
+            prices,
         }
+    }
+
+    /// Whether every line fed so far was read whole (no line waits for its end).
+    pub fn at_line_start(&self) -> bool {
+        self.partial.is_empty() && !self.skipping
     }
 
     /// Feeds a chunk of stdout; returns how much the run changed.
@@ -246,12 +263,16 @@ impl StreamParser {
         let Ok(v) = serde_json::from_slice::<Value>(trimmed) else {
             return Change::None;
         };
-        match self.cli {
+        let change = match self.cli {
             CliKind::Claude => claude(&v, run),
             CliKind::Codex => codex(&v, run),
             CliKind::Gemini => gemini(&v, run),
             CliKind::Command => Change::None,
+        };
+        if change != Change::None {
+            self.prices.apply(&mut run.usage);
         }
+        change
     }
 }
 
@@ -355,6 +376,7 @@ fn claude(v: &Value, run: &mut AgentRun) -> Change {
             change
         }
         ("result", _) => {
+            usage::claude_result(v, run);
             run.result = Some(CliResult {
                 is_error: v.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                 reason: str_of(v, "terminal_reason").or_else(|| str_of(v, "subtype")),
@@ -422,6 +444,7 @@ fn codex(v: &Value, run: &mut AgentRun) -> Change {
             Change::Minor
         }
         "turn.completed" => {
+            usage::codex_turn(v, run);
             run.result = Some(CliResult {
                 is_error: false,
                 reason: Some("completed".into()),
@@ -493,6 +516,7 @@ fn gemini(v: &Value, run: &mut AgentRun) -> Change {
             Change::Minor
         }
         "result" => {
+            usage::gemini_stats(v, run);
             let status = str_of(v, "status");
             run.result = Some(CliResult {
                 is_error: status.as_deref() != Some("success"),
@@ -523,7 +547,7 @@ mod tests {
     #[test]
     fn claude_init_tools_calls_and_a_not_logged_in_result() {
         let mut run = run_of(CliKind::Claude, &["everything", "broken"]);
-        let mut p = StreamParser::new(CliKind::Claude);
+        let mut p = StreamParser::new(CliKind::Claude, Default::default());
         let init = r#"{"type":"system","subtype":"init","session_id":"s1","tools":["Bash","mcp__everything__echo"],"mcp_servers":[{"name":"everything","status":"connected","source":"dynamic"},{"name":"broken","status":"failed","source":"dynamic"}],"model":"m"}"#;
         // Split across chunks, as output may be.
         let (a, b) = init.split_at(40);
@@ -567,7 +591,7 @@ mod tests {
     #[test]
     fn codex_items_and_turns() {
         let mut run = run_of(CliKind::Codex, &["everything"]);
-        let mut p = StreamParser::new(CliKind::Codex);
+        let mut p = StreamParser::new(CliKind::Codex, Default::default());
         let stream = concat!(
             r#"{"type":"thread.started","thread_id":"th1"}"#,
             "\n",
@@ -595,7 +619,7 @@ mod tests {
     #[test]
     fn gemini_tool_use_and_result() {
         let mut run = run_of(CliKind::Gemini, &["everything"]);
-        let mut p = StreamParser::new(CliKind::Gemini);
+        let mut p = StreamParser::new(CliKind::Gemini, Default::default());
         let stream = concat!(
             "Warning: 256-color support not detected\n",
             r#"{"type":"init","timestamp":"t","session_id":"g1","model":"auto"}"#,

@@ -38,6 +38,7 @@ use tracing::{error, info, warn};
 use crate::events::{EventsHandle, EventsMsg};
 use bosun_agents::adapter::RUN_DIR;
 use bosun_agents::launch::Prepared;
+use bosun_agents::prices::Prices;
 use bosun_agents::record::{AgentRun, ToolCall};
 use bosun_agents::registry::AgentsHandle;
 use bosun_kit::supervision::{RestartBudget, RestartPolicy, Verdict};
@@ -63,6 +64,8 @@ pub struct RunsContext {
     pub answers: Arc<dyn CallsRead>,
     /// Placing runs on other hosts, when `placement.toml` configures it.
     pub remote: Option<Arc<Remote>>,
+    /// What a run costs when its CLI does not say.
+    pub prices: Arc<Prices>,
 }
 
 /// Who hears the tool calls read so far from the stream of a run that is an answer of the lead:

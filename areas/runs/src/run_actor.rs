@@ -25,7 +25,7 @@ use super::follow::FileCursor;
 use super::log_hub::LogHub;
 use super::record::{ProcessInfo, RunRecord};
 use super::spawn::{send_plan, spawn_runner};
-use bosun_agents::record::LastRun;
+use bosun_agents::record::{AgentRun, LastRun, ParsedTo};
 use bosun_agents::registry::AgentsMsg;
 use bosun_agents::stream::{Change, StreamParser};
 use bosun_store::writer::WriteOp;
@@ -131,6 +131,9 @@ pub struct RunActorState {
     parser: Option<StreamParser>,
     /// The parser found something worth saving at once (the init line, the result).
     events_to_save: bool,
+    /// The CLI reported tokens that are not saved yet (for the crash test that kills bosund
+    /// right there).
+    usage_unsaved: bool,
     /// The run's tool calls: decided, and waiting for the person.
     asks: asks::Asks,
     /// Everything this actor logs is in the run's span, so one run's story can be picked out
@@ -167,7 +170,7 @@ impl Actor for RunActor {
             .agent
             .as_ref()
             .and_then(|a| a.cli)
-            .map(StreamParser::new);
+            .map(|cli| StreamParser::new(cli, args.ctx.prices.clone()));
         let run = args.record.agent.as_ref();
         let span = tracing::info_span!(
             "run",
@@ -191,6 +194,7 @@ impl Actor for RunActor {
             launch: Some(args.launch),
             parser,
             events_to_save: false,
+            usage_unsaved: false,
             asks: asks::Asks::default(),
             span,
             pending_plan: None,
@@ -222,6 +226,7 @@ impl Actor for RunActor {
                 Some(Launch::Recover { daemon_restart }) => {
                     state.daemon_restart = daemon_restart;
                     state.load_asks(&myself).await?;
+                    state.read_unparsed().await?;
                     state.recover(&myself).await
                 }
                 None => Ok(()),
@@ -461,6 +466,9 @@ impl RunActorState {
             RunnerMsg::Output(chunk) => {
                 self.on_output(myself, chunk)?;
                 if std::mem::take(&mut self.events_to_save) && !self.rec.state.is_final() {
+                    if std::mem::take(&mut self.usage_unsaved) {
+                        bosun_kit::crash::point("usage-read-not-saved");
+                    }
                     self.persist().await?;
                 }
                 Ok(())
@@ -468,6 +476,9 @@ impl RunActorState {
             RunnerMsg::Logged { upto } => {
                 self.on_logged(upto).await?;
                 if std::mem::take(&mut self.events_to_save) && !self.rec.state.is_final() {
+                    if std::mem::take(&mut self.usage_unsaved) {
+                        bosun_kit::crash::point("usage-read-not-saved");
+                    }
                     self.persist().await?;
                 }
                 Ok(())
@@ -514,7 +525,7 @@ impl RunActorState {
         }
         self.received = chunk.seq;
         if chunk.stream == Stream::Stdout {
-            self.parse(&chunk.data.0);
+            self.parse(chunk.seq, &chunk.data.0, 0);
         }
         let stored = Arc::new(LogChunk {
             seq: chunk.seq,
@@ -538,12 +549,24 @@ impl RunActorState {
         Ok(())
     }
 
-    /// The CLI's events in a piece of its stdout (a run of a coding CLI).
-    fn parse(&mut self, stdout: &[u8]) {
+    /// The CLI's events in a piece of its stdout (a run of a coding CLI): chunk `seq` from its
+    /// byte `from`. The run then says it has read the chunk up to its last line's end.
+    fn parse(&mut self, seq: u64, stdout: &[u8], from: usize) {
         let (Some(parser), Some(run)) = (self.parser.as_mut(), self.rec.agent.as_mut()) else {
             return;
         };
+        let tokens = |run: &AgentRun| (run.usage.models.len(), run.usage.total());
+        let before = tokens(run);
         let change = parser.feed(stdout, run);
+        if tokens(run) != before {
+            self.usage_unsaved = true;
+        }
+        if let Some(end) = stdout.iter().rposition(|b| *b == b'\n') {
+            run.parsed_to = Some(ParsedTo {
+                seq,
+                offset: u32::try_from(from + end + 1).unwrap_or(u32::MAX),
+            });
+        }
         if change != Change::None && run.answer.is_some() {
             self.ctx.answers.calls_read(self.rec.id, &run.calls);
         }
@@ -562,24 +585,59 @@ impl RunActorState {
             return Ok(());
         }
         if self.parser.is_some() {
-            let path = self.ctx.store.log_path(self.rec.id);
-            let mut cursor = self.own_log.take().unwrap_or_else(|| FileCursor::at(path));
-            let mut next = self.received + 1;
-            while next <= upto {
-                let chunks = cursor.read(next, upto).await?;
-                let Some(last) = chunks.last().map(|c| c.seq) else {
-                    error!(run_id = %self.rec.id, seq = next, "the runner said the log file has a chunk it does not have");
-                    break;
-                };
-                for c in chunks.iter().filter(|c| c.stream == Stream::Stdout) {
-                    self.parse(&c.data);
-                }
-                next = last + 1;
-            }
-            self.own_log = Some(cursor);
+            self.parse_log(self.received + 1, 0, upto).await?;
         }
         self.received = upto;
         self.hub.logged(upto);
+        Ok(())
+    }
+
+    /// Reads the stdout chunks `from..=upto` of the run's log file into the run, the chunk
+    /// `from` from its byte `skip`.
+    async fn parse_log(
+        &mut self,
+        from: u64,
+        skip: usize,
+        upto: u64,
+    ) -> Result<(), ActorProcessingErr> {
+        let path = self.ctx.store.log_path(self.rec.id);
+        let mut cursor = self.own_log.take().unwrap_or_else(|| FileCursor::at(path));
+        let mut next = from;
+        while next <= upto {
+            let chunks = cursor.read(next, upto).await?;
+            let Some(last) = chunks.last().map(|c| c.seq) else {
+                error!(run_id = %self.rec.id, seq = next, "the log file does not have a chunk it was said to have");
+                break;
+            };
+            for c in chunks.iter().filter(|c| c.stream == Stream::Stdout) {
+                let skip = if c.seq == from { skip } else { 0 };
+                self.parse(c.seq, c.data.get(skip..).unwrap_or_default(), skip);
+            }
+            next = last + 1;
+        }
+        self.own_log = Some(cursor);
+        Ok(())
+    }
+
+    /// After a restart (of bosund, or of this actor): reads what the log holds of the CLI's
+    /// stdout past what the record says was read, so that what a killed bosund had read but
+    /// not saved (tool calls, usage) is read again, once, and saves it.
+    async fn read_unparsed(&mut self) -> Result<(), ActorProcessingErr> {
+        let Some(run) = self.rec.agent.as_ref().filter(|_| self.parser.is_some()) else {
+            return Ok(());
+        };
+        let (from, skip) = match run.parsed_to {
+            Some(p) => (p.seq, p.offset as usize),
+            None => (1, 0),
+        };
+        if from > self.received || self.received == 0 {
+            return Ok(());
+        }
+        let before = run.clone();
+        self.parse_log(from, skip, self.received).await?;
+        if self.rec.agent.as_ref() != Some(&before) {
+            self.persist().await?;
+        }
         Ok(())
     }
 

@@ -238,6 +238,10 @@ pub struct AgentRunView {
     /// The fence its runner put its programs under, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<String>,
+    /// What the run used, as its CLI reported it: tokens per model, its cost and where that
+    /// figure comes from, its tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::usage::Usage>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

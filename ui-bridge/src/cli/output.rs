@@ -57,12 +57,32 @@ pub fn age(t: Timestamp) -> String {
     format_duration(Duration::from_secs(secs)) + " ago"
 }
 
+/// A run's cost in `ps`: dollars, `~` before a figure bosun worked out, `?` for an agent's run
+/// whose cost is not known, `-` for a run of a plain program.
+fn cost_cell(r: &RunView) -> String {
+    use bosun_shared::usage::{CostSource, Dollars};
+    let Some(a) = &r.agent else {
+        return "-".into();
+    };
+    match a.usage.as_ref().and_then(|u| u.cost.as_ref()) {
+        Some(c) if c.source == CostSource::Reported => Dollars(c.micro_usd).to_string(),
+        Some(c) => format!("~{}", Dollars(c.micro_usd)),
+        None if a
+            .cli
+            .is_some_and(|c| c != bosun_shared::agents::CliKind::Command) =>
+        {
+            "?".into()
+        }
+        None => "-".into(),
+    }
+}
+
 pub fn print_table(runs: &[RunView]) {
     if runs.is_empty() {
         println!("no runs");
         return;
     }
-    let rows: Vec<[String; 5]> = runs
+    let rows: Vec<[String; 6]> = runs
         .iter()
         .map(|r| {
             [
@@ -78,11 +98,12 @@ pub fn print_table(runs: &[RunView]) {
                     (None, None, None) => r.state.clone(),
                 },
                 age(r.created_at),
+                cost_cell(r),
                 command_line(r),
             ]
         })
         .collect();
-    let headers = ["ID", "NAME", "STATE", "CREATED", "COMMAND"];
+    let headers = ["ID", "NAME", "STATE", "CREATED", "COST", "COMMAND"];
     let mut widths = headers.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {
@@ -198,6 +219,13 @@ pub fn print_run(run: &RunView) {
                 format!("{} {} by {}{approval}{why}", d.decision, d.summary, d.by),
             ));
         }
+        if let Some(u) = &a.usage {
+            for m in &u.models {
+                owned.push(("tokens", tokens_words(&m.model, &m.tokens)));
+            }
+            owned.push(("cost", cost_words(u.cost.as_ref())));
+            owned.push(("tool calls", u.tool_calls.to_string()));
+        }
         if let Some(r) = &a.result {
             let verdict = if r.is_error { "error" } else { "ok" };
             let reason = r
@@ -210,6 +238,32 @@ pub fn print_run(run: &RunView) {
     }
     for (k, v) in lines.into_iter().chain(owned) {
         println!("{k:<14}{v}");
+    }
+}
+
+/// One model's tokens: `claude-opus-5-5: 36 in, 60 out, 7 from cache, 3 to cache`.
+fn tokens_words(model: &str, t: &bosun_shared::usage::Tokens) -> String {
+    let mut words = format!("{model}: {} in, {} out", t.input, t.output);
+    if t.cache_read > 0 || t.cache_write > 0 {
+        words.push_str(&format!(
+            ", {} from cache, {} to cache",
+            t.cache_read, t.cache_write
+        ));
+    }
+    words
+}
+
+/// A run's cost and where the figure comes from.
+pub fn cost_words(cost: Option<&bosun_shared::usage::Cost>) -> String {
+    use bosun_shared::usage::{CostSource, Dollars};
+    match cost {
+        Some(c) => match &c.source {
+            CostSource::Reported => format!("{} (as the CLI reported it)", Dollars(c.micro_usd)),
+            CostSource::Computed { date } => {
+                format!("{} (worked out from the prices of {date})", Dollars(c.micro_usd))
+            }
+        },
+        None => "unknown (the CLI said none, and no price is known for its model; add one in prices.toml)".to_string(),
     }
 }
 

@@ -20,7 +20,7 @@
 use bosun_shared::mcp::full_tool_name;
 use serde_json::Value;
 
-use super::{Change, gemini_tool_name, str_of, text};
+use super::{Change, gemini_tool_name, str_of, text, usage};
 use crate::record::{AgentRun, CliResult};
 
 /// The runner's own requests to Codex are named `bosun-…`; the steers that carry a denial's
@@ -51,6 +51,14 @@ pub(super) fn codex_app_server(v: &Value, run: &mut AgentRun) -> Change {
             Change::Major
         }
         "item/started" | "item/completed" => codex_item(method, &params["item"], run),
+        "thread/tokenUsage/updated" => {
+            if run.session.is_some() && params["threadId"].as_str() != run.session.as_deref() {
+                // A sub-agent's thread: its own totals, not the run's.
+                return Change::None;
+            }
+            usage::codex_totals(params, run);
+            Change::Major
+        }
         "turn/completed" => {
             if run.session.is_some() && params["threadId"].as_str() != run.session.as_deref() {
                 // A sub-agent's turn.
@@ -212,6 +220,7 @@ fn gemini_response(v: &Value, run: &mut AgentRun) -> Change {
         return Change::Major;
     }
     if let Some(reason) = result["stopReason"].as_str() {
+        usage::gemini_quota(result, run);
         run.result = Some(CliResult {
             is_error: reason != "end_turn",
             reason: Some(reason.to_string()),

@@ -41,7 +41,7 @@ fn outcomes(run: &AgentRun) -> Vec<(&str, Option<bool>, Option<&str>)> {
 #[test]
 fn codex_app_server_thread_servers_calls_and_turn() {
     let mut run = run_of(CliKind::Codex, &["everything"]);
-    let mut p = StreamParser::new(CliKind::Codex);
+    let mut p = StreamParser::new(CliKind::Codex, Default::default());
     assert_eq!(p.feed(stdout_of(CODEX).as_bytes(), &mut run), Change::Major);
     assert_eq!(
         run.session.as_deref(),
@@ -76,7 +76,7 @@ fn codex_app_server_thread_servers_calls_and_turn() {
 #[test]
 fn codex_app_server_failures() {
     let mut run = run_of(CliKind::Codex, &["broken"]);
-    let mut p = StreamParser::new(CliKind::Codex);
+    let mut p = StreamParser::new(CliKind::Codex, Default::default());
     let stream = concat!(
         r#"{"id":"bosun-thread","result":{"thread":{"id":"th1"},"model":"m"}}"#,
         "\n",
@@ -106,7 +106,7 @@ fn codex_app_server_failures() {
 
     // A thread that never started.
     let mut run = run_of(CliKind::Codex, &[]);
-    let mut p = StreamParser::new(CliKind::Codex);
+    let mut p = StreamParser::new(CliKind::Codex, Default::default());
     p.feed(
         br#"{"id":"bosun-thread","error":{"code":-32603,"message":"required MCP servers failed to initialize"}}
 "#,
@@ -122,7 +122,7 @@ fn codex_app_server_failures() {
 #[test]
 fn gemini_acp_session_calls_and_stop_reason() {
     let mut run = run_of(CliKind::Gemini, &["everything"]);
-    let mut p = StreamParser::new(CliKind::Gemini);
+    let mut p = StreamParser::new(CliKind::Gemini, Default::default());
     assert_eq!(
         p.feed(stdout_of(GEMINI).as_bytes(), &mut run),
         Change::Major
@@ -152,7 +152,7 @@ fn gemini_acp_session_calls_and_stop_reason() {
 #[test]
 fn gemini_acp_failures() {
     let mut run = run_of(CliKind::Gemini, &[]);
-    let mut p = StreamParser::new(CliKind::Gemini);
+    let mut p = StreamParser::new(CliKind::Gemini, Default::default());
     let stream = concat!(
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"read_file__read_file_1_0","status":"in_progress","title":"missing.txt","kind":"read"}}}"#,
         "\n",

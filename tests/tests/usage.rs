@@ -1,0 +1,169 @@
+//! What each run uses, read from the real CLIs' own lines against the fake model APIs (which
+//! answer known token counts): to the token, Claude Code's own cost, a cost worked out from the
+//! person's price table, tool calls counted once, and nothing lost or counted twice when bosund
+//! is SIGKILLed between reading the CLI's usage and saving it.
+
+use std::time::Duration;
+
+use bosun_tests::{Bosun, FakeModel, wait_for};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// The run's `usage` as `bosun show --json` has it.
+fn usage_of(b: &Bosun, run: &str) -> anyhow::Result<Value> {
+    Ok(b.show(run)?["agent"]["usage"].clone())
+}
+
+/// Claude Code's own `result` line, from the run's log.
+fn claude_result(b: &Bosun, run: &str) -> anyhow::Result<Value> {
+    let log = String::from_utf8_lossy(&b.logs(run)?).into_owned();
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+        .find(|v| v["type"] == "result")
+        .ok_or_else(|| anyhow::anyhow!("no result line in the log: {log}"))
+}
+
+#[test]
+fn claude_codes_usage_and_cost_are_kept_whole_across_a_sigkill_between_reading_and_saving()
+-> anyhow::Result<()> {
+    let b = Bosun::new("usage_claude");
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"call:Read:{"file_path":"README.md"};text:done"#,
+    )?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    b.ok(&["daemon", "stop"])?;
+    // This bosund kills itself once it has read usage it has not saved yet: the result line.
+    let out = b
+        .cmd(&["agent", "run", "coder", "read the readme", "--json"])
+        .env("BOSUN_CRASH_AT", "usage-read-not-saved")
+        .output()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout)?;
+    let run = run["id"].as_str().unwrap_or_default().to_string();
+    wait_for("the daemon to kill itself", WAIT, || {
+        Ok(b.daemon_pid().is_none().then_some(()))
+    })?;
+    // A new bosund reads the rest of the CLI's lines from the log, once.
+    let view = b.wait_ended(&run, WAIT)?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let result = claude_result(&b, &run)?;
+    let usage = usage_of(&b, &run)?;
+    let (model, reported) = result["modelUsage"]
+        .as_object()
+        .and_then(|m| m.iter().next())
+        .ok_or_else(|| anyhow::anyhow!("no modelUsage: {result:#}"))?;
+    assert!(
+        reported["inputTokens"].as_u64().unwrap_or_default() > 0,
+        "{result:#}"
+    );
+    assert_eq!(
+        usage["models"],
+        json!([{
+            "model": model,
+            "input": reported["inputTokens"],
+            "output": reported["outputTokens"],
+            "cache_read": reported["cacheReadInputTokens"],
+            "cache_write": reported["cacheCreationInputTokens"],
+            "micro_usd": (reported["costUSD"].as_f64().unwrap_or_default() * 1e6).round() as u64,
+        }]),
+        "{usage:#}"
+    );
+    let usd = result["total_cost_usd"].as_f64().unwrap_or_default();
+    assert_eq!(
+        usage["cost"],
+        json!({"micro_usd": (usd * 1e6).round() as u64, "source": {"kind": "reported"}}),
+        "{usage:#}"
+    );
+    assert_eq!(usage["tool_calls"], 1, "one Read, counted once: {usage:#}");
+    let shown = b.ok(&["show", &run])?;
+    assert!(
+        shown.contains("(as the CLI reported it)") && shown.contains(&format!("{model}: ")),
+        "{shown}"
+    );
+    b.finish()
+}
+
+#[test]
+fn codexs_tokens_are_priced_by_the_persons_table_and_geminis_unknown_models_have_no_cost()
+-> anyhow::Result<()> {
+    let b = Bosun::new("usage_codex");
+    std::fs::create_dir_all(&b.home)?;
+    std::fs::write(
+        b.home.join("prices.toml"),
+        "date = \"2026-12-01\"\n[models.\"gpt-5.4-mini\"]\ninput = 1000.0\noutput = 2000.0\n",
+    )?;
+    let openai = FakeModel::start("openai", "text:All done.")?;
+    b.add_codex_agent("coder", openai.url(), &["--model", "gpt-5.4-mini"])?;
+    let run = b.run_agent("coder", "say you are done")?;
+    let view = b.wait_ended(&run, WAIT)?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    // The fake answers each request with 10 tokens in and 5 out.
+    let requests = openai.turns().len() as u64;
+    assert!(requests >= 1);
+    let usage = usage_of(&b, &run)?;
+    assert_eq!(
+        usage["models"],
+        json!([{"model": "gpt-5.4-mini", "input": 10 * requests, "output": 5 * requests,
+                "cache_read": 0, "cache_write": 0, "micro_usd": 20_000 * requests}]),
+        "{usage:#}"
+    );
+    // (10 × $1000 + 5 × $2000) per million tokens, per request.
+    assert_eq!(
+        usage["cost"],
+        json!({"micro_usd": 20_000 * requests, "source": {"kind": "computed", "date": "2026-12-01"}}),
+        "{usage:#}"
+    );
+    let ps = b.ok(&["ps", "--all"])?;
+    assert!(ps.contains(&format!("~$0.{:04}", 200 * requests)), "{ps}");
+
+    let gemini = FakeModel::start("gemini", "text:All done.")?;
+    b.add_gemini_agent("gem", gemini.url(), &[])?;
+    let run = b.run_agent("gem", "say you are done")?;
+    let view = b.wait_ended(&run, WAIT)?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let usage = usage_of(&b, &run)?;
+    let models = usage["models"].as_array().cloned().unwrap_or_default();
+    assert!(!models.is_empty(), "{usage:#}");
+    // The fake answers each request with 12 tokens in and 5 out, whichever model asked.
+    let sum = |k: &str| {
+        models
+            .iter()
+            .map(|m| m[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    assert_eq!(sum("output") * 12, sum("input") * 5, "{usage:#}");
+    assert!(sum("output") % 5 == 0 && sum("output") > 0, "{usage:#}");
+    assert_eq!(
+        usage["cost"],
+        Value::Null,
+        "no price for its models: {usage:#}"
+    );
+    let shown = b.ok(&["show", &run])?;
+    assert!(shown.contains("cost          unknown"), "{shown}");
+    b.finish()
+}
+
+#[test]
+fn a_price_table_that_cannot_be_read_keeps_bosund_from_starting_and_says_why() -> anyhow::Result<()>
+{
+    let b = Bosun::new("usage_bad_prices");
+    std::fs::create_dir_all(&b.home)?;
+    std::fs::write(
+        b.home.join("prices.toml"),
+        "date = \"2026-12-01\"\n[models.m]\ninput = -1.0\noutput = 1.0\n",
+    )?;
+    let err = b.fails(&["ps"])?;
+    assert!(
+        err.contains(
+            "model `m`: input must be a price in dollars per million tokens, 0 or more; -1 is not"
+        ),
+        "{err}"
+    );
+    b.finish()
+}
