@@ -96,6 +96,7 @@ pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
         Request::CardRemove(c) => to(ctx, c),
         Request::McpSignInCancel(c) => to(ctx, c),
         Request::DaemonSet(c) => to(ctx, c),
+        Request::Usage(c) => to(ctx, c),
     }
 }
 

@@ -146,6 +146,37 @@ fn codexs_tokens_are_priced_by_the_persons_table_and_geminis_unknown_models_have
     );
     let shown = b.ok(&["show", &run])?;
     assert!(shown.contains("cost          unknown"), "{shown}");
+
+    // Summed: by agent, the costliest first, the Gemini run's cost said to be unknown.
+    let report = b.json(&["usage", "--by", "agent", "--since", "1h"])?;
+    let rows = report["rows"].as_array().cloned().unwrap_or_default();
+    let keys: Vec<&str> = rows.iter().filter_map(|r| r["key"].as_str()).collect();
+    assert_eq!(keys, ["coder", "gem"], "{report:#}");
+    assert_eq!(rows[0]["micro_usd"], 20_000 * requests);
+    assert_eq!(
+        (rows[1]["unpriced"].as_u64(), rows[1]["micro_usd"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(report["total"]["runs"], 2);
+    let csv = b.ok(&["usage", "--by", "model", "--csv"])?;
+    assert!(
+        csv.starts_with(
+            "model,runs,input,output,cache_read,cache_write,tool_calls,cost_usd,unpriced_runs\n"
+        ) && csv.contains(&format!(
+            "gpt-5.4-mini,1,{},{},0,0,0,{:.6},0\n",
+            10 * requests,
+            5 * requests,
+            0.02 * requests as f64
+        )),
+        "{csv}"
+    );
+    let table = b.ok(&["usage", "--by", "day"])?;
+    assert!(
+        table.starts_with("DAY ") && table.contains("(1 run of unknown cost)"),
+        "{table}"
+    );
+    let e = b.fails(&["usage", "--since", "5x"])?;
+    assert!(e.contains("--since 5x: "), "{e}");
     b.finish()
 }
 

@@ -17,6 +17,7 @@ use super::mcp::{CallView, ImportCandidates, Imported, InspectView, ServerView, 
 use super::projects::ProjectView;
 use super::runs::{DaemonStatusView, Following};
 use super::ui::{Request, Response, RunView};
+use super::usage::UsageView;
 
 /// A request that names what the daemon answers it with.
 pub trait Call: Into<Request> {
@@ -95,6 +96,14 @@ mod mcp_calls {
         McpCall => McpCall: CallView;
         ImportScan => McpImportScan: ImportCandidates;
         ImportParams => McpImport: Imported;
+    }
+}
+
+mod usage_calls {
+    use crate::protocol::usage::*;
+
+    calls! {
+        UsageReport => Usage: UsageView;
     }
 }
 
@@ -262,4 +271,5 @@ replies! {
     boxed BuiltinToolsView => BuiltinTools;
     boxed ProjectView => Project;
     field Vec<ProjectView> => Projects { projects };
+    boxed UsageView => Usage;
 }

@@ -26,6 +26,7 @@ pub mod runs;
 pub mod socket;
 pub mod tls;
 pub mod ui;
+pub mod usage;
 #[cfg(test)]
 mod wire_snapshot;
 

@@ -37,6 +37,7 @@ use super::projects::{
 };
 use super::runs::{DaemonSet, DaemonStatusView, Following, GetRun, ListRuns, StopRun, Unfollow};
 pub use super::runs::{FollowParams, RunView, StartRunParams};
+use super::usage::{UsageReport, UsageView};
 use super::{LogBytes, WireError};
 use crate::run::Stream;
 use crate::{CardId, ChatId, Timestamp};
@@ -187,6 +188,8 @@ pub enum Request {
     McpSignInCancel(McpSignInCancel),
     // bosund's own settings (added last, like the ones above).
     DaemonSet(DaemonSet),
+    // What runs used, summed.
+    Usage(UsageReport),
 }
 
 /// A successful answer. (Tagged `answer`, since a run or a server may have a field `kind`.)
@@ -240,6 +243,7 @@ pub enum Response {
     Projects {
         projects: Vec<ProjectView>,
     },
+    Usage(Box<UsageView>),
 }
 
 /// Something the daemon pushes on a subscription.

@@ -20,6 +20,7 @@ use super::mcp::{
 use super::projects::{ProjectRemove, ProjectSet, ProjectShow};
 use super::runs::{DaemonSet, Following, GetRun, ListRuns, StopRun, Unfollow};
 use super::ui::{Request, Response};
+use super::usage::{UsageBy, UsageReport};
 
 const ID: &str = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
@@ -242,6 +243,10 @@ fn requests() -> Vec<Request> {
         Request::DaemonSet(DaemonSet {
             settings: vec!["notify=off".into()],
         }),
+        Request::Usage(UsageReport {
+            by: UsageBy::Model,
+            since_ms: Some(604_800_000),
+        }),
     ]
 }
 
@@ -349,6 +354,13 @@ fn responses() -> Vec<Response> {
         Response::Projects {
             projects: vec![view(project())],
         },
+        Response::Usage(view(json!({
+            "by": "agent", "since": 5,
+            "rows": [{"key": "coder", "runs": 2, "input": 10, "output": 5, "cache_read": 1,
+                      "cache_write": 0, "micro_usd": 1500, "unpriced": 1, "tool_calls": 3}],
+            "total": {"key": "total", "runs": 2, "input": 10, "output": 5, "cache_read": 1,
+                      "cache_write": 0, "micro_usd": 1500, "unpriced": 1, "tool_calls": 3}
+        }))),
     ]
 }
 
@@ -416,6 +428,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"card_remove","params":{"card":"c","force":false}}"#,
     r#"{"method":"mcp_sign_in_cancel","params":{"attempt":3}}"#,
     r#"{"method":"daemon_set","params":{"settings":["notify=off"]}}"#,
+    r#"{"method":"usage","params":{"by":"model","since_ms":604800000}}"#,
 ];
 
 const RESPONSES: &[&str] = &[
@@ -453,6 +466,7 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"approval","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","run":"01arz3ndektsv4rrffq69g5fav","agent":"a","card":null,"tool":"Bash","class":"runs commands","why":"w","preview":"$ ls","input":{"command":"ls"},"asked_at":1,"deadline":2,"attended":true,"state":"waiting","decided_by":null,"decided_at":null,"message":null,"delivered_at":null}"#,
     r#"{"answer":"project","id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2}"#,
     r#"{"answer":"projects","projects":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2}]}"#,
+    r#"{"answer":"usage","by":"agent","since":5,"rows":[{"key":"coder","runs":2,"input":10,"output":5,"cache_read":1,"cache_write":0,"micro_usd":1500,"unpriced":1,"tool_calls":3}],"total":{"key":"total","runs":2,"input":10,"output":5,"cache_read":1,"cache_write":0,"micro_usd":1500,"unpriced":1,"tool_calls":3}}"#,
 ];
 
 /// Each value is exactly its pinned text, and the text reads back as the same value.
@@ -530,7 +544,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set`, `usage` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

@@ -10,6 +10,7 @@ pub mod board;
 pub mod lead;
 pub mod mcp;
 pub mod runs;
+pub mod usage;
 
 use std::sync::Arc;
 

@@ -14,6 +14,7 @@ mod projects;
 mod runs;
 mod service;
 mod ui;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +44,8 @@ enum Command {
     Ps(runs::PsArgs),
     /// Show one run
     Show(runs::ShowArgs),
+    /// What the runs of coding CLIs used and cost, summed by agent, card, project, model or day
+    Usage(usage::UsageArgs),
     /// Print a run's output exactly as the program wrote it
     Logs(logs::LogsArgs),
     /// Stop a run by its ladder (SIGINT, then SIGTERM, then SIGKILL)
@@ -132,6 +135,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Run(a) => runs::run(&dirs, a).await,
         Command::Ps(a) => runs::ps(&dirs, a).await,
+        Command::Usage(a) => usage::usage(&dirs, a).await,
         Command::Show(a) => runs::show(&dirs, a).await,
         Command::Logs(a) => logs::logs(&dirs, a).await,
         Command::Stop(a) => runs::stop(&dirs, a).await,
