@@ -101,6 +101,119 @@ impl Usage {
     }
 }
 
+/// What one run of an agent may use before its next tool call waits for the person: a cost, a
+/// number of tokens (all kinds together), a number of tool calls. Each is unlimited when absent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub micro_usd: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<u64>,
+}
+
+/// A cap a run has reached: what it used, and what it may.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reached {
+    Cost { spent: u64, cap: u64 },
+    Tokens { used: u64, cap: u64 },
+    ToolCalls { made: u64, cap: u64 },
+}
+
+impl Budget {
+    pub fn is_empty(&self) -> bool {
+        *self == Budget::default()
+    }
+
+    /// The first cap `usage` (with `calls` tool calls decided so far) has reached, if any.
+    pub fn reached(&self, usage: &Usage, calls: u64) -> Option<Reached> {
+        if let (Some(cap), Some(cost)) = (self.micro_usd, &usage.cost)
+            && cost.micro_usd >= cap
+        {
+            return Some(Reached::Cost {
+                spent: cost.micro_usd,
+                cap,
+            });
+        }
+        let t = usage.total();
+        let used = t.input + t.output + t.cache_read + t.cache_write;
+        if let Some(cap) = self.tokens
+            && used >= cap
+        {
+            return Some(Reached::Tokens { used, cap });
+        }
+        match self.tool_calls {
+            Some(cap) if calls >= cap => Some(Reached::ToolCalls { made: calls, cap }),
+            Some(_) | None => None,
+        }
+    }
+
+    /// This budget with `grant` more of each cap it has (a cap it does not have stays
+    /// unlimited).
+    pub fn extended(&self, grant: &Budget) -> Budget {
+        let add = |a: Option<u64>, b: Option<u64>| a.map(|a| a.saturating_add(b.unwrap_or(0)));
+        Budget {
+            micro_usd: add(self.micro_usd, grant.micro_usd),
+            tokens: add(self.tokens, grant.tokens),
+            tool_calls: add(self.tool_calls, grant.tool_calls),
+        }
+    }
+
+    /// Two grants together.
+    pub fn plus(&self, more: &Budget) -> Budget {
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
+        Budget {
+            micro_usd: add(self.micro_usd, more.micro_usd),
+            tokens: add(self.tokens, more.tokens),
+            tool_calls: add(self.tool_calls, more.tool_calls),
+        }
+    }
+
+    /// The caps in words: `$2.00, 500000 tokens, 200 tool calls a run`.
+    pub fn words(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = self.micro_usd {
+            parts.push(Dollars(c).to_string());
+        }
+        if let Some(t) = self.tokens {
+            parts.push(format!("{t} tokens"));
+        }
+        if let Some(n) = self.tool_calls {
+            parts.push(format!("{n} tool calls"));
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            format!("{} a run", parts.join(", "))
+        }
+    }
+}
+
+impl fmt::Display for Reached {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reached::Cost { spent, cap } => {
+                write!(
+                    f,
+                    "budget reached: {} of {}",
+                    Dollars(*spent),
+                    Dollars(*cap)
+                )
+            }
+            Reached::Tokens { used, cap } => {
+                write!(f, "budget reached: {used} of {cap} tokens")
+            }
+            Reached::ToolCalls { made, cap } => {
+                write!(f, "tool call cap reached: {made} of {cap} calls")
+            }
+        }
+    }
+}
+
 /// Dollars as people read them: `$0.0123`, `$1.20`, `$14.05` (four decimals under a dollar).
 pub struct Dollars(pub u64);
 
@@ -136,6 +249,59 @@ mod tests {
         for bad in ["0", "-1", "abc", "", "NaN", "inf", "1e9"] {
             assert_eq!(parse_dollars(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_budget_is_reached_by_its_first_cap_and_extended_by_a_grant() {
+        let mut u = Usage::default();
+        *u.model_mut("m") += Tokens {
+            input: 400,
+            output: 100,
+            ..Tokens::default()
+        };
+        u.cost = Some(Cost {
+            micro_usd: 2_040_000,
+            source: CostSource::Reported,
+        });
+        let b = Budget {
+            micro_usd: Some(2_000_000),
+            tokens: Some(1_000),
+            tool_calls: Some(3),
+        };
+        let reached = b.reached(&u, 0).expect("the cost");
+        assert_eq!(reached.to_string(), "budget reached: $2.04 of $2.00");
+        let more = b.extended(&Budget {
+            micro_usd: Some(2_000_000),
+            ..Budget::default()
+        });
+        assert_eq!(more.micro_usd, Some(4_000_000));
+        assert_eq!(more.reached(&u, 2), None);
+        assert_eq!(
+            more.reached(&u, 3).map(|r| r.to_string()).as_deref(),
+            Some("tool call cap reached: 3 of 3 calls")
+        );
+        assert_eq!(
+            Budget {
+                tokens: Some(500),
+                ..Budget::default()
+            }
+            .reached(&u, 0)
+            .map(|r| r.to_string())
+            .as_deref(),
+            Some("budget reached: 500 of 500 tokens")
+        );
+        assert_eq!(Budget::default().reached(&u, 1_000), None);
+        let grants = Budget::default().plus(&Budget {
+            tool_calls: Some(3),
+            ..Budget::default()
+        });
+        assert_eq!(grants.tool_calls, Some(3), "the first grant counts whole");
+        assert_eq!(
+            Budget::default().extended(&grants),
+            Budget::default(),
+            "a grant does not cap what had no cap"
+        );
+        assert_eq!(b.words(), "$2.00, 1000 tokens, 3 tool calls a run");
     }
 
     #[test]

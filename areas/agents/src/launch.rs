@@ -148,6 +148,7 @@ pub async fn prepare_with(
         agent_name: rec.name.clone(),
         cli: Some(rec.cli),
         workspace: Some(rec.workspace.clone()),
+        budget: rec.budget,
         ..AgentRun::default()
     };
 

@@ -185,6 +185,7 @@ mod tests {
             switches: Switches::default(),
             approvals: ApprovalSettings::default(),
             workspace: Default::default(),
+            budget: Default::default(),
             paused: false,
             placement: Placement::Local,
             created_at: now,

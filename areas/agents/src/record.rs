@@ -10,7 +10,7 @@ use bosun_shared::approvals::{ApprovalMode, Verdict};
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::approvals::DecisionView;
 use bosun_shared::protocol::runner::ToolAnswer;
-use bosun_shared::usage::Usage;
+use bosun_shared::usage::{Budget, Usage};
 use bosun_shared::{AgentId, AnswerId, ApprovalId, CardId, ChatId, RunId, ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -55,6 +55,10 @@ pub struct AgentRecord {
     /// Where its runs may write besides their own folder.
     #[serde(default, skip_serializing_if = "WorkspaceSettings::is_default")]
     pub workspace: WorkspaceSettings,
+    /// What each of its runs may use before its next tool call waits for the person; left out
+    /// of the record while it has no cap.
+    #[serde(default, skip_serializing_if = "Budget::is_empty")]
+    pub budget: Budget,
     /// Paused: the board starts no run of it (a person's own `agent run` still does).
     #[serde(default)]
     pub paused: bool,
@@ -355,6 +359,43 @@ pub struct AgentRun {
     /// counted twice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parsed_to: Option<ParsedTo>,
+    /// What the run may use before its next tool call waits for the person: its agent's
+    /// budget when it started ...
+    #[serde(default, skip_serializing_if = "Budget::is_empty")]
+    pub budget: Budget,
+    /// ... and what the person allowed more since.
+    #[serde(default, skip_serializing_if = "Budget::is_empty")]
+    pub budget_more: Budget,
+}
+
+impl AgentRun {
+    /// The cap the run has reached, if any: its budget with what was allowed more, against
+    /// what it used and the tool calls it was allowed.
+    pub fn budget_reached(&self) -> Option<bosun_shared::usage::Reached> {
+        let allowed = self.decisions.iter().filter(|d| d.allowed).count() as u64;
+        self.budget
+            .extended(&self.budget_more)
+            .reached(&self.usage, allowed)
+    }
+
+    /// What allowing more gives when `reached`: as much again as the agent's own cap.
+    pub fn budget_grant(&self, reached: bosun_shared::usage::Reached) -> Budget {
+        use bosun_shared::usage::Reached;
+        match reached {
+            Reached::Cost { .. } => Budget {
+                micro_usd: self.budget.micro_usd,
+                ..Budget::default()
+            },
+            Reached::Tokens { .. } => Budget {
+                tokens: self.budget.tokens,
+                ..Budget::default()
+            },
+            Reached::ToolCalls { .. } => Budget {
+                tool_calls: self.budget.tool_calls,
+                ..Budget::default()
+            },
+        }
+    }
 }
 
 fn usage_is_empty(u: &Usage) -> bool {

@@ -25,6 +25,7 @@ use bosun_shared::protocol::agents::{
 };
 use bosun_shared::protocol::mcp::{LineView, SecretLine};
 use bosun_shared::time::TimeCap;
+use bosun_shared::usage::Budget;
 use bosun_shared::{AgentId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
@@ -336,6 +337,7 @@ fn view_of(
         }),
         warnings: warnings(rec),
         carried_over: rec.carried_over.as_ref().map(|c| c.line()),
+        budget: rec.budget,
         paused: rec.paused,
         created_at: rec.created_at,
         updated_at: rec.updated_at,
@@ -603,6 +605,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsErr
         switches: Switches::default(),
         approvals: ApprovalSettings::default(),
         workspace: WorkspaceSettings::default(),
+        budget: Budget::default(),
         paused: false,
         placement: Placement::Local,
         created_at: now,
@@ -766,6 +769,35 @@ enum Setting {
     Unrestricted(bool),
     /// `builtin.NAME=on|off`: a built-in tool bosun's catalog does not know.
     Builtin(String, bool),
+    /// `budget.usd=2` (in millionths of a dollar), or `=off`.
+    BudgetUsd(Option<u64>),
+    /// `budget.tokens=500000`, or `=off`.
+    BudgetTokens(Option<u64>),
+    /// `max-tool-calls=200`, or `=off`.
+    MaxToolCalls(Option<u64>),
+}
+
+/// A cap of `budget.usd`, `budget.tokens` or `max-tool-calls`: `off` (or `none`) for none.
+fn cap(
+    key: &str,
+    value: &str,
+    parse: impl Fn(&str) -> Option<u64>,
+    example: &str,
+) -> Result<Option<u64>, AgentsError> {
+    let v = value.trim();
+    if matches!(v, "off" | "none") {
+        return Ok(None);
+    }
+    parse(v).map(Some).ok_or_else(|| {
+        bad(format!(
+            "`{key}={v}`: {key} takes a positive amount, such as {key}={example}, or off"
+        ))
+    })
+}
+
+/// A whole number above 0.
+fn positive(v: &str) -> Option<u64> {
+    v.parse::<u64>().ok().filter(|n| *n > 0)
 }
 
 fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
@@ -774,7 +806,7 @@ fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
 }
 
 /// The keys `bosun agent set` takes, for messages.
-const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, builtin.<tool>, roots, workspace, approval, approval.wait, approval.wait-for-person, placement, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
+const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, builtin.<tool>, roots, workspace, approval, approval.wait, approval.wait-for-person, placement, budget.usd, budget.tokens, max-tool-calls, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
 
 /// How long a call waits for the person when the agent does not say (then it is denied).
 pub const DEFAULT_APPROVAL_WAIT_MS: u64 = 30_000;
@@ -826,6 +858,11 @@ fn parse_setting(
             ))
         }
         "approval.wait-for-person" => Ok(Setting::WaitForPerson(on_off(key, value)?)),
+        "budget.usd" => {
+            cap(key, value, bosun_shared::usage::parse_dollars, "2").map(Setting::BudgetUsd)
+        }
+        "budget.tokens" => cap(key, value, positive, "500000").map(Setting::BudgetTokens),
+        "max-tool-calls" => cap(key, value, positive, "200").map(Setting::MaxToolCalls),
         "placement" => value
             .parse::<Placement>()
             .map(Setting::Placement)
@@ -979,15 +1016,20 @@ fn parse_roots(value: &str) -> Result<Vec<PathBuf>, String> {
     Ok(roots)
 }
 
-fn apply(
-    switches: &mut Switches,
-    approvals: &mut ApprovalSettings,
-    placement: &mut Placement,
-    workspace: &mut WorkspaceSettings,
-    setting: Setting,
-    browser_id: Option<bosun_shared::ServerId>,
-) {
+/// Makes one parsed setting on `rec` (a copy, kept only when every setting is made).
+fn apply(rec: &mut AgentRecord, setting: Setting, browser_id: Option<bosun_shared::ServerId>) {
+    let AgentRecord {
+        switches,
+        approvals,
+        placement,
+        workspace,
+        budget,
+        ..
+    } = rec;
     match setting {
+        Setting::BudgetUsd(cap) => budget.micro_usd = cap,
+        Setting::BudgetTokens(cap) => budget.tokens = cap,
+        Setting::MaxToolCalls(cap) => budget.tool_calls = cap,
         Setting::Roots(roots) => workspace.roots = roots,
         Setting::Unrestricted(on) => workspace.unrestricted = on,
         Setting::Builtin(tool, true) => {
@@ -1045,7 +1087,7 @@ async fn set(
             "no switch given; write KEY=VALUE, such as: bosun agent set {agent} mcp.github=on web.search=on (keys: {KEYS})"
         )));
     }
-    let mut rec = find(&ctx.store, agent).await?;
+    let rec = find(&ctx.store, agent).await?;
     let servers = servers(&ctx.store).await?;
     let browser_id = servers.iter().find(|s| s.browser.is_some()).map(|s| s.id);
     // Every setting is parsed and checked before any is applied: all or nothing.
@@ -1053,32 +1095,19 @@ async fn set(
         .iter()
         .map(|s| parse_setting(s, &servers, rec.cli))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut switches = rec.switches.clone();
-    let mut approvals = rec.approvals.clone();
-    let mut placement = rec.placement.clone();
-    let mut workspace = rec.workspace.clone();
+    let mut next = rec.clone();
     for p in parsed {
-        apply(
-            &mut switches,
-            &mut approvals,
-            &mut placement,
-            &mut workspace,
-            p,
-            browser_id,
-        );
+        apply(&mut next, p, browser_id);
     }
-    if approvals != rec.approvals {
+    if next.approvals != rec.approvals {
         // The person has decided the agent's approvals: what the upgrade carried over is theirs.
-        rec.carried_over = None;
+        next.carried_over = None;
     }
-    rec.approvals = approvals;
-    rec.workspace = workspace;
-    rec.placement = placement;
+    let mut rec = next;
     // Switches of servers that are gone go too.
-    switches
+    rec.switches
         .mcp
         .retain(|id, _| servers.iter().any(|s| s.id == *id));
-    rec.switches = switches;
     check_record(&rec)?;
     rec.updated_at = Timestamp::now();
     ctx.writer.put(&rec).await?;

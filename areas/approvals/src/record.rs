@@ -46,6 +46,10 @@ pub struct ApprovalRecord {
     /// naming when the call was judged); `None` when it cannot be one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict_key: Option<String>,
+    /// A run's budget was reached at this call: what allowing gives the run more (the call
+    /// then goes on to the policy); a denial stops the run. Absent for any other approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<bosun_shared::usage::Budget>,
 }
 
 impl Record for ApprovalRecord {

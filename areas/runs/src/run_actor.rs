@@ -314,7 +314,7 @@ impl RunActorState {
                 decision,
                 reply,
             } => {
-                let result = self.person_decides(approval, decision).await;
+                let result = self.person_decides(myself, approval, decision).await;
                 let _ = reply.send(result);
             }
             RunMsg::Deadline { key } => self.on_deadline(key).await?,

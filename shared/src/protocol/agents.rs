@@ -108,6 +108,9 @@ pub struct AgentView {
     /// until the person changes its approval settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_over: Option<String>,
+    /// What each of its runs may use before its next tool call waits for the person.
+    #[serde(default, skip_serializing_if = "crate::usage::Budget::is_empty")]
+    pub budget: crate::usage::Budget,
     /// The board starts no run of a paused agent.
     #[serde(default)]
     pub paused: bool,

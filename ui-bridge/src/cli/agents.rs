@@ -697,6 +697,12 @@ fn print_approvals(a: &AgentView) {
             a.name
         );
     }
+    if !a.budget.is_empty() {
+        println!(
+            "budget: {}; reached, a run's next tool call waits for you (allow more, or stop it)",
+            a.budget.words()
+        );
+    }
 }
 
 fn print_switches(a: &AgentView) {

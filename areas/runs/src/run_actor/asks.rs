@@ -9,7 +9,8 @@ use bosun_approvals::record::ApprovalReads;
 use std::collections::HashMap;
 
 use bosun_shared::protocol::approvals::ApprovalView;
-use bosun_shared::protocol::runner::{DaemonMsg, ToolAnswer, ToolAsk};
+use bosun_shared::protocol::runner::{DaemonMsg, StopOrder, ToolAnswer, ToolAsk};
+use bosun_shared::usage::{Budget, Reached};
 use bosun_shared::{ApprovalId, Timestamp};
 use ractor::{ActorProcessingErr, ActorRef};
 use tracing::{info, warn};
@@ -43,6 +44,9 @@ pub struct Asks {
     escalated: bool,
     /// The `seq` of the next approval.
     next_seq: u64,
+    /// The calls that wait because the run's budget was reached, by key: each goes on to the
+    /// policy once the person allows more.
+    held: HashMap<String, ToolAsk>,
 }
 
 impl RunActorState {
@@ -99,7 +103,15 @@ impl RunActorState {
             });
             return Ok(());
         }
-        if self.asks.waiting.contains_key(&ask.key) || self.rec.state.is_final() {
+        if let Some(a) = self.asks.waiting.get(&ask.key) {
+            // Asked again while it waits (after a restart, the call itself is needed again
+            // once a budget's approval is allowed).
+            if a.budget.is_some() {
+                self.asks.held.entry(ask.key.clone()).or_insert(ask);
+            }
+            return Ok(());
+        }
+        if self.rec.state.is_final() {
             return Ok(());
         }
         let Some(run) = self.rec.agent.clone() else {
@@ -119,9 +131,16 @@ impl RunActorState {
         let escalated = self.asks.escalated;
         let ask2 = ask.clone();
         let folder = self.rec.cwd.clone();
+        let reached = run.budget_reached();
         let eval =
             blocking(move || bosun_approvals::evaluate(&store, &run, &folder, escalated, &ask2))
                 .await??;
+        // A call the policy refuses costs nothing; any other waits for more budget first.
+        if let Some(reached) = reached
+            && !matches!(eval.outcome, Outcome::Deny { .. })
+        {
+            return self.ask_for_budget(myself, ask, reached, eval).await;
+        }
         match eval.outcome {
             Outcome::Allow { rule } => {
                 self.decide_now(&ask, true, rule, None, eval.escalates, eval.summary)
@@ -162,6 +181,7 @@ impl RunActorState {
                     state: ApprovalState::Waiting,
                     delivered_at: None,
                     verdict_key: eval.verdict_key,
+                    budget: None,
                 };
                 self.ctx.writer.commit(changes_for(&approval)).await?;
                 self.asks.next_seq += 1;
@@ -183,6 +203,124 @@ impl RunActorState {
                 Ok(())
             }
         }
+    }
+
+    /// The run reached its budget at this call: it waits for the person as an approval that
+    /// says what was reached; allowing gives the run as much again (and the call goes on to
+    /// the policy), denying, or nobody answering in time, stops the run.
+    async fn ask_for_budget(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        ask: ToolAsk,
+        reached: Reached,
+        eval: bosun_approvals::Evaluation,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(run) = self.rec.agent.as_ref() else {
+            return Ok(());
+        };
+        let grant = run.budget_grant(reached);
+        let now = Timestamp::now();
+        let approval = ApprovalRecord {
+            id: ApprovalId::new(),
+            run: self.rec.id,
+            key: ask.key.clone(),
+            agent: run.agent,
+            agent_name: run.agent_name.clone(),
+            card: run.card.map(|(c, _)| c),
+            tool: ask.tool.clone(),
+            class: "budget".into(),
+            escalates: eval.escalates,
+            why: reached.to_string(),
+            input: eval.input,
+            preview: format!(
+                "allow {} more for this run (then this call goes on as usual), or deny to stop the run\nthe call waiting: {}",
+                grant.words().trim_end_matches(" a run"),
+                if eval.summary.is_empty() {
+                    &ask.tool
+                } else {
+                    &eval.summary
+                }
+            ),
+            cwd: ask.cwd.clone(),
+            asked_at: now,
+            seq: self.asks.next_seq,
+            deadline: Timestamp::from_millis(now.as_millis() + eval.wait_ms),
+            attended: eval.attended,
+            state: ApprovalState::Waiting,
+            delivered_at: None,
+            verdict_key: None,
+            budget: Some(grant),
+        };
+        self.ctx.writer.commit(changes_for(&approval)).await?;
+        self.asks.next_seq += 1;
+        info!(run_id = %self.rec.id, approval = %approval.id, %reached, "the run's budget is reached: its next call waits for the person");
+        arm_deadline(myself, &approval);
+        self.publish(&approval);
+        self.send(DaemonMsg::Waiting {
+            key: ask.key.clone(),
+            note: format!(
+                "{reached}: allow more with bosun approve {id}, or stop the run with bosun deny {id}",
+                id = approval.id.short()
+            ),
+        });
+        self.asks.waiting.insert(ask.key.clone(), approval);
+        self.asks.held.insert(ask.key.clone(), ask);
+        Ok(())
+    }
+
+    /// The person allowed more budget: saved with the approval, then the call that waited goes
+    /// on to the policy.
+    async fn allow_more(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        mut a: ApprovalRecord,
+        grant: Budget,
+    ) -> Result<ApprovalView, RunsError> {
+        let internal = |e: &dyn std::fmt::Display| RunsError::internal(e.to_string());
+        let before = self.rec.agent.as_ref().map(|r| r.budget_more);
+        if let Some(run) = self.rec.agent.as_mut() {
+            run.budget_more = run.budget_more.plus(&grant);
+        }
+        a.state = ApprovalState::Allowed {
+            at: Timestamp::now(),
+        };
+        let mut changes = vec![Change::put(&self.rec)];
+        changes.extend(changes_for(&a));
+        if let Err(e) = self.ctx.writer.commit(changes).await {
+            if let (Some(run), Some(b)) = (self.rec.agent.as_mut(), before) {
+                run.budget_more = b;
+            }
+            return Err(internal(&e));
+        }
+        self.asks.waiting.remove(&a.key);
+        self.ctx.live.update(&self.rec);
+        self.publish(&a);
+        let view = a.view();
+        if let Some(held) = self.asks.held.remove(&a.key) {
+            self.on_ask(myself, held).await.map_err(|e| internal(&e))?;
+        }
+        Ok(view)
+    }
+
+    /// A budget's approval was denied, or nobody answered it: the call is refused and the run
+    /// stopped by its ladder, saying why.
+    async fn stop_for_budget(
+        &mut self,
+        a: ApprovalRecord,
+        by: String,
+        message: String,
+    ) -> Result<(), ActorProcessingErr> {
+        let reason = format!("budget: {}; {by}", a.why);
+        self.asks.held.remove(&a.key);
+        self.settle(a, false, by, Some(message)).await?;
+        let order = StopOrder {
+            reason,
+            immediate: false,
+        };
+        if let Err(e) = self.stop(order).await {
+            warn!(run_id = %self.rec.id, error = %e, "could not stop a run whose budget is spent");
+        }
+        Ok(())
     }
 
     /// A decision the policy made at once: committed on the run's record, then sent.
@@ -274,6 +412,7 @@ impl RunActorState {
     /// The person decides an approval of this run.
     pub(super) async fn person_decides(
         &mut self,
+        myself: &ActorRef<RunMsg>,
         id: ApprovalId,
         d: PersonDecision,
     ) -> Result<ApprovalView, RunsError> {
@@ -300,13 +439,37 @@ impl RunActorState {
                 at: now,
                 message: message.clone(),
             };
-            self.settle(a, false, "the deadline".into(), Some(message))
-                .await
-                .map_err(|e| RunsError::internal(e.to_string()))?;
+            let settled = if a.budget.is_some() {
+                self.stop_for_budget(a, "nobody allowed more in time".into(), message)
+                    .await
+            } else {
+                self.settle(a, false, "the deadline".into(), Some(message))
+                    .await
+            };
+            settled.map_err(|e| RunsError::internal(e.to_string()))?;
             return Err(RunsError::conflict(format!(
                 "approval {} ran out of time and was denied; nothing ran",
                 id.short()
             )));
+        }
+        if let Some(grant) = a.budget {
+            if d.allow {
+                return self.allow_more(myself, a, grant).await;
+            }
+            let message = match d.message {
+                Some(m) if !m.trim().is_empty() => m,
+                _ => "the run's budget is spent and the person stopped the run".to_string(),
+            };
+            a.state = ApprovalState::Denied {
+                at: now,
+                by: "the person".into(),
+                message: message.clone(),
+            };
+            let view = a.view();
+            self.stop_for_budget(a, "the person stopped it".into(), message)
+                .await
+                .map_err(|e| RunsError::internal(e.to_string()))?;
+            return Ok(view);
         }
         let run = self.rec.agent.clone();
         if d.allow {
@@ -413,12 +576,18 @@ impl RunActorState {
             message: message.clone(),
         };
         info!(run_id = %self.rec.id, approval = %a.id, "an approval ran out of time and was denied");
+        if a.budget.is_some() {
+            return self
+                .stop_for_budget(a, "nobody allowed more in time".into(), message)
+                .await;
+        }
         self.settle(a, false, "the deadline".into(), Some(message))
             .await
     }
 
     /// The run ended: what still waits can never be approved.
     pub(super) async fn end_asks(&mut self) {
+        self.asks.held.clear();
         let waiting: Vec<ApprovalRecord> = self.asks.waiting.drain().map(|(_, a)| a).collect();
         for mut a in waiting {
             a.state = ApprovalState::Ended {
