@@ -177,6 +177,32 @@ fn codexs_tokens_are_priced_by_the_persons_table_and_geminis_unknown_models_have
     );
     let e = b.fails(&["usage", "--since", "5x"])?;
     assert!(e.contains("--since 5x: "), "{e}");
+
+    // The web UI's Usage page, in chromium: the same sums, a bar for today, the Runs page's costs.
+    let ui = b.json(&["ui", "--no-open"])?;
+    let seen =
+        bosun_tests::browser_scenario(ui["login_url"].as_str().unwrap_or_default(), "usage", &[])?;
+    b.ok(&["ui", "--stop"])?;
+    let cost = format!("$0.{:04}", 200 * requests);
+    assert_eq!(seen["rows"][0][0], "coder", "{seen:#}");
+    assert_eq!(seen["rows"][0][7], cost, "{seen:#}");
+    assert_eq!(seen["rows"][1][7], "$0.0000 (+1 unknown)", "{seen:#}");
+    assert_eq!(seen["rows"][2][0], "total", "{seen:#}");
+    let today = bosun_shared::Timestamp::now().rfc3339()[..10].to_string();
+    assert_eq!(
+        seen["bars"],
+        json!([[today, 20_000 * requests]]),
+        "{seen:#}"
+    );
+    assert_eq!(seen["models"][0][0], "gpt-5.4-mini", "{seen:#}");
+    let mut costs: Vec<String> = seen["costs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect();
+    costs.sort();
+    assert_eq!(costs, ["?", format!("~{cost}").as_str()], "{seen:#}");
     b.finish()
 }
 

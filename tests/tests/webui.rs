@@ -955,6 +955,13 @@ fn browser_opens_every_page_without_an_error() -> anyhow::Result<()> {
             .contains("State directory"),
         "{seen}"
     );
+    assert!(
+        seen["shown"]["usage"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("No runs of coding CLIs in this window."),
+        "{seen}"
+    );
     finish(b)
 }
 

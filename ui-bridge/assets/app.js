@@ -17,6 +17,7 @@ const pages = {
   card: () => import("./pages/card.js"),
   projects: () => import("./pages/projects.js"),
   chat: () => import("./pages/chat.js"),
+  usage: () => import("./pages/usage.js"),
 };
 
 let unmount = null;

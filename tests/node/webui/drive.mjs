@@ -571,7 +571,7 @@ const scenarios = {
   // no error.
   async pages(page) {
     const shown = {};
-    for (const p of ["runs", "inbox", "board", "projects", "agents", "agents/~new", "mcp", "chat", "daemon"]) {
+    for (const p of ["runs", "inbox", "board", "projects", "agents", "agents/~new", "mcp", "chat", "usage", "daemon"]) {
       await page.goto(`${base}/#/${p}`);
       await page.waitForTimeout(700);
       const errors = await page.locator("#view .flash.error").allTextContents();
@@ -590,6 +590,26 @@ const scenarios = {
     const row = page.locator("#view tr", { has: page.locator("th", { hasText: /^Upgrade$/ }) });
     const daemon = await row.locator("td").textContent({ timeout });
     return { agent, daemon };
+  },
+
+  // The Usage page: its table by agent, the days its chart has bars for, its table by model,
+  // and the Runs page's cost cells.
+  async usage(page) {
+    await page.goto(`${base}/#/usage`);
+    await page.waitForSelector("#usage-table tbody tr", { timeout });
+    const cells = (sel) =>
+      page.locator(sel).evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+    const rows = await cells("#usage-table tbody tr");
+    const bars = await page
+      .locator("#usage-chart rect.usage-bar")
+      .evaluateAll((rs) => rs.map((r) => [r.getAttribute("data-day"), Number(r.getAttribute("data-value"))]).filter(([, v]) => v > 0));
+    await page.selectOption("#usage-by", "model");
+    await page.waitForFunction(() => (document.querySelector("#usage-table thead th") || {}).textContent === "Model", null, { timeout });
+    const models = await cells("#usage-table tbody tr");
+    await page.goto(`${base}/#/runs`);
+    await page.waitForSelector("#runs-body tr[data-run]", { timeout });
+    const costs = await page.locator("#runs-body tr[data-run] td.cost").allTextContents();
+    return { rows, bars, models, costs };
   },
 
   // The Daemon page's row of desktop notifications, before and after its switch is pressed.

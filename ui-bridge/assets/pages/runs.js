@@ -6,6 +6,7 @@
 // every new run would cost it again. The header is a table of its own with the same column
 // widths, so it stays in place while the rows scroll.
 
+import { dollars } from "./usage.js";
 import { call } from "../api.js";
 import { on } from "../bus.js";
 import { ago, clear, duration, flash, h } from "../dom.js";
@@ -21,9 +22,19 @@ const COLUMNS = [
   ["State", "8rem"],
   ["Started", "7rem"],
   ["Took", "5.5rem"],
+  ["Cost", "6rem"],
   ["Exit", "16rem"],
   ["", "5rem"],
 ];
+
+// A run's cost as `bosun ps` shows it: as the CLI reported it, `~` before one bosun worked out,
+// `?` for a coding CLI's run whose cost is not known; nothing for a plain program's run.
+export function costText(r) {
+  const u = r.agent && r.agent.usage;
+  const c = u && u.cost;
+  if (c) return (c.source.kind === "computed" ? "~" : "") + dollars(c.micro_usd);
+  return r.agent && r.agent.cli && r.agent.cli !== "command" ? "?" : "";
+}
 
 export function exitText(r) {
   if (r.state !== "exited") return r.stop_reason ? `stopping: ${r.stop_reason}` : "";
@@ -125,6 +136,7 @@ export function mount(root) {
       h("td", null, stateCell(r)),
       h("td", { title: new Date(r.created_at).toLocaleString() }, ago(r.started_at || r.created_at)),
       h("td", null, duration(took)),
+      h("td", { class: "num cost" }, costText(r)),
       h("td", { class: "exit", title: exit }, exit),
       h("td", null, stopBtn),
     );
