@@ -39,9 +39,15 @@ impl Alert {
                     "bosun approve {id} · bosun deny {id}{card}",
                     id = a.short_id
                 ));
+                // A run that reached its budget says so first: its call is only what waits.
+                let summary = if a.class == "budget" {
+                    format!("{agent}'s run: {}", a.why)
+                } else {
+                    format!("{agent} asks to use {}", a.tool)
+                };
                 Some(Alert {
                     item: format!("approval {}", a.id),
-                    summary: format!("{agent} asks to use {}", a.tool),
+                    summary,
                     body,
                 })
             }

@@ -11,11 +11,15 @@ fn event(v: Value) -> Event {
 }
 
 fn approval(state: &str, preview: &str) -> Event {
+    approval_of("execute", state, preview)
+}
+
+fn approval_of(class: &str, state: &str, preview: &str) -> Event {
     event(json!({
         "event": "approval_changed",
         "approval": {
             "id": "01j9aaaaaaaaaaaaaaaaaaaaa9", "short_id": "aaa9", "run": RUN,
-            "agent": "coder", "card": CARD, "tool": "Bash", "class": "execute",
+            "agent": "coder", "card": CARD, "tool": "Bash", "class": class,
             "why": "the agent's approval mode asks before commands", "preview": preview,
             "input": {}, "asked_at": 1, "deadline": 2, "attended": true, "state": state,
             "decided_by": null, "decided_at": null, "message": null, "delivered_at": null
@@ -57,6 +61,15 @@ fn a_call_that_starts_waiting_says_who_asks_why_and_how_to_answer() {
     assert_eq!(
         Alert::of(&approval("waiting", "other")).map(|a| a.item),
         Some(a.item)
+    );
+}
+
+#[test]
+fn a_run_that_reached_its_budget_says_so_first() {
+    let a = Alert::of(&approval_of("budget", "waiting", "allow $2.00 more")).expect("an alert");
+    assert_eq!(
+        a.summary,
+        "coder's run: the agent's approval mode asks before commands"
     );
 }
 
