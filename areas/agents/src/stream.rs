@@ -263,13 +263,16 @@ impl StreamParser {
         let Ok(v) = serde_json::from_slice::<Value>(trimmed) else {
             return Change::None;
         };
+        let tokens = |run: &AgentRun| (run.usage.models.len(), run.usage.total());
+        let before = tokens(run);
         let change = match self.cli {
             CliKind::Claude => claude(&v, run),
             CliKind::Codex => codex(&v, run),
             CliKind::Gemini => gemini(&v, run),
             CliKind::Command => Change::None,
         };
-        if change != Change::None {
+        // Priced again only when the tokens changed (a line in twenty, or fewer).
+        if tokens(run) != before {
             self.prices.apply(&mut run.usage);
         }
         change

@@ -9,13 +9,14 @@ use bosun_shared::usage::Tokens;
 use bosun_shared::{CardId, Timestamp};
 use serde_json::{Value, json};
 
-use super::{Card, report};
+use super::{Card, RunUsage, report};
 
 const DAY: u64 = 86_400_000;
 const CARD: &str = "01j9aaaaaaaaaaaaaaaaaaaac1";
 
-/// A run of `agent` created on day `day`, with `models` as (model, input, output, micro_usd).
-fn run(agent: &str, day: u64, card: bool, models: &[(&str, u64, u64, Option<u64>)]) -> RunRecord {
+/// A run of `agent` created on day `day`, with `models` as (model, input, output, micro_usd):
+/// a whole record, read as a report reads it (and checked to read the same).
+fn run(agent: &str, day: u64, card: bool, models: &[(&str, u64, u64, Option<u64>)]) -> RunUsage {
     let priced = models.iter().all(|m| m.3.is_some());
     let cost: u64 = models.iter().filter_map(|m| m.3).sum();
     let usage = json!({
@@ -40,7 +41,30 @@ fn run(agent: &str, day: u64, card: bool, models: &[(&str, u64, u64, Option<u64>
         "token_digest": "d", "stop": null, "exit": null, "last_seq": 0, "secret_files": [],
         "agent": agent_run,
     });
-    serde_json::from_value(v).expect("a run record")
+    let whole: RunRecord = serde_json::from_value(v).expect("a run record");
+    let bytes = serde_json::to_vec(&whole).expect("encoded");
+    let part: RunUsage = serde_json::from_slice(&bytes).expect("read as a report reads it");
+    let agent = whole.agent.as_ref().expect("an agent's run");
+    let read = part.agent.as_ref().expect("its agent part");
+    assert_eq!(
+        (
+            part.id,
+            part.created_at,
+            &read.agent_name,
+            read.cli,
+            read.card,
+            &read.usage
+        ),
+        (
+            whole.id,
+            whole.created_at,
+            &agent.agent_name,
+            agent.cli,
+            agent.card,
+            &agent.usage
+        )
+    );
+    part
 }
 
 fn cards() -> HashMap<CardId, Card> {
