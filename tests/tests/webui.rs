@@ -1648,3 +1648,30 @@ fn browser_chat_notifies_and_approves_all_the_leads_actions_inline() -> anyhow::
     assert_eq!(seen["dialogs"], serde_json::json!([]));
     finish(b)
 }
+
+#[test]
+fn the_bridge_reaps_a_bosund_it_started_when_it_dies() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_reap");
+    let ui = Ui::start(&b)?;
+    let cookie = ui.sign_in()?;
+    let csrf = ui.csrf(&cookie)?;
+    b.ok(&["daemon", "stop"])?;
+    // The bridge starts bosund again for its next request: bosund is then the bridge's child.
+    let r = ui.call(&cookie, &csrf, r#"{"method":"daemon_status"}"#)?;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let daemon = b.daemon_pid().context("no bosund")?;
+    let parent = bosun_shared::process::stat(daemon).map(|s| s.ppid);
+    assert_eq!(parent, Some(ui.pid), "the bridge started it");
+    b.kill_daemon()?;
+    // No defunct bosund stays under the bridge.
+    wait_for(
+        "the killed bosund to be reaped",
+        Duration::from_secs(10),
+        || {
+            Ok(bosun_shared::process::stat(daemon)
+                .is_none_or(|s| s.ppid != ui.pid)
+                .then_some(()))
+        },
+    )?;
+    finish(b)
+}

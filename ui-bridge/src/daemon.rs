@@ -95,6 +95,21 @@ pub async fn start(dirs: &StateDir) -> Result<Stream, ClientError> {
     let mut child = cmd
         .spawn()
         .map_err(|e| ClientError::StartFailed(format!("could not start {}: {e}", bin.display())))?;
+    let result = wait_answering(dirs, &mut child, &stderr_path).await;
+    // bosund is this process's child however it went: whoever outlives it (the web bridge runs
+    // for days) reaps it when it ends, or a killed bosund would stay a zombie under it.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    result
+}
+
+/// Waits until the `bosund` just started (`child`) answers on its socket, or says why not.
+async fn wait_answering(
+    dirs: &StateDir,
+    child: &mut std::process::Child,
+    stderr_path: &std::path::Path,
+) -> Result<Stream, ClientError> {
     let started = Instant::now();
     let mut exited = None;
     loop {
@@ -112,7 +127,7 @@ pub async fn start(dirs: &StateDir) -> Result<Stream, ClientError> {
             exited = child.try_wait().ok().flatten();
         }
         if started.elapsed() > START_TIMEOUT {
-            let why = fs::read_to_string(&stderr_path).unwrap_or_default();
+            let why = fs::read_to_string(stderr_path).unwrap_or_default();
             let why = why.trim();
             return Err(ClientError::StartFailed(if why.is_empty() {
                 format!(
@@ -129,7 +144,7 @@ pub async fn start(dirs: &StateDir) -> Result<Stream, ClientError> {
         if let Some(status) = exited
             && started.elapsed() > Duration::from_secs(2)
         {
-            let why = fs::read_to_string(&stderr_path).unwrap_or_default();
+            let why = fs::read_to_string(stderr_path).unwrap_or_default();
             let why = why.trim().trim_start_matches("bosund: ");
             return Err(ClientError::StartFailed(if why.is_empty() {
                 format!("bosund exited at once ({status})")
