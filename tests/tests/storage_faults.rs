@@ -663,7 +663,7 @@ impl Drop for ReadOnly {
 }
 
 #[test]
-fn a_state_directory_that_turns_read_only_refuses_what_it_cannot_do_and_goes_on_after()
+fn a_state_directory_that_turns_read_only_refuses_new_runs_up_front_and_goes_on_after()
 -> anyhow::Result<()> {
     let b = Bosun::new("storage_read_only");
     // The state directory is a mount of its own, so that it alone turns read-only.
@@ -683,18 +683,24 @@ fn a_state_directory_that_turns_read_only_refuses_what_it_cannot_do_and_goes_on_
     )?;
     let ro = ReadOnly::make(&b.home)?;
 
-    // bosund answers; a new run, which needs files of its own, ends at once with the reason;
-    // the run that was going on goes on (its files are open).
-    b.ok(&["ps"])?;
-    let new = b.start(&[], &["echo", "hi"])?;
-    let v = b.wait_ended(&new, Duration::from_secs(30))?;
-    assert_eq!(v["outcome"], "failed", "{v}");
+    // bosund answers; a new run, which needs files of its own, is refused up front with the
+    // reason, and nothing of it is recorded; the run that was going on goes on (its files are
+    // open).
+    let ids = || -> anyhow::Result<Vec<String>> {
+        Ok(b.json(&["ps", "--all"])?
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["id"].as_str().map(str::to_string))
+            .collect())
+    };
+    let runs_before = ids()?;
+    let e = b.fails(&["run", "--", "echo", "hi"])?;
     assert!(
-        v["exit"]["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("Read-only file system")),
-        "{v}"
+        e.contains("is on a read-only file system, where bosun cannot keep a new run's folder and log; the run was not started"),
+        "{e}"
     );
+    assert_eq!(ids()?, runs_before, "nothing was recorded");
     assert_eq!(b.show(&before)?["state"], "running");
     b.ok(&["daemon", "status"])?;
 

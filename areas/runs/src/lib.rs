@@ -677,6 +677,13 @@ fn check_free_space(dir: &std::path::Path) -> Result<(), RunsError> {
     let Ok(st) = nix::sys::statvfs::statvfs(dir) else {
         return Ok(());
     };
+    // Refused up front, rather than recorded and failed at once for want of its folder.
+    if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
+        return Err(RunsError::Unavailable(format!(
+            "the state directory {} is on a read-only file system, where bosun cannot keep a new run's folder and log; the run was not started: make it writable and start the run again",
+            dir.display()
+        )));
+    }
     let free = st.blocks_available().saturating_mul(st.fragment_size());
     let mb = |b: u64| b as f64 / 1_000_000.0;
     if free < floor_mb * 1_000_000 {
