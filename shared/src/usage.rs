@@ -214,6 +214,11 @@ impl fmt::Display for Reached {
     }
 }
 
+/// For `skip_serializing_if`: a count that is 0.
+pub fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Dollars as people read them: `$0.0123`, `$1.20`, `$14.05` (four decimals under a dollar).
 pub struct Dollars(pub u64);
 

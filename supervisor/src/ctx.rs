@@ -70,6 +70,8 @@ pub struct DaemonCtx {
     pub settings: tokio::sync::Mutex<DaemonSettings>,
     /// Desktop notifications: the switch `settings.notify` sets, and how they fare.
     pub notifier: Notifier,
+    /// Wakes the pruner (`crate::prune`) for a round now.
+    pub prune_now: tokio::sync::Notify,
     /// What a run costs when its CLI does not say: `prices.toml` in the state directory, or
     /// the repository's.
     pub prices: Arc<Prices>,
@@ -167,6 +169,7 @@ impl DaemonCtx {
             upgrade: None,
             settings: tokio::sync::Mutex::new(DaemonSettings::default()),
             notifier: Notifier::new(DaemonSettings::default().notify),
+            prune_now: tokio::sync::Notify::new(),
             prices: Arc::new(Prices::built_in()),
         }
     }

@@ -7,6 +7,7 @@ mod ctx;
 #[cfg(test)]
 mod invariants;
 mod listener;
+mod prune;
 mod remote;
 mod requests;
 mod root;
@@ -142,9 +143,11 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
 
     let signals = tokio::spawn(forward_signals(root.clone()));
     let notifying = ctx.notifier.start(subscribe_to_events(ctx.events.clone()));
+    let pruning = tokio::spawn(crate::prune::every_hour(ctx.clone()));
     let _ = root_done.await;
     signals.abort();
     notifying.abort();
+    pruning.abort();
     ctx.stop_mcp_server().await;
     let failed = ctx.root_failure();
 

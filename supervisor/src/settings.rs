@@ -1,8 +1,8 @@
 //! bosund's own settings, which `bosun daemon set KEY=VALUE` changes: kept as one record of the
 //! store's `meta` table (key `daemon`), read at start and written whole on each change. Each
 //! `KEY=VALUE` is parsed at the edge into a [`Setting`], so a bad one is refused before
-//! anything changes. Today there is one key, `notify`; the next (how long decided approvals
-//! are kept) is another variant and another field.
+//! anything changes. The keys: `notify` (desktop notifications) and `retention` (how long decided
+//! approvals and finished runs' decision details are kept).
 
 use std::str::FromStr;
 
@@ -10,13 +10,25 @@ use bosun_store::{META, Record};
 use serde::{Deserialize, Serialize};
 
 /// The keys `bosun daemon set` takes, for messages.
-const KEYS: &str = "notify=on|off";
+const KEYS: &str = "notify=on|off, retention=DURATION (such as 30d)";
+
+/// How long decided approvals are kept when the person has not said: 30 days.
+pub const DEFAULT_RETENTION_MS: u64 = 30 * 86_400_000;
+/// The longest retention taken: ten years.
+const MAX_RETENTION_MS: u64 = 3650 * 86_400_000;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DaemonSettings {
     /// Desktop notifications of what starts waiting for the person and of failed runs.
     #[serde(default = "on")]
     pub notify: bool,
+    /// How long decided approvals and finished runs' decision details are kept, in ms.
+    #[serde(default = "default_retention")]
+    pub retention_ms: u64,
+}
+
+fn default_retention() -> u64 {
+    DEFAULT_RETENTION_MS
 }
 
 fn on() -> bool {
@@ -25,7 +37,10 @@ fn on() -> bool {
 
 impl Default for DaemonSettings {
     fn default() -> Self {
-        Self { notify: true }
+        Self {
+            notify: true,
+            retention_ms: DEFAULT_RETENTION_MS,
+        }
     }
 }
 
@@ -50,6 +65,7 @@ impl DaemonSettings {
         for change in changes {
             match change {
                 Setting::Notify(on) => next.notify = *on,
+                Setting::Retention(ms) => next.retention_ms = *ms,
             }
         }
         next
@@ -61,6 +77,8 @@ impl DaemonSettings {
 pub enum Setting {
     /// `notify=on|off`.
     Notify(bool),
+    /// `retention=30d`, in ms.
+    Retention(u64),
 }
 
 /// A `KEY=VALUE` bosund does not take, in words that say what it does take.
@@ -74,6 +92,8 @@ pub enum SettingError {
     NotASwitch { key: &'static str, value: String },
     #[error("nothing to set; say what, as KEY=VALUE: {KEYS}")]
     Nothing,
+    #[error("`retention={0}`: retention takes a time from 1s to 3650d, such as 30d or 12h")]
+    NotARetention(String),
 }
 
 impl FromStr for Setting {
@@ -90,6 +110,12 @@ impl FromStr for Setting {
                     key: "notify",
                     value: value.trim().to_string(),
                 }),
+            "retention" => bosun_shared::time::parse_duration(value)
+                .ok()
+                .map(bosun_shared::time::millis)
+                .filter(|ms| (1_000..=MAX_RETENTION_MS).contains(ms))
+                .map(Setting::Retention)
+                .ok_or_else(|| SettingError::NotARetention(value.trim().to_string())),
             other => Err(SettingError::UnknownKey(other.to_string())),
         }
     }
@@ -130,11 +156,11 @@ mod tests {
         let cases = [
             (
                 vec!["retain=7d"],
-                "`retain` is not a setting of bosund; its settings are notify=on|off",
+                "`retain` is not a setting of bosund; its settings are notify=on|off, retention=DURATION (such as 30d)",
             ),
             (
                 vec!["notify"],
-                "`notify` is not KEY=VALUE; bosund's settings are notify=on|off",
+                "`notify` is not KEY=VALUE; bosund's settings are notify=on|off, retention=DURATION (such as 30d)",
             ),
             (
                 vec!["notify=on", "notify=maybe"],
@@ -142,7 +168,11 @@ mod tests {
             ),
             (
                 vec![],
-                "nothing to set; say what, as KEY=VALUE: notify=on|off",
+                "nothing to set; say what, as KEY=VALUE: notify=on|off, retention=DURATION (such as 30d)",
+            ),
+            (
+                vec!["retention=0s"],
+                "`retention=0s`: retention takes a time from 1s to 3650d, such as 30d or 12h",
             ),
         ];
         for (texts, words) in cases {
@@ -159,5 +189,8 @@ mod tests {
             read.notify,
             "notifications are on until the person turns them off"
         );
+        assert_eq!(read.retention_ms, 30 * 86_400_000, "30 days");
+        let set = parse(&["retention=12h".to_string()]).expect("valid");
+        assert_eq!(set, [Setting::Retention(12 * 3_600_000)]);
     }
 }

@@ -366,6 +366,14 @@ pub struct AgentRun {
     /// ... and what the person allowed more since.
     #[serde(default, skip_serializing_if = "Budget::is_empty")]
     pub budget_more: Budget,
+    /// How many decisions' details were pruned once the run was older than bosund's
+    /// retention (`bosun daemon set retention=…`); the run's summary stays.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decisions_pruned: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl AgentRun {

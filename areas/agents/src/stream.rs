@@ -103,6 +103,7 @@ impl AgentRun {
             }),
             fence: self.fence.clone(),
             usage: (self.usage != Default::default()).then(|| self.usage.clone()),
+            decisions_pruned: self.decisions_pruned,
         }
     }
 

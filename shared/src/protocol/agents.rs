@@ -245,6 +245,9 @@ pub struct AgentRunView {
     /// figure comes from, its tool calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::usage::Usage>,
+    /// How many of its decisions' details were pruned after bosund's retention period.
+    #[serde(default, skip_serializing_if = "crate::usage::is_zero")]
+    pub decisions_pruned: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -113,6 +113,10 @@ pub struct DaemonStatusView {
     /// older than them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<NotifyView>,
+    /// How long decided approvals and finished runs' decision details are kept, in ms (absent
+    /// from a bosund older than retention).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

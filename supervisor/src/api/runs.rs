@@ -85,6 +85,8 @@ impl Handle for DaemonSet {
         ctx.notifier.set(next.notify);
         *settings = next;
         drop(settings);
+        // A retention set (or set again) prunes at once, not at the next hourly round.
+        ctx.prune_now.notify_one();
         Ok(status(ctx).await)
     }
 }
@@ -108,6 +110,7 @@ async fn status(ctx: &Arc<DaemonCtx>) -> DaemonStatusView {
         runner_listener: ctx.remote.as_ref().map(|r| r.describe()),
         upgrade: ctx.upgrade.clone(),
         notify: Some(ctx.notifier.view()),
+        retention_ms: Some(ctx.settings.lock().await.retention_ms),
     }
 }
 

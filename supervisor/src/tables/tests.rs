@@ -490,5 +490,5 @@ async fn bosunds_settings_are_one_row_of_meta_and_a_store_without_it_reads_the_d
         .filter(|(t, k, _)| t == "meta" && k == "daemon")
         .map(|(_, _, v)| String::from_utf8(v).unwrap())
         .collect();
-    assert_eq!(meta, [r#"{"notify":false}"#]);
+    assert_eq!(meta, [r#"{"notify":false,"retention_ms":2592000000}"#]);
 }

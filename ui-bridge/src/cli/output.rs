@@ -205,6 +205,15 @@ pub fn print_run(run: &RunView) {
             };
             owned.push(("tool call", format!("{} ({how})", c.name)));
         }
+        if a.decisions_pruned > 0 {
+            owned.push((
+                "decisions",
+                format!(
+                    "{} pruned after bosund's retention period; the run's summary is kept",
+                    a.decisions_pruned
+                ),
+            ));
+        }
         for d in &a.decisions {
             let why = match &d.message {
                 Some(m) => format!(" — told: {m}"),
@@ -320,6 +329,13 @@ pub fn print_status(s: &DaemonStatusView) {
     }
     if let Some(notify) = &s.notify {
         println!("{:<14}{}", "notify", notify_words(notify));
+    }
+    if let Some(ms) = s.retention_ms {
+        println!(
+            "{:<14}decided approvals and finished runs' decision details kept {} (bosun daemon set retention=…)",
+            "retention",
+            format_duration(Duration::from_millis(ms))
+        );
     }
 }
 

@@ -1,0 +1,96 @@
+//! Decided approvals and finished runs' decision details are kept for bosund's retention
+//! (`bosun daemon set retention=…`; 30 days unless the person says), then pruned in the
+//! background, so the store does not grow with every tool call of every run for ever. A run
+//! keeps its summary (its record, its outcome, its usage, how many decisions were pruned); an
+//! approval still waiting, and anything of a run still going, is never pruned.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bosun_approvals::record::{ApprovalReads, ApprovalRecord, ApprovalState};
+use bosun_kit::offload::blocking;
+use bosun_runs::record::RunReads;
+use bosun_shared::Timestamp;
+use bosun_store::StoreError;
+use bosun_store::writer::Change;
+use tracing::{info, warn};
+
+use crate::ctx::DaemonCtx;
+
+/// The first round, this long after bosund starts (it has runs to reattach first).
+const FIRST_ROUND: Duration = Duration::from_secs(60);
+/// And then a round every hour, or at once when the retention is set.
+const ROUND: Duration = Duration::from_secs(3600);
+/// The most changes committed together.
+const BATCH: usize = 500;
+
+/// Prunes every hour, and whenever `ctx.prune_now` is notified, until aborted.
+pub async fn every_hour(ctx: Arc<DaemonCtx>) {
+    let mut wait = FIRST_ROUND;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = ctx.prune_now.notified() => {}
+        }
+        wait = ROUND;
+        let retention = ctx.settings.lock().await.retention_ms;
+        let cutoff = Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(retention));
+        match round(&ctx, cutoff).await {
+            Ok((0, 0)) => {}
+            Ok((approvals, runs)) => {
+                info!(approvals, runs, "pruned what was older than the retention")
+            }
+            Err(e) => warn!(error = %e, "could not prune; the next round tries again"),
+        }
+    }
+}
+
+/// When an approval was decided; `None` while it waits.
+fn decided_at(a: &ApprovalRecord) -> Option<Timestamp> {
+    match &a.state {
+        ApprovalState::Waiting => None,
+        ApprovalState::Allowed { at }
+        | ApprovalState::Denied { at, .. }
+        | ApprovalState::Expired { at, .. }
+        | ApprovalState::Ended { at }
+        | ApprovalState::Withdrawn { at } => Some(*at),
+    }
+}
+
+/// Prunes what was decided or ended before `cutoff`: how many approvals went, and of how many
+/// runs the decision details.
+async fn round(ctx: &Arc<DaemonCtx>, cutoff: Timestamp) -> Result<(u64, u64), StoreError> {
+    let store = ctx.store.clone();
+    let (approvals, runs) =
+        blocking(move || Ok::<_, StoreError>((store.approvals()?, store.runs()?)))
+            .await
+            .map_err(|e| StoreError::Corrupt(e.to_string()))??;
+    let mut changes = Vec::new();
+    let mut pruned = (0, 0);
+    for a in approvals {
+        if decided_at(&a).is_some_and(|at| at < cutoff) && ctx.live.get(a.run).is_none() {
+            changes.push(Change::delete::<ApprovalRecord>(&a.id));
+            pruned.0 += 1;
+        }
+    }
+    for mut run in runs {
+        let over = run.state.is_final() && run.ended_at.is_some_and(|e| e < cutoff);
+        if !over || ctx.live.get(run.id).is_some() {
+            continue;
+        }
+        let Some(agent) = run.agent.as_mut().filter(|a| !a.decisions.is_empty()) else {
+            continue;
+        };
+        agent.decisions_pruned += agent.decisions.len() as u64;
+        agent.decisions.clear();
+        changes.push(Change::put(&run));
+        pruned.1 += 1;
+    }
+    while !changes.is_empty() {
+        let rest = changes.split_off(changes.len().min(BATCH));
+        ctx.writer
+            .commit(std::mem::replace(&mut changes, rest))
+            .await?;
+    }
+    Ok(pruned)
+}
