@@ -25,6 +25,8 @@ fn failed_run(n: u32) -> ServerFrame {
 /// showed, and its task.
 struct UnderTest {
     n: Notifier,
+    /// The first subscription's sender.
+    tx: mpsc::UnboundedSender<ServerFrame>,
     subs: mpsc::UnboundedReceiver<mpsc::UnboundedSender<ServerFrame>>,
     shown: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
@@ -33,8 +35,8 @@ struct UnderTest {
 /// A notifier whose events are sent through the senders it subscribes with, and whose shown
 /// alerts' summaries go to a list (an alert about run r13 is not shown: the desktop does not
 /// answer).
-fn notifier(on: bool) -> UnderTest {
-    let n = Notifier::new(on);
+async fn notifier() -> UnderTest {
+    let n = Notifier::new(true);
     let (subs_tx, subs_rx) = mpsc::unbounded_channel();
     let subscribe: Subscribe = Box::new(move || {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -58,9 +60,12 @@ fn notifier(on: bool) -> UnderTest {
         })
         .await
     });
+    let mut subs = subs_rx;
+    let tx = subs.recv().await.expect("subscribed");
     UnderTest {
         n,
-        subs: subs_rx,
+        tx,
+        subs,
         shown,
         task,
     }
@@ -73,12 +78,8 @@ async fn settle() {
 #[tokio::test]
 async fn each_item_once_a_burst_counted_and_off_means_nothing_shown() {
     let UnderTest {
-        n,
-        mut subs,
-        shown,
-        task,
-    } = notifier(true);
-    let tx = subs.recv().await.expect("subscribed");
+        n, tx, shown, task, ..
+    } = notifier().await;
     tx.send(failed_run(1)).expect("sent");
     settle().await;
     tx.send(failed_run(1)).expect("sent");
@@ -114,11 +115,11 @@ async fn each_item_once_a_burst_counted_and_off_means_nothing_shown() {
 async fn a_failure_is_said_until_one_is_shown_and_a_restarted_events_actor_is_followed() {
     let UnderTest {
         n,
+        tx,
         mut subs,
         shown,
         task,
-    } = notifier(true);
-    let tx = subs.recv().await.expect("subscribed");
+    } = notifier().await;
     tx.send(failed_run(13)).expect("sent");
     settle().await;
     let problem = n.view().problem.expect("a problem said");

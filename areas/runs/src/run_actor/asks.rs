@@ -158,51 +158,77 @@ impl RunActorState {
                 .await
             }
             Outcome::Ask { why } => {
-                let now = Timestamp::now();
-                let run = self.rec.agent.as_ref();
                 let approval = ApprovalRecord {
-                    id: ApprovalId::new(),
-                    run: self.rec.id,
-                    key: ask.key.clone(),
-                    agent: run.and_then(|r| r.agent),
-                    agent_name: run.map(|r| r.agent_name.clone()).unwrap_or_default(),
-                    card: run.and_then(|r| r.card).map(|(c, _)| c),
-                    tool: ask.tool.clone(),
                     class: eval.class,
                     escalates: eval.escalates,
                     why,
                     input: eval.input,
                     preview: eval.preview,
-                    cwd: ask.cwd.clone(),
-                    asked_at: now,
-                    seq: self.asks.next_seq,
-                    deadline: Timestamp::from_millis(now.as_millis() + eval.wait_ms),
-                    attended: eval.attended,
-                    state: ApprovalState::Waiting,
-                    delivered_at: None,
                     verdict_key: eval.verdict_key,
-                    budget: None,
+                    ..self.approval_of(&ask, eval.wait_ms, eval.attended)
                 };
-                self.ctx.writer.commit(changes_for(&approval)).await?;
-                self.asks.next_seq += 1;
-                bosun_kit::crash::point("approval-kept");
                 info!(run_id = %self.rec.id, approval = %approval.id, tool = %approval.tool, "a tool call waits for the person");
-                arm_deadline(myself, &approval);
-                self.publish(&approval);
-                self.send(DaemonMsg::Waiting {
-                    key: ask.key.clone(),
-                    note: format!(
-                        "{} waits for your OK ({}): bosun approve {} | bosun deny {}",
-                        approval.preview.lines().next().unwrap_or(&approval.tool),
-                        approval.why,
-                        approval.id.short(),
-                        approval.id.short()
-                    ),
-                });
-                self.asks.waiting.insert(ask.key, approval);
-                Ok(())
+                let note = format!(
+                    "{} waits for your OK ({}): bosun approve {} | bosun deny {}",
+                    approval.preview.lines().next().unwrap_or(&approval.tool),
+                    approval.why,
+                    approval.id.short(),
+                    approval.id.short()
+                );
+                self.keep_waiting(myself, approval, note).await
             }
         }
+    }
+
+    /// An approval of this run for `ask`, waiting from now for `wait_ms`; what it says of the
+    /// call (class, why, input, preview) is for the caller to fill in.
+    fn approval_of(&self, ask: &ToolAsk, wait_ms: u64, attended: bool) -> ApprovalRecord {
+        let now = Timestamp::now();
+        let run = self.rec.agent.as_ref();
+        ApprovalRecord {
+            id: ApprovalId::new(),
+            run: self.rec.id,
+            key: ask.key.clone(),
+            agent: run.and_then(|r| r.agent),
+            agent_name: run.map(|r| r.agent_name.clone()).unwrap_or_default(),
+            card: run.and_then(|r| r.card).map(|(c, _)| c),
+            tool: ask.tool.clone(),
+            class: String::new(),
+            escalates: false,
+            why: String::new(),
+            input: Default::default(),
+            preview: String::new(),
+            cwd: ask.cwd.clone(),
+            asked_at: now,
+            seq: self.asks.next_seq,
+            deadline: Timestamp::from_millis(now.as_millis().saturating_add(wait_ms)),
+            attended,
+            state: ApprovalState::Waiting,
+            delivered_at: None,
+            verdict_key: None,
+            budget: None,
+        }
+    }
+
+    /// Keeps `approval` as waiting (committed before anyone hears of it), arms its deadline,
+    /// and tells everyone watching and the runner (`note`, for the CLI's person).
+    async fn keep_waiting(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        approval: ApprovalRecord,
+        note: String,
+    ) -> Result<(), ActorProcessingErr> {
+        self.ctx.writer.commit(changes_for(&approval)).await?;
+        self.asks.next_seq += 1;
+        bosun_kit::crash::point("approval-kept");
+        arm_deadline(myself, &approval);
+        self.publish(&approval);
+        self.send(DaemonMsg::Waiting {
+            key: approval.key.clone(),
+            note,
+        });
+        self.asks.waiting.insert(approval.key.clone(), approval);
+        Ok(())
     }
 
     /// The run reached its budget at this call: it waits for the person as an approval that
@@ -219,15 +245,7 @@ impl RunActorState {
             return Ok(());
         };
         let grant = run.budget_grant(reached);
-        let now = Timestamp::now();
         let approval = ApprovalRecord {
-            id: ApprovalId::new(),
-            run: self.rec.id,
-            key: ask.key.clone(),
-            agent: run.agent,
-            agent_name: run.agent_name.clone(),
-            card: run.card.map(|(c, _)| c),
-            tool: ask.tool.clone(),
             class: "budget".into(),
             escalates: eval.escalates,
             why: reached.to_string(),
@@ -241,29 +259,15 @@ impl RunActorState {
                     &eval.summary
                 }
             ),
-            cwd: ask.cwd.clone(),
-            asked_at: now,
-            seq: self.asks.next_seq,
-            deadline: Timestamp::from_millis(now.as_millis() + eval.wait_ms),
-            attended: eval.attended,
-            state: ApprovalState::Waiting,
-            delivered_at: None,
-            verdict_key: None,
             budget: Some(grant),
+            ..self.approval_of(&ask, eval.wait_ms, eval.attended)
         };
-        self.ctx.writer.commit(changes_for(&approval)).await?;
-        self.asks.next_seq += 1;
         info!(run_id = %self.rec.id, approval = %approval.id, %reached, "the run's budget is reached: its next call waits for the person");
-        arm_deadline(myself, &approval);
-        self.publish(&approval);
-        self.send(DaemonMsg::Waiting {
-            key: ask.key.clone(),
-            note: format!(
-                "{reached}: allow more with bosun approve {id}, or stop the run with bosun deny {id}",
-                id = approval.id.short()
-            ),
-        });
-        self.asks.waiting.insert(ask.key.clone(), approval);
+        let note = format!(
+            "{reached}: allow more with bosun approve {id}, or stop the run with bosun deny {id}",
+            id = approval.id.short()
+        );
+        self.keep_waiting(myself, approval, note).await?;
         self.asks.held.insert(ask.key.clone(), ask);
         Ok(())
     }
