@@ -1224,8 +1224,18 @@ impl Bosun {
 
     /// The approvals waiting, as `bosun inbox --json` lists them.
     pub fn waiting_approvals(&self) -> anyhow::Result<Vec<Value>> {
+        self.approvals_in(&["inbox"])
+    }
+
+    /// Every approval bosun keeps, decided or waiting (`bosun inbox --all --json`).
+    pub fn all_approvals(&self) -> anyhow::Result<Vec<Value>> {
+        self.approvals_in(&["inbox", "--all"])
+    }
+
+    /// The approvals among what `args` (an inbox command) lists.
+    fn approvals_in(&self, args: &[&str]) -> anyhow::Result<Vec<Value>> {
         Ok(self
-            .json(&["inbox"])?
+            .json(args)?
             .as_array()
             .cloned()
             .unwrap_or_default()

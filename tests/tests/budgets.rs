@@ -71,14 +71,9 @@ fn allowing_more_lets_the_waiting_call_go_on_even_after_a_sigkill_of_bosund() ->
         })
         .collect();
     assert_eq!(got, [("Read", "allowed"), ("Read", "allowed")], "{ds:#?}");
-    let all = b.json(&["inbox", "--all"])?;
-    let budget: Vec<&Value> = all
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|i| i["class"] == "budget")
-        .collect();
-    assert_eq!(budget.len(), 1, "asked once: {all:#}");
+    let all = b.all_approvals()?;
+    let budget: Vec<&Value> = all.iter().filter(|i| i["class"] == "budget").collect();
+    assert_eq!(budget.len(), 1, "asked once: {all:#?}");
     assert_eq!(budget[0]["state"], "allowed");
     b.finish()
 }

@@ -5,20 +5,9 @@
 use std::time::Duration;
 
 use bosun_tests::{Bosun, short_id, wait_for};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Every approval bosun keeps, decided or waiting.
-fn approvals(b: &Bosun) -> anyhow::Result<Vec<Value>> {
-    Ok(b.json(&["inbox", "--all"])?
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|i| i["kind"] == "approval")
-        .collect())
-}
 
 #[test]
 fn what_is_older_than_the_retention_is_pruned_and_what_waits_is_kept() -> anyhow::Result<()> {
@@ -44,7 +33,7 @@ fn what_is_older_than_the_retention_is_pruned_and_what_waits_is_kept() -> anyhow
             .into_iter()
             .find(|w| w["run"] == going))
     })?;
-    assert_eq!(approvals(&b)?.len(), 2);
+    assert_eq!(b.all_approvals()?.len(), 2);
 
     let e = b.fails(&["daemon", "set", "retention=0s"])?;
     assert!(
@@ -60,10 +49,10 @@ fn what_is_older_than_the_retention_is_pruned_and_what_waits_is_kept() -> anyhow
         || {
             b.ok(&["daemon", "set", "retention=1s"])?;
             let pruned = b.show(&done)?["agent"]["decisions_pruned"] == 1;
-            Ok((approvals(&b)?.len() == 1 && pruned).then_some(()))
+            Ok((b.all_approvals()?.len() == 1 && pruned).then_some(()))
         },
     )?;
-    let left = approvals(&b)?;
+    let left = b.all_approvals()?;
     assert_eq!(
         left[0]["id"], waiting["id"],
         "what waits is kept: {left:#?}"
