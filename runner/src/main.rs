@@ -21,6 +21,7 @@ macro_rules! say {
 
 mod control;
 mod fence;
+mod gateway;
 mod link;
 mod outbox;
 mod redact;
@@ -59,6 +60,12 @@ const SWEEP_DEADLINE: Duration = Duration::from_secs(5);
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 fn main() -> ExitCode {
+    // A run's CLI starts `bosun-runner gateway …` as an MCP server: the CLI's end of the
+    // gateway, a plain relay that stays in the CLI's session and group.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(bosun_shared::gateway::SHIM_ARG) {
+        return gateway::shim(&args[1..]);
+    }
     // Before any thread exists: a session of our own (we are not a group leader, so this
     // succeeds), and orphans of the run come to us rather than to init.
     let _ = nix::unistd::setsid();
@@ -234,19 +241,34 @@ async fn run() -> Result<(), String> {
         }
     });
     let mut decisions = Some(decisions);
-    let exit = match start_program(&plan) {
+    let mut plan = plan;
+    // The gateway's socket is open before the CLI starts, which dials it at once.
+    let gateway = if plan.gateway.is_empty() {
+        Ok(None)
+    } else {
+        gateway::bind(&plan.run_dir).and_then(|(listener, path)| {
+            gateway::fill_in(&mut plan, &path)?;
+            Ok(Some(listener))
+        })
+    };
+    let plan = plan;
+    let exit = match gateway.and_then(|listener| start_program(&plan).map(|c| (c, listener))) {
         Err(reason) => ExitInfo {
             outcome: Outcome::Failed,
             code: None,
             signal: None,
             reason,
         },
-        Ok((mut child, fence)) => {
+        Ok(((mut child, fence), listener)) => {
             if let Some(report) = &fence {
                 notes_sink_fence.notes(&[format!("bosun's fence: {report}")]);
             }
             let me = ProcessIdentity::of(Pid::this());
             let pid = Pid::of_child(child.id().unwrap_or(0));
+            if let Some(listener) = listener {
+                let gw = gateway::Gateway::new(&plan, pid.as_raw(), state.notes.clone());
+                tokio::spawn(gateway::serve(listener, Arc::new(gw)));
+            }
             let leader = ProcessIdentity::of(pid);
             if let Some(l) = leader {
                 *lock(&state.started) = Some(bosun_shared::protocol::runner::Started {
@@ -525,6 +547,9 @@ fn fenced_tmp(plan: &LaunchPlan) -> Option<std::path::PathBuf> {
 }
 
 fn delete_secret_files(plan: &LaunchPlan) {
+    if !plan.gateway.is_empty() {
+        let _ = fs::remove_file(plan.run_dir.join(bosun_shared::gateway::SOCKET_FILE));
+    }
     if let Some(tmp) = fenced_tmp(plan) {
         match fs::remove_dir_all(&tmp) {
             Ok(()) => {}

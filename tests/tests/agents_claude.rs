@@ -230,22 +230,44 @@ fn a_stop_mid_turn_ends_claude_code_and_its_mcp_server() -> anyhow::Result<()> {
     fake.wait_turns(1, Duration::from_secs(60))?;
     let view = b.show(&id)?;
     assert_eq!(view["state"], "running");
-    // While the run lives: its MCP config is there, 0600, and holds the server's secret.
+    // While the run lives: its MCP config is there, 0600, and names bosun's gateway, never
+    // the server itself nor its secret.
     let config = b.home.join("runs").join(&id).join("mcp.json");
     assert_eq!(mode_of(&config), Some(0o600), "{}", config.display());
     let text = std::fs::read_to_string(&config)?;
     assert!(
-        text.contains(SERVER_SECRET),
-        "the server's value is in its 0600 file"
+        !text.contains(SERVER_SECRET) && !text.contains("mcp-server-everything"),
+        "the CLI's config holds neither the server nor its secret: {text}"
+    );
+    assert!(
+        text.contains("bosun-runner") && text.contains("gateway.sock"),
+        "the CLI is given bosun's gateway: {text}"
     );
     let pid = view["pid"].as_i64().unwrap_or_default() as i32;
+    let environ = |p: i32| std::fs::read(format!("/proc/{p}/environ")).unwrap_or_default();
+    assert!(
+        !String::from_utf8_lossy(&environ(pid)).contains(SERVER_SECRET),
+        "the CLI's environment holds no secret of the server"
+    );
     let sid = session_of(pid).unwrap_or_default();
     let members = session_members(sid);
+    let server = members
+        .iter()
+        .find(|(_, c)| c.contains("mcp-server-everything"))
+        .map(|(p, _)| *p);
     assert!(
-        members
-            .iter()
-            .any(|(_, c)| c.contains("mcp-server-everything")),
+        server.is_some(),
         "the MCP server runs in the run's session: {members:#?}"
+    );
+    // The server has its line, and a minimal environment besides.
+    let server_env = String::from_utf8_lossy(&environ(server.unwrap_or_default())).into_owned();
+    assert!(
+        server_env.contains(&format!("EVERYTHING_TOKEN={SERVER_SECRET}")),
+        "the server gets its secret from the runner"
+    );
+    assert!(
+        !server_env.contains("ANTHROPIC_BASE_URL") && !server_env.contains("CLAUDE_CONFIG_DIR"),
+        "the server gets a minimal environment, not the CLI's: {server_env:?}"
     );
 
     b.ok(&["stop", &id])?;

@@ -181,20 +181,31 @@ fn the_tool_that_is_on_answers_and_the_disabled_one_is_not_there() -> anyhow::Re
     );
     for want in [
         r#"mcp_servers.everything.disabled_tools=["get-sum"]"#,
-        r#"mcp_servers.everything.env_vars=["EVERYTHING_TOKEN"]"#,
+        r#"mcp_servers.everything.args=["gateway","--socket","#,
         // Without it Codex would run MCP calls without asking bosun.
         r#"mcp_servers.everything.default_tools_approval_mode="prompt""#,
         r#"web_search="disabled""#,
     ] {
-        assert!(args.iter().any(|a| a == want), "{want} in {args:#?}");
+        assert!(
+            args.iter().any(|a| a.starts_with(want)),
+            "{want} in {args:#?}"
+        );
     }
     assert!(
         !args.iter().any(|a| a.contains("list the folder")),
         "the prompt is not on the command line: {args:#?}"
     );
     assert!(
-        !args.iter().any(|a| a.contains(SERVER_SECRET)),
-        "no secret on Codex's command line"
+        !args
+            .iter()
+            .any(|a| a.contains(SERVER_SECRET) || a.contains("env_vars")),
+        "no secret on Codex's command line, nor one handed to it by name: {args:#?}"
+    );
+    assert!(
+        args.iter()
+            .any(|a| a.starts_with("mcp_servers.everything.command=")
+                && a.contains("${BOSUN_RUNNER_EXE}")),
+        "Codex is given bosun's gateway, not the server: {args:#?}"
     );
     let shown = b.json(&["agent", "show", "coder"])?;
     assert_eq!(
@@ -217,21 +228,26 @@ fn a_stop_mid_turn_ends_codex_and_its_mcp_server() -> anyhow::Result<()> {
     let view = b.show(&id)?;
     let pid = view["pid"].as_i64().unwrap_or_default() as i32;
     let sid = session_of(pid).unwrap_or_default();
-    // The server is started at once, in a process group of its own, with its value.
+    // The server is started at once by the run's gateway, in Codex's process group (so the
+    // stop ladder ends it with Codex), with its value, which Codex never holds.
     let server = wait_for("the MCP server to start", Duration::from_secs(30), || {
         Ok(session_members(sid)
             .into_iter()
             .find(|(_, c)| c.contains("mcp-server-everything stdio")))
     })?;
     let pgid = bosun_shared::process::stat(server.0).map(|s| s.pgid);
-    assert_ne!(
+    assert_eq!(
         pgid,
         Some(pid),
-        "Codex puts its MCP server in a group of its own"
+        "the gateway starts the server in the CLI's group"
     );
     assert!(
         environ_of(server.0).contains(&format!("EVERYTHING_TOKEN={SERVER_SECRET}")),
-        "the server got its value by name"
+        "the server got its value from the runner"
+    );
+    assert!(
+        !environ_of(pid).iter().any(|l| l.contains(SERVER_SECRET)),
+        "Codex's environment holds no secret of the server"
     );
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))?;
     assert!(

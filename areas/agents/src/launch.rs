@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::AgentsError;
 use bosun_shared::agents::CliKind;
+use bosun_shared::gateway::{self, GatewayServer};
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::runner::ControlPlan;
 use bosun_shared::protocol::ui::StartRunParams;
@@ -78,6 +79,8 @@ pub struct Prepared {
     /// Every secret value the run is given (its keychain values, its servers' lines and
     /// tokens): the runner writes `[redacted]` for each wherever the program prints it.
     pub redact: Vec<String>,
+    /// The stdio servers the CLI reaches through the runner's gateway, with their secrets.
+    pub gateway: Vec<GatewayServer>,
 }
 
 /// Turns an agent and a prompt into a run.
@@ -172,6 +175,7 @@ pub async fn prepare_with(
 
     // The servers switched on, each resolved or left out with the reason.
     let mut run_servers: Vec<RunServer> = Vec::new();
+    let mut gateway: Vec<GatewayServer> = Vec::new();
     let uses_servers = rec.cli != CliKind::Command;
     for s in &servers {
         let Some(switch) = rec.switches.mcp.get(&s.id).filter(|sw| sw.on) else {
@@ -200,7 +204,8 @@ pub async fn prepare_with(
         .await?
         {
             Ok(server) => {
-                if let Some(clash) = env_clash(rec.cli, &run_servers, &server) {
+                let (given, through) = through_gateway(server, s, &rec);
+                if let Some(clash) = env_clash(rec.cli, &run_servers, &given) {
                     left_out(&mut notes, &mut run, &s.name, &clash, None);
                     continue;
                 }
@@ -208,7 +213,8 @@ pub async fn prepare_with(
                 if s.sign_in_by == SignInBy::ClaudeCode {
                     run.claude_signs_in.push(s.name.clone());
                 }
-                run_servers.push(server);
+                run_servers.push(given);
+                gateway.extend(through);
             }
             Err((why, fix)) => left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref()),
         }
@@ -276,7 +282,7 @@ pub async fn prepare_with(
     };
     let inv = adapter::build(&setup, prompt, &run_servers);
     notes.extend(inv.notes.iter().cloned());
-    let redact = secret_values(&secret_env, &run_servers);
+    let redact = secret_values(&secret_env, &run_servers, &gateway);
 
     // The environment: the allow-list, the agent's own lines, then what the adapter needs
     // (a Gemini run's own home), which wins.
@@ -315,6 +321,7 @@ pub async fn prepare_with(
         run,
         control: inv.control,
         redact,
+        gateway,
     })
 }
 
@@ -542,6 +549,46 @@ async fn resolve(
     }))
 }
 
+/// A stdio server is given to the CLI as bosun's gateway: a command of the runner's that
+/// reaches the run's own runner, which starts the real server with its lines (secrets
+/// included, which stay in the runner) under the rules kept with the server. Other servers
+/// are given as they are.
+fn through_gateway(
+    server: RunServer,
+    rec: &ServerRecord,
+    agent: &AgentRecord,
+) -> (RunServer, Option<GatewayServer>) {
+    if server.kind != ServerKind::Stdio {
+        return (server, None);
+    }
+    let mut roots = vec![agent.cwd.clone()];
+    for r in &agent.workspace.roots {
+        if !roots.contains(r) {
+            roots.push(r.clone());
+        }
+    }
+    let through = GatewayServer {
+        name: server.name.clone(),
+        command: server.command.clone().unwrap_or_default(),
+        args: server.args.clone(),
+        env: server.env.clone(),
+        rules: rec.rules.clone(),
+        roots,
+    };
+    let given = RunServer {
+        command: Some(gateway::RUNNER_EXE.into()),
+        args: vec![
+            gateway::SHIM_ARG.into(),
+            "--socket".into(),
+            gateway::SOCKET.into(),
+            server.name.clone(),
+        ],
+        env: Vec::new(),
+        ..server
+    };
+    (given, Some(through))
+}
+
 /// A server Claude Code signs in to goes only to Claude Code runs (which keep their own
 /// sign-ins); it is never left out of one for bosun's sign-in.
 fn signed_in_for_run(
@@ -563,10 +610,17 @@ fn signed_in_for_run(
 /// The secret values a run is given: the agent's secret environment, and every environment
 /// and header value of its servers (all of which come from the keychain, or are tokens) — a
 /// header's credential also on its own (`Bearer abc`: `abc` too, as a server may echo it).
-fn secret_values(agent_secrets: &[(String, String)], servers: &[RunServer]) -> Vec<String> {
+fn secret_values(
+    agent_secrets: &[(String, String)],
+    servers: &[RunServer],
+    gateway: &[GatewayServer],
+) -> Vec<String> {
     let mut out: Vec<String> = agent_secrets.iter().map(|(_, v)| v.clone()).collect();
     for s in servers {
         out.extend(redact::secret_values(&s.env, &s.headers, s.url.as_deref()));
+    }
+    for s in gateway {
+        out.extend(redact::secret_values(&s.env, &[], None));
     }
     out.sort();
     out.dedup();

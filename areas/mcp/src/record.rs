@@ -2,6 +2,7 @@
 //! environment and header lines (their values are in the keychain), and its last listing.
 //! An address's query is a secret too: the keychain keeps it (see [`super::address`]).
 
+use bosun_shared::gateway::Rules;
 use bosun_shared::mcp::Hints;
 use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
@@ -59,6 +60,10 @@ pub struct ServerRecord {
     /// where the authorization server takes such documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_metadata_url: Option<String>,
+    /// What bosun's gateway holds the server to in every run (trust, tool lists, deadline,
+    /// result size).
+    #[serde(default, skip_serializing_if = "Rules::is_default")]
+    pub rules: Rules,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -202,6 +207,7 @@ impl ServerRecord {
             callback_port: self.callback_port,
             sign_in: None,
             client_metadata_url: self.client_metadata_url.clone(),
+            rules: self.rules.clone(),
         }
     }
 

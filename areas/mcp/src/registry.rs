@@ -11,9 +11,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::RegistryError;
+use bosun_shared::gateway::Rules;
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::protocol::mcp::{
-    AddServerParams, EditServerParams, SecretLine, ServerKind, ServerView,
+    AddServerParams, EditServerParams, GatewayEdit, SecretLine, ServerKind, ServerView,
 };
 use bosun_shared::{ServerId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -354,6 +355,7 @@ async fn ensure_builtin(ctx: &RegistryContext) -> Result<(), StoreError> {
         callback_port: None,
         sign_in_by: SignInBy::Bosun,
         client_metadata_url: None,
+        rules: Default::default(),
     };
     ctx.writer.put(&rec).await?;
     info!(
@@ -613,6 +615,56 @@ fn check_sign_in_settings(
 
 /// Checks the address of a client metadata document (`""`: none): an `https://` address with
 /// a path, for a server reached by address, as the MCP authorization rules ask of a client id.
+/// The shortest and longest deadline of a call.
+const DEADLINE_RANGE: std::ops::RangeInclusive<u64> = 1_000..=3_600_000;
+/// The smallest and largest result the model gets whole.
+const RESULT_RANGE: std::ops::RangeInclusive<u64> = 256..=10_000_000;
+
+/// A server's gateway rules with `edit` applied, or why it cannot be.
+fn gateway_rules(rec: &ServerRecord, edit: GatewayEdit) -> Result<Rules, RegistryError> {
+    let mut rules = rec.rules.clone();
+    if edit.is_empty() {
+        return Ok(rules);
+    }
+    if rec.kind != ServerKind::Stdio {
+        return Err(RegistryError::invalid(format!(
+            "`{}` is reached by address, and bosun's gateway takes stdio servers for now: its trust, tool lists, deadline and result size cannot be set yet",
+            rec.name
+        )));
+    }
+    if let Some(ms) = edit.deadline_ms {
+        if !DEADLINE_RANGE.contains(&ms) {
+            return Err(RegistryError::invalid(format!(
+                "a call's deadline is from 1 s to 1 h; `{}` ms is not (say e.g. `--call-deadline 30s`)",
+                ms
+            )));
+        }
+        rules.deadline_ms = ms;
+    }
+    if let Some(n) = edit.max_result_chars {
+        if !RESULT_RANGE.contains(&n) {
+            return Err(RegistryError::invalid(format!(
+                "the result the model gets whole is from 256 to 10000000 characters; {n} is not"
+            )));
+        }
+        rules.max_result_chars = n;
+    }
+    if let Some(t) = edit.trusted {
+        rules.trusted = t;
+    }
+    if let Some(allow) = edit.allow_tools {
+        rules.allow_tools = allow;
+    }
+    if let Some(deny) = edit.deny_tools {
+        rules.deny_tools = deny;
+    }
+    for list in [&mut rules.allow_tools, &mut rules.deny_tools] {
+        list.sort();
+        list.dedup();
+    }
+    Ok(rules)
+}
+
 fn check_client_metadata_url(
     kind: ServerKind,
     url: Option<&str>,
@@ -723,6 +775,7 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Re
         callback_port: p.callback_port.filter(|port| *port != 0),
         sign_in_by: p.sign_in_by.unwrap_or_default(),
         client_metadata_url: check_client_metadata_url(p.kind, p.client_metadata_url.as_deref())?,
+        rules: Default::default(),
     };
     let lines: Vec<(LineKind, SecretLine)> = p
         .env
@@ -844,6 +897,7 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     if let Some(doc) = p.client_metadata_url.as_deref() {
         rec.client_metadata_url = check_client_metadata_url(rec.kind, Some(doc))?;
     }
+    rec.rules = gateway_rules(&rec, p.gateway)?;
     // A sign-in is for one address and one way of signing in: changing either ends it.
     let sign_out =
         (rec.kind, rec.url.as_deref().map(address::base_of)) != old_target || by != rec.sign_in_by;

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bosun_shared::agents::CliKind;
+use bosun_shared::gateway::GatewayServer;
 use bosun_shared::paths::StateDir;
 use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
@@ -111,6 +112,8 @@ pub struct RunSpec {
     pub control: Option<ControlPlan>,
     /// Secret values the runner hides in the run's output.
     pub redact: Vec<String>,
+    /// The stdio MCP servers the run reaches through its runner's gateway.
+    pub gateway: Vec<GatewayServer>,
     /// For a run of a card of a project: its branch and head commit as it starts (the head at
     /// its end is read when it ends).
     pub git: Option<RunGit>,
@@ -134,6 +137,7 @@ impl From<Prepared> for RunSpec {
             agent: Some(p.run),
             control: p.control,
             redact: p.redact,
+            gateway: p.gateway,
             git: None,
         }
     }
@@ -417,6 +421,7 @@ impl RunsState {
             agent,
             control,
             redact,
+            gateway,
             git,
         } = spec;
         let bad = |m: String| Err(RunsError::invalid(m));
@@ -557,6 +562,7 @@ impl RunsState {
             control,
             redact,
             fence,
+            gateway,
         };
         Ok((rec, plan, placement))
     }

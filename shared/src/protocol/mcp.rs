@@ -7,6 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::gateway::{Rules, ToolGlob};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::{Assessment, Hints};
@@ -147,6 +148,28 @@ pub struct EditServerParams {
     /// `Some("")` removes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_metadata_url: Option<String>,
+    /// Changes to what bosun's gateway holds the server to.
+    #[serde(default, skip_serializing_if = "GatewayEdit::is_empty")]
+    pub gateway: GatewayEdit,
+}
+
+/// Changes to a server's gateway rules; what is `None` stays as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GatewayEdit {
+    pub trusted: Option<bool>,
+    /// Replaces the allow list (empty: every tool).
+    pub allow_tools: Option<Vec<ToolGlob>>,
+    /// Replaces the deny list.
+    pub deny_tools: Option<Vec<ToolGlob>>,
+    pub deadline_ms: Option<u64>,
+    pub max_result_chars: Option<u64>,
+}
+
+impl GatewayEdit {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// One environment or header line of a server, by name.
@@ -198,6 +221,9 @@ pub struct ServerView {
     /// authorization server takes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_metadata_url: Option<String>,
+    /// What bosun's gateway holds it to in every run.
+    #[serde(default)]
+    pub rules: Rules,
 }
 
 /// A server's sign-in as the UI shows it (never a token).

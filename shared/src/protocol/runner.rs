@@ -63,6 +63,10 @@ pub struct LaunchPlan {
     /// everything it starts) in with Landlock before it starts it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<FencePlan>,
+    /// The stdio MCP servers the program reaches through the runner's gateway (their secrets
+    /// here and in the runner only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gateway: Vec<crate::gateway::GatewayServer>,
 }
 
 impl Decode for LaunchPlan {}

@@ -10,16 +10,17 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
+use bosun_shared::gateway::ToolGlob;
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::auth::{
     McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
 };
 use bosun_shared::protocol::call::Call;
 use bosun_shared::protocol::mcp::{
-    AddServerParams, CallView, EditServerParams, ImportCandidateView, ImportCandidates,
-    ImportParams, ImportPick, ImportScan, ImportStatus, Imported, InspectView, McpCall, McpInspect,
-    McpList, McpRemove, McpRename, McpShow, McpTools, SecretLine, SecretValue, ServerKind,
-    ServerView, SignInBy, ToolListing,
+    AddServerParams, CallView, EditServerParams, GatewayEdit, ImportCandidateView,
+    ImportCandidates, ImportParams, ImportPick, ImportScan, ImportStatus, Imported, InspectView,
+    McpCall, McpInspect, McpList, McpRemove, McpRename, McpShow, McpTools, SecretLine, SecretValue,
+    ServerKind, ServerView, SignInBy, ToolListing,
 };
 use bosun_shared::size::{format_size, read_at_most};
 use bosun_ui::Client;
@@ -354,11 +355,75 @@ pub struct EditArgs {
     browser: Option<String>,
     #[command(flatten)]
     sign_in: SignInArgs,
+    #[command(flatten)]
+    gateway: GatewayArgs,
     #[arg(long)]
     json: bool,
     /// A new command and arguments (replaces both)
     #[arg(last = true, value_name = "CMD ARGS")]
     command: Vec<String>,
+}
+
+/// What bosun's gateway holds a stdio server to in every run.
+#[derive(Args, Debug)]
+pub struct GatewayArgs {
+    /// Its results reach the model as they are, not framed as untrusted content
+    #[arg(long, conflicts_with = "untrusted")]
+    trusted: bool,
+    /// Its results reach the model framed as untrusted content (the default)
+    #[arg(long)]
+    untrusted: bool,
+    /// Offer and allow only the tools matching these patterns (`*`, `?`; repeatable; replaces
+    /// the list; "" clears it: every tool)
+    #[arg(long = "allow-tool", value_name = "PATTERN")]
+    allow_tools: Vec<String>,
+    /// Never offer nor allow the tools matching these patterns, e.g. 'delete_*' (repeatable;
+    /// replaces the list; "" clears it). Deny wins over allow
+    #[arg(long = "deny-tool", value_name = "PATTERN")]
+    deny_tools: Vec<String>,
+    /// How long a call may take before it is cancelled: 30s, 2m (default 60s)
+    #[arg(long, value_name = "DURATION")]
+    call_deadline: Option<String>,
+    /// Text results longer than this many characters reach the model as head and tail
+    /// (default 8192)
+    #[arg(long, value_name = "CHARS")]
+    max_result: Option<u64>,
+}
+
+impl GatewayArgs {
+    fn edit(self) -> anyhow::Result<GatewayEdit> {
+        let globs = |v: Vec<String>| -> anyhow::Result<Option<Vec<ToolGlob>>> {
+            if v.is_empty() {
+                return Ok(None);
+            }
+            if v.len() == 1 && v[0].is_empty() {
+                return Ok(Some(Vec::new()));
+            }
+            v.iter()
+                .map(|g| ToolGlob::parse(g).map_err(anyhow::Error::msg))
+                .collect::<anyhow::Result<Vec<_>>>()
+                .map(Some)
+        };
+        let deadline_ms = match self.call_deadline {
+            Some(d) => {
+                let d = bosun_shared::time::parse_duration(&d)
+                    .map_err(|e| anyhow::anyhow!("--call-deadline: {e}"))?;
+                Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            }
+            None => None,
+        };
+        Ok(GatewayEdit {
+            trusted: match (self.trusted, self.untrusted) {
+                (true, _) => Some(true),
+                (false, true) => Some(false),
+                (false, false) => None,
+            },
+            allow_tools: globs(self.allow_tools)?,
+            deny_tools: globs(self.deny_tools)?,
+            deadline_ms,
+            max_result_chars: self.max_result,
+        })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -641,6 +706,7 @@ async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
         callback_port: a.sign_in.callback_port,
         sign_in_by: a.sign_in.sign_in_by.map(Into::into),
         client_metadata_url: a.sign_in.client_metadata_url,
+        gateway: a.gateway.edit()?,
     };
     let mut client = connect(dirs).await?;
     let server = client.call(params).await?;
@@ -1042,6 +1108,41 @@ fn print_servers(servers: &[ServerView]) {
     }
 }
 
+/// What bosun's gateway holds a server to, as `mcp show` says it.
+fn print_rules(r: &bosun_shared::gateway::Rules) {
+    let list = |l: &[ToolGlob]| {
+        l.iter()
+            .map(ToolGlob::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "{:<12}{}",
+        "trust",
+        if r.trusted {
+            "trusted: results reach the model as they are"
+        } else {
+            "untrusted: results reach the model framed as untrusted content"
+        }
+    );
+    if !r.allow_tools.is_empty() {
+        println!("{:<12}{}", "allow tools", list(&r.allow_tools));
+    }
+    if !r.deny_tools.is_empty() {
+        println!(
+            "{:<12}{} (never offered nor allowed)",
+            "deny tools",
+            list(&r.deny_tools)
+        );
+    }
+    println!(
+        "{:<12}{} per call; results over {} characters reach the model as head and tail",
+        "deadline",
+        bosun_shared::time::format_duration(std::time::Duration::from_millis(r.deadline_ms)),
+        r.max_result_chars
+    );
+}
+
 fn print_server(s: &ServerView) {
     println!("{:<12}{}", "name", s.name);
     println!("{:<12}{}", "id", s.id);
@@ -1086,6 +1187,9 @@ fn print_server(s: &ServerView) {
     }
     if let Some(doc) = &s.client_metadata_url {
         println!("{:<12}{doc} (client metadata document)", "client doc");
+    }
+    if s.kind == ServerKind::Stdio {
+        print_rules(&s.rules);
     }
     if let Some(si) = &s.sign_in {
         println!("{:<12}{}", "sign-in", si.state);

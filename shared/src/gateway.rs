@@ -1,0 +1,241 @@
+//! bosun's MCP gateway: what a run's runner needs to stand between the run's CLI and each of
+//! its MCP servers, and the rules it holds each server to.
+//!
+//! A run's CLI is never given a server itself: it is given a stdio command of bosun's
+//! (`bosun-runner gateway --socket SOCKET NAME`) that reaches the run's own runner over a Unix
+//! socket in the run's folder. The runner starts the real server with its secrets, which never
+//! leave the runner, and relays each message both ways under the server's [`Rules`].
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// In the CLI's MCP configuration, the runner's own program; the runner writes its path in.
+pub const RUNNER_EXE: &str = "${BOSUN_RUNNER_EXE}";
+/// In the CLI's MCP configuration, the gateway's socket; the runner writes its path in.
+pub const SOCKET: &str = "${BOSUN_GATEWAY_SOCKET}";
+/// The gateway's socket, in the run's folder.
+pub const SOCKET_FILE: &str = "gateway.sock";
+/// The first argument of `bosun-runner` that makes it the CLI's end of the gateway.
+pub const SHIM_ARG: &str = "gateway";
+
+/// How long a call may take by default, in milliseconds.
+pub const DEFAULT_DEADLINE_MS: u64 = 60_000;
+/// The longest result, in characters, the model gets whole by default.
+pub const DEFAULT_MAX_RESULT_CHARS: u64 = 8_192;
+
+/// A stdio MCP server a run reaches through its runner's gateway.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayServer {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    /// The lines configured for it (secret values among them). The runner adds only a minimal
+    /// safe environment of its own (see [`SAFE_ENV`]).
+    pub env: Vec<(String, String)>,
+    pub rules: Rules,
+    /// The folders answered to the server's `roots/list`: the run's workspace.
+    #[serde(default)]
+    pub roots: Vec<PathBuf>,
+}
+
+impl std::fmt::Debug for GatewayServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayServer")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field(
+                "env",
+                &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            )
+            .field("rules", &self.rules)
+            .field("roots", &self.roots)
+            .finish()
+    }
+}
+
+/// The variables of the run's environment a stdio server gets besides its own lines: the MCP
+/// SDKs' minimal safe environment on POSIX, plus where temporary files go and the locale.
+pub const SAFE_ENV: [&str; 9] = [
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "LANG", "LC_ALL",
+];
+
+/// What the gateway holds one server to: kept with the server in the registry, the same for
+/// every run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Rules {
+    /// Results reach the model as they are; otherwise framed as untrusted content.
+    #[serde(default)]
+    pub trusted: bool,
+    /// Tools offered and callable: every tool when empty, else those matching one of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_tools: Vec<ToolGlob>,
+    /// Tools never offered nor callable; deny wins over allow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny_tools: Vec<ToolGlob>,
+    /// How long a call may take before the CLI gets an error and the server a cancellation.
+    pub deadline_ms: u64,
+    /// Text results longer than this reach the model as head and tail.
+    pub max_result_chars: u64,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Self {
+            trusted: false,
+            allow_tools: Vec::new(),
+            deny_tools: Vec::new(),
+            deadline_ms: DEFAULT_DEADLINE_MS,
+            max_result_chars: DEFAULT_MAX_RESULT_CHARS,
+        }
+    }
+}
+
+/// Why a tool is not offered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Held<'a> {
+    Denied(&'a ToolGlob),
+    NotAllowed,
+}
+
+impl Rules {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// Whether `tool` may be offered and called; deny wins.
+    pub fn judge(&self, tool: &str) -> Result<(), Held<'_>> {
+        if let Some(g) = self.deny_tools.iter().find(|g| g.matches(tool)) {
+            return Err(Held::Denied(g));
+        }
+        if !self.allow_tools.is_empty() && !self.allow_tools.iter().any(|g| g.matches(tool)) {
+            return Err(Held::NotAllowed);
+        }
+        Ok(())
+    }
+}
+
+/// A pattern of tool names: `*` stands for any run of characters, `?` for one; nothing else is
+/// special. Never empty, no control characters, at most 200 characters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ToolGlob(String);
+
+impl ToolGlob {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err("a tool pattern is empty; give a name such as `delete_*`".into());
+        }
+        if s.chars().count() > 200 || s.chars().any(char::is_control) {
+            return Err(format!(
+                "`{}` is not a tool pattern: at most 200 characters, no control characters",
+                s.escape_debug()
+            ));
+        }
+        Ok(Self(s.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `name` matches the whole pattern.
+    pub fn matches(&self, name: &str) -> bool {
+        let p: Vec<char> = self.0.chars().collect();
+        let n: Vec<char> = name.chars().collect();
+        // The classic linear matcher with one backtrack point for the last `*`.
+        let (mut pi, mut ni) = (0, 0);
+        let mut star: Option<(usize, usize)> = None;
+        while ni < n.len() {
+            if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+                pi += 1;
+                ni += 1;
+            } else if pi < p.len() && p[pi] == '*' {
+                star = Some((pi, ni));
+                pi += 1;
+            } else if let Some((sp, sn)) = star {
+                pi = sp + 1;
+                ni = sn + 1;
+                star = Some((sp, sn + 1));
+            } else {
+                return false;
+            }
+        }
+        p[pi..].iter().all(|c| *c == '*')
+    }
+}
+
+impl std::fmt::Display for ToolGlob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for ToolGlob {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Self::parse(&s)
+    }
+}
+
+impl From<ToolGlob> for String {
+    fn from(g: ToolGlob) -> String {
+        g.0
+    }
+}
+
+/// The first line the CLI's end of the gateway sends: which server it stands for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub server: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(s: &str) -> ToolGlob {
+        ToolGlob::parse(s).unwrap()
+    }
+
+    #[test]
+    fn globs_match_whole_names() {
+        assert!(g("delete_*").matches("delete_file"));
+        assert!(g("delete_*").matches("delete_"));
+        assert!(!g("delete_*").matches("undelete_file"));
+        assert!(g("*_file").matches("read_file"));
+        assert!(g("get?").matches("gets"));
+        assert!(!g("get?").matches("get"));
+        assert!(g("*").matches(""));
+        assert!(g("a*b*c").matches("aXXbYYc"));
+        assert!(!g("a*b*c").matches("aXXbYY"));
+        assert!(g("echo").matches("echo"));
+        assert!(!g("echo").matches("echoes"));
+    }
+
+    #[test]
+    fn bad_globs_are_refused_with_the_reason() {
+        assert!(ToolGlob::parse("  ").unwrap_err().contains("empty"));
+        assert!(ToolGlob::parse("a\nb").unwrap_err().contains("control"));
+        assert!(serde_json::from_str::<ToolGlob>("\"\"").is_err());
+    }
+
+    #[test]
+    fn deny_wins_over_allow() {
+        let rules = Rules {
+            allow_tools: vec![g("*")],
+            deny_tools: vec![g("delete_*")],
+            ..Rules::default()
+        };
+        assert!(rules.judge("echo").is_ok());
+        assert_eq!(rules.judge("delete_all"), Err(Held::Denied(&g("delete_*"))));
+        let only = Rules {
+            allow_tools: vec![g("get_*")],
+            ..Rules::default()
+        };
+        assert_eq!(only.judge("echo"), Err(Held::NotAllowed));
+    }
+}

@@ -1,0 +1,501 @@
+//! bosun's MCP gateway, end to end: a run of the real Claude Code against its fake model API,
+//! with the real `@modelcontextprotocol/server-everything` behind the gateway of the run's
+//! runner. The model sees what the server's rules let through (a denied tool is not offered,
+//! results of an untrusted server are framed), and a second client dials the run's gateway
+//! itself, the way the CLI does (`bosun-runner gateway --socket … everything`), to hold each
+//! rule to account where it is enforced: refusals, the deadline and its cancellation, a
+//! server SIGKILLed between two calls, head-and-tail results with the whole kept in the run's
+//! log, roots, sampling and elicitation refused, a minimal environment.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use bosun_tests::{Bosun, FakeModel, bin_dir, everything_bin, node_bin, session_members};
+use serde_json::{Value, json};
+
+const API_KEY: &str = "sk-ant-test-gw-51c0";
+const SERVER_SECRET: &str = "everything-gw-token-7d2e";
+
+/// A Claude agent on the fake API with server-everything on, the server held to `rules`
+/// (`bosun mcp edit` flags).
+fn setup(b: &Bosun, fake: &FakeModel, rules: &[&str]) -> anyhow::Result<PathBuf> {
+    let everything = everything_bin().display().to_string();
+    b.ok(&[
+        "mcp",
+        "add",
+        "everything",
+        "--env",
+        &format!("EVERYTHING_TOKEN={SERVER_SECRET}"),
+        "--",
+        &everything,
+        "stdio",
+    ])?;
+    // Listed once, so the policy knows echo only reads.
+    b.ok(&["mcp", "tools", "everything"])?;
+    if !rules.is_empty() {
+        let mut args = vec!["mcp", "edit", "everything"];
+        args.extend(rules);
+        b.ok(&args)?;
+    }
+    let scratch = b.scratch();
+    for d in ["work", "home", "claude"] {
+        std::fs::create_dir_all(scratch.join(d))?;
+    }
+    let path = format!(
+        "{}:{}",
+        node_bin("claude")
+            .parent()
+            .map(Path::display)
+            .map(|d| d.to_string())
+            .unwrap_or_default(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let work = scratch.join("work");
+    let out = b.output_with_stdin(
+        &[
+            "agent",
+            "add",
+            "coder",
+            "--cli",
+            "claude",
+            "--cwd",
+            &work.display().to_string(),
+            "--env",
+            &format!("ANTHROPIC_BASE_URL={}", fake.url()),
+            "--env",
+            &format!("HOME={}", scratch.join("home").display()),
+            "--env",
+            &format!("CLAUDE_CONFIG_DIR={}", scratch.join("claude").display()),
+            "--env",
+            &format!("PATH={path}"),
+            "--env",
+            "ENABLE_TOOL_SEARCH=false",
+            "--secret-env",
+            "ANTHROPIC_API_KEY",
+        ],
+        API_KEY,
+    )?;
+    anyhow::ensure!(
+        out.status.success(),
+        "agent add failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    b.ok(&["agent", "set", "coder", "mcp.everything=on"])?;
+    Ok(work)
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// bosun's own lines of a run's log (`bosun logs` prints them on stderr).
+fn log_text(b: &Bosun, id: &str) -> String {
+    b.output(&["logs", id])
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> anyhow::Result<()> {
+    let b = Bosun::new("gateway_model");
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:echo:{"message":"ping"};tool:everything/get-sum:{"a":1,"b":2};text:All done."#,
+    )?;
+    setup(
+        &b,
+        &fake,
+        &["--deny-tool", "get-sum", "--deny-tool", "trigger-*"],
+    )?;
+    let shown = b.ok(&["mcp", "show", "everything"])?;
+    assert!(
+        shown.contains("deny tools  get-sum, trigger-*") && shown.contains("untrusted"),
+        "{shown}"
+    );
+
+    let out = b.output(&["agent", "run", "coder", "echo ping, then add", "--follow"])?;
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let turns = fake.turns();
+    let offered = names(&turns[0]["tools"]);
+    assert!(
+        offered.contains(&"mcp__everything__echo".to_string()),
+        "{offered:?}"
+    );
+    for held in ["get-sum", "trigger-long-running-operation"] {
+        assert!(
+            !offered.iter().any(|t| t.ends_with(&held)),
+            "the denied tool {held} is not offered: {offered:?}"
+        );
+    }
+    assert!(
+        offered.iter().any(|t| t == "mcp__everything__get-env"),
+        "a tool no pattern names is offered: {offered:?}"
+    );
+    let echo = turns[1]["tool_result"].as_str().unwrap_or_default();
+    assert!(
+        echo.contains("Echo: ping")
+            && echo.starts_with("[untrusted content from the MCP server `everything`"),
+        "the result of an untrusted server is framed: {echo}"
+    );
+    let refused = turns[2]["tool_result"].as_str().unwrap_or_default();
+    assert!(
+        !refused.contains("\"3\"") && !refused.contains("is 3"),
+        "the denied call did not run: {refused}"
+    );
+
+    let runs = b.json(&["ps", "--all"])?;
+    let id = runs[0]["id"].as_str().unwrap_or_default().to_string();
+    let log = log_text(&b, &id);
+    assert!(
+        log.contains(r#"mcp everything/echo {"message":"ping"}: answered in"#),
+        "the call is in the run's log: {log}"
+    );
+    b.assert_secret_nowhere(SERVER_SECRET)?;
+    b.assert_secret_nowhere(API_KEY)?;
+    b.finish()
+}
+
+/// A client of the run's gateway, as the CLI is: `bosun-runner gateway --socket S NAME`.
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<Value>,
+    next: u64,
+}
+
+impl Client {
+    fn dial(socket: &Path, server: &str) -> anyhow::Result<Self> {
+        let mut child = Command::new(bin_dir().join("bosun-runner"))
+            .args(["gateway", "--socket"])
+            .arg(socket)
+            .arg(server)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && tx.send(v).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            stdin,
+            lines,
+            next: 0,
+        })
+    }
+
+    fn send(&mut self, msg: &Value) -> anyhow::Result<()> {
+        writeln!(self.stdin, "{msg}")?;
+        Ok(self.stdin.flush()?)
+    }
+
+    /// Sends a request; the answer to it (other messages are kept in `seen`).
+    fn ask(&mut self, method: &str, params: Value, wait: Duration) -> anyhow::Result<Value> {
+        self.next += 1;
+        let id = self.next;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        self.answer(id, wait)
+    }
+
+    fn answer(&mut self, id: u64, wait: Duration) -> anyhow::Result<Value> {
+        let until = Instant::now() + wait;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let msg = self
+                .lines
+                .recv_timeout(left)
+                .map_err(|_| anyhow::anyhow!("no answer to request {id} within {wait:?}"))?;
+            if msg["id"] == json!(id) {
+                return Ok(msg);
+            }
+        }
+    }
+
+    /// Everything that arrives within `wait`.
+    fn drain(&mut self, wait: Duration) -> Vec<Value> {
+        let until = Instant::now() + wait;
+        let mut out = Vec::new();
+        while let Ok(m) = self
+            .lines
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+        {
+            out.push(m);
+        }
+        out
+    }
+
+    fn call(&mut self, tool: &str, args: Value, wait: Duration) -> anyhow::Result<Value> {
+        self.ask("tools/call", json!({"name": tool, "arguments": args}), wait)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn text_of(answer: &Value) -> String {
+    answer["result"]["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|i| i["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+fn everything_pids(sid: i32) -> Vec<i32> {
+    session_members(sid)
+        .into_iter()
+        .filter(|(_, c)| c.contains("mcp-server-everything"))
+        .map(|(p, _)| p)
+        .collect()
+}
+
+#[test]
+fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
+    let b = Bosun::new("gateway_rules");
+    let fake = FakeModel::start("anthropic", "hold")?;
+    let work = setup(
+        &b,
+        &fake,
+        &[
+            "--deny-tool",
+            "get-sum",
+            "--call-deadline",
+            "1s",
+            "--max-result",
+            "256",
+        ],
+    )?;
+    let run = b.json(&["agent", "run", "coder", "take your time"])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(1, Duration::from_secs(60))?;
+    let view = b.show(&id)?;
+    let pid = view["pid"].as_i64().unwrap_or_default() as i32;
+    let sid = bosun_tests::session_of(pid).unwrap_or_default();
+    let socket = b.home.join("runs").join(&id).join("gateway.sock");
+    let before = everything_pids(sid);
+
+    let mut c = Client::dial(&socket, "everything")?;
+    let init = c.ask(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
+               "capabilities": {"roots": {"listChanged": true}, "sampling": {}, "elicitation": {}}}),
+        Duration::from_secs(30),
+    )?;
+    let caps = init["result"]["capabilities"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert!(caps.contains_key("tools"), "{init}");
+    assert!(
+        !caps.contains_key("resources") && !caps.contains_key("logging"),
+        "only what bosun governs reaches the client: {init}"
+    );
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+
+    // The denied tool is not listed, and a call to it never reaches the server.
+    let list = c.ask("tools/list", json!({}), Duration::from_secs(10))?;
+    let listed: Vec<String> = list["result"]["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(listed.contains(&"echo".to_string()), "{listed:?}");
+    assert!(!listed.contains(&"get-sum".to_string()), "{listed:?}");
+    let refused = c.call("get-sum", json!({"a": 1, "b": 2}), Duration::from_secs(10))?;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        text_of(&refused).contains("held back for this run (its deny list holds `get-sum`)"),
+        "{refused}"
+    );
+
+    // A call answers, framed as untrusted; the server has its secret and a minimal
+    // environment, not the CLI's.
+    let echo = c.call("echo", json!({"message": "one"}), Duration::from_secs(10))?;
+    assert!(text_of(&echo).contains("Echo: one"), "{echo}");
+    assert!(text_of(&echo).starts_with("[untrusted content"), "{echo}");
+    let env = text_of(&c.call("get-env", json!({}), Duration::from_secs(10))?);
+    assert!(env.contains(SERVER_SECRET), "the server has its line");
+    assert!(
+        !env.contains("ANTHROPIC_BASE_URL") && !env.contains("CLAUDE_CONFIG_DIR"),
+        "the server's environment is minimal"
+    );
+
+    // Roots are the run's workspace.
+    let roots = text_of(&c.call("get-roots-list", json!({}), Duration::from_secs(10))?);
+    assert!(
+        roots.contains(&format!("file://{}", work.display())),
+        "roots/list is answered with the workspace: {roots}"
+    );
+
+    // Sampling and elicitation are refused by bosun, not put to the client.
+    let sampled = c.call(
+        "trigger-sampling-request",
+        json!({"prompt": "hi", "maxTokens": 10}),
+        Duration::from_secs(10),
+    )?;
+    let elicited = c.call(
+        "trigger-elicitation-request",
+        json!({}),
+        Duration::from_secs(10),
+    )?;
+    for (what, answer) in [("sampling", &sampled), ("elicitation", &elicited)] {
+        let text = format!("{answer}");
+        assert!(
+            text.contains("bosun denies this request"),
+            "{what} is refused by bosun: {text}"
+        );
+    }
+
+    // A long result reaches the client as head and tail; the whole is in the run's log.
+    let long: String = (0..100).map(|i| format!("w{i:03} ")).collect();
+    let cut = text_of(&c.call("echo", json!({"message": long}), Duration::from_secs(10))?);
+    assert!(
+        cut.contains("…[omitted ") && cut.contains("w000") && cut.contains("w099"),
+        "{cut}"
+    );
+    assert!(!cut.contains("w050"), "the middle is left out: {cut}");
+
+    // Past its deadline a call ends in an error, and its late answer never comes.
+    let started = Instant::now();
+    let late = c.call(
+        "trigger-long-running-operation",
+        json!({"duration": 4, "steps": 2}),
+        Duration::from_secs(10),
+    )?;
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(
+        text_of(&late).contains("did not answer within 1 s"),
+        "{late}"
+    );
+    let late_id = late["id"].clone();
+    let after = c.drain(Duration::from_secs(5));
+    assert!(
+        !after.iter().any(|m| m["id"] == late_id),
+        "the late answer is dropped: {after:#?}"
+    );
+
+    // The server SIGKILLed between two calls: the next call starts it again and answers.
+    let mine: Vec<i32> = everything_pids(sid)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert_eq!(mine.len(), 1, "one server for this connection: {mine:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(mine[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    )?;
+    std::thread::sleep(Duration::from_millis(500));
+    let again = c.call("echo", json!({"message": "two"}), Duration::from_secs(30))?;
+    assert!(text_of(&again).contains("Echo: two"), "{again}");
+
+    // What the person sees.
+    let log = log_text(&b, &id);
+    for want in [
+        "mcp everything/get-sum {\"a\":1,\"b\":2}: refused by bosun's gateway (its deny list holds `get-sum`)",
+        "mcp everything/echo {\"message\":\"one\"}: answered in",
+        "the model got 256 of them (head and tail), the whole result follows",
+        "mcp everything/echo whole result: Echo: w000",
+        "w050",
+        "mcp everything/trigger-long-running-operation {\"duration\":4,\"steps\":2}: no answer within 1 s; cancelled, not sent again",
+        "asked the model for a message (sampling); refused",
+        "bosun's MCP gateway: everything ended: it was killed by SIGKILL",
+        "bosun's MCP gateway: everything was started again and initialized",
+    ] {
+        assert!(log.contains(want), "the log says {want:?}: {log}");
+    }
+    assert_eq!(
+        log.matches("mcp everything/trigger-long-running-operation")
+            .count(),
+        1,
+        "the late call is said once and never sent again: {log}"
+    );
+    assert!(!log.contains(SERVER_SECRET), "the log holds no secret");
+
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    bosun_tests::wait_for(
+        "the run's session to be empty",
+        Duration::from_secs(10),
+        || Ok(session_members(sid).is_empty().then_some(())),
+    )?;
+    assert!(
+        !socket.exists(),
+        "the gateway's socket is gone with the run"
+    );
+    b.finish()
+}
+
+#[test]
+fn bad_rules_are_refused_with_the_reason_and_nothing_changes() -> anyhow::Result<()> {
+    let b = Bosun::new("gateway_bad_rules");
+    let everything = everything_bin().display().to_string();
+    b.ok(&["mcp", "add", "everything", "--", &everything, "stdio"])?;
+    for (args, want) in [
+        (
+            vec!["--call-deadline", "2h"],
+            "a call's deadline is from 1 s to 1 h",
+        ),
+        (vec!["--call-deadline", "0s"], "is zero"),
+        (
+            vec!["--max-result", "10"],
+            "from 256 to 10000000 characters",
+        ),
+        (vec!["--deny-tool", " "], "a tool pattern is empty"),
+    ] {
+        let mut all = vec!["mcp", "edit", "everything"];
+        all.extend(args.iter());
+        all.extend(["--trusted"]);
+        let out = b.output(&all)?;
+        assert!(!out.status.success(), "{args:?} is refused");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    let shown = b.json(&["mcp", "show", "everything"])?;
+    assert_eq!(shown["rules"]["trusted"], false, "nothing half-applied");
+    assert_eq!(shown["rules"]["deadline_ms"], 60_000);
+    b.finish()
+}
