@@ -237,6 +237,15 @@ struct Running {
     stdin: ChildStdin,
 }
 
+/// What becomes of a connection whose server ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Gone {
+    /// It goes on: the server starts again at the next message.
+    Open,
+    /// It is closed: the server never started as an MCP server.
+    Close,
+}
+
 /// One connection of the CLI: one server.
 struct Conn<'a> {
     gw: &'a Gateway,
@@ -247,6 +256,11 @@ struct Conn<'a> {
     init: Option<Value>,
     initialized: bool,
     init_id: Option<String>,
+    /// The server answered `initialize` once: it is an MCP server that started.
+    ready: bool,
+    /// The CLI's other requests on their way (not calls): answered with an error when the
+    /// server ends before it answers them.
+    asked: HashMap<String, Value>,
     lists: HashSet<String>,
     calls: HashMap<String, Call>,
     /// Calls that ran out of time: their late answers are dropped.
@@ -280,6 +294,8 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         init: None,
         initialized: false,
         init_id: None,
+        ready: false,
+        asked: HashMap::new(),
         lists: HashSet::new(),
         calls: HashMap::new(),
         expired: HashSet::new(),
@@ -307,11 +323,15 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
                 Ok(Some(line)) => conn.on_server(&line).await,
                 Ok(None) => {
                     from_server = None;
-                    conn.server_gone(None).await;
+                    if conn.server_gone(None).await == Gone::Close {
+                        break;
+                    }
                 }
                 Err(e) => {
                     from_server = None;
-                    conn.server_gone(Some(e.to_string())).await;
+                    if conn.server_gone(Some(e.to_string())).await == Gone::Close {
+                        break;
+                    }
                 }
             },
             () = async {
@@ -408,6 +428,11 @@ impl Conn<'_> {
                 );
             }
             _ => {}
+        }
+        if let (Some(m), Some(id)) = (method, id)
+            && m != "tools/call"
+        {
+            self.asked.insert(key(id), id.clone());
         }
         self.tell_server(line, from_server).await;
     }
@@ -581,7 +606,9 @@ impl Conn<'_> {
                 if self.expired.remove(&k) {
                     return;
                 }
+                self.asked.remove(&k);
                 if self.init_id.as_deref() == Some(k.as_str()) {
+                    self.ready = true;
                     hold_to_ceiling(&mut msg);
                 } else if self.lists.remove(&k) {
                     self.hold_back_tools(&mut msg);
@@ -766,7 +793,7 @@ impl Conn<'_> {
 
     /// The server's output ended: it exited (or closed it). Calls on their way end in an
     /// error; the next message starts it again.
-    async fn server_gone(&mut self, error: Option<String>) {
+    async fn server_gone(&mut self, error: Option<String>) -> Gone {
         let status = match self.running.as_mut() {
             Some(run) => tokio::time::timeout(Duration::from_millis(500), run.child.wait())
                 .await
@@ -781,9 +808,25 @@ impl Conn<'_> {
             (Some(st), None) => describe_exit(st),
             (None, None) => "it closed its output".into(),
         };
+        if !self.ready {
+            // It never started as an MCP server: the CLI sees it end, as it would without the
+            // gateway.
+            self.gw.note(format!(
+                "bosun's MCP gateway: {name} ended before it answered `initialize`: {how}"
+            ));
+            return Gone::Close;
+        }
         self.gw.note(format!(
             "bosun's MCP gateway: {name} ended: {how}; it is started again at the next call"
         ));
+        let asked: Vec<Value> = self.asked.drain().map(|(_, id)| id).collect();
+        for id in asked {
+            let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32000,
+                "message": format!("the MCP server `{name}` ended before it answered ({how})"),
+            }});
+            self.tell_cli(&reply).await;
+        }
         let calls: Vec<Call> = self.calls.drain().map(|(_, c)| c).collect();
         for call in calls {
             let text = format!(
@@ -797,6 +840,7 @@ impl Conn<'_> {
             }});
             self.tell_cli(&reply).await;
         }
+        Gone::Open
     }
 
     async fn stop_running(&mut self) {

@@ -141,29 +141,43 @@ fn a_run_gets_the_pinned_hidden_command_line_and_ends_it() -> anyhow::Result<()>
     let run = b.json(&["agent", "run", "qa", "open the test page"])?;
     let id = run["id"].as_str().unwrap_or_default().to_string();
     fake.wait_turns(1, Duration::from_secs(120))?;
+    // The CLI is given bosun's gateway; the runner starts the browser's server with the pinned
+    // command line.
     let config: Value = serde_json::from_str(&std::fs::read_to_string(
         b.home.join("runs").join(&id).join("mcp.json"),
     )?)?;
-    let server = &config["mcpServers"]["chrome-devtools"];
-    assert_eq!(server["command"], "npx");
-    assert_eq!(
-        strings(&server["args"]),
-        [
-            "-y",
-            "chrome-devtools-mcp@1.10.1",
-            "--headless",
-            "--isolated",
-            "--no-usage-statistics",
-            "--no-performance-crux",
-            "--executablePath=/usr/bin/chromium",
-            "--acceptInsecureCerts"
-        ]
+    let given = &config["mcpServers"]["chrome-devtools"];
+    assert!(
+        given["command"]
+            .as_str()
+            .is_some_and(|c| c.ends_with("bosun-runner")),
+        "{given}"
     );
-    assert_eq!(
-        server["env"]["CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS"],
-        "1"
+    let pid = b.show(&id)?["pid"].as_i64().unwrap_or_default() as i32;
+    let sid = session_of(pid).unwrap_or_default();
+    let server = wait_for(
+        "the browser's server to start",
+        Duration::from_secs(60),
+        || {
+            Ok(session_members(sid)
+                .into_iter()
+                .find(|(_, c)| c.contains("chrome-devtools-mcp@1.10.1")))
+        },
+    )?;
+    assert!(
+        server.1.contains(
+            "chrome-devtools-mcp@1.10.1 --headless --isolated --no-usage-statistics --no-performance-crux --executablePath=/usr/bin/chromium --acceptInsecureCerts"
+        ),
+        "{}",
+        server.1
     );
-    assert_eq!(server["env"]["CHROME_DEVTOOLS_MCP_NO_UPDATE_CHECKS"], "1");
+    let env = bosun_tests::environ_of(server.0);
+    for line in [
+        "CHROME_DEVTOOLS_MCP_NO_USAGE_STATISTICS=1",
+        "CHROME_DEVTOOLS_MCP_NO_UPDATE_CHECKS=1",
+    ] {
+        assert!(env.iter().any(|l| l == line), "{line} in {env:?}");
+    }
     let view = b.show(&id)?;
     assert!(
         strings(&view["args"])

@@ -499,3 +499,68 @@ fn bad_rules_are_refused_with_the_reason_and_nothing_changes() -> anyhow::Result
     assert_eq!(shown["rules"]["deadline_ms"], 60_000);
     b.finish()
 }
+
+#[test]
+fn calls_go_on_while_bosund_is_sigkilled_each_answered_once_in_order() -> anyhow::Result<()> {
+    const CALLS: usize = 200;
+    let b = Bosun::new("gateway_chaos");
+    let fake = FakeModel::start("anthropic", "hold")?;
+    setup(&b, &fake, &[])?;
+    let run = b.json(&["agent", "run", "coder", "take your time"])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(1, Duration::from_secs(60))?;
+    let socket = b.home.join("runs").join(&id).join("gateway.sock");
+    let mut c = Client::dial(&socket, "everything")?;
+    c.ask(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
+               "capabilities": {}}),
+        Duration::from_secs(30),
+    )?;
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+
+    // bosund is SIGKILLed at three moments of the 200 calls, and started again by the next
+    // command; the calls never wait for it.
+    let kills = [CALLS / 5, CALLS / 2, CALLS * 4 / 5];
+    for n in 1..=CALLS {
+        if kills.contains(&n) {
+            b.kill_daemon()?;
+        }
+        let answer = c.call(
+            "echo",
+            json!({"message": format!("n{n:03}")}),
+            Duration::from_secs(30),
+        )?;
+        let text = text_of(&answer);
+        assert!(
+            text.contains(&format!("Echo: n{n:03}")),
+            "call {n} answered with its own result: {answer}"
+        );
+        if kills.contains(&n) {
+            b.ok(&["ps"])?;
+        }
+    }
+    // Nothing more comes: no call was answered twice.
+    let extra = c.drain(Duration::from_secs(1));
+    assert!(
+        !extra.iter().any(|m| m.get("id").is_some()),
+        "no answer twice: {extra:#?}"
+    );
+
+    // The run's log, written across the restarts, says each call once, in order.
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    let log = log_text(&b, &id);
+    let said: Vec<String> = log
+        .lines()
+        .filter_map(|l| {
+            l.split("mcp everything/echo {\"message\":\"")
+                .nth(1)
+                .map(|rest| rest.chars().take(4).collect())
+        })
+        .collect();
+    let want: Vec<String> = (1..=CALLS).map(|n| format!("n{n:03}")).collect();
+    assert_eq!(said, want, "each call once, in order, in the run's log");
+    b.finish()
+}
