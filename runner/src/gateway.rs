@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_shared::RUN_MARKER_ENV;
-use bosun_shared::gateway::{GatewayServer, Held, Hello, Rules, SAFE_ENV, SOCKET_FILE};
+use bosun_shared::gateway::{GatewayServer, Held, Hello, Reach, Rules, SAFE_ENV, SOCKET_FILE};
 use bosun_shared::protocol::runner::{FencePlan, LaunchPlan};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -40,6 +40,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::fence;
+
+mod http;
+
+use http::HttpSide;
 
 /// The longest message (one line of JSON) either side may send.
 const MAX_LINE: usize = 32 * 1024 * 1024;
@@ -222,6 +226,22 @@ impl<R: tokio::io::AsyncRead + Unpin> Lines<R> {
     }
 }
 
+/// Where the server's messages come from: a stdio server's output, or the answers to the
+/// POSTs of a server reached by address.
+enum ServerIn {
+    Stdio(Lines<ChildStdout>),
+    Http(mpsc::UnboundedReceiver<Vec<u8>>),
+}
+
+impl ServerIn {
+    async fn next(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        match self {
+            ServerIn::Stdio(lines) => lines.next().await,
+            ServerIn::Http(rx) => Ok(rx.recv().await),
+        }
+    }
+}
+
 /// A call on its way: what its line in the log says, and when it runs out of time.
 struct Call {
     id: Value,
@@ -251,7 +271,10 @@ struct Conn<'a> {
     gw: &'a Gateway,
     server: &'a GatewayServer,
     to_cli: OwnedWriteHalf,
+    /// A stdio server's process, while it runs.
     running: Option<Running>,
+    /// A server reached by address.
+    http: Option<Arc<HttpSide>>,
     /// The CLI's `initialize`, given again to a server that is started again.
     init: Option<Value>,
     initialized: bool,
@@ -291,6 +314,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         server,
         to_cli,
         running: None,
+        http: None,
         init: None,
         initialized: false,
         init_id: None,
@@ -302,7 +326,12 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         own: 0,
         starts: 0,
     };
-    let mut from_server: Option<Lines<ChildStdout>> = None;
+    let mut from_server: Option<ServerIn> = None;
+    if let Reach::Http { url, headers } = &server.reach {
+        let (side, rx) = HttpSide::new(&server.name, url, headers, gw.notes.clone());
+        conn.http = Some(side);
+        from_server = Some(ServerIn::Http(rx));
+    }
     loop {
         let next_deadline = conn.calls.values().map(|c| c.deadline).min();
         tokio::select! {
@@ -362,7 +391,7 @@ impl Conn<'_> {
     }
 
     /// A message of the CLI's, on its way to the server.
-    async fn on_cli(&mut self, line: &[u8], from_server: &mut Option<Lines<ChildStdout>>) {
+    async fn on_cli(&mut self, line: &[u8], from_server: &mut Option<ServerIn>) {
         let Ok(msg) = serde_json::from_slice::<Value>(line) else {
             self.tell_server(line, from_server).await;
             return;
@@ -440,7 +469,11 @@ impl Conn<'_> {
     /// Sends a line to the server, starting it (again) first when it is not running. A line
     /// the server's pipe would not take is sent once more to a server started again: it never
     /// reached the one that is gone.
-    async fn tell_server(&mut self, line: &[u8], from_server: &mut Option<Lines<ChildStdout>>) {
+    async fn tell_server(&mut self, line: &[u8], from_server: &mut Option<ServerIn>) {
+        if let Some(http) = &self.http {
+            http.post(line.to_vec());
+            return;
+        }
         for _ in 0..2 {
             if self.running.is_none() {
                 match self.start(from_server).await {
@@ -488,13 +521,15 @@ impl Conn<'_> {
     }
 
     /// Starts the server; one started again is given the CLI's `initialize` first.
-    async fn start(&mut self, from_server: &mut Option<Lines<ChildStdout>>) -> Result<(), String> {
-        let s = self.server;
-        let mut cmd = tokio::process::Command::new(&s.command);
-        cmd.args(&s.args)
+    async fn start(&mut self, from_server: &mut Option<ServerIn>) -> Result<(), String> {
+        let Reach::Stdio { command, args, env } = &self.server.reach else {
+            return Err("it is reached by address".into());
+        };
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(args)
             .env_clear()
             .envs(self.gw.base_env.iter().map(|(k, v)| (k, v)))
-            .envs(s.env.iter().map(|(k, v)| (k, v)))
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.gw.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -506,7 +541,7 @@ impl Conn<'_> {
         }
         let mut child = cmd.spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                format!("no program `{}` (looked in the run's PATH)", s.command)
+                format!("no program `{command}` (looked in the run's PATH)")
             } else {
                 e.to_string()
             }
@@ -522,7 +557,7 @@ impl Conn<'_> {
         {
             self.initialize_again(init, &mut lines).await?;
         }
-        *from_server = Some(lines);
+        *from_server = Some(ServerIn::Stdio(lines));
         Ok(())
     }
 
@@ -659,8 +694,16 @@ impl Conn<'_> {
                 return;
             }
         };
-        if let Some(run) = self.running.as_mut() {
-            let mut line = serde_json::to_vec(&reply).unwrap_or_default();
+        self.send_own(&reply).await;
+    }
+
+    /// A message of the gateway's own to the server (an answer to its request, a
+    /// cancellation), to a server that is there: none is started for it.
+    async fn send_own(&mut self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).unwrap_or_default();
+        if let Some(http) = &self.http {
+            http.post(line);
+        } else if let Some(run) = self.running.as_mut() {
             line.push(b'\n');
             let _ = run.stdin.write_all(&line).await;
         }
@@ -783,11 +826,7 @@ impl Conn<'_> {
                 "requestId": call.id,
                 "reason": format!("no answer within {secs} s"),
             }});
-            if let Some(run) = self.running.as_mut() {
-                let mut line = serde_json::to_vec(&cancel).unwrap_or_default();
-                line.push(b'\n');
-                let _ = run.stdin.write_all(&line).await;
-            }
+            self.send_own(&cancel).await;
         }
     }
 
@@ -853,6 +892,9 @@ impl Conn<'_> {
     /// The CLI closed the connection: the server's stdin is closed, and it is ended if it does
     /// not exit by itself.
     async fn end(mut self) {
+        if let Some(http) = self.http.take() {
+            http.end().await;
+        }
         if let Some(Running { mut child, stdin }) = self.running.take() {
             drop(stdin);
             if tokio::time::timeout(END_GRACE, child.wait()).await.is_err() {

@@ -24,34 +24,64 @@ pub const DEFAULT_DEADLINE_MS: u64 = 60_000;
 /// The longest result, in characters, the model gets whole by default.
 pub const DEFAULT_MAX_RESULT_CHARS: u64 = 8_192;
 
-/// A stdio MCP server a run reaches through its runner's gateway.
+/// An MCP server a run reaches through its runner's gateway.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct GatewayServer {
     pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    /// The lines configured for it (secret values among them). The runner adds only a minimal
-    /// safe environment of its own (see [`SAFE_ENV`]).
-    pub env: Vec<(String, String)>,
+    pub reach: Reach,
     pub rules: Rules,
     /// The folders answered to the server's `roots/list`: the run's workspace.
     #[serde(default)]
     pub roots: Vec<PathBuf>,
 }
 
+/// How the runner reaches a server, with its secrets.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "transport", rename_all = "snake_case")]
+pub enum Reach {
+    /// A program the runner starts, with the lines configured for it (secret values among
+    /// them). The runner adds only a minimal safe environment of its own (see [`SAFE_ENV`]).
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    /// A Streamable HTTP address (its query, a secret, included), with its header lines and
+    /// the bearer token of its sign-in.
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
 impl std::fmt::Debug for GatewayServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GatewayServer")
             .field("name", &self.name)
-            .field("command", &self.command)
-            .field("args", &self.args)
-            .field(
-                "env",
-                &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-            )
+            .field("reach", &self.reach)
             .field("rules", &self.rules)
             .field("roots", &self.roots)
             .finish()
+    }
+}
+
+impl std::fmt::Debug for Reach {
+    /// Names only: no value, no query.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |v: &[(String, String)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        match self {
+            Reach::Stdio { command, args, env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &names(env))
+                .finish(),
+            Reach::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &url.split('?').next().unwrap_or_default())
+                .field("headers", &names(headers))
+                .finish(),
+        }
     }
 }
 

@@ -564,3 +564,62 @@ fn calls_go_on_while_bosund_is_sigkilled_each_answered_once_in_order() -> anyhow
     assert_eq!(said, want, "each call once, in order, in the run's log");
     b.finish()
 }
+
+#[test]
+fn a_server_reached_by_address_is_reached_by_the_runner_and_the_cli_holds_none_of_it()
+-> anyhow::Result<()> {
+    const CANARY: &str = "canary-gw-http-91e4";
+    let b = Bosun::new("gateway_http");
+    let peer = bosun_tests::Peer::test_server("echo-secrets")?;
+    let fake = FakeModel::start("anthropic", "tool:reveal;hold")?;
+    let url = format!("{}?key={CANARY}&team=blue", peer.url);
+    let out = b.output_with_stdin(
+        &["mcp", "add", "remote", "--url", &url, "--env-from-stdin"],
+        &format!("X-Api-Key: {CANARY}\n"),
+    )?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    b.ok(&["mcp", "tools", "remote"])?;
+    b.ok(&["mcp", "edit", "remote", "--trusted"])?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    b.ok(&["agent", "set", "coder", "mcp.remote=on"])?;
+
+    let run = b.json(&["agent", "run", "coder", "say what you were given"])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(2, Duration::from_secs(60))?;
+    // The runner reached the server at its whole address with the header line: the server's
+    // answer, as the model got it (trusted: not framed), holds both.
+    let result = fake.turns()[1]["tool_result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        result.contains(&format!("{CANARY} key={CANARY}&team=blue"))
+            && !result.contains("[untrusted content"),
+        "{result}"
+    );
+    // The CLI holds none of it: its configuration names bosun's gateway, and neither its
+    // command line nor its environment has the value.
+    let config = std::fs::read_to_string(b.home.join("runs").join(&id).join("mcp.json"))?;
+    assert!(
+        !config.contains(CANARY) && !config.contains(&peer.url) && config.contains("gateway.sock"),
+        "{config}"
+    );
+    let pid = b.show(&id)?["pid"].as_i64().unwrap_or_default() as i32;
+    for what in ["environ", "cmdline"] {
+        let bytes = std::fs::read(format!("/proc/{pid}/{what}"))?;
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(CANARY),
+            "the CLI's {what} holds no secret of the server"
+        );
+    }
+    let log = log_text(&b, &id);
+    assert!(log.contains("mcp remote/reveal"), "{log}");
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    b.assert_secret_nowhere(CANARY)?;
+    b.finish()
+}

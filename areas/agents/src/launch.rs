@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::AgentsError;
 use bosun_shared::agents::CliKind;
-use bosun_shared::gateway::{self, GatewayServer};
+use bosun_shared::gateway::{self, GatewayServer, Reach};
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::runner::ControlPlan;
 use bosun_shared::protocol::ui::StartRunParams;
@@ -474,7 +474,10 @@ async fn resolve(
         Ok(v) => v,
         Err(why) => return Ok(Err(why)),
     };
-    if agent.cli == CliKind::Codex && url.as_deref().is_some_and(|u| u.contains('?')) {
+    if agent.cli == CliKind::Codex
+        && s.kind == ServerKind::Sse
+        && url.as_deref().is_some_and(|u| u.contains('?'))
+    {
         // Codex takes a server's address on its command line, which every process can read.
         return Ok(Err((
             "its address has a query, which bosun keeps secret, and Codex takes addresses on its command line".into(),
@@ -549,18 +552,28 @@ async fn resolve(
     }))
 }
 
-/// A stdio server is given to the CLI as bosun's gateway: a command of the runner's that
-/// reaches the run's own runner, which starts the real server with its lines (secrets
-/// included, which stay in the runner) under the rules kept with the server. Other servers
-/// are given as they are.
+/// A stdio server, or one reached by Streamable HTTP that bosun signs in to, is given to the
+/// CLI as bosun's gateway: a command of the runner's that reaches the run's own runner, which
+/// reaches the real server with its lines, address and token (which stay in the runner) under
+/// the rules kept with the server. Other servers (the older SSE transport, those Claude Code
+/// signs in to itself) are given as they are.
 fn through_gateway(
     server: RunServer,
     rec: &ServerRecord,
     agent: &AgentRecord,
 ) -> (RunServer, Option<GatewayServer>) {
-    if server.kind != ServerKind::Stdio {
-        return (server, None);
-    }
+    let reach = match server.kind {
+        ServerKind::Stdio => Reach::Stdio {
+            command: server.command.clone().unwrap_or_default(),
+            args: server.args.clone(),
+            env: server.env.clone(),
+        },
+        ServerKind::Http if rec.sign_in_by != SignInBy::ClaudeCode => Reach::Http {
+            url: server.url.clone().unwrap_or_default(),
+            headers: server.headers.clone(),
+        },
+        ServerKind::Http | ServerKind::Sse => return (server, None),
+    };
     let mut roots = vec![agent.cwd.clone()];
     for r in &agent.workspace.roots {
         if !roots.contains(r) {
@@ -569,13 +582,12 @@ fn through_gateway(
     }
     let through = GatewayServer {
         name: server.name.clone(),
-        command: server.command.clone().unwrap_or_default(),
-        args: server.args.clone(),
-        env: server.env.clone(),
+        reach,
         rules: rec.rules.clone(),
         roots,
     };
     let given = RunServer {
+        kind: ServerKind::Stdio,
         command: Some(gateway::RUNNER_EXE.into()),
         args: vec![
             gateway::SHIM_ARG.into(),
@@ -583,7 +595,9 @@ fn through_gateway(
             gateway::SOCKET.into(),
             server.name.clone(),
         ],
+        url: None,
         env: Vec::new(),
+        headers: Vec::new(),
         ..server
     };
     (given, Some(through))
@@ -620,7 +634,10 @@ fn secret_values(
         out.extend(redact::secret_values(&s.env, &s.headers, s.url.as_deref()));
     }
     for s in gateway {
-        out.extend(redact::secret_values(&s.env, &[], None));
+        out.extend(match &s.reach {
+            Reach::Stdio { env, .. } => redact::secret_values(env, &[], None),
+            Reach::Http { url, headers } => redact::secret_values(&[], headers, Some(url)),
+        });
     }
     out.sort();
     out.dedup();

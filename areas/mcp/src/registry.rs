@@ -626,9 +626,9 @@ fn gateway_rules(rec: &ServerRecord, edit: GatewayEdit) -> Result<Rules, Registr
     if edit.is_empty() {
         return Ok(rules);
     }
-    if rec.kind != ServerKind::Stdio {
+    if rec.kind == ServerKind::Sse {
         return Err(RegistryError::invalid(format!(
-            "`{}` is reached by address, and bosun's gateway takes stdio servers for now: its trust, tool lists, deadline and result size cannot be set yet",
+            "`{}` is reached by the older SSE transport, which bosun's gateway does not take yet: its trust, tool lists, deadline and result size cannot be set",
             rec.name
         )));
     }

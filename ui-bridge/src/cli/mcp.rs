@@ -1188,7 +1188,7 @@ fn print_server(s: &ServerView) {
     if let Some(doc) = &s.client_metadata_url {
         println!("{:<12}{doc} (client metadata document)", "client doc");
     }
-    if s.kind == ServerKind::Stdio {
+    if s.kind != ServerKind::Sse {
         print_rules(&s.rules);
     }
     if let Some(si) = &s.sign_in {
