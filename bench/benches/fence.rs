@@ -139,6 +139,7 @@ fn policy_cost() -> anyhow::Result<()> {
             verdict: policy::verdict_for(&verdicts, &key, command),
             escalated: false,
             attended: true,
+            holds_secret: false,
         });
         now.push(t0.elapsed());
         std::hint::black_box(d);
@@ -171,6 +172,7 @@ fn old_policy(tool: &str, input: &Value, verdicts: &BTreeMap<String, Verdict>) -
         verdict: policy::verdict_for(verdicts, &key, command),
         escalated: false,
         attended: true,
+        holds_secret: false,
     })
 }
 

@@ -297,6 +297,7 @@ async fn run() -> Result<(), String> {
                             asks: asks.clone(),
                             wake: wake.clone(),
                             cwd: plan.cwd.clone(),
+                            redactor: Arc::new(control::ask_redactor(&plan.redact, &plan.cwd)),
                             done: Some(done_tx),
                         }
                         .run(),

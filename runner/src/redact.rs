@@ -70,6 +70,63 @@ impl Redactor {
         out
     }
 
+    /// The text with every secret value replaced; `None` when it holds none. A value is whole
+    /// UTF-8 and its replacement is ASCII, so the text stays UTF-8.
+    pub fn text(&self, text: &str) -> Option<String> {
+        let finder = self.finder.as_ref()?;
+        if finder.find_all(text.as_bytes()).is_empty() {
+            return None;
+        }
+        let out = self.apply(text.as_bytes().to_vec());
+        Some(
+            String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        )
+    }
+
+    /// Every string in `value` (object keys too) with each secret value replaced, in place;
+    /// whether any held one.
+    pub fn json(&self, value: &mut serde_json::Value) -> bool {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => match self.text(s) {
+                Some(r) => {
+                    *s = r;
+                    true
+                }
+                None => false,
+            },
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |found, v| self.json(v) | found),
+            Value::Object(map) => {
+                let mut found = false;
+                let entries = std::mem::take(map);
+                for (k, mut v) in entries {
+                    found |= self.json(&mut v);
+                    let k = match self.text(&k) {
+                        Some(r) => {
+                            found = true;
+                            r
+                        }
+                        None => k,
+                    };
+                    // Two keys redacted alike: the later one gets a number, so neither value
+                    // is lost from what the person sees.
+                    let mut key = k.clone();
+                    let mut n = 1;
+                    while map.contains_key(&key) {
+                        n += 1;
+                        key = format!("{k} {n}");
+                    }
+                    map.insert(key, v);
+                }
+                found
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => false,
+        }
+    }
+
     /// The largest cut at or below `len` that no secret value can straddle: what follows the
     /// cut is held back when it is the start of a value (more bytes may complete it).
     pub fn safe_cut(&self, buf: &[u8], len: usize) -> usize {
@@ -146,6 +203,42 @@ mod tests {
         );
         let none = r(&[]);
         assert_eq!(none.apply(b"s3cret-token".to_vec()), b"s3cret-token");
+    }
+
+    #[test]
+    fn every_string_of_a_json_value_is_redacted_keys_too() {
+        let red = r(&["s3cret-token", "an\"other"]);
+        let mut v = serde_json::json!({
+            "command": "curl -H 'x: s3cret-token' https://example.com",
+            "nested": [{"s3cret-token": "a", "[redacted]": "b"}, 7, null, "an\"other"],
+            "plain": "nothing here",
+        });
+        assert!(red.json(&mut v));
+        // A key redacted like another keeps its value, under a number.
+        let nested = v["nested"][0].as_object().cloned().unwrap_or_default();
+        let mut values: Vec<&str> = nested.values().filter_map(|v| v.as_str()).collect();
+        values.sort();
+        assert_eq!(values, ["a", "b"], "{nested:?}");
+        assert!(
+            nested.keys().all(|k| k.starts_with("[redacted]")),
+            "{nested:?}"
+        );
+        v["nested"][0] = serde_json::Value::Null;
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "command": "curl -H 'x: [redacted]' https://example.com",
+                "nested": [null, 7, null, "[redacted]"],
+                "plain": "nothing here",
+            })
+        );
+        let mut clean = serde_json::json!({"command": "ls"});
+        assert!(!red.json(&mut clean));
+        assert_eq!(
+            red.text("naïve s3cret-token ü").as_deref(),
+            Some("naïve [redacted] ü")
+        );
+        assert_eq!(red.text("nothing"), None);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod kube_api;
 pub mod oauth_cc;
 pub mod slurm;
 pub mod stress;
+pub mod webui;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

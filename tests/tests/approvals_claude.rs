@@ -2,13 +2,15 @@
 //! every tool call reaches bosun's policy through Claude's control protocol; a call the policy
 //! allows runs, one that asks waits in `bosun inbox` until the person decides, a denial's
 //! message reaches the model, a block wins over an approval given before it landed, the
-//! deadline denies, an escalated ask on an unattended run is denied at once, and a pending
+//! deadline denies, an escalated ask on an unattended run is denied at once, a pending
 //! approval survives a SIGKILL of bosund with its id and deadline — the tool then runs exactly
-//! once.
+//! once —, and a secret value of the run in a call is `[redacted]` wherever the call waits
+//! while the allowed call runs with the value.
 
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel, wait_for};
+use bosun_tests::webui::Ui;
+use bosun_tests::{Bosun, FakeModel, short_id, wait_for};
 use serde_json::Value;
 
 /// A Claude agent `coder` with server-everything on.
@@ -494,5 +496,108 @@ fn an_unattended_board_run_is_denied_at_once_after_outside_content() -> anyhow::
     assert_eq!(a["card"].as_str().map(|c| c.starts_with(&card)), Some(true));
     let done = b.json(&["approve", "--card", &card])?;
     assert_eq!(done[0]["state"], "allowed");
+    b.finish()
+}
+
+/// A secret value the run is given: server-everything's environment line, from the keychain.
+const SECRET: &str = "canary-ask-8e41c07d2b";
+
+/// Issue 28: a call whose command holds a secret value of the run is redacted before it leaves
+/// the runner, so the value is in no approval — not in `bosun inbox --json`, not in the store
+/// file, not in the web UI's answer, not in the run's decisions —, a call that would run at once
+/// asks instead (bosund cannot judge what it cannot see), and once the person allows each, the
+/// CLI runs its own command, with the value.
+#[test]
+fn a_secret_in_a_call_is_redacted_wherever_it_waits_and_the_allowed_call_runs_with_it()
+-> anyhow::Result<()> {
+    let b = Bosun::new("approvals_claude_secret");
+    let fake = FakeModel::start(
+        "anthropic",
+        &format!(
+            r#"tool:Bash:{{"command":"printf %s {SECRET} > got.txt"}};tool:Bash:{{"command":"echo {SECRET}"}};text:All done."#
+        ),
+    )?;
+    b.add_everything("everything", SECRET)?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    b.ok(&[
+        "agent",
+        "set",
+        "coder",
+        "mcp.everything=on",
+        "Bash(echo *)=allow",
+        "approval.wait=10m",
+    ])?;
+    let run = b.run_agent("coder", "use the token")?;
+
+    // The first call asks (it writes a file), shown with the value redacted.
+    let first = b.wait_approval()?;
+    assert!(
+        first["preview"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("$ printf %s [redacted] > got.txt")),
+        "{first:#}"
+    );
+    assert!(!first.to_string().contains(SECRET), "{first:#}");
+    // Not in the store, committed before the approval was shown.
+    let store = std::fs::read(b.home.join("bosun.redb"))?;
+    assert!(
+        !store.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+        "the store file holds the secret"
+    );
+    // Not in what the web UI's inbox gets.
+    let ui = Ui::start(&b)?;
+    let cookie = ui.sign_in()?;
+    let csrf = ui.csrf(&cookie)?;
+    let page = ui.call(&cookie, &csrf, r#"{"method":"approvals","params":{}}"#)?;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("printf %s [redacted] > got.txt") && !page.body.contains(SECRET),
+        "{}",
+        page.body
+    );
+
+    // Allowed, the CLI runs the command it made. The second would run at once (`Bash(echo *)`
+    // is allowed), but what bosund sees is redacted: it asks.
+    b.ok(&["approve", &short_id(&first)])?;
+    let second = wait_for("the second ask", Duration::from_secs(60), || {
+        Ok(b.waiting_approvals()?
+            .into_iter()
+            .find(|x| x["id"] != first["id"]))
+    })?;
+    assert!(
+        second["preview"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("$ echo [redacted]\n")),
+        "{second:#}"
+    );
+    assert!(
+        second["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("holds a secret value")),
+        "{second:#}"
+    );
+    b.ok(&["approve", &short_id(&second)])?;
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let got = b.scratch().join("coder").join("work").join("got.txt");
+    assert_eq!(
+        std::fs::read_to_string(&got)?,
+        SECRET,
+        "the allowed command ran with the value, not `[redacted]`"
+    );
+    assert!(
+        fake.result_at(2).contains(SECRET),
+        "echo ran with the value too: {}",
+        fake.result_at(2)
+    );
+
+    // The run's decisions, its log, the inbox with what was decided: printed, and searched with
+    // every file of the state directory (the store, the logs).
+    let ds = b.decisions(&run)?;
+    assert_eq!(ds.len(), 2, "{ds:#?}");
+    b.all_approvals()?;
+    b.output(&["logs", &run])?;
+    b.assert_secret_nowhere(SECRET)?;
+    b.ok(&["ui", "--stop"])?;
     b.finish()
 }

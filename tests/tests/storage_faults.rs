@@ -13,8 +13,9 @@
 //! Changes that cannot be saved (redb cannot grow on the full disk): each is refused whole,
 //! with the reason, bosund goes on answering, an attached UI hears the fault and its end, and
 //! after space comes back the state is exactly what was saved. The same for an approval
-//! decided on a full disk; a runner that spools while bosund is SIGKILLed on a full disk; and a
-//! state directory that turns read-only.
+//! decided on a full disk; a runner that spools while bosund is SIGKILLed on a full disk; a
+//! run's log whose flush fails, named by `bosun show` as by `daemon status`; and a state
+//! directory that turns read-only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -613,6 +614,109 @@ fn a_runner_held_by_a_full_disk_while_bosund_is_down_loses_nothing() -> anyhow::
         raw.windows(said.len()).any(|w| w == said),
         "the runner never had to hold the program; the test proves nothing"
     );
+    b.finish()
+}
+
+/// Issue 28: a run whose log could not be flushed to disk is named by `bosun show RUN` (and its
+/// `--json`) as `bosun daemon status` names it: what, since when, what to do; once a flush works
+/// again neither says it, and the log is whole.
+///
+/// The flush fails on a real disk: the runs' folder is an ext4 file system on a loop device
+/// whose backing file lies on a small tmpfs that is full, so ext4 takes every write (it has
+/// room) and the flush fails (no space) when the blocks reach the backing file, as on a
+/// thin-provisioned disk that ran out. Freeing the tmpfs lets the next flush work.
+#[test]
+fn a_log_that_could_not_be_flushed_is_named_by_show_as_by_daemon_status() -> anyhow::Result<()> {
+    let b = Bosun::new("storage_unflushed");
+    let backing = b.scratch().join("backing");
+    let disk = Tmpfs::mount(&backing, "16m")?;
+    let image = backing.join("runs.img");
+    std::fs::File::create(&image)?.set_len(256 * 1024 * 1024)?;
+    let runs = b.home.join("runs");
+    std::fs::create_dir_all(&runs)?;
+    let sh = |cmd: &mut Command| -> anyhow::Result<()> {
+        let out = cmd
+            .output()
+            .with_context(|| format!("could not run {cmd:?}"))?;
+        if !out.status.success() {
+            bail!(
+                "this test mounts an ext4 image through a loop device and needs root (CI runs as root): {cmd:?} said {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    };
+    sh(Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-O", "^has_journal"])
+        .arg(&image))?;
+    // Without the background zeroing of inode tables, which would write to the full backing.
+    sh(Command::new("mount")
+        .args(["-o", "loop,errors=continue,noinit_itable"])
+        .arg(&image)
+        .arg(&runs))?;
+    std::fs::remove_dir(runs.join("lost+found"))?;
+    for dir in [&b.home, &runs] {
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    }
+    let filler = fill(&backing)?;
+    assert!(disk.free()? < 64 * 1024, "the backing is not full");
+
+    let go = b.scratch().join("go");
+    let script = format!(
+        "seq 1 2000; while [ ! -e {} ]; do sleep 0.1; done; echo end",
+        go.display()
+    );
+    let run = b.start(&[], &["sh", "-c", &script])?;
+    let short = b.show(&run)?["short_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let named = format!("the log of run {short} could not be flushed to disk (");
+    let status = wait_for(
+        "daemon status to name the run's log",
+        Duration::from_secs(30),
+        || {
+            let s = b.ok(&["daemon", "status"])?;
+            Ok(s.contains(&named).then_some(s))
+        },
+    )?;
+    let v = b.show(&run)?;
+    let said = v["log_unflushed"].as_str().unwrap_or_default().to_string();
+    assert!(said.starts_with(&named), "bosun show --json: {v:#}");
+    assert!(
+        said.contains("is not safe until that works: free some space on the state directory's disk and it is flushed again by itself"),
+        "what, and what to do: {said}"
+    );
+    assert!(
+        status.contains(&said),
+        "in the words of daemon status:\n{status}\n{said}"
+    );
+    let text = b.ok(&["show", &run])?;
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("log ") && l.ends_with(&said)),
+        "bosun show: {text}"
+    );
+
+    // Room again: the next flush works, and neither says it any more.
+    std::fs::remove_file(&filler)?;
+    b.wait_run(
+        &run,
+        "the log to be flushed again",
+        Duration::from_secs(30),
+        |v| v.get("log_unflushed").is_none(),
+    )?;
+    assert!(!b.ok(&["show", &run])?.contains("could not be flushed"));
+    let status = b.ok(&["daemon", "status"])?;
+    assert!(
+        status.contains("ok; the last storage fault ended at"),
+        "{status}"
+    );
+    std::fs::write(&go, b"")?;
+    let v = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "succeeded", "{v}");
+    let want: String = (1..=2000).map(|i| format!("{i}\n")).collect::<String>() + "end\n";
+    assert_eq!(String::from_utf8_lossy(&b.logs(&run)?), want);
     b.finish()
 }
 

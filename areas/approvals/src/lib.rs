@@ -126,6 +126,7 @@ pub fn evaluate(
         verdict,
         escalated,
         attended,
+        holds_secret: ask.redacted,
     });
     let input = redact(&ask.input);
     let (summary, preview) = describe(cli, &ask.tool, &key, &input, ask.cwd.as_deref());

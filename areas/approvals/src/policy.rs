@@ -21,7 +21,7 @@
 //! let verdicts = BTreeMap::from([("Bash(git *)".to_string(), Verdict::AlwaysAllow)]);
 //! let key: ToolKey = "Bash".parse().unwrap();
 //! let verdict = verdict_for(&verdicts, &key, Some("git status"));
-//! let input = PolicyInput { refused: None, mode: ApprovalMode::default(), class, verdict, escalated: false, attended: false };
+//! let input = PolicyInput { refused: None, mode: ApprovalMode::default(), class, verdict, escalated: false, attended: false, holds_secret: false };
 //! assert_eq!(decide(&input), Decision::Allow { rule: Rule::AlwaysAllow });
 //! ```
 //!
@@ -555,6 +555,10 @@ pub enum Rule {
     OutsideWorkspace,
     /// Step 0: a file tool would write git metadata.
     GitMetadata,
+    /// Step 0 (it only ever asks): the call held a secret value of the run, which the runner
+    /// wrote `[redacted]`; bosun cannot judge a call by what it cannot see (the value may hide
+    /// a command, a path or a host), so a call that would run asks the person instead.
+    HoldsSecret,
     /// Step 1: the person blocked the tool.
     Blocked,
     /// Step 3: the person always allows it, but the turn is escalated.
@@ -572,10 +576,11 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 11] = [
         Rule::SwitchedOff,
         Rule::OutsideWorkspace,
         Rule::GitMetadata,
+        Rule::HoldsSecret,
         Rule::Blocked,
         Rule::AlwaysAllowEscalated,
         Rule::AlwaysAllow,
@@ -588,7 +593,7 @@ impl Rule {
     /// The spec's step, for the run's record.
     pub fn step(self) -> u8 {
         match self {
-            Rule::SwitchedOff | Rule::OutsideWorkspace | Rule::GitMetadata => 0,
+            Rule::SwitchedOff | Rule::OutsideWorkspace | Rule::GitMetadata | Rule::HoldsSecret => 0,
             Rule::Blocked => 1,
             Rule::AlwaysAllowEscalated => 3,
             Rule::AlwaysAllow => 4,
@@ -609,6 +614,9 @@ impl fmt::Display for Rule {
                 "a file tool may write only inside the run's workspace, and this file is outside it"
             }
             Rule::GitMetadata => "file tools never write git metadata",
+            Rule::HoldsSecret => {
+                "the call holds a secret value the run was given (shown as [redacted]), and bosun does not let a call it cannot see whole run without the person's OK"
+            }
             Rule::Blocked => "the person blocked this tool",
             Rule::AlwaysAllowEscalated => {
                 "the person always allows this tool, but the run took in outside content earlier in this turn, so it asks all the same"
@@ -664,6 +672,9 @@ pub struct PolicyInput {
     pub escalated: bool,
     /// Someone can answer: a person started the run, or its agent waits for the person.
     pub attended: bool,
+    /// The call held a secret value of the run, seen here as `[redacted]`
+    /// ([`ToolAsk::redacted`](bosun_shared::protocol::runner::ToolAsk::redacted)).
+    pub holds_secret: bool,
 }
 
 /// The policy's answer for one call, with the step that gave it.
@@ -696,7 +707,8 @@ impl Decision {
 
 /// Walks the precedence for one call: the first step (switches and workspace), then the spec's.
 /// On a run nobody watches, the two asks the escalation causes (steps 3 and 8) are denied at
-/// once; the other asks wait like any other.
+/// once; the other asks wait like any other. A call that holds a secret of the run is judged
+/// as it is seen, redacted; where that would let it run, it asks instead.
 pub fn decide(input: &PolicyInput) -> Decision {
     if let Some(refusal) = &input.refused {
         return Decision::Deny {
@@ -704,6 +716,15 @@ pub fn decide(input: &PolicyInput) -> Decision {
             reason: refusal.reason.clone(),
         };
     }
+    let allow = |rule| {
+        if input.holds_secret {
+            Decision::Ask {
+                rule: Rule::HoldsSecret,
+            }
+        } else {
+            Decision::Allow { rule }
+        }
+    };
     let escalated_ask = |rule| {
         if input.attended {
             Decision::Ask { rule }
@@ -720,9 +741,7 @@ pub fn decide(input: &PolicyInput) -> Decision {
             reason: BLOCKED.to_string(),
         },
         Some(Verdict::AlwaysAllow) if input.escalated => escalated_ask(Rule::AlwaysAllowEscalated),
-        Some(Verdict::AlwaysAllow) => Decision::Allow {
-            rule: Rule::AlwaysAllow,
-        },
+        Some(Verdict::AlwaysAllow) => allow(Rule::AlwaysAllow),
         Some(Verdict::NeedsApproval) => Decision::Ask {
             rule: Rule::NeedsApproval,
         },
@@ -730,9 +749,7 @@ pub fn decide(input: &PolicyInput) -> Decision {
             rule: Rule::NotCoveredByMode,
         },
         None if input.escalated => escalated_ask(Rule::Escalated),
-        None => Decision::Allow {
-            rule: Rule::CoveredByMode,
-        },
+        None => allow(Rule::CoveredByMode),
     }
 }
 

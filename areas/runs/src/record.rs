@@ -127,6 +127,7 @@ impl RunRecord {
             },
             agent: self.agent.as_ref().map(AgentRun::view),
             paused: None,
+            log_unflushed: None,
             git: self.git.clone(),
             placed: self.placed.as_ref().map(|p| PlacedView {
                 placement: p.placement.clone(),

@@ -127,24 +127,29 @@ impl StorageHealth {
                 Problem {
                     since,
                     error: format!(
-                        "the log of run {} could not be flushed to disk ({error}); its output since {} is written again and is not safe until that works",
+                        "the log of run {} could not be flushed to disk ({error}); its output since {} is written again and is not safe until that works: {}",
                         run.short(),
-                        since.rfc3339()
+                        since.rfc3339(),
+                        flush_fix(error)
                     ),
                 },
             );
         });
     }
 
-    /// `run`'s log could not be flushed and what was not flushed could not be read back whole:
-    /// the log lacks it for good. Said until bosund restarts.
+    /// `run`'s log could not be flushed and what was not flushed could not be read back whole
+    /// (`why`): the log lacks it for good. Said until bosund restarts.
     pub fn log_lost(&self, run: RunId, why: String) {
         self.update(|i| {
             let since = i
                 .unsynced
                 .get(&run)
                 .map_or_else(Timestamp::now, |p| p.since);
-            i.unsynced.insert(run, Problem { since, error: why });
+            let error = format!(
+                "{why} (since {}): nothing brings that output back; check the state directory's disk before it loses more",
+                since.rfc3339()
+            );
+            i.unsynced.insert(run, Problem { since, error });
         });
     }
 
@@ -155,6 +160,12 @@ impl StorageHealth {
                 i.unsynced.remove(&run);
             });
         }
+    }
+
+    /// Why `run`'s log is not safe on disk, while it is not (or lacks output for good): in the
+    /// words `daemon status` gives it, for `bosun show`.
+    pub fn unflushed(&self, run: RunId) -> Option<String> {
+        self.lock().unsynced.get(&run).map(|p| p.error.clone())
     }
 
     /// Why `run` is paused, when its output is held.
@@ -295,6 +306,25 @@ fn plain(e: &StoreError) -> String {
     }
 }
 
+/// What to do when a run's log could not be flushed to disk (`error`): both flushers try again
+/// by themselves.
+fn flush_fix(error: &std::io::Error) -> &'static str {
+    match error.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::ENOSPC) => {
+            "free some space on the state directory's disk and it is flushed again by itself"
+        }
+        Some(Errno::EDQUOT) => {
+            "raise the disk quota or free some space and it is flushed again by itself"
+        }
+        Some(Errno::EROFS) => {
+            "make the state directory writable again and it is flushed again by itself"
+        }
+        _ => {
+            "check the state directory's disk (the kernel's log says what failed); it is tried again by itself"
+        }
+    }
+}
+
 /// Why a change could not be saved, in a person's words, with what to do. Nothing of the
 /// change was made, except after an I/O error, where the disk may or may not have it.
 pub(super) fn commit_reason(e: &StoreError, free: Option<u64>) -> String {
@@ -345,6 +375,17 @@ mod tests {
         let run = RunId::new();
         h.unsynced(run, &std::io::Error::from_raw_os_error(5));
         assert!(!rx.has_changed().unwrap_or(true));
+        let said = h.unflushed(run).unwrap_or_default();
+        assert!(
+            said.contains("could not be flushed to disk")
+                && said.contains("check the state directory's disk"),
+            "{said}"
+        );
+        assert!(
+            h.fault().is_some_and(|f| f.contains(&said)),
+            "the same words"
+        );
+        assert_eq!(h.unflushed(RunId::new()), None);
         assert!(
             h.fault()
                 .is_some_and(|f| f.contains("could not be flushed to disk"))
@@ -352,6 +393,7 @@ mod tests {
         h.commit_ok();
         assert!(!rx.has_changed().unwrap_or(true));
         h.synced(run);
+        assert_eq!(h.unflushed(run), None);
         assert!(rx.has_changed().unwrap_or(false));
         assert!(rx.borrow_and_update().is_none());
         assert!(h.fault().is_none());

@@ -15,7 +15,7 @@ use bosun_shared::Timestamp;
 use bosun_shared::protocol::runner::{ControlPlan, ToolAnswer, ToolAsk};
 use serde_json::{Value, json};
 
-use super::{Protocol, Step, input_for_ask};
+use super::{Protocol, Step};
 
 /// The id of the hook bosun registers.
 const HOOK_ID: &str = "bosun";
@@ -25,7 +25,7 @@ const INIT_ID: &str = "bosun-init";
 pub struct Claude {
     prompt: String,
     /// The input of each call waiting for bosund, by request id: an allowed call gets its own
-    /// input back (`updatedInput` is required).
+    /// input back (`updatedInput` is required), never the redacted one bosund saw.
     waiting: HashMap<String, Value>,
 }
 
@@ -87,16 +87,18 @@ impl Protocol for Claude {
                         }}),
                     )],
                     Some("can_use_tool") => {
+                        // Kept as the CLI gave it, for the answer: what bosund gets is
+                        // redacted and may be cut (`control::for_bosund`).
                         let input = request["input"].clone();
-                        let (sent, cut) = input_for_ask(&input);
-                        self.waiting.insert(id.to_string(), input);
+                        self.waiting.insert(id.to_string(), input.clone());
                         vec![Step::Ask(ToolAsk {
                             key: id.to_string(),
                             tool: request["tool_name"].as_str().unwrap_or("").to_string(),
-                            input: sent,
-                            input_cut: cut,
+                            input,
+                            input_cut: false,
                             cwd: None,
                             at: Timestamp::now(),
+                            redacted: false,
                         })]
                     }
                     other => {

@@ -31,7 +31,7 @@ use bosun_shared::mcp::full_tool_name;
 use bosun_shared::protocol::runner::{ControlPlan, ToolAnswer, ToolAsk};
 use serde_json::{Map, Value, json};
 
-use super::{Protocol, Step, input_for_ask};
+use super::{Protocol, Step};
 
 /// The ids of the runner's own requests.
 const INIT_ID: &str = "bosun-initialize";
@@ -262,7 +262,6 @@ impl Codex {
             }
         };
         let key = key_of(id);
-        let (sent, cut) = input_for_ask(&input);
         self.waiting.insert(
             key.clone(),
             Waiting {
@@ -276,10 +275,11 @@ impl Codex {
         vec![Step::Ask(ToolAsk {
             key,
             tool,
-            input: sent,
-            input_cut: cut,
+            input,
+            input_cut: false,
             cwd,
             at: Timestamp::now(),
+            redacted: false,
         })]
     }
 }

@@ -1,6 +1,6 @@
 //! Drives a CLI through its control protocol: writes to its stdin, reads its stdout lines (a
-//! copy of what the relay sends as the run's output), hands asks to the link and decisions back
-//! to the CLI.
+//! copy of what the relay sends as the run's output), hands asks to the link (the run's
+//! secret values in them redacted, as in its output) and decisions back to the CLI.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -12,6 +12,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::{Notify, mpsc};
 
 use super::{Protocol, Step};
+use crate::redact::Redactor;
 
 /// The asks of this run, shared with the link: what is to be said to bosund (again after each
 /// reconnect): the asks waiting, in the order asked, and the answers delivered and the asks
@@ -104,6 +105,9 @@ pub struct Driver {
     pub wake: Arc<Notify>,
     /// Filled in when the CLI does not say where a call acts.
     pub cwd: PathBuf,
+    /// The run's secret values, replaced in each ask before it goes to bosund
+    /// ([`super::ask_redactor`]).
+    pub redactor: Arc<Redactor>,
     /// Told when the protocol says the CLI's work is done (its stdin is closed then).
     pub done: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -138,10 +142,8 @@ impl Driver {
                             }
                         }
                     }
-                    Step::Ask(mut ask) => {
-                        if ask.cwd.is_none() {
-                            ask.cwd = Some(self.cwd.clone());
-                        }
+                    Step::Ask(ask) => {
+                        let ask = super::for_bosund(ask, &self.cwd, &self.redactor);
                         lock(&self.asks).ask(ask);
                         self.wake.notify_one();
                     }
@@ -211,6 +213,7 @@ mod tests {
             input_cut: false,
             cwd: None,
             at: bosun_shared::Timestamp::now(),
+            redacted: false,
         }
     }
 

@@ -37,7 +37,7 @@ use bosun_shared::mcp::full_tool_name;
 use bosun_shared::protocol::runner::{ControlPlan, ToolAnswer, ToolAsk};
 use serde_json::{Map, Value, json};
 
-use super::{Protocol, Step, input_for_ask};
+use super::{Protocol, Step};
 
 /// The ids of the runner's own requests.
 const INIT_ID: &str = "bosun-initialize";
@@ -170,14 +170,14 @@ impl Gemini {
                 reject: option("reject_once"),
             },
         );
-        let (sent, cut) = input_for_ask(&input);
         vec![Step::Ask(ToolAsk {
             key,
             tool,
-            input: sent,
-            input_cut: cut,
+            input,
+            input_cut: false,
             cwd,
             at: Timestamp::now(),
+            redacted: false,
         })]
     }
 

@@ -125,6 +125,12 @@ pub struct ToolAsk {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
     pub at: Timestamp,
+    /// The call held a secret value the run was given (in its name, its input or its folder):
+    /// the runner wrote `[redacted]` in its place before the ask left it, as in the run's
+    /// output. bosund never sees the value, so it cannot judge the call by it: such a call
+    /// never runs without the person.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 /// bosun's answer to a [`ToolAsk`].

@@ -189,6 +189,10 @@ pub struct RunView {
     /// why, and since when. The run is held, not lost; it goes on by itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<String>,
+    /// Set while the run's log is not safe on disk (it could not be flushed), or lacks output
+    /// for good: what, since when, and what to do, in the words of `bosun daemon status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_unflushed: Option<String>,
     /// For a run of a card of a project: its branch and head commits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<RunGit>,

@@ -171,14 +171,17 @@ pub async fn resolve(ctx: &Arc<DaemonCtx>, text: &str) -> Result<RunId, WireErro
     }
 }
 
-/// A live run as it is now, paused when its output cannot be written.
+/// A live run as it is now, paused when its output cannot be written, and saying so when its
+/// log could not be flushed.
 fn live_view(ctx: &DaemonCtx, e: &LiveEntry) -> RunView {
     let mut view = e.record.view(e.hub.state().received);
     view.paused = ctx.writer.health().paused(e.record.id);
+    view.log_unflushed = ctx.writer.health().unflushed(e.record.id);
     view
 }
 
-/// A run as it is now: from its live snapshot, or from the store once it is over.
+/// A run as it is now: from its live snapshot, or from the store once it is over (a run that
+/// ended while its log could not be flushed still says so).
 pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireError> {
     if let Some(e) = ctx.live.get(id) {
         return Ok(live_view(ctx, &e));
@@ -186,8 +189,11 @@ pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireEr
     let rec = blocking(&ctx.store, move |s| s.run(id))
         .await
         .map_err(store_error)?;
-    rec.map(|r| r.view(r.last_seq))
-        .ok_or_else(|| WireError::not_found(format!("no run {id}")))
+    let mut view = rec
+        .map(|r| r.view(r.last_seq))
+        .ok_or_else(|| WireError::not_found(format!("no run {id}")))?;
+    view.log_unflushed = ctx.writer.health().unflushed(id);
+    Ok(view)
 }
 
 async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, WireError> {

@@ -137,6 +137,9 @@ pub fn print_run(run: &RunView) {
     if let Some(why) = &run.paused {
         lines.push(("paused", why.trim_start_matches("paused: ").to_string()));
     }
+    if let Some(why) = &run.log_unflushed {
+        lines.push(("log", why.clone()));
+    }
     lines.extend([
         ("command", command_line(run)),
         ("cwd", run.cwd.display().to_string()),

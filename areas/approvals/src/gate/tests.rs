@@ -52,6 +52,7 @@ fn decided(refused: Option<Refusal>, mode: ApprovalMode, class: crate::policy::C
         verdict: Some(Verdict::AlwaysAllow),
         escalated: false,
         attended: true,
+        holds_secret: false,
     })
 }
 
@@ -394,6 +395,7 @@ fn a_built_in_the_catalog_does_not_know_is_off_until_switched_on_and_then_asks()
                 verdict: None,
                 escalated: false,
                 attended: true,
+                holds_secret: false,
             });
             assert!(matches!(d, Decision::Ask { .. }), "{cli} {mode:?}: {d:?}");
         }

@@ -42,6 +42,7 @@ fn decide_call((mode, kind, verdict, escalated, attended): Call) -> Decision {
         verdict,
         escalated,
         attended,
+        holds_secret: false,
     })
 }
 
@@ -211,6 +212,51 @@ fn every_combination_decides_within_the_promises() {
         [1, 3, 4, 5, 6, 7, 8],
         "every step is reached"
     );
+}
+
+/// A call that held a secret of the run (seen redacted) never runs without the person: what
+/// would let it run asks instead; a block, a refusal and every other ask or denial stay as
+/// they were.
+#[test]
+fn a_call_holding_a_secret_never_runs_without_the_person() {
+    let verdicts = [None, Some(AlwaysAllow), Some(NeedsApproval), Some(Blocked)];
+    for mode in ApprovalMode::ALL {
+        for kind in ToolClass::ALL {
+            for verdict in verdicts {
+                for escalated in [false, true] {
+                    for attended in [false, true] {
+                        let call = (mode, kind, verdict, escalated, attended);
+                        let plain = decide_call(call);
+                        let secret = decide(&PolicyInput {
+                            refused: None,
+                            mode,
+                            class: class(kind),
+                            verdict,
+                            escalated,
+                            attended,
+                            holds_secret: true,
+                        });
+                        let want = match &plain {
+                            Decision::Allow { .. } => ask(Rule::HoldsSecret),
+                            Decision::Ask { .. } | Decision::Deny { .. } => plain.clone(),
+                        };
+                        assert_eq!(secret, want, "{call:?}");
+                    }
+                }
+            }
+        }
+    }
+    let refused = Refusal::switched_off("off".into());
+    let d = decide(&PolicyInput {
+        refused: Some(refused.clone()),
+        mode: SkipApprovals,
+        class: class(ReadOnly),
+        verdict: Some(AlwaysAllow),
+        escalated: false,
+        attended: true,
+        holds_secret: true,
+    });
+    assert_eq!(d, deny(refused.rule, &refused.reason));
 }
 
 fn check(actual: String, want: Expect) {
@@ -816,7 +862,7 @@ fn stored_shapes_are_snake_case() {
     check(
         shapes,
         expect![[
-            r#"{"mode":["ask_every_action","read_only_without_asking","skip_approvals"],"verdict":["always_allow","needs_approval","blocked"],"class":{"kind":"egress","outside_content":true},"rules":["switched_off","outside_workspace","git_metadata","blocked","always_allow_escalated","always_allow","needs_approval","covered_by_mode","not_covered_by_mode","escalated"],"decision":{"decision":"deny","rule":"escalated","reason":"why"}}"#
+            r#"{"mode":["ask_every_action","read_only_without_asking","skip_approvals"],"verdict":["always_allow","needs_approval","blocked"],"class":{"kind":"egress","outside_content":true},"rules":["switched_off","outside_workspace","git_metadata","holds_secret","blocked","always_allow_escalated","always_allow","needs_approval","covered_by_mode","not_covered_by_mode","escalated"],"decision":{"decision":"deny","rule":"escalated","reason":"why"}}"#
         ]],
     );
 }
@@ -833,6 +879,7 @@ fn each_rule_says_why_in_a_sentence_with_its_step() {
             0. the agent's switch for this tool is off
             0. a file tool may write only inside the run's workspace, and this file is outside it
             0. file tools never write git metadata
+            0. the call holds a secret value the run was given (shown as [redacted]), and bosun does not let a call it cannot see whole run without the person's OK
             1. the person blocked this tool
             3. the person always allows this tool, but the run took in outside content earlier in this turn, so it asks all the same
             4. the person always allows this tool
