@@ -40,6 +40,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::fence;
+use crate::redact::Redactor;
 
 mod http;
 
@@ -139,10 +140,18 @@ pub struct Gateway {
     /// The CLI's process group, which the servers join.
     pgid: i32,
     notes: mpsc::UnboundedSender<String>,
+    /// The run's secret values, written `[redacted]` in a live tool's definition before it is
+    /// held to what the person saw (which bosun kept redacted).
+    redactor: Arc<Redactor>,
 }
 
 impl Gateway {
-    pub fn new(plan: &LaunchPlan, pgid: i32, notes: mpsc::UnboundedSender<String>) -> Self {
+    pub fn new(
+        plan: &LaunchPlan,
+        pgid: i32,
+        notes: mpsc::UnboundedSender<String>,
+        redactor: Arc<Redactor>,
+    ) -> Self {
         let mut base_env: Vec<(String, String)> = plan
             .env
             .iter()
@@ -157,6 +166,7 @@ impl Gateway {
             fence: plan.fence.clone(),
             pgid,
             notes,
+            redactor,
         }
     }
 
@@ -257,6 +267,26 @@ struct Running {
     stdin: ChildStdin,
 }
 
+/// Why a tool the server lists is held back until the person looks at the server again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pending {
+    /// Not among the tools the person last saw.
+    New,
+    /// Its description or input schema is not what the person last saw.
+    Changed,
+}
+
+impl Pending {
+    fn words(self) -> &'static str {
+        match self {
+            Pending::New => "it is new since the person last looked at the server",
+            Pending::Changed => {
+                "its description or input schema changed since the person last looked at the server"
+            }
+        }
+    }
+}
+
 /// What becomes of a connection whose server ended.
 #[derive(Debug, PartialEq, Eq)]
 enum Gone {
@@ -285,6 +315,8 @@ struct Conn<'a> {
     /// server ends before it answers them.
     asked: HashMap<String, Value>,
     lists: HashSet<String>,
+    /// Tools held back as new or changed (said in the log once each).
+    pending: HashMap<String, Pending>,
     calls: HashMap<String, Call>,
     /// Calls that ran out of time: their late answers are dropped.
     expired: HashSet<String>,
@@ -321,6 +353,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         ready: false,
         asked: HashMap::new(),
         lists: HashSet::new(),
+        pending: HashMap::new(),
         calls: HashMap::new(),
         expired: HashSet::new(),
         own: 0,
@@ -425,11 +458,15 @@ impl Conn<'_> {
                     .pointer("/params/arguments")
                     .map(|a| cut(&a.to_string(), ARGS_SHOWN))
                     .unwrap_or_default();
-                if let Err(held) = self.rules().judge(&tool) {
-                    let why = match held {
-                        Held::Denied(g) => format!("its deny list holds `{g}`"),
-                        Held::NotAllowed => "it is not on its allow list".to_string(),
-                    };
+                let judged = match self.rules().judge(&tool) {
+                    Err(Held::Denied(g)) => Err(format!("its deny list holds `{g}`")),
+                    Err(Held::NotAllowed) => Err("it is not on its allow list".to_string()),
+                    Ok(()) => match self.unseen(&tool) {
+                        Some(p) => Err(p.words().to_string()),
+                        None => Ok(()),
+                    },
+                };
+                if let Err(why) = judged {
                     let name = &self.server.name;
                     self.gw.note(format!(
                         "mcp {name}/{tool} {args}: refused by bosun's gateway ({why})"
@@ -647,6 +684,7 @@ impl Conn<'_> {
                     hold_to_ceiling(&mut msg);
                 } else if self.lists.remove(&k) {
                     self.hold_back_tools(&mut msg);
+                    self.hold_back_unseen(&mut msg);
                 } else if let Some(call) = self.calls.remove(&k) {
                     self.shape_result(&call, &mut msg);
                 }
@@ -721,6 +759,63 @@ impl Conn<'_> {
                     .and_then(Value::as_str)
                     .is_some_and(|n| rules.judge(n).is_ok())
             });
+        }
+    }
+
+    /// Why a call to `tool` is held back: it is not among the tools the person saw, or this
+    /// connection's listing found it changed.
+    fn unseen(&self, tool: &str) -> Option<Pending> {
+        if let Some(p) = self.pending.get(tool) {
+            return Some(*p);
+        }
+        let pinned = self.server.pinned.as_ref()?;
+        (!pinned.iter().any(|p| p.name == tool)).then_some(Pending::New)
+    }
+
+    /// A listing without the tools the person has not seen as they are now: new ones, and
+    /// ones whose description or schema changed (how a server turns on its users). Each is
+    /// said in the run's log once, with how to let it through.
+    fn hold_back_unseen(&mut self, msg: &mut Value) {
+        let Some(pinned) = &self.server.pinned else {
+            return;
+        };
+        let Some(tools) = msg
+            .pointer_mut("/result/tools")
+            .and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        let redactor = &self.gw.redactor;
+        let mut held = Vec::new();
+        tools.retain(|t| {
+            let name = t.get("name").and_then(Value::as_str).unwrap_or("");
+            let state = match pinned.iter().find(|p| p.name == name) {
+                None => Some(Pending::New),
+                Some(p) => {
+                    let mut live = t.clone();
+                    redactor.json(&mut live);
+                    let description = live.get("description").and_then(Value::as_str);
+                    let schema_differs = p
+                        .input_schema
+                        .as_ref()
+                        .is_some_and(|s| live.get("inputSchema") != Some(s));
+                    (description != p.description.as_deref() || schema_differs)
+                        .then_some(Pending::Changed)
+                }
+            };
+            if let Some(state) = state {
+                held.push((name.to_string(), state));
+            }
+            state.is_none()
+        });
+        let server = self.server.name.clone();
+        for (name, state) in held {
+            if self.pending.insert(name.clone(), state) != Some(state) {
+                self.gw.note(format!(
+                    "bosun's MCP gateway: {server}/{name} is held back from this run: {}; `bosun mcp tools {server}` shows it, and what it shows runs from the next run on",
+                    state.words()
+                ));
+            }
         }
     }
 

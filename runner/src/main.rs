@@ -266,7 +266,12 @@ async fn run() -> Result<(), String> {
             let me = ProcessIdentity::of(Pid::this());
             let pid = Pid::of_child(child.id().unwrap_or(0));
             if let Some(listener) = listener {
-                let gw = gateway::Gateway::new(&plan, pid.as_raw(), state.notes.clone());
+                let gw = gateway::Gateway::new(
+                    &plan,
+                    pid.as_raw(),
+                    state.notes.clone(),
+                    redactor.clone(),
+                );
                 tokio::spawn(gateway::serve(listener, Arc::new(gw)));
             }
             let leader = ProcessIdentity::of(pid);

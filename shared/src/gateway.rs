@@ -33,6 +33,23 @@ pub struct GatewayServer {
     /// The folders answered to the server's `roots/list`: the run's workspace.
     #[serde(default)]
     pub roots: Vec<PathBuf>,
+    /// The tools as the person last looked at them (`bosun mcp tools`): a tool not among
+    /// them, or whose description or input schema is not the same, is held back from the run.
+    /// `None` when the person never looked: nothing is held back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<Vec<PinnedTool>>,
+}
+
+/// A tool as the person last saw it (its description and input schema as bosun kept them,
+/// secret values written `[redacted]`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PinnedTool {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `None` in a listing an older bosun kept, which had no schema: not compared.
+    #[serde(default)]
+    pub input_schema: Option<serde_json::Value>,
 }
 
 /// How the runner reaches a server, with its secrets.
@@ -61,6 +78,7 @@ impl std::fmt::Debug for GatewayServer {
             .field("reach", &self.reach)
             .field("rules", &self.rules)
             .field("roots", &self.roots)
+            .field("pinned", &self.pinned.as_ref().map(Vec::len))
             .finish()
     }
 }

@@ -22,6 +22,13 @@ const SERVER_SECRET: &str = "everything-gw-token-7d2e";
 /// A Claude agent on the fake API with server-everything on, the server held to `rules`
 /// (`bosun mcp edit` flags).
 fn setup(b: &Bosun, fake: &FakeModel, rules: &[&str]) -> anyhow::Result<PathBuf> {
+    setup_with(b, fake, rules, true)
+}
+
+/// With `look`, the person lists the server's tools first: the policy then knows echo only
+/// reads, and the gateway holds back a tool that is not among those listed (the test client's
+/// own capabilities bring tools that bosun's look does not see).
+fn setup_with(b: &Bosun, fake: &FakeModel, rules: &[&str], look: bool) -> anyhow::Result<PathBuf> {
     let everything = everything_bin().display().to_string();
     b.ok(&[
         "mcp",
@@ -33,8 +40,9 @@ fn setup(b: &Bosun, fake: &FakeModel, rules: &[&str]) -> anyhow::Result<PathBuf>
         &everything,
         "stdio",
     ])?;
-    // Listed once, so the policy knows echo only reads.
-    b.ok(&["mcp", "tools", "everything"])?;
+    if look {
+        b.ok(&["mcp", "tools", "everything"])?;
+    }
     if !rules.is_empty() {
         let mut args = vec!["mcp", "edit", "everything"];
         args.extend(rules);
@@ -289,7 +297,7 @@ fn everything_pids(sid: i32) -> Vec<i32> {
 fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
     let b = Bosun::new("gateway_rules");
     let fake = FakeModel::start("anthropic", "hold")?;
-    let work = setup(
+    let work = setup_with(
         &b,
         &fake,
         &[
@@ -300,6 +308,7 @@ fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
             "--max-result",
             "256",
         ],
+        false,
     )?;
     let run = b.json(&["agent", "run", "coder", "take your time"])?;
     let id = run["id"].as_str().unwrap_or_default().to_string();
@@ -621,5 +630,125 @@ fn a_server_reached_by_address_is_reached_by_the_runner_and_the_cli_holds_none_o
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
     b.assert_secret_nowhere(CANARY)?;
+    b.finish()
+}
+
+#[test]
+fn a_tool_that_is_new_or_changed_since_the_persons_look_is_held_back_until_they_look_again()
+-> anyhow::Result<()> {
+    let b = Bosun::new("gateway_pinning");
+    let fake = FakeModel::start("anthropic", "hold")?;
+    // A server whose tools change under the person: its mode is read from a file at each
+    // start, and its echo's description ends with a note from its environment.
+    let mode = b.scratch().join("mode");
+    std::fs::write(&mode, "no-annotations")?;
+    let script = b.scratch().join("drifting-server");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec {} --mode \"$(cat {})\"\n",
+            bosun_tests::test_server_bin().display(),
+            mode.display()
+        ),
+    )?;
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let script_s = script.display().to_string();
+    b.ok(&[
+        "mcp",
+        "add",
+        "drift",
+        "--env",
+        "TEST_TOOL_NOTE=v1",
+        "--",
+        &script_s,
+    ])?;
+    b.ok(&["mcp", "tools", "drift"])?;
+    // Since the person's look: new tools, and echo's description changed.
+    std::fs::write(&mode, "paged")?;
+    b.ok(&["mcp", "edit", "drift", "--env", "TEST_TOOL_NOTE=v2"])?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    b.ok(&["agent", "set", "coder", "mcp.drift=on"])?;
+
+    let run = b.json(&["agent", "run", "coder", "take your time"])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(1, Duration::from_secs(60))?;
+    let offered = names(&fake.turns()[0]["tools"]);
+    assert!(
+        !offered.iter().any(|t| t.starts_with("mcp__drift__")),
+        "neither the new tools nor the changed echo are offered: {offered:?}"
+    );
+    // At the gateway itself: not listed, and a call is refused without reaching the server.
+    let socket = b.home.join("runs").join(&id).join("gateway.sock");
+    let mut c = Client::dial(&socket, "drift")?;
+    c.ask(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
+               "capabilities": {}}),
+        Duration::from_secs(30),
+    )?;
+    // Every page of the listing, as a CLI reads it: nothing of it gets through.
+    let mut cursor: Option<String> = None;
+    for _ in 0..5 {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let list = c.ask("tools/list", params, Duration::from_secs(10))?;
+        assert_eq!(list["result"]["tools"], json!([]), "{list}");
+        cursor = list["result"]["nextCursor"].as_str().map(str::to_string);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let refused = c.call("echo", json!({"message": "x"}), Duration::from_secs(10))?;
+    assert!(
+        text_of(&refused)
+            .contains("its description or input schema changed since the person last looked"),
+        "{refused}"
+    );
+    let refused = c.call("tool-01", json!({}), Duration::from_secs(10))?;
+    assert!(
+        text_of(&refused).contains("it is new since the person last looked"),
+        "{refused}"
+    );
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    let log = log_text(&b, &id);
+    assert!(
+        log.contains("drift/tool-01 is held back from this run: it is new")
+            && log.contains("drift/echo is held back from this run: its description"),
+        "{log}"
+    );
+
+    // The person looks again: what they saw goes to the next run.
+    b.ok(&["mcp", "tools", "drift"])?;
+    let fake2 = FakeModel::start("anthropic", "tool:echo:{\"message\":\"seen\"};text:ok")?;
+    b.ok(&[
+        "agent",
+        "edit",
+        "coder",
+        "--env",
+        &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
+    ])?;
+    let out = b.output(&["agent", "run", "coder", "echo", "--follow"])?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let offered = names(&fake2.turns()[0]["tools"]);
+    assert!(
+        offered.contains(&"mcp__drift__echo".to_string())
+            && offered.contains(&"mcp__drift__tool-01".to_string()),
+        "{offered:?}"
+    );
+    assert!(
+        fake2.turns()[1]["tool_result"]
+            .as_str()
+            .is_some_and(|r| r.contains("Echo: seen")),
+        "{:?}",
+        fake2.turns()
+    );
     b.finish()
 }

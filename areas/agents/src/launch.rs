@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::AgentsError;
 use bosun_shared::agents::CliKind;
-use bosun_shared::gateway::{self, GatewayServer, Reach};
+use bosun_shared::gateway::{self, GatewayServer, PinnedTool, Reach};
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::runner::ControlPlan;
 use bosun_shared::protocol::ui::StartRunParams;
@@ -585,6 +585,16 @@ fn through_gateway(
         reach,
         rules: rec.rules.clone(),
         roots,
+        pinned: rec.listing.as_ref().map(|l| {
+            l.tools
+                .iter()
+                .map(|t| PinnedTool {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    input_schema: t.input_schema.clone(),
+                })
+                .collect()
+        }),
     };
     let given = RunServer {
         kind: ServerKind::Stdio,

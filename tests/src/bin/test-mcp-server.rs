@@ -642,12 +642,17 @@ fn paged_tool(n: usize, page: usize) -> Value {
     })
 }
 
-/// `echo`: returns `Echo: <message>`; it has all four annotation hints.
+/// `echo`: returns `Echo: <message>`; it has all four annotation hints. With `TEST_TOOL_NOTE`
+/// set, its description ends with the note in brackets (a tool that changed).
 fn echo_tool() -> Value {
+    let description = match std::env::var("TEST_TOOL_NOTE") {
+        Ok(note) => format!("Echoes the message back ({note})"),
+        Err(_) => "Echoes the message back".to_string(),
+    };
     json!({
         "name": "echo",
         "title": "Echo",
-        "description": "Echoes the message back",
+        "description": description,
         "inputSchema": {
             "type": "object",
             "properties": {
