@@ -946,6 +946,17 @@ fn browser_adds_edits_renames_imports_and_removes_mcp_servers() -> anyhow::Resul
         ev2["env"],
         serde_json::json!([{"name": "OTHER", "saved": true}])
     );
+    // The gateway's rules set from the page, and the page saying them.
+    assert_eq!(
+        ev2["rules"],
+        serde_json::json!({"trusted": true, "deny_tools": ["get-*", "trigger-*"], "deadline_ms": 30000, "max_result_chars": 8192}),
+        "{seen:#}"
+    );
+    assert!(
+        text(&seen["gateway"]["trust"]).starts_with("trusted")
+            && text(&seen["gateway"]["deny"]) == "get-*, trigger-*",
+        "{seen:#}"
+    );
     assert!(b.fails(&["mcp", "show", "remote-h"])?.contains("remote-h"));
     assert_eq!(
         b.json(&["mcp", "show", "imported"])?["env"][0]["name"],

@@ -224,9 +224,17 @@ const scenarios = {
     await edit.locator(".env .line-name").last().fill("OTHER");
     await edit.locator(".env .line-value").last().fill(canary);
     await edit.locator('[data-line="TOKEN"] input.line-remove').check();
+    // And what bosun's gateway holds it to.
+    await edit.locator("input[name=trusted]").check();
+    await edit.locator("input[name=deny_tools]").fill("get-*, trigger-*");
+    await edit.locator("input[name=deadline_s]").fill("30");
     await edit.locator("button[type=submit]").click();
     await page.waitForFunction(() => (document.querySelector("#server-edit-message") || {}).textContent === "Saved.");
     const edited = await page.locator("#server-info [data-line]").allTextContents();
+    const gateway = {
+      trust: await page.locator("#gateway-trust").textContent(),
+      deny: await page.locator("#gateway-deny").textContent(),
+    };
     await checkNoSecret(page, canary, "after editing ev");
 
     // Rename.
@@ -254,7 +262,7 @@ const scenarios = {
     await page.waitForSelector('#mcp-servers tr[data-server="remote-h"]', { state: "detached" });
     const servers = await page.locator("#mcp-servers tr[data-server]").evaluateAll((rows) => rows.map((r) => r.dataset.server));
     await checkNoSecret(page, canary, "at the end");
-    return { refused, remote, lines, tools, risk, params, inspected, edited, renamed, candidate, said, servers };
+    return { refused, remote, lines, tools, risk, params, inspected, edited, gateway, renamed, candidate, said, servers };
   },
 
   // Signs in to a server reached by address (the test OAuth server) from its page: the

@@ -295,6 +295,7 @@ function serverPage(root, name) {
       si && si.signed_in_at ? ["Signed in", when(si.signed_in_at)] : null,
       si && si.expires_at ? ["Token expires", when(si.expires_at)] : null,
       ["Tools listed", s.listed_at ? `${ago(s.listed_at)} (${s.tool_count} tools)` : "never"],
+      ...gatewayRows(s),
       s.browser ? ["Browser", `chrome-devtools-mcp ${s.browser.version}; ${s.browser.program_found || "no browser found"}`, s.browser.missing.map((m) => h("div", { class: "flash error" }, m))] : null,
     ].filter(Boolean);
     info.append(
@@ -501,6 +502,19 @@ function toolCard(t) {
 
 // The edit form: only what was changed is sent (`mcp_edit` keeps what is absent); a line's value
 // is replaced only when a new one is typed; rename is its own request.
+/// What bosun's gateway holds the server to in every run (SSE servers do not go through it).
+function gatewayRows(s) {
+  if (s.kind === "sse" || !s.rules) return [];
+  const r = s.rules;
+  return [
+    ["Trust", h("span", { id: "gateway-trust" }, r.trusted ? "trusted: results reach the model as they are" : "untrusted: results reach the model framed as untrusted content")],
+    ["Allowed tools", h("span", { id: "gateway-allow" }, (r.allow_tools || []).length ? r.allow_tools.join(", ") : "every tool")],
+    ["Denied tools", h("span", { id: "gateway-deny" }, (r.deny_tools || []).length ? r.deny_tools.join(", ") : "none")],
+    ["Call deadline", `${r.deadline_ms / 1000} s`],
+    ["Result size", `${r.max_result_chars} characters; longer ones reach the model as head and tail`],
+  ];
+}
+
 function editForm(box, s, note, changed) {
   clear(box);
   const out = formMessage("server-edit-message");
@@ -519,7 +533,22 @@ function editForm(box, s, note, changed) {
     by: select(signInBy, s.sign_in_by, { name: "sign_in_by" }),
     version: text({ name: "browser_version", value: s.browser ? s.browser.version : "" }),
     program: text({ name: "browser_program", value: s.browser && s.browser.program_set ? s.browser.program_set : "", size: 40 }),
+    trusted: h("input", { type: "checkbox", name: "trusted", checked: !!(s.rules && s.rules.trusted) }),
+    allow: text({ name: "allow_tools", value: s.rules ? (s.rules.allow_tools || []).join(", ") : "", size: 40 }),
+    deny: text({ name: "deny_tools", value: s.rules ? (s.rules.deny_tools || []).join(", ") : "", size: 40 }),
+    deadline: h("input", { type: "number", name: "deadline_s", min: 1, max: 3600, value: s.rules ? s.rules.deadline_ms / 1000 : 60 }),
+    maxResult: h("input", { type: "number", name: "max_result_chars", min: 256, value: s.rules ? s.rules.max_result_chars : 8192 }),
   };
+  const gatewayFields = s.kind === "sse" || !s.rules
+    ? []
+    : [
+        h("h3", null, "bosun's gateway"),
+        field("Trusted", f.trusted, "untrusted: results are framed as untrusted content"),
+        field("Allowed tools", f.allow, "patterns, comma-separated (* and ?); empty: every tool"),
+        field("Denied tools", f.deny, "patterns, comma-separated; deny wins"),
+        field("Call deadline (seconds)", f.deadline),
+        field("Result size (characters)", f.maxResult),
+      ];
   // The lines there are: a new value (empty keeps it) and a switch to remove it.
   const existing = (lines, kind) =>
     lines.map((l) => {
@@ -546,7 +575,7 @@ function editForm(box, s, note, changed) {
           field("Callback port", f.callbackPort, "0 or empty: any free port"),
         ]
       : [field("Command", f.command), field("Arguments", f.args, "one a line"), h("div", { class: "field" }, h("span", { class: "label" }, "Environment"), h("div", null, env.map((l) => l.row), newEnv.el))];
-  const form = h("form", { id: "server-edit-form", onsubmit: submit }, h("h2", null, "Edit"), fields, h("div", { class: "actions" }, h("button", { class: "primary", type: "submit" }, "Save")));
+  const form = h("form", { id: "server-edit-form", onsubmit: submit }, h("h2", null, "Edit"), fields, gatewayFields, h("div", { class: "actions" }, h("button", { class: "primary", type: "submit" }, "Save")));
   const renameForm = h("form", { id: "server-rename-form", class: "inline", onsubmit: rename }, h("h2", null, "Rename"), f.rename, h("button", { type: "submit" }, "Rename"));
   box.append(s.builtin ? null : renameForm, form, out.el);
 
@@ -578,6 +607,21 @@ function editForm(box, s, note, changed) {
       const args = linesOf(f.args.value);
       if (args.join("\n") !== s.args.join("\n")) p.args = args;
       [p.set_env, p.remove_env] = lineChanges(env, newEnv);
+    }
+    if (s.rules && s.kind !== "sse") {
+      const r = s.rules;
+      const globs = (v) => v.split(",").map((x) => x.trim()).filter(Boolean);
+      const g = {};
+      if (f.trusted.checked !== r.trusted) g.trusted = f.trusted.checked;
+      const allow = globs(f.allow.value);
+      if (allow.join(",") !== (r.allow_tools || []).join(",")) g.allow_tools = allow;
+      const deny = globs(f.deny.value);
+      if (deny.join(",") !== (r.deny_tools || []).join(",")) g.deny_tools = deny;
+      const ms = Math.round(Number(f.deadline.value) * 1000);
+      if (ms !== r.deadline_ms) g.deadline_ms = ms;
+      const chars = Number(f.maxResult.value);
+      if (chars !== r.max_result_chars) g.max_result_chars = chars;
+      if (Object.keys(g).length) p.gateway = g;
     }
     try {
       const next = await call("mcp_edit", p);
