@@ -7,8 +7,8 @@
 //! refused, and a pending approval survives a SIGKILL of bosund with its id and deadline — the
 //! command then runs exactly once.
 //!
-//! Gemini never asks about a shell command it deems read-only (`ls`, `echo`, `git status`), so
-//! the commands here change something (`touch`, `rm`, a redirect). After its prompt ends Gemini
+//! A shell command Gemini deems safe (`ls`, `git status`) reaches bosun's policy like any
+//! other (Gemini's own heuristic would let it run). After its prompt ends Gemini
 //! does not exit while its stdio MCP server is connected; the runner ends it 5 s after its work
 //! is done, which every run here waits out.
 
@@ -277,5 +277,32 @@ fn an_allowed_command_runs_without_asking_and_a_blocked_prefix_is_refused() -> a
     assert!(b.scratch().join("coder/work/allowed.txt").exists());
     let all = b.json(&["inbox", "--all"])?;
     assert_eq!(all, serde_json::json!([]), "nothing asked");
+    b.finish()
+}
+
+#[test]
+fn a_command_gemini_deems_safe_still_comes_to_bosun() -> anyhow::Result<()> {
+    let b = Bosun::new("approvals_gemini_safe");
+    let fake = FakeModel::start(
+        "gemini",
+        r#"call:run_shell_command:{"command":"ls"};call:run_shell_command:{"command":"git status"};text:All done."#,
+    )?;
+    setup(&b, &fake)?;
+    let run = b.run_agent("coder", "look around")?;
+    // Each waits for the person: bosun's policy asks about commands in the default mode.
+    for want in ["$ ls", "$ git status"] {
+        let a = b.wait_approval()?;
+        assert_eq!(a["tool"], "run_shell_command");
+        assert!(
+            a["preview"].as_str().is_some_and(|p| p.starts_with(want)),
+            "{want}: {a:#}"
+        );
+        b.json(&["approve", &short_id(&a)])?;
+    }
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let ds = b.decisions(&run)?;
+    assert_eq!(ds.len(), 2, "both commands were decided by bosun: {ds:#?}");
+    assert!(ds.iter().all(|d| d["by"] == "the person"), "{ds:#?}");
     b.finish()
 }

@@ -606,8 +606,7 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         serde_json::to_string_pretty(&settings).unwrap_or_default(),
     )];
     let control = if setup.controlled {
-        // Without it reads and MCP tools run without asking (shell commands Gemini deems
-        // read-only still do).
+        // Without it reads, MCP tools and shell commands Gemini deems safe run without asking.
         files.push((
             format!("{home}/.gemini/policies/bosun.toml"),
             GEMINI_ASK_ALL.to_string(),
@@ -639,11 +638,22 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
 
 /// A Gemini user policy that makes every tool call ask in the `default` approval mode (in
 /// `plan` Gemini's own read-only rules stay in force).
+/// Every tool asks; a shell command too, whatever Gemini thinks of it: Gemini turns an ask
+/// for a command it deems safe (`ls`, `git status`) into an allow by a heuristic it skips for a
+/// rule with `argsPattern`, so the shell's own rule has one that matches any arguments, and
+/// outranks the rule for every tool.
 const GEMINI_ASK_ALL: &str = r#"# Written by bosun: every tool call asks, so that bosun's approval policy decides it.
+[[rule]]
+toolName = "run_shell_command"
+argsPattern = '[\s\S]*'
+decision = "ask_user"
+priority = 999
+modes = ["default"]
+
 [[rule]]
 toolName = "*"
 decision = "ask_user"
-priority = 999
+priority = 998
 modes = ["default"]
 "#;
 

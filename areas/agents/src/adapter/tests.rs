@@ -588,55 +588,62 @@ fn gemini_controlled_speaks_acp_with_untrusted_servers_and_an_ask_all_policy() {
     check(
         build(&s, "review the diff", &servers),
         expect![[r#"
-        gemini
-          --acp
-          --skip-trust
-          --approval-mode=default
-          --model=gemini-2.5-pro
-          --allowed-mcp-server-names=everything
-        env HOME=${BOSUN_RUN_DIR}/home
-        env GEMINI_CLI_NO_RELAUNCH=true
-        file ${BOSUN_RUN_DIR}/home/.gemini/settings.json:
-        {
-          "mcpServers": {
-            "everything": {
-              "command": "/opt/mcp/everything",
-              "args": [
-                "stdio"
-              ],
-              "env": {
-                "TOKEN": "s3cret"
+            gemini
+              --acp
+              --skip-trust
+              --approval-mode=default
+              --model=gemini-2.5-pro
+              --allowed-mcp-server-names=everything
+            env HOME=${BOSUN_RUN_DIR}/home
+            env GEMINI_CLI_NO_RELAUNCH=true
+            file ${BOSUN_RUN_DIR}/home/.gemini/settings.json:
+            {
+              "mcpServers": {
+                "everything": {
+                  "command": "/opt/mcp/everything",
+                  "args": [
+                    "stdio"
+                  ],
+                  "env": {
+                    "TOKEN": "s3cret"
+                  },
+                  "excludeTools": [
+                    "get-sum"
+                  ],
+                  "trust": false
+                }
               },
-              "excludeTools": [
-                "get-sum"
-              ],
-              "trust": false
+              "security": {
+                "auth": {
+                  "selectedType": "gemini-api-key"
+                }
+              },
+              "tools": {
+                "exclude": [
+                  "google_web_search"
+                ]
+              }
             }
-          },
-          "security": {
-            "auth": {
-              "selectedType": "gemini-api-key"
-            }
-          },
-          "tools": {
-            "exclude": [
-              "google_web_search"
-            ]
-          }
-        }
-        file ${BOSUN_RUN_DIR}/home/.gemini/policies/bosun.toml:
-        # Written by bosun: every tool call asks, so that bosun's approval policy decides it.
-        [[rule]]
-        toolName = "*"
-        decision = "ask_user"
-        priority = 999
-        modes = ["default"]
+            file ${BOSUN_RUN_DIR}/home/.gemini/policies/bosun.toml:
+            # Written by bosun: every tool call asks, so that bosun's approval policy decides it.
+            [[rule]]
+            toolName = "run_shell_command"
+            argsPattern = '[\s\S]*'
+            decision = "ask_user"
+            priority = 999
+            modes = ["default"]
 
-        note: bosun decides each tool call of this run: Gemini's approval mode is default, not auto_edit.
-        control GeminiAcp: Be brief.
+            [[rule]]
+            toolName = "*"
+            decision = "ask_user"
+            priority = 998
+            modes = ["default"]
 
-        review the diff {"sessionNew":{"cwd":".","mcpServers":[]},"servers":["everything"]}
-    "#]],
+            note: bosun decides each tool call of this run: Gemini's approval mode is default, not auto_edit.
+            control GeminiAcp: Be brief.
+
+            review the diff {"sessionNew":{"cwd":".","mcpServers":[]},"servers":["everything"]}
+        "#]],
     );
 }
 
