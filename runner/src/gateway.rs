@@ -29,7 +29,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_shared::RUN_MARKER_ENV;
-use bosun_shared::gateway::{GatewayServer, Held, Hello, Reach, Rules, SAFE_ENV, SOCKET_FILE};
+use bosun_shared::gateway::{
+    BRIDGE, GatewayServer, Held, Hello, HttpBridge, Reach, Rules, SAFE_ENV, SOCKET_FILE,
+};
 use bosun_shared::protocol::runner::{FencePlan, LaunchPlan};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -41,10 +43,6 @@ use tokio::time::Instant;
 
 use crate::fence;
 use crate::redact::Redactor;
-
-mod http;
-
-use http::HttpSide;
 
 /// The longest message (one line of JSON) either side may send.
 const MAX_LINE: usize = 32 * 1024 * 1024;
@@ -143,6 +141,8 @@ pub struct Gateway {
     /// The run's secret values, written `[redacted]` in a live tool's definition before it is
     /// held to what the person saw (which bosun kept redacted).
     redactor: Arc<Redactor>,
+    /// bosun's bridge to servers reached by address, beside the runner's own program.
+    bridge: PathBuf,
 }
 
 impl Gateway {
@@ -167,6 +167,10 @@ impl Gateway {
             pgid,
             notes,
             redactor,
+            bridge: std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(|d| d.join(BRIDGE)))
+                .unwrap_or_else(|| PathBuf::from(BRIDGE)),
         }
     }
 
@@ -236,22 +240,6 @@ impl<R: tokio::io::AsyncRead + Unpin> Lines<R> {
     }
 }
 
-/// Where the server's messages come from: a stdio server's output, or the answers to the
-/// POSTs of a server reached by address.
-enum ServerIn {
-    Stdio(Lines<ChildStdout>),
-    Http(mpsc::UnboundedReceiver<Vec<u8>>),
-}
-
-impl ServerIn {
-    async fn next(&mut self) -> std::io::Result<Option<Vec<u8>>> {
-        match self {
-            ServerIn::Stdio(lines) => lines.next().await,
-            ServerIn::Http(rx) => Ok(rx.recv().await),
-        }
-    }
-}
-
 /// A call on its way: what its line in the log says, and when it runs out of time.
 struct Call {
     id: Value,
@@ -301,10 +289,9 @@ struct Conn<'a> {
     gw: &'a Gateway,
     server: &'a GatewayServer,
     to_cli: OwnedWriteHalf,
-    /// A stdio server's process, while it runs.
+    /// The server's process (for a server reached by address, bosun's bridge to it), while
+    /// it runs.
     running: Option<Running>,
-    /// A server reached by address.
-    http: Option<Arc<HttpSide>>,
     /// The CLI's `initialize`, given again to a server that is started again.
     init: Option<Value>,
     initialized: bool,
@@ -346,7 +333,6 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         server,
         to_cli,
         running: None,
-        http: None,
         init: None,
         initialized: false,
         init_id: None,
@@ -359,12 +345,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         own: 0,
         starts: 0,
     };
-    let mut from_server: Option<ServerIn> = None;
-    if let Reach::Http { url, headers } = &server.reach {
-        let (side, rx) = HttpSide::new(&server.name, url, headers, gw.notes.clone());
-        conn.http = Some(side);
-        from_server = Some(ServerIn::Http(rx));
-    }
+    let mut from_server: Option<Lines<ChildStdout>> = None;
     loop {
         let next_deadline = conn.calls.values().map(|c| c.deadline).min();
         tokio::select! {
@@ -424,7 +405,7 @@ impl Conn<'_> {
     }
 
     /// A message of the CLI's, on its way to the server.
-    async fn on_cli(&mut self, line: &[u8], from_server: &mut Option<ServerIn>) {
+    async fn on_cli(&mut self, line: &[u8], from_server: &mut Option<Lines<ChildStdout>>) {
         let Ok(msg) = serde_json::from_slice::<Value>(line) else {
             self.tell_server(line, from_server).await;
             return;
@@ -506,11 +487,7 @@ impl Conn<'_> {
     /// Sends a line to the server, starting it (again) first when it is not running. A line
     /// the server's pipe would not take is sent once more to a server started again: it never
     /// reached the one that is gone.
-    async fn tell_server(&mut self, line: &[u8], from_server: &mut Option<ServerIn>) {
-        if let Some(http) = &self.http {
-            http.post(line.to_vec());
-            return;
-        }
+    async fn tell_server(&mut self, line: &[u8], from_server: &mut Option<Lines<ChildStdout>>) {
         for _ in 0..2 {
             if self.running.is_none() {
                 match self.start(from_server).await {
@@ -558,19 +535,44 @@ impl Conn<'_> {
     }
 
     /// Starts the server; one started again is given the CLI's `initialize` first.
-    async fn start(&mut self, from_server: &mut Option<ServerIn>) -> Result<(), String> {
-        let Reach::Stdio { command, args, env } = &self.server.reach else {
-            return Err("it is reached by address".into());
+    async fn start(&mut self, from_server: &mut Option<Lines<ChildStdout>>) -> Result<(), String> {
+        // A server reached by address is reached through bosun's bridge, a stdio server of
+        // bosun's own that takes where and how on its stdin (never in its arguments or
+        // environment): the runner itself stays small.
+        let (program, args, env, first) = match &self.server.reach {
+            Reach::Stdio { command, args, env } => {
+                (command.clone(), args.clone(), env.clone(), None)
+            }
+            Reach::Http { url, headers } => {
+                let bridge = HttpBridge {
+                    name: self.server.name.clone(),
+                    url: url.clone(),
+                    headers: headers.clone(),
+                };
+                let mut line = serde_json::to_vec(&bridge).unwrap_or_default();
+                line.push(b'\n');
+                (
+                    self.gw.bridge.display().to_string(),
+                    Vec::new(),
+                    Vec::new(),
+                    Some(line),
+                )
+            }
         };
+        let command = program.as_str();
         let mut cmd = tokio::process::Command::new(command);
-        cmd.args(args)
+        cmd.args(&args)
             .env_clear()
             .envs(self.gw.base_env.iter().map(|(k, v)| (k, v)))
             .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.gw.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if first.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .process_group(self.gw.pgid)
             .kill_on_drop(true);
         if let Some(f) = &self.gw.fence {
@@ -583,9 +585,26 @@ impl Conn<'_> {
                 e.to_string()
             }
         })?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("its pipes could not be opened".into());
         };
+        if let Some(first) = first {
+            stdin
+                .write_all(&first)
+                .await
+                .map_err(|e| format!("bosun's bridge to it would not start ({e})"))?;
+            // What the bridge says (a session opened again, a message it could not deliver)
+            // goes to the run's log.
+            if let Some(err) = child.stderr.take() {
+                let notes = self.gw.notes.clone();
+                tokio::spawn(async move {
+                    let mut lines = tokio::io::BufReader::new(err).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        let _ = notes.send(line);
+                    }
+                });
+            }
+        }
         self.running = Some(Running { child, stdin });
         let mut lines = Lines::new(stdout);
         self.starts += 1;
@@ -594,7 +613,7 @@ impl Conn<'_> {
         {
             self.initialize_again(init, &mut lines).await?;
         }
-        *from_server = Some(ServerIn::Stdio(lines));
+        *from_server = Some(lines);
         Ok(())
     }
 
@@ -739,9 +758,7 @@ impl Conn<'_> {
     /// cancellation), to a server that is there: none is started for it.
     async fn send_own(&mut self, msg: &Value) {
         let mut line = serde_json::to_vec(msg).unwrap_or_default();
-        if let Some(http) = &self.http {
-            http.post(line);
-        } else if let Some(run) = self.running.as_mut() {
+        if let Some(run) = self.running.as_mut() {
             line.push(b'\n');
             let _ = run.stdin.write_all(&line).await;
         }
@@ -987,9 +1004,6 @@ impl Conn<'_> {
     /// The CLI closed the connection: the server's stdin is closed, and it is ended if it does
     /// not exit by itself.
     async fn end(mut self) {
-        if let Some(http) = self.http.take() {
-            http.end().await;
-        }
         if let Some(Running { mut child, stdin }) = self.running.take() {
             drop(stdin);
             if tokio::time::timeout(END_GRACE, child.wait()).await.is_err() {

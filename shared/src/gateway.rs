@@ -235,6 +235,19 @@ impl From<ToolGlob> for String {
     }
 }
 
+/// bosun's bridge to a server reached by address: a program beside `bosun-runner` that the
+/// gateway starts as a stdio server.
+pub const BRIDGE: &str = "bosun-mcp-http";
+
+/// The first line the gateway writes to its bridge: which server, where, and how (secrets
+/// included, so it goes on the bridge's stdin only).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct HttpBridge {
+    pub name: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+}
+
 /// The first line the CLI's end of the gateway sends: which server it stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {

@@ -1,4 +1,4 @@
-//! The gateway's side of a server reached by Streamable HTTP (MCP 2025-03-26 and later): each
+//! The bridge's side of a server reached by Streamable HTTP (MCP 2025-03-26 and later): each
 //! message of the CLI's is POSTed to the server's address with its header lines and the
 //! session's `Mcp-Session-Id` and `MCP-Protocol-Version`; the answer (a JSON body, or an event
 //! stream of messages) comes back as lines, as a stdio server's would. A session the server

@@ -1,0 +1,83 @@
+//! `bosun-mcp-http`: bosun's bridge to an MCP server reached by Streamable HTTP, started by a
+//! run's gateway (in `bosun-runner`) as if it were a stdio server.
+//!
+//! Its first line on stdin says which server, at what address (its query a secret) and with
+//! which header lines (the sign-in's bearer token among them): never in its arguments or
+//! environment, which other processes can read. Every further line is a message of the CLI's,
+//! POSTed to the server (see [`http`]); the server's messages come out on stdout, one a line.
+//! What the person should know (a session opened again, a message that could not be
+//! delivered) goes to stderr, which the gateway puts in the run's log. When stdin closes, the
+//! session is ended at the server and the bridge exits.
+//!
+//! It is a program of its own so that `bosun-runner`, one per run, does not carry an HTTP
+//! client: most runs have no server reached by address.
+
+mod http;
+
+use std::process::ExitCode;
+
+use bosun_shared::gateway::HttpBridge;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bosun-mcp-http: could not start: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bosun-mcp-http: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let first = stdin
+        .next_line()
+        .await
+        .map_err(|e| format!("could not read what to reach: {e}"))?
+        .ok_or(
+            "started without what to reach: bosun's gateway starts it with a first line on stdin",
+        )?;
+    let target: HttpBridge = serde_json::from_str(&first)
+        .map_err(|e| format!("the first line is not what bosun's gateway sends ({e})"))?;
+    let (notes_tx, mut notes) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        let mut err = tokio::io::stderr();
+        while let Some(note) = notes.recv().await {
+            let _ = err.write_all(format!("{note}\n").as_bytes()).await;
+        }
+    });
+    let (side, mut from_server) =
+        http::HttpSide::new(&target.name, &target.url, &target.headers, notes_tx);
+    let mut stdout = tokio::io::stdout();
+    loop {
+        tokio::select! {
+            line = stdin.next_line() => match line {
+                Ok(Some(line)) => side.post(line.into_bytes()),
+                Ok(None) | Err(_) => break,
+            },
+            msg = from_server.recv() => match msg {
+                Some(mut msg) => {
+                    msg.push(b'\n');
+                    if stdout.write_all(&msg).await.and(stdout.flush().await).is_err() {
+                        break;
+                    }
+                }
+                None => break,
+            },
+        }
+    }
+    side.end().await;
+    Ok(())
+}
