@@ -348,7 +348,8 @@ fn an_approval_whose_run_ended_cannot_be_approved() -> anyhow::Result<()> {
     let runner = b
         .processes()
         .into_iter()
-        .find(|(_, cmd)| cmd.contains("bosun-runner"))
+        // The runner, not the CLI's end of its gateway (`bosun-runner gateway …`).
+        .find(|(_, cmd)| cmd.contains("bosun-runner") && !cmd.contains(" gateway "))
         .map(|(pid, _)| pid)
         .ok_or_else(|| anyhow::anyhow!("no runner found"))?;
     nix::sys::signal::kill(
