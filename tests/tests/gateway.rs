@@ -13,10 +13,11 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use bosun_tests::{Bosun, FakeModel, bin_dir, everything_bin, node_bin, session_members};
+use bosun_tests::{Bosun, FakeModel, bin_dir, everything_bin, session_members};
 use serde_json::{Value, json};
 
-const API_KEY: &str = "sk-ant-test-gw-51c0";
+/// The harness's Claude key (`Bosun::add_claude_agent`).
+const API_KEY: &str = "sk-ant-test-77c1e0d9a4";
 const SERVER_SECRET: &str = "everything-gw-token-7d2e";
 
 /// A Claude agent on the fake API with server-everything on, the server held to `rules`
@@ -29,70 +30,29 @@ fn setup(b: &Bosun, fake: &FakeModel, rules: &[&str]) -> anyhow::Result<PathBuf>
 /// reads, and the gateway holds back a tool that is not among those listed (the test client's
 /// own capabilities bring tools that bosun's look does not see).
 fn setup_with(b: &Bosun, fake: &FakeModel, rules: &[&str], look: bool) -> anyhow::Result<PathBuf> {
-    let everything = everything_bin().display().to_string();
-    b.ok(&[
-        "mcp",
-        "add",
-        "everything",
-        "--env",
-        &format!("EVERYTHING_TOKEN={SERVER_SECRET}"),
-        "--",
-        &everything,
-        "stdio",
-    ])?;
     if look {
-        b.ok(&["mcp", "tools", "everything"])?;
+        b.add_everything("everything", SERVER_SECRET)?;
+    } else {
+        let everything = everything_bin().display().to_string();
+        b.ok(&[
+            "mcp",
+            "add",
+            "everything",
+            "--env",
+            &format!("EVERYTHING_TOKEN={SERVER_SECRET}"),
+            "--",
+            &everything,
+            "stdio",
+        ])?;
     }
     if !rules.is_empty() {
         let mut args = vec!["mcp", "edit", "everything"];
         args.extend(rules);
         b.ok(&args)?;
     }
-    let scratch = b.scratch();
-    for d in ["work", "home", "claude"] {
-        std::fs::create_dir_all(scratch.join(d))?;
-    }
-    let path = format!(
-        "{}:{}",
-        node_bin("claude")
-            .parent()
-            .map(Path::display)
-            .map(|d| d.to_string())
-            .unwrap_or_default(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let work = scratch.join("work");
-    let out = b.output_with_stdin(
-        &[
-            "agent",
-            "add",
-            "coder",
-            "--cli",
-            "claude",
-            "--cwd",
-            &work.display().to_string(),
-            "--env",
-            &format!("ANTHROPIC_BASE_URL={}", fake.url()),
-            "--env",
-            &format!("HOME={}", scratch.join("home").display()),
-            "--env",
-            &format!("CLAUDE_CONFIG_DIR={}", scratch.join("claude").display()),
-            "--env",
-            &format!("PATH={path}"),
-            "--env",
-            "ENABLE_TOOL_SEARCH=false",
-            "--secret-env",
-            "ANTHROPIC_API_KEY",
-        ],
-        API_KEY,
-    )?;
-    anyhow::ensure!(
-        out.status.success(),
-        "agent add failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    b.add_claude_agent("coder", fake.url(), &["--env", "ENABLE_TOOL_SEARCH=false"])?;
     b.ok(&["agent", "set", "coder", "mcp.everything=on"])?;
-    Ok(work)
+    Ok(b.scratch().join("coder").join("work"))
 }
 
 fn names(v: &Value) -> Vec<String> {
