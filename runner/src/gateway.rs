@@ -12,8 +12,9 @@
 //!   `notifications/cancelled`; its late answer is dropped, and no call is ever sent twice;
 //! - a server that exits is started again at the next message (initialized again with the
 //!   CLI's own `initialize`), and the CLI is told its tools may have changed;
-//! - only the capabilities bosun governs reach the CLI (tools and prompts; resource
-//!   subscriptions and the rest are held back);
+//! - only the capabilities the person approved reach the CLI (tools and prompts unless they
+//!   said more); requests of any other are refused, its notifications dropped, and resource
+//!   subscriptions are always off;
 //! - `roots/list` is answered with the run's workspace; sampling and elicitation requests are
 //!   refused;
 //! - results of an untrusted server reach the model framed as untrusted, long text as head and
@@ -21,7 +22,7 @@
 //!
 //! Each call is said in the run's log (the runner's redactor hides secrets there).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
@@ -30,7 +31,7 @@ use std::time::Duration;
 
 use bosun_shared::RUN_MARKER_ENV;
 use bosun_shared::gateway::{
-    BRIDGE, GatewayServer, Held, Hello, HttpBridge, Reach, Rules, SAFE_ENV, SOCKET_FILE,
+    BRIDGE, Capability, GatewayServer, Held, Hello, HttpBridge, Reach, Rules, SAFE_ENV, SOCKET_FILE,
 };
 use bosun_shared::protocol::runner::{FencePlan, LaunchPlan};
 use serde_json::{Value, json};
@@ -52,8 +53,6 @@ const END_GRACE: Duration = Duration::from_secs(2);
 const RESTART_INIT: Duration = Duration::from_secs(30);
 /// How much of a call's arguments its line in the log shows.
 const ARGS_SHOWN: usize = 300;
-/// The capabilities of a server that reach the CLI: what bosun governs.
-const CEILING: [&str; 2] = ["tools", "prompts"];
 
 // ---------------------------------------------------------------------------------------------
 // The CLI's end.
@@ -267,9 +266,9 @@ enum Pending {
 impl Pending {
     fn words(self) -> &'static str {
         match self {
-            Pending::New => "it is new since the person last looked at the server",
+            Pending::New => "it is new since the person approved the server's tools",
             Pending::Changed => {
-                "its description or input schema changed since the person last looked at the server"
+                "its description or input schema changed since the person approved it"
             }
         }
     }
@@ -412,6 +411,20 @@ impl Conn<'_> {
         };
         let method = msg.get("method").and_then(Value::as_str);
         let id = msg.get("id").filter(|i| !i.is_null());
+        if let (Some(m), Some(id)) = (method, id)
+            && let Some(c) = self.unapproved(m)
+        {
+            let name = &self.server.name;
+            self.gw.note(format!(
+                "mcp {name}: {m} refused by bosun's gateway (its {c} are not approved)"
+            ));
+            let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32601,
+                "message": format!("bosun holds back the {c} of the MCP server `{name}`: the person has not approved them (`bosun mcp approve {name} --capability {c}`)"),
+            }});
+            self.tell_cli(&reply).await;
+            return;
+        }
         match (method, id) {
             (Some("initialize"), Some(id)) => {
                 self.init_id = Some(key(id));
@@ -439,21 +452,30 @@ impl Conn<'_> {
                     .pointer("/params/arguments")
                     .map(|a| cut(&a.to_string(), ARGS_SHOWN))
                     .unwrap_or_default();
+                let name = &self.server.name;
                 let judged = match self.rules().judge(&tool) {
-                    Err(Held::Denied(g)) => Err(format!("its deny list holds `{g}`")),
-                    Err(Held::NotAllowed) => Err("it is not on its allow list".to_string()),
+                    Err(Held::Denied(g)) => Err((
+                        format!("its deny list holds `{g}`"),
+                        format!("bosun mcp edit {name}"),
+                    )),
+                    Err(Held::NotAllowed) => Err((
+                        "it is not on its allow list".to_string(),
+                        format!("bosun mcp edit {name}"),
+                    )),
                     Ok(()) => match self.unseen(&tool) {
-                        Some(p) => Err(p.words().to_string()),
+                        Some(p) => Err((
+                            p.words().to_string(),
+                            format!("bosun mcp approve {name} {tool}"),
+                        )),
                         None => Ok(()),
                     },
                 };
-                if let Err(why) = judged {
-                    let name = &self.server.name;
+                if let Err((why, fix)) = judged {
                     self.gw.note(format!(
                         "mcp {name}/{tool} {args}: refused by bosun's gateway ({why})"
                     ));
                     let text = format!(
-                        "bosun refused this call: the tool `{tool}` of the MCP server `{name}` is held back for this run ({why}). The person can change it with `bosun mcp edit {name}`."
+                        "bosun refused this call: the tool `{tool}` of the MCP server `{name}` is held back for this run ({why}). The person can change it with `{fix}`."
                     );
                     let reply = json!({"jsonrpc": "2.0", "id": id, "result": {
                         "content": [{"type": "text", "text": text}],
@@ -688,6 +710,8 @@ impl Conn<'_> {
         let id = msg.get("id").filter(|i| !i.is_null()).cloned();
         match (method.as_deref(), id) {
             (Some(m), Some(id)) => self.server_asks(m, id, msg.clone()).await,
+            // A notification of a capability the person has not approved goes nowhere.
+            (Some(m), None) if self.unapproved(m).is_some() => {}
             (Some(_), None) => self.tell_cli(&msg).await,
             (None, Some(id)) => {
                 let k = key(&id);
@@ -700,7 +724,7 @@ impl Conn<'_> {
                 self.asked.remove(&k);
                 if self.init_id.as_deref() == Some(k.as_str()) {
                     self.ready = true;
-                    hold_to_ceiling(&mut msg);
+                    hold_to_ceiling(&mut msg, &self.server.rules.capabilities);
                 } else if self.lists.remove(&k) {
                     self.hold_back_tools(&mut msg);
                     self.hold_back_unseen(&mut msg);
@@ -762,6 +786,11 @@ impl Conn<'_> {
             line.push(b'\n');
             let _ = run.stdin.write_all(&line).await;
         }
+    }
+
+    /// The capability `method` belongs to, when the person has not approved it.
+    fn unapproved(&self, method: &str) -> Option<Capability> {
+        Capability::of_method(method).filter(|c| !self.rules().capabilities.contains(c))
     }
 
     /// A listing without the tools the rules hold back.
@@ -829,7 +858,7 @@ impl Conn<'_> {
         for (name, state) in held {
             if self.pending.insert(name.clone(), state) != Some(state) {
                 self.gw.note(format!(
-                    "bosun's MCP gateway: {server}/{name} is held back from this run: {}; `bosun mcp tools {server}` shows it, and what it shows runs from the next run on",
+                    "bosun's MCP gateway: {server}/{name} is held back from this run: {}; `bosun mcp tools {server}` shows it, and `bosun mcp approve {server} {name}` lets it through from the next run on",
                     state.words()
                 ));
             }
@@ -1022,14 +1051,17 @@ impl Conn<'_> {
     }
 }
 
-/// The server's answer to `initialize` with only the capabilities bosun governs, and resource
-/// subscriptions off.
-fn hold_to_ceiling(msg: &mut Value) {
+/// The server's answer to `initialize` with only the capabilities the person approved, and
+/// resource subscriptions off.
+fn hold_to_ceiling(msg: &mut Value, approved: &BTreeSet<Capability>) {
     if let Some(caps) = msg
         .pointer_mut("/result/capabilities")
         .and_then(Value::as_object_mut)
     {
-        caps.retain(|k, _| CEILING.contains(&k.as_str()));
+        caps.retain(|k, _| Capability::parse(k).is_ok_and(|c| approved.contains(&c)));
+        if let Some(resources) = caps.get_mut("resources").and_then(Value::as_object_mut) {
+            resources.remove("subscribe");
+        }
     }
 }
 
@@ -1104,15 +1136,25 @@ mod tests {
     }
 
     #[test]
-    fn the_ceiling_keeps_tools_and_prompts_only() {
-        let mut msg = json!({"id": 0, "result": {"capabilities": {
-            "tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true},
-            "logging": {}, "completions": {},
+    fn the_ceiling_keeps_what_the_person_approved_only() {
+        let advertised = json!({"id": 0, "result": {"capabilities": {
+            "tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true, "listChanged": true},
+            "logging": {}, "completions": {}, "experimental": {"x": {}},
         }}});
-        hold_to_ceiling(&mut msg);
+        let mut msg = advertised.clone();
+        hold_to_ceiling(&mut msg, &Rules::default().capabilities);
         assert_eq!(
             msg["result"]["capabilities"],
             json!({"tools": {"listChanged": true}, "prompts": {}})
+        );
+        let mut msg = advertised;
+        let more = [Capability::Tools, Capability::Resources]
+            .into_iter()
+            .collect();
+        hold_to_ceiling(&mut msg, &more);
+        assert_eq!(
+            msg["result"]["capabilities"],
+            json!({"tools": {"listChanged": true}, "resources": {"listChanged": true}})
         );
     }
 

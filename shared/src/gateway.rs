@@ -6,6 +6,7 @@
 //! socket in the run's folder. The runner starts the real server with its secrets, which never
 //! leave the runner, and relays each message both ways under the server's [`Rules`].
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -33,9 +34,10 @@ pub struct GatewayServer {
     /// The folders answered to the server's `roots/list`: the run's workspace.
     #[serde(default)]
     pub roots: Vec<PathBuf>,
-    /// The tools as the person last looked at them (`bosun mcp tools`): a tool not among
-    /// them, or whose description or input schema is not the same, is held back from the run.
-    /// `None` when the person never looked: nothing is held back.
+    /// The tools as the person approved them (the first `bosun mcp tools`, then `bosun mcp
+    /// approve`): a tool not among them, or whose description or input schema is not the
+    /// same, is held back from the run. `None` when the server was never listed: nothing is
+    /// held back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<Vec<PinnedTool>>,
 }
@@ -127,6 +129,9 @@ pub struct Rules {
     pub deadline_ms: u64,
     /// Text results longer than this reach the model as head and tail.
     pub max_result_chars: u64,
+    /// The capabilities the person approved: only these reach the CLI, and requests of any
+    /// other are refused. Tools and prompts unless the person says otherwise.
+    pub capabilities: BTreeSet<Capability>,
 }
 
 impl Default for Rules {
@@ -137,7 +142,78 @@ impl Default for Rules {
             deny_tools: Vec::new(),
             deadline_ms: DEFAULT_DEADLINE_MS,
             max_result_chars: DEFAULT_MAX_RESULT_CHARS,
+            capabilities: Capability::APPROVED_AT_FIRST.into_iter().collect(),
         }
+    }
+}
+
+/// A capability a server advertises that bosun's gateway can relay, once the person approves
+/// it. (A server may advertise others, such as `experimental`: those never reach a run.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    Tools,
+    Prompts,
+    Resources,
+    Completions,
+    Logging,
+}
+
+impl Capability {
+    pub const ALL: [Capability; 5] = [
+        Capability::Tools,
+        Capability::Prompts,
+        Capability::Resources,
+        Capability::Completions,
+        Capability::Logging,
+    ];
+    /// What a server is held to until the person says more.
+    pub const APPROVED_AT_FIRST: [Capability; 2] = [Capability::Tools, Capability::Prompts];
+
+    /// Its name, as servers advertise it in `initialize`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Tools => "tools",
+            Capability::Prompts => "prompts",
+            Capability::Resources => "resources",
+            Capability::Completions => "completions",
+            Capability::Logging => "logging",
+        }
+    }
+
+    /// The capability named `name`, or why there is none bosun can relay.
+    pub fn parse(name: &str) -> Result<Capability, String> {
+        let name = name.trim();
+        Capability::ALL
+            .into_iter()
+            .find(|c| c.as_str() == name)
+            .ok_or_else(|| {
+                format!(
+                    "`{}` is not a capability bosun's gateway can relay; say one of tools, prompts, resources, completions, logging",
+                    name.escape_debug()
+                )
+            })
+    }
+
+    /// The capability a request or notification belongs to, by its method; `None` for the
+    /// protocol's own (`initialize`, `ping`, cancellations, `roots/…`, …).
+    pub fn of_method(method: &str) -> Option<Capability> {
+        let method = method.strip_prefix("notifications/").unwrap_or(method);
+        let (family, _) = method.split_once('/').unwrap_or((method, ""));
+        match family {
+            "tools" => Some(Capability::Tools),
+            "prompts" => Some(Capability::Prompts),
+            "resources" => Some(Capability::Resources),
+            "completion" => Some(Capability::Completions),
+            "logging" | "message" => Some(Capability::Logging),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Capability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -298,5 +374,53 @@ mod tests {
             ..Rules::default()
         };
         assert_eq!(only.judge("echo"), Err(Held::NotAllowed));
+    }
+
+    #[test]
+    fn methods_belong_to_their_capability() {
+        use Capability::*;
+        assert_eq!(Capability::of_method("tools/call"), Some(Tools));
+        assert_eq!(Capability::of_method("resources/read"), Some(Resources));
+        assert_eq!(
+            Capability::of_method("notifications/resources/updated"),
+            Some(Resources)
+        );
+        assert_eq!(
+            Capability::of_method("completion/complete"),
+            Some(Completions)
+        );
+        assert_eq!(Capability::of_method("logging/setLevel"), Some(Logging));
+        assert_eq!(
+            Capability::of_method("notifications/message"),
+            Some(Logging)
+        );
+        assert_eq!(
+            Capability::of_method("notifications/prompts/list_changed"),
+            Some(Prompts)
+        );
+        for own in [
+            "initialize",
+            "ping",
+            "notifications/cancelled",
+            "roots/list",
+        ] {
+            assert_eq!(Capability::of_method(own), None, "{own}");
+        }
+        assert!(
+            Capability::parse("experimental")
+                .unwrap_err()
+                .contains("resources")
+        );
+        assert_eq!(Capability::parse(" logging").unwrap(), Logging);
+    }
+
+    #[test]
+    fn rules_an_older_bosun_kept_approve_tools_and_prompts() {
+        let old: Rules = serde_json::from_str(r#"{"trusted": true}"#).unwrap();
+        assert!(old.trusted);
+        assert_eq!(
+            old.capabilities.into_iter().collect::<Vec<_>>(),
+            vec![Capability::Tools, Capability::Prompts]
+        );
     }
 }

@@ -51,6 +51,7 @@ pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
         Request::McpShow(c) => to(ctx, c),
         Request::McpTools(c) => to(ctx, c),
         Request::McpInspect(c) => to(ctx, c),
+        Request::McpApprove(c) => to(ctx, c),
         Request::McpCall(c) => to(ctx, c),
         Request::McpImportScan(c) => to(ctx, c),
         Request::McpImport(c) => to(ctx, c),

@@ -296,6 +296,15 @@ fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
         "only what bosun governs reaches the client: {init}"
     );
     c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    // A capability the person has not approved is refused at the gateway, with what to do.
+    let refused = c.ask("resources/list", json!({}), Duration::from_secs(10))?;
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("bosun mcp approve everything --capability resources")),
+        "{refused}"
+    );
 
     // The denied tool is not listed, and a call to it never reaches the server.
     let list = c.ask("tools/list", json!({}), Duration::from_secs(10))?;
@@ -594,7 +603,7 @@ fn a_server_reached_by_address_is_reached_by_the_runner_and_the_cli_holds_none_o
 }
 
 #[test]
-fn a_tool_that_is_new_or_changed_since_the_persons_look_is_held_back_until_they_look_again()
+fn a_tool_that_is_new_or_changed_since_the_person_approved_it_is_held_back_until_they_approve_it()
 -> anyhow::Result<()> {
     let b = Bosun::new("gateway_pinning");
     let fake = FakeModel::start("anthropic", "hold")?;
@@ -663,12 +672,13 @@ fn a_tool_that_is_new_or_changed_since_the_persons_look_is_held_back_until_they_
     let refused = c.call("echo", json!({"message": "x"}), Duration::from_secs(10))?;
     assert!(
         text_of(&refused)
-            .contains("its description or input schema changed since the person last looked"),
+            .contains("its description or input schema changed since the person approved it"),
         "{refused}"
     );
     let refused = c.call("tool-01", json!({}), Duration::from_secs(10))?;
     assert!(
-        text_of(&refused).contains("it is new since the person last looked"),
+        text_of(&refused).contains("it is new since the person approved the server's tools")
+            && text_of(&refused).contains("bosun mcp approve drift tool-01"),
         "{refused}"
     );
     drop(c);
@@ -681,8 +691,47 @@ fn a_tool_that_is_new_or_changed_since_the_persons_look_is_held_back_until_they_
         "{log}"
     );
 
-    // The person looks again: what they saw goes to the next run.
-    b.ok(&["mcp", "tools", "drift"])?;
+    // A new look shows what waits, and lets nothing through by itself.
+    let listing = b.json(&["mcp", "tools", "drift"])?;
+    let pending_of = |tools: &Value, name: &str| {
+        tools
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == name))
+            .map(|t| t["pending"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        pending_of(&listing["tools"], "echo"),
+        "changed",
+        "{listing:#}"
+    );
+    assert_eq!(
+        pending_of(&listing["tools"], "tool-01"),
+        "new",
+        "{listing:#}"
+    );
+    let shown = b.json(&["mcp", "show", "drift"])?;
+    assert!(
+        shown["pending_tools"].as_array().is_some_and(|p| p
+            .contains(&json!({"name": "echo", "change": "changed"}))
+            && p.contains(&json!({"name": "tool-01", "change": "new"}))),
+        "{shown:#}"
+    );
+    let text = b.ok(&["mcp", "show", "drift"])?;
+    assert!(
+        text.contains("echo (changed)") && text.contains("bosun mcp approve drift TOOL"),
+        "{text}"
+    );
+    let err = b.fails(&["mcp", "approve", "drift", "nosuch"])?;
+    assert!(
+        err.contains("`nosuch` is not among the tools `drift` listed last"),
+        "{err}"
+    );
+    let err = b.fails(&["mcp", "approve", "drift"])?;
+    assert!(err.contains("say what to approve of `drift`"), "{err}");
+
+    // The person approves echo as it is now: the next run gets it, and still not the others.
+    b.ok(&["mcp", "approve", "drift", "echo"])?;
     let fake2 = FakeModel::start("anthropic", "tool:echo:{\"message\":\"seen\"};text:ok")?;
     b.ok(&[
         "agent",
@@ -700,7 +749,7 @@ fn a_tool_that_is_new_or_changed_since_the_persons_look_is_held_back_until_they_
     let offered = names(&fake2.turns()[0]["tools"]);
     assert!(
         offered.contains(&"mcp__drift__echo".to_string())
-            && offered.contains(&"mcp__drift__tool-01".to_string()),
+            && !offered.contains(&"mcp__drift__tool-01".to_string()),
         "{offered:?}"
     );
     assert!(
@@ -710,5 +759,180 @@ fn a_tool_that_is_new_or_changed_since_the_persons_look_is_held_back_until_they_
         "{:?}",
         fake2.turns()
     );
+    // And then every tool: nothing waits, and the next run is offered them all.
+    b.ok(&["mcp", "approve", "drift", "--all-tools"])?;
+    let shown = b.json(&["mcp", "show", "drift"])?;
+    assert!(shown.get("pending_tools").is_none(), "{shown:#}");
+    let fake3 = FakeModel::start("anthropic", "text:ok")?;
+    b.ok(&[
+        "agent",
+        "edit",
+        "coder",
+        "--env",
+        &format!("ANTHROPIC_BASE_URL={}", fake3.url()),
+    ])?;
+    let out = b.output(&["agent", "run", "coder", "hi", "--follow"])?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let offered = names(&fake3.turns()[0]["tools"]);
+    assert!(
+        offered.contains(&"mcp__drift__tool-01".to_string()),
+        "{offered:?}"
+    );
+    b.finish()
+}
+
+/// What a client on a run's gateway is offered and may ask of server-everything, which
+/// advertises resources, logging and completions besides tools and prompts.
+fn capabilities_in_a_run(
+    b: &Bosun,
+    fake: &FakeModel,
+    prompt: &str,
+) -> anyhow::Result<(Value, Value, Value, Value)> {
+    let run = b.json(&["agent", "run", "coder", prompt])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(1, Duration::from_secs(60))?;
+    let socket = b.home.join("runs").join(&id).join("gateway.sock");
+    let mut c = Client::dial(&socket, "everything")?;
+    let init = c.ask(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
+               "capabilities": {}}),
+        Duration::from_secs(30),
+    )?;
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    let resources = c.ask("resources/list", json!({}), Duration::from_secs(10))?;
+    let subscribe = c.ask(
+        "resources/subscribe",
+        json!({"uri": "demo://resource/static/document/architecture.md"}),
+        Duration::from_secs(10),
+    )?;
+    let logging = c.ask(
+        "logging/setLevel",
+        json!({"level": "debug"}),
+        Duration::from_secs(10),
+    )?;
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    Ok((
+        init["result"]["capabilities"].clone(),
+        resources,
+        subscribe,
+        logging,
+    ))
+}
+
+#[test]
+fn a_capability_reaches_runs_only_once_the_person_approves_it() -> anyhow::Result<()> {
+    let b = Bosun::new("gateway_capabilities");
+    let fake = FakeModel::start("anthropic", "hold")?;
+    setup(&b, &fake, &[])?;
+
+    // The ledger: what runs get, and what the server advertised beyond it.
+    let shown = b.json(&["mcp", "show", "everything"])?;
+    assert_eq!(
+        shown["rules"]["capabilities"],
+        json!(["tools", "prompts"]),
+        "{shown:#}"
+    );
+    for c in ["resources", "logging", "completions"] {
+        assert!(
+            shown["pending_capabilities"]
+                .as_array()
+                .is_some_and(|p| p.contains(&json!(c))),
+            "{c} waits: {shown:#}"
+        );
+    }
+    let inspected = b.json(&["mcp", "inspect", "everything"])?;
+    assert_eq!(
+        inspected["approved_capabilities"],
+        json!(["tools", "prompts"])
+    );
+    assert!(
+        inspected["pending_capabilities"]
+            .as_array()
+            .is_some_and(|p| p.contains(&json!("resources"))),
+        "{inspected:#}"
+    );
+    let text = b.ok(&["mcp", "inspect", "everything"])?;
+    assert!(
+        text.contains("bosun mcp approve everything --capability NAME"),
+        "{text}"
+    );
+
+    let (caps, resources, _, logging) = capabilities_in_a_run(&b, &fake, "first")?;
+    assert!(
+        caps.get("resources").is_none() && caps.get("logging").is_none(),
+        "{caps}"
+    );
+    assert_eq!(resources["error"]["code"], -32601, "{resources}");
+    assert_eq!(logging["error"]["code"], -32601, "{logging}");
+
+    // Bad asks change nothing.
+    let err = b.fails(&[
+        "mcp",
+        "approve",
+        "everything",
+        "--capability",
+        "experimental",
+    ])?;
+    assert!(
+        err.contains("`experimental` is not a capability bosun's gateway can relay"),
+        "{err}"
+    );
+    let err = b.fails(&["mcp", "edit", "everything", "--capabilities", ""])?;
+    assert!(err.contains("capabilit"), "{err}");
+
+    // Approved: the next run gets resources (never their subscriptions), and still no logging.
+    let approved = b.json(&["mcp", "approve", "everything", "--capability", "resources"])?;
+    assert_eq!(
+        approved["rules"]["capabilities"],
+        json!(["tools", "prompts", "resources"]),
+        "{approved:#}"
+    );
+    assert!(
+        !approved["pending_capabilities"]
+            .as_array()
+            .is_some_and(|p| p.contains(&json!("resources"))),
+        "{approved:#}"
+    );
+    let fake2 = FakeModel::start("anthropic", "hold")?;
+    b.ok(&[
+        "agent",
+        "edit",
+        "coder",
+        "--env",
+        &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
+    ])?;
+    let (caps, resources, subscribe, logging) = capabilities_in_a_run(&b, &fake2, "second")?;
+    assert!(caps.get("resources").is_some(), "{caps}");
+    assert!(caps["resources"].get("subscribe").is_none(), "{caps}");
+    assert!(
+        resources["result"]["resources"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()),
+        "{resources}"
+    );
+    assert!(
+        subscribe["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("resource subscriptions off")),
+        "{subscribe}"
+    );
+    assert_eq!(logging["error"]["code"], -32601, "{logging}");
+
+    // And withdrawn again by the person.
+    let edited = b.json(&[
+        "mcp",
+        "edit",
+        "everything",
+        "--capabilities",
+        "tools,prompts",
+    ])?;
+    assert_eq!(edited["rules"]["capabilities"], json!(["tools", "prompts"]));
     b.finish()
 }

@@ -914,6 +914,24 @@ fn browser_adds_edits_renames_imports_and_removes_mcp_servers() -> anyhow::Resul
         "{seen:#}"
     );
     assert!(text(&seen["inspected"]).contains("Protocol"), "{seen:#}");
+    // The capabilities server-everything advertised beyond tools and prompts waited, and one
+    // was approved from the page.
+    assert!(
+        text(&seen["inspected"]).contains("Runs get")
+            && text(&seen["inspected"]).contains("resources"),
+        "{seen:#}"
+    );
+    assert!(
+        seen["pendingCapabilities"]
+            .as_array()
+            .is_some_and(|p| p.contains(&serde_json::json!("resources"))
+                && p.contains(&serde_json::json!("logging"))),
+        "{seen:#}"
+    );
+    assert_eq!(
+        text(&seen["approvedCapabilities"]),
+        "tools, prompts, resources"
+    );
     assert_eq!(
         seen["edited"],
         serde_json::json!(["OTHER: set"]),
@@ -949,7 +967,7 @@ fn browser_adds_edits_renames_imports_and_removes_mcp_servers() -> anyhow::Resul
     // The gateway's rules set from the page, and the page saying them.
     assert_eq!(
         ev2["rules"],
-        serde_json::json!({"trusted": true, "deny_tools": ["get-*", "trigger-*"], "deadline_ms": 30000, "max_result_chars": 8192}),
+        serde_json::json!({"trusted": true, "deny_tools": ["get-*", "trigger-*"], "deadline_ms": 30000, "max_result_chars": 8192, "capabilities": ["tools", "prompts", "resources"]}),
         "{seen:#}"
     );
     assert!(

@@ -585,8 +585,9 @@ fn through_gateway(
         reach,
         rules: rec.rules.clone(),
         roots,
-        pinned: rec.listing.as_ref().map(|l| {
-            l.tools
+        // The tools as the person approved them (`bosun_mcp::ledger`).
+        pinned: rec.approved().map(|tools| {
+            tools
                 .iter()
                 .map(|t| PinnedTool {
                     name: t.name.clone(),

@@ -22,6 +22,7 @@ mod error;
 pub use browser::BrowserError;
 pub use error::{McpError, RegistryError, SignInAsked};
 pub mod import;
+pub mod ledger;
 pub mod look;
 pub mod record;
 pub mod redact;

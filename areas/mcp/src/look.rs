@@ -12,14 +12,15 @@ use crate::RegistryError;
 use bosun_auth::ProbeError;
 use bosun_auth::challenge::Challenge;
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::mcp::{CallView, InspectView, RevisionView, ToolListing};
+use bosun_shared::protocol::mcp::{CallView, InspectView, RevisionView, ToolListing, ToolView};
 use ractor::ActorRef;
 
 use std::future::Future;
 
 use super::client::{self, Endpoint, Limits};
 use super::error::{McpError, SignInAsked};
-use super::record::{ServerRecord, StoredListing};
+use super::ledger;
+use super::record::{ServerRecord, StoredListing, StoredTool};
 use super::redact::Redact;
 use super::registry::{self, RegistryContext, RegistryMsg};
 use super::tools;
@@ -131,6 +132,7 @@ pub async fn list_tools(
     let (rec, outcome) = reach(ctx, server, |ep| async move {
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
         let listing = conn.list_tools().await;
+        let advertised = conn.peer().map(|p| advertised(&p.capabilities));
         conn.close().await;
         let listing = listing?;
         Ok(StoredListing {
@@ -139,23 +141,16 @@ pub async fn list_tools(
             pages: listing.pages,
             truncated: listing.truncated,
             malformed: listing.malformed,
+            capabilities: advertised,
         })
     })
     .await?;
     match outcome {
         Ok(kept) => {
-            let view = ToolListing {
-                server: rec.name.clone(),
-                listed_at: kept.at,
-                tools: kept
-                    .tools
-                    .iter()
-                    .map(|t| tools::view(&rec.name, t))
-                    .collect(),
-                pages: kept.pages,
-                truncated: kept.truncated.clone(),
-                malformed: kept.malformed.iter().map(tools::malformed_view).collect(),
-            };
+            // As the record will have it, with what is pending marked.
+            let mut after = rec.clone();
+            after.take_listing(kept.clone());
+            let view = listing_view(&after, &kept);
             // Kept before the answer goes out, so a `show` right after sees it.
             let _ = ractor::call!(registry, |reply| RegistryMsg::SaveLook {
                 id: rec.id,
@@ -177,78 +172,117 @@ pub async fn list_tools(
     }
 }
 
+/// The names of the capabilities a server advertised.
+fn advertised(capabilities: &rmcp::model::ServerCapabilities) -> Vec<String> {
+    serde_json::to_value(capabilities)
+        .ok()
+        .and_then(|v| v.as_object().map(|m| m.keys().cloned().collect()))
+        .unwrap_or_default()
+}
+
+/// A listing as the person sees it, each tool that waits for their approval marked.
+fn listing_view(rec: &ServerRecord, kept: &StoredListing) -> ToolListing {
+    let pending = rec
+        .approved()
+        .map(|approved| ledger::pending_tools(approved, &kept.tools))
+        .unwrap_or_default();
+    ToolListing {
+        server: rec.name.clone(),
+        listed_at: kept.at,
+        tools: kept
+            .tools
+            .iter()
+            .map(|t| ToolView {
+                pending: pending.iter().find(|p| p.name == t.name).map(|p| p.change),
+                ..tools::view(&rec.name, t)
+            })
+            .collect(),
+        pages: kept.pages,
+        truncated: kept.truncated.clone(),
+        malformed: kept.malformed.iter().map(tools::malformed_view).collect(),
+    }
+}
+
 /// The last listing kept, without starting the server.
 pub async fn last_listing(
     ctx: &RegistryContext,
     server: &str,
 ) -> Result<ToolListing, RegistryError> {
     let rec = registry::find(&ctx.store, server).await?;
-    let Some(kept) = rec.listing else {
+    let Some(kept) = &rec.listing else {
         return Err(RegistryError::not_found(format!(
             "the tools of `{}` have not been listed yet; `bosun mcp tools {}` lists them",
             rec.name, rec.name
         )));
     };
-    Ok(ToolListing {
-        server: rec.name.clone(),
-        listed_at: kept.at,
-        tools: kept
-            .tools
-            .iter()
-            .map(|t| tools::view(&rec.name, t))
-            .collect(),
-        pages: kept.pages,
-        truncated: kept.truncated,
-        malformed: kept.malformed.iter().map(tools::malformed_view).collect(),
-    })
+    Ok(listing_view(&rec, kept))
 }
 
 /// The "test connection": identity, protocol, capabilities, counts and timings.
 pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView, RegistryError> {
     let t0 = Instant::now();
-    let (rec, result) = reach(ctx, server, |ep| async move {
-        let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
-        let connected = t0.elapsed();
-        let t1 = Instant::now();
-        let outcome = async {
-            let listing = conn.list_tools().await?;
-            let prompts = conn.count_prompts().await?;
-            let resources = conn.count_resources().await?;
-            Ok::<_, McpError>((listing, prompts, resources))
+    // What the person approved, to hold what the server says now against.
+    let known = registry::find(&ctx.store, server).await?;
+    let approved: Option<Vec<StoredTool>> = known.approved().map(<[StoredTool]>::to_vec);
+    let rules = &known.rules;
+    let (rec, result) = reach(ctx, server, |ep| {
+        let approved = approved.clone();
+        let redactor = ep.redactor.clone();
+        async move {
+            let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
+            let connected = t0.elapsed();
+            let t1 = Instant::now();
+            let outcome = async {
+                let listing = conn.list_tools().await?;
+                let prompts = conn.count_prompts().await?;
+                let resources = conn.count_resources().await?;
+                Ok::<_, McpError>((listing, prompts, resources))
+            }
+            .await;
+            let list_time = t1.elapsed();
+            let peer = conn.peer();
+            let revision = conn.revision.clone();
+            conn.close().await;
+            let (listing, prompts, resources) = outcome?;
+            let peer = peer.ok_or_else(|| {
+                McpError::Protocol("it answered initialize without its details".into())
+            })?;
+            let (pending_capabilities, never_relayed) =
+                ledger::pending_capabilities(&advertised(&peer.capabilities), rules);
+            // As a listing keeps them (redacted), to compare with what the person approved.
+            let now: Vec<StoredTool> = listing.tools.iter().map(tools::kept).collect();
+            let now = now.redact(&redactor);
+            Ok(InspectView {
+                approved_capabilities: rules.capabilities.iter().copied().collect(),
+                pending_capabilities,
+                never_relayed,
+                pending_tools: approved
+                    .map(|a| ledger::pending_tools(&a, &now))
+                    .unwrap_or_default(),
+                server: ep.server.clone(),
+                protocol_version: peer.protocol_version.to_string(),
+                server_name: peer.server_info.as_ref().map(|i| i.name.clone()),
+                server_version: peer.server_info.as_ref().map(|i| i.version.clone()),
+                capabilities: serde_json::to_value(&peer.capabilities).unwrap_or_default(),
+                tools: listing.tools.len(),
+                prompts,
+                resources,
+                instructions: peer.instructions.clone(),
+                connect_ms: connected.as_millis() as u64,
+                list_ms: list_time.as_millis() as u64,
+                total_ms: t0.elapsed().as_millis() as u64,
+                revision: Some(RevisionView {
+                    version: revision.version,
+                    stateless: revision.stateless,
+                    why: revision.why,
+                }),
+                malformed: listing
+                    .malformed
+                    .iter()
+                    .map(tools::malformed_view)
+                    .collect(),
+            })
         }
-        .await;
-        let list_time = t1.elapsed();
-        let peer = conn.peer();
-        let revision = conn.revision.clone();
-        conn.close().await;
-        let (listing, prompts, resources) = outcome?;
-        let peer = peer.ok_or_else(|| {
-            McpError::Protocol("it answered initialize without its details".into())
-        })?;
-        Ok(InspectView {
-            server: ep.server.clone(),
-            protocol_version: peer.protocol_version.to_string(),
-            server_name: peer.server_info.as_ref().map(|i| i.name.clone()),
-            server_version: peer.server_info.as_ref().map(|i| i.version.clone()),
-            capabilities: serde_json::to_value(&peer.capabilities).unwrap_or_default(),
-            tools: listing.tools.len(),
-            prompts,
-            resources,
-            instructions: peer.instructions.clone(),
-            connect_ms: connected.as_millis() as u64,
-            list_ms: list_time.as_millis() as u64,
-            total_ms: t0.elapsed().as_millis() as u64,
-            revision: Some(RevisionView {
-                version: revision.version,
-                stateless: revision.stateless,
-                why: revision.why,
-            }),
-            malformed: listing
-                .malformed
-                .iter()
-                .map(tools::malformed_view)
-                .collect(),
-        })
     })
     .await?;
     result.map_err(|e| failed(&rec.name, "reach", &e))

@@ -4,7 +4,7 @@
 
 use bosun_shared::gateway::Rules;
 use bosun_shared::mcp::Hints;
-use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView, SignInBy};
+use bosun_shared::protocol::mcp::{LineView, PendingToolView, ServerKind, ServerView, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -12,6 +12,7 @@ use url::Url;
 use super::RegistryError;
 use super::address;
 use super::browser::BrowserSettings;
+use super::ledger;
 use super::redact::{Redact, Redactor};
 use bosun_auth::signin;
 use bosun_kit::keychain::Keychain;
@@ -64,6 +65,11 @@ pub struct ServerRecord {
     /// result size).
     #[serde(default, skip_serializing_if = "Rules::is_default")]
     pub rules: Rules,
+    /// The tools as the person approved them: a run gets only these, as they are here (see
+    /// [`crate::ledger`]). `None` until the first listing, which approves what it finds; in a
+    /// record an older bosun kept, its last listing stands for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_tools: Option<Vec<StoredTool>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,6 +81,10 @@ pub struct StoredListing {
     /// The tools the server listed whose definitions bosun cannot use, with what is wrong.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub malformed: Vec<StoredMalformedTool>,
+    /// The capabilities the server advertised, by the names it sent (absent from a listing an
+    /// older bosun kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -208,7 +218,46 @@ impl ServerRecord {
             sign_in: None,
             client_metadata_url: self.client_metadata_url.clone(),
             rules: self.rules.clone(),
+            pending_capabilities: self
+                .listing
+                .as_ref()
+                .and_then(|l| l.capabilities.as_deref())
+                .map(|advertised| ledger::pending_capabilities(advertised, &self.rules).0)
+                .unwrap_or_default(),
+            pending_tools: self.pending_tools(),
         }
+    }
+
+    /// The tools the person approved: as they approved them, or (a record an older bosun
+    /// kept) its last listing; `None` when it was never listed.
+    pub fn approved(&self) -> Option<&[StoredTool]> {
+        self.approved_tools
+            .as_deref()
+            .or_else(|| self.listing.as_ref().map(|l| l.tools.as_slice()))
+    }
+
+    /// The tools of the last listing that runs do not get until the person approves them.
+    pub fn pending_tools(&self) -> Vec<PendingToolView> {
+        match (&self.listing, self.approved()) {
+            (Some(l), Some(approved)) => ledger::pending_tools(approved, &l.tools),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Keeps a new listing. The first listing of a server approves what it found (the person
+    /// looked at it); after that, a tool that is new or changed waits for `bosun mcp approve`.
+    pub fn take_listing(&mut self, listing: StoredListing) {
+        if self.approved_tools.is_none() {
+            let seen = self.listing.as_ref().unwrap_or(&listing);
+            self.approved_tools = Some(seen.tools.clone());
+        }
+        self.listing = Some(listing);
+    }
+
+    /// Forgets the listing and what was approved of it: the server is another program now.
+    pub fn forget_listing(&mut self) {
+        self.listing = None;
+        self.approved_tools = None;
     }
 
     /// An address of this record as shown: the query hidden, whether the keychain or (an older
@@ -306,6 +355,7 @@ impl Redact for StoredListing {
             tools: self.tools.redact(r),
             truncated: self.truncated.redact(r),
             malformed: self.malformed.redact(r),
+            capabilities: self.capabilities.redact(r),
             ..self
         }
     }

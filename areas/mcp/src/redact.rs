@@ -210,6 +210,7 @@ impl Redact for InspectView {
                 why: v.why.redact(r),
             }),
             malformed: self.malformed.redact(r),
+            never_relayed: self.never_relayed.redact(r),
             ..self
         }
     }

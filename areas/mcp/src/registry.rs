@@ -14,7 +14,7 @@ use crate::RegistryError;
 use bosun_shared::gateway::Rules;
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::protocol::mcp::{
-    AddServerParams, EditServerParams, GatewayEdit, SecretLine, ServerKind, ServerView,
+    AddServerParams, EditServerParams, GatewayEdit, McpApprove, SecretLine, ServerKind, ServerView,
 };
 use bosun_shared::{ServerId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -27,6 +27,7 @@ use bosun_shared::protocol::mcp::{BrowserView, SecretValue, SignInBy, SignInView
 use super::address::{self, Address};
 use super::browser::{self, BrowserSettings};
 use super::client::Endpoint;
+use super::ledger;
 use super::record::{self, LineKind, ServerRecord, StoredListing};
 use super::redact::Redactor;
 use bosun_auth::AuthContext;
@@ -52,8 +53,13 @@ pub enum RegistryMsg {
         params: AddServerParams,
         reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
+    /// Approves tools of its last listing and capabilities it advertises.
+    Approve {
+        params: McpApprove,
+        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
+    },
     Edit {
-        params: EditServerParams,
+        params: Box<EditServerParams>,
         reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     Rename {
@@ -104,7 +110,10 @@ impl Actor for Registry {
                     let _ = reply.send(add(ctx, params).await);
                 }
                 RegistryMsg::Edit { params, reply } => {
-                    let _ = reply.send(edit(ctx, params).await);
+                    let _ = reply.send(edit(ctx, *params).await);
+                }
+                RegistryMsg::Approve { params, reply } => {
+                    let _ = reply.send(approve(ctx, params).await);
                 }
                 RegistryMsg::Rename {
                     server,
@@ -356,6 +365,7 @@ async fn ensure_builtin(ctx: &RegistryContext) -> Result<(), StoreError> {
         sign_in_by: SignInBy::Bosun,
         client_metadata_url: None,
         rules: Default::default(),
+        approved_tools: None,
     };
     ctx.writer.put(&rec).await?;
     info!(
@@ -658,6 +668,15 @@ fn gateway_rules(rec: &ServerRecord, edit: GatewayEdit) -> Result<Rules, Registr
     if let Some(deny) = edit.deny_tools {
         rules.deny_tools = deny;
     }
+    if let Some(capabilities) = edit.capabilities {
+        if capabilities.is_empty() {
+            return Err(RegistryError::invalid(format!(
+                "give `{}` at least one capability (such as tools); to keep it from runs, switch it off for the agents (`bosun agent set AGENT mcp.{}=off`)",
+                rec.name, rec.name
+            )));
+        }
+        rules.capabilities = capabilities;
+    }
     for list in [&mut rules.allow_tools, &mut rules.deny_tools] {
         list.sort();
         list.dedup();
@@ -776,6 +795,7 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Re
         sign_in_by: p.sign_in_by.unwrap_or_default(),
         client_metadata_url: check_client_metadata_url(p.kind, p.client_metadata_url.as_deref())?,
         rules: Default::default(),
+        approved_tools: None,
     };
     let lines: Vec<(LineKind, SecretLine)> = p
         .env
@@ -986,8 +1006,9 @@ async fn edit_builtin(
         }
     }
     if rec.browser.as_ref().map(|b| &b.version) != Some(&settings.version) {
-        // Another version may have other tools: the old listing no longer says what it has.
-        rec.listing = None;
+        // Another version may have other tools: the old listing no longer says what it has,
+        // and the person chose it: its first listing approves what it finds.
+        rec.forget_listing();
     }
     rec.browser = Some(settings);
     rec.updated_at = Timestamp::now();
@@ -1044,6 +1065,33 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, Regis
     Ok(rec.view(|_, _| false))
 }
 
+/// Approves tools of the server's last listing as they are, and capabilities: runs get them
+/// from the next run on.
+async fn approve(ctx: &RegistryContext, p: McpApprove) -> Result<ServerView, RegistryError> {
+    let mut rec = find(&ctx.store, &p.server).await?;
+    if p.tools.is_empty() && !p.all_tools && p.capabilities.is_empty() {
+        return Err(RegistryError::invalid(format!(
+            "say what to approve of `{}`: tool names, --all-tools, or --capability NAME; `bosun mcp show {}` lists what waits",
+            rec.name, rec.name
+        )));
+    }
+    ledger::approve_tools(&mut rec, &p.tools, p.all_tools)?;
+    if !p.capabilities.is_empty() {
+        let mut capabilities = rec.rules.capabilities.clone();
+        capabilities.extend(p.capabilities.iter().copied());
+        let edit = GatewayEdit {
+            capabilities: Some(capabilities),
+            ..GatewayEdit::default()
+        };
+        rec.rules = gateway_rules(&rec, edit)?;
+    }
+    rec.updated_at = Timestamp::now();
+    ctx.writer.put(&rec).await?;
+    info!(server = %rec.name, tools = p.tools.len(), all_tools = p.all_tools, capabilities = p.capabilities.len(), "approved");
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+}
+
 async fn save_look(
     ctx: &RegistryContext,
     id: ServerId,
@@ -1058,8 +1106,8 @@ async fn save_look(
     let Some(mut rec) = current else {
         return Ok(());
     };
-    if listing.is_some() {
-        rec.listing = listing;
+    if let Some(listing) = listing {
+        rec.take_listing(listing);
     }
     rec.last_error = error;
     ctx.writer.put(&rec).await

@@ -289,6 +289,7 @@ pub fn view(server: &str, t: &StoredTool) -> ToolView {
         hints: t.hints,
         assessment: t.hints.assess(),
         input_schema: t.input_schema.clone(),
+        pending: None,
     }
 }
 

@@ -94,6 +94,7 @@ mod mcp_calls {
         McpTools => McpTools: ToolListing;
         McpInspect => McpInspect: InspectView;
         McpCall => McpCall: CallView;
+        McpApprove => McpApprove: ServerView;
         ImportScan => McpImportScan: ImportCandidates;
         ImportParams => McpImport: Imported;
     }

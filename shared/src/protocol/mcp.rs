@@ -7,7 +7,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::gateway::{Rules, ToolGlob};
+use std::collections::BTreeSet;
+
+use crate::gateway::{Capability, Rules, ToolGlob};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::{Assessment, Hints};
@@ -164,6 +166,9 @@ pub struct GatewayEdit {
     pub deny_tools: Option<Vec<ToolGlob>>,
     pub deadline_ms: Option<u64>,
     pub max_result_chars: Option<u64>,
+    /// Replaces the capabilities runs get.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<BTreeSet<Capability>>,
 }
 
 impl GatewayEdit {
@@ -224,6 +229,54 @@ pub struct ServerView {
     /// What bosun's gateway holds it to in every run.
     #[serde(default)]
     pub rules: Rules,
+    /// What the server advertised at its last listing that runs do not get until the person
+    /// approves it (`rules.capabilities` are the approved ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_capabilities: Vec<Capability>,
+    /// Tools of its last listing that runs do not get until the person approves them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_tools: Vec<PendingToolView>,
+}
+
+/// A tool runs do not get until the person approves it as it is now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingToolView {
+    pub name: String,
+    pub change: ToolChange,
+}
+
+/// How a tool differs from what the person approved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChange {
+    /// Not among the tools the person approved.
+    New,
+    /// Its description or input schema is not what the person approved.
+    Changed,
+}
+
+impl ToolChange {
+    pub fn words(self) -> &'static str {
+        match self {
+            ToolChange::New => "new",
+            ToolChange::Changed => "changed",
+        }
+    }
+}
+
+/// Approves tools of a server's last listing as they are, and capabilities it advertises: runs
+/// get them from the next run on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct McpApprove {
+    pub server: String,
+    /// Tools by name, as the last listing has them.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Every tool of the last listing.
+    #[serde(default)]
+    pub all_tools: bool,
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
 }
 
 /// A server's sign-in as the UI shows it (never a token).
@@ -293,6 +346,9 @@ pub struct ToolView {
     /// `$defs` included; nothing dereferenced), absent from a listing an older bosund kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<serde_json::Value>,
+    /// Set when runs do not get this tool until the person approves it as it is now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<ToolChange>,
 }
 
 /// A tool the server listed whose definition bosun cannot use: shown with what is wrong, and
@@ -343,6 +399,19 @@ pub struct InspectView {
     /// The tools whose definitions are malformed (not counted in `tools`), with what is wrong.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub malformed: Vec<MalformedToolView>,
+    /// The capability ledger: what runs get (approved by the person), and what the server
+    /// advertised that they do not get until the person approves it.
+    #[serde(default)]
+    pub approved_capabilities: Vec<Capability>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_capabilities: Vec<Capability>,
+    /// Advertised capabilities bosun's gateway cannot relay (such as `experimental`): never
+    /// in a run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never_relayed: Vec<String>,
+    /// Tools the server lists now that runs do not get until the person approves them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_tools: Vec<PendingToolView>,
 }
 
 /// The MCP revision a look spoke: the stateless 2026-07-28 with a server that answers it, else

@@ -29,8 +29,8 @@ use super::lead::{
 };
 use super::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidates, ImportParams, ImportScan,
-    Imported, InspectView, McpCall, McpInspect, McpRemove, McpRename, McpShow, McpTools,
-    ServerView, ToolListing,
+    Imported, InspectView, McpApprove, McpCall, McpInspect, McpRemove, McpRename, McpShow,
+    McpTools, ServerView, ToolListing,
 };
 use super::projects::{
     AddProjectParams, EditProjectParams, ProjectRemove, ProjectSet, ProjectShow, ProjectView,
@@ -190,6 +190,8 @@ pub enum Request {
     DaemonSet(DaemonSet),
     // What runs used, summed.
     Usage(UsageReport),
+    // Approving what waits of a server (added last, like the ones above).
+    McpApprove(McpApprove),
 }
 
 /// A successful answer. (Tagged `answer`, since a run or a server may have a field `kind`.)

@@ -15,12 +15,14 @@ use super::lead::{
     AnswerStarted, Approve, ApproveAll, ChatNew, ChatSend, ChatShow, Discard, Inbox,
 };
 use super::mcp::{
-    ImportCandidates, Imported, McpCall, McpInspect, McpRemove, McpRename, McpShow, McpTools,
+    ImportCandidates, Imported, McpApprove, McpCall, McpInspect, McpRemove, McpRename, McpShow,
+    McpTools,
 };
 use super::projects::{ProjectRemove, ProjectSet, ProjectShow};
 use super::runs::{DaemonSet, Following, GetRun, ListRuns, StopRun, Unfollow};
 use super::ui::{Request, Response};
 use super::usage::{UsageBy, UsageReport};
+use crate::gateway::Capability;
 
 const ID: &str = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
@@ -247,6 +249,12 @@ fn requests() -> Vec<Request> {
             by: UsageBy::Model,
             since_ms: Some(604_800_000),
         }),
+        Request::McpApprove(McpApprove {
+            server: "s".into(),
+            tools: vec!["t".into()],
+            all_tools: false,
+            capabilities: vec![Capability::Resources],
+        }),
     ]
 }
 
@@ -429,6 +437,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"mcp_sign_in_cancel","params":{"attempt":3}}"#,
     r#"{"method":"daemon_set","params":{"settings":["notify=off"]}}"#,
     r#"{"method":"usage","params":{"by":"model","since_ms":604800000}}"#,
+    r#"{"method":"mcp_approve","params":{"server":"s","tools":["t"],"all_tools":false,"capabilities":["resources"]}}"#,
 ];
 
 const RESPONSES: &[&str] = &[
@@ -439,11 +448,11 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":2,"attached_runners":1,"shutting_down":false}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":0,"attached_runners":0,"shutting_down":false,"upgrade":"the store was upgraded from schema 1 to 2"}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":0,"attached_runners":0,"shutting_down":false,"notify":{"on":true,"shown":4,"problem":"no desktop notification service answered"}}"#,
-    r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null,"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192}}"#,
-    r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null,"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192}}]}"#,
-    r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"http","command":null,"args":[],"url":"https://mcp.example.com/mcp","allow_http":false,"env":[],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":{"state":"signed in","why":null,"issuer":"https://as.example.com","client_id":"cid","registered":true,"scope":null,"expires_at":3,"signed_in_at":1,"refreshed_at":null,"wanted_scope":null,"dpop":true},"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192}}"#,
+    r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null,"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192,"capabilities":["tools","prompts"]}}"#,
+    r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null,"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192,"capabilities":["tools","prompts"]}}]}"#,
+    r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"http","command":null,"args":[],"url":"https://mcp.example.com/mcp","allow_http":false,"env":[],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":{"state":"signed in","why":null,"issuer":"https://as.example.com","client_id":"cid","registered":true,"scope":null,"expires_at":3,"signed_in_at":1,"refreshed_at":null,"wanted_scope":null,"dpop":true},"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192,"capabilities":["tools","prompts"]}}"#,
     r#"{"answer":"tools","server":"s","listed_at":1,"tools":[],"pages":1,"truncated":null}"#,
-    r#"{"answer":"inspect","server":"s","protocol_version":"2025-06-18","server_name":null,"server_version":null,"capabilities":{},"tools":0,"prompts":null,"resources":null,"instructions":null,"connect_ms":1,"list_ms":2,"total_ms":3}"#,
+    r#"{"answer":"inspect","server":"s","protocol_version":"2025-06-18","server_name":null,"server_version":null,"capabilities":{},"tools":0,"prompts":null,"resources":null,"instructions":null,"connect_ms":1,"list_ms":2,"total_ms":3,"approved_capabilities":[]}"#,
     r#"{"answer":"call","is_error":false,"content":[],"structured":null}"#,
     r#"{"answer":"import_candidates","candidates":[],"problems":["p"]}"#,
     r#"{"answer":"imported","servers":[]}"#,
@@ -544,7 +553,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set`, `usage` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set`, `usage`, `mcp_approve` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

@@ -9,8 +9,8 @@ use bosun_mcp::{adopt, look};
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::mcp::{
     AddServerParams, CallView, EditServerParams, ImportCandidates, ImportParams, ImportScan,
-    Imported, InspectView, McpCall, McpInspect, McpList, McpRemove, McpRename, McpShow, McpTools,
-    ServerView, ToolListing,
+    Imported, InspectView, McpApprove, McpCall, McpInspect, McpList, McpRemove, McpRename, McpShow,
+    McpTools, ServerView, ToolListing,
 };
 
 use super::{Handle, starting_up};
@@ -30,6 +30,16 @@ impl Handle for AddServerParams {
 impl Handle for EditServerParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         registry_call(ctx, |reply| RegistryMsg::Edit {
+            params: Box::new(self),
+            reply,
+        })
+        .await
+    }
+}
+
+impl Handle for McpApprove {
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
+        registry_call(ctx, |reply| RegistryMsg::Approve {
             params: self,
             reply,
         })

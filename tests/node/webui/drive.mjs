@@ -217,6 +217,12 @@ const scenarios = {
     await page.click("#inspect");
     await page.waitForSelector("#server-inspect table");
     const inspected = await page.locator("#server-inspect").textContent();
+    // What the server advertised beyond tools and prompts waits for the person: approve one.
+    await page.waitForSelector('#pending-capabilities button[data-capability="resources"]');
+    const pendingCapabilities = await page.locator("#pending-capabilities button").evaluateAll((bs) => bs.map((b) => b.dataset.capability));
+    await page.click('#pending-capabilities button[data-capability="resources"]');
+    await page.waitForFunction(() => (document.querySelector("#gateway-capabilities") || {}).textContent === "tools, prompts, resources");
+    const approvedCapabilities = await page.locator("#gateway-capabilities").textContent();
 
     // Edit: a new line, the old one removed.
     const edit = page.locator("#server-edit-form");
@@ -262,7 +268,7 @@ const scenarios = {
     await page.waitForSelector('#mcp-servers tr[data-server="remote-h"]', { state: "detached" });
     const servers = await page.locator("#mcp-servers tr[data-server]").evaluateAll((rows) => rows.map((r) => r.dataset.server));
     await checkNoSecret(page, canary, "at the end");
-    return { refused, remote, lines, tools, risk, params, inspected, edited, gateway, renamed, candidate, said, servers };
+    return { refused, remote, lines, tools, risk, params, inspected, pendingCapabilities, approvedCapabilities, edited, gateway, renamed, candidate, said, servers };
   },
 
   // Signs in to a server reached by address (the test OAuth server) from its page: the

@@ -295,13 +295,27 @@ function serverPage(root, name) {
       si && si.signed_in_at ? ["Signed in", when(si.signed_in_at)] : null,
       si && si.expires_at ? ["Token expires", when(si.expires_at)] : null,
       ["Tools listed", s.listed_at ? `${ago(s.listed_at)} (${s.tool_count} tools)` : "never"],
-      ...gatewayRows(s),
+      ...gatewayRows(s, approve),
       s.browser ? ["Browser", `chrome-devtools-mcp ${s.browser.version}; ${s.browser.program_found || "no browser found"}`, s.browser.missing.map((m) => h("div", { class: "flash error" }, m))] : null,
     ].filter(Boolean);
     info.append(
       h("table", { class: "kv" }, rows.map(([k, ...v]) => h("tr", null, h("th", null, k), h("td", null, v)))),
       s.last_error ? h("div", { class: "flash error", id: "server-last-error" }, s.last_error) : null,
     );
+  }
+
+  // Lets runs have what waits for the person: tools new or changed since they approved the
+  // server's tools, capabilities it advertises beyond the approved ones.
+  async function approve(params, button) {
+    button.disabled = true;
+    try {
+      server = await call("mcp_approve", { server: name, ...params });
+      drawInfo();
+      if (server.listed_at) list(true);
+    } catch (e) {
+      flash(msg, e.message, true);
+      button.disabled = false;
+    }
   }
 
   async function load() {
@@ -371,6 +385,10 @@ function serverPage(root, name) {
               ["Tools", String(r.tools)],
               r.prompts != null ? ["Prompts", String(r.prompts)] : null,
               r.resources != null ? ["Resources", String(r.resources)] : null,
+              ["Runs get", (r.approved_capabilities || []).join(", ")],
+              (r.pending_capabilities || []).length ? ["Pending", h("span", { id: "inspect-pending" }, `${r.pending_capabilities.join(", ")} (held back until approved)`)] : null,
+              (r.never_relayed || []).length ? ["Never in a run", r.never_relayed.join(", ")] : null,
+              (r.pending_tools || []).length ? ["Pending tools", r.pending_tools.map((t) => `${t.name} (${t.change})`).join(", ")] : null,
               ["Timings", `connect ${r.connect_ms} ms, list ${r.list_ms} ms, total ${r.total_ms} ms`],
             ]
               .filter(Boolean)
@@ -481,7 +499,7 @@ function toolCard(t) {
   return h(
     "div",
     { class: "card tool", dataset: { tool: t.name } },
-    h("div", { class: "item-head" }, h("strong", { class: "mono" }, t.name), t.title ? h("span", null, t.title) : null, h("span", { class: `chip risk-${a.risk}` }, a.risk), h("span", { class: "muted" }, a.words.join(", "))),
+    h("div", { class: "item-head" }, h("strong", { class: "mono" }, t.name), t.title ? h("span", null, t.title) : null, h("span", { class: `chip risk-${a.risk}` }, a.risk), t.pending ? h("span", { class: "chip bad pending" }, `${t.pending}: held back until approved`) : null, h("span", { class: "muted" }, a.words.join(", "))),
     t.description ? h("div", { class: "description" }, t.description) : null,
     h("div", { class: "muted hints" }, a.sent.length ? `hints sent: ${a.sent.join(", ")}` : "no hints sent (the spec's defaults apply)"),
     h(
@@ -502,11 +520,29 @@ function toolCard(t) {
 
 // The edit form: only what was changed is sent (`mcp_edit` keeps what is absent); a line's value
 // is replaced only when a new one is typed; rename is its own request.
-/// What bosun's gateway holds the server to in every run (SSE servers do not go through it).
-function gatewayRows(s) {
+/// What bosun's gateway holds the server to in every run (SSE servers do not go through it),
+/// and what waits for the person's approval, each with its button.
+function gatewayRows(s, approve) {
   if (s.kind === "sse" || !s.rules) return [];
   const r = s.rules;
+  const pendingCaps = s.pending_capabilities || [];
+  const pendingTools = s.pending_tools || [];
   return [
+    ["Capabilities", h("span", { id: "gateway-capabilities" }, (r.capabilities || []).join(", "))],
+    pendingCaps.length
+      ? ["Pending capabilities",
+          h("div", { class: "muted" }, "Advertised by the server, held back from runs until you approve them."),
+          h("div", { id: "pending-capabilities" }, pendingCaps.map((c) =>
+            h("button", { dataset: { capability: c }, onclick: (e) => approve({ capabilities: [c] }, e.target) }, `Approve ${c}`)))]
+      : null,
+    pendingTools.length
+      ? ["Pending tools",
+          h("div", { class: "muted" }, "New or changed since you approved the server's tools: held back from runs until you approve them."),
+          h("ul", { id: "pending-tools" }, pendingTools.map((t) =>
+            h("li", { dataset: { tool: t.name } }, `${t.name} (${t.change}) `,
+              h("button", { onclick: (e) => approve({ tools: [t.name] }, e.target) }, "Approve")))),
+          pendingTools.length > 1 ? h("button", { id: "approve-all-tools", onclick: (e) => approve({ all_tools: true }, e.target) }, "Approve all") : null]
+      : null,
     ["Trust", h("span", { id: "gateway-trust" }, r.trusted ? "trusted: results reach the model as they are" : "untrusted: results reach the model framed as untrusted content")],
     ["Allowed tools", h("span", { id: "gateway-allow" }, (r.allow_tools || []).length ? r.allow_tools.join(", ") : "every tool")],
     ["Denied tools", h("span", { id: "gateway-deny" }, (r.deny_tools || []).length ? r.deny_tools.join(", ") : "none")],

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
-use bosun_shared::gateway::ToolGlob;
+use bosun_shared::gateway::{Capability, ToolGlob};
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::auth::{
     McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
@@ -19,8 +19,8 @@ use bosun_shared::protocol::call::Call;
 use bosun_shared::protocol::mcp::{
     AddServerParams, CallView, EditServerParams, GatewayEdit, ImportCandidateView,
     ImportCandidates, ImportParams, ImportPick, ImportScan, ImportStatus, Imported, InspectView,
-    McpCall, McpInspect, McpList, McpRemove, McpRename, McpShow, McpTools, SecretLine, SecretValue,
-    ServerKind, ServerView, SignInBy, ToolListing,
+    McpApprove, McpCall, McpInspect, McpList, McpRemove, McpRename, McpShow, McpTools,
+    PendingToolView, SecretLine, SecretValue, ServerKind, ServerView, SignInBy, ToolListing,
 };
 use bosun_shared::size::{format_size, read_at_most};
 use bosun_ui::Client;
@@ -78,6 +78,22 @@ pub enum McpCommand {
     Inspect {
         #[arg(add = super::complete::servers())]
         name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let runs have tools that are new or changed since you approved the server's tools, or
+    /// capabilities it advertises beyond tools and prompts (`bosun mcp show` lists what waits)
+    Approve {
+        #[arg(add = super::complete::servers())]
+        name: String,
+        /// Tools of the last listing, by name, as they are now
+        tools: Vec<String>,
+        /// Every tool of the last listing, as it is now
+        #[arg(long, conflicts_with = "tools")]
+        all_tools: bool,
+        /// A capability: resources, completions, logging (repeatable)
+        #[arg(long = "capability", value_name = "NAME", value_parser = parse_capability)]
+        capabilities: Vec<Capability>,
         #[arg(long)]
         json: bool,
     },
@@ -388,6 +404,14 @@ pub struct GatewayArgs {
     /// (default 8192)
     #[arg(long, value_name = "CHARS")]
     max_result: Option<u64>,
+    /// The capabilities runs get, comma-separated: tools, prompts, resources, completions,
+    /// logging (replaces them; default tools,prompts)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_capability)]
+    capabilities: Option<Vec<Capability>>,
+}
+
+fn parse_capability(s: &str) -> Result<Capability, String> {
+    Capability::parse(s)
 }
 
 impl GatewayArgs {
@@ -422,6 +446,7 @@ impl GatewayArgs {
             deny_tools: globs(self.deny_tools)?,
             deadline_ms,
             max_result_chars: self.max_result,
+            capabilities: self.capabilities.map(|c| c.into_iter().collect()),
         })
     }
 }
@@ -541,6 +566,35 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
                 output::print_json(&view)?;
             } else {
                 print_inspect(&view);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCommand::Approve {
+            name,
+            tools,
+            all_tools,
+            capabilities,
+            json,
+        } => {
+            let mut client = connect(dirs).await?;
+            let server = client
+                .call(McpApprove {
+                    server: name,
+                    tools,
+                    all_tools,
+                    capabilities,
+                })
+                .await?;
+            if json {
+                output::print_json(&server)?;
+            } else {
+                println!("approved; runs get it from the next run on");
+                print_ledger(
+                    &server.name,
+                    &server.rules.capabilities,
+                    &server.pending_capabilities,
+                    &server.pending_tools,
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -1143,6 +1197,37 @@ fn print_rules(r: &bosun_shared::gateway::Rules) {
     );
 }
 
+/// What runs get of a server, and what waits for the person's approval.
+fn print_ledger(
+    server: &str,
+    approved: &std::collections::BTreeSet<Capability>,
+    pending: &[Capability],
+    pending_tools: &[PendingToolView],
+) {
+    let names = |c: &mut dyn Iterator<Item = &Capability>| {
+        c.map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    println!("{:<12}{}", "capabilities", names(&mut approved.iter()));
+    if !pending.is_empty() {
+        println!(
+            "{:<12}{} advertised, held back from runs (bosun mcp approve {server} --capability NAME)",
+            "pending",
+            names(&mut pending.iter())
+        );
+    }
+    if !pending_tools.is_empty() {
+        let tools: Vec<String> = pending_tools
+            .iter()
+            .map(|t| format!("{} ({})", t.name, t.change.words()))
+            .collect();
+        println!(
+            "{:<12}{}: held back from runs (bosun mcp approve {server} TOOL…, or --all-tools)",
+            "new tools",
+            tools.join(", ")
+        );
+    }
+}
+
 fn print_server(s: &ServerView) {
     println!("{:<12}{}", "name", s.name);
     println!("{:<12}{}", "id", s.id);
@@ -1190,6 +1275,12 @@ fn print_server(s: &ServerView) {
     }
     if s.kind != ServerKind::Sse {
         print_rules(&s.rules);
+        print_ledger(
+            &s.name,
+            &s.rules.capabilities,
+            &s.pending_capabilities,
+            &s.pending_tools,
+        );
     }
     if let Some(si) = &s.sign_in {
         println!("{:<12}{}", "sign-in", si.state);
@@ -1261,6 +1352,14 @@ fn print_tools(l: &ToolListing) {
             .map(|t| format!(" — {t}"))
             .unwrap_or_default();
         println!("{}{title}", t.full_name);
+        if let Some(change) = t.pending {
+            println!(
+                "  {}: held back from runs until you approve it (bosun mcp approve {} {})",
+                change.words(),
+                l.server,
+                t.name
+            );
+        }
         println!(
             "  risk: {} ({})",
             t.assessment.risk,
@@ -1346,6 +1445,36 @@ fn print_inspect(v: &InspectView) {
     );
     println!("{:<18}{}", "tools", v.tools);
     print_malformed(&v.malformed);
+    let names = |c: &[Capability]| c.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
+    println!("{:<18}{}", "runs get", names(&v.approved_capabilities));
+    if !v.pending_capabilities.is_empty() {
+        println!(
+            "{:<18}{} (bosun mcp approve {} --capability NAME)",
+            "pending",
+            names(&v.pending_capabilities),
+            v.server
+        );
+    }
+    if !v.never_relayed.is_empty() {
+        println!(
+            "{:<18}{} (bosun's gateway does not relay these)",
+            "never in a run",
+            v.never_relayed.join(", ")
+        );
+    }
+    if !v.pending_tools.is_empty() {
+        let tools: Vec<String> = v
+            .pending_tools
+            .iter()
+            .map(|t| format!("{} ({})", t.name, t.change.words()))
+            .collect();
+        println!(
+            "{:<18}{} (bosun mcp approve {} TOOL…)",
+            "pending tools",
+            tools.join(", "),
+            v.server
+        );
+    }
     println!(
         "{:<18}{}",
         "prompts",

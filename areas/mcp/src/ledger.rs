@@ -1,0 +1,228 @@
+//! What the person approved of a server, and what waits for them: the capability ledger and
+//! the pinned tools.
+//!
+//! A run gets only the capabilities the person approved (`Rules::capabilities`: tools and
+//! prompts unless they say more) and only the tools as the person approved them (their
+//! description and input schema): a server that starts advertising more, or adds or changes a
+//! tool, has it held back from runs by the gateway and listed here as pending until the person
+//! approves it (`bosun mcp approve`). A changed tool is how a server turns on its users.
+
+use bosun_shared::gateway::{Capability, Rules};
+use bosun_shared::protocol::mcp::{PendingToolView, ToolChange};
+
+use crate::RegistryError;
+use crate::record::{ServerRecord, StoredTool};
+
+/// The tools of `listed` that are not in `approved` as they are.
+pub fn pending_tools(approved: &[StoredTool], listed: &[StoredTool]) -> Vec<PendingToolView> {
+    listed
+        .iter()
+        .filter_map(|t| {
+            let change = match approved.iter().find(|a| a.name == t.name) {
+                None => ToolChange::New,
+                Some(a) if !same(a, t) => ToolChange::Changed,
+                Some(_) => return None,
+            };
+            Some(PendingToolView {
+                name: t.name.clone(),
+                change,
+            })
+        })
+        .collect()
+}
+
+/// Whether a run would hold `now` back against `approved`: the gateway compares the
+/// description and the input schema (a schema an older bosun did not keep is not compared).
+fn same(approved: &StoredTool, now: &StoredTool) -> bool {
+    approved.description == now.description
+        && (approved.input_schema.is_none() || approved.input_schema == now.input_schema)
+}
+
+/// Of the capabilities a server advertised (by the names it sent): those runs do not get until
+/// the person approves them, and those bosun's gateway cannot relay at all.
+pub fn pending_capabilities(
+    advertised: &[String],
+    rules: &Rules,
+) -> (Vec<Capability>, Vec<String>) {
+    let mut pending = Vec::new();
+    let mut never = Vec::new();
+    for name in advertised {
+        match Capability::parse(name) {
+            Ok(c) if !rules.capabilities.contains(&c) => pending.push(c),
+            Ok(_) => {}
+            Err(_) => never.push(name.clone()),
+        }
+    }
+    pending.sort();
+    pending.dedup();
+    (pending, never)
+}
+
+/// Approves `tools` (or every tool, with `all`) of the record's last listing as they are now.
+pub fn approve_tools(
+    rec: &mut ServerRecord,
+    tools: &[String],
+    all: bool,
+) -> Result<(), RegistryError> {
+    if tools.is_empty() && !all {
+        return Ok(());
+    }
+    let Some(listing) = &rec.listing else {
+        return Err(RegistryError::conflict(format!(
+            "the tools of `{}` have not been listed yet: `bosun mcp tools {}` lists them (and approves what it finds the first time)",
+            rec.name, rec.name
+        )));
+    };
+    let mut approved = rec
+        .approved()
+        .map(<[StoredTool]>::to_vec)
+        .unwrap_or_default();
+    let chosen: Vec<&StoredTool> = if all {
+        listing.tools.iter().collect()
+    } else {
+        let mut chosen = Vec::new();
+        for name in tools {
+            match listing.tools.iter().find(|t| &t.name == name) {
+                Some(t) => chosen.push(t),
+                None => {
+                    return Err(RegistryError::invalid(format!(
+                        "`{name}` is not among the tools `{}` listed last; `bosun mcp tools {}` lists them again",
+                        rec.name, rec.name
+                    )));
+                }
+            }
+        }
+        chosen
+    };
+    for t in chosen {
+        approved.retain(|a| a.name != t.name);
+        approved.push(t.clone());
+    }
+    approved.sort_by(|a, b| a.name.cmp(&b.name));
+    rec.approved_tools = Some(approved);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bosun_shared::mcp::Hints;
+
+    fn tool(name: &str, description: &str) -> StoredTool {
+        StoredTool {
+            name: name.into(),
+            title: None,
+            description: Some(description.into()),
+            params: Vec::new(),
+            hints: Hints::default(),
+            input_schema: Some(serde_json::json!({"type": "object"})),
+        }
+    }
+
+    #[test]
+    fn new_and_changed_tools_are_pending() {
+        let approved = vec![tool("echo", "Echoes"), tool("add", "Adds")];
+        let listed = vec![
+            tool("echo", "Echoes"),
+            tool("add", "Adds, and sends your files away"),
+            tool("delete", "Deletes"),
+        ];
+        let pending = pending_tools(&approved, &listed);
+        assert_eq!(
+            pending,
+            vec![
+                PendingToolView {
+                    name: "add".into(),
+                    change: ToolChange::Changed
+                },
+                PendingToolView {
+                    name: "delete".into(),
+                    change: ToolChange::New
+                },
+            ]
+        );
+        let mut schema = tool("echo", "Echoes");
+        schema.input_schema = Some(serde_json::json!({"type": "object", "required": ["x"]}));
+        assert_eq!(
+            pending_tools(&approved, &[schema])[0].change,
+            ToolChange::Changed
+        );
+        let mut old = tool("echo", "Echoes");
+        old.input_schema = None;
+        assert!(pending_tools(&[old], &[tool("echo", "Echoes")]).is_empty());
+    }
+
+    /// A record as an older bosun kept it: a listing, and nothing said about approval.
+    fn older_record(tools: &[StoredTool]) -> ServerRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": bosun_shared::ServerId::new(),
+            "name": "s",
+            "kind": "stdio",
+            "command": "x",
+            "args": [],
+            "url": null,
+            "env_names": [],
+            "header_names": [],
+            "created_at": bosun_shared::Timestamp::from_millis(0),
+            "updated_at": bosun_shared::Timestamp::from_millis(0),
+            "listing": {"at": bosun_shared::Timestamp::from_millis(0), "tools": tools, "pages": 1, "truncated": null},
+            "last_error": null,
+        }))
+        .unwrap()
+    }
+
+    fn listing(tools: Vec<StoredTool>) -> crate::record::StoredListing {
+        crate::record::StoredListing {
+            at: bosun_shared::Timestamp::from_millis(1),
+            tools,
+            pages: 1,
+            truncated: None,
+            malformed: Vec::new(),
+            capabilities: None,
+        }
+    }
+
+    #[test]
+    fn an_older_records_listing_stands_for_what_was_approved() {
+        let mut rec = older_record(&[tool("echo", "Echoes")]);
+        assert_eq!(rec.approved().map(<[StoredTool]>::len), Some(1));
+        assert!(rec.pending_tools().is_empty());
+        // The next look keeps the old listing as the approval: what changed waits.
+        rec.take_listing(listing(vec![tool("echo", "Echoes"), tool("rm", "Removes")]));
+        assert_eq!(
+            rec.pending_tools(),
+            vec![PendingToolView {
+                name: "rm".into(),
+                change: ToolChange::New
+            }]
+        );
+        approve_tools(&mut rec, &["rm".to_string()], false).unwrap();
+        assert!(rec.pending_tools().is_empty());
+        let err = approve_tools(&mut rec, &["nope".to_string()], false).unwrap_err();
+        assert!(
+            err.to_string().contains("`nope` is not among the tools"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_first_listing_approves_what_it_finds() {
+        let mut rec = older_record(&[]);
+        rec.listing = None;
+        assert!(rec.approved().is_none());
+        rec.take_listing(listing(vec![tool("echo", "Echoes")]));
+        assert!(rec.pending_tools().is_empty());
+        rec.take_listing(listing(vec![tool("echo", "Echoes, and more")]));
+        assert_eq!(rec.pending_tools()[0].change, ToolChange::Changed);
+    }
+
+    #[test]
+    fn advertised_capabilities_beyond_the_approved_ones_are_pending() {
+        let advertised: Vec<String> = ["tools", "resources", "logging", "experimental"]
+            .map(String::from)
+            .to_vec();
+        let (pending, never) = pending_capabilities(&advertised, &Rules::default());
+        assert_eq!(pending, vec![Capability::Resources, Capability::Logging]);
+        assert_eq!(never, vec!["experimental".to_string()]);
+    }
+}
