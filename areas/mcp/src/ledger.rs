@@ -8,10 +8,29 @@
 //! approves it (`bosun mcp approve`). A changed tool is how a server turns on its users.
 
 use bosun_shared::gateway::{Capability, Rules};
-use bosun_shared::protocol::mcp::{PendingToolView, ToolChange};
+use bosun_shared::protocol::mcp::{PendingToolView, ServerView, ToolChange};
 
 use crate::RegistryError;
 use crate::record::{ServerRecord, StoredTool};
+
+/// The tools of the record's last listing that runs do not get until the person approves them.
+pub fn pending_of(rec: &ServerRecord) -> Vec<PendingToolView> {
+    match (&rec.listing, rec.approved()) {
+        (Some(l), Some(approved)) => pending_tools(approved, &l.tools),
+        _ => Vec::new(),
+    }
+}
+
+/// A server's view with what waits for the person's approval.
+pub fn fill_in(view: &mut ServerView, rec: &ServerRecord) {
+    view.pending_capabilities = rec
+        .listing
+        .as_ref()
+        .and_then(|l| l.capabilities.as_deref())
+        .map(|advertised| pending_capabilities(advertised, &rec.rules).0)
+        .unwrap_or_default();
+    view.pending_tools = pending_of(rec);
+}
 
 /// The tools of `listed` that are not in `approved` as they are.
 pub fn pending_tools(approved: &[StoredTool], listed: &[StoredTool]) -> Vec<PendingToolView> {
@@ -186,18 +205,18 @@ mod tests {
     fn an_older_records_listing_stands_for_what_was_approved() {
         let mut rec = older_record(&[tool("echo", "Echoes")]);
         assert_eq!(rec.approved().map(<[StoredTool]>::len), Some(1));
-        assert!(rec.pending_tools().is_empty());
+        assert!(pending_of(&rec).is_empty());
         // The next look keeps the old listing as the approval: what changed waits.
         rec.take_listing(listing(vec![tool("echo", "Echoes"), tool("rm", "Removes")]));
         assert_eq!(
-            rec.pending_tools(),
+            pending_of(&rec),
             vec![PendingToolView {
                 name: "rm".into(),
                 change: ToolChange::New
             }]
         );
         approve_tools(&mut rec, &["rm".to_string()], false).unwrap();
-        assert!(rec.pending_tools().is_empty());
+        assert!(pending_of(&rec).is_empty());
         let err = approve_tools(&mut rec, &["nope".to_string()], false).unwrap_err();
         assert!(
             err.to_string().contains("`nope` is not among the tools"),
@@ -211,9 +230,9 @@ mod tests {
         rec.listing = None;
         assert!(rec.approved().is_none());
         rec.take_listing(listing(vec![tool("echo", "Echoes")]));
-        assert!(rec.pending_tools().is_empty());
+        assert!(pending_of(&rec).is_empty());
         rec.take_listing(listing(vec![tool("echo", "Echoes, and more")]));
-        assert_eq!(rec.pending_tools()[0].change, ToolChange::Changed);
+        assert_eq!(pending_of(&rec)[0].change, ToolChange::Changed);
     }
 
     #[test]

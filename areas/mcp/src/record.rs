@@ -4,7 +4,7 @@
 
 use bosun_shared::gateway::Rules;
 use bosun_shared::mcp::Hints;
-use bosun_shared::protocol::mcp::{LineView, PendingToolView, ServerKind, ServerView, SignInBy};
+use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -12,7 +12,6 @@ use url::Url;
 use super::RegistryError;
 use super::address;
 use super::browser::BrowserSettings;
-use super::ledger;
 use super::redact::{Redact, Redactor};
 use bosun_auth::signin;
 use bosun_kit::keychain::Keychain;
@@ -66,7 +65,7 @@ pub struct ServerRecord {
     #[serde(default, skip_serializing_if = "Rules::is_default")]
     pub rules: Rules,
     /// The tools as the person approved them: a run gets only these, as they are here (see
-    /// [`crate::ledger`]). `None` until the first listing, which approves what it finds; in a
+    /// `crate::ledger`). `None` until the first listing, which approves what it finds; in a
     /// record an older bosun kept, its last listing stands for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_tools: Option<Vec<StoredTool>>,
@@ -218,13 +217,9 @@ impl ServerRecord {
             sign_in: None,
             client_metadata_url: self.client_metadata_url.clone(),
             rules: self.rules.clone(),
-            pending_capabilities: self
-                .listing
-                .as_ref()
-                .and_then(|l| l.capabilities.as_deref())
-                .map(|advertised| ledger::pending_capabilities(advertised, &self.rules).0)
-                .unwrap_or_default(),
-            pending_tools: self.pending_tools(),
+            // What waits for the person's approval: filled in by `crate::ledger::fill_in`.
+            pending_capabilities: Vec::new(),
+            pending_tools: Vec::new(),
         }
     }
 
@@ -234,14 +229,6 @@ impl ServerRecord {
         self.approved_tools
             .as_deref()
             .or_else(|| self.listing.as_ref().map(|l| l.tools.as_slice()))
-    }
-
-    /// The tools of the last listing that runs do not get until the person approves them.
-    pub fn pending_tools(&self) -> Vec<PendingToolView> {
-        match (&self.listing, self.approved()) {
-            (Some(l), Some(approved)) => ledger::pending_tools(approved, &l.tools),
-            _ => Vec::new(),
-        }
     }
 
     /// Keeps a new listing. The first listing of a server approves what it found (the person

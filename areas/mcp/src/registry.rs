@@ -204,6 +204,7 @@ fn view_of(store: &Store, keychain: &Keychain, rec: &ServerRecord) -> ServerView
             .flatten()
             .is_some()
     });
+    ledger::fill_in(&mut view, rec);
     if let Some(settings) = &rec.browser {
         let path = std::env::var("PATH").ok();
         let mut missing = Vec::new();
