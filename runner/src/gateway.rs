@@ -24,16 +24,18 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_shared::RUN_MARKER_ENV;
 use bosun_shared::gateway::{
-    BRIDGE, Capability, GatewayServer, Held, Hello, HttpBridge, Reach, Rules, SAFE_ENV, SOCKET_FILE,
+    BRIDGE, CALLS_FILE, CallEntry, CallOutcome, Capability, GatewayServer, Held, Hello, HttpBridge,
+    Reach, Rules, SAFE_ENV, SOCKET_FILE,
 };
 use bosun_shared::protocol::runner::{FencePlan, LaunchPlan};
+use bosun_shared::{RUN_MARKER_ENV, Timestamp};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
@@ -142,6 +144,16 @@ pub struct Gateway {
     redactor: Arc<Redactor>,
     /// bosun's bridge to servers reached by address, beside the runner's own program.
     bridge: PathBuf,
+    /// The run's record of calls ([`CALLS_FILE`] in its folder), opened at the first call.
+    calls: std::sync::Mutex<CallsFile>,
+}
+
+/// The run's record of calls.
+enum CallsFile {
+    NotYet(PathBuf),
+    Open(std::fs::File),
+    /// It could not be opened (said once in the log): the calls are in the log only.
+    Failed,
 }
 
 impl Gateway {
@@ -158,6 +170,7 @@ impl Gateway {
             .cloned()
             .collect();
         base_env.push((RUN_MARKER_ENV.into(), plan.run_id.to_string()));
+        let calls = std::sync::Mutex::new(CallsFile::NotYet(plan.run_dir.join(CALLS_FILE)));
         Self {
             servers: plan.gateway.clone(),
             base_env,
@@ -170,11 +183,45 @@ impl Gateway {
                 .ok()
                 .and_then(|e| e.parent().map(|d| d.join(BRIDGE)))
                 .unwrap_or_else(|| PathBuf::from(BRIDGE)),
+            calls,
         }
     }
 
     fn note(&self, line: String) {
         let _ = self.notes.send(line);
+    }
+
+    /// Keeps a line for a call in the run's record of calls, its secrets written `[redacted]`.
+    fn record(&self, entry: &CallEntry) {
+        let Ok(mut value) = serde_json::to_value(entry) else {
+            return;
+        };
+        self.redactor.json(&mut value);
+        let mut line = value.to_string();
+        line.push('\n');
+        let Ok(mut calls) = self.calls.lock() else {
+            return;
+        };
+        if let CallsFile::NotYet(path) = &*calls {
+            let opened = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(path);
+            *calls = match opened {
+                Ok(f) => CallsFile::Open(f),
+                Err(e) => {
+                    self.note(format!(
+                        "bosun's MCP gateway: could not open {} ({e}); this run's calls are in its log only",
+                        path.display()
+                    ));
+                    CallsFile::Failed
+                }
+            };
+        }
+        if let CallsFile::Open(f) = &mut *calls {
+            let _ = f.write_all(line.as_bytes());
+        }
     }
 }
 
@@ -244,8 +291,25 @@ struct Call {
     id: Value,
     tool: String,
     args: String,
+    at: Timestamp,
     started: Instant,
     deadline: Instant,
+}
+
+impl Call {
+    /// Its entry in the run's record of calls.
+    fn entry(&self, server: &str, outcome: CallOutcome) -> CallEntry {
+        CallEntry {
+            at: self.at,
+            server: server.to_string(),
+            tool: self.tool.clone(),
+            args: self.args.clone(),
+            outcome,
+            ms: Some(self.started.elapsed().as_millis() as u64),
+            chars: None,
+            model_got: None,
+        }
+    }
 }
 
 /// The running server of a connection.
@@ -474,6 +538,18 @@ impl Conn<'_> {
                     self.gw.note(format!(
                         "mcp {name}/{tool} {args}: refused by bosun's gateway ({why})"
                     ));
+                    self.gw.record(&CallEntry {
+                        at: Timestamp::now(),
+                        server: name.clone(),
+                        tool: tool.clone(),
+                        args: args.clone(),
+                        outcome: CallOutcome::Refused {
+                            reason: why.clone(),
+                        },
+                        ms: None,
+                        chars: None,
+                        model_got: None,
+                    });
                     let text = format!(
                         "bosun refused this call: the tool `{tool}` of the MCP server `{name}` is held back for this run ({why}). The person can change it with `{fix}`."
                     );
@@ -491,6 +567,7 @@ impl Conn<'_> {
                         id: id.clone(),
                         tool,
                         args,
+                        at: Timestamp::now(),
                         started: now,
                         deadline: now + Duration::from_millis(self.rules().deadline_ms),
                     },
@@ -504,6 +581,13 @@ impl Conn<'_> {
             self.asked.insert(key(id), id.clone());
         }
         self.tell_server(line, from_server).await;
+        // A call's deadline counts from when the server has it: starting a server that had
+        // exited (bounded on its own) is not the server's time.
+        if let (Some("tools/call"), Some(id)) = (method, id)
+            && let Some(call) = self.calls.get_mut(&key(id))
+        {
+            call.deadline = Instant::now() + Duration::from_millis(self.server.rules.deadline_ms);
+        }
     }
 
     /// Sends a line to the server, starting it (again) first when it is not running. A line
@@ -875,6 +959,9 @@ impl Conn<'_> {
             let why = err.get("message").and_then(Value::as_str).unwrap_or("");
             self.gw
                 .note(format!("{head}: failed in {took} ms: {}", cut(why, 300)));
+            let message = cut(why, 300);
+            self.gw
+                .record(&call.entry(name, CallOutcome::Failed { message }));
             return;
         }
         let max = self.rules().max_result_chars as usize;
@@ -884,6 +971,7 @@ impl Conn<'_> {
             .and_then(Value::as_array_mut)
         else {
             self.gw.note(format!("{head}: answered in {took} ms"));
+            self.gw.record(&call.entry(name, CallOutcome::Answered));
             return;
         };
         let mut total = 0usize;
@@ -921,6 +1009,16 @@ impl Conn<'_> {
         } else {
             "answered"
         };
+        let outcome = if error {
+            CallOutcome::AnsweredError
+        } else {
+            CallOutcome::Answered
+        };
+        self.gw.record(&CallEntry {
+            chars: Some(total as u64),
+            model_got: (omitted > 0).then_some((total - omitted) as u64),
+            ..call.entry(name, outcome)
+        });
         if omitted > 0 {
             self.gw.note(format!(
                 "{head}: {how} in {took} ms, {total} characters; the model got {} of them (head and tail), the whole result follows",
@@ -954,6 +1052,7 @@ impl Conn<'_> {
                 "mcp {name}/{} {}: no answer within {secs} s; cancelled, not sent again",
                 call.tool, call.args
             ));
+            self.gw.record(&call.entry(&name, CallOutcome::TimedOut));
             let text = format!(
                 "bosun's gateway: the tool `{}` of the MCP server `{name}` did not answer within {secs} s; the call was cancelled and is not sent again",
                 call.tool
@@ -1014,6 +1113,8 @@ impl Conn<'_> {
             );
             self.gw
                 .note(format!("mcp {name}/{} {}: {text}", call.tool, call.args));
+            self.gw
+                .record(&call.entry(&name, CallOutcome::ServerEnded { how: how.clone() }));
             let reply = json!({"jsonrpc": "2.0", "id": call.id, "result": {
                 "content": [{"type": "text", "text": text}],
                 "isError": true,

@@ -20,6 +20,65 @@ pub const SOCKET_FILE: &str = "gateway.sock";
 /// The first argument of `bosun-runner` that makes it the CLI's end of the gateway.
 pub const SHIM_ARG: &str = "gateway";
 
+/// The file in the run's folder where the gateway keeps a line for each call (JSON lines of
+/// [`CallEntry`]).
+pub const CALLS_FILE: &str = "mcp-calls.jsonl";
+
+/// One MCP call of a run, as the gateway saw it. Secret values are written `[redacted]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallEntry {
+    /// When the CLI sent it.
+    pub at: crate::Timestamp,
+    pub server: String,
+    pub tool: String,
+    /// Its arguments as JSON, cut to 300 characters.
+    pub args: String,
+    pub outcome: CallOutcome,
+    /// From the call to its answer, in milliseconds (absent for a call refused at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
+    /// Characters of text in its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chars: Option<u64>,
+    /// Set when the result was cut for the model: how many characters it got (head and tail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_got: Option<u64>,
+}
+
+/// How a call ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The server answered with a result.
+    Answered,
+    /// The server answered with a result that says it failed (`isError`).
+    AnsweredError,
+    /// The server answered with a protocol error.
+    Failed { message: String },
+    /// bosun's gateway refused it before it reached the server.
+    Refused { reason: String },
+    /// No answer within the server's deadline: cancelled, never sent again.
+    TimedOut,
+    /// The server ended before it answered.
+    ServerEnded { how: String },
+}
+
+impl CallOutcome {
+    /// In words, for the person.
+    pub fn words(&self) -> String {
+        match self {
+            CallOutcome::Answered => "answered".into(),
+            CallOutcome::AnsweredError => "answered an error".into(),
+            CallOutcome::Failed { message } => format!("failed: {message}"),
+            CallOutcome::Refused { reason } => format!("refused by bosun's gateway ({reason})"),
+            CallOutcome::TimedOut => {
+                "no answer within its deadline; cancelled, not sent again".into()
+            }
+            CallOutcome::ServerEnded { how } => format!("the server ended during it ({how})"),
+        }
+    }
+}
+
 /// How long a call may take by default, in milliseconds.
 pub const DEFAULT_DEADLINE_MS: u64 = 60_000;
 /// The longest result, in characters, the model gets whole by default.

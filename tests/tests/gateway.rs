@@ -132,6 +132,43 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
         log.contains(r#"mcp everything/echo {"message":"ping"}: answered in"#),
         "the call is in the run's log: {log}"
     );
+    // And in the run's record: `bosun show`, and its page.
+    let shown = b.json(&["show", &id])?;
+    assert_eq!(shown["mcp_calls"]["total"], 1, "{shown:#}");
+    let call = &shown["mcp_calls"]["calls"][0];
+    assert_eq!(
+        (
+            &call["server"],
+            &call["tool"],
+            &call["args"],
+            &call["outcome"]["kind"]
+        ),
+        (
+            &json!("everything"),
+            &json!("echo"),
+            &json!(r#"{"message":"ping"}"#),
+            &json!("answered")
+        ),
+        "{shown:#}"
+    );
+    assert!(call["chars"].as_u64().is_some_and(|n| n > 0), "{call}");
+    let text = b.ok(&["show", &id])?;
+    assert!(
+        text.contains(r#"everything/echo {"message":"ping"}: answered after"#),
+        "{text}"
+    );
+    let ui = bosun_tests::webui::Ui::start(&b)?;
+    let page = bosun_tests::browser_scenario(&ui.login, "mcpcalls", &[("BOSUN_UI_RUN", &id)])?;
+    assert_eq!(page["heading"], "MCP calls (1)", "{page:#}");
+    assert_eq!(page["calls"][0]["tool"], "echo", "{page:#}");
+    assert_eq!(page["calls"][0]["outcome"], "answered", "{page:#}");
+    assert!(
+        page["calls"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(r#"{"message":"ping"}"#)),
+        "{page:#}"
+    );
+    b.ok(&["ui", "--stop"])?;
     b.assert_secret_nowhere(SERVER_SECRET)?;
     b.assert_secret_nowhere(API_KEY)?;
     b.finish()
@@ -330,6 +367,12 @@ fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
     let echo = c.call("echo", json!({"message": "one"}), Duration::from_secs(10))?;
     assert!(text_of(&echo).contains("Echo: one"), "{echo}");
     assert!(text_of(&echo).starts_with("[untrusted content"), "{echo}");
+    // A call whose arguments hold a secret of the run: its record says `[redacted]`.
+    c.call(
+        "echo",
+        json!({"message": SERVER_SECRET}),
+        Duration::from_secs(10),
+    )?;
     let env = text_of(&c.call("get-env", json!({}), Duration::from_secs(10))?);
     assert!(env.contains(SERVER_SECRET), "the server has its line");
     assert!(
@@ -431,6 +474,57 @@ fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
         "the late call is said once and never sent again: {log}"
     );
     assert!(!log.contains(SERVER_SECRET), "the log holds no secret");
+    // Each call is an entry of the run's record, with how it ended.
+    let shown = b.json(&["show", &id])?;
+    let calls = shown["mcp_calls"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let kinds: Vec<(String, String)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap_or_default().to_string(),
+                c["outcome"]["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("get-sum", "refused"),
+        ("echo", "answered"),
+        ("echo", "answered"),
+        ("get-env", "answered"),
+        ("get-roots-list", "answered"),
+        ("trigger-sampling-request", "answered_error"),
+        ("trigger-elicitation-request", "answered_error"),
+        ("echo", "answered"),
+        ("trigger-long-running-operation", "timed_out"),
+        ("echo", "answered"),
+    ]
+    .iter()
+    .map(|(t, k)| (t.to_string(), k.to_string()))
+    .collect();
+    assert_eq!(kinds, want, "{shown:#}");
+    assert_eq!(shown["mcp_calls"]["total"], want.len(), "{shown:#}");
+    assert_eq!(calls[2]["args"], r#"{"message":"[redacted]"}"#, "{shown:#}");
+    let cut_call = &calls[7];
+    assert_eq!(cut_call["model_got"], 256, "{cut_call}");
+    assert!(
+        cut_call["chars"].as_u64().is_some_and(|n| n > 256),
+        "{cut_call}"
+    );
+    assert!(
+        calls[0]["outcome"]["reason"] == "its deny list holds `get-sum`",
+        "{shown:#}"
+    );
+    let record = std::fs::read_to_string(b.home.join("runs").join(&id).join("mcp-calls.jsonl"))?;
+    assert!(
+        !record.contains(SERVER_SECRET),
+        "no secret in the record of calls"
+    );
 
     drop(c);
     b.ok(&["stop", &id])?;

@@ -134,6 +134,7 @@ impl RunRecord {
                 job: p.job.clone(),
                 node: p.node.clone(),
             }),
+            mcp_calls: None,
         }
     }
 }

@@ -199,6 +199,22 @@ pub struct RunView {
     /// For a run placed on another host: where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placed: Option<PlacedView>,
+    /// The MCP calls the run made through bosun's gateway (in `bosun show`, not in lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_calls: Option<McpCallsView>,
+}
+
+/// A run's MCP calls: how many, and the last of them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpCallsView {
+    pub total: u64,
+    /// The last [`McpCallsView::SHOWN`] calls, oldest first.
+    pub calls: Vec<crate::gateway::CallEntry>,
+}
+
+impl McpCallsView {
+    /// How many calls a view holds at most.
+    pub const SHOWN: usize = 200;
 }
 
 impl RunView {

@@ -10,9 +10,10 @@ use bosun_runs::live::LiveEntry;
 use bosun_runs::run_actor::RunMsg;
 use bosun_runs::{RunSpec, RunsMsg};
 use bosun_shared::RunId;
+use bosun_shared::gateway::{CALLS_FILE, CallEntry};
 use bosun_shared::protocol::runner::StopOrder;
 use bosun_shared::protocol::runs::{
-    DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, StopRun,
+    DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, McpCallsView, StopRun,
 };
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
@@ -39,8 +40,46 @@ impl Handle for ListRuns {
 impl Handle for GetRun {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunView, Failure> {
         let id = resolve(ctx, &self.run).await?;
-        Ok(run_view(ctx, id).await?)
+        let mut view = run_view(ctx, id).await?;
+        let dir = match &view.placed {
+            None => Some(ctx.dirs.run_dir(id)),
+            Some(p) => ctx
+                .remote
+                .as_ref()
+                .and_then(|r| r.remote.run_dir(&p.placement, id).ok()),
+        };
+        if let Some(dir) = dir {
+            view.mcp_calls = tokio::task::spawn_blocking(move || read_calls(&dir))
+                .await
+                .ok()
+                .flatten();
+        }
+        Ok(view)
     }
+}
+
+/// The MCP calls the gateway recorded in a run's folder: how many, and the last
+/// [`McpCallsView::SHOWN`]. `None` when the run made none. A line that does not parse (one cut
+/// short by a crash) is passed over.
+fn read_calls(dir: &std::path::Path) -> Option<McpCallsView> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(dir.join(CALLS_FILE)).ok()?;
+    let mut calls = std::collections::VecDeque::new();
+    let mut total = 0u64;
+    for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
+        let Ok(entry) = serde_json::from_str::<CallEntry>(&line) else {
+            continue;
+        };
+        total += 1;
+        if calls.len() == McpCallsView::SHOWN {
+            calls.pop_front();
+        }
+        calls.push_back(entry);
+    }
+    (total > 0).then(|| McpCallsView {
+        total,
+        calls: calls.into(),
+    })
 }
 
 impl Handle for StopRun {

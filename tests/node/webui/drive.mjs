@@ -139,6 +139,16 @@ const scenarios = {
     return { shown, preview, title, left, history, said, decisions };
   },
 
+  // A run's MCP calls through bosun's gateway, on its page.
+  async mcpcalls(page) {
+    await page.goto(`${base}/#/run/${run}`);
+    await page.waitForSelector("#mcp-calls tbody tr");
+    const heading = await page.locator("#run-mcp-calls h2").textContent();
+    const calls = await page.locator("#mcp-calls tbody tr").evaluateAll((rows) =>
+      rows.map((r) => ({ tool: r.dataset.tool, outcome: r.dataset.outcome, text: r.textContent })));
+    return { heading, calls };
+  },
+
   // Denies a run's first call with a message (BOSUN_UI_MESSAGE), then blocks its second, a file
   // edit shown side by side. Run data that tries to be markup must stay text.
   async deny(page) {

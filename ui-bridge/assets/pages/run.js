@@ -34,6 +34,8 @@ export function mount(root, [id]) {
   const agentBox = h("div", { class: "agent-box" });
   const asking = h("div", { id: "run-approvals" });
   const decisionsBox = h("div", { id: "run-decisions" });
+  const mcpBox = h("div", { id: "run-mcp-calls" });
+  let mcpCalls = null; // the run's MCP calls through bosun's gateway, from `get_run` only
   const waitingHere = new Map(); // this run's approvals that wait, by id
   const status = h("span", { class: "muted", id: "log-status" });
   const search = h("input", { type: "search", placeholder: "search the log", title: "Enter: next match, Shift+Enter: the one before", id: "log-search" });
@@ -49,6 +51,7 @@ export function mount(root, [id]) {
     agentBox,
     asking,
     decisionsBox,
+    mcpBox,
     h("div", { class: "log-bar" }, search, followBtn, download, status, loading),
     log.scroll,
   );
@@ -139,6 +142,48 @@ export function mount(root, [id]) {
     );
   }
 
+  // Each MCP call the run made through bosun's gateway: what it was, how it ended, how long it
+  // took, how big its result was and whether the model got all of it.
+  function drawMcpCalls() {
+    clear(mcpBox);
+    const m = mcpCalls;
+    if (!m || !m.calls.length) return;
+    const size = (c) => (c.chars == null ? "" : c.model_got != null ? `${c.chars} (model got ${c.model_got})` : String(c.chars));
+    mcpBox.append(
+      h("h2", null, `MCP calls (${m.total})`),
+      m.total > m.calls.length ? h("div", { class: "muted" }, `The last ${m.calls.length}; the log has every one.`) : null,
+      h(
+        "table",
+        { class: "list mcp-calls", id: "mcp-calls" },
+        h("thead", null, h("tr", null, ["Server", "Tool", "Arguments", "Outcome", "Took", "Characters", "When"].map((c) => h("th", null, c)))),
+        h(
+          "tbody",
+          null,
+          m.calls.map((c) =>
+            h(
+              "tr",
+              { dataset: { outcome: c.outcome.kind, tool: c.tool } },
+              h("td", null, c.server),
+              h("td", { class: "mono" }, c.tool),
+              h("td", { class: "what mono", title: c.args }, c.args),
+              h("td", null, h("span", { class: `state ${c.outcome.kind === "answered" ? "st-succeeded" : "st-failed"}` }, c.outcome.kind.replace(/_/g, " ")), " ", c.outcome.reason || c.outcome.message || c.outcome.how || ""),
+              h("td", null, c.ms == null ? "" : `${c.ms} ms`),
+              h("td", null, size(c)),
+              h("td", { title: when(c.at) }, ago(c.at)),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+
+  // A `get_run` answer: the run, and its MCP calls (which only that answer carries).
+  function takeRun(v) {
+    run = later(run, v);
+    if (v.mcp_calls !== undefined || !mcpCalls) mcpCalls = v.mcp_calls || null;
+    drawMcpCalls();
+  }
+
   // This run's tool calls that wait for the person, answered here as in the Inbox.
   function drawAsking() {
     clear(asking);
@@ -193,7 +238,7 @@ export function mount(root, [id]) {
       refreshing = null;
       try {
         const v = await call("get_run", { run: run.id });
-        run = later(run, v);
+        takeRun(v);
         drawHead();
       } catch {
         // Shown again on the next change.
@@ -217,6 +262,8 @@ export function mount(root, [id]) {
     if (c.seq < next) return;
     next = c.seq + 1;
     log.append(c.stream, c.text);
+    // bosun's line for an MCP call: the table of calls is read again.
+    if (c.stream === "note" && /^mcp /.test(c.text) && run && run.state !== "exited") refreshSoon();
   }
 
   function follow() {
@@ -234,6 +281,7 @@ export function mount(root, [id]) {
       run = d.run;
       status.textContent = `ended: ${log.count} lines`;
       drawHead();
+      refreshSoon(); // the last MCP calls
     });
     source.addEventListener("failed", (e) => {
       source.close();
@@ -310,6 +358,7 @@ export function mount(root, [id]) {
   async function start() {
     try {
       run = await call("get_run", { run: id });
+      takeRun(run);
     } catch (e) {
       flash(msg, e.message, true);
       return;

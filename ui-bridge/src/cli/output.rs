@@ -248,9 +248,44 @@ pub fn print_run(run: &RunView) {
             owned.push(("cli verdict", format!("{verdict}{reason}")));
         }
     }
+    if let Some(m) = &run.mcp_calls {
+        if m.total > m.calls.len() as u64 {
+            owned.push((
+                "mcp calls",
+                format!("{} (the last {} below)", m.total, m.calls.len()),
+            ));
+        }
+        for c in &m.calls {
+            owned.push(("mcp call", mcp_call_words(c)));
+        }
+    }
     for (k, v) in lines.into_iter().chain(owned) {
         println!("{k:<14}{v}");
     }
+}
+
+/// One MCP call through the gateway: `12:00:01 everything/echo {"message":"hi"}: answered in
+/// 4 ms, 10 characters`.
+fn mcp_call_words(c: &bosun_shared::gateway::CallEntry) -> String {
+    let mut words = format!(
+        "{} {}/{} {}: {}",
+        c.at.rfc3339(),
+        c.server,
+        c.tool,
+        c.args,
+        c.outcome.words()
+    );
+    if let Some(ms) = c.ms {
+        words.push_str(&format!(" after {ms} ms"));
+    }
+    match (c.chars, c.model_got) {
+        (Some(n), Some(got)) => words.push_str(&format!(
+            ", {n} characters (the model got {got}: head and tail; the whole is in the log)"
+        )),
+        (Some(n), None) => words.push_str(&format!(", {n} characters")),
+        _ => {}
+    }
+    words
 }
 
 /// One model's tokens: `claude-opus-5-5: 36 in, 60 out, 7 from cache, 3 to cache`.
