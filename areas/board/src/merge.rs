@@ -739,9 +739,9 @@ pub struct Closed {
 /// A duration in words: "3 hours", "90 minutes", "1 second".
 fn duration_words(d: Duration) -> String {
     let s = d.as_secs();
-    let (n, unit) = if s >= 3600 && s % 3600 == 0 {
+    let (n, unit) = if s >= 3600 && s.is_multiple_of(3600) {
         (s / 3600, "hour")
-    } else if s >= 60 && s % 60 == 0 {
+    } else if s >= 60 && s.is_multiple_of(60) {
         (s / 60, "minute")
     } else {
         (s, "second")
