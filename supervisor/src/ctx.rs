@@ -302,6 +302,7 @@ impl DaemonCtx {
     /// What bosun's own MCP server works with.
     pub fn mcp_context(&self) -> McpCtx {
         McpCtx {
+            writer: self.writer.clone(),
             answers: self.answers.clone(),
             tools: self.tool_context(),
             chats: self.chats.clone(),

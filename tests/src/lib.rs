@@ -927,22 +927,25 @@ impl Bosun {
             else {
                 return Ok(None);
             };
-            let config = self.home.join("runs").join(run).join("mcp.json");
-            let Ok(text) = std::fs::read_to_string(&config) else {
-                return Ok(None);
-            };
-            let Ok(v) = serde_json::from_str::<Value>(&text) else {
-                return Ok(None);
-            };
-            let server = &v["mcpServers"]["bosun"];
-            let url = server["url"].as_str().unwrap_or_default().to_string();
-            let token = server["headers"]["Authorization"]
-                .as_str()
-                .unwrap_or_default()
-                .trim_start_matches("Bearer ")
-                .to_string();
-            Ok((!url.is_empty() && !token.is_empty()).then_some((url, token)))
+            Ok(self.run_mcp_server(&run))
         })
+    }
+
+    /// bosun's MCP server as run `run` has it (an answer of the lead, a QA run): the address
+    /// and the run's token, read from its 0600 config the way its CLI reads it; none until the
+    /// file is there and whole.
+    pub fn run_mcp_server(&self, run: &str) -> Option<(String, String)> {
+        let config = self.home.join("runs").join(run).join("mcp.json");
+        let text = std::fs::read_to_string(&config).ok()?;
+        let v = serde_json::from_str::<Value>(&text).ok()?;
+        let server = &v["mcpServers"]["bosun"];
+        let url = server["url"].as_str().unwrap_or_default().to_string();
+        let token = server["headers"]["Authorization"]
+            .as_str()
+            .unwrap_or_default()
+            .trim_start_matches("Bearer ")
+            .to_string();
+        (!url.is_empty() && !token.is_empty()).then_some((url, token))
     }
 
     /// A Claude Code agent `name` whose `claude` is `fake-claude` (a CLI that speaks Claude
@@ -993,6 +996,31 @@ impl Bosun {
         }
         Ok(())
     }
+}
+
+/// POSTs a JSON-RPC `initialize` to bosun's MCP server at `url` with `token` as its bearer
+/// token, if any; the HTTP status (401 for a token the server does not know).
+pub fn post_initialize(url: &str, token: Option<&str>) -> anyhow::Result<u16> {
+    use std::io::{Read, Write};
+    let rest = url.trim_start_matches("http://");
+    let (addr, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    Ok(answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0))
 }
 
 /// The environment of a live process, as `KEY=VALUE` strings.

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel, everything_bin, wait_for};
+use bosun_tests::{Bosun, FakeModel, everything_bin, post_initialize, wait_for};
 use serde_json::Value;
 
 /// A lead (Claude Code) pointed at `fake`, with server-everything on, and a command agent
@@ -478,30 +478,6 @@ fn pending_actions_survive_crashes_and_none_runs_twice() -> anyhow::Result<()> {
         b.finish()?;
     }
     Ok(())
-}
-
-/// POSTs a JSON-RPC `initialize` to bosun's MCP server; the HTTP status.
-fn post_initialize(url: &str, token: Option<&str>) -> anyhow::Result<u16> {
-    use std::io::{Read, Write};
-    let rest = url.trim_start_matches("http://");
-    let (addr, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let mut stream = std::net::TcpStream::connect(addr)?;
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer)?;
-    Ok(answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0))
 }
 
 #[test]

@@ -13,7 +13,13 @@
 //! Board checks: the lead is started for each card QA passed in Review of a project that lets it
 //! merge; it merges what the tool allows, a merge that has to wait is offered again (also after a
 //! restart) until the window after QA closes, and failed checks and conflicts go to the person
-//! in the board checks' chat, with a notification an attached UI hears.
+//! in the board checks' chat, with a notification an attached UI hears. A card the lead was
+//! offered and never tried is offered again too; when the window closes on a merge still owed,
+//! the person is told once, in the chat, on the card and by a notification.
+//!
+//! A QA run that outlives a SIGKILL of bosund gives its verdict to the next one: its token's
+//! digest (never the token) is in the store, bosun's MCP server listens at the same address, and
+//! the verdict counts as any other.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,7 +27,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bosun_tests::github::{Check, FakeGithub, Pr};
-use bosun_tests::{Bosun, EventWatcher, FakeModel, everything_bin, wait_for};
+use bosun_tests::{Bosun, EventWatcher, FakeModel, everything_bin, post_initialize, wait_for};
 use serde_json::Value;
 
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
@@ -1159,10 +1165,32 @@ fn board_checks_merge_what_qa_passed_offer_a_waiting_merge_again_and_tell_the_pe
         || Ok((b.daemon_log().matches(found_nothing).count() > before).then_some(())),
     )?;
     assert_eq!(lead.turns().len(), turns, "the lead was not started again");
-    assert_eq!(checks_in(&messages_when_done(&b, &chat, 2)?).len(), 2);
+    let msgs = messages_when_done(&b, &chat, 2)?;
+    assert_eq!(checks_in(&msgs).len(), 2);
+    // The person is told that the window closed on the waiting merge: in the chat, and on the
+    // card.
+    let closed: Vec<&String> = msgs
+        .iter()
+        .filter(|(k, t)| k == "note" && t.contains("the merge window closed"))
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(closed.len(), 1, "{msgs:#?}");
+    assert!(
+        closed[0].starts_with(&format!(
+            "Card {running} (Running) needs you: the merge window closed without a merge: its merge had to wait"
+        )) && closed[0].contains("Merge its pull request yourself"),
+        "{closed:#?}"
+    );
+    assert!(
+        activity(&card(&b, running)?).iter().any(
+            |l| l.starts_with("The merge window closed without a merge: its merge had to wait")
+        ),
+        "{:#?}",
+        activity(&card(&b, running)?)
+    );
 
-    // Within the window it is offered again, after any restart; its checks are green now, and
-    // the lead merges it.
+    // Within the window (made longer again) it is offered again, after any restart; its checks
+    // are green now, and the lead merges it.
     gh.change(21, |p| p.checks = vec![Check::done("build", "SUCCESS")]);
     restart(&b, &[])?;
     let c = wait_for("the waiting card merged", Duration::from_secs(120), || {
@@ -1192,5 +1220,319 @@ fn board_checks_merge_what_qa_passed_offer_a_waiting_merge_again_and_tell_the_pe
             "{lines:#?}"
         );
     }
+    b.finish()
+}
+
+/// Whether `hay` holds `needle`, byte for byte.
+fn holds(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn a_qa_verdict_given_after_bosund_was_killed_and_started_again_counts() -> anyhow::Result<()> {
+    let gh = FakeGithub::start("acme", "web")?;
+    let b = bosun("qa_restart", &gh, "300").with_env("BOSUN_BOARD_CHECK_SECS", "3600");
+    project(&b, "web", "git@github.com:acme/web.git", true)?;
+    add_worker(&b)?;
+    // The QA run's first answer from the model waits for the test.
+    let gate = b.scratch().join("qa-may-go-on");
+    let qa_fake = FakeModel::start(
+        "anthropic",
+        &format!(
+            r#"gate:{};tool:bosun/qa_pass:{{"summary":"fine after a restart"}};text:Passed."#,
+            gate.display()
+        ),
+    )?;
+    add_qa(&b, "qa", &qa_fake)?;
+    let id = add_card(&b, "Login", "web", "To do", Some("worker"))?;
+    wait_run_over(&b, &id, 1)?;
+    b.ok(&[
+        "board",
+        "card",
+        "edit",
+        &id,
+        "--assignee",
+        "qa",
+        "--move",
+        "Testing",
+    ])?;
+    let run = wait_for("the QA run", Duration::from_secs(60), || {
+        let c = card(&b, &id)?;
+        Ok((c["runs"].as_u64() == Some(2))
+            .then(|| c["run"].as_str().map(str::to_string))
+            .flatten())
+    })?;
+    let (url, token) = wait_for("the QA run's MCP config", Duration::from_secs(60), || {
+        Ok(b.run_mcp_server(&run))
+    })?;
+    // Its CLI has listed its tools and waits for the model.
+    let turns = qa_fake.wait_turns(1, Duration::from_secs(120))?;
+    assert!(
+        turns[0]["tools"]
+            .to_string()
+            .contains("mcp__bosun__qa_pass"),
+        "{turns:#?}"
+    );
+    // The store keeps the token's digest, never the token.
+    let store = std::fs::read(b.home.join("bosun.redb"))?;
+    assert!(
+        !holds(&store, &token),
+        "the QA token is in the store in clear"
+    );
+    assert!(
+        holds(&store, &bosun_shared::RunToken::digest_of(&token)),
+        "the QA token's digest is not in the store"
+    );
+
+    // bosund is killed while the QA run waits, and started again by the next command.
+    b.kill_daemon()?;
+    let c = card(&b, &id)?;
+    assert_eq!(c["run"], run.as_str(), "{c:#}");
+    // bosun's MCP server listens at the address the run was given; it takes the run's token,
+    // and no other.
+    wait_for(
+        "bosun's MCP server to take the QA run's token",
+        Duration::from_secs(30),
+        || Ok((post_initialize(&url, Some(&token)).ok() == Some(200)).then_some(())),
+    )?;
+    assert_eq!(post_initialize(&url, Some("not-a-token"))?, 401);
+    assert_eq!(
+        post_initialize(&url, Some(&bosun_shared::RunToken::digest_of(&token)))?,
+        401,
+        "the digest is no token"
+    );
+    assert_eq!(post_initialize(&url, None)?, 401);
+
+    // The model answers now: the run gives its verdict to the new bosund.
+    std::fs::write(&gate, "")?;
+    let c = wait_run_over(&b, &id, 2)?;
+    assert_eq!(verdict(&b, &c)?, "qa_pass");
+    let worktree = PathBuf::from(c["worktree"]["path"].as_str().unwrap_or_default());
+    let head = git(&worktree, &["rev-parse", "HEAD"])?;
+    assert_eq!(c["qa"]["run"], run.as_str(), "{c:#}");
+    assert_eq!(c["qa"]["head"], head.as_str(), "{c:#}");
+    assert_eq!(c["qa"]["summary"], "fine after a restart", "{c:#}");
+    assert!(
+        activity(&c).iter().any(|l| l
+            == &format!(
+                "QA passed commit {} (run {}): fine after a restart",
+                &head[..12],
+                &run[..8]
+            )),
+        "{c:#}"
+    );
+    // One verdict per run: its token is spent.
+    assert_eq!(post_initialize(&url, Some(&token))?, 401);
+
+    // The verdict counts as any other: in Review, with green checks, the lead merges on it.
+    move_to(&b, &id, "Review")?;
+    gh.with_pr(Pr::open(30, &branch_of(&c), &head));
+    let lead = FakeModel::start(
+        "anthropic",
+        &format!("{}text:Merged Login.;", merge_call(&id)),
+    )?;
+    b.add_claude_agent("lead", lead.url(), &["--role", "lead"])?;
+    restart(&b, &[])?;
+    let c = wait_for("the card merged", Duration::from_secs(120), || {
+        let c = card(&b, &id)?;
+        Ok((c["column"] == "Deploy").then_some(c))
+    })?;
+    assert!(
+        activity(&c).iter().any(|l| l == "merged by the lead"),
+        "{c:#}"
+    );
+    assert_eq!(gh.merges().len(), 1, "{:#?}", gh.merges());
+    assert_eq!(gh.merges()[0]["pull_request"], 30);
+    b.assert_secret_nowhere(&token)?;
+    b.finish()
+}
+
+/// The chat's notes that tell the person a merge window closed.
+fn windows_closed(msgs: &[(String, String)]) -> Vec<String> {
+    msgs.iter()
+        .filter(|(k, t)| k == "note" && t.contains("needs you: the merge window closed"))
+        .map(|(_, t)| t.clone())
+        .collect()
+}
+
+/// The chat's messages as (kind, text), as they are now.
+fn messages_now(b: &Bosun, chat: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let c = b.json(&["chat", "show", chat])?;
+    Ok(c["messages"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| {
+                    (
+                        m["kind"].as_str().unwrap_or_default().to_string(),
+                        m["text"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+#[test]
+fn a_card_the_lead_never_tried_to_merge_is_offered_again_and_the_person_hears_when_the_window_closes()
+-> anyhow::Result<()> {
+    let gh = FakeGithub::start("acme", "web")?;
+    let b = bosun("merge_window", &gh, "300").with_env("BOSUN_BOARD_CHECK_SECS", "3600");
+    project(&b, "web", "git@github.com:acme/web.git", true)?;
+    add_worker(&b)?;
+    let qa_fake = FakeModel::start(
+        "anthropic",
+        &r#"tool:bosun/qa_pass:{"summary":"fine"};text:Passed.;"#.repeat(2),
+    )?;
+    add_qa(&b, "qa", &qa_fake)?;
+    b.ok(&["board", "limit", "1"])?;
+    // Two cards QA passed, in Review: one with green checks, one with a check still running.
+    let mut ids = Vec::new();
+    for (n, title) in ["Untried", "Running"].into_iter().enumerate() {
+        let id = add_card(&b, title, "web", "To do", Some("worker"))?;
+        wait_run_over(&b, &id, 1)?;
+        let c = qa(&b, &id)?;
+        assert_eq!(verdict(&b, &c)?, "qa_pass");
+        move_to(&b, &id, "Review")?;
+        let mut pr = Pr::open(
+            40 + n as u64,
+            &branch_of(&c),
+            c["qa"]["head"].as_str().unwrap_or_default(),
+        );
+        if title == "Running" {
+            pr.checks.push(Check::running("e2e"));
+        }
+        gh.with_pr(pr);
+        ids.push(id);
+    }
+    let [untried, running] = &ids[..] else {
+        bail!("two cards");
+    };
+    // The lead tries only Running at the first check, and nothing at the second, whose answer
+    // waits for the test.
+    let gate = b.scratch().join("lead-may-go-on");
+    let lead = FakeModel::start(
+        "anthropic",
+        &format!(
+            "{}text:Running waits, and Untried can wait too.;gate:{};text:Nothing merged.;",
+            merge_call(running),
+            gate.display()
+        ),
+    )?;
+    b.add_claude_agent("lead", lead.url(), &["--role", "lead"])?;
+
+    // The first check offers both; Running's merge has to wait, Untried is never tried.
+    restart(&b, &[])?;
+    let chat = wait_for("the board checks' chat", Duration::from_secs(60), || {
+        checks_chat(&b)
+    })?;
+    let msgs = messages_when_done(&b, &chat, 1)?;
+    let checks = checks_in(&msgs);
+    assert_eq!(checks.len(), 1, "{msgs:#?}");
+    for id in [untried, running] {
+        assert!(checks[0].contains(&format!("card {id}")), "{msgs:#?}");
+    }
+    let got = results(&lead);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert!(
+        got[0].contains("checks are still running on pull request #41"),
+        "{got:#?}"
+    );
+
+    // The next check offers both again, the one the lead never tried too.
+    restart(&b, &[])?;
+    let checks = wait_for("the second check", Duration::from_secs(60), || {
+        let checks = checks_in(&messages_now(&b, &chat)?);
+        Ok((checks.len() >= 2).then_some(checks))
+    })?;
+    assert_eq!(checks.len(), 2, "{checks:#?}");
+    assert!(
+        checks[1].contains(&format!(
+            "card {untried} \"Untried\" (project web), offered again: the lead did not try to merge it when it was offered"
+        )),
+        "{checks:#?}"
+    );
+    assert!(
+        checks[1].contains(&format!(
+            "card {running} \"Running\" (project web), offered again: its merge had to wait"
+        )),
+        "{checks:#?}"
+    );
+    assert!(
+        activity(&card(&b, untried)?).iter().any(|l| l
+            == "offered to the lead again by a board check: the lead did not try to merge it when it was offered"),
+        "{:#?}",
+        activity(&card(&b, untried)?)
+    );
+
+    // While the lead's answer waits, bosund is killed and comes back with a window of one
+    // second after QA, and a check every two seconds.
+    lead.wait_turns(3, Duration::from_secs(120))?;
+    let turns = lead.turns().len();
+    b.kill_daemon()?;
+    let out = b
+        .cmd(&["board"])
+        .env("BOSUN_MERGE_WAIT_SECS", "1")
+        .env("BOSUN_BOARD_CHECK_SECS", "2")
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "bosund did not start again: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let watcher = EventWatcher::start(&b)?;
+    std::fs::write(&gate, "")?;
+    // Once the answer is over, a check tells the person of both cards, and offers nothing.
+    let told = wait_for(
+        "the person told that both windows closed",
+        Duration::from_secs(120),
+        || {
+            let told = windows_closed(&messages_now(&b, &chat)?);
+            Ok((told.len() >= 2).then_some(told))
+        },
+    )?;
+    for (id, title) in [(untried, "Untried"), (running, "Running")] {
+        let words = format!(
+            "Card {id} ({title}) needs you: the merge window closed without a merge: the lead was offered it but never tried to merge it, and a board check offers a card to the lead only for 1 second after QA passed it. Merge its pull request yourself, or move it to Testing so that QA passes it again and a new window opens."
+        );
+        assert!(told.contains(&words), "{told:#?}");
+        assert!(
+            activity(&card(&b, id)?)
+                .iter()
+                .any(|l| l.starts_with("The merge window closed without a merge")),
+            "{:#?}",
+            activity(&card(&b, id)?)
+        );
+    }
+    let heard = wait_for("two notifications", Duration::from_secs(30), || {
+        let h = watcher.of(&["notification"]);
+        Ok((h.len() >= 2).then_some(h))
+    })?;
+    for id in [untried, running] {
+        assert!(
+            heard.iter().any(|n| n["kind"] == "needs_you"
+                && n["card"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with(id.as_str()))
+                && n["chat"].as_str().is_some_and(|c| c.starts_with(&chat))
+                && n["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("the merge window closed"))),
+            "{heard:#?}"
+        );
+    }
+    // Told once: the checks that follow say nothing more, and the lead is not started again.
+    let found_nothing = "a board check found nothing to offer the lead";
+    let before = b.daemon_log().matches(found_nothing).count();
+    wait_for("two more checks", Duration::from_secs(30), || {
+        Ok((b.daemon_log().matches(found_nothing).count() >= before + 2).then_some(()))
+    })?;
+    let msgs = messages_now(&b, &chat)?;
+    assert_eq!(windows_closed(&msgs).len(), 2, "{msgs:#?}");
+    assert_eq!(checks_in(&msgs).len(), 2, "{msgs:#?}");
+    assert_eq!(watcher.of(&["notification"]).len(), 2);
+    assert_eq!(lead.turns().len(), turns, "the lead was not started again");
+    assert!(gh.merges().is_empty(), "{:#?}", gh.merges());
     b.finish()
 }

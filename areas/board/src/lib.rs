@@ -22,7 +22,7 @@ mod projects;
 pub mod record;
 pub mod worktree;
 pub use error::BoardError;
-pub use merge::{Finding, OfferNow, QaTokens};
+pub use merge::{Again, Closed, Finding, OfferNow, QaTokens};
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -117,9 +117,11 @@ pub enum BoardAnswer {
     Said {
         said: String,
     },
-    /// A board check's findings: cards QA passed, for the lead to merge.
+    /// A board check's findings: cards QA passed, for the lead to merge; and cards whose
+    /// window after QA closed with their merge still owed, for the person.
     Findings {
         findings: Vec<Finding>,
+        closed: Vec<Closed>,
     },
     /// How the merges of the cards a board check offered went.
     Offers {
@@ -288,6 +290,13 @@ impl Actor for Board {
         let repos: Vec<PathBuf> = projects.iter().map(|p| p.folder.clone()).collect();
         let root = ctx.worktrees.clone();
         tokio::task::spawn_blocking(move || worktree::sweep(&root, &keep, &repos)).await?;
+        // The tokens of QA runs that were live when bosund stopped: a verdict they give now is
+        // taken (and refused once their run is found over).
+        for card in &cards {
+            for digest in &card.qa_tokens {
+                ctx.qa_tokens.open(card.id, digest.clone());
+            }
+        }
         Ok(BoardState {
             ctx,
             meta,
@@ -906,6 +915,7 @@ impl BoardState {
             merge: None,
             merged: None,
             offer: None,
+            qa_tokens: Vec::new(),
         };
         card.log(format!(
             "created in {}{}{}",
@@ -1104,7 +1114,7 @@ impl BoardState {
                     .find(|c| c.runs.last().is_some_and(|r| r.run == *run && !r.ended))
                     .cloned();
                 if let Some(mut card) = card {
-                    self.ctx.qa_tokens.close(card.id);
+                    card.qa_tokens.clear();
                     if let Some(r) = card.runs.last_mut() {
                         r.ended = true;
                     }
@@ -1131,6 +1141,7 @@ impl BoardState {
                     }
                     self.save(vec![BoardChange::Card(Box::new(card.clone()))])
                         .await?;
+                    self.ctx.qa_tokens.close(card.id);
                     self.cards.insert(card.id, card);
                 }
             }
@@ -1141,13 +1152,15 @@ impl BoardState {
             .filter(|c| self.in_progress(c, &states))
             .count() as u32;
         let store = self.ctx.store.clone();
-        let paused: HashSet<AgentId> = blocking(move || store.agents())
+        let agents = blocking(move || store.agents())
             .await
             .ok()
             .and_then(Result::ok)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|a| a.paused)
+            .unwrap_or_default();
+        let paused: HashSet<AgentId> = agents.iter().filter(|a| a.paused).map(|a| a.id).collect();
+        let qa_agents: HashSet<AgentId> = agents
+            .iter()
+            .filter(|a| a.role.eq_ignore_ascii_case("qa"))
             .map(|a| a.id)
             .collect();
         let mut due: Vec<&CardRecord> = self
@@ -1173,12 +1186,25 @@ impl BoardState {
             let Some(agent) = card.assignee else {
                 continue;
             };
-            if card.started_for != Some(card.moved) {
+            // A QA run of a card of a project gets a token for its verdict; its digest is
+            // committed with the mark, before the run is asked for.
+            let qa_token = (card.project.is_some() && qa_agents.contains(&agent))
+                .then(bosun_shared::RunToken::generate);
+            let mark = card.started_for != Some(card.moved);
+            if mark || qa_token.is_some() {
                 card.started_for = Some(card.moved);
+                if let Some(token) = &qa_token {
+                    card.qa_tokens.push(token.digest());
+                }
                 self.save(vec![BoardChange::Card(Box::new(card.clone()))])
                     .await?;
                 self.cards.insert(id, card.clone());
-                bosun_kit::crash::point("board-after-mark");
+                if mark {
+                    bosun_kit::crash::point("board-after-mark");
+                }
+            }
+            if let Some(token) = &qa_token {
+                self.ctx.qa_tokens.open(id, token.digest());
             }
             self.starting.insert(id);
             running += 1;
@@ -1189,7 +1215,7 @@ impl BoardState {
             );
             let qa = QaLaunch {
                 url: self.ctx.mcp_url.get().cloned(),
-                tokens: self.ctx.qa_tokens.clone(),
+                token: qa_token,
             };
             let (prompt, moved) = (card.prompt(), card.moved);
             let place = match card.project {
@@ -1267,6 +1293,9 @@ impl BoardState {
             Err(e) => {
                 warn!(card = %id, error = %e, "a card's run could not start");
                 card.started_for = None;
+                // No run of it is going, so no QA token of it is live.
+                card.qa_tokens.clear();
+                self.ctx.qa_tokens.close(id);
                 let reason = format!(
                     "its agent's run could not start: {}. Put that right, then take the card off hold",
                     e
@@ -1323,7 +1352,7 @@ async fn start_card_run(
     prepared.run.unattended = true;
     let rec = bosun_agents::registry::find(&ctx.store, &agent.to_string()).await?;
     if rec.role.eq_ignore_ascii_case("qa") && place.is_some() {
-        give_verdict_tools(&mut prepared, rec.cli, card.0, &qa);
+        give_verdict_tools(&mut prepared, rec.cli, &qa);
     }
     let mut spec = bosun_runs::RunSpec::from(prepared);
     let mut made = None;
@@ -1352,10 +1381,11 @@ async fn start_card_run(
     Ok((run?, made))
 }
 
-/// What a QA run needs to give its verdict: bosun's MCP server and a token of its own.
+/// What a QA run needs to give its verdict: bosun's MCP server and a token of its own (whose
+/// digest the card keeps).
 struct QaLaunch {
     url: Option<String>,
-    tokens: QaTokens,
+    token: Option<bosun_shared::RunToken>,
 }
 
 /// A QA run of a card of a project (a Claude Code agent) gets bosun's MCP server, with a token
@@ -1364,7 +1394,6 @@ struct QaLaunch {
 fn give_verdict_tools(
     prepared: &mut launch::Prepared,
     cli: bosun_shared::agents::CliKind,
-    card: CardId,
     qa: &QaLaunch,
 ) {
     let why_not = match (&qa.url, cli) {
@@ -1378,7 +1407,13 @@ fn give_verdict_tools(
         .files
         .iter_mut()
         .find(|(path, _)| path.ends_with("/mcp.json"));
-    let (Some(url), None, Some((_, text))) = (&qa.url, &why_not, config) else {
+    let why_not = why_not.or_else(|| {
+        qa.token
+            .is_none()
+            .then(|| "bosun gave it no token (its agent's role changed as it started)".to_string())
+    });
+    let (Some(url), None, Some((_, text)), Some(token)) = (&qa.url, &why_not, config, &qa.token)
+    else {
         prepared.notes.push(format!(
             "This QA run cannot give its verdict through bosun's qa_pass and qa_fail tools: {}.",
             why_not.unwrap_or_else(|| "its MCP config was not found".into())
@@ -1388,7 +1423,6 @@ fn give_verdict_tools(
     let Ok(mut json) = serde_json::from_str::<serde_json::Value>(text) else {
         return;
     };
-    let token = qa.tokens.issue(card);
     let secret = token.expose().to_string();
     json["mcpServers"][launch::BOSUN_SERVER] = serde_json::json!({
         "type": "http",

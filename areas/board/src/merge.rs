@@ -3,7 +3,9 @@
 //! - **QA verdicts.** A card run of an agent with role `qa` gets bosun's MCP server with a
 //!   token of its own ([`QaTokens`]), whose only tools are `qa_pass` and `qa_fail`. The verdict
 //!   is recorded on the card with the head commit of the card's worktree at that moment: the
-//!   commit the QA run tested.
+//!   commit the QA run tested. The token's digest is kept on the card from before the run is
+//!   asked for until its verdict or its end, so a verdict given after a restart of bosund is
+//!   taken as any other.
 //! - **The merge** ([`BoardState::merge_pr`]): every rule checked in this order, each refusal
 //!   saying which and changing nothing — the switch; Review, testing on, not held, no run
 //!   going; no release under way; GitHub; the pull request open, not a draft, the card's own
@@ -51,8 +53,11 @@ pub fn pr_check_interval() -> Duration {
         .map_or(PR_CHECK, Duration::from_secs)
 }
 
-/// The tokens of live QA runs: each belongs to one card's run while it lives (kept by their
-/// SHA-256, as the lead's answers' are). bosun's MCP server takes a QA run's verdict by it.
+/// The tokens of live QA runs, by their SHA-256: each belongs to one card's QA run while it
+/// lives. bosun's MCP server takes a QA run's verdict by it. This is the index the server reads;
+/// the digests themselves are kept on the cards (`CardRecord::qa_tokens`), committed before the
+/// run is asked for, and the index is made again from them when the Board starts, so a QA run
+/// that outlives a restart of bosund still gives its verdict.
 #[derive(Clone, Default)]
 pub struct QaTokens {
     inner: Arc<Mutex<HashMap<String, CardId>>>,
@@ -63,11 +68,10 @@ impl QaTokens {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A new token for a QA run of `card`: the secret goes to the run, its digest stays here.
-    pub fn issue(&self, card: CardId) -> RunToken {
-        let token = RunToken::generate();
-        self.lock().insert(token.digest(), card);
-        token
+    /// The token whose digest this is belongs to a live QA run of `card` (once the digest is
+    /// kept on the card).
+    pub fn open(&self, card: CardId, digest: String) {
+        self.lock().insert(digest, card);
     }
 
     /// The card whose live QA run holds this token.
@@ -75,7 +79,7 @@ impl QaTokens {
         self.lock().get(&RunToken::digest_of(token)).copied()
     }
 
-    /// The card's QA run ended: its tokens are refused from now on.
+    /// The card's QA run gave its verdict or ended: its tokens are refused from now on.
     pub fn close(&self, card: CardId) {
         self.lock().retain(|_, c| *c != card);
     }
@@ -152,8 +156,11 @@ impl BoardState {
             at: Timestamp::now(),
             summary,
         });
+        // One verdict per QA run: its token is spent.
+        card.qa_tokens.clear();
         self.save(vec![BoardChange::Card(Box::new(card.clone()))])
             .await?;
+        self.ctx.qa_tokens.close(id);
         info!(card = %id, pass, "QA verdict recorded");
         self.cards.insert(id, card);
         self.card_answer(id).await
@@ -695,8 +702,51 @@ pub struct Finding {
     pub short_id: String,
     pub title: String,
     pub project: String,
-    /// Offered before, and its merge had to wait.
-    pub again: bool,
+    /// Offered before for the same QA verdict, and why it is offered again.
+    pub again: Option<Again>,
+}
+
+/// Why a card offered before is offered again, while the window after QA lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Again {
+    /// Its merge had to wait (checks running, mergeability not worked out yet).
+    Waited,
+    /// The lead never called `merge_pull_request` for it.
+    NotTried,
+}
+
+impl Again {
+    /// Why, in words, after "offered again: ".
+    pub fn words(self) -> &'static str {
+        match self {
+            Again::Waited => "its merge had to wait",
+            Again::NotTried => "the lead did not try to merge it when it was offered",
+        }
+    }
+}
+
+/// A card whose window after QA closed with its merge still owed: the person is told, once.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Closed {
+    pub card: CardId,
+    pub short_id: String,
+    pub title: String,
+    /// What to tell the person: what happened and what to do.
+    pub said: String,
+}
+
+/// A duration in words: "3 hours", "90 minutes", "1 second".
+fn duration_words(d: Duration) -> String {
+    let s = d.as_secs();
+    let (n, unit) = if s >= 3600 && s.is_multiple_of(3600) {
+        (s / 3600, "hour")
+    } else if s >= 60 && s.is_multiple_of(60) {
+        (s / 60, "minute")
+    } else {
+        (s, "second")
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
 /// How the merge of a card offered by a board check went, as the card says now.
@@ -716,13 +766,16 @@ pub struct OfferNow {
 impl BoardState {
     /// The board check's findings: each card in Review that QA passed, in a project that lets
     /// the lead merge, not held, no run going, no merge asked — not offered yet for its latest
-    /// QA verdict, or offered and its merge had to wait, while the window after QA lasts. With
-    /// `mark`, each is recorded as offered now (before the lead hears of it).
+    /// QA verdict, or offered and its merge had to wait or was never tried by the lead, while
+    /// the window after QA lasts. With `mark`, each is recorded as offered now (before the lead
+    /// hears of it). Also the cards whose window closed with their merge still owed, not told
+    /// yet: with `mark`, each is recorded as told, and its activity says so.
     pub(super) async fn findings(&mut self, mark: bool) -> Result<BoardAnswer, BoardError> {
         let states = self.run_states(false).await;
         let window = merge_wait_window();
         let now = Timestamp::now();
         let mut found: Vec<(Timestamp, Finding)> = Vec::new();
+        let mut closing: Vec<(CardId, Again)> = Vec::new();
         for card in self.cards.values() {
             let Some(project) = card.project.and_then(|p| self.projects.get(&p)) else {
                 continue;
@@ -742,12 +795,22 @@ impl BoardState {
             }
             let again = match &card.offer {
                 Some(o) if o.qa_run == qa.run && o.qa_head == qa.head => {
-                    if !o.wait || now.since(qa.at) >= window {
+                    let owed = if o.wait {
+                        Again::Waited
+                    } else if !o.tried {
+                        Again::NotTried
+                    } else {
+                        continue;
+                    };
+                    if now.since(qa.at) >= window {
+                        if !o.closed {
+                            closing.push((card.id, owed));
+                        }
                         continue;
                     }
-                    true
+                    Some(owed)
                 }
-                Some(_) | None => false,
+                Some(_) | None => None,
             };
             found.push((
                 qa.at,
@@ -776,11 +839,15 @@ impl BoardState {
                     at: now,
                     wait: false,
                     refused: None,
+                    tried: false,
+                    closed: false,
                 });
-                card.log(if f.again {
-                    "offered to the lead again by a board check: its merge had to wait"
-                } else {
-                    "offered to the lead by a board check: QA passed it, and its project lets the lead merge"
+                card.log(match f.again {
+                    Some(why) => format!(
+                        "offered to the lead again by a board check: {}",
+                        why.words()
+                    ),
+                    None => "offered to the lead by a board check: QA passed it, and its project lets the lead merge".to_string(),
                 });
                 changes.push(BoardChange::Card(Box::new(card.clone())));
                 marked.push(card);
@@ -790,7 +857,61 @@ impl BoardState {
                 self.cards.insert(card.id, card);
             }
         }
-        Ok(BoardAnswer::Findings { findings })
+        let closed = self.windows_closed(closing, window, mark).await?;
+        Ok(BoardAnswer::Findings { findings, closed })
+    }
+
+    /// The cards whose window after QA closed with their merge still owed, in words for the
+    /// person; with `mark`, each is recorded as told and its activity says so.
+    async fn windows_closed(
+        &mut self,
+        closing: Vec<(CardId, Again)>,
+        window: Duration,
+        mark: bool,
+    ) -> Result<Vec<Closed>, BoardError> {
+        let mut closed = Vec::new();
+        let mut changes = Vec::new();
+        let mut marked = Vec::new();
+        for (id, owed) in closing {
+            let Some(mut card) = self.cards.get(&id).cloned() else {
+                continue;
+            };
+            let why = match owed {
+                Again::Waited => {
+                    "its merge had to wait (checks still running, or GitHub still working out whether it can be merged)"
+                }
+                Again::NotTried => "the lead was offered it but never tried to merge it",
+            };
+            let what = format!(
+                "merge window closed without a merge: {why}, and a board check offers a card to the lead only for {} after QA passed it",
+                duration_words(window)
+            );
+            let todo = "Merge its pull request yourself, or move it to Testing so that QA passes it again and a new window opens.";
+            closed.push(Closed {
+                card: id,
+                short_id: id.short(),
+                title: card.title.clone(),
+                said: format!(
+                    "Card {} ({}) needs you: the {what}. {todo}",
+                    id.short(),
+                    card.title
+                ),
+            });
+            if let Some(o) = card.offer.as_mut() {
+                o.closed = true;
+            }
+            card.log(format!("The {what}. {todo}"));
+            changes.push(BoardChange::Card(Box::new(card.clone())));
+            marked.push(card);
+        }
+        if mark && !changes.is_empty() {
+            self.save(changes).await?;
+            for card in marked {
+                info!(card = %card.id, "a card's merge window closed without a merge; the person is told");
+                self.cards.insert(card.id, card);
+            }
+        }
+        Ok(closed)
     }
 
     /// How the merges of the cards a board check offered went.
@@ -822,6 +943,7 @@ impl BoardState {
         if offer.qa_run != qa.run || offer.qa_head != qa.head {
             return;
         }
+        offer.tried = true;
         match why {
             Why::Wait => {
                 offer.wait = true;

@@ -159,6 +159,13 @@ pub struct CardRecord {
     /// The last board check that offered the lead its merge, and how the merge went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offer: Option<MergeOffer>,
+    /// The SHA-256 digests (never the tokens) of the bearer tokens its QA run was given for
+    /// bosun's MCP server: committed before the run is asked for, so that a verdict given after
+    /// a restart of bosund is still taken; cleared once the verdict is given or the run ends.
+    /// (More than one when the run was asked again after a crash, not knowing whether the first
+    /// ask made it.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub qa_tokens: Vec<String>,
 }
 
 /// A board check offered the lead a card QA passed, to merge: for which verdict (its QA run and
@@ -176,6 +183,19 @@ pub struct MergeOffer {
     /// merge): why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// The lead called `merge_pull_request` for the card since this offer. An offer it never
+    /// tried is made again by the next check, while the window after QA lasts. (An offer kept
+    /// by an older bosun, which did not record it, counts as tried.)
+    #[serde(default = "tried_before")]
+    pub tried: bool,
+    /// The window after QA closed with the merge still owed (it had to wait, or the lead never
+    /// tried it), and the person was told so: they are told once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub closed: bool,
+}
+
+fn tried_before() -> bool {
+    true
 }
 
 /// A QA run's verdict on a card: passed or failed, and the head commit of the card's worktree

@@ -511,9 +511,9 @@ impl Actor for Chats {
                         let (board, me) = (state.ctx.tools.board.clone(), myself.clone());
                         tokio::spawn(async move {
                             let peek = BoardRequest::MergeFindings { mark: false };
-                            if let Ok(BoardAnswer::Findings { findings }) =
+                            if let Ok(BoardAnswer::Findings { findings, closed }) =
                                 bosun_board::ask(&board, peek).await
-                                && !findings.is_empty()
+                                && !(findings.is_empty() && closed.is_empty())
                             {
                                 let _ = me.cast(ChatsMsg::OpenChecks);
                             }
@@ -1151,7 +1151,8 @@ impl ChatsState {
     }
 
     /// A board check in this chat: the board's findings (cards in Review that QA passed, in a
-    /// project that lets the lead merge) are marked offered, and the lead is started for them.
+    /// project that lets the lead merge) are marked offered, and the lead is started for them;
+    /// the cards whose window after QA closed without a merge are told to the person here.
     /// Skipped while the lead is still answering here (the next check offers them).
     async fn board_check(&mut self, id: ChatId) -> Result<(), ChatsError> {
         let Some(chat) = self.chats.get(&id).cloned() else {
@@ -1161,11 +1162,17 @@ impl ChatsState {
             return Ok(());
         }
         let ask = BoardRequest::MergeFindings { mark: true };
-        let BoardAnswer::Findings { findings } = bosun_board::ask(&self.ctx.tools.board, ask)
-            .await
-            .map_err(|e| ChatsError::unavailable(format!("the board did not answer: {e}")))?
+        let BoardAnswer::Findings { findings, closed } =
+            bosun_board::ask(&self.ctx.tools.board, ask)
+                .await
+                .map_err(|e| ChatsError::unavailable(format!("the board did not answer: {e}")))?
         else {
             return Ok(());
+        };
+        let chat = if closed.is_empty() {
+            chat
+        } else {
+            self.tell_closed(chat, closed).await?
         };
         if findings.is_empty() {
             info!(chat_id = %id, "a board check found nothing to offer the lead");
@@ -1179,11 +1186,9 @@ impl ChatsState {
                     f.short_id,
                     f.title,
                     f.project,
-                    if f.again {
-                        ", offered again: its merge had to wait"
-                    } else {
-                        ""
-                    }
+                    f.again
+                        .map(|why| format!(", offered again: {}", why.words()))
+                        .unwrap_or_default()
                 )
             })
             .collect();
@@ -1205,6 +1210,36 @@ impl ChatsState {
         let (_, run) = self.answer(chat, note, &prompt, offered).await?;
         info!(chat_id = %id, run = %run.id, cards = findings.len(), "a board check started the lead");
         Ok(())
+    }
+
+    /// Tells the person, in the board checks' chat and by a notification, of each card whose
+    /// window after QA closed without a merge (the board has recorded it as told, and said so
+    /// in the card's activity). The chat as it is now.
+    async fn tell_closed(
+        &mut self,
+        mut chat: ChatRecord,
+        closed: Vec<bosun_board::Closed>,
+    ) -> Result<ChatRecord, ChatsError> {
+        let mut changes = Vec::new();
+        for c in &closed {
+            let note = Self::message(&mut chat, MessageKind::Note, c.said.clone(), false);
+            changes.push(ChatChange::Message(Box::new(note)));
+        }
+        changes.push(ChatChange::Chat(Box::new(chat.clone())));
+        self.save(changes).await?;
+        self.chats.insert(chat.id, chat.clone());
+        for c in closed {
+            self.ctx
+                .events
+                .cast(EventsMsg::Publish(Box::new(Event::Notification {
+                    kind: NotificationKind::NeedsYou,
+                    text: c.said,
+                    card: Some(c.card),
+                    chat: Some(chat.id),
+                    at: Timestamp::now(),
+                })));
+        }
+        Ok(chat)
     }
 
     /// After a restart: approvals cut off are failed, answers go on or are over.

@@ -1,6 +1,6 @@
 //! Chats with the lead (`chats[chat id]`), their messages (`messages["<chat id>/<n>"]`), and
 //! pending actions (`pending[action id]`), as stored; and [`ChatChange`], the chats' one batch
-//! write.
+//! write. Also where bosun's own MCP server listens (`meta["mcp_server"]`).
 
 use bosun_shared::protocol::lead::MessageView;
 use bosun_shared::{ActionId, AgentId, AnswerId, CardId, ChatId, RunId, Timestamp};
@@ -8,7 +8,29 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use bosun_store::writer::Change;
-use bosun_store::{Record, Store, StoreError};
+use bosun_store::{META, Record, Store, StoreError};
+
+/// Where bosun's own MCP server listened last; stored under the key `mcp_server`. A bosund that
+/// starts again listens on the same port if it is free, so the runs that outlived the last one
+/// (a QA run, an answer of the lead) still reach it at the address their config holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerMeta {
+    pub port: u16,
+}
+
+impl Record for McpServerMeta {
+    const TABLE: &'static str = META;
+    const WHAT: &'static str = "MCP server's address";
+    type Key = str;
+
+    fn key(&self) -> String {
+        Self::KEY.to_string()
+    }
+}
+
+impl McpServerMeta {
+    pub const KEY: &'static str = "mcp_server";
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatRecord {

@@ -40,9 +40,12 @@ use tracing::{debug, info, warn};
 
 use super::answers::{Answers, LiveAnswer, OWN_PREFIX, Reading};
 use super::chats::{ChatsHandle, ChatsMsg};
+use super::record::McpServerMeta;
 use super::tools::{self, LeadTool, ToolCtx};
 use bosun_agents::stream::input_digest;
 use bosun_board::{BoardAnswer, BoardRequest, QaTokens};
+use bosun_kit::offload::blocking;
+use bosun_store::writer::{Change, StoreWriter};
 
 /// How long a call waits for the daemon to read its answer up to it.
 const READ_LIMIT: Duration = Duration::from_secs(5);
@@ -106,6 +109,8 @@ fn with_result_meta(
 
 #[derive(Clone)]
 pub struct McpCtx {
+    /// Where the server's port is kept across restarts.
+    pub writer: StoreWriter,
     pub answers: Answers,
     pub tools: ToolCtx,
     pub chats: ChatsHandle,
@@ -379,11 +384,44 @@ fn plain(
     r
 }
 
-/// Starts bosun's MCP server on 127.0.0.1 (a free port); returns its address and its task.
-/// Aborting the task ends the server and every connection to it (they hold the daemon's
-/// store writer, which must go before the daemon can finish its last commit).
+/// Binds the server's port: the one it had last ([`McpServerMeta`]) when that is free, so that
+/// runs that outlived a restart of bosund reach it at the address they were given; else a free
+/// one, kept for next time.
+async fn listen(ctx: &McpCtx) -> std::io::Result<tokio::net::TcpListener> {
+    let store = ctx.tools.store.clone();
+    let last = blocking(move || store.get::<McpServerMeta>(McpServerMeta::KEY))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten()
+        .map(|m| m.port);
+    let listener = match last {
+        Some(port) => match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(l) => l,
+            Err(e) => {
+                warn!(port, error = %e, "bosun's MCP server cannot listen on its port of last time, so runs that outlived the restart cannot reach it (a QA run among them gives no verdict); it listens on a new one");
+                tokio::net::TcpListener::bind("127.0.0.1:0").await?
+            }
+        },
+        None => tokio::net::TcpListener::bind("127.0.0.1:0").await?,
+    };
+    let port = listener.local_addr()?.port();
+    if last != Some(port)
+        && let Err(e) = ctx
+            .writer
+            .commit(vec![Change::put(&McpServerMeta { port })])
+            .await
+    {
+        warn!(port, error = %e, "the port of bosun's MCP server could not be kept; after a restart it may listen elsewhere");
+    }
+    Ok(listener)
+}
+
+/// Starts bosun's MCP server on 127.0.0.1 (its port of last time, else a free one); returns its
+/// address and its task. Aborting the task ends the server and every connection to it (they
+/// hold the daemon's store writer, which must go before the daemon can finish its last commit).
 pub async fn serve(ctx: McpCtx) -> std::io::Result<(String, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let listener = listen(&ctx).await?;
     let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr()?.port());
     let ctx = Arc::new(ctx);
     let config = StreamableHttpServerConfig::default()

@@ -43,6 +43,9 @@
 //! - `hold`: never answer; the connection stays open until the client closes it.
 //! - `error:<status>`: answer with that HTTP status (e.g. 401) in the API's error format, with
 //!   `x-should-retry: false` (without it Claude Code retries a 401 ten times, for minutes).
+//! - `gate:<path>` before a step: that step's stream is held (its headers sent, no event yet)
+//!   until a file exists at `<path>`, so a test decides when the CLI goes on — say after it has
+//!   restarted the daemon the CLI's tools talk to. It is not a turn of its own.
 //!
 //! When the script runs out, every further turn answers `text:done`. A request carrying
 //! exactly the same conversation as the previous turn is a client's *retry* of it (Codex
@@ -96,7 +99,7 @@ const USAGE: &str =
     "usage: fake-model-api --api anthropic|openai|gemini --script SCRIPT [--port N] [--log FILE]
 SCRIPT: steps separated by `;`, one per model turn:
   text:<words> | tool:[<server>/]<tool>[:<json-args>] | call:<name>[:<json>] | hold
-  | error:<status>";
+  | error:<status>; each may follow `gate:<path>;`, which holds its stream until <path> exists";
 
 /// Exit status for a bad command line.
 const USAGE_STATUS: u8 = 2;
@@ -106,6 +109,9 @@ const DONE_TEXT: &str = "done";
 
 /// The pause between two events of a stream, so that clients really see a stream.
 const EVENT_GAP: Duration = Duration::from_millis(20);
+
+/// How often a held stream looks for its gate's file.
+const GATE_POLL: Duration = Duration::from_millis(50);
 
 fn main() -> ExitCode {
     match run() {
@@ -192,7 +198,7 @@ impl Api {
 #[derive(Debug)]
 struct Options {
     api: Api,
-    script: Vec<Step>,
+    script: Vec<Scripted>,
     port: u16,
     log: Option<PathBuf>,
 }
@@ -246,6 +252,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Command>
     }))
 }
 
+/// One step of the script, and the file its stream waits for, if any (`gate:`).
+#[derive(Clone, Debug, PartialEq)]
+struct Scripted {
+    gate: Option<PathBuf>,
+    step: Step,
+}
+
 /// What the fake model does in one turn.
 #[derive(Clone, Debug, PartialEq)]
 enum Step {
@@ -281,16 +294,27 @@ struct ToolStep {
     exact: bool,
 }
 
-fn parse_script(script: &str) -> anyhow::Result<Vec<Step>> {
+fn parse_script(script: &str) -> anyhow::Result<Vec<Scripted>> {
     let mut steps = Vec::new();
+    let mut gate = None;
     let mut rest = script.trim_start();
     while !rest.is_empty() {
         if let Some(after) = rest.strip_prefix(';') {
             rest = after.trim_start();
             continue;
         }
+        if let Some(body) = rest.strip_prefix("gate:") {
+            let (path, after) = up_to_semicolon(body);
+            ensure!(!path.trim().is_empty(), "a gate needs a file's path");
+            gate = Some(PathBuf::from(path.trim()));
+            rest = after.trim_start();
+            continue;
+        }
         let (step, after) = parse_step(rest)?;
-        steps.push(step);
+        steps.push(Scripted {
+            gate: gate.take(),
+            step,
+        });
         rest = after.trim_start();
         if let Some(after) = rest.strip_prefix(';') {
             rest = after.trim_start();
@@ -298,6 +322,7 @@ fn parse_script(script: &str) -> anyhow::Result<Vec<Step>> {
             bail!("expected `;` before {rest:?}");
         }
     }
+    ensure!(gate.is_none(), "a gate comes before the step it holds");
     Ok(steps)
 }
 
@@ -373,7 +398,7 @@ fn parse_step(text: &str) -> anyhow::Result<(Step, &str)> {
 
 struct Fake {
     api: Api,
-    script: Vec<Step>,
+    script: Vec<Scripted>,
     log: Option<Mutex<File>>,
     state: Mutex<State>,
     /// Makes ids (messages, tool calls, responses) unique within a run.
@@ -394,6 +419,7 @@ struct LastTurn {
     fingerprint: u64,
     turn: u64,
     step: Step,
+    gate: Option<PathBuf>,
 }
 
 /// A turn as the fake has decided it.
@@ -401,6 +427,8 @@ struct Turn {
     number: u64,
     step: Step,
     retry: bool,
+    /// Its stream waits for this file.
+    gate: Option<PathBuf>,
 }
 
 /// What one turn request offered and carried.
@@ -484,24 +512,30 @@ impl Fake {
                 number: last.turn,
                 step: last.step.clone(),
                 retry: true,
+                gate: last.gate.clone(),
             };
         }
         state.turns += 1;
-        let step = self
-            .script
-            .get(state.next_step)
-            .cloned()
-            .unwrap_or_else(|| Step::Text(DONE_TEXT.to_owned()));
+        let Scripted { gate, step } =
+            self.script
+                .get(state.next_step)
+                .cloned()
+                .unwrap_or_else(|| Scripted {
+                    gate: None,
+                    step: Step::Text(DONE_TEXT.to_owned()),
+                });
         state.next_step = state.next_step.saturating_add(1);
         state.last = Some(LastTurn {
             fingerprint,
             turn: state.turns,
             step: step.clone(),
+            gate: gate.clone(),
         });
         Turn {
             number: state.turns,
             step,
             retry: false,
+            gate,
         }
     }
 
@@ -771,7 +805,7 @@ fn anthropic_route(fake: &Fake, request: &Request) -> Reply {
         "delta": {"stop_reason": stop_reason, "stop_sequence": null},
         "usage": {"output_tokens": 20}}));
     events.push(json!({"type": "message_stop"}));
-    event_stream(events.iter().map(named_event).collect())
+    event_stream(events.iter().map(named_event).collect(), turn.gate)
 }
 
 fn anthropic_text_block(index: u64, text: &str) -> Vec<Value> {
@@ -956,7 +990,7 @@ fn openai_route(fake: &Fake, request: &Request) -> Reply {
             "total_tokens": 15,
         }}}),
     );
-    event_stream(events.iter().map(named_event).collect())
+    event_stream(events.iter().map(named_event).collect(), turn.gate)
 }
 
 /// Codex exposes tool names to JavaScript as identifiers: anything else becomes `_`.
@@ -1162,6 +1196,7 @@ fn gemini_route(fake: &Fake, request: &Request) -> Reply {
             .iter()
             .map(|chunk| format!("data: {chunk}\r\n\r\n"))
             .collect(),
+        turn.gate,
     )
 }
 
@@ -1243,11 +1278,20 @@ fn answer(fake: &Fake, request: &Request) -> Reply {
     reply
 }
 
-/// A `200` event stream of these frames, one every [`EVENT_GAP`]; the connection closes after
-/// the last.
-fn event_stream(frames: Vec<String>) -> Reply {
+/// A `200` event stream of these frames, one every [`EVENT_GAP`] (the first once a file exists at
+/// `gate`, if any); the connection closes after the last.
+fn event_stream(frames: Vec<String>, gate: Option<PathBuf>) -> Reply {
     let (sender, receiver) = mpsc::channel(1);
     tokio::spawn(async move {
+        if let Some(gate) = gate {
+            eprintln!("fake-model-api: the stream waits for {}", gate.display());
+            while !gate.exists() {
+                if sender.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(GATE_POLL).await;
+            }
+        }
         for frame in frames {
             if sender.send(frame.into_bytes()).await.is_err() {
                 // The client is gone.
