@@ -275,6 +275,48 @@ fn a_client_metadata_document_is_the_client_id_where_the_server_takes_one() -> a
 }
 
 #[test]
+fn a_client_metadata_document_this_machine_cannot_reach_is_left_to_the_authorization_server()
+-> anyhow::Result<()> {
+    let published = HttpsDocuments::start()?;
+    let path = "/bosun/client-metadata.json";
+    let url = published.url(path);
+    published.publish(path, client_document(&url));
+    let ca = published.ca_file().display().to_string();
+    // The authorization server trusts the document's CA; this machine's bosund does not (no
+    // SSL_CERT_FILE): bosund cannot check the document, says so, and the sign-in goes on.
+    let b = bosun("oauth_letter_cimd_unreachable");
+    let oauth = OAuthServer::start(&["--client-metadata-documents", "--ca-file", &ca])?;
+    add(&b, &oauth, &["--client-metadata-url", &url])?;
+    let out = b.output(&["mcp", "sign-in", "remote", "--json"])?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "bosun: warning: bosun could not fetch its client metadata document at {url} to check it"
+        )) && stderr.contains("the authorization server fetches it itself"),
+        "{stderr}"
+    );
+    let signed: Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(signed["sign_in"]["state"], "signed in", "{signed:#}");
+    assert_eq!(signed["sign_in"]["client_id"], url.as_str(), "{signed:#}");
+    let authorize = oauth.requests_to("/authorize");
+    assert_eq!(authorize[0]["client_metadata"], "fetched", "{authorize:#?}");
+    assert_eq!(
+        published.requests(),
+        [path],
+        "only the authorization server could fetch it"
+    );
+    let call = b.json(&["mcp", "call", "remote", "whoami"])?;
+    assert!(
+        call["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("client=")),
+        "{call}"
+    );
+    b.finish()
+}
+
+#[test]
 fn a_client_metadata_document_that_names_another_client_id_is_refused_and_nothing_saved()
 -> anyhow::Result<()> {
     let published = HttpsDocuments::start()?;

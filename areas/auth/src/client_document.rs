@@ -4,8 +4,11 @@
 //! `/authorize` and, when it finds it wrong, answers the browser with an error and does not
 //! redirect (RFC 6749 §4.1.2.1) — bosun would hear nothing and wait out its limit. So bosund
 //! fetches the document first, with the client and trust it uses for the authorization server,
-//! and refuses the sign-in at once, saying what to fix, when it could not be fetched, is not a
-//! JSON object, names another `client_id`, or allows no loopback redirect to bosun's listener.
+//! and refuses the sign-in at once, saying what to fix, when it answered other than 200, is not
+//! a JSON object, names another `client_id`, or allows no loopback redirect to bosun's listener.
+//! A document this machine cannot reach at all (no answer, a certificate it does not trust) may
+//! still be one the authorization server can: the sign-in goes on with a warning, and that
+//! server decides.
 //!
 //! # Caveats
 //! The check is the one every server that takes documents makes; a server may check more (a

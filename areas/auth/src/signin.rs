@@ -20,7 +20,7 @@ use tokio::sync::{Notify, oneshot};
 use tracing::{info, warn};
 
 use super::challenge::Challenge;
-use super::client_document;
+use super::client_document::{self, ClientDocumentError};
 use super::discovery::{self, DiscoveryError};
 use super::dpop;
 use super::oauth::{self, ClientIdentity, OAuthError};
@@ -80,6 +80,8 @@ pub struct Started {
     /// The client is the one bosun registered at this authorization server at an earlier
     /// sign-in (a server that forgot it says so on its page, not to bosun).
     pub reused_registration: bool,
+    /// What bosun could not check before the browser opened, in words.
+    pub warning: Option<String>,
 }
 
 fn wait_limit() -> Duration {
@@ -236,6 +238,7 @@ pub async fn start(
             "`{name}` signs in with {what}, not with a client bosun registered; --new-client only drops a client bosun registered"
         ))
     };
+    let mut warning = None;
     let (identity, registered, reused_registration) = match (&rec.client_id, document) {
         (Some(_), _) if new_client => return Err(not_registered("the client id you configured")),
         (None, Some(_)) if new_client => {
@@ -262,12 +265,23 @@ pub async fn start(
         }
         (None, Some(document)) => {
             // Checked before the browser opens: a server that finds it wrong does not redirect.
-            client_document::check(&ctx.http, &document)
-                .await
-                .map_err(|error| AuthError::ClientDocument {
-                    name: name.clone(),
-                    error,
-                })?;
+            // A document this machine cannot reach may still be one the authorization server
+            // can (a network or a CA of its own): it fetches it, and decides.
+            match client_document::check(&ctx.http, &document).await {
+                Ok(()) => {}
+                Err(ClientDocumentError::Unreachable { url, why }) => {
+                    warn!(server = %name, %url, %why, "bosun's client metadata document could not be fetched here; the sign-in goes on");
+                    warning = Some(format!(
+                        "bosun could not fetch its client metadata document at {url} to check it ({why}); the authorization server fetches it itself: if its page shows an error instead of coming back here, publish the document where that server can reach it"
+                    ));
+                }
+                Err(error) => {
+                    return Err(AuthError::ClientDocument {
+                        name: name.clone(),
+                        error,
+                    });
+                }
+            }
             (
                 ClientIdentity {
                     client_id: document,
@@ -362,6 +376,7 @@ pub async fn start(
         url: page,
         wait,
         reused_registration,
+        warning,
     })
 }
 

@@ -60,4 +60,8 @@ pub struct SignInStarted {
     /// it says so on its page only, and `new_client` is the way out.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reused_registration: bool,
+    /// What bosun could not check before the browser opened (a client metadata document this
+    /// machine cannot reach), in words for the person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }

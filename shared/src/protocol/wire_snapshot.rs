@@ -316,12 +316,14 @@ fn responses() -> Vec<Response> {
             url: "http://x".into(),
             wait_secs: 600,
             reused_registration: false,
+            warning: None,
         }),
         Response::SignInStarted(SignInStarted {
             attempt: 4,
             url: "http://x".into(),
             wait_secs: 600,
             reused_registration: true,
+            warning: None,
         }),
         Response::Agent(view(agent())),
         // An agent whose permission mode an upgrade carried over (`carried_over` shows only then).

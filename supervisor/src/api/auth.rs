@@ -29,6 +29,7 @@ impl Handle for McpSignIn {
             url: started.url,
             wait_secs: started.wait.as_secs(),
             reused_registration: started.reused_registration,
+            warning: started.warning,
         })
     }
 }

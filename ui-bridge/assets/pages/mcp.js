@@ -454,6 +454,8 @@ function serverPage(root, name) {
         }
       };
       clear(msg).append(h("div", { class: "flash", id: "sign-in-waiting" }, `Sign in to ${name} in the window that opened (or open `, link, `); waiting up to ${Math.round(started.wait_secs / 60)} minutes… `, cancel, reused));
+      // What bosun could not check first (a client metadata document it cannot reach).
+      if (started.warning) msg.append(h("div", { class: "flash error", id: "sign-in-warning" }, started.warning));
       server = await call("mcp_sign_in_finish", { attempt: started.attempt });
       flash(msg, `Signed in to ${name}: the sign-in is over.${end()}`);
       drawHead();

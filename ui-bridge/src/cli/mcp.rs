@@ -781,6 +781,7 @@ async fn sign_in(
         url,
         wait_secs,
         reused_registration,
+        warning,
     } = client
         .call(McpSignIn {
             server: name.to_string(),
@@ -795,6 +796,9 @@ async fn sign_in(
     match opened {
         Ok(how) => eprintln!("bosun: opened the sign-in page for {name} with {how}"),
         Err(_) => eprintln!("bosun: open this page to sign in to {name}:\n\n  {url}\n"),
+    }
+    if let Some(w) = &warning {
+        eprintln!("bosun: warning: {w}");
     }
     if reused_registration {
         // The server's page is the only one to know when it forgot bosun's client.
