@@ -228,6 +228,35 @@ impl Bosun {
         c
     }
 
+    /// Runs `bosun` at a terminal, as a person would (util-linux `script` gives it a pseudo
+    /// terminal for stdin, stdout and stderr): its status and everything it wrote.
+    pub fn at_terminal(&self, args: &[&str]) -> anyhow::Result<(bool, String)> {
+        let inner = self.cmd(args);
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"));
+        let mut line = quote(inner.get_program());
+        for a in inner.get_args() {
+            line.push(' ');
+            line.push_str(&quote(a));
+        }
+        let mut c = Command::new("script");
+        c.args(["-qefc", &line, "/dev/null"]).stdin(Stdio::null());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        let out = c
+            .output()
+            .with_context(|| format!("could not run bosun {args:?} under script"))?;
+        self.remember(&out);
+        Ok((
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n"),
+        ))
+    }
+
     /// Runs `bosun` and returns its output, whatever its status.
     pub fn output(&self, args: &[&str]) -> anyhow::Result<Output> {
         let out = self

@@ -293,6 +293,44 @@ fn a_wider_scope_asked_by_a_403_leads_to_one_more_sign_in() -> anyhow::Result<()
     b.finish()
 }
 
+/// With a person at the terminal, the wider sign-in happens within the one command: the
+/// browser opens once, and the call goes on.
+#[test]
+fn a_wider_scope_asked_with_a_person_at_the_terminal_is_signed_in_and_the_call_goes_on()
+-> anyhow::Result<()> {
+    let b = bosun("oauth_step_up_at_hand");
+    let oauth = OAuthServer::start(&["--step-up", "--scopes", "mcp:read mcp:write"])?;
+    oauth.add_to(&b)?;
+    b.json(&["mcp", "sign-in", "remote"])?;
+    let before = oauth.requests_to("/authorize").len();
+    let (ok, said) = b.at_terminal(&["mcp", "call", "remote", "whoami"])?;
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("needs a wider sign-in")
+            && said.contains("bosun: signing in to remote now, then asking once more")
+            && said.contains("mcp:write"),
+        "{said}"
+    );
+    assert_eq!(
+        oauth.requests_to("/authorize").len(),
+        before + 1,
+        "the browser opened once"
+    );
+    assert_eq!(sign_in_state(&b, "remote")?["scope"], "mcp:read mcp:write");
+    // Without a person at hand (no terminal), the command says what to run, as before.
+    let b2 = bosun("oauth_step_up_unattended");
+    let oauth2 = OAuthServer::start(&["--step-up", "--scopes", "mcp:read mcp:write"])?;
+    oauth2.add_to(&b2)?;
+    b2.json(&["mcp", "sign-in", "remote"])?;
+    let err = b2.fails(&["mcp", "call", "remote", "whoami"])?;
+    assert!(
+        err.contains("bosun mcp sign-in remote") && !err.contains("signing in"),
+        "{err}"
+    );
+    b2.finish()?;
+    b.finish()
+}
+
 #[test]
 fn a_refused_refresh_asks_the_person_to_sign_in_again() -> anyhow::Result<()> {
     let b = bosun("oauth_refused_refresh");

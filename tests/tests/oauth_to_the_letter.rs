@@ -383,6 +383,34 @@ fn a_client_metadata_document_that_names_another_client_id_is_refused_and_nothin
 }
 
 #[test]
+fn a_move_to_another_authorization_server_with_a_person_at_the_terminal_is_one_command()
+-> anyhow::Result<()> {
+    let b = bosun("oauth_letter_migration_at_hand");
+    let oauth = OAuthServer::start(&["--second-issuer-path", "/t2"])?;
+    add(&b, &oauth, &[])?;
+    sign_in_and_call(&b)?;
+    switch_as(&oauth)?;
+    let (ok, said) = b.at_terminal(&["mcp", "tools", "remote"])?;
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("signing in to remote now") && said.contains("whoami"),
+        "{said}"
+    );
+    assert_eq!(
+        oauth.requests_to("/t2/authorize").len(),
+        1,
+        "the browser opened once"
+    );
+    let shown = b.json(&["mcp", "show", "remote"])?;
+    assert_eq!(
+        shown["sign_in"]["issuer"],
+        format!("{}/t2", oauth.base()),
+        "{shown:#}"
+    );
+    b.finish()
+}
+
+#[test]
 fn a_resource_that_moves_to_another_authorization_server_gets_a_new_registration_there()
 -> anyhow::Result<()> {
     let b = bosun("oauth_letter_migration");

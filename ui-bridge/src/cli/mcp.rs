@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
 use bosun_shared::gateway::{Capability, ToolGlob};
 use bosun_shared::paths::StateDir;
+use bosun_shared::protocol::ErrorCode;
 use bosun_shared::protocol::auth::{
     McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
 };
@@ -23,7 +24,7 @@ use bosun_shared::protocol::mcp::{
     PendingToolView, SecretLine, SecretValue, ServerKind, ServerView, SignInBy, ToolListing,
 };
 use bosun_shared::size::{format_size, read_at_most};
-use bosun_ui::Client;
+use bosun_ui::{Client, ClientError};
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::{connect, output};
@@ -538,12 +539,11 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             done(json, &server, "removed, with its secrets")
         }
         McpCommand::Tools { name, cached, json } => {
-            let mut client = connect(dirs).await?;
             let request = McpTools {
                 server: name.clone(),
                 cached,
             };
-            let listing = with_progress(&mut client, request, &name, !cached && !json).await?;
+            let listing = with_sign_in(dirs, request, &name, !cached && !json).await?;
             if json {
                 output::print_json(&listing)?;
             } else {
@@ -552,16 +552,10 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         McpCommand::Inspect { name, json } => {
-            let mut client = connect(dirs).await?;
-            let view = with_progress(
-                &mut client,
-                McpInspect {
-                    server: name.clone(),
-                },
-                &name,
-                !json,
-            )
-            .await?;
+            let request = McpInspect {
+                server: name.clone(),
+            };
+            let view = with_sign_in(dirs, request, &name, !json).await?;
             if json {
                 output::print_json(&view)?;
             } else {
@@ -609,13 +603,12 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
                     "--args is not JSON ({e}); give an object such as '{{\"message\": \"hi\"}}'"
                 )
             })?;
-            let mut client = connect(dirs).await?;
             let request = McpCall {
                 server: name.clone(),
                 tool,
                 args,
             };
-            let view = with_progress(&mut client, request, &name, !json).await?;
+            let view = with_sign_in(dirs, request, &name, !json).await?;
             if json {
                 output::print_json(&view)?;
             } else {
@@ -775,6 +768,58 @@ async fn sign_in(
     new_client: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
+    let server = sign_in_flow(dirs, name, no_browser, new_client).await?;
+    done(json, &server, "signed in")
+}
+
+/// A person is at this terminal to go through a sign-in.
+fn person_at_hand() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks `call` of the server `name`. When the server asks for a sign-in, or a wider or new one
+/// (a 403 `insufficient_scope`, a move to another authorization server), and a person is at
+/// the terminal, bosun goes through the sign-in with them (the browser opens) and asks once
+/// more; otherwise the error says what to run.
+async fn with_sign_in<C: Call + Clone>(
+    dirs: &StateDir,
+    call: C,
+    name: &str,
+    progress: bool,
+) -> anyhow::Result<C::Reply> {
+    let mut client = connect(dirs).await?;
+    let first = with_progress(&mut client, call.clone(), name, progress).await;
+    let asked = match &first {
+        Err(ClientError::Daemon(e)) if e.code == ErrorCode::Unauthorized && person_at_hand() => {
+            e.message.clone()
+        }
+        _ => return Ok(first?),
+    };
+    // Only a server bosun signs in to: a stdio server's credentials are its lines, and Claude
+    // Code signs in to its own.
+    let server = client
+        .call(McpShow {
+            server: name.to_string(),
+        })
+        .await?;
+    if server.kind == ServerKind::Stdio || server.sign_in_by != SignInBy::Bosun {
+        return Ok(first?);
+    }
+    eprintln!("bosun: {asked}");
+    eprintln!("bosun: signing in to {name} now, then asking once more");
+    sign_in_flow(dirs, name, false, false).await?;
+    let mut client = connect(dirs).await?;
+    Ok(with_progress(&mut client, call, name, progress).await?)
+}
+
+/// Starts the sign-in, opens the page in the person's browser (or prints it), and waits for it;
+/// the server as signed in.
+async fn sign_in_flow(
+    dirs: &StateDir,
+    name: &str,
+    no_browser: bool,
+    new_client: bool,
+) -> anyhow::Result<ServerView> {
     let mut client = connect(dirs).await?;
     let SignInStarted {
         attempt,
@@ -838,7 +883,7 @@ async fn sign_in(
             }
         }
     };
-    done(json, &server, "signed in")
+    Ok(server)
 }
 
 /// Signs a machine in (client credentials): one request, no browser.
@@ -1005,7 +1050,7 @@ async fn with_progress<C: Call>(
     call: C,
     name: &str,
     show: bool,
-) -> anyhow::Result<C::Reply> {
+) -> Result<C::Reply, ClientError> {
     let show = show && std::io::stderr().is_terminal();
     let t0 = Instant::now();
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
@@ -1027,7 +1072,7 @@ async fn with_progress<C: Call>(
     if show && t0.elapsed() >= Duration::from_secs(1) {
         eprint!("\r\x1b[2K");
     }
-    Ok(result?)
+    result
 }
 
 async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<ExitCode> {
