@@ -137,15 +137,12 @@ impl SecretReader {
                     min_valid_ms,
                 } => {
                     let min_valid = Duration::from_millis(*min_valid_ms);
-                    let sign_in_again = || {
-                        AgentsError::conflict(format!(
-                            "the MCP server `{name}` is no longer signed in; sign in again with `bosun mcp sign-in {name}`"
-                        ))
-                    };
                     match bosun_auth::access(auth, *server, min_valid, None).await {
                         Ok(Access::Token(t)) => t,
                         Ok(Access::None) | Err(AuthError::NeedsSignIn { .. }) => {
-                            return Err(sign_in_again());
+                            return Err(AgentsError::conflict(format!(
+                                "the MCP server `{name}` is no longer signed in; sign in again with `bosun mcp sign-in {name}`"
+                            )));
                         }
                         Ok(Access::Dpop { .. }) => {
                             return Err(AgentsError::conflict(format!(
