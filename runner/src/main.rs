@@ -213,7 +213,7 @@ async fn run() -> Result<(), String> {
             },
             end = &mut link => {
                 let why = match end {
-                    Ok(LinkEnd::ExitAcked) => "bosund ended the run before its plan was taken (it no longer holds the plan: it restarted before this runner asked)".to_string(),
+                    Ok(LinkEnd::ExitAcked) => "bosund ended the run instead of handing over its plan (`bosun show` says why)".to_string(),
                     Ok(LinkEnd::Refused(why)) => format!("bosund refused this run: {why}"),
                     Err(e) => format!("the link failed: {e}"),
                 };

@@ -129,6 +129,9 @@ pub struct PlacedView {
     /// The host it runs on, once the engine has picked one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// How long its job waited in the engine's queue (milliseconds), once it has left it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<u64>,
 }
 
 #[cfg(test)]

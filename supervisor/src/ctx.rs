@@ -246,6 +246,10 @@ impl DaemonCtx {
             answers: Arc::new(self.answers.clone()),
             remote: self.remote.as_ref().map(|r| r.remote.clone()),
             prices: self.prices.clone(),
+            secrets: bosun_agents::secrets::SecretReader {
+                keychain: self.keychain.clone(),
+                auth: self.auth.clone(),
+            },
         })
     }
 

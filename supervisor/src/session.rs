@@ -396,7 +396,8 @@ impl SessionState {
             return;
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<DaemonMsg>();
-        let attached = match ractor::call!(entry.actor, |reply| RunMsg::Attach { tx, reply }) {
+        let attached = match ractor::call!(entry.actor, |reply| RunMsg::Attach { tx, token, reply })
+        {
             Ok(a) => a,
             Err(_) => {
                 let msg = format!("run {run_id} is not running under this bosund");

@@ -147,6 +147,8 @@ pub struct SlurmCluster {
     host_addr: Ipv4Addr,
     ctld_port: u16,
     nodes: Vec<Node>,
+    /// CPUs each node declares.
+    cpus: u32,
     conf: PathBuf,
     munged: Option<Daemon>,
     slurmctld: Option<Daemon>,
@@ -166,6 +168,12 @@ impl SlurmCluster {
 
     /// [`SlurmCluster::start`], returning the error (with the daemons' logs) instead.
     pub fn try_start(nodes: usize) -> anyhow::Result<SlurmCluster> {
+        Self::try_start_with_cpus(nodes, CPUS_PER_NODE)
+    }
+
+    /// A cluster whose nodes declare `cpus` CPUs each: with one, a node runs one job at a time
+    /// and the others wait in Slurm's queue.
+    pub fn try_start_with_cpus(nodes: usize, cpus: u32) -> anyhow::Result<SlurmCluster> {
         if nodes == 0 || nodes > 50 {
             bail!("a test cluster has 1 to 50 nodes, not {nodes}");
         }
@@ -210,6 +218,7 @@ impl SlurmCluster {
             host_addr,
             ctld_port: 17100 + slot as u16,
             nodes: node_list,
+            cpus,
             conf,
             munged: None,
             slurmctld: None,
@@ -551,8 +560,8 @@ SchedulerType=sched/builtin
         );
         for n in &self.nodes {
             conf.push_str(&format!(
-                "NodeName={} NodeAddr={} CPUs={CPUS_PER_NODE} State=UNKNOWN\n",
-                n.name, n.addr
+                "NodeName={} NodeAddr={} CPUs={} State=UNKNOWN\n",
+                n.name, n.addr, self.cpus
             ));
         }
         conf.push_str(&format!(

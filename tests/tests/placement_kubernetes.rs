@@ -28,6 +28,8 @@ enum Mode {
     Run,
     /// The image cannot be pulled: the pod waits in ImagePullBackOff.
     NoImage,
+    /// No node has room: new Jobs stay pending (no pod) until the mode changes.
+    Hold,
 }
 
 /// The test's kubelet: one thread that looks at the fake API's Jobs every 50 ms.
@@ -51,8 +53,8 @@ impl Kubelet {
             while !s.load(Ordering::Relaxed) {
                 for (ns, name, job) in kube.jobs() {
                     let deleting = job["metadata"].get("deletionTimestamp").is_some();
-                    if seen.insert(name.clone()) && !deleting {
-                        let mode = *m.lock().unwrap_or_else(|e| e.into_inner());
+                    let mode = *m.lock().unwrap_or_else(|e| e.into_inner());
+                    if mode != Mode::Hold && !deleting && seen.insert(name.clone()) {
                         match mode {
                             Mode::Run => match start_pod(&job) {
                                 Ok(child) => {
@@ -71,6 +73,7 @@ impl Kubelet {
                                 Some(NODE),
                                 kube_api::pod_image_pull_backoff(IMAGE),
                             ),
+                            Mode::Hold => {}
                         }
                     }
                     let mut pods = p.lock().unwrap_or_else(|e| e.into_inner());
@@ -572,5 +575,69 @@ fn after_a_restart_the_job_of_a_run_that_is_over_is_deleted() -> anyhow::Result<
         "{:?}",
         p.kube.requests()
     );
+    p.finish()
+}
+
+#[test]
+fn a_job_still_pending_when_bosund_restarts_gets_its_plan_after_the_restart() -> anyhow::Result<()>
+{
+    const CANARY: &str = "canary-5e0a9c13b7d2f468";
+    let p = placed("kube_pending_restart")?;
+    let script = p.counter("count.sh", 2_000, 500, "0.1")?;
+    let work = p.work.display().to_string();
+    p.b.add_agent(
+        "far",
+        &[
+            "--cli",
+            "command",
+            "--cwd",
+            &work,
+            "--secret-env",
+            "TOKEN",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo \"token has ${{#TOKEN}} chars\"; exec {script}"),
+        ],
+        CANARY,
+    )?;
+    p.b.ok(&["agent", "set", "far", &format!("placement=kubernetes:{NS}")])?;
+    // No node has room: the Job is made and stays pending.
+    p.kubelet.set_mode(Mode::Hold);
+    let v = p.b.json(&["agent", "run", "far", "count"])?;
+    let run = v["id"].as_str().context("run id")?.to_string();
+    let job = Placed::job_name(&run);
+    p.b.wait_run(&run, "the Job to be made", Duration::from_secs(30), |v| {
+        v["placed"]["job"] == job.as_str()
+    })?;
+    // bosund is killed twice while the Job waits (`show` starts it again).
+    for _ in 0..2 {
+        p.b.kill_daemon()?;
+        let v = p.b.show(&run)?;
+        assert_eq!(v["state"], "queued", "the run waits: {v:#}");
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    p.kubelet.set_mode(Mode::Run);
+    let v = p.b.wait_ended(&run, Duration::from_secs(90))?;
+    assert_eq!(v["outcome"], "succeeded", "{v:#}");
+    let log = String::from_utf8_lossy(&p.b.logs(&run)?).to_string();
+    assert!(
+        log.contains(&format!("token has {} chars", CANARY.len())),
+        "the secret was read again for the plan: {log}"
+    );
+    complete(&p.b.logs(&run)?, 2_000)?;
+    let queued = v["placed"]["queued_ms"]
+        .as_u64()
+        .context("the run says it waited")?;
+    assert!(queued >= 1_000, "it waited at least a second: {v:#}");
+    let show = p.b.ok(&["show", &run])?;
+    assert!(show.contains("in its queue"), "{show}");
+    for (m, t, body) in &p.kube.requests() {
+        assert!(
+            !t.contains(CANARY) && !body.contains(CANARY),
+            "{m} {t} carries the secret"
+        );
+    }
+    p.b.assert_secret_nowhere(CANARY)?;
     p.finish()
 }

@@ -524,3 +524,207 @@ fn without_placement_toml_nothing_listens_on_the_network_and_slurm_is_refused() 
     }
     b.finish()
 }
+
+/// A command agent `name` on the cluster whose program says how long its secret `TOKEN` is and
+/// then runs `then`.
+fn secret_agent(p: &Placed, name: &str, secret: &str, then: &str) -> anyhow::Result<()> {
+    let work = p.work.display().to_string();
+    let program = format!("echo \"token has ${{#TOKEN}} chars\"; {then}");
+    p.b.add_agent(
+        name,
+        &[
+            "--cli",
+            "command",
+            "--cwd",
+            &work,
+            "--secret-env",
+            "TOKEN",
+            "--",
+            "sh",
+            "-c",
+            &program,
+        ],
+        secret,
+    )?;
+    p.b.ok(&["agent", "set", name, "placement=slurm"])?;
+    Ok(())
+}
+
+fn agent_run(p: &Placed, agent: &str) -> anyhow::Result<String> {
+    let v = p.b.json(&["agent", "run", agent, "go"])?;
+    Ok(v["id"].as_str().context("run id")?.to_string())
+}
+
+/// Waits until every run has its job in Slurm (a kill before that is a crash in placement).
+fn wait_placed(p: &Placed, runs: &[String]) -> anyhow::Result<()> {
+    for run in runs {
+        p.b.wait_run(run, "the run to be placed", Duration::from_secs(30), |v| {
+            v["placed"]["job"].is_string()
+        })?;
+    }
+    Ok(())
+}
+
+/// SIGKILLs bosund; the next command starts it again.
+fn restart(p: &Placed) -> anyhow::Result<()> {
+    p.b.kill_daemon()?;
+    p.b.ok(&["ps"])?;
+    Ok(())
+}
+
+#[test]
+fn twelve_queued_runs_survive_three_sigkills_of_bosund_with_their_secret_sealed()
+-> anyhow::Result<()> {
+    const CANARY: &str = "canary-91d0c4e7a35b2f68";
+    const LINES: u64 = 3_000;
+    // Three nodes of one CPU each: three runs at a time, nine in Slurm's queue.
+    let cluster = SlurmCluster::try_start_with_cpus(3, 1)?;
+    let p = placed("remote_queue", &cluster, 60)?;
+    // About three seconds of output each.
+    let script = p.counter("queued.sh", LINES, 300, "0.3")?;
+    secret_agent(&p, "far", CANARY, &format!("exec {script}"))?;
+    let runs: Vec<String> = (0..12)
+        .map(|_| agent_run(&p, "far"))
+        .collect::<Result<_, _>>()?;
+    wait_placed(&p, &runs)?;
+    let ended = |p: &Placed| -> anyhow::Result<usize> {
+        let mut n = 0;
+        for run in &runs {
+            if p.b.show(run)?["state"] == "exited" {
+                n += 1;
+            }
+        }
+        Ok(n)
+    };
+    // Killed while nine wait, and twice more as the queue drains.
+    restart(&p)?;
+    for at_least in [3, 6] {
+        wait_for(
+            "runs to end as the queue drains",
+            Duration::from_secs(60),
+            || Ok((ended(&p)? >= at_least).then_some(())),
+        )
+        .with_context(|| p.story(&cluster))?;
+        restart(&p)?;
+    }
+    let mut queue_times = Vec::new();
+    for run in &runs {
+        let v =
+            p.b.wait_ended(run, Duration::from_secs(120))
+                .with_context(|| p.story(&cluster))?;
+        assert_eq!(v["outcome"], "succeeded", "{v:#}");
+        let log = p.b.logs(run)?;
+        complete(&log, LINES).with_context(|| format!("run {run}"))?;
+        let text = String::from_utf8_lossy(&log);
+        assert!(
+            text.contains(&format!("token has {} chars", CANARY.len())),
+            "run {run} got its secret: {text}"
+        );
+        let queued = v["placed"]["queued_ms"]
+            .as_u64()
+            .with_context(|| format!("run {run} says how long it waited in the queue: {v:#}"))?;
+        queue_times.push(queued);
+    }
+    eprintln!("time each run waited in Slurm's queue (ms): {queue_times:?}");
+    // Nine of them waited behind the first three, each of which ran for three seconds.
+    queue_times.sort_unstable();
+    assert!(
+        queue_times[3] >= queue_times[2] + 2_000,
+        "nine runs say they waited for the first three: {queue_times:?}"
+    );
+    let show = p.b.ok(&["show", &runs[11]])?;
+    assert!(
+        show.contains("waited") && show.contains("in its queue"),
+        "{show}"
+    );
+
+    // Nothing Slurm keeps or shows of the jobs holds the secret.
+    for run in &runs {
+        let job = p.b.show(run)?["placed"]["job"]
+            .as_str()
+            .context("job")?
+            .to_string();
+        for args in [
+            vec!["show", "job", job.as_str()],
+            vec!["write", "batch_script", job.as_str(), "-"],
+        ] {
+            let out = std::process::Command::new("scontrol")
+                .envs(cluster.env())
+                .args(&args)
+                .output()?;
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!text.contains(CANARY), "scontrol {args:?} shows the secret");
+        }
+    }
+    // Nor the shared folder, the cluster's state and spool, or bosun's state directory (its
+    // store, where the plans were kept sealed, included).
+    for dir in [
+        p.shared.clone(),
+        cluster.dir().to_path_buf(),
+        p.b.home.clone(),
+    ] {
+        if let Some(f) = file_containing(&dir, CANARY.as_bytes()) {
+            bail!("the secret is on disk in {}", f.display());
+        }
+    }
+    p.b.assert_secret_nowhere(CANARY)?;
+    p.finish()
+}
+
+#[test]
+fn a_secret_set_again_or_gone_while_its_run_waits_in_the_queue() -> anyhow::Result<()> {
+    const FIRST: &str = "first-secret-4f1a";
+    const SECOND: &str = "second-secret-value-9c2e7d";
+    const GONE: &str = "gone-secret-b83a61";
+    // One node of one CPU, kept busy: the agents' runs wait behind it.
+    let cluster = SlurmCluster::try_start_with_cpus(1, 1)?;
+    let p = placed("remote_secret_again", &cluster, 60)?;
+    secret_agent(&p, "again", FIRST, "true")?;
+    secret_agent(&p, "gone", GONE, "true")?;
+    let busy = p.start(&[], &["sleep", "6"])?;
+    p.b.wait_run(&busy, "the node to be busy", Duration::from_secs(30), |v| {
+        v["state"] == "running"
+    })?;
+    let again = agent_run(&p, "again")?;
+    let gone = agent_run(&p, "gone")?;
+    wait_placed(&p, &[again.clone(), gone.clone()])?;
+    restart(&p)?;
+    // Set again through bosun; taken from the keychain behind bosun's back.
+    let out =
+        p.b.output_with_stdin(&["agent", "edit", "again", "--secret-env", "TOKEN"], SECOND)?;
+    assert!(out.status.success(), "{out:?}");
+    let file = p.b.keychain_file();
+    let mut keys: serde_json::Map<String, Value> = serde_json::from_slice(&std::fs::read(&file)?)?;
+    keys.retain(|_, v| *v != GONE);
+    std::fs::write(&file, serde_json::to_vec(&keys)?)?;
+    restart(&p)?;
+    for run in [&again, &gone] {
+        assert_eq!(p.b.show(run)?["state"], "queued");
+    }
+
+    let v = p.b.wait_ended(&again, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "succeeded", "{v:#}");
+    let log = String::from_utf8_lossy(&p.b.logs(&again)?).to_string();
+    assert!(
+        log.contains(&format!("token has {} chars", SECOND.len())),
+        "the run got the secret as it is now: {log}"
+    );
+    let v = p.b.wait_ended(&gone, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "failed", "{v:#}");
+    let reason = v["exit"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("secret TOKEN")
+            && reason.contains("bosun agent edit gone --secret-env TOKEN"),
+        "the reason says which secret and how to set it again: {reason}"
+    );
+    let v = p.b.wait_ended(&busy, Duration::from_secs(60))?;
+    assert_eq!(v["outcome"], "succeeded", "{v:#}");
+    for secret in [FIRST, SECOND, GONE] {
+        p.b.assert_secret_nowhere(secret)?;
+    }
+    p.finish()
+}

@@ -20,6 +20,7 @@ use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
 use super::record::AgentRun;
 use super::record::{AgentRecord, ServerSwitch, Switches, ToolSelection};
 use super::registry::{AgentsContext, find};
+use super::secrets::{SecretLine, SecretSource, UsedAs};
 use bosun_auth::{Access, AuthContext};
 use bosun_kit::keychain::{Keychain, agent_env_key};
 use bosun_kit::offload::blocking;
@@ -81,6 +82,9 @@ pub struct Prepared {
     pub redact: Vec<String>,
     /// The stdio servers the CLI reaches through the runner's gateway, with their secrets.
     pub gateway: Vec<GatewayServer>,
+    /// Every secret value read for the run, with where it came from: what a plan kept sealed
+    /// reads again ([`secrets`](super::secrets)).
+    pub secrets: Vec<SecretLine>,
 }
 
 /// Turns an agent and a prompt into a run.
@@ -176,6 +180,18 @@ pub async fn prepare_with(
     // The servers switched on, each resolved or left out with the reason.
     let mut run_servers: Vec<RunServer> = Vec::new();
     let mut gateway: Vec<GatewayServer> = Vec::new();
+    let mut secrets: Vec<SecretLine> = secret_env
+        .iter()
+        .map(|(name, value)| SecretLine {
+            source: SecretSource::Keychain {
+                key: agent_env_key(rec.id, name),
+                what: format!("the agent `{}`'s secret {name}", rec.name),
+                fix: format!("bosun agent edit {} --secret-env {name}", rec.name),
+                used_as: UsedAs::AgentEnv,
+            },
+            value: value.clone(),
+        })
+        .collect();
     let uses_servers = rec.cli != CliKind::Command;
     for s in &servers {
         let Some(switch) = rec.switches.mcp.get(&s.id).filter(|sw| sw.on) else {
@@ -203,12 +219,13 @@ pub async fn prepare_with(
         )
         .await?
         {
-            Ok(server) => {
+            Ok((server, lines)) => {
                 let (given, through) = through_gateway(server, s, &rec);
                 if let Some(clash) = env_clash(rec.cli, &run_servers, &given) {
                     left_out(&mut notes, &mut run, &s.name, &clash, None);
                     continue;
                 }
+                secrets.extend(lines);
                 run.servers.push((s.name.clone(), "given".into()));
                 if s.sign_in_by == SignInBy::ClaudeCode {
                     run.claude_signs_in.push(s.name.clone());
@@ -221,6 +238,12 @@ pub async fn prepare_with(
     }
     if let Some(c) = &chat {
         run.answer = Some(c.answer);
+        secrets.push(SecretLine {
+            source: SecretSource::Ephemeral {
+                what: "the bearer token of the lead's answer for bosun's own MCP server".into(),
+            },
+            value: c.token.clone(),
+        });
         run_servers.push(RunServer {
             name: BOSUN_SERVER.into(),
             kind: ServerKind::Http,
@@ -322,6 +345,7 @@ pub async fn prepare_with(
         control: inv.control,
         redact,
         gateway,
+        secrets,
     })
 }
 
@@ -400,8 +424,9 @@ fn env_clash(cli: CliKind, given: &[RunServer], new: &RunServer) -> Option<Strin
     None
 }
 
-/// A server made ready for the run, or why it cannot be used (and how to fix it).
-type Resolved = Result<RunServer, (String, Option<String>)>;
+/// A server made ready for the run with the secret values it was given, or why it cannot be
+/// used (and how to fix it).
+type Resolved = Result<(RunServer, Vec<SecretLine>), (String, Option<String>)>;
 
 async fn resolve(
     auth: &AuthContext,
@@ -417,16 +442,19 @@ async fn resolve(
         let launch =
             blocking(move || browser::launch(&settings, insecure, path.as_deref())).await?;
         return Ok(match launch {
-            Ok(l) => Ok(RunServer {
-                name: s.name.clone(),
-                kind: ServerKind::Stdio,
-                command: Some(l.command),
-                args: l.args,
-                url: None,
-                env: l.env,
-                headers: Vec::new(),
-                tools,
-            }),
+            Ok(l) => Ok((
+                RunServer {
+                    name: s.name.clone(),
+                    kind: ServerKind::Stdio,
+                    command: Some(l.command),
+                    args: l.args,
+                    url: None,
+                    env: l.env,
+                    headers: Vec::new(),
+                    tools,
+                },
+                Vec::new(),
+            )),
             Err(why) => Err((format!("the browser cannot start: {why}"), None)),
         });
     }
@@ -446,6 +474,21 @@ async fn resolve(
     let values = blocking(move || {
         // The address with its query, which the keychain keeps.
         let url = connect_url(&keychain, &rec).map_err(|e| (e.to_string(), None))?;
+        let mut lines = Vec::new();
+        let fix = format!("bosun mcp edit {}", rec.name);
+        if let (Some(base), Some(full)) = (&rec.url, &url)
+            && let Some(query) = full.strip_prefix(&format!("{base}?"))
+        {
+            lines.push(SecretLine {
+                source: SecretSource::Keychain {
+                    key: bosun_mcp::address::query_key(rec.id),
+                    what: format!("the query of the MCP server `{}`'s address", rec.name),
+                    fix: format!("{fix} --url URL"),
+                    used_as: UsedAs::Query { url: base.clone() },
+                },
+                value: query.to_string(),
+            });
+        }
         let mut env = Vec::new();
         let mut headers = Vec::new();
         for (kind, names, out) in [
@@ -453,8 +496,24 @@ async fn resolve(
             (LineKind::Header, &rec.header_names, &mut headers),
         ] {
             for name in names {
-                match keychain.get(&kind.key(rec.id, name)) {
-                    Ok(Some(v)) => out.push((name.clone(), v)),
+                let key = kind.key(rec.id, name);
+                match keychain.get(&key) {
+                    Ok(Some(v)) => {
+                        let (what, used_as) = match kind {
+                            LineKind::Env => ("environment line", UsedAs::ServerEnv),
+                            LineKind::Header => ("header", UsedAs::Header { name: name.clone() }),
+                        };
+                        lines.push(SecretLine {
+                            source: SecretSource::Keychain {
+                                key,
+                                what: format!("the MCP server `{}`'s {what} {name}", rec.name),
+                                fix: fix.clone(),
+                                used_as,
+                            },
+                            value: v.clone(),
+                        });
+                        out.push((name.clone(), v));
+                    }
                     Ok(None) => {
                         return Err((
                             format!("a value is missing from the keychain ({name})"),
@@ -467,10 +526,10 @@ async fn resolve(
                 }
             }
         }
-        Ok((url, env, headers))
+        Ok((url, env, headers, lines))
     })
     .await?;
-    let (url, env, mut headers) = match values {
+    let (url, env, mut headers, mut lines) = match values {
         Ok(v) => v,
         Err(why) => return Ok(Err(why)),
     };
@@ -496,7 +555,18 @@ async fn resolve(
         match bosun_auth::access(auth, s.id, min_valid, None).await {
             Ok(Access::Token(t)) => {
                 headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                lines.retain(|l| {
+                    !matches!(&l.source, SecretSource::Keychain { used_as: UsedAs::Header { name }, .. } if name.eq_ignore_ascii_case("authorization"))
+                });
                 headers.push(("Authorization".into(), format!("Bearer {t}")));
+                lines.push(SecretLine {
+                    source: SecretSource::Token {
+                        server: s.id,
+                        name: s.name.clone(),
+                        min_valid_ms: u64::try_from(min_valid.as_millis()).unwrap_or(u64::MAX),
+                    },
+                    value: t,
+                });
             }
             Ok(Access::Dpop { .. }) => {
                 // A CLI sends a fixed header; a DPoP-bound token needs a fresh proof on every
@@ -540,16 +610,19 @@ async fn resolve(
             }
         }
     }
-    Ok(Ok(RunServer {
-        name: s.name.clone(),
-        kind: s.kind,
-        command: s.command.clone(),
-        args: s.args.clone(),
-        url,
-        env,
-        headers,
-        tools,
-    }))
+    Ok(Ok((
+        RunServer {
+            name: s.name.clone(),
+            kind: s.kind,
+            command: s.command.clone(),
+            args: s.args.clone(),
+            url,
+            env,
+            headers,
+            tools,
+        },
+        lines,
+    )))
 }
 
 /// A stdio server, or one reached by Streamable HTTP that bosun signs in to, is given to the

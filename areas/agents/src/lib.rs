@@ -5,6 +5,7 @@
 //! - [`registry`]: the Agents actor, the one place agents are added, changed and switched.
 //! - [`adapter`]: the switches turned into each CLI's own flags and per-run files.
 //! - [`launch`]: an agent and a prompt turned into a run: servers resolved, secrets read.
+//! - [`secrets`]: where each secret value of a run comes from, to read it again later.
 //! - [`stream`]: each CLI's own output stream turned into the run's events.
 //! - [`fence`]: where the programs of an agent's run may write, for the runner's Landlock fence.
 //! - [`catalog`]: each CLI's built-in tools, by group; [`builtin`]: the list shown, and asking
@@ -21,4 +22,5 @@ pub mod login;
 pub mod prices;
 pub mod record;
 pub mod registry;
+pub mod secrets;
 pub mod stream;

@@ -15,6 +15,7 @@ pub mod live;
 pub mod log_hub;
 pub mod record;
 pub mod run_actor;
+pub mod sealed;
 mod spawn;
 
 use std::collections::HashMap;
@@ -42,10 +43,11 @@ use bosun_agents::launch::Prepared;
 use bosun_agents::prices::Prices;
 use bosun_agents::record::{AgentRun, ToolCall};
 use bosun_agents::registry::AgentsHandle;
+use bosun_agents::secrets::{SecretLine, SecretReader};
 use bosun_kit::supervision::{RestartBudget, RestartPolicy, Verdict};
 use bosun_placement::{PlacementError, Remote};
 use bosun_store::Store;
-use bosun_store::writer::StoreWriter;
+use bosun_store::writer::{Change, StoreWriter};
 use live::LiveRuns;
 use log_hub::LogHub;
 use record::RunRecord;
@@ -67,6 +69,8 @@ pub struct RunsContext {
     pub remote: Option<Arc<Remote>>,
     /// What a run costs when its CLI does not say.
     pub prices: Arc<Prices>,
+    /// Where a sealed plan's secrets are read again when its runner asks for it.
+    pub secrets: SecretReader,
 }
 
 /// Who hears the tool calls read so far from the stream of a run that is an answer of the lead:
@@ -97,6 +101,9 @@ impl RunsContext {
     }
 }
 
+/// A run checked and ready: its record, its plan, where it goes, and its plan's secrets.
+type Checked = (RunRecord, LaunchPlan, Placement, Vec<SecretLine>);
+
 /// A run to start: what the person asked for, or what an agent's adapter made.
 #[derive(Debug, Default)]
 pub struct RunSpec {
@@ -117,6 +124,9 @@ pub struct RunSpec {
     /// For a run of a card of a project: its branch and head commit as it starts (the head at
     /// its end is read when it ends).
     pub git: Option<RunGit>,
+    /// Every secret value in the run's plan, with where it came from: a run placed on another
+    /// host keeps its plan sealed with them ([`sealed`]).
+    pub secrets: Vec<SecretLine>,
 }
 
 impl RunSpec {
@@ -139,6 +149,7 @@ impl From<Prepared> for RunSpec {
             redact: p.redact,
             gateway: p.gateway,
             git: None,
+            secrets: p.secrets,
         }
     }
 }
@@ -277,13 +288,14 @@ impl Actor for Runs {
                     return Ok(());
                 }
                 match state.prepare(*spec) {
-                    Ok((rec, plan, placement)) => {
+                    Ok((rec, plan, placement, secrets)) => {
                         if let Some(c) = card {
                             state.by_card.insert(c, rec.id);
                         }
                         let launch = Launch::Fresh {
                             plan: Box::new(plan),
                             placement,
+                            secrets,
                             reply: Some(reply),
                         };
                         state.spawn_run(&myself, rec, launch).await?;
@@ -412,8 +424,9 @@ async fn cancel_orphans_once(remote: &Remote, store: &Store) -> Result<(), Place
 }
 
 impl RunsState {
-    /// Checks a start request and turns it into a record and a launch plan.
-    fn prepare(&self, spec: RunSpec) -> Result<(RunRecord, LaunchPlan, Placement), RunsError> {
+    /// Checks a start request and turns it into a record and a launch plan (with the secret
+    /// values in it, and where they come from).
+    fn prepare(&self, spec: RunSpec) -> Result<Checked, RunsError> {
         let RunSpec {
             params: mut p,
             files,
@@ -423,6 +436,7 @@ impl RunsState {
             redact,
             gateway,
             git,
+            secrets,
         } = spec;
         let bad = |m: String| Err(RunsError::invalid(m));
         if p.program.trim().is_empty() {
@@ -564,7 +578,7 @@ impl RunsState {
             fence,
             gateway,
         };
-        Ok((rec, plan, placement))
+        Ok((rec, plan, placement, secrets))
     }
 
     async fn spawn_run(
@@ -646,7 +660,12 @@ impl RunsState {
             reason: reason.clone(),
         });
         error!(run_id = %id, %reason, "gave up on a run");
-        if self.ctx.writer.put_run(&rec).await.is_ok() {
+        // A remote run's sealed plan goes with it.
+        let also = match rec.placed {
+            Some(_) => vec![Change::delete::<sealed::SealedPlan>(&id)],
+            None => Vec::new(),
+        };
+        if self.ctx.writer.put_run_with(&rec, also).await.is_ok() {
             self.ctx.announce(rec.view(rec.last_seq));
         }
     }

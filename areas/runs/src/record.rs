@@ -35,7 +35,8 @@ impl ProcessInfo {
 }
 
 /// Everything bosun keeps about a run. Environment *values* are not kept (only names): the
-/// plan that carried them is gone once the runner has it.
+/// plan that carried them is gone once the runner has it. (A run placed on another host keeps
+/// its plan apart until then, its secrets sealed: [`crate::sealed`].)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub id: RunId,
@@ -87,6 +88,21 @@ pub struct Placed {
     /// The host the engine put it on, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// When it was handed to the engine (runs placed before this was kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted_at: Option<Timestamp>,
+    /// When bosund first saw its job leave the queue: its runner asked for its plan, or the
+    /// engine said the job runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_queue_at: Option<Timestamp>,
+}
+
+impl Placed {
+    /// How long the job waited in the engine's queue, once it has left it.
+    pub fn queued_ms(&self) -> Option<u64> {
+        let (from, to) = (self.submitted_at?, self.left_queue_at?);
+        Some(u64::try_from(to.since(from).as_millis()).unwrap_or(u64::MAX))
+    }
 }
 
 impl Record for RunRecord {
@@ -133,6 +149,7 @@ impl RunRecord {
                 placement: p.placement.clone(),
                 job: p.job.clone(),
                 node: p.node.clone(),
+                queued_ms: p.queued_ms(),
             }),
             mcp_calls: None,
         }
@@ -172,12 +189,30 @@ pub trait RunWrites {
     /// run ended also closes the run's log file, synced, once it is saved: the run has written
     /// its last output.
     fn put_run(&self, record: &RunRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`RunWrites::put_run`] with other changes in the same commit (a remote run's sealed plan
+    /// kept or deleted with the record that says why).
+    fn put_run_with(
+        &self,
+        record: &RunRecord,
+        also: Vec<Change>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 impl RunWrites for StoreWriter {
     fn put_run(&self, record: &RunRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.put_run_with(record, Vec::new())
+    }
+
+    fn put_run_with(
+        &self,
+        record: &RunRecord,
+        also: Vec<Change>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let mut changes = vec![Change::put(record)];
+        changes.extend(also);
         self.durably(WriteOp::Commit {
-            changes: vec![Change::put(record)],
+            changes,
             ends_log: record.state.is_final().then_some(record.id),
         })
     }

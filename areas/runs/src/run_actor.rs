@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::RunsError;
+use bosun_agents::secrets::SecretLine;
 use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::protocol::runner::{
@@ -28,7 +29,7 @@ use super::spawn::{send_plan, spawn_runner};
 use bosun_agents::record::{AgentRun, LastRun, ParsedTo};
 use bosun_agents::registry::AgentsMsg;
 use bosun_agents::stream::{Change, StreamParser};
-use bosun_store::writer::WriteOp;
+use bosun_store::writer::{self, WriteOp};
 use bosun_store::{LogChunk, StoreError};
 
 mod asks;
@@ -48,6 +49,8 @@ pub enum RunMsg {
     /// A runner connected for this run (its token already checked).
     Attach {
         tx: mpsc::UnboundedSender<DaemonMsg>,
+        /// The token it proved itself with (a sealed plan is filled in with it).
+        token: RunToken,
         reply: RpcReplyPort<Attached>,
     },
     /// A message from the runner on link `link_id`.
@@ -96,6 +99,9 @@ pub enum Launch {
         plan: Box<LaunchPlan>,
         /// Where the runner runs: started here, or handed to a cluster engine.
         placement: Placement,
+        /// The plan's secret values and where they come from (a remote run's plan is kept
+        /// sealed with them).
+        secrets: Vec<SecretLine>,
         reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
     },
     /// A run found unfinished at startup (`daemon_restart`), or after this actor failed: wait
@@ -139,9 +145,11 @@ pub struct RunActorState {
     /// Everything this actor logs is in the run's span, so one run's story can be picked out
     /// of `bosund.log` by its id.
     span: tracing::Span,
-    /// For a run on another host: its plan, held until its runner has started the program (the
-    /// plan and its secrets go only over the link, and are never stored).
-    pending_plan: Option<LaunchPlan>,
+    /// For a run on another host: its plan, until its runner has started the program (the plan
+    /// and its secrets go only over the link; the store keeps it sealed, without them).
+    pending: Option<remote::PendingPlan>,
+    /// The token the connected runner proved itself with.
+    link_token: Option<RunToken>,
     /// Where the run's log file is read for the CLI's events, when the runner writes the file
     /// itself.
     own_log: Option<FileCursor>,
@@ -197,7 +205,8 @@ impl Actor for RunActor {
             usage_unsaved: false,
             asks: asks::Asks::default(),
             span,
-            pending_plan: None,
+            pending: None,
+            link_token: None,
             own_log: None,
             runner_held: false,
         })
@@ -216,13 +225,19 @@ impl Actor for RunActor {
                 Some(Launch::Fresh {
                     plan,
                     placement: Placement::Local,
+                    secrets: _,
                     reply,
                 }) => state.launch(&myself, *plan, reply).await,
                 Some(Launch::Fresh {
                     plan,
                     placement,
+                    secrets,
                     reply,
-                }) => state.launch_remote(&myself, *plan, placement, reply).await,
+                }) => {
+                    state
+                        .launch_remote(&myself, *plan, placement, &secrets, reply)
+                        .await
+                }
                 Some(Launch::Recover { daemon_restart }) => {
                     state.daemon_restart = daemon_restart;
                     state.load_asks(&myself).await?;
@@ -254,10 +269,11 @@ impl RunActorState {
         msg: RunMsg,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            RunMsg::Attach { tx, reply } => {
+            RunMsg::Attach { tx, token, reply } => {
                 let link_id = self.next_link_id;
                 self.next_link_id += 1;
                 self.link = Some(Link { link_id, tx });
+                self.link_token = Some(token);
                 self.away_since = None;
                 // A runner whose output is still held says so again on its new link.
                 if self.runner_held {
@@ -328,7 +344,12 @@ impl RunActorState {
 
     /// Persists the record durably, then tells everyone.
     async fn persist(&mut self) -> Result<(), ActorProcessingErr> {
-        self.ctx.writer.put_run(&self.rec).await?;
+        self.persist_with(Vec::new()).await
+    }
+
+    /// Persists the record durably with other changes in the same commit, then tells everyone.
+    async fn persist_with(&mut self, also: Vec<writer::Change>) -> Result<(), ActorProcessingErr> {
+        self.ctx.writer.put_run_with(&self.rec, also).await?;
         self.ctx.live.update(&self.rec);
         self.ctx.announce(self.view());
         Ok(())
@@ -684,8 +705,9 @@ impl RunActorState {
     }
 
     async fn on_started(&mut self, s: Started) -> Result<(), ActorProcessingErr> {
-        // The runner on another host has carried out its plan: bosund forgets it.
-        self.pending_plan = None;
+        // The runner on another host has carried out its plan: bosund forgets it (the sealed
+        // plan goes with the record that says the program started).
+        self.pending = None;
         if self.rec.process.is_none() {
             self.rec.process = Some(ProcessInfo {
                 pid: s.pid,
@@ -699,7 +721,8 @@ impl RunActorState {
             if matches!(self.rec.state, RunState::Queued | RunState::Starting) {
                 self.rec.state = RunState::Running;
             }
-            self.persist().await?;
+            let also = self.forget_sealed_plan();
+            self.persist_with(also).await?;
         }
         self.send(DaemonMsg::StartedAck);
         Ok(())
@@ -784,7 +807,8 @@ impl RunActorState {
                 warn!(run_id = %self.rec.id, error = %e, "the agent did not say it kept what the run found");
             }
         }
-        self.persist().await?;
+        let also = self.forget_sealed_plan();
+        self.persist_with(also).await?;
         if self.runner_held {
             self.on_output_held(None);
         }

@@ -160,6 +160,17 @@ pub fn print_run(run: &RunView) {
             "placement",
             format!("{} (job {}{node})", p.placement, p.job),
         ));
+        let queue = match p.queued_ms {
+            Some(ms) => format!(
+                "waited {} in its queue",
+                format_duration(Duration::from_secs(ms.saturating_add(500) / 1000))
+            ),
+            None if run.state == "queued" => "waiting in its queue".into(),
+            None => String::new(),
+        };
+        if !queue.is_empty() {
+            lines.push(("queue", queue));
+        }
     }
     if let (Some(pid), Some(pgid)) = (run.pid, run.pgid) {
         let host = if run.placed.is_some() {

@@ -1,13 +1,16 @@
-//! A run placed on another host: handed to its backend, its plan held until its runner (having
-//! proved itself over mutual TLS) asks for it, its job asked about while the runner is away,
-//! and ended through the backend when it is lost.
+//! A run placed on another host: handed to its backend, its plan kept sealed in the store until
+//! its runner (having proved itself over mutual TLS) asks for it — its secrets read again then —,
+//! its job asked about while the runner is away, and ended through the backend when it is lost.
 
 use std::time::{Duration, Instant};
 
+use bosun_agents::secrets::{SecretLine, SecretSource};
+use bosun_shared::Timestamp;
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::runner::{DaemonMsg, LaunchPlan, StopOrder};
 use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
+use bosun_store::writer::Change;
 use nix::sys::signal::Signal;
 use ractor::{ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
@@ -15,7 +18,21 @@ use tracing::{info, warn};
 use super::{RUNNER_CHECK_EVERY, RunActorState, RunMsg, failed};
 use crate::RunsError;
 use crate::record::Placed;
+use crate::sealed::{self, SealedPlan};
 use bosun_placement::JobPhase;
+
+/// A remote run's plan, until its runner has started the program.
+pub(super) enum PendingPlan {
+    /// Sealed, and kept so in the store too: its secrets are read again when the runner asks,
+    /// but for those that cannot be read again (a lead's answer's token), which only this
+    /// bosund has (by the sources' order; `None` for the others).
+    Sealed {
+        plan: Box<SealedPlan>,
+        ephemeral: Vec<Option<String>>,
+    },
+    /// Held in memory only (its secrets could not be sealed): a restart of bosund loses it.
+    Held(Box<LaunchPlan>),
+}
 
 impl RunActorState {
     /// How often a runner that is away is looked at.
@@ -26,12 +43,14 @@ impl RunActorState {
         }
     }
 
-    /// Records the run, hands its runner to the backend, and keeps the plan for the runner.
+    /// Records the run, hands its runner to the backend, and keeps the plan for the runner:
+    /// sealed in the store with the record that says where the run went.
     pub(super) async fn launch_remote(
         &mut self,
         myself: &ActorRef<RunMsg>,
-        plan: LaunchPlan,
+        mut plan: LaunchPlan,
         placement: Placement,
+        secrets: &[SecretLine],
         reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
     ) -> Result<(), ActorProcessingErr> {
         self.record_and_answer(reply).await?;
@@ -48,11 +67,31 @@ impl RunActorState {
             let reason = format!("could not make the run's folder {}: {e}", own.display());
             return self.finish(myself, failed(reason)).await;
         }
+        let token = plan.token.clone();
+        let pending = match sealed::seal(&plan, secrets) {
+            Ok(s) => PendingPlan::Sealed {
+                plan: Box::new(s),
+                ephemeral: secrets
+                    .iter()
+                    .map(|l| {
+                        matches!(l.source, SecretSource::Ephemeral { .. }).then(|| l.value.clone())
+                    })
+                    .collect(),
+            },
+            Err(why) => {
+                warn!(run_id = %self.rec.id, reason = %why, "a remote run's plan cannot be sealed; it is held in memory only");
+                plan.notes.push(format!(
+                    "bosun holds this run's plan in memory only ({why}): had bosund restarted before the run's job left its queue, the run would have been lost"
+                ));
+                PendingPlan::Held(Box::new(plan))
+            }
+        };
+        let submitted_at = Timestamp::now();
         let submitted = remote
             .submit(
                 &placement,
                 self.rec.id,
-                &plan.token,
+                &token,
                 self.rec.time_cap_ms,
                 self.rec.ladder.int_grace_ms + self.rec.ladder.term_grace_ms,
             )
@@ -71,22 +110,34 @@ impl RunActorState {
             dir: submitted.dir,
             cert_digest: submitted.cert_digest,
             node: None,
+            submitted_at: Some(submitted_at),
+            left_queue_at: None,
         });
-        self.persist().await?;
-        self.pending_plan = Some(plan);
+        let also = match &pending {
+            PendingPlan::Sealed { plan, .. } => vec![Change::put(plan.as_ref())],
+            PendingPlan::Held(_) => Vec::new(),
+        };
+        self.persist_with(also).await?;
+        self.pending = Some(pending);
         self.away_since = Some(Instant::now());
         drop(myself.send_after(self.check_every(), || RunMsg::CheckRunner));
         Ok(())
     }
 
-    /// The runner on another host asks for its plan: it has it while bosund holds it; a bosund
-    /// that restarted before the runner asked no longer does (plans are never stored).
+    /// The runner on another host asks for its plan: the sealed plan, its secrets read again
+    /// now (after any number of restarts of bosund), or the one held in memory. A secret gone
+    /// from the keychain meanwhile fails the run, saying which and how to set it again.
     pub(super) async fn on_want_plan(
         &mut self,
         myself: &ActorRef<RunMsg>,
     ) -> Result<(), ActorProcessingErr> {
         if matches!(self.rec.state, RunState::Queued) {
             self.rec.state = RunState::Starting;
+        }
+        if let Some(p) = self.rec.placed.as_mut()
+            && p.left_queue_at.is_none()
+        {
+            p.left_queue_at = Some(Timestamp::now());
         }
         // Where the engine put it: asked once, as its runner first dials in.
         if let (Some(placed), Some(remote)) = (self.rec.placed.clone(), self.ctx.remote.clone())
@@ -107,19 +158,85 @@ impl RunActorState {
             }
         }
         self.persist().await?;
-        match &self.pending_plan {
-            Some(plan) => {
-                self.send(DaemonMsg::Plan(Box::new(plan.clone())));
+        match self.plan_for_runner().await? {
+            Ok(Some(plan)) => {
+                self.send(DaemonMsg::Plan(Box::new(plan)));
                 Ok(())
             }
-            None => {
+            Ok(None) => {
                 self.send(DaemonMsg::ExitAck);
                 let node = self.node_words();
                 let reason = format!(
-                    "bosund restarted before the runner{node} took its plan (plans hold secrets and are never stored); start the run again"
+                    "bosund restarted before the runner{node} took its plan, and kept none (the run was placed by an older bosund, or its plan was held in memory only); start the run again"
                 );
                 self.lose(myself, reason).await
             }
+            Err(why) => {
+                self.send(DaemonMsg::ExitAck);
+                if let Some(placed) = self.rec.placed.clone() {
+                    self.end_remote_job(&placed).await;
+                }
+                self.ctx.delete_secret_files(&self.rec);
+                let reason =
+                    format!("the run's plan could not be made as its runner asked for it: {why}");
+                self.finish(myself, failed(reason)).await
+            }
+        }
+    }
+
+    /// The plan to hand the runner now: the one held in memory, or the sealed one (from memory,
+    /// else from the store) filled in with its secrets as they are now. `Ok(None)`: bosund has
+    /// no plan for the run; `Err`: why it cannot be made, in the person's words.
+    async fn plan_for_runner(
+        &mut self,
+    ) -> Result<Result<Option<LaunchPlan>, String>, ActorProcessingErr> {
+        let (sealed, ephemeral) = match self.pending.take() {
+            Some(PendingPlan::Held(plan)) => {
+                let given = (*plan).clone();
+                self.pending = Some(PendingPlan::Held(plan));
+                return Ok(Ok(Some(given)));
+            }
+            Some(PendingPlan::Sealed { plan, ephemeral }) => (plan, ephemeral),
+            None => {
+                let (store, id) = (self.ctx.store.clone(), self.rec.id);
+                match tokio::task::spawn_blocking(move || store.get::<SealedPlan>(&id)).await?? {
+                    Some(s) => (Box::new(s), Vec::new()),
+                    None => return Ok(Ok(None)),
+                }
+            }
+        };
+        let Some(token) = self.link_token.clone() else {
+            return Ok(Err("no runner is connected".into()));
+        };
+        // What only this bosund holds is taken from memory; everything else is read again.
+        let held = |i: usize| ephemeral.get(i).cloned().flatten();
+        let to_read: Vec<SecretSource> = (sealed.sources.iter().enumerate())
+            .filter(|(i, _)| held(*i).is_none())
+            .map(|(_, s)| s.clone())
+            .collect();
+        let filled = match self.ctx.secrets.read_again(&to_read).await {
+            Ok(read) => {
+                let mut read = read.into_iter();
+                let values = (0..sealed.sources.len())
+                    .map(|i| held(i).or_else(|| read.next()).unwrap_or_default())
+                    .collect();
+                sealed::fill(&sealed, values, token).map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        self.pending = Some(PendingPlan::Sealed {
+            plan: sealed,
+            ephemeral,
+        });
+        Ok(filled.map(Some))
+    }
+
+    /// The change that deletes a remote run's sealed plan, for the commit of the record that
+    /// makes it needless (the program started, the run ended).
+    pub(super) fn forget_sealed_plan(&self) -> Vec<Change> {
+        match self.rec.placed {
+            Some(_) => vec![Change::delete::<SealedPlan>(&self.rec.id)],
+            None => Vec::new(),
         }
     }
 
@@ -145,9 +262,16 @@ impl RunActorState {
             .await
         {
             Ok(seen) => {
-                if seen.node.is_some() && seen.node != placed.node {
+                let moved = seen.node.is_some() && seen.node != placed.node;
+                let left_queue = seen.phase == JobPhase::Running && placed.left_queue_at.is_none();
+                if moved || left_queue {
                     if let Some(p) = self.rec.placed.as_mut() {
-                        p.node = seen.node.clone();
+                        if moved {
+                            p.node = seen.node.clone();
+                        }
+                        if left_queue {
+                            p.left_queue_at = Some(Timestamp::now());
+                        }
                     }
                     self.persist().await?;
                 }
