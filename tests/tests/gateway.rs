@@ -55,6 +55,18 @@ fn setup_with(b: &Bosun, fake: &FakeModel, rules: &[&str], look: bool) -> anyhow
     Ok(b.scratch().join("coder").join("work"))
 }
 
+/// The agent `coder` talks to `fake` from its next run on.
+fn point_at(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
+    b.ok(&[
+        "agent",
+        "edit",
+        "coder",
+        "--env",
+        &format!("ANTHROPIC_BASE_URL={}", fake.url()),
+    ])?;
+    Ok(())
+}
+
 fn names(v: &Value) -> Vec<String> {
     v.as_array()
         .map(|a| {
@@ -827,13 +839,7 @@ fn a_tool_that_is_new_or_changed_since_the_person_approved_it_is_held_back_until
     // The person approves echo as it is now: the next run gets it, and still not the others.
     b.ok(&["mcp", "approve", "drift", "echo"])?;
     let fake2 = FakeModel::start("anthropic", "tool:echo:{\"message\":\"seen\"};text:ok")?;
-    b.ok(&[
-        "agent",
-        "edit",
-        "coder",
-        "--env",
-        &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
-    ])?;
+    point_at(&b, &fake2)?;
     let out = b.output(&["agent", "run", "coder", "echo", "--follow"])?;
     assert!(
         out.status.success(),
@@ -858,13 +864,7 @@ fn a_tool_that_is_new_or_changed_since_the_person_approved_it_is_held_back_until
     let shown = b.json(&["mcp", "show", "drift"])?;
     assert!(shown.get("pending_tools").is_none(), "{shown:#}");
     let fake3 = FakeModel::start("anthropic", "text:ok")?;
-    b.ok(&[
-        "agent",
-        "edit",
-        "coder",
-        "--env",
-        &format!("ANTHROPIC_BASE_URL={}", fake3.url()),
-    ])?;
+    point_at(&b, &fake3)?;
     let out = b.output(&["agent", "run", "coder", "hi", "--follow"])?;
     assert!(
         out.status.success(),
@@ -995,13 +995,7 @@ fn a_capability_reaches_runs_only_once_the_person_approves_it() -> anyhow::Resul
         "{approved:#}"
     );
     let fake2 = FakeModel::start("anthropic", "hold")?;
-    b.ok(&[
-        "agent",
-        "edit",
-        "coder",
-        "--env",
-        &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
-    ])?;
+    point_at(&b, &fake2)?;
     let (caps, resources, subscribe, logging) = capabilities_in_a_run(&b, &fake2, "second")?;
     assert!(caps.get("resources").is_some(), "{caps}");
     assert!(caps["resources"].get("subscribe").is_none(), "{caps}");

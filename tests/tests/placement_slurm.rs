@@ -401,35 +401,46 @@ fn a_secret_never_reaches_slurm_nor_stays_on_a_node() -> anyhow::Result<()> {
         "the runner redacts the secret: {log}"
     );
 
-    // Slurm's records of the job.
-    for args in [
-        vec!["show", "job", job.as_str()],
-        vec!["write", "batch_script", job.as_str(), "-"],
-    ] {
-        let out = std::process::Command::new("scontrol")
-            .envs(cluster.env())
-            .args(&args)
-            .output()?;
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(!text.contains(CANARY), "scontrol {args:?} shows the secret");
+    assert_secret_nowhere_on_the_cluster(&p, &cluster, &[job], CANARY)?;
+    p.finish()
+}
+
+/// Neither what Slurm keeps or shows of `jobs` (`scontrol show job`, the job script), nor any
+/// file the cluster and the runs left (the shared folder, the cluster's own state and spool
+/// folders, bosun's state directory and its store, where plans are kept sealed) holds `secret`.
+fn assert_secret_nowhere_on_the_cluster(
+    p: &Placed,
+    cluster: &SlurmCluster,
+    jobs: &[String],
+    secret: &str,
+) -> anyhow::Result<()> {
+    for job in jobs {
+        for args in [
+            vec!["show", "job", job.as_str()],
+            vec!["write", "batch_script", job.as_str(), "-"],
+        ] {
+            let out = std::process::Command::new("scontrol")
+                .envs(cluster.env())
+                .args(&args)
+                .output()?;
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!text.contains(secret), "scontrol {args:?} shows the secret");
+        }
     }
-    // Every file the cluster and the run left: the shared folder, the cluster's own state and
-    // spool folders, bosun's state directory.
     for dir in [
         p.shared.clone(),
         cluster.dir().to_path_buf(),
         p.b.home.clone(),
     ] {
-        if let Some(f) = file_containing(&dir, CANARY.as_bytes()) {
+        if let Some(f) = file_containing(&dir, secret.as_bytes()) {
             bail!("the secret is on disk in {}", f.display());
         }
     }
-    p.b.assert_secret_nowhere(CANARY)?;
-    p.finish()
+    p.b.assert_secret_nowhere(secret)
 }
 
 fn file_containing(dir: &Path, needle: &[u8]) -> Option<PathBuf> {
@@ -638,40 +649,17 @@ fn twelve_queued_runs_survive_three_sigkills_of_bosund_with_their_secret_sealed(
         "{show}"
     );
 
-    // Nothing Slurm keeps or shows of the jobs holds the secret.
+    // Nothing Slurm keeps or shows of the jobs, nor any file left, holds the secret.
+    let mut jobs = Vec::new();
     for run in &runs {
-        let job = p.b.show(run)?["placed"]["job"]
-            .as_str()
-            .context("job")?
-            .to_string();
-        for args in [
-            vec!["show", "job", job.as_str()],
-            vec!["write", "batch_script", job.as_str(), "-"],
-        ] {
-            let out = std::process::Command::new("scontrol")
-                .envs(cluster.env())
-                .args(&args)
-                .output()?;
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(!text.contains(CANARY), "scontrol {args:?} shows the secret");
-        }
+        jobs.push(
+            p.b.show(run)?["placed"]["job"]
+                .as_str()
+                .context("job")?
+                .to_string(),
+        );
     }
-    // Nor the shared folder, the cluster's state and spool, or bosun's state directory (its
-    // store, where the plans were kept sealed, included).
-    for dir in [
-        p.shared.clone(),
-        cluster.dir().to_path_buf(),
-        p.b.home.clone(),
-    ] {
-        if let Some(f) = file_containing(&dir, CANARY.as_bytes()) {
-            bail!("the secret is on disk in {}", f.display());
-        }
-    }
-    p.b.assert_secret_nowhere(CANARY)?;
+    assert_secret_nowhere_on_the_cluster(&p, &cluster, &jobs, CANARY)?;
     p.finish()
 }
 

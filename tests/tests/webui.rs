@@ -1033,6 +1033,30 @@ fn browser_signs_in_to_a_server_through_the_test_oauth_server() -> anyhow::Resul
 }
 
 #[test]
+fn browser_offers_a_new_sign_in_when_the_server_moved_and_lists_its_tools_after_it()
+-> anyhow::Result<()> {
+    let b = Bosun::new("webui_browser_resignin").with_test_browser();
+    let oauth = OAuthServer::start(&["--second-issuer-path", "/t2"])?;
+    oauth.add_to(&b)?;
+    b.json(&["mcp", "sign-in", "remote"])?;
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "resignin", &[("BOSUN_UI_OAUTH_URL", &oauth.mcp_url())])?;
+    assert!(text(&seen["asked"]).contains("sign in"), "{seen:#}");
+    assert_eq!(
+        text(&seen["issuer"]),
+        format!("{}/t2", oauth.base()),
+        "{seen:#}"
+    );
+    assert_eq!(
+        oauth.requests_to("/t2/authorize").len(),
+        1,
+        "one sign-in there"
+    );
+    assert_eq!(seen["dialogs"], serde_json::json!([]));
+    finish(b)
+}
+
+#[test]
 fn browser_creates_and_edits_an_agent_and_a_refused_change_changes_nothing() -> anyhow::Result<()> {
     let b = Bosun::new("webui_browser_agent");
     let everything = everything_bin().display().to_string();

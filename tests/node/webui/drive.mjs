@@ -281,6 +281,27 @@ const scenarios = {
     return { refused, remote, lines, tools, risk, params, inspected, pendingCapabilities, approvedCapabilities, edited, gateway, renamed, candidate, said, servers };
   },
 
+  // A signed-in server moves to another authorization server (the test OAuth server's
+  // switch): List tools on its page is refused, the page offers to sign in, and one click signs
+  // in at the new server and lists the tools.
+  async resignin(page) {
+    const control = new URL("/test/switch-as", process.env.BOSUN_UI_OAUTH_URL);
+    const switched = await fetch(control, { method: "POST" });
+    if (!switched.ok) throw new Error(`switch-as answered ${switched.status}`);
+    await page.goto(`${base}/#/mcp/remote`);
+    await page.waitForSelector("#list-tools");
+    await page.click("#list-tools");
+    await page.waitForSelector("#sign-in-retry");
+    const asked = await page.locator("#sign-in-asked").textContent();
+    await page.click("#sign-in-retry");
+    await page.waitForSelector('#server-tools [data-tool="whoami"]');
+    const issuer = await page.evaluate(async () => {
+      const r = await fetch("/api/call", { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json", "x-bosun-csrf": (await (await fetch("/api/session")).json()).csrf }, body: JSON.stringify({ method: "mcp_show", params: { server: "remote" } }) });
+      return (await r.json()).sign_in.issuer;
+    });
+    return { asked, issuer };
+  },
+
   // Signs in to a server reached by address (the test OAuth server) from its page: the
   // provider's page opens in a window of the browser, and the page comes back signed in; then
   // again as a new client; then a sign-in cancelled before the provider answered.

@@ -360,9 +360,23 @@ function serverPage(root, name) {
         drawInfo();
       }
     } catch (e) {
-      flash(msg, e.message, true);
+      if (cached || !offerSignIn(e, () => list(false))) flash(msg, e.message, true);
     }
     if (button) button.disabled = false;
+  }
+
+  // A server bosun signs in to that asks for a sign-in, a wider one, or one at another
+  // authorization server: the person signs in from here, and what they asked for is done once
+  // more. The button's click lets the page open the sign-in window.
+  function offerSignIn(e, again) {
+    if (e.code !== "unauthorized" || server.kind === "stdio" || server.sign_in_by !== "bosun") return false;
+    const retry = h("button", { id: "sign-in-retry", class: "primary small" }, "Sign in and try again");
+    retry.onclick = async () => {
+      await signIn(retry);
+      if (server.sign_in && server.sign_in.state === "signed in") again();
+    };
+    clear(msg).append(h("div", { class: "flash error", id: "sign-in-asked" }, e.message, " ", retry));
+    return true;
   }
 
   async function inspect(button) {
@@ -399,7 +413,7 @@ function serverPage(root, name) {
         ),
       );
     } catch (e) {
-      flash(msg, e.message, true);
+      if (!offerSignIn(e, () => inspect(button))) flash(msg, e.message, true);
     }
     button.disabled = false;
   }
