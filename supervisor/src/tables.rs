@@ -7,6 +7,8 @@ use bosun_store::Record;
 /// Every table of the store; `Store::open` creates them all.
 pub const TABLES: &[&str] = &[
     bosun_runs::record::RunRecord::TABLE,
+    bosun_runs::spend::UsageRow::TABLE,
+    bosun_runs::spend::BudgetGrant::TABLE,
     bosun_mcp::record::ServerRecord::TABLE,
     bosun_agents::record::AgentRecord::TABLE,
     bosun_auth::record::SignInRecord::TABLE,

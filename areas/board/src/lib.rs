@@ -33,10 +33,11 @@ use bosun_shared::projects::MAX_NOTE;
 use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
-    NoteView, SetColumnParams,
+    NoteView, SetColumnParams, SharedBudgetView,
 };
 use bosun_shared::protocol::projects::{AddProjectParams, EditProjectParams, ProjectView};
 use bosun_shared::run::{Outcome, RunState};
+use bosun_shared::usage::{Budget, BudgetScope, Spent, parse_cap};
 use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
@@ -86,6 +87,8 @@ pub struct BoardContext {
     pub qa_tokens: QaTokens,
     /// Every attached UI hears of the lead's merges.
     pub events: bosun_runs::events::EventsHandle,
+    /// What the runs of each card and project spent, for the budgets shown.
+    pub spend: Arc<bosun_runs::spend::Spend>,
 }
 
 pub type BoardHandle = ActorHandle<BoardMsg>;
@@ -137,7 +140,7 @@ pub enum BoardRequest {
         taint: Option<String>,
     },
     EditCard {
-        params: EditCardParams,
+        params: Box<EditCardParams>,
         taint: Option<String>,
     },
     ShowCard(String),
@@ -546,6 +549,17 @@ impl BoardState {
             worktree: c.worktree.as_ref().map(CardWorktree::view),
             qa: c.qa.as_ref().map(QaVerdict::view),
             merged: c.merged.as_ref().map(MergedPr::view),
+            budget: (!c.budget.is_empty()).then(|| {
+                let scope = BudgetScope::Card {
+                    card: c.id,
+                    title: c.title.clone(),
+                };
+                budget_view(
+                    c.budget,
+                    self.ctx.spend.granted(&scope),
+                    self.ctx.spend.card(c.id),
+                )
+            }),
         }
     }
 
@@ -610,7 +624,7 @@ impl BoardState {
             BoardRequest::AddColumn(p) => self.add_column(p).await,
             BoardRequest::SetColumn(p) => self.set_column(p).await,
             BoardRequest::AddCard { params, taint } => self.add_card(params, taint).await,
-            BoardRequest::EditCard { params, taint } => self.edit_card(params, taint).await,
+            BoardRequest::EditCard { params, taint } => self.edit_card(*params, taint).await,
             BoardRequest::ShowCard(key) => {
                 let id = self.card_id(&key)?;
                 self.card_answer(id).await
@@ -906,6 +920,7 @@ impl BoardState {
             merge: None,
             merged: None,
             offer: None,
+            budget: Budget::default(),
         };
         card.log(format!(
             "created in {}{}{}",
@@ -1024,6 +1039,19 @@ impl BoardState {
             if std::mem::take(&mut card.rerun_on_release) {
                 card.moved += 1;
             }
+        }
+        let budget = edit_budget(
+            card.budget,
+            p.budget_usd.as_deref(),
+            p.budget_tokens.as_deref(),
+            "a card's budget",
+        )?;
+        if budget != card.budget {
+            card.budget = budget;
+            card.log(match budget.caps_words() {
+                Some(caps) => format!("budget: {caps} for all its runs"),
+                None => "budget taken off".to_string(),
+            });
         }
         if let Some(c) = p.comment {
             check_text("comment", &c)?;
@@ -1282,6 +1310,33 @@ impl BoardState {
     }
 }
 
+/// `budget` with the caps the person gave (`off` takes one off), each checked: one that is not
+/// a positive amount is refused with the reason, and nothing is changed.
+pub(crate) fn edit_budget(
+    mut budget: Budget,
+    usd: Option<&str>,
+    tokens: Option<&str>,
+    what: &str,
+) -> Result<Budget, BoardError> {
+    if let Some(v) = usd {
+        budget.micro_usd = parse_cap(&format!("{what} in dollars"), v, true).map_err(bad)?;
+    }
+    if let Some(v) = tokens {
+        budget.tokens = parse_cap(&format!("{what} in tokens"), v, false).map_err(bad)?;
+    }
+    Ok(budget)
+}
+
+/// A shared budget as the person sees it: its caps, what was allowed more, what was spent.
+pub(crate) fn budget_view(caps: Budget, more: Budget, spent: Spent) -> SharedBudgetView {
+    SharedBudgetView {
+        caps,
+        more,
+        spent_micro_usd: spent.micro_usd,
+        spent_tokens: spent.tokens,
+    }
+}
+
 /// Why a card the lead touched after an outside tool waits.
 pub fn tainted_reason(tool: &str) -> String {
     format!(
@@ -1320,6 +1375,7 @@ async fn start_card_run(
 ) -> Result<(RunId, Option<CardWorktree>), BoardError> {
     let mut prepared = launch::prepare(ctx, &agent.to_string(), prompt).await?;
     prepared.run.card = Some(card);
+    prepared.run.project = place.as_ref().map(|p| p.project.id);
     prepared.run.unattended = true;
     let rec = bosun_agents::registry::find(&ctx.store, &agent.to_string()).await?;
     if rec.role.eq_ignore_ascii_case("qa") && place.is_some() {

@@ -16,6 +16,7 @@ pub mod log_hub;
 pub mod record;
 pub mod run_actor;
 mod spawn;
+pub mod spend;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -67,6 +68,10 @@ pub struct RunsContext {
     pub remote: Option<Arc<Remote>>,
     /// What a run costs when its CLI does not say.
     pub prices: Arc<Prices>,
+    /// What the runs of each card, and of each project per day, spent together.
+    pub spend: Arc<spend::Spend>,
+    /// The caps of cards and projects (the board's).
+    pub budgets: Arc<dyn spend::SharedBudgets>,
 }
 
 /// Who hears the tool calls read so far from the stream of a run that is an answer of the lead:
@@ -216,7 +221,7 @@ impl Actor for Runs {
         let records = tokio::task::spawn_blocking(move || store.runs()).await??;
         let mut recovering = 0;
         for rec in records {
-            if let Some(card) = rec.agent.as_ref().and_then(|a| a.card) {
+            if let Some(card) = rec.agent.as_ref().and_then(|a| a.card).filter(|c| c.1 > 0) {
                 state.by_card.insert(card, rec.id);
             }
             if rec.state.is_final() {
@@ -264,7 +269,8 @@ impl Actor for Runs {
                     )));
                     return Ok(());
                 }
-                let card = spec.agent.as_ref().and_then(|a| a.card);
+                // A run the person started for a card (move 0) is no move's.
+                let card = spec.agent.as_ref().and_then(|a| a.card).filter(|c| c.1 > 0);
                 if let Some(made) = card.and_then(|c| state.by_card.get(&c).copied()) {
                     let store = state.ctx.store.clone();
                     let found = tokio::task::spawn_blocking(move || store.run(made)).await?;
@@ -646,7 +652,7 @@ impl RunsState {
             reason: reason.clone(),
         });
         error!(run_id = %id, %reason, "gave up on a run");
-        if self.ctx.writer.put_run(&rec).await.is_ok() {
+        if self.ctx.writer.put_run(&rec, Vec::new()).await.is_ok() {
             self.ctx.announce(rec.view(rec.last_seq));
         }
     }

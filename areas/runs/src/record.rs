@@ -167,16 +167,26 @@ impl RunReads for Store {
 
 /// The runs' writes through the store writer.
 pub trait RunWrites {
-    /// Writes a run's record durably and returns once it is on disk. A record that says the
-    /// run ended also closes the run's log file, synced, once it is saved: the run has written
-    /// its last output.
-    fn put_run(&self, record: &RunRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Writes a run's record durably, with `also` in the same commit (its usage row), and
+    /// returns once it is on disk. A record that says the run ended also closes the run's log
+    /// file, synced, once it is saved: the run has written its last output.
+    fn put_run(
+        &self,
+        record: &RunRecord,
+        also: Vec<Change>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 impl RunWrites for StoreWriter {
-    fn put_run(&self, record: &RunRecord) -> impl Future<Output = Result<(), StoreError>> + Send {
+    fn put_run(
+        &self,
+        record: &RunRecord,
+        also: Vec<Change>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let mut changes = vec![Change::put(record)];
+        changes.extend(also);
         self.durably(WriteOp::Commit {
-            changes: vec![Change::put(record)],
+            changes,
             ends_log: record.state.is_final().then_some(record.id),
         })
     }

@@ -50,11 +50,16 @@ impl Handle for AddCardParams {
 
 impl Handle for EditCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
+        let budget = self.budget_usd.is_some() || self.budget_tokens.is_some();
         let req = BoardRequest::EditCard {
-            params: self,
+            params: Box::new(self),
             taint: None,
         };
-        ask(ctx, req).await
+        let view = ask(ctx, req).await?;
+        if budget {
+            ctx.live.budgets_changed();
+        }
+        Ok(view)
     }
 }
 
@@ -82,7 +87,12 @@ impl Handle for AddProjectParams {
 
 impl Handle for EditProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, BoardRequest::EditProject(self)).await
+        let budget = self.daily_budget_usd.is_some() || self.daily_budget_tokens.is_some();
+        let view = ask(ctx, BoardRequest::EditProject(self)).await?;
+        if budget {
+            ctx.live.budgets_changed();
+        }
+        Ok(view)
     }
 }
 
@@ -148,14 +158,17 @@ impl Handle for NoteWrite {
 
 /// Asks the Board actor (every change to the board and the notes goes through it), expecting
 /// the kind of answer `T` is.
-async fn ask<T: FromBoard>(ctx: &Arc<DaemonCtx>, req: BoardRequest) -> Result<T, Failure> {
+pub(super) async fn ask<T: FromBoard>(
+    ctx: &Arc<DaemonCtx>,
+    req: BoardRequest,
+) -> Result<T, Failure> {
     let answer = bosun_board::ask(&ctx.board, req).await?;
     T::from_board(answer)
         .ok_or_else(|| WireError::internal("the board answered with something else").into())
 }
 
 /// A reply the Board's [`BoardAnswer`] can carry.
-trait FromBoard: Sized {
+pub(super) trait FromBoard: Sized {
     fn from_board(a: BoardAnswer) -> Option<Self>;
 }
 

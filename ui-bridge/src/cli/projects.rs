@@ -52,6 +52,13 @@ pub enum ProjectCommand {
         /// GitHub owner/name ("" reads it from the origin remote again)
         #[arg(long, value_name = "OWNER/NAME")]
         github: Option<String>,
+        /// What the runs of its cards created on one day (UTC) may cost together, in dollars
+        /// (such as 20 or 7.50), or off; reached, each of those runs' next tool call waits for you
+        #[arg(long, value_name = "DOLLARS|off", allow_hyphen_values = true)]
+        daily_budget_usd: Option<String>,
+        /// The same in tokens (every kind), or off
+        #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true)]
+        daily_budget_tokens: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -145,6 +152,8 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
             folder,
             main_branch,
             github,
+            daily_budget_usd,
+            daily_budget_tokens,
             json,
         } => {
             let params = EditProjectParams {
@@ -153,6 +162,8 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
                 folder: folder.as_deref().map(absolute).transpose()?,
                 main_branch,
                 github,
+                daily_budget_usd,
+                daily_budget_tokens,
             };
             (ask(dirs, params).await?, json, Some("changed"))
         }
@@ -192,4 +203,11 @@ fn print_project(p: &ProjectView) {
     println!("{:<16}{}", "testing", on(p.testing));
     println!("{:<16}{}", "lead may merge", on(p.lead_may_merge));
     println!("{:<16}{}", "cards", p.cards);
+    if let Some(b) = &p.daily_budget {
+        println!(
+            "{:<16}{}",
+            "daily budget",
+            output::shared_budget(b, "a day for all its cards' runs; today")
+        );
+    }
 }
