@@ -410,8 +410,9 @@ fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_m
         "every run's first wait was settled by the one allow: {first:#?}"
     );
 
-    // Their scripts need more than that: they wait again at twice the cap; taking the budget
-    // off lets them finish.
+    // Their scripts need more than that: they wait again at twice the cap. Set anew, the
+    // budget is what was set (what was allowed more of the old one is forgotten), and raised
+    // past what the scripts need, it lets them finish.
     let again = wait_for("a wait at the new cap", Duration::from_secs(240), || {
         Ok(budget_waits(&b)?.into_iter().next())
     })?;
@@ -421,7 +422,13 @@ fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_m
             .is_some_and(|w| w.ends_with(" of 300 tokens")),
         "{again:#}"
     );
-    b.ok(&["board", "card", "edit", &card, "--budget-tokens", "off"])?;
+    b.ok(&["board", "card", "edit", &card, "--budget-tokens", "1000"])?;
+    let v = b.json(&["board", "card", "show", &card])?;
+    assert_eq!(
+        (&v["budget"]["caps"]["tokens"], &v["budget"]["more"]),
+        (&serde_json::json!(1000), &Value::Null),
+        "{v:#}"
+    );
     for run in &runs {
         let view = b.wait_ended(run, WAIT)?;
         assert_eq!(view["outcome"], "succeeded", "{view:#}");
@@ -437,6 +444,7 @@ fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_m
         .map(|r| tokens_of(&b, r))
         .sum::<anyhow::Result<u64>>()?;
     assert_eq!(total, 5 * 9 * REQUEST);
+    b.ok(&["board", "card", "edit", &card, "--budget-tokens", "off"])?;
     let v = b.json(&["board", "card", "show", &card])?;
     assert_eq!(v["budget"], Value::Null, "{v:#}");
     b.finish()

@@ -299,6 +299,25 @@ impl Spend {
         self.lock().grants.insert(key.to_string(), before);
     }
 
+    /// The keys of the grants kept under `prefix` (`card/<id>`, `project/<id>/`).
+    pub fn grants_under(&self, prefix: &str) -> Vec<String> {
+        self.lock()
+            .grants
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect()
+    }
+
+    /// Forgets the grants `keys` (the person set the budget anew; they are deleted from the
+    /// store first).
+    pub fn forget_grants(&self, keys: &[String]) {
+        let mut l = self.lock();
+        for k in keys {
+            l.grants.remove(k);
+        }
+    }
+
     /// What the person allowed `scope` more, all told.
     pub fn granted(&self, scope: &BudgetScope) -> Budget {
         self.lock()

@@ -19,6 +19,8 @@ use bosun_shared::protocol::projects::{
 use super::Handle;
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
+use bosun_runs::spend::BudgetGrant;
+use bosun_store::writer::Change;
 
 impl Handle for Board {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<BoardView, Failure> {
@@ -55,12 +57,28 @@ impl Handle for EditCardParams {
             params: Box::new(self),
             taint: None,
         };
-        let view = ask(ctx, req).await?;
+        let view: CardView = ask(ctx, req).await?;
         if budget {
-            ctx.live.budgets_changed();
+            budget_set_anew(ctx, &format!("card/{}", view.id)).await?;
         }
         Ok(view)
     }
+}
+
+/// The person set a card's or a project's budget: what was allowed more of the one before is
+/// forgotten (the budget is what was set), and the runs that wait for it look again.
+async fn budget_set_anew(ctx: &Arc<DaemonCtx>, prefix: &str) -> Result<(), Failure> {
+    let keys = ctx.spend.grants_under(prefix);
+    if !keys.is_empty() {
+        let deletes = keys
+            .iter()
+            .map(|k| Change::delete::<BudgetGrant>(k.as_str()))
+            .collect();
+        ctx.writer.commit(deletes).await?;
+        ctx.spend.forget_grants(&keys);
+    }
+    ctx.live.budgets_changed();
+    Ok(())
 }
 
 impl Handle for CardShow {
@@ -88,9 +106,9 @@ impl Handle for AddProjectParams {
 impl Handle for EditProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
         let budget = self.daily_budget_usd.is_some() || self.daily_budget_tokens.is_some();
-        let view = ask(ctx, BoardRequest::EditProject(self)).await?;
+        let view: ProjectView = ask(ctx, BoardRequest::EditProject(self)).await?;
         if budget {
-            ctx.live.budgets_changed();
+            budget_set_anew(ctx, &format!("project/{}/", view.id)).await?;
         }
         Ok(view)
     }
