@@ -308,6 +308,26 @@ pub fn day_of(at: crate::Timestamp) -> String {
     at.rfc3339().chars().take(10).collect()
 }
 
+/// A change to one cap of a card's or a project's budget (absent: it stays): taken off, or set
+/// to a positive amount (millionths of a dollar, or tokens). Made from what the person wrote by
+/// [`CapEdit::parse`]; whoever receives one still refuses `Set(0)`, which a client could send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapEdit {
+    Off,
+    Set(u64),
+}
+
+impl CapEdit {
+    /// What the person wrote (`5`, `$2.50`, `500000`, `off`), as [`parse_cap`] reads it.
+    pub fn parse(what: &str, text: &str, dollars: bool) -> Result<CapEdit, String> {
+        Ok(match parse_cap(what, text, dollars)? {
+            Some(n) => CapEdit::Set(n),
+            None => CapEdit::Off,
+        })
+    }
+}
+
 /// A cap as the person writes it for a card or a project (`5`, `$2.50`, `500000`), or `off` to
 /// take it off: `Ok(None)`. Anything else is refused with the reason, naming `what` (such as
 /// "a card's budget in dollars"). `dollars` reads it as dollars (kept in millionths), else as

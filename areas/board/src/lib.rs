@@ -37,7 +37,7 @@ use bosun_shared::protocol::board::{
 };
 use bosun_shared::protocol::projects::{AddProjectParams, EditProjectParams, ProjectView};
 use bosun_shared::run::{Outcome, RunState};
-use bosun_shared::usage::{Budget, BudgetScope, Spent, parse_cap};
+use bosun_shared::usage::{Budget, BudgetScope, CapEdit, Spent};
 use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
@@ -1042,8 +1042,8 @@ impl BoardState {
         }
         let budget = edit_budget(
             card.budget,
-            p.budget_usd.as_deref(),
-            p.budget_tokens.as_deref(),
+            p.budget_micro_usd,
+            p.budget_tokens,
             "a card's budget",
         )?;
         if budget != card.budget {
@@ -1310,19 +1310,26 @@ impl BoardState {
     }
 }
 
-/// `budget` with the caps the person gave (`off` takes one off), each checked: one that is not
-/// a positive amount is refused with the reason, and nothing is changed.
+/// `budget` with the caps the person changed (set, or taken off), each checked: a cap of 0 is
+/// refused with the reason, and nothing is changed.
 pub(crate) fn edit_budget(
     mut budget: Budget,
-    usd: Option<&str>,
-    tokens: Option<&str>,
+    micro_usd: Option<CapEdit>,
+    tokens: Option<CapEdit>,
     what: &str,
 ) -> Result<Budget, BoardError> {
-    if let Some(v) = usd {
-        budget.micro_usd = parse_cap(&format!("{what} in dollars"), v, true).map_err(bad)?;
+    let cap = |edit: CapEdit, of: &str| match edit {
+        CapEdit::Off => Ok(None),
+        CapEdit::Set(0) => Err(bad(format!(
+            "`0` is not a positive amount: {what} in {of} takes one, or off to take it off"
+        ))),
+        CapEdit::Set(n) => Ok(Some(n)),
+    };
+    if let Some(e) = micro_usd {
+        budget.micro_usd = cap(e, "dollars")?;
     }
-    if let Some(v) = tokens {
-        budget.tokens = parse_cap(&format!("{what} in tokens"), v, false).map_err(bad)?;
+    if let Some(e) = tokens {
+        budget.tokens = cap(e, "tokens")?;
     }
     Ok(budget)
 }
@@ -1457,4 +1464,40 @@ fn give_verdict_tools(
         "bosun's MCP server is given to this QA run: it ends with qa_pass or qa_fail for its card."
             .into(),
     );
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::{CapEdit, edit_budget};
+    use bosun_shared::usage::Budget;
+
+    /// A client may send a cap of 0, which the CLI's parser never makes: refused with the
+    /// reason, whatever else the edit held.
+    #[test]
+    fn a_cap_of_zero_is_refused_and_off_takes_one_off() {
+        let b = Budget {
+            micro_usd: Some(5_000_000),
+            tokens: Some(100),
+            ..Budget::default()
+        };
+        let e = edit_budget(
+            b,
+            Some(CapEdit::Set(1)),
+            Some(CapEdit::Set(0)),
+            "a card's budget",
+        )
+        .expect_err("0 tokens");
+        assert_eq!(
+            e.to_string(),
+            "`0` is not a positive amount: a card's budget in tokens takes one, or off to take it off"
+        );
+        let edited = edit_budget(b, Some(CapEdit::Off), None, "a card's budget").expect("off");
+        assert_eq!(
+            edited,
+            Budget {
+                tokens: Some(100),
+                ..Budget::default()
+            }
+        );
+    }
 }

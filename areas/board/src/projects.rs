@@ -299,8 +299,8 @@ impl BoardState {
         }
         project.daily_budget = super::edit_budget(
             project.daily_budget,
-            p.daily_budget_usd.as_deref(),
-            p.daily_budget_tokens.as_deref(),
+            p.daily_budget_micro_usd,
+            p.daily_budget_tokens,
             "a project's daily budget",
         )?;
         project.updated_at = Timestamp::now();

@@ -650,7 +650,7 @@ pub async fn execute(
                 comment: opt(args, "comment"),
                 project: opt(args, "project"),
                 // A card's budget is the person's alone to set: the lead's runs count toward it.
-                budget_usd: None,
+                budget_micro_usd: None,
                 budget_tokens: None,
             };
             let params = Box::new(params);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::usage::Budget;
+use crate::usage::{Budget, CapEdit};
 use crate::{AgentId, CardId, ColumnId, RunId, Timestamp};
 
 /// A new column.
@@ -79,13 +79,13 @@ pub struct EditCardParams {
     /// Only before its first run in a project: then it has a worktree there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
-    /// What all the card's runs together may cost, in dollars as the person writes them (`5`,
-    /// `2.50`), or `off`; refused unless a positive amount.
+    /// What all the card's runs together may cost, in millionths of a dollar, or off; refused
+    /// unless a positive amount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget_usd: Option<String>,
-    /// What all the card's runs together may use in tokens (every kind), or `off`.
+    pub budget_micro_usd: Option<CapEdit>,
+    /// What all the card's runs together may use in tokens (every kind), or off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget_tokens: Option<String>,
+    pub budget_tokens: Option<CapEdit>,
 }
 
 /// A budget several runs share (a card's, a project's for a day) and how it stands.

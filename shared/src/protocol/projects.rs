@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::projects::Host;
 use crate::protocol::board::SharedBudgetView;
+use crate::usage::CapEdit;
 use crate::{ProjectId, Timestamp};
 
 /// A new project.
@@ -40,13 +41,13 @@ pub struct EditProjectParams {
     /// GitHub `owner/name`; the empty string reads the host from the `origin` remote again.
     #[serde(default)]
     pub github: Option<String>,
-    /// What the runs of its cards created on one day (UTC) may cost together, in dollars as
-    /// the person writes them (`20`, `7.50`), or `off`; refused unless a positive amount.
+    /// What the runs of its cards created on one day (UTC) may cost together, in millionths
+    /// of a dollar, or off; refused unless a positive amount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub daily_budget_usd: Option<String>,
-    /// The same in tokens (every kind), or `off`.
+    pub daily_budget_micro_usd: Option<CapEdit>,
+    /// The same in tokens (every kind), or off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub daily_budget_tokens: Option<String>,
+    pub daily_budget_tokens: Option<CapEdit>,
 }
 
 /// The person's switches of a project, as `key=value`: `testing=on|off`,

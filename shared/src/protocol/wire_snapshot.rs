@@ -187,7 +187,8 @@ fn requests() -> Vec<Request> {
         Request::ColumnSet(view(json!({"column": "c", "auto": false}))),
         Request::CardAdd(view(json!({"title": "t"}))),
         Request::CardEdit(view(
-            json!({"card": "c", "clear_hold": true, "budget_usd": "5", "budget_tokens": "off"}),
+            json!({"card": "c", "clear_hold": true, "budget_micro_usd": {"set": 5_000_000},
+                "budget_tokens": "off"}),
         )),
         Request::CardShow(CardShow { card: "c".into() }),
         Request::BoardLimit(BoardLimit { limit: 4 }),
@@ -227,7 +228,7 @@ fn requests() -> Vec<Request> {
         Request::ApproveCard(ApproveCard { card: "c".into() }),
         Request::ProjectAdd(view(json!({"name": "p", "folder": "/w"}))),
         Request::ProjectEdit(view(
-            json!({"project": "p", "github": "o/n", "daily_budget_usd": "20"}),
+            json!({"project": "p", "github": "o/n", "daily_budget_micro_usd": {"set": 20_000_000}}),
         )),
         Request::ProjectSet(ProjectSet {
             project: "p".into(),
@@ -412,7 +413,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"column_add","params":{"name":"c","auto":true,"position":null}}"#,
     r#"{"method":"column_set","params":{"column":"c","name":null,"auto":false,"position":null}}"#,
     r#"{"method":"card_add","params":{"title":"t","description":"","acceptance":"","assignee":null,"column":null}}"#,
-    r#"{"method":"card_edit","params":{"card":"c","title":null,"description":null,"acceptance":null,"assignee":null,"column":null,"hold":null,"clear_hold":true,"comment":null,"budget_usd":"5","budget_tokens":"off"}}"#,
+    r#"{"method":"card_edit","params":{"card":"c","title":null,"description":null,"acceptance":null,"assignee":null,"column":null,"hold":null,"clear_hold":true,"comment":null,"budget_micro_usd":{"set":5000000},"budget_tokens":"off"}}"#,
     r#"{"method":"card_show","params":{"card":"c"}}"#,
     r#"{"method":"board_limit","params":{"limit":4}}"#,
     r#"{"method":"note_list"}"#,
@@ -430,7 +431,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"decide","params":{"approval":"a","allow":false,"block":true,"message":"m"}}"#,
     r#"{"method":"approve_card","params":{"card":"c"}}"#,
     r#"{"method":"project_add","params":{"name":"p","folder":"/w","main_branch":null,"github":null,"testing":null}}"#,
-    r#"{"method":"project_edit","params":{"project":"p","name":null,"folder":null,"main_branch":null,"github":"o/n","daily_budget_usd":"20"}}"#,
+    r#"{"method":"project_edit","params":{"project":"p","name":null,"folder":null,"main_branch":null,"github":"o/n","daily_budget_micro_usd":{"set":20000000}}}"#,
     r#"{"method":"project_set","params":{"project":"p","settings":["lead-may-merge=on"]}}"#,
     r#"{"method":"project_show","params":{"project":"p"}}"#,
     r#"{"method":"project_list"}"#,

@@ -52,7 +52,7 @@ impl Handle for AddCardParams {
 
 impl Handle for EditCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
-        let budget = self.budget_usd.is_some() || self.budget_tokens.is_some();
+        let budget = self.budget_micro_usd.is_some() || self.budget_tokens.is_some();
         let req = BoardRequest::EditCard {
             params: Box::new(self),
             taint: None,
@@ -105,7 +105,7 @@ impl Handle for AddProjectParams {
 
 impl Handle for EditProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        let budget = self.daily_budget_usd.is_some() || self.daily_budget_tokens.is_some();
+        let budget = self.daily_budget_micro_usd.is_some() || self.daily_budget_tokens.is_some();
         let view: ProjectView = ask(ctx, BoardRequest::EditProject(self)).await?;
         if budget {
             budget_set_anew(ctx, &format!("project/{}/", view.id)).await?;

@@ -9,6 +9,7 @@ use bosun_shared::protocol::board::{
     EditCardParams, NoteList, NoteShow, NoteView, NoteWrite, SetColumnParams,
 };
 use bosun_shared::protocol::call::Call;
+use bosun_shared::usage::CapEdit;
 use clap::{Args, Subcommand};
 
 use super::{connect, output};
@@ -115,11 +116,13 @@ enum CardCommand {
         comment: Option<String>,
         /// What all its runs together may cost, in dollars (such as 5 or 2.50), or off;
         /// reached, each run's next tool call waits for you
-        #[arg(long, value_name = "DOLLARS|off", allow_hyphen_values = true)]
-        budget_usd: Option<String>,
+        #[arg(long = "budget-usd", value_name = "DOLLARS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a card's budget in dollars", s, true))]
+        budget_micro_usd: Option<CapEdit>,
         /// What all its runs together may use in tokens (every kind), or off
-        #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true)]
-        budget_tokens: Option<String>,
+        #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a card's budget in tokens", s, false))]
+        budget_tokens: Option<CapEdit>,
         #[command(flatten)]
         fields: CardFields,
     },
@@ -278,7 +281,7 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                     hold,
                     clear_hold,
                     comment,
-                    budget_usd,
+                    budget_micro_usd,
                     budget_tokens,
                     fields,
                 } => (
@@ -295,7 +298,7 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                             clear_hold,
                             comment,
                             project: fields.project,
-                            budget_usd,
+                            budget_micro_usd,
                             budget_tokens,
                         },
                     )

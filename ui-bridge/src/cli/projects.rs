@@ -10,6 +10,7 @@ use bosun_shared::protocol::projects::{
     AddProjectParams, EditProjectParams, ProjectList, ProjectRemove, ProjectSet, ProjectShow,
     ProjectView,
 };
+use bosun_shared::usage::CapEdit;
 use clap::{Args, Subcommand};
 
 use super::{connect, current_dir, output};
@@ -54,11 +55,13 @@ pub enum ProjectCommand {
         github: Option<String>,
         /// What the runs of its cards created on one day (UTC) may cost together, in dollars
         /// (such as 20 or 7.50), or off; reached, each of those runs' next tool call waits for you
-        #[arg(long, value_name = "DOLLARS|off", allow_hyphen_values = true)]
-        daily_budget_usd: Option<String>,
+        #[arg(long = "daily-budget-usd", value_name = "DOLLARS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a project's daily budget in dollars", s, true))]
+        daily_budget_micro_usd: Option<CapEdit>,
         /// The same in tokens (every kind), or off
-        #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true)]
-        daily_budget_tokens: Option<String>,
+        #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a project's daily budget in tokens", s, false))]
+        daily_budget_tokens: Option<CapEdit>,
         #[arg(long)]
         json: bool,
     },
@@ -152,7 +155,7 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
             folder,
             main_branch,
             github,
-            daily_budget_usd,
+            daily_budget_micro_usd,
             daily_budget_tokens,
             json,
         } => {
@@ -162,7 +165,7 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
                 folder: folder.as_deref().map(absolute).transpose()?,
                 main_branch,
                 github,
-                daily_budget_usd,
+                daily_budget_micro_usd,
                 daily_budget_tokens,
             };
             (ask(dirs, params).await?, json, Some("changed"))
