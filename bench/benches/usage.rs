@@ -2,9 +2,10 @@
 //! how much reading a CLI's usage lines costs the stream reader, against the same lines without
 //! them (target: under 1 %).
 //!
-//! The runs are written into a stopped bosund's store (a few models, a card on some, spread
-//! over 30 days), then bosund is started and asked; the baseline of the first figure is the
-//! same request over no runs, measured in the same run.
+//! The runs are written into a stopped bosund's store as a RunActor writes them (each record
+//! with its usage row; a few models, spread over 30 days), then bosund is started and asked:
+//! the report reads the usage rows alone. The baseline of the first figure is the same request
+//! over no runs, measured in the same run.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,10 +15,11 @@ use bosun_agents::record::AgentRun;
 use bosun_agents::stream::StreamParser;
 use bosun_bench::{Env, Figure, fmt_duration, median, report};
 use bosun_runs::record::RunRecord;
+use bosun_runs::spend::UsageRow;
 use bosun_shared::agents::CliKind;
 use bosun_shared::protocol::usage::{UsageBy, UsageReport};
-use bosun_store::Store;
 use bosun_store::writer::{Change, StoreWriter};
+use bosun_store::{Record, Store};
 use bosun_ui::Client;
 use serde_json::json;
 
@@ -83,7 +85,11 @@ async fn time_report(env: &Env) -> anyhow::Result<Duration> {
 /// Writes the runs into the stopped bosund's store, a thousand to a commit.
 async fn fill(env: &Env) -> anyhow::Result<()> {
     let dirs = env.dirs()?;
-    let store = Store::open(&dirs.db(), &dirs.runs(), &["runs"])?;
+    let store = Store::open(
+        &dirs.db(),
+        &dirs.runs(),
+        &[RunRecord::TABLE, UsageRow::TABLE],
+    )?;
     let (writer, thread) = StoreWriter::start(store)?;
     let now = bosun_shared::Timestamp::now().as_millis();
     let models = ["claude-opus-5-5", "gpt-5.4-mini", "gemini-3-flash-preview"];
@@ -110,8 +116,10 @@ async fn fill(env: &Env) -> anyhow::Result<()> {
                 }
             }
         }))?;
+        // As a RunActor saves a run: its record and its usage row, in one commit.
         batch.push(Change::put(&record));
-        if batch.len() == 1000 {
+        batch.extend(UsageRow::of(&record).iter().map(Change::put));
+        if batch.len() >= 2000 {
             writer.commit(std::mem::take(&mut batch)).await?;
         }
     }

@@ -128,16 +128,17 @@ impl Budget {
 
     /// The first cap `usage` (with `calls` tool calls decided so far) has reached, if any.
     pub fn reached(&self, usage: &Usage, calls: u64) -> Option<Reached> {
-        if let (Some(cap), Some(cost)) = (self.micro_usd, &usage.cost)
-            && cost.micro_usd >= cap
+        self.reached_by(&Spent::of(usage), calls)
+    }
+
+    /// The first cap `spent` (with `calls` tool calls decided so far) has reached, if any.
+    pub fn reached_by(&self, spent: &Spent, calls: u64) -> Option<Reached> {
+        if let (Some(cap), Some(cost)) = (self.micro_usd, spent.micro_usd)
+            && cost >= cap
         {
-            return Some(Reached::Cost {
-                spent: cost.micro_usd,
-                cap,
-            });
+            return Some(Reached::Cost { spent: cost, cap });
         }
-        let t = usage.total();
-        let used = t.input + t.output + t.cache_read + t.cache_write;
+        let used = spent.tokens;
         if let Some(cap) = self.tokens
             && used >= cap
         {
@@ -175,6 +176,15 @@ impl Budget {
 
     /// The caps in words: `$2.00, 500000 tokens, 200 tool calls a run`.
     pub fn words(&self) -> String {
+        match self.caps_words() {
+            None => "none".into(),
+            Some(caps) => format!("{caps} a run"),
+        }
+    }
+
+    /// The caps in words, without saying what for (`$2.00, 500000 tokens`); `None` when there
+    /// is none.
+    pub fn caps_words(&self) -> Option<String> {
         let mut parts = Vec::new();
         if let Some(c) = self.micro_usd {
             parts.push(Dollars(c).to_string());
@@ -185,12 +195,157 @@ impl Budget {
         if let Some(n) = self.tool_calls {
             parts.push(format!("{n} tool calls"));
         }
-        if parts.is_empty() {
-            "none".into()
-        } else {
-            format!("{} a run", parts.join(", "))
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+}
+
+/// What was spent, as a budget counts it: a cost when one is known (a run whose cost is
+/// unknown counts nothing toward a cost cap, its tokens still count), and tokens of every kind
+/// together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spent {
+    pub micro_usd: Option<u64>,
+    pub tokens: u64,
+}
+
+impl Spent {
+    /// What one run's `usage` spent.
+    pub fn of(usage: &Usage) -> Spent {
+        let t = usage.total();
+        Spent {
+            micro_usd: usage.cost.as_ref().map(|c| c.micro_usd),
+            tokens: t
+                .input
+                .saturating_add(t.output)
+                .saturating_add(t.cache_read)
+                .saturating_add(t.cache_write),
         }
     }
+
+    /// Two together: a cost is known once either's is.
+    pub fn plus(&self, o: &Spent) -> Spent {
+        Spent {
+            micro_usd: match (self.micro_usd, o.micro_usd) {
+                (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                (a, b) => a.or(b),
+            },
+            tokens: self.tokens.saturating_add(o.tokens),
+        }
+    }
+
+    /// This less `o`, which it holds (what a run spent before, taken out of a sum it is in).
+    pub fn minus(&self, o: &Spent) -> Spent {
+        Spent {
+            micro_usd: match (self.micro_usd, o.micro_usd) {
+                (Some(a), Some(b)) => Some(a.saturating_sub(b)),
+                (a, _) => a,
+            },
+            tokens: self.tokens.saturating_sub(o.tokens),
+        }
+    }
+}
+
+/// A budget shared by several runs, besides each run's own: a card's (every run of the card,
+/// its QA runs too) or a project's for one day (UTC; every run of its cards created that day).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BudgetScope {
+    Card {
+        card: crate::CardId,
+        title: String,
+    },
+    ProjectDay {
+        project: crate::ProjectId,
+        name: String,
+        /// `2026-12-03`.
+        day: String,
+    },
+}
+
+impl BudgetScope {
+    /// The key its grants are kept under: `card/<id>`, `project/<id>/<day>`.
+    pub fn key(&self) -> String {
+        match self {
+            BudgetScope::Card { card, .. } => format!("card/{card}"),
+            BudgetScope::ProjectDay { project, day, .. } => format!("project/{project}/{day}"),
+        }
+    }
+
+    /// What it is in words: `card 'Fix login'`, `project 'web' on 2026-12-03`.
+    pub fn words(&self) -> String {
+        match self {
+            BudgetScope::Card { title, .. } => format!("card '{title}'"),
+            BudgetScope::ProjectDay { name, day, .. } => format!("project '{name}' on {day}"),
+        }
+    }
+
+    /// What was reached, said of this scope: `budget reached: card 'Fix login' $2.04 of $2.00`.
+    pub fn reached_words(&self, reached: &Reached) -> String {
+        let what = match self {
+            BudgetScope::Card { .. } => "budget reached",
+            BudgetScope::ProjectDay { .. } => "daily budget reached",
+        };
+        match reached {
+            Reached::Cost { spent, cap } => format!(
+                "{what}: {} {} of {}",
+                self.words(),
+                Dollars(*spent),
+                Dollars(*cap)
+            ),
+            Reached::Tokens { used, cap } => {
+                format!("{what}: {} {used} of {cap} tokens", self.words())
+            }
+            Reached::ToolCalls { made, cap } => {
+                format!("{what}: {} {made} of {cap} tool calls", self.words())
+            }
+        }
+    }
+}
+
+/// The day (UTC) of a moment, as `2026-12-03`: the day a run counts toward in its project's
+/// daily budget, and its row in `bosun usage --by day`.
+pub fn day_of(at: crate::Timestamp) -> String {
+    at.rfc3339().chars().take(10).collect()
+}
+
+/// A change to one cap of a card's or a project's budget (absent: it stays): taken off, or set
+/// to a positive amount (millionths of a dollar, or tokens). Made from what the person wrote by
+/// [`CapEdit::parse`]; whoever receives one still refuses `Set(0)`, which a client could send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapEdit {
+    Off,
+    Set(u64),
+}
+
+impl CapEdit {
+    /// What the person wrote (`5`, `$2.50`, `500000`, `off`), as [`parse_cap`] reads it.
+    pub fn parse(what: &str, text: &str, dollars: bool) -> Result<CapEdit, String> {
+        Ok(match parse_cap(what, text, dollars)? {
+            Some(n) => CapEdit::Set(n),
+            None => CapEdit::Off,
+        })
+    }
+}
+
+/// A cap as the person writes it for a card or a project (`5`, `$2.50`, `500000`), or `off` to
+/// take it off: `Ok(None)`. Anything else is refused with the reason, naming `what` (such as
+/// "a card's budget in dollars"). `dollars` reads it as dollars (kept in millionths), else as
+/// a whole number of tokens.
+pub fn parse_cap(what: &str, text: &str, dollars: bool) -> Result<Option<u64>, String> {
+    let v = text.trim();
+    if matches!(v, "off" | "none") {
+        return Ok(None);
+    }
+    let parsed = if dollars {
+        parse_dollars(v)
+    } else {
+        v.parse::<u64>().ok().filter(|n| *n > 0)
+    };
+    let example = if dollars { "5 or 2.50" } else { "500000" };
+    parsed.map(Some).ok_or_else(|| {
+        format!("`{v}` is not a positive amount: {what} takes one, such as {example}, or off to take it off")
+    })
 }
 
 impl fmt::Display for Reached {
@@ -307,6 +462,66 @@ mod tests {
             "a grant does not cap what had no cap"
         );
         assert_eq!(b.words(), "$2.00, 1000 tokens, 3 tool calls a run");
+    }
+
+    #[test]
+    fn a_shared_cap_is_a_positive_amount_or_off_and_its_scope_is_said_in_words() {
+        assert_eq!(parse_cap("a card's budget", "5", true), Ok(Some(5_000_000)));
+        assert_eq!(
+            parse_cap("a card's budget", "$2.50", true),
+            Ok(Some(2_500_000))
+        );
+        assert_eq!(parse_cap("a card's budget", "off", true), Ok(None));
+        assert_eq!(parse_cap("x", "500000", false), Ok(Some(500_000)));
+        for bad in ["0", "-1", "lots", "", "2.5e9"] {
+            let e = parse_cap("a card's budget in dollars", bad, true).expect_err(bad);
+            assert!(
+                e.ends_with(
+                    "is not a positive amount: a card's budget in dollars takes one, such as 5 or 2.50, or off to take it off"
+                ),
+                "{e}"
+            );
+        }
+        assert!(parse_cap("x", "1.5", false).is_err(), "tokens are whole");
+        let card = BudgetScope::Card {
+            card: crate::CardId::new(),
+            title: "Fix login".into(),
+        };
+        assert_eq!(
+            card.reached_words(&Reached::Cost {
+                spent: 2_040_000,
+                cap: 2_000_000
+            }),
+            "budget reached: card 'Fix login' $2.04 of $2.00"
+        );
+        let day = BudgetScope::ProjectDay {
+            project: crate::ProjectId::new(),
+            name: "web".into(),
+            day: "2026-12-03".into(),
+        };
+        assert_eq!(
+            day.reached_words(&Reached::Tokens { used: 21, cap: 20 }),
+            "daily budget reached: project 'web' on 2026-12-03 21 of 20 tokens"
+        );
+        assert!(day.key().ends_with("/2026-12-03") && day.key().starts_with("project/"));
+        assert_eq!(
+            Spent {
+                micro_usd: Some(5),
+                tokens: 7
+            }
+            .plus(&Spent {
+                micro_usd: None,
+                tokens: 3
+            })
+            .minus(&Spent {
+                micro_usd: Some(2),
+                tokens: 1
+            }),
+            Spent {
+                micro_usd: Some(3),
+                tokens: 9
+            }
+        );
     }
 
     #[test]

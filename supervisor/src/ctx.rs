@@ -21,6 +21,7 @@ use bosun_notify::Notifier;
 use bosun_placement::Remote;
 use bosun_runs::events::{EventsHandle, EventsMsg};
 use bosun_runs::live::LiveRuns;
+use bosun_runs::spend::Spend;
 use bosun_runs::{RunsContext, RunsMsg};
 use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
@@ -75,6 +76,9 @@ pub struct DaemonCtx {
     /// What a run costs when its CLI does not say: `prices.toml` in the state directory, or
     /// the repository's.
     pub prices: Arc<Prices>,
+    /// What the runs of each card and project (per day) spent together, for their budgets:
+    /// filled from the store's usage rows before any actor starts.
+    pub spend: Arc<Spend>,
 }
 
 /// Tells every UI (and so the desktop) that a server's sign-in can no longer be used.
@@ -171,7 +175,14 @@ impl DaemonCtx {
             notifier: Notifier::new(DaemonSettings::default().notify),
             prune_now: tokio::sync::Notify::new(),
             prices: Arc::new(Prices::built_in()),
+            spend: Arc::new(Spend::default()),
         }
+    }
+
+    /// With the sums of the runs' spending the store keeps.
+    pub fn with_spend(mut self, spend: Spend) -> Self {
+        self.spend = Arc::new(spend);
+        self
     }
 
     /// With the price table bosund read at its start.
@@ -250,6 +261,8 @@ impl DaemonCtx {
                 keychain: self.keychain.clone(),
                 auth: self.auth.clone(),
             },
+            spend: self.spend.clone(),
+            budgets: Arc::new(bosun_board::record::BoardBudgets(self.store.clone())),
         })
     }
 
@@ -325,6 +338,7 @@ impl DaemonCtx {
             mcp_url: self.mcp_url.clone(),
             qa_tokens: self.qa_tokens.clone(),
             events: self.events.clone(),
+            spend: self.spend.clone(),
         }
     }
 

@@ -118,6 +118,16 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     // A price table of the person's that cannot be read is refused before anything starts.
     let prices = bosun_agents::prices::Prices::load(&dirs.root().join("prices.toml"))?;
+    // The budgets shared by a card's runs and a project's are kept from the first call on.
+    let read = store.clone();
+    let spend = tokio::task::spawn_blocking(move || {
+        Ok::<_, bosun_store::StoreError>(bosun_runs::spend::Spend::load(
+            read.all::<bosun_runs::spend::UsageRow>()?,
+            read.all::<bosun_runs::spend::BudgetGrant>()?,
+        ))
+    })
+    .await?
+    .context("could not read the runs' usage from the store")?;
     let (writer, writer_thread) = StoreWriter::start(store.clone())?;
     let runner_bin = ctx::runner_binary()?;
     let remote = remote::setup(&dirs).await?;
@@ -133,7 +143,8 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
         )
         .with_upgrade(upgraded.line)
         .with_settings(settings)
-        .with_prices(prices),
+        .with_prices(prices)
+        .with_spend(spend),
     );
 
     let (root, root_done) = Actor::spawn(Some("root".into()), Root, ctx.clone())

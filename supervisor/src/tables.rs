@@ -8,6 +8,8 @@ use bosun_store::Record;
 pub const TABLES: &[&str] = &[
     bosun_runs::record::RunRecord::TABLE,
     bosun_runs::sealed::SealedPlan::TABLE,
+    bosun_runs::spend::UsageRow::TABLE,
+    bosun_runs::spend::BudgetGrant::TABLE,
     bosun_mcp::record::ServerRecord::TABLE,
     bosun_agents::record::AgentRecord::TABLE,
     bosun_auth::record::SignInRecord::TABLE,

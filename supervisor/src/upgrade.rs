@@ -7,6 +7,9 @@
 //!   (`approvals::carry`), where the person has no verdict of their own on the tool; the agent
 //!   keeps a note of it ([`CarriedOver`]). An address query an older bosun kept in a server's
 //!   record goes to the keychain.
+//! - **2 → 3.** Each run of a coding CLI gets its usage row (`runs::spend::UsageRow`), which
+//!   `bosun usage` and the budgets of cards and projects read; from then on each is written
+//!   with its run's record.
 //! - **Every start.** A query still in the store (the keychain could not take it before) goes to
 //!   the keychain, and the store is written anew, so that no copy of it stays in a free page.
 //!
@@ -24,6 +27,8 @@ use bosun_approvals::policy::Verdict;
 use bosun_kit::keychain::Keychain;
 use bosun_mcp::address;
 use bosun_mcp::record::{ServerRecord, take_stored_query};
+use bosun_runs::record::RunRecord;
+use bosun_runs::spend::UsageRow;
 use bosun_store::{Rewrite, SCHEMA_VERSION, Store, StoreError};
 
 /// What an upgrade did, for `bosun daemon status`.
@@ -55,11 +60,19 @@ pub fn run(store: &mut Store, keychain: &Keychain) -> Result<Upgraded, StoreErro
             moved.borrow_mut().extend(names);
             Ok(())
         },
-        |copy| match from {
-            Some(1) => carry_permission_modes(copy, now),
-            Some(_) | None => Ok(Vec::new()),
+        |copy| {
+            let carried = match from {
+                Some(1) => carry_permission_modes(copy, now)?,
+                Some(_) | None => Vec::new(),
+            };
+            let rows = match from {
+                Some(v) if v < 3 => usage_rows(copy)?,
+                Some(_) | None => 0,
+            };
+            Ok((carried, rows))
         },
     )?;
+    let (carried, rows) = carried;
     let mut moved = moved.into_inner();
     moved.sort();
     moved.dedup();
@@ -74,11 +87,23 @@ pub fn run(store: &mut Store, keychain: &Keychain) -> Result<Upgraded, StoreErro
         from,
         to = SCHEMA_VERSION,
         agents = carried.len(),
+        runs = rows,
         "store upgraded"
     );
     Ok(Upgraded {
-        line: Some(line(from, backup.as_deref(), &moved, &carried)),
+        line: Some(line(from, backup.as_deref(), &moved, &carried, rows)),
     })
+}
+
+/// Writes the usage row of every run of a coding CLI, from its record. Returns how many.
+fn usage_rows(copy: &Rewrite) -> Result<usize, StoreError> {
+    let rows: Vec<UsageRow> = copy
+        .all::<RunRecord>()?
+        .iter()
+        .filter_map(UsageRow::of)
+        .collect();
+    copy.put_all(&rows)?;
+    Ok(rows.len())
 }
 
 /// The line `daemon status` shows after an upgrade.
@@ -87,6 +112,7 @@ fn line(
     backup: Option<&Path>,
     moved: &[String],
     carried: &[(String, String)],
+    rows: usize,
 ) -> String {
     let mut line = format!("the store was upgraded from schema {from} to {SCHEMA_VERSION}");
     if let Some(b) = backup {
@@ -97,6 +123,16 @@ fn line(
             "; the address query of {} moved to the keychain",
             moved.join(", ")
         ));
+    }
+    if from < 3 {
+        line.push_str(&format!(
+            "; what {rows} run{} of coding CLIs used is kept apart for `bosun usage` and budgets",
+            if rows == 1 { "" } else { "s" }
+        ));
+    }
+    // Permission modes were carried over, and workspaces came, with the upgrade to schema 2.
+    if from >= 2 {
+        return line;
     }
     if carried.is_empty() {
         line.push_str("; no agent's permission mode needed carrying over");
@@ -110,10 +146,8 @@ fn line(
             each.join("; ")
         ));
     }
-    if from < 2 {
-        // Schema 2 came with workspaces: a run of any agent now writes only in its own folder.
-        line.push_str("; agents' runs now write only in their own folder (a card's worktree) and the roots you give them (`bosun agent set NAME roots=DIR,…`, or `workspace=unrestricted`)");
-    }
+    // Schema 2 came with workspaces: a run of any agent now writes only in its own folder.
+    line.push_str("; agents' runs now write only in their own folder (a card's worktree) and the roots you give them (`bosun agent set NAME roots=DIR,…`, or `workspace=unrestricted`)");
     line
 }
 

@@ -1,12 +1,18 @@
-//! A run's budget, kept by bosun at each tool call with the real Claude Code against the fake
-//! model API: once a run has reached its cap, its next call waits for the person as an approval
-//! that says what was reached; allowing gives it as much again and the call goes on (across a
-//! SIGKILL of bosund while it waits), denying stops the run by its ladder, and so does nobody
-//! answering in time. Bad caps are refused with the reason.
+//! Budgets, kept by bosun at each tool call with the real CLIs against the fake model API. A
+//! run's own (Claude Code): once a run has reached its cap, its next call waits for the person
+//! as an approval that says what was reached; allowing gives it as much again and the call goes
+//! on (across a SIGKILL of bosund while it waits), denying stops the run by its ladder, and so
+//! does nobody answering in time. A card's (five Codex runs of one card at once): not overrun
+//! by more than one call per run, the waits survive a SIGKILL, one allow lets them all go on,
+//! taking the budget off lets them finish. A project's for the day (two cards' board runs):
+//! its runs wait. Bad caps are refused with the reason, nothing applied.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel, short_id};
+use anyhow::{Context, bail};
+use bosun_tests::{Bosun, FakeModel, short_id, wait_for};
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -190,5 +196,372 @@ fn a_token_budget_is_held_at_most_one_call_past_its_cap_with_codex() -> anyhow::
         usage["models"][0]["input"].as_u64().unwrap_or_default() >= 10,
         "{usage:#}"
     );
+    b.finish()
+}
+
+/// Eight `echo` calls, then done: 9 model requests a run, 15 tokens each (10 in, 5 out).
+const EIGHT_ECHOES: &str = r#"call:exec_command:{"cmd":"echo 1"};call:exec_command:{"cmd":"echo 2"};call:exec_command:{"cmd":"echo 3"};call:exec_command:{"cmd":"echo 4"};call:exec_command:{"cmd":"echo 5"};call:exec_command:{"cmd":"echo 6"};call:exec_command:{"cmd":"echo 7"};call:exec_command:{"cmd":"echo 8"};text:All done."#;
+/// The tokens of one request of the fake's.
+const REQUEST: u64 = 15;
+
+/// A Codex agent `name` with a fake model API of its own (the fake's script is one for all
+/// the runs it answers), whose echoes are allowed and whose calls may wait for the person 10
+/// minutes.
+fn echoer(b: &Bosun, name: &str) -> anyhow::Result<FakeModel> {
+    let fake = FakeModel::start("openai", EIGHT_ECHOES)?;
+    b.add_codex_agent(name, fake.url(), &["--allow", "Bash(echo *)"])?;
+    b.ok(&[
+        "agent",
+        "set",
+        name,
+        "approval.wait=10m",
+        "approval.wait-for-person=on",
+    ])?;
+    Ok(fake)
+}
+
+/// The budget approvals waiting, by run.
+fn budget_waits(b: &Bosun) -> anyhow::Result<Vec<Value>> {
+    Ok(b.waiting_approvals()?
+        .into_iter()
+        .filter(|a| a["class"] == "budget")
+        .collect())
+}
+
+/// Waits until each of `runs` has a budget approval waiting.
+fn all_wait(b: &Bosun, runs: &[String]) -> anyhow::Result<Vec<Value>> {
+    wait_for(
+        "every run's budget approval",
+        Duration::from_secs(240),
+        || {
+            let waits = budget_waits(b)?;
+            let every = runs
+                .iter()
+                .all(|r| waits.iter().any(|a| a["run"].as_str() == Some(r.as_str())));
+            Ok(every.then_some(waits))
+        },
+    )
+}
+
+/// The calls of `run` bosun allowed.
+fn allowed(b: &Bosun, run: &str) -> anyhow::Result<usize> {
+    Ok(b.decisions(run)?
+        .iter()
+        .filter(|d| d["decision"] == "allowed")
+        .count())
+}
+
+/// Every kind of token a run used, as its record has it.
+fn tokens_of(b: &Bosun, run: &str) -> anyhow::Result<u64> {
+    let usage = &b.show(run)?["agent"]["usage"];
+    Ok(usage["models"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .map(|m| {
+                    ["input", "output", "cache_read", "cache_write"]
+                        .iter()
+                        .map(|k| m[*k].as_u64().unwrap_or_default())
+                        .sum::<u64>()
+                })
+                .sum()
+        })
+        .unwrap_or_default())
+}
+
+#[test]
+fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_more_is_allowed()
+-> anyhow::Result<()> {
+    let b = Bosun::new("budget_card");
+    let names: Vec<String> = (0..5).map(|i| format!("coder{i}")).collect();
+    let _fakes: Vec<FakeModel> = names
+        .iter()
+        .map(|n| echoer(&b, n))
+        .collect::<anyhow::Result<_>>()?;
+    let card = b.json(&["board", "card", "add", "Share the budget"])?;
+    let card = card["short_id"].as_str().unwrap_or_default().to_string();
+    for (bad, words) in [
+        (
+            "0",
+            "`0` is not a positive amount: a card's budget in tokens takes one, such as 500000, or off to take it off",
+        ),
+        ("-5", "`-5` is not a positive amount"),
+        ("lots", "`lots` is not a positive amount"),
+    ] {
+        let e = b.fails(&[
+            "board",
+            "card",
+            "edit",
+            &card,
+            "--title",
+            "Renamed",
+            "--budget-tokens",
+            bad,
+        ])?;
+        assert!(e.contains(words), "{bad}: {e}");
+    }
+    let e = b.fails(&["board", "card", "edit", &card, "--budget-usd", "0"])?;
+    assert!(
+        e.contains("a card's budget in dollars takes one, such as 5 or 2.50"),
+        "{e}"
+    );
+    let v = b.json(&["board", "card", "show", &card])?;
+    assert_eq!(
+        (v["title"].as_str(), &v["budget"]),
+        (Some("Share the budget"), &Value::Null),
+        "nothing of a refused edit was kept: {v:#}"
+    );
+    // Reached early, after 10 of the 45 requests the scripts need; an allow gives as much
+    // again, more than the five runs can have spent past it, so every one of them goes on.
+    let cap = 10 * REQUEST;
+    b.ok(&[
+        "board",
+        "card",
+        "edit",
+        &card,
+        "--budget-tokens",
+        &cap.to_string(),
+    ])?;
+    let shown = b.ok(&["board", "card", "show", &card])?;
+    assert!(
+        shown.contains("budget      150 tokens for all its runs; spent 0 tokens"),
+        "{shown}"
+    );
+
+    // Five runs of the card at once: each may go one call past the cap (its tokens possibly
+    // reported a request late, as for a run's own budget), no further.
+    let runs: Vec<String> = names
+        .iter()
+        .map(|name| {
+            let v = b.json(&["agent", "run", name, "echo eight times", "--card", &card])?;
+            Ok(v["id"].as_str().unwrap_or_default().to_string())
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let waits = all_wait(&b, &runs)?;
+    assert_eq!(waits.len(), 5, "one wait a run: {waits:#?}");
+    for a in &waits {
+        let why = a["why"].as_str().unwrap_or_default();
+        assert!(
+            why.starts_with("budget reached: card 'Share the budget' ")
+                && why.ends_with(" of 150 tokens"),
+            "{why}"
+        );
+        let preview = a["preview"].as_str().unwrap_or_default();
+        assert!(
+            preview.starts_with(
+                "allow 150 tokens more for card 'Share the budget' (every run it counts)"
+            ),
+            "{preview}"
+        );
+    }
+    let spent: u64 = runs
+        .iter()
+        .map(|r| tokens_of(&b, r))
+        .sum::<anyhow::Result<u64>>()?;
+    let view = b.json(&["board", "card", "show", &card])?;
+    assert_eq!(view["budget"]["spent_tokens"], spent, "{view:#}");
+    assert!(
+        spent >= cap && spent < cap + 5 * 2 * REQUEST,
+        "the card's runs spent {spent} tokens of {cap}: more than one call past it per run"
+    );
+    let before: Vec<usize> = runs
+        .iter()
+        .map(|r| allowed(&b, r))
+        .collect::<anyhow::Result<_>>()?;
+    assert!(
+        before.iter().sum::<usize>() < 40,
+        "the runs were held before their scripts ended: {before:?}"
+    );
+
+    // The waits survive a SIGKILL of bosund, the same ones.
+    b.kill_daemon()?;
+    let after_kill = budget_waits(&b)?;
+    let ids = |w: &[Value]| {
+        let mut ids: Vec<String> = w
+            .iter()
+            .filter_map(|a| a["id"].as_str().map(str::to_string))
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(&after_kill), ids(&waits));
+
+    // One allow gives the card as much again, and every run goes on.
+    b.ok(&["approve", &short_id(&waits[0])])?;
+    wait_for("every run to go on", Duration::from_secs(240), || {
+        let now: Vec<usize> = runs
+            .iter()
+            .map(|r| allowed(&b, r))
+            .collect::<anyhow::Result<_>>()?;
+        Ok(now.iter().zip(&before).all(|(n, b)| n > b).then_some(()))
+    })?;
+    let view = b.json(&["board", "card", "show", &card])?;
+    assert_eq!(
+        view["budget"]["more"]["tokens"], cap,
+        "given once: {view:#}"
+    );
+    let all = b.all_approvals()?;
+    let first: Vec<&Value> = all
+        .iter()
+        .filter(|a| ids(&waits).contains(&a["id"].as_str().unwrap_or_default().to_string()))
+        .collect();
+    assert!(
+        first.iter().all(|a| a["state"] == "allowed"),
+        "every run's first wait was settled by the one allow: {first:#?}"
+    );
+
+    // Their scripts need more than that: they wait again at twice the cap. Set anew, the
+    // budget is what was set (what was allowed more of the old one is forgotten), and raised
+    // past what the scripts need, it lets them finish.
+    let again = wait_for("a wait at the new cap", Duration::from_secs(240), || {
+        Ok(budget_waits(&b)?.into_iter().next())
+    })?;
+    assert!(
+        again["why"]
+            .as_str()
+            .is_some_and(|w| w.ends_with(" of 300 tokens")),
+        "{again:#}"
+    );
+    b.ok(&["board", "card", "edit", &card, "--budget-tokens", "1000"])?;
+    let v = b.json(&["board", "card", "show", &card])?;
+    assert_eq!(
+        (&v["budget"]["caps"]["tokens"], &v["budget"]["more"]),
+        (&serde_json::json!(1000), &Value::Null),
+        "{v:#}"
+    );
+    for run in &runs {
+        let view = b.wait_ended(run, WAIT)?;
+        assert_eq!(view["outcome"], "succeeded", "{view:#}");
+        assert_eq!(allowed(&b, run)?, 8, "{run}");
+    }
+    let by_card = b.json(&["usage", "--by", "card"])?;
+    assert_eq!(
+        by_card["total"]["runs"], 5,
+        "the five runs are the card's: {by_card:#}"
+    );
+    let total: u64 = runs
+        .iter()
+        .map(|r| tokens_of(&b, r))
+        .sum::<anyhow::Result<u64>>()?;
+    assert_eq!(total, 5 * 9 * REQUEST);
+    b.ok(&["board", "card", "edit", &card, "--budget-tokens", "off"])?;
+    let v = b.json(&["board", "card", "show", &card])?;
+    assert_eq!(v["budget"], Value::Null, "{v:#}");
+    b.finish()
+}
+
+/// `git` with no system or global config of the machine's.
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .context("could not run git")?;
+    if !out.status.success() {
+        bail!(
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// A repository on `main` with one commit.
+fn repo(b: &Bosun) -> anyhow::Result<PathBuf> {
+    let dir = b.scratch().join("web");
+    std::fs::create_dir_all(&dir)?;
+    git(&dir, &["init", "-q", "-b", "main"])?;
+    std::fs::write(dir.join("README"), "hello\n")?;
+    git(&dir, &["add", "."])?;
+    git(&dir, &["commit", "-qm", "first"])?;
+    Ok(dir)
+}
+
+#[test]
+fn a_projects_daily_budget_reached_holds_the_runs_of_its_cards() -> anyhow::Result<()> {
+    let b = Bosun::new("budget_project");
+    let _fakes = [echoer(&b, "header")?, echoer(&b, "footer")?];
+    let repo = repo(&b)?;
+    b.json(&["project", "add", "web", &repo.display().to_string()])?;
+    let e = b.fails(&["project", "edit", "web", "--daily-budget-usd", "-2"])?;
+    assert!(
+        e.contains(
+            "`-2` is not a positive amount: a project's daily budget in dollars takes one, such as 5 or 2.50, or off to take it off"
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        b.json(&["project", "show", "web"])?["daily_budget"],
+        Value::Null
+    );
+    let cap = 4 * REQUEST;
+    b.ok(&[
+        "project",
+        "edit",
+        "web",
+        "--daily-budget-tokens",
+        &cap.to_string(),
+    ])?;
+    let shown = b.ok(&["project", "show", "web"])?;
+    assert!(
+        shown.contains(
+            "daily budget    60 tokens a day for all its cards' runs; today; spent 0 tokens"
+        ),
+        "{shown}"
+    );
+    // Two cards of the project, started by the board: each run counts toward the day.
+    let mut cards = Vec::new();
+    for (title, agent) in [("Fix the header", "header"), ("Fix the footer", "footer")] {
+        let c = b.json(&[
+            "board",
+            "card",
+            "add",
+            title,
+            "--project",
+            "web",
+            "--assignee",
+            agent,
+        ])?;
+        cards.push(c["short_id"].as_str().unwrap_or_default().to_string());
+    }
+    for c in &cards {
+        b.json(&["board", "card", "move", c, "To do"])?;
+    }
+    let runs: Vec<String> = cards
+        .iter()
+        .map(|c| {
+            wait_for("the card's run", Duration::from_secs(60), || {
+                let v = b.json(&["board", "card", "show", c])?;
+                Ok(v["run"].as_str().map(str::to_string))
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let waits = all_wait(&b, &runs)?;
+    for a in &waits {
+        let why = a["why"].as_str().unwrap_or_default();
+        assert!(
+            why.starts_with("daily budget reached: project 'web' on ")
+                && why.ends_with(" of 60 tokens"),
+            "{why}"
+        );
+    }
+    let p = b.json(&["project", "show", "web"])?;
+    let spent = p["daily_budget"]["spent_tokens"]
+        .as_u64()
+        .unwrap_or_default();
+    assert!(
+        spent >= cap && spent < cap + 2 * 2 * REQUEST,
+        "the project's runs spent {spent} tokens of {cap} today: {p:#}"
+    );
+    // Taken off, the runs go on and finish.
+    b.ok(&["project", "edit", "web", "--daily-budget-tokens", "off"])?;
+    for run in &runs {
+        let view = b.wait_ended(run, WAIT)?;
+        assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    }
     b.finish()
 }

@@ -1,9 +1,10 @@
-//! An upgrade from the previous release: a state directory made by bosun c9425cd (store schema
-//! 1; the fixture and the script that made it are in `tests/fixtures/upgrade-v1/`), opened by
-//! today's build. Everything is there, item by item; every log is byte for byte what the old
+//! Upgrades from earlier stores. From the previous release: a state directory made by bosun
+//! c9425cd (store schema 1; the fixture and the script that made it are in
+//! `tests/fixtures/upgrade-v1/`), opened by today's build. Everything is there, item by item; every log is byte for byte what the old
 //! build printed; each agent's CLI permission mode is carried over as verdicts and the person is
 //! told (`daemon status`, `agent show`, the agent's page in chromium); no canary secret is left anywhere in the migrated store file (free pages included) or
-//! its backup; and an `acceptEdits` agent's board run writes without asking.
+//! its backup; and an `acceptEdits` agent's board run writes without asking. From a store before
+//! usage rows (schema 2, `tests/fixtures/upgrade-v2/`): its runs' usage is in `bosun usage`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -29,6 +30,12 @@ const CANARIES: [&str; 12] = [
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/upgrade-v1")
+}
+
+/// The store before usage rows (schema 2), with two finished Codex runs (`tests/fixtures/
+/// upgrade-v2/make.sh`).
+fn fixture_v2() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/upgrade-v2")
 }
 
 fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
@@ -122,7 +129,7 @@ fn the_previous_releases_state_opens_item_by_item_with_no_secret_left_in_the_sto
     let line = status["upgrade"].as_str().unwrap_or_default().to_string();
     let backup = b.home.join("bosun.redb.v1.bak");
     for want in [
-        "upgraded from schema 1 to 2",
+        "upgraded from schema 1 to 3",
         "agents' runs now write only in their own folder",
         &backup.display().to_string(),
         "the address query of old-kept moved to the keychain",
@@ -240,7 +247,7 @@ fn the_previous_releases_state_opens_item_by_item_with_no_secret_left_in_the_sto
     assert!(
         seen["daemon"]
             .as_str()
-            .is_some_and(|d| d.contains("upgraded from schema 1 to 2")),
+            .is_some_and(|d| d.contains("upgraded from schema 1 to 3")),
         "{seen:#}"
     );
     assert_eq!(
@@ -330,7 +337,7 @@ fn a_store_of_a_newer_schema_is_refused_with_words() -> anyhow::Result<()> {
     assert!(
         e.contains(
             "this state directory was made by a newer bosun: upgrade, or restore the backup it made"
-        ) && e.contains("bosun.redb.v2.bak"),
+        ) && e.contains("bosun.redb.v3.bak"),
         "{e}"
     );
     b.finish()
@@ -397,5 +404,88 @@ fn an_accept_edits_agent_of_the_old_store_writes_without_asking_in_a_board_run()
         "allowed by the carried-over verdict: {ds:#?}"
     );
     assert!(b.waiting_approvals()?.is_empty(), "nothing asked");
+    b.finish()
+}
+
+#[test]
+fn the_runs_of_a_store_before_usage_rows_are_in_bosun_usage_after_the_upgrade() -> anyhow::Result<()>
+{
+    use std::os::unix::fs::PermissionsExt;
+    let b = Bosun::new("upgrade_usage_rows");
+    copy_dir(&fixture_v2().join("state"), &b.home)?;
+    std::fs::set_permissions(&b.home, std::fs::Permissions::from_mode(0o700))?;
+    std::fs::set_permissions(
+        b.home.join("bosun.redb"),
+        std::fs::Permissions::from_mode(0o600),
+    )?;
+    let expected = |name: &str| -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(
+            fixture_v2().join("expected").join(name),
+        )?)
+    };
+    let (alone, card_run) = (
+        expected("alone.run")?.trim().to_string(),
+        expected("card.run")?.trim().to_string(),
+    );
+
+    // The first command starts today's bosund, which fills the usage rows before it answers;
+    // `bosun usage` reads nothing else.
+    let by_agent = b.json(&["usage", "--by", "agent"])?;
+    let old: Value = serde_json::from_str(&expected("usage-by-agent.json")?)?;
+    assert_eq!(by_agent["rows"], old["rows"], "{by_agent:#}");
+    assert_eq!(by_agent["total"], old["total"], "{by_agent:#}");
+    assert_eq!(by_agent["total"]["runs"], 2, "{by_agent:#}");
+    let status = b.json(&["daemon", "status"])?;
+    let line = status["upgrade"].as_str().unwrap_or_default();
+    assert!(
+        line.contains("upgraded from schema 2 to 3")
+            && line.contains("what 2 runs of coding CLIs used is kept apart"),
+        "{line}"
+    );
+    assert!(
+        !line.contains("permission mode"),
+        "schema 2 had its modes carried over already: {line}"
+    );
+
+    // Each run, to the token, as its record has it; the card's run under its card.
+    for run in [&alone, &card_run] {
+        let recorded: Value = serde_json::from_str(&expected(&format!("{run}.usage.json"))?)?;
+        assert_eq!(b.show(run)?["agent"]["usage"], recorded, "{run}");
+    }
+    let card_usage: Value = serde_json::from_str(&expected(&format!("{card_run}.usage.json"))?)?;
+    let by_card = b.json(&["usage", "--by", "card"])?;
+    let row = by_card["rows"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter().find(|r| {
+                r["key"]
+                    .as_str()
+                    .is_some_and(|k| k.ends_with("Count the tokens"))
+            })
+        })
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(row["runs"], 1, "{by_card:#}");
+    assert_eq!(
+        row["input"], card_usage["models"][0]["input"],
+        "{by_card:#}"
+    );
+    assert_eq!(
+        row["output"], card_usage["models"][0]["output"],
+        "{by_card:#}"
+    );
+    assert_eq!(
+        row["micro_usd"], card_usage["cost"]["micro_usd"],
+        "{by_card:#}"
+    );
+    let by_day = b.json(&["usage", "--by", "day"])?;
+    assert_eq!(by_day["total"], old["total"], "{by_day:#}");
+
+    // The upgrade kept the store as it was, and a second start does not upgrade again.
+    assert!(b.home.join("bosun.redb.v2.bak").exists());
+    b.ok(&["daemon", "stop"])?;
+    assert_eq!(b.json(&["usage", "--by", "agent"])?["total"], old["total"]);
+    let again = b.json(&["daemon", "status"])?;
+    assert!(again["upgrade"].is_null(), "{again:#}");
     b.finish()
 }

@@ -11,7 +11,9 @@ use bosun_shared::placement::Placement;
 use bosun_shared::protocol::approvals::DecisionView;
 use bosun_shared::protocol::runner::ToolAnswer;
 use bosun_shared::usage::{Budget, Usage};
-use bosun_shared::{AgentId, AnswerId, ApprovalId, CardId, ChatId, RunId, ServerId, Timestamp};
+use bosun_shared::{
+    AgentId, AnswerId, ApprovalId, CardId, ChatId, ProjectId, RunId, ServerId, Timestamp,
+};
 use serde::{Deserialize, Serialize};
 
 use bosun_store::{Record, Store, StoreError};
@@ -323,9 +325,14 @@ pub struct AgentRun {
     /// The servers given whose sign-in Claude Code holds itself, not bosun.
     #[serde(default)]
     pub claude_signs_in: Vec<String>,
-    /// The card (and its move) the board started this run for.
+    /// The card (and its move) the board started this run for; move 0 for a run the person
+    /// started for the card (`bosun agent run --card`), which is no move's.
     #[serde(default)]
     pub card: Option<(CardId, u64)>,
+    /// The project of that card, when it belongs to one: the run counts toward the project's
+    /// daily budget. Left out of the record otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<ProjectId>,
     /// The chat and the answer of the lead this run is.
     #[serde(default)]
     pub answer: Option<(ChatId, AnswerId)>,

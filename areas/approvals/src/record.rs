@@ -50,6 +50,10 @@ pub struct ApprovalRecord {
     /// then goes on to the policy); a denial stops the run. Absent for any other approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<bosun_shared::usage::Budget>,
+    /// The budget reached was a card's or a project's for the day, not the run's own: what
+    /// allowing gives more goes to it, for every run it counts. Absent for a run's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_scope: Option<bosun_shared::usage::BudgetScope>,
 }
 
 impl Record for ApprovalRecord {

@@ -33,10 +33,11 @@ use bosun_shared::projects::MAX_NOTE;
 use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
-    NoteView, SetColumnParams,
+    NoteView, SetColumnParams, SharedBudgetView,
 };
 use bosun_shared::protocol::projects::{AddProjectParams, EditProjectParams, ProjectView};
 use bosun_shared::run::{Outcome, RunState};
+use bosun_shared::usage::{Budget, BudgetScope, CapEdit, Spent};
 use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
@@ -86,6 +87,8 @@ pub struct BoardContext {
     pub qa_tokens: QaTokens,
     /// Every attached UI hears of the lead's merges.
     pub events: bosun_runs::events::EventsHandle,
+    /// What the runs of each card and project spent, for the budgets shown.
+    pub spend: Arc<bosun_runs::spend::Spend>,
 }
 
 pub type BoardHandle = ActorHandle<BoardMsg>;
@@ -139,7 +142,7 @@ pub enum BoardRequest {
         taint: Option<String>,
     },
     EditCard {
-        params: EditCardParams,
+        params: Box<EditCardParams>,
         taint: Option<String>,
     },
     ShowCard(String),
@@ -555,6 +558,17 @@ impl BoardState {
             worktree: c.worktree.as_ref().map(CardWorktree::view),
             qa: c.qa.as_ref().map(QaVerdict::view),
             merged: c.merged.as_ref().map(MergedPr::view),
+            budget: (!c.budget.is_empty()).then(|| {
+                let scope = BudgetScope::Card {
+                    card: c.id,
+                    title: c.title.clone(),
+                };
+                budget_view(
+                    c.budget,
+                    self.ctx.spend.granted(&scope),
+                    self.ctx.spend.card(c.id),
+                )
+            }),
         }
     }
 
@@ -619,7 +633,7 @@ impl BoardState {
             BoardRequest::AddColumn(p) => self.add_column(p).await,
             BoardRequest::SetColumn(p) => self.set_column(p).await,
             BoardRequest::AddCard { params, taint } => self.add_card(params, taint).await,
-            BoardRequest::EditCard { params, taint } => self.edit_card(params, taint).await,
+            BoardRequest::EditCard { params, taint } => self.edit_card(*params, taint).await,
             BoardRequest::ShowCard(key) => {
                 let id = self.card_id(&key)?;
                 self.card_answer(id).await
@@ -916,6 +930,7 @@ impl BoardState {
             merged: None,
             offer: None,
             qa_tokens: Vec::new(),
+            budget: Budget::default(),
         };
         card.log(format!(
             "created in {}{}{}",
@@ -1034,6 +1049,19 @@ impl BoardState {
             if std::mem::take(&mut card.rerun_on_release) {
                 card.moved += 1;
             }
+        }
+        let budget = edit_budget(
+            card.budget,
+            p.budget_micro_usd,
+            p.budget_tokens,
+            "a card's budget",
+        )?;
+        if budget != card.budget {
+            card.budget = budget;
+            card.log(match budget.caps_words() {
+                Some(caps) => format!("budget: {caps} for all its runs"),
+                None => "budget taken off".to_string(),
+            });
         }
         if let Some(c) = p.comment {
             check_text("comment", &c)?;
@@ -1311,6 +1339,40 @@ impl BoardState {
     }
 }
 
+/// `budget` with the caps the person changed (set, or taken off), each checked: a cap of 0 is
+/// refused with the reason, and nothing is changed.
+pub(crate) fn edit_budget(
+    mut budget: Budget,
+    micro_usd: Option<CapEdit>,
+    tokens: Option<CapEdit>,
+    what: &str,
+) -> Result<Budget, BoardError> {
+    let cap = |edit: CapEdit, of: &str| match edit {
+        CapEdit::Off => Ok(None),
+        CapEdit::Set(0) => Err(bad(format!(
+            "`0` is not a positive amount: {what} in {of} takes one, or off to take it off"
+        ))),
+        CapEdit::Set(n) => Ok(Some(n)),
+    };
+    if let Some(e) = micro_usd {
+        budget.micro_usd = cap(e, "dollars")?;
+    }
+    if let Some(e) = tokens {
+        budget.tokens = cap(e, "tokens")?;
+    }
+    Ok(budget)
+}
+
+/// A shared budget as the person sees it: its caps, what was allowed more, what was spent.
+pub(crate) fn budget_view(caps: Budget, more: Budget, spent: Spent) -> SharedBudgetView {
+    SharedBudgetView {
+        caps,
+        more,
+        spent_micro_usd: spent.micro_usd,
+        spent_tokens: spent.tokens,
+    }
+}
+
 /// Why a card the lead touched after an outside tool waits.
 pub fn tainted_reason(tool: &str) -> String {
     format!(
@@ -1349,6 +1411,7 @@ async fn start_card_run(
 ) -> Result<(RunId, Option<CardWorktree>), BoardError> {
     let mut prepared = launch::prepare(ctx, &agent.to_string(), prompt).await?;
     prepared.run.card = Some(card);
+    prepared.run.project = place.as_ref().map(|p| p.project.id);
     prepared.run.unattended = true;
     let rec = bosun_agents::registry::find(&ctx.store, &agent.to_string()).await?;
     if rec.role.eq_ignore_ascii_case("qa") && place.is_some() {
@@ -1435,4 +1498,40 @@ fn give_verdict_tools(
         "bosun's MCP server is given to this QA run: it ends with qa_pass or qa_fail for its card."
             .into(),
     );
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::{CapEdit, edit_budget};
+    use bosun_shared::usage::Budget;
+
+    /// A client may send a cap of 0, which the CLI's parser never makes: refused with the
+    /// reason, whatever else the edit held.
+    #[test]
+    fn a_cap_of_zero_is_refused_and_off_takes_one_off() {
+        let b = Budget {
+            micro_usd: Some(5_000_000),
+            tokens: Some(100),
+            ..Budget::default()
+        };
+        let e = edit_budget(
+            b,
+            Some(CapEdit::Set(1)),
+            Some(CapEdit::Set(0)),
+            "a card's budget",
+        )
+        .expect_err("0 tokens");
+        assert_eq!(
+            e.to_string(),
+            "`0` is not a positive amount: a card's budget in tokens takes one, or off to take it off"
+        );
+        let edited = edit_budget(b, Some(CapEdit::Off), None, "a card's budget").expect("off");
+        assert_eq!(
+            edited,
+            Budget {
+                tokens: Some(100),
+                ..Budget::default()
+            }
+        );
+    }
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use bosun_shared::projects::{Host, check_name, github_repo};
 use bosun_shared::protocol::projects::{AddProjectParams, EditProjectParams, ProjectView};
+use bosun_shared::usage::{Budget, BudgetScope, day_of};
 use bosun_shared::{ProjectId, Timestamp};
 use tracing::info;
 
@@ -95,6 +96,19 @@ impl BoardState {
                 .count() as u32,
             created_at: p.created_at,
             updated_at: p.updated_at,
+            daily_budget: (!p.daily_budget.is_empty()).then(|| {
+                let day = day_of(Timestamp::now());
+                let scope = BudgetScope::ProjectDay {
+                    project: p.id,
+                    name: p.name.clone(),
+                    day: day.clone(),
+                };
+                super::budget_view(
+                    p.daily_budget,
+                    self.ctx.spend.granted(&scope),
+                    self.ctx.spend.day(p.id, &day),
+                )
+            }),
         }
     }
 
@@ -223,6 +237,7 @@ impl BoardState {
             lead_may_merge: false,
             created_at: now,
             updated_at: now,
+            daily_budget: Budget::default(),
         };
         self.save(vec![BoardChange::Project(Box::new(project.clone()))])
             .await?;
@@ -282,6 +297,12 @@ impl BoardState {
             Some(g) => project.host = host_of(Some(g), None)?,
             None => {}
         }
+        project.daily_budget = super::edit_budget(
+            project.daily_budget,
+            p.daily_budget_micro_usd,
+            p.daily_budget_tokens,
+            "a project's daily budget",
+        )?;
         project.updated_at = Timestamp::now();
         self.save(vec![BoardChange::Project(Box::new(project.clone()))])
             .await?;

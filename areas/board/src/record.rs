@@ -9,6 +9,7 @@ use bosun_shared::projects::Host;
 use bosun_shared::protocol::board::{
     ActivityView, ColumnView, HoldView, MergedView, NoteView, QaView, WorktreeView,
 };
+use bosun_shared::usage::Budget;
 use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -166,6 +167,10 @@ pub struct CardRecord {
     /// ask made it.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub qa_tokens: Vec<String>,
+    /// What all its runs together may use (its QA runs too); kept by each run's RunActor at
+    /// every tool call (`bosun_runs::spend`). Left out of the record when it has none.
+    #[serde(default, skip_serializing_if = "Budget::is_empty")]
+    pub budget: Budget,
 }
 
 /// A board check offered the lead a card QA passed, to merge: for which verdict (its QA run and
@@ -362,6 +367,10 @@ pub struct ProjectRecord {
     pub lead_may_merge: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// What the runs of its cards created on one day (UTC) together may use. Left out of the
+    /// record when it has none.
+    #[serde(default, skip_serializing_if = "Budget::is_empty")]
+    pub daily_budget: Budget,
 }
 
 impl Record for ProjectRecord {
@@ -428,5 +437,33 @@ impl BoardReads for Store {
 
     fn projects(&self) -> Result<Vec<ProjectRecord>, StoreError> {
         self.all::<ProjectRecord>()
+    }
+}
+
+/// The caps of cards and projects, as the runs read them at each tool call: from the store,
+/// which has every change the board made (it commits before it answers).
+pub struct BoardBudgets(pub Store);
+
+impl bosun_runs::spend::SharedBudgets for BoardBudgets {
+    fn of_card(&self, card: CardId) -> Result<Option<bosun_runs::spend::CardBudgets>, StoreError> {
+        let read = self.0.read()?;
+        let Some(c) = read.get::<CardRecord>(&card)? else {
+            return Ok(None);
+        };
+        let project = match c.project {
+            Some(p) => read
+                .get::<ProjectRecord>(&p)?
+                .map(|p| bosun_runs::spend::ProjectBudget {
+                    id: p.id,
+                    name: p.name,
+                    daily: p.daily_budget,
+                }),
+            None => None,
+        };
+        Ok(Some(bosun_runs::spend::CardBudgets {
+            title: c.title,
+            budget: c.budget,
+            project,
+        }))
     }
 }

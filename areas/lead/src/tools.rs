@@ -649,7 +649,11 @@ pub async fn execute(
                     .unwrap_or(false),
                 comment: opt(args, "comment"),
                 project: opt(args, "project"),
+                // A card's budget is the person's alone to set: the lead's runs count toward it.
+                budget_micro_usd: None,
+                budget_tokens: None,
             };
+            let params = Box::new(params);
             board(ctx, BoardRequest::EditCard { params, taint })
                 .await
                 .map(|r| held_words(&r))
@@ -870,7 +874,7 @@ async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<Str
     board(
         ctx,
         BoardRequest::EditCard {
-            params,
+            params: Box::new(params),
             taint: None,
         },
     )

@@ -17,6 +17,7 @@ pub mod record;
 pub mod run_actor;
 pub mod sealed;
 mod spawn;
+pub mod spend;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -71,6 +72,10 @@ pub struct RunsContext {
     pub prices: Arc<Prices>,
     /// Where a sealed plan's secrets are read again when its runner asks for it.
     pub secrets: SecretReader,
+    /// What the runs of each card, and of each project per day, spent together.
+    pub spend: Arc<spend::Spend>,
+    /// The caps of cards and projects (the board's).
+    pub budgets: Arc<dyn spend::SharedBudgets>,
 }
 
 /// Who hears the tool calls read so far from the stream of a run that is an answer of the lead:
@@ -227,7 +232,7 @@ impl Actor for Runs {
         let records = tokio::task::spawn_blocking(move || store.runs()).await??;
         let mut recovering = 0;
         for rec in records {
-            if let Some(card) = rec.agent.as_ref().and_then(|a| a.card) {
+            if let Some(card) = rec.agent.as_ref().and_then(|a| a.card).filter(|c| c.1 > 0) {
                 state.by_card.insert(card, rec.id);
             }
             if rec.state.is_final() {
@@ -275,7 +280,8 @@ impl Actor for Runs {
                     )));
                     return Ok(());
                 }
-                let card = spec.agent.as_ref().and_then(|a| a.card);
+                // A run the person started for a card (move 0) is no move's.
+                let card = spec.agent.as_ref().and_then(|a| a.card).filter(|c| c.1 > 0);
                 if let Some(made) = card.and_then(|c| state.by_card.get(&c).copied()) {
                     let store = state.ctx.store.clone();
                     let found = tokio::task::spawn_blocking(move || store.run(made)).await?;

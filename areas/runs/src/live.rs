@@ -93,6 +93,16 @@ impl LiveRuns {
             .unwrap_or_default()
     }
 
+    /// The person changed a card's or a project's budget: every live run of a card looks again
+    /// at the calls it holds for a shared budget (those no longer reached go on).
+    pub fn budgets_changed(&self) {
+        for e in self.entries() {
+            if e.record.agent.as_ref().is_some_and(|a| a.card.is_some()) {
+                let _ = e.actor.cast(RunMsg::BudgetMore);
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.inner.read().map(|m| m.len()).unwrap_or(0)
     }

@@ -190,8 +190,8 @@ pub trait RunWrites {
     /// its last output.
     fn put_run(&self, record: &RunRecord) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// [`RunWrites::put_run`] with other changes in the same commit (a remote run's sealed plan
-    /// kept or deleted with the record that says why).
+    /// [`RunWrites::put_run`] with other changes in the same commit (its usage row; a remote
+    /// run's sealed plan kept or deleted with the record that says why).
     fn put_run_with(
         &self,
         record: &RunRecord,

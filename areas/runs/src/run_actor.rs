@@ -26,9 +26,11 @@ use super::follow::FileCursor;
 use super::log_hub::LogHub;
 use super::record::{ProcessInfo, RunRecord};
 use super::spawn::{send_plan, spawn_runner};
+use super::spend::UsageRow;
 use bosun_agents::record::{AgentRun, LastRun, ParsedTo};
 use bosun_agents::registry::AgentsMsg;
 use bosun_agents::stream::{Change, StreamParser};
+use bosun_shared::usage::Spent;
 use bosun_store::writer::{self, WriteOp};
 use bosun_store::{LogChunk, StoreError};
 
@@ -81,6 +83,9 @@ pub enum RunMsg {
     },
     /// The deadline of the ask `key` may have come.
     Deadline { key: String },
+    /// Another run's approval gave a budget this run shares (its card's, its project's day)
+    /// more: the calls held for it may go on.
+    BudgetMore,
 }
 
 /// What a runner is told when it attaches.
@@ -140,6 +145,9 @@ pub struct RunActorState {
     /// The CLI reported tokens that are not saved yet (for the crash test that kills bosund
     /// right there).
     usage_unsaved: bool,
+    /// The run's usage row as last saved (`None` until this actor saves one): saved again
+    /// with the record when its usage changed.
+    usage_saved: Option<UsageRow>,
     /// The run's tool calls: decided, and waiting for the person.
     asks: asks::Asks,
     /// Everything this actor logs is in the run's span, so one run's story can be picked out
@@ -203,6 +211,7 @@ impl Actor for RunActor {
             parser,
             events_to_save: false,
             usage_unsaved: false,
+            usage_saved: None,
             asks: asks::Asks::default(),
             span,
             pending: None,
@@ -334,6 +343,7 @@ impl RunActorState {
                 let _ = reply.send(result);
             }
             RunMsg::Deadline { key } => self.on_deadline(key).await?,
+            RunMsg::BudgetMore => self.on_budget_more(myself).await?,
         }
         Ok(())
     }
@@ -342,17 +352,31 @@ impl RunActorState {
         self.rec.view(self.hub.state().received)
     }
 
-    /// Persists the record durably, then tells everyone.
+    /// Persists the record durably (with its usage row when that changed), then tells
+    /// everyone.
     async fn persist(&mut self) -> Result<(), ActorProcessingErr> {
         self.persist_with(Vec::new()).await
     }
 
-    /// Persists the record durably with other changes in the same commit, then tells everyone.
-    async fn persist_with(&mut self, also: Vec<writer::Change>) -> Result<(), ActorProcessingErr> {
+    /// Persists the record durably with other changes in the same commit (and its usage row
+    /// when that changed), then tells everyone.
+    async fn persist_with(
+        &mut self,
+        mut also: Vec<writer::Change>,
+    ) -> Result<(), ActorProcessingErr> {
+        let row = self.usage_row_to_save();
+        also.extend(row.iter().map(writer::Change::put));
         self.ctx.writer.put_run_with(&self.rec, also).await?;
+        self.usage_saved = row.or(self.usage_saved.take());
         self.ctx.live.update(&self.rec);
         self.ctx.announce(self.view());
         Ok(())
+    }
+
+    /// The run's usage row, when it differs from the one last saved: it goes into the same
+    /// commit as the record.
+    fn usage_row_to_save(&self) -> Option<UsageRow> {
+        UsageRow::of(&self.rec).filter(|r| self.usage_saved.as_ref() != Some(r))
     }
 
     fn send(&self, msg: DaemonMsg) {
@@ -577,11 +601,22 @@ impl RunActorState {
             return;
         };
         let tokens = |run: &AgentRun| (run.usage.models.len(), run.usage.total());
-        let before = tokens(run);
+        let before = (tokens(run), Spent::of(&run.usage));
         let change = parser.feed(stdout, run);
-        if tokens(run) != before {
+        if tokens(run) != before.0 {
             self.usage_unsaved = true;
         }
+        // What a run of a card spent counts at once for the runs that share its budgets.
+        let spent_more = Spent::of(&run.usage) != before.1;
+        if spent_more
+            && run.card.is_some()
+            && let Some(row) = UsageRow::of(&self.rec)
+        {
+            self.ctx.spend.count(&row);
+        }
+        let Some(run) = self.rec.agent.as_mut() else {
+            return;
+        };
         if let Some(end) = stdout.iter().rposition(|b| *b == b'\n') {
             run.parsed_to = Some(ParsedTo {
                 seq,

@@ -34,7 +34,8 @@ pub use rewrite::Rewrite;
 /// 1. Every record as JSON in a `&str` → `&[u8]` table.
 /// 2. The agents' permission modes carried over as saved verdicts, and no address query left in
 ///    the store or in its free pages (`crate::upgrade`).
-pub const SCHEMA_VERSION: u64 = 2;
+/// 3. A usage row (`usage[run_id]`) for every run of a coding CLI, written with its record.
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// The store's own table: the schema version (and, under keys of their own, records that
 /// domains keep one of, such as the board's settings under `board`).

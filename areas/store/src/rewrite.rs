@@ -49,6 +49,19 @@ impl Rewrite {
         super::Reader(self.db.begin_read()?).all()
     }
 
+    /// Puts many records into the copy, in one transaction.
+    pub fn put_all<R: Record>(&self, recs: &[R]) -> Result<(), StoreError> {
+        let txn = self.db.begin_write()?;
+        {
+            let mut t = txn.open_table(table(R::TABLE))?;
+            for rec in recs {
+                t.insert(rec.key().as_str(), rec.encode().as_slice())?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
     /// Puts a record into the copy.
     pub fn put<R: Record>(&self, rec: &R) -> Result<(), StoreError> {
         let txn = self.db.begin_write()?;

@@ -293,6 +293,11 @@ pub struct AgentRemove {
 pub struct AgentRun {
     pub agent: String,
     pub prompt: String,
+    /// A card (by its id or the start of it) the run is for: it counts toward the card's
+    /// budget and usage, and works in the agent's own folder. Refused for a card of a
+    /// project, whose runs work only in its worktree, where the board starts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<String>,
 }
 
 /// The CLI's own tools; with `ask`, asks the installed Claude Code for its list.

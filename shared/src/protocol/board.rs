@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::usage::{Budget, CapEdit};
 use crate::{AgentId, CardId, ColumnId, RunId, Timestamp};
 
 /// A new column.
@@ -78,6 +79,26 @@ pub struct EditCardParams {
     /// Only before its first run in a project: then it has a worktree there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// What all the card's runs together may cost, in millionths of a dollar, or off; refused
+    /// unless a positive amount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_micro_usd: Option<CapEdit>,
+    /// What all the card's runs together may use in tokens (every kind), or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<CapEdit>,
+}
+
+/// A budget several runs share (a card's, a project's for a day) and how it stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedBudgetView {
+    pub caps: Budget,
+    /// What the person allowed more when it was reached, all told.
+    #[serde(default, skip_serializing_if = "Budget::is_empty")]
+    pub more: Budget,
+    /// What the runs it counts spent so far (a cost only where known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent_micro_usd: Option<u64>,
+    pub spent_tokens: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,6 +155,9 @@ pub struct CardView {
     /// Its pull request, once it was found merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergedView>,
+    /// The budget all its runs share, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<SharedBudgetView>,
 }
 
 /// A card's pull request, merged: its number, address and when it was found merged.

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::projects::Host;
+use crate::protocol::board::SharedBudgetView;
+use crate::usage::CapEdit;
 use crate::{ProjectId, Timestamp};
 
 /// A new project.
@@ -39,6 +41,13 @@ pub struct EditProjectParams {
     /// GitHub `owner/name`; the empty string reads the host from the `origin` remote again.
     #[serde(default)]
     pub github: Option<String>,
+    /// What the runs of its cards created on one day (UTC) may cost together, in millionths
+    /// of a dollar, or off; refused unless a positive amount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_budget_micro_usd: Option<CapEdit>,
+    /// The same in tokens (every kind), or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_budget_tokens: Option<CapEdit>,
 }
 
 /// The person's switches of a project, as `key=value`: `testing=on|off`,
@@ -78,4 +87,7 @@ pub struct ProjectView {
     pub cards: u32,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// Its daily budget, when it has one, as it stands today (UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_budget: Option<SharedBudgetView>,
 }

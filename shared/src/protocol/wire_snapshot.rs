@@ -178,6 +178,7 @@ fn requests() -> Vec<Request> {
         Request::AgentRun(AgentRun {
             agent: "a".into(),
             prompt: "p".into(),
+            card: Some("c".into()),
         }),
         Request::AgentTools(AgentTools {
             agent: "a".into(),
@@ -187,7 +188,10 @@ fn requests() -> Vec<Request> {
         Request::ColumnAdd(view(json!({"name": "c", "auto": true}))),
         Request::ColumnSet(view(json!({"column": "c", "auto": false}))),
         Request::CardAdd(view(json!({"title": "t"}))),
-        Request::CardEdit(view(json!({"card": "c", "clear_hold": true}))),
+        Request::CardEdit(view(
+            json!({"card": "c", "clear_hold": true, "budget_micro_usd": {"set": 5_000_000},
+                "budget_tokens": "off"}),
+        )),
         Request::CardShow(CardShow { card: "c".into() }),
         Request::BoardLimit(BoardLimit { limit: 4 }),
         Request::NoteList,
@@ -225,7 +229,9 @@ fn requests() -> Vec<Request> {
         }),
         Request::ApproveCard(ApproveCard { card: "c".into() }),
         Request::ProjectAdd(view(json!({"name": "p", "folder": "/w"}))),
-        Request::ProjectEdit(view(json!({"project": "p", "github": "o/n"}))),
+        Request::ProjectEdit(view(
+            json!({"project": "p", "github": "o/n", "daily_budget_micro_usd": {"set": 20_000_000}}),
+        )),
         Request::ProjectSet(ProjectSet {
             project: "p".into(),
             settings: vec!["lead-may-merge=on".into()],
@@ -360,7 +366,12 @@ fn responses() -> Vec<Response> {
             approvals: vec![view(approval())],
         },
         Response::Approval(view(approval())),
-        Response::Project(view(project())),
+        Response::Project(view({
+            let mut p = project();
+            p["daily_budget"] = json!({"caps": {"micro_usd": 20_000_000},
+                "more": {"tokens": 5}, "spent_micro_usd": 7, "spent_tokens": 9});
+            p
+        })),
         Response::Projects {
             projects: vec![view(project())],
         },
@@ -406,13 +417,13 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"agent_show","params":{"agent":"a"}}"#,
     r#"{"method":"agent_list"}"#,
     r#"{"method":"agent_remove","params":{"agent":"a"}}"#,
-    r#"{"method":"agent_run","params":{"agent":"a","prompt":"p"}}"#,
+    r#"{"method":"agent_run","params":{"agent":"a","prompt":"p","card":"c"}}"#,
     r#"{"method":"agent_tools","params":{"agent":"a","ask":false}}"#,
     r#"{"method":"board"}"#,
     r#"{"method":"column_add","params":{"name":"c","auto":true,"position":null}}"#,
     r#"{"method":"column_set","params":{"column":"c","name":null,"auto":false,"position":null}}"#,
     r#"{"method":"card_add","params":{"title":"t","description":"","acceptance":"","assignee":null,"column":null}}"#,
-    r#"{"method":"card_edit","params":{"card":"c","title":null,"description":null,"acceptance":null,"assignee":null,"column":null,"hold":null,"clear_hold":true,"comment":null}}"#,
+    r#"{"method":"card_edit","params":{"card":"c","title":null,"description":null,"acceptance":null,"assignee":null,"column":null,"hold":null,"clear_hold":true,"comment":null,"budget_micro_usd":{"set":5000000},"budget_tokens":"off"}}"#,
     r#"{"method":"card_show","params":{"card":"c"}}"#,
     r#"{"method":"board_limit","params":{"limit":4}}"#,
     r#"{"method":"note_list"}"#,
@@ -430,7 +441,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"decide","params":{"approval":"a","allow":false,"block":true,"message":"m"}}"#,
     r#"{"method":"approve_card","params":{"card":"c"}}"#,
     r#"{"method":"project_add","params":{"name":"p","folder":"/w","main_branch":null,"github":null,"testing":null}}"#,
-    r#"{"method":"project_edit","params":{"project":"p","name":null,"folder":null,"main_branch":null,"github":"o/n"}}"#,
+    r#"{"method":"project_edit","params":{"project":"p","name":null,"folder":null,"main_branch":null,"github":"o/n","daily_budget_micro_usd":{"set":20000000}}}"#,
     r#"{"method":"project_set","params":{"project":"p","settings":["lead-may-merge=on"]}}"#,
     r#"{"method":"project_show","params":{"project":"p"}}"#,
     r#"{"method":"project_list"}"#,
@@ -475,7 +486,7 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"builtin_tools","agent":"a","cli":"claude","source":"s","tools":[]}"#,
     r#"{"answer":"approvals","approvals":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","run":"01arz3ndektsv4rrffq69g5fav","agent":"a","card":null,"tool":"Bash","class":"runs commands","why":"w","preview":"$ ls","input":{"command":"ls"},"asked_at":1,"deadline":2,"attended":true,"state":"waiting","decided_by":null,"decided_at":null,"message":null,"delivered_at":null}]}"#,
     r#"{"answer":"approval","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","run":"01arz3ndektsv4rrffq69g5fav","agent":"a","card":null,"tool":"Bash","class":"runs commands","why":"w","preview":"$ ls","input":{"command":"ls"},"asked_at":1,"deadline":2,"attended":true,"state":"waiting","decided_by":null,"decided_at":null,"message":null,"delivered_at":null}"#,
-    r#"{"answer":"project","id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2}"#,
+    r#"{"answer":"project","id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2,"daily_budget":{"caps":{"micro_usd":20000000},"more":{"tokens":5},"spent_micro_usd":7,"spent_tokens":9}}"#,
     r#"{"answer":"projects","projects":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2}]}"#,
     r#"{"answer":"usage","by":"agent","since":5,"rows":[{"key":"coder","runs":2,"input":10,"output":5,"cache_read":1,"cache_write":0,"micro_usd":1500,"unpriced":1,"tool_calls":3}],"total":{"key":"total","runs":2,"input":10,"output":5,"cache_read":1,"cache_write":0,"micro_usd":1500,"unpriced":1,"tool_calls":3}}"#,
 ];

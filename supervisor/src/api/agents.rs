@@ -6,12 +6,14 @@ use std::sync::Arc;
 use bosun_agents::AgentsError;
 use bosun_agents::registry::{self as agents, AgentsMsg};
 use bosun_agents::{builtin, launch};
-use bosun_shared::protocol::WireError;
+use bosun_board::BoardRequest;
 use bosun_shared::protocol::agents::{
     AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
     BuiltinToolsView, EditAgentParams,
 };
+use bosun_shared::protocol::board::CardView;
 use bosun_shared::protocol::ui::RunView;
+use bosun_shared::protocol::{ErrorCode, WireError};
 
 use super::{Handle, runs, starting_up};
 use crate::ctx::DaemonCtx;
@@ -74,7 +76,27 @@ impl Handle for AgentRun {
     const TASK: bool = true;
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunView, Failure> {
-        let spec = launch::prepare(&ctx.agents_context(), &self.agent, &self.prompt).await?;
+        let card = match &self.card {
+            Some(key) => {
+                let card: CardView =
+                    super::board::ask(ctx, BoardRequest::ShowCard(key.clone())).await?;
+                if let Some(project) = &card.project {
+                    return Err(WireError::new(
+                        ErrorCode::BadRequest,
+                        format!(
+                            "card {} belongs to project {project}: its runs work only in its worktree, where the board starts them (move it to an Auto column); start this run without --card, or for a card of no project",
+                            card.short_id
+                        ),
+                    )
+                    .into());
+                }
+                Some(card.id)
+            }
+            None => None,
+        };
+        let mut spec = launch::prepare(&ctx.agents_context(), &self.agent, &self.prompt).await?;
+        // Move 0: a run the person started for the card, not the board for one of its moves.
+        spec.run.card = card.map(|c| (c, 0));
         runs::start(ctx, spec.into()).await
     }
 }

@@ -19,6 +19,8 @@ use bosun_shared::protocol::projects::{
 use super::Handle;
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
+use bosun_runs::spend::BudgetGrant;
+use bosun_store::writer::Change;
 
 impl Handle for Board {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<BoardView, Failure> {
@@ -50,12 +52,33 @@ impl Handle for AddCardParams {
 
 impl Handle for EditCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
+        let budget = self.budget_micro_usd.is_some() || self.budget_tokens.is_some();
         let req = BoardRequest::EditCard {
-            params: self,
+            params: Box::new(self),
             taint: None,
         };
-        ask(ctx, req).await
+        let view: CardView = ask(ctx, req).await?;
+        if budget {
+            budget_set_anew(ctx, &format!("card/{}", view.id)).await?;
+        }
+        Ok(view)
     }
+}
+
+/// The person set a card's or a project's budget: what was allowed more of the one before is
+/// forgotten (the budget is what was set), and the runs that wait for it look again.
+async fn budget_set_anew(ctx: &Arc<DaemonCtx>, prefix: &str) -> Result<(), Failure> {
+    let keys = ctx.spend.grants_under(prefix);
+    if !keys.is_empty() {
+        let deletes = keys
+            .iter()
+            .map(|k| Change::delete::<BudgetGrant>(k.as_str()))
+            .collect();
+        ctx.writer.commit(deletes).await?;
+        ctx.spend.forget_grants(&keys);
+    }
+    ctx.live.budgets_changed();
+    Ok(())
 }
 
 impl Handle for CardShow {
@@ -82,7 +105,12 @@ impl Handle for AddProjectParams {
 
 impl Handle for EditProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, BoardRequest::EditProject(self)).await
+        let budget = self.daily_budget_micro_usd.is_some() || self.daily_budget_tokens.is_some();
+        let view: ProjectView = ask(ctx, BoardRequest::EditProject(self)).await?;
+        if budget {
+            budget_set_anew(ctx, &format!("project/{}/", view.id)).await?;
+        }
+        Ok(view)
     }
 }
 
@@ -148,14 +176,17 @@ impl Handle for NoteWrite {
 
 /// Asks the Board actor (every change to the board and the notes goes through it), expecting
 /// the kind of answer `T` is.
-async fn ask<T: FromBoard>(ctx: &Arc<DaemonCtx>, req: BoardRequest) -> Result<T, Failure> {
+pub(super) async fn ask<T: FromBoard>(
+    ctx: &Arc<DaemonCtx>,
+    req: BoardRequest,
+) -> Result<T, Failure> {
     let answer = bosun_board::ask(&ctx.board, req).await?;
     T::from_board(answer)
         .ok_or_else(|| WireError::internal("the board answered with something else").into())
 }
 
 /// A reply the Board's [`BoardAnswer`] can carry.
-trait FromBoard: Sized {
+pub(super) trait FromBoard: Sized {
     fn from_board(a: BoardAnswer) -> Option<Self>;
 }
 

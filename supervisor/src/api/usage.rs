@@ -1,5 +1,6 @@
 //! `bosun usage`: what the runs of coding CLIs used, summed by agent, card, project, model or
-//! day. Read from the runs' records (each keeps its usage) and the board (a card's title and
+//! day. Read from the runs' usage rows (`bosun_runs::spend::UsageRow`, the `usage` table, a
+//! few hundred bytes a run, written with each run's record) and the board (a card's title and
 //! project), so it is here, where every area is known.
 
 use std::collections::HashMap;
@@ -7,10 +8,11 @@ use std::sync::Arc;
 
 use bosun_board::record::BoardReads;
 use bosun_kit::offload::blocking;
+use bosun_runs::spend::UsageRow as RunUsage;
 use bosun_shared::agents::CliKind;
 use bosun_shared::protocol::usage::{UsageBy, UsageReport, UsageRow, UsageView};
-use bosun_shared::usage::{Tokens, Usage};
-use bosun_shared::{CardId, RunId, Timestamp};
+use bosun_shared::usage::{Tokens, day_of};
+use bosun_shared::{CardId, ProjectId, RunId, Timestamp};
 use bosun_store::Record;
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +27,14 @@ impl Handle for UsageReport {
             .since_ms
             .map(|ms| Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(ms)));
         let view = blocking(move || {
-            let runs = store.all::<RunUsage>()?;
+            let runs = match self.by {
+                UsageBy::Model => store.all::<RunUsage>()?,
+                UsageBy::Agent | UsageBy::Card | UsageBy::Project | UsageBy::Day => store
+                    .all::<RunSums>()?
+                    .into_iter()
+                    .map(RunSums::into_row)
+                    .collect(),
+            };
             let (_, _, cards) = store.board()?;
             let projects: HashMap<_, _> = store
                 .projects()?
@@ -45,41 +54,56 @@ impl Handle for UsageReport {
                     )
                 })
                 .collect();
-            Ok::<_, bosun_store::StoreError>(report(&runs, &cards, self.by, since))
+            Ok::<_, bosun_store::StoreError>(report(&runs, &cards, &projects, self.by, since))
         })
         .await??;
         Ok(view)
     }
 }
 
-/// The part of a run's record (`bosun_runs::record::RunRecord`, the `runs` table) a report
-/// reads: decoding only this, and passing over the rest, is what keeps a report over a hundred
-/// thousand runs quick. Its test checks it reads a whole record the same.
+/// A run's usage row without its models: what a report by anything but the model reads, so
+/// that it passes over the models rather than building them.
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunUsage {
+pub struct RunSums {
     pub id: RunId,
     pub created_at: Timestamp,
-    #[serde(default)]
-    pub agent: Option<AgentUsage>,
-}
-
-#[derive(Debug, PartialEq, Serialize, Deserialize)]
-pub struct AgentUsage {
     pub agent_name: String,
-    pub cli: Option<CliKind>,
+    pub cli: CliKind,
     #[serde(default)]
-    pub card: Option<(CardId, u64)>,
+    pub card: Option<CardId>,
     #[serde(default)]
-    pub usage: Usage,
+    pub project: Option<ProjectId>,
+    pub tokens: Tokens,
+    #[serde(default)]
+    pub micro_usd: Option<u64>,
+    #[serde(default)]
+    pub tool_calls: u64,
 }
 
-impl Record for RunUsage {
-    const TABLE: &'static str = "runs";
-    const WHAT: &'static str = "run";
+impl Record for RunSums {
+    const TABLE: &'static str = RunUsage::TABLE;
+    const WHAT: &'static str = RunUsage::WHAT;
     type Key = RunId;
 
     fn key(&self) -> String {
         self.id.to_string()
+    }
+}
+
+impl RunSums {
+    fn into_row(self) -> RunUsage {
+        RunUsage {
+            id: self.id,
+            created_at: self.created_at,
+            agent_name: self.agent_name,
+            cli: self.cli,
+            card: self.card,
+            project: self.project,
+            tokens: self.tokens,
+            micro_usd: self.micro_usd,
+            tool_calls: self.tool_calls,
+            models: Vec::new(),
+        }
     }
 }
 
@@ -89,10 +113,12 @@ pub struct Card {
     pub project: Option<String>,
 }
 
-/// The runs of coding CLIs among `runs` created at `since` or later, summed by `by`.
+/// The runs of coding CLIs among `runs` created at `since` or later, summed by `by`. A run's
+/// project is its card's now, else the one it was started in (`projects` names it).
 pub fn report(
     runs: &[RunUsage],
     cards: &HashMap<CardId, Card>,
+    projects: &HashMap<ProjectId, String>,
     by: UsageBy,
     since: Option<Timestamp>,
 ) -> UsageView {
@@ -101,16 +127,23 @@ pub fn report(
         key: "total".into(),
         ..UsageRow::default()
     };
+    // A run's day written out once a day, not once a run.
+    let mut days: HashMap<u64, String> = HashMap::new();
     for run in runs {
-        let Some(agent) = &run.agent else { continue };
-        if since.is_some_and(|s| run.created_at < s) || agent.cli.is_none() {
+        if since.is_some_and(|s| run.created_at < s) {
             continue;
         }
-        let u = &agent.usage;
-        let card = agent.card.map(|(c, _)| c);
+        let card = run.card;
+        let day = match by {
+            UsageBy::Day => days
+                .entry(run.created_at.as_millis() / 86_400_000)
+                .or_insert_with(|| day_of(run.created_at))
+                .clone(),
+            UsageBy::Agent | UsageBy::Card | UsageBy::Project | UsageBy::Model => String::new(),
+        };
         let key = |model: Option<&str>| -> String {
             match by {
-                UsageBy::Agent => agent.agent_name.clone(),
+                UsageBy::Agent => run.agent_name.clone(),
                 UsageBy::Card => match card {
                     Some(c) => match cards.get(&c) {
                         Some(card) => format!("{} {}", c.short(), card.title),
@@ -121,31 +154,22 @@ pub fn report(
                 UsageBy::Project => card
                     .and_then(|c| cards.get(&c))
                     .and_then(|c| c.project.clone())
+                    .or_else(|| run.project.and_then(|p| projects.get(&p).cloned()))
                     .unwrap_or_else(|| "-".into()),
                 UsageBy::Model => model.unwrap_or("-").to_string(),
-                UsageBy::Day => run.created_at.rfc3339().chars().take(10).collect(),
+                UsageBy::Day => day.clone(),
             }
         };
-        add(
-            &mut total,
-            u.total(),
-            u.cost.as_ref().map(|c| c.micro_usd),
-            u.tool_calls,
-        );
+        add(&mut total, run.tokens, run.micro_usd, run.tool_calls);
         if by == UsageBy::Model {
             // Each model its own row; the run counts once in each, its tool calls in none.
-            for m in &u.models {
+            for m in &run.models {
                 let row = rows.entry(key(Some(&m.model))).or_default();
                 add(row, m.tokens, m.micro_usd, 0);
             }
         } else {
             let row = rows.entry(key(None)).or_default();
-            add(
-                row,
-                u.total(),
-                u.cost.as_ref().map(|c| c.micro_usd),
-                u.tool_calls,
-            );
+            add(row, run.tokens, run.micro_usd, run.tool_calls);
         }
     }
     let mut rows: Vec<UsageRow> = rows

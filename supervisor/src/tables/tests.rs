@@ -27,6 +27,7 @@ use bosun_board::record::{BoardChange, BoardMeta, CardRecord, ColumnRecord, Note
 use bosun_lead::record::{ChatChange, ChatRecord, MessageRecord, PendingRecord};
 use bosun_mcp::record::ServerRecord;
 use bosun_runs::record::RunRecord;
+use bosun_runs::spend::UsageRow;
 
 /// (table, key, value) of every row but the schema version, in table then key order.
 const ROWS: &[(&str, &str, &str)] = &[
@@ -93,6 +94,9 @@ const ROWS: &[(&str, &str, &str)] = &[
         r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaaa3","chat":"01j9aaaaaaaaaaaaaaaaaaaac3","answer":"01j9aaaaaaaaaaaaaaaaaaaaa2","tool":"write_note","args":{"path":"a.md","text":"x"},"cause":"mcp__everything__echo","at":1700000000000,"order":3,"state":{"state":"approved","at":1700000000001,"result":"done"}}"#,
     ),
 ];
+
+/// The usage row the upgrade to schema 3 writes for the run of `ROWS` (its usage is empty).
+const USAGE_ROW: &str = r#"{"id":"01j9aaaaaaaaaaaaaaaaaaaar1","created_at":1700000000000,"agent_name":"coder","cli":"claude","card":"01j9aaaaaaaaaaaaaaaaaaaac1","tokens":{"input":0,"output":0,"cache_read":0,"cache_write":0},"tool_calls":0,"models":[]}"#;
 
 const RUN: &str = "01j9aaaaaaaaaaaaaaaaaaaar1";
 const SERVER: &str = "01j9aaaaaaaaaaaaaaaaaaaas1";
@@ -186,7 +190,7 @@ fn a_state_directory_of_the_old_layout_opens_and_reads_unchanged() {
         }
         txn.commit().unwrap();
     }
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(SCHEMA_VERSION, 3);
     let store = Store::open(&path, &dir.path().join("runs"), TABLES).unwrap();
     // Schema 1 is read as it is, and must be upgraded before bosund uses it.
     assert_eq!(store.upgrade_from(), Some(1));
@@ -334,7 +338,8 @@ fn the_upgrade_from_schema_1_carries_the_permission_mode_over_and_keeps_a_backup
     let line = upgraded.line.unwrap();
     let backup = dir.path().join("bosun.redb.v1.bak");
     assert!(
-        line.contains("from schema 1 to 2")
+        line.contains("from schema 1 to 3")
+            && line.contains("what 1 run of coding CLIs used is kept apart")
             && line.contains(&backup.display().to_string())
             && line.contains("coder: Write, Edit, MultiEdit, NotebookEdit from acceptEdits"),
         "{line}"
@@ -351,7 +356,15 @@ fn the_upgrade_from_schema_1_carries_the_permission_mode_over_and_keeps_a_backup
 
     // The store: every row as it was but the schema version and the one agent with a mode.
     let rows = rows_of(&Database::open(&path).unwrap());
-    let mut want = expected_rows(2);
+    let mut want = expected_rows(SCHEMA_VERSION);
+    // ... and the run's usage row (schema 3), after the runs.
+    let at = want.iter().position(|(t, _, _)| t == "runs").unwrap() + 1;
+    want.insert(
+        at,
+        ("usage".into(), RUN.into(), USAGE_ROW.as_bytes().to_vec()),
+    );
+    let usage = UsageRow::of(&fixture::<RunRecord>()).unwrap();
+    assert_eq!(String::from_utf8(usage.encode()).unwrap(), USAGE_ROW);
     let old: AgentRecord = fixture();
     let changed = rows
         .iter()
@@ -398,8 +411,11 @@ fn a_store_of_a_newer_schema_is_refused_with_words_and_the_backup_named() {
             let mut meta = txn
                 .open_table(TableDefinition::<&str, &[u8]>::new("meta"))
                 .unwrap();
-            meta.insert("schema_version", 3u64.to_be_bytes().as_slice())
-                .unwrap();
+            meta.insert(
+                "schema_version",
+                (SCHEMA_VERSION + 1).to_be_bytes().as_slice(),
+            )
+            .unwrap();
         }
         txn.commit().unwrap();
     }
@@ -410,7 +426,12 @@ fn a_store_of_a_newer_schema_is_refused_with_words_and_the_backup_named() {
     assert!(
         e.starts_with(
             "this state directory was made by a newer bosun: upgrade, or restore the backup it made"
-        ) && e.contains(&dir.path().join("bosun.redb.v2.bak").display().to_string()),
+        ) && e.contains(
+            &dir.path()
+                .join(format!("bosun.redb.v{SCHEMA_VERSION}.bak"))
+                .display()
+                .to_string()
+        ),
         "{e}"
     );
 }

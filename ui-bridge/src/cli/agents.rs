@@ -165,6 +165,10 @@ pub struct RunArgs {
     /// Stream the run's log until it ends, and exit with the run's exit status
     #[arg(long, short = 'f')]
     follow: bool,
+    /// A card (of no project) the run is for: it counts toward the card's budget and usage
+    #[arg(long)]
+    #[arg(add = super::complete::cards())]
+    card: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -503,6 +507,7 @@ async fn start(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         .call(AgentRun {
             agent: a.name,
             prompt: a.prompt,
+            card: a.card,
         })
         .await?;
     if !a.follow {

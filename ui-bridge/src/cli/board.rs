@@ -9,6 +9,7 @@ use bosun_shared::protocol::board::{
     EditCardParams, NoteList, NoteShow, NoteView, NoteWrite, SetColumnParams,
 };
 use bosun_shared::protocol::call::Call;
+use bosun_shared::usage::CapEdit;
 use clap::{Args, Subcommand};
 
 use super::{connect, output};
@@ -29,7 +30,7 @@ enum BoardCommand {
     Column(ColumnCommand),
     /// Cards: add, edit, move, hold, show
     #[command(subcommand)]
-    Card(CardCommand),
+    Card(Box<CardCommand>),
     /// The most card runs going at once
     Limit {
         limit: u32,
@@ -113,6 +114,15 @@ enum CardCommand {
         /// Add a line to its activity log
         #[arg(long)]
         comment: Option<String>,
+        /// What all its runs together may cost, in dollars (such as 5 or 2.50), or off;
+        /// reached, each run's next tool call waits for you
+        #[arg(long = "budget-usd", value_name = "DOLLARS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a card's budget in dollars", s, true))]
+        budget_micro_usd: Option<CapEdit>,
+        /// What all its runs together may use in tokens (every kind), or off
+        #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a card's budget in tokens", s, false))]
+        budget_tokens: Option<CapEdit>,
         #[command(flatten)]
         fields: CardFields,
     },
@@ -244,7 +254,7 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
             }
         }
         Some(BoardCommand::Card(c)) => {
-            let (c, json) = match c {
+            let (c, json) = match *c {
                 CardCommand::Add {
                     title,
                     column,
@@ -271,6 +281,8 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                     hold,
                     clear_hold,
                     comment,
+                    budget_micro_usd,
+                    budget_tokens,
                     fields,
                 } => (
                     ask(
@@ -286,6 +298,8 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
                             clear_hold,
                             comment,
                             project: fields.project,
+                            budget_micro_usd,
+                            budget_tokens,
                         },
                     )
                     .await?,
@@ -379,6 +393,13 @@ fn print_card(c: &CardView) {
     }
     if let Some(h) = &c.hold {
         println!("{:<12}{}: {}", "on hold", h.kind, h.reason);
+    }
+    if let Some(b) = &c.budget {
+        println!(
+            "{:<12}{}",
+            "budget",
+            output::shared_budget(b, "for all its runs")
+        );
     }
     if let Some(r) = &c.run {
         println!(

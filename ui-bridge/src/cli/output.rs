@@ -327,6 +327,24 @@ pub fn cost_words(cost: Option<&bosun_shared::usage::Cost>) -> String {
 
 /// What an agent's run should tell the person at its end: the MCP servers the CLI could not
 /// use.
+/// A budget several runs share, in a line: `$5.00 for all its runs; spent $1.2345, 40000
+/// tokens; allowed more: $5.00`.
+pub fn shared_budget(b: &bosun_shared::protocol::board::SharedBudgetView, what: &str) -> String {
+    use bosun_shared::usage::Dollars;
+    let mut line = format!(
+        "{} {what}; spent {}{} tokens",
+        b.caps.caps_words().unwrap_or_else(|| "none".into()),
+        b.spent_micro_usd
+            .map(|c| format!("{}, ", Dollars(c)))
+            .unwrap_or_default(),
+        b.spent_tokens
+    );
+    if let Some(more) = b.more.caps_words() {
+        line.push_str(&format!("; allowed more: {more}"));
+    }
+    line
+}
+
 pub fn server_problems(run: &RunView) -> Vec<String> {
     let Some(a) = &run.agent else {
         return Vec::new();

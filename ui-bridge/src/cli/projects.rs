@@ -10,6 +10,7 @@ use bosun_shared::protocol::projects::{
     AddProjectParams, EditProjectParams, ProjectList, ProjectRemove, ProjectSet, ProjectShow,
     ProjectView,
 };
+use bosun_shared::usage::CapEdit;
 use clap::{Args, Subcommand};
 
 use super::{connect, current_dir, output};
@@ -52,6 +53,15 @@ pub enum ProjectCommand {
         /// GitHub owner/name ("" reads it from the origin remote again)
         #[arg(long, value_name = "OWNER/NAME")]
         github: Option<String>,
+        /// What the runs of its cards created on one day (UTC) may cost together, in dollars
+        /// (such as 20 or 7.50), or off; reached, each of those runs' next tool call waits for you
+        #[arg(long = "daily-budget-usd", value_name = "DOLLARS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a project's daily budget in dollars", s, true))]
+        daily_budget_micro_usd: Option<CapEdit>,
+        /// The same in tokens (every kind), or off
+        #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a project's daily budget in tokens", s, false))]
+        daily_budget_tokens: Option<CapEdit>,
         #[arg(long)]
         json: bool,
     },
@@ -145,6 +155,8 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
             folder,
             main_branch,
             github,
+            daily_budget_micro_usd,
+            daily_budget_tokens,
             json,
         } => {
             let params = EditProjectParams {
@@ -153,6 +165,8 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
                 folder: folder.as_deref().map(absolute).transpose()?,
                 main_branch,
                 github,
+                daily_budget_micro_usd,
+                daily_budget_tokens,
             };
             (ask(dirs, params).await?, json, Some("changed"))
         }
@@ -192,4 +206,11 @@ fn print_project(p: &ProjectView) {
     println!("{:<16}{}", "testing", on(p.testing));
     println!("{:<16}{}", "lead may merge", on(p.lead_may_merge));
     println!("{:<16}{}", "cards", p.cards);
+    if let Some(b) = &p.daily_budget {
+        println!(
+            "{:<16}{}",
+            "daily budget",
+            output::shared_budget(b, "a day for all its cards' runs; today")
+        );
+    }
 }

@@ -10,19 +10,28 @@ use std::collections::HashMap;
 
 use bosun_shared::protocol::approvals::ApprovalView;
 use bosun_shared::protocol::runner::{DaemonMsg, StopOrder, ToolAnswer, ToolAsk};
-use bosun_shared::usage::{Budget, Reached};
-use bosun_shared::{ApprovalId, Timestamp};
+use bosun_shared::usage::{Budget, BudgetScope, day_of};
+use bosun_shared::{ApprovalId, CardId, Timestamp};
 use ractor::{ActorProcessingErr, ActorRef};
 use tracing::{info, warn};
 
 use super::{RunActorState, RunMsg};
 use crate::RunsError;
 use crate::events::EventsMsg;
-use bosun_agents::record::Decision;
+use crate::spend::CardBudgets;
+use bosun_agents::record::{AgentRun, Decision};
 use bosun_approvals::Outcome;
 use bosun_approvals::record::{ApprovalRecord, ApprovalState, changes_for, expired_message};
 use bosun_kit::offload::blocking;
 use bosun_store::writer::Change;
+
+/// A budget reached at a call: what it says, what allowing gives more, and whose it is (a
+/// card's or a project's day; `None` for the run's own).
+struct BudgetReached {
+    why: String,
+    grant: Budget,
+    scope: Option<BudgetScope>,
+}
 
 /// The person's decision on one approval.
 #[derive(Clone, Debug, Default)]
@@ -131,7 +140,7 @@ impl RunActorState {
         let escalated = self.asks.escalated;
         let ask2 = ask.clone();
         let folder = self.rec.cwd.clone();
-        let reached = run.budget_reached();
+        let reached = self.budget_reached(&run).await?;
         let eval =
             blocking(move || bosun_approvals::evaluate(&store, &run, &folder, escalated, &ask2))
                 .await??;
@@ -207,6 +216,7 @@ impl RunActorState {
             delivered_at: None,
             verdict_key: None,
             budget: None,
+            budget_scope: None,
         }
     }
 
@@ -231,28 +241,66 @@ impl RunActorState {
         Ok(())
     }
 
-    /// The run reached its budget at this call: it waits for the person as an approval that
-    /// says what was reached; allowing gives the run as much again (and the call goes on to
-    /// the policy), denying, or nobody answering in time, stops the run.
+    /// The budget this run has reached at this call, if any: its own, else its card's, else
+    /// its project's for the day it was created (those two shared with the other runs there).
+    async fn budget_reached(
+        &self,
+        run: &AgentRun,
+    ) -> Result<Option<BudgetReached>, ActorProcessingErr> {
+        if let Some(reached) = run.budget_reached() {
+            return Ok(Some(BudgetReached {
+                why: reached.to_string(),
+                grant: run.budget_grant(reached),
+                scope: None,
+            }));
+        }
+        let Some((card, _)) = run.card else {
+            return Ok(None);
+        };
+        let Some(caps) = self.card_budgets(card).await? else {
+            return Ok(None);
+        };
+        Ok(self
+            .ctx
+            .spend
+            .reached(&caps, card, &day_of(self.rec.created_at))
+            .map(|r| BudgetReached {
+                why: r.scope.reached_words(&r.reached),
+                grant: r.grant,
+                scope: Some(r.scope),
+            }))
+    }
+
+    /// The caps of `card` and its project, as the board keeps them now.
+    async fn card_budgets(&self, card: CardId) -> Result<Option<CardBudgets>, ActorProcessingErr> {
+        let budgets = self.ctx.budgets.clone();
+        Ok(blocking(move || budgets.of_card(card)).await??)
+    }
+
+    /// The run reached a budget at this call: it waits for the person as an approval that
+    /// says what was reached; allowing gives as much again (to the run, or to the card or the
+    /// project's day for every run there) and the call goes on to the policy; denying, or
+    /// nobody answering in time, stops the run.
     async fn ask_for_budget(
         &mut self,
         myself: &ActorRef<RunMsg>,
         ask: ToolAsk,
-        reached: Reached,
+        reached: BudgetReached,
         eval: bosun_approvals::Evaluation,
     ) -> Result<(), ActorProcessingErr> {
-        let Some(run) = self.rec.agent.as_ref() else {
-            return Ok(());
+        let BudgetReached { why, grant, scope } = reached;
+        let more = grant.caps_words().unwrap_or_default();
+        let whom = match &scope {
+            None => "this run".to_string(),
+            Some(s) => format!("{} (every run it counts)", s.words()),
         };
-        let grant = run.budget_grant(reached);
         let approval = ApprovalRecord {
             class: "budget".into(),
             escalates: eval.escalates,
-            why: reached.to_string(),
+            why: why.clone(),
             input: eval.input,
             preview: format!(
-                "allow {} more for this run (then this call goes on as usual), or deny to stop the run\nthe call waiting: {}",
-                grant.words().trim_end_matches(" a run"),
+                "allow {more} more for {whom} (then this call goes on as usual), or deny to stop the run\nthe call waiting: {}",
                 if eval.summary.is_empty() {
                     &ask.tool
                 } else {
@@ -260,11 +308,12 @@ impl RunActorState {
                 }
             ),
             budget: Some(grant),
+            budget_scope: scope,
             ..self.approval_of(&ask, eval.wait_ms, eval.attended)
         };
-        info!(run_id = %self.rec.id, approval = %approval.id, %reached, "the run's budget is reached: its next call waits for the person");
+        info!(run_id = %self.rec.id, approval = %approval.id, reached = %why, "a budget is reached: the run's next call waits for the person");
         let note = format!(
-            "{reached}: allow more with bosun approve {id}, or stop the run with bosun deny {id}",
+            "{why}: allow more with bosun approve {id}, or stop the run with bosun deny {id}",
             id = approval.id.short()
         );
         self.keep_waiting(myself, approval, note).await?;
@@ -272,27 +321,63 @@ impl RunActorState {
         Ok(())
     }
 
-    /// The person allowed more budget: saved with the approval, then the call that waited goes
-    /// on to the policy.
+    /// A budget's approval is allowed: by the person, who gives `grant` more (to the run, or to
+    /// its card or project's day when that is still reached: two runs' approvals allowed at
+    /// once give it once), or by another run's approval that gave the shared budget more
+    /// (`by_person` false: then only when the budget is no longer reached). Saved with the
+    /// approval, then the call that waited goes on to the policy. `None` when it stays
+    /// waiting.
     async fn allow_more(
         &mut self,
         myself: &ActorRef<RunMsg>,
         mut a: ApprovalRecord,
         grant: Budget,
-    ) -> Result<ApprovalView, RunsError> {
+        by_person: bool,
+    ) -> Result<Option<ApprovalView>, RunsError> {
         let internal = |e: &dyn std::fmt::Display| RunsError::internal(e.to_string());
         let before = self.rec.agent.as_ref().map(|r| r.budget_more);
-        if let Some(run) = self.rec.agent.as_mut() {
-            run.budget_more = run.budget_more.plus(&grant);
+        // What goes into the commit besides the approval: the run's record, or the grant.
+        let mut changes = Vec::new();
+        let mut given = None;
+        match (
+            &a.budget_scope,
+            self.rec.agent.as_ref().and_then(|r| r.card),
+        ) {
+            (None, _) => {
+                if let Some(run) = self.rec.agent.as_mut() {
+                    run.budget_more = run.budget_more.plus(&grant);
+                }
+                changes.push(Change::put(&self.rec));
+            }
+            (Some(scope), card) => {
+                let caps = match card {
+                    Some((card, _)) => self
+                        .card_budgets(card)
+                        .await
+                        .map_err(|e| internal(&e))?
+                        .unwrap_or_default(),
+                    None => CardBudgets::default(),
+                };
+                if by_person {
+                    if let Some((g, was)) = self.ctx.spend.grant(&caps, scope, &grant) {
+                        changes.push(Change::put(&g));
+                        given = Some((g.key, was));
+                    }
+                } else if self.ctx.spend.still_reached(&caps, scope) {
+                    return Ok(None);
+                }
+            }
         }
         a.state = ApprovalState::Allowed {
             at: Timestamp::now(),
         };
-        let mut changes = vec![Change::put(&self.rec)];
         changes.extend(changes_for(&a));
         if let Err(e) = self.ctx.writer.commit(changes).await {
             if let (Some(run), Some(b)) = (self.rec.agent.as_mut(), before) {
                 run.budget_more = b;
+            }
+            if let Some((key, was)) = &given {
+                self.ctx.spend.ungrant(key, *was);
             }
             return Err(internal(&e));
         }
@@ -303,7 +388,57 @@ impl RunActorState {
         if let Some(held) = self.asks.held.remove(&a.key) {
             self.on_ask(myself, held).await.map_err(|e| internal(&e))?;
         }
-        Ok(view)
+        if given.is_some()
+            && let Some(scope) = &a.budget_scope
+        {
+            self.tell_sharers(scope);
+        }
+        Ok(Some(view))
+    }
+
+    /// A shared budget was given more: every other live run that counts toward it looks again
+    /// at the calls it holds for it.
+    fn tell_sharers(&self, scope: &BudgetScope) {
+        for e in self.ctx.live.entries() {
+            if e.record.id == self.rec.id {
+                continue;
+            }
+            let Some(run) = e.record.agent.as_ref() else {
+                continue;
+            };
+            let shares = match scope {
+                BudgetScope::Card { card, .. } => run.card.is_some_and(|(c, _)| c == *card),
+                BudgetScope::ProjectDay { project, day, .. } => {
+                    run.project == Some(*project) && day_of(e.record.created_at) == *day
+                }
+            };
+            if shares {
+                let _ = e.actor.cast(RunMsg::BudgetMore);
+            }
+        }
+    }
+
+    /// Another run's approval gave a shared budget more: each call of this run held for a
+    /// shared budget that is no longer reached goes on.
+    pub(super) async fn on_budget_more(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+    ) -> Result<(), ActorProcessingErr> {
+        let held: Vec<ApprovalRecord> = self
+            .asks
+            .waiting
+            .values()
+            .filter(|a| a.budget_scope.is_some())
+            .cloned()
+            .collect();
+        for a in held {
+            let Some(grant) = a.budget else { continue };
+            let id = a.id;
+            if let Some(view) = self.allow_more(myself, a, grant, false).await? {
+                info!(run_id = %self.rec.id, approval = %id, state = %view.state, "a shared budget was given more: the call that waited goes on");
+            }
+        }
+        Ok(())
     }
 
     /// A budget's approval was denied, or nobody answered it: the call is refused and the run
@@ -364,7 +499,9 @@ impl RunActorState {
         if let Some(run) = self.rec.agent.as_mut() {
             run.decisions.push(decision);
         }
+        let row = self.usage_row_to_save();
         let mut changes = vec![Change::put(&self.rec)];
+        changes.extend(row.iter().map(Change::put));
         if let Some(a) = approval {
             changes.extend(changes_for(a));
         }
@@ -377,6 +514,7 @@ impl RunActorState {
             self.asks.escalated = escalated;
             return Err(e.into());
         }
+        self.usage_saved = row.or(self.usage_saved.take());
         self.asks.waiting.remove(&key);
         bosun_kit::crash::point("approval-decided");
         self.ctx.live.update(&self.rec);
@@ -458,7 +596,11 @@ impl RunActorState {
         }
         if let Some(grant) = a.budget {
             if d.allow {
-                return self.allow_more(myself, a, grant).await;
+                let view = a.view();
+                return Ok(self
+                    .allow_more(myself, a, grant, true)
+                    .await?
+                    .unwrap_or(view));
             }
             let message = match d.message {
                 Some(m) if !m.trim().is_empty() => m,

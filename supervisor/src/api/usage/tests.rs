@@ -1,22 +1,30 @@
 //! The sums of `bosun usage`, on records made here: by each key, with runs of no card, an
-//! unpriced run, a run before `since`, and a plain program's run (not counted).
+//! unpriced run, a run before `since`, and a plain program's run (which has no usage row).
 
 use std::collections::HashMap;
 
 use bosun_runs::record::RunRecord;
+use bosun_runs::spend::UsageRow as RunUsage;
 use bosun_shared::protocol::usage::{UsageBy, UsageRow};
 use bosun_shared::usage::Tokens;
 use bosun_shared::{CardId, Timestamp};
+use bosun_store::Record;
 use serde_json::{Value, json};
 
-use super::{Card, RunUsage, report};
+use super::{Card, RunSums, report};
 
 const DAY: u64 = 86_400_000;
 const CARD: &str = "01j9aaaaaaaaaaaaaaaaaaaac1";
 
 /// A run of `agent` created on day `day`, with `models` as (model, input, output, micro_usd):
-/// a whole record, read as a report reads it (and checked to read the same).
-fn run(agent: &str, day: u64, card: bool, models: &[(&str, u64, u64, Option<u64>)]) -> RunUsage {
+/// a whole record, its usage row, and that row as a report by anything but the model reads it
+/// (checked to read the same).
+fn run(
+    agent: &str,
+    day: u64,
+    card: bool,
+    models: &[(&str, u64, u64, Option<u64>)],
+) -> Option<RunUsage> {
     let priced = models.iter().all(|m| m.3.is_some());
     let cost: u64 = models.iter().filter_map(|m| m.3).sum();
     let usage = json!({
@@ -33,6 +41,9 @@ fn run(agent: &str, day: u64, card: bool, models: &[(&str, u64, u64, Option<u64>
     if card {
         agent_run["card"] = json!([CARD, 1]);
     }
+    if agent == "plain" {
+        agent_run["cli"] = Value::Null;
+    }
     let v: Value = json!({
         "id": bosun_shared::RunId::new(), "name": null, "program": "claude", "args": [], "cwd": "/w",
         "env_names": [], "time_cap_ms": null, "ladder": {"int_grace_ms": 1, "term_grace_ms": 1},
@@ -42,29 +53,23 @@ fn run(agent: &str, day: u64, card: bool, models: &[(&str, u64, u64, Option<u64>
         "agent": agent_run,
     });
     let whole: RunRecord = serde_json::from_value(v).expect("a run record");
-    let bytes = serde_json::to_vec(&whole).expect("encoded");
-    let part: RunUsage = serde_json::from_slice(&bytes).expect("read as a report reads it");
-    let agent = whole.agent.as_ref().expect("an agent's run");
-    let read = part.agent.as_ref().expect("its agent part");
+    let row = RunUsage::of(&whole)?;
+    let sums = RunSums::decode(&row.encode()).expect("read as a report reads it");
     assert_eq!(
-        (
-            part.id,
-            part.created_at,
-            &read.agent_name,
-            read.cli,
-            read.card,
-            &read.usage
-        ),
-        (
-            whole.id,
-            whole.created_at,
-            &agent.agent_name,
-            agent.cli,
-            agent.card,
-            &agent.usage
-        )
+        sums,
+        RunSums {
+            id: row.id,
+            created_at: row.created_at,
+            agent_name: row.agent_name.clone(),
+            cli: row.cli,
+            card: row.card,
+            project: row.project,
+            tokens: row.tokens,
+            micro_usd: row.micro_usd,
+            tool_calls: row.tool_calls,
+        }
     );
-    part
+    Some(row)
 }
 
 fn cards() -> HashMap<CardId, Card> {
@@ -94,11 +99,12 @@ fn row(key: &str, runs: u64, input: u64, output: u64, micro_usd: u64, unpriced: 
 
 #[test]
 fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
-    let mut plain = run("x", 0, false, &[("m", 1, 1, Some(1))]);
-    if let Some(a) = plain.agent.as_mut() {
-        a.cli = None;
-    }
-    let runs = vec![
+    assert_eq!(
+        run("plain", 0, false, &[("m", 1, 1, Some(1))]),
+        None,
+        "a plain program's run has no usage row"
+    );
+    let runs: Vec<RunUsage> = [
         run(
             "coder",
             0,
@@ -107,9 +113,12 @@ fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
         ),
         run("coder", 1, false, &[("opus", 50, 5, Some(250))]),
         run("reviewer", 1, true, &[("gpt", 10, 1, None)]),
-        plain,
-    ];
-    let v = report(&runs, &cards(), UsageBy::Agent, None);
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let projects = HashMap::new();
+    let v = report(&runs, &cards(), &projects, UsageBy::Agent, None);
     assert_eq!(
         v.rows,
         [
@@ -125,7 +134,7 @@ fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
         }
     );
 
-    let v = report(&runs, &cards(), UsageBy::Card, None);
+    let v = report(&runs, &cards(), &projects, UsageBy::Card, None);
     let card = CARD.parse::<CardId>().expect("id").short();
     assert_eq!(
         v.rows,
@@ -134,10 +143,10 @@ fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
             row("-", 1, 50, 5, 250, 0)
         ]
     );
-    let v = report(&runs, &cards(), UsageBy::Project, None);
+    let v = report(&runs, &cards(), &projects, UsageBy::Project, None);
     assert_eq!(v.rows[0].key, "web");
 
-    let v = report(&runs, &cards(), UsageBy::Model, None);
+    let v = report(&runs, &cards(), &projects, UsageBy::Model, None);
     let models: Vec<(&str, u64, u64)> = v
         .rows
         .iter()
@@ -145,11 +154,11 @@ fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
         .collect();
     assert_eq!(models, [("opus", 2, 750), ("haiku", 1, 20), ("gpt", 1, 0)]);
 
-    let v = report(&runs, &cards(), UsageBy::Day, None);
+    let v = report(&runs, &cards(), &projects, UsageBy::Day, None);
     let days: Vec<&str> = v.rows.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(days, ["2027-01-15", "2027-01-16"]);
 
     let since = Timestamp::from_millis(1_800_000_000_000 + DAY);
-    let v = report(&runs, &cards(), UsageBy::Agent, Some(since));
+    let v = report(&runs, &cards(), &projects, UsageBy::Agent, Some(since));
     assert_eq!(v.total.runs, 2, "the first day's run is before `since`");
 }
