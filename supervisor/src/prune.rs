@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_approvals::record::{ApprovalReads, ApprovalRecord, ApprovalState};
+use bosun_approvals::record::{ApprovalRecord, ApprovalState};
 use bosun_kit::offload::blocking;
-use bosun_runs::record::RunReads;
+use bosun_runs::record::RunRecord;
 use bosun_shared::Timestamp;
 use bosun_store::StoreError;
 use bosun_store::writer::Change;
@@ -58,34 +58,39 @@ fn decided_at(a: &ApprovalRecord) -> Option<Timestamp> {
 }
 
 /// Prunes what was decided or ended before `cutoff`: how many approvals went, and of how many
-/// runs the decision details.
+/// runs the decision details. One pass over each table, a record at a time (a store holds
+/// millions of decided calls): only what is to change is kept in memory.
 async fn round(ctx: &Arc<DaemonCtx>, cutoff: Timestamp) -> Result<(u64, u64), StoreError> {
-    let store = ctx.store.clone();
-    let (approvals, runs) =
-        blocking(move || Ok::<_, StoreError>((store.approvals()?, store.runs()?)))
-            .await
-            .map_err(|e| StoreError::Corrupt(e.to_string()))??;
-    let mut changes = Vec::new();
-    let mut pruned = (0, 0);
-    for a in approvals {
-        if decided_at(&a).is_some_and(|at| at < cutoff) && ctx.live.get(a.run).is_none() {
-            changes.push(Change::delete::<ApprovalRecord>(&a.id));
-            pruned.0 += 1;
-        }
-    }
-    for mut run in runs {
-        let over = run.state.is_final() && run.ended_at.is_some_and(|e| e < cutoff);
-        if !over || ctx.live.get(run.id).is_some() {
-            continue;
-        }
-        let Some(agent) = run.agent.as_mut().filter(|a| !a.decisions.is_empty()) else {
-            continue;
-        };
-        agent.decisions_pruned += agent.decisions.len() as u64;
-        agent.decisions.clear();
-        changes.push(Change::put(&run));
-        pruned.1 += 1;
-    }
+    let (store, live) = (ctx.store.clone(), ctx.live.clone());
+    let (mut changes, pruned) = blocking(move || {
+        let read = store.read()?;
+        let mut changes = Vec::new();
+        let mut pruned = (0, 0);
+        read.each::<ApprovalRecord>(|a| {
+            if decided_at(&a).is_some_and(|at| at < cutoff) && live.get(a.run).is_none() {
+                changes.push(Change::delete::<ApprovalRecord>(&a.id));
+                pruned.0 += 1;
+            }
+            Ok(())
+        })?;
+        read.each::<RunRecord>(|mut run| {
+            let over = run.state.is_final() && run.ended_at.is_some_and(|e| e < cutoff);
+            if !over || live.get(run.id).is_some() {
+                return Ok(());
+            }
+            let Some(agent) = run.agent.as_mut().filter(|a| !a.decisions.is_empty()) else {
+                return Ok(());
+            };
+            agent.decisions_pruned += agent.decisions.len() as u64;
+            agent.decisions.clear();
+            changes.push(Change::put(&run));
+            pruned.1 += 1;
+            Ok(())
+        })?;
+        Ok::<_, StoreError>((changes, pruned))
+    })
+    .await
+    .map_err(|e| StoreError::Corrupt(e.to_string()))??;
     while !changes.is_empty() {
         let rest = changes.split_off(changes.len().min(BATCH));
         ctx.writer

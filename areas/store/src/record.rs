@@ -90,6 +90,22 @@ impl Reader {
         Ok(out)
     }
 
+    /// Hands each record of its table to `f`, in key order, one at a time: for a pass over a
+    /// table too large to hold whole.
+    pub fn each<R: Record>(
+        &self,
+        mut f: impl FnMut(R) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let Some(table) = self.table::<R>()? else {
+            return Ok(());
+        };
+        for entry in table.iter()? {
+            let (_, v) = entry?;
+            f(R::decode(v.value())?)?;
+        }
+        Ok(())
+    }
+
     /// The records whose keys are in `from..to`, in key order.
     pub fn range<R: Record>(&self, from: &str, to: &str) -> Result<Vec<R>, StoreError> {
         let Some(table) = self.table::<R>()? else {
