@@ -1471,3 +1471,24 @@ pub fn path_without(
     }
     Ok(dir.display().to_string())
 }
+
+/// `git -C dir args…` as the tests use it: no system or global config of the machine's, a fixed
+/// author; its trimmed stdout, or what it said when it failed.
+pub fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .context("could not run git")?;
+    if !out.status.success() {
+        bail!(
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}

@@ -7,11 +7,10 @@
 //! taking the budget off lets them finish. A project's for the day (two cards' board runs):
 //! its runs wait. Bad caps are refused with the reason, nothing applied.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use bosun_tests::git;
 use bosun_tests::{Bosun, FakeModel, short_id, wait_for};
 use serde_json::Value;
 
@@ -448,26 +447,6 @@ fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_m
     let v = b.json(&["board", "card", "show", &card])?;
     assert_eq!(v["budget"], Value::Null, "{v:#}");
     b.finish()
-}
-
-/// `git` with no system or global config of the machine's.
-fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .context("could not run git")?;
-    if !out.status.success() {
-        bail!(
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
 }
 
 /// A repository on `main` with one commit.

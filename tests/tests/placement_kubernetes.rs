@@ -610,13 +610,26 @@ fn a_job_still_pending_when_bosund_restarts_gets_its_plan_after_the_restart() ->
     p.b.wait_run(&run, "the Job to be made", Duration::from_secs(30), |v| {
         v["placed"]["job"] == job.as_str()
     })?;
+    let seen_waiting = std::time::Instant::now();
     // bosund is killed twice while the Job waits (`show` starts it again).
     for _ in 0..2 {
         p.b.kill_daemon()?;
         let v = p.b.show(&run)?;
         assert_eq!(v["state"], "queued", "the run waits: {v:#}");
     }
-    std::thread::sleep(Duration::from_secs(1));
+    // The last bosund asks Kubernetes about the waiting Job before it is let run.
+    let asked_before = p.kube.requests().len();
+    wait_for(
+        "the restarted bosund to ask about the Job",
+        Duration::from_secs(30),
+        || {
+            let asked = p.kube.requests()[asked_before..]
+                .iter()
+                .any(|(m, t, _)| m == "GET" && t.contains(job.as_str()));
+            Ok(asked.then_some(()))
+        },
+    )?;
+    let waited_at_least = seen_waiting.elapsed().as_millis() as u64;
     p.kubelet.set_mode(Mode::Run);
     let v = p.b.wait_ended(&run, Duration::from_secs(90))?;
     assert_eq!(v["outcome"], "succeeded", "{v:#}");
@@ -629,7 +642,10 @@ fn a_job_still_pending_when_bosund_restarts_gets_its_plan_after_the_restart() ->
     let queued = v["placed"]["queued_ms"]
         .as_u64()
         .context("the run says it waited")?;
-    assert!(queued >= 1_000, "it waited at least a second: {v:#}");
+    assert!(
+        queued >= waited_at_least,
+        "it waited at least the {waited_at_least} ms the test saw it wait: {v:#}"
+    );
     let show = p.b.ok(&["show", &run])?;
     assert!(show.contains("in its queue"), "{show}");
     for (m, t, body) in &p.kube.requests() {

@@ -5,32 +5,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+use bosun_tests::git;
 use bosun_tests::{Bosun, wait_for};
 use serde_json::Value;
-
-/// `git` as the test uses it: no system or global config of the machine's.
-fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .context("could not run git")?;
-    if !out.status.success() {
-        bail!(
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
 
 /// A repository on `main` with one commit, an `origin` on GitHub (never fetched), and a
 /// post-checkout hook that leaves a mark if anything runs it.

@@ -21,33 +21,15 @@
 //! digest (never the token) is in the store, bosun's MCP server listens at the same address, and
 //! the verdict counts as any other.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use bosun_tests::git;
 use bosun_tests::github::{Check, FakeGithub, Pr};
 use bosun_tests::{Bosun, EventWatcher, FakeModel, everything_bin, post_initialize, wait_for};
 use serde_json::Value;
-
-fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .context("could not run git")?;
-    if !out.status.success() {
-        bail!(
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
 
 /// A repository on `main` with one commit and `origin` at `url`.
 fn repo(b: &Bosun, name: &str, url: &str) -> anyhow::Result<PathBuf> {
