@@ -67,6 +67,20 @@ fn point_at(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A run of `coder` against a new fake model answering `script`, followed to its end, which
+/// must be a success; the fake, for what the model was sent.
+fn run_on(b: &Bosun, script: &str, prompt: &str) -> anyhow::Result<FakeModel> {
+    let fake = FakeModel::start("anthropic", script)?;
+    point_at(b, &fake)?;
+    let out = b.output(&["agent", "run", "coder", prompt, "--follow"])?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(fake)
+}
+
 fn names(v: &Value) -> Vec<String> {
     v.as_array()
         .map(|a| {
@@ -838,14 +852,7 @@ fn a_tool_that_is_new_or_changed_since_the_person_approved_it_is_held_back_until
 
     // The person approves echo as it is now: the next run gets it, and still not the others.
     b.ok(&["mcp", "approve", "drift", "echo"])?;
-    let fake2 = FakeModel::start("anthropic", "tool:echo:{\"message\":\"seen\"};text:ok")?;
-    point_at(&b, &fake2)?;
-    let out = b.output(&["agent", "run", "coder", "echo", "--follow"])?;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let fake2 = run_on(&b, "tool:echo:{\"message\":\"seen\"};text:ok", "echo")?;
     let offered = names(&fake2.turns()[0]["tools"]);
     assert!(
         offered.contains(&"mcp__drift__echo".to_string())
@@ -863,14 +870,7 @@ fn a_tool_that_is_new_or_changed_since_the_person_approved_it_is_held_back_until
     b.ok(&["mcp", "approve", "drift", "--all-tools"])?;
     let shown = b.json(&["mcp", "show", "drift"])?;
     assert!(shown.get("pending_tools").is_none(), "{shown:#}");
-    let fake3 = FakeModel::start("anthropic", "text:ok")?;
-    point_at(&b, &fake3)?;
-    let out = b.output(&["agent", "run", "coder", "hi", "--follow"])?;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let fake3 = run_on(&b, "text:ok", "hi")?;
     let offered = names(&fake3.turns()[0]["tools"]);
     assert!(
         offered.contains(&"mcp__drift__tool-01".to_string()),
