@@ -833,6 +833,13 @@ impl Connection {
         }
     }
 
+    /// Ends the session and the server as [`Connection::close`] does, on a task of its own: for
+    /// a look that has what it came for, so that the person's answer does not wait for the
+    /// server to go (a stdio server takes a while to exit, an HTTP session to be deleted).
+    pub fn close_in_background(self) {
+        tokio::spawn(self.close());
+    }
+
     /// Ends the session and the server: closes its stdin, gives it a moment, then its process
     /// group gets SIGTERM and, if need be, SIGKILL.
     pub async fn close(self) {

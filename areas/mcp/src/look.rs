@@ -110,7 +110,7 @@ pub async fn sign_in_probe(
     let outcome = async {
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
         let listing = conn.list_tools().await;
-        conn.close().await;
+        conn.close_in_background();
         listing.map(|_| ())
     }
     .await;
@@ -133,7 +133,7 @@ pub async fn list_tools(
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
         let listing = conn.list_tools().await;
         let advertised = conn.peer().map(|p| advertised(&p.capabilities));
-        conn.close().await;
+        conn.close_in_background();
         let listing = listing?;
         Ok(StoredListing {
             at: Timestamp::now(),
@@ -242,7 +242,7 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
             let list_time = t1.elapsed();
             let peer = conn.peer();
             let revision = conn.revision.clone();
-            conn.close().await;
+            conn.close_in_background();
             let (listing, prompts, resources) = outcome?;
             let peer = peer.ok_or_else(|| {
                 McpError::Protocol("it answered initialize without its details".into())
@@ -305,7 +305,7 @@ pub async fn call(
         async move {
             let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
             let result = conn.call(tool, args).await;
-            conn.close().await;
+            conn.close_in_background();
             let result = result?;
             Ok(CallView {
                 is_error: result.is_error.unwrap_or(false),
