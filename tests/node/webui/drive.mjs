@@ -657,6 +657,56 @@ const scenarios = {
     return { rows, bars, models, costs };
   },
 
+  // A card's or a project's budget on its page (BOSUN_UI_PAGE, the block BOSUN_UI_BLOCK): each
+  // of BOSUN_UI_STEPS in turn, `{usd, tokens}` typed and Set or `{off: true}` for its Take it
+  // off button; what the form said after each, and what the block shows at the end.
+  async budget(page) {
+    const block = process.env.BOSUN_UI_BLOCK;
+    const message = `${block}-message`;
+    await page.goto(`${base}/#/${process.env.BOSUN_UI_PAGE}`);
+    await page.waitForSelector(`#${block}-form`);
+    const said = [];
+    for (const step of JSON.parse(process.env.BOSUN_UI_STEPS || "[]")) {
+      // The block is drawn anew after a change, its message saying so; a refusal is said in
+      // the block as it was.
+      await page.evaluate((id) => (document.getElementById(id).textContent = ""), message);
+      if (step.off) await page.click(`#${block}-off`);
+      else {
+        await page.fill(`#${block}-form input[name=budget_usd]`, step.usd);
+        await page.fill(`#${block}-form input[name=budget_tokens]`, step.tokens);
+        await page.click(`#${block}-form button[type=submit]`);
+      }
+      await page.waitForFunction((id) => (document.getElementById(id) || {}).textContent, message);
+      said.push(await page.locator(`#${message}`).textContent());
+    }
+    // A row's lines as the person reads them (each kind of cap spent on a line of its own).
+    const rows = await page.locator(`#${block} table.kv tr`).evaluateAll((trs) => trs.map((tr) => [tr.querySelector("th").textContent, tr.querySelector("td").innerText.trim()]));
+    const fields = [await page.inputValue(`#${block}-form input[name=budget_usd]`), await page.inputValue(`#${block}-form input[name=budget_tokens]`)];
+    return { said, shown: Object.fromEntries(rows), fields };
+  },
+
+  // An agent's budget of each run (BOSUN_UI_AGENT): set from its form, then a cap of 0 with
+  // another change, refused whole; what the form said each time.
+  async agentbudget(page) {
+    await page.goto(`${base}/#/agents/${process.env.BOSUN_UI_AGENT}`);
+    const form = page.locator("#agent-form");
+    await form.waitFor();
+    const before = await form.locator('input[name="max-tool-calls"]').inputValue();
+    await form.locator('input[name="budget.usd"]').fill("2.5");
+    await form.locator('input[name="budget.tokens"]').fill("500000");
+    await form.locator('input[name="max-tool-calls"]').fill("");
+    await form.locator("#agent-save").click();
+    await page.waitForFunction(() => (document.getElementById("agent-form-message") || {}).textContent === "Saved.");
+    const f2 = page.locator("#agent-form");
+    const shown = [await f2.locator('input[name="budget.usd"]').inputValue(), await f2.locator('input[name="budget.tokens"]').inputValue()];
+    await f2.locator('input[name="budget.usd"]').fill("");
+    await f2.locator('input[name="max-tool-calls"]').fill("0");
+    await f2.locator("#agent-save").click();
+    await page.waitForSelector("#agent-form-message .flash.error");
+    const refused = await page.locator("#agent-form-message .flash.error").textContent();
+    return { before, shown, refused };
+  },
+
   // The Daemon page's row of desktop notifications, before and after its switch is pressed.
   async notify(page) {
     await page.goto(`${base}/#/daemon`);

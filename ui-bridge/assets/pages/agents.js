@@ -1,12 +1,13 @@
 // Agents: the list; the agent form, to create one (`#/agents/~new`) or edit one: its setup
 // (CLI, folder, model, instructions, permission mode, allowed commands, time cap, output cap,
 // Codex settings, plain and secret environment — secret values write-only), its switches
-// (servers and their tools with risk and sign-in state, web search and fetch, browser, skills)
-// and its approvals (mode, wait, verdicts), sent as the `key=value` settings of `bosun agent
-// set`, which the daemon takes all or none (when it refuses them, the page offers to send only
-// them again); starting a run; pausing and removing.
+// (servers and their tools with risk and sign-in state, web search and fetch, browser, skills),
+// its approvals (mode, wait, verdicts) and each run's budget (cost, tokens, tool calls), sent as
+// the `key=value` settings of `bosun agent set`, which the daemon takes all or none (when it
+// refuses them, the page offers to send only them again); starting a run; pausing and removing.
 
 import { call, getJSON } from "../api.js";
+import { capText } from "../budget.js";
 import { ago, clear, duration, flash, h } from "../dom.js";
 import { field, forgetSecrets, formMessage, lineRows, linesOf, secret, select, text } from "../forms.js";
 
@@ -203,6 +204,9 @@ function agentPage(root, name) {
       waitForPerson: h("input", { type: "checkbox", name: "approval.wait-for-person", checked: a.approvals.wait_for_person }),
       roots: text({ name: "roots", value: rootsText(a.workspace), placeholder: "none, or absolute folders: /home/me/notes,/srv/data", size: 40 }),
       unrestricted: h("input", { type: "checkbox", name: "workspace.unrestricted", checked: !!(a.workspace && a.workspace.unrestricted) }),
+      budgetUsd: text({ name: "budget.usd", value: capText((a.budget || {}).micro_usd, true), size: 16, placeholder: "none, or such as 2" }),
+      budgetTokens: text({ name: "budget.tokens", value: capText((a.budget || {}).tokens, false), size: 22, placeholder: "none, or such as 500000" }),
+      maxToolCalls: text({ name: "max-tool-calls", value: capText((a.budget || {}).tool_calls, false), size: 16, placeholder: "none, or such as 200" }),
     };
     const servers = sw.mcp.map((m) => {
       const on = h("input", { type: "checkbox", class: "server-switch", checked: m.on, "aria-label": `mcp.${m.server}` });
@@ -278,6 +282,11 @@ function agentPage(root, name) {
         field("A call waits for the person", s.wait, "then it is denied; 1s to 24h"),
         h("label", { class: "switch" }, s.waitForPerson, "Runs the board or the lead started wait for the person too"),
         h("div", { class: "field" }, h("span", { class: "label" }, "Verdicts"), h("div", { id: "verdicts" }, verdicts.map((v) => v.row), newVerdicts, h("button", { type: "button", class: "small", id: "verdict-add", onclick: () => addVerdict().focus() }, "Add a verdict"))),
+        h("h2", null, "Budget of each run"),
+        field("Dollars", s.budgetUsd),
+        field("Tokens", s.budgetTokens, "every kind together"),
+        field("Tool calls", s.maxToolCalls),
+        h("p", { class: "muted" }, "Empty or off for none. A run that reaches one waits for you in the Inbox at its next tool call: allow gives it as much again, deny stops it."),
       ),
       h("div", { class: "actions" }, h("button", { class: "primary", type: "submit", id: "agent-save" }, creating ? "Create" : "Save")),
       out.el,
@@ -315,6 +324,16 @@ function agentPage(root, name) {
       // bosund reads the text; the same wait written otherwise is the same wait to it.
       if (waitText !== duration(ap.wait_ms)) out.push(`approval.wait=${waitText}`);
       if (s.waitForPerson.checked !== ap.wait_for_person) out.push(`approval.wait-for-person=${onOff(s.waitForPerson.checked)}`);
+      // bosund reads each cap; the field's text goes as it is, empty as off.
+      const b = now.budget || {};
+      for (const [key, el, was, dollars] of [
+        ["budget.usd", s.budgetUsd, b.micro_usd, true],
+        ["budget.tokens", s.budgetTokens, b.tokens, false],
+        ["max-tool-calls", s.maxToolCalls, b.tool_calls, false],
+      ]) {
+        const t = el.value.trim() || "off";
+        if (t !== (capText(was, dollars) || "off")) out.push(`${key}=${t}`);
+      }
       for (const v of verdicts) if (v.sel.value !== v.v) out.push(`${v.key}=${v.sel.value}`);
       for (const v of newVerdictRows) if (v.k.value.trim()) out.push(`${v.k.value.trim()}=${v.sel.value}`);
       return out;

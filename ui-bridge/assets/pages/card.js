@@ -1,8 +1,10 @@
 // One card of the board: its setup and activity; edit its title, description, acceptance,
-// project, agent and column; put it on hold with a reason and release it; add a line to its
-// activity; remove it. The daemon's refusal is said next to the form, in its words.
+// project, agent and column; put it on hold with a reason and release it; its budget, what its
+// runs spent against it, set and taken off (`budget.js`); add a line to its activity; remove
+// it. The daemon's refusal is said next to the form, in its words.
 
 import { call } from "../api.js";
+import { sharedBudget } from "../budget.js";
 import { on } from "../bus.js";
 import { clear, flash, h, when } from "../dom.js";
 import { field, formMessage, select, text } from "../forms.js";
@@ -63,6 +65,17 @@ export function mount(root, [id]) {
     const hold = c.hold
       ? h("div", { class: "card", id: "card-hold" }, h("div", { class: "hold" }, `On hold: ${c.hold.reason}`), h("button", { id: "card-release", onclick: release }, "Release"), holdOut.el)
       : h("form", { class: "card inline", id: "card-hold", onsubmit: holdIt }, reason, h("button", { type: "submit", id: "card-hold-go" }, "Hold"), holdOut.el);
+    const budget = sharedBudget({
+      id: "card-budget",
+      view: c.budget,
+      per: "for all its runs together",
+      spentWhen: "so far",
+      save: async (edit) => {
+        card = await call("card_edit", { card: c.id, budget_micro_usd: edit.micro_usd, budget_tokens: edit.tokens });
+        await load();
+      },
+    });
+    budget.addEventListener("input", () => (typing = true));
     box.append(
       h("div", { class: "page-head" }, h("h1", null, h("span", { class: "mono muted" }, c.short_id), " ", c.title), h("span", { class: "chip" }, c.column), c.hold ? h("span", { class: "chip warn" }, "on hold") : null, h("a", { href: "#/board" }, "the board"), h("button", { class: "danger", id: "card-remove", onclick: remove }, "Remove")),
       h(
@@ -80,6 +93,7 @@ export function mount(root, [id]) {
           .map(([k, ...v]) => h("tr", null, h("th", null, k), h("td", null, v))),
       ),
       hold,
+      budget,
       form,
       h("h2", null, "Activity"),
       h("ul", { class: "activity", id: "card-activity" }, c.activity.map((a) => h("li", null, h("span", { class: "muted" }, when(a.at), " "), a.what))),

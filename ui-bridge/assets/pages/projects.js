@@ -1,8 +1,10 @@
 // Projects: the list and adding one (a git checkout); one project's page: its setup, edit,
 // the person's switches (its cards are tested before review; the lead may merge its cards'
-// pull requests, off unless the person sets it here or with `bosun project set`), remove.
+// pull requests, off unless the person sets it here or with `bosun project set`), its daily
+// budget and today's spending against it, set and taken off (`budget.js`), remove.
 
 import { call } from "../api.js";
+import { sharedBudget } from "../budget.js";
 import { clear, flash, h, when } from "../dom.js";
 import { field, formMessage, text } from "../forms.js";
 
@@ -155,6 +157,13 @@ function projectPage(root, name) {
         ].map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v))),
       ),
       switches,
+      sharedBudget({
+        id: "project-budget",
+        view: p.daily_budget,
+        per: "a day (UTC), for the runs of its cards created that day",
+        spentWhen: "today",
+        save: async (edit) => draw(await call("project_edit", { project: p.name, daily_budget_micro_usd: edit.micro_usd, daily_budget_tokens: edit.tokens })),
+      }),
       form,
     );
 

@@ -13,6 +13,7 @@ use bosun_shared::protocol::mcp::ImportScan;
 use bosun_shared::protocol::runs::{Following, Unfollow};
 use bosun_shared::protocol::ui::{Event, FollowParams, Request};
 use bosun_shared::run::Stream;
+use bosun_shared::usage::CapEdit;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -93,24 +94,37 @@ fn person_env(scan: &mut ImportScan) {
 pub struct ParseQuery {
     time_cap: Option<String>,
     size: Option<String>,
+    budget_usd: Option<String>,
+    budget_tokens: Option<String>,
 }
 
-/// `GET /api/parse?time_cap=TEXT` or `?size=TEXT`: a time cap (`30m`, `2h`) or a size (`1G`) as
-/// the person typed it in a form, read by the parser the command line and bosund use, so the
-/// pages hold no parser of their own: `{"ms": N}` or `{"bytes": N}`, or a 400 in the rule's
-/// words (a time cap over a week, a duration without a unit).
+/// `GET /api/parse?time_cap=TEXT`, `?size=TEXT`, `?budget_usd=TEXT` or `?budget_tokens=TEXT`:
+/// a time cap (`30m`, `2h`), a size (`1G`) or a card's or project's budget (`5`, `$2.50`,
+/// `500000`, `off`) as the person typed it in a form, read by the parser the command line and
+/// bosund use, so the pages hold no parser of their own: `{"ms": N}`, `{"bytes": N}` or
+/// `{"cap": "off" | {"set": N}}` (the budget's edit as the wire carries it, dollars in
+/// millionths), or a 400 in the rule's words (a time cap over a week, a duration without a
+/// unit, a budget that is not a positive amount).
 pub async fn parse(Query(q): Query<ParseQuery>) -> Result<Response, ApiError> {
-    match (q.time_cap, q.size) {
-        (Some(t), None) => {
+    let budget = |what: &str, text: &str, dollars: bool| {
+        CapEdit::parse(what, text, dollars)
+            .map(|cap| Json(json!({ "cap": cap })).into_response())
+            .map_err(ApiError::bad_request)
+    };
+    match (q.time_cap, q.size, q.budget_usd, q.budget_tokens) {
+        (Some(t), None, None, None) => {
             let cap = bosun_shared::time::TimeCap::parse(&t).map_err(ApiError::bad_request)?;
             Ok(Json(json!({ "ms": cap.as_millis() })).into_response())
         }
-        (None, Some(s)) => {
+        (None, Some(s), None, None) => {
             let bytes = bosun_shared::size::parse_size(&s).map_err(ApiError::bad_request)?;
             Ok(Json(json!({ "bytes": bytes })).into_response())
         }
-        (Some(_), Some(_)) | (None, None) => Err(ApiError::bad_request(
-            "say what to read: time_cap=TEXT or size=TEXT",
+        (None, None, Some(u), None) => budget("a budget in dollars", &u, true),
+        (None, None, None, Some(n)) => budget("a budget in tokens", &n, false),
+        // None of them, or more than one.
+        _ => Err(ApiError::bad_request(
+            "say what to read, one of: time_cap=TEXT, size=TEXT, budget_usd=TEXT or budget_tokens=TEXT",
         )),
     }
 }

@@ -8,8 +8,8 @@
 //!
 //! - `guard.rs`: the Host allow-list, the sign-in, CSRF and Origin checks, the headers.
 //! - `api.rs`: `POST /api/call` (one UI-protocol request, passed through), a log's chunks and
-//!   its download, and `GET /api/parse` (a time cap or a size the person typed, read by the
-//!   one parser the command line and bosund use).
+//!   its download, and `GET /api/parse` (a time cap, a size or a budget the person typed, read
+//!   by the one parser the command line and bosund use).
 //! - `sse.rs`: the live streams, `/api/events` and `/api/runs/{run}/log`.
 //! - `assets.rs`: the pages, embedded in the binary.
 //! - `address.rs`: `ui.json`, how `bosun ui` finds the running bridge.
