@@ -325,8 +325,6 @@ pub fn cost_words(cost: Option<&bosun_shared::usage::Cost>) -> String {
     }
 }
 
-/// What an agent's run should tell the person at its end: the MCP servers the CLI could not
-/// use.
 /// A budget several runs share, in a line: `$5.00 for all its runs; spent $1.2345, 40000
 /// tokens; allowed more: $5.00`.
 pub fn shared_budget(b: &bosun_shared::protocol::board::SharedBudgetView, what: &str) -> String {
@@ -345,6 +343,8 @@ pub fn shared_budget(b: &bosun_shared::protocol::board::SharedBudgetView, what: 
     line
 }
 
+/// What an agent's run should tell the person at its end: the MCP servers the CLI could not
+/// use.
 pub fn server_problems(run: &RunView) -> Vec<String> {
     let Some(a) = &run.agent else {
         return Vec::new();
