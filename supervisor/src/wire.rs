@@ -7,7 +7,7 @@ use bosun_auth::client_document::ClientDocumentError;
 use bosun_auth::discovery::DiscoveryError;
 use bosun_auth::oauth::OAuthError;
 use bosun_board::BoardError;
-use bosun_kit::error::Starting;
+use bosun_kit::error::{Refused, RefusedKind, Starting};
 use bosun_kit::keychain::KeychainError;
 use bosun_kit::offload::BlockingError;
 use bosun_kit::prefix::PrefixError;
@@ -129,14 +129,22 @@ impl Code for ClientDocumentError {
     }
 }
 
+impl Code for Refused {
+    fn code(&self) -> ErrorCode {
+        match self.kind {
+            RefusedKind::Invalid => ErrorCode::BadRequest,
+            RefusedKind::NotFound => ErrorCode::NotFound,
+            RefusedKind::Conflict => ErrorCode::Conflict,
+            RefusedKind::Unavailable => ErrorCode::Unavailable,
+            RefusedKind::Internal => ErrorCode::Internal,
+        }
+    }
+}
+
 impl Code for AuthError {
     fn code(&self) -> ErrorCode {
         match self {
-            AuthError::Invalid(_) => ErrorCode::BadRequest,
-            AuthError::NotFound(_) => ErrorCode::NotFound,
-            AuthError::Conflict(_) => ErrorCode::Conflict,
-            AuthError::Unavailable(_) => ErrorCode::Unavailable,
-            AuthError::Internal(_) => ErrorCode::Internal,
+            AuthError::Refused(r) => r.code(),
             AuthError::Unreachable { .. } => ErrorCode::Unavailable,
             AuthError::NeedsSignIn { .. } => ErrorCode::Unauthorized,
             AuthError::Discovery { error, .. } => error.code(),
@@ -152,11 +160,7 @@ impl Code for AuthError {
 impl Code for RegistryError {
     fn code(&self) -> ErrorCode {
         match self {
-            RegistryError::Invalid(_) => ErrorCode::BadRequest,
-            RegistryError::NotFound(_) => ErrorCode::NotFound,
-            RegistryError::Conflict(_) => ErrorCode::Conflict,
-            RegistryError::Unavailable(_) => ErrorCode::Unavailable,
-            RegistryError::Internal(_) => ErrorCode::Internal,
+            RegistryError::Refused(r) => r.code(),
             RegistryError::Browser(_) => ErrorCode::BadRequest,
             RegistryError::BrowserCannotStart(_) => ErrorCode::Unavailable,
             RegistryError::Starting(e) => e.code(),
@@ -173,11 +177,7 @@ impl Code for RegistryError {
 impl Code for AgentsError {
     fn code(&self) -> ErrorCode {
         match self {
-            AgentsError::Invalid(_) => ErrorCode::BadRequest,
-            AgentsError::NotFound(_) => ErrorCode::NotFound,
-            AgentsError::Conflict(_) => ErrorCode::Conflict,
-            AgentsError::Unavailable(_) => ErrorCode::Unavailable,
-            AgentsError::Internal(_) => ErrorCode::Internal,
+            AgentsError::Refused(r) => r.code(),
             AgentsError::Starting(e) => e.code(),
             AgentsError::NothingRemoved(e) => e.code(),
             AgentsError::Auth(e) => e.code(),
@@ -191,11 +191,7 @@ impl Code for AgentsError {
 impl Code for RunsError {
     fn code(&self) -> ErrorCode {
         match self {
-            RunsError::Invalid(_) => ErrorCode::BadRequest,
-            RunsError::NotFound(_) => ErrorCode::NotFound,
-            RunsError::Conflict(_) => ErrorCode::Conflict,
-            RunsError::Unavailable(_) => ErrorCode::Unavailable,
-            RunsError::Internal(_) => ErrorCode::Internal,
+            RunsError::Refused(r) => r.code(),
             RunsError::Starting(e) => e.code(),
             RunsError::ShuttingDown(_) => ErrorCode::ShuttingDown,
             RunsError::Store(e) => e.code(),
@@ -207,11 +203,7 @@ impl Code for RunsError {
 impl Code for BoardError {
     fn code(&self) -> ErrorCode {
         match self {
-            BoardError::Invalid(_) => ErrorCode::BadRequest,
-            BoardError::NotFound(_) => ErrorCode::NotFound,
-            BoardError::Conflict(_) => ErrorCode::Conflict,
-            BoardError::Unavailable(_) => ErrorCode::Unavailable,
-            BoardError::Internal(_) => ErrorCode::Internal,
+            BoardError::Refused(r) => r.code(),
             BoardError::Starting(e) => e.code(),
             BoardError::Prefix(e) => e.code(),
             BoardError::Agents(e) => e.code(),
@@ -225,11 +217,7 @@ impl Code for BoardError {
 impl Code for ChatsError {
     fn code(&self) -> ErrorCode {
         match self {
-            ChatsError::Invalid(_) => ErrorCode::BadRequest,
-            ChatsError::NotFound(_) => ErrorCode::NotFound,
-            ChatsError::Conflict(_) => ErrorCode::Conflict,
-            ChatsError::Unavailable(_) => ErrorCode::Unavailable,
-            ChatsError::Internal(_) => ErrorCode::Internal,
+            ChatsError::Refused(r) => r.code(),
             ChatsError::Starting(e) => e.code(),
             ChatsError::Prefix(e) => e.code(),
             ChatsError::Agents(e) => e.code(),

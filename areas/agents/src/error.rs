@@ -7,26 +7,10 @@ use bosun_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentsError {
-    /// The request is not acceptable as given (a name, a switch, a value, a prompt): from the
-    /// checks made before anything is written or started. Retrying as is cannot help; the
-    /// message says what to change.
-    #[error("{0}")]
-    Invalid(String),
-    /// No agent (or server, or tool a switch names) answers to what the person named: from the
-    /// lookups. Retrying cannot help.
-    #[error("{0}")]
-    NotFound(String),
-    /// The request clashes with what is there (a name in use, a secret missing from the
-    /// keychain): retrying helps once that changes.
-    #[error("{0}")]
-    Conflict(String),
-    /// Something the run needs cannot be had now (the CLI is not signed in, the browser cannot
-    /// start, Claude Code did not list its tools): retrying later may help.
-    #[error("{0}")]
-    Unavailable(String),
-    /// bosund failed on its side (the Agents actor did not answer): retrying may help.
-    #[error("{0}")]
-    Internal(String),
+    /// Refused, in the person's words ([`bosun_kit::error::RefusedKind`] says of which
+    /// kind).
+    #[error(transparent)]
+    Refused(#[from] bosun_kit::error::Refused),
     /// The Agents actor has not started yet: retrying in a moment helps.
     #[error(transparent)]
     Starting(#[from] bosun_kit::error::Starting),

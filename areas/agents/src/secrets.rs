@@ -114,7 +114,7 @@ pub struct SecretReader {
 impl SecretReader {
     /// Reads every value again, in order: the keychain's as it is now, a token as the server's
     /// refresher hands it out now (refreshed first when it would not last). A value that is
-    /// gone is [`AgentsError::Conflict`] with what it was and how to set it again.
+    /// gone is refused as a conflict ([`bosun_kit::error::RefusedKind::Conflict`]) with what it was and how to set it again.
     pub async fn read_again(&self, sources: &[SecretSource]) -> Result<Vec<String>, AgentsError> {
         let (keychain, auth) = (&self.keychain, &self.auth);
         let mut out = Vec::with_capacity(sources.len());

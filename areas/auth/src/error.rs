@@ -10,25 +10,10 @@ use super::oauth::OAuthError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
-    /// The server cannot be signed in to as asked (started as a command, signed in by Claude
-    /// Code): from `signin::start`. Retrying as is cannot help; the message says what to change.
-    #[error("{0}")]
-    Invalid(String),
-    /// No sign-in by that number is under way: from `signin::finish`. Retrying cannot help.
-    #[error("{0}")]
-    NotFound(String),
-    /// The sign-in met a state it cannot go on from (a port taken, a state that does not match,
-    /// no registration offered, too many step-ups, the person cancelled it): from the sign-in.
-    /// Retrying helps once that changes.
-    #[error("{0}")]
-    Conflict(String),
-    /// Something the sign-in needs did not answer in time (the server, the browser, a refresher):
-    /// retrying later may help.
-    #[error("{0}")]
-    Unavailable(String),
-    /// bosund failed on its side (an actor that did not answer): retrying may help.
-    #[error("{0}")]
-    Internal(String),
+    /// Refused, in the person's words ([`bosun_kit::error::RefusedKind`] says of which
+    /// kind).
+    #[error(transparent)]
+    Refused(#[from] bosun_kit::error::Refused),
     /// The server could not be reached, or answered bosun's first request oddly, as a sign-in
     /// began: from `signin::start`. Retrying later may help.
     #[error("could not reach `{name}` at {url}: {error}")]

@@ -8,24 +8,10 @@ use bosun_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BoardError {
-    /// The request is not acceptable as given (a name, a title, a note's path, a limit): from
-    /// the checks made before anything is written. Retrying as is cannot help.
-    #[error("{0}")]
-    Invalid(String),
-    /// No column, card or note answers to what the person named: retrying cannot help.
-    #[error("{0}")]
-    NotFound(String),
-    /// The request clashes with what is there (a name in use, a note that moved on since its
-    /// base version): retrying helps once that changes (with `force`, for a note).
-    #[error("{0}")]
-    Conflict(String),
-    /// Something the board needs cannot be had now: retrying later may help.
-    #[error("{0}")]
-    Unavailable(String),
-    /// bosund failed on its side (the Board did not answer, a card went away): retrying may
-    /// help.
-    #[error("{0}")]
-    Internal(String),
+    /// Refused, in the person's words ([`bosun_kit::error::RefusedKind`] says of which
+    /// kind).
+    #[error(transparent)]
+    Refused(#[from] bosun_kit::error::Refused),
     /// The Board has not started yet: retrying in a moment helps.
     #[error(transparent)]
     Starting(#[from] bosun_kit::error::Starting),

@@ -11,25 +11,10 @@ use super::tools::response_text;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChatsError {
-    /// The request is not acceptable as given (an empty message, a file that is not absolute,
-    /// an agent that is not a lead): retrying as is cannot help.
-    #[error("{0}")]
-    Invalid(String),
-    /// No chat or pending action answers to what the person named: retrying cannot help.
-    #[error("{0}")]
-    NotFound(String),
-    /// The chat or the action is not in a state for it (an answer is under way, the action was
-    /// decided): retrying helps once that changes.
-    #[error("{0}")]
-    Conflict(String),
-    /// Something the chat needs cannot be had now (its chat is restarting, bosun's MCP server is
-    /// starting): retrying in a moment helps.
-    #[error("{0}")]
-    Unavailable(String),
-    /// bosund failed on its side (a chat went away, the chats did not answer): retrying may
-    /// help.
-    #[error("{0}")]
-    Internal(String),
+    /// Refused, in the person's words ([`bosun_kit::error::RefusedKind`] says of which
+    /// kind).
+    #[error(transparent)]
+    Refused(#[from] bosun_kit::error::Refused),
     /// The Chats actor has not started yet: retrying in a moment helps.
     #[error(transparent)]
     Starting(#[from] bosun_kit::error::Starting),

@@ -10,27 +10,10 @@ use super::redact::{Redact, Redactor};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
-    /// The request is not acceptable as given (a name, a flag, a value, a file to import from):
-    /// from the checks made before anything is written. Retrying as is cannot help; the message
-    /// says what to change.
-    #[error("{0}")]
-    Invalid(String),
-    /// No server (or import candidate, or kept listing) answers to what the person named: from
-    /// the lookups. Retrying cannot help.
-    #[error("{0}")]
-    NotFound(String),
-    /// The request clashes with what is there (a name in use, a value missing from the
-    /// keychain, a server Claude Code signs in to): retrying helps once that changes.
-    #[error("{0}")]
-    Conflict(String),
-    /// Something the server needs cannot be had now (its browser cannot start): retrying later
-    /// may help.
-    #[error("{0}")]
-    Unavailable(String),
-    /// bosund failed on its side (the registry did not answer, a server answered without its
-    /// details): retrying may help.
-    #[error("{0}")]
-    Internal(String),
+    /// Refused, in the person's words ([`bosun_kit::error::RefusedKind`] says of which
+    /// kind).
+    #[error(transparent)]
+    Refused(#[from] bosun_kit::error::Refused),
     /// The browser's settings, or a command line that starts chrome-devtools-mcp, are not
     /// acceptable (a version that is not exact, a forbidden option, a browser program bosun does
     /// not use): from the checks made before anything is written. Retrying as is cannot help.

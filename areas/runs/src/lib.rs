@@ -710,7 +710,7 @@ fn check_free_space(dir: &std::path::Path) -> Result<(), RunsError> {
     };
     // Refused up front, rather than recorded and failed at once for want of its folder.
     if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
-        return Err(RunsError::Unavailable(format!(
+        return Err(RunsError::unavailable(format!(
             "the state directory {} is on a read-only file system, where bosun cannot keep a new run's folder and log; the run was not started: make it writable and start the run again",
             dir.display()
         )));
@@ -718,7 +718,7 @@ fn check_free_space(dir: &std::path::Path) -> Result<(), RunsError> {
     let free = st.blocks_available().saturating_mul(st.fragment_size());
     let mb = |b: u64| b as f64 / 1_000_000.0;
     if free < floor_mb * 1_000_000 {
-        return Err(RunsError::Unavailable(format!(
+        return Err(RunsError::unavailable(format!(
             "the state directory's disk has only {:.1} MB free, below the {floor_mb} MB bosun keeps for run logs; free some space on {} and start the run again (BOSUN_MIN_FREE_MB in bosund's environment sets the floor)",
             mb(free),
             dir.display()
