@@ -36,6 +36,7 @@ use bosun_store::{LogChunk, StoreError};
 
 mod asks;
 mod remote;
+mod tokens;
 
 pub use asks::PersonDecision;
 
@@ -86,6 +87,11 @@ pub enum RunMsg {
     /// Another run's approval gave a budget this run shares (its card's, its project's day)
     /// more: the calls held for it may go on.
     BudgetMore,
+    /// The answer to the runner's ask `key` for a server's token anew.
+    TokenGot {
+        key: String,
+        answer: bosun_shared::protocol::runner::TokenAnswer,
+    },
 }
 
 /// What a runner is told when it attaches.
@@ -344,6 +350,7 @@ impl RunActorState {
             }
             RunMsg::Deadline { key } => self.on_deadline(key).await?,
             RunMsg::BudgetMore => self.on_budget_more(myself).await?,
+            RunMsg::TokenGot { key, answer } => self.on_token_got(key, answer),
         }
         Ok(())
     }
@@ -548,6 +555,7 @@ impl RunActorState {
             RunnerMsg::Delivered { key } => self.on_delivered(key).await,
             RunnerMsg::Withdrawn { key } => self.on_withdrawn(key).await,
             RunnerMsg::WantPlan => self.on_want_plan(myself).await,
+            RunnerMsg::Token(ask) => self.on_token_ask(myself, ask),
         }
     }
 
