@@ -105,41 +105,181 @@ fn a_token_that_expires_mid_run_is_renewed_and_the_call_runs_once() -> anyhow::R
 }
 
 #[test]
-fn a_call_whose_token_cannot_be_renewed_fails_saying_why_and_the_run_goes_on() -> anyhow::Result<()>
-{
-    let oauth = OAuthServer::start(&["--refuse-refresh"])?;
-    let b = Bosun::new("gateway_token_refused").with_test_browser();
+fn a_token_needed_while_bosund_is_down_fails_the_call_saying_so() -> anyhow::Result<()> {
+    let oauth = OAuthServer::start(&[])?;
+    let b = Bosun::new("gateway_token_no_bosund").with_test_browser();
     let (id, mut c, _fake) = a_run_on(&b, &oauth)?;
     oauth.expire_tokens()?;
+    b.kill_daemon()?;
     let before = oauth.requests_to("/mcp").len();
-    let answer = c.call("whoami", json!({}), Duration::from_secs(30))?;
+    let answer = c.call("whoami", json!({}), Duration::from_secs(60))?;
     let message = answer["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("the MCP server `remote` needs a new sign-in")
-            && message.contains("the call was not run")
-            && message.contains("bosun mcp sign-in remote"),
+        message.contains("bosun could not renew the sign-in to the MCP server `remote`: bosund did not answer within 15 s")
+            && message.contains("the call was not run"),
         "{answer}"
     );
     // Refused, never run.
     let after: Vec<Value> = oauth.requests_to("/mcp")[before..].to_vec();
     assert!(
-        after.iter().all(|r| r["status"] == 401) && !after.is_empty(),
+        !after.is_empty() && after.iter().all(|r| r["status"] == 401),
         "{after:#?}"
     );
-    // The run goes on, and so does the connection: the next request is answered (with the
-    // same refusal: only a new sign-in helps).
-    let next = c.ask("tools/list", json!({}), Duration::from_secs(30))?;
-    assert!(
-        next["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("needs a new sign-in")),
-        "{next}"
-    );
+    // bosund back: the run went on all along.
+    b.ok(&["ps"])?;
     wait_for("the run still running", Duration::from_secs(10), || {
         Ok((b.show(&id)?["state"] == "running").then_some(()))
     })?;
     drop(c);
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
+    b.finish()
+}
+
+/// The "needs a new sign-in" items waiting in the inbox (`bosun inbox --json`).
+fn sign_in_items(b: &Bosun) -> anyhow::Result<Vec<Value>> {
+    let inbox = b.json(&["inbox"])?;
+    Ok(inbox
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|i| i["class"] == "sign-in")
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// A call of `whoami` sent, refused by the server for a wider scope, waiting in the inbox: the
+/// run, the client, the call's id and the item.
+fn a_call_that_waits_for_a_wider_sign_in(
+    b: &Bosun,
+    oauth: &OAuthServer,
+) -> anyhow::Result<(String, GatewayClient, FakeModel, u64, Value)> {
+    let (id, mut c, fake) = a_run_on(b, oauth)?;
+    let call = 100;
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",
+                   "params": {"name": "whoami", "arguments": {}}}),
+    )?;
+    let item = wait_for(
+        "a sign-in item in the inbox",
+        Duration::from_secs(30),
+        || Ok(sign_in_items(b)?.into_iter().next()),
+    )?;
+    assert_eq!(item["run"], json!(id), "{item}");
+    let preview = item["preview"].as_str().unwrap_or_default();
+    assert!(
+        preview.contains("server remote needs a new sign-in (scope mcp:read mcp:write)")
+            && preview.contains("sign in to go on: bosun mcp sign-in remote"),
+        "{item}"
+    );
+    // The call waits: no answer yet, and the server ran nothing.
+    assert!(
+        !c.drain(Duration::from_millis(500))
+            .iter()
+            .any(|m| m["id"] == json!(call)),
+        "the call waits for the sign-in"
+    );
+    assert!(
+        !oauth
+            .requests_to("/mcp")
+            .iter()
+            .any(|r| r["rpc"] == "tools/call" && r["status"] == 200)
+    );
+    let log = log_text(b, &id);
+    assert!(
+        log.contains("the MCP server remote needs a new sign-in (scope mcp:read mcp:write)"),
+        "{log}"
+    );
+    Ok((id, c, fake, call, item))
+}
+
+#[test]
+fn a_wider_scope_asked_mid_run_waits_in_the_inbox_until_the_person_signs_in() -> anyhow::Result<()>
+{
+    let oauth = OAuthServer::start(&["--step-up", "--scopes", "mcp:read mcp:write"])?;
+    let b = Bosun::new("gateway_step_up").with_test_browser();
+    let (id, mut c, _fake, call, item) = a_call_that_waits_for_a_wider_sign_in(&b, &oauth)?;
+    let mut seen = tokens(&b);
+
+    // The person signs in (the test browser approves at once): the call goes on, once.
+    b.ok(&["mcp", "sign-in", "remote"])?;
+    let answer = c.answer(call, Duration::from_secs(30))?;
+    assert!(
+        text_of(&answer).contains("scope=mcp:read mcp:write"),
+        "the call ran with the wider sign-in: {answer}"
+    );
+    let ran = oauth
+        .requests_to("/mcp")
+        .iter()
+        .filter(|r| r["rpc"] == "tools/call" && r["status"] == 200)
+        .count();
+    assert_eq!(ran, 1, "the call ran once");
+    // The item is settled, once.
+    assert!(sign_in_items(&b)?.is_empty());
+    let all = b.json(&["inbox", "--all"])?;
+    let settled: Vec<&Value> = all
+        .as_array()
+        .map(|a| a.iter().filter(|i| i["id"] == item["id"]).collect())
+        .unwrap_or_default();
+    assert_eq!(settled.len(), 1);
+    assert_eq!(settled[0]["state"], "allowed", "{all}");
+    let refused = b.output(&["approve", item["short_id"].as_str().unwrap_or_default()])?;
+    assert!(!refused.status.success(), "answered once");
+
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    seen.extend(tokens(&b));
+    for t in &seen {
+        b.assert_secret_nowhere(t)?;
+    }
+    b.finish()
+}
+
+#[test]
+fn a_dismissed_sign_in_fails_the_call_saying_so_and_the_run_goes_on() -> anyhow::Result<()> {
+    let oauth = OAuthServer::start(&["--step-up", "--scopes", "mcp:read mcp:write"])?;
+    let b = Bosun::new("gateway_step_up_dismissed").with_test_browser();
+    let (id, mut c, _fake, call, item) = a_call_that_waits_for_a_wider_sign_in(&b, &oauth)?;
+    // Allowed before any sign-in: refused, saying to sign in first; it still waits.
+    let early = b.output(&["approve", item["short_id"].as_str().unwrap_or_default()])?;
+    assert!(
+        !early.status.success()
+            && String::from_utf8_lossy(&early.stderr)
+                .contains("sign in with `bosun mcp sign-in remote`"),
+        "{}",
+        String::from_utf8_lossy(&early.stderr)
+    );
+    assert_eq!(sign_in_items(&b)?.len(), 1);
+
+    b.ok(&["deny", item["short_id"].as_str().unwrap_or_default()])?;
+    let answer = c.answer(call, Duration::from_secs(30))?;
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(
+            "the MCP server `remote` needs a new sign-in and the person dismissed it; the call was not run"
+        ),
+        "{answer}"
+    );
+    assert!(
+        !oauth
+            .requests_to("/mcp")
+            .iter()
+            .any(|r| r["rpc"] == "tools/call" && r["status"] == 200),
+        "never run"
+    );
+    assert!(sign_in_items(&b)?.is_empty());
+    // The run goes on.
+    assert_eq!(b.show(&id)?["state"], "running");
+    let log = log_text(&b, &id);
+    assert!(log.contains("the person dismissed it"), "{log}");
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    for t in tokens(&b) {
+        b.assert_secret_nowhere(&t)?;
+    }
     b.finish()
 }

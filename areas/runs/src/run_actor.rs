@@ -87,11 +87,13 @@ pub enum RunMsg {
     /// Another run's approval gave a budget this run shares (its card's, its project's day)
     /// more: the calls held for it may go on.
     BudgetMore,
-    /// The answer to the runner's ask `key` for a server's token anew.
+    /// What came of the runner's ask for a server's token anew.
     TokenGot {
-        key: String,
-        answer: bosun_shared::protocol::runner::TokenAnswer,
+        ask: bosun_shared::protocol::runner::TokenAsk,
+        got: Box<bosun_agents::secrets::TokenAnew>,
     },
+    /// The server `server` was signed in to: calls waiting for that sign-in go on.
+    SignedIn { server: String },
 }
 
 /// What a runner is told when it attaches.
@@ -350,7 +352,8 @@ impl RunActorState {
             }
             RunMsg::Deadline { key } => self.on_deadline(key).await?,
             RunMsg::BudgetMore => self.on_budget_more(myself).await?,
-            RunMsg::TokenGot { key, answer } => self.on_token_got(key, answer),
+            RunMsg::TokenGot { ask, got } => self.on_token_got(myself, ask, *got).await?,
+            RunMsg::SignedIn { server } => self.on_signed_in(server).await?,
         }
         Ok(())
     }
