@@ -40,6 +40,10 @@ mod tokens;
 
 pub use asks::PersonDecision;
 
+/// The class of a run's "needs a new sign-in" approval (`tokens.rs`), which the person's
+/// decisions (`asks.rs`) hand to it.
+pub const SIGN_IN_CLASS: &str = "sign-in";
+
 /// How often a run whose runner is not connected checks that the runner is still alive.
 const RUNNER_CHECK_EVERY: Duration = Duration::from_millis(250);
 /// How long a runner that is alive may stay away before it is ended and the run is lost.

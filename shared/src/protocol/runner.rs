@@ -353,3 +353,42 @@ pub struct StopOrder {
     /// Skip the ladder and SIGKILL the group at once (a second shutdown signal).
     pub immediate: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_answer_never_shows_its_token() {
+        let answer = TokenAnswer::Token {
+            token: "tok-never-shown-5f1a".into(),
+        };
+        let msg = DaemonMsg::Token {
+            key: "k".into(),
+            answer,
+        };
+        assert!(!format!("{msg:?}").contains("tok-never-shown-5f1a"));
+    }
+
+    #[test]
+    fn a_token_ask_of_a_runner_that_says_little_reads_back() {
+        let ask: RunnerMsg =
+            serde_json::from_str(r#"{"type":"token","key":"k1","server":"remote"}"#).unwrap();
+        let RunnerMsg::Token(ask) = ask else {
+            panic!("a token ask")
+        };
+        assert_eq!(ask.server, "remote");
+        assert!(!ask.wider && ask.refused.is_none() && ask.scope.is_none());
+        let answer: DaemonMsg = serde_json::from_str(
+            r#"{"type":"token","key":"k1","answer":{"answer":"waiting","note":"n","wait_ms":5}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            answer,
+            DaemonMsg::Token {
+                answer: TokenAnswer::Waiting { wait_ms: 5, .. },
+                ..
+            }
+        ));
+    }
+}

@@ -583,7 +583,7 @@ impl RunActorState {
         let Some(mut a) = self.asks.waiting.get(&key).cloned() else {
             return Err(RunsError::internal("the approval went missing"));
         };
-        if a.class == super::tokens::SIGN_IN_CLASS {
+        if a.class == super::SIGN_IN_CLASS {
             return self.sign_in_decided(a, d).await;
         }
         let now = Timestamp::now();
@@ -728,7 +728,7 @@ impl RunActorState {
         let Some(mut a) = self.asks.waiting.remove(&key) else {
             return Ok(());
         };
-        if a.class == super::tokens::SIGN_IN_CLASS {
+        if a.class == super::SIGN_IN_CLASS {
             return self.sign_in_expired(a).await;
         }
         let message = expired_message(ms(a.deadline.since(a.asked_at)));

@@ -6,7 +6,7 @@
 //!
 //! When only the person can help (a refused refresh, a wider scope, a server that moved to
 //! another authorization server and refuses the refreshed token too), the ask waits in the
-//! inbox as an approval of the class [`SIGN_IN_CLASS`], kept in the store like any other:
+//! inbox as an approval of the class [`super::SIGN_IN_CLASS`], kept in the store like any other:
 //! "server X needs a new sign-in — sign in to go on". It is settled once: by a sign-in to the
 //! server ([`RunMsg::SignedIn`], from `bosun mcp sign-in` or the web UI; the call then goes on
 //! with the new token), by the person allowing it once they signed in (`bosun approve`), by
@@ -28,11 +28,8 @@ use ractor::{ActorProcessingErr, ActorRef};
 use tracing::{info, warn};
 
 use super::asks::{PersonDecision, arm_deadline};
-use super::{RunActorState, RunMsg};
+use super::{RunActorState, RunMsg, SIGN_IN_CLASS};
 use crate::RunsError;
-
-/// The class of a "needs a new sign-in" approval.
-pub const SIGN_IN_CLASS: &str = "sign-in";
 
 /// How long a call waits for the person's new sign-in.
 pub const SIGN_IN_WAIT: Duration = Duration::from_secs(15 * 60);
