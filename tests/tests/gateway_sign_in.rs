@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use bosun_tests::gateway_client::{GatewayClient, text_of};
+use bosun_tests::webui::Ui;
 use bosun_tests::{Bosun, FakeModel, OAuthServer, keychain_values, wait_for};
 use serde_json::{Value, json};
 
@@ -281,5 +282,34 @@ fn a_dismissed_sign_in_fails_the_call_saying_so_and_the_run_goes_on() -> anyhow:
     for t in tokens(&b) {
         b.assert_secret_nowhere(&t)?;
     }
+    b.finish()
+}
+
+#[test]
+fn the_web_ui_s_sign_in_button_on_the_item_signs_in_and_the_call_goes_on() -> anyhow::Result<()> {
+    let oauth = OAuthServer::start(&["--step-up", "--scopes", "mcp:read mcp:write"])?;
+    let b = Bosun::new("gateway_step_up_web").with_test_browser();
+    let (id, mut c, _fake, call, _item) = a_call_that_waits_for_a_wider_sign_in(&b, &oauth)?;
+    let ui = Ui::start(&b)?;
+    let seen = bosun_tests::browser_scenario(&ui.login, "signinitem", &[])?;
+    let shown = seen["shown"].as_str().unwrap_or_default();
+    assert!(
+        shown.contains("server remote needs a new sign-in (scope mcp:read mcp:write)"),
+        "{seen:#}"
+    );
+    assert_eq!(seen["buttons"], json!(["Sign in", "Dismiss"]), "{seen:#}");
+    assert_eq!(
+        seen["popups"], 1,
+        "the provider's page opened once: {seen:#}"
+    );
+    let answer = c.answer(call, Duration::from_secs(30))?;
+    assert!(
+        text_of(&answer).contains("scope=mcp:read mcp:write"),
+        "the call ran with the wider sign-in: {answer}"
+    );
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    b.ok(&["ui", "--stop"])?;
     b.finish()
 }
