@@ -1,7 +1,12 @@
 //! A run's sign-in to a server reached by address, kept good while the run goes on: the real
 //! Claude Code against its fake model API, the project's own authorization and MCP server
 //! (`oauth-server`), and a second client dialling the run's gateway the way the CLI does.
-//! A token that expires mid-run is renewed by bosund's refresher and the call goes on, once.
+//! A token that expires mid-run is renewed by bosund's refresher and the call goes on, once;
+//! with bosund down the call fails, saying so. A wider scope asked mid-run, or a server that
+//! moved to another authorization server, puts "needs a new sign-in" in the inbox: signing in
+//! (at the terminal, or with the item's button in the web UI) lets the call go on, once;
+//! dismissing it fails the call and the run goes on. No token is in the run's folder, its log,
+//! the store or the inbox's answers.
 
 use std::time::Duration;
 
@@ -311,5 +316,48 @@ fn the_web_ui_s_sign_in_button_on_the_item_signs_in_and_the_call_goes_on() -> an
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
     b.ok(&["ui", "--stop"])?;
+    b.finish()
+}
+
+#[test]
+fn a_server_that_moved_to_another_authorization_server_mid_run_waits_for_the_new_sign_in()
+-> anyhow::Result<()> {
+    let oauth = OAuthServer::start(&["--second-issuer-path", "/t2"])?;
+    let b = Bosun::new("gateway_moved_as").with_test_browser();
+    let (id, mut c, _fake) = a_run_on(&b, &oauth)?;
+    // The resource now takes only the second authorization server's tokens: bosun's refresh at
+    // the first gives a token it refuses too, and only a new sign-in (there) helps.
+    oauth.control("switch-as")?;
+    let call = 200;
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": call, "method": "tools/call",
+                   "params": {"name": "whoami", "arguments": {}}}),
+    )?;
+    let item = wait_for(
+        "a sign-in item in the inbox",
+        Duration::from_secs(30),
+        || Ok(sign_in_items(&b)?.into_iter().next()),
+    )?;
+    assert!(
+        item["preview"]
+            .as_str()
+            .is_some_and(|p| p.contains("server remote needs a new sign-in")),
+        "{item}"
+    );
+    b.ok(&["mcp", "sign-in", "remote"])?;
+    let answer = c.answer(call, Duration::from_secs(30))?;
+    assert!(
+        text_of(&answer).contains("token="),
+        "the call ran: {answer}"
+    );
+    let ran = oauth
+        .requests_to("/mcp")
+        .iter()
+        .filter(|r| r["rpc"] == "tools/call" && r["status"] == 200)
+        .count();
+    assert_eq!(ran, 1, "the call ran once");
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
     b.finish()
 }
