@@ -983,7 +983,10 @@ impl Conn<'_> {
                     Ok(Some(TokenAnswer::Token { token })) => break Ok(token),
                     Ok(Some(TokenAnswer::Failed { message })) => break Err(message),
                     Ok(Some(TokenAnswer::Waiting { note, wait_ms })) => {
-                        let _ = notes.send(note);
+                        // Said once: an answer again after a reconnect has no note.
+                        if !note.is_empty() {
+                            let _ = notes.send(note);
+                        }
                         // A little longer than bosund's own wait, which answers first.
                         wait = Duration::from_millis(wait_ms) + TOKEN_FIRST_ANSWER;
                         waited_for_person = true;

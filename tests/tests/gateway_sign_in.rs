@@ -361,3 +361,38 @@ fn a_server_that_moved_to_another_authorization_server_mid_run_waits_for_the_new
     b.wait_ended(&id, Duration::from_secs(30))?;
     b.finish()
 }
+
+#[test]
+fn a_sign_in_item_outlives_a_sigkill_of_bosund_and_the_call_goes_on_once_signed_in()
+-> anyhow::Result<()> {
+    let oauth = OAuthServer::start(&["--step-up", "--scopes", "mcp:read mcp:write"])?;
+    let b = Bosun::new("gateway_step_up_restart").with_test_browser();
+    let (id, mut c, _fake, call, item) = a_call_that_waits_for_a_wider_sign_in(&b, &oauth)?;
+    b.kill_daemon()?;
+    // bosund back (started by the next command): the same item still waits, and the runner,
+    // linked again, still waits for it.
+    let again = wait_for("the item again", Duration::from_secs(30), || {
+        Ok(sign_in_items(&b)?.into_iter().next())
+    })?;
+    assert_eq!(again["id"], item["id"]);
+    // Allowed before any sign-in: still refused (bosun holds the token the server refused).
+    let early = b.output(&["approve", item["short_id"].as_str().unwrap_or_default()])?;
+    assert!(!early.status.success());
+    b.ok(&["mcp", "sign-in", "remote"])?;
+    let answer = c.answer(call, Duration::from_secs(30))?;
+    assert!(
+        text_of(&answer).contains("scope=mcp:read mcp:write"),
+        "{answer}"
+    );
+    let ran = oauth
+        .requests_to("/mcp")
+        .iter()
+        .filter(|r| r["rpc"] == "tools/call" && r["status"] == 200)
+        .count();
+    assert_eq!(ran, 1, "the call ran once");
+    assert!(sign_in_items(&b)?.is_empty());
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    b.finish()
+}

@@ -179,7 +179,8 @@ impl SecretReader {
     /// The current token of the server named `server`, for a run's gateway whose call was
     /// refused: `refused` is the fingerprint of the token the server refused (that one is
     /// refreshed, never handed out again); `wider` the server asked for a wider scope (`scope`),
-    /// which only a new sign-in gives (kept for it).
+    /// which only a new sign-in gives (kept for it). `signed_in_after`: only a sign-in made
+    /// after that time will do (a call that waited for the person's new sign-in).
     pub async fn token_anew(
         &self,
         store: &bosun_store::Store,
@@ -187,6 +188,7 @@ impl SecretReader {
         refused: Option<String>,
         wider: bool,
         scope: Option<String>,
+        signed_in_after: Option<bosun_shared::Timestamp>,
     ) -> TokenAnew {
         let rec = match bosun_mcp::registry::find(store, server).await {
             Ok(r) => r,
@@ -196,6 +198,29 @@ impl SecretReader {
                 ));
             }
         };
+        if let Some(after) = signed_in_after {
+            let (store, id) = (store.clone(), rec.id);
+            let sign_in =
+                blocking(move || store.get::<bosun_auth::record::SignInRecord>(&id)).await;
+            let signed_in_at = match sign_in {
+                Ok(Ok(r)) => r.map(|r| r.signed_in_at),
+                Ok(Err(e)) => {
+                    return TokenAnew::Failed(format!(
+                        "bosun could not read the sign-in to the MCP server `{server}`: {e}"
+                    ));
+                }
+                Err(e) => {
+                    return TokenAnew::Failed(format!(
+                        "bosun could not read the sign-in to the MCP server `{server}`: {e}"
+                    ));
+                }
+            };
+            if signed_in_at.is_none_or(|t| t <= after) {
+                return TokenAnew::NeedsSignIn {
+                    why: "it has not been signed in to again since the call began to wait".into(),
+                };
+            }
+        }
         if wider {
             if let Some(scope) = scope.clone() {
                 bosun_auth::want_scope(&self.auth, rec.id, scope).await;

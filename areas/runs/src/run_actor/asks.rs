@@ -53,10 +53,6 @@ pub struct Asks {
     escalated: bool,
     /// The `seq` of the next approval.
     pub(super) next_seq: u64,
-    /// For each call waiting for a new sign-in, by key: the fingerprint of the token its server
-    /// refused (known again from the runner's ask after a restart), so that only a token got
-    /// since lets it go on.
-    pub(super) refused_tokens: HashMap<String, String>,
     /// The calls that wait because the run's budget was reached, by key: each goes on to the
     /// policy once the person allows more.
     held: HashMap<String, ToolAsk>,
@@ -749,7 +745,6 @@ impl RunActorState {
     /// The run ended: what still waits can never be approved.
     pub(super) async fn end_asks(&mut self) {
         self.asks.held.clear();
-        self.asks.refused_tokens.clear();
         let waiting: Vec<ApprovalRecord> = self.asks.waiting.drain().map(|(_, a)| a).collect();
         for mut a in waiting {
             a.state = ApprovalState::Ended {

@@ -34,6 +34,14 @@ use crate::RunsError;
 /// How long a call waits for the person's new sign-in.
 pub const SIGN_IN_WAIT: Duration = Duration::from_secs(15 * 60);
 
+/// What came of a sign-in approval when a new sign-in may have been made.
+enum GoesOn {
+    /// The call went on with the new token; the approval as it is now.
+    Went(ApprovalView),
+    /// No token got since the call began to wait (why): it waits on.
+    Waits(String),
+}
+
 /// The server a sign-in approval is for (kept in its input).
 fn server_of(a: &ApprovalRecord) -> String {
     a.input
@@ -63,9 +71,6 @@ impl RunActorState {
             return Ok(());
         }
         if let Some(a) = self.asks.waiting.get(&ask.key) {
-            if let Some(r) = &ask.refused {
-                self.asks.refused_tokens.insert(ask.key.clone(), r.clone());
-            }
             let answer = TokenAnswer::Waiting {
                 note: String::new(),
                 wait_ms: ms(a.deadline.since(Timestamp::now())),
@@ -93,6 +98,7 @@ impl RunActorState {
                     ask.refused.clone(),
                     ask.wider,
                     ask.scope.clone(),
+                    None,
                 )
                 .await;
             let _ = me.cast(RunMsg::TokenGot {
@@ -146,6 +152,7 @@ impl RunActorState {
             at: Timestamp::now(),
             redacted: false,
         };
+        let attended = self.rec.agent.as_ref().is_none_or(|r| !r.unattended);
         let approval = ApprovalRecord {
             class: SIGN_IN_CLASS.into(),
             why: format!("the MCP server `{server}` needs a new sign-in: {why}"),
@@ -153,7 +160,7 @@ impl RunActorState {
             preview: format!(
                 "server {server} needs a new sign-in{scope} — sign in to go on: bosun mcp sign-in {server}\n(the call waits; deny to dismiss it, and the call fails)"
             ),
-            ..self.approval_of(&shim, ms(SIGN_IN_WAIT), true)
+            ..self.approval_of(&shim, ms(SIGN_IN_WAIT), attended)
         };
         info!(run_id = %self.rec.id, approval = %approval.id, server = %server, "a call waits for a new sign-in to its server");
         let note = format!(
@@ -171,9 +178,6 @@ impl RunActorState {
                 wait_ms: ms(SIGN_IN_WAIT),
             },
         });
-        if let Some(r) = ask.refused {
-            self.asks.refused_tokens.insert(ask.key.clone(), r);
-        }
         self.asks.waiting.insert(ask.key, approval);
         Ok(())
     }
@@ -191,10 +195,10 @@ impl RunActorState {
         for a in waiting {
             let id = a.id;
             match self.sign_in_goes_on(a, "the new sign-in").await {
-                Ok(Ok(_)) => {
+                Ok(GoesOn::Went(_)) => {
                     info!(run_id = %self.rec.id, approval = %id, "signed in again: the call that waited goes on");
                 }
-                Ok(Err(why)) => {
+                Ok(GoesOn::Waits(why)) => {
                     warn!(run_id = %self.rec.id, approval = %id, why = %why, "signed in, yet still no token; the call waits");
                 }
                 Err(e) => return Err(e.into()),
@@ -209,28 +213,25 @@ impl RunActorState {
         &mut self,
         mut a: ApprovalRecord,
         by: &str,
-    ) -> Result<Result<ApprovalView, String>, RunsError> {
+    ) -> Result<GoesOn, RunsError> {
         let server = server_of(&a);
         let got = self
             .ctx
             .secrets
-            .token_anew(&self.ctx.store, &server, None, false, None)
+            .token_anew(
+                &self.ctx.store,
+                &server,
+                None,
+                false,
+                None,
+                Some(a.asked_at),
+            )
             .await;
         let token = match got {
             TokenAnew::Token(t) => t,
-            TokenAnew::NeedsSignIn { why } => return Ok(Err(why)),
-            TokenAnew::Failed(m) => return Ok(Err(m)),
+            TokenAnew::NeedsSignIn { why } => return Ok(GoesOn::Waits(why)),
+            TokenAnew::Failed(m) => return Ok(GoesOn::Waits(m)),
         };
-        if self
-            .asks
-            .refused_tokens
-            .get(&a.key)
-            .is_some_and(|r| *r == bosun_shared::gateway::fingerprint(&token))
-        {
-            return Ok(Err(
-                "bosun still holds the sign-in the server refused".to_string()
-            ));
-        }
         a.state = ApprovalState::Allowed {
             at: Timestamp::now(),
         };
@@ -241,14 +242,13 @@ impl RunActorState {
             .map_err(|e| RunsError::internal(e.to_string()))?;
         info!(run_id = %self.rec.id, approval = %a.id, by = %by, "a sign-in approval is settled");
         self.asks.waiting.remove(&a.key);
-        self.asks.refused_tokens.remove(&a.key);
         self.asks.decided.insert(a.key.clone(), ToolAnswer::Allow);
         self.publish(&a);
         self.send(DaemonMsg::Token {
             key: a.key.clone(),
             answer: TokenAnswer::Token { token },
         });
-        Ok(Ok(a.view()))
+        Ok(GoesOn::Went(a.view()))
     }
 
     /// The person answers a "needs a new sign-in" item: allowing it once they signed in sends
@@ -262,8 +262,8 @@ impl RunActorState {
         let server = server_of(&a);
         if d.allow {
             return match self.sign_in_goes_on(a.clone(), "the person").await? {
-                Ok(view) => Ok(view),
-                Err(why) => Err(RunsError::conflict(format!(
+                GoesOn::Went(view) => Ok(view),
+                GoesOn::Waits(why) => Err(RunsError::conflict(format!(
                     "the MCP server `{server}` has no new sign-in yet ({why}); sign in with `bosun mcp sign-in {server}` (the call then goes on by itself), or dismiss it with `bosun deny {}`",
                     a.id.short()
                 ))),
@@ -311,7 +311,6 @@ impl RunActorState {
     ) -> Result<(), ActorProcessingErr> {
         self.ctx.writer.commit(changes_for(&a)).await?;
         self.asks.waiting.remove(&a.key);
-        self.asks.refused_tokens.remove(&a.key);
         self.asks.decided.insert(
             a.key.clone(),
             ToolAnswer::Deny {
