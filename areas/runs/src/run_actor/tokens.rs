@@ -37,7 +37,7 @@ pub const SIGN_IN_WAIT: Duration = Duration::from_secs(15 * 60);
 /// What came of a sign-in approval when a new sign-in may have been made.
 enum GoesOn {
     /// The call went on with the new token; the approval as it is now.
-    Went(ApprovalView),
+    Went(Box<ApprovalView>),
     /// No token got since the call began to wait (why): it waits on.
     Waits(String),
 }
@@ -248,7 +248,7 @@ impl RunActorState {
             key: a.key.clone(),
             answer: TokenAnswer::Token { token },
         });
-        Ok(GoesOn::Went(a.view()))
+        Ok(GoesOn::Went(Box::new(a.view())))
     }
 
     /// The person answers a "needs a new sign-in" item: allowing it once they signed in sends
@@ -262,7 +262,7 @@ impl RunActorState {
         let server = server_of(&a);
         if d.allow {
             return match self.sign_in_goes_on(a.clone(), "the person").await? {
-                GoesOn::Went(view) => Ok(view),
+                GoesOn::Went(view) => Ok(*view),
                 GoesOn::Waits(why) => Err(RunsError::conflict(format!(
                     "the MCP server `{server}` has no new sign-in yet ({why}); sign in with `bosun mcp sign-in {server}` (the call then goes on by itself), or dismiss it with `bosun deny {}`",
                     a.id.short()
