@@ -233,9 +233,11 @@ impl SecretReader {
         }
         match bosun_auth::access(&self.auth, rec.id, Duration::from_secs(60), refused).await {
             Ok(Access::Token(t)) => TokenAnew::Token(t),
-            Ok(Access::None) => TokenAnew::NeedsSignIn {
-                why: "it is not signed in".into(),
-            },
+            // No sign-in of bosun's (never made, or signed out): the refused credentials may be
+            // a header line of the person's, which no sign-in replaces.
+            Ok(Access::None) => TokenAnew::Failed(format!(
+                "the MCP server `{server}` refused the run's credentials, and bosun holds no sign-in to it; the call was not run. Sign in with `bosun mcp sign-in {server}` if it needs one, or check its header lines with `bosun mcp show {server}`"
+            )),
             Err(AuthError::NeedsSignIn { why, .. }) => TokenAnew::NeedsSignIn { why },
             Ok(Access::Dpop { .. }) => TokenAnew::Failed(format!(
                 "the sign-in of the MCP server `{server}` is now bound to bosun's DPoP key, which a run cannot use; sign in again with `bosun mcp sign-in {server}`"
