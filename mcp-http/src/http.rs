@@ -5,26 +5,48 @@
 //! has ended (404) is opened again with the CLI's own `initialize`, and the message that found
 //! it gone is sent once more: it never reached the server.
 //!
-//! The address (its query a secret), the header lines and the token stay here: no error or
-//! note names more than the server.
+//! A server that refuses bosun's sign-in (401, or 403 `insufficient_scope` asking for a wider
+//! scope) did not run the message: the bridge asks the gateway for the server's token anew
+//! ([`TOKEN_METHOD`], which the gateway asks bosund over the runner's link), and sends the
+//! message once more with it. At most [`TOKEN_ROUNDS`] times per message: a refresh, then a
+//! new sign-in by the person. A message the server answered in any other way is never sent
+//! again.
+//!
+//! The address (its query a secret), the header lines and the tokens stay here: no error or
+//! note names more than the server, and a token bosun got during the run is written
+//! `[redacted]` wherever the server's messages hold it.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
-use tokio::sync::mpsc;
+use bosun_shared::gateway::{TOKEN_ID_PREFIX, TOKEN_METHOD, fingerprint};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
 
 /// The longest answer taken from a server.
 const MAX_ANSWER: usize = 32 * 1024 * 1024;
 /// How long a connection to the server may take to open.
 const CONNECT: Duration = Duration::from_secs(30);
+/// How many times a message the server refused for its sign-in is sent again with a token got
+/// anew: once after a refresh, once more after a new sign-in.
+const TOKEN_ROUNDS: u32 = 2;
 
 pub struct HttpSide {
     client: reqwest::Client,
     name: String,
     url: String,
-    headers: Vec<(String, String)>,
+    /// The header lines; `Authorization` replaced when a token is got anew.
+    headers: Mutex<Vec<(String, String)>>,
     state: Mutex<State>,
+    /// The bridge's asks for a token, by id: where the gateway's answers go.
+    asked: Mutex<HashMap<String, oneshot::Sender<Result<String, String>>>>,
+    next_ask: AtomicU64,
+    /// Tokens got during the run, hidden in the server's messages.
+    fresh: Mutex<Vec<String>>,
+    /// Requests the gateway cancelled (past their deadline): never sent once more.
+    cancelled: Mutex<std::collections::HashSet<String>>,
     /// The server's messages, as lines, to the gateway's loop.
     tx: mpsc::UnboundedSender<Vec<u8>>,
     notes: mpsc::UnboundedSender<String>,
@@ -42,6 +64,15 @@ struct State {
 enum Fail {
     /// The server no longer knows the session (404).
     Expired,
+    /// The server refused bosun's sign-in before it ran the message: 401, or (`wider`) 403
+    /// `insufficient_scope` naming `scope`.
+    Refused {
+        status: u16,
+        wider: bool,
+        scope: Option<String>,
+    },
+    /// No token could be got anew: bosun's own words, said as they are.
+    Token(String),
     Other(String),
 }
 
@@ -62,8 +93,12 @@ impl HttpSide {
             client,
             name: name.to_string(),
             url: url.to_string(),
-            headers: headers.to_vec(),
+            headers: Mutex::new(headers.to_vec()),
             state: Mutex::new(State::default()),
+            asked: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(0),
+            fresh: Mutex::new(Vec::new()),
+            cancelled: Mutex::new(std::collections::HashSet::new()),
             tx,
             notes,
         };
@@ -80,6 +115,11 @@ impl HttpSide {
         let msg: Value = serde_json::from_slice(&line).unwrap_or(Value::Null);
         let request = msg.get("method").is_some() && msg.get("id").is_some_and(|i| !i.is_null());
         let init = msg.get("method").and_then(Value::as_str) == Some("initialize");
+        if msg.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+            && let Some(id) = msg.pointer("/params/requestId")
+        {
+            lock(&self.cancelled).insert(id.to_string());
+        }
         if init {
             let mut s = lock(&self.state);
             s.init = Some(line.clone());
@@ -93,9 +133,62 @@ impl HttpSide {
                 Err(why) => Err(Fail::Other(why)),
             };
         }
+        // Refused for its sign-in: it did not run, so it is sent again with a token got anew.
+        let mut rounds = 0;
+        while let Err(Fail::Refused { wider, scope, .. }) = &sent
+            && rounds < TOKEN_ROUNDS
+            && self.bearer().is_some()
+        {
+            rounds += 1;
+            let (wider, scope) = (*wider, scope.clone());
+            sent = match self.token_anew(wider, scope, msg.get("id")).await {
+                // A call the gateway gave up on meanwhile is not sent: the CLI was told it
+                // did not run.
+                Ok(())
+                    if msg
+                        .get("id")
+                        .is_some_and(|i| lock(&self.cancelled).contains(&i.to_string())) =>
+                {
+                    return;
+                }
+                Ok(()) => self.exchange(&line, true).await,
+                Err(why) => Err(Fail::Token(why)),
+            };
+        }
         let why = match sent {
             Ok(()) => return,
             Err(Fail::Expired) => "it ended the session again".to_string(),
+            Err(Fail::Refused { status, wider, .. }) => {
+                let what = if wider {
+                    "asked for a wider scope"
+                } else {
+                    "refused bosun's sign-in"
+                };
+                let again = if rounds > 0 {
+                    " again, with the token bosun got anew"
+                } else {
+                    ""
+                };
+                format!(
+                    "it {what}{again} (HTTP {status}); sign in again with `bosun mcp sign-in {}`",
+                    self.name
+                )
+            }
+            Err(Fail::Token(why)) => {
+                if request {
+                    let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "error": {
+                        "code": -32001,
+                        "message": why,
+                    }});
+                    let _ = self.tx.send(serde_json::to_vec(&reply).unwrap_or_default());
+                } else {
+                    let _ = self.notes.send(format!(
+                        "bosun's MCP gateway: a message to {} was not delivered: {why}",
+                        self.name
+                    ));
+                }
+                return;
+            }
             Err(Fail::Other(why)) => why,
         };
         if request {
@@ -126,13 +219,19 @@ impl HttpSide {
         match self.exchange(&init, false).await {
             Ok(()) => {}
             Err(Fail::Expired) => return Err("it would not open a session".into()),
-            Err(Fail::Other(why)) => return Err(why),
+            Err(Fail::Refused { status, .. }) => {
+                return Err(format!("it refused bosun's sign-in (HTTP {status})"));
+            }
+            Err(Fail::Token(why) | Fail::Other(why)) => return Err(why),
         }
         let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         match self.exchange(initialized, false).await {
             Ok(()) => {}
             Err(Fail::Expired) => return Err("it would not open a session".into()),
-            Err(Fail::Other(why)) => return Err(why),
+            Err(Fail::Refused { status, .. }) => {
+                return Err(format!("it refused bosun's sign-in (HTTP {status})"));
+            }
+            Err(Fail::Token(why) | Fail::Other(why)) => return Err(why),
         }
         let _ = self.notes.send(format!(
             "bosun's MCP gateway: {} had ended its session; a new one was opened",
@@ -152,7 +251,7 @@ impl HttpSide {
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
-        for (k, v) in &self.headers {
+        for (k, v) in lock(&self.headers).iter() {
             req = req.header(k.as_str(), v.as_str());
         }
         if let Some(s) = &session {
@@ -178,6 +277,19 @@ impl HttpSide {
             return Err(Fail::Expired);
         }
         if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+            let challenge = resp
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let wider = param(challenge, "error").as_deref() == Some("insufficient_scope");
+            if status == reqwest::StatusCode::UNAUTHORIZED || wider {
+                return Err(Fail::Refused {
+                    status: status.as_u16(),
+                    wider,
+                    scope: param(challenge, "scope").filter(|s| !s.trim().is_empty()),
+                });
+            }
             return Err(Fail::Other(format!(
                 "it refused bosun's sign-in (HTTP {}); sign in again with `bosun mcp sign-in {}`",
                 status.as_u16(),
@@ -251,15 +363,114 @@ impl HttpSide {
     /// A message of the server's: the protocol version an `initialize` answer names is kept
     /// for the session's later requests.
     fn deliver(&self, line: Vec<u8>, deliver: bool) {
-        if let Ok(v) = serde_json::from_slice::<Value>(&line)
-            && let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
-            && v.pointer("/result/capabilities").is_some()
-        {
-            lock(&self.state).version = Some(version.to_string());
+        if let Ok(v) = serde_json::from_slice::<Value>(&line) {
+            if let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str)
+                && v.pointer("/result/capabilities").is_some()
+            {
+                lock(&self.state).version = Some(version.to_string());
+            }
+            // Only the bridge asks the gateway for a token.
+            if v.get("method").and_then(Value::as_str) == Some(TOKEN_METHOD) {
+                let _ = self.notes.send(format!(
+                    "bosun's MCP gateway: {} sent a message of bosun's own method {TOKEN_METHOD}; dropped",
+                    self.name
+                ));
+                return;
+            }
         }
         if deliver {
-            let _ = self.tx.send(line);
+            let _ = self.tx.send(self.hide_fresh(line));
         }
+    }
+
+    /// A line with every token got during the run written `[redacted]` (the first token is
+    /// among the run's secrets, which the runner hides itself).
+    fn hide_fresh(&self, line: Vec<u8>) -> Vec<u8> {
+        let fresh = lock(&self.fresh);
+        if fresh.is_empty() {
+            return line;
+        }
+        let Ok(mut text) = String::from_utf8(line) else {
+            return Vec::new();
+        };
+        for t in fresh.iter() {
+            if text.contains(t.as_str()) {
+                text = text.replace(t.as_str(), bosun_shared::redact::REDACTED);
+            }
+        }
+        text.into_bytes()
+    }
+
+    /// The bearer token the bridge sends, if bosun signs in to the server.
+    fn bearer(&self) -> Option<String> {
+        lock(&self.headers)
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            .and_then(|(_, v)| v.strip_prefix("Bearer "))
+            .map(str::to_string)
+    }
+
+    /// Asks the gateway for the server's token anew (it asks bosund, which refreshes it, or
+    /// waits for the person's new sign-in), and sends it from now on.
+    async fn token_anew(
+        &self,
+        wider: bool,
+        scope: Option<String>,
+        call: Option<&Value>,
+    ) -> Result<(), String> {
+        let refused = self.bearer().map(|t| fingerprint(&t));
+        let n = self.next_ask.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("{TOKEN_ID_PREFIX}{n}");
+        let (tx, rx) = oneshot::channel();
+        lock(&self.asked).insert(id.clone(), tx);
+        let ask = json!({"jsonrpc": "2.0", "id": id, "method": TOKEN_METHOD, "params": {
+            "refused": refused, "wider": wider, "scope": scope, "call": call,
+        }});
+        let _ = self.tx.send(serde_json::to_vec(&ask).unwrap_or_default());
+        let token = match rx.await {
+            Ok(answer) => answer?,
+            Err(_) => return Err("bosun's gateway did not answer the ask for a token".into()),
+        };
+        {
+            let mut headers = lock(&self.headers);
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+            headers.push(("Authorization".into(), format!("Bearer {token}")));
+        }
+        let mut fresh = lock(&self.fresh);
+        if !fresh.contains(&token) {
+            fresh.push(token);
+        }
+        Ok(())
+    }
+
+    /// A line of the gateway's that answers one of the bridge's asks for a token: taken here
+    /// (`true`), never sent to the server.
+    pub fn answered(&self, line: &str) -> bool {
+        if !line.contains(TOKEN_ID_PREFIX) {
+            return false;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return false;
+        };
+        let Some(id) = v.get("id").and_then(Value::as_str) else {
+            return false;
+        };
+        if v.get("method").is_some() || !id.starts_with(TOKEN_ID_PREFIX) {
+            return false;
+        }
+        let Some(tx) = lock(&self.asked).remove(id) else {
+            return true;
+        };
+        let answer = match v.pointer("/result/token").and_then(Value::as_str) {
+            Some(t) => Ok(t.to_string()),
+            None => Err(v
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("bosun's gateway got no token")
+                .to_string()),
+        };
+        let _ = tx.send(answer);
+        true
     }
 
     /// The CLI is gone: the session is ended at the server, as the transport asks.
@@ -269,12 +480,44 @@ impl HttpSide {
             return;
         };
         let mut req = self.client.delete(&self.url);
-        for (k, v) in &self.headers {
+        for (k, v) in lock(&self.headers).iter() {
             req = req.header(k.as_str(), v.as_str());
         }
         let req = req.header("mcp-session-id", session.as_str());
         let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
     }
+}
+
+/// The value of the parameter `name` of a `WWW-Authenticate` challenge (`name=value` or
+/// `name="quoted \" value"`), the first one named so.
+fn param(header: &str, name: &str) -> Option<String> {
+    let mut from = 0;
+    while let Some(i) = header[from..].find(name) {
+        let at = from + i;
+        from = at + name.len();
+        let before = header[..at].chars().next_back();
+        if !matches!(before, None | Some(' ' | ',' | '\t')) {
+            continue;
+        }
+        let Some(rest) = header[from..].trim_start().strip_prefix('=') else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let mut out = String::new();
+            let mut chars = quoted.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => out.extend(chars.next()),
+                    '"' => return Some(out),
+                    c => out.push(c),
+                }
+            }
+            return Some(out);
+        }
+        return Some(rest.split([',', ' ']).next().unwrap_or("").to_string());
+    }
+    None
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -326,6 +569,18 @@ impl Events {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_challenge_s_parameters_are_read() {
+        let h = r#"Bearer error="insufficient_scope", error_description="needs \"b\"", scope="a b", resource_metadata="x""#;
+        assert_eq!(param(h, "error").as_deref(), Some("insufficient_scope"));
+        assert_eq!(param(h, "scope").as_deref(), Some("a b"));
+        assert_eq!(
+            param("Bearer error=invalid_token", "error").as_deref(),
+            Some("invalid_token")
+        );
+        assert_eq!(param("Bearer realm=\"x\"", "scope"), None);
+    }
 
     #[test]
     fn events_are_whole_across_chunks() {

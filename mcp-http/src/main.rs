@@ -64,7 +64,11 @@ async fn run() -> Result<(), String> {
     loop {
         tokio::select! {
             line = stdin.next_line() => match line {
-                Ok(Some(line)) => side.post(line.into_bytes()),
+                Ok(Some(line)) => {
+                    if !side.answered(&line) {
+                        side.post(line.into_bytes());
+                    }
+                }
                 Ok(None) | Err(_) => break,
             },
             msg = from_server.recv() => match msg {

@@ -20,6 +20,15 @@
 //! - results of an untrusted server reach the model framed as untrusted, long text as head and
 //!   tail, the whole result kept in the run's log.
 //!
+//! A server reached by address that refuses the run's sign-in (its token expired or revoked:
+//! 401; a wider scope asked: 403 `insufficient_scope`) did not run the message: bosun's bridge
+//! to it asks the gateway for the token anew ([`TOKEN_METHOD`]), which asks bosund over the
+//! runner's link ([`crate::link::LinkState::ask_token`]). bosund refreshes it, or, when only
+//! the person can help, puts "needs a new sign-in" in the inbox and answers once they signed in
+//! or dismissed it. The call's deadline waits meanwhile (up to the inbox item's own allowance),
+//! and starts again when the message is sent once more. bosund that does not answer within
+//! [`TOKEN_FIRST_ANSWER`] fails the call, saying so.
+//!
 //! Each call is said in the run's log (the runner's redactor hides secrets there).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -32,9 +41,9 @@ use std::time::Duration;
 
 use bosun_shared::gateway::{
     BRIDGE, CALLS_FILE, CallEntry, CallOutcome, Capability, GatewayServer, Held, Hello, HttpBridge,
-    Reach, Rules, SAFE_ENV, SOCKET_FILE,
+    Reach, Rules, SAFE_ENV, SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
 };
-use bosun_shared::protocol::runner::{FencePlan, LaunchPlan};
+use bosun_shared::protocol::runner::{FencePlan, LaunchPlan, TokenAnswer, TokenAsk};
 use bosun_shared::{RUN_MARKER_ENV, Timestamp};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -45,6 +54,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::fence;
+use crate::link::LinkState;
 use crate::redact::Redactor;
 
 /// The longest message (one line of JSON) either side may send.
@@ -55,6 +65,9 @@ const END_GRACE: Duration = Duration::from_secs(2);
 const RESTART_INIT: Duration = Duration::from_secs(30);
 /// How much of a call's arguments its line in the log shows.
 const ARGS_SHOWN: usize = 300;
+/// How long bosund has to first answer an ask for a server's token anew (with the token, or
+/// saying it waits for the person): past it, bosund is taken as unreachable and the call fails.
+pub const TOKEN_FIRST_ANSWER: Duration = Duration::from_secs(15);
 
 // ---------------------------------------------------------------------------------------------
 // The CLI's end.
@@ -146,6 +159,10 @@ pub struct Gateway {
     bridge: PathBuf,
     /// The run's record of calls ([`CALLS_FILE`] in its folder), opened at the first call.
     calls: std::sync::Mutex<CallsFile>,
+    /// The runner's link to bosund, which a server's token is asked anew over.
+    link: Arc<LinkState>,
+    /// The number of the last ask for a token.
+    token_asks: std::sync::atomic::AtomicU64,
 }
 
 /// The run's record of calls.
@@ -162,6 +179,7 @@ impl Gateway {
         pgid: i32,
         notes: mpsc::UnboundedSender<String>,
         redactor: Arc<Redactor>,
+        link: Arc<LinkState>,
     ) -> Self {
         let mut base_env: Vec<(String, String)> = plan
             .env
@@ -184,6 +202,8 @@ impl Gateway {
                 .and_then(|e| e.parent().map(|d| d.join(BRIDGE)))
                 .unwrap_or_else(|| PathBuf::from(BRIDGE)),
             calls,
+            link,
+            token_asks: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -373,6 +393,18 @@ struct Conn<'a> {
     /// Ids of the gateway's own requests to the server.
     own: u64,
     starts: u32,
+    /// What the asks for a token anew say back to the connection's loop.
+    token_events: mpsc::UnboundedSender<TokenEvent>,
+}
+
+/// What an ask for a server's token anew (its own task) says back to the connection.
+enum TokenEvent {
+    /// The call `call` waits for the person's sign-in: its deadline is `until` meanwhile.
+    Hold { call: Value, until: Instant },
+    /// The call `call` is sent once more: its deadline counts again from now.
+    Resume { call: Value },
+    /// The answer to the bridge's ask, for its stdin.
+    Answer(Value),
 }
 
 /// An id as a map key (`1` and `"1"` are different ids).
@@ -391,6 +423,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         gw.note("bosun's MCP gateway: a connection named no server of this run; closed".into());
         return;
     };
+    let (token_tx, mut token_rx) = mpsc::unbounded_channel();
     let mut conn = Conn {
         gw: &gw,
         server,
@@ -407,6 +440,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         expired: HashSet::new(),
         own: 0,
         starts: 0,
+        token_events: token_tx,
     };
     let mut from_server: Option<Lines<ChildStdout>> = None;
     loop {
@@ -446,6 +480,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
                     None => std::future::pending().await,
                 }
             } => conn.expire().await,
+            Some(event) = token_rx.recv() => conn.on_token_event(event).await,
         }
     }
     conn.end().await;
@@ -475,6 +510,18 @@ impl Conn<'_> {
         };
         let method = msg.get("method").and_then(Value::as_str);
         let id = msg.get("id").filter(|i| !i.is_null());
+        // Only the gateway answers the bridge's asks for a token.
+        if method.is_none()
+            && id
+                .and_then(Value::as_str)
+                .is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
+        {
+            self.gw.note(format!(
+                "bosun's MCP gateway: {}: the CLI answered a request of bosun's own; dropped",
+                self.server.name
+            ));
+            return;
+        }
         if let (Some(m), Some(id)) = (method, id)
             && let Some(c) = self.unapproved(m)
         {
@@ -825,6 +872,13 @@ impl Conn<'_> {
     /// refused, anything else (a ping) goes to the CLI.
     async fn server_asks(&mut self, method: &str, id: Value, msg: Value) {
         let name = self.server.name.clone();
+        if method == TOKEN_METHOD
+            && matches!(self.server.reach, Reach::Http { .. })
+            && id.as_str().is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
+        {
+            self.ask_token(id, &msg);
+            return;
+        }
         let reply = match method {
             "roots/list" => {
                 let roots: Vec<Value> = self
@@ -860,6 +914,122 @@ impl Conn<'_> {
             }
         };
         self.send_own(&reply).await;
+    }
+
+    /// The bridge asks for the server's token anew: asked of bosund over the runner's link, in
+    /// a task of its own (the connection goes on meanwhile).
+    fn ask_token(&self, id: Value, msg: &Value) {
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let n = self
+            .gw
+            .token_asks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let name = self.server.name.clone();
+        let ask = TokenAsk {
+            key: format!("gateway-token-{name}-{n}"),
+            server: name.clone(),
+            refused: params
+                .get("refused")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            wider: params
+                .get("wider")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            scope: params
+                .get("scope")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+        let call = params.get("call").cloned().unwrap_or(Value::Null);
+        let why = if ask.wider {
+            match &ask.scope {
+                Some(s) => format!("asked for a wider scope ({s})"),
+                None => "asked for a wider scope".to_string(),
+            }
+        } else {
+            "refused the run's token".to_string()
+        };
+        self.gw.note(format!(
+            "bosun's MCP gateway: {name} {why}; asking bosund for its token anew (the message did not run)"
+        ));
+        let link = self.gw.link.clone();
+        let notes = self.gw.notes.clone();
+        let events = self.token_events.clone();
+        tokio::spawn(async move {
+            let key = ask.key.clone();
+            let mut answers = link.ask_token(ask);
+            let mut wait = TOKEN_FIRST_ANSWER;
+            let mut waited_for_person = false;
+            let got = loop {
+                match tokio::time::timeout(wait, answers.recv()).await {
+                    Err(_) if waited_for_person => {
+                        break Err(format!(
+                            "bosun could not go on with the MCP server `{name}`: nobody signed in again in time; the call was not run. Sign in with `bosun mcp sign-in {name}` and call again"
+                        ));
+                    }
+                    Err(_) => {
+                        break Err(format!(
+                            "bosun could not renew the sign-in to the MCP server `{name}`: bosund did not answer within {} s (it is down or cannot be reached from this run); the call was not run: call again once bosund is back",
+                            TOKEN_FIRST_ANSWER.as_secs()
+                        ));
+                    }
+                    Ok(None) => {
+                        break Err(format!(
+                            "bosun could not renew the sign-in to the MCP server `{name}`: the run's link to bosund is gone; the call was not run"
+                        ));
+                    }
+                    Ok(Some(TokenAnswer::Token { token })) => break Ok(token),
+                    Ok(Some(TokenAnswer::Failed { message })) => break Err(message),
+                    Ok(Some(TokenAnswer::Waiting { note, wait_ms })) => {
+                        // Said once: an answer again after a reconnect has no note.
+                        if !note.is_empty() {
+                            let _ = notes.send(note);
+                        }
+                        // A little longer than bosund's own wait, which answers first.
+                        wait = Duration::from_millis(wait_ms) + TOKEN_FIRST_ANSWER;
+                        waited_for_person = true;
+                        let _ = events.send(TokenEvent::Hold {
+                            call: call.clone(),
+                            until: Instant::now() + wait,
+                        });
+                    }
+                }
+            };
+            link.token_done(&key);
+            let answer = match got {
+                Ok(token) => {
+                    let _ = notes.send(format!(
+                        "bosun's MCP gateway: {name}: bosund gave the run its token anew; the message is sent once more"
+                    ));
+                    let _ = events.send(TokenEvent::Resume { call });
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"token": token}})
+                }
+                Err(message) => {
+                    let _ = notes.send(format!("bosun's MCP gateway: {message}"));
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32001, "message": message}})
+                }
+            };
+            let _ = events.send(TokenEvent::Answer(answer));
+        });
+    }
+
+    async fn on_token_event(&mut self, event: TokenEvent) {
+        match event {
+            TokenEvent::Hold { call, until } => {
+                if let Some(c) = self.calls.get_mut(&key(&call)) {
+                    c.deadline = c.deadline.max(until);
+                }
+            }
+            TokenEvent::Resume { call } => {
+                let ms = self.rules().deadline_ms;
+                if let Some(c) = self.calls.get_mut(&key(&call)) {
+                    c.deadline = Instant::now() + Duration::from_millis(ms);
+                }
+            }
+            TokenEvent::Answer(answer) => self.send_own(&answer).await,
+        }
     }
 
     /// A message of the gateway's own to the server (an answer to its request, a

@@ -7,6 +7,7 @@
 //! and the runner ends the program instead of waiting forever. While the daemon is merely away,
 //! the runner waits for it, however long that takes.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -15,7 +16,7 @@ use std::time::Duration;
 use bosun_shared::protocol::fast;
 use bosun_shared::protocol::frame::encode_frame;
 use bosun_shared::protocol::runner::{
-    DaemonMsg, FlushFailure, LaunchPlan, RunnerMsg, Started, StopOrder, ToolAnswer,
+    DaemonMsg, FlushFailure, LaunchPlan, RunnerMsg, Started, StopOrder, TokenAnswer, ToolAnswer,
 };
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::tls;
@@ -95,6 +96,37 @@ pub struct LinkState {
     /// A runner on another host waits for its plan here; `None` once it has it (or never
     /// needed it: a local runner reads it on stdin).
     pub plan: Mutex<Option<oneshot::Sender<LaunchPlan>>>,
+    /// The gateway's asks for a server's token anew, by key: where bosund's answers go.
+    pub tokens: Mutex<HashMap<String, mpsc::UnboundedSender<TokenAnswer>>>,
+}
+
+impl LinkState {
+    /// Asks bosund for a server's token anew (said again after each reconnect until answered
+    /// for good); its answers come on the channel returned.
+    pub fn ask_token(
+        &self,
+        ask: bosun_shared::protocol::runner::TokenAsk,
+    ) -> mpsc::UnboundedReceiver<TokenAnswer> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut t) = self.tokens.lock() {
+            t.insert(ask.key.clone(), tx);
+        }
+        if let Ok(mut a) = self.asks.lock() {
+            a.token(ask);
+        }
+        self.wake.notify_one();
+        rx
+    }
+
+    /// The gateway no longer waits for the token ask `key` (answered, or given up).
+    pub fn token_done(&self, key: &str) {
+        if let Ok(mut t) = self.tokens.lock() {
+            t.remove(key);
+        }
+        if let Ok(mut a) = self.asks.lock() {
+            a.drop_token(key);
+        }
+    }
 }
 
 /// How the link ended.
@@ -361,6 +393,12 @@ async fn pump(
                 }
                 Some(Ok(DaemonMsg::Waiting { key: _, note })) => {
                     let _ = state.notes.send(note);
+                }
+                Some(Ok(DaemonMsg::Token { key, answer })) => {
+                    let to = state.tokens.lock().ok().and_then(|t| t.get(&key).cloned());
+                    if let Some(to) = to {
+                        let _ = to.send(answer);
+                    }
                 }
                 Some(Ok(DaemonMsg::Plan(plan))) => {
                     let waiting = state.plan.lock().ok().and_then(|mut p| p.take());

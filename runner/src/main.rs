@@ -196,6 +196,7 @@ async fn run() -> Result<(), String> {
         decisions: decisions_tx,
         notes: notes_tx,
         plan: Mutex::new(plan_now.is_none().then_some(plan_tx)),
+        tokens: Mutex::new(std::collections::HashMap::new()),
     });
     let mut link = tokio::spawn(link::run_link(
         dial,
@@ -271,6 +272,7 @@ async fn run() -> Result<(), String> {
                     pid.as_raw(),
                     state.notes.clone(),
                     redactor.clone(),
+                    state.clone(),
                 );
                 tokio::spawn(gateway::serve(listener, Arc::new(gw)));
             }

@@ -383,6 +383,23 @@ pub struct HttpBridge {
     pub headers: Vec<(String, String)>,
 }
 
+/// The method of the bridge's own request to the gateway for the server's token anew (the
+/// server refused the one it has): `params` `{"refused": FINGERPRINT, "wider": bool, "scope":
+/// …, "call": the id of the message it was for}`, answered `{"token": …}` or with an error.
+/// A message of that method from the server itself is dropped by the bridge, and an answer to
+/// it from the CLI by the gateway: only the two of them speak it.
+pub const TOKEN_METHOD: &str = "bosun/token";
+
+/// The ids of the bridge's requests for a token start with this.
+pub const TOKEN_ID_PREFIX: &str = "bosun-token-";
+
+/// A short, one-way name for a token, to say which token was refused without holding it.
+pub fn fingerprint(token: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 /// The first line the CLI's end of the gateway sends: which server it stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {

@@ -12,6 +12,7 @@
 
 pub mod desktop;
 pub mod dpop;
+pub mod gateway_client;
 pub mod github;
 pub mod http;
 pub mod https;

@@ -7,13 +7,11 @@
 //! server SIGKILLed between two calls, head-and-tail results with the whole kept in the run's
 //! log, roots, sampling and elicitation refused, a minimal environment.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use bosun_tests::{Bosun, FakeModel, bin_dir, everything_bin, session_members};
+use bosun_tests::gateway_client::{GatewayClient as Client, text_of};
+use bosun_tests::{Bosun, FakeModel, everything_bin, session_members};
 use serde_json::{Value, json};
 
 /// The harness's Claude key (`Bosun::add_claude_agent`).
@@ -198,114 +196,6 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
     b.assert_secret_nowhere(SERVER_SECRET)?;
     b.assert_secret_nowhere(API_KEY)?;
     b.finish()
-}
-
-/// A client of the run's gateway, as the CLI is: `bosun-runner gateway --socket S NAME`.
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<Value>,
-    next: u64,
-}
-
-impl Client {
-    fn dial(socket: &Path, server: &str) -> anyhow::Result<Self> {
-        let mut child = Command::new(bin_dir().join("bosun-runner"))
-            .args(["gateway", "--socket"])
-            .arg(socket)
-            .arg(server)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str::<Value>(&line)
-                    && tx.send(v).is_err()
-                {
-                    break;
-                }
-            }
-        });
-        Ok(Self {
-            child,
-            stdin,
-            lines,
-            next: 0,
-        })
-    }
-
-    fn send(&mut self, msg: &Value) -> anyhow::Result<()> {
-        writeln!(self.stdin, "{msg}")?;
-        Ok(self.stdin.flush()?)
-    }
-
-    /// Sends a request; the answer to it (other messages are kept in `seen`).
-    fn ask(&mut self, method: &str, params: Value, wait: Duration) -> anyhow::Result<Value> {
-        self.next += 1;
-        let id = self.next;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        self.answer(id, wait)
-    }
-
-    fn answer(&mut self, id: u64, wait: Duration) -> anyhow::Result<Value> {
-        let until = Instant::now() + wait;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            let msg = self
-                .lines
-                .recv_timeout(left)
-                .map_err(|_| anyhow::anyhow!("no answer to request {id} within {wait:?}"))?;
-            if msg["id"] == json!(id) {
-                return Ok(msg);
-            }
-        }
-    }
-
-    /// Everything that arrives within `wait`.
-    fn drain(&mut self, wait: Duration) -> Vec<Value> {
-        let until = Instant::now() + wait;
-        let mut out = Vec::new();
-        while let Ok(m) = self
-            .lines
-            .recv_timeout(until.saturating_duration_since(Instant::now()))
-        {
-            out.push(m);
-        }
-        out
-    }
-
-    fn call(&mut self, tool: &str, args: Value, wait: Duration) -> anyhow::Result<Value> {
-        self.ask("tools/call", json!({"name": tool, "arguments": args}), wait)
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn text_of(answer: &Value) -> String {
-    answer["result"]["content"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|i| i["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }
 
 fn everything_pids(sid: i32) -> Vec<i32> {

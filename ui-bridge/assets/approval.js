@@ -213,7 +213,7 @@ export function approvalItem(a, { done, failed, cardName, showRun = true }) {
     ),
     h("div", { class: "why" }, "Asks because ", a.why),
     previewView(a.preview),
-    h(
+    a.class === "sign-in" ? signInActions(a, button, buttons, message, denyParams, failed) : h(
       "div",
       { class: "actions" },
       button("primary approve", "Approve", "let this call run, once", () => ({ allow: true })),
@@ -222,6 +222,51 @@ export function approvalItem(a, { done, failed, cardName, showRun = true }) {
       button("deny", "Deny", "refuse this call; the agent is told, with the message if there is one", denyParams(false)),
       button("danger block", "Block", `refuse this call, and ${what} from now on, for ${agent}`, denyParams(true)),
     ),
+  );
+}
+
+// The answers to a "needs a new sign-in" item of a run: Sign in starts the sign-in to its server
+// (the page opens in a window of its own, as on the server's page); once it is over, bosund lets
+// the call that waited go on and the item goes by itself. Dismiss fails the call.
+function signInActions(a, button, buttons, message, denyParams, failed) {
+  const server = (a.input && a.input.server) || "";
+  const said = h("span", { class: "muted sign-in-said" });
+  const signIn = h("button", { class: "primary sign-in", title: `sign in to ${server}; the call that waits then goes on` }, "Sign in");
+  buttons.push(signIn);
+  signIn.onclick = async () => {
+    signIn.disabled = true;
+    const w = window.open("", "bosun-sign-in", "popup,width=640,height=720");
+    try {
+      const started = await call("mcp_sign_in", { server, new_client: false });
+      if (!/^https?:\/\//i.test(started.url || "")) {
+        throw new Error(`The sign-in address \`${started.url}\` is not an http(s) address; bosun does not open it.`);
+      }
+      if (w) {
+        w.opener = null;
+        w.location.href = started.url;
+      }
+      said.textContent = `Sign in to ${server} in the window that opened; waiting…`;
+      await call("mcp_sign_in_finish", { attempt: started.attempt });
+      said.textContent = `Signed in to ${server}: the call goes on.`;
+    } catch (e) {
+      signIn.disabled = false;
+      said.textContent = "";
+      failed(e);
+    } finally {
+      try {
+        if (w && !w.closed) w.close();
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  return h(
+    "div",
+    { class: "actions" },
+    signIn,
+    message,
+    button("deny", "Dismiss", "do not sign in now: the call that waits fails, and the agent is told", denyParams(false)),
+    said,
   );
 }
 

@@ -163,3 +163,88 @@ impl SecretReader {
         Ok(out)
     }
 }
+
+/// What came of asking for a server's token anew during a run (its gateway's HTTP call was
+/// refused: 401, or 403 `insufficient_scope`).
+pub enum TokenAnew {
+    /// The server's current access token: refreshed first when the refused one was current.
+    Token(String),
+    /// Only the person can help (`why`): a new sign-in.
+    NeedsSignIn { why: String },
+    /// No token, for another reason (the message says which and what to do).
+    Failed(String),
+}
+
+impl SecretReader {
+    /// The current token of the server named `server`, for a run's gateway whose call was
+    /// refused: `refused` is the fingerprint of the token the server refused (that one is
+    /// refreshed, never handed out again); `wider` the server asked for a wider scope (`scope`),
+    /// which only a new sign-in gives (kept for it). `signed_in_after`: only a sign-in made
+    /// after that time will do (a call that waited for the person's new sign-in).
+    pub async fn token_anew(
+        &self,
+        store: &bosun_store::Store,
+        server: &str,
+        refused: Option<String>,
+        wider: bool,
+        scope: Option<String>,
+        signed_in_after: Option<bosun_shared::Timestamp>,
+    ) -> TokenAnew {
+        let rec = match bosun_mcp::registry::find(store, server).await {
+            Ok(r) => r,
+            Err(e) => {
+                return TokenAnew::Failed(format!(
+                    "bosun could not renew the sign-in to the MCP server `{server}`: {e}"
+                ));
+            }
+        };
+        if let Some(after) = signed_in_after {
+            let (store, id) = (store.clone(), rec.id);
+            let sign_in =
+                blocking(move || store.get::<bosun_auth::record::SignInRecord>(&id)).await;
+            let signed_in_at = match sign_in {
+                Ok(Ok(r)) => r.map(|r| r.signed_in_at),
+                Ok(Err(e)) => {
+                    return TokenAnew::Failed(format!(
+                        "bosun could not read the sign-in to the MCP server `{server}`: {e}"
+                    ));
+                }
+                Err(e) => {
+                    return TokenAnew::Failed(format!(
+                        "bosun could not read the sign-in to the MCP server `{server}`: {e}"
+                    ));
+                }
+            };
+            if signed_in_at.is_none_or(|t| t <= after) {
+                return TokenAnew::NeedsSignIn {
+                    why: "it has not been signed in to again since the call began to wait".into(),
+                };
+            }
+        }
+        if wider {
+            if let Some(scope) = scope.clone() {
+                bosun_auth::want_scope(&self.auth, rec.id, scope).await;
+            }
+            let why = match scope {
+                Some(s) => format!("it asks for a wider scope ({s})"),
+                None => "it asks for a wider scope".to_string(),
+            };
+            return TokenAnew::NeedsSignIn { why };
+        }
+        match bosun_auth::access(&self.auth, rec.id, Duration::from_secs(60), refused).await {
+            Ok(Access::Token(t)) => TokenAnew::Token(t),
+            // No sign-in of bosun's (never made, or signed out): the refused credentials may be
+            // a header line of the person's, which no sign-in replaces.
+            Ok(Access::None) => TokenAnew::Failed(format!(
+                "the MCP server `{server}` refused the run's credentials, and bosun holds no sign-in to it; the call was not run. Sign in with `bosun mcp sign-in {server}` if it needs one, or check its header lines with `bosun mcp show {server}`"
+            )),
+            Err(AuthError::NeedsSignIn { why, .. }) => TokenAnew::NeedsSignIn { why },
+            Ok(Access::Dpop { .. }) => TokenAnew::Failed(format!(
+                "the sign-in of the MCP server `{server}` is now bound to bosun's DPoP key, which a run cannot use; sign in again with `bosun mcp sign-in {server}`"
+            )),
+            Err(e) => TokenAnew::Failed(format!(
+                "bosun could not renew the sign-in to the MCP server `{server}`: {e}"
+            )),
+        }
+    }
+}

@@ -25,7 +25,6 @@ use std::time::Duration;
 use crate::AuthError;
 use bosun_shared::{ServerId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use sha2::{Digest, Sha256};
 use tracing::{Instrument, info, warn};
 
 use super::AuthContext;
@@ -47,8 +46,7 @@ const FRESH: Duration = Duration::from_secs(60);
 
 /// A short, one-way name for a token, to say which token was refused without holding it.
 pub fn fingerprint(token: &str) -> String {
-    let digest = Sha256::digest(token.as_bytes());
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    bosun_shared::gateway::fingerprint(token)
 }
 
 pub enum RefresherMsg {

@@ -103,6 +103,16 @@ impl LiveRuns {
         }
     }
 
+    /// The server `server` was signed in to: every live run's calls that wait for that
+    /// sign-in go on.
+    pub fn signed_in(&self, server: &str) {
+        for e in self.entries() {
+            let _ = e.actor.cast(RunMsg::SignedIn {
+                server: server.to_string(),
+            });
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.inner.read().map(|m| m.len()).unwrap_or(0)
     }

@@ -36,8 +36,13 @@ use bosun_store::{LogChunk, StoreError};
 
 mod asks;
 mod remote;
+mod tokens;
 
 pub use asks::PersonDecision;
+
+/// The class of a run's "needs a new sign-in" approval (`tokens.rs`), which the person's
+/// decisions (`asks.rs`) hand to it.
+pub const SIGN_IN_CLASS: &str = "sign-in";
 
 /// How often a run whose runner is not connected checks that the runner is still alive.
 const RUNNER_CHECK_EVERY: Duration = Duration::from_millis(250);
@@ -86,6 +91,13 @@ pub enum RunMsg {
     /// Another run's approval gave a budget this run shares (its card's, its project's day)
     /// more: the calls held for it may go on.
     BudgetMore,
+    /// What came of the runner's ask for a server's token anew.
+    TokenGot {
+        ask: bosun_shared::protocol::runner::TokenAsk,
+        got: Box<bosun_agents::secrets::TokenAnew>,
+    },
+    /// The server `server` was signed in to: calls waiting for that sign-in go on.
+    SignedIn { server: String },
 }
 
 /// What a runner is told when it attaches.
@@ -344,6 +356,8 @@ impl RunActorState {
             }
             RunMsg::Deadline { key } => self.on_deadline(key).await?,
             RunMsg::BudgetMore => self.on_budget_more(myself).await?,
+            RunMsg::TokenGot { ask, got } => self.on_token_got(myself, ask, *got).await?,
+            RunMsg::SignedIn { server } => self.on_signed_in(server).await?,
         }
         Ok(())
     }
@@ -548,6 +562,7 @@ impl RunActorState {
             RunnerMsg::Delivered { key } => self.on_delivered(key).await,
             RunnerMsg::Withdrawn { key } => self.on_withdrawn(key).await,
             RunnerMsg::WantPlan => self.on_want_plan(myself).await,
+            RunnerMsg::Token(ask) => self.on_token_ask(myself, ask),
         }
     }
 

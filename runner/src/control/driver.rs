@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use bosun_shared::protocol::runner::{RunnerMsg, ToolAnswer, ToolAsk};
+use bosun_shared::protocol::runner::{RunnerMsg, TokenAsk, ToolAnswer, ToolAsk};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::{Notify, mpsc};
@@ -39,6 +39,7 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
         RunnerMsg::Ask(a) => Some((0, a.key.clone())),
         RunnerMsg::Delivered { key } => Some((1, key.clone())),
         RunnerMsg::Withdrawn { key } => Some((2, key.clone())),
+        RunnerMsg::Token(t) => Some((3, t.key.clone())),
         RunnerMsg::Started(_)
         | RunnerMsg::Output(_)
         | RunnerMsg::Logged { .. }
@@ -58,6 +59,22 @@ impl Asks {
     fn ask(&mut self, ask: ToolAsk) {
         self.drop_ask(&ask.key);
         self.push(RunnerMsg::Ask(ask));
+    }
+
+    /// The gateway's ask for a server's token anew, said until bosund answers it for good.
+    pub fn token(&mut self, ask: TokenAsk) {
+        self.drop_token(&ask.key);
+        self.push(RunnerMsg::Token(ask));
+    }
+
+    /// Takes a token ask out of what is said (answered, or given up).
+    pub fn drop_token(&mut self, key: &str) {
+        let before = self.said.len();
+        self.said
+            .retain(|m| !matches!(m, RunnerMsg::Token(t) if t.key == key));
+        if self.said.len() != before {
+            self.changed();
+        }
     }
 
     /// Takes an ask out of what is said (decided or withdrawn); whether it was there.
@@ -223,6 +240,7 @@ mod tests {
                 RunnerMsg::Ask(a) => format!("ask {}", a.key),
                 RunnerMsg::Delivered { key } => format!("delivered {key}"),
                 RunnerMsg::Withdrawn { key } => format!("withdrawn {key}"),
+                RunnerMsg::Token(t) => format!("token {}", t.key),
                 RunnerMsg::Started(_)
                 | RunnerMsg::Output(_)
                 | RunnerMsg::Logged { .. }

@@ -100,7 +100,8 @@ mod tests {
             | RunnerMsg::Ask(_)
             | RunnerMsg::Delivered { .. }
             | RunnerMsg::Withdrawn { .. }
-            | RunnerMsg::WantPlan => None,
+            | RunnerMsg::WantPlan
+            | RunnerMsg::Token(_) => None,
         }
     }
 

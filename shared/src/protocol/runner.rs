@@ -213,6 +213,59 @@ pub enum RunnerMsg {
     /// A runner on another host has no plan yet: the first thing it says on its link, answered
     /// by [`DaemonMsg::Plan`] (or a stop, when bosund no longer holds the plan).
     WantPlan,
+    /// The gateway needs a server's access token anew (the server refused the one it has):
+    /// answered by [`DaemonMsg::Token`]. Sent again after each reconnect until then.
+    Token(TokenAsk),
+}
+
+/// The gateway asks bosund for the current access token of a server bosun signs in to, because
+/// the server refused the one the run has (HTTP 401), or asked for a wider scope (403
+/// `insufficient_scope`). `key` stays the same however often the runner sends it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenAsk {
+    pub key: String,
+    /// The server's name in bosun's list.
+    pub server: String,
+    /// The fingerprint ([`crate::gateway::fingerprint`]) of the token the server refused: that
+    /// one is refreshed, not handed out again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// The server asked for a wider scope (403 `insufficient_scope`; `scope` what it named):
+    /// only a new sign-in by the person can give it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wider: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// bosund's answer to a [`TokenAsk`].
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum TokenAnswer {
+    /// The server's current access token (secret: it crosses only the runner's link).
+    Token { token: String },
+    /// No token can be had without the person: the ask waits in the inbox (`note` says so,
+    /// for the run's log) for at most `wait_ms`; a [`TokenAnswer::Token`] or
+    /// [`TokenAnswer::Failed`] follows.
+    Waiting { note: String, wait_ms: u64 },
+    /// No token: `message` says why (for the model and the run's log).
+    Failed { message: String },
+}
+
+impl std::fmt::Debug for TokenAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenAnswer::Token { .. } => f.write_str("Token { token: <secret> }"),
+            TokenAnswer::Waiting { note, wait_ms } => f
+                .debug_struct("Waiting")
+                .field("note", note)
+                .field("wait_ms", wait_ms)
+                .finish(),
+            TokenAnswer::Failed { message } => {
+                f.debug_struct("Failed").field("message", message).finish()
+            }
+        }
+    }
 }
 
 /// Output comes as a binary frame ([`super::fast::output_frame`]) or, from a runner of before
@@ -286,6 +339,8 @@ pub enum DaemonMsg {
     /// The launch plan, for a runner on another host that asked for it: the plan and its secrets
     /// travel only over the link, after the runner proved itself.
     Plan(Box<LaunchPlan>),
+    /// The answer to a [`RunnerMsg::Token`] (a `Waiting` one is followed by another).
+    Token { key: String, answer: TokenAnswer },
 }
 
 impl Decode for DaemonMsg {}
@@ -297,4 +352,43 @@ pub struct StopOrder {
     pub reason: String,
     /// Skip the ladder and SIGKILL the group at once (a second shutdown signal).
     pub immediate: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_answer_never_shows_its_token() {
+        let answer = TokenAnswer::Token {
+            token: "tok-never-shown-5f1a".into(),
+        };
+        let msg = DaemonMsg::Token {
+            key: "k".into(),
+            answer,
+        };
+        assert!(!format!("{msg:?}").contains("tok-never-shown-5f1a"));
+    }
+
+    #[test]
+    fn a_token_ask_of_a_runner_that_says_little_reads_back() {
+        let ask: RunnerMsg =
+            serde_json::from_str(r#"{"type":"token","key":"k1","server":"remote"}"#).unwrap();
+        let RunnerMsg::Token(ask) = ask else {
+            panic!("a token ask")
+        };
+        assert_eq!(ask.server, "remote");
+        assert!(!ask.wider && ask.refused.is_none() && ask.scope.is_none());
+        let answer: DaemonMsg = serde_json::from_str(
+            r#"{"type":"token","key":"k1","answer":{"answer":"waiting","note":"n","wait_ms":5}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            answer,
+            DaemonMsg::Token {
+                answer: TokenAnswer::Waiting { wait_ms: 5, .. },
+                ..
+            }
+        ));
+    }
 }

@@ -39,7 +39,10 @@ impl Handle for McpSignInFinish {
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         let server = signin::finish(&ctx.auth, self.attempt).await?;
-        Ok(registry::show(&ctx.registry_context(), &server.to_string()).await?)
+        let view = registry::show(&ctx.registry_context(), &server.to_string()).await?;
+        // Runs' calls that wait for this sign-in go on.
+        ctx.live.signed_in(&view.name);
+        Ok(view)
     }
 }
 
@@ -64,7 +67,9 @@ impl Handle for McpSignInMachine {
         )?;
         let probe = look::sign_in_probe(&rc, &self.server);
         let server = client_credentials::sign_in(&rc.auth, &rec, machine, probe).await?;
-        Ok(registry::show(&rc, &server.to_string()).await?)
+        let view = registry::show(&rc, &server.to_string()).await?;
+        ctx.live.signed_in(&view.name);
+        Ok(view)
     }
 }
 

@@ -302,6 +302,23 @@ const scenarios = {
     return { asked, issuer };
   },
 
+  // A run's call waits in the Inbox for a new sign-in to its server: the item offers Sign in
+  // and Dismiss only; Sign in opens the provider's page in a window of its own, and the item
+  // goes once the sign-in is over and the call went on.
+  async signinitem(page) {
+    await page.goto(`${base}/#/inbox`);
+    const item = page.locator("#approvals-list .approval").first();
+    await item.waitFor();
+    const shown = await item.textContent();
+    const buttons = await item.locator("button").allTextContents();
+    const popups = [];
+    page.context().on("page", (p) => popups.push(p));
+    await item.locator("button.sign-in").click();
+    await page.waitForSelector("#approvals-list .approval", { state: "detached" });
+    const history = await page.locator("#inbox-history").textContent();
+    return { shown, buttons, popups: popups.length, history };
+  },
+
   // Signs in to a server reached by address (the test OAuth server) from its page: the
   // provider's page opens in a window of the browser, and the page comes back signed in; then
   // again as a new client; then a sign-in cancelled before the provider answered.

@@ -46,13 +46,13 @@ pub struct PersonDecision {
 #[derive(Debug, Default)]
 pub struct Asks {
     /// Every decided ask, by key: what the runner is told if it asks again.
-    decided: HashMap<String, ToolAnswer>,
+    pub(super) decided: HashMap<String, ToolAnswer>,
     /// The asks waiting for the person, by key.
-    waiting: HashMap<String, ApprovalRecord>,
+    pub(super) waiting: HashMap<String, ApprovalRecord>,
     /// The run has taken in outside content this turn.
     escalated: bool,
     /// The `seq` of the next approval.
-    next_seq: u64,
+    pub(super) next_seq: u64,
     /// The calls that wait because the run's budget was reached, by key: each goes on to the
     /// policy once the person allows more.
     held: HashMap<String, ToolAsk>,
@@ -191,7 +191,12 @@ impl RunActorState {
 
     /// An approval of this run for `ask`, waiting from now for `wait_ms`; what it says of the
     /// call (class, why, input, preview) is for the caller to fill in.
-    fn approval_of(&self, ask: &ToolAsk, wait_ms: u64, attended: bool) -> ApprovalRecord {
+    pub(super) fn approval_of(
+        &self,
+        ask: &ToolAsk,
+        wait_ms: u64,
+        attended: bool,
+    ) -> ApprovalRecord {
         let now = Timestamp::now();
         let run = self.rec.agent.as_ref();
         ApprovalRecord {
@@ -574,6 +579,9 @@ impl RunActorState {
         let Some(mut a) = self.asks.waiting.get(&key).cloned() else {
             return Err(RunsError::internal("the approval went missing"));
         };
+        if a.class == super::SIGN_IN_CLASS {
+            return self.sign_in_decided(a, d).await;
+        }
         let now = Timestamp::now();
         if a.deadline <= now {
             let message = expired_message(ms(a.deadline.since(a.asked_at)));
@@ -716,6 +724,9 @@ impl RunActorState {
         let Some(mut a) = self.asks.waiting.remove(&key) else {
             return Ok(());
         };
+        if a.class == super::SIGN_IN_CLASS {
+            return self.sign_in_expired(a).await;
+        }
         let message = expired_message(ms(a.deadline.since(a.asked_at)));
         a.state = ApprovalState::Expired {
             at: Timestamp::now(),
@@ -772,7 +783,7 @@ impl RunActorState {
         Ok(())
     }
 
-    fn publish(&self, a: &ApprovalRecord) {
+    pub(super) fn publish(&self, a: &ApprovalRecord) {
         self.ctx.events.cast(EventsMsg::Publish(Box::new(
             bosun_shared::protocol::ui::Event::ApprovalChanged {
                 approval: Box::new(a.view()),
@@ -781,7 +792,7 @@ impl RunActorState {
     }
 }
 
-fn arm_deadline(myself: &ActorRef<RunMsg>, a: &ApprovalRecord) {
+pub(super) fn arm_deadline(myself: &ActorRef<RunMsg>, a: &ApprovalRecord) {
     let left = ms(a.deadline.since(Timestamp::now()));
     let key = a.key.clone();
     drop(
