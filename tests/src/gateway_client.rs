@@ -69,6 +69,20 @@ impl GatewayClient {
         self.answer(id, wait)
     }
 
+    /// Opens the session as a CLI does, asking for no capability of its own: `initialize`, then
+    /// `notifications/initialized`. The answer to `initialize`.
+    pub fn initialize(&mut self) -> anyhow::Result<Value> {
+        let init = self.ask(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
+                   "capabilities": {}}),
+            Duration::from_secs(30),
+        )?;
+        anyhow::ensure!(init.get("result").is_some(), "not initialized: {init}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        Ok(init)
+    }
+
     pub fn answer(&mut self, id: u64, wait: Duration) -> anyhow::Result<Value> {
         let until = Instant::now() + wait;
         loop {

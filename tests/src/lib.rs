@@ -1473,6 +1473,16 @@ pub fn path_without(
     Ok(dir.display().to_string())
 }
 
+/// A git repository at `dir` on branch `main` with one commit (a README), for a project.
+pub fn repo_with_one_commit(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    git(dir, &["init", "-q", "-b", "main"])?;
+    std::fs::write(dir.join("README"), "hello\n")?;
+    git(dir, &["add", "."])?;
+    git(dir, &["commit", "-qm", "first"])?;
+    Ok(())
+}
+
 /// `git -C dir args…` as the tests use it: no system or global config of the machine's, a fixed
 /// author; its trimmed stdout, or what it said when it failed.
 pub fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {

@@ -10,7 +10,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bosun_tests::git;
 use bosun_tests::{Bosun, FakeModel, short_id, wait_for};
 use serde_json::Value;
 
@@ -452,11 +451,7 @@ fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_m
 /// A repository on `main` with one commit.
 fn repo(b: &Bosun) -> anyhow::Result<PathBuf> {
     let dir = b.scratch().join("web");
-    std::fs::create_dir_all(&dir)?;
-    git(&dir, &["init", "-q", "-b", "main"])?;
-    std::fs::write(dir.join("README"), "hello\n")?;
-    git(&dir, &["add", "."])?;
-    git(&dir, &["commit", "-qm", "first"])?;
+    bosun_tests::repo_with_one_commit(&dir)?;
     Ok(dir)
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bosun_shared::usage::Dollars;
 use bosun_tests::webui::Ui;
-use bosun_tests::{Bosun, FakeModel, git, wait_for};
+use bosun_tests::{Bosun, FakeModel, wait_for};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -38,11 +38,7 @@ fn text(v: &Value) -> &str {
 /// A git checkout with one commit, for a project.
 fn repo(b: &Bosun) -> anyhow::Result<PathBuf> {
     let dir = b.scratch().join("web");
-    std::fs::create_dir_all(&dir)?;
-    git(&dir, &["init", "-q", "-b", "main"])?;
-    std::fs::write(dir.join("README"), "hello\n")?;
-    git(&dir, &["add", "."])?;
-    git(&dir, &["commit", "-qm", "first"])?;
+    bosun_tests::repo_with_one_commit(&dir)?;
     Ok(dir)
 }
 

@@ -499,13 +499,7 @@ fn calls_go_on_while_bosund_is_sigkilled_each_answered_once_in_order() -> anyhow
     fake.wait_turns(1, Duration::from_secs(60))?;
     let socket = b.home.join("runs").join(&id).join("gateway.sock");
     let mut c = Client::dial(&socket, "everything")?;
-    c.ask(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
-               "capabilities": {}}),
-        Duration::from_secs(30),
-    )?;
-    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    c.initialize()?;
 
     // bosund is SIGKILLed at three moments of the 200 calls, and started again by the next
     // command; the calls never wait for it.
@@ -659,12 +653,7 @@ fn a_tool_that_is_new_or_changed_since_the_person_approved_it_is_held_back_until
     // At the gateway itself: not listed, and a call is refused without reaching the server.
     let socket = b.home.join("runs").join(&id).join("gateway.sock");
     let mut c = Client::dial(&socket, "drift")?;
-    c.ask(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
-               "capabilities": {}}),
-        Duration::from_secs(30),
-    )?;
+    c.initialize()?;
     // Every page of the listing, as a CLI reads it: nothing of it gets through.
     let mut cursor: Option<String> = None;
     for _ in 0..5 {
@@ -781,13 +770,7 @@ fn capabilities_in_a_run(
     fake.wait_turns(1, Duration::from_secs(60))?;
     let socket = b.home.join("runs").join(&id).join("gateway.sock");
     let mut c = Client::dial(&socket, "everything")?;
-    let init = c.ask(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
-               "capabilities": {}}),
-        Duration::from_secs(30),
-    )?;
-    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    let init = c.initialize()?;
     let resources = c.ask("resources/list", json!({}), Duration::from_secs(10))?;
     let subscribe = c.ask(
         "resources/subscribe",

@@ -29,14 +29,7 @@ fn a_run_on(b: &Bosun, oauth: &OAuthServer) -> anyhow::Result<(String, GatewayCl
     fake.wait_turns(1, Duration::from_secs(60))?;
     let socket = b.home.join("runs").join(&id).join("gateway.sock");
     let mut c = GatewayClient::dial(&socket, "remote")?;
-    let init = c.ask(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "probe", "version": "1"},
-               "capabilities": {}}),
-        Duration::from_secs(30),
-    )?;
-    anyhow::ensure!(init.get("result").is_some(), "initialized: {init}");
-    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    c.initialize()?;
     Ok((id, c, fake))
 }
 
@@ -216,12 +209,7 @@ fn a_wider_scope_asked_mid_run_waits_in_the_inbox_until_the_person_signs_in() ->
         text_of(&answer).contains("scope=mcp:read mcp:write"),
         "the call ran with the wider sign-in: {answer}"
     );
-    let ran = oauth
-        .requests_to("/mcp")
-        .iter()
-        .filter(|r| r["rpc"] == "tools/call" && r["status"] == 200)
-        .count();
-    assert_eq!(ran, 1, "the call ran once");
+    assert_eq!(calls_run(&oauth), 1, "the call ran once");
     // The item is settled, once.
     assert!(sign_in_items(&b)?.is_empty());
     let all = b.json(&["inbox", "--all"])?;
@@ -350,12 +338,7 @@ fn a_server_that_moved_to_another_authorization_server_mid_run_waits_for_the_new
         text_of(&answer).contains("token="),
         "the call ran: {answer}"
     );
-    let ran = oauth
-        .requests_to("/mcp")
-        .iter()
-        .filter(|r| r["rpc"] == "tools/call" && r["status"] == 200)
-        .count();
-    assert_eq!(ran, 1, "the call ran once");
+    assert_eq!(calls_run(&oauth), 1, "the call ran once");
     drop(c);
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
@@ -384,15 +367,19 @@ fn a_sign_in_item_outlives_a_sigkill_of_bosund_and_the_call_goes_on_once_signed_
         text_of(&answer).contains("scope=mcp:read mcp:write"),
         "{answer}"
     );
-    let ran = oauth
-        .requests_to("/mcp")
-        .iter()
-        .filter(|r| r["rpc"] == "tools/call" && r["status"] == 200)
-        .count();
-    assert_eq!(ran, 1, "the call ran once");
+    assert_eq!(calls_run(&oauth), 1, "the call ran once");
     assert!(sign_in_items(&b)?.is_empty());
     drop(c);
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
     b.finish()
+}
+
+/// How many `tools/call` requests the server accepted and ran.
+fn calls_run(oauth: &OAuthServer) -> usize {
+    oauth
+        .requests_to("/mcp")
+        .iter()
+        .filter(|r| r["rpc"] == "tools/call" && r["status"] == 200)
+        .count()
 }
