@@ -26,7 +26,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use bosun_shared::RunId;
 use redb::{Database, ReadableDatabase, ReadableTable};
 
-pub use record::{Reader, Record};
+pub use record::{Reader, Record, decode_part};
 pub use rewrite::Rewrite;
 
 /// The schema this build reads and writes; it reads the older ones by upgrading them.

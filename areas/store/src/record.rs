@@ -12,8 +12,8 @@
 use std::fmt::Display;
 
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, TableDefinition, TableError};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use super::StoreError;
 
@@ -45,9 +45,16 @@ pub trait Record: Serialize + DeserializeOwned + Send + 'static {
 
     /// The record from its bytes in the table.
     fn decode(bytes: &[u8]) -> Result<Self, StoreError> {
-        serde_json::from_slice(bytes)
-            .map_err(|e| StoreError::Corrupt(format!("{} record: {e}", Self::WHAT)))
+        decode_part::<Self, Self>(bytes)
     }
+}
+
+/// The part of a record of `R` that `T` names, from the record's bytes in its table (the
+/// fields `T` leaves out are passed over; its strings may borrow from `bytes`): for a pass over
+/// many records that needs only a few fields of each (see [`Reader::each_bytes`]).
+pub fn decode_part<'a, R: Record, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::Corrupt(format!("{} record: {e}", R::WHAT)))
 }
 
 /// A read transaction: whatever is read through one `Reader` is one moment of the store.
@@ -102,6 +109,22 @@ impl Reader {
         for entry in table.iter()? {
             let (_, v) = entry?;
             f(R::decode(v.value())?)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the bytes of each record of `R`'s table to `f`, in key order, one at a time,
+    /// undecoded: for a pass that reads only part of each record ([`decode_part`]).
+    pub fn each_bytes<R: Record>(
+        &self,
+        mut f: impl FnMut(&[u8]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let Some(table) = self.table::<R>()? else {
+            return Ok(());
+        };
+        for entry in table.iter()? {
+            let (_, v) = entry?;
+            f(v.value())?;
         }
         Ok(())
     }

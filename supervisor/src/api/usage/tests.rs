@@ -5,13 +5,13 @@ use std::collections::HashMap;
 
 use bosun_runs::record::RunRecord;
 use bosun_runs::spend::UsageRow as RunUsage;
-use bosun_shared::protocol::usage::{UsageBy, UsageRow};
+use bosun_shared::protocol::usage::{UsageBy, UsageRow, UsageView};
 use bosun_shared::usage::Tokens;
 use bosun_shared::{CardId, Timestamp};
-use bosun_store::Record;
+use bosun_store::{Record, decode_part};
 use serde_json::{Value, json};
 
-use super::{Card, RunSums, report};
+use super::{Card, Names, RowView, Sums};
 
 const DAY: u64 = 86_400_000;
 const CARD: &str = "01j9aaaaaaaaaaaaaaaaaaaac1";
@@ -54,14 +54,13 @@ fn run(
     });
     let whole: RunRecord = serde_json::from_value(v).expect("a run record");
     let row = RunUsage::of(&whole)?;
-    let sums = RunSums::decode(&row.encode()).expect("read as a report reads it");
+    let bytes = row.encode();
+    let view: RowView<'_> = decode_part::<RunUsage, _>(&bytes).expect("read as a report reads it");
     assert_eq!(
-        sums,
-        RunSums {
-            id: row.id,
+        view,
+        RowView {
             created_at: row.created_at,
-            agent_name: row.agent_name.clone(),
-            cli: row.cli,
+            agent_name: row.agent_name.as_str().into(),
             card: row.card,
             project: row.project,
             tokens: row.tokens,
@@ -72,14 +71,30 @@ fn run(
     Some(row)
 }
 
-fn cards() -> HashMap<CardId, Card> {
-    HashMap::from([(
-        CARD.parse().expect("id"),
-        Card {
-            title: "Fix login".into(),
-            project: Some("web".into()),
-        },
-    )])
+/// The card's title and project, and no project of a run's own.
+fn names() -> Names {
+    let card = Card {
+        title: "Fix login".into(),
+        project: Some("web".into()),
+    };
+    Names {
+        cards: HashMap::from([(CARD.parse().expect("id"), card)]),
+        projects: HashMap::new(),
+    }
+}
+
+/// The report over `runs` as bosund makes it from their stored bytes.
+fn report(runs: &[RunUsage], names: &Names, by: UsageBy, since: Option<Timestamp>) -> UsageView {
+    let mut sums = Sums::new(by, since);
+    for run in runs {
+        match by {
+            UsageBy::Model => sums.add_models(run),
+            UsageBy::Agent | UsageBy::Card | UsageBy::Project | UsageBy::Day => sums
+                .add_bytes(&run.encode(), names)
+                .expect("a row read back"),
+        }
+    }
+    sums.finish(names)
 }
 
 fn row(key: &str, runs: u64, input: u64, output: u64, micro_usd: u64, unpriced: u64) -> UsageRow {
@@ -117,8 +132,7 @@ fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
     .into_iter()
     .flatten()
     .collect();
-    let projects = HashMap::new();
-    let v = report(&runs, &cards(), &projects, UsageBy::Agent, None);
+    let v = report(&runs, &names(), UsageBy::Agent, None);
     assert_eq!(
         v.rows,
         [
@@ -134,7 +148,7 @@ fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
         }
     );
 
-    let v = report(&runs, &cards(), &projects, UsageBy::Card, None);
+    let v = report(&runs, &names(), UsageBy::Card, None);
     let card = CARD.parse::<CardId>().expect("id").short();
     assert_eq!(
         v.rows,
@@ -143,10 +157,10 @@ fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
             row("-", 1, 50, 5, 250, 0)
         ]
     );
-    let v = report(&runs, &cards(), &projects, UsageBy::Project, None);
+    let v = report(&runs, &names(), UsageBy::Project, None);
     assert_eq!(v.rows[0].key, "web");
 
-    let v = report(&runs, &cards(), &projects, UsageBy::Model, None);
+    let v = report(&runs, &names(), UsageBy::Model, None);
     let models: Vec<(&str, u64, u64)> = v
         .rows
         .iter()
@@ -154,11 +168,11 @@ fn usage_is_summed_by_each_key_the_costliest_first_and_unknown_costs_counted() {
         .collect();
     assert_eq!(models, [("opus", 2, 750), ("haiku", 1, 20), ("gpt", 1, 0)]);
 
-    let v = report(&runs, &cards(), &projects, UsageBy::Day, None);
+    let v = report(&runs, &names(), UsageBy::Day, None);
     let days: Vec<&str> = v.rows.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(days, ["2027-01-15", "2027-01-16"]);
 
     let since = Timestamp::from_millis(1_800_000_000_000 + DAY);
-    let v = report(&runs, &cards(), &projects, UsageBy::Agent, Some(since));
+    let v = report(&runs, &names(), UsageBy::Agent, Some(since));
     assert_eq!(v.total.runs, 2, "the first day's run is before `since`");
 }
