@@ -621,7 +621,27 @@ async fn send_outbound(
     frame: Outbound,
 ) -> Result<(), FrameError> {
     match frame {
-        Outbound::Frame(f) => writer.send(&f).await,
+        Outbound::Frame(f) => match writer.send(&f).await {
+            // Too large for one frame (nothing of it was written): an answer is replaced by an
+            // error that says so, so the client is not left waiting; an event is let go. The
+            // session goes on either way.
+            Err(FrameError::TooLarge { len, max }) => {
+                let ServerFrame::Response { id, .. } = f else {
+                    warn!(len, max, "an event too large for one frame was not sent");
+                    return Ok(());
+                };
+                warn!(
+                    id,
+                    len, max, "an answer too large for one frame was not sent"
+                );
+                let err = WireError::internal(format!(
+                    "bosund's answer is {len} bytes, more than the {max} one message of its socket may hold, so it was not sent; ask for less at a time"
+                ));
+                let result = ResponseResult::Err(err);
+                writer.send(&ServerFrame::Response { id, result }).await
+            }
+            sent => sent,
+        },
         Outbound::Encoded(bytes) => writer.send_encoded(&bytes).await,
         Outbound::Split { head, chunk } => writer.send_split(&head, &chunk.data).await,
     }

@@ -199,6 +199,59 @@ fn a_client_of_another_protocol_version_is_told_so() -> anyhow::Result<()> {
     b.finish()
 }
 
+/// An answer too large for one frame (4 MiB): `ps --all` over forty runs with an argument of
+/// 120 KB each. The client is told so at once instead of waiting for ever, and the same
+/// connection's session goes on: the next request is answered.
+#[test]
+fn an_answer_too_large_for_one_frame_is_an_error_and_the_session_goes_on() -> anyhow::Result<()> {
+    let b = Bosun::new("proto_answer_too_large");
+    let big = "a".repeat(120_000);
+    for _ in 0..40 {
+        b.ok(&["run", "--", "true", &big])?;
+    }
+    let out = b.output(&["ps", "--all", "--json"])?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("bosund's answer is")
+            && said.contains("more than the 4194304 one message of its socket may hold"),
+        "{said}"
+    );
+    runtime()?.block_on(async {
+        let (reply, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        anyhow::ensure!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+        for (id, all) in [(1, true), (2, false)] {
+            let req = ClientFrame::Request {
+                id,
+                body: Request::ListRuns(bosun_shared::protocol::runs::ListRuns { all }),
+            };
+            w.send_now(&req).await?;
+            let frame: ServerFrame = r.read().await?.ok_or_else(|| anyhow::anyhow!("closed"))?;
+            match (id, frame) {
+                (
+                    1,
+                    ServerFrame::Response {
+                        id: 1,
+                        result: ResponseResult::Err(e),
+                    },
+                ) => {
+                    assert_eq!(e.code, ErrorCode::Internal, "{e:?}");
+                }
+                (
+                    2,
+                    ServerFrame::Response {
+                        id: 2,
+                        result: ResponseResult::Ok(_),
+                    },
+                ) => {}
+                (_, other) => anyhow::bail!("request {id} was answered with {other:?}"),
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    b.finish()
+}
+
 #[test]
 fn a_runner_with_a_wrong_token_or_an_unknown_run_is_refused() -> anyhow::Result<()> {
     let b = Bosun::new("proto_runner_token");

@@ -110,7 +110,11 @@ impl Names {
     fn project_of(&self, card: Option<CardId>, project: Option<ProjectId>) -> &str {
         card.and_then(|c| self.cards.get(&c))
             .and_then(|c| c.project.as_deref())
-            .or_else(|| project.and_then(|p| self.projects.get(&p)).map(String::as_str))
+            .or_else(|| {
+                project
+                    .and_then(|p| self.projects.get(&p))
+                    .map(String::as_str)
+            })
             .unwrap_or("-")
     }
 
@@ -168,7 +172,11 @@ impl Sums {
     }
 
     /// A run's usage row from its stored bytes, into a report by anything but the model.
-    pub fn add_bytes(&mut self, bytes: &[u8], names: &Names) -> Result<(), bosun_store::StoreError> {
+    pub fn add_bytes(
+        &mut self,
+        bytes: &[u8],
+        names: &Names,
+    ) -> Result<(), bosun_store::StoreError> {
         let run: RowView<'_> = decode_part::<RunUsage, _>(bytes)?;
         self.add(&run, names);
         Ok(())
