@@ -73,6 +73,8 @@ pub struct DaemonCtx {
     pub notifier: Notifier,
     /// Wakes the pruner (`crate::prune`) for a round now.
     pub prune_now: tokio::sync::Notify,
+    /// The pruner's last round since bosund started, for `daemon status`.
+    pub last_prune: Mutex<Option<bosun_shared::protocol::runs::PruneView>>,
     /// What a run costs when its CLI does not say: `prices.toml` in the state directory, or
     /// the repository's.
     pub prices: Arc<Prices>,
@@ -174,6 +176,7 @@ impl DaemonCtx {
             settings: tokio::sync::Mutex::new(DaemonSettings::default()),
             notifier: Notifier::new(DaemonSettings::default().notify),
             prune_now: tokio::sync::Notify::new(),
+            last_prune: Mutex::new(None),
             prices: Arc::new(Prices::built_in()),
             spend: Arc::new(Spend::default()),
         }

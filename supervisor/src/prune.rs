@@ -2,15 +2,17 @@
 //! (`bosun daemon set retention=…`; 30 days unless the person says), then pruned in the
 //! background, so the store does not grow with every tool call of every run for ever. A run
 //! keeps its summary (its record, its outcome, its usage, how many decisions were pruned); an
-//! approval still waiting, and anything of a run still going, is never pruned.
+//! approval still waiting, and anything of a run still going, is never pruned. The last
+//! round's figures (when it ended, how long it took, what went) are in `daemon status`.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
 
 use bosun_approvals::record::{ApprovalRecord, ApprovalState};
 use bosun_kit::offload::blocking;
 use bosun_runs::record::RunRecord;
 use bosun_shared::Timestamp;
+use bosun_shared::protocol::runs::PruneView;
 use bosun_store::StoreError;
 use bosun_store::writer::Change;
 use tracing::{info, warn};
@@ -35,10 +37,24 @@ pub async fn every_hour(ctx: Arc<DaemonCtx>) {
         wait = ROUND;
         let retention = ctx.settings.lock().await.retention_ms;
         let cutoff = Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(retention));
+        let started = Instant::now();
         match round(&ctx, cutoff).await {
-            Ok((0, 0)) => {}
             Ok((approvals, runs)) => {
-                info!(approvals, runs, "pruned what was older than the retention")
+                let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                if approvals > 0 || runs > 0 {
+                    info!(
+                        approvals,
+                        runs, took_ms, "pruned what was older than the retention"
+                    );
+                }
+                *ctx.last_prune
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(PruneView {
+                    ended_at: Timestamp::now(),
+                    took_ms,
+                    approvals,
+                    runs,
+                });
             }
             Err(e) => warn!(error = %e, "could not prune; the next round tries again"),
         }

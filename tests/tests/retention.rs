@@ -78,6 +78,20 @@ fn what_is_older_than_the_retention_is_pruned_and_what_waits_is_kept() -> anyhow
         ),
         "{status}"
     );
+    // The last round is in `daemon status`: the one that pruned, or a later one (the retention
+    // was set again while waiting) that found nothing left to prune.
+    assert!(
+        status.contains("last pruned   ")
+            && status.contains("decided approvals and the decision details of"),
+        "{status}"
+    );
+    let last = &b.json(&["daemon", "status"])?["last_prune"];
+    assert!(
+        last["ended_at"].as_u64().is_some()
+            && last["took_ms"].as_u64().is_some()
+            && last["approvals"].as_u64() <= Some(1),
+        "{last:#}"
+    );
 
     // The run still going keeps its call, which is decided as before.
     b.ok(&["approve", &short_id(&waiting)])?;

@@ -117,6 +117,22 @@ pub struct DaemonStatusView {
     /// from a bosund older than retention).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention_ms: Option<u64>,
+    /// The last round of pruning since bosund started (absent before the first, and from a
+    /// bosund older than it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_prune: Option<PruneView>,
+}
+
+/// One round of pruning what was older than the retention: when it ended, how long it took,
+/// and what went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneView {
+    pub ended_at: Timestamp,
+    pub took_ms: u64,
+    /// Decided approvals deleted.
+    pub approvals: u64,
+    /// Finished runs whose decisions' details were dropped (their summaries kept).
+    pub runs: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -150,6 +150,10 @@ async fn status(ctx: &Arc<DaemonCtx>) -> DaemonStatusView {
         upgrade: ctx.upgrade.clone(),
         notify: Some(ctx.notifier.view()),
         retention_ms: Some(ctx.settings.lock().await.retention_ms),
+        last_prune: *ctx
+            .last_prune
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
     }
 }
 

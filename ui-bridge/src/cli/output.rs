@@ -404,6 +404,16 @@ pub fn print_status(s: &DaemonStatusView) {
             format_duration(Duration::from_millis(ms))
         );
     }
+    if let Some(p) = &s.last_prune {
+        println!(
+            "{:<14}{}: {} decided approvals and the decision details of {} finished runs, in {}",
+            "last pruned",
+            age(p.ended_at),
+            p.approvals,
+            p.runs,
+            format_duration(Duration::from_millis(p.took_ms))
+        );
+    }
 }
 
 /// Desktop notifications in words: on or off (and how to change it), how many were shown, and
