@@ -47,8 +47,8 @@ use bosun_agents::registry::AgentsHandle;
 use bosun_agents::secrets::{SecretLine, SecretReader};
 use bosun_kit::supervision::{RestartBudget, RestartPolicy, Verdict};
 use bosun_placement::{PlacementError, Remote};
-use bosun_store::Store;
 use bosun_store::writer::{Change, StoreWriter};
+use bosun_store::{Store, StoreError};
 use live::LiveRuns;
 use log_hub::LogHub;
 use record::RunRecord;
@@ -228,17 +228,28 @@ impl Actor for Runs {
         myself: ActorRef<RunsMsg>,
         state: &mut RunsState,
     ) -> Result<(), ActorProcessingErr> {
-        let store = state.ctx.store.clone();
-        let records = tokio::task::spawn_blocking(move || store.runs()).await??;
+        // One pass over the runs, a record at a time: a store keeps years of them, each with its
+        // decisions, and only the few that are not over are kept whole.
+        let (store, ctx) = (state.ctx.store.clone(), state.ctx.clone());
+        let (moves, not_over) = tokio::task::spawn_blocking(move || {
+            let (mut moves, mut not_over) = (Vec::new(), Vec::new());
+            store.read()?.each::<RunRecord>(|rec| {
+                if let Some(card) = rec.agent.as_ref().and_then(|a| a.card).filter(|c| c.1 > 0) {
+                    moves.push((card, rec.id));
+                }
+                if rec.state.is_final() {
+                    ctx.delete_secret_files(&rec);
+                } else {
+                    not_over.push(rec);
+                }
+                Ok(())
+            })?;
+            Ok::<_, StoreError>((moves, not_over))
+        })
+        .await??;
+        state.by_card.extend(moves);
         let mut recovering = 0;
-        for rec in records {
-            if let Some(card) = rec.agent.as_ref().and_then(|a| a.card).filter(|c| c.1 > 0) {
-                state.by_card.insert(card, rec.id);
-            }
-            if rec.state.is_final() {
-                state.ctx.delete_secret_files(&rec);
-                continue;
-            }
+        for rec in not_over {
             if state.ctx.live.get(rec.id).is_some() {
                 continue;
             }
