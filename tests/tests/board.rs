@@ -348,15 +348,18 @@ fn a_daemon_killed_while_starting_a_card_starts_it_exactly_once() -> anyhow::Res
         let c = b.json(&["board", "card", "add", "crashy", "--assignee", "worker"])?;
         let id = c["short_id"].as_str().unwrap_or_default().to_string();
         b.ok(&["daemon", "stop"])?;
-        // The daemon this move starts dies at the point; the move itself was answered first.
+        // The daemon this move starts dies at the point. The move is kept before it is
+        // answered, but the answer is written by the session's own task, which a busy machine
+        // may not have run before the kill: then the command saw the connection go, and the
+        // card's run below proves the move was kept.
         let out = b
             .cmd(&["board", "card", "move", &id, "To do"])
             .env("BOSUN_CRASH_AT", point)
             .output()?;
+        let said = String::from_utf8_lossy(&out.stderr);
         assert!(
-            out.status.success(),
-            "{point}: {}",
-            String::from_utf8_lossy(&out.stderr)
+            out.status.success() || said.contains("lost the connection to bosund"),
+            "{point}: {said}"
         );
         wait_for(
             "the daemon to die at the point",
