@@ -62,7 +62,7 @@ const HISTORY_STEPS: usize = 20;
 fn main() -> anyhow::Result<()> {
     let env = Env::new("approvals")?;
     let result = bench(&env);
-    let ended = end_everything(&env);
+    let ended = env.end_everything();
     result.and(ended)
 }
 
@@ -629,24 +629,4 @@ fn spread(v: &[Duration]) -> String {
         fmt_duration(median(v.to_vec())),
         fmt_duration(p95(v))
     )
-}
-
-/// Stops every run and bosund (`bosun daemon stop`), then fails if any process of the
-/// benchmark is still alive after 15 s (and kills it).
-fn end_everything(env: &Env) -> anyhow::Result<()> {
-    if env.daemon_pid().is_some() {
-        env.stop_daemon()?;
-    }
-    let t0 = Instant::now();
-    loop {
-        let left = bosun_tests::processes_of(&env.home);
-        if left.is_empty() {
-            return Ok(());
-        }
-        if t0.elapsed() > Duration::from_secs(15) {
-            bosun_tests::kill_all_of(&env.home);
-            bail!("processes of the benchmark were left behind: {left:#?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }

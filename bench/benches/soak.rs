@@ -71,7 +71,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     let env = Env::new("soak")?;
     let result = runtime.block_on(bench(&env));
-    let ended = end_everything(&env);
+    let ended = env.end_everything();
     result.and(ended)
 }
 
@@ -772,23 +772,4 @@ fn count(env: &Env) -> anyhow::Result<Kept> {
         Ok(())
     })?;
     Ok(kept)
-}
-
-/// Stops bosund (and with it the waiting runs); fails if any process of the benchmark is left.
-fn end_everything(env: &Env) -> anyhow::Result<()> {
-    if env.daemon_pid().is_some() {
-        env.stop_daemon()?;
-    }
-    let t0 = Instant::now();
-    loop {
-        let left = bosun_tests::processes_of(&env.home);
-        if left.is_empty() {
-            return Ok(());
-        }
-        if t0.elapsed() > Duration::from_secs(15) {
-            bosun_tests::kill_all_of(&env.home);
-            bail!("processes of the benchmark were left behind: {left:#?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }

@@ -88,6 +88,26 @@ impl Env {
     pub fn stop_daemon(&self) -> anyhow::Result<()> {
         self.ok(&["daemon", "stop"]).map(|_| ())
     }
+
+    /// Stops every run and bosund (`bosun daemon stop`), then fails if any process of the
+    /// benchmark is still alive after 15 s (and kills it).
+    pub fn end_everything(&self) -> anyhow::Result<()> {
+        if self.daemon_pid().is_some() {
+            self.stop_daemon()?;
+        }
+        let t0 = Instant::now();
+        loop {
+            let left = bosun_tests::processes_of(&self.home);
+            if left.is_empty() {
+                return Ok(());
+            }
+            if t0.elapsed() > Duration::from_secs(15) {
+                bosun_tests::kill_all_of(&self.home);
+                bail!("processes of the benchmark were left behind: {left:#?}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Env {
