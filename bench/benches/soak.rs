@@ -684,6 +684,7 @@ fn approval(run: RunId, r: u64, c: u64, at: u64) -> ApprovalRecord {
         )),
         budget: None,
         budget_scope: None,
+        answer: None,
     }
 }
 

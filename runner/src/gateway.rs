@@ -16,7 +16,8 @@
 //!   said more); requests of any other are refused, its notifications dropped, and resource
 //!   subscriptions are always off;
 //! - `roots/list` is answered with the run's workspace; sampling and elicitation requests are
-//!   refused;
+//!   refused, or asked of the person in the inbox when the server's policy says `ask`
+//!   ([`person`]);
 //! - results of an untrusted server reach the model framed as untrusted, long text as head and
 //!   tail, the whole result kept in the run's log.
 //!
@@ -40,8 +41,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_shared::gateway::{
-    BRIDGE, CALLS_FILE, CallEntry, CallOutcome, Capability, GatewayServer, Held, Hello, HttpBridge,
-    Reach, Rules, SAFE_ENV, SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
+    AskPolicy, BRIDGE, CALLS_FILE, CallEntry, CallOutcome, Capability, GatewayServer, Held, Hello,
+    HttpBridge, Reach, Rules, SAFE_ENV, SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
 };
 use bosun_shared::protocol::runner::{FencePlan, LaunchPlan, TokenAnswer, TokenAsk};
 use bosun_shared::{RUN_MARKER_ENV, Timestamp};
@@ -52,6 +53,8 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+
+mod person;
 
 use crate::fence;
 use crate::link::LinkState;
@@ -163,6 +166,8 @@ pub struct Gateway {
     link: Arc<LinkState>,
     /// The number of the last ask for a token.
     token_asks: std::sync::atomic::AtomicU64,
+    /// The number of the last request of a server's asked of the person.
+    person_asks: std::sync::atomic::AtomicU64,
 }
 
 /// The run's record of calls.
@@ -204,6 +209,7 @@ impl Gateway {
             calls,
             link,
             token_asks: std::sync::atomic::AtomicU64::new(0),
+            person_asks: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -379,6 +385,8 @@ struct Conn<'a> {
     init: Option<Value>,
     initialized: bool,
     init_id: Option<String>,
+    /// The CLI's `initialize` declared it writes messages for servers (`sampling`).
+    cli_samples: bool,
     /// The server answered `initialize` once: it is an MCP server that started.
     ready: bool,
     /// The CLI's other requests on their way (not calls): answered with an error when the
@@ -394,17 +402,25 @@ struct Conn<'a> {
     own: u64,
     starts: u32,
     /// What the asks for a token anew say back to the connection's loop.
-    token_events: mpsc::UnboundedSender<TokenEvent>,
+    ask_events: mpsc::UnboundedSender<AskEvent>,
 }
 
-/// What an ask for a server's token anew (its own task) says back to the connection.
-enum TokenEvent {
+/// What an ask of bosund's (a server's token anew, a server's request for the person; each in
+/// a task of its own) says back to the connection.
+enum AskEvent {
     /// The call `call` waits for the person's sign-in: its deadline is `until` meanwhile.
     Hold { call: Value, until: Instant },
     /// The call `call` is sent once more: its deadline counts again from now.
     Resume { call: Value },
-    /// The answer to the bridge's ask, for its stdin.
+    /// The answer to the server's (or the bridge's) ask, for its stdin.
     Answer(Value),
+    /// A request of the server's waits for the person: every call's deadline is `until`
+    /// meanwhile.
+    HoldAll { until: Instant },
+    /// The person answered: the calls' deadlines count again from now.
+    ResumeAll,
+    /// A request of the server's the person allowed, for the CLI to answer.
+    ToCli(Value),
 }
 
 /// An id as a map key (`1` and `"1"` are different ids).
@@ -432,6 +448,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         init: None,
         initialized: false,
         init_id: None,
+        cli_samples: false,
         ready: false,
         asked: HashMap::new(),
         lists: HashSet::new(),
@@ -440,7 +457,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         expired: HashSet::new(),
         own: 0,
         starts: 0,
-        token_events: token_tx,
+        ask_events: token_tx,
     };
     let mut from_server: Option<Lines<ChildStdout>> = None;
     loop {
@@ -536,10 +553,14 @@ impl Conn<'_> {
             self.tell_cli(&reply).await;
             return;
         }
+        let mut rewritten = None;
         match (method, id) {
             (Some("initialize"), Some(id)) => {
                 self.init_id = Some(key(id));
-                self.init = Some(msg.clone());
+                let mut init = msg.clone();
+                self.cli_samples = offer_requests(&mut init, self.rules());
+                rewritten = serde_json::to_vec(&init).ok();
+                self.init = Some(init);
             }
             (Some("notifications/initialized"), None) => self.initialized = true,
             (Some("tools/list"), Some(id)) => {
@@ -627,7 +648,8 @@ impl Conn<'_> {
         {
             self.asked.insert(key(id), id.clone());
         }
-        self.tell_server(line, from_server).await;
+        self.tell_server(rewritten.as_deref().unwrap_or(line), from_server)
+            .await;
         // A call's deadline counts from when the server has it: starting a server that had
         // exited (bounded on its own) is not the server's time.
         if let (Some("tools/call"), Some(id)) = (method, id)
@@ -868,10 +890,9 @@ impl Conn<'_> {
         }
     }
 
-    /// A request of the server's: roots are the run's workspace, sampling and elicitation are
-    /// refused, anything else (a ping) goes to the CLI.
+    /// A request of the server's: roots are the run's workspace, sampling and elicitation go
+    /// by the server's policy ([`person`]), anything else (a ping) goes to the CLI.
     async fn server_asks(&mut self, method: &str, id: Value, msg: Value) {
-        let name = self.server.name.clone();
         if method == TOKEN_METHOD
             && matches!(self.server.reach, Reach::Http { .. })
             && id.as_str().is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
@@ -895,18 +916,8 @@ impl Conn<'_> {
                 json!({"jsonrpc": "2.0", "id": id, "result": {"roots": roots}})
             }
             "sampling/createMessage" | "elicitation/create" => {
-                let what = if method.starts_with("sampling") {
-                    "asked the model for a message (sampling)"
-                } else {
-                    "asked the person for input (elicitation)"
-                };
-                self.gw.note(format!(
-                    "bosun's MCP gateway: {name} {what}; refused: bosun denies it for this server"
-                ));
-                json!({"jsonrpc": "2.0", "id": id, "error": {
-                    "code": -32600,
-                    "message": format!("bosun denies this request of `{name}`: it {what}, which this server is not allowed"),
-                }})
+                self.server_wants_person(method, id, msg).await;
+                return;
             }
             _ => {
                 self.tell_cli(&msg).await;
@@ -956,7 +967,7 @@ impl Conn<'_> {
         ));
         let link = self.gw.link.clone();
         let notes = self.gw.notes.clone();
-        let events = self.token_events.clone();
+        let events = self.ask_events.clone();
         tokio::spawn(async move {
             let key = ask.key.clone();
             let mut answers = link.ask_token(ask);
@@ -990,20 +1001,20 @@ impl Conn<'_> {
                         // A little longer than bosund's own wait, which answers first.
                         wait = Duration::from_millis(wait_ms) + TOKEN_FIRST_ANSWER;
                         waited_for_person = true;
-                        let _ = events.send(TokenEvent::Hold {
+                        let _ = events.send(AskEvent::Hold {
                             call: call.clone(),
                             until: Instant::now() + wait,
                         });
                     }
                 }
             };
-            link.token_done(&key);
+            link.gateway_done(&key);
             let answer = match got {
                 Ok(token) => {
                     let _ = notes.send(format!(
                         "bosun's MCP gateway: {name}: bosund gave the run its token anew; the message is sent once more"
                     ));
-                    let _ = events.send(TokenEvent::Resume { call });
+                    let _ = events.send(AskEvent::Resume { call });
                     json!({"jsonrpc": "2.0", "id": id, "result": {"token": token}})
                 }
                 Err(message) => {
@@ -1011,24 +1022,36 @@ impl Conn<'_> {
                     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32001, "message": message}})
                 }
             };
-            let _ = events.send(TokenEvent::Answer(answer));
+            let _ = events.send(AskEvent::Answer(answer));
         });
     }
 
-    async fn on_token_event(&mut self, event: TokenEvent) {
+    async fn on_token_event(&mut self, event: AskEvent) {
         match event {
-            TokenEvent::Hold { call, until } => {
+            AskEvent::Hold { call, until } => {
                 if let Some(c) = self.calls.get_mut(&key(&call)) {
                     c.deadline = c.deadline.max(until);
                 }
             }
-            TokenEvent::Resume { call } => {
+            AskEvent::Resume { call } => {
                 let ms = self.rules().deadline_ms;
                 if let Some(c) = self.calls.get_mut(&key(&call)) {
                     c.deadline = Instant::now() + Duration::from_millis(ms);
                 }
             }
-            TokenEvent::Answer(answer) => self.send_own(&answer).await,
+            AskEvent::Answer(answer) => self.send_own(&answer).await,
+            AskEvent::HoldAll { until } => {
+                for c in self.calls.values_mut() {
+                    c.deadline = c.deadline.max(until);
+                }
+            }
+            AskEvent::ResumeAll => {
+                let deadline = Instant::now() + Duration::from_millis(self.rules().deadline_ms);
+                for c in self.calls.values_mut() {
+                    c.deadline = deadline;
+                }
+            }
+            AskEvent::ToCli(msg) => self.tell_cli(&msg).await,
         }
     }
 
@@ -1324,6 +1347,28 @@ impl Conn<'_> {
 
 /// The server's answer to `initialize` with only the capabilities the person approved, and
 /// resource subscriptions off.
+/// The CLI's `initialize` as the server gets it: it may ask for the person's input only when
+/// its policy is `ask` (the gateway answers those, not the CLI), and for a message of the model
+/// only when its policy is `ask` and the CLI can write one. Whether the CLI declared it can.
+fn offer_requests(init: &mut Value, rules: &Rules) -> bool {
+    let Some(params) = init.get_mut("params").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let caps = params.entry("capabilities").or_insert_with(|| json!({}));
+    let Some(caps) = caps.as_object_mut() else {
+        return false;
+    };
+    let cli_samples = caps.contains_key("sampling");
+    if rules.sampling == AskPolicy::Deny {
+        caps.remove("sampling");
+    }
+    caps.remove("elicitation");
+    if rules.elicitation == AskPolicy::Ask {
+        caps.insert("elicitation".into(), json!({}));
+    }
+    cli_samples
+}
+
 fn hold_to_ceiling(msg: &mut Value, approved: &BTreeSet<Capability>) {
     if let Some(caps) = msg
         .pointer_mut("/result/capabilities")

@@ -16,7 +16,8 @@ use std::time::Duration;
 use bosun_shared::protocol::fast;
 use bosun_shared::protocol::frame::encode_frame;
 use bosun_shared::protocol::runner::{
-    DaemonMsg, FlushFailure, LaunchPlan, RunnerMsg, Started, StopOrder, TokenAnswer, ToolAnswer,
+    DaemonMsg, FlushFailure, LaunchPlan, RunnerMsg, ServerAnswer, ServerAsk, Started, StopOrder,
+    TokenAnswer, ToolAnswer,
 };
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::tls;
@@ -97,7 +98,42 @@ pub struct LinkState {
     /// needed it: a local runner reads it on stdin).
     pub plan: Mutex<Option<oneshot::Sender<LaunchPlan>>>,
     /// The gateway's asks for a server's token anew, by key: where bosund's answers go.
-    pub tokens: Mutex<HashMap<String, mpsc::UnboundedSender<TokenAnswer>>>,
+    pub tokens: Waiters<TokenAnswer>,
+    /// The gateway's asks of the person for a server, by key: where bosund's answers go.
+    pub server_asks: Waiters<ServerAnswer>,
+}
+
+/// Where bosund's answers to the gateway's asks of one kind go, by the ask's key.
+pub struct Waiters<T>(Mutex<HashMap<String, mpsc::UnboundedSender<T>>>);
+
+impl<T> Default for Waiters<T> {
+    fn default() -> Self {
+        Self(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<T> Waiters<T> {
+    fn add(&self, key: &str) -> mpsc::UnboundedReceiver<T> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut w) = self.0.lock() {
+            w.insert(key.to_string(), tx);
+        }
+        rx
+    }
+
+    /// bosund's answer to `key`, to whoever waits for it.
+    fn answer(&self, key: &str, answer: T) {
+        let to = self.0.lock().ok().and_then(|w| w.get(key).cloned());
+        if let Some(to) = to {
+            let _ = to.send(answer);
+        }
+    }
+
+    fn remove(&self, key: &str) {
+        if let Ok(mut w) = self.0.lock() {
+            w.remove(key);
+        }
+    }
 }
 
 impl LinkState {
@@ -107,24 +143,32 @@ impl LinkState {
         &self,
         ask: bosun_shared::protocol::runner::TokenAsk,
     ) -> mpsc::UnboundedReceiver<TokenAnswer> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        if let Ok(mut t) = self.tokens.lock() {
-            t.insert(ask.key.clone(), tx);
-        }
-        if let Ok(mut a) = self.asks.lock() {
-            a.token(ask);
-        }
-        self.wake.notify_one();
+        let rx = self.tokens.add(&ask.key);
+        self.say_until_done(RunnerMsg::Token(ask));
         rx
     }
 
-    /// The gateway no longer waits for the token ask `key` (answered, or given up).
-    pub fn token_done(&self, key: &str) {
-        if let Ok(mut t) = self.tokens.lock() {
-            t.remove(key);
-        }
+    /// Asks the person, through bosund, what a server wants of them (said again after each
+    /// reconnect until answered for good); bosund's answers come on the channel returned.
+    pub fn ask_person(&self, ask: ServerAsk) -> mpsc::UnboundedReceiver<ServerAnswer> {
+        let rx = self.server_asks.add(&ask.key);
+        self.say_until_done(RunnerMsg::ServerAsk(ask));
+        rx
+    }
+
+    fn say_until_done(&self, msg: RunnerMsg) {
         if let Ok(mut a) = self.asks.lock() {
-            a.drop_token(key);
+            a.gateway(msg);
+        }
+        self.wake.notify_one();
+    }
+
+    /// The gateway no longer waits for its ask `key` (answered, or given up).
+    pub fn gateway_done(&self, key: &str) {
+        self.tokens.remove(key);
+        self.server_asks.remove(key);
+        if let Ok(mut a) = self.asks.lock() {
+            a.drop_gateway(key);
         }
     }
 }
@@ -394,11 +438,9 @@ async fn pump(
                 Some(Ok(DaemonMsg::Waiting { key: _, note })) => {
                     let _ = state.notes.send(note);
                 }
-                Some(Ok(DaemonMsg::Token { key, answer })) => {
-                    let to = state.tokens.lock().ok().and_then(|t| t.get(&key).cloned());
-                    if let Some(to) = to {
-                        let _ = to.send(answer);
-                    }
+                Some(Ok(DaemonMsg::Token { key, answer })) => state.tokens.answer(&key, answer),
+                Some(Ok(DaemonMsg::ServerAnswer { key, answer })) => {
+                    state.server_asks.answer(&key, answer);
                 }
                 Some(Ok(DaemonMsg::Plan(plan))) => {
                     let waiting = state.plan.lock().ok().and_then(|mut p| p.take());

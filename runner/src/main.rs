@@ -196,7 +196,8 @@ async fn run() -> Result<(), String> {
         decisions: decisions_tx,
         notes: notes_tx,
         plan: Mutex::new(plan_now.is_none().then_some(plan_tx)),
-        tokens: Mutex::new(std::collections::HashMap::new()),
+        tokens: Default::default(),
+        server_asks: Default::default(),
     });
     let mut link = tokio::spawn(link::run_link(
         dial,

@@ -191,7 +191,52 @@ pub struct Rules {
     /// The capabilities the person approved: only these reach the CLI, and requests of any
     /// other are refused. Tools and prompts unless the person says otherwise.
     pub capabilities: BTreeSet<Capability>,
+    /// What becomes of the server's requests for the person's input (`elicitation/create`).
+    #[serde(skip_serializing_if = "AskPolicy::is_deny")]
+    pub elicitation: AskPolicy,
+    /// What becomes of the server's requests for a message of the model
+    /// (`sampling/createMessage`).
+    #[serde(skip_serializing_if = "AskPolicy::is_deny")]
+    pub sampling: AskPolicy,
 }
+
+/// What the gateway does with one kind of request a server makes of its client.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskPolicy {
+    /// Refused at once; the server is not told the client could do it.
+    #[default]
+    Deny,
+    /// Each request waits in the inbox for the person.
+    Ask,
+}
+
+impl AskPolicy {
+    pub fn is_deny(&self) -> bool {
+        *self == AskPolicy::Deny
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AskPolicy::Deny => "deny",
+            AskPolicy::Ask => "ask",
+        }
+    }
+
+    /// `deny` or `ask`, or why it is neither.
+    pub fn parse(s: &str) -> Result<AskPolicy, UnknownPolicy> {
+        match s.trim() {
+            "deny" => Ok(AskPolicy::Deny),
+            "ask" => Ok(AskPolicy::Ask),
+            other => Err(UnknownPolicy(other.escape_debug().to_string())),
+        }
+    }
+}
+
+/// A policy that is neither `deny` nor `ask`.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not a policy for a server's requests; say deny or ask")]
+pub struct UnknownPolicy(String);
 
 impl Default for Rules {
     fn default() -> Self {
@@ -202,6 +247,8 @@ impl Default for Rules {
             deadline_ms: DEFAULT_DEADLINE_MS,
             max_result_chars: DEFAULT_MAX_RESULT_CHARS,
             capabilities: Capability::APPROVED_AT_FIRST.into_iter().collect(),
+            elicitation: AskPolicy::Deny,
+            sampling: AskPolicy::Deny,
         }
     }
 }

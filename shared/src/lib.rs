@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod approvals;
+pub mod elicitation;
 pub mod gateway;
 pub mod ids;
 pub mod logfile;

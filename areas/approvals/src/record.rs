@@ -54,6 +54,10 @@ pub struct ApprovalRecord {
     /// allowing gives more goes to it, for every run it counts. Absent for a run's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_scope: Option<bosun_shared::usage::BudgetScope>,
+    /// A server's form the person filled in (class `elicitation`): what they answered,
+    /// checked against the form, as the server got it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
 }
 
 impl Record for ApprovalRecord {
@@ -182,7 +186,29 @@ impl ApprovalRecord {
             decided_at,
             message,
             delivered_at: self.delivered_at,
+            form_answer: self.answer.clone(),
         }
+    }
+
+    /// What the run's gateway tells a server that asked the person (a form, a message of the
+    /// model), once decided.
+    pub fn server_answer(&self) -> Option<bosun_shared::protocol::runner::ServerAnswer> {
+        use bosun_shared::protocol::runner::ServerAnswer;
+        Some(match &self.state {
+            ApprovalState::Waiting => return None,
+            ApprovalState::Allowed { .. } => ServerAnswer::Accept {
+                content: self.answer.as_ref().and_then(Value::as_object).cloned(),
+            },
+            ApprovalState::Denied { message, .. } => ServerAnswer::Decline {
+                message: message.clone(),
+            },
+            ApprovalState::Expired { message, .. } => ServerAnswer::Cancel {
+                message: message.clone(),
+            },
+            ApprovalState::Ended { .. } | ApprovalState::Withdrawn { .. } => ServerAnswer::Cancel {
+                message: "the run ended before the person answered".into(),
+            },
+        })
     }
 
     /// What the CLI is told, once decided.

@@ -46,6 +46,11 @@ pub struct Endpoint {
     pub redactor: Redactor,
     /// The token in `headers` is DPoP-bound: every request carries a fresh proof.
     pub dpop: Option<super::dpop_http::Binding>,
+    /// Runs let the server ask the person for input, or for a message of the model (its
+    /// elicitation or sampling policy is `ask`): bosun says it can be asked too, so that the
+    /// tools it sees are those runs are offered.
+    pub offers_elicitation: bool,
+    pub offers_sampling: bool,
 }
 
 impl Endpoint {
@@ -138,12 +143,19 @@ impl StderrTail {
     }
 }
 
-/// bosun as a client: no capabilities (no sampling, elicitation or roots), and the handshake
-/// revision for a server that has a handshake (the stateless one is asked for by
-/// [`revision::lifecycle`]).
-fn client_info() -> ClientConfig {
+/// bosun as a client: no capabilities (no roots; elicitation and sampling only when runs offer
+/// them, see [`Endpoint::offers_elicitation`]), and the handshake revision for a server that has
+/// a handshake (the stateless one is asked for by [`revision::lifecycle`]).
+fn client_info(ep: &Endpoint) -> ClientConfig {
+    let mut caps = ClientCapabilities::default();
+    if ep.offers_elicitation {
+        caps.elicitation = Some(rmcp::model::ElicitationCapability::new());
+    }
+    if ep.offers_sampling {
+        caps.sampling = Some(rmcp::model::SamplingCapability::default());
+    }
     let mut info = ClientConfig::new(
-        ClientCapabilities::default(),
+        caps,
         Implementation::new("bosun", env!("CARGO_PKG_VERSION")),
     );
     info.protocol_version = revision::legacy();
@@ -235,7 +247,7 @@ async fn connect_stdio(
         Observed::new(AsyncRwTransport::new_client(stdout, stdin), pages.clone());
     let served = tokio::time::timeout(
         limits.connect,
-        client_info().serve_with_lifecycle(transport, revision::lifecycle()),
+        client_info(ep).serve_with_lifecycle(transport, revision::lifecycle()),
     )
     .await;
     let failure = match served {
@@ -320,7 +332,7 @@ async fn connect_http(
                 };
             let (transport, heard) = Observed::new(transport, pages.clone());
             let lifecycle = rmcp::ClientLifecycleMode::Initialize;
-            let serve = client_info().serve_with_lifecycle(transport, lifecycle);
+            let serve = client_info(ep).serve_with_lifecycle(transport, lifecycle);
             (tokio::time::timeout(limits.connect, serve).await, heard)
         }
         ServerKind::Http | ServerKind::Stdio => {
@@ -332,7 +344,7 @@ async fn connect_http(
             };
             let transport = StreamableHttpClientTransport::with_client(tap, config);
             let (transport, heard) = Observed::new(transport, pages.clone());
-            let serve = client_info().serve_with_lifecycle(transport, revision::lifecycle());
+            let serve = client_info(ep).serve_with_lifecycle(transport, revision::lifecycle());
             (tokio::time::timeout(limits.connect, serve).await, heard)
         }
     };

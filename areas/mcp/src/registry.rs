@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::RegistryError;
-use bosun_shared::gateway::Rules;
+use bosun_shared::gateway::{AskPolicy, Rules};
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::protocol::mcp::{
     AddServerParams, EditServerParams, GatewayEdit, McpApprove, SecretLine, ServerKind, ServerView,
@@ -536,6 +536,8 @@ async fn endpoint_of(
         headers,
         redactor,
         dpop,
+        offers_elicitation: rec.rules.elicitation == AskPolicy::Ask,
+        offers_sampling: rec.rules.sampling == AskPolicy::Ask,
     };
     Ok((rec, ep))
 }
@@ -677,6 +679,12 @@ fn gateway_rules(rec: &ServerRecord, edit: GatewayEdit) -> Result<Rules, Registr
             )));
         }
         rules.capabilities = capabilities;
+    }
+    if let Some(p) = edit.elicitation {
+        rules.elicitation = p;
+    }
+    if let Some(p) = edit.sampling {
+        rules.sampling = p;
     }
     for list in [&mut rules.allow_tools, &mut rules.deny_tools] {
         list.sort();

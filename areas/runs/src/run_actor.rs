@@ -35,6 +35,7 @@ use bosun_store::writer::{self, WriteOp};
 use bosun_store::{LogChunk, StoreError};
 
 mod asks;
+mod person;
 mod remote;
 mod tokens;
 
@@ -43,6 +44,15 @@ pub use asks::PersonDecision;
 /// The class of a run's "needs a new sign-in" approval (`tokens.rs`), which the person's
 /// decisions (`asks.rs`) hand to it.
 pub const SIGN_IN_CLASS: &str = "sign-in";
+/// The classes of a server's requests for the person (`person.rs`): a form to fill in, and a
+/// message of the model to allow.
+pub const ELICITATION_CLASS: &str = "elicitation";
+pub const SAMPLING_CLASS: &str = "sampling";
+
+/// Whether `a` is a server's request for the person.
+fn is_server_ask(a: &bosun_approvals::record::ApprovalRecord) -> bool {
+    a.class == ELICITATION_CLASS || a.class == SAMPLING_CLASS
+}
 
 /// How often a run whose runner is not connected checks that the runner is still alive.
 const RUNNER_CHECK_EVERY: Duration = Duration::from_millis(250);
@@ -563,6 +573,7 @@ impl RunActorState {
             RunnerMsg::Withdrawn { key } => self.on_withdrawn(key).await,
             RunnerMsg::WantPlan => self.on_want_plan(myself).await,
             RunnerMsg::Token(ask) => self.on_token_ask(myself, ask),
+            RunnerMsg::ServerAsk(ask) => self.on_server_ask(myself, ask).await,
         }
     }
 

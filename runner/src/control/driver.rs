@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use bosun_shared::protocol::runner::{RunnerMsg, TokenAsk, ToolAnswer, ToolAsk};
+use bosun_shared::protocol::runner::{RunnerMsg, ToolAnswer, ToolAsk};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::{Notify, mpsc};
@@ -40,6 +40,7 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
         RunnerMsg::Delivered { key } => Some((1, key.clone())),
         RunnerMsg::Withdrawn { key } => Some((2, key.clone())),
         RunnerMsg::Token(t) => Some((3, t.key.clone())),
+        RunnerMsg::ServerAsk(a) => Some((4, a.key.clone())),
         RunnerMsg::Started(_)
         | RunnerMsg::Output(_)
         | RunnerMsg::Logged { .. }
@@ -61,17 +62,21 @@ impl Asks {
         self.push(RunnerMsg::Ask(ask));
     }
 
-    /// The gateway's ask for a server's token anew, said until bosund answers it for good.
-    pub fn token(&mut self, ask: TokenAsk) {
-        self.drop_token(&ask.key);
-        self.push(RunnerMsg::Token(ask));
+    /// An ask of the gateway's (a server's token anew, a server's request for the person),
+    /// said until bosund answers it for good.
+    pub fn gateway(&mut self, msg: RunnerMsg) {
+        if let Some((_, key)) = identity(&msg) {
+            self.drop_gateway(&key);
+        }
+        self.push(msg);
     }
 
-    /// Takes a token ask out of what is said (answered, or given up).
-    pub fn drop_token(&mut self, key: &str) {
+    /// Takes an ask of the gateway's out of what is said (answered, or given up).
+    pub fn drop_gateway(&mut self, key: &str) {
         let before = self.said.len();
+        // The gateway's asks are those said as kinds 3 (a token) and 4 (a server's request).
         self.said
-            .retain(|m| !matches!(m, RunnerMsg::Token(t) if t.key == key));
+            .retain(|m| !matches!(identity(m), Some((3 | 4, k)) if k == key));
         if self.said.len() != before {
             self.changed();
         }
@@ -241,6 +246,7 @@ mod tests {
                 RunnerMsg::Delivered { key } => format!("delivered {key}"),
                 RunnerMsg::Withdrawn { key } => format!("withdrawn {key}"),
                 RunnerMsg::Token(t) => format!("token {}", t.key),
+                RunnerMsg::ServerAsk(a) => format!("server ask {}", a.key),
                 RunnerMsg::Started(_)
                 | RunnerMsg::Output(_)
                 | RunnerMsg::Logged { .. }

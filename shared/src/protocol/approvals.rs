@@ -40,6 +40,10 @@ pub struct ApprovalView {
     pub message: Option<String>,
     /// When the decision reached the CLI.
     pub delivered_at: Option<Timestamp>,
+    /// A server's form the person filled in: their answer. (Not `answer`: the wire's replies
+    /// are tagged with that name.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form_answer: Option<Value>,
 }
 
 /// One decision on a tool call of a run, as `bosun show RUN` lists them.
@@ -83,6 +87,10 @@ pub struct Decide {
     /// With a denial: what the model is told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// With `allow`, for a server's form (class `elicitation`): the person's answer, a JSON
+    /// object of the form's fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<serde_json::Value>,
 }
 
 /// Allows every waiting approval of a card's runs, in the order they were asked.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use std::collections::BTreeSet;
 
-use crate::gateway::{Capability, Rules, ToolGlob};
+use crate::gateway::{AskPolicy, Capability, Rules, ToolGlob};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::{Assessment, Hints};
@@ -169,6 +169,10 @@ pub struct GatewayEdit {
     /// Replaces the capabilities runs get.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<BTreeSet<Capability>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<AskPolicy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<AskPolicy>,
 }
 
 impl GatewayEdit {

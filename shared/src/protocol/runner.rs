@@ -216,6 +216,49 @@ pub enum RunnerMsg {
     /// The gateway needs a server's access token anew (the server refused the one it has):
     /// answered by [`DaemonMsg::Token`]. Sent again after each reconnect until then.
     Token(TokenAsk),
+    /// A server asks what only the person can answer (its gateway policy is `ask`): waits in
+    /// the inbox, answered by [`DaemonMsg::ServerAnswer`]. Sent again after each reconnect
+    /// until then.
+    ServerAsk(ServerAsk),
+}
+
+/// A server's request for the person, by the gateway of a run. `key` stays the same however
+/// often the runner sends it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerAsk {
+    pub key: String,
+    /// The server's name in bosun's list.
+    pub server: String,
+    pub what: ServerAskKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ServerAskKind {
+    /// `elicitation/create`: a form for the person to fill in.
+    Elicitation { form: crate::elicitation::Form },
+    /// `sampling/createMessage`: a message of the model, which the run's CLI writes once the
+    /// person allows it. `preview` is what the server sends the model, in words.
+    Sampling { preview: String, max_tokens: u64 },
+}
+
+/// bosund's answer to a [`ServerAsk`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum ServerAnswer {
+    /// It waits in the inbox (`note` says so, for the run's log) for at most `wait_ms`; the
+    /// person's answer follows.
+    Waiting { note: String, wait_ms: u64 },
+    /// The person filled in the form (`content`, checked against it) or, for sampling, allowed
+    /// it (`content` absent).
+    Accept {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<serde_json::Map<String, serde_json::Value>>,
+    },
+    /// The person said no (`message` says so).
+    Decline { message: String },
+    /// Nobody answered in time, or the run ended (`message` says which).
+    Cancel { message: String },
 }
 
 /// The gateway asks bosund for the current access token of a server bosun signs in to, because
@@ -341,6 +384,8 @@ pub enum DaemonMsg {
     Plan(Box<LaunchPlan>),
     /// The answer to a [`RunnerMsg::Token`] (a `Waiting` one is followed by another).
     Token { key: String, answer: TokenAnswer },
+    /// The answer to a [`RunnerMsg::ServerAsk`] (a `Waiting` one is followed by another).
+    ServerAnswer { key: String, answer: ServerAnswer },
 }
 
 impl Decode for DaemonMsg {}

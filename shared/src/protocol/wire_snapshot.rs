@@ -226,6 +226,7 @@ fn requests() -> Vec<Request> {
             always: false,
             block: true,
             message: Some("m".into()),
+            answer: None,
         }),
         Request::ApproveCard(ApproveCard { card: "c".into() }),
         Request::ProjectAdd(view(json!({"name": "p", "folder": "/w"}))),

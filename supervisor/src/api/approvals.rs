@@ -141,6 +141,7 @@ impl Handle for Decide {
                 always: self.always,
                 block: self.block,
                 message: self.message,
+                answer: self.answer,
             },
         )
         .await
@@ -165,7 +166,11 @@ impl Handle for ApproveCard {
         )?;
         let mut done = Vec::new();
         // In the order asked: each is decided and sent to its runner before the next is decided.
-        for a in waiting.into_iter().filter(|a| a.card == Some(card)) {
+        // A server's form is left for the person to fill in.
+        for a in waiting
+            .into_iter()
+            .filter(|a| a.card == Some(card) && a.class != bosun_runs::run_actor::ELICITATION_CLASS)
+        {
             let allow = PersonDecision {
                 allow: true,
                 ..PersonDecision::default()

@@ -51,8 +51,27 @@ pub struct ApproveArgs {
     /// command)
     #[arg(long)]
     always: bool,
+    /// A server's form (an `elicitation` item): the answer, a JSON object of its fields, e.g.
+    /// '{"name": "Ada"}' (`-` reads it from stdin)
+    #[arg(long, value_name = "JSON", conflicts_with = "always")]
+    answer: Option<String>,
     #[arg(long)]
     json: bool,
+}
+
+/// `--answer`: a JSON value, or from stdin with `-`.
+fn parse_answer(given: &str) -> anyhow::Result<serde_json::Value> {
+    let text = if given == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| anyhow::anyhow!("--answer -: could not read stdin ({e})"))?
+    } else {
+        given.to_string()
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "--answer must be JSON, an object of the form's fields like '{{\"name\": \"Ada\"}}' ({e}); `bosun inbox` shows the form"
+        )
+    })
 }
 
 #[derive(Args, Debug)]
@@ -136,6 +155,9 @@ fn print_approvals(approvals: &[ApprovalView]) {
         println!("      {} · asks because {}", a.class, a.why);
         for line in a.preview.lines().take(50) {
             println!("      {line}");
+        }
+        if let Some(answer) = &a.form_answer {
+            println!("      answered: {answer}");
         }
     }
 }
@@ -280,17 +302,25 @@ pub async fn approve(dirs: &StateDir, a: ApproveArgs) -> anyhow::Result<ExitCode
             .await
             .map_err(maybe_decided)?,
         (None, Some(id)) => {
+            let answer = a.answer.as_deref().map(parse_answer).transpose()?;
+            let for_form = answer.is_some();
             match client
                 .call(Decide {
                     approval: id.clone(),
                     allow: true,
                     always: a.always,
+                    answer,
                     ..Decide::default()
                 })
                 .await
             {
                 Ok(view) => return decided_approvals(std::slice::from_ref(&view), a.json),
                 Err(e) if no_such_approval(&e) => {
+                    if for_form {
+                        anyhow::bail!(
+                            "there is no server's form `{id}` waiting (--answer is for those); `bosun inbox` lists what waits"
+                        );
+                    }
                     if a.always {
                         anyhow::bail!(
                             "there is no run's tool call `{id}` waiting (--always is for those); `bosun inbox` lists what waits"
@@ -318,6 +348,7 @@ pub async fn deny(dirs: &StateDir, a: DenyArgs) -> anyhow::Result<ExitCode> {
             always: false,
             block: a.block,
             message: a.message.clone(),
+            answer: None,
         })
         .await
     {

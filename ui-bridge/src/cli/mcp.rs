@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
-use bosun_shared::gateway::{Capability, ToolGlob};
+use bosun_shared::gateway::{AskPolicy, Capability, ToolGlob};
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::ErrorCode;
 use bosun_shared::protocol::auth::{
@@ -409,6 +409,14 @@ pub struct GatewayArgs {
     /// logging (replaces them; default tools,prompts)
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_capability)]
     capabilities: Option<Vec<Capability>>,
+    /// What becomes of the server's requests for the person's input (an elicitation form):
+    /// deny (the default) or ask (each waits in the inbox for the person to fill it in)
+    #[arg(long, value_name = "POLICY", value_parser = AskPolicy::parse)]
+    elicitation: Option<AskPolicy>,
+    /// What becomes of the server's requests for a message of the model (sampling): deny
+    /// (the default) or ask (each waits in the inbox; once allowed, the run's CLI answers it)
+    #[arg(long, value_name = "POLICY", value_parser = AskPolicy::parse)]
+    sampling: Option<AskPolicy>,
 }
 
 fn parse_capability(s: &str) -> Result<Capability, String> {
@@ -448,6 +456,8 @@ impl GatewayArgs {
             deadline_ms,
             max_result_chars: self.max_result,
             capabilities: self.capabilities.map(|c| c.into_iter().collect()),
+            elicitation: self.elicitation,
+            sampling: self.sampling,
         })
     }
 }
@@ -1243,6 +1253,23 @@ fn print_rules(r: &bosun_shared::gateway::Rules) {
         "deadline",
         bosun_shared::time::format_duration(std::time::Duration::from_millis(r.deadline_ms)),
         r.max_result_chars
+    );
+    println!(
+        "{:<12}{}",
+        "elicitation",
+        match r.elicitation {
+            AskPolicy::Deny => "deny: the server's requests for the person's input are refused",
+            AskPolicy::Ask => "ask: the server's requests for the person's input wait in the inbox",
+        }
+    );
+    println!(
+        "{:<12}{}",
+        "sampling",
+        match r.sampling {
+            AskPolicy::Deny => "deny: the server's requests for a message of the model are refused",
+            AskPolicy::Ask =>
+                "ask: the server's requests for a message of the model wait in the inbox",
+        }
     );
 }
 

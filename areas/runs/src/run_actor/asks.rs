@@ -40,6 +40,8 @@ pub struct PersonDecision {
     pub always: bool,
     pub block: bool,
     pub message: Option<String>,
+    /// The person's answer to a server's form.
+    pub answer: Option<serde_json::Value>,
 }
 
 /// What the RunActor knows of its run's asks.
@@ -222,6 +224,7 @@ impl RunActorState {
             verdict_key: None,
             budget: None,
             budget_scope: None,
+            answer: None,
         }
     }
 
@@ -497,6 +500,19 @@ impl RunActorState {
         decision: Decision,
         approval: Option<&ApprovalRecord>,
     ) -> Result<(), ActorProcessingErr> {
+        let key = decision.key.clone();
+        let answer = self.record_decision(decision, approval).await?;
+        self.send(DaemonMsg::Decided { key, answer });
+        Ok(())
+    }
+
+    /// Commits a decision (with the approval it settles, together) and remembers it: what the
+    /// runner is to be told.
+    async fn record_decision(
+        &mut self,
+        decision: Decision,
+        approval: Option<&ApprovalRecord>,
+    ) -> Result<ToolAnswer, ActorProcessingErr> {
         let answer = decision.answer();
         let key = decision.key.clone();
         let escalated = self.asks.escalated;
@@ -523,9 +539,8 @@ impl RunActorState {
         self.asks.waiting.remove(&key);
         bosun_kit::crash::point("approval-decided");
         self.ctx.live.update(&self.rec);
-        self.asks.decided.insert(key.clone(), answer.clone());
-        self.send(DaemonMsg::Decided { key, answer });
-        Ok(())
+        self.asks.decided.insert(key, answer.clone());
+        Ok(answer)
     }
 
     pub(super) async fn on_delivered(&mut self, key: String) -> Result<(), ActorProcessingErr> {
@@ -581,6 +596,9 @@ impl RunActorState {
         };
         if a.class == super::SIGN_IN_CLASS {
             return self.sign_in_decided(a, d).await;
+        }
+        if super::is_server_ask(&a) {
+            return self.server_ask_decided(a, d).await;
         }
         let now = Timestamp::now();
         if a.deadline <= now {
@@ -727,6 +745,9 @@ impl RunActorState {
         if a.class == super::SIGN_IN_CLASS {
             return self.sign_in_expired(a).await;
         }
+        if super::is_server_ask(&a) {
+            return self.server_ask_expired(a).await;
+        }
         let message = expired_message(ms(a.deadline.since(a.asked_at)));
         a.state = ApprovalState::Expired {
             at: Timestamp::now(),
@@ -767,6 +788,21 @@ impl RunActorState {
         by: String,
         message: Option<String>,
     ) -> Result<(), ActorProcessingErr> {
+        let key = a.key.clone();
+        let answer = self.record_settled(&a, allowed, by, message).await?;
+        self.send(DaemonMsg::Decided { key, answer });
+        Ok(())
+    }
+
+    /// Commits the approval's decision and the run's record together and tells everyone
+    /// watching: what the runner is to be told.
+    pub(super) async fn record_settled(
+        &mut self,
+        a: &ApprovalRecord,
+        allowed: bool,
+        by: String,
+        message: Option<String>,
+    ) -> Result<ToolAnswer, ActorProcessingErr> {
         let decision = Decision {
             key: a.key.clone(),
             tool: a.tool.clone(),
@@ -778,9 +814,9 @@ impl RunActorState {
             escalates: a.escalates,
             at: Timestamp::now(),
         };
-        self.commit_decision(decision, Some(&a)).await?;
-        self.publish(&a);
-        Ok(())
+        let answer = self.record_decision(decision, Some(a)).await?;
+        self.publish(a);
+        Ok(answer)
     }
 
     pub(super) fn publish(&self, a: &ApprovalRecord) {

@@ -1,0 +1,258 @@
+//! A server's requests that only the person can answer: an elicitation form
+//! (`elicitation/create`) and a message of the model (`sampling/createMessage`). Each is
+//! refused unless the server's policy for it is `ask`; then it is asked of the person through
+//! bosund ([`LinkState::ask_person`]), where it waits in the inbox, kept in the store, across
+//! restarts of bosund, and is answered once.
+//!
+//! A form is parsed here, at the edge ([`Form::parse`]): one that is malformed, or that asks
+//! for a password, a token, a key or payment data, is refused at once, and the person never
+//! sees it. What the person fills in is checked against the form by bosund before it is sent.
+//! A sampling request the person allows is handed to the run's CLI, which writes the message,
+//! and only when the CLI said it can (its `initialize` declared `sampling`).
+//!
+//! While a request waits, the connection's calls wait with it: their deadlines are held (up
+//! to the inbox's own allowance) and count again once the person answered.
+
+use std::time::Duration;
+
+use bosun_shared::elicitation::Form;
+use bosun_shared::gateway::AskPolicy;
+use bosun_shared::protocol::runner::{ServerAnswer, ServerAsk, ServerAskKind};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{AskEvent, Conn, TOKEN_FIRST_ANSWER, cut};
+
+/// How much of what a server sends the model the person sees in the inbox.
+const SAMPLING_SHOWN: usize = 2_000;
+
+/// The kind of request in words: what the server asked.
+fn what(sampling: bool) -> &'static str {
+    if sampling {
+        "asked for a message of the model (sampling)"
+    } else {
+        "asked the person for input (elicitation)"
+    }
+}
+
+impl Conn<'_> {
+    /// The server's `elicitation/create` or `sampling/createMessage` (`id`, `msg`): refused,
+    /// or asked of the person, by the server's policy.
+    pub(super) async fn server_wants_person(&mut self, method: &str, id: Value, msg: Value) {
+        let name = self.server.name.clone();
+        let sampling = method.starts_with("sampling");
+        let policy = if sampling {
+            self.rules().sampling
+        } else {
+            self.rules().elicitation
+        };
+        let what = what(sampling);
+        let refused = |why: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": why}});
+        if policy == AskPolicy::Deny {
+            let flag = if sampling { "sampling" } else { "elicitation" };
+            self.gw.note(format!(
+                "bosun's MCP gateway: {name} {what}; refused: bosun denies it for this server (`bosun mcp edit {name} --{flag} ask` lets the person answer)"
+            ));
+            let reply = refused(format!(
+                "bosun denies this request of `{name}`: it {what}, which this server is not allowed"
+            ));
+            self.send_own(&reply).await;
+            return;
+        }
+        let mut params = msg.get("params").cloned().unwrap_or(Value::Null);
+        self.gw.redactor.json(&mut params);
+        let kind = if sampling {
+            if !self.cli_samples {
+                self.gw.note(format!(
+                    "bosun's MCP gateway: {name} {what}; refused: the run's CLI writes no messages for servers"
+                ));
+                let reply = refused(format!(
+                    "bosun cannot answer this request of `{name}`: the run's CLI writes no messages for a server (it declared no sampling)"
+                ));
+                self.send_own(&reply).await;
+                return;
+            }
+            ServerAskKind::Sampling {
+                preview: sampling_preview(&params),
+                max_tokens: params.get("maxTokens").and_then(Value::as_u64).unwrap_or(0),
+            }
+        } else {
+            match form_of(&params) {
+                Ok(form) => ServerAskKind::Elicitation { form },
+                Err(why) => {
+                    self.gw.note(format!(
+                        "bosun's MCP gateway: {name} {what}; refused: {why}"
+                    ));
+                    let reply = refused(format!("bosun refuses this request of `{name}`: {why}"));
+                    self.send_own(&reply).await;
+                    return;
+                }
+            }
+        };
+        let n = self
+            .gw
+            .person_asks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let ask = ServerAsk {
+            key: format!("gateway-ask-{name}-{n}"),
+            server: name.clone(),
+            what: kind,
+        };
+        self.gw.note(format!(
+            "bosun's MCP gateway: {name} {what}; asking the person through bosund"
+        ));
+        let (link, notes, events) = (
+            self.gw.link.clone(),
+            self.gw.notes.clone(),
+            self.ask_events.clone(),
+        );
+        tokio::spawn(async move {
+            let key = ask.key.clone();
+            let mut answers = link.ask_person(ask);
+            let mut wait = TOKEN_FIRST_ANSWER;
+            let answer = loop {
+                match tokio::time::timeout(wait, answers.recv()).await {
+                    Err(_) | Ok(None) => {
+                        break ServerAnswer::Cancel {
+                            message: format!(
+                                "bosund did not answer within {} s (it is down or cannot be reached from this run)",
+                                wait.as_secs()
+                            ),
+                        };
+                    }
+                    Ok(Some(ServerAnswer::Waiting { note, wait_ms })) => {
+                        // Said once: an answer again after a reconnect has no note.
+                        if !note.is_empty() {
+                            let _ = notes.send(note);
+                        }
+                        // A little longer than bosund's own wait, which answers first.
+                        wait = Duration::from_millis(wait_ms) + TOKEN_FIRST_ANSWER;
+                        let _ = events.send(AskEvent::HoldAll {
+                            until: Instant::now() + wait,
+                        });
+                    }
+                    Ok(Some(done)) => break done,
+                }
+            };
+            link.gateway_done(&key);
+            let _ = events.send(AskEvent::ResumeAll);
+            let reply = match (answer, sampling) {
+                (ServerAnswer::Accept { .. }, true) => {
+                    let _ = notes.send(format!(
+                        "bosun's MCP gateway: {name}: the person allowed its request for a message; the run's CLI writes it"
+                    ));
+                    let _ = events.send(AskEvent::ToCli(msg));
+                    return;
+                }
+                (ServerAnswer::Accept { content }, false) => {
+                    let _ = notes.send(format!(
+                        "bosun's MCP gateway: {name}: the person filled in its form"
+                    ));
+                    json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "action": "accept",
+                        "content": content.unwrap_or_default(),
+                    }})
+                }
+                (ServerAnswer::Decline { message } | ServerAnswer::Cancel { message }, true) => {
+                    let _ = notes.send(format!("bosun's MCP gateway: {name}: {message}"));
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": message}})
+                }
+                (ServerAnswer::Decline { message }, false) => {
+                    let _ = notes.send(format!("bosun's MCP gateway: {name}: {message}"));
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"action": "decline"}})
+                }
+                (
+                    ServerAnswer::Cancel { message } | ServerAnswer::Waiting { note: message, .. },
+                    false,
+                ) => {
+                    let _ = notes.send(format!("bosun's MCP gateway: {name}: {message}"));
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"action": "cancel"}})
+                }
+                (ServerAnswer::Waiting { note, .. }, true) => {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": note}})
+                }
+            };
+            let _ = events.send(AskEvent::Answer(reply));
+        });
+    }
+}
+
+/// The form of an `elicitation/create`, or why bosun refuses it.
+fn form_of(params: &Value) -> Result<Form, String> {
+    if let Some(mode) = params.get("mode").and_then(Value::as_str)
+        && mode != "form"
+    {
+        return Err(format!(
+            "it asks in the `{mode}` mode; bosun answers forms only, and opens no address for a server"
+        ));
+    }
+    let message = params
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
+    Form::parse(message, schema).map_err(|e| format!("its form is refused: {e}"))
+}
+
+/// What a sampling request sends the model, in words: its system prompt and each message's
+/// text, cut for the inbox.
+fn sampling_preview(params: &Value) -> String {
+    let mut lines = Vec::new();
+    if let Some(system) = params.get("systemPrompt").and_then(Value::as_str) {
+        lines.push(format!("system: {system}"));
+    }
+    for m in params
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+        let text = match m.get("content") {
+            Some(Value::Array(parts)) => parts.iter().map(part_text).collect::<Vec<_>>().join(" "),
+            Some(part) => part_text(part),
+            None => String::new(),
+        };
+        lines.push(format!("{role}: {text}"));
+    }
+    cut(&lines.join("\n"), SAMPLING_SHOWN)
+}
+
+fn part_text(part: &Value) -> String {
+    match part.get("type").and_then(Value::as_str) {
+        Some("text") => part
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        Some(other) => format!("[{other}]"),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_form_and_a_secret_form_are_refused() {
+        let url = json!({"mode": "url", "message": "m", "url": "https://x"});
+        assert!(form_of(&url).unwrap_err().contains("`url` mode"));
+        let secret = json!({"message": "m", "requestedSchema": {"type": "object",
+            "properties": {"password": {"type": "string"}}}});
+        assert!(form_of(&secret).unwrap_err().contains("a password"));
+    }
+
+    #[test]
+    fn the_sampling_preview_shows_each_message() {
+        let p = json!({"systemPrompt": "be brief", "maxTokens": 10, "messages": [
+            {"role": "user", "content": {"type": "text", "text": "hello"}},
+            {"role": "user", "content": [{"type": "image", "data": "AAAA"}]},
+        ]});
+        assert_eq!(
+            sampling_preview(&p),
+            "system: be brief\nuser: hello\nuser: [image]"
+        );
+    }
+}
