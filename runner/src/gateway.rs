@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use bosun_shared::gateway::{
     BRIDGE, CALLS_FILE, CallEntry, CallOutcome, Capability, GatewayServer, Held, Hello, HttpBridge,
-    Reach, Rules, SAFE_ENV, SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
+    HttpTransport, Reach, Rules, SAFE_ENV, SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
 };
 use bosun_shared::protocol::runner::{FencePlan, LaunchPlan, TokenAnswer, TokenAsk};
 use bosun_shared::{RUN_MARKER_ENV, Timestamp};
@@ -696,11 +696,16 @@ impl Conn<'_> {
             Reach::Stdio { command, args, env } => {
                 (command.clone(), args.clone(), env.clone(), None)
             }
-            Reach::Http { url, headers } => {
+            Reach::Http { url, headers } | Reach::Sse { url, headers } => {
                 let bridge = HttpBridge {
                     name: self.server.name.clone(),
                     url: url.clone(),
                     headers: headers.clone(),
+                    transport: if matches!(self.server.reach, Reach::Sse { .. }) {
+                        HttpTransport::Sse
+                    } else {
+                        HttpTransport::Streamable
+                    },
                 };
                 let mut line = serde_json::to_vec(&bridge).unwrap_or_default();
                 line.push(b'\n');
@@ -873,7 +878,7 @@ impl Conn<'_> {
     async fn server_asks(&mut self, method: &str, id: Value, msg: Value) {
         let name = self.server.name.clone();
         if method == TOKEN_METHOD
-            && matches!(self.server.reach, Reach::Http { .. })
+            && !matches!(self.server.reach, Reach::Stdio { .. })
             && id.as_str().is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
         {
             self.ask_token(id, &msg);
