@@ -1,9 +1,20 @@
-//! The bridge's side of a server reached by Streamable HTTP (MCP 2025-03-26 and later): each
-//! message of the CLI's is POSTed to the server's address with its header lines and the
-//! session's `Mcp-Session-Id` and `MCP-Protocol-Version`; the answer (a JSON body, or an event
-//! stream of messages) comes back as lines, as a stdio server's would. A session the server
-//! has ended (404) is opened again with the CLI's own `initialize`, and the message that found
-//! it gone is sent once more: it never reached the server.
+//! The bridge's side of a server reached by address, over either of MCP's HTTP transports.
+//!
+//! Streamable HTTP (MCP 2025-03-26 and later): each message of the CLI's is POSTed to the
+//! server's address with its header lines and the session's `Mcp-Session-Id` and
+//! `MCP-Protocol-Version`; the answer (a JSON body, or an event stream of messages) comes back
+//! as lines, as a stdio server's would. A session the server has ended (404) is opened again
+//! with the CLI's own `initialize`, and the message that found it gone is sent once more: it
+//! never reached the server.
+//!
+//! The older HTTP+SSE transport (MCP 2024-11-05): at the first message the bridge GETs the
+//! server's address as an event stream (with the header lines); its first `endpoint` event
+//! names where to POST, which must be on the address's origin ([`post_address`]). Each message
+//! is POSTed there (with the header lines again), and every message of the server's, answers
+//! included, comes as a `message` event on the stream. The stream is the session: when it
+//! ends the bridge ends ([`HttpSide::stream_ended`]), as a stdio server that exits, and the
+//! gateway's rules for those apply (started again at the next message, a call on its way
+//! answered with an error, never sent twice).
 //!
 //! A server that refuses bosun's sign-in (401, or 403 `insufficient_scope` asking for a wider
 //! scope) did not run the message: the bridge asks the gateway for the server's token anew
@@ -21,9 +32,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bosun_shared::gateway::{TOKEN_ID_PREFIX, TOKEN_METHOD, fingerprint};
+use bosun_shared::gateway::{HttpTransport, TOKEN_ID_PREFIX, TOKEN_METHOD, fingerprint};
+use reqwest::Url;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::sse::{Events, post_address};
 
 /// The longest answer taken from a server.
 const MAX_ANSWER: usize = 32 * 1024 * 1024;
@@ -37,6 +51,13 @@ pub struct HttpSide {
     client: reqwest::Client,
     name: String,
     url: String,
+    transport: HttpTransport,
+    /// HTTP+SSE: where to POST, once the event stream is open and its `endpoint` event said.
+    /// Held while the stream is being opened, so that it is opened once.
+    posts_to: tokio::sync::Mutex<Option<Url>>,
+    /// HTTP+SSE: told when the event stream ended, and why it did.
+    ended: Notify,
+    why_ended: Mutex<Option<String>>,
     /// The header lines; `Authorization` replaced when a token is got anew.
     headers: Mutex<Vec<(String, String)>>,
     state: Mutex<State>,
@@ -81,6 +102,7 @@ impl HttpSide {
         name: &str,
         url: &str,
         headers: &[(String, String)],
+        transport: HttpTransport,
         notes: mpsc::UnboundedSender<String>,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<Vec<u8>>) {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -93,6 +115,10 @@ impl HttpSide {
             client,
             name: name.to_string(),
             url: url.to_string(),
+            transport,
+            posts_to: tokio::sync::Mutex::new(None),
+            ended: Notify::new(),
+            why_ended: Mutex::new(None),
             headers: Mutex::new(headers.to_vec()),
             state: Mutex::new(State::default()),
             asked: Mutex::new(HashMap::new()),
@@ -111,7 +137,7 @@ impl HttpSide {
         tokio::spawn(async move { me.send(line).await });
     }
 
-    async fn send(&self, line: Vec<u8>) {
+    async fn send(self: &Arc<Self>, line: Vec<u8>) {
         let msg: Value = serde_json::from_slice(&line).unwrap_or(Value::Null);
         let request = msg.get("method").is_some() && msg.get("id").is_some_and(|i| !i.is_null());
         let init = msg.get("method").and_then(Value::as_str) == Some("initialize");
@@ -207,7 +233,7 @@ impl HttpSide {
 
     /// Opens an ended session again with the CLI's `initialize` (its answer kept from the
     /// CLI, which has had one).
-    async fn reopen(&self) -> Result<(), String> {
+    async fn reopen(self: &Arc<Self>) -> Result<(), String> {
         let init = {
             let mut s = lock(&self.state);
             s.session = None;
@@ -240,8 +266,17 @@ impl HttpSide {
         Ok(())
     }
 
-    /// One POST; the messages of its answer go to the gateway's loop when `deliver`.
-    async fn exchange(&self, body: &[u8], deliver: bool) -> Result<(), Fail> {
+    /// One message sent; the messages of its answer go to the gateway's loop when `deliver`
+    /// (over HTTP+SSE they come on the event stream, and always go).
+    async fn exchange(self: &Arc<Self>, body: &[u8], deliver: bool) -> Result<(), Fail> {
+        match self.transport {
+            HttpTransport::Streamable => self.exchange_streamable(body, deliver).await,
+            HttpTransport::Sse => self.exchange_sse(body).await,
+        }
+    }
+
+    /// One POST of Streamable HTTP.
+    async fn exchange_streamable(&self, body: &[u8], deliver: bool) -> Result<(), Fail> {
         let (session, version) = {
             let s = lock(&self.state);
             (s.session.clone(), s.version.clone())
@@ -276,26 +311,7 @@ impl HttpSide {
         if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {
             return Err(Fail::Expired);
         }
-        if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
-            let challenge = resp
-                .headers()
-                .get("www-authenticate")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let wider = param(challenge, "error").as_deref() == Some("insufficient_scope");
-            if status == reqwest::StatusCode::UNAUTHORIZED || wider {
-                return Err(Fail::Refused {
-                    status: status.as_u16(),
-                    wider,
-                    scope: param(challenge, "scope").filter(|s| !s.trim().is_empty()),
-                });
-            }
-            return Err(Fail::Other(format!(
-                "it refused bosun's sign-in (HTTP {}); sign in again with `bosun mcp sign-in {}`",
-                status.as_u16(),
-                self.name
-            )));
-        }
+        self.signed_in(&resp)?;
         if !status.is_success() {
             return Err(Fail::Other(format!("it answered HTTP {}", status.as_u16())));
         }
@@ -309,8 +325,8 @@ impl HttpSide {
             loop {
                 match resp.chunk().await {
                     Ok(Some(chunk)) => {
-                        for data in events.feed(&chunk) {
-                            self.deliver(data, deliver);
+                        for event in events.feed(&chunk) {
+                            self.deliver(event.data, deliver);
                         }
                         if events.pending() > MAX_ANSWER {
                             return Err(Fail::Other("it sent an event over 32 MiB".into()));
@@ -358,6 +374,187 @@ impl HttpSide {
             Err(_) => return Err(Fail::Other("its answer is not JSON".into())),
         }
         Ok(())
+    }
+
+    /// Whether the server took bosun's sign-in: a 401, or a 403 asking for a wider scope, is
+    /// a refusal the message did not run past (so it may be sent again with a token got anew).
+    fn signed_in(&self, resp: &reqwest::Response) -> Result<(), Fail> {
+        let status = resp.status();
+        if status != reqwest::StatusCode::UNAUTHORIZED && status != reqwest::StatusCode::FORBIDDEN {
+            return Ok(());
+        }
+        let challenge = resp
+            .headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let wider = param(challenge, "error").as_deref() == Some("insufficient_scope");
+        if status == reqwest::StatusCode::UNAUTHORIZED || wider {
+            return Err(Fail::Refused {
+                status: status.as_u16(),
+                wider,
+                scope: param(challenge, "scope").filter(|s| !s.trim().is_empty()),
+            });
+        }
+        Err(Fail::Other(format!(
+            "it refused bosun's sign-in (HTTP {}); sign in again with `bosun mcp sign-in {}`",
+            status.as_u16(),
+            self.name
+        )))
+    }
+
+    /// One POST of HTTP+SSE, to where the event stream's `endpoint` event said (the stream
+    /// opened first if it is not yet); its answer comes on the stream.
+    async fn exchange_sse(self: &Arc<Self>, body: &[u8]) -> Result<(), Fail> {
+        let to = self.open_stream().await?;
+        let mut req = self
+            .client
+            .post(to)
+            .header("content-type", "application/json");
+        for (k, v) in lock(&self.headers).iter() {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let resp = req
+            .body(body.to_vec())
+            .send()
+            .await
+            .map_err(|e| Fail::Other(format!("could not reach it ({})", e.without_url())))?;
+        self.signed_in(&resp)?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(Fail::Other(format!("it answered HTTP {}", status.as_u16())));
+        }
+        Ok(())
+    }
+
+    /// Where to POST over HTTP+SSE: the event stream is opened (GET, with the header lines)
+    /// when it is not yet, and read until its `endpoint` event; from then on its `message`
+    /// events go to the gateway's loop, and its end ends the bridge.
+    async fn open_stream(self: &Arc<Self>) -> Result<Url, Fail> {
+        let mut posts_to = self.posts_to.lock().await;
+        if let Some(url) = posts_to.as_ref() {
+            return Ok(url.clone());
+        }
+        let base =
+            Url::parse(&self.url).map_err(|_| Fail::Other("its address is not a URL".into()))?;
+        let mut req = self
+            .client
+            .get(base.clone())
+            .header("accept", "text/event-stream");
+        for (k, v) in lock(&self.headers).iter() {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let mut resp = req.send().await.map_err(|e| {
+            Fail::Other(format!(
+                "could not open its event stream ({})",
+                e.without_url()
+            ))
+        })?;
+        self.signed_in(&resp)?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(Fail::Other(format!(
+                "it answered HTTP {} to the GET of its event stream",
+                status.as_u16()
+            )));
+        }
+        let kind = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        if !kind.starts_with("text/event-stream") {
+            return Err(Fail::Other(format!(
+                "its address answered `{}`, not an event stream: the HTTP+SSE transport's address is the one that gives the stream (often ending in `/sse`); a server of Streamable HTTP is added with `--transport http`",
+                if kind.is_empty() {
+                    "no content type"
+                } else {
+                    kind.as_str()
+                }
+                .escape_debug()
+            )));
+        }
+        let mut events = Events::default();
+        let said = tokio::time::timeout(CONNECT, async {
+            loop {
+                let chunk = match resp.chunk().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => {
+                        return Err(Fail::Other(
+                            "its event stream ended before it said where to send messages (no `endpoint` event)".into(),
+                        ));
+                    }
+                    Err(e) => {
+                        return Err(Fail::Other(format!(
+                            "its event stream broke ({})",
+                            e.without_url()
+                        )));
+                    }
+                };
+                let mut to = None;
+                for event in events.feed(&chunk) {
+                    match event.name.as_str() {
+                        "endpoint" if to.is_none() => {
+                            to = Some(
+                                post_address(&base, &event.data)
+                                    .map_err(|e| Fail::Other(e.to_string()))?,
+                            );
+                        }
+                        "message" => self.deliver(event.data, true),
+                        _ => {}
+                    }
+                }
+                if let Some(to) = to {
+                    return Ok(to);
+                }
+                if events.pending() > MAX_ANSWER {
+                    return Err(Fail::Other("it sent an event over 32 MiB".into()));
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| {
+            Err(Fail::Other(format!(
+                "its event stream did not say where to send messages (no `endpoint` event) within {} s",
+                CONNECT.as_secs()
+            )))
+        })?;
+        let me = self.clone();
+        tokio::spawn(async move { me.read_stream(resp, events).await });
+        *posts_to = Some(said.clone());
+        Ok(said)
+    }
+
+    /// Reads the open event stream to its end: each `message` event to the gateway's loop.
+    async fn read_stream(&self, mut resp: reqwest::Response, mut events: Events) {
+        let why = loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    for event in events.feed(&chunk) {
+                        if event.name == "message" {
+                            self.deliver(event.data, true);
+                        }
+                    }
+                    if events.pending() > MAX_ANSWER {
+                        break "it sent an event over 32 MiB".to_string();
+                    }
+                }
+                Ok(None) => break "the server closed it".to_string(),
+                Err(e) => break format!("it broke ({})", e.without_url()),
+            }
+        };
+        *lock(&self.why_ended) = Some(why);
+        self.ended.notify_one();
+    }
+
+    /// Over HTTP+SSE, when the event stream has ended: the session is over, and the bridge
+    /// with it. Why it ended, in words. (Never, over Streamable HTTP.)
+    pub async fn stream_ended(&self) -> String {
+        self.ended.notified().await;
+        lock(&self.why_ended)
+            .clone()
+            .unwrap_or_else(|| "it ended".into())
     }
 
     /// A message of the server's: the protocol version an `initialize` answer names is kept
@@ -475,6 +672,10 @@ impl HttpSide {
 
     /// The CLI is gone: the session is ended at the server, as the transport asks.
     pub async fn end(&self) {
+        if self.transport == HttpTransport::Sse {
+            // The stream is the session: it ends with the bridge.
+            return;
+        }
         let session = lock(&self.state).session.clone();
         let Some(session) = session else {
             return;
@@ -524,48 +725,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Server-sent events, fed as bytes come: the data of each whole event.
-#[derive(Default)]
-struct Events {
-    buf: Vec<u8>,
-    data: Vec<u8>,
-    has_data: bool,
-}
-
-impl Events {
-    fn feed(&mut self, chunk: &[u8]) -> Vec<Vec<u8>> {
-        self.buf.extend_from_slice(chunk);
-        let mut out = Vec::new();
-        while let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-            let mut line: Vec<u8> = self.buf.drain(..=i).collect();
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if line.is_empty() {
-                if self.has_data {
-                    out.push(std::mem::take(&mut self.data));
-                    self.has_data = false;
-                }
-                continue;
-            }
-            if let Some(rest) = line.strip_prefix(b"data:") {
-                let rest = rest.strip_prefix(b" ").unwrap_or(rest);
-                if self.has_data {
-                    self.data.push(b'\n');
-                }
-                self.data.extend_from_slice(rest);
-                self.has_data = true;
-            }
-        }
-        out
-    }
-
-    fn pending(&self) -> usize {
-        self.buf.len() + self.data.len()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,14 +739,5 @@ mod tests {
             Some("invalid_token")
         );
         assert_eq!(param("Bearer realm=\"x\"", "scope"), None);
-    }
-
-    #[test]
-    fn events_are_whole_across_chunks() {
-        let mut e = Events::default();
-        assert!(e.feed(b"event: message\r\ndata: {\"a\"").is_empty());
-        let got = e.feed(b":1}\r\n\r\nid: 2\ndata: x\ndata: y\n\n");
-        assert_eq!(got, vec![b"{\"a\":1}".to_vec(), b"x\ny".to_vec()]);
-        assert_eq!(e.pending(), 0);
     }
 }

@@ -1,10 +1,13 @@
-//! `bosun-mcp-http`: bosun's bridge to an MCP server reached by Streamable HTTP, started by a
-//! run's gateway (in `bosun-runner`) as if it were a stdio server.
+//! `bosun-mcp-http`: bosun's bridge to an MCP server reached by address (Streamable HTTP, or
+//! the older HTTP+SSE transport), started by a run's gateway (in `bosun-runner`) as if it were
+//! a stdio server.
 //!
 //! Its first line on stdin says which server, at what address (its query a secret) and with
 //! which header lines (the sign-in's bearer token among them): never in its arguments or
 //! environment, which other processes can read. Every further line is a message of the CLI's,
 //! POSTed to the server (see [`http`]); the server's messages come out on stdout, one a line.
+//! Over HTTP+SSE, the end of the server's event stream ends the bridge, as a stdio server
+//! that exits (see [`sse`]).
 //! What the person should know (a session opened again, a message that could not be
 //! delivered) goes to stderr, which the gateway puts in the run's log. When stdin closes, the
 //! session is ended at the server and the bridge exits.
@@ -13,6 +16,7 @@
 //! client: most runs have no server reached by address.
 
 mod http;
+mod sse;
 
 use std::process::ExitCode;
 
@@ -31,7 +35,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run()) {
+    let ran = runtime.block_on(run());
+    // Reading stdin holds a thread of the runtime's until a line comes: when the bridge ends
+    // for the server's sake (its event stream ended), it is not waited for.
+    runtime.shutdown_background();
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bosun-mcp-http: {e}");
@@ -58,8 +66,13 @@ async fn run() -> Result<(), String> {
             let _ = err.write_all(format!("{note}\n").as_bytes()).await;
         }
     });
-    let (side, mut from_server) =
-        http::HttpSide::new(&target.name, &target.url, &target.headers, notes_tx);
+    let (side, mut from_server) = http::HttpSide::new(
+        &target.name,
+        &target.url,
+        &target.headers,
+        target.transport,
+        notes_tx,
+    );
     let mut stdout = tokio::io::stdout();
     loop {
         tokio::select! {
@@ -80,6 +93,18 @@ async fn run() -> Result<(), String> {
                 }
                 None => break,
             },
+            why = side.stream_ended() => {
+                // Messages it sent before its end, which the loop has not written yet, go
+                // out first.
+                while let Ok(mut msg) = from_server.try_recv() {
+                    msg.push(b'\n');
+                    if stdout.write_all(&msg).await.is_err() {
+                        break;
+                    }
+                }
+                let _ = stdout.flush().await;
+                return Err(format!("the event stream of {} ended: {why}", target.name));
+            }
         }
     }
     side.end().await;

@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use bosun_shared::gateway::{
     AskPolicy, BRIDGE, CALLS_FILE, CallEntry, CallOutcome, Capability, GatewayServer, Held, Hello,
-    HttpBridge, Reach, Rules, SAFE_ENV, SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
+    HttpBridge, HttpTransport, Reach, Rules, SAFE_ENV, SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
 };
 use bosun_shared::protocol::runner::{FencePlan, LaunchPlan, TokenAnswer, TokenAsk};
 use bosun_shared::{RUN_MARKER_ENV, Timestamp};
@@ -718,11 +718,16 @@ impl Conn<'_> {
             Reach::Stdio { command, args, env } => {
                 (command.clone(), args.clone(), env.clone(), None)
             }
-            Reach::Http { url, headers } => {
+            Reach::Http { url, headers } | Reach::Sse { url, headers } => {
                 let bridge = HttpBridge {
                     name: self.server.name.clone(),
                     url: url.clone(),
                     headers: headers.clone(),
+                    transport: if matches!(self.server.reach, Reach::Sse { .. }) {
+                        HttpTransport::Sse
+                    } else {
+                        HttpTransport::Streamable
+                    },
                 };
                 let mut line = serde_json::to_vec(&bridge).unwrap_or_default();
                 line.push(b'\n');
@@ -894,7 +899,7 @@ impl Conn<'_> {
     /// by the server's policy ([`person`]), anything else (a ping) goes to the CLI.
     async fn server_asks(&mut self, method: &str, id: Value, msg: Value) {
         if method == TOKEN_METHOD
-            && matches!(self.server.reach, Reach::Http { .. })
+            && !matches!(self.server.reach, Reach::Stdio { .. })
             && id.as_str().is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
         {
             self.ask_token(id, &msg);

@@ -125,11 +125,31 @@ pub enum Reach {
         env: Vec<(String, String)>,
     },
     /// A Streamable HTTP address (its query, a secret, included), with its header lines and
-    /// the bearer token of its sign-in.
+    /// the bearer token of its sign-in, reached by bosun's bridge ([`BRIDGE`]).
     Http {
         url: String,
         headers: Vec<(String, String)>,
     },
+    /// The address of a server of the older HTTP+SSE transport (its event stream; its query,
+    /// a secret, included), with its header lines and the bearer token of its sign-in, reached
+    /// by bosun's bridge as a Streamable HTTP one is.
+    Sse {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// How bosun's bridge speaks to a server reached by address.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpTransport {
+    /// Streamable HTTP (MCP 2025-03-26 and later): every message POSTed to the address.
+    #[default]
+    Streamable,
+    /// The older HTTP+SSE transport (MCP 2024-11-05): a GET event stream at the address,
+    /// whose `endpoint` event names where (on the same origin) to POST each message; every
+    /// answer comes on the stream.
+    Sse,
 }
 
 impl std::fmt::Debug for GatewayServer {
@@ -155,8 +175,12 @@ impl std::fmt::Debug for Reach {
                 .field("args", args)
                 .field("env", &names(env))
                 .finish(),
-            Reach::Http { url, headers } => f
-                .debug_struct("Http")
+            Reach::Http { url, headers } | Reach::Sse { url, headers } => f
+                .debug_struct(if matches!(self, Reach::Sse { .. }) {
+                    "Sse"
+                } else {
+                    "Http"
+                })
                 .field("url", &url.split('?').next().unwrap_or_default())
                 .field("headers", &names(headers))
                 .finish(),
@@ -428,6 +452,9 @@ pub struct HttpBridge {
     pub name: String,
     pub url: String,
     pub headers: Vec<(String, String)>,
+    /// Streamable HTTP when absent (a runner of an older bosun does not say).
+    #[serde(default)]
+    pub transport: HttpTransport,
 }
 
 /// The method of the bridge's own request to the gateway for the server's token anew (the
@@ -535,6 +562,27 @@ mod tests {
                 .contains("resources")
         );
         assert_eq!(Capability::parse(" logging").unwrap(), Logging);
+    }
+
+    #[test]
+    fn an_sse_server_s_reach_says_its_transport_and_hides_its_secrets() {
+        let reach = Reach::Sse {
+            url: "https://h.example/sse?key=SECRET".into(),
+            headers: vec![("X-Api-Key".into(), "HIDDEN".into())],
+        };
+        let json = serde_json::to_value(&reach).unwrap();
+        assert_eq!(json["transport"], "sse");
+        assert_eq!(serde_json::from_value::<Reach>(json).unwrap(), reach);
+        let shown = format!("{reach:?}");
+        assert!(
+            shown.contains("Sse") && !shown.contains("SECRET") && !shown.contains("HIDDEN"),
+            "{shown}"
+        );
+        // A runner of an older bosun says no transport: Streamable HTTP.
+        let old: HttpBridge =
+            serde_json::from_str(r#"{"name": "n", "url": "https://h/mcp", "headers": []}"#)
+                .unwrap();
+        assert_eq!(old.transport, HttpTransport::Streamable);
     }
 
     #[test]

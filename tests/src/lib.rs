@@ -587,8 +587,14 @@ impl Peer {
 
     /// `test-mcp-server --transport http --mode MODE`, on a free port.
     pub fn test_server(mode: &str) -> anyhow::Result<Self> {
+        Self::test_server_over("http", mode)
+    }
+
+    /// `test-mcp-server --transport TRANSPORT --mode MODE` (`http` or `sse`), on a free port;
+    /// its `url` the address to add it by.
+    pub fn test_server_over(transport: &str, mode: &str) -> anyhow::Result<Self> {
         let mut cmd = Command::new(bin("test-mcp-server"));
-        cmd.args(["--transport", "http", "--mode", mode]);
+        cmd.args(["--transport", transport, "--mode", mode]);
         Self::start(cmd, "listening", "")
     }
 

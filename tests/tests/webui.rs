@@ -976,6 +976,12 @@ fn browser_adds_edits_renames_imports_and_removes_mcp_servers() -> anyhow::Resul
         "{seen:#}"
     );
     assert!(b.fails(&["mcp", "show", "remote-h"])?.contains("remote-h"));
+    // A server of the older SSE transport has rules like any other, set from its page.
+    assert_eq!(text(&seen["sseGateway"]), "danger-*", "{seen:#}");
+    assert_eq!(
+        b.json(&["mcp", "show", "remote-s"])?["rules"]["deny_tools"],
+        serde_json::json!(["danger-*"])
+    );
     assert_eq!(
         b.json(&["mcp", "show", "imported"])?["env"][0]["name"],
         "IMPORTED_KEY"

@@ -533,19 +533,6 @@ async fn resolve(
         Ok(v) => v,
         Err(why) => return Ok(Err(why)),
     };
-    if agent.cli == CliKind::Codex
-        && s.kind == ServerKind::Sse
-        && url.as_deref().is_some_and(|u| u.contains('?'))
-    {
-        // Codex takes a server's address on its command line, which every process can read.
-        return Ok(Err((
-            "its address has a query, which bosun keeps secret, and Codex takes addresses on its command line".into(),
-            Some(format!(
-                "Give the key as a header line instead: `bosun mcp edit {} --url ADDRESS-WITHOUT-QUERY -H 'Name: value'` (with the header the service documents).",
-                s.name
-            )),
-        )));
-    }
     if s.kind != ServerKind::Stdio && s.sign_in_by == SignInBy::Bosun {
         // A token good for the whole run: refreshed first when less than its time cap is left.
         let min_valid = agent
@@ -625,11 +612,11 @@ async fn resolve(
     )))
 }
 
-/// A stdio server, or one reached by Streamable HTTP that bosun signs in to, is given to the
-/// CLI as bosun's gateway: a command of the runner's that reaches the run's own runner, which
-/// reaches the real server with its lines, address and token (which stay in the runner) under
-/// the rules kept with the server. Other servers (the older SSE transport, those Claude Code
-/// signs in to itself) are given as they are.
+/// A stdio server, or one reached by address (Streamable HTTP or the older HTTP+SSE transport)
+/// that bosun signs in to, is given to the CLI as bosun's gateway: a command of the runner's
+/// that reaches the run's own runner, which reaches the real server with its lines, address
+/// and token (which stay in the runner) under the rules kept with the server. A server Claude
+/// Code signs in to itself is given as it is.
 fn through_gateway(
     server: RunServer,
     rec: &ServerRecord,
@@ -642,6 +629,10 @@ fn through_gateway(
             env: server.env.clone(),
         },
         ServerKind::Http if rec.sign_in_by != SignInBy::ClaudeCode => Reach::Http {
+            url: server.url.clone().unwrap_or_default(),
+            headers: server.headers.clone(),
+        },
+        ServerKind::Sse if rec.sign_in_by != SignInBy::ClaudeCode => Reach::Sse {
             url: server.url.clone().unwrap_or_default(),
             headers: server.headers.clone(),
         },
@@ -720,7 +711,9 @@ fn secret_values(
     for s in gateway {
         out.extend(match &s.reach {
             Reach::Stdio { env, .. } => redact::secret_values(env, &[], None),
-            Reach::Http { url, headers } => redact::secret_values(&[], headers, Some(url)),
+            Reach::Http { url, headers } | Reach::Sse { url, headers } => {
+                redact::secret_values(&[], headers, Some(url))
+            }
         });
     }
     out.sort();

@@ -639,12 +639,6 @@ fn gateway_rules(rec: &ServerRecord, edit: GatewayEdit) -> Result<Rules, Registr
     if edit.is_empty() {
         return Ok(rules);
     }
-    if rec.kind == ServerKind::Sse {
-        return Err(RegistryError::invalid(format!(
-            "`{}` is reached by the older SSE transport, which bosun's gateway does not take yet: its trust, tool lists, deadline and result size cannot be set",
-            rec.name
-        )));
-    }
     if let Some(ms) = edit.deadline_ms {
         if !DEADLINE_RANGE.contains(&ms) {
             return Err(RegistryError::invalid(format!(

@@ -97,13 +97,16 @@ impl SseTransport {
                 return Err(SseError::NoEndpoint(wait.as_secs()));
             }
         };
+        // Its words name no address past its origin: the event's query is the session's.
         let post_url = base
             .join(endpoint.trim())
-            .map_err(|e| SseError::BadEndpoint(format!("{endpoint}: {e}")))?;
+            .map_err(|e| SseError::BadEndpoint(format!("not an address ({e})")))?;
         if post_url.origin() != base.origin() {
             reader.abort();
             return Err(SseError::BadEndpoint(format!(
-                "{post_url} is not on the server's own origin"
+                "it is on {}, not on the server's own origin {}",
+                post_url.origin().ascii_serialization(),
+                base.origin().ascii_serialization()
             )));
         }
         Ok(Self {

@@ -212,6 +212,19 @@ const scenarios = {
     await form.locator("button[type=submit]").click();
     await page.waitForSelector('#mcp-servers tr[data-server="remote-h"]');
     const remote = await page.locator('#mcp-servers tr[data-server="remote-h"]').textContent();
+    // One of the older SSE transport: bosun's gateway holds it too, its rules set on its page.
+    await page.click("#mcp-add-open");
+    await form.locator("input[name=name]").fill("remote-s");
+    await form.locator("select[name=kind]").selectOption("sse");
+    await form.locator("input[name=url]").fill("http://127.0.0.1:9/sse");
+    await form.locator("button[type=submit]").click();
+    await page.waitForSelector('#mcp-servers tr[data-server="remote-s"]');
+    await page.goto(`${base}/#/mcp/remote-s`);
+    const sseEdit = page.locator("#server-edit-form");
+    await sseEdit.locator("input[name=deny_tools]").fill("danger-*");
+    await sseEdit.locator("button[type=submit]").click();
+    await page.waitForFunction(() => (document.querySelector("#server-edit-message") || {}).textContent === "Saved.");
+    const sseGateway = await page.locator("#gateway-deny").textContent();
 
     // One server: its lines by name, its tools, one tool's parameters, the connection.
     await page.goto(`${base}/#/mcp/ev`);
@@ -278,7 +291,7 @@ const scenarios = {
     await page.waitForSelector('#mcp-servers tr[data-server="remote-h"]', { state: "detached" });
     const servers = await page.locator("#mcp-servers tr[data-server]").evaluateAll((rows) => rows.map((r) => r.dataset.server));
     await checkNoSecret(page, canary, "at the end");
-    return { refused, remote, lines, tools, risk, params, inspected, pendingCapabilities, approvedCapabilities, edited, gateway, renamed, candidate, said, servers };
+    return { refused, remote, sseGateway, lines, tools, risk, params, inspected, pendingCapabilities, approvedCapabilities, edited, gateway, renamed, candidate, said, servers };
   },
 
   // A signed-in server moves to another authorization server (the test OAuth server's

@@ -44,6 +44,12 @@
 //! `mcp:write`; `--step-up-forever`: the 403 comes whatever the token's scope, as a server that
 //! keeps asking would).
 //!
+//! `--sse` makes `/mcp` a server of the older HTTP+SSE transport (MCP 2024-11-05) as well:
+//! `GET /mcp`, authorized as a POST is, opens an event stream whose first event, `endpoint`,
+//! is `/mcp?sessionId=<id>`; a POST there is handled as above, and an answer it would have
+//! had in its body is sent on that session's stream as a `message` event, the POST answered
+//! `202` (logged with `"sse": true`). A refusal (401, 403) is the POST's own answer.
+//!
 //! `--stateless` makes `/mcp` a server of the 2026-07-28 revision only, as the ones seen in the
 //! wild: a POST without `MCP-Protocol-Version` gets `400` with the JSON-RPC error `-32020`
 //! "Missing MCP-Protocol-Version header" (whatever its method, `initialize` included); a
@@ -260,7 +266,7 @@ const USAGE: &str =
   [--revocation on|off] [--authorize-error CODE] [--wrong-state] [--access-ttl SECONDS]
   [--refreshed-ttl SECONDS] [--rotate] [--refuse-refresh] [--refuse-refreshed]
   [--refresh-delay-ms N] [--step-up [--step-up-names SCOPES] [--step-up-forever]]
-  [--open-initialize] [--stateless] [--log FILE] [--iss none|exact|wrong|slash]
+  [--open-initialize] [--stateless] [--sse] [--log FILE] [--iss none|exact|wrong|slash]
   [--iss-advertised] [--metadata-issuer URL] [--client-metadata-documents [--ca-file PATH]]
   [--header-tools]
   [--input-required] [--second-issuer-path /t2] [--dpop [--dpop-nonce-as] [--dpop-nonce-rs]]
@@ -408,6 +414,7 @@ struct Options {
     step_up_forever: bool,
     open_initialize: bool,
     stateless: bool,
+    sse: bool,
     log: Option<PathBuf>,
     iss: Iss,
     iss_advertised: bool,
@@ -473,6 +480,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
         step_up_forever: false,
         open_initialize: false,
         stateless: false,
+        sse: false,
         log: None,
         iss: Iss::None,
         iss_advertised: false,
@@ -509,6 +517,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
             "--step-up-forever" => Some(&mut options.step_up_forever),
             "--open-initialize" => Some(&mut options.open_initialize),
             "--stateless" => Some(&mut options.stateless),
+            "--sse" => Some(&mut options.sse),
             "--iss-advertised" => Some(&mut options.iss_advertised),
             "--client-metadata-documents" => Some(&mut options.client_metadata_documents),
             "--header-tools" => Some(&mut options.header_tools),
@@ -728,6 +737,8 @@ struct State {
     dpop_refuse: bool,
     /// The machine client's grants (`machine.rs`).
     machine: machine::MachineState,
+    /// `--sse`: the open event streams, by session id.
+    streams: HashMap<String, tokio::sync::mpsc::Sender<Vec<u8>>>,
 }
 
 impl State {
@@ -879,6 +890,14 @@ async fn serve(options: Options, log: Option<File>) -> anyhow::Result<()> {
         let server = Arc::clone(&server);
         async move {
             let mut log = Map::new();
+            if let Some(reply) = server.sse(&request, &mut log) {
+                let status = match &reply {
+                    http::Reply::Full(r) | http::Reply::Stream(r, _) => r.status,
+                    http::Reply::Hold => 0,
+                };
+                server.write_log(&request, status, log);
+                return reply;
+            }
             let response = server.route(&request, &mut log).await;
             server.write_log(&request, response.status, log);
             http::Reply::Full(response)
@@ -1690,6 +1709,58 @@ impl Server {
         let body = json!({"error": error, "error_description": description});
         let header = format!("Bearer {}", params.join(", "));
         Response::json(status, &body).with_header("WWW-Authenticate", header.trim_end())
+    }
+
+    /// `--sse`: the HTTP+SSE transport's requests to `/mcp` (`None` for any other).
+    fn sse(&self, request: &Request, log: &mut Map<String, Value>) -> Option<http::Reply> {
+        if !self.options.sse || request.path() != MCP_PATH {
+            return None;
+        }
+        match request.method.as_str() {
+            "GET" => {
+                // Authorized as any request to `/mcp`: one that passes is answered 405 there.
+                let checked = self.mcp(request, log);
+                if checked.status != 405 {
+                    return Some(http::Reply::Full(checked));
+                }
+                let (tx, rx) = tokio::sync::mpsc::channel(64);
+                let id = {
+                    let mut state = self.state();
+                    state.sessions += 1;
+                    format!("oauth-sse-{}-{}", std::process::id(), state.sessions)
+                };
+                let first = format!("event: endpoint\ndata: {MCP_PATH}?sessionId={id}\n\n");
+                let _ = tx.try_send(first.into_bytes());
+                self.state().streams.insert(id, tx);
+                log.insert("sse".to_owned(), json!(true));
+                let head = Response::new(200).with_header("Content-Type", "text/event-stream");
+                Some(http::Reply::Stream(head, rx))
+            }
+            "POST" => {
+                let id = request.query_param("sessionId")?;
+                log.insert("sse".to_owned(), json!(true));
+                let Some(tx) = self.state().streams.get(&id).cloned() else {
+                    return Some(http::Reply::Full(Response::text(404, "no such session\n")));
+                };
+                let answer = self.mcp(request, log);
+                if answer.status != 200 {
+                    return Some(http::Reply::Full(answer));
+                }
+                let event = format!(
+                    "event: message\ndata: {}\n\n",
+                    String::from_utf8_lossy(&answer.body)
+                );
+                if tx.try_send(event.into_bytes()).is_err() {
+                    self.state().streams.remove(&id);
+                    return Some(http::Reply::Full(Response::text(
+                        404,
+                        "its stream is gone\n",
+                    )));
+                }
+                Some(http::Reply::Full(Response::new(202)))
+            }
+            _ => None,
+        }
     }
 
     fn mcp(&self, request: &Request, log: &mut Map<String, Value>) -> Response {

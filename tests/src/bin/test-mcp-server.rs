@@ -7,7 +7,7 @@
 //! one that is not an MCP server at all.
 //!
 //! ```text
-//! test-mcp-server [--transport stdio|http] [--port N] --mode MODE
+//! test-mcp-server [--transport stdio|http|sse] [--port N] --mode MODE
 //! ```
 //!
 //! Transports:
@@ -22,6 +22,12 @@
 //!   (the server-initiated SSE stream, which we do not offer) and other methods on `/mcp` get
 //!   `405`, `DELETE /mcp` gets `200`, any other path `404`. Connections are kept alive unless
 //!   the client sends `Connection: close` (or speaks HTTP/1.0 without asking for keep-alive).
+//! - `sse`: the older HTTP+SSE transport (MCP 2024-11-05) on `127.0.0.1:N`; it prints
+//!   `listening http://127.0.0.1:<port>/sse`. `GET /sse` opens a session's event stream, whose
+//!   first event is `endpoint` with `/message?sessionId=<id>`; `POST /message?sessionId=<id>`
+//!   takes one JSON-RPC message, answered `202`, its answer sent on that session's stream as a
+//!   `message` event (an unknown session gets `404`). `POST /test/end-streams` ends every open
+//!   stream (`204`), as a server that restarted.
 //!
 //! Every MCP-speaking mode answers `initialize` (echoing the client's protocol version when
 //! supported, else `2025-11-25`), `ping`, `tools/list`, `tools/call`, `prompts/list` (`p1`,
@@ -51,7 +57,8 @@
 //! - `echo-secrets`: a server that gives back every secret it was given, to test that bosun
 //!   shows none: what it was "given" is `TEST_SECRET` from its environment and, over HTTP, the
 //!   request's `Authorization` and `X-Api-Key` headers and its query string, joined with
-//!   spaces. `initialize` puts it in `instructions`; `tools/list` offers `reveal` (read-only by
+//!   spaces (over `sse`, the query is that of the session's `GET /sse`). `initialize` puts it
+//!   in `instructions`; `tools/list` offers `reveal` (read-only by
 //!   its annotations; its description holds it) and `fail`; calling `reveal` answers it as text and as
 //!   `structuredContent` `{"given": …}`; calling `fail` answers a JSON-RPC error whose message
 //!   holds it; `reveal`'s input schema has it in the description of its property `why`. It
@@ -76,7 +83,7 @@ use bosun_tests::http::{self, Request, Response};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
-const USAGE: &str = "usage: test-mcp-server [--transport stdio|http] [--port N] --mode MODE
+const USAGE: &str = "usage: test-mcp-server [--transport stdio|http|sse] [--port N] --mode MODE
 modes: paged, no-annotations, hang, exit, unauthorized (http only), not-mcp, endless, repeat-cursor,
 echo-secrets, malformed";
 
@@ -87,6 +94,8 @@ const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
     ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 const MCP_PATH: &str = "/mcp";
+const SSE_PATH: &str = "/sse";
+const SSE_POST_PATH: &str = "/message";
 const NOT_MCP_LINE: &str = "hello, I am not an MCP server";
 const NOT_MCP_PAGE: &str = "<html><body>hello</body></html>";
 
@@ -132,7 +141,7 @@ fn run() -> anyhow::Result<ExitCode> {
     if options.mode == Mode::Exit {
         return exit_at_once();
     }
-    if options.mode == Mode::Unauthorized && options.transport == Transport::Stdio {
+    if options.mode == Mode::Unauthorized && options.transport != Transport::Http {
         eprintln!("test-mcp-server: the unauthorized mode needs --transport http\n{USAGE}");
         return Ok(ExitCode::from(USAGE_STATUS));
     }
@@ -149,6 +158,7 @@ fn run() -> anyhow::Result<ExitCode> {
     match options.transport {
         Transport::Stdio => runtime.block_on(serve_stdio(&server))?,
         Transport::Http => runtime.block_on(serve_http(server, options.port))?,
+        Transport::Sse => runtime.block_on(serve_sse(server, options.port))?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -161,6 +171,7 @@ fn run() -> anyhow::Result<ExitCode> {
 enum Transport {
     Stdio,
     Http,
+    Sse,
 }
 
 impl Transport {
@@ -168,7 +179,8 @@ impl Transport {
         match value {
             "stdio" => Ok(Self::Stdio),
             "http" => Ok(Self::Http),
-            other => bail!("unknown transport {other:?} (expected stdio or http)"),
+            "sse" => Ok(Self::Sse),
+            other => bail!("unknown transport {other:?} (expected stdio, http or sse)"),
         }
     }
 
@@ -176,6 +188,7 @@ impl Transport {
         match self {
             Self::Stdio => "stdio",
             Self::Http => "http",
+            Self::Sse => "sse",
         }
     }
 }
@@ -874,4 +887,85 @@ fn unauthorized(port: u16) -> Response {
     );
     Response::json(401, &json!({"error": "invalid_token"}))
         .with_header("WWW-Authenticate", challenge)
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP+SSE transport (MCP 2024-11-05)
+// ---------------------------------------------------------------------------------------------
+
+/// The open event streams, by session id: where its answers go, and the query of its `GET`.
+type Streams = Arc<
+    std::sync::Mutex<
+        std::collections::HashMap<String, (tokio::sync::mpsc::Sender<Vec<u8>>, String)>,
+    >,
+>;
+
+/// Listens on `127.0.0.1:port`, announces `listening http://127.0.0.1:<port>/sse`, and serves
+/// the HTTP+SSE transport forever.
+async fn serve_sse(server: Arc<McpServer>, port: u16) -> anyhow::Result<()> {
+    let (listener, port) = http::listen(port).await?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening http://127.0.0.1:{port}{SSE_PATH}")
+            .context("writing stdout")?;
+        stdout.flush().context("writing stdout")?;
+    }
+    let streams: Streams = Arc::default();
+    http::serve(listener, "test-mcp-server", move |request| {
+        let server = Arc::clone(&server);
+        let streams = Arc::clone(&streams);
+        async move { sse_reply(&server, &streams, &request) }
+    })
+    .await
+}
+
+fn sse_reply(server: &McpServer, streams: &Streams, request: &Request) -> http::Reply {
+    let Ok(mut open) = streams.lock() else {
+        return http::Reply::Full(Response::new(500));
+    };
+    match (request.method.as_str(), request.path()) {
+        ("GET", SSE_PATH) => {
+            let (tx, rx) = tokio::sync::mpsc::channel(64);
+            let id = server.new_session_id();
+            let first = format!("event: endpoint\ndata: {SSE_POST_PATH}?sessionId={id}\n\n");
+            let _ = tx.try_send(first.into_bytes());
+            open.insert(id, (tx, request.query().to_string()));
+            let head = Response::new(200)
+                .with_header("Content-Type", "text/event-stream")
+                .with_header("Cache-Control", "no-cache");
+            http::Reply::Stream(head, rx)
+        }
+        ("POST", SSE_POST_PATH) => {
+            let id = request.query_param("sessionId").unwrap_or_default();
+            let Some((tx, query)) = open.get(&id).cloned() else {
+                return http::Reply::Full(Response::text(404, "no such session"));
+            };
+            if server.mode == Mode::EchoSecrets
+                && let Ok(mut given) = server.given.lock()
+            {
+                *given = given_from(&[
+                    request.header("authorization").unwrap_or_default(),
+                    request.header("x-api-key").unwrap_or_default(),
+                    &query,
+                ]);
+            }
+            if server.mode == Mode::Hang {
+                return http::Reply::Full(Response::new(202));
+            }
+            let reply = server.handle_text(&String::from_utf8_lossy(&request.body));
+            if let Some(message) = reply.into_message() {
+                let event = format!("event: message\ndata: {message}\n\n");
+                if tx.try_send(event.into_bytes()).is_err() {
+                    open.remove(&id);
+                    return http::Reply::Full(Response::text(404, "the session's stream is gone"));
+                }
+            }
+            http::Reply::Full(Response::new(202))
+        }
+        ("POST", "/test/end-streams") => {
+            open.clear();
+            http::Reply::Full(Response::new(204))
+        }
+        _ => http::Reply::Full(Response::new(404)),
+    }
 }

@@ -536,10 +536,10 @@ function toolCard(t) {
 
 // The edit form: only what was changed is sent (`mcp_edit` keeps what is absent); a line's value
 // is replaced only when a new one is typed; rename is its own request.
-/// What bosun's gateway holds the server to in every run (SSE servers do not go through it),
-/// and what waits for the person's approval, each with its button.
+/// What bosun's gateway holds the server to in every run, and what waits for the person's
+/// approval, each with its button.
 function gatewayRows(s, approve) {
-  if (s.kind === "sse" || !s.rules) return [];
+  if (!s.rules) return [];
   const r = s.rules;
   const pendingCaps = s.pending_capabilities || [];
   const pendingTools = s.pending_tools || [];
@@ -591,7 +591,7 @@ function editForm(box, s, note, changed) {
     deadline: h("input", { type: "number", name: "deadline_s", min: 1, max: 3600, value: s.rules ? s.rules.deadline_ms / 1000 : 60 }),
     maxResult: h("input", { type: "number", name: "max_result_chars", min: 256, value: s.rules ? s.rules.max_result_chars : 8192 }),
   };
-  const gatewayFields = s.kind === "sse" || !s.rules
+  const gatewayFields = !s.rules
     ? []
     : [
         h("h3", null, "bosun's gateway"),
@@ -660,7 +660,7 @@ function editForm(box, s, note, changed) {
       if (args.join("\n") !== s.args.join("\n")) p.args = args;
       [p.set_env, p.remove_env] = lineChanges(env, newEnv);
     }
-    if (s.rules && s.kind !== "sse") {
+    if (s.rules) {
       const r = s.rules;
       const globs = (v) => v.split(",").map((x) => x.trim()).filter(Boolean);
       const g = {};

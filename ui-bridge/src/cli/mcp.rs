@@ -1349,15 +1349,13 @@ fn print_server(s: &ServerView) {
     if let Some(doc) = &s.client_metadata_url {
         println!("{:<12}{doc} (client metadata document)", "client doc");
     }
-    if s.kind != ServerKind::Sse {
-        print_rules(&s.rules);
-        print_ledger(
-            &s.name,
-            &s.rules.capabilities,
-            &s.pending_capabilities,
-            &s.pending_tools,
-        );
-    }
+    print_rules(&s.rules);
+    print_ledger(
+        &s.name,
+        &s.rules.capabilities,
+        &s.pending_capabilities,
+        &s.pending_tools,
+    );
     if let Some(si) = &s.sign_in {
         println!("{:<12}{}", "sign-in", si.state);
         if let Some(why) = &si.why {

@@ -63,7 +63,8 @@ fn secrets(agent: &str, token: &str) -> Vec<SecretLine> {
 }
 
 /// A plan with the secrets in every place a launch puts them: the environment, a per-run
-/// JSON file (escaped), the gateway's address, headers and token, and the forms to hide.
+/// JSON file (escaped), the gateway's addresses (Streamable HTTP and HTTP+SSE), headers and
+/// token, and the forms to hide.
 fn plan(agent: &str, token: &str) -> LaunchPlan {
     let file = serde_json::json!({
         "mcpServers": { "docs": { "headers": { "X-Key": HEADER, "Authorization": format!("Bearer {token}") } } },
@@ -100,19 +101,34 @@ fn plan(agent: &str, token: &str) -> LaunchPlan {
         redact,
         log_file: None,
         fence: None,
-        gateway: vec![GatewayServer {
-            name: "docs".into(),
-            reach: Reach::Http {
-                url: format!("https://docs.example/mcp?{QUERY}"),
-                headers: vec![
-                    ("X-Key".into(), HEADER.into()),
-                    ("Authorization".into(), format!("Bearer {token}")),
-                ],
+        gateway: vec![
+            GatewayServer {
+                name: "docs".into(),
+                reach: Reach::Http {
+                    url: format!("https://docs.example/mcp?{QUERY}"),
+                    headers: vec![
+                        ("X-Key".into(), HEADER.into()),
+                        ("Authorization".into(), format!("Bearer {token}")),
+                    ],
+                },
+                rules: Rules::default(),
+                roots: vec![PathBuf::from("/work")],
+                pinned: None,
             },
-            rules: Rules::default(),
-            roots: vec![PathBuf::from("/work")],
-            pinned: None,
-        }],
+            GatewayServer {
+                name: "feed".into(),
+                reach: Reach::Sse {
+                    url: format!("https://feed.example/sse?{QUERY}"),
+                    headers: vec![
+                        ("X-Key".into(), HEADER.into()),
+                        ("Authorization".into(), format!("Bearer {token}")),
+                    ],
+                },
+                rules: Rules::default(),
+                roots: vec![PathBuf::from("/work")],
+                pinned: None,
+            },
+        ],
     }
 }
 
