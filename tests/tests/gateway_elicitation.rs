@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use bosun_tests::gateway_client::{GatewayClient, text_of};
+use bosun_tests::webui::Ui;
 use bosun_tests::{Bosun, FakeModel, everything_bin, wait_for};
 use serde_json::{Value, json};
 
@@ -275,6 +276,59 @@ fn a_declined_form_tells_the_server_and_a_denied_policy_offers_nothing_that_asks
     drop(c);
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
+    b.finish()
+}
+
+#[test]
+fn the_web_ui_shows_a_form_as_typed_fields_and_sends_an_answer_that_fits() -> anyhow::Result<()> {
+    let b = Bosun::new("gateway_elicitation_web");
+    let (id, _fake) = a_run(&b, &["--elicitation", "ask"])?;
+    let mut c = client(&b, &id, json!({}))?;
+    a_call_that_asks(
+        &b,
+        &mut c,
+        "trigger-elicitation-request",
+        json!({}),
+        5,
+        "elicitation",
+    )?;
+    let ui = Ui::start(&b)?;
+    let seen = bosun_tests::browser_scenario(&ui.login, "formitem", &[])?;
+    let fields = seen["fields"].as_array().map_or(0, Vec::len);
+    assert!(fields >= 12, "every field: {seen:#}");
+    assert_eq!(seen["buttons"], json!(["Send", "Decline"]), "{seen:#}");
+    assert_eq!(
+        seen["kinds"],
+        json!({"email": "email", "date": "date", "integer": "number", "check": "SELECT",
+               "multi": 5, "integerDefault": "42"}),
+        "{seen:#}"
+    );
+    let refusal = seen["refusal"].as_str().unwrap_or_default();
+    assert!(
+        refusal.contains("`integer` must be between 1 and 100")
+            && refusal.contains("nothing was sent"),
+        "{seen:#}"
+    );
+    assert_eq!(
+        seen["kept"], "Grace Hopper",
+        "what was typed stays: {seen:#}"
+    );
+    let result = c.answer(5, Duration::from_secs(30))?;
+    let text = text_of(&result);
+    assert!(
+        text.contains("- Name: Grace Hopper") && text.contains("- Favorite Integer: 12"),
+        "{result}"
+    );
+    // The multiple choice kept its suggestion (Guitar) and took Drums; the single one, Rachel.
+    assert!(
+        text.contains("[\n      \"Guitar\",\n      \"Drums\"\n    ]")
+            && text.contains("\"untitledSingleSelectEnum\": \"Rachel\""),
+        "{result}"
+    );
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    b.ok(&["ui", "--stop"])?;
     b.finish()
 }
 

@@ -967,12 +967,13 @@ fn browser_adds_edits_renames_imports_and_removes_mcp_servers() -> anyhow::Resul
     // The gateway's rules set from the page, and the page saying them.
     assert_eq!(
         ev2["rules"],
-        serde_json::json!({"trusted": true, "deny_tools": ["get-*", "trigger-*"], "deadline_ms": 30000, "max_result_chars": 8192, "capabilities": ["tools", "prompts", "resources"]}),
+        serde_json::json!({"trusted": true, "deny_tools": ["get-*", "trigger-*"], "deadline_ms": 30000, "max_result_chars": 8192, "capabilities": ["tools", "prompts", "resources"], "elicitation": "ask"}),
         "{seen:#}"
     );
     assert!(
         text(&seen["gateway"]["trust"]).starts_with("trusted")
-            && text(&seen["gateway"]["deny"]) == "get-*, trigger-*",
+            && text(&seen["gateway"]["deny"]) == "get-*, trigger-*"
+            && text(&seen["gateway"]["elicitation"]).starts_with("ask: each waits in the Inbox"),
         "{seen:#}"
     );
     assert!(b.fails(&["mcp", "show", "remote-h"])?.contains("remote-h"));

@@ -213,7 +213,15 @@ export function approvalItem(a, { done, failed, cardName, showRun = true }) {
     ),
     h("div", { class: "why" }, "Asks because ", a.why),
     previewView(a.preview),
-    a.class === "sign-in" ? signInActions(a, button, buttons, message, denyParams, failed) : h(
+    a.class === "sign-in" ? signInActions(a, button, buttons, message, denyParams, failed) :
+    a.class === "elicitation" ? formActions(a, button, message, denyParams) :
+    a.class === "sampling" ? h(
+      "div",
+      { class: "actions" },
+      button("primary approve", "Allow", "let the run's CLI write this message for the server, once", () => ({ allow: true })),
+      message,
+      button("deny", "Deny", "refuse it; the server is told", denyParams(false)),
+    ) : h(
       "div",
       { class: "actions" },
       button("primary approve", "Approve", "let this call run, once", () => ({ allow: true })),
@@ -270,6 +278,69 @@ function signInActions(a, button, buttons, message, denyParams, failed) {
   );
 }
 
+// A server's form (an "elicitation" item): each field as a control of its kind, filled with the
+// server's suggestion. Send answers it (bosund checks the answer against the form and says what
+// does not fit; nothing is sent then); Decline tells the server no.
+function formActions(a, button, message, denyParams) {
+  const form = (a.input && a.input.form) || { fields: [] };
+  const controls = form.fields.map(fieldControl);
+  const answer = () => {
+    const out = {};
+    for (const c of controls) {
+      const v = c.value();
+      if (v !== undefined) out[c.name] = v;
+    }
+    return { allow: true, answer: out };
+  };
+  return h(
+    "div",
+    { class: "form-answer" },
+    h("div", { class: "form-fields" }, controls.map((c) => c.row)),
+    h(
+      "div",
+      { class: "actions" },
+      button("primary approve send-form", "Send", "send these answers to the server, once", answer),
+      message,
+      button("deny", "Decline", "send nothing; the server is told the person declined", denyParams(false)),
+    ),
+  );
+}
+
+// One field of a server's form: its row, and its value (undefined when left empty).
+function fieldControl(f) {
+  const k = f.kind || {};
+  const id = `form-${f.name}`;
+  const label = h("label", { for: id }, f.title || f.name, f.required ? " *" : "");
+  const hint = f.description ? h("div", { class: "muted" }, f.description) : null;
+  const given = f.default;
+  let control;
+  let value;
+  if (k.type === "boolean") {
+    control = h("select", { id, name: f.name }, ["", "true", "false"].map((o) => h("option", { value: o }, o === "" ? "—" : o === "true" ? "yes" : "no")));
+    if (given !== undefined) control.value = String(given);
+    value = () => (control.value === "" ? undefined : control.value === "true");
+  } else if (k.type === "choice") {
+    control = h("select", { id, name: f.name }, [h("option", { value: "" }, "—"), ...k.options.map((o) => h("option", { value: o.value }, o.title || o.value))]);
+    if (given !== undefined) control.value = given;
+    value = () => (control.value === "" ? undefined : control.value);
+  } else if (k.type === "choices") {
+    const boxes = k.options.map((o) => h("input", { type: "checkbox", value: o.value, checked: Array.isArray(given) && given.includes(o.value) }));
+    control = h("span", { id, class: "choices" }, k.options.map((o, i) => h("label", null, boxes[i], ` ${o.title || o.value} `)));
+    value = () => boxes.filter((b) => b.checked).map((b) => b.value);
+  } else if (k.type === "number") {
+    control = h("input", { id, name: f.name, type: "number", step: k.integer ? "1" : "any", min: k.min ?? null, max: k.max ?? null });
+    if (given !== undefined) control.value = String(given);
+    value = () => (control.value.trim() === "" ? undefined : Number(control.value));
+  } else {
+    const type = { email: "email", uri: "url", date: "date" }[k.format] || "text";
+    const placeholder = k.format === "date-time" ? "YYYY-MM-DDTHH:MM:SSZ" : "";
+    control = h("input", { id, name: f.name, type, placeholder, size: 40 });
+    if (given !== undefined) control.value = given;
+    value = () => (control.value === "" ? undefined : control.value);
+  }
+  return { name: f.name, value, row: h("div", { class: "form-field", dataset: { field: f.name } }, label, " ", control, hint) };
+}
+
 // A decided approval, one line: for the Inbox's history.
 export function decidedLine(a) {
   const by = a.decided_by ? ` by ${a.decided_by}` : "";
@@ -281,6 +352,7 @@ export function decidedLine(a) {
     ` ${a.state}${by} · ${a.tool} · ${first}`,
     h("span", { class: "muted" }, ` · ${a.agent || ""} run `, h("a", { class: "mono", href: `#/run/${encodeURIComponent(a.run)}` }, a.run.slice(0, 8))),
     a.message ? h("div", { class: "muted" }, `told the agent: ${a.message}`) : null,
+    a.form_answer ? h("div", { class: "muted" }, `answered: ${JSON.stringify(a.form_answer)}`) : null,
   );
 }
 

@@ -257,12 +257,14 @@ const scenarios = {
     await edit.locator("input[name=trusted]").check();
     await edit.locator("input[name=deny_tools]").fill("get-*, trigger-*");
     await edit.locator("input[name=deadline_s]").fill("30");
+    await edit.locator("select[name=elicitation]").selectOption("ask");
     await edit.locator("button[type=submit]").click();
     await page.waitForFunction(() => (document.querySelector("#server-edit-message") || {}).textContent === "Saved.");
     const edited = await page.locator("#server-info [data-line]").allTextContents();
     const gateway = {
       trust: await page.locator("#gateway-trust").textContent(),
       deny: await page.locator("#gateway-deny").textContent(),
+      elicitation: await page.locator("#gateway-elicitation").textContent(),
     };
     await checkNoSecret(page, canary, "after editing ev");
 
@@ -330,6 +332,37 @@ const scenarios = {
     await page.waitForSelector("#approvals-list .approval", { state: "detached" });
     const history = await page.locator("#inbox-history").textContent();
     return { shown, buttons, popups: popups.length, history };
+  },
+
+  // A server's form waiting in the Inbox: its fields as controls; an answer out of range is
+  // refused with the reason (the form keeps what was typed); then one that fits is sent.
+  async formitem(page) {
+    await page.goto(`${base}/#/inbox`);
+    const item = page.locator("#approvals-list .approval").first();
+    await item.waitFor();
+    const fields = await item.locator(".form-field").evaluateAll((rows) => rows.map((r) => r.dataset.field));
+    const buttons = await item.locator("button").allTextContents();
+    const kinds = await item.evaluate((el) => ({
+      email: el.querySelector("#form-email")?.type,
+      date: el.querySelector("#form-birthdate")?.type,
+      integer: el.querySelector("#form-integer")?.type,
+      check: el.querySelector("#form-check")?.tagName,
+      multi: el.querySelectorAll("[data-field=untitledMultipleSelectEnum] input[type=checkbox]").length,
+      integerDefault: el.querySelector("#form-integer")?.value,
+    }));
+    await item.locator("#form-name").fill("Grace Hopper");
+    await item.locator("#form-integer").fill("500");
+    await item.locator("button.send-form").click();
+    await page.waitForFunction(() => /Not done/.test(document.getElementById("inbox-message").textContent));
+    const refusal = await page.locator("#inbox-message").textContent();
+    const kept = await item.locator("#form-name").inputValue();
+    await item.locator("#form-integer").fill("12");
+    await item.locator("#form-untitledSingleSelectEnum").selectOption("Rachel");
+    await item.locator("[data-field=untitledMultipleSelectEnum] input[value=Drums]").check();
+    await item.locator("button.send-form").click();
+    await page.waitForSelector("#approvals-list .approval", { state: "detached" });
+    const history = await page.locator("#inbox-history").textContent();
+    return { fields, buttons, kinds, refusal, kept, history };
   },
 
   // Signs in to a server reached by address (the test OAuth server) from its page: the

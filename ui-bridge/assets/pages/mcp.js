@@ -564,6 +564,8 @@ function gatewayRows(s, approve) {
     ["Denied tools", h("span", { id: "gateway-deny" }, (r.deny_tools || []).length ? r.deny_tools.join(", ") : "none")],
     ["Call deadline", `${r.deadline_ms / 1000} s`],
     ["Result size", `${r.max_result_chars} characters; longer ones reach the model as head and tail`],
+    ["Forms (elicitation)", h("span", { id: "gateway-elicitation" }, r.elicitation === "ask" ? "ask: each waits in the Inbox for you to fill in" : "deny: refused")],
+    ["Model messages (sampling)", h("span", { id: "gateway-sampling" }, r.sampling === "ask" ? "ask: each waits in the Inbox; once allowed, the run's CLI writes it" : "deny: refused")],
   ];
 }
 
@@ -590,6 +592,8 @@ function editForm(box, s, note, changed) {
     deny: text({ name: "deny_tools", value: s.rules ? (s.rules.deny_tools || []).join(", ") : "", size: 40 }),
     deadline: h("input", { type: "number", name: "deadline_s", min: 1, max: 3600, value: s.rules ? s.rules.deadline_ms / 1000 : 60 }),
     maxResult: h("input", { type: "number", name: "max_result_chars", min: 256, value: s.rules ? s.rules.max_result_chars : 8192 }),
+    elicitation: select(["deny", "ask"], (s.rules && s.rules.elicitation) || "deny", { name: "elicitation" }),
+    sampling: select(["deny", "ask"], (s.rules && s.rules.sampling) || "deny", { name: "sampling" }),
   };
   const gatewayFields = !s.rules
     ? []
@@ -600,6 +604,8 @@ function editForm(box, s, note, changed) {
         field("Denied tools", f.deny, "patterns, comma-separated; deny wins"),
         field("Call deadline (seconds)", f.deadline),
         field("Result size (characters)", f.maxResult),
+        field("Forms the server asks you to fill in", f.elicitation, "ask: each waits in the Inbox"),
+        field("Messages the server asks of the model", f.sampling, "ask: each waits in the Inbox; the run's CLI writes it"),
       ];
   // The lines there are: a new value (empty keeps it) and a switch to remove it.
   const existing = (lines, kind) =>
@@ -673,6 +679,8 @@ function editForm(box, s, note, changed) {
       if (ms !== r.deadline_ms) g.deadline_ms = ms;
       const chars = Number(f.maxResult.value);
       if (chars !== r.max_result_chars) g.max_result_chars = chars;
+      if (f.elicitation.value !== (r.elicitation || "deny")) g.elicitation = f.elicitation.value;
+      if (f.sampling.value !== (r.sampling || "deny")) g.sampling = f.sampling.value;
       if (Object.keys(g).length) p.gateway = g;
     }
     try {
