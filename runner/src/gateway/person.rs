@@ -18,7 +18,8 @@ use std::time::Duration;
 use bosun_shared::elicitation::Form;
 use bosun_shared::gateway::AskPolicy;
 use bosun_shared::protocol::runner::{ServerAnswer, ServerAsk, ServerAskKind};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{AskEvent, Conn, TOKEN_FIRST_ANSWER, cut};
@@ -27,7 +28,7 @@ use super::{AskEvent, Conn, TOKEN_FIRST_ANSWER, cut};
 const SAMPLING_SHOWN: usize = 2_000;
 
 /// The kind of request in words: what the server asked.
-fn what(sampling: bool) -> &'static str {
+fn asked(sampling: bool) -> &'static str {
     if sampling {
         "asked for a message of the model (sampling)"
     } else {
@@ -39,56 +40,24 @@ impl Conn<'_> {
     /// The server's `elicitation/create` or `sampling/createMessage` (`id`, `msg`): refused,
     /// or asked of the person, by the server's policy.
     pub(super) async fn server_wants_person(&mut self, method: &str, id: Value, msg: Value) {
-        let name = self.server.name.clone();
         let sampling = method.starts_with("sampling");
-        let policy = if sampling {
-            self.rules().sampling
-        } else {
-            self.rules().elicitation
-        };
-        let what = what(sampling);
-        let refused = |why: String| json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": why}});
-        if policy == AskPolicy::Deny {
-            let flag = if sampling { "sampling" } else { "elicitation" };
-            self.gw.note(format!(
-                "bosun's MCP gateway: {name} {what}; refused: bosun denies it for this server (`bosun mcp edit {name} --{flag} ask` lets the person answer)"
-            ));
-            let reply = refused(format!(
-                "bosun denies this request of `{name}`: it {what}, which this server is not allowed"
-            ));
-            self.send_own(&reply).await;
-            return;
-        }
-        let mut params = msg.get("params").cloned().unwrap_or(Value::Null);
-        self.gw.redactor.json(&mut params);
-        let kind = if sampling {
-            if !self.cli_samples {
+        let what = match self.what_to_ask(sampling, &msg) {
+            Ok(what) => what,
+            Err(why) => {
+                let name = &self.server.name;
                 self.gw.note(format!(
-                    "bosun's MCP gateway: {name} {what}; refused: the run's CLI writes no messages for servers"
+                    "bosun's MCP gateway: {name} {}; refused: {why}",
+                    asked(sampling)
                 ));
-                let reply = refused(format!(
-                    "bosun cannot answer this request of `{name}`: the run's CLI writes no messages for a server (it declared no sampling)"
-                ));
+                let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": -32600,
+                    "message": format!("bosun refuses this request of `{name}`: {why}"),
+                }});
                 self.send_own(&reply).await;
                 return;
             }
-            ServerAskKind::Sampling {
-                preview: sampling_preview(&params),
-                max_tokens: params.get("maxTokens").and_then(Value::as_u64).unwrap_or(0),
-            }
-        } else {
-            match form_of(&params) {
-                Ok(form) => ServerAskKind::Elicitation { form },
-                Err(why) => {
-                    self.gw.note(format!(
-                        "bosun's MCP gateway: {name} {what}; refused: {why}"
-                    ));
-                    let reply = refused(format!("bosun refuses this request of `{name}`: {why}"));
-                    self.send_own(&reply).await;
-                    return;
-                }
-            }
         };
+        let name = self.server.name.clone();
         let n = self
             .gw
             .person_asks
@@ -97,10 +66,11 @@ impl Conn<'_> {
         let ask = ServerAsk {
             key: format!("gateway-ask-{name}-{n}"),
             server: name.clone(),
-            what: kind,
+            what,
         };
         self.gw.note(format!(
-            "bosun's MCP gateway: {name} {what}; asking the person through bosund"
+            "bosun's MCP gateway: {name} {}; asking the person through bosund",
+            asked(sampling)
         ));
         let (link, notes, events) = (
             self.gw.link.clone(),
@@ -109,72 +79,116 @@ impl Conn<'_> {
         );
         tokio::spawn(async move {
             let key = ask.key.clone();
-            let mut answers = link.ask_person(ask);
-            let mut wait = TOKEN_FIRST_ANSWER;
-            let answer = loop {
-                match tokio::time::timeout(wait, answers.recv()).await {
-                    Err(_) | Ok(None) => {
-                        break ServerAnswer::Cancel {
-                            message: format!(
-                                "bosund did not answer within {} s (it is down or cannot be reached from this run)",
-                                wait.as_secs()
-                            ),
-                        };
-                    }
-                    Ok(Some(ServerAnswer::Waiting { note, wait_ms })) => {
-                        // Said once: an answer again after a reconnect has no note.
-                        if !note.is_empty() {
-                            let _ = notes.send(note);
-                        }
-                        // A little longer than bosund's own wait, which answers first.
-                        wait = Duration::from_millis(wait_ms) + TOKEN_FIRST_ANSWER;
-                        let _ = events.send(AskEvent::HoldAll {
-                            until: Instant::now() + wait,
-                        });
-                    }
-                    Ok(Some(done)) => break done,
-                }
-            };
+            let answer = wait_for_person(link.ask_person(ask), &notes, &events).await;
             link.gateway_done(&key);
             let _ = events.send(AskEvent::ResumeAll);
+            let said = |line: String| {
+                let _ = notes.send(format!("bosun's MCP gateway: {name}: {line}"));
+            };
             let reply = match (answer, sampling) {
-                (ServerAnswer::Accept { .. }, true) => {
-                    let _ = notes.send(format!(
-                        "bosun's MCP gateway: {name}: the person allowed its request for a message; the run's CLI writes it"
-                    ));
+                (Answer::Accept { .. }, true) => {
+                    said(
+                        "the person allowed its request for a message; the run's CLI writes it"
+                            .into(),
+                    );
                     let _ = events.send(AskEvent::ToCli(msg));
                     return;
                 }
-                (ServerAnswer::Accept { content }, false) => {
-                    let _ = notes.send(format!(
-                        "bosun's MCP gateway: {name}: the person filled in its form"
-                    ));
-                    json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "action": "accept",
-                        "content": content.unwrap_or_default(),
-                    }})
+                (Answer::Accept { content }, false) => {
+                    said("the person filled in its form".into());
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": content}})
                 }
-                (ServerAnswer::Decline { message } | ServerAnswer::Cancel { message }, true) => {
-                    let _ = notes.send(format!("bosun's MCP gateway: {name}: {message}"));
+                (Answer::Decline(message) | Answer::Cancel(message), true) => {
+                    said(message.clone());
                     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": message}})
                 }
-                (ServerAnswer::Decline { message }, false) => {
-                    let _ = notes.send(format!("bosun's MCP gateway: {name}: {message}"));
+                (Answer::Decline(message), false) => {
+                    said(message);
                     json!({"jsonrpc": "2.0", "id": id, "result": {"action": "decline"}})
                 }
-                (
-                    ServerAnswer::Cancel { message } | ServerAnswer::Waiting { note: message, .. },
-                    false,
-                ) => {
-                    let _ = notes.send(format!("bosun's MCP gateway: {name}: {message}"));
+                (Answer::Cancel(message), false) => {
+                    said(message);
                     json!({"jsonrpc": "2.0", "id": id, "result": {"action": "cancel"}})
-                }
-                (ServerAnswer::Waiting { note, .. }, true) => {
-                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": note}})
                 }
             };
             let _ = events.send(AskEvent::Answer(reply));
         });
+    }
+
+    /// What the person is to be asked, or why the request is refused (its policy is `deny`, a
+    /// CLI that writes no messages, a form bosun does not take).
+    fn what_to_ask(&self, sampling: bool, msg: &Value) -> Result<ServerAskKind, String> {
+        let name = &self.server.name;
+        let (policy, flag) = if sampling {
+            (self.rules().sampling, "sampling")
+        } else {
+            (self.rules().elicitation, "elicitation")
+        };
+        if policy == AskPolicy::Deny {
+            return Err(format!(
+                "its {flag} policy is deny (`bosun mcp edit {name} --{flag} ask` lets the person answer)"
+            ));
+        }
+        let mut params = msg.get("params").cloned().unwrap_or(Value::Null);
+        self.gw.redactor.json(&mut params);
+        if !sampling {
+            return form_of(&params).map(|form| ServerAskKind::Elicitation { form });
+        }
+        if !self.cli_samples {
+            return Err(
+                "the run's CLI writes no messages for a server (it declared no sampling)".into(),
+            );
+        }
+        Ok(ServerAskKind::Sampling {
+            preview: sampling_preview(&params),
+            max_tokens: params.get("maxTokens").and_then(Value::as_u64).unwrap_or(0),
+        })
+    }
+}
+
+/// The person's answer to a server's request, as the gateway passes it on.
+enum Answer {
+    Accept { content: Map<String, Value> },
+    Decline(String),
+    Cancel(String),
+}
+
+/// Waits for bosund's answer to a request asked of the person: it says first that the
+/// request waits (the calls of the connection are held meanwhile), then how it was settled.
+/// bosund that does not answer at all cancels it.
+async fn wait_for_person(
+    mut answers: mpsc::UnboundedReceiver<ServerAnswer>,
+    notes: &mpsc::UnboundedSender<String>,
+    events: &mpsc::UnboundedSender<AskEvent>,
+) -> Answer {
+    let mut wait = TOKEN_FIRST_ANSWER;
+    loop {
+        match tokio::time::timeout(wait, answers.recv()).await {
+            Err(_) | Ok(None) => {
+                return Answer::Cancel(format!(
+                    "bosund did not answer within {} s (it is down or cannot be reached from this run)",
+                    wait.as_secs()
+                ));
+            }
+            Ok(Some(ServerAnswer::Waiting { note, wait_ms })) => {
+                // Said once: an answer again after a reconnect has no note.
+                if !note.is_empty() {
+                    let _ = notes.send(note);
+                }
+                // A little longer than bosund's own wait, which answers first.
+                wait = Duration::from_millis(wait_ms) + TOKEN_FIRST_ANSWER;
+                let _ = events.send(AskEvent::HoldAll {
+                    until: Instant::now() + wait,
+                });
+            }
+            Ok(Some(ServerAnswer::Accept { content })) => {
+                return Answer::Accept {
+                    content: content.unwrap_or_default(),
+                };
+            }
+            Ok(Some(ServerAnswer::Decline { message })) => return Answer::Decline(message),
+            Ok(Some(ServerAnswer::Cancel { message })) => return Answer::Cancel(message),
+        }
     }
 }
 
