@@ -17,6 +17,7 @@ use bosun_shared::protocol::fast;
 use bosun_shared::protocol::frame::encode_frame;
 use bosun_shared::protocol::runner::{
     DaemonMsg, FlushFailure, LaunchPlan, RunnerMsg, Started, StopOrder, TokenAnswer, ToolAnswer,
+    ToolAsk,
 };
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::tls;
@@ -27,7 +28,7 @@ use bosun_shared::run::ExitInfo;
 use bosun_shared::{RunId, RunToken};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::control::driver::{Asks, Said};
+use crate::control::driver::{Asks, Decided, Said};
 use crate::outbox::Outbox;
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
@@ -90,7 +91,7 @@ pub struct LinkState {
     /// The CLI's tool calls waiting for bosund, and those answered.
     pub asks: Arc<Mutex<Asks>>,
     /// bosund's decisions, to the control driver.
-    pub decisions: mpsc::UnboundedSender<(String, ToolAnswer)>,
+    pub decisions: mpsc::UnboundedSender<Decided>,
     /// bosun's own lines for the run's log (a call waits for the person).
     pub notes: mpsc::UnboundedSender<String>,
     /// A runner on another host waits for its plan here; `None` once it has it (or never
@@ -98,6 +99,18 @@ pub struct LinkState {
     pub plan: Mutex<Option<oneshot::Sender<LaunchPlan>>>,
     /// The gateway's asks for a server's token anew, by key: where bosund's answers go.
     pub tokens: Mutex<HashMap<String, mpsc::UnboundedSender<TokenAnswer>>>,
+    /// The gateway's own asks about MCP calls, by key: where bosund's answers go (the other
+    /// decisions go to the control driver).
+    pub judging: Mutex<HashMap<String, mpsc::UnboundedSender<Judgement>>>,
+}
+
+/// What bosund says of an ask of the gateway's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Judgement {
+    /// It waits for the person.
+    Waiting,
+    /// Decided, by `by`.
+    Decided { answer: ToolAnswer, by: String },
 }
 
 impl LinkState {
@@ -116,6 +129,44 @@ impl LinkState {
         }
         self.wake.notify_one();
         rx
+    }
+
+    /// Asks bosund about an MCP call the gateway has no decision for, as the control driver
+    /// asks about the CLI's (said again after each reconnect until decided); bosund's answers
+    /// come on the channel returned.
+    pub fn ask_tool(&self, ask: ToolAsk) -> mpsc::UnboundedReceiver<Judgement> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut j) = self.judging.lock() {
+            j.insert(ask.key.clone(), tx);
+        }
+        if let Ok(mut a) = self.asks.lock() {
+            a.ask(ask);
+        }
+        self.wake.notify_one();
+        rx
+    }
+
+    /// The gateway no longer waits for its ask `key`: its decision reached the call
+    /// (`delivered`), or it gave up on it (withdrawn: bosund stops waiting for the person).
+    pub fn tool_done(&self, key: &str, delivered: bool) {
+        if let Ok(mut j) = self.judging.lock() {
+            j.remove(key);
+        }
+        if let Ok(mut a) = self.asks.lock() {
+            a.drop_ask(key);
+            let key = key.to_string();
+            a.push(if delivered {
+                RunnerMsg::Delivered { key }
+            } else {
+                RunnerMsg::Withdrawn { key }
+            });
+        }
+        self.wake.notify_one();
+    }
+
+    /// Where bosund's word on the ask `key` goes when the gateway asked it.
+    fn judging(&self, key: &str) -> Option<mpsc::UnboundedSender<Judgement>> {
+        self.judging.lock().ok().and_then(|j| j.get(key).cloned())
     }
 
     /// The gateway no longer waits for the token ask `key` (answered, or given up).
@@ -388,10 +439,14 @@ async fn pump(
                 Some(Ok(DaemonMsg::StartedAck)) => started_acked = true,
                 Some(Ok(DaemonMsg::Stop(order))) => { let _ = state.stops.send(order); }
                 Some(Ok(DaemonMsg::ExitAck)) => return SessionEnd::ExitAcked,
-                Some(Ok(DaemonMsg::Decided { key, answer })) => {
-                    let _ = state.decisions.send((key, answer));
-                }
-                Some(Ok(DaemonMsg::Waiting { key: _, note })) => {
+                Some(Ok(DaemonMsg::Decided { key, answer, by })) => match state.judging(&key) {
+                    Some(to) => { let _ = to.send(Judgement::Decided { answer, by }); }
+                    None => { let _ = state.decisions.send(Decided { key, answer, by }); }
+                },
+                Some(Ok(DaemonMsg::Waiting { key, note })) => {
+                    if let Some(to) = state.judging(&key) {
+                        let _ = to.send(Judgement::Waiting);
+                    }
                     let _ = state.notes.send(note);
                 }
                 Some(Ok(DaemonMsg::Token { key, answer })) => {

@@ -176,9 +176,32 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
         "{shown:#}"
     );
     assert!(call["chars"].as_u64().is_some_and(|n| n > 0), "{call}");
+    // Judged once: Claude's control protocol brought the call to bosund, and the gateway let it
+    // through on that decision without asking again; its entry says who decided.
+    const COVERED: &str =
+        "the agent's approval mode lets tools of this kind run without asking (step 6)";
+    assert_eq!(
+        call["decision"],
+        json!({"verdict": "allowed", "by": COVERED, "asked": "cli"}),
+        "{shown:#}"
+    );
+    let echoes: Vec<Value> = b
+        .decisions(&id)?
+        .into_iter()
+        .filter(|d| d["tool"] == "mcp__everything__echo")
+        .collect();
+    assert_eq!(echoes.len(), 1, "one decision for the call: {echoes:#?}");
+    assert_eq!(echoes[0]["by"], COVERED);
+    assert!(
+        b.all_approvals()?.is_empty(),
+        "nothing waited for the person"
+    );
     let text = b.ok(&["show", &id])?;
     assert!(
-        text.contains(r#"everything/echo {"message":"ping"}: answered after"#),
+        text.contains(r#"everything/echo {"message":"ping"}: answered after"#)
+            && text.contains(&format!(
+                "allowed by {COVERED} (asked by the CLI before the call)"
+            )),
         "{text}"
     );
     let ui = bosun_tests::webui::Ui::start(&b)?;
@@ -186,6 +209,15 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
     assert_eq!(page["heading"], "MCP calls (1)", "{page:#}");
     assert_eq!(page["calls"][0]["tool"], "echo", "{page:#}");
     assert_eq!(page["calls"][0]["outcome"], "answered", "{page:#}");
+    assert_eq!(page["calls"][0]["verdict"], "allowed", "{page:#}");
+    assert!(
+        page["calls"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(&format!(
+                "allowed by {COVERED} (asked by the CLI before the call)"
+            ))),
+        "{page:#}"
+    );
     assert!(
         page["calls"][0]["text"]
             .as_str()
@@ -196,6 +228,16 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
     b.assert_secret_nowhere(SERVER_SECRET)?;
     b.assert_secret_nowhere(API_KEY)?;
     b.finish()
+}
+
+/// Approves every call that waits for the person, until `stop`.
+fn approve_every_call(b: &Bosun, stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        for a in b.waiting_approvals().unwrap_or_default() {
+            let _ = b.output(&["approve", &bosun_tests::short_id(&a)]);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn everything_pids(sid: i32) -> Vec<i32> {
@@ -249,199 +291,214 @@ fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
         "only what bosun governs reaches the client: {init}"
     );
     c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
-    // A capability the person has not approved is refused at the gateway, with what to do.
-    let refused = c.ask("resources/list", json!({}), Duration::from_secs(10))?;
-    assert_eq!(refused["error"]["code"], -32601, "{refused}");
-    assert!(
-        refused["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("bosun mcp approve everything --capability resources")),
-        "{refused}"
-    );
+    // No control protocol covers this client's calls: each is judged by bosund's policy at the
+    // gateway, and the server's tools are unknown to it (not looked at), so each waits for the
+    // person, who lets them all through.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| -> anyhow::Result<()> {
+        s.spawn(|| approve_every_call(&b, &stop));
+        let checked = (|| -> anyhow::Result<()> {
+            // A capability the person has not approved is refused at the gateway, with what to do.
+            let refused = c.ask("resources/list", json!({}), Duration::from_secs(10))?;
+            assert_eq!(refused["error"]["code"], -32601, "{refused}");
+            assert!(
+                refused["error"]["message"].as_str().is_some_and(
+                    |m| m.contains("bosun mcp approve everything --capability resources")
+                ),
+                "{refused}"
+            );
 
-    // The denied tool is not listed, and a call to it never reaches the server.
-    let list = c.ask("tools/list", json!({}), Duration::from_secs(10))?;
-    let listed: Vec<String> = list["result"]["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert!(listed.contains(&"echo".to_string()), "{listed:?}");
-    assert!(!listed.contains(&"get-sum".to_string()), "{listed:?}");
-    let refused = c.call("get-sum", json!({"a": 1, "b": 2}), Duration::from_secs(10))?;
-    assert_eq!(refused["result"]["isError"], true, "{refused}");
-    assert!(
-        text_of(&refused).contains("held back for this run (its deny list holds `get-sum`)"),
-        "{refused}"
-    );
+            // The denied tool is not listed, and a call to it never reaches the server.
+            let list = c.ask("tools/list", json!({}), Duration::from_secs(10))?;
+            let listed: Vec<String> = list["result"]["tools"]
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|t| t["name"].as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(listed.contains(&"echo".to_string()), "{listed:?}");
+            assert!(!listed.contains(&"get-sum".to_string()), "{listed:?}");
+            let refused = c.call("get-sum", json!({"a": 1, "b": 2}), Duration::from_secs(10))?;
+            assert_eq!(refused["result"]["isError"], true, "{refused}");
+            assert!(
+                text_of(&refused)
+                    .contains("held back for this run (its deny list holds `get-sum`)"),
+                "{refused}"
+            );
 
-    // A call answers, framed as untrusted; the server has its secret and a minimal
-    // environment, not the CLI's.
-    let echo = c.call("echo", json!({"message": "one"}), Duration::from_secs(10))?;
-    assert!(text_of(&echo).contains("Echo: one"), "{echo}");
-    assert!(text_of(&echo).starts_with("[untrusted content"), "{echo}");
-    // A call whose arguments hold a secret of the run: its record says `[redacted]`.
-    c.call(
-        "echo",
-        json!({"message": SERVER_SECRET}),
-        Duration::from_secs(10),
-    )?;
-    let env = text_of(&c.call("get-env", json!({}), Duration::from_secs(10))?);
-    assert!(env.contains(SERVER_SECRET), "the server has its line");
-    assert!(
-        !env.contains("ANTHROPIC_BASE_URL") && !env.contains("CLAUDE_CONFIG_DIR"),
-        "the server's environment is minimal"
-    );
+            // A call answers, framed as untrusted; the server has its secret and a minimal
+            // environment, not the CLI's.
+            let echo = c.call("echo", json!({"message": "one"}), Duration::from_secs(10))?;
+            assert!(text_of(&echo).contains("Echo: one"), "{echo}");
+            assert!(text_of(&echo).starts_with("[untrusted content"), "{echo}");
+            // A call whose arguments hold a secret of the run: its record says `[redacted]`.
+            c.call(
+                "echo",
+                json!({"message": SERVER_SECRET}),
+                Duration::from_secs(10),
+            )?;
+            let env = text_of(&c.call("get-env", json!({}), Duration::from_secs(10))?);
+            assert!(env.contains(SERVER_SECRET), "the server has its line");
+            assert!(
+                !env.contains("ANTHROPIC_BASE_URL") && !env.contains("CLAUDE_CONFIG_DIR"),
+                "the server's environment is minimal"
+            );
 
-    // Roots are the run's workspace.
-    let roots = text_of(&c.call("get-roots-list", json!({}), Duration::from_secs(10))?);
-    assert!(
-        roots.contains(&format!("file://{}", work.display())),
-        "roots/list is answered with the workspace: {roots}"
-    );
+            // Roots are the run's workspace.
+            let roots = text_of(&c.call("get-roots-list", json!({}), Duration::from_secs(10))?);
+            assert!(
+                roots.contains(&format!("file://{}", work.display())),
+                "roots/list is answered with the workspace: {roots}"
+            );
 
-    // Sampling and elicitation are refused by bosun, not put to the client.
-    let sampled = c.call(
-        "trigger-sampling-request",
-        json!({"prompt": "hi", "maxTokens": 10}),
-        Duration::from_secs(10),
-    )?;
-    let elicited = c.call(
-        "trigger-elicitation-request",
-        json!({}),
-        Duration::from_secs(10),
-    )?;
-    for (what, answer) in [("sampling", &sampled), ("elicitation", &elicited)] {
-        let text = format!("{answer}");
-        assert!(
-            text.contains("bosun denies this request"),
-            "{what} is refused by bosun: {text}"
-        );
-    }
+            // Sampling and elicitation are refused by bosun, not put to the client.
+            let sampled = c.call(
+                "trigger-sampling-request",
+                json!({"prompt": "hi", "maxTokens": 10}),
+                Duration::from_secs(10),
+            )?;
+            let elicited = c.call(
+                "trigger-elicitation-request",
+                json!({}),
+                Duration::from_secs(10),
+            )?;
+            for (what, answer) in [("sampling", &sampled), ("elicitation", &elicited)] {
+                let text = format!("{answer}");
+                assert!(
+                    text.contains("bosun denies this request"),
+                    "{what} is refused by bosun: {text}"
+                );
+            }
 
-    // A long result reaches the client as head and tail; the whole is in the run's log.
-    let long: String = (0..100).map(|i| format!("w{i:03} ")).collect();
-    let cut = text_of(&c.call("echo", json!({"message": long}), Duration::from_secs(10))?);
-    assert!(
-        cut.contains("…[omitted ") && cut.contains("w000") && cut.contains("w099"),
-        "{cut}"
-    );
-    assert!(!cut.contains("w050"), "the middle is left out: {cut}");
+            // A long result reaches the client as head and tail; the whole is in the run's log.
+            let long: String = (0..100).map(|i| format!("w{i:03} ")).collect();
+            let cut =
+                text_of(&c.call("echo", json!({"message": long}), Duration::from_secs(10))?);
+            assert!(
+                cut.contains("…[omitted ") && cut.contains("w000") && cut.contains("w099"),
+                "{cut}"
+            );
+            assert!(!cut.contains("w050"), "the middle is left out: {cut}");
 
-    // Past its deadline a call ends in an error, and its late answer never comes.
-    let started = Instant::now();
-    let late = c.call(
-        "trigger-long-running-operation",
-        json!({"duration": 4, "steps": 2}),
-        Duration::from_secs(10),
-    )?;
-    let took = started.elapsed();
-    assert!(
-        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
-        "{took:?}"
-    );
-    assert!(
-        text_of(&late).contains("did not answer within 1 s"),
-        "{late}"
-    );
-    let late_id = late["id"].clone();
-    let after = c.drain(Duration::from_secs(5));
-    assert!(
-        !after.iter().any(|m| m["id"] == late_id),
-        "the late answer is dropped: {after:#?}"
-    );
+            // Past its deadline a call ends in an error, and its late answer never comes.
+            let started = Instant::now();
+            let late = c.call(
+                "trigger-long-running-operation",
+                json!({"duration": 4, "steps": 2}),
+                Duration::from_secs(10),
+            )?;
+            let took = started.elapsed();
+            assert!(
+                took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+                "{took:?}"
+            );
+            assert!(
+                text_of(&late).contains("did not answer within 1 s"),
+                "{late}"
+            );
+            let late_id = late["id"].clone();
+            let after = c.drain(Duration::from_secs(5));
+            assert!(
+                !after.iter().any(|m| m["id"] == late_id),
+                "the late answer is dropped: {after:#?}"
+            );
 
-    // The server SIGKILLed between two calls: the next call starts it again and answers.
-    let mine: Vec<i32> = everything_pids(sid)
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        .collect();
-    assert_eq!(mine.len(), 1, "one server for this connection: {mine:?}");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(mine[0]),
-        nix::sys::signal::Signal::SIGKILL,
-    )?;
-    std::thread::sleep(Duration::from_millis(500));
-    let again = c.call("echo", json!({"message": "two"}), Duration::from_secs(30))?;
-    assert!(text_of(&again).contains("Echo: two"), "{again}");
+            // The server SIGKILLed between two calls: the next call starts it again and answers.
+            let mine: Vec<i32> = everything_pids(sid)
+                .into_iter()
+                .filter(|p| !before.contains(p))
+                .collect();
+            assert_eq!(mine.len(), 1, "one server for this connection: {mine:?}");
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(mine[0]),
+                nix::sys::signal::Signal::SIGKILL,
+            )?;
+            std::thread::sleep(Duration::from_millis(500));
+            let again = c.call("echo", json!({"message": "two"}), Duration::from_secs(30))?;
+            assert!(text_of(&again).contains("Echo: two"), "{again}");
 
-    // What the person sees.
-    let log = log_text(&b, &id);
-    for want in [
-        "mcp everything/get-sum {\"a\":1,\"b\":2}: refused by bosun's gateway (its deny list holds `get-sum`)",
-        "mcp everything/echo {\"message\":\"one\"}: answered in",
-        "the model got 256 of them (head and tail), the whole result follows",
-        "mcp everything/echo whole result: Echo: w000",
-        "w050",
-        "mcp everything/trigger-long-running-operation {\"duration\":4,\"steps\":2}: no answer within 1 s; cancelled, not sent again",
-        "asked the model for a message (sampling); refused",
-        "bosun's MCP gateway: everything ended: it was killed by SIGKILL",
-        "bosun's MCP gateway: everything was started again and initialized",
-    ] {
-        assert!(log.contains(want), "the log says {want:?}: {log}");
-    }
-    assert_eq!(
-        log.matches("mcp everything/trigger-long-running-operation")
-            .count(),
-        1,
-        "the late call is said once and never sent again: {log}"
-    );
-    assert!(!log.contains(SERVER_SECRET), "the log holds no secret");
-    // Each call is an entry of the run's record, with how it ended.
-    let shown = b.json(&["show", &id])?;
-    let calls = shown["mcp_calls"]["calls"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let kinds: Vec<(String, String)> = calls
-        .iter()
-        .map(|c| {
-            (
-                c["tool"].as_str().unwrap_or_default().to_string(),
-                c["outcome"]["kind"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            )
-        })
-        .collect();
-    let want: Vec<(String, String)> = [
-        ("get-sum", "refused"),
-        ("echo", "answered"),
-        ("echo", "answered"),
-        ("get-env", "answered"),
-        ("get-roots-list", "answered"),
-        ("trigger-sampling-request", "answered_error"),
-        ("trigger-elicitation-request", "answered_error"),
-        ("echo", "answered"),
-        ("trigger-long-running-operation", "timed_out"),
-        ("echo", "answered"),
-    ]
-    .iter()
-    .map(|(t, k)| (t.to_string(), k.to_string()))
-    .collect();
-    assert_eq!(kinds, want, "{shown:#}");
-    assert_eq!(shown["mcp_calls"]["total"], want.len(), "{shown:#}");
-    assert_eq!(calls[2]["args"], r#"{"message":"[redacted]"}"#, "{shown:#}");
-    let cut_call = &calls[7];
-    assert_eq!(cut_call["model_got"], 256, "{cut_call}");
-    assert!(
-        cut_call["chars"].as_u64().is_some_and(|n| n > 256),
-        "{cut_call}"
-    );
-    assert!(
-        calls[0]["outcome"]["reason"] == "its deny list holds `get-sum`",
-        "{shown:#}"
-    );
-    let record = std::fs::read_to_string(b.home.join("runs").join(&id).join("mcp-calls.jsonl"))?;
-    assert!(
-        !record.contains(SERVER_SECRET),
-        "no secret in the record of calls"
-    );
+            // What the person sees.
+            let log = log_text(&b, &id);
+            for want in [
+                "mcp everything/get-sum {\"a\":1,\"b\":2}: refused by bosun's gateway (its deny list holds `get-sum`)",
+                "mcp everything/echo {\"message\":\"one\"}: answered in",
+                "the model got 256 of them (head and tail), the whole result follows",
+                "mcp everything/echo whole result: Echo: w000",
+                "w050",
+                "mcp everything/trigger-long-running-operation {\"duration\":4,\"steps\":2}: no answer within 1 s; cancelled, not sent again",
+                "asked the model for a message (sampling); refused",
+                "bosun's MCP gateway: everything ended: it was killed by SIGKILL",
+                "bosun's MCP gateway: everything was started again and initialized",
+            ] {
+                assert!(log.contains(want), "the log says {want:?}: {log}");
+            }
+            assert_eq!(
+                log.matches("mcp everything/trigger-long-running-operation")
+                    .count(),
+                1,
+                "the late call is said once and never sent again: {log}"
+            );
+            assert!(!log.contains(SERVER_SECRET), "the log holds no secret");
+            // Each call is an entry of the run's record, with how it ended.
+            let shown = b.json(&["show", &id])?;
+            let calls = shown["mcp_calls"]["calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let kinds: Vec<(String, String)> = calls
+                .iter()
+                .map(|c| {
+                    (
+                        c["tool"].as_str().unwrap_or_default().to_string(),
+                        c["outcome"]["kind"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                    )
+                })
+                .collect();
+            let want: Vec<(String, String)> = [
+                ("get-sum", "refused"),
+                ("echo", "answered"),
+                ("echo", "answered"),
+                ("get-env", "answered"),
+                ("get-roots-list", "answered"),
+                ("trigger-sampling-request", "answered_error"),
+                ("trigger-elicitation-request", "answered_error"),
+                ("echo", "answered"),
+                ("trigger-long-running-operation", "timed_out"),
+                ("echo", "answered"),
+            ]
+            .iter()
+            .map(|(t, k)| (t.to_string(), k.to_string()))
+            .collect();
+            assert_eq!(kinds, want, "{shown:#}");
+            assert_eq!(shown["mcp_calls"]["total"], want.len(), "{shown:#}");
+            assert_eq!(calls[2]["args"], r#"{"message":"[redacted]"}"#, "{shown:#}");
+            let cut_call = &calls[7];
+            assert_eq!(cut_call["model_got"], 256, "{cut_call}");
+            assert!(
+                cut_call["chars"].as_u64().is_some_and(|n| n > 256),
+                "{cut_call}"
+            );
+            assert!(
+                calls[0]["outcome"]["reason"] == "its deny list holds `get-sum`",
+                "{shown:#}"
+            );
+            let record =
+                std::fs::read_to_string(b.home.join("runs").join(&id).join("mcp-calls.jsonl"))?;
+            assert!(
+                !record.contains(SERVER_SECRET),
+                "no secret in the record of calls"
+            );
 
+            Ok(())
+        })();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        checked
+    })?;
     drop(c);
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
@@ -501,26 +558,30 @@ fn calls_go_on_while_bosund_is_sigkilled_each_answered_once_in_order() -> anyhow
     let mut c = Client::dial(&socket, "everything")?;
     c.initialize()?;
 
-    // bosund is SIGKILLed at three moments of the 200 calls, and started again by the next
-    // command; the calls never wait for it.
+    // bosund is SIGKILLed at three moments of the 200 calls, and started again by a command
+    // meanwhile. Every call is judged by bosund's policy (no control protocol covers this
+    // client's calls), so the call made then waits for bosund to be back, and the runner asks
+    // again once it is.
     let kills = [CALLS / 5, CALLS / 2, CALLS * 4 / 5];
     for n in 1..=CALLS {
+        let mut restart = None;
         if kills.contains(&n) {
             b.kill_daemon()?;
+            restart = Some(b.cmd(&["ps"]).stdout(std::process::Stdio::null()).spawn()?);
         }
         let answer = c.call(
             "echo",
             json!({"message": format!("n{n:03}")}),
             Duration::from_secs(30),
         )?;
+        if let Some(mut ps) = restart {
+            ps.wait()?;
+        }
         let text = text_of(&answer);
         assert!(
             text.contains(&format!("Echo: n{n:03}")),
             "call {n} answered with its own result: {answer}"
         );
-        if kills.contains(&n) {
-            b.ok(&["ps"])?;
-        }
     }
     // Nothing more comes: no call was answered twice.
     let extra = c.drain(Duration::from_secs(1));
@@ -649,6 +710,32 @@ fn a_tool_that_is_new_or_changed_since_the_person_approved_it_is_held_back_until
     assert!(
         !offered.iter().any(|t| t.starts_with("mcp__drift__")),
         "neither the new tools nor the changed echo are offered: {offered:?}"
+    );
+    // The run's gateway told bosund what it held back: the server's pending list has them at
+    // once, before any new look at the server.
+    let shown = bosun_tests::wait_for(
+        "the held-back tools in the server's pending list",
+        Duration::from_secs(30),
+        || {
+            let shown = b.json(&["mcp", "show", "drift"])?;
+            let pending = shown["pending_tools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            Ok(
+                (pending.contains(&json!({"name": "echo", "change": "changed"}))
+                    && pending.contains(&json!({"name": "tool-01", "change": "new"})))
+                .then_some(shown),
+            )
+        },
+    )?;
+    assert!(shown["pending_tools"].is_array(), "{shown:#}");
+    let inspected = b.json(&["mcp", "inspect", "drift"])?;
+    assert!(
+        inspected["pending_tools"]
+            .as_array()
+            .is_some_and(|p| p.contains(&json!({"name": "tool-01", "change": "new"}))),
+        "{inspected:#}"
     );
     // At the gateway itself: not listed, and a call is refused without reaching the server.
     let socket = b.home.join("runs").join(&id).join("gateway.sock");

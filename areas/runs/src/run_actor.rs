@@ -35,6 +35,7 @@ use bosun_store::writer::{self, WriteOp};
 use bosun_store::{LogChunk, StoreError};
 
 mod asks;
+mod held;
 mod remote;
 mod tokens;
 
@@ -563,6 +564,10 @@ impl RunActorState {
             RunnerMsg::Withdrawn { key } => self.on_withdrawn(key).await,
             RunnerMsg::WantPlan => self.on_want_plan(myself).await,
             RunnerMsg::Token(ask) => self.on_token_ask(myself, ask),
+            RunnerMsg::HeldBack { server, tools } => {
+                self.on_held_back(server, tools);
+                Ok(())
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! copy of what the relay sends as the run's output), hands asks to the link (the run's
 //! secret values in them redacted, as in its output) and decisions back to the CLI.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -12,6 +12,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::{Notify, mpsc};
 
 use super::{Protocol, Step};
+use crate::cleared::Cleared;
 use crate::redact::Redactor;
 
 /// The asks of this run, shared with the link: what is to be said to bosund (again after each
@@ -40,6 +41,13 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
         RunnerMsg::Delivered { key } => Some((1, key.clone())),
         RunnerMsg::Withdrawn { key } => Some((2, key.clone())),
         RunnerMsg::Token(t) => Some((3, t.key.clone())),
+        RunnerMsg::HeldBack { server, tools } => {
+            let names: Vec<&str> = tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(serde_json::Value::as_str))
+                .collect();
+            Some((4, format!("{server}/{}", names.join(","))))
+        }
         RunnerMsg::Started(_)
         | RunnerMsg::Output(_)
         | RunnerMsg::Logged { .. }
@@ -56,7 +64,7 @@ impl Asks {
     }
 
     /// A new ask (asked again under the same key: its newer form, at the end).
-    fn ask(&mut self, ask: ToolAsk) {
+    pub fn ask(&mut self, ask: ToolAsk) {
         self.drop_ask(&ask.key);
         self.push(RunnerMsg::Ask(ask));
     }
@@ -78,7 +86,7 @@ impl Asks {
     }
 
     /// Takes an ask out of what is said (decided or withdrawn); whether it was there.
-    fn drop_ask(&mut self, key: &str) -> bool {
+    pub fn drop_ask(&mut self, key: &str) -> bool {
         let before = self.said.len();
         self.said
             .retain(|m| !matches!(m, RunnerMsg::Ask(a) if a.key == key));
@@ -89,9 +97,19 @@ impl Asks {
         dropped
     }
 
-    fn push(&mut self, msg: RunnerMsg) {
+    pub fn push(&mut self, msg: RunnerMsg) {
         self.said.push(msg);
         self.changed();
+    }
+
+    /// Tools the gateway held back, said to bosund (again after each reconnect); said once
+    /// however often the same tools are held back.
+    pub fn held_back(&mut self, server: String, tools: Vec<serde_json::Value>) {
+        let msg = RunnerMsg::HeldBack { server, tools };
+        let id = identity(&msg);
+        if !self.said.iter().any(|m| identity(m) == id) {
+            self.push(msg);
+        }
     }
 
     /// What the session has not said yet, in order; nothing to look through when nothing
@@ -109,6 +127,15 @@ impl Asks {
     }
 }
 
+/// bosund's decision on an ask, from the link.
+#[derive(Debug)]
+pub struct Decided {
+    pub key: String,
+    pub answer: ToolAnswer,
+    /// Who decided, in bosund's words (empty from a bosund of before it).
+    pub by: String,
+}
+
 /// What the driver needs from the rest of the runner.
 pub struct Driver {
     pub protocol: Box<dyn Protocol>,
@@ -116,7 +143,10 @@ pub struct Driver {
     /// The CLI's stdout, as read by the relay.
     pub lines_in: mpsc::UnboundedReceiver<Vec<u8>>,
     /// bosund's decisions, from the link.
-    pub decisions: mpsc::UnboundedReceiver<(String, ToolAnswer)>,
+    pub decisions: mpsc::UnboundedReceiver<Decided>,
+    /// Where an allowed call of an MCP tool is noted for the gateway, which lets it through
+    /// without asking again.
+    pub cleared: Arc<Mutex<Cleared>>,
     pub asks: Arc<Mutex<Asks>>,
     /// Nudges the link: there is something to send.
     pub wake: Arc<Notify>,
@@ -142,6 +172,9 @@ impl Driver {
         let mut partial: Vec<u8> = Vec::new();
         let mut steps = first;
         let mut answered: Vec<String> = Vec::new();
+        // The asks of MCP tools waiting for bosund: their names and the arguments as the CLI
+        // made them (the gateway sees those, not the redacted ones bosund sees).
+        let mut mcp: HashMap<String, (String, serde_json::Value)> = HashMap::new();
         loop {
             for step in steps.drain(..) {
                 match step {
@@ -160,11 +193,15 @@ impl Driver {
                         }
                     }
                     Step::Ask(ask) => {
+                        if ask.tool.starts_with("mcp__") {
+                            mcp.insert(ask.key.clone(), (ask.tool.clone(), ask.input.clone()));
+                        }
                         let ask = super::for_bosund(ask, &self.cwd, &self.redactor);
                         lock(&self.asks).ask(ask);
                         self.wake.notify_one();
                     }
                     Step::Withdraw(key) => {
+                        mcp.remove(&key);
                         let mut asks = lock(&self.asks);
                         asks.drop_ask(&key);
                         asks.push(RunnerMsg::Withdrawn { key });
@@ -206,9 +243,13 @@ impl Driver {
                         return;
                     }
                 },
-                Some((key, answer)) = self.decisions.recv() => {
+                Some(Decided { key, answer, by }) = self.decisions.recv() => {
                     let known = lock(&self.asks).drop_ask(&key);
                     if known {
+                        // Noted before the CLI hears it, and so before it can make the call.
+                        if let (Some((tool, input)), ToolAnswer::Allow) = (mcp.remove(&key), &answer) {
+                            lock(&self.cleared).allow(&tool, &input, by);
+                        }
                         steps.extend(self.protocol.answer(&key, &answer));
                         answered.push(key);
                     }
@@ -241,6 +282,7 @@ mod tests {
                 RunnerMsg::Delivered { key } => format!("delivered {key}"),
                 RunnerMsg::Withdrawn { key } => format!("withdrawn {key}"),
                 RunnerMsg::Token(t) => format!("token {}", t.key),
+                RunnerMsg::HeldBack { server, .. } => format!("held back {server}"),
                 RunnerMsg::Started(_)
                 | RunnerMsg::Output(_)
                 | RunnerMsg::Logged { .. }

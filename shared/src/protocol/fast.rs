@@ -101,7 +101,8 @@ mod tests {
             | RunnerMsg::Delivered { .. }
             | RunnerMsg::Withdrawn { .. }
             | RunnerMsg::WantPlan
-            | RunnerMsg::Token(_) => None,
+            | RunnerMsg::Token(_)
+            | RunnerMsg::HeldBack { .. } => None,
         }
     }
 

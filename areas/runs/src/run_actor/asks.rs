@@ -47,6 +47,8 @@ pub struct PersonDecision {
 pub struct Asks {
     /// Every decided ask, by key: what the runner is told if it asks again.
     pub(super) decided: HashMap<String, ToolAnswer>,
+    /// Who decided each ask of `decided`, in the words of the run's record (told with it).
+    pub(super) decided_by: HashMap<String, String>,
     /// The asks waiting for the person, by key.
     pub(super) waiting: HashMap<String, ApprovalRecord>,
     /// The run has taken in outside content this turn.
@@ -69,6 +71,7 @@ impl RunActorState {
         if let Some(run) = &self.rec.agent {
             for d in &run.decisions {
                 asks.decided.insert(d.key.clone(), d.answer());
+                asks.decided_by.insert(d.key.clone(), d.by.clone());
                 asks.escalated |= d.allowed && d.escalates;
                 // Each decided approval took its seq before those still waiting.
                 asks.next_seq += u64::from(d.approval.is_some());
@@ -91,6 +94,9 @@ impl RunActorState {
                     if let Some(answer) = a.answer() {
                         asks.escalated |= answer == ToolAnswer::Allow && a.escalates;
                         asks.decided.entry(a.key.clone()).or_insert(answer);
+                        asks.decided_by
+                            .entry(a.key.clone())
+                            .or_insert_with(|| decided_by(&a.state));
                     }
                 }
             }
@@ -106,9 +112,16 @@ impl RunActorState {
     ) -> Result<(), ActorProcessingErr> {
         if let Some(answer) = self.asks.decided.get(&ask.key) {
             // Asked again after a reconnect: the same decision, once more.
+            let by = self
+                .asks
+                .decided_by
+                .get(&ask.key)
+                .cloned()
+                .unwrap_or_default();
             self.send(DaemonMsg::Decided {
                 key: ask.key,
                 answer: answer.clone(),
+                by,
             });
             return Ok(());
         }
@@ -499,6 +512,7 @@ impl RunActorState {
     ) -> Result<(), ActorProcessingErr> {
         let answer = decision.answer();
         let key = decision.key.clone();
+        let by = decision.by.clone();
         let escalated = self.asks.escalated;
         self.asks.escalated |= decision.allowed && decision.escalates;
         if let Some(run) = self.rec.agent.as_mut() {
@@ -524,7 +538,8 @@ impl RunActorState {
         bosun_kit::crash::point("approval-decided");
         self.ctx.live.update(&self.rec);
         self.asks.decided.insert(key.clone(), answer.clone());
-        self.send(DaemonMsg::Decided { key, answer });
+        self.asks.decided_by.insert(key.clone(), by.clone());
+        self.send(DaemonMsg::Decided { key, answer, by });
         Ok(())
     }
 
@@ -789,6 +804,19 @@ impl RunActorState {
                 approval: Box::new(a.view()),
             },
         )));
+    }
+}
+
+/// Who decided an approval, in the words of the run's record, from its state alone (for an
+/// approval whose decision the run's record no longer holds).
+fn decided_by(state: &ApprovalState) -> String {
+    match state {
+        ApprovalState::Waiting => String::new(),
+        ApprovalState::Allowed { .. } => "the person".into(),
+        ApprovalState::Denied { by, .. } => by.clone(),
+        ApprovalState::Expired { .. } => "the deadline".into(),
+        ApprovalState::Ended { .. } => "the run's end".into(),
+        ApprovalState::Withdrawn { .. } => "the CLI withdrew it".into(),
     }
 }
 
