@@ -319,4 +319,107 @@ mod tests {
         );
         assert!(!asks.drop_ask("a"), "already gone");
     }
+
+    /// A protocol whose CLI asks about one MCP call per line it writes (`KEY ARGS`), and which
+    /// writes `KEY allow` or `KEY deny` to the CLI as its answer.
+    struct OneLine;
+
+    impl Protocol for OneLine {
+        fn start(&mut self) -> Vec<Step> {
+            Vec::new()
+        }
+        fn on_line(&mut self, line: &[u8]) -> Vec<Step> {
+            let line = String::from_utf8_lossy(line).into_owned();
+            let (key, args) = line.split_once(' ').unwrap_or((&line, "{}"));
+            vec![Step::Ask(ToolAsk {
+                tool: "mcp__everything__echo".into(),
+                input: serde_json::from_str(args).unwrap_or_default(),
+                ..ask(key)
+            })]
+        }
+        fn answer(&mut self, key: &str, answer: &ToolAnswer) -> Vec<Step> {
+            let word = match answer {
+                ToolAnswer::Allow => "allow",
+                ToolAnswer::Deny { .. } => "deny",
+            };
+            vec![Step::Write(format!("{key} {word}").into_bytes())]
+        }
+    }
+
+    /// The gateway may see the call as soon as the CLI has the answer: by then an allowed call
+    /// is noted (with its own arguments, not the redacted ones), a denied one is not.
+    #[tokio::test]
+    async fn an_allowed_mcp_call_is_noted_for_the_gateway_before_the_cli_hears_of_it() {
+        use tokio::io::AsyncBufReadExt;
+        let mut cli = tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut heard = tokio::io::BufReader::new(cli.stdout.take().unwrap()).lines();
+        let (lines_tx, lines_in) = mpsc::unbounded_channel();
+        let (decided_tx, decisions) = mpsc::unbounded_channel();
+        let asks = Arc::new(Mutex::new(Asks::default()));
+        let cleared = Arc::new(Mutex::new(Cleared::default()));
+        let driver = Driver {
+            protocol: Box::new(OneLine),
+            stdin: cli.stdin.take().unwrap(),
+            lines_in,
+            decisions,
+            cleared: cleared.clone(),
+            asks: asks.clone(),
+            wake: Arc::new(Notify::new()),
+            cwd: PathBuf::from("/w"),
+            redactor: Arc::new(Redactor::new(&["s3cret-5d1c".to_string()])),
+            done: None,
+        };
+        let task = tokio::spawn(driver.run());
+        let args = serde_json::json!({"message": "s3cret-5d1c"});
+        lines_tx
+            .send(format!("k1 {args}\nk2 {args}\n").into_bytes())
+            .unwrap();
+        // Both asks reach what the link says, redacted.
+        let mut said = Said::default();
+        for _ in 0..200 {
+            if lock(&asks).unsaid(&mut Said::default()).len() == 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let sent = lock(&asks).unsaid(&mut said);
+        assert_eq!(keys(&sent), ["ask k1", "ask k2"]);
+        assert!(matches!(&sent[0], RunnerMsg::Ask(a) if a.redacted));
+        decided_tx
+            .send(Decided {
+                key: "k2".into(),
+                answer: ToolAnswer::Deny {
+                    message: "no".into(),
+                },
+                by: "the person".into(),
+            })
+            .unwrap();
+        decided_tx
+            .send(Decided {
+                key: "k1".into(),
+                answer: ToolAnswer::Allow,
+                by: "the person".into(),
+            })
+            .unwrap();
+        assert_eq!(heard.next_line().await.unwrap().unwrap(), "k2 deny");
+        assert_eq!(heard.next_line().await.unwrap().unwrap(), "k1 allow");
+        let (first, second) = {
+            let mut c = lock(&cleared);
+            let first = c.take("mcp__everything__echo", &args);
+            (first, c.take("mcp__everything__echo", &args))
+        };
+        assert_eq!(
+            first.as_deref(),
+            Some("the person"),
+            "the allowed call, with its own arguments"
+        );
+        assert_eq!(second, None, "the denied call is not noted");
+        drop(lines_tx);
+        let _ = task.await;
+    }
 }

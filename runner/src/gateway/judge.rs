@@ -35,6 +35,9 @@ use crate::link::Judgement;
 /// How long bosund has to first answer the gateway's ask about a call.
 pub const FIRST_ANSWER: Duration = Duration::from_secs(15);
 
+/// Who refused a call when bosund could not be reached to judge it.
+const UNREACHABLE: &str = "bosun's gateway: bosund could not be reached";
+
 /// A call waiting for bosund's decision.
 pub(super) struct Judging {
     id: Value,
@@ -137,7 +140,7 @@ impl Conn<'_> {
                     Err(_) => {
                         link.tool_done(&ask_key, false);
                         break (
-                            denied("bosun's gateway: bosund could not be reached".into()),
+                            denied(UNREACHABLE.into()),
                             format!(
                                 "bosund did not answer within {} s (it is down or cannot be reached from this run), so nobody could judge this call; call again once bosund is back",
                                 FIRST_ANSWER.as_secs()
@@ -189,8 +192,14 @@ impl Conn<'_> {
                 model_got: None,
                 decision: Some(judged.decision),
             });
+            // What to do: bosund's own message says it when bosund could not be reached.
+            let next = if why.starts_with(UNREACHABLE) {
+                ""
+            } else {
+                " Do not work around it; if it is needed, say so, and the person can allow it when it is asked again."
+            };
             let text = format!(
-                "bosun denied this call: the tool `{}` of the MCP server `{name}` did not run (denied by {why}). Do not work around it; if it is needed, say so and the person can allow it when asked again.",
+                "bosun denied this call: the tool `{}` of the MCP server `{name}` did not run (denied by {why}).{next}",
                 j.tool
             );
             let reply = json!({"jsonrpc": "2.0", "id": j.id, "result": {
