@@ -605,6 +605,13 @@ fn calls_go_on_while_bosund_is_sigkilled_each_answered_once_in_order() -> anyhow
         .collect();
     let want: Vec<String> = (1..=CALLS).map(|n| format!("n{n:03}")).collect();
     assert_eq!(said, want, "each call once, in order, in the run's log");
+    // Each call judged exactly once, however often the runner asked again across the kills.
+    let judged = b
+        .decisions(&id)?
+        .into_iter()
+        .filter(|d| d["tool"] == "mcp__everything__echo" && d["decision"] == "allowed")
+        .count();
+    assert_eq!(judged, CALLS, "one decision per call");
     b.finish()
 }
 
