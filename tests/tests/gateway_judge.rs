@@ -253,6 +253,26 @@ fn a_call_no_decision_covers_is_judged_at_the_gateway_and_waits_for_the_person()
         text.contains(&format!("allowed by {COVERED} (asked at the gateway)")),
         "{text}"
     );
+    // And on the run's page.
+    let ui = bosun_tests::webui::Ui::start(&b)?;
+    let page = bosun_tests::browser_scenario(&ui.login, "mcpcalls", &[("BOSUN_UI_RUN", &id)])?;
+    let rows = page["calls"].as_array().cloned().unwrap_or_default();
+    let verdicts: Vec<&str> = rows
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["allowed", "allowed", "allowed", "denied"],
+        "{page:#}"
+    );
+    assert!(
+        rows[3]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("denied by the person (asked at the gateway)")),
+        "{page:#}"
+    );
+    b.ok(&["ui", "--stop"])?;
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
     b.finish()
