@@ -447,7 +447,10 @@ async fn pump(
                     if let Some(to) = state.judging(&key) {
                         let _ = to.send(Judgement::Waiting);
                     }
-                    let _ = state.notes.send(note);
+                    // Said again after a reconnect without a note: the log has it already.
+                    if !note.is_empty() {
+                        let _ = state.notes.send(note);
+                    }
                 }
                 Some(Ok(DaemonMsg::Token { key, answer })) => {
                     let to = state.tokens.lock().ok().and_then(|t| t.get(&key).cloned());

@@ -351,6 +351,7 @@ pub enum DaemonMsg {
         by: String,
     },
     /// An ask waits for the person: `note` says so (and how to decide), for the run's log.
+    /// Said again, with an empty note, when the runner asks again while it waits.
     Waiting { key: String, note: String },
     /// The launch plan, for a runner on another host that asked for it: the plan and its secrets
     /// travel only over the link, after the runner proved itself.

@@ -127,10 +127,17 @@ impl RunActorState {
         }
         if let Some(a) = self.asks.waiting.get(&ask.key) {
             // Asked again while it waits (after a restart, the call itself is needed again
-            // once a budget's approval is allowed).
+            // once a budget's approval is allowed). The runner is told it still waits (with no
+            // note: the run's log said it the first time), so that a gateway that never heard
+            // it does not take bosund for gone.
+            let key = ask.key.clone();
             if a.budget.is_some() {
                 self.asks.held.entry(ask.key.clone()).or_insert(ask);
             }
+            self.send(DaemonMsg::Waiting {
+                key,
+                note: String::new(),
+            });
             return Ok(());
         }
         if self.rec.state.is_final() {
