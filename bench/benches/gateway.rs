@@ -4,6 +4,11 @@
 //! calls on a direct connection to the same server, in the same run. The run's CLI is
 //! `fake-claude`, held on a call that waits for the person so the run stays up.
 //!
+//! No control protocol brought these calls to bosund first, so the gateway asks bosund about
+//! each one (every call is judged once; echo is read-only, which the policy lets run): this is
+//! the gateway's dearest path. A call of a CLI's own, already allowed through its control
+//! protocol, skips that round trip.
+//!
 //! Target (issue 27): under 1 ms added at the median and 3 ms at the 99th percentile.
 
 use std::io::{BufRead, BufReader, Write};
@@ -126,6 +131,8 @@ fn main() -> anyhow::Result<()> {
         "--mode",
         "no-annotations",
     ])?;
+    // Looked at, so the policy knows echo only reads and lets it run.
+    env.ok(&["mcp", "tools", "t"])?;
     // A run of fake-claude with the server on, held by a call that waits for the person.
     let fakebin = env.scratch().join("fakebin");
     std::fs::create_dir_all(&fakebin)?;

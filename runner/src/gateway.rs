@@ -30,7 +30,14 @@
 //! and starts again when the message is sent once more. bosund that does not answer within
 //! [`TOKEN_FIRST_ANSWER`] fails the call, saying so.
 //!
+//! Every call is judged once by bosun's approval policy ([`judge`]): a call the CLI's own control
+//! protocol already brought to bosund and had allowed goes on on that decision; any other is
+//! asked of bosund by the gateway itself and waits for its answer. The run's record of calls
+//! says the decision and who made it.
+//!
 //! Each call is said in the run's log (the runner's redactor hides secrets there).
+
+mod judge;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{Read, Write};
@@ -41,8 +48,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_shared::gateway::{
-    AskPolicy, BRIDGE, CALLS_FILE, CallEntry, CallOutcome, Capability, GatewayServer, Held, Hello,
-    HttpBridge, HttpTransport, Reach, Rules, SAFE_ENV, SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
+    AskPolicy, AskedAt, BRIDGE, CALLS_FILE, CallDecision, CallEntry, CallOutcome, CallVerdict,
+    Capability, GatewayServer, Held, Hello, HttpBridge, HttpTransport, Reach, Rules, SAFE_ENV,
+    SOCKET_FILE, TOKEN_ID_PREFIX, TOKEN_METHOD,
 };
 use bosun_shared::protocol::runner::{FencePlan, LaunchPlan, TokenAnswer, TokenAsk};
 use bosun_shared::{RUN_MARKER_ENV, Timestamp};
@@ -56,6 +64,7 @@ use tokio::time::Instant;
 
 mod person;
 
+use crate::cleared::Cleared;
 use crate::fence;
 use crate::link::LinkState;
 use crate::redact::Redactor;
@@ -168,6 +177,12 @@ pub struct Gateway {
     token_asks: std::sync::atomic::AtomicU64,
     /// The number of the last request of a server's asked of the person.
     person_asks: std::sync::atomic::AtomicU64,
+    /// The calls the CLI's control protocol had allowed, each let through once.
+    cleared: Arc<std::sync::Mutex<Cleared>>,
+    /// What redacts the gateway's own asks to bosund, as the control driver's are.
+    ask_redactor: Redactor,
+    /// The number of the last call the gateway asked bosund about.
+    calls_asked: std::sync::atomic::AtomicU64,
 }
 
 /// The run's record of calls.
@@ -185,6 +200,7 @@ impl Gateway {
         notes: mpsc::UnboundedSender<String>,
         redactor: Arc<Redactor>,
         link: Arc<LinkState>,
+        cleared: Arc<std::sync::Mutex<Cleared>>,
     ) -> Self {
         let mut base_env: Vec<(String, String)> = plan
             .env
@@ -210,6 +226,9 @@ impl Gateway {
             link,
             token_asks: std::sync::atomic::AtomicU64::new(0),
             person_asks: std::sync::atomic::AtomicU64::new(0),
+            cleared,
+            ask_redactor: crate::control::ask_redactor(&plan.redact, &plan.cwd),
+            calls_asked: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -320,6 +339,7 @@ struct Call {
     at: Timestamp,
     started: Instant,
     deadline: Instant,
+    decision: CallDecision,
 }
 
 impl Call {
@@ -334,6 +354,7 @@ impl Call {
             ms: Some(self.started.elapsed().as_millis() as u64),
             chars: None,
             model_got: None,
+            decision: Some(self.decision.clone()),
         }
     }
 }
@@ -403,6 +424,10 @@ struct Conn<'a> {
     starts: u32,
     /// What the asks for a token anew say back to the connection's loop.
     ask_events: mpsc::UnboundedSender<AskEvent>,
+    /// Calls waiting for bosund's decision, by id: not sent to the server yet.
+    judging: HashMap<String, judge::Judging>,
+    /// What the gateway's asks to bosund say back to the connection's loop.
+    judge_events: mpsc::UnboundedSender<judge::Judged>,
 }
 
 /// What an ask of bosund's (a server's token anew, a server's request for the person; each in
@@ -440,6 +465,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         return;
     };
     let (token_tx, mut token_rx) = mpsc::unbounded_channel();
+    let (judge_tx, mut judge_rx) = mpsc::unbounded_channel();
     let mut conn = Conn {
         gw: &gw,
         server,
@@ -458,6 +484,8 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         own: 0,
         starts: 0,
         ask_events: token_tx,
+        judging: HashMap::new(),
+        judge_events: judge_tx,
     };
     let mut from_server: Option<Lines<ChildStdout>> = None;
     loop {
@@ -498,8 +526,10 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
                 }
             } => conn.expire().await,
             Some(event) = token_rx.recv() => conn.on_token_event(event).await,
+            Some(judged) = judge_rx.recv() => conn.on_judged(judged, &mut from_server).await,
         }
     }
+    conn.withdraw_judging();
     conn.end().await;
 }
 
@@ -537,6 +567,12 @@ impl Conn<'_> {
                 "bosun's MCP gateway: {}: the CLI answered a request of bosun's own; dropped",
                 self.server.name
             ));
+            return;
+        }
+        if method == Some("notifications/cancelled")
+            && let Some(call) = msg.pointer("/params/requestId")
+            && self.cancel_judging(call)
+        {
             return;
         }
         if let (Some(m), Some(id)) = (method, id)
@@ -602,6 +638,12 @@ impl Conn<'_> {
                         None => Ok(()),
                     },
                 };
+                let arguments = msg
+                    .pointer("/params/arguments")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                // A decision of the CLI's for this call is spent on it, whatever comes of it.
+                let cleared = self.gw.take_cleared(name, &tool, &arguments);
                 if let Err((why, fix)) = judged {
                     self.gw.note(format!(
                         "mcp {name}/{tool} {args}: refused by bosun's gateway ({why})"
@@ -617,6 +659,11 @@ impl Conn<'_> {
                         ms: None,
                         chars: None,
                         model_got: None,
+                        decision: Some(CallDecision {
+                            verdict: CallVerdict::Denied,
+                            by: "bosun's gateway".into(),
+                            asked: AskedAt::Rules,
+                        }),
                     });
                     let text = format!(
                         "bosun refused this call: the tool `{tool}` of the MCP server `{name}` is held back for this run ({why}). The person can change it with `{fix}`."
@@ -628,6 +675,12 @@ impl Conn<'_> {
                     self.tell_cli(&reply).await;
                     return;
                 }
+                // Every call is judged once: on the CLI's decision, or bosund is asked now and
+                // the call waits for its answer (its deadline not running).
+                let Some(by) = cleared else {
+                    self.judge(id.clone(), tool, args, arguments, line.to_vec());
+                    return;
+                };
                 let now = Instant::now();
                 self.calls.insert(
                     key(id),
@@ -638,6 +691,11 @@ impl Conn<'_> {
                         at: Timestamp::now(),
                         started: now,
                         deadline: now + Duration::from_millis(self.rules().deadline_ms),
+                        decision: CallDecision {
+                            verdict: CallVerdict::Allowed,
+                            by,
+                            asked: AskedAt::Cli,
+                        },
                     },
                 );
             }
@@ -1115,6 +1173,7 @@ impl Conn<'_> {
         };
         let redactor = &self.gw.redactor;
         let mut held = Vec::new();
+        let mut definitions = HashMap::new();
         tools.retain(|t| {
             let name = t.get("name").and_then(Value::as_str).unwrap_or("");
             let state = match pinned.iter().find(|p| p.name == name) {
@@ -1133,17 +1192,29 @@ impl Conn<'_> {
             };
             if let Some(state) = state {
                 held.push((name.to_string(), state));
+                let mut live = t.clone();
+                redactor.json(&mut live);
+                definitions.insert(name.to_string(), live);
             }
             state.is_none()
         });
         let server = self.server.name.clone();
+        let mut news = Vec::new();
         for (name, state) in held {
             if self.pending.insert(name.clone(), state) != Some(state) {
                 self.gw.note(format!(
-                    "bosun's MCP gateway: {server}/{name} is held back from this run: {}; `bosun mcp tools {server}` shows it, and `bosun mcp approve {server} {name}` lets it through from the next run on",
+                    "bosun's MCP gateway: {server}/{name} is held back from this run: {}; `bosun mcp inspect {server}` lists it as pending, and `bosun mcp approve {server} {name}` lets it through from the next run on",
                     state.words()
                 ));
+                news.extend(definitions.remove(&name));
             }
+        }
+        // bosund hears of them now, so that the server's pending list shows them at once.
+        if !news.is_empty() {
+            if let Ok(mut asks) = self.gw.link.asks.lock() {
+                asks.held_back(server, news);
+            }
+            self.gw.link.wake.notify_one();
         }
     }
 

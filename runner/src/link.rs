@@ -17,7 +17,7 @@ use bosun_shared::protocol::fast;
 use bosun_shared::protocol::frame::encode_frame;
 use bosun_shared::protocol::runner::{
     DaemonMsg, FlushFailure, LaunchPlan, RunnerMsg, ServerAnswer, ServerAsk, Started, StopOrder,
-    TokenAnswer, ToolAnswer,
+    TokenAnswer, ToolAnswer, ToolAsk,
 };
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::tls;
@@ -28,7 +28,7 @@ use bosun_shared::run::ExitInfo;
 use bosun_shared::{RunId, RunToken};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::control::driver::{Asks, Said};
+use crate::control::driver::{Asks, Decided, Said};
 use crate::outbox::Outbox;
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
@@ -91,7 +91,7 @@ pub struct LinkState {
     /// The CLI's tool calls waiting for bosund, and those answered.
     pub asks: Arc<Mutex<Asks>>,
     /// bosund's decisions, to the control driver.
-    pub decisions: mpsc::UnboundedSender<(String, ToolAnswer)>,
+    pub decisions: mpsc::UnboundedSender<Decided>,
     /// bosun's own lines for the run's log (a call waits for the person).
     pub notes: mpsc::UnboundedSender<String>,
     /// A runner on another host waits for its plan here; `None` once it has it (or never
@@ -101,6 +101,18 @@ pub struct LinkState {
     pub tokens: Waiters<TokenAnswer>,
     /// The gateway's asks of the person for a server, by key: where bosund's answers go.
     pub server_asks: Waiters<ServerAnswer>,
+    /// The gateway's own asks about MCP calls, by key: where bosund's answers go (the other
+    /// decisions go to the control driver).
+    pub judging: Waiters<Judgement>,
+}
+
+/// What bosund says of an ask of the gateway's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Judgement {
+    /// It waits for the person.
+    Waiting,
+    /// Decided, by `by`.
+    Decided { answer: ToolAnswer, by: String },
 }
 
 /// Where bosund's answers to the gateway's asks of one kind go, by the ask's key.
@@ -121,10 +133,14 @@ impl<T> Waiters<T> {
         rx
     }
 
+    /// Where bosund's answers to `key` go, when someone waits for them.
+    fn waiter(&self, key: &str) -> Option<mpsc::UnboundedSender<T>> {
+        self.0.lock().ok().and_then(|w| w.get(key).cloned())
+    }
+
     /// bosund's answer to `key`, to whoever waits for it.
     fn answer(&self, key: &str, answer: T) {
-        let to = self.0.lock().ok().and_then(|w| w.get(key).cloned());
-        if let Some(to) = to {
+        if let Some(to) = self.waiter(key) {
             let _ = to.send(answer);
         }
     }
@@ -146,6 +162,34 @@ impl LinkState {
         let rx = self.tokens.add(&ask.key);
         self.say_until_done(RunnerMsg::Token(ask));
         rx
+    }
+
+    /// Asks bosund about an MCP call the gateway has no decision for, as the control driver
+    /// asks about the CLI's (said again after each reconnect until decided); bosund's answers
+    /// come on the channel returned.
+    pub fn ask_tool(&self, ask: ToolAsk) -> mpsc::UnboundedReceiver<Judgement> {
+        let rx = self.judging.add(&ask.key);
+        if let Ok(mut a) = self.asks.lock() {
+            a.ask(ask);
+        }
+        self.wake.notify_one();
+        rx
+    }
+
+    /// The gateway no longer waits for its ask `key`: its decision reached the call
+    /// (`delivered`), or it gave up on it (withdrawn: bosund stops waiting for the person).
+    pub fn tool_done(&self, key: &str, delivered: bool) {
+        self.judging.remove(key);
+        if let Ok(mut a) = self.asks.lock() {
+            a.drop_ask(key);
+            let key = key.to_string();
+            a.push(if delivered {
+                RunnerMsg::Delivered { key }
+            } else {
+                RunnerMsg::Withdrawn { key }
+            });
+        }
+        self.wake.notify_one();
     }
 
     /// Asks the person, through bosund, what a server wants of them (said again after each
@@ -432,11 +476,18 @@ async fn pump(
                 Some(Ok(DaemonMsg::StartedAck)) => started_acked = true,
                 Some(Ok(DaemonMsg::Stop(order))) => { let _ = state.stops.send(order); }
                 Some(Ok(DaemonMsg::ExitAck)) => return SessionEnd::ExitAcked,
-                Some(Ok(DaemonMsg::Decided { key, answer })) => {
-                    let _ = state.decisions.send((key, answer));
-                }
-                Some(Ok(DaemonMsg::Waiting { key: _, note })) => {
-                    let _ = state.notes.send(note);
+                Some(Ok(DaemonMsg::Decided { key, answer, by })) => match state.judging.waiter(&key) {
+                    Some(to) => { let _ = to.send(Judgement::Decided { answer, by }); }
+                    None => { let _ = state.decisions.send(Decided { key, answer, by }); }
+                },
+                Some(Ok(DaemonMsg::Waiting { key, note })) => {
+                    if let Some(to) = state.judging.waiter(&key) {
+                        let _ = to.send(Judgement::Waiting);
+                    }
+                    // Said again after a reconnect without a note: the log has it already.
+                    if !note.is_empty() {
+                        let _ = state.notes.send(note);
+                    }
                 }
                 Some(Ok(DaemonMsg::Token { key, answer })) => state.tokens.answer(&key, answer),
                 Some(Ok(DaemonMsg::ServerAnswer { key, answer })) => {

@@ -19,6 +19,7 @@ macro_rules! say {
     }};
 }
 
+mod cleared;
 mod control;
 mod fence;
 mod gateway;
@@ -186,6 +187,8 @@ async fn run() -> Result<(), String> {
     let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<String>();
     let (plan_tx, plan_rx) = oneshot::channel();
     let asks = Arc::new(Mutex::new(Asks::default()));
+    // MCP calls the CLI's control protocol had allowed, for the gateway to let through once.
+    let cleared = Arc::new(Mutex::new(cleared::Cleared::default()));
     let state = Arc::new(LinkState {
         outbox: outbox.clone(),
         wake: wake.clone(),
@@ -198,6 +201,7 @@ async fn run() -> Result<(), String> {
         plan: Mutex::new(plan_now.is_none().then_some(plan_tx)),
         tokens: Default::default(),
         server_asks: Default::default(),
+        judging: Default::default(),
     });
     let mut link = tokio::spawn(link::run_link(
         dial,
@@ -274,6 +278,7 @@ async fn run() -> Result<(), String> {
                     state.notes.clone(),
                     redactor.clone(),
                     state.clone(),
+                    cleared.clone(),
                 );
                 tokio::spawn(gateway::serve(listener, Arc::new(gw)));
             }
@@ -302,6 +307,7 @@ async fn run() -> Result<(), String> {
                             stdin,
                             lines_in,
                             decisions,
+                            cleared: cleared.clone(),
                             asks: asks.clone(),
                             wake: wake.clone(),
                             cwd: plan.cwd.clone(),

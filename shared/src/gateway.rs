@@ -43,6 +43,59 @@ pub struct CallEntry {
     /// Set when the result was cut for the model: how many characters it got (head and tail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_got: Option<u64>,
+    /// Whether bosun let it run and who decided (absent from a record an older bosun kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<CallDecision>,
+}
+
+/// How bosun judged one call at the gateway: every call is judged once, by the approval policy
+/// that judges the run's other tool calls.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallDecision {
+    pub verdict: CallVerdict,
+    /// Who decided, in bosund's words: the policy's rule (with its step), the person, the
+    /// deadline, a switch, the run's end; or bosun's gateway itself (the server's rules, or
+    /// bosund that could not be reached).
+    pub by: String,
+    pub asked: AskedAt,
+}
+
+/// Whether a call was let through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallVerdict {
+    Allowed,
+    Denied,
+}
+
+/// Where bosun was asked about a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskedAt {
+    /// The CLI's own control protocol brought the call to bosund before it made it; the
+    /// gateway let it through on that decision without asking again.
+    Cli,
+    /// The gateway asked bosund itself: no decision of the CLI's covered the call.
+    Gateway,
+    /// The gateway refused it by the server's rules (its tool lists, a tool held back) before
+    /// anyone was asked.
+    Rules,
+}
+
+impl CallDecision {
+    /// In words, for the person: `allowed by the person (asked at the gateway)`.
+    pub fn words(&self) -> String {
+        let verdict = match self.verdict {
+            CallVerdict::Allowed => "allowed",
+            CallVerdict::Denied => "denied",
+        };
+        let asked = match self.asked {
+            AskedAt::Cli => "asked by the CLI before the call",
+            AskedAt::Gateway => "asked at the gateway",
+            AskedAt::Rules => "the server's rules in bosun",
+        };
+        format!("{verdict} by {} ({asked})", self.by)
+    }
 }
 
 /// How a call ended.
@@ -583,6 +636,32 @@ mod tests {
             serde_json::from_str(r#"{"name": "n", "url": "https://h/mcp", "headers": []}"#)
                 .unwrap();
         assert_eq!(old.transport, HttpTransport::Streamable);
+    }
+
+    #[test]
+    fn a_call_entry_says_its_decision_and_one_an_older_bosun_kept_reads_without() {
+        let old: CallEntry = serde_json::from_str(
+            r#"{"at":1,"server":"s","tool":"t","args":"{}","outcome":{"kind":"answered"},"ms":3}"#,
+        )
+        .unwrap();
+        assert_eq!(old.decision, None);
+        let entry = CallEntry {
+            decision: Some(CallDecision {
+                verdict: CallVerdict::Denied,
+                by: "the person".into(),
+                asked: AskedAt::Gateway,
+            }),
+            ..old
+        };
+        let json = serde_json::to_value(&entry).unwrap();
+        assert_eq!(
+            json["decision"],
+            serde_json::json!({"verdict": "denied", "by": "the person", "asked": "gateway"})
+        );
+        assert_eq!(
+            entry.decision.map(|d| d.words()).unwrap_or_default(),
+            "denied by the person (asked at the gateway)"
+        );
     }
 
     #[test]

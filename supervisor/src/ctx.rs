@@ -58,7 +58,7 @@ pub struct DaemonCtx {
     /// The tokens of live QA runs of cards, shared by the Board and bosun's MCP server.
     pub qa_tokens: QaTokens,
     mcp_server: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    registry: RwLock<Option<ActorRef<RegistryMsg>>>,
+    registry: ActorHandle<RegistryMsg>,
     root_failure: Mutex<Option<String>>,
     /// Remote placement, when `placement.toml` configures it: the backends, and the TLS
     /// listener runners on other hosts dial.
@@ -169,7 +169,7 @@ impl DaemonCtx {
             mcp_url: Arc::new(OnceLock::new()),
             qa_tokens: QaTokens::default(),
             mcp_server: Mutex::new(None),
-            registry: RwLock::new(None),
+            registry: ActorHandle::default(),
             root_failure: Mutex::new(None),
             remote,
             upgrade: None,
@@ -222,7 +222,7 @@ impl DaemonCtx {
     }
 
     pub fn registry(&self) -> Option<ActorRef<RegistryMsg>> {
-        read(&self.registry)
+        self.registry.get()
     }
 
     pub fn set_root(&self, a: ActorRef<RootMsg>) {
@@ -234,7 +234,7 @@ impl DaemonCtx {
     }
 
     pub fn set_registry(&self, a: ActorRef<RegistryMsg>) {
-        write(&self.registry, a);
+        self.registry.set(a);
     }
 
     pub fn record_root_failure(&self, why: String) {
@@ -266,6 +266,7 @@ impl DaemonCtx {
             },
             spend: self.spend.clone(),
             budgets: Arc::new(bosun_board::record::BoardBudgets(self.store.clone())),
+            registry: self.registry.clone(),
         })
     }
 

@@ -117,6 +117,26 @@ fn the_tool_that_is_on_answers_and_the_disabled_one_is_not_there() -> anyhow::Re
         "{log}"
     );
 
+    // Judged once: the gateway let echo through on the decision Codex's app server brought to
+    // bosund, without asking again.
+    let entries = b.show(&id)?["mcp_calls"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let echo = entries
+        .iter()
+        .find(|e| e["tool"] == "echo")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(echo["decision"]["verdict"], "allowed", "{entries:#?}");
+    assert_eq!(echo["decision"]["asked"], "cli", "{entries:#?}");
+    let echoes = b
+        .decisions(&id)?
+        .into_iter()
+        .filter(|d| d["tool"] == "mcp__everything__echo")
+        .count();
+    assert_eq!(echoes, 1, "one decision for the call");
+
     let turns = fake.turns();
     assert_eq!(turns.len(), 4, "{turns:#?}");
     assert!(

@@ -132,6 +132,12 @@ fn the_tool_that_is_on_answers_and_the_excluded_one_is_refused() -> anyhow::Resu
             .is_some_and(|w| w.contains("approval mode")),
         "{decisions:#?}"
     );
+    // Judged once: the gateway let the call through on the decision ACP brought to bosund.
+    let id = run["id"].as_str().unwrap_or_default();
+    let entry = b.show(id)?["mcp_calls"]["calls"][0].clone();
+    assert_eq!(entry["tool"], "echo", "{entry:#}");
+    assert_eq!(entry["decision"]["asked"], "cli", "{entry:#}");
+    assert_eq!(entry["decision"]["by"], decisions[0]["by"], "{entry:#}");
     assert_eq!(
         agent["servers"],
         serde_json::json!([["everything", "connected"]])

@@ -176,9 +176,32 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
         "{shown:#}"
     );
     assert!(call["chars"].as_u64().is_some_and(|n| n > 0), "{call}");
+    // Judged once: Claude's control protocol brought the call to bosund, and the gateway let it
+    // through on that decision without asking again; its entry says who decided.
+    const COVERED: &str =
+        "the agent's approval mode lets tools of this kind run without asking (step 6)";
+    assert_eq!(
+        call["decision"],
+        json!({"verdict": "allowed", "by": COVERED, "asked": "cli"}),
+        "{shown:#}"
+    );
+    let echoes: Vec<Value> = b
+        .decisions(&id)?
+        .into_iter()
+        .filter(|d| d["tool"] == "mcp__everything__echo")
+        .collect();
+    assert_eq!(echoes.len(), 1, "one decision for the call: {echoes:#?}");
+    assert_eq!(echoes[0]["by"], COVERED);
+    assert!(
+        b.all_approvals()?.is_empty(),
+        "nothing waited for the person"
+    );
     let text = b.ok(&["show", &id])?;
     assert!(
-        text.contains(r#"everything/echo {"message":"ping"}: answered after"#),
+        text.contains(r#"everything/echo {"message":"ping"}: answered after"#)
+            && text.contains(&format!(
+                "allowed by {COVERED} (asked by the CLI before the call)"
+            )),
         "{text}"
     );
     let ui = bosun_tests::webui::Ui::start(&b)?;
@@ -186,6 +209,15 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
     assert_eq!(page["heading"], "MCP calls (1)", "{page:#}");
     assert_eq!(page["calls"][0]["tool"], "echo", "{page:#}");
     assert_eq!(page["calls"][0]["outcome"], "answered", "{page:#}");
+    assert_eq!(page["calls"][0]["verdict"], "allowed", "{page:#}");
+    assert!(
+        page["calls"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains(&format!(
+                "allowed by {COVERED} (asked by the CLI before the call)"
+            ))),
+        "{page:#}"
+    );
     assert!(
         page["calls"][0]["text"]
             .as_str()
@@ -196,6 +228,70 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
     b.assert_secret_nowhere(SERVER_SECRET)?;
     b.assert_secret_nowhere(API_KEY)?;
     b.finish()
+}
+
+/// The person, letting every call that waits through: `bosun inbox -f --json` followed (it lists
+/// what waits, then what starts waiting), and `bosun approve ID` for each. Until dropped.
+struct Approver {
+    follow: std::process::Child,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Approver {
+    fn start(b: &Bosun) -> anyhow::Result<Self> {
+        use std::io::BufRead;
+        // How `bosun` is run for this test, for the thread that approves.
+        let template = b.cmd(&[]);
+        let program = template.get_program().to_owned();
+        let envs: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)> = template
+            .get_envs()
+            .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
+            .collect();
+        let mut follow = b
+            .cmd(&["inbox", "-f", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let out = follow
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+        let thread = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let Ok(item) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if item["kind"] != "approval" || item["state"] != "waiting" {
+                    continue;
+                }
+                let mut approve = std::process::Command::new(&program);
+                for (k, v) in &envs {
+                    match v {
+                        Some(v) => approve.env(k, v),
+                        None => approve.env_remove(k),
+                    };
+                }
+                let _ = approve
+                    .args(["approve", &bosun_tests::short_id(&item)])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+        });
+        Ok(Self {
+            follow,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Approver {
+    fn drop(&mut self) {
+        let _ = self.follow.kill();
+        let _ = self.follow.wait();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 fn everything_pids(sid: i32) -> Vec<i32> {
@@ -232,6 +328,10 @@ fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
     let socket = b.home.join("runs").join(&id).join("gateway.sock");
     let before = everything_pids(sid);
 
+    // No control protocol covers this client's calls: each is judged by bosund's policy at the
+    // gateway, and the server's tools are unknown to it (not looked at), so each waits for the
+    // person, who lets them all through.
+    let approver = Approver::start(&b)?;
     let mut c = Client::dial(&socket, "everything")?;
     let init = c.ask(
         "initialize",
@@ -443,6 +543,7 @@ fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
     );
 
     drop(c);
+    drop(approver);
     b.ok(&["stop", &id])?;
     b.wait_ended(&id, Duration::from_secs(30))?;
     bosun_tests::wait_for(
@@ -501,26 +602,30 @@ fn calls_go_on_while_bosund_is_sigkilled_each_answered_once_in_order() -> anyhow
     let mut c = Client::dial(&socket, "everything")?;
     c.initialize()?;
 
-    // bosund is SIGKILLed at three moments of the 200 calls, and started again by the next
-    // command; the calls never wait for it.
+    // bosund is SIGKILLed at three moments of the 200 calls, and started again by a command
+    // meanwhile. Every call is judged by bosund's policy (no control protocol covers this
+    // client's calls), so the call made then waits for bosund to be back, and the runner asks
+    // again once it is.
     let kills = [CALLS / 5, CALLS / 2, CALLS * 4 / 5];
     for n in 1..=CALLS {
+        let mut restart = None;
         if kills.contains(&n) {
             b.kill_daemon()?;
+            restart = Some(b.cmd(&["ps"]).stdout(std::process::Stdio::null()).spawn()?);
         }
         let answer = c.call(
             "echo",
             json!({"message": format!("n{n:03}")}),
             Duration::from_secs(30),
         )?;
+        if let Some(mut ps) = restart {
+            ps.wait()?;
+        }
         let text = text_of(&answer);
         assert!(
             text.contains(&format!("Echo: n{n:03}")),
             "call {n} answered with its own result: {answer}"
         );
-        if kills.contains(&n) {
-            b.ok(&["ps"])?;
-        }
     }
     // Nothing more comes: no call was answered twice.
     let extra = c.drain(Duration::from_secs(1));
@@ -544,6 +649,13 @@ fn calls_go_on_while_bosund_is_sigkilled_each_answered_once_in_order() -> anyhow
         .collect();
     let want: Vec<String> = (1..=CALLS).map(|n| format!("n{n:03}")).collect();
     assert_eq!(said, want, "each call once, in order, in the run's log");
+    // Each call judged exactly once, however often the runner asked again across the kills.
+    let judged = b
+        .decisions(&id)?
+        .into_iter()
+        .filter(|d| d["tool"] == "mcp__everything__echo" && d["decision"] == "allowed")
+        .count();
+    assert_eq!(judged, CALLS, "one decision per call");
     b.finish()
 }
 
@@ -649,6 +761,31 @@ fn a_tool_that_is_new_or_changed_since_the_person_approved_it_is_held_back_until
     assert!(
         !offered.iter().any(|t| t.starts_with("mcp__drift__")),
         "neither the new tools nor the changed echo are offered: {offered:?}"
+    );
+    // The run's gateway told bosund what it held back: the server's pending list has them at
+    // once, before any new look at the server.
+    bosun_tests::wait_for(
+        "the held-back tools in the server's pending list",
+        Duration::from_secs(30),
+        || {
+            let shown = b.json(&["mcp", "show", "drift"])?;
+            let pending = shown["pending_tools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            Ok(
+                (pending.contains(&json!({"name": "echo", "change": "changed"}))
+                    && pending.contains(&json!({"name": "tool-01", "change": "new"})))
+                .then_some(()),
+            )
+        },
+    )?;
+    let inspected = b.json(&["mcp", "inspect", "drift"])?;
+    assert!(
+        inspected["pending_tools"]
+            .as_array()
+            .is_some_and(|p| p.contains(&json!({"name": "tool-01", "change": "new"}))),
+        "{inspected:#}"
     );
     // At the gateway itself: not listed, and a call is refused without reaching the server.
     let socket = b.home.join("runs").join(&id).join("gateway.sock");

@@ -109,7 +109,15 @@ fn a_token_needed_while_bosund_is_down_fails_the_call_saying_so() -> anyhow::Res
     let b = Bosun::new("gateway_token_no_bosund").with_test_browser();
     let (id, mut c, _fake) = a_run_on(&b, &oauth)?;
     oauth.expire_tokens()?;
+    // bosund judges the call (every call at the gateway is judged), then dies as it begins to
+    // renew the token: the token is needed while bosund is down.
     b.kill_daemon()?;
+    let started = b
+        .cmd(&["ps"])
+        .env("BOSUN_CRASH_AT", "refresh-before-request")
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    anyhow::ensure!(started.success(), "bosund did not start again");
     let before = oauth.requests_to("/mcp").len();
     let answer = c.call("whoami", json!({}), Duration::from_secs(60))?;
     let message = answer["error"]["message"].as_str().unwrap_or_default();

@@ -122,6 +122,41 @@ pub fn approve_tools(
     Ok(())
 }
 
+/// Tools a run's gateway held back (as the server listed them to the run), taken into the
+/// record's last listing so that its pending list shows them now: a new one is added, a changed
+/// one stands for the one listed. Whether the record changed. A record never listed, or whose
+/// tools were never approved, holds nothing back and takes nothing.
+pub fn take_held_back(rec: &mut ServerRecord, held: Vec<StoredTool>) -> bool {
+    let Some(approved) = rec.approved().map(<[StoredTool]>::to_vec) else {
+        return false;
+    };
+    let Some(listing) = rec.listing.as_mut() else {
+        return false;
+    };
+    let mut changed = false;
+    for tool in held {
+        // Only what a run would hold back: an approved tool as it is is not news.
+        if approved
+            .iter()
+            .any(|a| a.name == tool.name && same(a, &tool))
+        {
+            continue;
+        }
+        match listing.tools.iter_mut().find(|t| t.name == tool.name) {
+            Some(t) if *t == tool => {}
+            Some(t) => {
+                *t = tool;
+                changed = true;
+            }
+            None => {
+                listing.tools.push(tool);
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +268,38 @@ mod tests {
         assert!(pending_of(&rec).is_empty());
         rec.take_listing(listing(vec![tool("echo", "Echoes, and more")]));
         assert_eq!(pending_of(&rec)[0].change, ToolChange::Changed);
+    }
+
+    #[test]
+    fn tools_a_run_held_back_are_pending_at_once_and_taken_once() {
+        let mut rec = older_record(&[tool("echo", "Echoes")]);
+        rec.take_listing(listing(vec![tool("echo", "Echoes")]));
+        let held = vec![
+            tool("echo", "Echoes, and sends your files away"),
+            tool("rm", "Removes"),
+        ];
+        assert!(take_held_back(&mut rec, held.clone()));
+        assert_eq!(
+            pending_of(&rec),
+            vec![
+                PendingToolView {
+                    name: "echo".into(),
+                    change: ToolChange::Changed
+                },
+                PendingToolView {
+                    name: "rm".into(),
+                    change: ToolChange::New
+                },
+            ]
+        );
+        assert!(!take_held_back(&mut rec, held), "said again: nothing new");
+        assert!(
+            !take_held_back(&mut rec, vec![tool("echo", "Echoes")]),
+            "an approved tool as it is is not held back"
+        );
+        let mut never = older_record(&[]);
+        never.listing = None;
+        assert!(!take_held_back(&mut never, vec![tool("rm", "Removes")]));
     }
 
     #[test]

@@ -30,6 +30,7 @@ use super::client::Endpoint;
 use super::ledger;
 use super::record::{self, LineKind, ServerRecord, StoredListing};
 use super::redact::Redactor;
+use super::tools;
 use bosun_auth::AuthContext;
 use bosun_auth::record::ClientAuth;
 use bosun_auth::record::{Grant, SignInRecord, configured_secret_key};
@@ -70,6 +71,12 @@ pub enum RegistryMsg {
     Remove {
         server: String,
         reply: RpcReplyPort<Result<ServerView, RegistryError>>,
+    },
+    /// A run's gateway held these tools of `server` back (their definitions as the server
+    /// listed them to the run, secret values redacted): they join its pending list.
+    HeldBack {
+        server: String,
+        tools: Vec<serde_json::Value>,
     },
     /// Records the outcome of a look at a server: its tools, or why it failed.
     SaveLook {
@@ -124,6 +131,11 @@ impl Actor for Registry {
                 }
                 RegistryMsg::Remove { server, reply } => {
                     let _ = reply.send(remove(ctx, &server).await);
+                }
+                RegistryMsg::HeldBack { server, tools } => {
+                    if let Err(e) = held_back(ctx, &server, tools).await {
+                        warn!(server = %server, error = %e, "could not record the tools a run held back");
+                    }
                 }
                 RegistryMsg::SaveLook {
                     id,
@@ -1114,6 +1126,31 @@ async fn save_look(
     }
     rec.last_error = error;
     ctx.writer.put(&rec).await
+}
+
+/// Takes the tools a run's gateway held back into the server's last listing (see
+/// [`ledger::take_held_back`]); a definition bosun cannot read is left out.
+async fn held_back(
+    ctx: &RegistryContext,
+    server: &str,
+    tools: Vec<serde_json::Value>,
+) -> Result<(), StoreError> {
+    let (store, key) = (ctx.store.clone(), server.to_string());
+    let current = tokio::task::spawn_blocking(move || store.find_server(&key))
+        .await
+        .map_err(|e| StoreError::Corrupt(e.to_string()))??;
+    let Some(mut rec) = current else {
+        return Ok(());
+    };
+    let page = serde_json::json!({ "tools": tools });
+    let Ok(page) = tools::read_page(&page, false, &mut HashSet::new()) else {
+        return Ok(());
+    };
+    let held = page.tools.iter().map(tools::kept).collect();
+    if ledger::take_held_back(&mut rec, held) {
+        ctx.writer.put(&rec).await?;
+    }
+    Ok(())
 }
 
 /// The registry's context, shared by the daemon's request handlers.

@@ -76,6 +76,8 @@ pub struct RunsContext {
     pub spend: Arc<spend::Spend>,
     /// The caps of cards and projects (the board's).
     pub budgets: Arc<dyn spend::SharedBudgets>,
+    /// The MCP registry, told of the tools a run's gateway held back.
+    pub registry: bosun_kit::handle::ActorHandle<bosun_mcp::registry::RegistryMsg>,
 }
 
 /// Who hears the tool calls read so far from the stream of a run that is an answer of the lead:

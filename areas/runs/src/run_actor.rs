@@ -35,6 +35,7 @@ use bosun_store::writer::{self, WriteOp};
 use bosun_store::{LogChunk, StoreError};
 
 mod asks;
+mod held;
 mod person;
 mod remote;
 mod tokens;
@@ -574,6 +575,10 @@ impl RunActorState {
             RunnerMsg::WantPlan => self.on_want_plan(myself).await,
             RunnerMsg::Token(ask) => self.on_token_ask(myself, ask),
             RunnerMsg::ServerAsk(ask) => self.on_server_ask(myself, ask).await,
+            RunnerMsg::HeldBack { server, tools } => {
+                self.on_held_back(server, tools);
+                Ok(())
+            }
         }
     }
 

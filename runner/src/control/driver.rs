@@ -2,7 +2,7 @@
 //! copy of what the relay sends as the run's output), hands asks to the link (the run's
 //! secret values in them redacted, as in its output) and decisions back to the CLI.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -12,6 +12,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::{Notify, mpsc};
 
 use super::{Protocol, Step};
+use crate::cleared::Cleared;
 use crate::redact::Redactor;
 
 /// The asks of this run, shared with the link: what is to be said to bosund (again after each
@@ -41,6 +42,13 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
         RunnerMsg::Withdrawn { key } => Some((2, key.clone())),
         RunnerMsg::Token(t) => Some((3, t.key.clone())),
         RunnerMsg::ServerAsk(a) => Some((4, a.key.clone())),
+        RunnerMsg::HeldBack { server, tools } => {
+            let names: Vec<&str> = tools
+                .iter()
+                .filter_map(|t| t.get("name").and_then(serde_json::Value::as_str))
+                .collect();
+            Some((5, format!("{server}/{}", names.join(","))))
+        }
         RunnerMsg::Started(_)
         | RunnerMsg::Output(_)
         | RunnerMsg::Logged { .. }
@@ -57,7 +65,7 @@ impl Asks {
     }
 
     /// A new ask (asked again under the same key: its newer form, at the end).
-    fn ask(&mut self, ask: ToolAsk) {
+    pub fn ask(&mut self, ask: ToolAsk) {
         self.drop_ask(&ask.key);
         self.push(RunnerMsg::Ask(ask));
     }
@@ -83,7 +91,7 @@ impl Asks {
     }
 
     /// Takes an ask out of what is said (decided or withdrawn); whether it was there.
-    fn drop_ask(&mut self, key: &str) -> bool {
+    pub fn drop_ask(&mut self, key: &str) -> bool {
         let before = self.said.len();
         self.said
             .retain(|m| !matches!(m, RunnerMsg::Ask(a) if a.key == key));
@@ -94,9 +102,19 @@ impl Asks {
         dropped
     }
 
-    fn push(&mut self, msg: RunnerMsg) {
+    pub fn push(&mut self, msg: RunnerMsg) {
         self.said.push(msg);
         self.changed();
+    }
+
+    /// Tools the gateway held back, said to bosund (again after each reconnect); said once
+    /// however often the same tools are held back.
+    pub fn held_back(&mut self, server: String, tools: Vec<serde_json::Value>) {
+        let msg = RunnerMsg::HeldBack { server, tools };
+        let id = identity(&msg);
+        if !self.said.iter().any(|m| identity(m) == id) {
+            self.push(msg);
+        }
     }
 
     /// What the session has not said yet, in order; nothing to look through when nothing
@@ -114,6 +132,15 @@ impl Asks {
     }
 }
 
+/// bosund's decision on an ask, from the link.
+#[derive(Debug)]
+pub struct Decided {
+    pub key: String,
+    pub answer: ToolAnswer,
+    /// Who decided, in bosund's words (empty from a bosund of before it).
+    pub by: String,
+}
+
 /// What the driver needs from the rest of the runner.
 pub struct Driver {
     pub protocol: Box<dyn Protocol>,
@@ -121,7 +148,10 @@ pub struct Driver {
     /// The CLI's stdout, as read by the relay.
     pub lines_in: mpsc::UnboundedReceiver<Vec<u8>>,
     /// bosund's decisions, from the link.
-    pub decisions: mpsc::UnboundedReceiver<(String, ToolAnswer)>,
+    pub decisions: mpsc::UnboundedReceiver<Decided>,
+    /// Where an allowed call of an MCP tool is noted for the gateway, which lets it through
+    /// without asking again.
+    pub cleared: Arc<Mutex<Cleared>>,
     pub asks: Arc<Mutex<Asks>>,
     /// Nudges the link: there is something to send.
     pub wake: Arc<Notify>,
@@ -147,6 +177,9 @@ impl Driver {
         let mut partial: Vec<u8> = Vec::new();
         let mut steps = first;
         let mut answered: Vec<String> = Vec::new();
+        // The asks of MCP tools waiting for bosund: their names and the arguments as the CLI
+        // made them (the gateway sees those, not the redacted ones bosund sees).
+        let mut mcp: HashMap<String, (String, serde_json::Value)> = HashMap::new();
         loop {
             for step in steps.drain(..) {
                 match step {
@@ -165,11 +198,15 @@ impl Driver {
                         }
                     }
                     Step::Ask(ask) => {
+                        if ask.tool.starts_with("mcp__") {
+                            mcp.insert(ask.key.clone(), (ask.tool.clone(), ask.input.clone()));
+                        }
                         let ask = super::for_bosund(ask, &self.cwd, &self.redactor);
                         lock(&self.asks).ask(ask);
                         self.wake.notify_one();
                     }
                     Step::Withdraw(key) => {
+                        mcp.remove(&key);
                         let mut asks = lock(&self.asks);
                         asks.drop_ask(&key);
                         asks.push(RunnerMsg::Withdrawn { key });
@@ -211,9 +248,13 @@ impl Driver {
                         return;
                     }
                 },
-                Some((key, answer)) = self.decisions.recv() => {
+                Some(Decided { key, answer, by }) = self.decisions.recv() => {
                     let known = lock(&self.asks).drop_ask(&key);
                     if known {
+                        // Noted before the CLI hears it, and so before it can make the call.
+                        if let (Some((tool, input)), ToolAnswer::Allow) = (mcp.remove(&key), &answer) {
+                            lock(&self.cleared).allow(&tool, &input, by);
+                        }
                         steps.extend(self.protocol.answer(&key, &answer));
                         answered.push(key);
                     }
@@ -247,6 +288,7 @@ mod tests {
                 RunnerMsg::Withdrawn { key } => format!("withdrawn {key}"),
                 RunnerMsg::Token(t) => format!("token {}", t.key),
                 RunnerMsg::ServerAsk(a) => format!("server ask {}", a.key),
+                RunnerMsg::HeldBack { server, .. } => format!("held back {server}"),
                 RunnerMsg::Started(_)
                 | RunnerMsg::Output(_)
                 | RunnerMsg::Logged { .. }
@@ -282,5 +324,108 @@ mod tests {
             "after a reconnect: in order, decided asks no more"
         );
         assert!(!asks.drop_ask("a"), "already gone");
+    }
+
+    /// A protocol whose CLI asks about one MCP call per line it writes (`KEY ARGS`), and which
+    /// writes `KEY allow` or `KEY deny` to the CLI as its answer.
+    struct OneLine;
+
+    impl Protocol for OneLine {
+        fn start(&mut self) -> Vec<Step> {
+            Vec::new()
+        }
+        fn on_line(&mut self, line: &[u8]) -> Vec<Step> {
+            let line = String::from_utf8_lossy(line).into_owned();
+            let (key, args) = line.split_once(' ').unwrap_or((&line, "{}"));
+            vec![Step::Ask(ToolAsk {
+                tool: "mcp__everything__echo".into(),
+                input: serde_json::from_str(args).unwrap_or_default(),
+                ..ask(key)
+            })]
+        }
+        fn answer(&mut self, key: &str, answer: &ToolAnswer) -> Vec<Step> {
+            let word = match answer {
+                ToolAnswer::Allow => "allow",
+                ToolAnswer::Deny { .. } => "deny",
+            };
+            vec![Step::Write(format!("{key} {word}").into_bytes())]
+        }
+    }
+
+    /// The gateway may see the call as soon as the CLI has the answer: by then an allowed call
+    /// is noted (with its own arguments, not the redacted ones), a denied one is not.
+    #[tokio::test]
+    async fn an_allowed_mcp_call_is_noted_for_the_gateway_before_the_cli_hears_of_it() {
+        use tokio::io::AsyncBufReadExt;
+        let mut cli = tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut heard = tokio::io::BufReader::new(cli.stdout.take().unwrap()).lines();
+        let (lines_tx, lines_in) = mpsc::unbounded_channel();
+        let (decided_tx, decisions) = mpsc::unbounded_channel();
+        let asks = Arc::new(Mutex::new(Asks::default()));
+        let cleared = Arc::new(Mutex::new(Cleared::default()));
+        let driver = Driver {
+            protocol: Box::new(OneLine),
+            stdin: cli.stdin.take().unwrap(),
+            lines_in,
+            decisions,
+            cleared: cleared.clone(),
+            asks: asks.clone(),
+            wake: Arc::new(Notify::new()),
+            cwd: PathBuf::from("/w"),
+            redactor: Arc::new(Redactor::new(&["s3cret-5d1c".to_string()])),
+            done: None,
+        };
+        let task = tokio::spawn(driver.run());
+        let args = serde_json::json!({"message": "s3cret-5d1c"});
+        lines_tx
+            .send(format!("k1 {args}\nk2 {args}\n").into_bytes())
+            .unwrap();
+        // Both asks reach what the link says, redacted.
+        let mut said = Said::default();
+        for _ in 0..200 {
+            if lock(&asks).unsaid(&mut Said::default()).len() == 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let sent = lock(&asks).unsaid(&mut said);
+        assert_eq!(keys(&sent), ["ask k1", "ask k2"]);
+        assert!(matches!(&sent[0], RunnerMsg::Ask(a) if a.redacted));
+        decided_tx
+            .send(Decided {
+                key: "k2".into(),
+                answer: ToolAnswer::Deny {
+                    message: "no".into(),
+                },
+                by: "the person".into(),
+            })
+            .unwrap();
+        decided_tx
+            .send(Decided {
+                key: "k1".into(),
+                answer: ToolAnswer::Allow,
+                by: "the person".into(),
+            })
+            .unwrap();
+        assert_eq!(heard.next_line().await.unwrap().unwrap(), "k2 deny");
+        assert_eq!(heard.next_line().await.unwrap().unwrap(), "k1 allow");
+        let (first, second) = {
+            let mut c = lock(&cleared);
+            let first = c.take("mcp__everything__echo", &args);
+            (first, c.take("mcp__everything__echo", &args))
+        };
+        assert_eq!(
+            first.as_deref(),
+            Some("the person"),
+            "the allowed call, with its own arguments"
+        );
+        assert_eq!(second, None, "the denied call is not noted");
+        drop(lines_tx);
+        let _ = task.await;
     }
 }

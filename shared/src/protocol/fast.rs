@@ -102,7 +102,8 @@ mod tests {
             | RunnerMsg::Withdrawn { .. }
             | RunnerMsg::WantPlan
             | RunnerMsg::Token(_)
-            | RunnerMsg::ServerAsk(_) => None,
+            | RunnerMsg::ServerAsk(_)
+            | RunnerMsg::HeldBack { .. } => None,
         }
     }
 

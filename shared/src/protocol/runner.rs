@@ -220,6 +220,15 @@ pub enum RunnerMsg {
     /// the inbox, answered by [`DaemonMsg::ServerAnswer`]. Sent again after each reconnect
     /// until then.
     ServerAsk(ServerAsk),
+    /// The gateway held tools of `server` back from the run: new, or changed since the person
+    /// last approved the server's tools. `tools` are their definitions as the server listed
+    /// them to the run (the run's secret values written `[redacted]`), so that the server's
+    /// pending list shows them at once. Not answered; sent again after each reconnect (bosund
+    /// takes a tool it already knows as it is).
+    HeldBack {
+        server: String,
+        tools: Vec<serde_json::Value>,
+    },
 }
 
 /// A server's request for the person, by the gateway of a run. `key` stays the same however
@@ -375,9 +384,17 @@ pub enum DaemonMsg {
     /// The exit is recorded; the runner may exit.
     ExitAck,
     /// The decision on a [`RunnerMsg::Ask`], committed before it is sent. Sent again when the
-    /// runner asks again: always the same decision.
-    Decided { key: String, answer: ToolAnswer },
+    /// runner asks again: always the same decision. `by` says who made it, in the words the
+    /// run's record keeps (the policy's rule with its step, the person, the deadline, …; empty
+    /// from a bosund of before it): the gateway's record of the call says it.
+    Decided {
+        key: String,
+        answer: ToolAnswer,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        by: String,
+    },
     /// An ask waits for the person: `note` says so (and how to decide), for the run's log.
+    /// Said again, with an empty note, when the runner asks again while it waits.
     Waiting { key: String, note: String },
     /// The launch plan, for a runner on another host that asked for it: the plan and its secrets
     /// travel only over the link, after the runner proved itself.
@@ -413,6 +430,31 @@ mod tests {
             answer,
         };
         assert!(!format!("{msg:?}").contains("tok-never-shown-5f1a"));
+    }
+
+    #[test]
+    fn a_decision_says_who_made_it_and_one_of_an_older_bosund_reads_without() {
+        let old: DaemonMsg =
+            serde_json::from_str(r#"{"type":"decided","key":"k","answer":{"behavior":"allow"}}"#)
+                .unwrap();
+        assert!(matches!(old, DaemonMsg::Decided { ref by, .. } if by.is_empty()));
+        let now = DaemonMsg::Decided {
+            key: "k".into(),
+            answer: ToolAnswer::Allow,
+            by: "the person".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&now).unwrap(),
+            r#"{"type":"decided","key":"k","answer":{"behavior":"allow"},"by":"the person"}"#
+        );
+        let held = RunnerMsg::HeldBack {
+            server: "drift".into(),
+            tools: vec![serde_json::json!({"name": "tool-01"})],
+        };
+        assert_eq!(
+            serde_json::to_string(&held).unwrap(),
+            r#"{"type":"held_back","server":"drift","tools":[{"name":"tool-01"}]}"#
+        );
     }
 
     #[test]

@@ -145,7 +145,7 @@ const scenarios = {
     await page.waitForSelector("#mcp-calls tbody tr");
     const heading = await page.locator("#run-mcp-calls h2").textContent();
     const calls = await page.locator("#mcp-calls tbody tr").evaluateAll((rows) =>
-      rows.map((r) => ({ tool: r.dataset.tool, outcome: r.dataset.outcome, text: r.textContent })));
+      rows.map((r) => ({ tool: r.dataset.tool, outcome: r.dataset.outcome, verdict: r.dataset.verdict, text: r.textContent })));
     return { heading, calls };
   },
 

@@ -142,6 +142,14 @@ export function mount(root, [id]) {
     );
   }
 
+  // Who let an MCP call through, or refused it, and where bosun was asked (absent from a record
+  // an older bosun kept).
+  function decisionWords(d) {
+    if (!d) return "";
+    const asked = { cli: "asked by the CLI before the call", gateway: "asked at the gateway", rules: "the server's rules in bosun" }[d.asked] || d.asked;
+    return `${d.verdict} by ${d.by} (${asked})`;
+  }
+
   // Each MCP call the run made through bosun's gateway: what it was, how it ended, how long it
   // took, how big its result was and whether the model got all of it.
   function drawMcpCalls() {
@@ -155,17 +163,18 @@ export function mount(root, [id]) {
       h(
         "table",
         { class: "list mcp-calls", id: "mcp-calls" },
-        h("thead", null, h("tr", null, ["Server", "Tool", "Arguments", "Outcome", "Took", "Characters", "When"].map((c) => h("th", null, c)))),
+        h("thead", null, h("tr", null, ["Server", "Tool", "Arguments", "Decision", "Outcome", "Took", "Characters", "When"].map((c) => h("th", null, c)))),
         h(
           "tbody",
           null,
           m.calls.map((c) =>
             h(
               "tr",
-              { dataset: { outcome: c.outcome.kind, tool: c.tool } },
+              { dataset: { outcome: c.outcome.kind, tool: c.tool, verdict: c.decision ? c.decision.verdict : "" } },
               h("td", null, c.server),
               h("td", { class: "mono" }, c.tool),
               h("td", { class: "what mono", title: c.args }, c.args),
+              h("td", { class: "decision" }, decisionWords(c.decision)),
               h("td", null, h("span", { class: `state ${c.outcome.kind === "answered" ? "st-succeeded" : "st-failed"}` }, c.outcome.kind.replace(/_/g, " ")), " ", c.outcome.reason || c.outcome.message || c.outcome.how || ""),
               h("td", null, c.ms == null ? "" : `${c.ms} ms`),
               h("td", null, size(c)),

@@ -276,7 +276,7 @@ pub fn print_run(run: &RunView) {
 }
 
 /// One MCP call through the gateway: `12:00:01 everything/echo {"message":"hi"}: answered in
-/// 4 ms, 10 characters`.
+/// 4 ms, 10 characters; allowed by the person (asked at the gateway)`.
 fn mcp_call_words(c: &bosun_shared::gateway::CallEntry) -> String {
     let mut words = format!(
         "{} {}/{} {}: {}",
@@ -295,6 +295,9 @@ fn mcp_call_words(c: &bosun_shared::gateway::CallEntry) -> String {
         )),
         (Some(n), None) => words.push_str(&format!(", {n} characters")),
         _ => {}
+    }
+    if let Some(d) = &c.decision {
+        words.push_str(&format!("; {}", d.words()));
     }
     words
 }

@@ -49,6 +49,8 @@ pub struct PersonDecision {
 pub struct Asks {
     /// Every decided ask, by key: what the runner is told if it asks again.
     pub(super) decided: HashMap<String, ToolAnswer>,
+    /// Who decided each ask of `decided`, in the words of the run's record (told with it).
+    pub(super) decided_by: HashMap<String, String>,
     /// The asks waiting for the person, by key.
     pub(super) waiting: HashMap<String, ApprovalRecord>,
     /// The run has taken in outside content this turn.
@@ -71,6 +73,7 @@ impl RunActorState {
         if let Some(run) = &self.rec.agent {
             for d in &run.decisions {
                 asks.decided.insert(d.key.clone(), d.answer());
+                asks.decided_by.insert(d.key.clone(), d.by.clone());
                 asks.escalated |= d.allowed && d.escalates;
                 // Each decided approval took its seq before those still waiting.
                 asks.next_seq += u64::from(d.approval.is_some());
@@ -93,6 +96,9 @@ impl RunActorState {
                     if let Some(answer) = a.answer() {
                         asks.escalated |= answer == ToolAnswer::Allow && a.escalates;
                         asks.decided.entry(a.key.clone()).or_insert(answer);
+                        asks.decided_by
+                            .entry(a.key.clone())
+                            .or_insert_with(|| decided_by(&a.state));
                     }
                 }
             }
@@ -108,18 +114,32 @@ impl RunActorState {
     ) -> Result<(), ActorProcessingErr> {
         if let Some(answer) = self.asks.decided.get(&ask.key) {
             // Asked again after a reconnect: the same decision, once more.
+            let by = self
+                .asks
+                .decided_by
+                .get(&ask.key)
+                .cloned()
+                .unwrap_or_default();
             self.send(DaemonMsg::Decided {
                 key: ask.key,
                 answer: answer.clone(),
+                by,
             });
             return Ok(());
         }
         if let Some(a) = self.asks.waiting.get(&ask.key) {
             // Asked again while it waits (after a restart, the call itself is needed again
-            // once a budget's approval is allowed).
+            // once a budget's approval is allowed). The runner is told it still waits (with no
+            // note: the run's log said it the first time), so that a gateway that never heard
+            // it does not take bosund for gone.
+            let key = ask.key.clone();
             if a.budget.is_some() {
                 self.asks.held.entry(ask.key.clone()).or_insert(ask);
             }
+            self.send(DaemonMsg::Waiting {
+                key,
+                note: String::new(),
+            });
             return Ok(());
         }
         if self.rec.state.is_final() {
@@ -500,9 +520,9 @@ impl RunActorState {
         decision: Decision,
         approval: Option<&ApprovalRecord>,
     ) -> Result<(), ActorProcessingErr> {
-        let key = decision.key.clone();
+        let (key, by) = (decision.key.clone(), decision.by.clone());
         let answer = self.record_decision(decision, approval).await?;
-        self.send(DaemonMsg::Decided { key, answer });
+        self.send(DaemonMsg::Decided { key, answer, by });
         Ok(())
     }
 
@@ -515,6 +535,7 @@ impl RunActorState {
     ) -> Result<ToolAnswer, ActorProcessingErr> {
         let answer = decision.answer();
         let key = decision.key.clone();
+        let by = decision.by.clone();
         let escalated = self.asks.escalated;
         self.asks.escalated |= decision.allowed && decision.escalates;
         if let Some(run) = self.rec.agent.as_mut() {
@@ -539,7 +560,8 @@ impl RunActorState {
         self.asks.waiting.remove(&key);
         bosun_kit::crash::point("approval-decided");
         self.ctx.live.update(&self.rec);
-        self.asks.decided.insert(key, answer.clone());
+        self.asks.decided.insert(key.clone(), answer.clone());
+        self.asks.decided_by.insert(key, by);
         Ok(answer)
     }
 
@@ -788,9 +810,13 @@ impl RunActorState {
         by: String,
         message: Option<String>,
     ) -> Result<(), ActorProcessingErr> {
-        let key = a.key.clone();
+        let (key, by_too) = (a.key.clone(), by.clone());
         let answer = self.record_settled(&a, allowed, by, message).await?;
-        self.send(DaemonMsg::Decided { key, answer });
+        self.send(DaemonMsg::Decided {
+            key,
+            answer,
+            by: by_too,
+        });
         Ok(())
     }
 
@@ -825,6 +851,19 @@ impl RunActorState {
                 approval: Box::new(a.view()),
             },
         )));
+    }
+}
+
+/// Who decided an approval, in the words of the run's record, from its state alone (for an
+/// approval whose decision the run's record no longer holds).
+fn decided_by(state: &ApprovalState) -> String {
+    match state {
+        ApprovalState::Waiting => String::new(),
+        ApprovalState::Allowed { .. } => "the person".into(),
+        ApprovalState::Denied { by, .. } => by.clone(),
+        ApprovalState::Expired { .. } => "the deadline".into(),
+        ApprovalState::Ended { .. } => "the run's end".into(),
+        ApprovalState::Withdrawn { .. } => "the CLI withdrew it".into(),
     }
 }
 
