@@ -62,7 +62,7 @@ pub struct HttpSide {
     headers: Mutex<Vec<(String, String)>>,
     state: Mutex<State>,
     /// The bridge's asks for a token, by id: where the gateway's answers go.
-    asked: Mutex<HashMap<String, oneshot::Sender<Result<String, String>>>>,
+    asked: Mutex<HashMap<String, oneshot::Sender<Result<String, NoToken>>>>,
     next_ask: AtomicU64,
     /// Tokens got during the run, hidden in the server's messages.
     fresh: Mutex<Vec<String>>,
@@ -93,8 +93,45 @@ enum Fail {
         scope: Option<String>,
     },
     /// No token could be got anew: bosun's own words, said as they are.
-    Token(String),
+    Token(NoToken),
     Other(String),
+}
+
+/// Why no token could be got anew ([`HttpSide::token_anew`]).
+#[derive(Debug, thiserror::Error)]
+enum NoToken {
+    /// The gateway answered the ask with an error: its words, said as they are.
+    #[error("{0}")]
+    Refused(String),
+    #[error("bosun's gateway did not answer the ask for a token")]
+    Unanswered,
+}
+
+/// Why an ended session could not be opened again ([`HttpSide::reopen`]).
+#[derive(Debug, thiserror::Error)]
+enum ReopenError {
+    /// The CLI sent no `initialize` to open one with.
+    #[error("its session ended before it was initialized")]
+    NotInitialized,
+    #[error("it would not open a session")]
+    NoSession,
+    #[error("it refused bosun's sign-in (HTTP {0})")]
+    SignIn(u16),
+    #[error(transparent)]
+    Token(NoToken),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<Fail> for ReopenError {
+    fn from(fail: Fail) -> Self {
+        match fail {
+            Fail::Expired => ReopenError::NoSession,
+            Fail::Refused { status, .. } => ReopenError::SignIn(status),
+            Fail::Token(why) => ReopenError::Token(why),
+            Fail::Other(why) => ReopenError::Other(why),
+        }
+    }
 }
 
 impl HttpSide {
@@ -156,7 +193,7 @@ impl HttpSide {
         if matches!(sent, Err(Fail::Expired)) && !init {
             sent = match self.reopen().await {
                 Ok(()) => self.exchange(&line, true).await,
-                Err(why) => Err(Fail::Other(why)),
+                Err(why) => Err(Fail::Other(why.to_string())),
             };
         }
         // Refused for its sign-in: it did not run, so it is sent again with a token got anew.
@@ -204,7 +241,7 @@ impl HttpSide {
                 if request {
                     let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "error": {
                         "code": -32001,
-                        "message": why,
+                        "message": why.to_string(),
                     }});
                     let _ = self.tx.send(serde_json::to_vec(&reply).unwrap_or_default());
                 } else {
@@ -233,32 +270,18 @@ impl HttpSide {
 
     /// Opens an ended session again with the CLI's `initialize` (its answer kept from the
     /// CLI, which has had one).
-    async fn reopen(self: &Arc<Self>) -> Result<(), String> {
+    async fn reopen(self: &Arc<Self>) -> Result<(), ReopenError> {
         let init = {
             let mut s = lock(&self.state);
             s.session = None;
             s.init.clone()
         };
         let Some(init) = init else {
-            return Err("its session ended before it was initialized".into());
+            return Err(ReopenError::NotInitialized);
         };
-        match self.exchange(&init, false).await {
-            Ok(()) => {}
-            Err(Fail::Expired) => return Err("it would not open a session".into()),
-            Err(Fail::Refused { status, .. }) => {
-                return Err(format!("it refused bosun's sign-in (HTTP {status})"));
-            }
-            Err(Fail::Token(why) | Fail::Other(why)) => return Err(why),
-        }
+        self.exchange(&init, false).await?;
         let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        match self.exchange(initialized, false).await {
-            Ok(()) => {}
-            Err(Fail::Expired) => return Err("it would not open a session".into()),
-            Err(Fail::Refused { status, .. }) => {
-                return Err(format!("it refused bosun's sign-in (HTTP {status})"));
-            }
-            Err(Fail::Token(why) | Fail::Other(why)) => return Err(why),
-        }
+        self.exchange(initialized, false).await?;
         let _ = self.notes.send(format!(
             "bosun's MCP gateway: {} had ended its session; a new one was opened",
             self.name
@@ -614,7 +637,7 @@ impl HttpSide {
         wider: bool,
         scope: Option<String>,
         call: Option<&Value>,
-    ) -> Result<(), String> {
+    ) -> Result<(), NoToken> {
         let refused = self.bearer().map(|t| fingerprint(&t));
         let n = self.next_ask.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("{TOKEN_ID_PREFIX}{n}");
@@ -624,10 +647,7 @@ impl HttpSide {
             "refused": refused, "wider": wider, "scope": scope, "call": call,
         }});
         let _ = self.tx.send(serde_json::to_vec(&ask).unwrap_or_default());
-        let token = match rx.await {
-            Ok(answer) => answer?,
-            Err(_) => return Err("bosun's gateway did not answer the ask for a token".into()),
-        };
+        let token = rx.await.map_err(|_| NoToken::Unanswered)??;
         {
             let mut headers = lock(&self.headers);
             headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
@@ -660,11 +680,12 @@ impl HttpSide {
         };
         let answer = match v.pointer("/result/token").and_then(Value::as_str) {
             Some(t) => Ok(t.to_string()),
-            None => Err(v
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .unwrap_or("bosun's gateway got no token")
-                .to_string()),
+            None => Err(NoToken::Refused(
+                v.pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("bosun's gateway got no token")
+                    .to_string(),
+            )),
         };
         let _ = tx.send(answer);
         true

@@ -48,17 +48,29 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run() -> Result<(), String> {
+/// Why the bridge ended other than by stdin closing.
+#[derive(Debug, thiserror::Error)]
+enum BridgeError {
+    #[error("could not read what to reach: {0}")]
+    Read(std::io::Error),
+    /// Stdin closed before its first line.
+    #[error("started without what to reach: bosun's gateway starts it with a first line on stdin")]
+    NoTarget,
+    #[error("the first line is not what bosun's gateway sends ({0})")]
+    BadTarget(serde_json::Error),
+    /// HTTP+SSE: the server's event stream ended, and why.
+    #[error("the event stream of {server} ended: {why}")]
+    StreamEnded { server: String, why: String },
+}
+
+async fn run() -> Result<(), BridgeError> {
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let first = stdin
         .next_line()
         .await
-        .map_err(|e| format!("could not read what to reach: {e}"))?
-        .ok_or(
-            "started without what to reach: bosun's gateway starts it with a first line on stdin",
-        )?;
-    let target: HttpBridge = serde_json::from_str(&first)
-        .map_err(|e| format!("the first line is not what bosun's gateway sends ({e})"))?;
+        .map_err(BridgeError::Read)?
+        .ok_or(BridgeError::NoTarget)?;
+    let target: HttpBridge = serde_json::from_str(&first).map_err(BridgeError::BadTarget)?;
     let (notes_tx, mut notes) = mpsc::unbounded_channel::<String>();
     tokio::spawn(async move {
         let mut err = tokio::io::stderr();
@@ -103,7 +115,7 @@ async fn run() -> Result<(), String> {
                     }
                 }
                 let _ = stdout.flush().await;
-                return Err(format!("the event stream of {} ended: {why}", target.name));
+                return Err(BridgeError::StreamEnded { server: target.name, why });
             }
         }
     }

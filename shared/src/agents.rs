@@ -29,19 +29,22 @@ impl fmt::Display for CliKind {
 }
 
 impl FromStr for CliKind {
-    type Err = String;
+    type Err = UnknownCli;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "claude" | "claude-code" => Ok(CliKind::Claude),
             "codex" => Ok(CliKind::Codex),
             "gemini" => Ok(CliKind::Gemini),
             "command" => Ok(CliKind::Command),
-            other => Err(format!(
-                "`{other}` is not a CLI bosun runs; choose claude, codex, gemini or command"
-            )),
+            other => Err(UnknownCli(other.into())),
         }
     }
 }
+
+/// A CLI name bosun does not run, as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a CLI bosun runs; choose claude, codex, gemini or command")]
+pub struct UnknownCli(pub String);
 
 impl CliKind {
     /// The permission modes the CLI takes, the first being its default.
@@ -65,23 +68,43 @@ impl CliKind {
     }
 
     /// Checks a permission mode for this CLI, saying which it takes when it is not one.
-    pub fn check_permission_mode(self, mode: &str) -> Result<(), String> {
+    pub fn check_permission_mode(self, mode: &str) -> Result<(), PermissionModeError> {
         let modes = self.permission_modes();
         if modes.contains(&mode) {
             return Ok(());
         }
         if modes.is_empty() {
-            return Err(format!("a {self} agent has no permission mode"));
+            return Err(PermissionModeError::NoModes(self));
         }
-        Err(format!(
-            "`{mode}` is not a permission mode of {self}; it takes {}",
-            modes.join(", ")
-        ))
+        Err(PermissionModeError::NotOne {
+            mode: mode.into(),
+            cli: self,
+        })
     }
 
     /// Whether bosun has a checked per-run switch for the CLI's slash commands and skills.
     pub fn has_skills_switch(self) -> bool {
         matches!(self, CliKind::Claude)
+    }
+}
+
+/// Why [`CliKind::check_permission_mode`] refused a mode.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PermissionModeError {
+    /// The CLI takes no permission mode at all (a command agent).
+    #[error("a {0} agent has no permission mode")]
+    NoModes(CliKind),
+    #[error(
+        "`{mode}` is not a permission mode of {cli}; it takes {}",
+        cli.permission_modes().join(", ")
+    )]
+    NotOne { mode: String, cli: CliKind },
+}
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<PermissionModeError> for String {
+    fn from(e: PermissionModeError) -> String {
+        e.to_string()
     }
 }
 
@@ -117,30 +140,48 @@ pub fn instructions_too_long(source: &str) -> String {
 }
 
 /// Checks an agent's name: letters, digits, `-` and `_`, starting with a letter or digit.
-pub fn check_agent_name(name: &str) -> Result<(), String> {
+pub fn check_agent_name(name: &str) -> Result<(), AgentNameError> {
     if name.is_empty() {
-        return Err("an agent needs a name".into());
+        return Err(AgentNameError::Empty);
     }
     if name.chars().count() > MAX_AGENT_NAME_LEN {
-        return Err(format!(
-            "`{name}` is longer than {MAX_AGENT_NAME_LEN} characters"
-        ));
+        return Err(AgentNameError::TooLong(name.into()));
     }
     if let Some(ch) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
     {
-        return Err(format!(
-            "`{name}` has `{ch}` in it; an agent's name takes only letters, digits, - and _"
-        ));
+        let name = name.into();
+        return Err(AgentNameError::BadChar { name, ch });
     }
+    // Every character is ASCII here, so the first is one byte.
     if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return Err(format!(
-            "`{name}` starts with `{}`; an agent's name starts with a letter or digit",
-            &name[..1]
-        ));
+        let first = name[..1].into();
+        let name = name.into();
+        return Err(AgentNameError::BadStart { name, first });
     }
     Ok(())
+}
+
+/// Why [`check_agent_name`] refused a name; each carries the name as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AgentNameError {
+    #[error("an agent needs a name")]
+    Empty,
+    /// Longer than [`MAX_AGENT_NAME_LEN`] characters.
+    #[error("`{0}` is longer than {MAX_AGENT_NAME_LEN} characters")]
+    TooLong(String),
+    #[error("`{name}` has `{ch}` in it; an agent's name takes only letters, digits, - and _")]
+    BadChar { name: String, ch: char },
+    #[error("`{name}` starts with `{first}`; an agent's name starts with a letter or digit")]
+    BadStart { name: String, first: String },
+}
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<AgentNameError> for String {
+    fn from(e: AgentNameError) -> String {
+        e.to_string()
+    }
 }
 
 /// Fetching web pages: off, any page, or only listed domains.
@@ -183,7 +224,7 @@ impl WebFetch {
     }
 
     /// `off`, `any`, or a comma-separated list of domains such as `docs.rs,*.laravel.com`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, DomainError> {
         match text.trim() {
             "off" | "" => Ok(WebFetch::Off),
             "any" | "on" => Ok(WebFetch::Any),
@@ -203,25 +244,26 @@ impl WebFetch {
 }
 
 /// A domain for the fetch list: a host name, optionally starting with `*.` for its subdomains.
-pub fn check_domain(d: &str) -> Result<(), String> {
-    let bad = |why: &str| {
-        Err(format!(
-            "`{d}` is not a domain for fetching pages: {why}; write it such as docs.rs or *.laravel.com"
-        ))
+pub fn check_domain(d: &str) -> Result<(), DomainError> {
+    let bad = |fault| {
+        Err(DomainError {
+            domain: d.into(),
+            fault,
+        })
     };
     if d.contains("://") {
-        return bad("leave out the scheme");
+        return bad(DomainFault::Scheme);
     }
     if d.contains('/') || d.contains(':') {
-        return bad("give the host only, without a path or port");
+        return bad(DomainFault::PathOrPort);
     }
     let host = d.strip_prefix("*.").unwrap_or(d);
     if host.contains('*') {
-        return bad("a * may only start it, as in *.example.com");
+        return bad(DomainFault::StarInside);
     }
     let labels: Vec<&str> = host.split('.').collect();
     if labels.len() < 2 {
-        return bad("it needs a dot");
+        return bad(DomainFault::NoDot);
     }
     for l in labels {
         let ok = !l.is_empty()
@@ -230,14 +272,39 @@ pub fn check_domain(d: &str) -> Result<(), String> {
             && !l.starts_with('-')
             && !l.ends_with('-');
         if !ok {
-            return bad("it has a part that is not a host name label");
+            return bad(DomainFault::BadLabel);
         }
     }
     Ok(())
 }
 
+/// A domain [`check_domain`] refused, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{domain}` is not a domain for fetching pages: {fault}; write it such as docs.rs or *.laravel.com"
+)]
+pub struct DomainError {
+    pub domain: String,
+    pub fault: DomainFault,
+}
+
+/// What is wrong with a domain for the fetch list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DomainFault {
+    #[error("leave out the scheme")]
+    Scheme,
+    #[error("give the host only, without a path or port")]
+    PathOrPort,
+    #[error("a * may only start it, as in *.example.com")]
+    StarInside,
+    #[error("it needs a dot")]
+    NoDot,
+    #[error("it has a part that is not a host name label")]
+    BadLabel,
+}
+
 /// An allowed command, such as `Bash(git *)`: a tool name with an optional pattern.
-pub fn check_allowed_command(rule: &str) -> Result<(), String> {
+pub fn check_allowed_command(rule: &str) -> Result<(), AllowedCommandError> {
     let (tool, rest) = match rule.find('(') {
         Some(i) => (&rule[..i], Some(&rule[i..])),
         None => (rule, None),
@@ -248,9 +315,19 @@ pub fn check_allowed_command(rule: &str) -> Result<(), String> {
     if tool_ok && rest_ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{rule}` is not an allowed command; write it such as Bash(git *) or Bash(npm test)"
-        ))
+        Err(AllowedCommandError(rule.into()))
+    }
+}
+
+/// A rule [`check_allowed_command`] refused, as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not an allowed command; write it such as Bash(git *) or Bash(npm test)")]
+pub struct AllowedCommandError(pub String);
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<AllowedCommandError> for String {
+    fn from(e: AllowedCommandError) -> String {
+        e.to_string()
     }
 }
 
@@ -309,13 +386,15 @@ mod tests {
             .check_permission_mode("acceptEdits")
             .unwrap_err();
         assert!(
-            err.contains("read-only, workspace-write, danger-full-access"),
+            err.to_string()
+                .contains("read-only, workspace-write, danger-full-access"),
             "{err}"
         );
         assert!(
             "cursor"
                 .parse::<CliKind>()
                 .unwrap_err()
+                .to_string()
                 .contains("choose claude, codex, gemini or command")
         );
         assert!(check_allowed_command("Bash(git *)").is_ok());

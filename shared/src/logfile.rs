@@ -233,42 +233,71 @@ fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<bool> {
 
 /// Checks that `buf` is whole records, each one checking out: what a range of a log file read
 /// back must be before it is written again. `Err` says where it does not.
-pub fn check_records(buf: &[u8]) -> Result<(), String> {
+pub fn check_records(buf: &[u8]) -> Result<(), RecordsError> {
     let mut at = 0usize;
     while at < buf.len() {
         let Some(h) = buf.get(at..at + HEADER) else {
-            return Err(format!("a record cut short at byte {at} of {}", buf.len()));
+            let len = buf.len();
+            return Err(RecordsError::HeaderCutShort { at, len });
         };
         let mut header = [0u8; HEADER];
         header.copy_from_slice(h);
         let Some(decoded) = decode_header(&header) else {
-            return Err(format!("no record starts at byte {at}"));
+            return Err(RecordsError::NoRecord(at));
         };
         let end = at + HEADER + decoded.len as usize;
         let Some(data) = buf.get(at + HEADER..end) else {
-            return Err(format!("chunk {} is cut short", decoded.seq));
+            return Err(RecordsError::ChunkCutShort(decoded.seq));
         };
         let mut crc = crc32fast::Hasher::new();
         crc.update(&header[..24]);
         crc.update(data);
         if crc.finalize() != decoded.crc {
-            return Err(format!("chunk {} does not check out", decoded.seq));
+            return Err(RecordsError::BadChecksum(decoded.seq));
         }
         at = end;
     }
     Ok(())
 }
 
+/// Where [`check_records`] found a range not to be whole records.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecordsError {
+    #[error("a record cut short at byte {at} of {len}")]
+    HeaderCutShort { at: usize, len: usize },
+    #[error("no record starts at byte {0}")]
+    NoRecord(usize),
+    /// The chunk of this sequence number has fewer bytes than its header says.
+    #[error("chunk {0} is cut short")]
+    ChunkCutShort(u64),
+    #[error("chunk {0} does not check out")]
+    BadChecksum(u64),
+}
+
 /// Reads back what a failed flush may have lost, checks every record of it, and writes it again
 /// in place so that the next flush has it to write.
-pub fn rewrite_range(file: &File, from: u64, upto: u64) -> Result<(), String> {
-    let len = usize::try_from(upto.saturating_sub(from)).map_err(|e| e.to_string())?;
+pub fn rewrite_range(file: &File, from: u64, upto: u64) -> Result<(), RewriteError> {
+    let len = usize::try_from(upto.saturating_sub(from)).map_err(RewriteError::TooLong)?;
     let mut buf = vec![0u8; len];
     file.read_exact_at(&mut buf, from)
-        .map_err(|e| format!("reading it back failed: {e}"))?;
+        .map_err(RewriteError::Read)?;
     check_records(&buf)?;
-    file.write_all_at(&buf, from)
-        .map_err(|e| format!("writing it again failed: {e}"))
+    file.write_all_at(&buf, from).map_err(RewriteError::Write)
+}
+
+/// Why [`rewrite_range`] could not write a range again.
+#[derive(Debug, thiserror::Error)]
+pub enum RewriteError {
+    /// The range does not fit in memory's address space.
+    #[error("{0}")]
+    TooLong(std::num::TryFromIntError),
+    #[error("reading it back failed: {0}")]
+    Read(io::Error),
+    /// What was read back is not whole records: the range is lost.
+    #[error(transparent)]
+    Records(#[from] RecordsError),
+    #[error("writing it again failed: {0}")]
+    Write(io::Error),
 }
 
 /// Writes all of `slices` at `offset`, as many `pwritev` calls as it takes.

@@ -41,9 +41,10 @@ impl fmt::Display for Placement {
 const HOW: &str = "write local, slurm, slurm:PARTITION or kubernetes:NAMESPACE";
 
 impl FromStr for Placement {
-    type Err = String;
+    type Err = PlacementParseError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, PlacementParseError> {
+        use PlacementParseError as E;
         let s = s.trim();
         let (backend, rest) = match s.split_once(':') {
             Some((b, r)) => (b, Some(r)),
@@ -51,7 +52,7 @@ impl FromStr for Placement {
         };
         match (backend, rest) {
             ("local", None) => Ok(Placement::Local),
-            ("local", Some(_)) => Err(format!("`{s}`: local takes nothing after it; {HOW}")),
+            ("local", Some(_)) => Err(E::LocalTakesNothing(s.into())),
             ("slurm", None) => Ok(Placement::Slurm { partition: None }),
             ("slurm", Some(p)) => {
                 check_partition(p)?;
@@ -59,52 +60,67 @@ impl FromStr for Placement {
                     partition: Some(p.to_string()),
                 })
             }
-            ("kubernetes" | "k8s", None) => Err(format!(
-                "`{s}`: say which namespace the run's Job goes to, as kubernetes:NAMESPACE"
-            )),
+            ("kubernetes" | "k8s", None) => Err(E::NoNamespace(s.into())),
             ("kubernetes" | "k8s", Some(ns)) => {
                 check_namespace(ns)?;
                 Ok(Placement::Kubernetes {
                     namespace: ns.to_string(),
                 })
             }
-            _ => Err(format!("`{s}` is not a placement; {HOW}")),
+            _ => Err(E::Unknown(s.into())),
         }
     }
 }
 
+/// Why a placement as written was refused; each carries what was written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlacementParseError {
+    #[error("`{0}`: local takes nothing after it; {HOW}")]
+    LocalTakesNothing(String),
+    #[error("`{0}`: say which namespace the run's Job goes to, as kubernetes:NAMESPACE")]
+    NoNamespace(String),
+    #[error("`{0}` is not a placement; {HOW}")]
+    Unknown(String),
+    #[error("`slurm:` needs a partition name after the colon; {HOW}")]
+    NoPartition,
+    #[error("the partition name `{0}` is longer than 64 characters")]
+    PartitionTooLong(String),
+    #[error(
+        "the partition name `{0}` may hold only letters, digits, '-', '_' and '.', and may not start with '-'"
+    )]
+    PartitionNotAName(String),
+    #[error("`kubernetes:` needs a namespace after the colon; {HOW}")]
+    NamespaceEmpty,
+    #[error(
+        "the namespace `{0}` is not a Kubernetes namespace name: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
+    )]
+    NotANamespace(String),
+}
+
 /// A Slurm partition name as bosun passes it to `sbatch --partition`: letters, digits, `-`, `_`
 /// and `.`, at most 64 characters — so nothing in it can be read as another option.
-fn check_partition(p: &str) -> Result<(), String> {
+fn check_partition(p: &str) -> Result<(), PlacementParseError> {
     if p.is_empty() {
-        return Err(format!(
-            "`slurm:` needs a partition name after the colon; {HOW}"
-        ));
+        return Err(PlacementParseError::NoPartition);
     }
     if p.len() > 64 {
-        return Err(format!(
-            "the partition name `{p}` is longer than 64 characters"
-        ));
+        return Err(PlacementParseError::PartitionTooLong(p.into()));
     }
     if p.starts_with('-')
         || !p
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
-        return Err(format!(
-            "the partition name `{p}` may hold only letters, digits, '-', '_' and '.', and may not start with '-'"
-        ));
+        return Err(PlacementParseError::PartitionNotAName(p.into()));
     }
     Ok(())
 }
 
 /// A Kubernetes namespace name, a DNS-1123 label: 1 to 63 lowercase letters, digits and `-`,
 /// starting and ending with a letter or digit.
-fn check_namespace(ns: &str) -> Result<(), String> {
+fn check_namespace(ns: &str) -> Result<(), PlacementParseError> {
     if ns.is_empty() {
-        return Err(format!(
-            "`kubernetes:` needs a namespace after the colon; {HOW}"
-        ));
+        return Err(PlacementParseError::NamespaceEmpty);
     }
     let ok = ns.len() <= 63
         && ns
@@ -113,9 +129,7 @@ fn check_namespace(ns: &str) -> Result<(), String> {
         && !ns.starts_with('-')
         && !ns.ends_with('-');
     if !ok {
-        return Err(format!(
-            "the namespace `{ns}` is not a Kubernetes namespace name: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
-        ));
+        return Err(PlacementParseError::NotANamespace(ns.into()));
     }
     Ok(())
 }
@@ -177,7 +191,7 @@ mod tests {
             ("moon", "is not a placement"),
         ] {
             let e = text.parse::<Placement>().expect_err(text);
-            assert!(e.contains(says), "{text}: {e}");
+            assert!(e.to_string().contains(says), "{text}: {e}");
         }
         let long = format!("kubernetes:{}", "a".repeat(64));
         assert!(long.parse::<Placement>().is_err());

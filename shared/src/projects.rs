@@ -87,7 +87,7 @@ pub fn github_repo(s: &str) -> Option<String> {
 }
 
 /// A project's name: 1–40 letters, digits, `-`, `_` or `.`, starting with a letter or digit.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), ProjectNameError> {
     let ok = !name.is_empty()
         && name.chars().count() <= MAX_NAME
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -97,12 +97,17 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{}` is not a project name: use 1 to {MAX_NAME} letters, digits, `-`, `_` or `.`, starting with a letter or digit, such as `web-app`",
-            name.escape_debug()
-        ))
+        Err(ProjectNameError(name.into()))
     }
 }
+
+/// A name [`check_name`] refused, as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{}` is not a project name: use 1 to {MAX_NAME} letters, digits, `-`, `_` or `.`, starting with a letter or digit, such as `web-app`",
+    .0.escape_debug()
+)]
+pub struct ProjectNameError(pub String);
 
 /// The branch a card's runs work on: `bosun/<card short id>-<slug of its title>`.
 pub fn card_branch(short_id: &str, title: &str) -> String {
@@ -169,7 +174,7 @@ mod tests {
         assert!(check_name("web-app.v2").is_ok());
         for bad in ["", "-x", "a b", "a/b", &"x".repeat(41)] {
             let err = check_name(bad).unwrap_err();
-            assert!(err.contains("is not a project name"), "{err}");
+            assert!(err.to_string().contains("is not a project name"), "{err}");
         }
         assert_eq!(
             card_branch("01abcdef", "Fix the  login page!"),

@@ -5,18 +5,15 @@ use std::io::{self, Read};
 
 /// Parses a size in bytes: a whole number, optionally followed by `k`, `M` or `G` (powers of
 /// 1024, either case, with an optional `B` or `iB` after it).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(digits);
-    let hint = "write a size such as 1G, 500M, 64k or a number of bytes";
     let n: u64 = number
         .parse()
-        .map_err(|_| format!("`{text}` is not a size; {hint}"))?;
+        .map_err(|_| SizeError::NotASize(text.into()))?;
     if unit.starts_with(['.', ',']) {
-        return Err(format!(
-            "`{text}` is not a whole number; {hint} (1536M for 1.5G)"
-        ));
+        return Err(SizeError::NotWhole(text.into()));
     }
     let unit = unit.trim().to_ascii_lowercase();
     let unit = unit.trim_end_matches("ib").trim_end_matches('b');
@@ -26,10 +23,33 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "m" => 1 << 20,
         "g" => 1 << 30,
         "t" => 1 << 40,
-        _ => return Err(format!("`{text}` has an unknown unit; {hint}")),
+        _ => return Err(SizeError::UnknownUnit(text.into())),
     };
     n.checked_mul(factor)
-        .ok_or_else(|| format!("`{text}` is too large"))
+        .ok_or_else(|| SizeError::TooLarge(text.into()))
+}
+
+const HINT: &str = "write a size such as 1G, 500M, 64k or a number of bytes";
+
+/// Why [`parse_size`] refused a size; each carries the text as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("`{0}` is not a size; {HINT}")]
+    NotASize(String),
+    #[error("`{0}` is not a whole number; {HINT} (1536M for 1.5G)")]
+    NotWhole(String),
+    #[error("`{0}` has an unknown unit; {HINT}")]
+    UnknownUnit(String),
+    /// More bytes than a `u64` counts.
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<SizeError> for String {
+    fn from(e: SizeError) -> String {
+        e.to_string()
+    }
 }
 
 /// Writes a size short, in the unit it is a whole number of: `64 KiB`, `1 MiB`, `1500 bytes`.

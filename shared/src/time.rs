@@ -73,21 +73,21 @@ pub struct TimeCap(Duration);
 
 impl TimeCap {
     /// Parses a time cap as people write it (`30m`, `2h`).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, TimeCapError> {
         Self::new(parse_duration(text)?)
     }
 
     /// A time cap as the wire and the store carry it, in milliseconds.
-    pub fn from_millis(ms: u64) -> Result<Self, String> {
+    pub fn from_millis(ms: u64) -> Result<Self, TimeCapError> {
         Self::new(Duration::from_millis(ms))
     }
 
-    fn new(d: Duration) -> Result<Self, String> {
+    fn new(d: Duration) -> Result<Self, TimeCapError> {
         if d.is_zero() {
-            return Err("a time cap must be longer than zero".into());
+            return Err(TimeCapError::Zero);
         }
         if d > MAX_TIME_CAP {
-            return Err("a time cap can be a week at most (7d)".into());
+            return Err(TimeCapError::OverAWeek);
         }
         Ok(Self(d))
     }
@@ -104,18 +104,18 @@ pub struct StopGrace(Duration);
 
 impl StopGrace {
     /// Parses a grace as people write it (`10s`, `2m`).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, StopGraceError> {
         Self::new(parse_duration(text)?)
     }
 
     /// A grace as the wire and the store carry it, in milliseconds.
-    pub fn from_millis(ms: u64) -> Result<Self, String> {
+    pub fn from_millis(ms: u64) -> Result<Self, StopGraceError> {
         Self::new(Duration::from_millis(ms))
     }
 
-    fn new(d: Duration) -> Result<Self, String> {
+    fn new(d: Duration) -> Result<Self, StopGraceError> {
         if d > MAX_STOP_GRACE {
-            return Err("a stop grace can be an hour at most (1h)".into());
+            return Err(StopGraceError::OverAnHour);
         }
         Ok(Self(d))
     }
@@ -127,27 +127,76 @@ impl StopGrace {
 
 /// Parses a duration as people write it: `90s`, `10m`, `1h30m`, `2h`. A bare number is refused,
 /// because "10" could mean seconds or minutes; so is one too long to count in milliseconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit()) {
-        return Err(format!(
-            "`{text}` has no unit: write it with one, such as {text}s or {text}m"
-        ));
+        return Err(DurationError::NoUnit(text.into()));
     }
-    let d = humantime::parse_duration(text).map_err(|e| {
-        format!("`{text}` is not a duration ({e}); write it such as 90s, 10m or 1h30m")
+    let d = humantime::parse_duration(text).map_err(|why| DurationError::NotADuration {
+        text: text.into(),
+        why,
     })?;
     if d.is_zero() {
-        return Err(format!(
-            "`{text}` is zero; a duration must be longer than that"
-        ));
+        return Err(DurationError::Zero(text.into()));
     }
     if u64::try_from(d.as_millis()).is_err() {
-        return Err(format!(
-            "`{text}` is too long to be a duration bosun can count"
-        ));
+        return Err(DurationError::TooLong(text.into()));
     }
     Ok(d)
+}
+
+/// Why [`parse_duration`] refused a duration; each carries the text as written.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    /// A bare number: seconds or minutes could be meant.
+    #[error("`{0}` has no unit: write it with one, such as {0}s or {0}m")]
+    NoUnit(String),
+    #[error("`{text}` is not a duration ({why}); write it such as 90s, 10m or 1h30m")]
+    NotADuration {
+        text: String,
+        why: humantime::DurationError,
+    },
+    #[error("`{0}` is zero; a duration must be longer than that")]
+    Zero(String),
+    /// Too long to count in milliseconds.
+    #[error("`{0}` is too long to be a duration bosun can count")]
+    TooLong(String),
+}
+
+/// Why a time cap was refused ([`TimeCap::parse`], [`TimeCap::from_millis`]).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TimeCapError {
+    #[error(transparent)]
+    Duration(#[from] DurationError),
+    #[error("a time cap must be longer than zero")]
+    Zero,
+    /// Past [`MAX_TIME_CAP`].
+    #[error("a time cap can be a week at most (7d)")]
+    OverAWeek,
+}
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<TimeCapError> for String {
+    fn from(e: TimeCapError) -> String {
+        e.to_string()
+    }
+}
+
+/// Why a stop grace was refused ([`StopGrace::parse`], [`StopGrace::from_millis`]).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum StopGraceError {
+    #[error(transparent)]
+    Duration(#[from] DurationError),
+    /// Past [`MAX_STOP_GRACE`].
+    #[error("a stop grace can be an hour at most (1h)")]
+    OverAnHour,
+}
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<StopGraceError> for String {
+    fn from(e: StopGraceError) -> String {
+        e.to_string()
+    }
 }
 
 /// Writes a duration short and exact: `10m`, `1h 30m`, `1.5s` becomes `1s 500ms`.
@@ -163,13 +212,24 @@ mod tests {
     fn durations_parse_as_people_write_them() {
         assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert!(parse_duration("10").unwrap_err().contains("has no unit"));
+        assert!(
+            parse_duration("10")
+                .unwrap_err()
+                .to_string()
+                .contains("has no unit")
+        );
         assert!(
             parse_duration("soon")
                 .unwrap_err()
+                .to_string()
                 .contains("is not a duration")
         );
-        assert!(parse_duration("0s").unwrap_err().contains("zero"));
+        assert!(
+            parse_duration("0s")
+                .unwrap_err()
+                .to_string()
+                .contains("zero")
+        );
         assert_eq!(format_duration(Duration::from_secs(600)), "10m");
     }
 
@@ -180,16 +240,19 @@ mod tests {
         assert!(
             parse_duration("18446744073709552s")
                 .unwrap_err()
+                .to_string()
                 .contains("too long")
         );
         assert!(
             TimeCap::parse("18446744073709552s")
                 .unwrap_err()
+                .to_string()
                 .contains("too long")
         );
         assert!(
             TimeCap::parse("400d")
                 .unwrap_err()
+                .to_string()
                 .contains("a time cap can be a week at most")
         );
         assert_eq!(
@@ -199,21 +262,25 @@ mod tests {
         assert!(
             TimeCap::from_millis(0)
                 .unwrap_err()
+                .to_string()
                 .contains("longer than zero")
         );
         assert!(
             TimeCap::from_millis(u64::MAX)
                 .unwrap_err()
+                .to_string()
                 .contains("a week at most")
         );
         assert!(
             StopGrace::parse("9999999999d")
                 .unwrap_err()
+                .to_string()
                 .contains("an hour at most")
         );
         assert!(
             StopGrace::from_millis(u64::MAX)
                 .unwrap_err()
+                .to_string()
                 .contains("an hour at most")
         );
         assert_eq!(StopGrace::from_millis(0).map(StopGrace::as_millis), Ok(0));

@@ -320,7 +320,7 @@ pub enum CapEdit {
 
 impl CapEdit {
     /// What the person wrote (`5`, `$2.50`, `500000`, `off`), as [`parse_cap`] reads it.
-    pub fn parse(what: &str, text: &str, dollars: bool) -> Result<CapEdit, String> {
+    pub fn parse(what: &str, text: &str, dollars: bool) -> Result<CapEdit, CapError> {
         Ok(match parse_cap(what, text, dollars)? {
             Some(n) => CapEdit::Set(n),
             None => CapEdit::Off,
@@ -332,7 +332,7 @@ impl CapEdit {
 /// take it off: `Ok(None)`. Anything else is refused with the reason, naming `what` (such as
 /// "a card's budget in dollars"). `dollars` reads it as dollars (kept in millionths), else as
 /// a whole number of tokens.
-pub fn parse_cap(what: &str, text: &str, dollars: bool) -> Result<Option<u64>, String> {
+pub fn parse_cap(what: &str, text: &str, dollars: bool) -> Result<Option<u64>, CapError> {
     let v = text.trim();
     if matches!(v, "off" | "none") {
         return Ok(None);
@@ -343,9 +343,32 @@ pub fn parse_cap(what: &str, text: &str, dollars: bool) -> Result<Option<u64>, S
         v.parse::<u64>().ok().filter(|n| *n > 0)
     };
     let example = if dollars { "5 or 2.50" } else { "500000" };
-    parsed.map(Some).ok_or_else(|| {
-        format!("`{v}` is not a positive amount: {what} takes one, such as {example}, or off to take it off")
+    parsed.map(Some).ok_or_else(|| CapError {
+        amount: v.into(),
+        what: what.into(),
+        example,
     })
+}
+
+/// A cap [`parse_cap`] refused: not a positive amount, nor `off`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{amount}` is not a positive amount: {what} takes one, such as {example}, or off to take it off"
+)]
+pub struct CapError {
+    /// What the person wrote, trimmed.
+    pub amount: String,
+    /// The cap it was for, in words ("a card's budget in dollars").
+    pub what: String,
+    /// How to write one instead.
+    pub example: &'static str,
+}
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<CapError> for String {
+    fn from(e: CapError) -> String {
+        e.to_string()
+    }
 }
 
 impl fmt::Display for Reached {
@@ -476,7 +499,7 @@ mod tests {
         for bad in ["0", "-1", "lots", "", "2.5e9"] {
             let e = parse_cap("a card's budget in dollars", bad, true).expect_err(bad);
             assert!(
-                e.ends_with(
+                e.to_string().ends_with(
                     "is not a positive amount: a card's budget in dollars takes one, such as 5 or 2.50, or off to take it off"
                 ),
                 "{e}"

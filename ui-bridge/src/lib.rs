@@ -56,7 +56,7 @@ impl From<FrameError> for ClientError {
 /// A connection to bosund as a UI.
 pub struct Client {
     writer: FrameWriter<WriteHalf>,
-    frames: mpsc::Receiver<Result<ServerFrame, String>>,
+    frames: mpsc::Receiver<Result<ServerFrame, FrameError>>,
     pending_events: VecDeque<Event>,
     next_id: u64,
     pub welcome: Welcome,
@@ -136,7 +136,7 @@ impl Client {
                 let item = match read {
                     Ok(Some(f)) => Ok(f),
                     Ok(None) => return,
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(e),
                 };
                 let end = item.is_err();
                 if tx.send(item).await.is_err() || end {
@@ -210,7 +210,7 @@ impl Client {
     async fn next_frame(&mut self) -> Result<Option<ServerFrame>, ClientError> {
         match self.frames.recv().await {
             Some(Ok(f)) => Ok(Some(f)),
-            Some(Err(e)) => Err(ClientError::Connection(e)),
+            Some(Err(e)) => Err(e.into()),
             None => Ok(None),
         }
     }

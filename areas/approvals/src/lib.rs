@@ -301,30 +301,62 @@ pub async fn set_verdict(
     agents: &AgentsHandle,
     a: &ApprovalRecord,
     which: AlwaysOrBlock,
-) -> Result<(), String> {
+) -> Result<(), VerdictError> {
     let Some(agent) = a.agent else {
-        return Err("the run has no agent to save a verdict on".into());
+        return Err(VerdictError::NoAgent);
     };
     let Some(key) = &a.verdict_key else {
-        return Err(format!(
-            "`{}` is not one plain command, so it cannot be saved as a verdict of its own; decide it once, and save a pattern with `bosun agent set {} 'Bash(…)=allow'` if you want one",
-            cut(a.preview.lines().next().unwrap_or_default(), 120),
-            a.agent_name
-        ));
+        return Err(VerdictError::NotOneCommand {
+            preview: cut(a.preview.lines().next().unwrap_or_default(), 120),
+            agent: a.agent_name.clone(),
+        });
     };
     let value = match which {
         AlwaysOrBlock::Always => Verdict::AlwaysAllow,
         AlwaysOrBlock::Block => Verdict::Blocked,
     };
-    let agents = agents.get().ok_or("the agents are starting; try again")?;
+    let setting = format!("{key}={value}");
+    let agents = agents.get().ok_or(VerdictError::Starting)?;
     ractor::call!(agents, |reply| AgentsMsg::Set {
         agent: agent.to_string(),
-        settings: vec![format!("{key}={value}")],
+        settings: vec![setting.clone()],
         reply
     })
-    .map_err(|e| format!("could not save the verdict: {e}"))?
+    .map_err(|e| VerdictError::Unanswered(e.to_string()))?
     .map(|_| ())
-    .map_err(|e| format!("could not save the verdict {key}={value}: {e}"))
+    .map_err(|why| VerdictError::Refused { setting, why })
+}
+
+/// Why [`set_verdict`] saved no verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum VerdictError {
+    #[error("the run has no agent to save a verdict on")]
+    NoAgent,
+    /// The call is not one plain command: `preview` is its first line, cut, and `agent` the
+    /// agent's name, for the pattern the person may save instead.
+    #[error(
+        "`{preview}` is not one plain command, so it cannot be saved as a verdict of its own; decide it once, and save a pattern with `bosun agent set {agent} 'Bash(…)=allow'` if you want one"
+    )]
+    NotOneCommand { preview: String, agent: String },
+    /// The Agents actor has not started: retrying in a moment helps.
+    #[error("the agents are starting; try again")]
+    Starting,
+    /// The Agents actor did not answer (what ractor said).
+    #[error("could not save the verdict: {0}")]
+    Unanswered(String),
+    /// The Agents actor refused the setting (`key=verdict`).
+    #[error("could not save the verdict {setting}: {why}")]
+    Refused {
+        setting: String,
+        why: bosun_agents::AgentsError,
+    },
+}
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<VerdictError> for String {
+    fn from(e: VerdictError) -> String {
+        e.to_string()
+    }
 }
 
 /// Argument names whose values are hidden wherever an approval is shown.

@@ -103,7 +103,7 @@ pub enum DiscoveryError {
     UnsafeEndpoint {
         field: &'static str,
         url: String,
-        why: String,
+        why: crate::web_address::SignInAddressError,
     },
 }
 
@@ -423,7 +423,7 @@ mod tests {
     /// bosun handed it to the browser and made it a link in the web UI.
     #[test]
     fn sign_in_addresses_are_https_or_plain_http_to_this_machine() {
-        use crate::web_address::check_sign_in_address as check;
+        use crate::web_address::{SignInAddressError, check_sign_in_address as check};
         let server = Url::parse("https://mcp.example.com/mcp").unwrap();
         assert_eq!(check("https://as.example.com/authorize", &server), Ok(()));
         assert_eq!(check("http://127.0.0.1:8080/authorize", &server), Ok(()));
@@ -436,17 +436,24 @@ mod tests {
             "data:text/html,<script>alert(1)</script>",
             "vbscript:msgbox",
         ] {
-            let why = check(bad, &server).unwrap_err();
+            let why = check(bad, &server).unwrap_err().to_string();
             assert!(
                 why.contains("which a browser would not open"),
                 "{bad}: {why}"
             );
         }
         let why = check("http://as.example.com/authorize", &server).unwrap_err();
-        assert!(why.contains("plain http:// to as.example.com"), "{why}");
         assert_eq!(
-            check("not an address", &server).unwrap_err(),
-            "is not an address"
+            why,
+            SignInAddressError::PlainHttpElsewhere("as.example.com".into())
+        );
+        assert!(
+            why.to_string().contains("plain http:// to as.example.com"),
+            "{why}"
+        );
+        assert_eq!(
+            check("not an address", &server).map_err(|e| e.to_string()),
+            Err("is not an address".into())
         );
         // A server the person allowed plain http for may have its sign-in on its own host.
         let plain = Url::parse("http://mcp.lan:8000/mcp").unwrap();

@@ -184,7 +184,7 @@ pub fn ath(token: &str) -> String {
 /// Whether a sign-in binds its tokens: `Ok(true)` where the authorization server offers ES256
 /// proofs, `Ok(false)` where it offers none (or others, and the resource does not require
 /// them), and the refusal in words where the resource requires DPoP and bosun cannot give it.
-pub fn wanted(metadata: &AsMetadata, required: bool) -> Result<bool, String> {
+pub fn wanted(metadata: &AsMetadata, required: bool) -> Result<bool, DpopUnmet> {
     let algs = &metadata.dpop_signing_alg_values_supported;
     if algs.iter().any(|a| a == ALG) {
         return Ok(true);
@@ -193,13 +193,26 @@ pub fn wanted(metadata: &AsMetadata, required: bool) -> Result<bool, String> {
         return Ok(false);
     }
     Err(if algs.is_empty() {
-        "the server requires DPoP-bound tokens (RFC 9449), but its authorization server does not say it takes DPoP proofs (`dpop_signing_alg_values_supported`); ask the server's operator to publish it".to_string()
+        DpopUnmet::NotOffered
     } else {
-        format!(
-            "the server requires DPoP-bound tokens (RFC 9449), and its authorization server takes proofs signed with {} only; bosun signs them with {ALG}",
-            algs.join(", ")
-        )
+        DpopUnmet::OtherAlgorithms(algs.clone())
     })
+}
+
+/// Why a sign-in cannot give the DPoP proofs its resource requires ([`wanted`]). Not
+/// retryable: the server's metadata must change.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DpopUnmet {
+    #[error(
+        "the server requires DPoP-bound tokens (RFC 9449), but its authorization server does not say it takes DPoP proofs (`dpop_signing_alg_values_supported`); ask the server's operator to publish it"
+    )]
+    NotOffered,
+    /// It takes proofs signed with these algorithms only, none of them ES256.
+    #[error(
+        "the server requires DPoP-bound tokens (RFC 9449), and its authorization server takes proofs signed with {} only; bosun signs them with {ALG}",
+        .0.join(", ")
+    )]
+    OtherAlgorithms(Vec<String>),
 }
 
 /// Which server a nonce is for.
@@ -531,10 +544,21 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(wanted(&m, false), Ok(false));
-        assert!(wanted(&m, true).unwrap_err().contains("requires DPoP"));
+        assert_eq!(wanted(&m, true), Err(DpopUnmet::NotOffered));
+        assert!(
+            wanted(&m, true)
+                .unwrap_err()
+                .to_string()
+                .contains("requires DPoP")
+        );
         m.dpop_signing_alg_values_supported = vec!["RS256".into()];
         assert_eq!(wanted(&m, false), Ok(false));
-        assert!(wanted(&m, true).unwrap_err().contains("RS256 only"));
+        assert!(
+            wanted(&m, true)
+                .unwrap_err()
+                .to_string()
+                .contains("RS256 only")
+        );
         m.dpop_signing_alg_values_supported.push("ES256".into());
         assert_eq!(wanted(&m, false), Ok(true));
     }

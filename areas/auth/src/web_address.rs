@@ -28,24 +28,38 @@ pub fn plain_http_elsewhere(url: &Url) -> Option<String> {
 /// must be `https:`, or plain `http:` to this machine, or to the host of `server` when the
 /// person allowed plain http for the server itself (`--allow-http`). Anything else (`javascript:`,
 /// `file:`, `data:`, plain http to another machine) is refused; `Err` says why, after the address.
-pub fn check_sign_in_address(text: &str, server: &Url) -> Result<(), String> {
+pub fn check_sign_in_address(text: &str, server: &Url) -> Result<(), SignInAddressError> {
+    use SignInAddressError as E;
     let Ok(url) = Url::parse(text.trim()) else {
-        return Err("is not an address".into());
+        return Err(E::NotAnAddress);
     };
     match url.scheme() {
         "https" if url.host().is_some() => Ok(()),
         "http" if url.host().is_some() => match plain_http_elsewhere(&url) {
             None => Ok(()),
             Some(_) if server.scheme() == "http" && url.host_str() == server.host_str() => Ok(()),
-            Some(host) => Err(format!(
-                "is plain http:// to {host}, another machine, over which the sign-in would cross the network unencrypted"
-            )),
+            Some(host) => Err(E::PlainHttpElsewhere(host)),
         },
-        "https" | "http" => Err("has no host".into()),
-        other => Err(format!(
-            "is a `{other}:` address, which a browser would not open as a web page"
-        )),
+        "https" | "http" => Err(E::NoHost),
+        other => Err(E::NotWeb(other.into())),
     }
+}
+
+/// Why [`check_sign_in_address`] refused an address; the text follows the address.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SignInAddressError {
+    #[error("is not an address")]
+    NotAnAddress,
+    /// Plain `http:` to this other host, which the person did not allow.
+    #[error(
+        "is plain http:// to {0}, another machine, over which the sign-in would cross the network unencrypted"
+    )]
+    PlainHttpElsewhere(String),
+    #[error("has no host")]
+    NoHost,
+    /// Of this scheme (`javascript`, `file`, `data`), not a web page.
+    #[error("is a `{0}:` address, which a browser would not open as a web page")]
+    NotWeb(String),
 }
 
 /// An address as bosun shows it anywhere: its query as `?…`, a user name or password as `…@`,

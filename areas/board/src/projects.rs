@@ -26,8 +26,8 @@ struct Checkout {
     origin: Option<String>,
 }
 
-fn inspect(folder: &Path) -> Result<Checkout, String> {
-    let top = git::toplevel(folder).map_err(|e| e.to_string())?;
+fn inspect(folder: &Path) -> Result<Checkout, git::GitError> {
+    let top = git::toplevel(folder)?;
     Ok(Checkout {
         default_branch: git::default_branch(&top),
         origin: git::origin_url(&top),
@@ -134,7 +134,7 @@ impl BoardState {
     }
 
     fn check_unique(&self, name: &str, not: Option<ProjectId>) -> Result<(), BoardError> {
-        check_name(name).map_err(bad)?;
+        check_name(name).map_err(|e| bad(e.to_string()))?;
         match self
             .projects
             .values()

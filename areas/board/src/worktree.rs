@@ -144,18 +144,23 @@ pub fn ensure(
 
 /// Removes the card's worktree (its branch stays). Unless `force`, one with changes not
 /// committed is left, and the answer says so.
-pub fn remove(repo: &Path, wt: &CardWorktree, force: bool) -> Result<(), String> {
+pub fn remove(repo: &Path, wt: &CardWorktree, force: bool) -> Result<(), Uncommitted> {
     let _one = changing();
     if !force && wt.path.is_dir() && git::dirty(&wt.path).unwrap_or(false) {
-        return Err(format!(
-            "its worktree {} has changes not committed to branch {}; commit them there first, or remove the card with --force to drop them",
-            wt.path.display(),
-            wt.branch
-        ));
+        return Err(Uncommitted(wt.clone()));
     }
     clear(repo, &wt.path, true);
     Ok(())
 }
+
+/// Why [`remove`] kept a worktree: it has changes not committed, which only `force` drops.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "its worktree {} has changes not committed to branch {}; commit them there first, or remove the card with --force to drop them",
+    .0.path.display(),
+    .0.branch
+)]
+pub struct Uncommitted(pub CardWorktree);
 
 /// Takes whatever is at `path` away, in git's list and on disk. Best effort: what is left is
 /// found again by the next [`ensure`] or [`sweep`].

@@ -68,7 +68,7 @@ pub enum ToolError {
     /// The `cli` named is not one bosun runs: from `create_agent`; the words are the shared
     /// crate's. Retrying with one it names helps.
     #[error("{0}")]
-    UnknownCli(String),
+    UnknownCli(bosun_shared::agents::UnknownCli),
     /// A status other than active or paused: from `set_agent_status`. Retrying with one of them
     /// helps.
     #[error("`{0}` is not a status: say active or paused")]

@@ -731,7 +731,8 @@ impl Connection {
                 }
             }
         };
-        tools::read_page(&raw, self.param_headers, seen).map_err(McpError::Protocol)
+        tools::read_page(&raw, self.param_headers, seen)
+            .map_err(|e| McpError::Protocol(e.to_string()))
     }
 
     /// Every tool, following `nextCursor` within the bounds; a malformed tool set aside with

@@ -36,22 +36,14 @@ pub fn read_page(
     result: &Value,
     headers: bool,
     seen: &mut HashSet<String>,
-) -> Result<Page, String> {
+) -> Result<Page, PageError> {
     let Some(items) = result.get("tools").and_then(Value::as_array) else {
-        return Err(format!(
-            "its answer to tools/list has no list of tools: {}",
-            cut(&result.to_string(), 160)
-        ));
+        return Err(PageError::NoTools(cut(&result.to_string(), 160)));
     };
     let next_cursor = match result.get("nextCursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => Some(c.clone()),
-        Some(other) => {
-            return Err(format!(
-                "its answer to tools/list has a nextCursor that is not a string: {}",
-                cut(&other.to_string(), 80)
-            ));
-        }
+        Some(other) => return Err(PageError::BadCursor(cut(&other.to_string(), 80))),
     };
     let mut page = Page {
         next_cursor,
@@ -92,32 +84,65 @@ pub fn read_page(
     Ok(page)
 }
 
+/// Why [`read_page`] found an answer to `tools/list` not to be a listing at all; each carries
+/// the start of what the server sent.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PageError {
+    #[error("its answer to tools/list has no list of tools: {0}")]
+    NoTools(String),
+    #[error("its answer to tools/list has a nextCursor that is not a string: {0}")]
+    BadCursor(String),
+}
+
 /// The rules of the 2026-07-28 revision for `x-mcp-header`: on a property reached from the
 /// schema's root through `properties` alone, a non-empty HTTP token, unique whatever its case,
 /// on a property of a primitive type (string, integer, boolean).
-pub fn check_param_headers(schema: &Value) -> Result<(), String> {
+pub fn check_param_headers(schema: &Value) -> Result<(), HeaderRuleError> {
     let Some(root) = schema.as_object() else {
         return Ok(());
     };
     if root.contains_key("x-mcp-header") {
-        return Err("x-mcp-header is on the schema itself, not on a property".into());
+        return Err(HeaderRuleError::OnSchema);
     }
     let mut seen = HashSet::new();
     let mut chain = Vec::new();
     walk_properties(root.get("properties"), &mut chain, &mut seen)?;
     if off_chain(schema, true) {
-        return Err(
-            "an x-mcp-header is on a schema that is not reached through `properties` alone".into(),
-        );
+        return Err(HeaderRuleError::OffChain);
     }
     Ok(())
+}
+
+/// Which `x-mcp-header` rule of [`check_param_headers`] a schema breaks; `at` is the property's
+/// path (`a.b`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderRuleError {
+    #[error("x-mcp-header is on the schema itself, not on a property")]
+    OnSchema,
+    #[error("an x-mcp-header is on a schema that is not reached through `properties` alone")]
+    OffChain,
+    #[error("on property `{at}` it is not a string")]
+    NotString { at: String },
+    #[error("on property `{at}` it is empty")]
+    Empty { at: String },
+    #[error("on property `{at}`, `{header}` is not a valid HTTP header name")]
+    NotToken { at: String, header: String },
+    #[error("on property `{at}`, `{header}` is used twice (whatever the case)")]
+    Twice { at: String, header: String },
+    #[error("property `{at}` is of type {ty}; only a string, integer or boolean can be a header")]
+    NotPrimitive { at: String, ty: String },
+    #[error(
+        "property `{at}` has no single type; only a string, integer or boolean can be a header"
+    )]
+    NoType { at: String },
 }
 
 fn walk_properties(
     properties: Option<&Value>,
     chain: &mut Vec<String>,
     seen: &mut HashSet<String>,
-) -> Result<(), String> {
+) -> Result<(), HeaderRuleError> {
+    use HeaderRuleError as E;
     let Some(Value::Object(props)) = properties else {
         return Ok(());
     };
@@ -126,33 +151,22 @@ fn walk_properties(
         if let Some(header) = prop.get("x-mcp-header") {
             let at = chain.join(".");
             let Value::String(header) = header else {
-                return Err(format!("on property `{at}` it is not a string"));
+                return Err(E::NotString { at });
             };
+            let header = header.clone();
             if header.is_empty() {
-                return Err(format!("on property `{at}` it is empty"));
+                return Err(E::Empty { at });
             }
             if !header.chars().all(is_token_char) {
-                return Err(format!(
-                    "on property `{at}`, `{header}` is not a valid HTTP header name"
-                ));
+                return Err(E::NotToken { at, header });
             }
             if !seen.insert(header.to_ascii_lowercase()) {
-                return Err(format!(
-                    "on property `{at}`, `{header}` is used twice (whatever the case)"
-                ));
+                return Err(E::Twice { at, header });
             }
             match prop.get("type").and_then(Value::as_str) {
                 Some("string" | "integer" | "boolean") => {}
-                Some(other) => {
-                    return Err(format!(
-                        "property `{at}` is of type {other}; only a string, integer or boolean can be a header"
-                    ));
-                }
-                None => {
-                    return Err(format!(
-                        "property `{at}` has no single type; only a string, integer or boolean can be a header"
-                    ));
-                }
+                Some(ty) => return Err(E::NotPrimitive { at, ty: ty.into() }),
+                None => return Err(E::NoType { at }),
             }
         }
         walk_properties(prop.get("properties"), chain, seen)?;

@@ -384,7 +384,8 @@ impl Remote {
             });
         }
         let issued = self.ca.issue_run(run)?;
-        let cert_digest = cert_digest_pem(&issued.cert_pem).map_err(PlacementError::Certificate)?;
+        let cert_digest = cert_digest_pem(&issued.cert_pem)
+            .map_err(|e| PlacementError::Certificate(e.to_string()))?;
         let link = RemoteLink {
             run_id: run,
             token: token.clone(),

@@ -95,6 +95,21 @@ pub enum StoreError {
     Closed,
 }
 
+/// Why [`Store::reopen`] could not open the store again; the writer tries again later.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReopenError {
+    /// The file cannot be opened for writing (a read-only directory): the handle is kept.
+    #[error("bosund cannot open its store for writing ({0}); it tries again")]
+    NotWritable(std::io::Error),
+    #[error("a read held bosund's store for 5 s; it tries again")]
+    ReadHeld,
+    /// The store is closed until a later try opens it.
+    #[error(
+        "bosund could not open its store again after a failed save ({0}); it tries again every second"
+    )]
+    Open(StoreError),
+}
+
 macro_rules! from_redb {
     ($($t:ty),*) => {$(
         impl From<$t> for StoreError {
@@ -187,13 +202,11 @@ impl Store {
     /// go before the new one is taken); a read under way on it fails once, and the next read
     /// uses the new one. A file that cannot be opened for writing (a read-only directory) is
     /// left as it was, still readable, and tried again later. Called by the writer thread
-    /// only, between commits; `Err` says why in plain words.
-    pub(crate) fn reopen(&self) -> Result<(), String> {
+    /// only, between commits; `Err` says why.
+    pub(crate) fn reopen(&self) -> Result<(), ReopenError> {
         // Not openable for writing: keep the handle we have, which still reads.
         if let Err(e) = std::fs::OpenOptions::new().write(true).open(&self.path) {
-            return Err(format!(
-                "bosund cannot open its store for writing ({e}); it tries again"
-            ));
+            return Err(ReopenError::NotWritable(e));
         }
         let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
         // Readers take a clone of the handle only to begin a read, so the last clone goes
@@ -203,7 +216,7 @@ impl Store {
             && Arc::strong_count(db) > 1
         {
             if std::time::Instant::now() > deadline {
-                return Err("a read held bosund's store for 5 s; it tries again".into());
+                return Err(ReopenError::ReadHeld);
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
@@ -216,11 +229,9 @@ impl Store {
                 Ok(())
             }
             Err(e) => {
-                let why = format!(
-                    "bosund could not open its store again after a failed save ({e}); it tries again every second"
-                );
-                *slot = Handle::Closed(why.clone());
-                Err(why)
+                let e = ReopenError::Open(e);
+                *slot = Handle::Closed(e.to_string());
+                Err(e)
             }
         }
     }

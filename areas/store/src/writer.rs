@@ -359,7 +359,7 @@ impl Writer {
             return;
         }
         let commit = self.commit_refusing(records.iter().map(|(changes, _, _)| changes));
-        let results: Vec<Result<(), String>> = match commit {
+        let results: Vec<Result<(), StoreError>> = match commit {
             Ok(()) => records.iter().map(|_| Ok(())).collect(),
             // One of several may be what does not fit: each is tried again alone.
             Err(_) if records.len() > 1 => records
@@ -378,17 +378,18 @@ impl Writer {
                 let _ = self.syncer.send(job);
             }
             if let Some(done) = done {
-                done(result.map_err(StoreError::CommitFailed));
+                done(result);
             }
         }
     }
 
-    /// Commits, or refuses as a whole with the reason in plain words, says so in the health,
-    /// and opens the store again after a failure (redb writes nothing more until then).
+    /// Commits, or refuses as a whole with the reason in plain words ([`StoreError::CommitFailed`]),
+    /// says so in the health, and opens the store again after a failure (redb writes nothing
+    /// more until then).
     fn commit_refusing<'a>(
         &mut self,
         groups: impl Iterator<Item = &'a Vec<Change>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         if self.needs_reopen {
             self.reopen();
         }
@@ -412,7 +413,7 @@ impl Writer {
                     self.needs_reopen = true;
                     self.reopen();
                 }
-                Err(why)
+                Err(StoreError::CommitFailed(why))
             }
         }
     }
@@ -426,7 +427,7 @@ impl Writer {
             }
             Err(why) => {
                 tracing::error!(%why, "could not open the store again");
-                self.health.commit_failed(&why);
+                self.health.commit_failed(&why.to_string());
             }
         }
     }
@@ -631,7 +632,7 @@ mod tests {
     use bosun_shared::run::Stream;
 
     use super::*;
-    use crate::logfile::{LogReader, check_records};
+    use crate::logfile::{LogReader, RecordsError, check_records};
 
     fn chunk(seq: u64) -> Arc<LogChunk> {
         Arc::new(LogChunk {
@@ -729,8 +730,9 @@ mod tests {
         let mut bad = good.clone();
         let last = bad.len() - 1;
         bad[last] ^= 0xff;
+        assert_eq!(check_records(&bad), Err(RecordsError::BadChecksum(2)));
         assert_eq!(
-            check_records(&bad),
+            check_records(&bad).map_err(|e| e.to_string()),
             Err("chunk 2 does not check out".into())
         );
         assert!(check_records(&good[..good.len() - 3]).is_err());

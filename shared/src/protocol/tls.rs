@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use rustls::RootCertStore;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::server::WebPkiClientVerifier;
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, InvalidDnsNameError, PrivateKeyDer, ServerName};
+use rustls::server::{VerifierBuilderError, WebPkiClientVerifier};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -48,48 +48,48 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
-fn certs(pem: &str, what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+fn certs(pem: &str, what: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("{what} is not a PEM certificate: {e}"))?;
+        .map_err(|why| TlsError::NotCertificate { what, why })?;
     if certs.is_empty() {
-        return Err(format!("{what} holds no certificate"));
+        return Err(TlsError::NoCertificate(what));
     }
     Ok(certs)
 }
 
-fn key(pem: &str, what: &str) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_slice(pem.as_bytes())
-        .map_err(|e| format!("{what} is not a PEM private key: {e}"))
+fn key(pem: &str, what: &'static str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_slice(pem.as_bytes()).map_err(|why| TlsError::NotKey { what, why })
 }
 
-fn roots(ca_pem: &str) -> Result<RootCertStore, String> {
+fn roots(ca_pem: &str) -> Result<RootCertStore, TlsError> {
     let mut roots = RootCertStore::empty();
     for cert in certs(ca_pem, "bosund's CA")? {
-        roots
-            .add(cert)
-            .map_err(|e| format!("bosund's CA certificate is not usable: {e}"))?;
+        roots.add(cert).map_err(TlsError::UnusableCa)?;
     }
     Ok(roots)
 }
 
 /// The runner's side: trusts only bosund's CA and presents the run's certificate.
-pub fn client_config(link: &RemoteLink) -> Result<Arc<rustls::ClientConfig>, String> {
+pub fn client_config(link: &RemoteLink) -> Result<Arc<rustls::ClientConfig>, TlsError> {
     let config = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(TlsError::Versions)?
         .with_root_certificates(roots(&link.ca_pem)?)
         .with_client_auth_cert(
             certs(&link.cert_pem, "the run's certificate")?,
             key(&link.key_pem, "the run's key")?,
         )
-        .map_err(|e| format!("the run's certificate and key do not go together: {e}"))?;
+        .map_err(|why| TlsError::Mismatch {
+            whose: "the run's",
+            why,
+        })?;
     Ok(Arc::new(config))
 }
 
 /// The name the runner checks on bosund's certificate.
-pub fn server_name() -> Result<ServerName<'static>, String> {
-    ServerName::try_from(SERVER_NAME).map_err(|e| format!("bad server name {SERVER_NAME}: {e}"))
+pub fn server_name() -> Result<ServerName<'static>, TlsError> {
+    ServerName::try_from(SERVER_NAME).map_err(TlsError::ServerName)
 }
 
 /// bosund's side: its server certificate, and a client certificate signed by its CA required of
@@ -98,28 +98,64 @@ pub fn server_config(
     ca_pem: &str,
     cert_pem: &str,
     key_pem: &str,
-) -> Result<Arc<rustls::ServerConfig>, String> {
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let verifier =
         WebPkiClientVerifier::builder_with_provider(Arc::new(roots(ca_pem)?), provider())
             .build()
-            .map_err(|e| format!("could not set up client certificate checks: {e}"))?;
+            .map_err(TlsError::Verifier)?;
     let config = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(TlsError::Versions)?
         .with_client_cert_verifier(verifier)
         .with_single_cert(
             certs(cert_pem, "bosund's certificate")?,
             key(key_pem, "bosund's key")?,
         )
-        .map_err(|e| format!("bosund's certificate and key do not go together: {e}"))?;
+        .map_err(|why| TlsError::Mismatch {
+            whose: "bosund's",
+            why,
+        })?;
     Ok(Arc::new(config))
 }
 
 /// The SHA-256 of a certificate in PEM form (its DER bytes), hex: what bosund keeps of the
 /// certificate it issued a run, to know it again.
-pub fn cert_digest_pem(pem: &str) -> Result<String, String> {
+pub fn cert_digest_pem(pem: &str) -> Result<String, TlsError> {
     let certs = certs(pem, "the certificate")?;
     Ok(cert_digest(&certs[0]))
+}
+
+/// Why a TLS setting of the runner link could not be made; `what` and `whose` name the PEM
+/// (`bosund's CA`, `the run's key`).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{what} is not a PEM certificate: {why}")]
+    NotCertificate { what: &'static str, why: pem::Error },
+    #[error("{0} holds no certificate")]
+    NoCertificate(&'static str),
+    #[error("{what} is not a PEM private key: {why}")]
+    NotKey { what: &'static str, why: pem::Error },
+    #[error("bosund's CA certificate is not usable: {0}")]
+    UnusableCa(rustls::Error),
+    /// The crypto provider offers none of the protocol versions asked for.
+    #[error("{0}")]
+    Versions(rustls::Error),
+    #[error("{whose} certificate and key do not go together: {why}")]
+    Mismatch {
+        whose: &'static str,
+        why: rustls::Error,
+    },
+    #[error("bad server name {SERVER_NAME}: {0}")]
+    ServerName(InvalidDnsNameError),
+    #[error("could not set up client certificate checks: {0}")]
+    Verifier(VerifierBuilderError),
+}
+
+/// The sentence, for the callers that pass a refusal on as text.
+impl From<TlsError> for String {
+    fn from(e: TlsError) -> String {
+        e.to_string()
+    }
 }
 
 /// The SHA-256 of a certificate's DER bytes, hex.

@@ -414,7 +414,7 @@ fn absolute(p: PathBuf) -> anyhow::Result<PathBuf> {
 }
 
 async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
-    let cli: CliKind = a.cli.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let cli: CliKind = a.cli.parse()?;
     let s = &a.setup;
     let params = AgentParams {
         name: a.name,

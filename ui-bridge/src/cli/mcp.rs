@@ -93,7 +93,7 @@ pub enum McpCommand {
         #[arg(long, conflicts_with = "tools")]
         all_tools: bool,
         /// A capability: resources, completions, logging (repeatable)
-        #[arg(long = "capability", value_name = "NAME", value_parser = parse_capability)]
+        #[arg(long = "capability", value_name = "NAME", value_parser = Capability::parse)]
         capabilities: Vec<Capability>,
         #[arg(long)]
         json: bool,
@@ -407,7 +407,7 @@ pub struct GatewayArgs {
     max_result: Option<u64>,
     /// The capabilities runs get, comma-separated: tools, prompts, resources, completions,
     /// logging (replaces them; default tools,prompts)
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_capability)]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = Capability::parse)]
     capabilities: Option<Vec<Capability>>,
     /// What becomes of the server's requests for the person's input (an elicitation form):
     /// deny (the default) or ask (each waits in the inbox for the person to fill it in)
@@ -417,10 +417,6 @@ pub struct GatewayArgs {
     /// (the default) or ask (each waits in the inbox; once allowed, the run's CLI answers it)
     #[arg(long, value_name = "POLICY", value_parser = AskPolicy::parse)]
     sampling: Option<AskPolicy>,
-}
-
-fn parse_capability(s: &str) -> Result<Capability, String> {
-    Capability::parse(s)
 }
 
 impl GatewayArgs {
@@ -843,14 +839,15 @@ async fn sign_in_flow(
             new_client,
         })
         .await?;
+    // Asked not to, or it could not: the person opens the page.
     let opened = if no_browser {
-        Err("asked not to".to_string())
+        None
     } else {
-        open_browser(&url).await
+        super::ui::open_browser(&url).await.ok()
     };
     match opened {
-        Ok(how) => eprintln!("bosun: opened the sign-in page for {name} with {how}"),
-        Err(_) => eprintln!("bosun: open this page to sign in to {name}:\n\n  {url}\n"),
+        Some(how) => eprintln!("bosun: opened the sign-in page for {name} with {how}"),
+        None => eprintln!("bosun: open this page to sign in to {name}:\n\n  {url}\n"),
     }
     if let Some(w) = &warning {
         eprintln!("bosun: warning: {w}");
@@ -912,55 +909,6 @@ async fn sign_in_machine(
         );
     }
     done(json, &server, "signed in as a machine (client credentials)")
-}
-
-/// How long the browser opener has to say whether it opened the page.
-const OPENER_LIMIT: Duration = Duration::from_secs(10);
-
-/// Opens `url` with `$BROWSER` when set, else the system opener; says which, or why not.
-///
-/// The opener starts the person's own browser, so unlike the helpers bosund starts it is never
-/// killed: it gets a process group of its own (a Ctrl-C during the wait for the sign-in does not
-/// reach a browser it started), and bosun waits at most [`OPENER_LIMIT`] for its answer. One
-/// still running then (a browser that stays in the foreground) has opened the page.
-async fn open_browser(url: &str) -> Result<String, String> {
-    // bosund refuses a sign-in address that is not https:// (or http:// to this machine); this
-    // opens nothing else whatever bosund answered (an opener runs `javascript:` and `file:`).
-    let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
-    if !matches!(scheme.as_deref(), Some("https" | "http")) {
-        return Err(format!(
-            "`{url}` is not an http(s) address, so bosun does not open it"
-        ));
-    }
-    let (program, args): (String, Vec<String>) = match std::env::var("BROWSER") {
-        Ok(b) if !b.trim().is_empty() => {
-            // $BROWSER may be a command with arguments, and may say where the address goes.
-            let mut parts = b.split_whitespace().map(str::to_string);
-            let program = parts.next().unwrap_or_default();
-            let mut args: Vec<String> = parts.collect();
-            if args.iter().any(|a| a.contains("%s")) {
-                args = args.into_iter().map(|a| a.replace("%s", url)).collect();
-            } else {
-                args.push(url.to_string());
-            }
-            (program, args)
-        }
-        Ok(_) | Err(_) => ("xdg-open".to_string(), vec![url.to_string()]),
-    };
-    let mut opener = tokio::process::Command::new(&program)
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("{program}: {e}"))?;
-    match tokio::time::timeout(OPENER_LIMIT, opener.wait()).await {
-        Ok(Ok(status)) if status.success() => Ok(program),
-        Ok(Ok(status)) => Err(format!("{program} exited with {status}")),
-        Ok(Err(e)) => Err(format!("{program}: {e}")),
-        Err(_) => Ok(program),
-    }
 }
 
 #[derive(Clone, Copy)]

@@ -132,9 +132,14 @@ WantedBy=default.target
 }
 
 /// Runs `program args` with a deadline; its output when it succeeded, `Err` with why not.
-fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = output_blocking(Command::new(program).args(args), SYSTEMCTL_LIMIT)
-        .map_err(|e| format!("{program}: {e}"))?;
+fn run(program: &str, args: &[&str]) -> Result<String, RunError> {
+    let out =
+        output_blocking(Command::new(program).args(args), SYSTEMCTL_LIMIT).map_err(|why| {
+            RunError::Run {
+                program: program.into(),
+                why,
+            }
+        })?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -143,8 +148,25 @@ fn run(program: &str, args: &[&str]) -> Result<String, String> {
     if out.status.success() {
         Ok(text)
     } else {
-        Err(format!("{program} {}: {}", args.join(" "), text.trim()))
+        Err(RunError::Failed {
+            command: format!("{program} {}", args.join(" ")),
+            output: text.trim().into(),
+        })
     }
+}
+
+/// Why [`run`] got no output.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    /// It could not be started, or ran past its deadline.
+    #[error("{program}: {why}")]
+    Run {
+        program: String,
+        why: bosun_shared::process::HelperError,
+    },
+    /// It said no: the command line, and what it printed.
+    #[error("{command}: {output}")]
+    Failed { command: String, output: String },
 }
 
 /// Whether `systemctl --user` reaches a user manager.
@@ -207,7 +229,7 @@ pub async fn install(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode> {
     let systemd = super::doctor::find("systemctl").is_some() && user_manager();
     for args in [&["--user", "daemon-reload"][..], enable] {
         if systemd {
-            run("systemctl", args).map_err(anyhow::Error::msg)?;
+            run("systemctl", args)?;
             ran.push(format!("systemctl {}", args.join(" ")));
         } else {
             to_run.push(format!("systemctl {}", args.join(" ")));
@@ -273,13 +295,13 @@ pub fn uninstall(json: bool) -> anyhow::Result<ExitCode> {
     if systemd {
         // Stopping the unit stops bosund by SIGTERM, and every run with it.
         let args = ["--user", "disable", "--now", UNIT];
-        run("systemctl", &args).map_err(anyhow::Error::msg)?;
+        run("systemctl", &args)?;
         ran.push(format!("systemctl {}", args.join(" ")));
     }
     std::fs::remove_file(&path).with_context(|| format!("could not remove {}", path.display()))?;
     if systemd {
         let args = ["--user", "daemon-reload"];
-        run("systemctl", &args).map_err(anyhow::Error::msg)?;
+        run("systemctl", &args)?;
         ran.push(format!("systemctl {}", args.join(" ")));
     }
     if json {

@@ -216,9 +216,19 @@ fn stop(dirs: &StateDir) -> anyhow::Result<ExitCode> {
 const OPENER_LIMIT: Duration = Duration::from_secs(10);
 
 /// Opens `url` with `$BROWSER` (a command, `%s` standing for the address if given), else
-/// `xdg-open`. The opener starts the person's own browser: it gets a process group of its own
-/// and is never killed; bosun waits at most [`OPENER_LIMIT`] for its answer.
-async fn open_browser(url: &str) -> Result<String, String> {
+/// `xdg-open`; says which. Used by `bosun ui` and `bosun mcp sign-in`.
+///
+/// The opener starts the person's own browser, so unlike the helpers bosund starts it is never
+/// killed: it gets a process group of its own (a Ctrl-C during the wait for a sign-in does not
+/// reach a browser it started), and bosun waits at most [`OPENER_LIMIT`] for its answer. One
+/// still running then (a browser that stays in the foreground) has opened the page.
+pub(super) async fn open_browser(url: &str) -> Result<String, OpenError> {
+    // bosund refuses a sign-in address that is not https:// (or http:// to this machine); this
+    // opens nothing else whatever bosund answered (an opener runs `javascript:` and `file:`).
+    let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
+    if !matches!(scheme.as_deref(), Some("https" | "http")) {
+        return Err(OpenError::NotWeb(url.into()));
+    }
     let (program, args): (String, Vec<String>) = match std::env::var("BROWSER") {
         Ok(b) if !b.trim().is_empty() => {
             let mut parts = b.split_whitespace().map(str::to_string);
@@ -233,18 +243,40 @@ async fn open_browser(url: &str) -> Result<String, String> {
         }
         Ok(_) | Err(_) => ("xdg-open".to_string(), vec![url.to_string()]),
     };
-    let mut opener = tokio::process::Command::new(&program)
+    let spawned = tokio::process::Command::new(&program)
         .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
-        .spawn()
-        .map_err(|e| format!("{program}: {e}"))?;
+        .spawn();
+    let mut opener = match spawned {
+        Ok(opener) => opener,
+        Err(why) => return Err(OpenError::Run { program, why }),
+    };
     match tokio::time::timeout(OPENER_LIMIT, opener.wait()).await {
         Ok(Ok(status)) if status.success() => Ok(program),
-        Ok(Ok(status)) => Err(format!("{program} exited with {status}")),
-        Ok(Err(e)) => Err(format!("{program}: {e}")),
+        Ok(Ok(status)) => Err(OpenError::Failed { program, status }),
+        Ok(Err(why)) => Err(OpenError::Run { program, why }),
         Err(_) => Ok(program),
     }
+}
+
+/// Why [`open_browser`] opened no page; the person opens the address themselves.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum OpenError {
+    /// Not an `http:` or `https:` address: never handed to an opener.
+    #[error("`{0}` is not an http(s) address, so bosun does not open it")]
+    NotWeb(String),
+    /// The opener could not be started, or waited for.
+    #[error("{program}: {why}")]
+    Run {
+        program: String,
+        why: std::io::Error,
+    },
+    #[error("{program} exited with {status}")]
+    Failed {
+        program: String,
+        status: std::process::ExitStatus,
+    },
 }

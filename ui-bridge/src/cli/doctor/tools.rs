@@ -16,13 +16,11 @@ const VERSION_LIMIT: Duration = Duration::from_secs(10);
 
 /// The first line `program args` prints (stdout, else stderr), with a deadline; `Err` says
 /// why there is none.
-async fn first_line(program: PathBuf, args: &'static [&'static str]) -> Result<String, String> {
+async fn first_line(program: PathBuf, args: &'static [&'static str]) -> Result<String, NoLine> {
     let out = tokio::task::spawn_blocking(move || {
         bosun_shared::process::output_blocking(Command::new(&program).args(args), VERSION_LIMIT)
     })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())?;
+    .await??;
     let text = if out.stdout.iter().any(|b| !b.is_ascii_whitespace()) {
         out.stdout
     } else {
@@ -37,8 +35,27 @@ async fn first_line(program: PathBuf, args: &'static [&'static str]) -> Result<S
     if out.status.success() {
         Ok(line)
     } else {
-        Err(format!("{} ({line})", out.status))
+        Err(NoLine::Failed {
+            status: out.status,
+            line,
+        })
     }
+}
+
+/// Why [`first_line`] has no line to show.
+#[derive(Debug, thiserror::Error)]
+enum NoLine {
+    #[error("{0}")]
+    Join(#[from] tokio::task::JoinError),
+    /// It could not be started, or ran past its deadline.
+    #[error("{0}")]
+    Run(#[from] bosun_shared::process::HelperError),
+    /// It exited unsuccessfully, with this first line.
+    #[error("{status} ({line})")]
+    Failed {
+        status: std::process::ExitStatus,
+        line: String,
+    },
 }
 
 /// Claude Code, Codex and Gemini CLI: found, and their versions. Missing fails when an agent of
