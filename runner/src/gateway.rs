@@ -137,21 +137,58 @@ pub fn shim(args: &[String]) -> ExitCode {
 // ---------------------------------------------------------------------------------------------
 // The runner's end.
 
+/// Why the gateway could not be set up for the run.
+#[derive(Debug, thiserror::Error)]
+pub enum SetUpError {
+    #[error("could not clear {}: {source}", path.display())]
+    Clear {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not open bosun's MCP gateway at {}: {source}", path.display())]
+    Bind {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not find bosun-runner's own program: {0}")]
+    OwnProgram(std::io::Error),
+}
+
+/// Why a server could not be started (again).
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("no program `{0}` (looked in the run's PATH)")]
+    NoProgram(String),
+    #[error("{0}")]
+    Spawn(std::io::Error),
+    #[error("its pipes could not be opened")]
+    NoPipes,
+    #[error("bosun's bridge to it would not start ({0})")]
+    Bridge(std::io::Error),
+    #[error("it is gone")]
+    Gone,
+    #[error("it would not take `initialize` ({0})")]
+    InitRefused(std::io::Error),
+    #[error("it exited before it answered `initialize`")]
+    ExitedBeforeInit,
+    #[error("{0}")]
+    Read(std::io::Error),
+    #[error("it did not answer `initialize` within {} s", RESTART_INIT.as_secs())]
+    InitTimedOut,
+}
+
 /// The gateway's socket in the run's folder, bound before the CLI starts.
-pub fn bind(run_dir: &Path) -> Result<(UnixListener, PathBuf), String> {
+pub fn bind(run_dir: &Path) -> Result<(UnixListener, PathBuf), SetUpError> {
     let path = run_dir.join(SOCKET_FILE);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("could not clear {}: {e}", path.display())),
+        Err(source) => return Err(SetUpError::Clear { path, source }),
     }
-    let listener = UnixListener::bind(&path).map_err(|e| {
-        format!(
-            "could not open bosun's MCP gateway at {}: {e}",
-            path.display()
-        )
-    })?;
-    Ok((listener, path))
+    match UnixListener::bind(&path) {
+        Ok(listener) => Ok((listener, path)),
+        Err(source) => Err(SetUpError::Bind { path, source }),
+    }
 }
 
 /// What every connection of the run shares.
@@ -726,7 +763,7 @@ impl Conn<'_> {
                 match self.start(from_server).await {
                     Ok(()) => {}
                     Err(why) => {
-                        self.fail_start(line, &why).await;
+                        self.fail_start(line, &why.to_string()).await;
                         return;
                     }
                 }
@@ -768,7 +805,10 @@ impl Conn<'_> {
     }
 
     /// Starts the server; one started again is given the CLI's `initialize` first.
-    async fn start(&mut self, from_server: &mut Option<Lines<ChildStdout>>) -> Result<(), String> {
+    async fn start(
+        &mut self,
+        from_server: &mut Option<Lines<ChildStdout>>,
+    ) -> Result<(), StartError> {
         // A server reached by address is reached through bosun's bridge, a stdio server of
         // bosun's own that takes where and how on its stdin (never in its arguments or
         // environment): the runner itself stays small.
@@ -818,19 +858,16 @@ impl Conn<'_> {
         }
         let mut child = cmd.spawn().map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                format!("no program `{command}` (looked in the run's PATH)")
+                StartError::NoProgram(command.to_string())
             } else {
-                e.to_string()
+                StartError::Spawn(e)
             }
         })?;
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err("its pipes could not be opened".into());
+            return Err(StartError::NoPipes);
         };
         if let Some(first) = first {
-            stdin
-                .write_all(&first)
-                .await
-                .map_err(|e| format!("bosun's bridge to it would not start ({e})"))?;
+            stdin.write_all(&first).await.map_err(StartError::Bridge)?;
             // What the bridge says (a session opened again, a message it could not deliver)
             // goes to the run's log.
             if let Some(err) = child.stderr.take() {
@@ -861,19 +898,19 @@ impl Conn<'_> {
         &mut self,
         mut init: Value,
         lines: &mut Lines<ChildStdout>,
-    ) -> Result<(), String> {
+    ) -> Result<(), StartError> {
         self.own += 1;
         let id = format!("bosun-gateway-{}", self.own);
         init["id"] = json!(id);
         let Some(run) = self.running.as_mut() else {
-            return Err("it is gone".into());
+            return Err(StartError::Gone);
         };
         let mut line = serde_json::to_vec(&init).unwrap_or_default();
         line.push(b'\n');
         run.stdin
             .write_all(&line)
             .await
-            .map_err(|e| format!("it would not take `initialize` ({e})"))?;
+            .map_err(StartError::InitRefused)?;
         let answered = tokio::time::timeout(RESTART_INIT, async {
             loop {
                 match lines.next().await {
@@ -883,18 +920,13 @@ impl Conn<'_> {
                             return Ok(());
                         }
                     }
-                    Ok(None) => return Err("it exited before it answered `initialize`".into()),
-                    Err(e) => return Err(e.to_string()),
+                    Ok(None) => return Err(StartError::ExitedBeforeInit),
+                    Err(e) => return Err(StartError::Read(e)),
                 }
             }
         })
         .await
-        .unwrap_or_else(|_| {
-            Err(format!(
-                "it did not answer `initialize` within {} s",
-                RESTART_INIT.as_secs()
-            ))
-        });
+        .unwrap_or(Err(StartError::InitTimedOut));
         answered?;
         if self.initialized
             && let Some(run) = self.running.as_mut()
@@ -1489,9 +1521,8 @@ fn describe_exit(st: std::process::ExitStatus) -> String {
 /// The plan's placeholders for the gateway ([`RUNNER_EXE`](bosun_shared::gateway::RUNNER_EXE),
 /// [`SOCKET`](bosun_shared::gateway::SOCKET)) written in, wherever the CLI's configuration
 /// names them: its arguments, environment and files.
-pub fn fill_in(plan: &mut LaunchPlan, socket: &Path) -> Result<(), String> {
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("could not find bosun-runner's own program: {e}"))?;
+pub fn fill_in(plan: &mut LaunchPlan, socket: &Path) -> Result<(), SetUpError> {
+    let exe = std::env::current_exe().map_err(SetUpError::OwnProgram)?;
     let (exe, socket) = (exe.display().to_string(), socket.display().to_string());
     let fill = |s: &str| {
         s.replace(bosun_shared::gateway::RUNNER_EXE, &exe)

@@ -116,41 +116,128 @@ enum Start {
     Remote(tls::RemoteLink, std::path::PathBuf),
 }
 
-async fn start() -> Result<Start, String> {
+/// Why the runner could not begin a run: said on its stderr, which bosund keeps.
+#[derive(Debug, thiserror::Error)]
+enum RunnerError {
+    #[error("no launch plan arrived on stdin")]
+    NoPlan,
+    #[error("the launch plan on stdin is not valid: {0}")]
+    BadPlan(bosun_shared::protocol::frame::FrameError),
+    #[error("could not read the link file {}: {source}", path.display())]
+    ReadLink {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the link file {} is not valid: {source}", path.display())]
+    BadLink {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("the link file {} has no folder", .0.display())]
+    LinkNoFolder(std::path::PathBuf),
+    #[error(
+        "bosun-runner is started by bosund: with no arguments (the plan on stdin), or with `--remote LINK-FILE` on another host"
+    )]
+    Usage,
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
+    #[error("the link ended before the plan came")]
+    NoPlanOverLink,
+    #[error("bosund ended the run instead of handing over its plan (`bosun show` says why)")]
+    EndedBeforePlan,
+    #[error("bosund refused this run: {0}")]
+    Refused(String),
+    #[error("the link failed: {0}")]
+    LinkFailed(tokio::task::JoinError),
+}
+
+/// Why the run's program could not be started: said as the run's end.
+#[derive(Debug, thiserror::Error)]
+enum LaunchError {
+    #[error(transparent)]
+    Gateway(#[from] gateway::SetUpError),
+    #[error("could not write {}: {source}", path.display())]
+    WriteFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not start `{program}`: the working directory {} does not exist", cwd.display())]
+    NoFolder {
+        program: String,
+        cwd: std::path::PathBuf,
+    },
+    #[error("could not make {} for the run: {source}", dir.display())]
+    MakeFolder {
+        dir: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("could not start `{program}`: {}", spawn_words(source))]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+}
+
+/// Why a program would not start, in words.
+fn spawn_words(e: &std::io::Error) -> String {
+    let kind = e.kind();
+    if kind == std::io::ErrorKind::NotFound {
+        "no such program (looked in the run's PATH)".to_string()
+    } else if kind == std::io::ErrorKind::PermissionDenied {
+        "permission denied".to_string()
+    } else {
+        e.to_string()
+    }
+}
+
+/// Why the runner's own log file could not be flushed to disk.
+#[derive(Debug, thiserror::Error)]
+enum FlushError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("{0}")]
+    Disk(String),
+}
+
+async fn start() -> Result<Start, RunnerError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [] => {
             let mut stdin = FrameReader::new(tokio::io::stdin());
             match stdin.read().await {
                 Ok(Some(plan)) => Ok(Start::Local(Box::new(plan))),
-                Ok(None) => Err("no launch plan arrived on stdin".into()),
-                Err(e) => Err(format!("the launch plan on stdin is not valid: {e}")),
+                Ok(None) => Err(RunnerError::NoPlan),
+                Err(e) => Err(RunnerError::BadPlan(e)),
             }
         }
         [flag, file] if flag == "--remote" => {
             let path = std::path::PathBuf::from(file);
-            let text = fs::read_to_string(&path)
-                .map_err(|e| format!("could not read the link file {}: {e}", path.display()))?;
+            let text = fs::read_to_string(&path).map_err(|source| RunnerError::ReadLink {
+                path: path.clone(),
+                source,
+            })?;
             // Read once, then gone: the run's key and token stay in this process only.
             if let Err(e) = fs::remove_file(&path) {
                 say!("bosun-runner: could not delete {}: {e}", path.display());
             }
-            let link: tls::RemoteLink = serde_json::from_str(&text)
-                .map_err(|e| format!("the link file {} is not valid: {e}", path.display()))?;
+            let link: tls::RemoteLink =
+                serde_json::from_str(&text).map_err(|source| RunnerError::BadLink {
+                    path: path.clone(),
+                    source,
+                })?;
             let run_dir = path
                 .parent()
                 .map(std::path::Path::to_path_buf)
-                .ok_or_else(|| format!("the link file {} has no folder", path.display()))?;
+                .ok_or_else(|| RunnerError::LinkNoFolder(path.clone()))?;
             Ok(Start::Remote(link, run_dir))
         }
-        _ => Err(
-            "bosun-runner is started by bosund: with no arguments (the plan on stdin), or with `--remote LINK-FILE` on another host"
-                .into(),
-        ),
+        _ => Err(RunnerError::Usage),
     }
 }
 
-async fn run() -> Result<(), String> {
+async fn run() -> Result<(), RunnerError> {
     let start = start().await?;
     let (dial, run_dir, run_id, token, plan_now) = match start {
         Start::Local(plan) => (
@@ -215,13 +302,13 @@ async fn run() -> Result<(), String> {
         None => tokio::select! {
             plan = plan_rx => match plan {
                 Ok(plan) => plan,
-                Err(_) => return Err("the link ended before the plan came".into()),
+                Err(_) => return Err(RunnerError::NoPlanOverLink),
             },
             end = &mut link => {
                 let why = match end {
-                    Ok(LinkEnd::ExitAcked) => "bosund ended the run instead of handing over its plan (`bosun show` says why)".to_string(),
-                    Ok(LinkEnd::Refused(why)) => format!("bosund refused this run: {why}"),
-                    Err(e) => format!("the link failed: {e}"),
+                    Ok(LinkEnd::ExitAcked) => RunnerError::EndedBeforePlan,
+                    Ok(LinkEnd::Refused(why)) => RunnerError::Refused(why),
+                    Err(e) => RunnerError::LinkFailed(e),
                 };
                 lock(&outbox).remove_spool();
                 return Err(why);
@@ -252,18 +339,20 @@ async fn run() -> Result<(), String> {
     let gateway = if plan.gateway.is_empty() {
         Ok(None)
     } else {
-        gateway::bind(&plan.run_dir).and_then(|(listener, path)| {
-            gateway::fill_in(&mut plan, &path)?;
-            Ok(Some(listener))
-        })
+        gateway::bind(&plan.run_dir)
+            .and_then(|(listener, path)| {
+                gateway::fill_in(&mut plan, &path)?;
+                Ok(Some(listener))
+            })
+            .map_err(LaunchError::from)
     };
     let plan = plan;
     let exit = match gateway.and_then(|listener| start_program(&plan).map(|c| (c, listener))) {
-        Err(reason) => ExitInfo {
+        Err(why) => ExitInfo {
             outcome: Outcome::Failed,
             code: None,
             signal: None,
-            reason,
+            reason: why.to_string(),
         },
         Ok(((mut child, fence), listener)) => {
             if let Some(report) = &fence {
@@ -428,19 +517,15 @@ async fn keep_flushed(outbox: Arc<Mutex<Outbox>>, wake: Arc<Notify>) {
 
 /// Flushes what of the runner's own log file is not known to be on disk ([`outbox::flush`]),
 /// and keeps what came of it in the outbox, for bosund to hear.
-async fn flush_own_log(outbox: &Arc<Mutex<Outbox>>) -> Result<(), String> {
-    let job = match lock(outbox).flush_job() {
-        Ok(Some(job)) => job,
-        Ok(None) => return Ok(()),
-        Err(e) => return Err(e.to_string()),
+async fn flush_own_log(outbox: &Arc<Mutex<Outbox>>) -> Result<(), FlushError> {
+    let Some(job) = lock(outbox).flush_job()? else {
+        return Ok(());
     };
     let upto = job.upto;
-    let flushed = tokio::task::spawn_blocking(move || outbox::flush(&job, File::sync_data))
-        .await
-        .map_err(|e| e.to_string())?;
+    let flushed = tokio::task::spawn_blocking(move || outbox::flush(&job, File::sync_data)).await?;
     let said = flushed.as_ref().map_err(|f| f.error.clone()).err();
     lock(outbox).flush_done(upto, flushed);
-    said.map_or(Ok(()), Err)
+    said.map_or(Ok(()), |e| Err(FlushError::Disk(e)))
 }
 
 /// Once the program is gone: every chunk into the runner's own log file, waiting for room on a
@@ -480,17 +565,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Writes the plan's files and starts the program in a process group of its own, under the
 /// plan's fence (what it applied, in words, beside the child).
-fn start_program(plan: &LaunchPlan) -> Result<(tokio::process::Child, Option<String>), String> {
+fn start_program(
+    plan: &LaunchPlan,
+) -> Result<(tokio::process::Child, Option<String>), LaunchError> {
     for file in &plan.files {
-        write_private_file(&file.path, file.contents.as_bytes())
-            .map_err(|e| format!("could not write {}: {e}", file.path.display()))?;
+        write_private_file(&file.path, file.contents.as_bytes()).map_err(|source| {
+            LaunchError::WriteFile {
+                path: file.path.clone(),
+                source,
+            }
+        })?;
     }
     if !plan.cwd.is_dir() {
-        return Err(format!(
-            "could not start `{}`: the working directory {} does not exist",
-            plan.program,
-            plan.cwd.display()
-        ));
+        return Err(LaunchError::NoFolder {
+            program: plan.program.clone(),
+            cwd: plan.cwd.clone(),
+        });
     }
     // The runner's own files are private (it inherits bosund's 0o077); the program gets the
     // mask of the person who started the run.
@@ -513,8 +603,12 @@ fn start_program(plan: &LaunchPlan) -> Result<(tokio::process::Child, Option<Str
     // state and caches), made before the fence names them.
     for dir in plan.fence.iter().flat_map(|f| &f.make) {
         if !dir.is_dir() {
-            bosun_shared::paths::create_private_dir(dir)
-                .map_err(|e| format!("could not make {} for the run: {e}", dir.display()))?;
+            bosun_shared::paths::create_private_dir(dir).map_err(|source| {
+                LaunchError::MakeFolder {
+                    dir: dir.clone(),
+                    source,
+                }
+            })?;
         }
     }
     let report = plan.fence.as_ref().map(|f| {
@@ -523,15 +617,9 @@ fn start_program(plan: &LaunchPlan) -> Result<(tokio::process::Child, Option<Str
         fence.install(&mut cmd);
         report
     });
-    let child = cmd.spawn().map_err(|e| {
-        let why = if e.kind() == std::io::ErrorKind::NotFound {
-            "no such program (looked in the run's PATH)".to_string()
-        } else if e.kind() == std::io::ErrorKind::PermissionDenied {
-            "permission denied".to_string()
-        } else {
-            e.to_string()
-        };
-        format!("could not start `{}`: {why}", plan.program)
+    let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
+        program: plan.program.clone(),
+        source,
     })?;
     Ok((child, report))
 }

@@ -101,13 +101,6 @@ pub enum PermissionModeError {
     NotOne { mode: String, cli: CliKind },
 }
 
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<PermissionModeError> for String {
-    fn from(e: PermissionModeError) -> String {
-        e.to_string()
-    }
-}
-
 /// The longest name an agent may have.
 pub const MAX_AGENT_NAME_LEN: usize = 64;
 
@@ -175,13 +168,6 @@ pub enum AgentNameError {
     BadChar { name: String, ch: char },
     #[error("`{name}` starts with `{first}`; an agent's name starts with a letter or digit")]
     BadStart { name: String, first: String },
-}
-
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<AgentNameError> for String {
-    fn from(e: AgentNameError) -> String {
-        e.to_string()
-    }
 }
 
 /// Fetching web pages: off, any page, or only listed domains.
@@ -323,13 +309,6 @@ pub fn check_allowed_command(rule: &str) -> Result<(), AllowedCommandError> {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}` is not an allowed command; write it such as Bash(git *) or Bash(npm test)")]
 pub struct AllowedCommandError(pub String);
-
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<AllowedCommandError> for String {
-    fn from(e: AllowedCommandError) -> String {
-        e.to_string()
-    }
-}
 
 #[cfg(test)]
 mod tests {

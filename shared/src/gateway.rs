@@ -310,6 +310,22 @@ impl AskPolicy {
     }
 }
 
+/// A name that is no capability bosun's gateway can relay.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a capability bosun's gateway can relay; say one of tools, prompts, resources, completions, logging"
+)]
+pub struct UnknownCapability(String);
+
+/// Why a tool pattern is refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ToolGlobError {
+    #[error("a tool pattern is empty; give a name such as `delete_*`")]
+    Empty,
+    #[error("`{0}` is not a tool pattern: at most 200 characters, no control characters")]
+    Malformed(String),
+}
+
 /// A policy that is neither `deny` nor `ask`.
 #[derive(Debug, thiserror::Error)]
 #[error("`{0}` is not a policy for a server's requests; say deny or ask")]
@@ -365,17 +381,12 @@ impl Capability {
     }
 
     /// The capability named `name`, or why there is none bosun can relay.
-    pub fn parse(name: &str) -> Result<Capability, String> {
+    pub fn parse(name: &str) -> Result<Capability, UnknownCapability> {
         let name = name.trim();
         Capability::ALL
             .into_iter()
             .find(|c| c.as_str() == name)
-            .ok_or_else(|| {
-                format!(
-                    "`{}` is not a capability bosun's gateway can relay; say one of tools, prompts, resources, completions, logging",
-                    name.escape_debug()
-                )
-            })
+            .ok_or_else(|| UnknownCapability(name.escape_debug().to_string()))
     }
 
     /// The capability a request or notification belongs to, by its method; `None` for the
@@ -431,16 +442,13 @@ impl Rules {
 pub struct ToolGlob(String);
 
 impl ToolGlob {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, ToolGlobError> {
         let s = s.trim();
         if s.is_empty() {
-            return Err("a tool pattern is empty; give a name such as `delete_*`".into());
+            return Err(ToolGlobError::Empty);
         }
         if s.chars().count() > 200 || s.chars().any(char::is_control) {
-            return Err(format!(
-                "`{}` is not a tool pattern: at most 200 characters, no control characters",
-                s.escape_debug()
-            ));
+            return Err(ToolGlobError::Malformed(s.escape_debug().to_string()));
         }
         Ok(Self(s.to_string()))
     }
@@ -482,8 +490,8 @@ impl std::fmt::Display for ToolGlob {
 }
 
 impl TryFrom<String> for ToolGlob {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
+    type Error = ToolGlobError;
+    fn try_from(s: String) -> Result<Self, ToolGlobError> {
         Self::parse(&s)
     }
 }
@@ -558,8 +566,18 @@ mod tests {
 
     #[test]
     fn bad_globs_are_refused_with_the_reason() {
-        assert!(ToolGlob::parse("  ").unwrap_err().contains("empty"));
-        assert!(ToolGlob::parse("a\nb").unwrap_err().contains("control"));
+        assert!(
+            ToolGlob::parse("  ")
+                .unwrap_err()
+                .to_string()
+                .contains("empty")
+        );
+        assert!(
+            ToolGlob::parse("a\nb")
+                .unwrap_err()
+                .to_string()
+                .contains("control")
+        );
         assert!(serde_json::from_str::<ToolGlob>("\"\"").is_err());
     }
 
@@ -612,6 +630,7 @@ mod tests {
         assert!(
             Capability::parse("experimental")
                 .unwrap_err()
+                .to_string()
                 .contains("resources")
         );
         assert_eq!(Capability::parse(" logging").unwrap(), Logging);

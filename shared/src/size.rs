@@ -45,13 +45,6 @@ pub enum SizeError {
     TooLarge(String),
 }
 
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<SizeError> for String {
-    fn from(e: SizeError) -> String {
-        e.to_string()
-    }
-}
-
 /// Writes a size short, in the unit it is a whole number of: `64 KiB`, `1 MiB`, `1500 bytes`.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];

@@ -175,13 +175,6 @@ pub enum TimeCapError {
     OverAWeek,
 }
 
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<TimeCapError> for String {
-    fn from(e: TimeCapError) -> String {
-        e.to_string()
-    }
-}
-
 /// Why a stop grace was refused ([`StopGrace::parse`], [`StopGrace::from_millis`]).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum StopGraceError {
@@ -190,13 +183,6 @@ pub enum StopGraceError {
     /// Past [`MAX_STOP_GRACE`].
     #[error("a stop grace can be an hour at most (1h)")]
     OverAnHour,
-}
-
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<StopGraceError> for String {
-    fn from(e: StopGraceError) -> String {
-        e.to_string()
-    }
 }
 
 /// Writes a duration short and exact: `10m`, `1h 30m`, `1.5s` becomes `1s 500ms`.

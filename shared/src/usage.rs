@@ -364,13 +364,6 @@ pub struct CapError {
     pub example: &'static str,
 }
 
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<CapError> for String {
-    fn from(e: CapError) -> String {
-        e.to_string()
-    }
-}
-
 impl fmt::Display for Reached {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -373,8 +373,8 @@ fn warnings(rec: &AgentRecord) -> Vec<String> {
     out
 }
 
-fn bad(m: impl Into<String>) -> AgentsError {
-    AgentsError::invalid(m.into())
+fn bad(m: impl std::fmt::Display) -> AgentsError {
+    AgentsError::invalid(m)
 }
 
 /// Checks an environment line's name and value.

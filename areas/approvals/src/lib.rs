@@ -352,13 +352,6 @@ pub enum VerdictError {
     },
 }
 
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<VerdictError> for String {
-    fn from(e: VerdictError) -> String {
-        e.to_string()
-    }
-}
-
 /// Argument names whose values are hidden wherever an approval is shown.
 const SECRET_WORDS: [&str; 9] = [
     "token",

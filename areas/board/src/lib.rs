@@ -365,7 +365,7 @@ impl Actor for Board {
     }
 }
 
-fn bad(m: impl Into<String>) -> BoardError {
+fn bad(m: impl std::fmt::Display) -> BoardError {
     BoardError::invalid(m)
 }
 

@@ -34,31 +34,31 @@ pub enum RefusedKind {
 }
 
 /// Adds `invalid`, `not_found`, `conflict`, `unavailable` and `internal` constructors to an area
-/// error enum with a `Refused(Refused)` variant, each taking the sentence the person reads.
+/// error enum with a `Refused(Refused)` variant, each taking the sentence the person reads (a `String`, or an error whose words it is).
 #[macro_export]
 macro_rules! message_constructors {
     ($t:ty) => {
         #[allow(dead_code)]
         impl $t {
-            fn refused(kind: $crate::error::RefusedKind, m: impl Into<String>) -> Self {
+            fn refused(kind: $crate::error::RefusedKind, m: impl std::fmt::Display) -> Self {
                 Self::Refused($crate::error::Refused {
                     kind,
-                    message: m.into(),
+                    message: m.to_string(),
                 })
             }
-            pub(crate) fn invalid(m: impl Into<String>) -> Self {
+            pub(crate) fn invalid(m: impl std::fmt::Display) -> Self {
                 Self::refused($crate::error::RefusedKind::Invalid, m)
             }
-            pub(crate) fn not_found(m: impl Into<String>) -> Self {
+            pub(crate) fn not_found(m: impl std::fmt::Display) -> Self {
                 Self::refused($crate::error::RefusedKind::NotFound, m)
             }
-            pub(crate) fn conflict(m: impl Into<String>) -> Self {
+            pub(crate) fn conflict(m: impl std::fmt::Display) -> Self {
                 Self::refused($crate::error::RefusedKind::Conflict, m)
             }
-            pub(crate) fn unavailable(m: impl Into<String>) -> Self {
+            pub(crate) fn unavailable(m: impl std::fmt::Display) -> Self {
                 Self::refused($crate::error::RefusedKind::Unavailable, m)
             }
-            pub(crate) fn internal(m: impl Into<String>) -> Self {
+            pub(crate) fn internal(m: impl std::fmt::Display) -> Self {
                 Self::refused($crate::error::RefusedKind::Internal, m)
             }
         }

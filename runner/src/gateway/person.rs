@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use bosun_shared::elicitation::Form;
+use bosun_shared::elicitation::{Form, FormRefused};
 use bosun_shared::gateway::AskPolicy;
 use bosun_shared::protocol::runner::{ServerAnswer, ServerAsk, ServerAskKind};
 use serde_json::{Map, Value, json};
@@ -117,7 +117,7 @@ impl Conn<'_> {
 
     /// What the person is to be asked, or why the request is refused (its policy is `deny`, a
     /// CLI that writes no messages, a form bosun does not take).
-    fn what_to_ask(&self, sampling: bool, msg: &Value) -> Result<ServerAskKind, String> {
+    fn what_to_ask(&self, sampling: bool, msg: &Value) -> Result<ServerAskKind, Refusal> {
         let name = &self.server.name;
         let (policy, flag) = if sampling {
             (self.rules().sampling, "sampling")
@@ -125,9 +125,10 @@ impl Conn<'_> {
             (self.rules().elicitation, "elicitation")
         };
         if policy == AskPolicy::Deny {
-            return Err(format!(
-                "its {flag} policy is deny (`bosun mcp edit {name} --{flag} ask` lets the person answer)"
-            ));
+            return Err(Refusal::Denied {
+                flag,
+                server: name.clone(),
+            });
         }
         let mut params = msg.get("params").cloned().unwrap_or(Value::Null);
         self.gw.redactor.json(&mut params);
@@ -135,9 +136,7 @@ impl Conn<'_> {
             return form_of(&params).map(|form| ServerAskKind::Elicitation { form });
         }
         if !self.cli_samples {
-            return Err(
-                "the run's CLI writes no messages for a server (it declared no sampling)".into(),
-            );
+            return Err(Refusal::CliCannotSample);
         }
         Ok(ServerAskKind::Sampling {
             preview: sampling_preview(&params),
@@ -192,21 +191,36 @@ async fn wait_for_person(
     }
 }
 
+/// Why a server's request for the person is refused at the gateway.
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    #[error(
+        "its {flag} policy is deny (`bosun mcp edit {server} --{flag} ask` lets the person answer)"
+    )]
+    Denied { flag: &'static str, server: String },
+    #[error("the run's CLI writes no messages for a server (it declared no sampling)")]
+    CliCannotSample,
+    #[error(
+        "it asks in the `{0}` mode; bosun answers forms only, and opens no address for a server"
+    )]
+    NotAForm(String),
+    #[error("its form is refused: {0}")]
+    Form(#[from] FormRefused),
+}
+
 /// The form of an `elicitation/create`, or why bosun refuses it.
-fn form_of(params: &Value) -> Result<Form, String> {
+fn form_of(params: &Value) -> Result<Form, Refusal> {
     if let Some(mode) = params.get("mode").and_then(Value::as_str)
         && mode != "form"
     {
-        return Err(format!(
-            "it asks in the `{mode}` mode; bosun answers forms only, and opens no address for a server"
-        ));
+        return Err(Refusal::NotAForm(mode.to_string()));
     }
     let message = params
         .get("message")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
-    Form::parse(message, schema).map_err(|e| format!("its form is refused: {e}"))
+    Ok(Form::parse(message, schema)?)
 }
 
 /// What a sampling request sends the model, in words: its system prompt and each message's
@@ -252,10 +266,20 @@ mod tests {
     #[test]
     fn a_url_form_and_a_secret_form_are_refused() {
         let url = json!({"mode": "url", "message": "m", "url": "https://x"});
-        assert!(form_of(&url).unwrap_err().contains("`url` mode"));
+        assert!(
+            form_of(&url)
+                .unwrap_err()
+                .to_string()
+                .contains("`url` mode")
+        );
         let secret = json!({"message": "m", "requestedSchema": {"type": "object",
             "properties": {"password": {"type": "string"}}}});
-        assert!(form_of(&secret).unwrap_err().contains("a password"));
+        assert!(
+            form_of(&secret)
+                .unwrap_err()
+                .to_string()
+                .contains("a password")
+        );
     }
 
     #[test]

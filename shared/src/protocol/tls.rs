@@ -151,13 +151,6 @@ pub enum TlsError {
     Verifier(VerifierBuilderError),
 }
 
-/// The sentence, for the callers that pass a refusal on as text.
-impl From<TlsError> for String {
-    fn from(e: TlsError) -> String {
-        e.to_string()
-    }
-}
-
 /// The SHA-256 of a certificate's DER bytes, hex.
 pub fn cert_digest(cert: &CertificateDer<'_>) -> String {
     let digest = Sha256::digest(cert.as_ref());

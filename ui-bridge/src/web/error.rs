@@ -26,8 +26,8 @@ impl ApiError {
         }
     }
 
-    pub fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    pub fn bad_request(message: impl std::fmt::Display) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message.to_string())
     }
 }
 
