@@ -902,6 +902,14 @@ impl Bosun {
     /// Adds server-everything (stdio) as `name` with a secret environment line
     /// `EVERYTHING_TOKEN`, and lists its tools.
     pub fn add_everything(&self, name: &str, secret: &str) -> anyhow::Result<()> {
+        self.add_everything_unlisted(name, secret)?;
+        self.ok(&["mcp", "tools", name])?;
+        Ok(())
+    }
+
+    /// server-everything (stdio) as `name`, with `EVERYTHING_TOKEN=secret`, its tools not
+    /// listed yet (so nothing is pinned: rules set now shape what the person's look sees).
+    pub fn add_everything_unlisted(&self, name: &str, secret: &str) -> anyhow::Result<()> {
         let everything = everything_bin().display().to_string();
         self.ok(&[
             "mcp",
@@ -913,7 +921,6 @@ impl Bosun {
             &everything,
             "stdio",
         ])?;
-        self.ok(&["mcp", "tools", name])?;
         Ok(())
     }
 

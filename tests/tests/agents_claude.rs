@@ -7,9 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bosun_tests::{
-    Bosun, FakeModel, everything_bin, mode_of, node_bin, session_members, session_of, wait_for,
-};
+use bosun_tests::{Bosun, FakeModel, mode_of, node_bin, session_members, session_of, wait_for};
 use serde_json::Value;
 
 const API_KEY: &str = "sk-ant-test-4f9c2a7e1b";
@@ -17,18 +15,7 @@ const SERVER_SECRET: &str = "everything-token-83b1d6";
 
 /// A Claude agent pointed at the fake API, with server-everything on but for get-sum.
 fn setup(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
-    let everything = everything_bin().display().to_string();
-    b.ok(&[
-        "mcp",
-        "add",
-        "everything",
-        "--env",
-        &format!("EVERYTHING_TOKEN={SERVER_SECRET}"),
-        "--",
-        &everything,
-        "stdio",
-    ])?;
-    b.ok(&["mcp", "tools", "everything"])?;
+    b.add_everything("everything", SERVER_SECRET)?;
     let scratch = b.scratch();
     for d in ["work", "home", "claude"] {
         std::fs::create_dir_all(scratch.join(d))?;

@@ -31,17 +31,7 @@ fn setup_with(b: &Bosun, fake: &FakeModel, rules: &[&str], look: bool) -> anyhow
     if look {
         b.add_everything("everything", SERVER_SECRET)?;
     } else {
-        let everything = everything_bin().display().to_string();
-        b.ok(&[
-            "mcp",
-            "add",
-            "everything",
-            "--env",
-            &format!("EVERYTHING_TOKEN={SERVER_SECRET}"),
-            "--",
-            &everything,
-            "stdio",
-        ])?;
+        b.add_everything_unlisted("everything", SERVER_SECRET)?;
     }
     if !rules.is_empty() {
         let mut args = vec!["mcp", "edit", "everything"];

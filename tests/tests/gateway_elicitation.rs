@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use bosun_tests::gateway_client::{GatewayClient, text_of};
 use bosun_tests::webui::Ui;
-use bosun_tests::{Bosun, FakeModel, everything_bin, wait_for};
+use bosun_tests::{Bosun, FakeModel, wait_for};
 use serde_json::{Value, json};
 
 const SERVER_SECRET: &str = "everything-canary-5c1e";
@@ -22,17 +22,7 @@ const SERVER_SECRET: &str = "everything-canary-5c1e";
 /// person's look at its tools; a Claude agent `coder` with it on; a run of it, holding. The
 /// run's id and the fake model (which must live as long as the run).
 fn a_run(b: &Bosun, rules: &[&str]) -> anyhow::Result<(String, FakeModel)> {
-    let everything = everything_bin().display().to_string();
-    b.ok(&[
-        "mcp",
-        "add",
-        "everything",
-        "--env",
-        &format!("EVERYTHING_TOKEN={SERVER_SECRET}"),
-        "--",
-        &everything,
-        "stdio",
-    ])?;
+    b.add_everything_unlisted("everything", SERVER_SECRET)?;
     if !rules.is_empty() {
         let mut args = vec!["mcp", "edit", "everything"];
         args.extend(rules);
@@ -128,6 +118,25 @@ fn a_call_that_asks(
             Ok(None)
         },
     )
+}
+
+/// A run whose server asks for the person's input (elicitation `ask`), with a call `call` of
+/// the tool that asks waiting on its form: the run, its fake model, the client, the item.
+fn a_form_waiting(
+    b: &Bosun,
+    call: u64,
+) -> anyhow::Result<(String, FakeModel, GatewayClient, Value)> {
+    let (id, fake) = a_run(b, &["--elicitation", "ask"])?;
+    let mut c = client(b, &id, json!({}))?;
+    let item = a_call_that_asks(
+        b,
+        &mut c,
+        "trigger-elicitation-request",
+        json!({}),
+        call,
+        "elicitation",
+    )?;
+    Ok((id, fake, c, item))
 }
 
 #[test]
@@ -254,16 +263,7 @@ fn a_form_waits_in_the_inbox_across_a_sigkill_of_bosund_and_is_answered_once() -
 fn a_declined_form_tells_the_server_and_a_denied_policy_offers_nothing_that_asks()
 -> anyhow::Result<()> {
     let b = Bosun::new("gateway_elicitation_decline");
-    let (id, _fake) = a_run(&b, &["--elicitation", "ask"])?;
-    let mut c = client(&b, &id, json!({}))?;
-    let item = a_call_that_asks(
-        &b,
-        &mut c,
-        "trigger-elicitation-request",
-        json!({}),
-        7,
-        "elicitation",
-    )?;
+    let (id, _fake, mut c, item) = a_form_waiting(&b, 7)?;
     let short = item["short_id"].as_str().unwrap_or_default().to_string();
     b.ok(&["deny", &short])?;
     let result = c.answer(7, Duration::from_secs(30))?;
@@ -298,16 +298,7 @@ fn a_declined_form_tells_the_server_and_a_denied_policy_offers_nothing_that_asks
 #[test]
 fn the_web_ui_shows_a_form_as_typed_fields_and_sends_an_answer_that_fits() -> anyhow::Result<()> {
     let b = Bosun::new("gateway_elicitation_web");
-    let (id, _fake) = a_run(&b, &["--elicitation", "ask"])?;
-    let mut c = client(&b, &id, json!({}))?;
-    a_call_that_asks(
-        &b,
-        &mut c,
-        "trigger-elicitation-request",
-        json!({}),
-        5,
-        "elicitation",
-    )?;
+    let (id, _fake, mut c, _item) = a_form_waiting(&b, 5)?;
     let ui = Ui::start(&b)?;
     let seen = bosun_tests::browser_scenario(&ui.login, "formitem", &[])?;
     let fields = seen["fields"].as_array().map_or(0, Vec::len);

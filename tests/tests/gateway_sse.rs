@@ -16,16 +16,6 @@ use serde_json::{Value, json};
 /// The harness's Claude key (`Bosun::add_claude_agent`).
 const API_KEY: &str = "sk-ant-test-77c1e0d9a4";
 
-fn names(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// bosun's own lines of a run's log (`bosun logs` prints them on stderr).
 fn log_text(b: &Bosun, id: &str) -> String {
     b.output(&["logs", id])
@@ -138,7 +128,7 @@ fn a_server_of_the_older_sse_transport_is_reached_through_the_gateway_under_its_
     let run = b.json(&["agent", "run", "coder", "echo ping, then add"])?;
     let id = run["id"].as_str().unwrap_or_default().to_string();
     let turns = fake.wait_turns(3, Duration::from_secs(90))?;
-    let offered = names(&turns[0]["tools"]);
+    let offered = bosun_tests::strings(&turns[0]["tools"]);
     assert!(
         offered.contains(&"mcp__everything__echo".to_string()),
         "{offered:?}"

@@ -50,6 +50,11 @@ pub const SIGN_IN_CLASS: &str = "sign-in";
 pub const ELICITATION_CLASS: &str = "elicitation";
 pub const SAMPLING_CLASS: &str = "sampling";
 
+/// A duration in whole milliseconds, as the wire says them.
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Whether `a` is a server's request for the person.
 fn is_server_ask(a: &bosun_approvals::record::ApprovalRecord) -> bool {
     a.class == ELICITATION_CLASS || a.class == SAMPLING_CLASS

@@ -15,7 +15,7 @@ use bosun_shared::{ApprovalId, CardId, Timestamp};
 use ractor::{ActorProcessingErr, ActorRef};
 use tracing::{info, warn};
 
-use super::{RunActorState, RunMsg};
+use super::{RunActorState, RunMsg, ms};
 use crate::RunsError;
 use crate::events::EventsMsg;
 use crate::spend::CardBudgets;
@@ -845,6 +845,15 @@ impl RunActorState {
         Ok(answer)
     }
 
+    /// How long the ask `key` may still wait for the person, in ms, when it waits: what a
+    /// runner that asks again is told.
+    pub(super) fn left_to_wait(&self, key: &str) -> Option<u64> {
+        self.asks
+            .waiting
+            .get(key)
+            .map(|a| ms(a.deadline.since(Timestamp::now())))
+    }
+
     pub(super) fn publish(&self, a: &ApprovalRecord) {
         self.ctx.events.cast(EventsMsg::Publish(Box::new(
             bosun_shared::protocol::ui::Event::ApprovalChanged {
@@ -875,8 +884,4 @@ pub(super) fn arm_deadline(myself: &ActorRef<RunMsg>, a: &ApprovalRecord) {
             RunMsg::Deadline { key }
         }),
     );
-}
-
-fn ms(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

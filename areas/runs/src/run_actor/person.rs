@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tracing::info;
 
 use super::asks::{PersonDecision, arm_deadline};
-use super::{ELICITATION_CLASS, RunActorState, RunMsg, SAMPLING_CLASS};
+use super::{ELICITATION_CLASS, RunActorState, RunMsg, SAMPLING_CLASS, ms};
 use crate::RunsError;
 
 /// How long a server's request waits for the person.
@@ -57,10 +57,10 @@ impl RunActorState {
             });
             return Ok(());
         }
-        if let Some(a) = self.asks.waiting.get(&ask.key) {
+        if let Some(wait_ms) = self.left_to_wait(&ask.key) {
             let answer = ServerAnswer::Waiting {
                 note: String::new(),
-                wait_ms: ms(a.deadline.since(Timestamp::now())),
+                wait_ms,
             };
             self.send(DaemonMsg::ServerAnswer {
                 key: ask.key,
@@ -279,8 +279,4 @@ impl RunActorState {
         }
         Ok(())
     }
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -28,7 +28,7 @@ use ractor::{ActorProcessingErr, ActorRef};
 use tracing::{info, warn};
 
 use super::asks::{PersonDecision, arm_deadline};
-use super::{RunActorState, RunMsg, SIGN_IN_CLASS};
+use super::{RunActorState, RunMsg, SIGN_IN_CLASS, ms};
 use crate::RunsError;
 
 /// How long a call waits for the person's new sign-in.
@@ -70,10 +70,10 @@ impl RunActorState {
             });
             return Ok(());
         }
-        if let Some(a) = self.asks.waiting.get(&ask.key) {
+        if let Some(wait_ms) = self.left_to_wait(&ask.key) {
             let answer = TokenAnswer::Waiting {
                 note: String::new(),
-                wait_ms: ms(a.deadline.since(Timestamp::now())),
+                wait_ms,
             };
             self.send(DaemonMsg::Token {
                 key: ask.key,
@@ -324,8 +324,4 @@ impl RunActorState {
         });
         Ok(())
     }
-}
-
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
