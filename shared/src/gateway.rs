@@ -275,6 +275,18 @@ pub struct Rules {
     /// (`sampling/createMessage`).
     #[serde(skip_serializing_if = "AskPolicy::is_deny")]
     pub sampling: AskPolicy,
+    /// With sampling `allow`: the most tokens a request may ask for; one that asks for more
+    /// is refused.
+    #[serde(skip_serializing_if = "is_default_sampling_max")]
+    pub sampling_max_tokens: u64,
+}
+
+/// What a server's request for a message of the model may ask for at most, unless the person
+/// says otherwise.
+pub const DEFAULT_SAMPLING_MAX_TOKENS: u64 = 1_000;
+
+fn is_default_sampling_max(n: &u64) -> bool {
+    *n == DEFAULT_SAMPLING_MAX_TOKENS
 }
 
 /// What the gateway does with one kind of request a server makes of its client.
@@ -286,6 +298,8 @@ pub enum AskPolicy {
     Deny,
     /// Each request waits in the inbox for the person.
     Ask,
+    /// Each request goes on without the person, within the limits they set (sampling only).
+    Allow,
 }
 
 impl AskPolicy {
@@ -297,14 +311,16 @@ impl AskPolicy {
         match self {
             AskPolicy::Deny => "deny",
             AskPolicy::Ask => "ask",
+            AskPolicy::Allow => "allow",
         }
     }
 
-    /// `deny` or `ask`, or why it is neither.
+    /// `deny`, `ask` or `allow`, or why it is none of them.
     pub fn parse(s: &str) -> Result<AskPolicy, UnknownPolicy> {
         match s.trim() {
             "deny" => Ok(AskPolicy::Deny),
             "ask" => Ok(AskPolicy::Ask),
+            "allow" => Ok(AskPolicy::Allow),
             other => Err(UnknownPolicy(other.escape_debug().to_string())),
         }
     }
@@ -328,7 +344,7 @@ pub enum ToolGlobError {
 
 /// A policy that is neither `deny` nor `ask`.
 #[derive(Debug, thiserror::Error)]
-#[error("`{0}` is not a policy for a server's requests; say deny or ask")]
+#[error("`{0}` is not a policy for a server's requests; say deny, ask or allow")]
 pub struct UnknownPolicy(String);
 
 impl Default for Rules {
@@ -342,6 +358,7 @@ impl Default for Rules {
             capabilities: Capability::APPROVED_AT_FIRST.into_iter().collect(),
             elicitation: AskPolicy::Deny,
             sampling: AskPolicy::Deny,
+            sampling_max_tokens: DEFAULT_SAMPLING_MAX_TOKENS,
         }
     }
 }

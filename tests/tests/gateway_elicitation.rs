@@ -384,3 +384,88 @@ fn a_sampling_request_waits_for_the_person_then_the_cli_writes_the_message() -> 
     b.wait_ended(&id, Duration::from_secs(30))?;
     b.finish()
 }
+
+#[test]
+fn an_allowed_sampling_request_goes_to_the_cli_within_its_limit_and_one_over_it_is_refused()
+-> anyhow::Result<()> {
+    let b = Bosun::new("gateway_sampling_allow");
+    let bad = b.output(&["mcp", "add", "x", "--", "true"])?;
+    assert!(bad.status.success());
+    let refused = b.fails(&["mcp", "edit", "x", "--elicitation", "allow"])?;
+    assert!(
+        refused.contains("a form `x` asks for is answered by the person"),
+        "{refused}"
+    );
+    let refused = b.fails(&["mcp", "edit", "x", "--sampling-max-tokens", "0"])?;
+    assert!(
+        refused.contains("1 to 100000 tokens; 0 is not"),
+        "{refused}"
+    );
+    let (id, _fake) = a_run(&b, &["--sampling", "allow", "--sampling-max-tokens", "50"])?;
+    let shown = b.ok(&["mcp", "show", "everything"])?;
+    assert!(
+        shown.contains(
+            "allow: the run's CLI writes the messages the server asks for, up to 50 tokens each"
+        ),
+        "{shown}"
+    );
+    let mut c = client(&b, &id, json!({"sampling": {}}))?;
+    let call = |c: &mut GatewayClient, n: u64, tokens: u64| {
+        c.send(&json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                       "params": {"name": "trigger-sampling-request",
+                                  "arguments": {"prompt": "say hello", "maxTokens": tokens}}}))
+    };
+    // The call itself is judged at the gateway first: if it waits, the person allows it
+    // once, always. Within the limit the server's request goes straight to the CLI.
+    call(&mut c, 1, 20)?;
+    let mut allowed = false;
+    let asked = wait_for("the request at the CLI", Duration::from_secs(30), || {
+        if !allowed {
+            let waiting = b.json(&["inbox"])?;
+            if let Some(item) = waiting.as_array().and_then(|a| a.first()) {
+                b.ok(&[
+                    "approve",
+                    item["short_id"].as_str().unwrap_or_default(),
+                    "--always",
+                ])?;
+                allowed = true;
+            }
+        }
+        Ok(c.drain(Duration::from_millis(200))
+            .into_iter()
+            .find(|m| m["method"] == "sampling/createMessage"))
+    })?;
+    assert!(
+        items(&b, "sampling", true)?.is_empty(),
+        "nothing asked of the person"
+    );
+    c.send(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": {
+        "role": "assistant", "model": "fake", "stopReason": "endTurn",
+        "content": {"type": "text", "text": "hello without asking"},
+    }}))?;
+    let result = c.answer(1, Duration::from_secs(30))?;
+    assert!(
+        text_of(&result).contains("hello without asking"),
+        "{result}"
+    );
+    // Over it: refused, saying the limit.
+    call(&mut c, 2, 500)?;
+    // The first call's result was the server's (untrusted) answer, so this call waits for the
+    // person's OK again; allowed, the server's request is refused at the gateway.
+    let over = wait_for("the answer to call 2", Duration::from_secs(30), || {
+        for item in b.json(&["inbox"])?.as_array().into_iter().flatten() {
+            b.ok(&["approve", item["short_id"].as_str().unwrap_or_default()])?;
+        }
+        Ok(c.drain(Duration::from_millis(200))
+            .into_iter()
+            .find(|m| m["id"] == 2))
+    })?;
+    assert!(
+        text_of(&over).contains("it asks for up to 500 tokens, more than the 50 its policy allows"),
+        "{over}"
+    );
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.wait_ended(&id, Duration::from_secs(30))?;
+    b.finish()
+}

@@ -365,14 +365,16 @@ const SECRET_WORDS: [&str; 9] = [
     "private_key",
 ];
 
-/// The arguments with the values of secret-looking names hidden.
+/// The arguments with the values of secret-looking names hidden. A number under a name of
+/// tokens in the plural (`maxTokens`, `max_tokens`) is a count of a model's tokens, shown.
 pub fn redact(input: &Value) -> Value {
     match input {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
                     let lower = k.to_ascii_lowercase().replace('-', "_");
-                    if SECRET_WORDS.iter().any(|w| lower.contains(w)) {
+                    let a_count = v.is_number() && lower.contains("tokens");
+                    if !a_count && SECRET_WORDS.iter().any(|w| lower.contains(w)) {
                         (k.clone(), Value::String("(hidden)".into()))
                     } else {
                         (k.clone(), redact(v))
@@ -467,4 +469,31 @@ pub fn describe(
     };
     let preview = serde_json::to_string_pretty(input).unwrap_or_default();
     (line, cut(&preview, 4000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+    use serde_json::json;
+
+    #[test]
+    fn secrets_are_hidden_and_counts_of_tokens_are_not() {
+        let shown = redact(&json!({
+            "prompt": "say hello",
+            "maxTokens": 20,
+            "api_token": "canary-1",
+            "nested": [{"Password": "canary-2", "max_tokens": 5}],
+            "tokens": "canary-3",
+        }));
+        assert_eq!(
+            shown,
+            json!({
+                "prompt": "say hello",
+                "maxTokens": 20,
+                "api_token": "(hidden)",
+                "nested": [{"Password": "(hidden)", "max_tokens": 5}],
+                "tokens": "(hidden)",
+            })
+        );
+    }
 }

@@ -549,7 +549,7 @@ async fn endpoint_of(
         redactor,
         dpop,
         offers_elicitation: rec.rules.elicitation == AskPolicy::Ask,
-        offers_sampling: rec.rules.sampling == AskPolicy::Ask,
+        offers_sampling: rec.rules.sampling != AskPolicy::Deny,
     };
     Ok((rec, ep))
 }
@@ -645,6 +645,9 @@ const DEADLINE_RANGE: std::ops::RangeInclusive<u64> = 1_000..=3_600_000;
 /// The smallest and largest result the model gets whole.
 const RESULT_RANGE: std::ops::RangeInclusive<u64> = 256..=10_000_000;
 
+/// The most tokens the person may let a server's request for a message ask for.
+const SAMPLING_TOKENS_RANGE: std::ops::RangeInclusive<u64> = 1..=100_000;
+
 /// A server's gateway rules with `edit` applied, or why it cannot be.
 fn gateway_rules(rec: &ServerRecord, edit: GatewayEdit) -> Result<Rules, RegistryError> {
     let mut rules = rec.rules.clone();
@@ -687,10 +690,24 @@ fn gateway_rules(rec: &ServerRecord, edit: GatewayEdit) -> Result<Rules, Registr
         rules.capabilities = capabilities;
     }
     if let Some(p) = edit.elicitation {
+        if p == AskPolicy::Allow {
+            return Err(RegistryError::invalid(format!(
+                "a form `{}` asks for is answered by the person: say `--elicitation ask` (or deny); allow is for sampling",
+                rec.name
+            )));
+        }
         rules.elicitation = p;
     }
     if let Some(p) = edit.sampling {
         rules.sampling = p;
+    }
+    if let Some(n) = edit.sampling_max_tokens {
+        if !SAMPLING_TOKENS_RANGE.contains(&n) {
+            return Err(RegistryError::invalid(format!(
+                "a request for a message of the model may ask for 1 to 100000 tokens; {n} is not"
+            )));
+        }
+        rules.sampling_max_tokens = n;
     }
     for list in [&mut rules.allow_tools, &mut rules.deny_tools] {
         list.sort();

@@ -42,7 +42,16 @@ impl Conn<'_> {
     pub(super) async fn server_wants_person(&mut self, method: &str, id: Value, msg: Value) {
         let sampling = method.starts_with("sampling");
         let what = match self.what_to_ask(sampling, &msg) {
-            Ok(what) => what,
+            Ok(Some(what)) => what,
+            Ok(None) => {
+                self.gw.note(format!(
+                    "bosun's MCP gateway: {} {}; allowed by its policy: the run's CLI writes it",
+                    self.server.name,
+                    asked(sampling)
+                ));
+                self.tell_cli(&msg).await;
+                return;
+            }
             Err(why) => {
                 let name = &self.server.name;
                 self.gw.note(format!(
@@ -115,9 +124,10 @@ impl Conn<'_> {
         });
     }
 
-    /// What the person is to be asked, or why the request is refused (its policy is `deny`, a
-    /// CLI that writes no messages, a form bosun does not take).
-    fn what_to_ask(&self, sampling: bool, msg: &Value) -> Result<ServerAskKind, Refusal> {
+    /// What the person is to be asked (`None`: nothing, the policy allows it), or why the
+    /// request is refused (its policy is `deny`, a CLI that writes no messages, more tokens than
+    /// the policy allows, a form bosun does not take).
+    fn what_to_ask(&self, sampling: bool, msg: &Value) -> Result<Option<ServerAskKind>, Refusal> {
         let name = &self.server.name;
         let (policy, flag) = if sampling {
             (self.rules().sampling, "sampling")
@@ -133,15 +143,27 @@ impl Conn<'_> {
         let mut params = msg.get("params").cloned().unwrap_or(Value::Null);
         self.gw.redactor.json(&mut params);
         if !sampling {
-            return form_of(&params).map(|form| ServerAskKind::Elicitation { form });
+            return form_of(&params).map(|form| Some(ServerAskKind::Elicitation { form }));
         }
         if !self.cli_samples {
             return Err(Refusal::CliCannotSample);
         }
-        Ok(ServerAskKind::Sampling {
+        let max_tokens = params.get("maxTokens").and_then(Value::as_u64).unwrap_or(0);
+        if policy == AskPolicy::Allow {
+            let most = self.rules().sampling_max_tokens;
+            if max_tokens > most {
+                return Err(Refusal::TooManyTokens {
+                    asked: max_tokens,
+                    most,
+                    server: name.clone(),
+                });
+            }
+            return Ok(None);
+        }
+        Ok(Some(ServerAskKind::Sampling {
             preview: sampling_preview(&params),
-            max_tokens: params.get("maxTokens").and_then(Value::as_u64).unwrap_or(0),
-        })
+            max_tokens,
+        }))
     }
 }
 
@@ -200,6 +222,14 @@ enum Refusal {
     Denied { flag: &'static str, server: String },
     #[error("the run's CLI writes no messages for a server (it declared no sampling)")]
     CliCannotSample,
+    #[error(
+        "it asks for up to {asked} tokens, more than the {most} its policy allows (`bosun mcp edit {server} --sampling-max-tokens N`)"
+    )]
+    TooManyTokens {
+        asked: u64,
+        most: u64,
+        server: String,
+    },
     #[error(
         "it asks in the `{0}` mode; bosun answers forms only, and opens no address for a server"
     )]

@@ -173,6 +173,8 @@ pub struct GatewayEdit {
     pub elicitation: Option<AskPolicy>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<AskPolicy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling_max_tokens: Option<u64>,
 }
 
 impl GatewayEdit {

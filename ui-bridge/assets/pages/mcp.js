@@ -565,7 +565,10 @@ function gatewayRows(s, approve) {
     ["Call deadline", `${r.deadline_ms / 1000} s`],
     ["Result size", `${r.max_result_chars} characters; longer ones reach the model as head and tail`],
     ["Forms (elicitation)", h("span", { id: "gateway-elicitation" }, r.elicitation === "ask" ? "ask: each waits in the Inbox for you to fill in" : "deny: refused")],
-    ["Model messages (sampling)", h("span", { id: "gateway-sampling" }, r.sampling === "ask" ? "ask: each waits in the Inbox; once allowed, the run's CLI writes it" : "deny: refused")],
+    ["Model messages (sampling)", h("span", { id: "gateway-sampling" },
+      r.sampling === "ask" ? "ask: each waits in the Inbox; once allowed, the run's CLI writes it"
+        : r.sampling === "allow" ? `allow: the run's CLI writes it, up to ${r.sampling_max_tokens ?? 1000} tokens each`
+          : "deny: refused")],
   ];
 }
 
@@ -593,7 +596,8 @@ function editForm(box, s, note, changed) {
     deadline: h("input", { type: "number", name: "deadline_s", min: 1, max: 3600, value: s.rules ? s.rules.deadline_ms / 1000 : 60 }),
     maxResult: h("input", { type: "number", name: "max_result_chars", min: 256, value: s.rules ? s.rules.max_result_chars : 8192 }),
     elicitation: select(["deny", "ask"], (s.rules && s.rules.elicitation) || "deny", { name: "elicitation" }),
-    sampling: select(["deny", "ask"], (s.rules && s.rules.sampling) || "deny", { name: "sampling" }),
+    sampling: select(["deny", "ask", "allow"], (s.rules && s.rules.sampling) || "deny", { name: "sampling" }),
+    samplingMax: h("input", { type: "number", name: "sampling_max_tokens", min: 1, max: 100000, value: (s.rules && s.rules.sampling_max_tokens) || 1000 }),
   };
   const gatewayFields = !s.rules
     ? []
@@ -605,7 +609,8 @@ function editForm(box, s, note, changed) {
         field("Call deadline (seconds)", f.deadline),
         field("Result size (characters)", f.maxResult),
         field("Forms the server asks you to fill in", f.elicitation, "ask: each waits in the Inbox"),
-        field("Messages the server asks of the model", f.sampling, "ask: each waits in the Inbox; the run's CLI writes it"),
+        field("Messages the server asks of the model", f.sampling, "ask: each waits in the Inbox; allow: without asking; the run's CLI writes it"),
+        field("Tokens a message may ask for", f.samplingMax, "with allow: more is refused"),
       ];
   // The lines there are: a new value (empty keeps it) and a switch to remove it.
   const existing = (lines, kind) =>
@@ -681,6 +686,8 @@ function editForm(box, s, note, changed) {
       if (chars !== r.max_result_chars) g.max_result_chars = chars;
       if (f.elicitation.value !== (r.elicitation || "deny")) g.elicitation = f.elicitation.value;
       if (f.sampling.value !== (r.sampling || "deny")) g.sampling = f.sampling.value;
+      const most = Number(f.samplingMax.value);
+      if (most !== (r.sampling_max_tokens || 1000)) g.sampling_max_tokens = most;
       if (Object.keys(g).length) p.gateway = g;
     }
     try {

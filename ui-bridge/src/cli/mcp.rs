@@ -30,6 +30,10 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::{connect, output};
 
 #[derive(Subcommand, Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a command line is parsed once per process: the edit's many flags cost nothing"
+)]
 pub enum McpCommand {
     /// Add a server: a command (`-- CMD ARGS…`) or an address (`--url URL`, or the address as
     /// the second argument with --transport http|sse)
@@ -414,9 +418,14 @@ pub struct GatewayArgs {
     #[arg(long, value_name = "POLICY", value_parser = AskPolicy::parse)]
     elicitation: Option<AskPolicy>,
     /// What becomes of the server's requests for a message of the model (sampling): deny
-    /// (the default) or ask (each waits in the inbox; once allowed, the run's CLI answers it)
+    /// (the default), ask (each waits in the inbox; once allowed, the run's CLI writes it) or
+    /// allow (the run's CLI writes it without asking, within --sampling-max-tokens)
     #[arg(long, value_name = "POLICY", value_parser = AskPolicy::parse)]
     sampling: Option<AskPolicy>,
+    /// The most tokens a server's request for a message may ask for (default 1000); one that
+    /// asks for more is refused
+    #[arg(long, value_name = "TOKENS")]
+    sampling_max_tokens: Option<u64>,
 }
 
 impl GatewayArgs {
@@ -454,6 +463,7 @@ impl GatewayArgs {
             capabilities: self.capabilities.map(|c| c.into_iter().collect()),
             elicitation: self.elicitation,
             sampling: self.sampling,
+            sampling_max_tokens: self.sampling_max_tokens,
         })
     }
 }
@@ -1207,18 +1217,24 @@ fn print_rules(r: &bosun_shared::gateway::Rules) {
         "elicitation",
         match r.elicitation {
             AskPolicy::Deny => "deny: the server's requests for the person's input are refused",
-            AskPolicy::Ask => "ask: the server's requests for the person's input wait in the inbox",
+            AskPolicy::Ask | AskPolicy::Allow => {
+                "ask: the server's requests for the person's input wait in the inbox"
+            }
         }
     );
-    println!(
-        "{:<12}{}",
-        "sampling",
-        match r.sampling {
-            AskPolicy::Deny => "deny: the server's requests for a message of the model are refused",
-            AskPolicy::Ask =>
-                "ask: the server's requests for a message of the model wait in the inbox",
+    let sampling = match r.sampling {
+        AskPolicy::Deny => {
+            "deny: the server's requests for a message of the model are refused".to_string()
         }
-    );
+        AskPolicy::Ask => {
+            "ask: the server's requests for a message of the model wait in the inbox".to_string()
+        }
+        AskPolicy::Allow => format!(
+            "allow: the run's CLI writes the messages the server asks for, up to {} tokens each",
+            r.sampling_max_tokens
+        ),
+    };
+    println!("{:<12}{sampling}", "sampling");
 }
 
 /// What runs get of a server, and what waits for the person's approval.
