@@ -220,6 +220,9 @@ fn s(d: &str) -> Value {
     json!({ "type": "string", "description": d })
 }
 
+/// Every tool the lead is offered, with its description, input schema and whether it only
+/// reads. Long on purpose: it is a table, one entry per tool, read top to bottom; a split would
+/// only scatter it.
 pub fn catalog() -> Vec<ToolSpec> {
     let card_fields = || {
         json!({

@@ -99,7 +99,8 @@ fn pending() -> serde_json::Value {
         "would_fail": null, "result": null})
 }
 
-/// One of every request, in the order of the enum.
+/// One of every request, in the order of the enum. Long on purpose: a table of the wire, one
+/// value per variant, kept whole so a missing one stands out.
 fn requests() -> Vec<Request> {
     vec![
         Request::StartRun(view(
@@ -265,7 +266,7 @@ fn requests() -> Vec<Request> {
     ]
 }
 
-/// One of every response, in the order of the enum.
+/// One of every response, in the order of the enum. Long on purpose: a table, as above.
 fn responses() -> Vec<Response> {
     vec![
         Response::Run(view(run())),

@@ -502,38 +502,7 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        McpCommand::Show { name, tools, json } => {
-            let mut client = connect(dirs).await?;
-            let server = client
-                .call(McpShow {
-                    server: name.clone(),
-                })
-                .await?;
-            let listing = if tools && server.listed_at.is_some() {
-                let request = McpTools {
-                    server: server.name.clone(),
-                    cached: true,
-                };
-                Some(client.call(request).await?)
-            } else {
-                None
-            };
-            if json {
-                match listing {
-                    Some(l) => {
-                        output::print_json(&serde_json::json!({ "server": server, "tools": l }))?
-                    }
-                    None => output::print_json(&server)?,
-                }
-            } else {
-                print_server(&server);
-                if let Some(l) = listing {
-                    println!();
-                    print_tools(&l);
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        McpCommand::Show { name, tools, json } => show(dirs, name, tools, json).await,
         McpCommand::Edit(a) => edit(dirs, a).await,
         McpCommand::Rename {
             name,
@@ -554,19 +523,7 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             let server = client.call(McpRemove { server: name }).await?;
             done(json, &server, "removed, with its secrets")
         }
-        McpCommand::Tools { name, cached, json } => {
-            let request = McpTools {
-                server: name.clone(),
-                cached,
-            };
-            let listing = with_sign_in(dirs, request, &name, !cached && !json).await?;
-            if json {
-                output::print_json(&listing)?;
-            } else {
-                print_tools(&listing);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        McpCommand::Tools { name, cached, json } => tools(dirs, name, cached, json).await,
         McpCommand::Inspect { name, json } => {
             let request = McpInspect {
                 server: name.clone(),
@@ -586,56 +543,20 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             capabilities,
             json,
         } => {
-            let mut client = connect(dirs).await?;
-            let server = client
-                .call(McpApprove {
-                    server: name,
-                    tools,
-                    all_tools,
-                    capabilities,
-                })
-                .await?;
-            if json {
-                output::print_json(&server)?;
-            } else {
-                println!("approved; runs get it from the next run on");
-                print_ledger(
-                    &server.name,
-                    &server.rules.capabilities,
-                    &server.pending_capabilities,
-                    &server.pending_tools,
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+            let request = McpApprove {
+                server: name,
+                tools,
+                all_tools,
+                capabilities,
+            };
+            approve(dirs, request, json).await
         }
         McpCommand::Call {
             name,
             tool,
             args,
             json,
-        } => {
-            let args: serde_json::Value = serde_json::from_str(&args).map_err(|e| {
-                anyhow::anyhow!(
-                    "--args is not JSON ({e}); give an object such as '{{\"message\": \"hi\"}}'"
-                )
-            })?;
-            let request = McpCall {
-                server: name.clone(),
-                tool,
-                args,
-            };
-            let view = with_sign_in(dirs, request, &name, !json).await?;
-            if json {
-                output::print_json(&view)?;
-            } else {
-                print_call(&view);
-            }
-            Ok(if view.is_error {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        } => call(dirs, name, tool, &args, json).await,
         McpCommand::Import(a) => import(dirs, a).await,
         McpCommand::SignIn {
             name,
@@ -657,6 +578,109 @@ pub async fn run(dirs: &StateDir, cmd: McpCommand) -> anyhow::Result<ExitCode> {
             done(json, &server, "signed out")
         }
     }
+}
+
+/// `bosun mcp show`: one server, and with `--tools` the tools its last listing found.
+async fn show(dirs: &StateDir, name: String, tools: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let server = client
+        .call(McpShow {
+            server: name.clone(),
+        })
+        .await?;
+    let listing = if tools && server.listed_at.is_some() {
+        let request = McpTools {
+            server: server.name.clone(),
+            cached: true,
+        };
+        Some(client.call(request).await?)
+    } else {
+        None
+    };
+    if json {
+        match listing {
+            Some(l) => output::print_json(&serde_json::json!({ "server": server, "tools": l }))?,
+            None => output::print_json(&server)?,
+        }
+    } else {
+        print_server(&server);
+        if let Some(l) = listing {
+            println!();
+            print_tools(&l);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bosun mcp tools`: a server's tools, listed now (signing in first if it asks) or, with
+/// `--cached`, as its last listing found them.
+async fn tools(
+    dirs: &StateDir,
+    name: String,
+    cached: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let request = McpTools {
+        server: name.clone(),
+        cached,
+    };
+    let listing = with_sign_in(dirs, request, &name, !cached && !json).await?;
+    if json {
+        output::print_json(&listing)?;
+    } else {
+        print_tools(&listing);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bosun mcp approve`: the tools and capabilities the person lets through, and the ledger after.
+async fn approve(dirs: &StateDir, request: McpApprove, json: bool) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let server = client.call(request).await?;
+    if json {
+        output::print_json(&server)?;
+    } else {
+        println!("approved; runs get it from the next run on");
+        print_ledger(
+            &server.name,
+            &server.rules.capabilities,
+            &server.pending_capabilities,
+            &server.pending_tools,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bosun mcp call`: one call of a server's tool, its result printed; a result that is an error
+/// exits 1.
+async fn call(
+    dirs: &StateDir,
+    name: String,
+    tool: String,
+    args: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let args: serde_json::Value = serde_json::from_str(args).map_err(|e| {
+        anyhow::anyhow!(
+            "--args is not JSON ({e}); give an object such as '{{\"message\": \"hi\"}}'"
+        )
+    })?;
+    let request = McpCall {
+        server: name.clone(),
+        tool,
+        args,
+    };
+    let view = with_sign_in(dirs, request, &name, !json).await?;
+    if json {
+        output::print_json(&view)?;
+    } else {
+        print_call(&view);
+    }
+    Ok(if view.is_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn done(json: bool, server: &ServerView, what: &str) -> anyhow::Result<ExitCode> {

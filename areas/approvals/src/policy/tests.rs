@@ -51,6 +51,7 @@ use ToolClass::{Egress, Execute, IrreversibleWrite, ReadOnly, ReversibleWrite, U
 use Verdict::{AlwaysAllow, Blocked, NeedsApproval};
 
 /// Each step of the precedence, with the cases that reach it (and the ones that must not).
+/// Long on purpose: the steps in their order, read as one list.
 #[test]
 fn precedence_step_by_step() {
     let rows: Vec<(Call, Decision)> = vec![

@@ -115,6 +115,7 @@ impl Reader {
 }
 
 /// One random schedule. `n` chunks, memory for `window` bytes, `readers` followers.
+/// Long on purpose: one simulation whose steps share the model of what each follower must have seen.
 fn schedule(seed: u64, n: usize, window: usize, readers: usize) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
