@@ -594,36 +594,7 @@ impl Conn<'_> {
         };
         let method = msg.get("method").and_then(Value::as_str);
         let id = msg.get("id").filter(|i| !i.is_null());
-        // Only the gateway answers the bridge's asks for a token.
-        if method.is_none()
-            && id
-                .and_then(Value::as_str)
-                .is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
-        {
-            self.gw.note(format!(
-                "bosun's MCP gateway: {}: the CLI answered a request of bosun's own; dropped",
-                self.server.name
-            ));
-            return;
-        }
-        if method == Some("notifications/cancelled")
-            && let Some(call) = msg.pointer("/params/requestId")
-            && self.cancel_judging(call)
-        {
-            return;
-        }
-        if let (Some(m), Some(id)) = (method, id)
-            && let Some(c) = self.unapproved(m)
-        {
-            let name = &self.server.name;
-            self.gw.note(format!(
-                "mcp {name}: {m} refused by bosun's gateway (its {c} are not approved)"
-            ));
-            let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
-                "code": -32601,
-                "message": format!("bosun holds back the {c} of the MCP server `{name}`: the person has not approved them (`bosun mcp approve {name} --capability {c}`)"),
-            }});
-            self.tell_cli(&reply).await;
+        if self.held_back(&msg, method, id).await {
             return;
         }
         let mut rewritten = None;
@@ -648,93 +619,10 @@ impl Conn<'_> {
                 return;
             }
             (Some("tools/call"), Some(id)) => {
-                let tool = msg
-                    .pointer("/params/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let args = msg
-                    .pointer("/params/arguments")
-                    .map(|a| cut(&a.to_string(), ARGS_SHOWN))
-                    .unwrap_or_default();
-                let name = &self.server.name;
-                let judged = match self.rules().judge(&tool) {
-                    Err(Held::Denied(g)) => Err((
-                        format!("its deny list holds `{g}`"),
-                        format!("bosun mcp edit {name}"),
-                    )),
-                    Err(Held::NotAllowed) => Err((
-                        "it is not on its allow list".to_string(),
-                        format!("bosun mcp edit {name}"),
-                    )),
-                    Ok(()) => match self.unseen(&tool) {
-                        Some(p) => Err((
-                            p.words().to_string(),
-                            format!("bosun mcp approve {name} {tool}"),
-                        )),
-                        None => Ok(()),
-                    },
-                };
-                let arguments = msg
-                    .pointer("/params/arguments")
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                // A decision of the CLI's for this call is spent on it, whatever comes of it.
-                let cleared = self.gw.take_cleared(name, &tool, &arguments);
-                if let Err((why, fix)) = judged {
-                    self.gw.note(format!(
-                        "mcp {name}/{tool} {args}: refused by bosun's gateway ({why})"
-                    ));
-                    self.gw.record(&CallEntry {
-                        at: Timestamp::now(),
-                        server: name.clone(),
-                        tool: tool.clone(),
-                        args: args.clone(),
-                        outcome: CallOutcome::Refused {
-                            reason: why.clone(),
-                        },
-                        ms: None,
-                        chars: None,
-                        model_got: None,
-                        decision: Some(CallDecision {
-                            verdict: CallVerdict::Denied,
-                            by: "bosun's gateway".into(),
-                            asked: AskedAt::Rules,
-                        }),
-                    });
-                    let text = format!(
-                        "bosun refused this call: the tool `{tool}` of the MCP server `{name}` is held back for this run ({why}). The person can change it with `{fix}`."
-                    );
-                    let reply = json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "content": [{"type": "text", "text": text}],
-                        "isError": true,
-                    }});
-                    self.tell_cli(&reply).await;
+                let goes_on = self.admit_call(&msg, id, line).await;
+                if !goes_on {
                     return;
                 }
-                // Every call is judged once: on the CLI's decision, or bosund is asked now and
-                // the call waits for its answer (its deadline not running).
-                let Some(by) = cleared else {
-                    self.judge(id.clone(), tool, args, arguments, line.to_vec());
-                    return;
-                };
-                let now = Instant::now();
-                self.calls.insert(
-                    key(id),
-                    Call {
-                        id: id.clone(),
-                        tool,
-                        args,
-                        at: Timestamp::now(),
-                        started: now,
-                        deadline: now + Duration::from_millis(self.rules().deadline_ms),
-                        decision: CallDecision {
-                            verdict: CallVerdict::Allowed,
-                            by,
-                            asked: AskedAt::Cli,
-                        },
-                    },
-                );
             }
             _ => {}
         }
@@ -752,6 +640,152 @@ impl Conn<'_> {
         {
             call.deadline = Instant::now() + Duration::from_millis(self.server.rules.deadline_ms);
         }
+    }
+
+    /// Deals, itself, with a message of the CLI's that goes no further: an answer to a request
+    /// of bosun's own (dropped), the cancel of a call still being judged, a request of a
+    /// capability the person has not approved (refused). True when the message was one of them.
+    async fn held_back(&mut self, msg: &Value, method: Option<&str>, id: Option<&Value>) -> bool {
+        // Only the gateway answers the bridge's asks for a token.
+        if method.is_none()
+            && id
+                .and_then(Value::as_str)
+                .is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
+        {
+            self.gw.note(format!(
+                "bosun's MCP gateway: {}: the CLI answered a request of bosun's own; dropped",
+                self.server.name
+            ));
+            return true;
+        }
+        if method == Some("notifications/cancelled")
+            && let Some(call) = msg.pointer("/params/requestId")
+            && self.cancel_judging(call)
+        {
+            return true;
+        }
+        if let (Some(m), Some(id)) = (method, id)
+            && let Some(c) = self.unapproved(m)
+        {
+            let name = &self.server.name;
+            self.gw.note(format!(
+                "mcp {name}: {m} refused by bosun's gateway (its {c} are not approved)"
+            ));
+            let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32601,
+                "message": format!("bosun holds back the {c} of the MCP server `{name}`: the person has not approved them (`bosun mcp approve {name} --capability {c}`)"),
+            }});
+            self.tell_cli(&reply).await;
+            return true;
+        }
+        false
+    }
+
+    /// A call of a tool: refused when the rules hold it back, or left waiting for bosund's
+    /// judgement when the CLI did not decide it; true when it is recorded and goes to the
+    /// server now.
+    async fn admit_call(&mut self, msg: &Value, id: &Value, line: &[u8]) -> bool {
+        let tool = msg
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let args = msg
+            .pointer("/params/arguments")
+            .map(|a| cut(&a.to_string(), ARGS_SHOWN))
+            .unwrap_or_default();
+        let judged = self.judge_tool(&tool);
+        let arguments = msg
+            .pointer("/params/arguments")
+            .cloned()
+            .unwrap_or(Value::Null);
+        // A decision of the CLI's for this call is spent on it, whatever comes of it.
+        let cleared = self.gw.take_cleared(&self.server.name, &tool, &arguments);
+        if let Err((why, fix)) = judged {
+            self.refuse_call(id, &tool, &args, &why, &fix).await;
+            return false;
+        }
+        // Every call is judged once: on the CLI's decision, or bosund is asked now and
+        // the call waits for its answer (its deadline not running).
+        let Some(by) = cleared else {
+            self.judge(id.clone(), tool, args, arguments, line.to_vec());
+            return false;
+        };
+        let now = Instant::now();
+        self.calls.insert(
+            key(id),
+            Call {
+                id: id.clone(),
+                tool,
+                args,
+                at: Timestamp::now(),
+                started: now,
+                deadline: now + Duration::from_millis(self.rules().deadline_ms),
+                decision: CallDecision {
+                    verdict: CallVerdict::Allowed,
+                    by,
+                    asked: AskedAt::Cli,
+                },
+            },
+        );
+        true
+    }
+
+    /// Whether the server's rules and the person's approvals let a call of `tool` through; if
+    /// not, why, and the command that changes it.
+    fn judge_tool(&self, tool: &str) -> Result<(), (String, String)> {
+        let name = &self.server.name;
+        match self.rules().judge(tool) {
+            Err(Held::Denied(g)) => Err((
+                format!("its deny list holds `{g}`"),
+                format!("bosun mcp edit {name}"),
+            )),
+            Err(Held::NotAllowed) => Err((
+                "it is not on its allow list".to_string(),
+                format!("bosun mcp edit {name}"),
+            )),
+            Ok(()) => match self.unseen(tool) {
+                Some(p) => Err((
+                    p.words().to_string(),
+                    format!("bosun mcp approve {name} {tool}"),
+                )),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Refuses a call the rules hold back: said in the log, kept in the run's record of calls,
+    /// and answered to the CLI as a tool's error saying why and what the person can change.
+    async fn refuse_call(&mut self, id: &Value, tool: &str, args: &str, why: &str, fix: &str) {
+        let name = &self.server.name;
+        self.gw.note(format!(
+            "mcp {name}/{tool} {args}: refused by bosun's gateway ({why})"
+        ));
+        self.gw.record(&CallEntry {
+            at: Timestamp::now(),
+            server: name.clone(),
+            tool: tool.to_string(),
+            args: args.to_string(),
+            outcome: CallOutcome::Refused {
+                reason: why.to_string(),
+            },
+            ms: None,
+            chars: None,
+            model_got: None,
+            decision: Some(CallDecision {
+                verdict: CallVerdict::Denied,
+                by: "bosun's gateway".into(),
+                asked: AskedAt::Rules,
+            }),
+        });
+        let text = format!(
+            "bosun refused this call: the tool `{tool}` of the MCP server `{name}` is held back for this run ({why}). The person can change it with `{fix}`."
+        );
+        let reply = json!({"jsonrpc": "2.0", "id": id, "result": {
+            "content": [{"type": "text", "text": text}],
+            "isError": true,
+        }});
+        self.tell_cli(&reply).await;
     }
 
     /// Sends a line to the server, starting it (again) first when it is not running. A line

@@ -48,7 +48,7 @@ use nix::sys::signal::Signal;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::control::driver::{Asks, Driver};
+use crate::control::driver::{Asks, Decided, Driver};
 use crate::link::{Dial, LinkEnd, LinkState};
 use crate::outbox::Outbox;
 use crate::relay::{OutputCap, Sink};
@@ -237,30 +237,120 @@ async fn start() -> Result<Start, RunnerError> {
     }
 }
 
+/// Where the runner dials bosund, and what it knows of its run before the plan is in hand.
+struct Dialing {
+    dial: Dial,
+    run_dir: std::path::PathBuf,
+    run_id: bosun_shared::RunId,
+    token: bosun_shared::RunToken,
+    /// The plan, when it came on stdin; a runner on another host gets it over the link.
+    plan_now: Option<LaunchPlan>,
+}
+
+impl Dialing {
+    /// Where to dial and what of the run is known, by how the runner was started.
+    fn of(start: Start) -> Result<Self, RunnerError> {
+        Ok(match start {
+            Start::Local(plan) => Self {
+                dial: Dial::Local(plan.socket.clone()),
+                run_dir: plan.run_dir.clone(),
+                run_id: plan.run_id,
+                token: plan.token.clone(),
+                plan_now: Some(*plan),
+            },
+            Start::Remote(link, run_dir) => {
+                let config = tls::client_config(&link)?;
+                Self {
+                    dial: Dial::Tls {
+                        addr: link.addr.clone(),
+                        config,
+                    },
+                    run_dir,
+                    run_id: link.run_id,
+                    token: link.token.clone(),
+                    plan_now: None,
+                }
+            }
+        })
+    }
+}
+
+/// The runner's ends of the channels the link feeds.
+struct FromLink {
+    stops: mpsc::UnboundedReceiver<StopOrder>,
+    decisions: mpsc::UnboundedReceiver<Decided>,
+    notes: mpsc::UnboundedReceiver<String>,
+    /// Where the plan comes, for a runner on another host.
+    plan: oneshot::Receiver<LaunchPlan>,
+}
+
+/// The state the runner shares with its link to bosund, and the runner's ends of the link's
+/// channels. The link hands over a plan only when `plan_over_link`.
+fn link_state(
+    outbox: &Arc<Mutex<Outbox>>,
+    wake: &Arc<Notify>,
+    plan_over_link: bool,
+) -> (Arc<LinkState>, FromLink) {
+    let (stops_tx, stops) = mpsc::unbounded_channel::<StopOrder>();
+    let (decisions_tx, decisions) = mpsc::unbounded_channel();
+    let (notes_tx, notes) = mpsc::unbounded_channel::<String>();
+    let (plan_tx, plan) = oneshot::channel();
+    let state = Arc::new(LinkState {
+        outbox: outbox.clone(),
+        wake: wake.clone(),
+        started: Mutex::new(None),
+        exit: Mutex::new(None),
+        stops: stops_tx,
+        asks: Arc::new(Mutex::new(Asks::default())),
+        decisions: decisions_tx,
+        notes: notes_tx,
+        plan: Mutex::new(plan_over_link.then_some(plan_tx)),
+        tokens: Default::default(),
+        server_asks: Default::default(),
+        judging: Default::default(),
+    });
+    let from_link = FromLink {
+        stops,
+        decisions,
+        notes,
+        plan,
+    };
+    (state, from_link)
+}
+
+/// Waits for the plan of a runner on another host; when the link ends first, the spool is
+/// removed and the runner says why it has no plan.
+async fn plan_over_link(
+    plan_rx: oneshot::Receiver<LaunchPlan>,
+    link: &mut tokio::task::JoinHandle<LinkEnd>,
+    outbox: &Arc<Mutex<Outbox>>,
+) -> Result<LaunchPlan, RunnerError> {
+    tokio::select! {
+        plan = plan_rx => match plan {
+            Ok(plan) => Ok(plan),
+            Err(_) => Err(RunnerError::NoPlanOverLink),
+        },
+        end = link => {
+            let why = match end {
+                Ok(LinkEnd::ExitAcked) => RunnerError::EndedBeforePlan,
+                Ok(LinkEnd::Refused(why)) => RunnerError::Refused(why),
+                Err(e) => RunnerError::LinkFailed(e),
+            };
+            lock(outbox).remove_spool();
+            Err(why)
+        }
+    }
+}
+
 async fn run() -> Result<(), RunnerError> {
     let start = start().await?;
-    let (dial, run_dir, run_id, token, plan_now) = match start {
-        Start::Local(plan) => (
-            Dial::Local(plan.socket.clone()),
-            plan.run_dir.clone(),
-            plan.run_id,
-            plan.token.clone(),
-            Some(*plan),
-        ),
-        Start::Remote(link, run_dir) => {
-            let config = tls::client_config(&link)?;
-            (
-                Dial::Tls {
-                    addr: link.addr.clone(),
-                    config,
-                },
-                run_dir,
-                link.run_id,
-                link.token.clone(),
-                None,
-            )
-        }
-    };
+    let Dialing {
+        dial,
+        run_dir,
+        run_id,
+        token,
+        plan_now,
+    } = Dialing::of(start)?;
 
     let outbox = Arc::new(Mutex::new(Outbox::writing(
         run_dir.join("spool"),
@@ -269,27 +359,15 @@ async fn run() -> Result<(), RunnerError> {
     )));
     let wake = Arc::new(Notify::new());
     let flusher = tokio::spawn(keep_flushed(outbox.clone(), wake.clone()));
-    let (stops_tx, mut stops) = mpsc::unbounded_channel::<StopOrder>();
-    let (decisions_tx, decisions) = mpsc::unbounded_channel();
-    let (notes_tx, mut notes_rx) = mpsc::unbounded_channel::<String>();
-    let (plan_tx, plan_rx) = oneshot::channel();
-    let asks = Arc::new(Mutex::new(Asks::default()));
+    let (state, from_link) = link_state(&outbox, &wake, plan_now.is_none());
+    let FromLink {
+        mut stops,
+        decisions,
+        notes: mut notes_rx,
+        plan: plan_rx,
+    } = from_link;
     // MCP calls the CLI's control protocol had allowed, for the gateway to let through once.
     let cleared = Arc::new(Mutex::new(cleared::Cleared::default()));
-    let state = Arc::new(LinkState {
-        outbox: outbox.clone(),
-        wake: wake.clone(),
-        started: Mutex::new(None),
-        exit: Mutex::new(None),
-        stops: stops_tx,
-        asks: asks.clone(),
-        decisions: decisions_tx,
-        notes: notes_tx,
-        plan: Mutex::new(plan_now.is_none().then_some(plan_tx)),
-        tokens: Default::default(),
-        server_asks: Default::default(),
-        judging: Default::default(),
-    });
     let mut link = tokio::spawn(link::run_link(
         dial,
         run_dir.clone(),
@@ -299,21 +377,7 @@ async fn run() -> Result<(), RunnerError> {
     ));
     let plan = match plan_now {
         Some(plan) => plan,
-        None => tokio::select! {
-            plan = plan_rx => match plan {
-                Ok(plan) => plan,
-                Err(_) => return Err(RunnerError::NoPlanOverLink),
-            },
-            end = &mut link => {
-                let why = match end {
-                    Ok(LinkEnd::ExitAcked) => RunnerError::EndedBeforePlan,
-                    Ok(LinkEnd::Refused(why)) => RunnerError::Refused(why),
-                    Err(e) => RunnerError::LinkFailed(e),
-                };
-                lock(&outbox).remove_spool();
-                return Err(why);
-            }
-        },
+        None => plan_over_link(plan_rx, &mut link, &outbox).await?,
     };
 
     let cap = Arc::new(OutputCap::new(plan.max_output));
@@ -333,19 +397,9 @@ async fn run() -> Result<(), RunnerError> {
             notes_sink.notes(&[note]);
         }
     });
-    let mut decisions = Some(decisions);
     let mut plan = plan;
     // The gateway's socket is open before the CLI starts, which dials it at once.
-    let gateway = if plan.gateway.is_empty() {
-        Ok(None)
-    } else {
-        gateway::bind(&plan.run_dir)
-            .and_then(|(listener, path)| {
-                gateway::fill_in(&mut plan, &path)?;
-                Ok(Some(listener))
-            })
-            .map_err(LaunchError::from)
-    };
+    let gateway = open_gateway(&mut plan);
     let plan = plan;
     let exit = match gateway.and_then(|listener| start_program(&plan).map(|c| (c, listener))) {
         Err(why) => ExitInfo {
@@ -354,132 +408,246 @@ async fn run() -> Result<(), RunnerError> {
             signal: None,
             reason: why.to_string(),
         },
-        Ok(((mut child, fence), listener)) => {
-            if let Some(report) = &fence {
-                notes_sink_fence.notes(&[format!("bosun's fence: {report}")]);
-            }
-            let me = ProcessIdentity::of(Pid::this());
-            let pid = Pid::of_child(child.id().unwrap_or(0));
-            if let Some(listener) = listener {
-                let gw = gateway::Gateway::new(
-                    &plan,
-                    pid.as_raw(),
-                    state.notes.clone(),
-                    redactor.clone(),
-                    state.clone(),
-                    cleared.clone(),
-                );
-                tokio::spawn(gateway::serve(listener, Arc::new(gw)));
-            }
-            let leader = ProcessIdentity::of(pid);
-            if let Some(l) = leader {
-                *lock(&state.started) = Some(bosun_shared::protocol::runner::Started {
-                    pid,
-                    pgid: Pgid::led_by(pid),
-                    start_time: l.start_time,
-                    at: Timestamp::now(),
-                    fence,
-                });
-                wake.notify_one();
-            }
-            // A CLI driven through its control protocol: its stdout is read by the driver too,
-            // and its stdin stays open for the driver's answers.
-            let mut tap = None;
-            let (done_tx, done_rx) = oneshot::channel();
-            let driver = match (&plan.control, child.stdin.take(), decisions.take()) {
-                (Some(control), Some(stdin), Some(decisions)) => {
-                    let (tap_tx, lines_in) = mpsc::unbounded_channel();
-                    tap = Some(tap_tx);
-                    Some(tokio::spawn(
-                        Driver {
-                            protocol: control::protocol(control),
-                            stdin,
-                            lines_in,
-                            decisions,
-                            cleared: cleared.clone(),
-                            asks: asks.clone(),
-                            wake: wake.clone(),
-                            cwd: plan.cwd.clone(),
-                            redactor: Arc::new(control::ask_redactor(&plan.redact, &plan.cwd)),
-                            done: Some(done_tx),
-                        }
-                        .run(),
-                    ))
-                }
-                _ => None,
-            };
-            let sink = Sink {
-                outbox: outbox.clone(),
-                wake: wake.clone(),
+        Ok(((child, fence), listener)) => {
+            let watch = Watch {
+                plan: &plan,
+                state: &state,
+                cleared: &cleared,
+                notes: &notes_sink_fence,
                 cap,
-                tap,
                 redactor,
+                decisions,
+                stops: &mut stops,
             };
-            let (finish_tx, finish_rx) = oneshot::channel();
-            let relay = match (child.stdout.take(), child.stderr.take()) {
-                (Some(out), Some(err)) => {
-                    widen_pipe(&out);
-                    Some(tokio::spawn(relay::relay(out, err, sink, finish_rx)))
-                }
-                _ => None,
-            };
-            let (status, stopping) =
-                supervise(&mut child, &plan, Pgid::led_by(pid), &mut stops, done_rx).await;
-
-            // The program is gone: end whatever it left, then let the relay drain the pipes.
-            let target = SweepTarget {
-                marker: Some(plan.run_id.to_string()),
-                runner: me,
-                group_leader: leader,
-                reap_children: true,
-            };
-            let report =
-                tokio::task::spawn_blocking(move || process::sweep(&target, SWEEP_DEADLINE))
-                    .await
-                    .unwrap_or_default();
-            if report.survivors > 0 {
-                say!(
-                    "bosun-runner: {} process(es) of the run would not die",
-                    report.survivors
-                );
-            }
-            if let Some(relay) = relay {
-                let drained = tokio::time::timeout(DRAIN_GRACE, async {
-                    let mut relay = relay;
-                    tokio::select! {
-                        _ = &mut relay => {}
-                        _ = tokio::time::sleep(DRAIN_GRACE / 2) => {
-                            let _ = finish_tx.send(());
-                            let _ = relay.await;
-                        }
-                    }
-                })
-                .await;
-                if drained.is_err() {
-                    say!("bosun-runner: output pipes did not close");
-                }
-            }
-            if let Some(driver) = driver {
-                driver.abort();
-            }
-            exit_info(status, stopping)
+            watch.program(child, fence, listener).await
         }
     };
+    report_end(exit, &plan, &state, flusher, link).await;
+    Ok(())
+}
 
-    settle_own_log(&outbox).await;
+/// Binds the gateway's socket when the run has MCP servers, and fills the plan in with where
+/// it is.
+fn open_gateway(plan: &mut LaunchPlan) -> Result<Option<tokio::net::UnixListener>, LaunchError> {
+    if plan.gateway.is_empty() {
+        Ok(None)
+    } else {
+        gateway::bind(&plan.run_dir)
+            .and_then(|(listener, path)| {
+                gateway::fill_in(plan, &path)?;
+                Ok(Some(listener))
+            })
+            .map_err(LaunchError::from)
+    }
+}
+
+/// What the runner serves, relays and watches a started program with.
+struct Watch<'a> {
+    plan: &'a LaunchPlan,
+    state: &'a Arc<LinkState>,
+    cleared: &'a Arc<Mutex<cleared::Cleared>>,
+    /// Where the fence's report goes, as bosun's line in the run's log.
+    notes: &'a Sink,
+    cap: Arc<OutputCap>,
+    redactor: Arc<redact::Redactor>,
+    decisions: mpsc::UnboundedReceiver<Decided>,
+    stops: &'a mut mpsc::UnboundedReceiver<StopOrder>,
+}
+
+impl Watch<'_> {
+    /// Serves the started program's gateway, drives and relays it, and watches it until it is
+    /// gone; then ends whatever it left, lets its pipes drain, and says how it ended.
+    async fn program(
+        self,
+        mut child: tokio::process::Child,
+        fence: Option<String>,
+        listener: Option<tokio::net::UnixListener>,
+    ) -> ExitInfo {
+        let Watch {
+            plan,
+            state,
+            cleared,
+            notes,
+            cap,
+            redactor,
+            decisions,
+            stops,
+        } = self;
+        if let Some(report) = &fence {
+            notes.notes(&[format!("bosun's fence: {report}")]);
+        }
+        let me = ProcessIdentity::of(Pid::this());
+        let pid = Pid::of_child(child.id().unwrap_or(0));
+        if let Some(listener) = listener {
+            let gw = gateway::Gateway::new(
+                plan,
+                pid.as_raw(),
+                state.notes.clone(),
+                redactor.clone(),
+                state.clone(),
+                cleared.clone(),
+            );
+            tokio::spawn(gateway::serve(listener, Arc::new(gw)));
+        }
+        let leader = ProcessIdentity::of(pid);
+        if let Some(l) = leader {
+            *lock(&state.started) = Some(bosun_shared::protocol::runner::Started {
+                pid,
+                pgid: Pgid::led_by(pid),
+                start_time: l.start_time,
+                at: Timestamp::now(),
+                fence,
+            });
+            state.wake.notify_one();
+        }
+        let control = start_driver(plan, &mut child, decisions, state, cleared);
+        let sink = Sink {
+            outbox: state.outbox.clone(),
+            wake: state.wake.clone(),
+            cap,
+            tap: control.tap,
+            redactor,
+        };
+        let (finish_tx, finish_rx) = oneshot::channel();
+        let relay = match (child.stdout.take(), child.stderr.take()) {
+            (Some(out), Some(err)) => {
+                widen_pipe(&out);
+                Some(tokio::spawn(relay::relay(out, err, sink, finish_rx)))
+            }
+            _ => None,
+        };
+        let (status, stopping) =
+            supervise(&mut child, plan, Pgid::led_by(pid), stops, control.done).await;
+
+        // The program is gone: end whatever it left, then let the relay drain the pipes.
+        sweep_leftovers(plan, me, leader).await;
+        if let Some(relay) = relay {
+            drain(relay, finish_tx).await;
+        }
+        if let Some(driver) = control.driver {
+            driver.abort();
+        }
+        exit_info(status, stopping)
+    }
+}
+
+/// A CLI driven through its control protocol, once its driver is started.
+struct Control {
+    driver: Option<tokio::task::JoinHandle<()>>,
+    /// Where the relay copies the CLI's stdout, for the driver to read.
+    tap: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// Told when the driver says the CLI's work is done.
+    done: oneshot::Receiver<()>,
+}
+
+/// Starts the driver of a CLI driven through its control protocol, when the plan has one.
+fn start_driver(
+    plan: &LaunchPlan,
+    child: &mut tokio::process::Child,
+    decisions: mpsc::UnboundedReceiver<Decided>,
+    state: &LinkState,
+    cleared: &Arc<Mutex<cleared::Cleared>>,
+) -> Control {
+    // A CLI driven through its control protocol: its stdout is read by the driver too,
+    // and its stdin stays open for the driver's answers.
+    let mut tap = None;
+    let (done_tx, done_rx) = oneshot::channel();
+    let driver = match (&plan.control, child.stdin.take(), decisions) {
+        (Some(control), Some(stdin), decisions) => {
+            let (tap_tx, lines_in) = mpsc::unbounded_channel();
+            tap = Some(tap_tx);
+            Some(tokio::spawn(
+                Driver {
+                    protocol: control::protocol(control),
+                    stdin,
+                    lines_in,
+                    decisions,
+                    cleared: cleared.clone(),
+                    asks: state.asks.clone(),
+                    wake: state.wake.clone(),
+                    cwd: plan.cwd.clone(),
+                    redactor: Arc::new(control::ask_redactor(&plan.redact, &plan.cwd)),
+                    done: Some(done_tx),
+                }
+                .run(),
+            ))
+        }
+        _ => None,
+    };
+    Control {
+        driver,
+        tap,
+        done: done_rx,
+    }
+}
+
+/// Ends whatever the program left (its group, its marked processes, the runner's children),
+/// and says in the runner's log when some would not die.
+async fn sweep_leftovers(
+    plan: &LaunchPlan,
+    me: Option<ProcessIdentity>,
+    leader: Option<ProcessIdentity>,
+) {
+    let target = SweepTarget {
+        marker: Some(plan.run_id.to_string()),
+        runner: me,
+        group_leader: leader,
+        reap_children: true,
+    };
+    let report = tokio::task::spawn_blocking(move || process::sweep(&target, SWEEP_DEADLINE))
+        .await
+        .unwrap_or_default();
+    if report.survivors > 0 {
+        say!(
+            "bosun-runner: {} process(es) of the run would not die",
+            report.survivors
+        );
+    }
+}
+
+/// Lets the relay read what is still in the pipes: told to finish after half of
+/// [`DRAIN_GRACE`], left behind after all of it.
+async fn drain(relay: tokio::task::JoinHandle<()>, finish_tx: oneshot::Sender<()>) {
+    let drained = tokio::time::timeout(DRAIN_GRACE, async {
+        let mut relay = relay;
+        tokio::select! {
+            _ = &mut relay => {}
+            _ = tokio::time::sleep(DRAIN_GRACE / 2) => {
+                let _ = finish_tx.send(());
+                let _ = relay.await;
+            }
+        }
+    })
+    .await;
+    if drained.is_err() {
+        say!("bosun-runner: output pipes did not close");
+    }
+}
+
+/// Once the program is gone: its output settled in the runner's own log, its secret files
+/// deleted, its end reported to bosund (waiting for the link to end), the log flushed to disk
+/// and the spool removed.
+async fn report_end(
+    exit: ExitInfo,
+    plan: &LaunchPlan,
+    state: &LinkState,
+    flusher: tokio::task::JoinHandle<()>,
+    link: tokio::task::JoinHandle<LinkEnd>,
+) {
+    let outbox = &state.outbox;
+    settle_own_log(outbox).await;
     flusher.abort();
     let flushed = tokio::spawn(flush_at_end(outbox.clone()));
-    delete_secret_files(&plan);
+    delete_secret_files(plan);
     *lock(&state.exit) = Some(exit);
-    wake.notify_one();
+    state.wake.notify_one();
     match link.await {
         Ok(LinkEnd::ExitAcked) => {}
         Ok(LinkEnd::Refused(why)) => say!("bosun-runner: the daemon refused this run: {why}"),
         Err(e) => say!("bosun-runner: the link failed: {e}"),
     }
     let _ = flushed.await;
-    lock(&outbox).remove_spool();
-    Ok(())
+    lock(outbox).remove_spool();
 }
 
 /// The program's stdout pipe holds this much (Linux's default is 64 KiB): a program writing

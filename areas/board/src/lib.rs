@@ -1136,42 +1136,7 @@ impl BoardState {
         for (run, now) in &states {
             if now.over && self.over.insert(*run) {
                 // Said on its card once.
-                let card = self
-                    .cards
-                    .values()
-                    .find(|c| c.runs.last().is_some_and(|r| r.run == *run && !r.ended))
-                    .cloned();
-                if let Some(mut card) = card {
-                    card.qa_tokens.clear();
-                    if let Some(r) = card.runs.last_mut() {
-                        r.ended = true;
-                    }
-                    if now.never_ran {
-                        // Its program never started (bosund died first): this move is owed a
-                        // run still, under a new move so that Runs makes a new one.
-                        card.moved += 1;
-                        card.log(format!(
-                            "run {} never started ({}); starting another",
-                            run.short(),
-                            now.why
-                        ));
-                    } else if now.maybe_ran {
-                        let reason = format!(
-                            "run {} was lost before it said its program had started ({}), so it may or may not have begun; check, then take the card off hold to run it again",
-                            run.short(),
-                            now.why
-                        );
-                        card.log(format!("put on hold: {reason}"));
-                        card.hold = Some(Hold::needs_decision(reason));
-                        card.rerun_on_release = true;
-                    } else {
-                        card.log(format!("run {} {}", run.short(), now.words));
-                    }
-                    self.save(vec![BoardChange::Card(Box::new(card.clone()))])
-                        .await?;
-                    self.ctx.qa_tokens.close(card.id);
-                    self.cards.insert(card.id, card);
-                }
+                self.note_run_over(*run, now).await?;
             }
         }
         let mut running = self
@@ -1179,31 +1144,7 @@ impl BoardState {
             .values()
             .filter(|c| self.in_progress(c, &states))
             .count() as u32;
-        let store = self.ctx.store.clone();
-        let agents = blocking(move || store.agents())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        let paused: HashSet<AgentId> = agents.iter().filter(|a| a.paused).map(|a| a.id).collect();
-        let qa_agents: HashSet<AgentId> = agents
-            .iter()
-            .filter(|a| a.role.eq_ignore_ascii_case("qa"))
-            .map(|a| a.id)
-            .collect();
-        let mut due: Vec<&CardRecord> = self
-            .cards
-            .values()
-            .filter(|c| {
-                self.is_auto(c.column)
-                    && c.assignee.is_some_and(|a| !paused.contains(&a))
-                    && c.hold.is_none()
-                    && !c.runs.iter().any(|r| r.moved == c.moved)
-                    && !self.in_progress(c, &states)
-            })
-            .collect();
-        due.sort_by_key(|c| (c.moved_at, c.id));
-        let due: Vec<CardId> = due.into_iter().map(|c| c.id).collect();
+        let (due, qa_agents) = self.due_cards(&states).await;
         for id in due {
             if running >= self.meta.limit {
                 break;
@@ -1236,50 +1177,136 @@ impl BoardState {
             }
             self.starting.insert(id);
             running += 1;
-            let (ctx, runs, me) = (
-                self.ctx.agents.clone(),
-                self.ctx.runs.clone(),
-                myself.clone(),
-            );
-            let qa = QaLaunch {
-                url: self.ctx.mcp_url.get().cloned(),
-                token: qa_token,
-            };
-            let (prompt, moved) = (card.prompt(), card.moved);
-            let place = match card.project {
-                None => Ok(None),
-                Some(p) => self
-                    .projects
-                    .get(&p)
-                    .map(|project| {
-                        Some(Place {
-                            worktrees: self.ctx.worktrees.clone(),
-                            project: project.clone(),
-                            title: card.title.clone(),
-                            recorded: card.worktree.clone(),
-                        })
-                    })
-                    .ok_or_else(|| {
-                        BoardError::not_found(
-                            "its project is gone; put it in another (`bosun board card edit CARD --project NAME`)",
-                        )
-                    }),
-            };
-            tokio::spawn(async move {
-                let result = match place {
-                    Ok(place) => {
-                        start_card_run(&ctx, &runs, agent, &prompt, (id, moved), place, qa).await
-                    }
-                    Err(e) => Err(e),
-                };
-                let _ = me.cast(BoardMsg::Started {
-                    card: id,
-                    moved,
-                    result,
-                });
-            });
+            self.start_card(myself, &card, agent, qa_token);
         }
         Ok(())
+    }
+
+    /// A run of a card ended: said on the card (or, for a run that never started, or that may
+    /// have, another run is owed or the card is held), and its QA tokens are spent.
+    async fn note_run_over(&mut self, run: RunId, now: &RunNow) -> Result<(), ActorProcessingErr> {
+        let card = self
+            .cards
+            .values()
+            .find(|c| c.runs.last().is_some_and(|r| r.run == run && !r.ended))
+            .cloned();
+        if let Some(mut card) = card {
+            card.qa_tokens.clear();
+            if let Some(r) = card.runs.last_mut() {
+                r.ended = true;
+            }
+            if now.never_ran {
+                // Its program never started (bosund died first): this move is owed a
+                // run still, under a new move so that Runs makes a new one.
+                card.moved += 1;
+                card.log(format!(
+                    "run {} never started ({}); starting another",
+                    run.short(),
+                    now.why
+                ));
+            } else if now.maybe_ran {
+                let reason = format!(
+                    "run {} was lost before it said its program had started ({}), so it may or may not have begun; check, then take the card off hold to run it again",
+                    run.short(),
+                    now.why
+                );
+                card.log(format!("put on hold: {reason}"));
+                card.hold = Some(Hold::needs_decision(reason));
+                card.rerun_on_release = true;
+            } else {
+                card.log(format!("run {} {}", run.short(), now.words));
+            }
+            self.save(vec![BoardChange::Card(Box::new(card.clone()))])
+                .await?;
+            self.ctx.qa_tokens.close(card.id);
+            self.cards.insert(card.id, card);
+        }
+        Ok(())
+    }
+
+    /// The cards owed a run, oldest move first: in an auto column, assigned to an agent not
+    /// paused, not held, not run for this move and not in progress. With them, the QA agents.
+    async fn due_cards(&self, states: &HashMap<RunId, RunNow>) -> (Vec<CardId>, HashSet<AgentId>) {
+        let store = self.ctx.store.clone();
+        let agents = blocking(move || store.agents())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let paused: HashSet<AgentId> = agents.iter().filter(|a| a.paused).map(|a| a.id).collect();
+        let qa_agents: HashSet<AgentId> = agents
+            .iter()
+            .filter(|a| a.role.eq_ignore_ascii_case("qa"))
+            .map(|a| a.id)
+            .collect();
+        let mut due: Vec<&CardRecord> = self
+            .cards
+            .values()
+            .filter(|c| {
+                self.is_auto(c.column)
+                    && c.assignee.is_some_and(|a| !paused.contains(&a))
+                    && c.hold.is_none()
+                    && !c.runs.iter().any(|r| r.moved == c.moved)
+                    && !self.in_progress(c, states)
+            })
+            .collect();
+        due.sort_by_key(|c| (c.moved_at, c.id));
+        let due: Vec<CardId> = due.into_iter().map(|c| c.id).collect();
+        (due, qa_agents)
+    }
+
+    /// Asks, in a task of its own, for the run of a card by its agent (in a worktree of the
+    /// card's project, when it has one); the Board hears how it went as [`BoardMsg::Started`].
+    fn start_card(
+        &self,
+        myself: &ActorRef<BoardMsg>,
+        card: &CardRecord,
+        agent: AgentId,
+        qa_token: Option<bosun_shared::RunToken>,
+    ) {
+        let id = card.id;
+        let (ctx, runs, me) = (
+            self.ctx.agents.clone(),
+            self.ctx.runs.clone(),
+            myself.clone(),
+        );
+        let qa = QaLaunch {
+            url: self.ctx.mcp_url.get().cloned(),
+            token: qa_token,
+        };
+        let (prompt, moved) = (card.prompt(), card.moved);
+        let place = match card.project {
+            None => Ok(None),
+            Some(p) => self
+                .projects
+                .get(&p)
+                .map(|project| {
+                    Some(Place {
+                        worktrees: self.ctx.worktrees.clone(),
+                        project: project.clone(),
+                        title: card.title.clone(),
+                        recorded: card.worktree.clone(),
+                    })
+                })
+                .ok_or_else(|| {
+                    BoardError::not_found(
+                        "its project is gone; put it in another (`bosun board card edit CARD --project NAME`)",
+                    )
+                }),
+        };
+        tokio::spawn(async move {
+            let result = match place {
+                Ok(place) => {
+                    start_card_run(&ctx, &runs, agent, &prompt, (id, moved), place, qa).await
+                }
+                Err(e) => Err(e),
+            };
+            let _ = me.cast(BoardMsg::Started {
+                card: id,
+                moved,
+                result,
+            });
+        });
     }
 
     async fn started(

@@ -20,7 +20,7 @@ mod spawn;
 pub mod spend;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,9 @@ use bosun_shared::paths::StateDir;
 use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::projects::RunGit;
-use bosun_shared::protocol::runner::{ControlPlan, LaunchPlan, PlanFile, StopLadder, StopOrder};
+use bosun_shared::protocol::runner::{
+    ControlPlan, FencePlan, LaunchPlan, PlanFile, StopLadder, StopOrder,
+};
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
 use bosun_shared::time::{StopGrace, TimeCap};
@@ -457,100 +459,20 @@ impl RunsState {
             git,
             secrets,
         } = spec;
-        let bad = |m: String| Err(RunsError::invalid(m));
-        if p.program.trim().is_empty() {
-            return bad("no program given; say what to run after `--`".into());
-        }
-        if !p.cwd.is_absolute() {
-            return bad(format!(
-                "the working directory {} is not an absolute path",
-                p.cwd.display()
-            ));
-        }
-        if let Some(why) = bosun_shared::paths::not_a_folder(&p.cwd) {
-            return bad(format!("the working directory {} {why}", p.cwd.display()));
-        }
-        if let Some(name) = &p.name
-            && (name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control))
-        {
-            return bad(
-                "a run's name must be 1 to 100 characters, without control characters".into(),
-            );
-        }
-        for (k, v) in &p.env {
-            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
-                return bad(format!("`{k}` is not a valid environment variable name"));
-            }
-        }
-        // The wire carries milliseconds; out of a time cap's or a grace's range they are
-        // refused here, for every run (an agent's, a card's, the lead's, one by `bosun run`).
-        if let Some(ms) = p.time_cap_ms {
-            TimeCap::from_millis(ms).map_err(RunsError::invalid)?;
-        }
-        if let Some(l) = &p.ladder {
-            for ms in [l.int_grace_ms, l.term_grace_ms] {
-                StopGrace::from_millis(ms).map_err(RunsError::invalid)?;
-            }
-        }
-        if p.max_output == Some(0) {
-            return bad("an output cap must be more than zero bytes".into());
-        }
+        Self::check_params(&p)?;
         check_free_space(self.ctx.dirs.root())?;
         let id = RunId::new();
         let token = RunToken::generate();
         let ladder = p.ladder.unwrap_or_default();
         // A run placed on another host keeps its folder where the node sees it.
         let placement = p.placement.clone();
-        let run_dir = if p.placement.is_local() {
-            self.ctx.dirs.run_dir(id)
+        let run_dir = self.run_dir(&p.placement, id)?;
+        let fence = Self::fence(agent.as_ref(), &mut p, &run_dir);
+        let plan_files = if agent.is_some() {
+            Self::into_run_dir(&mut p, &files, &run_dir)
         } else {
-            let remote = self.ctx.remote.as_ref().ok_or_else(|| {
-                RunsError::invalid(format!(
-                    "this run is placed on {}, but this bosund places runs on this machine only: write $BOSUN_HOME/{} (listen = an address the nodes reach, and a [{}] section) and restart bosund with `bosun daemon stop`; see docs/placement.md",
-                    p.placement,
-                    bosun_placement::CONFIG_FILE,
-                    match &p.placement {
-                        Placement::Local | Placement::Slurm { .. } => "slurm",
-                        Placement::Kubernetes { .. } => "kubernetes",
-                    }
-                ))
-            })?;
-            remote
-                .run_dir(&p.placement, id)
-                .map_err(|e| RunsError::invalid(e.to_string()))?
+            Vec::new()
         };
-        // An agent's invocation names its own files by the run's directory, known only now.
-        let dir = run_dir.display().to_string();
-        let here = |s: &str| s.replace(RUN_DIR, &dir);
-        let mut plan_files = Vec::new();
-        // An agent's run with a limited workspace is fenced in by its runner, with a temporary
-        // folder of its own.
-        let fence = agent.as_ref().and_then(|a| {
-            let space = a.workspace.as_ref().filter(|w| !w.unrestricted)?;
-            let cli = a.cli.unwrap_or(CliKind::Command);
-            let tmp = run_dir.join(bosun_agents::fence::TMP);
-            p.env.retain(|(k, _)| k != "TMPDIR");
-            p.env.push(("TMPDIR".into(), tmp.display().to_string()));
-            Some(bosun_agents::fence::plan(
-                cli,
-                &p.cwd,
-                &space.roots,
-                &p.env,
-                &run_dir,
-            ))
-        });
-        if agent.is_some() {
-            p.args = p.args.iter().map(|a| here(a)).collect();
-            p.env = p.env.iter().map(|(k, v)| (k.clone(), here(v))).collect();
-            plan_files = files
-                .iter()
-                .map(|(path, contents)| PlanFile {
-                    path: PathBuf::from(here(path)),
-                    contents: contents.clone(),
-                    secret: true,
-                })
-                .collect();
-        }
         let rec = RunRecord {
             id,
             name: p.name,
@@ -598,6 +520,119 @@ impl RunsState {
             gateway,
         };
         Ok((rec, plan, placement, secrets))
+    }
+
+    /// Refuses a start request whose program, folder, name, environment, time cap, stop ladder
+    /// or output cap is not valid, saying which.
+    fn check_params(p: &StartRunParams) -> Result<(), RunsError> {
+        let bad = |m: String| Err(RunsError::invalid(m));
+        if p.program.trim().is_empty() {
+            return bad("no program given; say what to run after `--`".into());
+        }
+        if !p.cwd.is_absolute() {
+            return bad(format!(
+                "the working directory {} is not an absolute path",
+                p.cwd.display()
+            ));
+        }
+        if let Some(why) = bosun_shared::paths::not_a_folder(&p.cwd) {
+            return bad(format!("the working directory {} {why}", p.cwd.display()));
+        }
+        if let Some(name) = &p.name
+            && (name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control))
+        {
+            return bad(
+                "a run's name must be 1 to 100 characters, without control characters".into(),
+            );
+        }
+        for (k, v) in &p.env {
+            if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+                return bad(format!("`{k}` is not a valid environment variable name"));
+            }
+        }
+        // The wire carries milliseconds; out of a time cap's or a grace's range they are
+        // refused here, for every run (an agent's, a card's, the lead's, one by `bosun run`).
+        if let Some(ms) = p.time_cap_ms {
+            TimeCap::from_millis(ms).map_err(RunsError::invalid)?;
+        }
+        if let Some(l) = &p.ladder {
+            for ms in [l.int_grace_ms, l.term_grace_ms] {
+                StopGrace::from_millis(ms).map_err(RunsError::invalid)?;
+            }
+        }
+        if p.max_output == Some(0) {
+            return bad("an output cap must be more than zero bytes".into());
+        }
+        Ok(())
+    }
+
+    /// The run's folder: in bosun's state directory for a run on this machine, where the node
+    /// sees it for a run placed on another host (refused when this bosund places none).
+    fn run_dir(&self, placement: &Placement, id: RunId) -> Result<PathBuf, RunsError> {
+        if placement.is_local() {
+            return Ok(self.ctx.dirs.run_dir(id));
+        }
+        let remote = self.ctx.remote.as_ref().ok_or_else(|| {
+            RunsError::invalid(format!(
+                "this run is placed on {}, but this bosund places runs on this machine only: write $BOSUN_HOME/{} (listen = an address the nodes reach, and a [{}] section) and restart bosund with `bosun daemon stop`; see docs/placement.md",
+                placement,
+                bosun_placement::CONFIG_FILE,
+                match placement {
+                    Placement::Local | Placement::Slurm { .. } => "slurm",
+                    Placement::Kubernetes { .. } => "kubernetes",
+                }
+            ))
+        })?;
+        remote
+            .run_dir(placement, id)
+            .map_err(|e| RunsError::invalid(e.to_string()))
+    }
+
+    /// What the runner fences the program in with, for an agent's run with a limited workspace
+    /// (its `TMPDIR` set in the run's environment); none for any other run.
+    fn fence(
+        agent: Option<&AgentRun>,
+        p: &mut StartRunParams,
+        run_dir: &Path,
+    ) -> Option<FencePlan> {
+        // An agent's run with a limited workspace is fenced in by its runner, with a temporary
+        // folder of its own.
+        agent.and_then(|a| {
+            let space = a.workspace.as_ref().filter(|w| !w.unrestricted)?;
+            let cli = a.cli.unwrap_or(CliKind::Command);
+            let tmp = run_dir.join(bosun_agents::fence::TMP);
+            p.env.retain(|(k, _)| k != "TMPDIR");
+            p.env.push(("TMPDIR".into(), tmp.display().to_string()));
+            Some(bosun_agents::fence::plan(
+                cli,
+                &p.cwd,
+                &space.roots,
+                &p.env,
+                run_dir,
+            ))
+        })
+    }
+
+    /// An agent's arguments and environment with the run's folder written in, and its files,
+    /// named by that folder, as the plan's secret files.
+    fn into_run_dir(
+        p: &mut StartRunParams,
+        files: &[(String, String)],
+        run_dir: &Path,
+    ) -> Vec<PlanFile> {
+        // An agent's invocation names its own files by the run's directory, known only now.
+        let dir = run_dir.display().to_string();
+        let here = |s: &str| s.replace(RUN_DIR, &dir);
+        p.args = p.args.iter().map(|a| here(a)).collect();
+        p.env = p.env.iter().map(|(k, v)| (k.clone(), here(v))).collect();
+        files
+            .iter()
+            .map(|(path, contents)| PlanFile {
+                path: PathBuf::from(here(path)),
+                contents: contents.clone(),
+                secret: true,
+            })
+            .collect()
     }
 
     async fn spawn_run(
