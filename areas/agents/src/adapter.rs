@@ -139,52 +139,11 @@ fn prompt_with_instructions(setup: &AgentSetup, prompt: &str) -> String {
 /// flags as `--flag=value`, the run's own MCP config (`--strict-mcp-config`), hooks off, only
 /// the user's own settings.
 fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation {
-    let mut allowed: Vec<String> = setup.allowed_commands.clone();
-    let mut disallowed: Vec<String> = Vec::new();
-    let mut config = Map::new();
-    for s in servers {
-        config.insert(s.name.clone(), claude_server(s));
-        match &s.tools {
-            ToolPlan::All | ToolPlan::AllExcept { on: None, .. } => {
-                allowed.push(format!("mcp__{}", s.name));
-            }
-            ToolPlan::AllExcept { on: Some(on), .. } => {
-                allowed.extend(on.iter().map(|t| full_tool_name(&s.name, t)));
-            }
-            ToolPlan::Only { on, .. } => {
-                allowed.extend(on.iter().map(|t| full_tool_name(&s.name, t)))
-            }
-        }
-        match &s.tools {
-            ToolPlan::All | ToolPlan::Only { off: None, .. } => {}
-            ToolPlan::AllExcept { off, .. } | ToolPlan::Only { off: Some(off), .. } => {
-                disallowed.extend(off.iter().map(|t| full_tool_name(&s.name, t)));
-            }
-        }
-    }
-    if setup.web_search {
-        allowed.push("WebSearch".into());
-    }
-    match &setup.web_fetch {
-        WebFetch::Off => {}
-        WebFetch::Any => allowed.push("WebFetch".into()),
-        WebFetch::Domains(ds) => allowed.extend(ds.iter().map(|d| format!("WebFetch(domain:{d})"))),
-    }
-    if setup.skills {
-        allowed.push("SlashCommand".into());
-        allowed.push("Skill".into());
-    }
-    // What a switch keeps off is not offered to the model either (bosun's policy refuses it
-    // all the same, whatever the CLI does with the flag).
-    if !setup.web_search {
-        disallowed.push("WebSearch".into());
-    }
-    if setup.web_fetch == WebFetch::Off {
-        disallowed.push("WebFetch".into());
-    }
-    if !setup.skills {
-        disallowed.extend(["SlashCommand".to_string(), "Skill".to_string()]);
-    }
+    let (allowed, disallowed) = claude_tools(setup, servers);
+    let config: Map<String, Value> = servers
+        .iter()
+        .map(|s| (s.name.clone(), claude_server(s)))
+        .collect();
     let mcp_path = format!("{RUN_DIR}/mcp.json");
     let mut args = vec!["-p".to_string()];
     let control = if setup.controlled {
@@ -263,28 +222,82 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
     }
 }
 
+/// Claude Code's `--allowedTools` and `--disallowedTools`: the allowed commands, each server's
+/// tools that are on and off, and the built-in tools the switches turn on and off.
+fn claude_tools(setup: &AgentSetup, servers: &[RunServer]) -> (Vec<String>, Vec<String>) {
+    let mut allowed: Vec<String> = setup.allowed_commands.clone();
+    let mut disallowed: Vec<String> = Vec::new();
+    for s in servers {
+        match &s.tools {
+            ToolPlan::All | ToolPlan::AllExcept { on: None, .. } => {
+                allowed.push(format!("mcp__{}", s.name));
+            }
+            ToolPlan::AllExcept { on: Some(on), .. } => {
+                allowed.extend(on.iter().map(|t| full_tool_name(&s.name, t)));
+            }
+            ToolPlan::Only { on, .. } => {
+                allowed.extend(on.iter().map(|t| full_tool_name(&s.name, t)))
+            }
+        }
+        match &s.tools {
+            ToolPlan::All | ToolPlan::Only { off: None, .. } => {}
+            ToolPlan::AllExcept { off, .. } | ToolPlan::Only { off: Some(off), .. } => {
+                disallowed.extend(off.iter().map(|t| full_tool_name(&s.name, t)));
+            }
+        }
+    }
+    if setup.web_search {
+        allowed.push("WebSearch".into());
+    }
+    match &setup.web_fetch {
+        WebFetch::Off => {}
+        WebFetch::Any => allowed.push("WebFetch".into()),
+        WebFetch::Domains(ds) => allowed.extend(ds.iter().map(|d| format!("WebFetch(domain:{d})"))),
+    }
+    if setup.skills {
+        allowed.push("SlashCommand".into());
+        allowed.push("Skill".into());
+    }
+    // What a switch keeps off is not offered to the model either (bosun's policy refuses it
+    // all the same, whatever the CLI does with the flag).
+    if !setup.web_search {
+        disallowed.push("WebSearch".into());
+    }
+    if setup.web_fetch == WebFetch::Off {
+        disallowed.push("WebFetch".into());
+    }
+    if !setup.skills {
+        disallowed.extend(["SlashCommand".to_string(), "Skill".to_string()]);
+    }
+    (allowed, disallowed)
+}
+
+/// One server's entry in Claude Code's `mcp.json`: how to start or reach it.
 fn claude_server(s: &RunServer) -> Value {
-    let pairs = |v: &[(String, String)]| -> Map<String, Value> {
-        v.iter()
-            .map(|(k, val)| (k.clone(), Value::from(val.clone())))
-            .collect()
-    };
     match s.kind {
         ServerKind::Stdio => json!({
             "type": "stdio",
             "command": s.command.clone().unwrap_or_default(),
             "args": s.args,
-            "env": pairs(&s.env),
+            "env": json_pairs(&s.env),
         }),
         ServerKind::Http | ServerKind::Sse => {
             let mut v =
                 json!({ "type": s.kind.to_string(), "url": s.url.clone().unwrap_or_default() });
             if !s.headers.is_empty() {
-                v["headers"] = Value::Object(pairs(&s.headers));
+                v["headers"] = Value::Object(json_pairs(&s.headers));
             }
             v
         }
     }
+}
+
+/// A server's environment lines or headers as a JSON object of names and values, in the form
+/// both Claude Code's and Gemini's settings take.
+fn json_pairs(v: &[(String, String)]) -> Map<String, Value> {
+    v.iter()
+        .map(|(k, val)| (k.clone(), Value::from(val.clone())))
+        .collect()
 }
 
 /// A TOML string (quotes and escapes), for `-c key=value`.
@@ -341,7 +354,7 @@ fn codex_var(server: &str, what: &str, name: &str) -> String {
 /// thread the runner starts. The app server has no `--ignore-user-config`: servers stored in
 /// the person's own `config.toml` are loaded too.
 fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation {
-    let mut args: Vec<String> = if setup.controlled {
+    let args: Vec<String> = if setup.controlled {
         vec!["app-server".into()]
     } else {
         vec![
@@ -351,115 +364,56 @@ fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation 
             "--ignore-user-config".into(),
         ]
     };
-    // `thread/start`'s params of a controlled run.
-    let mut thread = Map::new();
-    let mut notes = Vec::new();
-    // Codex's sandbox is a bubblewrap container, which cannot be built inside bosun's fence:
-    // under the fence it is off, and the fence holds the commands to the workspace instead.
-    let sandbox = if setup.fenced {
-        if let Some(m) = setup
-            .permission_mode
-            .as_ref()
-            .filter(|m| *m != "danger-full-access")
-        {
-            notes.push(format!(
-                "bosun's fence holds this run's commands to its workspace, so Codex's own sandbox ({m}) is off: it cannot run inside the fence. Each command still waits for bosun's policy."
-            ));
-        }
-        Some("danger-full-access".to_string())
-    } else {
-        setup.permission_mode.clone()
+    let mut codex = CodexCall {
+        args,
+        thread: Map::new(),
+        env: Vec::new(),
+        notes: Vec::new(),
+        controlled: setup.controlled,
     };
+    let sandbox = codex_sandbox(setup, &mut codex.notes);
     if let Some(m) = &sandbox {
-        if setup.controlled {
-            thread.insert("sandbox".into(), json!(m));
-        } else {
-            args.push("--sandbox".into());
-            args.push(m.clone());
-        }
+        codex.thread_setting("sandbox", "--sandbox", m);
     }
     if let Some(m) = &setup.model {
-        if setup.controlled {
-            thread.insert("model".into(), json!(m));
-        } else {
-            args.push("--model".into());
-            args.push(m.clone());
-        }
+        codex.thread_setting("model", "--model", m);
     }
-    let mut env = Vec::new();
     // A controlled run's commands are decided by bosun's policy, allowed ones included.
     if !setup.controlled && !setup.allowed_commands.is_empty() {
-        notes.push(format!(
+        codex.notes.push(format!(
             "Codex has no list of allowed commands (its sandbox, the permission mode, decides what a command may do): {} left out.",
             setup.allowed_commands.join(", ")
         ));
     }
-    let mut config = |key: String, value: String| {
-        args.push("-c".into());
-        args.push(format!("{key}={value}"));
-    };
     for (k, v) in &setup.codex_config {
-        config(k.clone(), v.clone());
+        codex.config(k.clone(), v.clone());
     }
-    config(
+    codex.config(
         "web_search".into(),
         toml_str(if setup.web_search { "live" } else { "disabled" }),
     );
     if setup.web_fetch != WebFetch::Off {
-        notes.push(
+        codex.notes.push(
             "Codex has no switch of its own for fetching web pages: this run goes without it."
                 .to_string(),
         );
     }
     for s in servers {
-        let key = |k: &str| format!("mcp_servers.{}.{k}", s.name);
-        match s.kind {
-            ServerKind::Stdio => {
-                config(
-                    key("command"),
-                    toml_str(&s.command.clone().unwrap_or_default()),
-                );
-                config(key("args"), toml_list(&s.args));
-                if !s.env.is_empty() {
-                    // Codex hands variables of these names from its own environment to the
-                    // server; each carries the server's value.
-                    let mut names = Vec::new();
-                    for (k, v) in &s.env {
-                        env.push((k.clone(), v.clone()));
-                        names.push(k.clone());
-                    }
-                    config(key("env_vars"), toml_list(&names));
-                }
-            }
-            ServerKind::Http | ServerKind::Sse => {
-                config(key("url"), toml_str(&s.url.clone().unwrap_or_default()));
-                if !s.headers.is_empty() {
-                    let mut table = Vec::new();
-                    for (k, v) in &s.headers {
-                        let var = codex_var(&s.name, "HEADER", k);
-                        env.push((var.clone(), v.clone()));
-                        table.push(format!("{}={}", toml_str(k), toml_str(&var)));
-                    }
-                    config(key("env_http_headers"), format!("{{{}}}", table.join(",")));
-                }
-            }
-        }
-        match &s.tools {
-            ToolPlan::All => {}
-            ToolPlan::AllExcept { off, .. } => config(key("disabled_tools"), toml_list(off)),
-            ToolPlan::Only { on, .. } => config(key("enabled_tools"), toml_list(on)),
-        }
-        if setup.controlled {
-            // Without it an MCP call runs without asking.
-            config(key("default_tools_approval_mode"), toml_str("prompt"));
-        }
+        codex.server(s);
     }
     if !servers.is_empty() {
         // Codex gives an optional server about a second before the first turn goes without
         // its tools (measured with 0.171 under load: a server ready at 1.2 s was missing from
         // the first request); wait for them as long as Claude Code does (MCP_TIMEOUT).
-        config("mcp_optional_startup_grace_ms".into(), "30000".into());
+        codex.config("mcp_optional_startup_grace_ms".into(), "30000".into());
     }
+    let CodexCall {
+        mut args,
+        mut thread,
+        env,
+        notes,
+        ..
+    } = codex;
     let control = if setup.controlled {
         let ins = instructions(setup);
         if !ins.is_empty() {
@@ -485,6 +439,101 @@ fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation 
     }
 }
 
+/// Codex's sandbox: the permission mode, or none at all under bosun's fence (with a note
+/// saying so when the agent asked for one).
+fn codex_sandbox(setup: &AgentSetup, notes: &mut Vec<String>) -> Option<String> {
+    // Codex's sandbox is a bubblewrap container, which cannot be built inside bosun's fence:
+    // under the fence it is off, and the fence holds the commands to the workspace instead.
+    if setup.fenced {
+        if let Some(m) = setup
+            .permission_mode
+            .as_ref()
+            .filter(|m| *m != "danger-full-access")
+        {
+            notes.push(format!(
+                "bosun's fence holds this run's commands to its workspace, so Codex's own sandbox ({m}) is off: it cannot run inside the fence. Each command still waits for bosun's policy."
+            ));
+        }
+        Some("danger-full-access".to_string())
+    } else {
+        setup.permission_mode.clone()
+    }
+}
+
+/// A Codex invocation while it is put together.
+struct CodexCall {
+    args: Vec<String>,
+    /// `thread/start`'s params of a controlled run.
+    thread: Map<String, Value>,
+    env: Vec<(String, String)>,
+    notes: Vec<String>,
+    controlled: bool,
+}
+
+impl CodexCall {
+    /// A setting of the thread: in `thread/start` when controlled, else a flag and its value.
+    fn thread_setting(&mut self, key: &str, flag: &str, value: &str) {
+        if self.controlled {
+            self.thread.insert(key.into(), json!(value));
+        } else {
+            self.args.push(flag.into());
+            self.args.push(value.to_string());
+        }
+    }
+
+    /// One `-c key=value`.
+    fn config(&mut self, key: String, value: String) {
+        self.args.push("-c".into());
+        self.args.push(format!("{key}={value}"));
+    }
+
+    /// One server's `-c mcp_servers.<name>.…` settings, its secrets handed over in the
+    /// environment.
+    fn server(&mut self, s: &RunServer) {
+        let key = |k: &str| format!("mcp_servers.{}.{k}", s.name);
+        match s.kind {
+            ServerKind::Stdio => {
+                self.config(
+                    key("command"),
+                    toml_str(&s.command.clone().unwrap_or_default()),
+                );
+                self.config(key("args"), toml_list(&s.args));
+                if !s.env.is_empty() {
+                    // Codex hands variables of these names from its own environment to the
+                    // server; each carries the server's value.
+                    let mut names = Vec::new();
+                    for (k, v) in &s.env {
+                        self.env.push((k.clone(), v.clone()));
+                        names.push(k.clone());
+                    }
+                    self.config(key("env_vars"), toml_list(&names));
+                }
+            }
+            ServerKind::Http | ServerKind::Sse => {
+                self.config(key("url"), toml_str(&s.url.clone().unwrap_or_default()));
+                if !s.headers.is_empty() {
+                    let mut table = Vec::new();
+                    for (k, v) in &s.headers {
+                        let var = codex_var(&s.name, "HEADER", k);
+                        self.env.push((var.clone(), v.clone()));
+                        table.push(format!("{}={}", toml_str(k), toml_str(&var)));
+                    }
+                    self.config(key("env_http_headers"), format!("{{{}}}", table.join(",")));
+                }
+            }
+        }
+        match &s.tools {
+            ToolPlan::All => {}
+            ToolPlan::AllExcept { off, .. } => self.config(key("disabled_tools"), toml_list(off)),
+            ToolPlan::Only { on, .. } => self.config(key("enabled_tools"), toml_list(on)),
+        }
+        if self.controlled {
+            // Without it an MCP call runs without asking.
+            self.config(key("default_tools_approval_mode"), toml_str("prompt"));
+        }
+    }
+}
+
 /// Gemini CLI: a home of the run's own holding `.gemini/settings.json` with this run's servers
 /// (trusted, with `includeTools`/`excludeTools`), the web tools that are off excluded,
 /// `--allowed-mcp-server-names`, and fetching pages and the allowed commands in
@@ -495,61 +544,12 @@ fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation 
 /// call reaches bosun's policy; no `--allowed-tools`, since bosun decides those calls too.
 fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation {
     let mut notes = Vec::new();
-    let mut allowed: Vec<String> = Vec::new();
-    let mut config = Map::new();
-    for s in servers {
-        let mut entry = match s.kind {
-            ServerKind::Stdio => json!({
-                "command": s.command.clone().unwrap_or_default(),
-                "args": s.args,
-                "env": s.env.iter().map(|(k, v)| (k.clone(), Value::from(v.clone()))).collect::<Map<_, _>>(),
-            }),
-            ServerKind::Http | ServerKind::Sse => {
-                let mut v =
-                    json!({ "url": s.url.clone().unwrap_or_default(), "type": s.kind.to_string() });
-                if !s.headers.is_empty() {
-                    v["headers"] = Value::Object(
-                        s.headers
-                            .iter()
-                            .map(|(k, val)| (k.clone(), Value::from(val.clone())))
-                            .collect(),
-                    );
-                }
-                v
-            }
-        };
-        match &s.tools {
-            ToolPlan::All => {}
-            ToolPlan::AllExcept { off, .. } => entry["excludeTools"] = json!(off),
-            ToolPlan::Only { on, .. } => entry["includeTools"] = json!(on),
-        }
-        // Trusted: its tools that are on run without asking (a headless run cannot ask, and
-        // offers the model none of a server's tools otherwise); the ones off are not there. A
-        // controlled run's calls ask instead.
-        entry["trust"] = json!(!setup.controlled);
-        config.insert(s.name.clone(), entry);
-    }
-    match &setup.web_fetch {
-        WebFetch::Off => {}
-        WebFetch::Any => allowed.push("web_fetch".into()),
-        WebFetch::Domains(_) => notes.push(
-            "Gemini cannot keep to a list of domains when fetching pages: this run goes without fetching pages.".to_string(),
-        ),
-    }
-    // `Bash(git *)` is Gemini's `run_shell_command(git)`: a command prefix.
-    allowed.extend(
-        setup
-            .allowed_commands
-            .iter()
-            .map(|rule| gemini_shell_rule(rule)),
-    );
-    let mut exclude: Vec<&str> = Vec::new();
-    if !setup.web_search {
-        exclude.push("google_web_search");
-    }
-    if setup.web_fetch == WebFetch::Off || matches!(setup.web_fetch, WebFetch::Domains(_)) {
-        exclude.push("web_fetch");
-    }
+    let config: Map<String, Value> = servers
+        .iter()
+        .map(|s| (s.name.clone(), gemini_server(s, setup.controlled)))
+        .collect();
+    let allowed = gemini_allowed_tools(setup, &mut notes);
+    let exclude = gemini_excluded_tools(setup);
     let home = format!("{RUN_DIR}/home");
     let auth = if setup.gemini_vertex {
         "vertex-ai"
@@ -572,21 +572,8 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
             "--skip-trust".into(),
         ]
     };
-    if setup.controlled {
-        // Any other mode would run calls without asking bosun.
-        let mode = match setup.permission_mode.as_deref() {
-            Some("plan") => "plan",
-            Some("default") | None => "default",
-            Some(other) => {
-                notes.push(format!(
-                    "bosun decides each tool call of this run: Gemini's approval mode is default, not {other}."
-                ));
-                "default"
-            }
-        };
+    if let Some(mode) = gemini_approval_mode(setup, &mut notes) {
         args.push(format!("--approval-mode={mode}"));
-    } else if let Some(m) = &setup.permission_mode {
-        args.push(format!("--approval-mode={m}"));
     }
     if let Some(m) = &setup.model {
         args.push(format!("--model={m}"));
@@ -633,6 +620,90 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         files,
         notes,
         control,
+    }
+}
+
+/// One server's entry in Gemini's `settings.json`: how to reach it, which of its tools are
+/// there, and whether they run without asking.
+fn gemini_server(s: &RunServer, controlled: bool) -> Value {
+    let mut entry = match s.kind {
+        ServerKind::Stdio => json!({
+            "command": s.command.clone().unwrap_or_default(),
+            "args": s.args,
+            "env": json_pairs(&s.env),
+        }),
+        ServerKind::Http | ServerKind::Sse => {
+            let mut v =
+                json!({ "url": s.url.clone().unwrap_or_default(), "type": s.kind.to_string() });
+            if !s.headers.is_empty() {
+                v["headers"] = Value::Object(json_pairs(&s.headers));
+            }
+            v
+        }
+    };
+    match &s.tools {
+        ToolPlan::All => {}
+        ToolPlan::AllExcept { off, .. } => entry["excludeTools"] = json!(off),
+        ToolPlan::Only { on, .. } => entry["includeTools"] = json!(on),
+    }
+    // Trusted: its tools that are on run without asking (a headless run cannot ask, and
+    // offers the model none of a server's tools otherwise); the ones off are not there. A
+    // controlled run's calls ask instead.
+    entry["trust"] = json!(!controlled);
+    entry
+}
+
+/// Gemini's `--allowed-tools`: fetching pages when it may fetch any, and the allowed commands
+/// (a note says so when it cannot keep to a list of domains).
+fn gemini_allowed_tools(setup: &AgentSetup, notes: &mut Vec<String>) -> Vec<String> {
+    let mut allowed: Vec<String> = Vec::new();
+    match &setup.web_fetch {
+        WebFetch::Off => {}
+        WebFetch::Any => allowed.push("web_fetch".into()),
+        WebFetch::Domains(_) => notes.push(
+            "Gemini cannot keep to a list of domains when fetching pages: this run goes without fetching pages.".to_string(),
+        ),
+    }
+    // `Bash(git *)` is Gemini's `run_shell_command(git)`: a command prefix.
+    allowed.extend(
+        setup
+            .allowed_commands
+            .iter()
+            .map(|rule| gemini_shell_rule(rule)),
+    );
+    allowed
+}
+
+/// Gemini's built-in web tools that the switches keep off (`tools.exclude`).
+fn gemini_excluded_tools(setup: &AgentSetup) -> Vec<&'static str> {
+    let mut exclude: Vec<&str> = Vec::new();
+    if !setup.web_search {
+        exclude.push("google_web_search");
+    }
+    if setup.web_fetch == WebFetch::Off || matches!(setup.web_fetch, WebFetch::Domains(_)) {
+        exclude.push("web_fetch");
+    }
+    exclude
+}
+
+/// Gemini's `--approval-mode`: a controlled run's is `default` or `plan` (a note says when the
+/// agent asked for another), any other run's is the agent's permission mode.
+fn gemini_approval_mode<'a>(setup: &'a AgentSetup, notes: &mut Vec<String>) -> Option<&'a str> {
+    if setup.controlled {
+        // Any other mode would run calls without asking bosun.
+        let mode = match setup.permission_mode.as_deref() {
+            Some("plan") => "plan",
+            Some("default") | None => "default",
+            Some(other) => {
+                notes.push(format!(
+                    "bosun decides each tool call of this run: Gemini's approval mode is default, not {other}."
+                ));
+                "default"
+            }
+        };
+        Some(mode)
+    } else {
+        setup.permission_mode.as_deref()
     }
 }
 

@@ -632,12 +632,28 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsErr
     view(ctx, rec).await
 }
 
-async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, AgentsError> {
+async fn edit(ctx: &AgentsContext, mut p: EditAgentParams) -> Result<AgentView, AgentsError> {
     let mut rec = find(&ctx.store, &p.agent).await?;
-    if let Some(n) = p.name {
+    apply_settings(&mut rec, &mut p);
+    let stale = edit_env(&mut rec, &p)?;
+    check_record(&rec)?;
+    check_name_free(ctx, &rec.name, Some(rec.id)).await?;
+    rec.updated_at = Timestamp::now();
+    save_values(&ctx.keychain, rec.id, p.set_secret_env).await?;
+    ctx.writer.put(&rec).await?;
+    if let Err(e) = delete_values(&ctx.keychain, stale).await {
+        warn!(agent = %rec.name, error = %e, "could not delete the values of removed lines");
+    }
+    info!(agent = %rec.name, "agent changed");
+    view(ctx, rec).await
+}
+
+/// Sets what the edit gives of the agent's own settings (all but its environment).
+fn apply_settings(rec: &mut AgentRecord, p: &mut EditAgentParams) {
+    if let Some(n) = p.name.take() {
         rec.name = n;
     }
-    if let Some(r) = p.role {
+    if let Some(r) = p.role.take() {
         rec.role = r.trim().to_string();
     }
     if let Some(c) = p.cli
@@ -659,13 +675,13 @@ async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, Agen
             rec.command.clear();
         }
     }
-    if let Some(i) = p.instructions {
+    if let Some(i) = p.instructions.take() {
         rec.instructions = i;
     }
-    if let Some(m) = p.permission_mode {
+    if let Some(m) = p.permission_mode.take() {
         rec.permission_mode = Some(m).filter(|m| !m.is_empty());
     }
-    if let Some(a) = p.allowed_commands {
+    if let Some(a) = p.allowed_commands.take() {
         rec.allowed_commands = a;
     }
     if let Some(t) = p.time_cap_ms {
@@ -674,21 +690,25 @@ async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, Agen
     if let Some(m) = p.max_output {
         rec.max_output = Some(m).filter(|m| *m > 0);
     }
-    if let Some(c) = p.cwd {
+    if let Some(c) = p.cwd.take() {
         rec.cwd = c;
     }
-    if let Some(c) = p.command {
+    if let Some(c) = p.command.take() {
         rec.command = c;
     }
-    if let Some(m) = p.model {
+    if let Some(m) = p.model.take() {
         rec.model = Some(m).filter(|m| !m.trim().is_empty());
     }
-    if let Some(c) = p.codex_config {
+    if let Some(c) = p.codex_config.take() {
         rec.codex_config = c;
     }
     if let Some(paused) = p.paused {
         rec.paused = paused;
     }
+}
+
+/// Removes and sets the agent's environment lines; returns the keychain keys whose values go.
+fn edit_env(rec: &mut AgentRecord, p: &EditAgentParams) -> Result<Vec<String>, AgentsError> {
     for name in p.remove_env.iter().chain(p.remove_secret_env.iter()) {
         let known = rec.env.iter().any(|(k, _)| k == name) || rec.secret_env.contains(name);
         if !known {
@@ -725,16 +745,7 @@ async fn edit(ctx: &AgentsContext, p: EditAgentParams) -> Result<AgentView, Agen
             rec.secret_env.push(l.name.clone());
         }
     }
-    check_record(&rec)?;
-    check_name_free(ctx, &rec.name, Some(rec.id)).await?;
-    rec.updated_at = Timestamp::now();
-    save_values(&ctx.keychain, rec.id, p.set_secret_env).await?;
-    ctx.writer.put(&rec).await?;
-    if let Err(e) = delete_values(&ctx.keychain, stale).await {
-        warn!(agent = %rec.name, error = %e, "could not delete the values of removed lines");
-    }
-    info!(agent = %rec.name, "agent changed");
-    view(ctx, rec).await
+    Ok(stale)
 }
 
 /// One parsed `key=value`.

@@ -316,17 +316,7 @@ impl RefresherState {
         };
         if rec.grant == Grant::ClientCredentials {
             // A machine's sign-in has no refresh token: renewing is a new grant.
-            return match client_credentials::renew(&self.ctx, &self.name, &rec).await? {
-                Renewed::Token(rec, access) => {
-                    self.rec = Some(*rec);
-                    self.access = Some(access.clone());
-                    Ok(access)
-                }
-                Renewed::Refused(why) => {
-                    self.mark_needs_sign_in(&why).await?;
-                    Err(needs_sign_in(&self.name, &why))
-                }
-            };
+            return self.renew_grant(&rec).await;
         }
         let keychain = self.ctx.keychain.clone();
         let key = refresh_key(self.server);
@@ -358,31 +348,7 @@ impl RefresherState {
         match answer {
             Ok((tokens, _)) => {
                 bosun_kit::crash::point("refresh-after-answer");
-                // 3. The refresh token first, then the access token.
-                let keychain = self.ctx.keychain.clone();
-                let server = self.server;
-                let (new_refresh, new_access) = (tokens.refresh.clone(), tokens.access.clone());
-                blocking(move || {
-                    if let Some(r) = &new_refresh {
-                        keychain.set(&refresh_key(server), r)?;
-                    }
-                    keychain.set(&access_key(server), &new_access)
-                })
-                .await??;
-                // 4. The record, marker cleared.
-                rec.expires_at = tokens.expires_at;
-                if tokens.scope.is_some() {
-                    rec.scope = tokens.scope.clone();
-                }
-                rec.refreshed_at = Some(Timestamp::now());
-                rec.refresh_started = None;
-                self.ctx.writer.put(&rec).await?;
-                bosun_kit::crash::point("refresh-after-save");
-                self.rec = Some(rec);
-                self.access = Some(tokens.access.clone());
-                info!(server = %self.name, "refreshed the sign-in");
-                // 5. Now it may be used.
-                Ok(tokens.access)
+                self.save_refreshed(rec, tokens).await
             }
             Err(e) if e.is_invalid_grant() => {
                 // Read the stored token once more: another refresh may just have saved one.
@@ -403,24 +369,7 @@ impl RefresherState {
                 self.mark_needs_sign_in(&why).await?;
                 Err(needs_sign_in(&self.name, &why))
             }
-            Err(e) if e.is_client_refused() => {
-                // The client itself is refused: every later refresh would be too. A client
-                // bosun registered is dropped, so the next sign-in registers a new one.
-                let why = if rec.registered {
-                    super::registrations::forget(&self.ctx, &rec.issuer, Some(&rec.client_id))
-                        .await?;
-                    format!(
-                        "the authorization server no longer knows the client bosun registered there ({e}); the next sign-in registers a new one"
-                    )
-                } else {
-                    format!(
-                        "the authorization server refused the client id it was given ({e}); check it with `bosun mcp show {}` and change it with `bosun mcp edit {} --client-id ID`",
-                        self.name, self.name
-                    )
-                };
-                self.mark_needs_sign_in(&why).await?;
-                Err(needs_sign_in(&self.name, &why))
-            }
+            Err(e) if e.is_client_refused() => self.client_refused(&rec, &e).await,
             Err(e) => {
                 // The request did not get an answer: the old tokens stay, the marker too when
                 // the server may have seen it (cleared only when it surely did not).
@@ -435,6 +384,80 @@ impl RefresherState {
                 )))
             }
         }
+    }
+
+    /// A machine's sign-in renewed by a new client-credentials grant, or marked as needing a
+    /// sign-in when the server refuses it.
+    async fn renew_grant(&mut self, rec: &SignInRecord) -> Result<String, AuthError> {
+        match client_credentials::renew(&self.ctx, &self.name, rec).await? {
+            Renewed::Token(rec, access) => {
+                self.rec = Some(*rec);
+                self.access = Some(access.clone());
+                Ok(access)
+            }
+            Renewed::Refused(why) => {
+                self.mark_needs_sign_in(&why).await?;
+                Err(needs_sign_in(&self.name, &why))
+            }
+        }
+    }
+
+    /// Steps 3 to 5 of a refresh: the new tokens saved, then the record, then the access token
+    /// handed out.
+    async fn save_refreshed(
+        &mut self,
+        mut rec: SignInRecord,
+        tokens: oauth::Tokens,
+    ) -> Result<String, AuthError> {
+        // 3. The refresh token first, then the access token.
+        let keychain = self.ctx.keychain.clone();
+        let server = self.server;
+        let (new_refresh, new_access) = (tokens.refresh.clone(), tokens.access.clone());
+        blocking(move || {
+            if let Some(r) = &new_refresh {
+                keychain.set(&refresh_key(server), r)?;
+            }
+            keychain.set(&access_key(server), &new_access)
+        })
+        .await??;
+        // 4. The record, marker cleared.
+        rec.expires_at = tokens.expires_at;
+        if tokens.scope.is_some() {
+            rec.scope = tokens.scope.clone();
+        }
+        rec.refreshed_at = Some(Timestamp::now());
+        rec.refresh_started = None;
+        self.ctx.writer.put(&rec).await?;
+        bosun_kit::crash::point("refresh-after-save");
+        self.rec = Some(rec);
+        self.access = Some(tokens.access.clone());
+        info!(server = %self.name, "refreshed the sign-in");
+        // 5. Now it may be used.
+        Ok(tokens.access)
+    }
+
+    /// The server refused the client itself: a client bosun registered is forgotten, and the
+    /// sign-in marked as needing the person.
+    async fn client_refused(
+        &mut self,
+        rec: &SignInRecord,
+        e: &oauth::OAuthError,
+    ) -> Result<String, AuthError> {
+        // The client itself is refused: every later refresh would be too. A client
+        // bosun registered is dropped, so the next sign-in registers a new one.
+        let why = if rec.registered {
+            super::registrations::forget(&self.ctx, &rec.issuer, Some(&rec.client_id)).await?;
+            format!(
+                "the authorization server no longer knows the client bosun registered there ({e}); the next sign-in registers a new one"
+            )
+        } else {
+            format!(
+                "the authorization server refused the client id it was given ({e}); check it with `bosun mcp show {}` and change it with `bosun mcp edit {} --client-id ID`",
+                self.name, self.name
+            )
+        };
+        self.mark_needs_sign_in(&why).await?;
+        Err(needs_sign_in(&self.name, &why))
     }
 
     /// The tokens are no good: forget them, and keep why for the person.

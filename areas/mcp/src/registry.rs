@@ -853,7 +853,7 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Re
     Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
 }
 
-async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, RegistryError> {
+async fn edit(ctx: &RegistryContext, mut p: EditServerParams) -> Result<ServerView, RegistryError> {
     let mut rec = find(&ctx.store, &p.server).await?;
     if rec.browser.is_some() {
         return edit_builtin(ctx, rec, p).await;
@@ -868,10 +868,10 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     if let Some(kind) = p.kind {
         rec.kind = kind;
     }
-    if let Some(c) = p.command {
+    if let Some(c) = p.command.take() {
         rec.command = Some(c);
     }
-    if let Some(a) = p.args {
+    if let Some(a) = p.args.take() {
         rec.args = a;
     }
     // What a sign-in is for: the address without its query.
@@ -882,9 +882,54 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     if let Some(allow) = p.allow_http {
         rec.allow_http = allow;
     }
-    let mut stale = Vec::new();
-    let mut secrets: Vec<(String, String)> = Vec::new();
-    let given_url = p.url.is_some();
+    let mut keys = KeychainChanges::default();
+    edit_address(&mut rec, p.url.take(), &mut keys)?;
+    check_browser_options(&rec.command, &rec.args)?;
+    check_lines(&p.set_env, &p.set_headers)?;
+    let by = edit_sign_in(&mut rec, &mut p, &mut keys)?;
+    rec.rules = gateway_rules(&rec, std::mem::take(&mut p.gateway))?;
+    // A sign-in is for one address and one way of signing in: changing either ends it.
+    let sign_out =
+        (rec.kind, rec.url.as_deref().map(address::base_of)) != old_target || by != rec.sign_in_by;
+    rec.sign_in_by = by;
+    edit_line_names(&mut rec, &p, &mut keys)?;
+    rec.updated_at = Timestamp::now();
+    let lines: Vec<(LineKind, SecretLine)> = p
+        .set_env
+        .into_iter()
+        .map(|l| (LineKind::Env, l))
+        .chain(p.set_headers.into_iter().map(|l| (LineKind::Header, l)))
+        .collect();
+    keys.save.extend(line_pairs(rec.id, lines));
+    if sign_out {
+        bosun_auth::sign_out(&ctx.auth, rec.id).await?;
+    }
+    save_values(&ctx.keychain, keys.save).await?;
+    ctx.writer.put(&rec).await?;
+    // The record no longer names them: the old lines' values go.
+    if let Err(e) = delete_values(&ctx.keychain, keys.stale).await {
+        warn!(server = %rec.name, error = %e, "could not delete the values of removed lines");
+    }
+    info!(server = %rec.name, "server changed");
+    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+}
+
+/// What an edit does to the keychain once the record is saved: values to save, and the keys
+/// of values the record no longer names.
+#[derive(Default)]
+struct KeychainChanges {
+    save: Vec<(String, String)>,
+    stale: Vec<String>,
+}
+
+/// Fits the record's address to its kind and checks it again, keeping a query in the keychain.
+fn edit_address(
+    rec: &mut ServerRecord,
+    url: Option<String>,
+    keys: &mut KeychainChanges,
+) -> Result<(), RegistryError> {
+    let given_url = url.is_some();
     match rec.kind {
         ServerKind::Stdio => {
             rec.url = None;
@@ -895,12 +940,12 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
             rec.args.clear();
         }
     }
-    if !given_url && let Some(query) = record::take_stored_query(&mut rec) {
+    if !given_url && let Some(query) = record::take_stored_query(rec) {
         // An older bosun kept this query in the store: the keychain keeps it from now on.
-        secrets.push((address::query_key(rec.id), query));
+        keys.save.push((address::query_key(rec.id), query));
     }
     // The address given, or the one kept (checked again: plain http may no longer be allowed).
-    let url = if given_url { p.url } else { rec.url.clone() };
+    let url = if given_url { url } else { rec.url.clone() };
     let checked = address::check_target(rec.kind, &rec.command, &url, rec.allow_http)?;
     match checked {
         Some(Address {
@@ -909,7 +954,7 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
         }) => {
             rec.url = Some(base);
             rec.query_in_keychain = true;
-            secrets.push((address::query_key(rec.id), query));
+            keys.save.push((address::query_key(rec.id), query));
         }
         Some(Address { base, query: None }) => {
             rec.url = Some(base);
@@ -920,28 +965,35 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
         None => rec.query_in_keychain = false,
     }
     if !rec.query_in_keychain {
-        stale.push(address::query_key(rec.id));
+        keys.stale.push(address::query_key(rec.id));
     }
-    check_browser_options(&rec.command, &rec.args)?;
-    check_lines(&p.set_env, &p.set_headers)?;
+    Ok(())
+}
+
+/// Checks and applies the sign-in settings given; returns the way of signing in from now on.
+fn edit_sign_in(
+    rec: &mut ServerRecord,
+    p: &mut EditServerParams,
+    keys: &mut KeychainChanges,
+) -> Result<SignInBy, RegistryError> {
     let by = p.sign_in_by.unwrap_or(rec.sign_in_by);
     check_sign_in_settings(rec.kind, &p.client_id, &p.client_secret, Some(by))?;
     match p.client_id.as_deref() {
         Some("") => {
             rec.client_id = None;
-            stale.push(configured_secret_key(rec.id));
+            keys.stale.push(configured_secret_key(rec.id));
         }
         Some(id) => rec.client_id = Some(id.to_string()),
         None => {}
     }
-    if let Some(secret) = p.client_secret {
+    if let Some(secret) = p.client_secret.take() {
         if rec.client_id.is_none() {
             return Err(RegistryError::invalid(format!(
                 "a client secret goes with a client id; give both: `bosun mcp edit {} --client-id ID --client-secret-stdin`",
                 rec.name
             )));
         }
-        secrets.push((configured_secret_key(rec.id), secret.0));
+        keys.save.push((configured_secret_key(rec.id), secret.0));
     }
     if let Some(port) = p.callback_port {
         rec.callback_port = Some(port).filter(|p| *p != 0);
@@ -949,11 +1001,15 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     if let Some(doc) = p.client_metadata_url.as_deref() {
         rec.client_metadata_url = check_client_metadata_url(rec.kind, Some(doc))?;
     }
-    rec.rules = gateway_rules(&rec, p.gateway)?;
-    // A sign-in is for one address and one way of signing in: changing either ends it.
-    let sign_out =
-        (rec.kind, rec.url.as_deref().map(address::base_of)) != old_target || by != rec.sign_in_by;
-    rec.sign_in_by = by;
+    Ok(by)
+}
+
+/// Removes and adds the names of environment lines and headers; a name to remove must be there.
+fn edit_line_names(
+    rec: &mut ServerRecord,
+    p: &EditServerParams,
+    keys: &mut KeychainChanges,
+) -> Result<(), RegistryError> {
     for (names, removed, what) in [
         (&rec.env_names, &p.remove_env, "environment line"),
         (&rec.header_names, &p.remove_headers, "header"),
@@ -967,11 +1023,11 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
     }
     for name in &p.remove_env {
         rec.env_names.retain(|n| n != name);
-        stale.push(LineKind::Env.key(rec.id, name));
+        keys.stale.push(LineKind::Env.key(rec.id, name));
     }
     for name in &p.remove_headers {
         rec.header_names.retain(|n| n != name);
-        stale.push(LineKind::Header.key(rec.id, name));
+        keys.stale.push(LineKind::Header.key(rec.id, name));
     }
     for l in &p.set_env {
         if !rec.env_names.contains(&l.name) {
@@ -983,26 +1039,7 @@ async fn edit(ctx: &RegistryContext, p: EditServerParams) -> Result<ServerView, 
             rec.header_names.push(l.name.clone());
         }
     }
-    rec.updated_at = Timestamp::now();
-    let lines: Vec<(LineKind, SecretLine)> = p
-        .set_env
-        .into_iter()
-        .map(|l| (LineKind::Env, l))
-        .chain(p.set_headers.into_iter().map(|l| (LineKind::Header, l)))
-        .collect();
-    secrets.extend(line_pairs(rec.id, lines));
-    if sign_out {
-        bosun_auth::sign_out(&ctx.auth, rec.id).await?;
-    }
-    save_values(&ctx.keychain, secrets).await?;
-    ctx.writer.put(&rec).await?;
-    // The record no longer names them: the old lines' values go.
-    if let Err(e) = delete_values(&ctx.keychain, stale).await {
-        warn!(server = %rec.name, error = %e, "could not delete the values of removed lines");
-    }
-    info!(server = %rec.name, "server changed");
-    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+    Ok(())
 }
 
 /// The built-in browser: its version and its program, nothing else.

@@ -199,145 +199,147 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
             }
             Ok(ExitCode::SUCCESS)
         }
-        Some(BoardCommand::Column(c)) => {
-            let (c, json) = match c {
-                ColumnCommand::Add {
+        Some(BoardCommand::Column(c)) => column(dirs, c).await,
+        Some(BoardCommand::Card(c)) => card(dirs, *c).await,
+    }
+}
+
+/// `bosun board column …`: adds or changes a column, then prints it.
+async fn column(dirs: &StateDir, c: ColumnCommand) -> anyhow::Result<ExitCode> {
+    let (c, json) = match c {
+        ColumnCommand::Add {
+            name,
+            auto,
+            position,
+            json,
+        } => (
+            ask(
+                dirs,
+                AddColumnParams {
                     name,
                     auto,
                     position,
-                    json,
-                } => (
-                    ask(
-                        dirs,
-                        AddColumnParams {
-                            name,
-                            auto,
-                            position,
-                        },
-                    )
-                    .await?,
-                    json,
-                ),
-                ColumnCommand::Set {
+                },
+            )
+            .await?,
+            json,
+        ),
+        ColumnCommand::Set {
+            column,
+            new_name,
+            auto,
+            manual,
+            position,
+            json,
+        } => (
+            ask(
+                dirs,
+                SetColumnParams {
                     column,
-                    new_name,
-                    auto,
-                    manual,
+                    name: new_name,
+                    auto: (auto || manual).then_some(auto),
                     position,
-                    json,
-                } => (
-                    ask(
-                        dirs,
-                        SetColumnParams {
-                            column,
-                            name: new_name,
-                            auto: (auto || manual).then_some(auto),
-                            position,
-                        },
-                    )
-                    .await?,
-                    json,
-                ),
-            };
-            {
-                if json {
-                    output::print_json(&c)?;
-                } else {
-                    println!(
-                        "column {} ({}, position {})",
-                        c.name,
-                        if c.auto { "Auto" } else { "Manual" },
-                        c.position
-                    );
-                }
-                Ok(ExitCode::SUCCESS)
-            }
-        }
-        Some(BoardCommand::Card(c)) => {
-            let (c, json) = match *c {
-                CardCommand::Add {
+                },
+            )
+            .await?,
+            json,
+        ),
+    };
+    if json {
+        output::print_json(&c)?;
+    } else {
+        println!(
+            "column {} ({}, position {})",
+            c.name,
+            if c.auto { "Auto" } else { "Manual" },
+            c.position
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bosun board card …`: adds, edits, moves, shows or removes a card, then prints it.
+async fn card(dirs: &StateDir, c: CardCommand) -> anyhow::Result<ExitCode> {
+    let (c, json) = match c {
+        CardCommand::Add {
+            title,
+            column,
+            fields,
+        } => (
+            ask(
+                dirs,
+                AddCardParams {
                     title,
+                    description: fields.description.unwrap_or_default(),
+                    acceptance: fields.acceptance.unwrap_or_default(),
+                    assignee: fields.assignee,
                     column,
-                    fields,
-                } => (
-                    ask(
-                        dirs,
-                        AddCardParams {
-                            title,
-                            description: fields.description.unwrap_or_default(),
-                            acceptance: fields.acceptance.unwrap_or_default(),
-                            assignee: fields.assignee,
-                            column,
-                            project: fields.project,
-                        },
-                    )
-                    .await?,
-                    fields.json,
-                ),
-                CardCommand::Edit {
+                    project: fields.project,
+                },
+            )
+            .await?,
+            fields.json,
+        ),
+        CardCommand::Edit {
+            card,
+            title,
+            column,
+            hold,
+            clear_hold,
+            comment,
+            budget_micro_usd,
+            budget_tokens,
+            fields,
+        } => (
+            ask(
+                dirs,
+                EditCardParams {
                     card,
                     title,
+                    description: fields.description,
+                    acceptance: fields.acceptance,
+                    assignee: fields.assignee,
                     column,
                     hold,
                     clear_hold,
                     comment,
+                    project: fields.project,
                     budget_micro_usd,
                     budget_tokens,
-                    fields,
-                } => (
-                    ask(
-                        dirs,
-                        EditCardParams {
-                            card,
-                            title,
-                            description: fields.description,
-                            acceptance: fields.acceptance,
-                            assignee: fields.assignee,
-                            column,
-                            hold,
-                            clear_hold,
-                            comment,
-                            project: fields.project,
-                            budget_micro_usd,
-                            budget_tokens,
-                        },
-                    )
-                    .await?,
-                    fields.json,
-                ),
-                CardCommand::Move { card, column, json } => (
-                    ask(
-                        dirs,
-                        EditCardParams {
-                            card,
-                            column: Some(column),
-                            ..EditCardParams::default()
-                        },
-                    )
-                    .await?,
-                    json,
-                ),
-                CardCommand::Show { card, json } => (ask(dirs, CardShow { card }).await?, json),
-                CardCommand::Remove { card, force, json } => {
-                    let c = ask(dirs, CardRemove { card, force }).await?;
-                    if json {
-                        output::print_json(&c)?;
-                    } else {
-                        println!("card {} removed", c.short_id);
-                    }
-                    return Ok(ExitCode::SUCCESS);
-                }
-            };
-            {
-                if json {
-                    output::print_json(&c)?;
-                } else {
-                    print_card(&c);
-                }
-                Ok(ExitCode::SUCCESS)
+                },
+            )
+            .await?,
+            fields.json,
+        ),
+        CardCommand::Move { card, column, json } => (
+            ask(
+                dirs,
+                EditCardParams {
+                    card,
+                    column: Some(column),
+                    ..EditCardParams::default()
+                },
+            )
+            .await?,
+            json,
+        ),
+        CardCommand::Show { card, json } => (ask(dirs, CardShow { card }).await?, json),
+        CardCommand::Remove { card, force, json } => {
+            let c = ask(dirs, CardRemove { card, force }).await?;
+            if json {
+                output::print_json(&c)?;
+            } else {
+                println!("card {} removed", c.short_id);
             }
+            return Ok(ExitCode::SUCCESS);
         }
+    };
+    if json {
+        output::print_json(&c)?;
+    } else {
+        print_card(&c);
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn show_board(b: &BoardView, json: bool) -> anyhow::Result<ExitCode> {

@@ -5,7 +5,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bosun_shared::Timestamp;
+use bosun_shared::placement::PlacedView;
+use bosun_shared::protocol::agents::AgentRunView;
 use bosun_shared::protocol::runs::DaemonStatusView;
+use bosun_shared::protocol::runs::McpCallsView;
 use bosun_shared::protocol::ui::RunView;
 use bosun_shared::time::format_duration;
 use serde::Serialize;
@@ -129,6 +132,20 @@ pub fn print_table(runs: &[RunView]) {
 }
 
 pub fn print_run(run: &RunView) {
+    let mut lines = process_lines(run);
+    if let Some(a) = &run.agent {
+        lines.extend(agent_lines(run, a));
+    }
+    if let Some(m) = &run.mcp_calls {
+        lines.extend(mcp_call_lines(m));
+    }
+    for (k, v) in lines {
+        println!("{k:<14}{v}");
+    }
+}
+
+/// The lines every run has: its state, its command, its times, its process and its output.
+fn process_lines(run: &RunView) -> Vec<(&'static str, String)> {
     let mut lines = vec![
         ("id", run.id.to_string()),
         ("name", run.name.clone().unwrap_or_else(|| "-".into())),
@@ -152,25 +169,7 @@ pub fn print_run(run: &RunView) {
         lines.push(("ended", t.rfc3339()));
     }
     if let Some(p) = &run.placed {
-        let node = match &p.node {
-            Some(node) => format!(", on {node}"),
-            None => String::new(),
-        };
-        lines.push((
-            "placement",
-            format!("{} (job {}{node})", p.placement, p.job),
-        ));
-        let queue = match p.queued_ms {
-            Some(ms) => format!(
-                "waited {} in its queue",
-                format_duration(Duration::from_secs(ms.saturating_add(500) / 1000))
-            ),
-            None if run.state == "queued" => "waiting in its queue".into(),
-            None => String::new(),
-        };
-        if !queue.is_empty() {
-            lines.push(("queue", queue));
-        }
+        lines.extend(placement_lines(run, p));
     }
     if let (Some(pid), Some(pgid)) = (run.pid, run.pgid) {
         let host = if run.placed.is_some() {
@@ -192,87 +191,115 @@ pub fn print_run(run: &RunView) {
         lines.push(("time cap", format_duration(Duration::from_millis(cap))));
     }
     lines.push(("output chunks", run.last_seq.to_string()));
+    lines
+}
+
+/// Where a placed run went, and how long it waited in its queue.
+fn placement_lines(run: &RunView, p: &PlacedView) -> Vec<(&'static str, String)> {
+    let node = match &p.node {
+        Some(node) => format!(", on {node}"),
+        None => String::new(),
+    };
+    let mut lines = vec![(
+        "placement",
+        format!("{} (job {}{node})", p.placement, p.job),
+    )];
+    let queue = match p.queued_ms {
+        Some(ms) => format!(
+            "waited {} in its queue",
+            format_duration(Duration::from_secs(ms.saturating_add(500) / 1000))
+        ),
+        None if run.state == "queued" => "waiting in its queue".into(),
+        None => String::new(),
+    };
+    if !queue.is_empty() {
+        lines.push(("queue", queue));
+    }
+    lines
+}
+
+/// An agent's run: its agent, servers, tool calls, the policy's decisions, usage and verdict.
+fn agent_lines(run: &RunView, a: &AgentRunView) -> Vec<(&'static str, String)> {
+    let mut owned: Vec<(&str, String)> = vec![("agent", a.agent_name.clone())];
+    if let Some(m) = &a.model {
+        owned.push(("model", m.clone()));
+    }
+    if let Some(w) = &a.workspace {
+        owned.push(("workspace", workspace_words(&run.cwd, w)));
+    }
+    if let Some(f) = &a.fence {
+        owned.push(("fence", f.clone()));
+    }
+    for (server, state) in &a.servers {
+        owned.push(("mcp server", format!("{server}: {state}")));
+    }
+    if !a.tools.is_empty() {
+        owned.push(("tools", format!("{} reported by the CLI", a.tools.len())));
+    }
+    for c in &a.calls {
+        let how = match (c.ok, &c.error) {
+            (Some(true), _) => "ok".to_string(),
+            (Some(false), Some(e)) => format!("failed: {e}"),
+            (Some(false), None) => "failed".to_string(),
+            (None, _) => "running".to_string(),
+        };
+        owned.push(("tool call", format!("{} ({how})", c.name)));
+    }
+    if a.decisions_pruned > 0 {
+        owned.push((
+            "decisions",
+            format!(
+                "{} pruned after bosund's retention period; the run's summary is kept",
+                a.decisions_pruned
+            ),
+        ));
+    }
+    for d in &a.decisions {
+        let why = match &d.message {
+            Some(m) => format!(" — told: {m}"),
+            None => String::new(),
+        };
+        let approval = d
+            .approval
+            .map(|id| format!(" [approval {}]", id.short()))
+            .unwrap_or_default();
+        owned.push((
+            "decision",
+            format!("{} {} by {}{approval}{why}", d.decision, d.summary, d.by),
+        ));
+    }
+    if let Some(u) = &a.usage {
+        for m in &u.models {
+            owned.push(("tokens", tokens_words(&m.model, &m.tokens)));
+        }
+        owned.push(("cost", cost_words(u.cost.as_ref())));
+        owned.push(("tool calls", u.tool_calls.to_string()));
+    }
+    if let Some(r) = &a.result {
+        let verdict = if r.is_error { "error" } else { "ok" };
+        let reason = r
+            .reason
+            .as_deref()
+            .map(|x| format!(" ({x})"))
+            .unwrap_or_default();
+        owned.push(("cli verdict", format!("{verdict}{reason}")));
+    }
+    owned
+}
+
+/// The server calls the gateway saw, the last ones when there were more.
+fn mcp_call_lines(m: &McpCallsView) -> Vec<(&'static str, String)> {
     let mut owned: Vec<(&str, String)> = Vec::new();
-    if let Some(a) = &run.agent {
-        owned.push(("agent", a.agent_name.clone()));
-        if let Some(m) = &a.model {
-            owned.push(("model", m.clone()));
-        }
-        if let Some(w) = &a.workspace {
-            owned.push(("workspace", workspace_words(&run.cwd, w)));
-        }
-        if let Some(f) = &a.fence {
-            owned.push(("fence", f.clone()));
-        }
-        for (server, state) in &a.servers {
-            owned.push(("mcp server", format!("{server}: {state}")));
-        }
-        if !a.tools.is_empty() {
-            owned.push(("tools", format!("{} reported by the CLI", a.tools.len())));
-        }
-        for c in &a.calls {
-            let how = match (c.ok, &c.error) {
-                (Some(true), _) => "ok".to_string(),
-                (Some(false), Some(e)) => format!("failed: {e}"),
-                (Some(false), None) => "failed".to_string(),
-                (None, _) => "running".to_string(),
-            };
-            owned.push(("tool call", format!("{} ({how})", c.name)));
-        }
-        if a.decisions_pruned > 0 {
-            owned.push((
-                "decisions",
-                format!(
-                    "{} pruned after bosund's retention period; the run's summary is kept",
-                    a.decisions_pruned
-                ),
-            ));
-        }
-        for d in &a.decisions {
-            let why = match &d.message {
-                Some(m) => format!(" — told: {m}"),
-                None => String::new(),
-            };
-            let approval = d
-                .approval
-                .map(|id| format!(" [approval {}]", id.short()))
-                .unwrap_or_default();
-            owned.push((
-                "decision",
-                format!("{} {} by {}{approval}{why}", d.decision, d.summary, d.by),
-            ));
-        }
-        if let Some(u) = &a.usage {
-            for m in &u.models {
-                owned.push(("tokens", tokens_words(&m.model, &m.tokens)));
-            }
-            owned.push(("cost", cost_words(u.cost.as_ref())));
-            owned.push(("tool calls", u.tool_calls.to_string()));
-        }
-        if let Some(r) = &a.result {
-            let verdict = if r.is_error { "error" } else { "ok" };
-            let reason = r
-                .reason
-                .as_deref()
-                .map(|x| format!(" ({x})"))
-                .unwrap_or_default();
-            owned.push(("cli verdict", format!("{verdict}{reason}")));
-        }
+    if m.total > m.calls.len() as u64 {
+        owned.push((
+            "mcp calls",
+            format!("{} (the last {} below)", m.total, m.calls.len()),
+        ));
     }
-    if let Some(m) = &run.mcp_calls {
-        if m.total > m.calls.len() as u64 {
-            owned.push((
-                "mcp calls",
-                format!("{} (the last {} below)", m.total, m.calls.len()),
-            ));
-        }
-        for c in &m.calls {
-            owned.push(("mcp call", mcp_call_words(c)));
-        }
+    for c in &m.calls {
+        owned.push(("mcp call", mcp_call_words(c)));
     }
-    for (k, v) in lines.into_iter().chain(owned) {
-        println!("{k:<14}{v}");
-    }
+    owned
 }
 
 /// One MCP call through the gateway: `12:00:01 everything/echo {"message":"hi"}: answered in

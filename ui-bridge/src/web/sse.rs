@@ -10,6 +10,7 @@
 //! `Last-Event-ID`, and the bridge starts from the seq after it.
 
 use std::convert::Infallible;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use tokio::sync::mpsc;
 use super::api::chunk_json;
 use super::daemon::{self, Backoff};
 use super::{Bridge, note};
-use crate::ClientError;
+use crate::{Client, ClientError};
 
 /// How many events wait for a slow browser before the task waits for it in turn.
 const BUFFER: usize = 256;
@@ -171,134 +172,195 @@ pub async fn log(
 }
 
 /// Follows a run's log into the browser's stream, riding out restarts of bosund.
-async fn log_task(dirs: StateDir, mut run: String, mut next: u64, tx: Tx) {
-    let mut backoff = Backoff::new();
-    let mut followed_once = false;
+async fn log_task(dirs: StateDir, run: String, next: u64, tx: Tx) {
+    let mut follow = LogFollow {
+        run,
+        next,
+        tx,
+        backoff: Backoff::new(),
+        followed_once: false,
+    };
     loop {
-        if tx.is_closed() {
+        if follow.tx.is_closed() {
             return;
         }
         let mut client = match daemon::connect(&dirs).await {
             Ok(c) => c,
             Err(e) => {
-                let data = json!({ "message": e.message, "next": next });
-                if tx.send(event("reconnecting", &data)).await.is_err() {
+                let data = json!({ "message": e.message, "next": follow.next });
+                if follow.tx.send(event("reconnecting", &data)).await.is_err() {
                     return;
                 }
-                backoff.wait().await;
+                follow.backoff.wait().await;
                 continue;
             }
         };
+        let sub = match follow.subscribe(&mut client).await {
+            Ok(sub) => sub,
+            Err(Flow::Reconnect) => continue,
+            Err(Flow::Stop) => return,
+        };
+        match follow.forward(&mut client, sub).await {
+            Flow::Reconnect => {}
+            Flow::Stop => return,
+        }
+    }
+}
+
+/// One page's follow of a run's log, kept across bosund's restarts.
+struct LogFollow {
+    /// The run, by the full id once bosund has named it.
+    run: String,
+    /// The seq after the last chunk sent to the page.
+    next: u64,
+    tx: Tx,
+    backoff: Backoff,
+    followed_once: bool,
+}
+
+/// How following goes on when a subscription to the log is over.
+enum Flow {
+    /// Connect to bosund again and follow on from `next`.
+    Reconnect,
+    /// Stop: the page is gone, or the log ended or cannot be read on.
+    Stop,
+}
+
+impl LogFollow {
+    /// Subscribes to the run's log from `next`, telling the page when bosund is back after a
+    /// restart; returns the subscription.
+    async fn subscribe(&mut self, client: &mut Client) -> Result<u64, Flow> {
+        let next = self.next;
         let request = FollowParams {
-            run: run.clone(),
+            run: self.run.clone(),
             from_seq: next,
             follow: true,
             stream: None,
             direct: false,
         };
-        let sub = match client.call(request).await {
+        match client.call(request).await {
             Ok(Following { sub, run: view, .. }) => {
                 // Follow on by the full id: a prefix could match another run later.
-                run = view.id.to_string();
-                if followed_once {
+                self.run = view.id.to_string();
+                if self.followed_once {
                     let data = json!({ "message": format!("bosund restarted; following on from chunk {next}"), "next": next });
-                    if tx.send(event("resumed", &data)).await.is_err() {
-                        return;
+                    if self.tx.send(event("resumed", &data)).await.is_err() {
+                        return Err(Flow::Stop);
                     }
                 }
-                followed_once = true;
-                backoff.reset();
-                sub
+                self.followed_once = true;
+                self.backoff.reset();
+                Ok(sub)
             }
             Err(ClientError::Connection(_)) => {
-                backoff.wait().await;
-                continue;
+                self.backoff.wait().await;
+                Err(Flow::Reconnect)
             }
             Err(e) => {
                 let data = json!({ "message": e.to_string(), "last_seq": next.saturating_sub(1) });
-                let _ = tx.send(event("failed", &data)).await;
-                return;
+                let _ = self.tx.send(event("failed", &data)).await;
+                Err(Flow::Stop)
             }
-        };
+        }
+    }
+
+    /// Passes the subscription's events on to the page until the log is over or bosund goes.
+    async fn forward(&mut self, client: &mut Client, sub: u64) -> Flow {
         loop {
             let next_event = tokio::select! {
                 e = client.next_event() => e,
-                () = tx.closed() => return,
+                () = self.tx.closed() => return Flow::Stop,
             };
-            let sent = match next_event {
-                Ok(Some(Event::Log {
-                    sub: s,
-                    seq,
-                    stream,
-                    at,
-                    data,
-                })) if s == sub => {
-                    if seq < next {
-                        // Already sent: a page never gets a chunk twice.
-                        continue;
-                    }
-                    next = seq + 1;
-                    let chunk = chunk_json(seq, stream, at, data.as_slice());
-                    tx.send(Sse::default().id(seq.to_string()).data(chunk.to_string()))
-                        .await
-                }
-                Ok(Some(Event::LogLagged {
-                    sub: s,
-                    resume_from,
-                })) if s == sub => {
-                    tx.send(event("lagged", &json!({ "resume_from": resume_from })))
-                        .await
-                }
-                Ok(Some(Event::LogEnd {
-                    sub: s,
-                    last_seq,
-                    run,
-                })) if s == sub => {
-                    let data = json!({ "last_seq": last_seq, "run": run });
-                    let _ = tx.send(event("end", &data)).await;
-                    return;
-                }
-                Ok(Some(Event::LogFailed {
-                    sub: s,
-                    last_seq,
-                    message,
-                })) if s == sub => {
-                    let data = json!({ "last_seq": last_seq, "message": message });
-                    let _ = tx.send(event("failed", &data)).await;
-                    return;
-                }
-                Ok(Some(
-                    Event::Log { .. }
-                    | Event::LogLagged { .. }
-                    | Event::LogProgress { .. }
-                    | Event::LogEnd { .. }
-                    | Event::LogFailed { .. }
-                    | Event::RunChanged { .. }
-                    | Event::PendingChanged { .. }
-                    | Event::ApprovalChanged { .. }
-                    | Event::ChatMessage { .. }
-                    | Event::StorageFault { .. }
-                    | Event::StorageRecovered { .. }
-                    | Event::Notification { .. },
-                )) => Ok(()),
-                Ok(None) | Err(ClientError::Connection(_)) => {
-                    // bosund went away mid-log: get it back and follow on from `next`.
-                    let data = json!({ "message": "bosund went away; reconnecting", "next": next });
-                    if tx.send(event("reconnecting", &data)).await.is_err() {
-                        return;
-                    }
-                    break;
-                }
-                Err(e) => {
-                    let data =
-                        json!({ "message": e.to_string(), "last_seq": next.saturating_sub(1) });
-                    let _ = tx.send(event("failed", &data)).await;
-                    return;
-                }
-            };
-            if sent.is_err() {
-                return;
+            if let ControlFlow::Break(flow) = self.pass_on(next_event, sub).await {
+                return flow;
             }
         }
+    }
+
+    /// Passes one event of the subscription on to the page: a chunk not sent yet, a lag, the
+    /// log's end or failure; breaks when this subscription is over.
+    async fn pass_on(
+        &mut self,
+        next_event: Result<Option<Event>, ClientError>,
+        sub: u64,
+    ) -> ControlFlow<Flow> {
+        let sent = match next_event {
+            Ok(Some(Event::Log {
+                sub: s,
+                seq,
+                stream,
+                at,
+                data,
+            })) if s == sub => {
+                if seq < self.next {
+                    // Already sent: a page never gets a chunk twice.
+                    return ControlFlow::Continue(());
+                }
+                self.next = seq + 1;
+                let chunk = chunk_json(seq, stream, at, data.as_slice());
+                self.tx
+                    .send(Sse::default().id(seq.to_string()).data(chunk.to_string()))
+                    .await
+            }
+            Ok(Some(Event::LogLagged {
+                sub: s,
+                resume_from,
+            })) if s == sub => {
+                self.tx
+                    .send(event("lagged", &json!({ "resume_from": resume_from })))
+                    .await
+            }
+            Ok(Some(Event::LogEnd {
+                sub: s,
+                last_seq,
+                run,
+            })) if s == sub => {
+                let data = json!({ "last_seq": last_seq, "run": run });
+                let _ = self.tx.send(event("end", &data)).await;
+                return ControlFlow::Break(Flow::Stop);
+            }
+            Ok(Some(Event::LogFailed {
+                sub: s,
+                last_seq,
+                message,
+            })) if s == sub => {
+                let data = json!({ "last_seq": last_seq, "message": message });
+                let _ = self.tx.send(event("failed", &data)).await;
+                return ControlFlow::Break(Flow::Stop);
+            }
+            Ok(Some(
+                Event::Log { .. }
+                | Event::LogLagged { .. }
+                | Event::LogProgress { .. }
+                | Event::LogEnd { .. }
+                | Event::LogFailed { .. }
+                | Event::RunChanged { .. }
+                | Event::PendingChanged { .. }
+                | Event::ApprovalChanged { .. }
+                | Event::ChatMessage { .. }
+                | Event::StorageFault { .. }
+                | Event::StorageRecovered { .. }
+                | Event::Notification { .. },
+            )) => Ok(()),
+            Ok(None) | Err(ClientError::Connection(_)) => {
+                // bosund went away mid-log: get it back and follow on from `next`.
+                let data =
+                    json!({ "message": "bosund went away; reconnecting", "next": self.next });
+                if self.tx.send(event("reconnecting", &data)).await.is_err() {
+                    return ControlFlow::Break(Flow::Stop);
+                }
+                return ControlFlow::Break(Flow::Reconnect);
+            }
+            Err(e) => {
+                let data =
+                    json!({ "message": e.to_string(), "last_seq": self.next.saturating_sub(1) });
+                let _ = self.tx.send(event("failed", &data)).await;
+                return ControlFlow::Break(Flow::Stop);
+            }
+        };
+        if sent.is_err() {
+            return ControlFlow::Break(Flow::Stop);
+        }
+        ControlFlow::Continue(())
     }
 }
