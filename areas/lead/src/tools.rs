@@ -525,6 +525,96 @@ fn said(r: &BoardAnswer) -> String {
     response_text(r)
 }
 
+/// The part of bosun a tool works on. Carrying out a call and previewing it go by this, one
+/// function per part, so that each part's tools read together.
+#[derive(Clone, Copy)]
+enum Area {
+    Board(BoardTool),
+    Projects(ProjectTool),
+    Agents(AgentTool),
+    Runs(RunTool),
+    Notes(NoteTool),
+    Attach,
+    Qa,
+}
+
+/// The tools of the board's cards and columns.
+#[derive(Clone, Copy)]
+enum BoardTool {
+    ListTasks,
+    GetTask,
+    CreateTask,
+    UpdateTask,
+    AddColumn,
+    SetColumn,
+}
+
+/// The tools of the projects, their checkouts and their cards' pull requests.
+#[derive(Clone, Copy)]
+enum ProjectTool {
+    ListProjects,
+    GetProject,
+    MergePullRequest,
+    UpdateCheckout,
+}
+
+/// The tools of the agents themselves.
+#[derive(Clone, Copy)]
+enum AgentTool {
+    ListAgents,
+    GetAgent,
+    CreateAgent,
+    UpdateAgent,
+    SetAgentStatus,
+}
+
+/// The tools that start an agent's run.
+#[derive(Clone, Copy)]
+enum RunTool {
+    StartAgentRun,
+    ContinueAgentRun,
+}
+
+/// The tools of the notes.
+#[derive(Clone, Copy)]
+enum NoteTool {
+    Read,
+    Write,
+    Append,
+    Move,
+}
+
+impl LeadTool {
+    /// The part of bosun it works on.
+    fn area(self) -> Area {
+        match self {
+            LeadTool::ListTasks => Area::Board(BoardTool::ListTasks),
+            LeadTool::GetTask => Area::Board(BoardTool::GetTask),
+            LeadTool::CreateTask => Area::Board(BoardTool::CreateTask),
+            LeadTool::UpdateTask => Area::Board(BoardTool::UpdateTask),
+            LeadTool::AddColumn => Area::Board(BoardTool::AddColumn),
+            LeadTool::SetColumn => Area::Board(BoardTool::SetColumn),
+            LeadTool::ListProjects => Area::Projects(ProjectTool::ListProjects),
+            LeadTool::GetProject => Area::Projects(ProjectTool::GetProject),
+            LeadTool::MergePullRequest => Area::Projects(ProjectTool::MergePullRequest),
+            LeadTool::UpdateCheckout => Area::Projects(ProjectTool::UpdateCheckout),
+            LeadTool::ListAgents => Area::Agents(AgentTool::ListAgents),
+            LeadTool::GetAgent => Area::Agents(AgentTool::GetAgent),
+            LeadTool::CreateAgent => Area::Agents(AgentTool::CreateAgent),
+            LeadTool::UpdateAgent => Area::Agents(AgentTool::UpdateAgent),
+            LeadTool::SetAgentStatus => Area::Agents(AgentTool::SetAgentStatus),
+            LeadTool::StartAgentRun => Area::Runs(RunTool::StartAgentRun),
+            LeadTool::ContinueAgentRun => Area::Runs(RunTool::ContinueAgentRun),
+            LeadTool::MemoryRead => Area::Notes(NoteTool::Read),
+            LeadTool::MemoryWrite => Area::Notes(NoteTool::Write),
+            LeadTool::MemoryAppend => Area::Notes(NoteTool::Append),
+            LeadTool::MemoryMove => Area::Notes(NoteTool::Move),
+            LeadTool::AttachFile => Area::Attach,
+            LeadTool::QaPass | LeadTool::QaFail => Area::Qa,
+        }
+    }
+}
+
 /// Carries out a call. `taint`: the outside tool the answer used before it (cards the call
 /// puts in or changes in an Auto column wait on hold).
 pub async fn execute(
@@ -534,8 +624,217 @@ pub async fn execute(
     taint: Option<String>,
     chat: Option<ChatId>,
 ) -> Result<String, ToolError> {
+    match tool.area() {
+        Area::Board(t) => execute_board(ctx, t, args, taint).await,
+        Area::Projects(t) => execute_projects(ctx, t, args).await,
+        Area::Agents(t) => execute_agents(ctx, t, args).await,
+        Area::Runs(t) => execute_runs(ctx, t, args).await,
+        Area::Notes(t) => execute_notes(ctx, t, args).await,
+        Area::Attach => attach(ctx, args, chat).await,
+        Area::Qa => Err(ToolError::OnlyQa(tool.to_string())),
+    }
+}
+
+/// Carries out a call of a tool of the board's cards and columns.
+async fn execute_board(
+    ctx: &ToolCtx,
+    tool: BoardTool,
+    args: &Value,
+    taint: Option<String>,
+) -> Result<String, ToolError> {
     match tool {
-        LeadTool::ContinueAgentRun => {
+        BoardTool::ListTasks => board(ctx, BoardRequest::Show)
+            .await
+            .map(|r| response_text(&r)),
+        BoardTool::GetTask => board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string()))
+            .await
+            .map(|r| response_text(&r)),
+        BoardTool::CreateTask => {
+            let params = AddCardParams {
+                title: need(args, "title")?.to_string(),
+                description: opt(args, "description").unwrap_or_default(),
+                acceptance: opt(args, "acceptance").unwrap_or_default(),
+                assignee: opt(args, "assignee"),
+                column: opt(args, "column"),
+                project: opt(args, "project"),
+            };
+            board(ctx, BoardRequest::AddCard { params, taint })
+                .await
+                .map(|r| held_words(&r))
+        }
+        BoardTool::UpdateTask => {
+            let params = EditCardParams {
+                card: need(args, "card")?.to_string(),
+                title: opt(args, "title"),
+                description: opt(args, "description"),
+                acceptance: opt(args, "acceptance"),
+                assignee: opt(args, "assignee"),
+                column: opt(args, "column"),
+                hold: None,
+                clear_hold: args
+                    .get("clear_hold")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                comment: opt(args, "comment"),
+                project: opt(args, "project"),
+                // A card's budget is the person's alone to set: the lead's runs count toward it.
+                budget_micro_usd: None,
+                budget_tokens: None,
+            };
+            let params = Box::new(params);
+            board(ctx, BoardRequest::EditCard { params, taint })
+                .await
+                .map(|r| held_words(&r))
+        }
+        BoardTool::AddColumn => board(
+            ctx,
+            BoardRequest::AddColumn(AddColumnParams {
+                name: need(args, "name")?.to_string(),
+                auto: args.get("auto").and_then(Value::as_bool).unwrap_or(false),
+                position: None,
+            }),
+        )
+        .await
+        .map(|r| response_text(&r)),
+        BoardTool::SetColumn => board(
+            ctx,
+            BoardRequest::SetColumn(SetColumnParams {
+                column: need(args, "column")?.to_string(),
+                name: opt(args, "name"),
+                auto: args.get("auto").and_then(Value::as_bool),
+                position: None,
+            }),
+        )
+        .await
+        .map(|r| response_text(&r)),
+    }
+}
+
+/// Carries out a call of a tool of the projects, their checkouts and pull requests.
+async fn execute_projects(
+    ctx: &ToolCtx,
+    tool: ProjectTool,
+    args: &Value,
+) -> Result<String, ToolError> {
+    match tool {
+        ProjectTool::MergePullRequest => {
+            board(ctx, BoardRequest::MergePr(need(args, "card")?.to_string()))
+                .await
+                .map(|r| said(&r))
+        }
+        ProjectTool::UpdateCheckout => {
+            let stash = match args.get("stash") {
+                None | Some(Value::Null) => false,
+                Some(v) => v
+                    .as_bool()
+                    .ok_or_else(|| ToolError::NotABool("stash".into()))?,
+            };
+            board(
+                ctx,
+                BoardRequest::UpdateCheckout {
+                    project: need(args, "project")?.to_string(),
+                    stash,
+                },
+            )
+            .await
+            .map(|r| said(&r))
+        }
+        ProjectTool::ListProjects => board(ctx, BoardRequest::Projects)
+            .await
+            .map(|r| response_text(&r)),
+        ProjectTool::GetProject => board(
+            ctx,
+            BoardRequest::ShowProject(need(args, "project")?.to_string()),
+        )
+        .await
+        .map(|r| response_text(&r)),
+    }
+}
+
+/// Carries out a call of a tool of the agents themselves.
+async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<String, ToolError> {
+    match tool {
+        AgentTool::SetAgentStatus => {
+            let paused = match need(args, "status")? {
+                "paused" => true,
+                "active" => false,
+                other => return Err(ToolError::NotAStatus(other.to_string())),
+            };
+            let params = EditAgentParams {
+                agent: need(args, "agent")?.to_string(),
+                paused: Some(paused),
+                ..EditAgentParams::default()
+            };
+            let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
+            Ok(format!(
+                "Agent {} is {}.",
+                view.name,
+                if view.paused { "paused" } else { "active" }
+            ))
+        }
+        AgentTool::ListAgents => {
+            let store = ctx.store.clone();
+            let list = blocking(move || store.agents()).await??;
+            Ok(pretty(
+                &list
+                    .iter()
+                    .map(|a| json!({ "name": a.name, "role": a.role, "cli": a.cli.to_string(), "model": a.model }))
+                    .collect::<Vec<_>>(),
+            ))
+        }
+        AgentTool::GetAgent => {
+            let view = bosun_agents::registry::show(&ctx.agents_ctx, need(args, "agent")?).await?;
+            Ok(pretty(&view))
+        }
+        AgentTool::CreateAgent => {
+            let cli: CliKind = need(args, "cli")?.parse().map_err(ToolError::UnknownCli)?;
+            let allowed = strings(args, "allowed_commands")?.unwrap_or_default();
+            only_commands(&allowed)?;
+            let params = AgentParams {
+                name: need(args, "name")?.to_string(),
+                role: opt(args, "role"),
+                cli,
+                instructions: opt(args, "instructions"),
+                permission_mode: None,
+                allowed_commands: allowed,
+                time_cap_ms: None,
+                max_output: None,
+                cwd: PathBuf::from(need(args, "cwd")?),
+                command: Vec::new(),
+                env: Vec::new(),
+                secret_env: Vec::new(),
+                model: opt(args, "model"),
+                codex_config: Vec::new(),
+            };
+            let view = agents(ctx, |reply| AgentsMsg::Add { params, reply }).await?;
+            Ok(format!(
+                "Created agent {} ({}); its tools are off until the person switches them on.",
+                view.name, view.cli
+            ))
+        }
+        AgentTool::UpdateAgent => {
+            let allowed = strings(args, "allowed_commands")?;
+            if let Some(a) = &allowed {
+                only_commands(a)?;
+            }
+            let params = EditAgentParams {
+                agent: need(args, "agent")?.to_string(),
+                role: opt(args, "role"),
+                instructions: opt(args, "instructions"),
+                model: opt(args, "model"),
+                allowed_commands: allowed,
+                ..EditAgentParams::default()
+            };
+            let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
+            Ok(format!("Changed agent {}.", view.name))
+        }
+    }
+}
+
+/// Carries out a call that starts an agent's run, new or continuing an earlier one.
+async fn execute_runs(ctx: &ToolCtx, tool: RunTool, args: &Value) -> Result<String, ToolError> {
+    match tool {
+        RunTool::ContinueAgentRun => {
             let key = need(args, "run")?.to_ascii_lowercase();
             let prompt = need(args, "prompt")?;
             let store = ctx.store.clone();
@@ -567,178 +866,7 @@ pub async fn execute(
                 earlier.id.short()
             ))
         }
-        LeadTool::SetAgentStatus => {
-            let paused = match need(args, "status")? {
-                "paused" => true,
-                "active" => false,
-                other => return Err(ToolError::NotAStatus(other.to_string())),
-            };
-            let params = EditAgentParams {
-                agent: need(args, "agent")?.to_string(),
-                paused: Some(paused),
-                ..EditAgentParams::default()
-            };
-            let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
-            Ok(format!(
-                "Agent {} is {}.",
-                view.name,
-                if view.paused { "paused" } else { "active" }
-            ))
-        }
-        LeadTool::AttachFile => attach(ctx, args, chat).await,
-        LeadTool::MergePullRequest => {
-            board(ctx, BoardRequest::MergePr(need(args, "card")?.to_string()))
-                .await
-                .map(|r| said(&r))
-        }
-        LeadTool::UpdateCheckout => {
-            let stash = match args.get("stash") {
-                None | Some(Value::Null) => false,
-                Some(v) => v
-                    .as_bool()
-                    .ok_or_else(|| ToolError::NotABool("stash".into()))?,
-            };
-            board(
-                ctx,
-                BoardRequest::UpdateCheckout {
-                    project: need(args, "project")?.to_string(),
-                    stash,
-                },
-            )
-            .await
-            .map(|r| said(&r))
-        }
-        LeadTool::QaPass | LeadTool::QaFail => Err(ToolError::OnlyQa(tool.to_string())),
-        LeadTool::ListProjects => board(ctx, BoardRequest::Projects)
-            .await
-            .map(|r| response_text(&r)),
-        LeadTool::GetProject => board(
-            ctx,
-            BoardRequest::ShowProject(need(args, "project")?.to_string()),
-        )
-        .await
-        .map(|r| response_text(&r)),
-        LeadTool::ListTasks => board(ctx, BoardRequest::Show)
-            .await
-            .map(|r| response_text(&r)),
-        LeadTool::GetTask => board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string()))
-            .await
-            .map(|r| response_text(&r)),
-        LeadTool::CreateTask => {
-            let params = AddCardParams {
-                title: need(args, "title")?.to_string(),
-                description: opt(args, "description").unwrap_or_default(),
-                acceptance: opt(args, "acceptance").unwrap_or_default(),
-                assignee: opt(args, "assignee"),
-                column: opt(args, "column"),
-                project: opt(args, "project"),
-            };
-            board(ctx, BoardRequest::AddCard { params, taint })
-                .await
-                .map(|r| held_words(&r))
-        }
-        LeadTool::UpdateTask => {
-            let params = EditCardParams {
-                card: need(args, "card")?.to_string(),
-                title: opt(args, "title"),
-                description: opt(args, "description"),
-                acceptance: opt(args, "acceptance"),
-                assignee: opt(args, "assignee"),
-                column: opt(args, "column"),
-                hold: None,
-                clear_hold: args
-                    .get("clear_hold")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                comment: opt(args, "comment"),
-                project: opt(args, "project"),
-                // A card's budget is the person's alone to set: the lead's runs count toward it.
-                budget_micro_usd: None,
-                budget_tokens: None,
-            };
-            let params = Box::new(params);
-            board(ctx, BoardRequest::EditCard { params, taint })
-                .await
-                .map(|r| held_words(&r))
-        }
-        LeadTool::AddColumn => board(
-            ctx,
-            BoardRequest::AddColumn(AddColumnParams {
-                name: need(args, "name")?.to_string(),
-                auto: args.get("auto").and_then(Value::as_bool).unwrap_or(false),
-                position: None,
-            }),
-        )
-        .await
-        .map(|r| response_text(&r)),
-        LeadTool::SetColumn => board(
-            ctx,
-            BoardRequest::SetColumn(SetColumnParams {
-                column: need(args, "column")?.to_string(),
-                name: opt(args, "name"),
-                auto: args.get("auto").and_then(Value::as_bool),
-                position: None,
-            }),
-        )
-        .await
-        .map(|r| response_text(&r)),
-        LeadTool::ListAgents => {
-            let store = ctx.store.clone();
-            let list = blocking(move || store.agents()).await??;
-            Ok(pretty(
-                &list
-                    .iter()
-                    .map(|a| json!({ "name": a.name, "role": a.role, "cli": a.cli.to_string(), "model": a.model }))
-                    .collect::<Vec<_>>(),
-            ))
-        }
-        LeadTool::GetAgent => {
-            let view = bosun_agents::registry::show(&ctx.agents_ctx, need(args, "agent")?).await?;
-            Ok(pretty(&view))
-        }
-        LeadTool::CreateAgent => {
-            let cli: CliKind = need(args, "cli")?.parse().map_err(ToolError::UnknownCli)?;
-            let allowed = strings(args, "allowed_commands")?.unwrap_or_default();
-            only_commands(&allowed)?;
-            let params = AgentParams {
-                name: need(args, "name")?.to_string(),
-                role: opt(args, "role"),
-                cli,
-                instructions: opt(args, "instructions"),
-                permission_mode: None,
-                allowed_commands: allowed,
-                time_cap_ms: None,
-                max_output: None,
-                cwd: PathBuf::from(need(args, "cwd")?),
-                command: Vec::new(),
-                env: Vec::new(),
-                secret_env: Vec::new(),
-                model: opt(args, "model"),
-                codex_config: Vec::new(),
-            };
-            let view = agents(ctx, |reply| AgentsMsg::Add { params, reply }).await?;
-            Ok(format!(
-                "Created agent {} ({}); its tools are off until the person switches them on.",
-                view.name, view.cli
-            ))
-        }
-        LeadTool::UpdateAgent => {
-            let allowed = strings(args, "allowed_commands")?;
-            if let Some(a) = &allowed {
-                only_commands(a)?;
-            }
-            let params = EditAgentParams {
-                agent: need(args, "agent")?.to_string(),
-                role: opt(args, "role"),
-                instructions: opt(args, "instructions"),
-                model: opt(args, "model"),
-                allowed_commands: allowed,
-                ..EditAgentParams::default()
-            };
-            let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
-            Ok(format!("Changed agent {}.", view.name))
-        }
-        LeadTool::StartAgentRun => {
+        RunTool::StartAgentRun => {
             let agent = need(args, "agent")?;
             let prompt = need(args, "prompt")?;
             let mut spec = launch::prepare(&ctx.agents_ctx, agent, prompt).await?;
@@ -746,7 +874,13 @@ pub async fn execute(
             let run = bosun_runs::start(&ctx.runs, spec).await?;
             Ok(format!("Started run {} of agent {agent}.", run.short_id))
         }
-        LeadTool::MemoryRead => match arg(args, "path") {
+    }
+}
+
+/// Carries out a call of a tool of the notes.
+async fn execute_notes(ctx: &ToolCtx, tool: NoteTool, args: &Value) -> Result<String, ToolError> {
+    match tool {
+        NoteTool::Read => match arg(args, "path") {
             Some(path) => board(ctx, BoardRequest::Note(path.to_string()))
                 .await
                 .map(|r| response_text(&r)),
@@ -754,7 +888,7 @@ pub async fn execute(
                 .await
                 .map(|r| response_text(&r)),
         },
-        LeadTool::MemoryWrite => {
+        NoteTool::Write => {
             let base_version = match args.get("base_version") {
                 None | Some(Value::Null) => None,
                 Some(v) => Some(v.as_u64().ok_or(ToolError::BaseVersionNotWhole)?),
@@ -771,7 +905,7 @@ pub async fn execute(
             .await
             .map(|r| note_words(&r, "Saved"))
         }
-        LeadTool::MemoryAppend => board(
+        NoteTool::Append => board(
             ctx,
             BoardRequest::AppendNote {
                 path: need(args, "path")?.to_string(),
@@ -781,7 +915,7 @@ pub async fn execute(
         )
         .await
         .map(|r| note_words(&r, "Appended to")),
-        LeadTool::MemoryMove => board(
+        NoteTool::Move => board(
             ctx,
             BoardRequest::MoveNote {
                 from: need(args, "from")?.to_string(),
@@ -990,14 +1124,42 @@ pub async fn preview(
     chat: Option<ChatId>,
 ) -> (String, Option<String>) {
     let a = |k: &str| arg(args, k).unwrap_or("").to_string();
+    match tool.area() {
+        Area::Notes(t) => preview_notes(ctx, tool, t, args).await,
+        Area::Runs(t) => preview_runs(ctx, t, args).await,
+        Area::Agents(t) => preview_agents(ctx, tool, t, args).await,
+        Area::Attach => match attachment(ctx, args, chat).await {
+            Ok((path, size, dest, _)) => (
+                format!("{} ({size} bytes) → {}", path.display(), dest.display()),
+                None,
+            ),
+            Err(why) => (
+                format!("{} → card {}", a("path"), a("card")),
+                Some(why.to_string()),
+            ),
+        },
+        Area::Projects(t) => preview_projects(ctx, tool, t, args).await,
+        Area::Board(t) => preview_board(tool, t, args),
+        Area::Qa => (format!("{tool} {}", pretty(args)), None),
+    }
+}
+
+/// The preview of a call of a tool of the notes: a write as a diff against the note as it is.
+async fn preview_notes(
+    ctx: &ToolCtx,
+    tool: LeadTool,
+    notes: NoteTool,
+    args: &Value,
+) -> (String, Option<String>) {
+    let a = |k: &str| arg(args, k).unwrap_or("").to_string();
     let note = |path: String| async move {
         match board(ctx, BoardRequest::Note(path)).await {
             Ok(BoardAnswer::Note(n)) => Some(n),
             Ok(_) | Err(_) => None,
         }
     };
-    match tool {
-        LeadTool::MemoryWrite => {
+    match notes {
+        NoteTool::Write => {
             let (path, text) = (a("path"), a("text"));
             match note(path.clone()).await {
                 Some(n) => {
@@ -1021,11 +1183,11 @@ pub async fn preview(
                 None => (format!("{path} (new):\n{text}"), None),
             }
         }
-        LeadTool::MemoryAppend => (
+        NoteTool::Append => (
             format!("{}:\n## {}\n\n{}", a("path"), a("heading"), a("text")),
             None,
         ),
-        LeadTool::MemoryMove => {
+        NoteTool::Move => {
             let fail = match note(a("from")).await {
                 None => Some(format!("there is no note {} any more", a("from"))),
                 Some(_) if note(a("to")).await.is_some() => {
@@ -1035,7 +1197,15 @@ pub async fn preview(
             };
             (format!("{} → {}", a("from"), a("to")), fail)
         }
-        LeadTool::StartAgentRun => {
+        NoteTool::Read => (format!("{tool} {}", pretty(args)), None),
+    }
+}
+
+/// The preview of a call that starts an agent's run.
+async fn preview_runs(ctx: &ToolCtx, runs: RunTool, args: &Value) -> (String, Option<String>) {
+    let a = |k: &str| arg(args, k).unwrap_or("").to_string();
+    match runs {
+        RunTool::StartAgentRun => {
             let fail = bosun_agents::registry::find(&ctx.store, &a("agent"))
                 .await
                 .err()
@@ -1045,7 +1215,20 @@ pub async fn preview(
                 fail,
             )
         }
-        LeadTool::UpdateAgent => {
+        RunTool::ContinueAgentRun => (format!("run: {}\nprompt: {}", a("run"), a("prompt")), None),
+    }
+}
+
+/// The preview of a call of a tool of the agents: a change as each setting's before and after.
+async fn preview_agents(
+    ctx: &ToolCtx,
+    tool: LeadTool,
+    agents: AgentTool,
+    args: &Value,
+) -> (String, Option<String>) {
+    let a = |k: &str| arg(args, k).unwrap_or("").to_string();
+    match agents {
+        AgentTool::UpdateAgent => {
             match bosun_agents::registry::find(&ctx.store, &a("agent")).await {
                 Ok(rec) => {
                     let mut lines = Vec::new();
@@ -1073,33 +1256,38 @@ pub async fn preview(
                 Err(e) => (String::new(), Some(e.to_string())),
             }
         }
-        LeadTool::AttachFile => match attachment(ctx, args, chat).await {
-            Ok((path, size, dest, _)) => (
-                format!("{} ({size} bytes) → {}", path.display(), dest.display()),
-                None,
-            ),
-            Err(why) => (
-                format!("{} → card {}", a("path"), a("card")),
-                Some(why.to_string()),
-            ),
-        },
-        LeadTool::ContinueAgentRun => (format!("run: {}\nprompt: {}", a("run"), a("prompt")), None),
-        LeadTool::MergePullRequest => match board(ctx, BoardRequest::ShowCard(a("card"))).await {
-            Ok(BoardAnswer::Card(c)) => (
-                format!(
-                    "card {}: {}\npull request: the one of branch {}, found and checked against every rule when approved",
-                    c.short_id,
-                    c.title,
-                    c.worktree
-                        .as_ref()
-                        .map_or("(none yet)", |w| w.branch.as_str())
+        AgentTool::CreateAgent | AgentTool::SetAgentStatus => (pretty(args), None),
+        AgentTool::ListAgents | AgentTool::GetAgent => (format!("{tool} {}", pretty(args)), None),
+    }
+}
+
+/// The preview of a call of a tool of the projects: the card or project as it is now.
+async fn preview_projects(
+    ctx: &ToolCtx,
+    tool: LeadTool,
+    projects: ProjectTool,
+    args: &Value,
+) -> (String, Option<String>) {
+    let a = |k: &str| arg(args, k).unwrap_or("").to_string();
+    match projects {
+        ProjectTool::MergePullRequest => {
+            match board(ctx, BoardRequest::ShowCard(a("card"))).await {
+                Ok(BoardAnswer::Card(c)) => (
+                    format!(
+                        "card {}: {}\npull request: the one of branch {}, found and checked against every rule when approved",
+                        c.short_id,
+                        c.title,
+                        c.worktree
+                            .as_ref()
+                            .map_or("(none yet)", |w| w.branch.as_str())
+                    ),
+                    None,
                 ),
-                None,
-            ),
-            Ok(other) => (response_text(&other), None),
-            Err(e) => (format!("card {}", a("card")), Some(e.to_string())),
-        },
-        LeadTool::UpdateCheckout => {
+                Ok(other) => (response_text(&other), None),
+                Err(e) => (format!("card {}", a("card")), Some(e.to_string())),
+            }
+        }
+        ProjectTool::UpdateCheckout => {
             let stash = args.get("stash").and_then(Value::as_bool) == Some(true);
             match board(ctx, BoardRequest::ShowProject(a("project"))).await {
                 Ok(BoardAnswer::Project(p)) => (
@@ -1115,21 +1303,19 @@ pub async fn preview(
                 Err(e) => (format!("project {}", a("project")), Some(e.to_string())),
             }
         }
-        LeadTool::CreateAgent
-        | LeadTool::AddColumn
-        | LeadTool::SetColumn
-        | LeadTool::UpdateTask
-        | LeadTool::SetAgentStatus => (pretty(args), None),
-        LeadTool::QaPass
-        | LeadTool::QaFail
-        | LeadTool::ListTasks
-        | LeadTool::GetTask
-        | LeadTool::CreateTask
-        | LeadTool::ListAgents
-        | LeadTool::GetAgent
-        | LeadTool::MemoryRead
-        | LeadTool::ListProjects
-        | LeadTool::GetProject => (format!("{tool} {}", pretty(args)), None),
+        ProjectTool::ListProjects | ProjectTool::GetProject => {
+            (format!("{tool} {}", pretty(args)), None)
+        }
+    }
+}
+
+/// The preview of a call of a tool of the board's cards and columns: its arguments.
+fn preview_board(tool: LeadTool, board: BoardTool, args: &Value) -> (String, Option<String>) {
+    match board {
+        BoardTool::AddColumn | BoardTool::SetColumn | BoardTool::UpdateTask => (pretty(args), None),
+        BoardTool::ListTasks | BoardTool::GetTask | BoardTool::CreateTask => {
+            (format!("{tool} {}", pretty(args)), None)
+        }
     }
 }
 
