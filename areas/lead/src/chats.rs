@@ -373,21 +373,7 @@ impl Actor for Chats {
         bosun_kit::supervision::in_span(tracing::info_span!("chats"), async move {
             match msg {
                 ChatsMsg::New { agent, reply } => {
-                    let mut scratch = ChatsState {
-                        ctx: state.ctx.clone(),
-                        chats: HashMap::new(),
-                        pending: HashMap::new(),
-                        span: tracing::info_span!("chats"),
-                    };
-                    let answer = match scratch.new_chat(agent, false).await {
-                        Ok(view) => match state.open(&myself, view.id).await {
-                            Ok(()) => Ok(view),
-                            Err(e) => Err(ChatsError::internal(format!(
-                                "the chat could not open: {e}"
-                            ))),
-                        },
-                        Err(e) => Err(e),
-                    };
+                    let answer = state.new_chat(&myself, agent).await;
                     let _ = reply.send(answer);
                 }
                 ChatsMsg::Send {
@@ -395,85 +381,43 @@ impl Actor for Chats {
                     message,
                     files,
                     reply,
-                } => match state.actor_of(&chat) {
-                    Ok((chat, a)) => forward(
-                        &a,
-                        ChatMsg::Send {
-                            chat,
-                            message,
-                            files,
-                            reply,
-                        },
-                    ),
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                },
-                ChatsMsg::Show { chat, reply } => match state.actor_of(&chat) {
-                    Ok((chat, a)) => forward(&a, ChatMsg::Show { chat, reply }),
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                },
-                ChatsMsg::ApproveAll { chat, reply } => match state.actor_of(&chat) {
-                    Ok((chat, a)) => forward(&a, ChatMsg::ApproveAll { chat, reply }),
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                },
+                } => state.to_chat(&chat, reply, |chat, reply| ChatMsg::Send {
+                    chat,
+                    message,
+                    files,
+                    reply,
+                }),
+                ChatsMsg::Show { chat, reply } => {
+                    state.to_chat(&chat, reply, |chat, reply| ChatMsg::Show { chat, reply })
+                }
+                ChatsMsg::ApproveAll { chat, reply } => {
+                    state.to_chat(&chat, reply, |chat, reply| ChatMsg::ApproveAll {
+                        chat,
+                        reply,
+                    })
+                }
                 ChatsMsg::Inbox {
                     chat: Some(chat),
                     reply,
-                } => match state.actor_of(&chat) {
-                    Ok((chat, a)) => forward(&a, ChatMsg::Inbox { chat, reply }),
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                },
-                ChatsMsg::Inbox { chat: None, reply } => {
-                    let actors = state.in_order().await;
-                    // Asked of every chat away from here, so no chat waits on another.
-                    tokio::spawn(async move {
-                        let mut all = Vec::new();
-                        for (chat, a) in actors {
-                            if let Ok(Ok(mut some)) =
-                                ractor::call!(a, |reply| ChatMsg::Inbox { chat, reply })
-                            {
-                                all.append(&mut some);
-                            }
-                        }
-                        let _ = reply.send(Ok(all));
-                    });
+                } => state.to_chat(&chat, reply, |chat, reply| ChatMsg::Inbox { chat, reply }),
+                ChatsMsg::Inbox { chat: None, reply } => state.every_inbox(reply).await,
+                ChatsMsg::List { reply } => state.every_view(reply).await,
+                ChatsMsg::Approve { action, reply } => {
+                    state
+                        .to_action_chat(&action, reply, |action, reply| ChatMsg::Approve {
+                            action,
+                            reply,
+                        })
+                        .await
                 }
-                ChatsMsg::List { reply } => {
-                    let actors = state.in_order().await;
-                    tokio::spawn(async move {
-                        let mut all = Vec::new();
-                        for (chat, a) in actors {
-                            match ractor::call!(a, |reply| ChatMsg::View { chat, reply }) {
-                                Ok(Ok(view)) => all.push(view),
-                                Ok(Err(e)) => {
-                                    let _ = reply.send(Err(e));
-                                    return;
-                                }
-                                Err(_) => {}
-                            }
-                        }
-                        let _ = reply.send(Ok(all));
-                    });
+                ChatsMsg::Discard { action, reply } => {
+                    state
+                        .to_action_chat(&action, reply, |action, reply| ChatMsg::Discard {
+                            action,
+                            reply,
+                        })
+                        .await
                 }
-                ChatsMsg::Approve { action, reply } => match state.chat_of_action(&action).await {
-                    Ok((action, a)) => forward(&a, ChatMsg::Approve { action, reply }),
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                },
-                ChatsMsg::Discard { action, reply } => match state.chat_of_action(&action).await {
-                    Ok((action, a)) => forward(&a, ChatMsg::Discard { action, reply }),
-                    Err(e) => {
-                        let _ = reply.send(Err(e));
-                    }
-                },
                 ChatsMsg::Pend {
                     chat,
                     answer,
@@ -501,51 +445,8 @@ impl Actor for Chats {
                         forward(a, ChatMsg::RanItself { chat, tool, args });
                     }
                 }
-                ChatsMsg::BoardCheck => match state.checks.and_then(|c| {
-                    state.actors.get(&c).map(|a| (c, a.clone()))
-                }) {
-                    Some((chat, a)) => forward(&a, ChatMsg::BoardCheck { chat }),
-                    None if state.checks.is_none() => {
-                        // Whether there is anything to check, asked away from here (the board
-                        // may be busy with GitHub): the chat is made only then.
-                        let (board, me) = (state.ctx.tools.board.clone(), myself.clone());
-                        tokio::spawn(async move {
-                            let peek = BoardRequest::MergeFindings { mark: false };
-                            if let Ok(BoardAnswer::Findings { findings, closed }) =
-                                bosun_board::ask(&board, peek).await
-                                && !(findings.is_empty() && closed.is_empty())
-                            {
-                                let _ = me.cast(ChatsMsg::OpenChecks);
-                            }
-                        });
-                    }
-                    None => warn!("the board checks' chat is restarting; the check waits for the next"),
-                },
-                ChatsMsg::OpenChecks => {
-                    if state.checks.is_none() {
-                        let mut scratch = ChatsState {
-                            ctx: state.ctx.clone(),
-                            chats: HashMap::new(),
-                            pending: HashMap::new(),
-                            span: tracing::info_span!("chats"),
-                        };
-                        match scratch.new_chat(None, true).await {
-                            Ok(view) => {
-                                state.open(&myself, view.id).await?;
-                                state.checks = Some(view.id);
-                            }
-                            Err(e) => {
-                                warn!(error = %e, "the board checks' chat could not be made; the lead is not started for the board's findings");
-                            }
-                        }
-                    }
-                    if let Some((chat, a)) = state
-                        .checks
-                        .and_then(|c| state.actors.get(&c).map(|a| (c, a.clone())))
-                    {
-                        forward(&a, ChatMsg::BoardCheck { chat });
-                    }
-                }
+                ChatsMsg::BoardCheck => state.board_check(&myself),
+                ChatsMsg::OpenChecks => state.open_checks(&myself).await?,
             }
             Ok(())
         })
@@ -605,6 +506,149 @@ fn forward(actor: &ActorRef<ChatMsg>, msg: ChatMsg) {
 }
 
 impl ChatsSupervisor {
+    /// A state of no chat, to make a new chat's record with before its actor runs.
+    fn scratch(&self) -> ChatsState {
+        ChatsState {
+            ctx: self.ctx.clone(),
+            chats: HashMap::new(),
+            pending: HashMap::new(),
+            span: tracing::info_span!("chats"),
+        }
+    }
+
+    /// Makes a new chat and opens its actor.
+    async fn new_chat(
+        &mut self,
+        myself: &ActorRef<ChatsMsg>,
+        agent: Option<String>,
+    ) -> Result<ChatView, ChatsError> {
+        let mut scratch = self.scratch();
+        match scratch.new_chat(agent, false).await {
+            Ok(view) => match self.open(myself, view.id).await {
+                Ok(()) => Ok(view),
+                Err(e) => Err(ChatsError::internal(format!(
+                    "the chat could not open: {e}"
+                ))),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Hands a request to the actor of the chat named by the start of its id, or answers why
+    /// there is no such chat.
+    fn to_chat<T>(
+        &self,
+        key: &str,
+        reply: Reply<T>,
+        msg: impl FnOnce(ChatId, Reply<T>) -> ChatMsg,
+    ) {
+        match self.actor_of(key) {
+            Ok((chat, a)) => forward(&a, msg(chat, reply)),
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    /// Hands a decision to the actor of the chat of the action named by the start of its id,
+    /// or answers why there is no such action.
+    async fn to_action_chat(
+        &self,
+        key: &str,
+        reply: Reply<Vec<PendingView>>,
+        msg: impl FnOnce(ActionId, Reply<Vec<PendingView>>) -> ChatMsg,
+    ) {
+        match self.chat_of_action(key).await {
+            Ok((action, a)) => forward(&a, msg(action, reply)),
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    /// Answers with what waits in every chat, oldest chat first.
+    async fn every_inbox(&self, reply: Reply<Vec<PendingView>>) {
+        let actors = self.in_order().await;
+        // Asked of every chat away from here, so no chat waits on another.
+        tokio::spawn(async move {
+            let mut all = Vec::new();
+            for (chat, a) in actors {
+                if let Ok(Ok(mut some)) = ractor::call!(a, |reply| ChatMsg::Inbox { chat, reply }) {
+                    all.append(&mut some);
+                }
+            }
+            let _ = reply.send(Ok(all));
+        });
+    }
+
+    /// Answers with every chat as a list shows it, oldest first.
+    async fn every_view(&self, reply: Reply<Vec<ChatView>>) {
+        let actors = self.in_order().await;
+        tokio::spawn(async move {
+            let mut all = Vec::new();
+            for (chat, a) in actors {
+                match ractor::call!(a, |reply| ChatMsg::View { chat, reply }) {
+                    Ok(Ok(view)) => all.push(view),
+                    Ok(Err(e)) => {
+                        let _ = reply.send(Err(e));
+                        return;
+                    }
+                    Err(_) => {}
+                }
+            }
+            let _ = reply.send(Ok(all));
+        });
+    }
+
+    /// Starts a board check in the board checks' chat, or, while there is none, looks whether
+    /// there is anything to check.
+    fn board_check(&self, myself: &ActorRef<ChatsMsg>) {
+        match self
+            .checks
+            .and_then(|c| self.actors.get(&c).map(|a| (c, a.clone())))
+        {
+            Some((chat, a)) => forward(&a, ChatMsg::BoardCheck { chat }),
+            None if self.checks.is_none() => {
+                // Whether there is anything to check, asked away from here (the board
+                // may be busy with GitHub): the chat is made only then.
+                let (board, me) = (self.ctx.tools.board.clone(), myself.clone());
+                tokio::spawn(async move {
+                    let peek = BoardRequest::MergeFindings { mark: false };
+                    if let Ok(BoardAnswer::Findings { findings, closed }) =
+                        bosun_board::ask(&board, peek).await
+                        && !(findings.is_empty() && closed.is_empty())
+                    {
+                        let _ = me.cast(ChatsMsg::OpenChecks);
+                    }
+                });
+            }
+            None => warn!("the board checks' chat is restarting; the check waits for the next"),
+        }
+    }
+
+    /// Makes the board checks' chat if there is none yet, and starts the check there.
+    async fn open_checks(&mut self, myself: &ActorRef<ChatsMsg>) -> Result<(), ActorProcessingErr> {
+        if self.checks.is_none() {
+            let mut scratch = self.scratch();
+            match scratch.new_chat(None, true).await {
+                Ok(view) => {
+                    self.open(myself, view.id).await?;
+                    self.checks = Some(view.id);
+                }
+                Err(e) => {
+                    warn!(error = %e, "the board checks' chat could not be made; the lead is not started for the board's findings");
+                }
+            }
+        }
+        if let Some((chat, a)) = self
+            .checks
+            .and_then(|c| self.actors.get(&c).map(|a| (c, a.clone())))
+        {
+            forward(&a, ChatMsg::BoardCheck { chat });
+        }
+        Ok(())
+    }
+
     async fn open(
         &mut self,
         myself: &ActorRef<ChatsMsg>,
