@@ -110,13 +110,162 @@ pub async fn prepare_with(
     if only_bosun {
         rec.switches = Switches::default();
     }
-    if resume.is_some() && rec.cli != CliKind::Claude {
+    refuse_unfit(&rec, prompt, chat.is_some(), resume.is_some())?;
+    let store = ctx.store.clone();
+    let mut servers = blocking(move || store.servers()).await??;
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
+
+    // The agent's own environment, secret lines from the keychain.
+    let secret_env = {
+        let keychain = ctx.keychain.clone();
+        let (id, names) = (rec.id, rec.secret_env.clone());
+        blocking(move || read_agent_secrets(&keychain, id, &names)).await??
+    };
+    let mut env: Vec<(String, String)> = BASE_ENV
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    let run_path = run_path(&rec);
+
+    let mut parts = RunParts::new(&rec, only_bosun, &secret_env);
+    give_servers(ctx, &rec, &servers, run_path, &mut parts).await?;
+    if let Some(c) = &chat {
+        parts.give_bosun(c);
+    }
+    if rec.cli == CliKind::Command && rec.switches.mcp.values().any(|s| s.on) {
+        parts.notes.push(
+            "A command agent's program is not a coding CLI: its MCP servers are not given to it."
+                .into(),
+        );
+    }
+    let allowed_commands = only_commands(&rec, &mut parts.notes);
+
+    let setup = agent_setup(&rec, allowed_commands, chat.as_ref(), resume);
+    let inv = adapter::build(&setup, prompt, &parts.servers);
+    parts.notes.extend(inv.notes.iter().cloned());
+    let redact = secret_values(&secret_env, &parts.servers, &parts.gateway);
+
+    // The environment: the allow-list, the agent's own lines, then what the adapter needs
+    // (a Gemini run's own home), which wins.
+    set_all(&mut env, rec.env.iter().cloned());
+    set_all(&mut env, secret_env);
+    let agent_env = env.clone();
+    set_all(&mut env, inv.env.iter().cloned());
+    refuse_root_bypass(&rec, &agent_env)?;
+    super::login::check_login(&ctx.logins, &rec, &agent_env, &inv.program).await?;
+
+    let params = StartRunParams {
+        name: Some(rec.name.clone()),
+        program: inv.program.clone(),
+        args: inv.args.clone(),
+        cwd: rec.cwd.clone(),
+        env,
+        time_cap_ms: rec.time_cap_ms,
+        ladder: None,
+        umask: None,
+        max_output: rec.max_output,
+        placement: rec.placement.clone(),
+    };
+    Ok(Prepared {
+        params,
+        files: inv.files,
+        notes: parts.notes,
+        run: parts.run,
+        control: inv.control,
+        redact,
+        gateway: parts.gateway,
+        secrets: parts.secrets,
+    })
+}
+
+/// What a run is given, gathered as it is prepared: the lines for its log, its record, the
+/// servers the CLI is given (and those it reaches through the gateway) and every secret value
+/// read for it.
+struct RunParts {
+    notes: Vec<String>,
+    run: AgentRun,
+    servers: Vec<RunServer>,
+    gateway: Vec<GatewayServer>,
+    secrets: Vec<SecretLine>,
+}
+
+impl RunParts {
+    /// What every run of the agent starts with: a note when it may use bosun's own tools
+    /// only, its record, and the agent's own secret environment lines, each with where in the
+    /// keychain it came from.
+    fn new(rec: &AgentRecord, only_bosun: bool, secret_env: &[(String, String)]) -> RunParts {
+        let mut notes: Vec<String> = Vec::new();
+        if only_bosun {
+            notes.push(
+                "a board check's answer: only bosun's own tools (no MCP server of the agent's, no web search or fetch, no browser)".into(),
+            );
+        }
+        let run = AgentRun {
+            agent: Some(rec.id),
+            agent_name: rec.name.clone(),
+            cli: Some(rec.cli),
+            workspace: Some(rec.workspace.clone()),
+            budget: rec.budget,
+            ..AgentRun::default()
+        };
+        let secrets = secret_env
+            .iter()
+            .map(|(name, value)| SecretLine {
+                source: SecretSource::Keychain {
+                    key: agent_env_key(rec.id, name),
+                    what: format!("the agent `{}`'s secret {name}", rec.name),
+                    fix: format!("bosun agent edit {} --secret-env {name}", rec.name),
+                    used_as: UsedAs::AgentEnv,
+                },
+                value: value.clone(),
+            })
+            .collect();
+        RunParts {
+            notes,
+            run,
+            servers: Vec::new(),
+            gateway: Vec::new(),
+            secrets,
+        }
+    }
+
+    /// Gives an answer of the lead bosun's own MCP server, with the answer's bearer token.
+    fn give_bosun(&mut self, c: &ChatLaunch) {
+        self.run.answer = Some(c.answer);
+        self.secrets.push(SecretLine {
+            source: SecretSource::Ephemeral {
+                what: "the bearer token of the lead's answer for bosun's own MCP server".into(),
+            },
+            value: c.token.clone(),
+        });
+        self.servers.push(RunServer {
+            name: BOSUN_SERVER.into(),
+            kind: ServerKind::Http,
+            command: None,
+            args: Vec::new(),
+            url: Some(c.url.clone()),
+            env: Vec::new(),
+            headers: vec![("Authorization".into(), format!("Bearer {}", c.token))],
+            tools: ToolPlan::All,
+        });
+    }
+}
+
+/// Refuses what cannot make a run: continuing or answering as the lead with an agent that is
+/// not Claude Code, an empty, overlong or NUL-bearing prompt, a working folder that is not one.
+fn refuse_unfit(
+    rec: &AgentRecord,
+    prompt: &str,
+    chat: bool,
+    resume: bool,
+) -> Result<(), AgentsError> {
+    if resume && rec.cli != CliKind::Claude {
         return Err(AgentsError::invalid(format!(
             "continuing a run works for Claude Code agents; `{}` is a {} agent: start a new run instead",
             rec.name, rec.cli
         )));
     }
-    if chat.is_some() && rec.cli != CliKind::Claude {
+    if chat && rec.cli != CliKind::Claude {
         return Err(AgentsError::invalid(format!(
             "the lead answers through Claude Code, and `{}` is a {} agent; make the lead a Claude agent (`bosun agent add lead --cli claude --role lead …`)",
             rec.name, rec.cli
@@ -140,60 +289,29 @@ pub async fn prepare_with(
             rec.name
         )));
     }
-    let store = ctx.store.clone();
-    let mut servers = blocking(move || store.servers()).await??;
-    servers.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(())
+}
 
-    let mut notes: Vec<String> = Vec::new();
-    if only_bosun {
-        notes.push(
-            "a board check's answer: only bosun's own tools (no MCP server of the agent's, no web search or fetch, no browser)".into(),
-        );
-    }
-    let mut run = AgentRun {
-        agent: Some(rec.id),
-        agent_name: rec.name.clone(),
-        cli: Some(rec.cli),
-        workspace: Some(rec.workspace.clone()),
-        budget: rec.budget,
-        ..AgentRun::default()
-    };
-
-    // The agent's own environment, secret lines from the keychain.
-    let secret_env = {
-        let keychain = ctx.keychain.clone();
-        let (id, names) = (rec.id, rec.secret_env.clone());
-        blocking(move || read_agent_secrets(&keychain, id, &names)).await??
-    };
-    let mut env: Vec<(String, String)> = BASE_ENV
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
+/// The PATH a run's programs are found on: the agent's own, else the daemon's.
+fn run_path(rec: &AgentRecord) -> Option<String> {
     let daemon_path = std::env::var("PATH").ok();
-    let run_path = rec
-        .env
+    rec.env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.clone())
-        .or(daemon_path);
+        .or(daemon_path)
+}
 
-    // The servers switched on, each resolved or left out with the reason.
-    let mut run_servers: Vec<RunServer> = Vec::new();
-    let mut gateway: Vec<GatewayServer> = Vec::new();
-    let mut secrets: Vec<SecretLine> = secret_env
-        .iter()
-        .map(|(name, value)| SecretLine {
-            source: SecretSource::Keychain {
-                key: agent_env_key(rec.id, name),
-                what: format!("the agent `{}`'s secret {name}", rec.name),
-                fix: format!("bosun agent edit {} --secret-env {name}", rec.name),
-                used_as: UsedAs::AgentEnv,
-            },
-            value: value.clone(),
-        })
-        .collect();
+/// Gives the run the servers switched on, each resolved or left out with the reason.
+async fn give_servers(
+    ctx: &AgentsContext,
+    rec: &AgentRecord,
+    servers: &[ServerRecord],
+    run_path: Option<String>,
+    parts: &mut RunParts,
+) -> Result<(), AgentsError> {
     let uses_servers = rec.cli != CliKind::Command;
-    for s in &servers {
+    for s in servers {
         let Some(switch) = rec.switches.mcp.get(&s.id).filter(|sw| sw.on) else {
             continue;
         };
@@ -202,11 +320,17 @@ pub async fn prepare_with(
         }
         let Some(tools) = tool_plan(switch, s) else {
             let why = "switched on with none of its tools".to_string();
-            left_out(&mut notes, &mut run, &s.name, &why, None);
+            left_out(&mut parts.notes, &mut parts.run, &s.name, &why, None);
             continue;
         };
-        if let Err((why, fix)) = signed_in_for_run(&rec, s) {
-            left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref());
+        if let Err((why, fix)) = signed_in_for_run(rec, s) {
+            left_out(
+                &mut parts.notes,
+                &mut parts.run,
+                &s.name,
+                &why,
+                fix.as_deref(),
+            );
             continue;
         }
         match resolve(
@@ -214,54 +338,40 @@ pub async fn prepare_with(
             ctx.keychain.clone(),
             s.clone(),
             tools,
-            &rec,
+            rec,
             run_path.clone(),
         )
         .await?
         {
             Ok((server, lines)) => {
-                let (given, through) = through_gateway(server, s, &rec);
-                if let Some(clash) = env_clash(rec.cli, &run_servers, &given) {
-                    left_out(&mut notes, &mut run, &s.name, &clash, None);
+                let (given, through) = through_gateway(server, s, rec);
+                if let Some(clash) = env_clash(rec.cli, &parts.servers, &given) {
+                    left_out(&mut parts.notes, &mut parts.run, &s.name, &clash, None);
                     continue;
                 }
-                secrets.extend(lines);
-                run.servers.push((s.name.clone(), "given".into()));
+                parts.secrets.extend(lines);
+                parts.run.servers.push((s.name.clone(), "given".into()));
                 if s.sign_in_by == SignInBy::ClaudeCode {
-                    run.claude_signs_in.push(s.name.clone());
+                    parts.run.claude_signs_in.push(s.name.clone());
                 }
-                run_servers.push(given);
-                gateway.extend(through);
+                parts.servers.push(given);
+                parts.gateway.extend(through);
             }
-            Err((why, fix)) => left_out(&mut notes, &mut run, &s.name, &why, fix.as_deref()),
+            Err((why, fix)) => left_out(
+                &mut parts.notes,
+                &mut parts.run,
+                &s.name,
+                &why,
+                fix.as_deref(),
+            ),
         }
     }
-    if let Some(c) = &chat {
-        run.answer = Some(c.answer);
-        secrets.push(SecretLine {
-            source: SecretSource::Ephemeral {
-                what: "the bearer token of the lead's answer for bosun's own MCP server".into(),
-            },
-            value: c.token.clone(),
-        });
-        run_servers.push(RunServer {
-            name: BOSUN_SERVER.into(),
-            kind: ServerKind::Http,
-            command: None,
-            args: Vec::new(),
-            url: Some(c.url.clone()),
-            env: Vec::new(),
-            headers: vec![("Authorization".into(), format!("Bearer {}", c.token))],
-            tools: ToolPlan::All,
-        });
-    }
-    if !uses_servers && rec.switches.mcp.values().any(|s| s.on) {
-        notes.push(
-            "A command agent's program is not a coding CLI: its MCP servers are not given to it."
-                .into(),
-        );
-    }
+    Ok(())
+}
 
+/// The agent's allowed commands that are commands; a note for each rule left out, and for
+/// skills switched on in a CLI that has no switch for them.
+fn only_commands(rec: &AgentRecord, notes: &mut Vec<String>) -> Vec<String> {
     // Allowed commands take only commands.
     let mut allowed_commands = Vec::new();
     for rule in &rec.allowed_commands {
@@ -279,8 +389,17 @@ pub async fn prepare_with(
             rec.cli
         ));
     }
+    allowed_commands
+}
 
-    let setup = AgentSetup {
+/// What the adapter builds the CLI's invocation from.
+fn agent_setup(
+    rec: &AgentRecord,
+    allowed_commands: Vec<String>,
+    chat: Option<&ChatLaunch>,
+    resume: Option<String>,
+) -> AgentSetup {
+    AgentSetup {
         cli: rec.cli,
         instructions: rec.instructions.clone(),
         permission_mode: rec.permission_mode.clone(),
@@ -296,23 +415,21 @@ pub async fn prepare_with(
             .env
             .iter()
             .any(|(k, v)| k == "GOOGLE_GENAI_USE_VERTEXAI" && v == "true"),
-        chat: chat.as_ref().map(|_| adapter::ChatAnswer),
+        chat: chat.map(|_| adapter::ChatAnswer),
         resume,
         // The lead's answers have their own gate (bosun's MCP server keeps its privileged
         // calls for the person); every other run's calls go through the approval policy.
         controlled: chat.is_none(),
         fenced: !rec.workspace.unrestricted,
-    };
-    let inv = adapter::build(&setup, prompt, &run_servers);
-    notes.extend(inv.notes.iter().cloned());
-    let redact = secret_values(&secret_env, &run_servers, &gateway);
+    }
+}
 
-    // The environment: the allow-list, the agent's own lines, then what the adapter needs
-    // (a Gemini run's own home), which wins.
-    set_all(&mut env, rec.env.iter().cloned());
-    set_all(&mut env, secret_env);
-    let agent_env = env.clone();
-    set_all(&mut env, inv.env.iter().cloned());
+/// Refuses a Claude Code run with bypassPermissions as root, which Claude Code itself refuses
+/// unless the agent's environment says the machine is a sandbox.
+fn refuse_root_bypass(
+    rec: &AgentRecord,
+    agent_env: &[(String, String)],
+) -> Result<(), AgentsError> {
     if rec.cli == CliKind::Claude
         && rec.permission_mode.as_deref() == Some("bypassPermissions")
         && nix::unistd::geteuid().is_root()
@@ -323,30 +440,7 @@ pub async fn prepare_with(
             rec.name
         )));
     }
-    super::login::check_login(&ctx.logins, &rec, &agent_env, &inv.program).await?;
-
-    let params = StartRunParams {
-        name: Some(rec.name.clone()),
-        program: inv.program.clone(),
-        args: inv.args.clone(),
-        cwd: rec.cwd.clone(),
-        env,
-        time_cap_ms: rec.time_cap_ms,
-        ladder: None,
-        umask: None,
-        max_output: rec.max_output,
-        placement: rec.placement.clone(),
-    };
-    Ok(Prepared {
-        params,
-        files: inv.files,
-        notes,
-        run,
-        control: inv.control,
-        redact,
-        gateway,
-        secrets,
-    })
+    Ok(())
 }
 
 fn set_all(env: &mut Vec<(String, String)>, lines: impl IntoIterator<Item = (String, String)>) {
@@ -437,26 +531,7 @@ async fn resolve(
     path: Option<String>,
 ) -> Result<Resolved, AgentsError> {
     if let Some(settings) = &s.browser {
-        let settings = settings.clone();
-        let insecure = agent.switches.browser_insecure_certs;
-        let launch =
-            blocking(move || browser::launch(&settings, insecure, path.as_deref())).await?;
-        return Ok(match launch {
-            Ok(l) => Ok((
-                RunServer {
-                    name: s.name.clone(),
-                    kind: ServerKind::Stdio,
-                    command: Some(l.command),
-                    args: l.args,
-                    url: None,
-                    env: l.env,
-                    headers: Vec::new(),
-                    tools,
-                },
-                Vec::new(),
-            )),
-            Err(why) => Err((format!("the browser cannot start: {why}"), None)),
-        });
+        return launch_browser(settings.clone(), &s, tools, agent, path).await;
     }
     if let Some(c) = &s.command
         && browser::starts_chrome_devtools(c, &s.args)
@@ -471,131 +546,21 @@ async fn resolve(
         )));
     }
     let rec = s.clone();
-    let values = blocking(move || {
-        // The address with its query, which the keychain keeps.
-        let url = connect_url(&keychain, &rec).map_err(|e| (e.to_string(), None))?;
-        let mut lines = Vec::new();
-        let fix = format!("bosun mcp edit {}", rec.name);
-        if let (Some(base), Some(full)) = (&rec.url, &url)
-            && let Some(query) = full.strip_prefix(&format!("{base}?"))
-        {
-            lines.push(SecretLine {
-                source: SecretSource::Keychain {
-                    key: bosun_mcp::address::query_key(rec.id),
-                    what: format!("the query of the MCP server `{}`'s address", rec.name),
-                    fix: format!("{fix} --url URL"),
-                    used_as: UsedAs::Query { url: base.clone() },
-                },
-                value: query.to_string(),
-            });
-        }
-        let mut env = Vec::new();
-        let mut headers = Vec::new();
-        for (kind, names, out) in [
-            (LineKind::Env, &rec.env_names, &mut env),
-            (LineKind::Header, &rec.header_names, &mut headers),
-        ] {
-            for name in names {
-                let key = kind.key(rec.id, name);
-                match keychain.get(&key) {
-                    Ok(Some(v)) => {
-                        let (what, used_as) = match kind {
-                            LineKind::Env => ("environment line", UsedAs::ServerEnv),
-                            LineKind::Header => ("header", UsedAs::Header { name: name.clone() }),
-                        };
-                        lines.push(SecretLine {
-                            source: SecretSource::Keychain {
-                                key,
-                                what: format!("the MCP server `{}`'s {what} {name}", rec.name),
-                                fix: fix.clone(),
-                                used_as,
-                            },
-                            value: v.clone(),
-                        });
-                        out.push((name.clone(), v));
-                    }
-                    Ok(None) => {
-                        return Err((
-                            format!("a value is missing from the keychain ({name})"),
-                            Some(format!("Set it with `bosun mcp edit {}`.", rec.name)),
-                        ));
-                    }
-                    Err(e) => {
-                        return Err((format!("the keychain could not be read ({e})"), None));
-                    }
-                }
-            }
-        }
-        Ok((url, env, headers, lines))
-    })
-    .await?;
-    let (url, env, mut headers, mut lines) = match values {
+    let values = blocking(move || keychain_values(&keychain, &rec)).await?;
+    let ServerValues {
+        url,
+        env,
+        mut headers,
+        mut lines,
+    } = match values {
         Ok(v) => v,
         Err(why) => return Ok(Err(why)),
     };
-    if s.kind != ServerKind::Stdio && s.sign_in_by == SignInBy::Bosun {
-        // A token good for the whole run: refreshed first when less than its time cap is left.
-        let min_valid = agent
-            .time_cap_ms
-            .map(Duration::from_millis)
-            .unwrap_or(Duration::ZERO);
-        match bosun_auth::access(auth, s.id, min_valid, None).await {
-            Ok(Access::Token(t)) => {
-                headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
-                lines.retain(|l| {
-                    !matches!(&l.source, SecretSource::Keychain { used_as: UsedAs::Header { name }, .. } if name.eq_ignore_ascii_case("authorization"))
-                });
-                headers.push(("Authorization".into(), format!("Bearer {t}")));
-                lines.push(SecretLine {
-                    source: SecretSource::Token {
-                        server: s.id,
-                        name: s.name.clone(),
-                        min_valid_ms: u64::try_from(min_valid.as_millis()).unwrap_or(u64::MAX),
-                    },
-                    value: t,
-                });
-            }
-            Ok(Access::Dpop { .. }) => {
-                // A CLI sends a fixed header; a DPoP-bound token needs a fresh proof on every
-                // request, made with a key that never leaves bosund.
-                return Ok(Err((
-                    format!(
-                        "its sign-in is bound to bosun's DPoP key (RFC 9449), and {} cannot make a proof for each request",
-                        agent.cli
-                    ),
-                    Some(format!(
-                        "bosun's own looks use it: `bosun mcp tools {}`, `bosun mcp call {} TOOL`.",
-                        s.name, s.name
-                    )),
-                )));
-            }
-            Ok(Access::None) => {
-                if s.last_error
-                    .as_deref()
-                    .is_some_and(|e| e.contains("needs sign-in"))
-                {
-                    return Ok(Err((
-                        "not signed in".into(),
-                        Some(format!("Sign in with `bosun mcp sign-in {}`.", s.name)),
-                    )));
-                }
-            }
-            Err(bosun_auth::AuthError::NeedsSignIn { .. }) => {
-                return Ok(Err((
-                    "signed out".into(),
-                    Some(format!(
-                        "Sign in again with `bosun mcp sign-in {}`.",
-                        s.name
-                    )),
-                )));
-            }
-            Err(e) => {
-                return Ok(Err((
-                    format!("its sign-in could not be refreshed ({e})"),
-                    None,
-                )));
-            }
-        }
+    if s.kind != ServerKind::Stdio
+        && s.sign_in_by == SignInBy::Bosun
+        && let Err(why) = bosun_token(auth, &s, agent, &mut headers, &mut lines).await
+    {
+        return Ok(Err(why));
     }
     Ok(Ok((
         RunServer {
@@ -610,6 +575,181 @@ async fn resolve(
         },
         lines,
     )))
+}
+
+/// A browser server made ready for the run: the browser's command line, or why it cannot start.
+async fn launch_browser(
+    settings: browser::BrowserSettings,
+    s: &ServerRecord,
+    tools: ToolPlan,
+    agent: &AgentRecord,
+    path: Option<String>,
+) -> Result<Resolved, AgentsError> {
+    let insecure = agent.switches.browser_insecure_certs;
+    let launch = blocking(move || browser::launch(&settings, insecure, path.as_deref())).await?;
+    Ok(match launch {
+        Ok(l) => Ok((
+            RunServer {
+                name: s.name.clone(),
+                kind: ServerKind::Stdio,
+                command: Some(l.command),
+                args: l.args,
+                url: None,
+                env: l.env,
+                headers: Vec::new(),
+                tools,
+            },
+            Vec::new(),
+        )),
+        Err(why) => Err((format!("the browser cannot start: {why}"), None)),
+    })
+}
+
+/// A server's values from the keychain: its address with the query, its environment lines
+/// and headers, and each secret value with where it came from.
+struct ServerValues {
+    url: Option<String>,
+    env: Vec<(String, String)>,
+    headers: Vec<(String, String)>,
+    lines: Vec<SecretLine>,
+}
+
+/// Reads a server's values from the keychain, or why they cannot be had (and how to fix it).
+fn keychain_values(
+    keychain: &Keychain,
+    rec: &ServerRecord,
+) -> Result<ServerValues, (String, Option<String>)> {
+    // The address with its query, which the keychain keeps.
+    let url = connect_url(keychain, rec).map_err(|e| (e.to_string(), None))?;
+    let mut lines = Vec::new();
+    let fix = format!("bosun mcp edit {}", rec.name);
+    if let (Some(base), Some(full)) = (&rec.url, &url)
+        && let Some(query) = full.strip_prefix(&format!("{base}?"))
+    {
+        lines.push(SecretLine {
+            source: SecretSource::Keychain {
+                key: bosun_mcp::address::query_key(rec.id),
+                what: format!("the query of the MCP server `{}`'s address", rec.name),
+                fix: format!("{fix} --url URL"),
+                used_as: UsedAs::Query { url: base.clone() },
+            },
+            value: query.to_string(),
+        });
+    }
+    let mut env = Vec::new();
+    let mut headers = Vec::new();
+    for (kind, names, out) in [
+        (LineKind::Env, &rec.env_names, &mut env),
+        (LineKind::Header, &rec.header_names, &mut headers),
+    ] {
+        for name in names {
+            let key = kind.key(rec.id, name);
+            match keychain.get(&key) {
+                Ok(Some(v)) => {
+                    let (what, used_as) = match kind {
+                        LineKind::Env => ("environment line", UsedAs::ServerEnv),
+                        LineKind::Header => ("header", UsedAs::Header { name: name.clone() }),
+                    };
+                    lines.push(SecretLine {
+                        source: SecretSource::Keychain {
+                            key,
+                            what: format!("the MCP server `{}`'s {what} {name}", rec.name),
+                            fix: fix.clone(),
+                            used_as,
+                        },
+                        value: v.clone(),
+                    });
+                    out.push((name.clone(), v));
+                }
+                Ok(None) => {
+                    return Err((
+                        format!("a value is missing from the keychain ({name})"),
+                        Some(format!("Set it with `bosun mcp edit {}`.", rec.name)),
+                    ));
+                }
+                Err(e) => {
+                    return Err((format!("the keychain could not be read ({e})"), None));
+                }
+            }
+        }
+    }
+    Ok(ServerValues {
+        url,
+        env,
+        headers,
+        lines,
+    })
+}
+
+/// Puts the token of a server bosun signs in to in the run's Authorization header (in place of
+/// one from the keychain), or says why the server cannot be used (and how to fix it).
+async fn bosun_token(
+    auth: &AuthContext,
+    s: &ServerRecord,
+    agent: &AgentRecord,
+    headers: &mut Vec<(String, String)>,
+    lines: &mut Vec<SecretLine>,
+) -> Result<(), (String, Option<String>)> {
+    // A token good for the whole run: refreshed first when less than its time cap is left.
+    let min_valid = agent
+        .time_cap_ms
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::ZERO);
+    match bosun_auth::access(auth, s.id, min_valid, None).await {
+        Ok(Access::Token(t)) => {
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+            lines.retain(|l| {
+                !matches!(&l.source, SecretSource::Keychain { used_as: UsedAs::Header { name }, .. } if name.eq_ignore_ascii_case("authorization"))
+            });
+            headers.push(("Authorization".into(), format!("Bearer {t}")));
+            lines.push(SecretLine {
+                source: SecretSource::Token {
+                    server: s.id,
+                    name: s.name.clone(),
+                    min_valid_ms: u64::try_from(min_valid.as_millis()).unwrap_or(u64::MAX),
+                },
+                value: t,
+            });
+        }
+        Ok(Access::Dpop { .. }) => {
+            // A CLI sends a fixed header; a DPoP-bound token needs a fresh proof on every
+            // request, made with a key that never leaves bosund.
+            return Err((
+                format!(
+                    "its sign-in is bound to bosun's DPoP key (RFC 9449), and {} cannot make a proof for each request",
+                    agent.cli
+                ),
+                Some(format!(
+                    "bosun's own looks use it: `bosun mcp tools {}`, `bosun mcp call {} TOOL`.",
+                    s.name, s.name
+                )),
+            ));
+        }
+        Ok(Access::None) => {
+            if s.last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("needs sign-in"))
+            {
+                return Err((
+                    "not signed in".into(),
+                    Some(format!("Sign in with `bosun mcp sign-in {}`.", s.name)),
+                ));
+            }
+        }
+        Err(bosun_auth::AuthError::NeedsSignIn { .. }) => {
+            return Err((
+                "signed out".into(),
+                Some(format!(
+                    "Sign in again with `bosun mcp sign-in {}`.",
+                    s.name
+                )),
+            ));
+        }
+        Err(e) => {
+            return Err((format!("its sign-in could not be refreshed ({e})"), None));
+        }
+    }
+    Ok(())
 }
 
 /// A stdio server, or one reached by address (Streamable HTTP or the older HTTP+SSE transport)
