@@ -227,51 +227,7 @@ fn view_of(
     rec: &AgentRecord,
     servers: &[ServerRecord],
 ) -> AgentView {
-    let last = rec.last_run.clone().unwrap_or_default();
-    let seen: HashSet<&str> = last.tools_seen.iter().map(String::as_str).collect();
-    let mut mcp: Vec<ServerSwitchView> = servers
-        .iter()
-        .map(|s| {
-            let switch = rec
-                .switches
-                .mcp
-                .get(&s.id)
-                .cloned()
-                .unwrap_or_else(ServerSwitch::off);
-            let tools = s
-                .listing
-                .as_ref()
-                .map(|l| {
-                    l.tools
-                        .iter()
-                        .map(|t| ToolSwitchView {
-                            name: t.name.clone(),
-                            on: switch.tool_on(&t.name),
-                            risk: tools::view(&s.name, t).assessment.risk,
-                            seen_in_last_run: seen.contains(
-                                bosun_shared::mcp::full_tool_name(&s.name, &t.name).as_str(),
-                            ),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            ServerSwitchView {
-                server: s.name.clone(),
-                server_id: s.id,
-                on: switch.on,
-                tools,
-                listed: s.listing.is_some(),
-                sign_in: bosun_mcp::registry::sign_in_view(store, s).map(|v| v.state),
-                last_run_state: last
-                    .servers
-                    .iter()
-                    .find(|(name, _)| *name == s.name)
-                    .map(|(_, state)| state.clone()),
-            }
-        })
-        .collect();
-    // The built-in browser first, as in the person's list of servers.
-    mcp.sort_by_key(|s| (s.server != browser::NAME, s.server.clone()));
+    let mcp = server_switches(store, rec, servers);
     let browser_on = servers
         .iter()
         .find(|s| s.browser.is_some())
@@ -342,6 +298,60 @@ fn view_of(
         created_at: rec.created_at,
         updated_at: rec.updated_at,
     }
+}
+
+/// The agent's switch of each server and its tools, with what the last run saw of them.
+fn server_switches(
+    store: &Store,
+    rec: &AgentRecord,
+    servers: &[ServerRecord],
+) -> Vec<ServerSwitchView> {
+    let last = rec.last_run.clone().unwrap_or_default();
+    let seen: HashSet<&str> = last.tools_seen.iter().map(String::as_str).collect();
+    let mut mcp: Vec<ServerSwitchView> = servers
+        .iter()
+        .map(|s| {
+            let switch = rec
+                .switches
+                .mcp
+                .get(&s.id)
+                .cloned()
+                .unwrap_or_else(ServerSwitch::off);
+            let tools = s
+                .listing
+                .as_ref()
+                .map(|l| {
+                    l.tools
+                        .iter()
+                        .map(|t| ToolSwitchView {
+                            name: t.name.clone(),
+                            on: switch.tool_on(&t.name),
+                            risk: tools::view(&s.name, t).assessment.risk,
+                            seen_in_last_run: seen.contains(
+                                bosun_shared::mcp::full_tool_name(&s.name, &t.name).as_str(),
+                            ),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            ServerSwitchView {
+                server: s.name.clone(),
+                server_id: s.id,
+                on: switch.on,
+                tools,
+                listed: s.listing.is_some(),
+                sign_in: bosun_mcp::registry::sign_in_view(store, s).map(|v| v.state),
+                last_run_state: last
+                    .servers
+                    .iter()
+                    .find(|(name, _)| *name == s.name)
+                    .map(|(_, state)| state.clone()),
+            }
+        })
+        .collect();
+    // The built-in browser first, as in the person's list of servers.
+    mcp.sort_by_key(|s| (s.server != browser::NAME, s.server.clone()));
+    mcp
 }
 
 /// What the form warns about: npm or npx with an outside source, and switches the agent's CLI
@@ -905,25 +915,7 @@ fn parse_setting(
             }
             Ok(Setting::Skills(on))
         }
-        other if other.starts_with("builtin.") => {
-            let tool = other.trim_start_matches("builtin.");
-            if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(bad(format!(
-                    "`{other}`: write builtin.NAME with the tool's name as its CLI reports it, such as builtin.FancyTool"
-                )));
-            }
-            if cli == CliKind::Command {
-                return Err(bad(
-                    "a command agent has no built-in tools to switch".to_string()
-                ));
-            }
-            if catalog::find(cli, tool).is_some() {
-                return Err(bad(format!(
-                    "`{tool}` is in bosun's catalog of {cli}'s tools, where its own setting governs it (`bosun agent tools NAME` says which); builtin.NAME switches only tools the catalog does not know"
-                )));
-            }
-            Ok(Setting::Builtin(tool.to_string(), on_off(key, value)?))
-        }
+        other if other.starts_with("builtin.") => builtin_setting(other, value, cli),
         other => {
             let is_verdict = matches!(
                 value.trim(),
@@ -935,55 +927,89 @@ fn parse_setting(
                         "`{other}` is not a switch; the keys are {KEYS}"
                     )));
                 }
-                let tool = other.parse::<ToolKey>().map_err(|e| bad(e.to_string()))?;
-                if let ToolKey::Mcp { server, .. } = &tool
-                    && !servers.iter().any(|s| s.name == *server)
-                {
-                    return Err(AgentsError::not_found(format!(
-                        "there is no MCP server `{server}`; `bosun mcp list` shows them"
-                    )));
-                }
-                return Ok(Setting::Verdict(tool, verdict_value(other, value)?));
+                return verdict_setting(other, value, servers);
             }
-            let Some(rest) = other.strip_prefix("mcp.") else {
+            mcp_setting(other, value, servers)
+        }
+    }
+}
+
+/// `builtin.NAME=on|off`: a built-in tool of the agent's CLI that bosun's catalog does not know.
+fn builtin_setting(key: &str, value: &str, cli: CliKind) -> Result<Setting, AgentsError> {
+    let tool = key.trim_start_matches("builtin.");
+    if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(bad(format!(
+            "`{key}`: write builtin.NAME with the tool's name as its CLI reports it, such as builtin.FancyTool"
+        )));
+    }
+    if cli == CliKind::Command {
+        return Err(bad(
+            "a command agent has no built-in tools to switch".to_string()
+        ));
+    }
+    if catalog::find(cli, tool).is_some() {
+        return Err(bad(format!(
+            "`{tool}` is in bosun's catalog of {cli}'s tools, where its own setting governs it (`bosun agent tools NAME` says which); builtin.NAME switches only tools the catalog does not know"
+        )));
+    }
+    Ok(Setting::Builtin(tool.to_string(), on_off(key, value)?))
+}
+
+/// A tool's verdict, such as `Bash(git *)=allow` or `mcp.<server>.<tool>=block`.
+fn verdict_setting(
+    key: &str,
+    value: &str,
+    servers: &[ServerRecord],
+) -> Result<Setting, AgentsError> {
+    let tool = key.parse::<ToolKey>().map_err(|e| bad(e.to_string()))?;
+    if let ToolKey::Mcp { server, .. } = &tool
+        && !servers.iter().any(|s| s.name == *server)
+    {
+        return Err(AgentsError::not_found(format!(
+            "there is no MCP server `{server}`; `bosun mcp list` shows them"
+        )));
+    }
+    Ok(Setting::Verdict(tool, verdict_value(key, value)?))
+}
+
+/// `mcp.<server>=on|off` or `mcp.<server>.<tool>=on|off`: a server's switch, or one of its
+/// listed tools'.
+fn mcp_setting(key: &str, value: &str, servers: &[ServerRecord]) -> Result<Setting, AgentsError> {
+    let Some(rest) = key.strip_prefix("mcp.") else {
+        return Err(bad(format!("`{key}` is not a switch; the keys are {KEYS}")));
+    };
+    // Server names have no dots; a tool's name may.
+    let (server_name, tool) = match rest.split_once('.') {
+        Some((s, t)) => (s, Some(t)),
+        None => (rest, None),
+    };
+    let Some(server) = servers.iter().find(|s| s.name == server_name) else {
+        return Err(AgentsError::not_found(format!(
+            "there is no MCP server `{server_name}`; add it with `bosun mcp add {server_name} …` first (`bosun mcp list` shows them)"
+        )));
+    };
+    let on = on_off(key, value)?;
+    match tool {
+        None => Ok(Setting::Server {
+            server: server.clone(),
+            on,
+        }),
+        Some(tool) => {
+            let Some(listing) = &server.listing else {
                 return Err(bad(format!(
-                    "`{other}` is not a switch; the keys are {KEYS}"
+                    "the tools of `{server_name}` have not been listed; list them first with `bosun mcp tools {server_name}`, then switch one"
                 )));
             };
-            // Server names have no dots; a tool's name may.
-            let (server_name, tool) = match rest.split_once('.') {
-                Some((s, t)) => (s, Some(t)),
-                None => (rest, None),
-            };
-            let Some(server) = servers.iter().find(|s| s.name == server_name) else {
+            if !listing.tools.iter().any(|t| t.name == tool) {
                 return Err(AgentsError::not_found(format!(
-                    "there is no MCP server `{server_name}`; add it with `bosun mcp add {server_name} …` first (`bosun mcp list` shows them)"
+                    "`{server_name}` has no tool `{tool}` in its last listing; `bosun mcp tools {server_name}` lists them again"
                 )));
-            };
-            let on = on_off(key, value)?;
-            match tool {
-                None => Ok(Setting::Server {
-                    server: server.clone(),
-                    on,
-                }),
-                Some(tool) => {
-                    let Some(listing) = &server.listing else {
-                        return Err(bad(format!(
-                            "the tools of `{server_name}` have not been listed; list them first with `bosun mcp tools {server_name}`, then switch one"
-                        )));
-                    };
-                    if !listing.tools.iter().any(|t| t.name == tool) {
-                        return Err(AgentsError::not_found(format!(
-                            "`{server_name}` has no tool `{tool}` in its last listing; `bosun mcp tools {server_name}` lists them again"
-                        )));
-                    }
-                    Ok(Setting::Tool {
-                        server: server.clone(),
-                        tool: tool.to_string(),
-                        on,
-                    })
-                }
             }
+            Ok(Setting::Tool {
+                server: server.clone(),
+                tool: tool.to_string(),
+                on,
+            })
         }
     }
 }
