@@ -54,39 +54,10 @@ pub(crate) async fn check_login(
     env: &[(String, String)],
     program: &str,
 ) -> Result<(), AgentsError> {
-    let has = |k: &str| env.iter().any(|(name, v)| name == k && !v.is_empty());
-    let args: &[&str] = match rec.cli {
-        CliKind::Claude => &["auth", "status"],
-        CliKind::Codex => {
-            // A provider of the agent's own signs in its own way (or not at all).
-            let own_provider = rec
-                .codex_config
-                .iter()
-                .any(|(k, v)| k == "model_provider" && v.trim_matches('"') != "openai");
-            if own_provider || has("OPENAI_API_KEY") || has("CODEX_API_KEY") {
-                return Ok(());
-            }
-            &["login", "status"]
-        }
-        CliKind::Gemini => {
-            if has("GEMINI_API_KEY") || has("GOOGLE_API_KEY") || has("GOOGLE_GENAI_USE_VERTEXAI") {
-                return Ok(());
-            }
-            return Err(AgentsError::unavailable(format!(
-                "Gemini CLI has no key for this agent: each run has a home of its own, so give it one with `bosun agent edit {} --secret-env GEMINI_API_KEY` (the value is read from stdin)",
-                rec.name
-            )));
-        }
-        CliKind::Command => return Ok(()),
+    let Some(args) = status_args(rec, env)? else {
+        return Ok(());
     };
-    let key = {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (program, args, &rec.cwd).hash(&mut h);
-        let mut sorted: Vec<&(String, String)> = env.iter().collect();
-        sorted.sort();
-        sorted.hash(&mut h);
-        h.finish()
-    };
+    let key = check_key(program, args, rec, env);
     let slot = checks.slot(key);
     // One check at a time for the same key; those that waited take its answer.
     let mut passed = slot.lock().await;
@@ -131,6 +102,55 @@ pub(crate) async fn check_login(
         *passed = Some(Instant::now());
         return Ok(());
     }
+    Err(not_signed_in(rec, program, args))
+}
+
+/// The command line that asks the agent's CLI whether it is signed in; `None` when there is
+/// nothing to ask (the run has a key, or its program signs in its own way).
+fn status_args(
+    rec: &AgentRecord,
+    env: &[(String, String)],
+) -> Result<Option<&'static [&'static str]>, AgentsError> {
+    let has = |k: &str| env.iter().any(|(name, v)| name == k && !v.is_empty());
+    let args: &'static [&'static str] = match rec.cli {
+        CliKind::Claude => &["auth", "status"],
+        CliKind::Codex => {
+            // A provider of the agent's own signs in its own way (or not at all).
+            let own_provider = rec
+                .codex_config
+                .iter()
+                .any(|(k, v)| k == "model_provider" && v.trim_matches('"') != "openai");
+            if own_provider || has("OPENAI_API_KEY") || has("CODEX_API_KEY") {
+                return Ok(None);
+            }
+            &["login", "status"]
+        }
+        CliKind::Gemini => {
+            if has("GEMINI_API_KEY") || has("GOOGLE_API_KEY") || has("GOOGLE_GENAI_USE_VERTEXAI") {
+                return Ok(None);
+            }
+            return Err(AgentsError::unavailable(format!(
+                "Gemini CLI has no key for this agent: each run has a home of its own, so give it one with `bosun agent edit {} --secret-env GEMINI_API_KEY` (the value is read from stdin)",
+                rec.name
+            )));
+        }
+        CliKind::Command => return Ok(None),
+    };
+    Ok(Some(args))
+}
+
+/// What a check is kept under: the same program, command line, folder and environment.
+fn check_key(program: &str, args: &[&str], rec: &AgentRecord, env: &[(String, String)]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (program, args, &rec.cwd).hash(&mut h);
+    let mut sorted: Vec<&(String, String)> = env.iter().collect();
+    sorted.sort();
+    sorted.hash(&mut h);
+    h.finish()
+}
+
+/// That the agent's CLI is not signed in, and how to sign it in or give it a key.
+fn not_signed_in(rec: &AgentRecord, program: &str, args: &[&str]) -> AgentsError {
     let fix = match rec.cli {
         CliKind::Claude => format!(
             "sign Claude Code in (`claude /login` in a terminal, with the same CLAUDE_CONFIG_DIR), or give the agent a key: `bosun agent edit {} --secret-env ANTHROPIC_API_KEY`",
@@ -142,7 +162,7 @@ pub(crate) async fn check_login(
         ),
         CliKind::Gemini | CliKind::Command => String::new(),
     };
-    Err(AgentsError::unavailable(format!(
+    AgentsError::unavailable(format!(
         "{} is not signed in for this agent (`{program} {}` says so); {fix}",
         match rec.cli {
             CliKind::Claude => "Claude Code",
@@ -151,7 +171,7 @@ pub(crate) async fn check_login(
             CliKind::Command => "the program",
         },
         args.join(" ")
-    )))
+    ))
 }
 
 #[cfg(test)]
