@@ -595,6 +595,92 @@ fn container_end(pod: &Pod) -> String {
     }
 }
 
+/// What the pod says, when it says the run cannot go on.
+fn pod_end(p: &Pod, its_pod: &str, node: Option<&str>) -> Option<String> {
+    let status = p.status.as_ref()?;
+    let reason = status.reason.as_deref().unwrap_or("");
+    let message = status.message.as_deref();
+    let disruption = status.conditions.as_ref().and_then(|cs| {
+        cs.iter()
+            .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+    });
+    if reason == "Evicted" {
+        return Some(format!("{its_pod} was evicted{}", words(message)));
+    }
+    if reason == "NodeLost" || status.phase.as_deref() == Some("Unknown") {
+        let n = node.unwrap_or("(not known)");
+        return Some(format!(
+            "the node {n} was lost: Kubernetes lost contact with it{}",
+            words(message)
+        ));
+    }
+    if let Some(c) = disruption {
+        let why = match c.reason.as_deref().unwrap_or("") {
+            "DeletionByTaintManager" | "DeletionByPodGC" => {
+                let n = node.unwrap_or("(not known)");
+                format!("the node {n} was lost: {its_pod} was deleted by Kubernetes")
+            }
+            "EvictionByEvictionAPI" => format!("{its_pod} was evicted (a node drain)"),
+            "PreemptionByScheduler" => {
+                format!("{its_pod} was preempted for a pod of higher priority")
+            }
+            "TerminationByKubelet" => {
+                format!("{its_pod} was ended by the node's kubelet (shutdown or pressure)")
+            }
+            other => format!("{its_pod} was disrupted ({other})"),
+        };
+        return Some(format!("{why}{}", words(c.message.as_deref())));
+    }
+    if p.metadata.deletion_timestamp.is_some() {
+        return Some(format!(
+            "{its_pod} was deleted from outside bosun (kubectl delete pod)"
+        ));
+    }
+    if let Some(why) = cannot_start(p, its_pod) {
+        return Some(why);
+    }
+    match status.phase.as_deref() {
+        Some("Failed") => {
+            let start_error = runner_container_terminated(p)
+                .and_then(|t| t.reason.as_deref())
+                .is_some_and(|r| r == "StartError" || r == "ContainerCannotRun");
+            let hint = if start_error {
+                "; is bosun-runner in the image at kubernetes.runner?"
+            } else {
+                ""
+            };
+            Some(format!("{its_pod} failed: {}{hint}", container_end(p)))
+        }
+        Some("Succeeded") => Some(format!(
+            "{its_pod} ended without its runner reporting to bosund: {}",
+            container_end(p)
+        )),
+        Some(_) | None => None,
+    }
+}
+
+/// Why the runner's container cannot start, when it waits on an image it cannot pull or a
+/// command it cannot run.
+fn cannot_start(p: &Pod, its_pod: &str) -> Option<String> {
+    let w = runner_container_waiting(p)?;
+    let why = w.reason.as_deref().unwrap_or("");
+    match why {
+        "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull" => {
+            Some(format!(
+                "{its_pod} could not pull its image ({why}){}; check kubernetes.image in placement.toml and the registry's credentials",
+                words(w.message.as_deref())
+            ))
+        }
+        "CreateContainerConfigError" | "CreateContainerError" | "RunContainerError" => {
+            Some(format!(
+                "{its_pod} could not start bosun-runner ({why}){}; is bosun-runner in the image at kubernetes.runner?",
+                words(w.message.as_deref())
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// The state of a run's Job as the RunActor wants it, from the Job and its pods (`None`: the
 /// Job is not there). `by_bosun`: bosun itself deleted the Job.
 pub fn seen(
@@ -638,84 +724,7 @@ pub fn seen(
         .and_then(|p| p.metadata.name.clone())
         .unwrap_or_else(|| "(unnamed)".into());
     let its_pod = format!("its pod {pod_name}{on}");
-    // What the pod says, when it says the run cannot go on.
-    let pod_end: Option<String> = pod.and_then(|p| {
-        let status = p.status.as_ref()?;
-        let reason = status.reason.as_deref().unwrap_or("");
-        let message = status.message.as_deref();
-        let disruption = status.conditions.as_ref().and_then(|cs| {
-            cs.iter()
-                .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
-        });
-        if reason == "Evicted" {
-            return Some(format!("{its_pod} was evicted{}", words(message)));
-        }
-        if reason == "NodeLost" || status.phase.as_deref() == Some("Unknown") {
-            let n = node.as_deref().unwrap_or("(not known)");
-            return Some(format!(
-                "the node {n} was lost: Kubernetes lost contact with it{}",
-                words(message)
-            ));
-        }
-        if let Some(c) = disruption {
-            let why = match c.reason.as_deref().unwrap_or("") {
-                "DeletionByTaintManager" | "DeletionByPodGC" => {
-                    let n = node.as_deref().unwrap_or("(not known)");
-                    format!("the node {n} was lost: {its_pod} was deleted by Kubernetes")
-                }
-                "EvictionByEvictionAPI" => format!("{its_pod} was evicted (a node drain)"),
-                "PreemptionByScheduler" => {
-                    format!("{its_pod} was preempted for a pod of higher priority")
-                }
-                "TerminationByKubelet" => {
-                    format!("{its_pod} was ended by the node's kubelet (shutdown or pressure)")
-                }
-                other => format!("{its_pod} was disrupted ({other})"),
-            };
-            return Some(format!("{why}{}", words(c.message.as_deref())));
-        }
-        if p.metadata.deletion_timestamp.is_some() {
-            return Some(format!(
-                "{its_pod} was deleted from outside bosun (kubectl delete pod)"
-            ));
-        }
-        if let Some(w) = runner_container_waiting(p) {
-            let why = w.reason.as_deref().unwrap_or("");
-            match why {
-                "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull" => {
-                    return Some(format!(
-                        "{its_pod} could not pull its image ({why}){}; check kubernetes.image in placement.toml and the registry's credentials",
-                        words(w.message.as_deref())
-                    ));
-                }
-                "CreateContainerConfigError" | "CreateContainerError" | "RunContainerError" => {
-                    return Some(format!(
-                        "{its_pod} could not start bosun-runner ({why}){}; is bosun-runner in the image at kubernetes.runner?",
-                        words(w.message.as_deref())
-                    ));
-                }
-                _ => {}
-            }
-        }
-        match status.phase.as_deref() {
-            Some("Failed") => {
-                let start_error = runner_container_terminated(p)
-                    .and_then(|t| t.reason.as_deref())
-                    .is_some_and(|r| r == "StartError" || r == "ContainerCannotRun");
-                let hint = if start_error {
-                    "; is bosun-runner in the image at kubernetes.runner?"
-                } else {
-                    ""
-                };
-                Some(format!("{its_pod} failed: {}{hint}", container_end(p)))
-            }
-            Some("Succeeded") => Some(format!(
-                "{its_pod} ended without its runner reporting to bosund: {}",
-                container_end(p)
-            )),
-            Some(_) | None => None,
-        }
-    });
+    let pod_end = pod.and_then(|p| pod_end(p, &its_pod, node.as_deref()));
     if let Some((kind, reason, message)) = finished_condition(job) {
         let msg = words(Some(&message));
         return ended(match (kind.as_str(), reason.as_str()) {
