@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_runs::follow::{FollowSpec, blocking, follow};
+use bosun_runs::live::LiveEntry;
 use bosun_runs::log_hub::LogHub;
 use bosun_runs::run_actor::RunMsg;
 use bosun_shared::protocol::call::Reply;
@@ -339,6 +340,52 @@ impl SessionState {
         self.mode = Mode::Ui { out, events };
     }
 
+    /// The live run a runner dials in for, when it may link to it: the run is live, placed
+    /// (over the network), and the certificate and token are the ones issued for it; else the
+    /// refusal the runner is sent.
+    async fn admit(&self, run_id: RunId, token: &RunToken) -> Result<LiveEntry, HelloReply> {
+        let Some(entry) = self.ctx.live.get(run_id) else {
+            // Not live: either not recovered yet (the runner must try again), or over or
+            // unknown (the runner must give up).
+            let stored = blocking(&self.ctx.store, move |s| s.run(run_id)).await;
+            let reply = match stored {
+                Ok(Some(rec)) if !rec.state.is_final() => refused(
+                    ErrorCode::Unavailable,
+                    format!("bosund is still recovering run {run_id}; try again"),
+                ),
+                Ok(Some(_)) | Ok(None) => refused(
+                    ErrorCode::NotFound,
+                    format!("run {run_id} is not running under this bosund"),
+                ),
+                Err(e) => refused(
+                    ErrorCode::Unavailable,
+                    format!("bosund could not read run {run_id}: {e}"),
+                ),
+            };
+            return Err(reply);
+        };
+        // Over the network, the certificate must be the very one issued for this run. A runner
+        // that dials in before its submission is recorded (a job that starts at once) is told
+        // to try again.
+        if self.remote_cert.is_some() && entry.record.placed.is_none() {
+            let msg = format!("bosund is still placing run {run_id}; try again");
+            return Err(refused(ErrorCode::Unavailable, msg));
+        }
+        if let Some(cert) = &self.remote_cert
+            && entry.record.placed.as_ref().map(|p| &p.cert_digest) != Some(cert)
+        {
+            warn!(run_id = %run_id, "a runner over the network presented another run's certificate");
+            let msg = format!("this certificate was not issued for run {run_id}");
+            return Err(refused(ErrorCode::Unauthorized, msg));
+        }
+        if entry.record.token_digest != token.digest() {
+            warn!(run_id = %run_id, "a runner presented the wrong token");
+            let msg = format!("the token for run {run_id} is wrong");
+            return Err(refused(ErrorCode::Unauthorized, msg));
+        }
+        Ok(entry)
+    }
+
     async fn start_runner(
         &mut self,
         myself: &ActorRef<SessionMsg>,
@@ -347,61 +394,21 @@ impl SessionState {
         run_id: RunId,
         token: RunToken,
     ) {
-        let refuse = |code, message: String| HelloReply::Refused(WireError::new(code, message));
-        let Some(entry) = self.ctx.live.get(run_id) else {
-            // Not live: either not recovered yet (the runner must try again), or over or
-            // unknown (the runner must give up).
-            let stored = blocking(&self.ctx.store, move |s| s.run(run_id)).await;
-            let reply = match stored {
-                Ok(Some(rec)) if !rec.state.is_final() => refuse(
-                    ErrorCode::Unavailable,
-                    format!("bosund is still recovering run {run_id}; try again"),
-                ),
-                Ok(Some(_)) | Ok(None) => refuse(
-                    ErrorCode::NotFound,
-                    format!("run {run_id} is not running under this bosund"),
-                ),
-                Err(e) => refuse(
-                    ErrorCode::Unavailable,
-                    format!("bosund could not read run {run_id}: {e}"),
-                ),
-            };
-            let _ = writer.send_now(&reply).await;
-            myself.stop(None);
-            return;
+        let entry = match self.admit(run_id, &token).await {
+            Ok(entry) => entry,
+            Err(reply) => {
+                let _ = writer.send_now(&reply).await;
+                myself.stop(None);
+                return;
+            }
         };
-        // Over the network, the certificate must be the very one issued for this run. A runner
-        // that dials in before its submission is recorded (a job that starts at once) is told
-        // to try again.
-        if self.remote_cert.is_some() && entry.record.placed.is_none() {
-            let msg = format!("bosund is still placing run {run_id}; try again");
-            let _ = writer.send_now(&refuse(ErrorCode::Unavailable, msg)).await;
-            myself.stop(None);
-            return;
-        }
-        if let Some(cert) = &self.remote_cert
-            && entry.record.placed.as_ref().map(|p| &p.cert_digest) != Some(cert)
-        {
-            warn!(run_id = %run_id, "a runner over the network presented another run's certificate");
-            let msg = format!("this certificate was not issued for run {run_id}");
-            let _ = writer.send_now(&refuse(ErrorCode::Unauthorized, msg)).await;
-            myself.stop(None);
-            return;
-        }
-        if entry.record.token_digest != token.digest() {
-            warn!(run_id = %run_id, "a runner presented the wrong token");
-            let msg = format!("the token for run {run_id} is wrong");
-            let _ = writer.send_now(&refuse(ErrorCode::Unauthorized, msg)).await;
-            myself.stop(None);
-            return;
-        }
-        let (tx, mut rx) = mpsc::unbounded_channel::<DaemonMsg>();
+        let (tx, rx) = mpsc::unbounded_channel::<DaemonMsg>();
         let attached = match ractor::call!(entry.actor, |reply| RunMsg::Attach { tx, token, reply })
         {
             Ok(a) => a,
             Err(_) => {
                 let msg = format!("run {run_id} is not running under this bosund");
-                let _ = writer.send_now(&refuse(ErrorCode::NotFound, msg)).await;
+                let _ = writer.send_now(&refused(ErrorCode::NotFound, msg)).await;
                 myself.stop(None);
                 return;
             }
@@ -418,21 +425,7 @@ impl SessionState {
             myself.stop(None);
             return;
         }
-        self.tasks.push(tokio::spawn(async move {
-            while let Some(msg) = rx.recv().await {
-                if writer.send(&msg).await.is_err() {
-                    return;
-                }
-                while let Ok(more) = rx.try_recv() {
-                    if writer.send(&more).await.is_err() {
-                        return;
-                    }
-                }
-                if writer.flush().await.is_err() {
-                    return;
-                }
-            }
-        }));
+        self.tasks.push(tokio::spawn(write_runner(writer, rx)));
         let (actor, link_id, hub) = (entry.actor.clone(), attached.link_id, entry.hub.clone());
         let me = myself.clone();
         self.tasks.push(tokio::spawn(async move {
@@ -696,4 +689,30 @@ fn followers() -> tokio::runtime::Handle {
         .as_ref()
         // Without a runtime of its own (it could not be made), followers share the main one.
         .map_or_else(tokio::runtime::Handle::current, |rt| rt.handle().clone())
+}
+
+/// A refusal of a runner's hello, with its code and words.
+fn refused(code: ErrorCode, message: String) -> HelloReply {
+    HelloReply::Refused(WireError::new(code, message))
+}
+
+/// Sends a run's messages to its runner, flushing after each batch that was waiting, until the
+/// run's actor lets go or the runner's link breaks.
+async fn write_runner(
+    mut writer: FrameWriter<WriteHalf>,
+    mut rx: mpsc::UnboundedReceiver<DaemonMsg>,
+) {
+    while let Some(msg) = rx.recv().await {
+        if writer.send(&msg).await.is_err() {
+            return;
+        }
+        while let Ok(more) = rx.try_recv() {
+            if writer.send(&more).await.is_err() {
+                return;
+            }
+        }
+        if writer.flush().await.is_err() {
+            return;
+        }
+    }
 }
