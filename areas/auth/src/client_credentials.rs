@@ -440,22 +440,7 @@ pub async fn sign_in(
         prover.as_ref(),
     )
     .await
-    .map_err(|e| match e {
-        GrantError::OAuth(e) if is_refusal(&e) => AuthError::conflict(format!(
-            "{}; nothing was saved",
-            refused(&name, &machine, &e)
-        )),
-        GrantError::OAuth(error) => AuthError::OAuth {
-            name: name.clone(),
-            error,
-        },
-        GrantError::Key(e) => AuthError::invalid(format!(
-            "could not sign in to `{name}`: the private key: {e}"
-        )),
-        GrantError::Dpop(e) => AuthError::unavailable(format!(
-            "could not sign in to `{name}`: {e}; nothing was saved"
-        )),
-    })?;
+    .map_err(|e| sign_in_failed(&name, &machine, e))?;
     // Bound only when the server says so: one that answers `Bearer` to a proof did not bind
     // the token, and the key has nothing to do.
     let bound = match token_type {
@@ -533,6 +518,25 @@ fn machine_scope(found: &discovery::Discovered) -> Option<String> {
             .join(" ")
     });
     scope.filter(|s| !s.is_empty())
+}
+
+/// What the person reads when a machine's first grant failed.
+fn sign_in_failed(name: &str, machine: &Machine, e: GrantError) -> AuthError {
+    match e {
+        GrantError::OAuth(e) if is_refusal(&e) => {
+            AuthError::conflict(format!("{}; nothing was saved", refused(name, machine, &e)))
+        }
+        GrantError::OAuth(error) => AuthError::OAuth {
+            name: name.to_string(),
+            error,
+        },
+        GrantError::Key(e) => AuthError::invalid(format!(
+            "could not sign in to `{name}`: the private key: {e}"
+        )),
+        GrantError::Dpop(e) => AuthError::unavailable(format!(
+            "could not sign in to `{name}`: {e}; nothing was saved"
+        )),
+    }
 }
 
 /// Saves a new machine sign-in's secrets in the keychain (all or none) and deletes what an
