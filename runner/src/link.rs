@@ -394,8 +394,11 @@ async fn pump(
 struct Told {
     /// The seq of the next output frame to send.
     next_seq: u64,
+    /// bosund has acknowledged the start (this session or an earlier one).
     started_acked: bool,
+    /// This session has sent the start.
     started_sent: bool,
+    /// This session has sent the end.
     exit_sent: bool,
     // How far this session has told bosund the runner's own log file goes, and whether output
     // is held.

@@ -260,6 +260,7 @@ struct Follower<W: Write> {
     run: String,
     /// The run as its latest subscription found it.
     view: Option<Box<RunView>>,
+    /// What prints the chunks, and the seq of the next one to print.
     p: Printer<W>,
     /// The follower reads the log file itself (bosund only says how far it goes).
     direct: bool,
