@@ -22,7 +22,7 @@ use bosun_shared::protocol::runner::{
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::tls;
 use bosun_shared::protocol::{
-    ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
+    ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
 };
 use bosun_shared::run::ExitInfo;
 use bosun_shared::{RunId, RunToken};
@@ -361,149 +361,214 @@ async fn pump(
     state: &LinkState,
     writer: &mut FrameWriter<WriteHalf>,
     msgs: &mut mpsc::UnboundedReceiver<io::Result<DaemonMsg>>,
-    mut started_acked: bool,
+    started_acked: bool,
     binary_output: bool,
 ) -> SessionEnd {
-    let mut next_seq = state.outbox.lock().map(|o| o.acked() + 1).unwrap_or(1);
-    let mut started_sent = false;
-    let mut exit_sent = false;
+    let mut told = Told {
+        next_seq: state.outbox.lock().map(|o| o.acked() + 1).unwrap_or(1),
+        started_acked,
+        started_sent: false,
+        exit_sent: false,
+        logged_said: 0,
+        held_said: None,
+        flush_said: None,
+        said: Said::default(),
+    };
+    loop {
+        if let Err(e) = told.send_due(state, writer, binary_output).await {
+            return SessionEnd::Lost(e.to_string());
+        }
+        tokio::select! {
+            msg = msgs.recv() => {
+                if let Some(end) = told.hear(state, msg) {
+                    return end;
+                }
+            }
+            _ = state.wake.notified() => {}
+        }
+    }
+}
+
+/// What a session has told bosund (and heard back of the start), so that each thing is said
+/// once.
+struct Told {
+    /// The seq of the next output frame to send.
+    next_seq: u64,
+    /// bosund has acknowledged the start (this session or an earlier one).
+    started_acked: bool,
+    /// This session has sent the start.
+    started_sent: bool,
+    /// This session has sent the end.
+    exit_sent: bool,
     // How far this session has told bosund the runner's own log file goes, and whether output
     // is held.
-    let mut logged_said = 0;
-    let mut held_said: Option<Option<String>> = None;
-    let mut flush_said: Option<Option<FlushFailure>> = None;
+    logged_said: u64,
+    held_said: Option<Option<String>>,
+    flush_said: Option<Option<FlushFailure>>,
     // What this session has said of the asks: each once (a new session says them all again;
     // bosund takes them as the same ones).
-    let mut said = Said::default();
-    loop {
+    said: Said,
+}
+
+impl Told {
+    /// Sends what is due, in order: the start, the asks not said yet, the output, how far the
+    /// log goes and how output stands, the end once all output is acknowledged; then flushes.
+    async fn send_due(
+        &mut self,
+        state: &LinkState,
+        writer: &mut FrameWriter<WriteHalf>,
+        binary_output: bool,
+    ) -> Result<(), FrameError> {
         // The start first, so the daemon sees the program running before its output.
-        if !started_acked && !started_sent {
+        if !self.started_acked && !self.started_sent {
             let started = state.started.lock().ok().and_then(|s| s.clone());
             if let Some(s) = started {
-                if let Err(e) = writer.send(&RunnerMsg::Started(s)).await {
-                    return SessionEnd::Lost(e.to_string());
-                }
-                started_sent = true;
+                writer.send(&RunnerMsg::Started(s)).await?;
+                self.started_sent = true;
             }
         }
         let unsaid = match state.asks.lock() {
-            Ok(a) => a.unsaid(&mut said),
+            Ok(a) => a.unsaid(&mut self.said),
             Err(_) => Vec::new(),
         };
         for msg in unsaid {
-            if let Err(e) = writer.send(&msg).await {
-                return SessionEnd::Lost(e.to_string());
+            writer.send(&msg).await?;
+        }
+        self.send_output(state, writer, binary_output).await?;
+        // The end is looked at before how far the log goes: whatever was written before the
+        // end was set is then in what `Logged` says, which goes first.
+        let exit = state.exit.lock().ok().and_then(|e| e.clone());
+        self.send_log_state(state, writer).await?;
+        if !self.exit_sent {
+            let all_acked = state.outbox.lock().map(|o| o.all_acked()).unwrap_or(false);
+            if let (true, Some(exit)) = (all_acked, exit) {
+                let frame = encode_frame(&RunnerMsg::Exited(exit)).unwrap_or_default();
+                writer.send_encoded(&frame).await?;
+                self.exit_sent = true;
             }
         }
+        writer.flush().await
+    }
+
+    /// Sends the output frames of the outbox not sent yet: binary frames, or JSON to a daemon
+    /// of before them (`binary_output` false).
+    async fn send_output(
+        &mut self,
+        state: &LinkState,
+        writer: &mut FrameWriter<WriteHalf>,
+        binary_output: bool,
+    ) -> Result<(), FrameError> {
         loop {
             let frame = match state.outbox.lock() {
-                Ok(o) => o.frame(next_seq),
+                Ok(o) => o.frame(self.next_seq),
                 Err(_) => Ok(None),
             };
             match frame {
                 Ok(Some(f)) => {
-                    let sent = if binary_output {
-                        writer.send_encoded(&f).await
+                    if binary_output {
+                        writer.send_encoded(&f).await?;
                     } else {
-                        writer.send_encoded(&fast::output_frame_as_json(&f)).await
-                    };
-                    if let Err(e) = sent {
-                        return SessionEnd::Lost(e.to_string());
+                        writer.send_encoded(&fast::output_frame_as_json(&f)).await?;
                     }
-                    next_seq += 1;
+                    self.next_seq += 1;
                 }
-                Ok(None) => break,
+                Ok(None) => return Ok(()),
                 Err(e) => {
                     say!("bosun-runner: spool: {e}");
-                    break;
+                    return Ok(());
                 }
             }
         }
-        // The end is looked at before how far the log goes: whatever was written before the
-        // end was set is then in what `Logged` says, which goes first.
-        let exit = state.exit.lock().ok().and_then(|e| e.clone());
+    }
+
+    /// Tells bosund, where it changed, how far the runner's own log file goes, whether output
+    /// is held, and whether writing the log out failed.
+    async fn send_log_state(
+        &mut self,
+        state: &LinkState,
+        writer: &mut FrameWriter<WriteHalf>,
+    ) -> Result<(), FrameError> {
         let logged = state.outbox.lock().ok().and_then(|o| o.logged());
-        if let Some(upto) = logged.filter(|&l| l > logged_said) {
-            if let Err(e) = writer.send(&RunnerMsg::Logged { upto }).await {
-                return SessionEnd::Lost(e.to_string());
-            }
-            logged_said = upto;
+        if let Some(upto) = logged.filter(|&l| l > self.logged_said) {
+            writer.send(&RunnerMsg::Logged { upto }).await?;
+            self.logged_said = upto;
         }
         let held = state.outbox.lock().ok().and_then(|o| o.held_output());
         let held_now = held.as_ref().map(|h| h.error.clone());
-        if held_said.as_ref() != Some(&held_now) && (held.is_some() || held_said.is_some()) {
-            if let Err(e) = writer.send(&RunnerMsg::OutputHeld { held }).await {
-                return SessionEnd::Lost(e.to_string());
-            }
-            held_said = Some(held_now);
+        if self.held_said.as_ref() != Some(&held_now)
+            && (held.is_some() || self.held_said.is_some())
+        {
+            writer.send(&RunnerMsg::OutputHeld { held }).await?;
+            self.held_said = Some(held_now);
         }
         let failure = state
             .outbox
             .lock()
             .ok()
             .and_then(|o| o.flush_failure().cloned());
-        if flush_said.as_ref() != Some(&failure) && (failure.is_some() || flush_said.is_some()) {
+        if self.flush_said.as_ref() != Some(&failure)
+            && (failure.is_some() || self.flush_said.is_some())
+        {
             let msg = RunnerMsg::LogFlush {
                 failed: failure.clone(),
             };
-            if let Err(e) = writer.send(&msg).await {
-                return SessionEnd::Lost(e.to_string());
+            writer.send(&msg).await?;
+            self.flush_said = Some(failure);
+        }
+        Ok(())
+    }
+
+    /// Handles what the daemon says (`None`: it closed the connection); the answer is how the
+    /// session ends, when it does.
+    fn hear(
+        &mut self,
+        state: &LinkState,
+        msg: Option<io::Result<DaemonMsg>>,
+    ) -> Option<SessionEnd> {
+        match msg {
+            Some(Ok(DaemonMsg::Ack { seq })) => {
+                if let Ok(mut o) = state.outbox.lock()
+                    && let Err(e) = o.ack(seq)
+                {
+                    say!("bosun-runner: spool: {e}");
+                }
             }
-            flush_said = Some(failure);
-        }
-        if !exit_sent {
-            let all_acked = state.outbox.lock().map(|o| o.all_acked()).unwrap_or(false);
-            if let (true, Some(exit)) = (all_acked, exit) {
-                let frame = encode_frame(&RunnerMsg::Exited(exit)).unwrap_or_default();
-                if let Err(e) = writer.send_encoded(&frame).await {
-                    return SessionEnd::Lost(e.to_string());
-                }
-                exit_sent = true;
+            Some(Ok(DaemonMsg::StartedAck)) => self.started_acked = true,
+            Some(Ok(DaemonMsg::Stop(order))) => {
+                let _ = state.stops.send(order);
             }
-        }
-        if let Err(e) = writer.flush().await {
-            return SessionEnd::Lost(e.to_string());
-        }
-        tokio::select! {
-            msg = msgs.recv() => match msg {
-                Some(Ok(DaemonMsg::Ack { seq })) => {
-                    if let Ok(mut o) = state.outbox.lock()
-                        && let Err(e) = o.ack(seq)
-                    {
-                        say!("bosun-runner: spool: {e}");
-                    }
+            Some(Ok(DaemonMsg::ExitAck)) => return Some(SessionEnd::ExitAcked),
+            Some(Ok(DaemonMsg::Decided { key, answer, by })) => match state.judging.waiter(&key) {
+                Some(to) => {
+                    let _ = to.send(Judgement::Decided { answer, by });
                 }
-                Some(Ok(DaemonMsg::StartedAck)) => started_acked = true,
-                Some(Ok(DaemonMsg::Stop(order))) => { let _ = state.stops.send(order); }
-                Some(Ok(DaemonMsg::ExitAck)) => return SessionEnd::ExitAcked,
-                Some(Ok(DaemonMsg::Decided { key, answer, by })) => match state.judging.waiter(&key) {
-                    Some(to) => { let _ = to.send(Judgement::Decided { answer, by }); }
-                    None => { let _ = state.decisions.send(Decided { key, answer, by }); }
-                },
-                Some(Ok(DaemonMsg::Waiting { key, note })) => {
-                    if let Some(to) = state.judging.waiter(&key) {
-                        let _ = to.send(Judgement::Waiting);
-                    }
-                    // Said again after a reconnect without a note: the log has it already.
-                    if !note.is_empty() {
-                        let _ = state.notes.send(note);
-                    }
+                None => {
+                    let _ = state.decisions.send(Decided { key, answer, by });
                 }
-                Some(Ok(DaemonMsg::Token { key, answer })) => state.tokens.answer(&key, answer),
-                Some(Ok(DaemonMsg::ServerAnswer { key, answer })) => {
-                    state.server_asks.answer(&key, answer);
-                }
-                Some(Ok(DaemonMsg::Plan(plan))) => {
-                    let waiting = state.plan.lock().ok().and_then(|mut p| p.take());
-                    if let Some(tx) = waiting {
-                        let _ = tx.send(*plan);
-                    }
-                }
-                Some(Err(e)) => return SessionEnd::Lost(e.to_string()),
-                None => return SessionEnd::Lost("the daemon closed the connection".into()),
             },
-            _ = state.wake.notified() => {}
+            Some(Ok(DaemonMsg::Waiting { key, note })) => {
+                if let Some(to) = state.judging.waiter(&key) {
+                    let _ = to.send(Judgement::Waiting);
+                }
+                // Said again after a reconnect without a note: the log has it already.
+                if !note.is_empty() {
+                    let _ = state.notes.send(note);
+                }
+            }
+            Some(Ok(DaemonMsg::Token { key, answer })) => state.tokens.answer(&key, answer),
+            Some(Ok(DaemonMsg::ServerAnswer { key, answer })) => {
+                state.server_asks.answer(&key, answer);
+            }
+            Some(Ok(DaemonMsg::Plan(plan))) => {
+                let waiting = state.plan.lock().ok().and_then(|mut p| p.take());
+                if let Some(tx) = waiting {
+                    let _ = tx.send(*plan);
+                }
+            }
+            Some(Err(e)) => return Some(SessionEnd::Lost(e.to_string())),
+            None => return Some(SessionEnd::Lost("the daemon closed the connection".into())),
         }
+        None
     }
 }
 

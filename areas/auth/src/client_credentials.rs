@@ -25,7 +25,6 @@
 //! no longer takes) forgets the tokens and asks the person to give the credentials again, with
 //! the server's reason.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lc_rs::rand::SystemRandom;
@@ -43,7 +42,7 @@ use tracing::info;
 
 use super::challenge::Challenge;
 use super::discovery;
-use super::dpop::{self, DpopError, DpopKey, Prover, SendError, Side};
+use super::dpop::{self, DpopError, DpopKey, Prover, SendError};
 use super::oauth::{self, OAuthError, TokenType, Tokens};
 use super::record::ClientAuth;
 use super::record::{
@@ -425,6 +424,58 @@ pub async fn sign_in(
             error,
         })?;
     let m = &found.metadata;
+    check_offers(&name, &found, &machine)?;
+    let method = machine.credential.method();
+    let scope = machine_scope(&found);
+    // DPoP (RFC 9449) exactly where a person's sign-in would bind: a key pair of this
+    // sign-in's own, refused in words where the server requires proofs bosun cannot make.
+    let prover = super::signin::new_prover(ctx, rec.id, &name, &found)?;
+    let (tokens, token_type) = grant(
+        &ctx.http,
+        &m.token_endpoint,
+        &found.issuer,
+        &machine,
+        &found.resource,
+        scope.as_deref(),
+        prover.as_ref(),
+    )
+    .await
+    .map_err(|e| sign_in_failed(&name, &machine, e))?;
+    // Bound only when the server says so: one that answers `Bearer` to a proof did not bind
+    // the token, and the key has nothing to do.
+    let bound = match token_type {
+        TokenType::Dpop => prover.as_ref(),
+        TokenType::Bearer => None,
+    };
+
+    // Secrets first (all or none), then the record; on a failure of the record, the secrets go.
+    let server = rec.id;
+    let keys = keep_secrets(ctx, server, &machine, &tokens, bound).await?;
+    let record = machine_record(server, &found, &machine, &tokens, scope, bound.is_some());
+    if let Err(e) = ctx.writer.put(&record).await {
+        let keychain = ctx.keychain.clone();
+        let _ = blocking(move || keychain.delete_many(&keys)).await;
+        return Err(AuthError::from(e));
+    }
+    if let Some(auth) = ctx.auth.get() {
+        let _ = ractor::call!(auth, |reply| AuthMsg::Start {
+            server,
+            name: name.clone(),
+            reply
+        });
+    }
+    info!(server = %name, method, dpop = bound.is_some(), source = %found.source, "signed in as a machine (client credentials)");
+    Ok(server)
+}
+
+/// Refuses, in words, an authorization server that does not offer the client credentials
+/// grant or does not take the client's way of proving itself.
+fn check_offers(
+    name: &str,
+    found: &discovery::Discovered,
+    machine: &Machine,
+) -> Result<(), AuthError> {
+    let m = &found.metadata;
     if !m.grant_types_supported.is_empty()
         && !m
             .grant_types_supported
@@ -453,6 +504,11 @@ pub async fn sign_in(
             }
         )));
     }
+    Ok(())
+}
+
+/// The scopes a machine asks for: the resource's, without `offline_access`.
+fn machine_scope(found: &discovery::Discovered) -> Option<String> {
     // A machine asks for the resource's scopes; `offline_access` (a refresh token for when the
     // person is away) means nothing to it.
     let scope = found.scope.as_deref().map(|s| {
@@ -461,42 +517,17 @@ pub async fn sign_in(
             .collect::<Vec<_>>()
             .join(" ")
     });
-    let scope = scope.filter(|s| !s.is_empty());
-    // DPoP (RFC 9449) exactly where a person's sign-in would bind: a key pair of this
-    // sign-in's own, refused in words where the server requires proofs bosun cannot make.
-    let prover = match dpop::wanted(m, found.dpop_required) {
-        Ok(true) => Some(Prover::new(
-            Arc::new(DpopKey::generate().map_err(|e| {
-                AuthError::unavailable(format!("could not sign in to `{name}`: {e}"))
-            })?),
-            ctx.nonces.clone(),
-            rec.id,
-            Side::Authorization,
-        )),
-        Ok(false) => None,
-        Err(why) => {
-            return Err(AuthError::conflict(format!(
-                "could not sign in to `{name}`: {why}"
-            )));
+    scope.filter(|s| !s.is_empty())
+}
+
+/// What the person reads when a machine's first grant failed.
+fn sign_in_failed(name: &str, machine: &Machine, e: GrantError) -> AuthError {
+    match e {
+        GrantError::OAuth(e) if is_refusal(&e) => {
+            AuthError::conflict(format!("{}; nothing was saved", refused(name, machine, &e)))
         }
-    };
-    let (tokens, token_type) = grant(
-        &ctx.http,
-        &m.token_endpoint,
-        &found.issuer,
-        &machine,
-        &found.resource,
-        scope.as_deref(),
-        prover.as_ref(),
-    )
-    .await
-    .map_err(|e| match e {
-        GrantError::OAuth(e) if is_refusal(&e) => AuthError::conflict(format!(
-            "{}; nothing was saved",
-            refused(&name, &machine, &e)
-        )),
         GrantError::OAuth(error) => AuthError::OAuth {
-            name: name.clone(),
+            name: name.to_string(),
             error,
         },
         GrantError::Key(e) => AuthError::invalid(format!(
@@ -505,16 +536,18 @@ pub async fn sign_in(
         GrantError::Dpop(e) => AuthError::unavailable(format!(
             "could not sign in to `{name}`: {e}; nothing was saved"
         )),
-    })?;
-    // Bound only when the server says so: one that answers `Bearer` to a proof did not bind
-    // the token, and the key has nothing to do.
-    let bound = match token_type {
-        TokenType::Dpop => prover.as_ref(),
-        TokenType::Bearer => None,
-    };
+    }
+}
 
-    // Secrets first (all or none), then the record; on a failure of the record, the secrets go.
-    let server = rec.id;
+/// Saves a new machine sign-in's secrets in the keychain (all or none) and deletes what an
+/// earlier sign-in held; the answer is the keys saved, to delete should the record fail.
+async fn keep_secrets(
+    ctx: &AuthContext,
+    server: ServerId,
+    machine: &Machine,
+    tokens: &Tokens,
+    bound: Option<&Prover>,
+) -> Result<Vec<String>, AuthError> {
     let (own, other) = machine.credential.keys(server);
     let mut secrets = vec![
         (access_key(server), tokens.access.clone()),
@@ -537,8 +570,21 @@ pub async fn sign_in(
         keychain.delete_many(&stale)
     })
     .await??;
+    Ok(keys)
+}
+
+/// The record of a new machine sign-in (its secrets are in the keychain).
+fn machine_record(
+    server: ServerId,
+    found: &discovery::Discovered,
+    machine: &Machine,
+    tokens: &Tokens,
+    scope: Option<String>,
+    dpop: bool,
+) -> SignInRecord {
+    let m = &found.metadata;
     let now = Timestamp::now();
-    let record = SignInRecord {
+    SignInRecord {
         server,
         resource: found.resource.clone(),
         issuer: found.issuer.clone(),
@@ -559,22 +605,8 @@ pub async fn sign_in(
         wanted_scope: None,
         step_ups: 0,
         grant: Grant::ClientCredentials,
-        dpop: bound.is_some(),
-    };
-    if let Err(e) = ctx.writer.put(&record).await {
-        let keychain = ctx.keychain.clone();
-        let _ = blocking(move || keychain.delete_many(&keys)).await;
-        return Err(AuthError::from(e));
+        dpop,
     }
-    if let Some(auth) = ctx.auth.get() {
-        let _ = ractor::call!(auth, |reply| AuthMsg::Start {
-            server,
-            name: name.clone(),
-            reply
-        });
-    }
-    info!(server = %name, method, dpop = bound.is_some(), source = %found.source, "signed in as a machine (client credentials)");
-    Ok(server)
 }
 
 /// What renewing a machine's sign-in came to.
@@ -593,54 +625,9 @@ pub async fn renew(
     rec: &SignInRecord,
 ) -> Result<Renewed, AuthError> {
     let server = rec.server;
-    let key = match rec.client_auth {
-        ClientAuth::ClientSecretBasic => machine_secret_key(server),
-        ClientAuth::PrivateKeyJwt => private_key_key(server),
-        ClientAuth::None | ClientAuth::ClientSecretPost => {
-            return Ok(Renewed::Refused(format!(
-                "the sign-in's client authentication ({:?}) is not one bosun uses for client credentials; give them again with `bosun mcp sign-in {name} --client-credentials …`",
-                rec.client_auth
-            )));
-        }
-    };
-    let keychain = ctx.keychain.clone();
-    let (kept, kept_dpop) = blocking(move || -> Result<_, AuthError> {
-        Ok((keychain.get(&key)?, keychain.get(&dpop::key_key(server))?))
-    })
-    .await??;
-    let Some(value) = kept else {
-        return Ok(Renewed::Refused(
-            "the client's secret or private key is no longer in the keychain".to_string(),
-        ));
-    };
-    let credential = match rec.client_auth {
-        ClientAuth::PrivateKeyJwt => Credential::PrivateKey(value),
-        ClientAuth::ClientSecretBasic | ClientAuth::None | ClientAuth::ClientSecretPost => {
-            Credential::Secret(value)
-        }
-    };
-    let machine = Machine {
-        client_id: rec.client_id.clone(),
-        credential,
-    };
-    // A bound sign-in renews with a proof from the same key (RFC 9449 §5), so that the new
-    // token is bound to the key the MCP requests prove.
-    let prover = match (rec.dpop, kept_dpop) {
-        (false, _) => None,
-        (true, None) => {
-            return Ok(Renewed::Refused(
-                "bosun's DPoP key for this sign-in is gone from the keychain, and the server's tokens are bound to a key".to_string(),
-            ));
-        }
-        (true, Some(value)) => match DpopKey::from_keychain(&value) {
-            Ok(key) => Some(Prover::new(
-                Arc::new(key),
-                ctx.nonces.clone(),
-                server,
-                Side::Authorization,
-            )),
-            Err(e) => return Ok(Renewed::Refused(e.to_string())),
-        },
+    let (machine, prover) = match kept_credentials(ctx, name, rec).await? {
+        Ok(kept) => kept,
+        Err(why) => return Ok(Renewed::Refused(why)),
     };
     let answer = grant(
         &ctx.http,
@@ -700,6 +687,62 @@ pub async fn renew(
     ctx.writer.put(&rec).await?;
     info!(server = %name, "renewed the machine's sign-in (client credentials)");
     Ok(Renewed::Token(Box::new(rec), tokens.access))
+}
+
+/// The client's credentials and DPoP key a machine's sign-in kept in the keychain, to renew
+/// it with. The inner error says why only the person can renew it now (they are gone, or not
+/// ones bosun can use); the outer one is a failure of the keychain.
+async fn kept_credentials(
+    ctx: &AuthContext,
+    name: &str,
+    rec: &SignInRecord,
+) -> Result<Result<(Machine, Option<Prover>), String>, AuthError> {
+    let server = rec.server;
+    let key = match rec.client_auth {
+        ClientAuth::ClientSecretBasic => machine_secret_key(server),
+        ClientAuth::PrivateKeyJwt => private_key_key(server),
+        ClientAuth::None | ClientAuth::ClientSecretPost => {
+            return Ok(Err(format!(
+                "the sign-in's client authentication ({:?}) is not one bosun uses for client credentials; give them again with `bosun mcp sign-in {name} --client-credentials …`",
+                rec.client_auth
+            )));
+        }
+    };
+    let keychain = ctx.keychain.clone();
+    let (kept, kept_dpop) = blocking(move || -> Result<_, AuthError> {
+        Ok((keychain.get(&key)?, keychain.get(&dpop::key_key(server))?))
+    })
+    .await??;
+    let Some(value) = kept else {
+        return Ok(Err(
+            "the client's secret or private key is no longer in the keychain".to_string(),
+        ));
+    };
+    let credential = match rec.client_auth {
+        ClientAuth::PrivateKeyJwt => Credential::PrivateKey(value),
+        ClientAuth::ClientSecretBasic | ClientAuth::None | ClientAuth::ClientSecretPost => {
+            Credential::Secret(value)
+        }
+    };
+    let machine = Machine {
+        client_id: rec.client_id.clone(),
+        credential,
+    };
+    // A bound sign-in renews with a proof from the same key (RFC 9449 §5), so that the new
+    // token is bound to the key the MCP requests prove.
+    let prover = match (rec.dpop, kept_dpop) {
+        (false, _) => None,
+        (true, None) => {
+            return Ok(Err(
+                "bosun's DPoP key for this sign-in is gone from the keychain, and the server's tokens are bound to a key".to_string(),
+            ));
+        }
+        (true, Some(value)) => match DpopKey::from_keychain(&value) {
+            Ok(key) => Some(super::signin::authorization_prover(ctx, server, key)),
+            Err(e) => return Ok(Err(e.to_string())),
+        },
+    };
+    Ok(Ok((machine, prover)))
 }
 
 #[cfg(test)]

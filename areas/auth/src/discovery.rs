@@ -287,49 +287,13 @@ pub async fn discover(
 ) -> Result<Discovered, DiscoveryError> {
     let server = parse_url(server_url)?;
     // 1. The protected-resource metadata: where the challenge says, else the well-known paths.
-    let prm_urls = match &challenge.resource_metadata {
-        Some(u) => vec![parse_url(u)?],
-        None => well_known(&server, "oauth-protected-resource"),
-    };
-    let mut prm: Option<ResourceMetadata> = None;
-    for url in prm_urls {
-        if let Some(doc) = fetch::<ResourceMetadata>(http, &url).await? {
-            prm = Some(doc);
-            break;
-        }
-    }
+    let prm = resource_metadata(http, &server, challenge).await?;
     // 2. Its resource must be the server itself, checked before any authorization request.
     let from_prm = prm.is_some();
     let dpop_required = prm
         .as_ref()
         .is_some_and(|p| p.dpop_bound_access_tokens_required);
-    let (resource, issuer, prm_scopes) = match prm {
-        Some(doc) => {
-            let resource = doc.resource.unwrap_or_else(|| server_url.to_string());
-            if !is_own_resource(&resource, &server) {
-                return Err(DiscoveryError::ForeignResource {
-                    resource,
-                    server: server_url.to_string(),
-                });
-            }
-            let issuer = doc
-                .authorization_servers
-                .first()
-                .cloned()
-                .ok_or(DiscoveryError::NoAuthorizationServer)?;
-            (resource, issuer, doc.scopes_supported)
-        }
-        None => {
-            let mut origin = server.clone();
-            origin.set_path("/");
-            origin.set_query(None);
-            (
-                server_url.to_string(),
-                origin.as_str().trim_end_matches('/').to_string(),
-                Vec::new(),
-            )
-        }
-    };
+    let (resource, issuer, prm_scopes) = resource_of(prm, server_url, &server)?;
     // 3. The authorization server.
     let (metadata, source) = authorization_server(http, &issuer, !from_prm).await?;
     // The issuer recorded: the one the metadata was found for (the same but for a slash when
@@ -338,33 +302,7 @@ pub async fn discover(
         (Some(said), false) => said.clone(),
         (Some(_) | None, true) | (None, false) => issuer,
     };
-    // Every endpoint is checked before anything is opened, shown or sent to it: the browser
-    // opens the authorization endpoint's address, and the web UI makes it a link.
-    let endpoints = [
-        (
-            "authorization_endpoint",
-            Some(&metadata.authorization_endpoint),
-        ),
-        ("token_endpoint", Some(&metadata.token_endpoint)),
-        (
-            "registration_endpoint",
-            metadata.registration_endpoint.as_ref(),
-        ),
-        ("revocation_endpoint", metadata.revocation_endpoint.as_ref()),
-    ];
-    for (field, url) in endpoints {
-        // A server that signs in only machines publishes no authorization endpoint.
-        let Some(url) = url.filter(|u| !u.is_empty()) else {
-            continue;
-        };
-        if let Err(why) = crate::web_address::check_sign_in_address(url, &server) {
-            return Err(DiscoveryError::UnsafeEndpoint {
-                field,
-                url: crate::web_address::shown(url),
-                why,
-            });
-        }
-    }
+    check_endpoints(&metadata, &server)?;
     let methods = &metadata.code_challenge_methods_supported;
     if !methods.is_empty() && !methods.iter().any(|m| m == "S256") {
         return Err(DiscoveryError::NoPkce {
@@ -392,6 +330,93 @@ pub async fn discover(
         source,
         dpop_required,
     })
+}
+
+/// The server's protected-resource metadata, from the first address that has it: the
+/// challenge's, else the well-known paths. `None` where none publishes it.
+async fn resource_metadata(
+    http: &reqwest::Client,
+    server: &Url,
+    challenge: &Challenge,
+) -> Result<Option<ResourceMetadata>, DiscoveryError> {
+    let prm_urls = match &challenge.resource_metadata {
+        Some(u) => vec![parse_url(u)?],
+        None => well_known(server, "oauth-protected-resource"),
+    };
+    for url in prm_urls {
+        if let Some(doc) = fetch::<ResourceMetadata>(http, &url).await? {
+            return Ok(Some(doc));
+        }
+    }
+    Ok(None)
+}
+
+/// The resource, the issuer of its authorization server, and its scopes: from its metadata
+/// (whose resource must be the server itself), else the server's own address and origin.
+fn resource_of(
+    prm: Option<ResourceMetadata>,
+    server_url: &str,
+    server: &Url,
+) -> Result<(String, String, Vec<String>), DiscoveryError> {
+    match prm {
+        Some(doc) => {
+            let resource = doc.resource.unwrap_or_else(|| server_url.to_string());
+            if !is_own_resource(&resource, server) {
+                return Err(DiscoveryError::ForeignResource {
+                    resource,
+                    server: server_url.to_string(),
+                });
+            }
+            let issuer = doc
+                .authorization_servers
+                .first()
+                .cloned()
+                .ok_or(DiscoveryError::NoAuthorizationServer)?;
+            Ok((resource, issuer, doc.scopes_supported))
+        }
+        None => {
+            let mut origin = server.clone();
+            origin.set_path("/");
+            origin.set_query(None);
+            Ok((
+                server_url.to_string(),
+                origin.as_str().trim_end_matches('/').to_string(),
+                Vec::new(),
+            ))
+        }
+    }
+}
+
+/// Refuses an endpoint of the authorization server that is no safe address to sign in at.
+fn check_endpoints(metadata: &AsMetadata, server: &Url) -> Result<(), DiscoveryError> {
+    // Every endpoint is checked before anything is opened, shown or sent to it: the browser
+    // opens the authorization endpoint's address, and the web UI makes it a link.
+    let endpoints = [
+        (
+            "authorization_endpoint",
+            Some(&metadata.authorization_endpoint),
+        ),
+        ("token_endpoint", Some(&metadata.token_endpoint)),
+        (
+            "registration_endpoint",
+            metadata.registration_endpoint.as_ref(),
+        ),
+        ("revocation_endpoint", metadata.revocation_endpoint.as_ref()),
+    ];
+    for (field, url) in endpoints {
+        // A server that signs in only machines publishes no authorization endpoint.
+        let Some(url) = url.filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        if let Err(why) = crate::web_address::check_sign_in_address(url, server) {
+            return Err(DiscoveryError::UnsafeEndpoint {
+                field,
+                url: crate::web_address::shown(url),
+                why,
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

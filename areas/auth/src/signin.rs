@@ -142,43 +142,128 @@ pub async fn start(
             "Claude Code signs in to `{name}` itself (`bosun mcp edit {name} --sign-in-by bosun` changes that); sign Claude Code in with /mcp in a `claude` session"
         )));
     }
-    let (store, server) = (ctx.store.clone(), rec.id);
-    let existing = blocking(move || store.get::<SignInRecord>(&server)).await??;
-    let step_up = existing.as_ref().and_then(|e| e.wanted_scope.clone());
-    let step_ups = existing.as_ref().map(|e| e.step_ups).unwrap_or(0);
-    if step_up.is_some() && step_ups >= MAX_STEP_UPS {
-        return Err(AuthError::conflict(format!(
-            "`{name}` asked for a wider sign-in {MAX_STEP_UPS} times in a row; bosun stops there. Check the server's scopes, sign out (`bosun mcp sign-out {name}`) and sign in afresh"
-        )));
-    }
-
-    let challenge = probe.await.map_err(|error| AuthError::Unreachable {
-        name: name.clone(),
-        url: url.clone(),
-        error,
-    })?;
-    let mut challenge = match challenge {
-        Some(c) => c,
-        None if step_up.is_some() => Challenge::default(),
-        None => {
-            return Err(AuthError::conflict(format!(
-                "`{name}` lists its tools without asking for a sign-in; there is nothing to sign in to"
-            )));
-        }
-    };
-    if let Some(wider) = &step_up {
-        let held = existing.as_ref().and_then(|e| e.scope.as_deref());
-        let union = union_of_scopes(&[challenge.scope.as_deref(), Some(wider), held]);
-        challenge.scope = Some(union).filter(|u| !u.is_empty());
-    }
+    let before = Before::load(ctx, &rec).await?;
+    let challenge = before.challenge(probe, &name, &url).await?;
     let found = discovery::discover(&ctx.http, &url, &challenge)
         .await
         .map_err(|e| discovery_error(&name, e))?;
+    check_issuer(&rec, before.existing.as_ref(), &found)?;
 
+    // DPoP (RFC 9449) where the server asks for it: a key pair of this sign-in's own.
+    let dpop = new_prover(ctx, rec.id, &name, &found)?;
+
+    // The loopback listener, before the registration that names its address.
+    let (listener, redirect_uri) = listen(&rec).await?;
+
+    let client = choose_client(ctx, &rec, &found, &redirect_uri, new_client).await?;
+    let authorization = oauth::authorization_url(
+        &client.identity,
+        &found.metadata.authorization_endpoint,
+        &found.metadata.token_endpoint,
+        &redirect_uri,
+        found.scope.as_deref(),
+        &found.resource,
+    )
+    .map_err(|e| oauth_error(&name, e))?;
+
+    let done = Finish {
+        ctx: ctx.clone(),
+        server: rec.id,
+        name: name.clone(),
+        identity: client.identity,
+        registered: client.registered,
+        redirect_uri,
+        found,
+        step_ups: if before.step_up.is_some() {
+            before.step_ups + 1
+        } else {
+            0
+        },
+        previous_scope: before.existing.and_then(|e| e.scope),
+        dpop,
+    };
+    let (attempt, page, wait) = wait_in_background(ctx, done, listener, authorization);
+    Ok(Started {
+        attempt,
+        url: page,
+        wait,
+        reused_registration: client.reused_registration,
+        warning: client.warning,
+    })
+}
+
+/// What an earlier sign-in to the server left: its record, and the wider scope it asked for
+/// (a step-up) with how many step-ups came in a row.
+struct Before {
+    existing: Option<SignInRecord>,
+    step_up: Option<String>,
+    step_ups: u32,
+}
+
+impl Before {
+    /// Reads the server's sign-in record, and refuses a step-up asked for too many times in a
+    /// row.
+    async fn load(ctx: &AuthContext, rec: &Server) -> Result<Self, AuthError> {
+        let name = &rec.name;
+        let (store, server) = (ctx.store.clone(), rec.id);
+        let existing = blocking(move || store.get::<SignInRecord>(&server)).await??;
+        let step_up = existing.as_ref().and_then(|e| e.wanted_scope.clone());
+        let step_ups = existing.as_ref().map(|e| e.step_ups).unwrap_or(0);
+        if step_up.is_some() && step_ups >= MAX_STEP_UPS {
+            return Err(AuthError::conflict(format!(
+                "`{name}` asked for a wider sign-in {MAX_STEP_UPS} times in a row; bosun stops there. Check the server's scopes, sign out (`bosun mcp sign-out {name}`) and sign in afresh"
+            )));
+        }
+        Ok(Self {
+            existing,
+            step_up,
+            step_ups,
+        })
+    }
+
+    /// Awaits the server's challenge (`probe`); a step-up goes on without one, and asks for
+    /// the wider scope with the ones already asked for and held.
+    async fn challenge(
+        &self,
+        probe: impl Future<Output = Result<Option<Challenge>, ProbeError>>,
+        name: &str,
+        url: &str,
+    ) -> Result<Challenge, AuthError> {
+        let challenge = probe.await.map_err(|error| AuthError::Unreachable {
+            name: name.to_string(),
+            url: url.to_string(),
+            error,
+        })?;
+        let mut challenge = match challenge {
+            Some(c) => c,
+            None if self.step_up.is_some() => Challenge::default(),
+            None => {
+                return Err(AuthError::conflict(format!(
+                    "`{name}` lists its tools without asking for a sign-in; there is nothing to sign in to"
+                )));
+            }
+        };
+        if let Some(wider) = &self.step_up {
+            let held = self.existing.as_ref().and_then(|e| e.scope.as_deref());
+            let union = union_of_scopes(&[challenge.scope.as_deref(), Some(wider), held]);
+            challenge.scope = Some(union).filter(|u| !u.is_empty());
+        }
+        Ok(challenge)
+    }
+}
+
+/// Refuses to take a client id the person configured for the authorization server the server
+/// named before to the one it names now.
+fn check_issuer(
+    rec: &Server,
+    existing: Option<&SignInRecord>,
+    found: &discovery::Discovered,
+) -> Result<(), AuthError> {
+    let name = &rec.name;
     // The resource may name another authorization server than the one bosun signed in with:
     // bosun registers anew there (a registration is never carried to another issuer), and a
     // client id the person configured for the old one is not taken to the new one.
-    if let Some(old) = existing.as_ref().filter(|e| e.issuer != found.issuer) {
+    if let Some(old) = existing.filter(|e| e.issuer != found.issuer) {
         if let Some(id) = rec
             .client_id
             .as_ref()
@@ -191,26 +276,51 @@ pub async fn start(
         }
         info!(server = %name, from = %old.issuer, to = %found.issuer, "the server names another authorization server now; bosun registers there anew");
     }
+    Ok(())
+}
 
-    // DPoP (RFC 9449) where the server asks for it: a key pair of this sign-in's own.
-    let dpop = match dpop::wanted(&found.metadata, found.dpop_required) {
-        Ok(true) => Some(dpop::Prover::new(
-            Arc::new(dpop::DpopKey::generate().map_err(|e| {
+/// The DPoP prover of a new sign-in (a person's or a machine's) where the authorization server
+/// asks for bound tokens: a key pair of the sign-in's own. Refused in words where the server
+/// requires proofs bosun cannot make.
+pub(super) fn new_prover(
+    ctx: &AuthContext,
+    server: ServerId,
+    name: &str,
+    found: &discovery::Discovered,
+) -> Result<Option<dpop::Prover>, AuthError> {
+    match dpop::wanted(&found.metadata, found.dpop_required) {
+        Ok(true) => Ok(Some(authorization_prover(
+            ctx,
+            server,
+            dpop::DpopKey::generate().map_err(|e| {
                 AuthError::unavailable(format!("could not sign in to `{name}`: {e}"))
-            })?),
-            ctx.nonces.clone(),
-            rec.id,
-            dpop::Side::Authorization,
-        )),
-        Ok(false) => None,
-        Err(why) => {
-            return Err(AuthError::conflict(format!(
-                "could not sign in to `{name}`: {why}"
-            )));
-        }
-    };
+            })?,
+        ))),
+        Ok(false) => Ok(None),
+        Err(why) => Err(AuthError::conflict(format!(
+            "could not sign in to `{name}`: {why}"
+        ))),
+    }
+}
 
-    // The loopback listener, before the registration that names its address.
+/// A prover of `key` for the requests to the authorization server's token endpoint.
+pub(super) fn authorization_prover(
+    ctx: &AuthContext,
+    server: ServerId,
+    key: dpop::DpopKey,
+) -> dpop::Prover {
+    dpop::Prover::new(
+        Arc::new(key),
+        ctx.nonces.clone(),
+        server,
+        dpop::Side::Authorization,
+    )
+}
+
+/// Opens the loopback listener the sign-in's answer comes back to; the answer is the listener
+/// and its redirect URI.
+async fn listen(rec: &Server) -> Result<(TcpListener, String), AuthError> {
+    let name = &rec.name;
     let port = rec.callback_port.unwrap_or(0);
     let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -225,7 +335,29 @@ pub async fn start(
         AuthError::unavailable(format!("could not listen for the sign-in's answer: {e}"))
     })?;
     let redirect_uri = format!("http://127.0.0.1:{}/callback", local.port());
+    Ok((listener, redirect_uri))
+}
 
+/// The client a sign-in goes with, and where it came from.
+struct Client {
+    identity: ClientIdentity,
+    /// bosun registered it at the authorization server.
+    registered: bool,
+    /// It is the registration of an earlier sign-in.
+    reused_registration: bool,
+    /// What bosun could not check before the browser opened, in words.
+    warning: Option<String>,
+}
+
+/// Chooses the client to sign in with.
+async fn choose_client(
+    ctx: &AuthContext,
+    rec: &Server,
+    found: &discovery::Discovered,
+    redirect_uri: &str,
+    new_client: bool,
+) -> Result<Client, AuthError> {
+    let name = &rec.name;
     // The client: the one the person configured; else bosun's client metadata document, where
     // the server takes one; else a registration (RFC 7591), and only then.
     let m = &found.metadata;
@@ -244,112 +376,134 @@ pub async fn start(
         (None, Some(_)) if new_client => {
             return Err(not_registered("bosun's client metadata document"));
         }
-        (Some(id), _) => {
-            let keychain = ctx.keychain.clone();
-            let key = configured_secret_key(rec.id);
-            let secret = blocking(move || keychain.get(&key)).await??;
-            let auth = ClientAuth::choose(
-                None,
-                secret.is_some(),
-                &m.token_endpoint_auth_methods_supported,
-            );
-            (
-                ClientIdentity {
-                    client_id: id.clone(),
-                    secret,
-                    auth,
-                },
-                false,
-                false,
-            )
-        }
+        (Some(id), _) => (configured_client(ctx, rec, id, found).await?, false, false),
         (None, Some(document)) => {
-            // Checked before the browser opens: a server that finds it wrong does not redirect.
-            // A document this machine cannot reach may still be one the authorization server
-            // can (a network or a CA of its own): it fetches it, and decides.
-            match client_document::check(&ctx.http, &document).await {
-                Ok(()) => {}
-                Err(ClientDocumentError::Unreachable { url, why }) => {
-                    warn!(server = %name, %url, %why, "bosun's client metadata document could not be fetched here; the sign-in goes on");
-                    warning = Some(format!(
-                        "bosun could not fetch its client metadata document at {url} to check it ({why}); the authorization server fetches it itself: if its page shows an error instead of coming back here, publish the document where that server can reach it"
-                    ));
-                }
-                Err(error) => {
-                    return Err(AuthError::ClientDocument {
-                        name: name.clone(),
-                        error,
-                    });
-                }
-            }
-            (
-                ClientIdentity {
-                    client_id: document,
-                    secret: None,
-                    auth: ClientAuth::None,
-                },
-                false,
-                false,
-            )
+            let (identity, not_checked) = document_client(ctx, name, document).await?;
+            warning = not_checked;
+            (identity, false, false)
         }
-        (None, None) => match &m.registration_endpoint {
-            // bosun's registration at this issuer, else a new one, kept for the next time.
-            Some(endpoint) => {
-                if new_client {
-                    super::registrations::forget(ctx, &found.issuer, None).await?;
-                }
-                let (identity, reused) = super::registrations::client_for(
-                    ctx,
-                    &name,
-                    &found.issuer,
-                    endpoint,
-                    &redirect_uri,
-                    &m.token_endpoint_auth_methods_supported,
-                )
-                .await?;
-                (identity, true, reused)
-            }
-            None if m.client_id_metadata_document_supported => {
-                return Err(AuthError::conflict(format!(
-                    "`{name}`'s authorization server takes no registration from apps, but it takes client metadata documents: publish bosun's client metadata at an https:// address you control and give it with `bosun mcp edit {name} --client-metadata-url URL`, or give a client id from the service with `--client-id ID`"
-                )));
-            }
-            None => {
-                return Err(AuthError::conflict(format!(
-                    "`{name}`'s authorization server takes no registration from apps: give bosun a client id from the service's developer settings with `bosun mcp edit {name} --client-id ID` (and `--client-secret-stdin` if it has a secret), or let Claude Code sign in with `--sign-in-by claude-code`"
-                )));
-            }
-        },
+        (None, None) => registered_client(ctx, name, found, redirect_uri, new_client).await?,
     };
-    let authorization = oauth::authorization_url(
-        &identity,
-        &found.metadata.authorization_endpoint,
-        &found.metadata.token_endpoint,
-        &redirect_uri,
-        found.scope.as_deref(),
-        &found.resource,
-    )
-    .map_err(|e| oauth_error(&name, e))?;
+    Ok(Client {
+        identity,
+        registered,
+        reused_registration,
+        warning,
+    })
+}
 
+/// The client id the person configured, with its secret from the keychain, if any.
+async fn configured_client(
+    ctx: &AuthContext,
+    rec: &Server,
+    id: &str,
+    found: &discovery::Discovered,
+) -> Result<ClientIdentity, AuthError> {
+    let keychain = ctx.keychain.clone();
+    let key = configured_secret_key(rec.id);
+    let secret = blocking(move || keychain.get(&key)).await??;
+    let auth = ClientAuth::choose(
+        None,
+        secret.is_some(),
+        &found.metadata.token_endpoint_auth_methods_supported,
+    );
+    Ok(ClientIdentity {
+        client_id: id.to_string(),
+        secret,
+        auth,
+    })
+}
+
+/// bosun's client metadata document as the client id, checked first where this machine can
+/// reach it; the answer holds the warning to give when it could not be fetched here.
+async fn document_client(
+    ctx: &AuthContext,
+    name: &str,
+    document: String,
+) -> Result<(ClientIdentity, Option<String>), AuthError> {
+    let mut warning = None;
+    // Checked before the browser opens: a server that finds it wrong does not redirect.
+    // A document this machine cannot reach may still be one the authorization server
+    // can (a network or a CA of its own): it fetches it, and decides.
+    match client_document::check(&ctx.http, &document).await {
+        Ok(()) => {}
+        Err(ClientDocumentError::Unreachable { url, why }) => {
+            warn!(server = %name, %url, %why, "bosun's client metadata document could not be fetched here; the sign-in goes on");
+            warning = Some(format!(
+                "bosun could not fetch its client metadata document at {url} to check it ({why}); the authorization server fetches it itself: if its page shows an error instead of coming back here, publish the document where that server can reach it"
+            ));
+        }
+        Err(error) => {
+            return Err(AuthError::ClientDocument {
+                name: name.to_string(),
+                error,
+            });
+        }
+    }
+    Ok((
+        ClientIdentity {
+            client_id: document,
+            secret: None,
+            auth: ClientAuth::None,
+        },
+        warning,
+    ))
+}
+
+/// A client bosun registers (or registered before) at the authorization server; refused in
+/// words where the server takes no registration. The answer is the client, that it was
+/// registered, and whether it is an earlier registration.
+async fn registered_client(
+    ctx: &AuthContext,
+    name: &str,
+    found: &discovery::Discovered,
+    redirect_uri: &str,
+    new_client: bool,
+) -> Result<(ClientIdentity, bool, bool), AuthError> {
+    let m = &found.metadata;
+    match &m.registration_endpoint {
+        // bosun's registration at this issuer, else a new one, kept for the next time.
+        Some(endpoint) => {
+            if new_client {
+                super::registrations::forget(ctx, &found.issuer, None).await?;
+            }
+            let (identity, reused) = super::registrations::client_for(
+                ctx,
+                name,
+                &found.issuer,
+                endpoint,
+                redirect_uri,
+                &m.token_endpoint_auth_methods_supported,
+            )
+            .await?;
+            Ok((identity, true, reused))
+        }
+        None if m.client_id_metadata_document_supported => Err(AuthError::conflict(format!(
+            "`{name}`'s authorization server takes no registration from apps, but it takes client metadata documents: publish bosun's client metadata at an https:// address you control and give it with `bosun mcp edit {name} --client-metadata-url URL`, or give a client id from the service with `--client-id ID`"
+        ))),
+        None => Err(AuthError::conflict(format!(
+            "`{name}`'s authorization server takes no registration from apps: give bosun a client id from the service's developer settings with `bosun mcp edit {name} --client-id ID` (and `--client-secret-stdin` if it has a secret), or let Claude Code sign in with `--sign-in-by claude-code`"
+        ))),
+    }
+}
+
+/// Keeps the sign-in as under way (with the way to cancel it) and waits for the browser's
+/// answer in the background. The answer is the attempt's number, the page for the person to
+/// open, and how long the sign-in waits.
+fn wait_in_background(
+    ctx: &AuthContext,
+    done: Finish,
+    listener: TcpListener,
+    authorization: oauth::Authorization,
+) -> (u64, String, Duration) {
+    let server = done.server;
     let (tx, rx) = oneshot::channel();
     let attempt = ctx.pending.next.fetch_add(1, Ordering::Relaxed) + 1;
     let wait = wait_limit();
     let page = authorization.url.clone();
-    let done = Finish {
-        ctx: ctx.clone(),
-        server: rec.id,
-        name: name.clone(),
-        identity,
-        registered,
-        redirect_uri,
-        found,
-        step_ups: if step_up.is_some() { step_ups + 1 } else { 0 },
-        previous_scope: existing.and_then(|e| e.scope),
-        dpop,
-    };
     let cancel = Arc::new(Notify::new());
     if let Ok(mut m) = ctx.pending.cancels.lock() {
-        m.insert(attempt, (rec.id, cancel.clone()));
+        m.insert(attempt, (server, cancel.clone()));
     }
     let pending = ctx.pending.clone();
     tokio::spawn(async move {
@@ -363,21 +517,9 @@ pub async fn start(
         let _ = tx.send(result);
     });
     if let Ok(mut m) = ctx.pending.attempts.lock() {
-        m.insert(
-            attempt,
-            Attempt {
-                server: rec.id,
-                done: rx,
-            },
-        );
+        m.insert(attempt, Attempt { server, done: rx });
     }
-    Ok(Started {
-        attempt,
-        url: page,
-        wait,
-        reused_registration,
-        warning,
-    })
+    (attempt, page, wait)
 }
 
 /// A step-up asks for every scope the server asks for now, the wider one it asked for, and the

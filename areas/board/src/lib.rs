@@ -401,6 +401,57 @@ fn check_text(what: &str, text: &str) -> Result<(), BoardError> {
     Ok(())
 }
 
+/// Edits the card's title, description and acceptance criteria, logging what changed.
+fn edit_words(
+    card: &mut CardRecord,
+    title: Option<&str>,
+    description: Option<String>,
+    acceptance: Option<String>,
+) -> Result<(), BoardError> {
+    if let Some(t) = title {
+        let t = check_title(t)?;
+        if t != card.title {
+            card.log(format!("title: {} → {t}", card.title));
+            card.title = t;
+        }
+    }
+    if let Some(d) = description {
+        check_text("description", &d)?;
+        if d != card.description {
+            card.description = d;
+            card.log("description changed");
+        }
+    }
+    if let Some(a) = acceptance {
+        check_text("acceptance criteria", &a)?;
+        if a != card.acceptance {
+            card.acceptance = a;
+            card.log("acceptance criteria changed");
+        }
+    }
+    Ok(())
+}
+
+/// Puts the card on hold (`hold`: why), or takes it off hold (`clear`), logging it; a card
+/// that was to run again once released counts as moved.
+fn edit_hold(card: &mut CardRecord, hold: Option<String>, clear: bool) -> Result<(), BoardError> {
+    if let Some(reason) = hold {
+        let reason = reason.trim().to_string();
+        if reason.is_empty() {
+            return Err(bad("say why the card is on hold"));
+        }
+        card.log(format!("put on hold: {reason}"));
+        card.hold = Some(Hold::needs_decision(reason));
+    }
+    if clear && card.hold.take().is_some() {
+        card.log("taken off hold");
+        if std::mem::take(&mut card.rerun_on_release) {
+            card.moved += 1;
+        }
+    }
+    Ok(())
+}
+
 /// A note's path: segments of letters, digits, `.`, `_` and `-`, joined by `/`; no `.` or `..`
 /// segment, no leading `/`, at most 200 characters.
 pub fn check_note_path(path: &str) -> Result<(), BoardError> {
@@ -971,85 +1022,17 @@ impl BoardState {
                 "put a card on hold or take it off hold, not both at once",
             ));
         }
-        if let Some(t) = &p.title {
-            let t = check_title(t)?;
-            if t != card.title {
-                card.log(format!("title: {} → {t}", card.title));
-                card.title = t;
-            }
-        }
-        if let Some(d) = p.description {
-            check_text("description", &d)?;
-            if d != card.description {
-                card.description = d;
-                card.log("description changed");
-            }
-        }
-        if let Some(a) = p.acceptance {
-            check_text("acceptance criteria", &a)?;
-            if a != card.acceptance {
-                card.acceptance = a;
-                card.log("acceptance criteria changed");
-            }
-        }
+        edit_words(&mut card, p.title.as_deref(), p.description, p.acceptance)?;
         if let Some(a) = p.assignee.as_deref().map(str::trim) {
-            let new = match a {
-                "" => None,
-                a => Some(self.agent(a).await?),
-            };
-            if new.as_ref().map(|(id, _)| *id) != card.assignee {
-                card.assignee = new.as_ref().map(|(id, _)| *id);
-                card.log(match new {
-                    Some((_, n)) => format!("assigned to {n}"),
-                    None => "assignee taken off".to_string(),
-                });
-            }
+            self.assign(&mut card, a).await?;
         }
         if let Some(key) = p.project.as_deref().map(str::trim) {
-            let new = match key {
-                "" => None,
-                key => Some(self.project_id(key)?),
-            };
-            if new != card.project {
-                if let Some(wt) = &card.worktree {
-                    return Err(BoardError::conflict(format!(
-                        "card {} works in a worktree of its project already (branch {}), so its project stays; add a new card for the other project",
-                        card.id.short(),
-                        wt.branch
-                    )));
-                }
-                card.project = new;
-                card.log(match new.and_then(|id| self.projects.get(&id)) {
-                    Some(p) => format!("put in project {}", p.name),
-                    None => "taken out of its project".to_string(),
-                });
-            }
+            self.put_in_project(&mut card, key)?;
         }
         if let Some(c) = &p.column {
-            let col = self.column(c)?;
-            let (to, name) = (col.id, col.name.clone());
-            if to != card.column {
-                let from = self.column_name(card.column);
-                card.column = to;
-                card.moved += 1;
-                card.moved_at = Timestamp::now();
-                card.log(format!("moved from {from} to {name}"));
-            }
+            self.move_to_column(&mut card, c)?;
         }
-        if let Some(reason) = p.hold {
-            let reason = reason.trim().to_string();
-            if reason.is_empty() {
-                return Err(bad("say why the card is on hold"));
-            }
-            card.log(format!("put on hold: {reason}"));
-            card.hold = Some(Hold::needs_decision(reason));
-        }
-        if p.clear_hold && card.hold.take().is_some() {
-            card.log("taken off hold");
-            if std::mem::take(&mut card.rerun_on_release) {
-                card.moved += 1;
-            }
-        }
+        edit_hold(&mut card, p.hold, p.clear_hold)?;
         let budget = edit_budget(
             card.budget,
             p.budget_micro_usd,
@@ -1072,23 +1055,83 @@ impl BoardState {
         if let Some(tool) = &taint
             && self.is_auto(card.column)
         {
-            let before = self.cards.get(&id);
-            let touched = before.is_none_or(|b| {
-                b.column != card.column
-                    || b.description != card.description
-                    || b.acceptance != card.acceptance
-                    || b.assignee != card.assignee
-            });
-            if touched {
-                let reason = tainted_reason(tool);
-                card.log(format!("put on hold: {reason}"));
-                card.hold = Some(Hold::needs_decision(reason));
-            }
+            self.hold_if_touched(id, &mut card, tool);
         }
         self.save(vec![BoardChange::Card(Box::new(card.clone()))])
             .await?;
         self.cards.insert(id, card);
         self.card_answer(id).await
+    }
+
+    /// Gives the card to the agent `a` (none when empty), logging the change.
+    async fn assign(&self, card: &mut CardRecord, a: &str) -> Result<(), BoardError> {
+        let new = match a {
+            "" => None,
+            a => Some(self.agent(a).await?),
+        };
+        if new.as_ref().map(|(id, _)| *id) != card.assignee {
+            card.assignee = new.as_ref().map(|(id, _)| *id);
+            card.log(match new {
+                Some((_, n)) => format!("assigned to {n}"),
+                None => "assignee taken off".to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Puts the card in the project `key` (out of its project when empty), logging the change;
+    /// refused for a card that works in a worktree of its project already.
+    fn put_in_project(&self, card: &mut CardRecord, key: &str) -> Result<(), BoardError> {
+        let new = match key {
+            "" => None,
+            key => Some(self.project_id(key)?),
+        };
+        if new != card.project {
+            if let Some(wt) = &card.worktree {
+                return Err(BoardError::conflict(format!(
+                    "card {} works in a worktree of its project already (branch {}), so its project stays; add a new card for the other project",
+                    card.id.short(),
+                    wt.branch
+                )));
+            }
+            card.project = new;
+            card.log(match new.and_then(|id| self.projects.get(&id)) {
+                Some(p) => format!("put in project {}", p.name),
+                None => "taken out of its project".to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Moves the card to the column `c`, logging the move.
+    fn move_to_column(&self, card: &mut CardRecord, c: &str) -> Result<(), BoardError> {
+        let col = self.column(c)?;
+        let (to, name) = (col.id, col.name.clone());
+        if to != card.column {
+            let from = self.column_name(card.column);
+            card.column = to;
+            card.moved += 1;
+            card.moved_at = Timestamp::now();
+            card.log(format!("moved from {from} to {name}"));
+        }
+        Ok(())
+    }
+
+    /// Puts the card on hold for the person when the lead moved it or changed what it asks
+    /// for after using a tool from outside bosun (`tool`).
+    fn hold_if_touched(&self, id: CardId, card: &mut CardRecord, tool: &str) {
+        let before = self.cards.get(&id);
+        let touched = before.is_none_or(|b| {
+            b.column != card.column
+                || b.description != card.description
+                || b.acceptance != card.acceptance
+                || b.assignee != card.assignee
+        });
+        if touched {
+            let reason = tainted_reason(tool);
+            card.log(format!("put on hold: {reason}"));
+            card.hold = Some(Hold::needs_decision(reason));
+        }
     }
 
     /// Removes a card, and its worktree first (its branch stays): a crash in between leaves

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use crate::RegistryError;
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::protocol::mcp::{
-    AddServerParams, ImportCandidateView, ImportParams, ImportScan, ImportStatus, SecretLine,
-    ServerKind, ServerView,
+    AddServerParams, ImportCandidateView, ImportParams, ImportPick, ImportScan, ImportStatus,
+    SecretLine, ServerKind, ServerView,
 };
 use ractor::ActorRef;
 
@@ -171,65 +171,9 @@ pub async fn import(
         }
     }
     for pick in &params.picks {
-        let matches: Vec<&ImportCandidate> = found
-            .candidates
-            .iter()
-            .filter(|c| c.name == pick.name)
-            .filter(|c| {
-                pick.account
-                    .as_ref()
-                    .is_none_or(|a| same_file(a, &c.account))
-            })
-            .collect();
-        let c = match matches.as_slice() {
-            [] => {
-                return Err(RegistryError::not_found(format!(
-                    "no server `{}` was found to import; `bosun mcp import` lists what can be",
-                    pick.name
-                )));
-            }
-            [one] => *one,
-            [first, ..] => {
-                let files: Vec<String> = matches
-                    .iter()
-                    .map(|c| c.account.display().to_string())
-                    .collect();
-                if matches.iter().all(|c| target_text(c) == target_text(first)) {
-                    *first
-                } else {
-                    return Err(RegistryError::invalid(format!(
-                        "`{}` is in several places ({}); say which with --from-file",
-                        pick.name,
-                        files.join(", ")
-                    )));
-                }
-            }
-        };
+        let c = picked(&found.candidates, pick)?;
         let name = pick.rename_to.clone().unwrap_or_else(|| c.name.clone());
-        match status(c, &name, &existing) {
-            ImportStatus::New => {}
-            ImportStatus::AlreadyInList => {
-                return Err(RegistryError::conflict(format!(
-                    "`{name}` is already in the list"
-                )));
-            }
-            ImportStatus::NameTaken => {
-                return Err(RegistryError::conflict(format!(
-                    "there is already a server named `{name}`; import it under another name with --as {}=NEW",
-                    c.name
-                )));
-            }
-            ImportStatus::BadName => {
-                let why = check_server_name(&name)
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
-                return Err(RegistryError::invalid(format!(
-                    "{why}; import it under another name with --as {}=NEW",
-                    c.name
-                )));
-            }
-        }
+        check_new(c, &name, &existing)?;
         if chosen.iter().any(|(_, n)| n == &name) {
             return Err(RegistryError::invalid(format!("`{name}` is picked twice")));
         }
@@ -238,37 +182,7 @@ pub async fn import(
 
     let mut added: Vec<ServerView> = Vec::new();
     for (c, name) in chosen {
-        let (kind, command, args, url) = target(c);
-        let lines = |pairs: &[(String, String)]| -> Vec<SecretLine> {
-            pairs
-                .iter()
-                .map(|(k, v)| SecretLine {
-                    name: k.clone(),
-                    value: v.clone(),
-                })
-                .collect()
-        };
-        let (env, headers) = match &c.transport {
-            CandidateTransport::Stdio { env, .. } => (lines(env), Vec::new()),
-            CandidateTransport::Http { headers, .. } | CandidateTransport::Sse { headers, .. } => {
-                (Vec::new(), lines(headers))
-            }
-        };
-        let params = AddServerParams {
-            name,
-            kind,
-            command,
-            args,
-            url,
-            allow_http: false,
-            env,
-            headers,
-            client_id: None,
-            client_secret: None,
-            callback_port: None,
-            sign_in_by: None,
-            client_metadata_url: None,
-        };
+        let params = add_params(c, name);
         let result = ractor::call!(registry, |reply| RegistryMsg::Add { params, reply })
             .map_err(|e| RegistryError::internal(format!("the MCP registry did not answer: {e}")))
             .and_then(|r| r);
@@ -284,6 +198,108 @@ pub async fn import(
         }
     }
     Ok(added)
+}
+
+/// The candidate a pick names: the one of its name (in the file it names, if any), or the
+/// first of several that start the same server.
+fn picked<'a>(
+    candidates: &'a [ImportCandidate],
+    pick: &ImportPick,
+) -> Result<&'a ImportCandidate, RegistryError> {
+    let matches: Vec<&ImportCandidate> = candidates
+        .iter()
+        .filter(|c| c.name == pick.name)
+        .filter(|c| {
+            pick.account
+                .as_ref()
+                .is_none_or(|a| same_file(a, &c.account))
+        })
+        .collect();
+    match matches.as_slice() {
+        [] => Err(RegistryError::not_found(format!(
+            "no server `{}` was found to import; `bosun mcp import` lists what can be",
+            pick.name
+        ))),
+        [one] => Ok(*one),
+        [first, ..] => {
+            let files: Vec<String> = matches
+                .iter()
+                .map(|c| c.account.display().to_string())
+                .collect();
+            if matches.iter().all(|c| target_text(c) == target_text(first)) {
+                Ok(*first)
+            } else {
+                Err(RegistryError::invalid(format!(
+                    "`{}` is in several places ({}); say which with --from-file",
+                    pick.name,
+                    files.join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// Refuses to import `c` as `name` unless it is new to the list under a good name.
+fn check_new(
+    c: &ImportCandidate,
+    name: &str,
+    existing: &[ServerView],
+) -> Result<(), RegistryError> {
+    match status(c, name, existing) {
+        ImportStatus::New => Ok(()),
+        ImportStatus::AlreadyInList => Err(RegistryError::conflict(format!(
+            "`{name}` is already in the list"
+        ))),
+        ImportStatus::NameTaken => Err(RegistryError::conflict(format!(
+            "there is already a server named `{name}`; import it under another name with --as {}=NEW",
+            c.name
+        ))),
+        ImportStatus::BadName => {
+            let why = check_server_name(name)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            Err(RegistryError::invalid(format!(
+                "{why}; import it under another name with --as {}=NEW",
+                c.name
+            )))
+        }
+    }
+}
+
+/// What `mcp add` is given to add candidate `c` as `name`.
+fn add_params(c: &ImportCandidate, name: String) -> AddServerParams {
+    let (kind, command, args, url) = target(c);
+    let lines = |pairs: &[(String, String)]| -> Vec<SecretLine> {
+        pairs
+            .iter()
+            .map(|(k, v)| SecretLine {
+                name: k.clone(),
+                value: v.clone(),
+            })
+            .collect()
+    };
+    let (env, headers) = match &c.transport {
+        CandidateTransport::Stdio { env, .. } => (lines(env), Vec::new()),
+        CandidateTransport::Http { headers, .. } | CandidateTransport::Sse { headers, .. } => {
+            (Vec::new(), lines(headers))
+        }
+    };
+    AddServerParams {
+        name,
+        kind,
+        command,
+        args,
+        url,
+        allow_http: false,
+        env,
+        headers,
+        client_id: None,
+        client_secret: None,
+        callback_port: None,
+        sign_in_by: None,
+        client_metadata_url: None,
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

@@ -192,39 +192,8 @@ async fn connect_stdio(
         .command
         .clone()
         .ok_or_else(|| McpError::BadConfig("the server has no command".into()))?;
-    let mut cmd = tokio::process::Command::new(&command);
-    cmd.args(&ep.args)
-        .env_clear()
-        .envs(base_env())
-        .envs(ep.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut helper = Helper::spawn(&mut cmd).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            McpError::CommandNotFound {
-                command: command.clone(),
-            }
-        } else {
-            McpError::CannotStart {
-                command: command.clone(),
-                reason: e.to_string(),
-            }
-        }
-    })?;
-    let stderr = Arc::new(Mutex::new(StderrTail::default()));
-    let mut stderr_reader = None;
-    if let Some(err) = helper.child().stderr.take() {
-        let tail = stderr.clone();
-        stderr_reader = Some(tokio::spawn(async move {
-            let mut lines = BufReader::new(err).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Ok(mut t) = tail.lock() {
-                    t.push(line);
-                }
-            }
-        }));
-    }
+    let mut helper = spawn_server(ep, &command)?;
+    let (stderr, stderr_reader) = tail_stderr(&mut helper);
     let child = helper.child();
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err(McpError::CannotStart {
@@ -265,12 +234,8 @@ async fn connect_stdio(
         Ok(Err(e)) => e.to_string(),
         Err(_) => {
             // Timed out. (Its stdin is closed now, so whether it exits next says nothing.)
-            let seen = sniffed.lock().map(|s| s.clone()).unwrap_or_default();
-            if let Some(garbage) = not_json_rpc(&seen) {
-                return Err(McpError::NotMcp {
-                    target: format!("`{command}`"),
-                    detail: format!("it wrote `{}` on stdout", cut(&ep.redact(&garbage), 120)),
-                });
+            if let Some(not_mcp) = wrote_not_mcp(ep, &command, &sniffed) {
+                return Err(not_mcp);
             }
             return Err(McpError::TimedOut {
                 secs: limits.connect.as_secs(),
@@ -282,26 +247,89 @@ async fn connect_stdio(
             });
         }
     };
+    Err(why_failed(ep, &command, &sniffed, &mut process, failure).await)
+}
+
+/// Starts the server's command with its stdin, stdout and stderr piped, in an environment of
+/// the base variables and its own only.
+fn spawn_server(ep: &Endpoint, command: &str) -> Result<Helper, McpError> {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(&ep.args)
+        .env_clear()
+        .envs(base_env())
+        .envs(ep.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Helper::spawn(&mut cmd).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            McpError::CommandNotFound {
+                command: command.to_string(),
+            }
+        } else {
+            McpError::CannotStart {
+                command: command.to_string(),
+                reason: e.to_string(),
+            }
+        }
+    })
+}
+
+/// Keeps the last lines the server writes on stderr, read by a task of their own until it
+/// closes.
+fn tail_stderr(
+    helper: &mut Helper,
+) -> (Arc<Mutex<StderrTail>>, Option<tokio::task::JoinHandle<()>>) {
+    let stderr = Arc::new(Mutex::new(StderrTail::default()));
+    let mut stderr_reader = None;
+    if let Some(err) = helper.child().stderr.take() {
+        let tail = stderr.clone();
+        stderr_reader = Some(tokio::spawn(async move {
+            let mut lines = BufReader::new(err).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(mut t) = tail.lock() {
+                    t.push(line);
+                }
+            }
+        }));
+    }
+    (stderr, stderr_reader)
+}
+
+/// The error for a server that wrote what is not JSON-RPC on stdout (`sniffed`), if it did.
+fn wrote_not_mcp(ep: &Endpoint, command: &str, sniffed: &Mutex<Vec<u8>>) -> Option<McpError> {
+    let seen = sniffed.lock().map(|s| s.clone()).unwrap_or_default();
+    not_json_rpc(&seen).map(|garbage| McpError::NotMcp {
+        target: format!("`{command}`"),
+        detail: format!("it wrote `{}` on stdout", cut(&ep.redact(&garbage), 120)),
+    })
+}
+
+/// Why a server whose session failed before the deadline (`failure`) failed: it printed
+/// something that is not MCP, or it exited (with what it wrote on stderr), or else `failure`.
+async fn why_failed(
+    ep: &Endpoint,
+    command: &str,
+    sniffed: &Mutex<Vec<u8>>,
+    process: &mut ServerProcess,
+    failure: String,
+) -> McpError {
     // It failed before the deadline: did it exit, or print something that is not MCP?
     let exited = process.helper.wait(Duration::from_millis(500)).await.ok();
-    let seen = sniffed.lock().map(|s| s.clone()).unwrap_or_default();
-    if let Some(garbage) = not_json_rpc(&seen) {
-        return Err(McpError::NotMcp {
-            target: format!("`{command}`"),
-            detail: format!("it wrote `{}` on stdout", cut(&ep.redact(&garbage), 120)),
-        });
+    if let Some(not_mcp) = wrote_not_mcp(ep, command, sniffed) {
+        return not_mcp;
     }
     if let Some(status) = exited {
         // Let the reader take in what the server wrote before it exited.
         if let Some(reader) = process.stderr_reader.take() {
             let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
         }
-        return Err(McpError::Exited {
+        return McpError::Exited {
             status: describe_status(status),
             stderr: process.stderr_text(ep),
-        });
+        };
     }
-    Err(McpError::Protocol(ep.redact(&failure)))
+    McpError::Protocol(ep.redact(&failure))
 }
 
 async fn connect_http(
@@ -420,25 +448,7 @@ async fn diagnose_http(
     failure: Option<String>,
     limits: Limits,
 ) -> McpError {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "bosun", "version": env!("CARGO_PKG_VERSION")}}
-    });
-    let mut request = http
-        .post(url)
-        .headers(headers.clone().into_iter().collect())
-        .header(
-            reqwest::header::ACCEPT,
-            "application/json, text/event-stream",
-        )
-        .timeout(limits.request)
-        .json(&body);
-    if let Some(binding) = &ep.dpop
-        && let Ok(proof) = binding.prover.proof("POST", url, Some(&binding.token))
-    {
-        request = request.header(bosun_auth::dpop::PROOF_HEADER, proof);
-    }
+    let request = initialize_request(http, url, headers, ep, limits);
     let response = match request.send().await {
         Ok(r) => r,
         Err(e) => return reqwest_error(url, &e, limits),
@@ -480,10 +490,56 @@ async fn diagnose_http(
             },
         };
     }
+    if let Some(not_mcp) = not_mcp_answer(url, content_type, &text, &snippet) {
+        return not_mcp;
+    }
+    match failure {
+        Some(e) => McpError::Protocol(ep.redact(&e)),
+        None => McpError::TimedOut {
+            secs: limits.connect.as_secs(),
+            hint: String::new(),
+        },
+    }
+}
+
+/// The plain `initialize` POST of a diagnosis, with a DPoP proof when the endpoint's token is
+/// bound.
+fn initialize_request(
+    http: &reqwest::Client,
+    url: &str,
+    headers: &HashMap<HeaderName, HeaderValue>,
+    ep: &Endpoint,
+    limits: Limits,
+) -> reqwest::RequestBuilder {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "bosun", "version": env!("CARGO_PKG_VERSION")}}
+    });
+    let mut request = http
+        .post(url)
+        .headers(headers.clone().into_iter().collect())
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .timeout(limits.request)
+        .json(&body);
+    if let Some(binding) = &ep.dpop
+        && let Ok(proof) = binding.prover.proof("POST", url, Some(&binding.token))
+    {
+        request = request.header(bosun_auth::dpop::PROOF_HEADER, proof);
+    }
+    request
+}
+
+/// The error for a successful answer to `initialize` that is not MCP's (neither JSON nor an
+/// event stream, or JSON without an MCP result), if it is not.
+fn not_mcp_answer(url: &str, content_type: String, text: &str, snippet: &str) -> Option<McpError> {
     let is_json = content_type.starts_with("application/json");
     let is_sse = content_type.starts_with("text/event-stream");
     if !is_json && !is_sse {
-        return McpError::NotMcp {
+        return Some(McpError::NotMcp {
             target: url.to_string(),
             detail: format!(
                 "it answered with {}",
@@ -493,29 +549,23 @@ async fn diagnose_http(
                     content_type
                 }
             ),
-        };
+        });
     }
     if is_json
-        && serde_json::from_str::<serde_json::Value>(&text)
+        && serde_json::from_str::<serde_json::Value>(text)
             .ok()
             .and_then(|v| v.get("result")?.get("protocolVersion").cloned())
             .is_none()
     {
-        return McpError::NotMcp {
+        return Some(McpError::NotMcp {
             target: url.to_string(),
             detail: format!(
                 "its answer to initialize is not an MCP result: {}",
                 snippet.trim()
             ),
-        };
+        });
     }
-    match failure {
-        Some(e) => McpError::Protocol(ep.redact(&e)),
-        None => McpError::TimedOut {
-            secs: limits.connect.as_secs(),
-            hint: String::new(),
-        },
-    }
+    None
 }
 
 fn reqwest_error(url: &str, e: &reqwest::Error, limits: Limits) -> McpError {

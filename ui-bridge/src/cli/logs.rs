@@ -1,6 +1,7 @@
 //! `bosun logs`, and the log printing `bosun run --follow` shares with it.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -191,10 +192,8 @@ pub async fn print_log(
             nix::libc::setpriority(nix::libc::PRIO_PROCESS, 0, 10);
         }
     }
-    let mut run = run.to_string();
-    let mut view = None;
     let stdout = std::io::stdout();
-    let mut p = Printer {
+    let p = Printer {
         out: std::io::BufWriter::with_capacity(256 * 1024, stdout.lock()),
         next: opts.from_seq.max(1),
         at_line_start: true,
@@ -203,140 +202,234 @@ pub async fn print_log(
         json: opts.json,
         buf: Vec::new(),
     };
-    let mut direct = true;
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut quiet = tokio::time::interval(Duration::from_secs(1));
     quiet.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let (mut last_output, mut paused) = (Instant::now(), None::<String>);
+    let mut f = Follower {
+        run: run.to_string(),
+        view: None,
+        p,
+        direct: true,
+        last_output: Instant::now(),
+        paused: None,
+    };
     loop {
-        let request = FollowParams {
-            run: run.clone(),
-            from_seq: p.next,
-            follow: opts.follow,
-            stream: opts.stream,
-            direct,
-        };
-        let (sub, log_file) = match client.call(request).await {
-            Ok(Following {
-                sub,
-                run: v,
-                log_file,
-            }) => {
-                // Follow on by the full id: a prefix could match another run later.
-                run = v.id.to_string();
-                view = Some(v);
-                (sub, log_file)
-            }
-            Err(ClientError::Connection(_)) if view.is_some() => {
-                p.out.flush()?;
-                *client = reconnect(dirs, &run, p.next).await?;
-                continue;
-            }
-            Err(e) => return Err(e.into()),
+        let Some((sub, log_file)) = f.subscribe(dirs, client, &opts).await? else {
+            continue;
         };
         let mut file = None;
         loop {
             let event = tokio::select! {
                 e = client.next_event() => e,
                 _ = quiet.tick() => {
-                    // Nothing for a while: say so if the run is paused (its output cannot be
-                    // written), once, and once more when it goes on.
-                    if last_output.elapsed() < QUIET {
-                        continue;
-                    }
-                    if let Ok(v) = client.call(GetRun { run: run.clone() }).await
-                        && v.paused != paused
-                    {
-                        match &v.paused {
-                            Some(why) => eprintln!("bosun: run {} is {why}", v.short_id),
-                            None => eprintln!("bosun: run {} goes on", v.short_id),
-                        }
-                        paused = v.paused;
-                    }
+                    f.say_if_paused(client).await;
                     continue;
                 }
-                _ = interrupt.recv() => {
-                    p.out.flush()?;
-                    if let Some(v) = &view && output::stderr_is_terminal() {
-                        eprintln!("\nbosun: stopped following; run {} goes on (`bosun stop {}` ends it)", v.short_id, v.short_id);
-                    }
-                    return view.map(|v| *v).ok_or_else(|| anyhow::anyhow!("stopped"));
-                }
+                _ = interrupt.recv() => return f.stop(),
             };
             let event = match event {
                 Ok(Some(event)) => event,
                 Ok(None) | Err(ClientError::Connection(_)) => {
                     // bosund went away mid-log.
-                    p.out.flush()?;
-                    *client = reconnect(dirs, &run, p.next).await?;
+                    f.p.out.flush()?;
+                    *client = reconnect(dirs, &f.run, f.p.next).await?;
                     break;
                 }
                 Err(e) => return Err(e.into()),
             };
-            let output = |paused: &mut Option<String>, out: &mut dyn Write| -> anyhow::Result<()> {
-                if paused.take().is_some() {
-                    out.flush()?;
-                    eprintln!("bosun: run {run} goes on");
-                }
-                Ok(())
-            };
-            match event {
-                Event::Log {
-                    sub: s,
-                    seq,
-                    stream,
-                    at,
-                    data,
-                } if s == sub => {
-                    last_output = Instant::now();
-                    output(&mut paused, &mut p.out)?;
-                    p.chunk(&run, seq, stream, at, data.as_slice())?;
-                }
-                Event::LogProgress { sub: s, upto } if s == sub => {
-                    let Some(path) = &log_file else {
-                        continue;
-                    };
-                    last_output = Instant::now();
-                    output(&mut paused, &mut p.out)?;
-                    if let Err(e) = p.read_file(&run, &mut file, path, upto) {
-                        if file.is_some() || !is_unreadable(&e) {
-                            return Err(e);
-                        }
-                        // The file is not ours to read: bosund sends the chunks instead.
-                        let _ = client.call(Unfollow { sub }).await;
-                        direct = false;
-                        break;
-                    }
-                }
-                Event::LogLagged { sub: s, .. } if s == sub => {}
-                Event::LogEnd { sub: s, run, .. } if s == sub => {
-                    p.out.flush()?;
-                    return Ok(*run);
-                }
-                Event::LogFailed {
-                    sub: s, message, ..
-                } if s == sub => {
-                    p.out.flush()?;
-                    anyhow::bail!(message);
-                }
-                Event::Log { .. }
-                | Event::LogLagged { .. }
-                | Event::LogProgress { .. }
-                | Event::LogEnd { .. }
-                | Event::LogFailed { .. }
-                | Event::RunChanged { .. }
-                | Event::PendingChanged { .. }
-                | Event::ApprovalChanged { .. }
-                | Event::ChatMessage { .. }
-                | Event::StorageFault { .. }
-                | Event::StorageRecovered { .. }
-                | Event::Notification { .. } => {}
+            match f
+                .on_event(client, event, sub, log_file.as_deref(), &mut file)
+                .await?
+            {
+                Next::GoOn => {}
+                Next::Skip => continue,
+                Next::Resubscribe => break,
+                Next::Ended(run) => return Ok(*run),
             }
             // Flush whenever nothing else has arrived yet, so a live log shows at once.
             if !client.has_buffered() {
-                p.out.flush()?;
+                f.p.out.flush()?;
             }
         }
+    }
+}
+
+/// A follower of a run's log, across its subscriptions (one per connection to bosund).
+struct Follower<W: Write> {
+    /// The run: as the person named it, then by its full id.
+    run: String,
+    /// The run as its latest subscription found it.
+    view: Option<Box<RunView>>,
+    /// What prints the chunks, and the seq of the next one to print.
+    p: Printer<W>,
+    /// The follower reads the log file itself (bosund only says how far it goes).
+    direct: bool,
+    /// When output last came.
+    last_output: Instant,
+    /// Why the run is paused, as last said on stderr.
+    paused: Option<String>,
+}
+
+/// What a follower does after an event.
+enum Next {
+    /// Go on, flushing the output when nothing else has arrived yet.
+    GoOn,
+    /// Go on to the next event at once.
+    Skip,
+    /// Subscribe again, from the chunk after the last one printed.
+    Resubscribe,
+    /// The log ended: the run as it is then.
+    Ended(Box<RunView>),
+}
+
+impl<W: Write> Follower<W> {
+    /// Subscribes to the run's log from the chunk after the last one printed; the answer is the
+    /// subscription and the log file to read, or `None` when the connection broke and bosund
+    /// was got back (the follower subscribes again).
+    async fn subscribe(
+        &mut self,
+        dirs: &StateDir,
+        client: &mut bosun_ui::Client,
+        opts: &FollowOptions,
+    ) -> anyhow::Result<Option<(u64, Option<PathBuf>)>> {
+        let request = FollowParams {
+            run: self.run.clone(),
+            from_seq: self.p.next,
+            follow: opts.follow,
+            stream: opts.stream,
+            direct: self.direct,
+        };
+        match client.call(request).await {
+            Ok(Following {
+                sub,
+                run: v,
+                log_file,
+            }) => {
+                // Follow on by the full id: a prefix could match another run later.
+                self.run = v.id.to_string();
+                self.view = Some(v);
+                Ok(Some((sub, log_file)))
+            }
+            Err(ClientError::Connection(_)) if self.view.is_some() => {
+                self.p.out.flush()?;
+                *client = reconnect(dirs, &self.run, self.p.next).await?;
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Says on stderr that the run is paused, once nothing has come for a while.
+    async fn say_if_paused(&mut self, client: &mut bosun_ui::Client) {
+        // Nothing for a while: say so if the run is paused (its output cannot be
+        // written), once, and once more when it goes on.
+        if self.last_output.elapsed() < QUIET {
+            return;
+        }
+        if let Ok(v) = client
+            .call(GetRun {
+                run: self.run.clone(),
+            })
+            .await
+            && v.paused != self.paused
+        {
+            match &v.paused {
+                Some(why) => eprintln!("bosun: run {} is {why}", v.short_id),
+                None => eprintln!("bosun: run {} goes on", v.short_id),
+            }
+            self.paused = v.paused;
+        }
+    }
+
+    /// Stops following at the person's Ctrl-C (the run goes on); the answer is the run as
+    /// last heard of.
+    fn stop(mut self) -> anyhow::Result<RunView> {
+        self.p.out.flush()?;
+        if let Some(v) = &self.view
+            && output::stderr_is_terminal()
+        {
+            eprintln!(
+                "\nbosun: stopped following; run {} goes on (`bosun stop {}` ends it)",
+                v.short_id, v.short_id
+            );
+        }
+        self.view
+            .map(|v| *v)
+            .ok_or_else(|| anyhow::anyhow!("stopped"))
+    }
+
+    /// Says on stderr that a run said to be paused goes on, as its output comes again.
+    fn goes_on(&mut self) -> anyhow::Result<()> {
+        if self.paused.take().is_some() {
+            self.p.out.flush()?;
+            eprintln!("bosun: run {} goes on", self.run);
+        }
+        Ok(())
+    }
+
+    /// Prints what an event of the subscription `sub` brings: a chunk, or the log file up to
+    /// where it now goes (`log_file`, read through `file`).
+    async fn on_event(
+        &mut self,
+        client: &mut bosun_ui::Client,
+        event: Event,
+        sub: u64,
+        log_file: Option<&Path>,
+        file: &mut Option<LogReader>,
+    ) -> anyhow::Result<Next> {
+        match event {
+            Event::Log {
+                sub: s,
+                seq,
+                stream,
+                at,
+                data,
+            } if s == sub => {
+                self.last_output = Instant::now();
+                self.goes_on()?;
+                self.p.chunk(&self.run, seq, stream, at, data.as_slice())?;
+            }
+            Event::LogProgress { sub: s, upto } if s == sub => {
+                let Some(path) = log_file else {
+                    return Ok(Next::Skip);
+                };
+                self.last_output = Instant::now();
+                self.goes_on()?;
+                if let Err(e) = self.p.read_file(&self.run, file, path, upto) {
+                    if file.is_some() || !is_unreadable(&e) {
+                        return Err(e);
+                    }
+                    // The file is not ours to read: bosund sends the chunks instead.
+                    let _ = client.call(Unfollow { sub }).await;
+                    self.direct = false;
+                    return Ok(Next::Resubscribe);
+                }
+            }
+            Event::LogLagged { sub: s, .. } if s == sub => {}
+            Event::LogEnd { sub: s, run, .. } if s == sub => {
+                self.p.out.flush()?;
+                return Ok(Next::Ended(run));
+            }
+            Event::LogFailed {
+                sub: s, message, ..
+            } if s == sub => {
+                self.p.out.flush()?;
+                anyhow::bail!(message);
+            }
+            Event::Log { .. }
+            | Event::LogLagged { .. }
+            | Event::LogProgress { .. }
+            | Event::LogEnd { .. }
+            | Event::LogFailed { .. }
+            | Event::RunChanged { .. }
+            | Event::PendingChanged { .. }
+            | Event::ApprovalChanged { .. }
+            | Event::ChatMessage { .. }
+            | Event::StorageFault { .. }
+            | Event::StorageRecovered { .. }
+            | Event::Notification { .. } => {}
+        }
+        Ok(Next::GoOn)
     }
 }
 

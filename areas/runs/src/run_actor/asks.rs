@@ -172,6 +172,17 @@ impl RunActorState {
         {
             return self.ask_for_budget(myself, ask, reached, eval).await;
         }
+        self.follow_policy(myself, ask, eval).await
+    }
+
+    /// Does what the policy said of a call: decides it at once, or keeps it waiting for the
+    /// person.
+    async fn follow_policy(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        ask: ToolAsk,
+        eval: bosun_approvals::Evaluation,
+    ) -> Result<(), ActorProcessingErr> {
         match eval.outcome {
             Outcome::Allow { rule } => {
                 self.decide_now(&ask, true, rule, None, eval.escalates, eval.summary)
@@ -613,7 +624,7 @@ impl RunActorState {
             )));
         };
         // It stays waiting until its decision is saved ([`Self::commit_decision`]).
-        let Some(mut a) = self.asks.waiting.get(&key).cloned() else {
+        let Some(a) = self.asks.waiting.get(&key).cloned() else {
             return Err(RunsError::internal("the approval went missing"));
         };
         if a.class == super::SIGN_IN_CLASS {
@@ -624,114 +635,156 @@ impl RunActorState {
         }
         let now = Timestamp::now();
         if a.deadline <= now {
-            let message = expired_message(ms(a.deadline.since(a.asked_at)));
-            a.state = ApprovalState::Expired {
-                at: now,
-                message: message.clone(),
-            };
-            let settled = if a.budget.is_some() {
-                self.stop_for_budget(a, "nobody allowed more in time".into(), message)
-                    .await
-            } else {
-                self.settle(a, false, "the deadline".into(), Some(message))
-                    .await
-            };
-            settled.map_err(|e| RunsError::internal(e.to_string()))?;
-            return Err(RunsError::conflict(format!(
-                "approval {} ran out of time and was denied; nothing ran",
-                id.short()
-            )));
+            return self.decided_too_late(a, id, now).await;
         }
         if let Some(grant) = a.budget {
-            if d.allow {
-                let view = a.view();
-                return Ok(self
-                    .allow_more(myself, a, grant, true)
-                    .await?
-                    .unwrap_or(view));
-            }
-            let message = match d.message {
-                Some(m) if !m.trim().is_empty() => m,
-                _ => "the run's budget is spent and the person stopped the run".to_string(),
-            };
+            return self.budget_decided(myself, a, grant, d, now).await;
+        }
+        if d.allow {
+            self.person_allows(a, d.always, now).await
+        } else {
+            self.person_denies(a, d, now).await
+        }
+    }
+
+    /// Settles an approval whose deadline passed before the person decided (as its deadline
+    /// would have), and says so.
+    async fn decided_too_late(
+        &mut self,
+        mut a: ApprovalRecord,
+        id: ApprovalId,
+        now: Timestamp,
+    ) -> Result<ApprovalView, RunsError> {
+        let message = expired_message(ms(a.deadline.since(a.asked_at)));
+        a.state = ApprovalState::Expired {
+            at: now,
+            message: message.clone(),
+        };
+        let settled = if a.budget.is_some() {
+            self.stop_for_budget(a, "nobody allowed more in time".into(), message)
+                .await
+        } else {
+            self.settle(a, false, "the deadline".into(), Some(message))
+                .await
+        };
+        settled.map_err(|e| RunsError::internal(e.to_string()))?;
+        Err(RunsError::conflict(format!(
+            "approval {} ran out of time and was denied; nothing ran",
+            id.short()
+        )))
+    }
+
+    /// The person decides a budget's approval: allows `grant` more, or stops the run.
+    async fn budget_decided(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        mut a: ApprovalRecord,
+        grant: Budget,
+        d: PersonDecision,
+        now: Timestamp,
+    ) -> Result<ApprovalView, RunsError> {
+        if d.allow {
+            let view = a.view();
+            return Ok(self
+                .allow_more(myself, a, grant, true)
+                .await?
+                .unwrap_or(view));
+        }
+        let message = match d.message {
+            Some(m) if !m.trim().is_empty() => m,
+            _ => "the run's budget is spent and the person stopped the run".to_string(),
+        };
+        a.state = ApprovalState::Denied {
+            at: now,
+            by: "the person".into(),
+            message: message.clone(),
+        };
+        let view = a.view();
+        self.stop_for_budget(a, "the person stopped it".into(), message)
+            .await
+            .map_err(|e| RunsError::internal(e.to_string()))?;
+        Ok(view)
+    }
+
+    /// The person allows a call (`always`: and every call like it from now on), unless a block
+    /// landed while it waited.
+    async fn person_allows(
+        &mut self,
+        mut a: ApprovalRecord,
+        always: bool,
+        now: Timestamp,
+    ) -> Result<ApprovalView, RunsError> {
+        let run = self.rec.agent.clone();
+        if always {
+            bosun_approvals::set_verdict(
+                &self.ctx.agents,
+                &a,
+                bosun_approvals::AlwaysOrBlock::Always,
+            )
+            .await
+            .map_err(RunsError::internal)?;
+        }
+        // A block that landed while the call waited wins over the person's approval.
+        let store = self.ctx.store.clone();
+        let (tool, input) = (a.tool.clone(), a.input.clone());
+        let blocked = match run {
+            Some(run) => blocking(move || bosun_approvals::blocked(&store, &run, &tool, &input))
+                .await
+                .map_err(|e| RunsError::internal(e.to_string()))?
+                .map_err(|e| RunsError::internal(e.to_string()))?,
+            None => None,
+        };
+        if let Some(message) = blocked {
             a.state = ApprovalState::Denied {
                 at: now,
-                by: "the person".into(),
+                by: "the block".into(),
                 message: message.clone(),
             };
             let view = a.view();
-            self.stop_for_budget(a, "the person stopped it".into(), message)
+            self.settle(a, false, "blocked since it was asked".into(), Some(message))
                 .await
                 .map_err(|e| RunsError::internal(e.to_string()))?;
             return Ok(view);
         }
-        let run = self.rec.agent.clone();
-        if d.allow {
-            if d.always {
-                bosun_approvals::set_verdict(
-                    &self.ctx.agents,
-                    &a,
-                    bosun_approvals::AlwaysOrBlock::Always,
-                )
-                .await
-                .map_err(RunsError::internal)?;
-            }
-            // A block that landed while the call waited wins over the person's approval.
-            let store = self.ctx.store.clone();
-            let (tool, input) = (a.tool.clone(), a.input.clone());
-            let blocked = match run {
-                Some(run) => {
-                    blocking(move || bosun_approvals::blocked(&store, &run, &tool, &input))
-                        .await
-                        .map_err(|e| RunsError::internal(e.to_string()))?
-                        .map_err(|e| RunsError::internal(e.to_string()))?
-                }
-                None => None,
-            };
-            if let Some(message) = blocked {
-                a.state = ApprovalState::Denied {
-                    at: now,
-                    by: "the block".into(),
-                    message: message.clone(),
-                };
-                let view = a.view();
-                self.settle(a, false, "blocked since it was asked".into(), Some(message))
-                    .await
-                    .map_err(|e| RunsError::internal(e.to_string()))?;
-                return Ok(view);
-            }
-            a.state = ApprovalState::Allowed { at: now };
-            let view = a.view();
-            self.settle(a, true, "the person".into(), None)
-                .await
-                .map_err(|e| RunsError::internal(e.to_string()))?;
-            Ok(view)
-        } else {
-            if d.block {
-                bosun_approvals::set_verdict(
-                    &self.ctx.agents,
-                    &a,
-                    bosun_approvals::AlwaysOrBlock::Block,
-                )
-                .await
-                .map_err(RunsError::internal)?;
-            }
-            let message = match (d.message, d.block) {
-                (Some(m), _) if !m.trim().is_empty() => m,
-                (_, true) => bosun_approvals::blocked_message(&a.tool),
-                (_, false) => "the person denied this call".to_string(),
-            };
-            a.state = ApprovalState::Denied {
-                at: now,
-                by: "the person".into(),
-                message: message.clone(),
-            };
-            let view = a.view();
-            self.settle(a, false, "the person".into(), Some(message))
-                .await
-                .map_err(|e| RunsError::internal(e.to_string()))?;
-            Ok(view)
+        a.state = ApprovalState::Allowed { at: now };
+        let view = a.view();
+        self.settle(a, true, "the person".into(), None)
+            .await
+            .map_err(|e| RunsError::internal(e.to_string()))?;
+        Ok(view)
+    }
+
+    /// The person denies a call (with `d.block`: and blocks every call like it from now on).
+    async fn person_denies(
+        &mut self,
+        mut a: ApprovalRecord,
+        d: PersonDecision,
+        now: Timestamp,
+    ) -> Result<ApprovalView, RunsError> {
+        if d.block {
+            bosun_approvals::set_verdict(
+                &self.ctx.agents,
+                &a,
+                bosun_approvals::AlwaysOrBlock::Block,
+            )
+            .await
+            .map_err(RunsError::internal)?;
         }
+        let message = match (d.message, d.block) {
+            (Some(m), _) if !m.trim().is_empty() => m,
+            (_, true) => bosun_approvals::blocked_message(&a.tool),
+            (_, false) => "the person denied this call".to_string(),
+        };
+        a.state = ApprovalState::Denied {
+            at: now,
+            by: "the person".into(),
+            message: message.clone(),
+        };
+        let view = a.view();
+        self.settle(a, false, "the person".into(), Some(message))
+            .await
+            .map_err(|e| RunsError::internal(e.to_string()))?;
+        Ok(view)
     }
 
     /// The CLI withdrew the ask `key` itself: it no longer waits for anyone.

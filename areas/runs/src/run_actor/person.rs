@@ -42,6 +42,82 @@ fn server_of(a: &ApprovalRecord) -> &str {
         .unwrap_or_default()
 }
 
+/// What the approval of a server's request says of it.
+struct AskText {
+    class: &'static str,
+    tool: String,
+    why: String,
+    input: Value,
+    preview: String,
+}
+
+/// What the approval of a server's request says of it: its class, its tool's name, why it
+/// waits, what it holds (the form, or the messages), and its preview for the person.
+fn ask_text(ask: &ServerAsk) -> AskText {
+    let server = &ask.server;
+    let (class, tool, why, input, preview) = match &ask.what {
+        ServerAskKind::Elicitation { form } => {
+            let mut preview = format!(
+                "server {server} asks you to fill in a form: {}\n",
+                form.message
+            );
+            for line in form.lines() {
+                preview.push_str(&format!("  {line}\n"));
+            }
+            (
+                ELICITATION_CLASS,
+                format!("{server} form"),
+                format!(
+                    "the MCP server `{server}` asks the person for input (its elicitation policy is ask)"
+                ),
+                json!({"server": server, "form": form}),
+                preview,
+            )
+        }
+        ServerAskKind::Sampling {
+            preview: text,
+            max_tokens,
+        } => (
+            SAMPLING_CLASS,
+            format!("{server} sampling"),
+            format!(
+                "the MCP server `{server}` asks for a message of the model (its sampling policy is ask)"
+            ),
+            json!({"server": server, "messages": text, "max_tokens": max_tokens}),
+            format!(
+                "server {server} asks the run's model for a message (at most {max_tokens} tokens):\n{text}\n"
+            ),
+        ),
+    };
+    AskText {
+        class,
+        tool,
+        why,
+        input,
+        preview,
+    }
+}
+
+/// What the runner's person is told of a server's request that waits in the inbox as
+/// `approval`: how to answer it.
+fn waiting_note(ask: &ServerAsk, approval: &ApprovalRecord) -> String {
+    let server = &ask.server;
+    let short = approval.id.short();
+    if approval.class == ELICITATION_CLASS {
+        let example = match &ask.what {
+            ServerAskKind::Elicitation { form } => form.example(),
+            ServerAskKind::Sampling { .. } => String::new(),
+        };
+        format!(
+            "the MCP server {server} asks the person to fill in a form; it waits in the inbox: `bosun approve {short} --answer '{example}'`, or decline with `bosun deny {short}`"
+        )
+    } else {
+        format!(
+            "the MCP server {server} asks for a message of the model; it waits in the inbox: `bosun approve {short}` lets the run's CLI write it, `bosun deny {short}` refuses it"
+        )
+    }
+}
+
 impl RunActorState {
     /// A server's request for the person, from the run's gateway: kept in the inbox, or, when
     /// asked again, where it stands.
@@ -72,40 +148,13 @@ impl RunActorState {
             return Ok(());
         }
         let server = ask.server.clone();
-        let (class, tool, why, input, preview) = match &ask.what {
-            ServerAskKind::Elicitation { form } => {
-                let mut preview = format!(
-                    "server {server} asks you to fill in a form: {}\n",
-                    form.message
-                );
-                for line in form.lines() {
-                    preview.push_str(&format!("  {line}\n"));
-                }
-                (
-                    ELICITATION_CLASS,
-                    format!("{server} form"),
-                    format!(
-                        "the MCP server `{server}` asks the person for input (its elicitation policy is ask)"
-                    ),
-                    json!({"server": server, "form": form}),
-                    preview,
-                )
-            }
-            ServerAskKind::Sampling {
-                preview: text,
-                max_tokens,
-            } => (
-                SAMPLING_CLASS,
-                format!("{server} sampling"),
-                format!(
-                    "the MCP server `{server}` asks for a message of the model (its sampling policy is ask)"
-                ),
-                json!({"server": server, "messages": text, "max_tokens": max_tokens}),
-                format!(
-                    "server {server} asks the run's model for a message (at most {max_tokens} tokens):\n{text}\n"
-                ),
-            ),
-        };
+        let AskText {
+            class,
+            tool,
+            why,
+            input,
+            preview,
+        } = ask_text(&ask);
         let shim = ToolAsk {
             key: ask.key.clone(),
             tool,
@@ -123,20 +172,7 @@ impl RunActorState {
             preview,
             ..self.approval_of(&shim, ms(SERVER_ASK_WAIT), attended)
         };
-        let short = approval.id.short();
-        let note = if class == ELICITATION_CLASS {
-            let example = match &ask.what {
-                ServerAskKind::Elicitation { form } => form.example(),
-                ServerAskKind::Sampling { .. } => String::new(),
-            };
-            format!(
-                "the MCP server {server} asks the person to fill in a form; it waits in the inbox: `bosun approve {short} --answer '{example}'`, or decline with `bosun deny {short}`"
-            )
-        } else {
-            format!(
-                "the MCP server {server} asks for a message of the model; it waits in the inbox: `bosun approve {short}` lets the run's CLI write it, `bosun deny {short}` refuses it"
-            )
-        };
+        let note = waiting_note(&ask, &approval);
         info!(run_id = %self.rec.id, approval = %approval.id, server = %server, class, "a server's request waits for the person");
         self.ctx.writer.commit(changes_for(&approval)).await?;
         self.asks.next_seq += 1;
