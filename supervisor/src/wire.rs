@@ -52,6 +52,13 @@ impl Code for crate::settings::SettingError {
     }
 }
 
+/// A time cap the request gave that no run could have (zero, or over a week).
+impl Code for bosun_shared::time::TimeCapError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::BadRequest
+    }
+}
+
 impl Code for StoreError {
     fn code(&self) -> ErrorCode {
         ErrorCode::Internal

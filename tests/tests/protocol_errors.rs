@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use bosun_shared::placement::Placement;
+use bosun_shared::protocol::agents::EditAgentParams;
 use bosun_shared::protocol::runner::StopLadder;
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::ui::{
@@ -435,5 +436,96 @@ fn durations_out_of_range_are_refused_on_the_wire_and_on_the_command_line() -> a
     ])?;
     assert!(err.contains("too long to be a duration"), "{err}");
     assert!(b.run_ids().is_empty(), "no run was made");
+    b.finish()
+}
+
+/// Issue 26: an edit of an agent names what it clears. On the wire an empty permission mode or
+/// model, or a zero time cap or output cap, takes the field off (as it always has); a time cap
+/// no run could have is refused where the request is read, and the agent is left as it was.
+#[test]
+fn an_agent_edit_on_the_wire_clears_with_an_empty_value_and_refuses_a_cap_over_a_week()
+-> anyhow::Result<()> {
+    let b = Bosun::new("proto_agent_edit");
+    let cwd = b.scratch().display().to_string();
+    b.ok(&[
+        "agent",
+        "add",
+        "coder",
+        "--cli",
+        "claude",
+        "--cwd",
+        &cwd,
+        "--time-cap",
+        "1h",
+        "--max-output",
+        "1M",
+        "--permission-mode",
+        "plan",
+        "--model",
+        "sonnet",
+    ])?;
+    let shown = || -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::from_str(
+            &b.ok(&["agent", "show", "coder", "--json"])?,
+        )?)
+    };
+    let before = shown()?;
+    assert_eq!(before["time_cap_ms"], 3_600_000, "{before}");
+    assert_eq!(before["max_output"], 1 << 20, "{before}");
+    let edit = |p: EditAgentParams| {
+        Request::from(EditAgentParams {
+            agent: "coder".into(),
+            ..p
+        })
+    };
+    runtime()?.block_on(async {
+        let (_, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        let over = edit(EditAgentParams {
+            time_cap_ms: Some(8 * 24 * 3600 * 1000),
+            model: Some(String::new()),
+            ..EditAgentParams::default()
+        });
+        w.send_now(&ClientFrame::Request { id: 1, body: over })
+            .await?;
+        match r.read::<ServerFrame>().await? {
+            Some(ServerFrame::Response {
+                result: ResponseResult::Err(e),
+                ..
+            }) => {
+                assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
+                assert!(
+                    e.message.contains("a time cap can be a week at most"),
+                    "{}",
+                    e.message
+                );
+            }
+            other => anyhow::bail!("expected the time cap refused, got {other:?}"),
+        }
+        anyhow::Ok(())
+    })?;
+    assert_eq!(shown()?, before, "a refused edit changes nothing");
+    runtime()?.block_on(async {
+        let (_, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        let clear = edit(EditAgentParams {
+            time_cap_ms: Some(0),
+            max_output: Some(0),
+            permission_mode: Some(String::new()),
+            model: Some("  ".into()),
+            ..EditAgentParams::default()
+        });
+        w.send_now(&ClientFrame::Request { id: 2, body: clear })
+            .await?;
+        match r.read::<ServerFrame>().await? {
+            Some(ServerFrame::Response {
+                result: ResponseResult::Ok(_),
+                ..
+            }) => anyhow::Ok(()),
+            other => anyhow::bail!("expected the edit made, got {other:?}"),
+        }
+    })?;
+    let after = shown()?;
+    for field in ["time_cap_ms", "max_output", "permission_mode", "model"] {
+        assert!(after[field].is_null(), "{field} cleared: {after}");
+    }
     b.finish()
 }

@@ -9,6 +9,7 @@
 use crate::record::AgentReads;
 use bosun_mcp::record::ServerReads;
 use std::collections::{BTreeSet, HashSet};
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,8 +21,8 @@ use bosun_shared::agents::{
 use bosun_shared::approvals::{ApprovalMode, ToolKey, Verdict};
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::agents::{
-    AgentParams, AgentView, ApprovalsView, EditAgentParams, LastRunView, ServerSwitchView,
-    SwitchesView, ToolSwitchView, WorkspaceView,
+    AgentParams, AgentView, ApprovalsView, LastRunView, ServerSwitchView, SwitchesView,
+    ToolSwitchView, WorkspaceView,
 };
 use bosun_shared::protocol::mcp::{LineView, SecretLine};
 use bosun_shared::time::TimeCap;
@@ -35,6 +36,7 @@ use super::record::{
     AgentRecord, ApprovalSettings, LastRun, ServerSwitch, Switches, ToolSelection,
     WorkspaceSettings,
 };
+use bosun_kit::edit::Edit;
 use bosun_kit::keychain::{Keychain, agent_env_key};
 use bosun_kit::offload::blocking;
 use bosun_mcp::browser;
@@ -60,13 +62,42 @@ pub struct AgentsContext {
 /// them; the limit only bounds a busy store.
 pub const SAVE_LIMIT_MS: u64 = 5_000;
 
+/// A change to an agent: what is `None` or [`Edit::Keep`] stays. Every field with rules is
+/// checked where the request is read (a time cap over a week never gets here).
+#[derive(Clone, Debug, Default)]
+pub struct AgentEdit {
+    /// Its name or the start of its id.
+    pub agent: String,
+    pub name: Option<String>,
+    pub role: Option<String>,
+    pub cli: Option<CliKind>,
+    pub instructions: Option<String>,
+    pub permission_mode: Edit<String>,
+    pub allowed_commands: Option<Vec<String>>,
+    pub time_cap: Edit<TimeCap>,
+    /// The most bytes of output kept per run.
+    pub max_output: Edit<NonZeroU64>,
+    pub cwd: Option<PathBuf>,
+    /// A command agent's program and its arguments.
+    pub command: Option<Vec<String>>,
+    pub set_env: Vec<(String, String)>,
+    pub remove_env: Vec<String>,
+    pub set_secret_env: Vec<SecretLine>,
+    pub remove_secret_env: Vec<String>,
+    pub model: Edit<String>,
+    /// Replaces every `-c key=value` of a Codex agent.
+    pub codex_config: Option<Vec<(String, String)>>,
+    /// Paused: the board starts no run of it.
+    pub paused: Option<bool>,
+}
+
 pub enum AgentsMsg {
     Add {
         params: AgentParams,
         reply: RpcReplyPort<Result<AgentView, AgentsError>>,
     },
     Edit {
-        params: EditAgentParams,
+        params: AgentEdit,
         reply: RpcReplyPort<Result<AgentView, AgentsError>>,
     },
     /// Switches as `key=value`, all applied or none.
@@ -642,7 +673,7 @@ async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsErr
     view(ctx, rec).await
 }
 
-async fn edit(ctx: &AgentsContext, mut p: EditAgentParams) -> Result<AgentView, AgentsError> {
+async fn edit(ctx: &AgentsContext, mut p: AgentEdit) -> Result<AgentView, AgentsError> {
     let mut rec = find(&ctx.store, &p.agent).await?;
     apply_settings(&mut rec, &mut p);
     let stale = edit_env(&mut rec, &p)?;
@@ -659,7 +690,7 @@ async fn edit(ctx: &AgentsContext, mut p: EditAgentParams) -> Result<AgentView, 
 }
 
 /// Sets what the edit gives of the agent's own settings (all but its environment).
-fn apply_settings(rec: &mut AgentRecord, p: &mut EditAgentParams) {
+fn apply_settings(rec: &mut AgentRecord, p: &mut AgentEdit) {
     if let Some(n) = p.name.take() {
         rec.name = n;
     }
@@ -688,27 +719,23 @@ fn apply_settings(rec: &mut AgentRecord, p: &mut EditAgentParams) {
     if let Some(i) = p.instructions.take() {
         rec.instructions = i;
     }
-    if let Some(m) = p.permission_mode.take() {
-        rec.permission_mode = Some(m).filter(|m| !m.is_empty());
-    }
+    std::mem::take(&mut p.permission_mode).apply(&mut rec.permission_mode);
     if let Some(a) = p.allowed_commands.take() {
         rec.allowed_commands = a;
     }
-    if let Some(t) = p.time_cap_ms {
-        rec.time_cap_ms = Some(t).filter(|t| *t > 0);
-    }
-    if let Some(m) = p.max_output {
-        rec.max_output = Some(m).filter(|m| *m > 0);
-    }
+    std::mem::take(&mut p.time_cap)
+        .map(TimeCap::as_millis)
+        .apply(&mut rec.time_cap_ms);
+    std::mem::take(&mut p.max_output)
+        .map(NonZeroU64::get)
+        .apply(&mut rec.max_output);
     if let Some(c) = p.cwd.take() {
         rec.cwd = c;
     }
     if let Some(c) = p.command.take() {
         rec.command = c;
     }
-    if let Some(m) = p.model.take() {
-        rec.model = Some(m).filter(|m| !m.trim().is_empty());
-    }
+    std::mem::take(&mut p.model).apply(&mut rec.model);
     if let Some(c) = p.codex_config.take() {
         rec.codex_config = c;
     }
@@ -718,7 +745,7 @@ fn apply_settings(rec: &mut AgentRecord, p: &mut EditAgentParams) {
 }
 
 /// Removes and sets the agent's environment lines; returns the keychain keys whose values go.
-fn edit_env(rec: &mut AgentRecord, p: &EditAgentParams) -> Result<Vec<String>, AgentsError> {
+fn edit_env(rec: &mut AgentRecord, p: &AgentEdit) -> Result<Vec<String>, AgentsError> {
     for name in p.remove_env.iter().chain(p.remove_secret_env.iter()) {
         let known = rec.env.iter().any(|(k, _)| k == name) || rec.secret_env.contains(name);
         if !known {

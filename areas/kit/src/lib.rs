@@ -2,10 +2,12 @@
 //! about a domain: the restart budget every supervisor keeps ([`supervision`]), "the current"
 //! actor of a kind across restarts ([`handle`]), blocking work off the async workers
 //! ([`offload`]), the named crash points of the crash tests ([`crash`]), what the areas' error
-//! enums share ([`error`]), finding a record by the start of its id ([`prefix`]), the keychain
-//! where secret values live ([`keychain`]), and bosun's own git calls ([`git`]).
+//! enums share ([`error`]), an edit's keep / clear / set of one field ([`edit`]), finding a
+//! record by the start of its id ([`prefix`]), the keychain where secret values live
+//! ([`keychain`]), and bosun's own git calls ([`git`]).
 
 pub mod crash;
+pub mod edit;
 pub mod error;
 pub mod git;
 pub mod handle;

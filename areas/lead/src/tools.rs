@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use bosun_shared::ChatId;
 use bosun_shared::agents::CliKind;
-use bosun_shared::protocol::agents::{AgentParams, EditAgentParams};
+use bosun_shared::protocol::agents::AgentParams;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, EditCardParams, SetColumnParams,
 };
@@ -18,8 +18,9 @@ use serde_json::{Value, json};
 
 use crate::{ToolError, UnknownTool};
 use bosun_agents::launch;
-use bosun_agents::registry::{AgentsContext, AgentsHandle, AgentsMsg};
+use bosun_agents::registry::{AgentEdit, AgentsContext, AgentsHandle, AgentsMsg};
 use bosun_board::{BoardAnswer, BoardHandle, BoardRequest};
+use bosun_kit::edit::Edit;
 use bosun_kit::handle::ActorHandle;
 use bosun_kit::offload::blocking;
 use bosun_runs::RunsMsg;
@@ -760,10 +761,10 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
                 "active" => false,
                 other => return Err(ToolError::NotAStatus(other.to_string())),
             };
-            let params = EditAgentParams {
+            let params = AgentEdit {
                 agent: need(args, "agent")?.to_string(),
                 paused: Some(paused),
-                ..EditAgentParams::default()
+                ..AgentEdit::default()
             };
             let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
             Ok(format!(
@@ -817,13 +818,14 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
             if let Some(a) = &allowed {
                 only_commands(a)?;
             }
-            let params = EditAgentParams {
+            let params = AgentEdit {
                 agent: need(args, "agent")?.to_string(),
                 role: opt(args, "role"),
                 instructions: opt(args, "instructions"),
-                model: opt(args, "model"),
+                // An empty model goes back to the CLI's own.
+                model: Edit::read(opt(args, "model"), |m| m.trim().is_empty()),
                 allowed_commands: allowed,
-                ..EditAgentParams::default()
+                ..AgentEdit::default()
             };
             let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
             Ok(format!("Changed agent {}.", view.name))

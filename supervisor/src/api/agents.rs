@@ -1,12 +1,14 @@
 //! Answers about agents: add, edit, switch, show, list, remove; start a run of one; list its
 //! CLI's own tools.
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use bosun_agents::AgentsError;
-use bosun_agents::registry::{self as agents, AgentsMsg};
+use bosun_agents::registry::{self as agents, AgentEdit, AgentsMsg};
 use bosun_agents::{builtin, launch};
 use bosun_board::BoardRequest;
+use bosun_kit::edit::Edit;
 use bosun_shared::protocol::agents::{
     AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
     BuiltinToolsView, EditAgentParams,
@@ -14,6 +16,7 @@ use bosun_shared::protocol::agents::{
 use bosun_shared::protocol::board::CardView;
 use bosun_shared::protocol::ui::RunView;
 use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_shared::time::TimeCap;
 
 use super::{Handle, runs, starting_up};
 use crate::ctx::DaemonCtx;
@@ -31,12 +34,36 @@ impl Handle for AgentParams {
 
 impl Handle for EditAgentParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
-        agents_call(ctx, |reply| AgentsMsg::Edit {
-            params: self,
-            reply,
-        })
-        .await
+        let params = agent_edit(self)?;
+        agents_call(ctx, |reply| AgentsMsg::Edit { params, reply }).await
     }
+}
+
+/// The wire's edit of an agent as the agents area takes it: an empty mode or model, or a zero
+/// time cap or output cap, clears the field; a time cap is checked here.
+fn agent_edit(p: EditAgentParams) -> Result<AgentEdit, Failure> {
+    Ok(AgentEdit {
+        agent: p.agent,
+        name: p.name,
+        role: p.role,
+        cli: p.cli,
+        instructions: p.instructions,
+        permission_mode: Edit::read(p.permission_mode, |m| m.is_empty()),
+        allowed_commands: p.allowed_commands,
+        time_cap: Edit::read(p.time_cap_ms, |ms| *ms == 0).try_map(TimeCap::from_millis)?,
+        max_output: p.max_output.map_or(Edit::Keep, |n| {
+            NonZeroU64::new(n).map_or(Edit::Clear, Edit::Set)
+        }),
+        cwd: p.cwd,
+        command: p.command,
+        set_env: p.set_env,
+        remove_env: p.remove_env,
+        set_secret_env: p.set_secret_env,
+        remove_secret_env: p.remove_secret_env,
+        model: Edit::read(p.model, |m| m.trim().is_empty()),
+        codex_config: p.codex_config,
+        paused: p.paused,
+    })
 }
 
 impl Handle for AgentSet {
