@@ -1,11 +1,13 @@
 //! The socket protocol under bad input: a malformed frame, an oversized frame, a wrong protocol
 //! version and a runner with a wrong token each get a clear error, and the daemon keeps serving
-//! everyone else. Durations out of their range are refused over the wire and on the command line.
+//! everyone else. Durations out of their range are refused over the wire and on the command line;
+//! an edit of an agent or a server clears a field with an empty value or a zero, and no other way.
 
 use std::time::Duration;
 
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::agents::EditAgentParams;
+use bosun_shared::protocol::mcp::EditServerParams;
 use bosun_shared::protocol::runner::StopLadder;
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::ui::{
@@ -527,5 +529,89 @@ fn an_agent_edit_on_the_wire_clears_with_an_empty_value_and_refuses_a_cap_over_a
     for field in ["time_cap_ms", "max_output", "permission_mode", "model"] {
         assert!(after[field].is_null(), "{field} cleared: {after}");
     }
+    b.finish()
+}
+
+/// Issue 26: an edit of an MCP server names what it clears. On the wire an empty client id or
+/// client metadata address, or a callback port of zero, takes the field off (as it always has);
+/// a browser program for a server that is not the built-in browser is refused, even to clear.
+#[test]
+fn a_server_edit_on_the_wire_clears_with_an_empty_value_or_a_zero_port() -> anyhow::Result<()> {
+    let b = Bosun::new("proto_server_edit");
+    b.ok(&[
+        "mcp",
+        "add",
+        "svc",
+        "--transport",
+        "http",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--client-id",
+        "bosun-test",
+        "--callback-port",
+        "8765",
+        "--client-metadata-url",
+        "https://example.com/bosun/client.json",
+    ])?;
+    let shown = || -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::from_str(
+            &b.ok(&["mcp", "show", "svc", "--json"])?,
+        )?)
+    };
+    let before = shown()?;
+    assert_eq!(before["client_id"], "bosun-test", "{before}");
+    assert_eq!(before["callback_port"], 8765, "{before}");
+    let edit = |p: EditServerParams| {
+        Request::from(EditServerParams {
+            server: "svc".into(),
+            ..p
+        })
+    };
+    runtime()?.block_on(async {
+        let (_, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        let browser = edit(EditServerParams {
+            browser_program: Some(String::new()),
+            ..EditServerParams::default()
+        });
+        w.send_now(&ClientFrame::Request {
+            id: 1,
+            body: browser,
+        })
+        .await?;
+        match r.read::<ServerFrame>().await? {
+            Some(ServerFrame::Response {
+                result: ResponseResult::Err(e),
+                ..
+            }) => {
+                assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
+                assert!(
+                    e.message.contains("is not the built-in browser"),
+                    "{}",
+                    e.message
+                );
+            }
+            other => anyhow::bail!("expected the browser program refused, got {other:?}"),
+        }
+        let clear = edit(EditServerParams {
+            client_id: Some(String::new()),
+            callback_port: Some(0),
+            client_metadata_url: Some(String::new()),
+            ..EditServerParams::default()
+        });
+        w.send_now(&ClientFrame::Request { id: 2, body: clear })
+            .await?;
+        match r.read::<ServerFrame>().await? {
+            Some(ServerFrame::Response {
+                result: ResponseResult::Ok(_),
+                ..
+            }) => anyhow::Ok(()),
+            other => anyhow::bail!("expected the edit made, got {other:?}"),
+        }
+    })?;
+    let after = shown()?;
+    for field in ["client_id", "callback_port", "client_metadata_url"] {
+        assert!(after[field].is_null(), "{field} cleared: {after}");
+    }
+    assert_eq!(after["url"], before["url"], "the rest stays: {after}");
     b.finish()
 }

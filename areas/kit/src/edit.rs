@@ -24,6 +24,11 @@ impl<T> Edit<T> {
         }
     }
 
+    /// Whether the field stays as it is.
+    pub fn is_keep(&self) -> bool {
+        matches!(self, Edit::Keep)
+    }
+
     /// Makes the change to `field`.
     pub fn apply(self, field: &mut Option<T>) {
         match self {

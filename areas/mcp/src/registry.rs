@@ -8,13 +8,14 @@
 use crate::record::ServerReads;
 use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
 use std::collections::HashSet;
+use std::num::NonZeroU16;
 use std::sync::Arc;
 
 use crate::RegistryError;
 use bosun_shared::gateway::{AskPolicy, Rules};
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::protocol::mcp::{
-    AddServerParams, EditServerParams, GatewayEdit, McpApprove, SecretLine, ServerKind, ServerView,
+    AddServerParams, GatewayEdit, McpApprove, SecretLine, ServerKind, ServerView,
 };
 use bosun_shared::{ServerId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -34,6 +35,7 @@ use super::tools;
 use bosun_auth::AuthContext;
 use bosun_auth::record::ClientAuth;
 use bosun_auth::record::{Grant, SignInRecord, configured_secret_key};
+use bosun_kit::edit::Edit;
 use bosun_kit::keychain::Keychain;
 use bosun_kit::offload::blocking;
 use bosun_store::writer::StoreWriter;
@@ -49,6 +51,38 @@ pub struct RegistryContext {
     pub auth: AuthContext,
 }
 
+/// A change to a server: what is `None`, empty or [`Edit::Keep`] stays.
+#[derive(Clone, Debug, Default)]
+pub struct ServerEdit {
+    /// Its name or the start of its id.
+    pub server: String,
+    pub command: Option<String>,
+    /// Replaces the arguments.
+    pub args: Option<Vec<String>>,
+    /// A new address; its query is kept as a secret, and never shown again.
+    pub url: Option<String>,
+    /// Whether plain `http://` may reach another machine.
+    pub allow_http: Option<bool>,
+    pub kind: Option<ServerKind>,
+    /// Lines to add or whose value to replace.
+    pub set_env: Vec<SecretLine>,
+    pub remove_env: Vec<String>,
+    pub set_headers: Vec<SecretLine>,
+    pub remove_headers: Vec<String>,
+    /// The built-in browser only: the exact version of chrome-devtools-mcp.
+    pub browser_version: Option<String>,
+    /// The built-in browser only: the browser program (cleared: found again at each run).
+    pub browser_program: Edit<PathBuf>,
+    pub client_id: Edit<String>,
+    pub client_secret: Option<SecretValue>,
+    /// The loopback port for the sign-in's answer (cleared: any free port).
+    pub callback_port: Edit<NonZeroU16>,
+    pub sign_in_by: Option<SignInBy>,
+    pub client_metadata_url: Edit<String>,
+    /// Changes to what bosun's gateway holds the server to.
+    pub gateway: GatewayEdit,
+}
+
 pub enum RegistryMsg {
     Add {
         params: AddServerParams,
@@ -60,7 +94,7 @@ pub enum RegistryMsg {
         reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     Edit {
-        params: Box<EditServerParams>,
+        params: Box<ServerEdit>,
         reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     Rename {
@@ -616,11 +650,11 @@ fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), Registr
 /// Checks the sign-in settings: they are for a server reached by address.
 fn check_sign_in_settings(
     kind: ServerKind,
-    client_id: &Option<String>,
+    client_id: Option<&str>,
     client_secret: &Option<SecretValue>,
     by: Option<SignInBy>,
 ) -> Result<(), RegistryError> {
-    let given = client_id.as_deref().is_some_and(|c| !c.is_empty())
+    let given = client_id.is_some_and(|c| !c.is_empty())
         || client_secret.is_some()
         || by == Some(SignInBy::ClaudeCode);
     if kind == ServerKind::Stdio && given {
@@ -638,8 +672,6 @@ fn check_sign_in_settings(
     Ok(())
 }
 
-/// Checks the address of a client metadata document (`""`: none): an `https://` address with
-/// a path, for a server reached by address, as the MCP authorization rules ask of a client id.
 /// The shortest and longest deadline of a call.
 const DEADLINE_RANGE: std::ops::RangeInclusive<u64> = 1_000..=3_600_000;
 /// The smallest and largest result the model gets whole.
@@ -716,6 +748,8 @@ fn gateway_rules(rec: &ServerRecord, edit: GatewayEdit) -> Result<Rules, Registr
     Ok(rules)
 }
 
+/// Checks the address of a client metadata document (`""`: none): an `https://` address with
+/// a path, for a server reached by address, as the MCP authorization rules ask of a client id.
 fn check_client_metadata_url(
     kind: ServerKind,
     url: Option<&str>,
@@ -804,7 +838,12 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Re
     let target = address::check_target(p.kind, &p.command, &p.url, p.allow_http)?;
     check_browser_options(&p.command, &p.args)?;
     check_lines(&p.env, &p.headers)?;
-    check_sign_in_settings(p.kind, &p.client_id, &p.client_secret, p.sign_in_by)?;
+    check_sign_in_settings(
+        p.kind,
+        p.client_id.as_deref(),
+        &p.client_secret,
+        p.sign_in_by,
+    )?;
     let now = Timestamp::now();
     let rec = ServerRecord {
         id: ServerId::new(),
@@ -853,12 +892,12 @@ async fn add(ctx: &RegistryContext, p: AddServerParams) -> Result<ServerView, Re
     Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
 }
 
-async fn edit(ctx: &RegistryContext, mut p: EditServerParams) -> Result<ServerView, RegistryError> {
+async fn edit(ctx: &RegistryContext, mut p: ServerEdit) -> Result<ServerView, RegistryError> {
     let mut rec = find(&ctx.store, &p.server).await?;
     if rec.browser.is_some() {
         return edit_builtin(ctx, rec, p).await;
     }
-    if p.browser_version.is_some() || p.browser_program.is_some() {
+    if p.browser_version.is_some() || !p.browser_program.is_keep() {
         return Err(RegistryError::invalid(format!(
             "`{}` is not the built-in browser; a version and browser program are set on {} only",
             rec.name,
@@ -973,18 +1012,22 @@ fn edit_address(
 /// Checks and applies the sign-in settings given; returns the way of signing in from now on.
 fn edit_sign_in(
     rec: &mut ServerRecord,
-    p: &mut EditServerParams,
+    p: &mut ServerEdit,
     keys: &mut KeychainChanges,
 ) -> Result<SignInBy, RegistryError> {
     let by = p.sign_in_by.unwrap_or(rec.sign_in_by);
-    check_sign_in_settings(rec.kind, &p.client_id, &p.client_secret, Some(by))?;
-    match p.client_id.as_deref() {
-        Some("") => {
+    let given_id = match &p.client_id {
+        Edit::Set(id) => Some(id.as_str()),
+        Edit::Keep | Edit::Clear => None,
+    };
+    check_sign_in_settings(rec.kind, given_id, &p.client_secret, Some(by))?;
+    match std::mem::take(&mut p.client_id) {
+        Edit::Clear => {
             rec.client_id = None;
             keys.stale.push(configured_secret_key(rec.id));
         }
-        Some(id) => rec.client_id = Some(id.to_string()),
-        None => {}
+        Edit::Set(id) => rec.client_id = Some(id),
+        Edit::Keep => {}
     }
     if let Some(secret) = p.client_secret.take() {
         if rec.client_id.is_none() {
@@ -995,11 +1038,13 @@ fn edit_sign_in(
         }
         keys.save.push((configured_secret_key(rec.id), secret.0));
     }
-    if let Some(port) = p.callback_port {
-        rec.callback_port = Some(port).filter(|p| *p != 0);
-    }
-    if let Some(doc) = p.client_metadata_url.as_deref() {
-        rec.client_metadata_url = check_client_metadata_url(rec.kind, Some(doc))?;
+    std::mem::take(&mut p.callback_port)
+        .map(NonZeroU16::get)
+        .apply(&mut rec.callback_port);
+    match &p.client_metadata_url {
+        Edit::Keep => {}
+        Edit::Clear => rec.client_metadata_url = None,
+        Edit::Set(doc) => rec.client_metadata_url = check_client_metadata_url(rec.kind, Some(doc))?,
     }
     Ok(by)
 }
@@ -1007,7 +1052,7 @@ fn edit_sign_in(
 /// Removes and adds the names of environment lines and headers; a name to remove must be there.
 fn edit_line_names(
     rec: &mut ServerRecord,
-    p: &EditServerParams,
+    p: &ServerEdit,
     keys: &mut KeychainChanges,
 ) -> Result<(), RegistryError> {
     for (names, removed, what) in [
@@ -1046,7 +1091,7 @@ fn edit_line_names(
 async fn edit_builtin(
     ctx: &RegistryContext,
     mut rec: ServerRecord,
-    p: EditServerParams,
+    p: ServerEdit,
 ) -> Result<ServerView, RegistryError> {
     let other = p.command.is_some()
         || p.args.is_some()
@@ -1065,11 +1110,10 @@ async fn edit_builtin(
         browser::check_version(v.trim())?;
         settings.version = v.trim().to_string();
     }
-    if let Some(program) = p.browser_program {
-        if program.trim().is_empty() {
-            settings.program = None;
-        } else {
-            let path = PathBuf::from(program.trim());
+    match p.browser_program {
+        Edit::Keep => {}
+        Edit::Clear => settings.program = None,
+        Edit::Set(path) => {
             browser::check_program(&path)?;
             settings.program = Some(path);
         }

@@ -1,10 +1,13 @@
 //! Answers about MCP servers: add, edit, rename, remove, list, show; look at one (its tools, an
 //! inspection, a call); find and import servers from the coding CLIs' configurations.
 
+use std::num::NonZeroU16;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use bosun_kit::edit::Edit;
 use bosun_mcp::RegistryError;
-use bosun_mcp::registry::{self, RegistryMsg};
+use bosun_mcp::registry::{self, RegistryMsg, ServerEdit};
 use bosun_mcp::{adopt, look};
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::mcp::{
@@ -29,11 +32,36 @@ impl Handle for AddServerParams {
 
 impl Handle for EditServerParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        registry_call(ctx, |reply| RegistryMsg::Edit {
-            params: Box::new(self),
-            reply,
-        })
-        .await
+        let params = Box::new(server_edit(self));
+        registry_call(ctx, |reply| RegistryMsg::Edit { params, reply }).await
+    }
+}
+
+/// The wire's edit of a server as the registry takes it: an empty client id, browser program
+/// or client metadata address, or a callback port of zero, clears the field.
+fn server_edit(p: EditServerParams) -> ServerEdit {
+    let text = |given: Option<String>| Edit::read(given, |t| t.trim().is_empty());
+    ServerEdit {
+        server: p.server,
+        command: p.command,
+        args: p.args,
+        url: p.url,
+        allow_http: p.allow_http,
+        kind: p.kind,
+        set_env: p.set_env,
+        remove_env: p.remove_env,
+        set_headers: p.set_headers,
+        remove_headers: p.remove_headers,
+        browser_version: p.browser_version,
+        browser_program: text(p.browser_program).map(|b| PathBuf::from(b.trim())),
+        client_id: Edit::read(p.client_id, String::is_empty),
+        client_secret: p.client_secret,
+        callback_port: p.callback_port.map_or(Edit::Keep, |n| {
+            NonZeroU16::new(n).map_or(Edit::Clear, Edit::Set)
+        }),
+        sign_in_by: p.sign_in_by,
+        client_metadata_url: Edit::read(p.client_metadata_url, String::is_empty),
+        gateway: p.gateway,
     }
 }
 
