@@ -22,7 +22,7 @@ mod projects;
 pub mod record;
 pub mod worktree;
 pub use error::BoardError;
-pub use merge::{Again, Closed, Finding, OfferNow, QaTokens};
+pub use merge::{Again, Closed, Finding, Findings, OfferNow, QaTokens};
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -93,73 +93,70 @@ pub struct BoardContext {
 
 pub type BoardHandle = ActorHandle<BoardMsg>;
 
-/// Asks the Board actor (every change to the board and the notes goes through it).
-pub async fn ask(board: &BoardHandle, req: BoardRequest) -> Result<BoardAnswer, BoardError> {
+/// The port a request's reply goes back on: each request carries one of the type it yields,
+/// so a caller gets exactly that and never picks it out of a union.
+pub type Reply<T> = RpcReplyPort<Result<T, BoardError>>;
+
+/// Asks the Board actor (every change to the board and the notes goes through it) the request
+/// `make` builds around the reply port, and waits for that request's own reply.
+pub async fn ask<T: Send + 'static>(
+    board: &BoardHandle,
+    make: impl FnOnce(Reply<T>) -> BoardRequest,
+) -> Result<T, BoardError> {
     let board = board.get().ok_or(bosun_kit::error::Starting)?;
-    ractor::call!(board, |reply| BoardMsg::Request { req, reply })
+    ractor::call!(board, |reply| BoardMsg::Request(make(reply)))
         .map_err(|e| BoardError::internal(format!("the board did not answer: {e}")))?
 }
 
-/// What the Board answers a request with: the view of what the request was about. The lead's
-/// tools show it to the lead as JSON, tagged `answer` as it always was.
-#[derive(Debug, serde::Serialize)]
-#[serde(tag = "answer", rename_all = "snake_case")]
-pub enum BoardAnswer {
-    Board(Box<BoardView>),
-    Column(ColumnView),
-    Card(Box<CardView>),
-    Notes {
-        notes: Vec<NoteSummary>,
-    },
-    Note(NoteView),
-    Project(Box<ProjectView>),
-    Projects {
-        projects: Vec<ProjectView>,
-    },
-    /// What was done, in words (a merge, a checkout brought up to date).
-    Said {
-        said: String,
-    },
-    /// A board check's findings: cards QA passed, for the lead to merge; and cards whose
-    /// window after QA closed with their merge still owed, for the person.
-    Findings {
-        findings: Vec<Finding>,
-        closed: Vec<Closed>,
-    },
-    /// How the merges of the cards a board check offered went.
-    Offers {
-        offers: Vec<OfferNow>,
-    },
-}
-
+/// What the Board is asked, each with the port for what it yields: the view of what the
+/// request was about, or for the lead's merges the words of what was done.
 pub enum BoardRequest {
-    Show,
-    AddColumn(AddColumnParams),
-    SetColumn(SetColumnParams),
+    Show(Reply<BoardView>),
+    AddColumn {
+        params: AddColumnParams,
+        reply: Reply<ColumnView>,
+    },
+    SetColumn {
+        params: SetColumnParams,
+        reply: Reply<ColumnView>,
+    },
     /// `taint`: the outside tool the lead's answer used before this call, if any.
     AddCard {
         params: AddCardParams,
         taint: Option<String>,
+        reply: Reply<CardView>,
     },
     EditCard {
         params: Box<EditCardParams>,
         taint: Option<String>,
+        reply: Reply<CardView>,
     },
-    ShowCard(String),
+    ShowCard {
+        card: String,
+        reply: Reply<CardView>,
+    },
     /// Removes a card no run of is going, and its worktree (`force`: with changes not
-    /// committed).
+    /// committed); the reply is the card as it was.
     RemoveCard {
         card: String,
         force: bool,
+        reply: Reply<CardView>,
     },
-    SetLimit(u32),
-    Notes,
-    Note(String),
+    SetLimit {
+        limit: u32,
+        reply: Reply<BoardView>,
+    },
+    Notes(Reply<Vec<NoteSummary>>),
+    Note {
+        path: String,
+        reply: Reply<NoteView>,
+    },
     WriteNote {
         path: String,
         text: String,
         base_version: Option<u64>,
         force: bool,
+        reply: Reply<NoteView>,
     },
     /// Adds a section (a `## heading` and its text) at the end of a note, creating it if need
     /// be.
@@ -167,47 +164,71 @@ pub enum BoardRequest {
         path: String,
         heading: String,
         text: String,
+        reply: Reply<NoteView>,
     },
     MoveNote {
         from: String,
         to: String,
+        reply: Reply<NoteView>,
     },
-    AddProject(AddProjectParams),
-    EditProject(EditProjectParams),
+    AddProject {
+        params: AddProjectParams,
+        reply: Reply<ProjectView>,
+    },
+    EditProject {
+        params: EditProjectParams,
+        reply: Reply<ProjectView>,
+    },
     /// The person's switches of a project (`key=value`); nobody else's request is made into it.
     SetProject {
         project: String,
         settings: Vec<String>,
+        reply: Reply<ProjectView>,
     },
-    ShowProject(String),
-    Projects,
-    RemoveProject(String),
+    ShowProject {
+        project: String,
+        reply: Reply<ProjectView>,
+    },
+    Projects(Reply<Vec<ProjectView>>),
+    /// Removes a project; the reply is the project as it was.
+    RemoveProject {
+        project: String,
+        reply: Reply<ProjectView>,
+    },
     /// A live QA run's verdict on its card (from bosun's MCP server, by the run's token).
     QaVerdict {
         card: CardId,
         pass: bool,
         summary: String,
+        reply: Reply<CardView>,
     },
-    /// The lead's merge of a card's pull request, under every rule.
-    MergePr(String),
-    /// The lead brings a project's checkout up to date (`stash`: its changes put aside first).
+    /// The lead's merge of a card's pull request, under every rule: what was done, in words.
+    MergePr {
+        card: String,
+        reply: Reply<String>,
+    },
+    /// The lead brings a project's checkout up to date (`stash`: its changes put aside first):
+    /// what was done, in words.
     UpdateCheckout {
         project: String,
         stash: bool,
+        reply: Reply<String>,
     },
     /// A board check's findings (`mark`: recorded as offered to the lead now).
     MergeFindings {
         mark: bool,
+        reply: Reply<Findings>,
     },
     /// How the merges of the cards a board check offered went.
-    MergeOffers(Vec<CardId>),
+    MergeOffers {
+        cards: Vec<CardId>,
+        reply: Reply<Vec<OfferNow>>,
+    },
 }
 
 pub enum BoardMsg {
-    Request {
-        req: BoardRequest,
-        reply: RpcReplyPort<Result<BoardAnswer, BoardError>>,
-    },
+    /// A request, answered on its own reply port.
+    Request(BoardRequest),
     /// Time to look for work.
     Tick,
     /// Time to look for merged pull requests.
@@ -335,11 +356,8 @@ impl Actor for Board {
     ) -> Result<(), ActorProcessingErr> {
         bosun_kit::supervision::in_span(tracing::info_span!("board"), async move {
             match msg {
-                BoardMsg::Request { req, reply } => {
-                    let answer = state.request(req).await;
-                    let changed = answer.is_ok();
-                    let _ = reply.send(answer);
-                    if changed {
+                BoardMsg::Request(req) => {
+                    if state.request(req).await {
                         state.automate(&myself).await?;
                     }
                 }
@@ -363,6 +381,14 @@ impl Actor for Board {
         })
         .await
     }
+}
+
+/// Sends a request's reply (a caller that stopped waiting is no matter) and says whether it was
+/// a success.
+fn send<T>(reply: Reply<T>, result: Result<T, BoardError>) -> bool {
+    let ok = result.is_ok();
+    let _ = reply.send(result);
+    ok
 }
 
 fn bad(m: impl std::fmt::Display) -> BoardError {
@@ -658,16 +684,15 @@ impl BoardState {
             })
     }
 
-    async fn card_answer(&self, id: CardId) -> Result<BoardAnswer, BoardError> {
+    /// The card as a request about it is answered: its full view, activity included.
+    async fn card_reply(&self, id: CardId) -> Result<CardView, BoardError> {
         let names = self.agent_names().await?;
         let states = self.run_states(false).await;
         let c = self
             .cards
             .get(&id)
             .ok_or_else(|| BoardError::internal("the card went away"))?;
-        Ok(BoardAnswer::Card(Box::new(
-            self.card_view(c, &names, &states, true),
-        )))
+        Ok(self.card_view(c, &names, &states, true))
     }
 
     async fn save(&self, changes: Vec<BoardChange>) -> Result<(), BoardError> {
@@ -678,87 +703,122 @@ impl BoardState {
             .map_err(BoardError::from)
     }
 
-    async fn request(&mut self, req: BoardRequest) -> Result<BoardAnswer, BoardError> {
+    /// Carries out a request and sends its reply on the request's own port. Whether it
+    /// succeeded: the board may have changed, so the automation looks again.
+    async fn request(&mut self, req: BoardRequest) -> bool {
         match req {
-            BoardRequest::Show => Ok(BoardAnswer::Board(Box::new(self.board_view().await?))),
-            BoardRequest::AddColumn(p) => self.add_column(p).await,
-            BoardRequest::SetColumn(p) => self.set_column(p).await,
-            BoardRequest::AddCard { params, taint } => self.add_card(params, taint).await,
-            BoardRequest::EditCard { params, taint } => self.edit_card(*params, taint).await,
-            BoardRequest::ShowCard(key) => {
-                let id = self.card_id(&key)?;
-                self.card_answer(id).await
-            }
-            BoardRequest::SetLimit(limit) => {
-                if limit == 0 || limit > MAX_LIMIT {
-                    return Err(bad(format!(
-                        "the limit on card runs at once is 1 to {MAX_LIMIT}; {limit} is not"
-                    )));
-                }
-                let meta = BoardMeta { limit };
-                self.save(vec![BoardChange::Meta(meta.clone())]).await?;
-                self.meta = meta;
-                Ok(BoardAnswer::Board(Box::new(self.board_view().await?)))
-            }
-            BoardRequest::Notes => {
-                let store = self.ctx.store.clone();
-                let notes = blocking(move || store.all::<NoteRecord>()).await??;
-                Ok(BoardAnswer::Notes {
-                    notes: notes
-                        .into_iter()
-                        .map(|n| NoteSummary {
-                            bytes: n.text.len() as u64,
-                            path: n.path,
-                            version: n.version,
-                            updated_at: n.updated_at,
-                        })
-                        .collect(),
-                })
-            }
-            BoardRequest::Note(path) => {
-                check_note_path(&path)?;
-                self.note(&path)
-                    .await?
-                    .map(|n| BoardAnswer::Note(n.view()))
-                    .ok_or_else(|| {
-                        BoardError::not_found(format!(
-                            "there is no note `{path}`; `bosun note list` shows them"
-                        ))
-                    })
-            }
+            BoardRequest::Show(reply) => send(reply, self.board_view().await),
+            BoardRequest::AddColumn { params, reply } => send(reply, self.add_column(params).await),
+            BoardRequest::SetColumn { params, reply } => send(reply, self.set_column(params).await),
+            BoardRequest::AddCard {
+                params,
+                taint,
+                reply,
+            } => send(reply, self.add_card(params, taint).await),
+            BoardRequest::EditCard {
+                params,
+                taint,
+                reply,
+            } => send(reply, self.edit_card(*params, taint).await),
+            BoardRequest::ShowCard { card, reply } => send(reply, self.show_card(&card).await),
+            BoardRequest::SetLimit { limit, reply } => send(reply, self.set_limit(limit).await),
+            BoardRequest::Notes(reply) => send(reply, self.notes().await),
+            BoardRequest::Note { path, reply } => send(reply, self.read_note(&path).await),
             BoardRequest::WriteNote {
                 path,
                 text,
                 base_version,
                 force,
-            } => self.write_note(path, text, base_version, force).await,
+                reply,
+            } => send(
+                reply,
+                self.write_note(path, text, base_version, force).await,
+            ),
             BoardRequest::AppendNote {
                 path,
                 heading,
                 text,
-            } => self.append_note(path, heading, text).await,
-            BoardRequest::MoveNote { from, to } => self.move_note(from, to).await,
-            BoardRequest::RemoveCard { card, force } => self.remove_card(&card, force).await,
-            BoardRequest::AddProject(p) => self.add_project(p).await,
-            BoardRequest::EditProject(p) => self.edit_project(p).await,
-            BoardRequest::SetProject { project, settings } => {
-                self.set_project(&project, &settings).await
+                reply,
+            } => send(reply, self.append_note(path, heading, text).await),
+            BoardRequest::MoveNote { from, to, reply } => {
+                send(reply, self.move_note(from, to).await)
             }
-            BoardRequest::ShowProject(key) => self.show_project(&key),
-            BoardRequest::Projects => Ok(self.list_projects()),
+            BoardRequest::RemoveCard { card, force, reply } => {
+                send(reply, self.remove_card(&card, force).await)
+            }
+            BoardRequest::AddProject { params, reply } => {
+                send(reply, self.add_project(params).await)
+            }
+            BoardRequest::EditProject { params, reply } => {
+                send(reply, self.edit_project(params).await)
+            }
+            BoardRequest::SetProject {
+                project,
+                settings,
+                reply,
+            } => send(reply, self.set_project(&project, &settings).await),
+            BoardRequest::ShowProject { project, reply } => {
+                send(reply, self.show_project(&project))
+            }
+            BoardRequest::Projects(reply) => send(reply, Ok(self.list_projects())),
             BoardRequest::QaVerdict {
                 card,
                 pass,
                 summary,
-            } => self.qa_verdict(card, pass, summary).await,
-            BoardRequest::MergePr(card) => self.merge_pr(&card).await,
-            BoardRequest::UpdateCheckout { project, stash } => {
-                self.update_checkout(&project, stash).await
+                reply,
+            } => send(reply, self.qa_verdict(card, pass, summary).await),
+            BoardRequest::MergePr { card, reply } => send(reply, self.merge_pr(&card).await),
+            BoardRequest::UpdateCheckout {
+                project,
+                stash,
+                reply,
+            } => send(reply, self.update_checkout(&project, stash).await),
+            BoardRequest::MergeFindings { mark, reply } => send(reply, self.findings(mark).await),
+            BoardRequest::MergeOffers { cards, reply } => send(reply, Ok(self.offers(&cards))),
+            BoardRequest::RemoveProject { project, reply } => {
+                send(reply, self.remove_project(&project).await)
             }
-            BoardRequest::MergeFindings { mark } => self.findings(mark).await,
-            BoardRequest::MergeOffers(cards) => Ok(self.offers(&cards)),
-            BoardRequest::RemoveProject(key) => self.remove_project(&key).await,
         }
+    }
+
+    async fn show_card(&self, key: &str) -> Result<CardView, BoardError> {
+        let id = self.card_id(key)?;
+        self.card_reply(id).await
+    }
+
+    async fn set_limit(&mut self, limit: u32) -> Result<BoardView, BoardError> {
+        if limit == 0 || limit > MAX_LIMIT {
+            return Err(bad(format!(
+                "the limit on card runs at once is 1 to {MAX_LIMIT}; {limit} is not"
+            )));
+        }
+        let meta = BoardMeta { limit };
+        self.save(vec![BoardChange::Meta(meta.clone())]).await?;
+        self.meta = meta;
+        self.board_view().await
+    }
+
+    async fn notes(&self) -> Result<Vec<NoteSummary>, BoardError> {
+        let store = self.ctx.store.clone();
+        let notes = blocking(move || store.all::<NoteRecord>()).await??;
+        Ok(notes
+            .into_iter()
+            .map(|n| NoteSummary {
+                bytes: n.text.len() as u64,
+                path: n.path,
+                version: n.version,
+                updated_at: n.updated_at,
+            })
+            .collect())
+    }
+
+    async fn read_note(&self, path: &str) -> Result<NoteView, BoardError> {
+        check_note_path(path)?;
+        self.note(path).await?.map(|n| n.view()).ok_or_else(|| {
+            BoardError::not_found(format!(
+                "there is no note `{path}`; `bosun note list` shows them"
+            ))
+        })
     }
 
     async fn append_note(
@@ -766,7 +826,7 @@ impl BoardState {
         path: String,
         heading: String,
         text: String,
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<NoteView, BoardError> {
         check_note_path(&path)?;
         let heading = heading.trim();
         if heading.is_empty() || heading.contains('\n') {
@@ -791,10 +851,10 @@ impl BoardState {
             updated_at: Timestamp::now(),
         };
         self.save(vec![BoardChange::Note(note.clone())]).await?;
-        Ok(BoardAnswer::Note(note.view()))
+        Ok(note.view())
     }
 
-    async fn move_note(&mut self, from: String, to: String) -> Result<BoardAnswer, BoardError> {
+    async fn move_note(&mut self, from: String, to: String) -> Result<NoteView, BoardError> {
         check_note_path(&from)?;
         check_note_path(&to)?;
         let Some(note) = self.note(&from).await? else {
@@ -803,7 +863,7 @@ impl BoardState {
             )));
         };
         if from == to {
-            return Ok(BoardAnswer::Note(note.view()));
+            return Ok(note.view());
         }
         if self.note(&to).await?.is_some() {
             return Err(BoardError::conflict(format!(
@@ -821,7 +881,7 @@ impl BoardState {
             BoardChange::Note(moved.clone()),
         ])
         .await?;
-        Ok(BoardAnswer::Note(moved.view()))
+        Ok(moved.view())
     }
 
     async fn note(&self, path: &str) -> Result<Option<NoteRecord>, BoardError> {
@@ -837,7 +897,7 @@ impl BoardState {
         text: String,
         base_version: Option<u64>,
         force: bool,
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<NoteView, BoardError> {
         check_note_path(&path)?;
         if text.len() > MAX_NOTE || text.contains('\0') {
             return Err(bad("a note is at most 1 MiB of text with no NUL byte"));
@@ -872,10 +932,10 @@ impl BoardState {
             updated_at: Timestamp::now(),
         };
         self.save(vec![BoardChange::Note(note.clone())]).await?;
-        Ok(BoardAnswer::Note(note.view()))
+        Ok(note.view())
     }
 
-    async fn add_column(&mut self, p: AddColumnParams) -> Result<BoardAnswer, BoardError> {
+    async fn add_column(&mut self, p: AddColumnParams) -> Result<ColumnView, BoardError> {
         let name = check_column_name(&p.name)?;
         if self.column(&name).is_ok() {
             return Err(BoardError::conflict(format!(
@@ -901,10 +961,10 @@ impl BoardState {
         self.save(changes).await?;
         self.columns = columns;
         info!(column = %col.name, auto = col.auto, "column added");
-        Ok(BoardAnswer::Column(self.columns[at as usize].view()))
+        Ok(self.columns[at as usize].view())
     }
 
-    async fn set_column(&mut self, p: SetColumnParams) -> Result<BoardAnswer, BoardError> {
+    async fn set_column(&mut self, p: SetColumnParams) -> Result<ColumnView, BoardError> {
         let id = self.column(&p.column)?.id;
         let mut columns = self.columns.clone();
         let Some(index) = columns.iter().position(|c| c.id == id) else {
@@ -932,14 +992,14 @@ impl BoardState {
         changes.push(BoardChange::Column(columns[at].clone()));
         self.save(changes).await?;
         self.columns = columns;
-        Ok(BoardAnswer::Column(self.columns[at].view()))
+        Ok(self.columns[at].view())
     }
 
     async fn add_card(
         &mut self,
         p: AddCardParams,
         taint: Option<String>,
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<CardView, BoardError> {
         let title = check_title(&p.title)?;
         check_text("description", &p.description)?;
         check_text("acceptance criteria", &p.acceptance)?;
@@ -1005,14 +1065,14 @@ impl BoardState {
             .await?;
         let id = card.id;
         self.cards.insert(id, card);
-        self.card_answer(id).await
+        self.card_reply(id).await
     }
 
     async fn edit_card(
         &mut self,
         p: EditCardParams,
         taint: Option<String>,
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<CardView, BoardError> {
         let id = self.card_id(&p.card)?;
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Err(BoardError::internal("the card went away"));
@@ -1060,7 +1120,7 @@ impl BoardState {
         self.save(vec![BoardChange::Card(Box::new(card.clone()))])
             .await?;
         self.cards.insert(id, card);
-        self.card_answer(id).await
+        self.card_reply(id).await
     }
 
     /// Gives the card to the agent `a` (none when empty), logging the change.
@@ -1137,7 +1197,7 @@ impl BoardState {
     /// Removes a card, and its worktree first (its branch stays): a crash in between leaves
     /// the card, whose next run or removal finds the worktree gone. Refused while a run of it
     /// is going.
-    async fn remove_card(&mut self, key: &str, force: bool) -> Result<BoardAnswer, BoardError> {
+    async fn remove_card(&mut self, key: &str, force: bool) -> Result<CardView, BoardError> {
         let id = self.card_id(key)?;
         let Some(card) = self.cards.get(&id).cloned() else {
             return Err(BoardError::internal("the card went away"));
@@ -1154,7 +1214,7 @@ impl BoardState {
                 id.short()
             )));
         }
-        let answer = self.card_answer(id).await?;
+        let view = self.card_reply(id).await?;
         if let Some(wt) = card.worktree.clone() {
             let repo = card
                 .project
@@ -1170,7 +1230,7 @@ impl BoardState {
         self.save(vec![BoardChange::DeleteCard(id)]).await?;
         self.cards.remove(&id);
         info!(card = %id, "card removed");
-        Ok(answer)
+        Ok(view)
     }
 
     /// Starts the runs the board owes, as far as the limit allows, and notes runs that ended.

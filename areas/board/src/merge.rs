@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bosun_shared::projects::Host;
-use bosun_shared::protocol::board::AddColumnParams;
+use bosun_shared::protocol::board::{AddColumnParams, CardView};
 use bosun_shared::protocol::ui::{Event, NotificationKind};
 use bosun_shared::{CardId, ColumnId, RunToken, Timestamp};
 use tracing::{info, warn};
@@ -39,7 +39,7 @@ use super::record::{
     BoardChange, CardRecord, MergeAsk, MergeOffer, MergedPr, ProjectRecord, QaVerdict,
 };
 use super::worktree;
-use super::{BoardAnswer, BoardError, BoardState};
+use super::{BoardError, BoardState};
 use bosun_kit::git;
 use bosun_kit::offload::blocking;
 use bosun_runs::events::EventsMsg;
@@ -112,7 +112,7 @@ impl BoardState {
         id: CardId,
         pass: bool,
         summary: String,
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<CardView, BoardError> {
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Err(BoardError::not_found("the card of this QA run is gone"));
         };
@@ -165,7 +165,7 @@ impl BoardState {
         self.ctx.qa_tokens.close(id);
         info!(card = %id, pass, "QA verdict recorded");
         self.cards.insert(id, card);
-        self.card_answer(id).await
+        self.card_reply(id).await
     }
 
     /// Every rule of the lead's merge, in order; the first that does not hold is the refusal
@@ -284,7 +284,7 @@ impl BoardState {
         Ok(())
     }
     /// The lead's merge of a card's pull request, under every rule.
-    pub(super) async fn merge_pr(&mut self, key: &str) -> Result<BoardAnswer, BoardError> {
+    pub(super) async fn merge_pr(&mut self, key: &str) -> Result<String, BoardError> {
         let id = self.card_id(key)?;
         let mut why = Why::Other;
         let plan = match self.merge_plan(id, &mut why).await {
@@ -338,7 +338,7 @@ impl BoardState {
         self.cards.insert(id, card);
         // The pull request check, at once: it moves the card to Deploy.
         self.check_pr(id).await?;
-        Ok(BoardAnswer::Said { said })
+        Ok(said)
     }
 
     /// The pull request check of every card of a GitHub project with a branch, not merged yet.
@@ -462,7 +462,7 @@ impl BoardState {
         &mut self,
         key: &str,
         stash: bool,
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<String, BoardError> {
         let id = self.project_id(key)?;
         let project = self
             .projects
@@ -473,7 +473,7 @@ impl BoardState {
             blocking(move || update(&project.folder, &project.main_branch, &project.name, stash))
                 .await?
                 .map_err(|why| BoardError::conflict(format!("update_checkout refused: {why}")))?;
-        Ok(BoardAnswer::Said { said })
+        Ok(said)
     }
 }
 
@@ -825,8 +825,16 @@ pub(super) enum Why {
     Person,
 }
 
+/// A board check's findings: cards QA passed, for the lead to merge; and cards whose window
+/// after QA closed with their merge still owed, for the person.
+#[derive(Clone, Debug)]
+pub struct Findings {
+    pub findings: Vec<Finding>,
+    pub closed: Vec<Closed>,
+}
+
 /// A card a board check offers the lead to merge.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct Finding {
     pub card: CardId,
     pub short_id: String,
@@ -837,8 +845,7 @@ pub struct Finding {
 }
 
 /// Why a card offered before is offered again, while the window after QA lasts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Again {
     /// Its merge had to wait (checks running, mergeability not worked out yet).
     Waited,
@@ -857,7 +864,7 @@ impl Again {
 }
 
 /// A card whose window after QA closed with its merge still owed: the person is told, once.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct Closed {
     pub card: CardId,
     pub short_id: String,
@@ -880,7 +887,7 @@ fn duration_words(d: Duration) -> String {
 }
 
 /// How the merge of a card offered by a board check went, as the card says now.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct OfferNow {
     pub card: CardId,
     pub short_id: String,
@@ -900,7 +907,7 @@ impl BoardState {
     /// the window after QA lasts. With `mark`, each is recorded as offered now (before the lead
     /// hears of it). Also the cards whose window closed with their merge still owed, not told
     /// yet: with `mark`, each is recorded as told, and its activity says so.
-    pub(super) async fn findings(&mut self, mark: bool) -> Result<BoardAnswer, BoardError> {
+    pub(super) async fn findings(&mut self, mark: bool) -> Result<Findings, BoardError> {
         let states = self.run_states(false).await;
         let window = merge_wait_window();
         let now = Timestamp::now();
@@ -988,7 +995,7 @@ impl BoardState {
             }
         }
         let closed = self.windows_closed(closing, window, mark).await?;
-        Ok(BoardAnswer::Findings { findings, closed })
+        Ok(Findings { findings, closed })
     }
 
     /// The cards whose window after QA closed with their merge still owed, in words for the
@@ -1045,8 +1052,8 @@ impl BoardState {
     }
 
     /// How the merges of the cards a board check offered went.
-    pub(super) fn offers(&self, cards: &[CardId]) -> BoardAnswer {
-        let offers = cards
+    pub(super) fn offers(&self, cards: &[CardId]) -> Vec<OfferNow> {
+        cards
             .iter()
             .filter_map(|id| self.cards.get(id))
             .map(|c| OfferNow {
@@ -1057,8 +1064,7 @@ impl BoardState {
                 refused: c.offer.as_ref().and_then(|o| o.refused.clone()),
                 merged: c.merge.as_ref().is_some_and(|m| m.done) || c.merged.is_some(),
             })
-            .collect();
-        BoardAnswer::Offers { offers }
+            .collect()
     }
 
     /// The lead's merge of a card a board check offered was refused: one to wait out is

@@ -15,7 +15,7 @@ use bosun_shared::{ProjectId, Timestamp};
 use tracing::info;
 
 use super::record::{BoardChange, ProjectRecord};
-use super::{BoardAnswer, BoardError, BoardState, bad};
+use super::{BoardError, BoardState, bad};
 use bosun_kit::git;
 use bosun_kit::offload::blocking;
 
@@ -112,25 +112,25 @@ impl BoardState {
         }
     }
 
-    fn project_answer(&self, id: ProjectId) -> Result<BoardAnswer, BoardError> {
+    fn project_reply(&self, id: ProjectId) -> Result<ProjectView, BoardError> {
         self.projects
             .get(&id)
-            .map(|p| BoardAnswer::Project(Box::new(self.project_view(p))))
+            .map(|p| self.project_view(p))
             .ok_or_else(|| BoardError::internal("the project went away"))
     }
 
-    pub(super) fn show_project(&self, key: &str) -> Result<BoardAnswer, BoardError> {
-        self.project_answer(self.project_id(key)?)
+    pub(super) fn show_project(&self, key: &str) -> Result<ProjectView, BoardError> {
+        self.project_reply(self.project_id(key)?)
     }
 
-    pub(super) fn list_projects(&self) -> BoardAnswer {
+    pub(super) fn list_projects(&self) -> Vec<ProjectView> {
         let mut projects: Vec<ProjectView> = self
             .projects
             .values()
             .map(|p| self.project_view(p))
             .collect();
         projects.sort_by(|a, b| a.name.cmp(&b.name));
-        BoardAnswer::Projects { projects }
+        projects
     }
 
     fn check_unique(&self, name: &str, not: Option<ProjectId>) -> Result<(), BoardError> {
@@ -219,7 +219,7 @@ impl BoardState {
     pub(super) async fn add_project(
         &mut self,
         p: AddProjectParams,
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<ProjectView, BoardError> {
         let name = p.name.trim().to_string();
         self.check_unique(&name, None)?;
         let found = self.checkout(&p.folder, None).await?;
@@ -244,13 +244,13 @@ impl BoardState {
         info!(project = %project.name, folder = %project.folder.display(), "project added");
         let id = project.id;
         self.projects.insert(id, project);
-        self.project_answer(id)
+        self.project_reply(id)
     }
 
     pub(super) async fn edit_project(
         &mut self,
         p: EditProjectParams,
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<ProjectView, BoardError> {
         let id = self.project_id(&p.project)?;
         let Some(mut project) = self.projects.get(&id).cloned() else {
             return Err(BoardError::internal("the project went away"));
@@ -307,7 +307,7 @@ impl BoardState {
         self.save(vec![BoardChange::Project(Box::new(project.clone()))])
             .await?;
         self.projects.insert(id, project);
-        self.project_answer(id)
+        self.project_reply(id)
     }
 
     /// The person's switches: `testing` and `lead-may-merge`, checked whole before any is set.
@@ -315,7 +315,7 @@ impl BoardState {
         &mut self,
         key: &str,
         settings: &[String],
-    ) -> Result<BoardAnswer, BoardError> {
+    ) -> Result<ProjectView, BoardError> {
         let id = self.project_id(key)?;
         let Some(mut project) = self.projects.get(&id).cloned() else {
             return Err(BoardError::internal("the project went away"));
@@ -346,10 +346,10 @@ impl BoardState {
             .await?;
         info!(project = %project.name, lead_may_merge = project.lead_may_merge, testing = project.testing, "project set");
         self.projects.insert(id, project);
-        self.project_answer(id)
+        self.project_reply(id)
     }
 
-    pub(super) async fn remove_project(&mut self, key: &str) -> Result<BoardAnswer, BoardError> {
+    pub(super) async fn remove_project(&mut self, key: &str) -> Result<ProjectView, BoardError> {
         let id = self.project_id(key)?;
         let Some(project) = self.projects.get(&id).cloned() else {
             return Err(BoardError::internal("the project went away"));
@@ -374,6 +374,6 @@ impl BoardState {
         self.save(vec![BoardChange::DeleteProject(id)]).await?;
         self.projects.remove(&id);
         info!(project = %project.name, "project removed");
-        Ok(BoardAnswer::Project(Box::new(view)))
+        Ok(view)
     }
 }

@@ -29,7 +29,7 @@ use super::record::{
 use super::tools::{self, LeadTool, ToolCtx};
 use bosun_agents::launch::{self, ChatLaunch};
 use bosun_agents::stream::input_digest;
-use bosun_board::{BoardAnswer, BoardRequest};
+use bosun_board::{BoardRequest, Findings};
 use bosun_kit::offload::blocking;
 use bosun_kit::prefix::by_prefix;
 use bosun_kit::supervision::{RestartBudget, RestartPolicy, Verdict};
@@ -613,9 +613,8 @@ impl ChatsSupervisor {
                 // may be busy with GitHub): the chat is made only then.
                 let (board, me) = (self.ctx.tools.board.clone(), myself.clone());
                 tokio::spawn(async move {
-                    let peek = BoardRequest::MergeFindings { mark: false };
-                    if let Ok(BoardAnswer::Findings { findings, closed }) =
-                        bosun_board::ask(&board, peek).await
+                    let peek = |reply| BoardRequest::MergeFindings { mark: false, reply };
+                    if let Ok(Findings { findings, closed }) = bosun_board::ask(&board, peek).await
                         && !(findings.is_empty() && closed.is_empty())
                     {
                         let _ = me.cast(ChatsMsg::OpenChecks);
@@ -1166,13 +1165,16 @@ impl ChatsState {
         if offered.is_empty() {
             return Vec::new();
         }
-        let ask = BoardRequest::MergeOffers(offered.to_vec());
-        let answer = bosun_board::ask(&self.ctx.tools.board, ask).await;
-        if let Err(e) = &answer {
-            warn!(error = %e, "how the board check's merges went could not be read");
-        }
-        let Ok(BoardAnswer::Offers { offers }) = answer else {
-            return Vec::new();
+        let ask = |reply| BoardRequest::MergeOffers {
+            cards: offered.to_vec(),
+            reply,
+        };
+        let offers = match bosun_board::ask(&self.ctx.tools.board, ask).await {
+            Ok(offers) => offers,
+            Err(e) => {
+                warn!(error = %e, "how the board check's merges went could not be read");
+                return Vec::new();
+            }
         };
         offers
             .into_iter()
@@ -1205,14 +1207,10 @@ impl ChatsState {
         if chat.answering.is_some() {
             return Ok(());
         }
-        let ask = BoardRequest::MergeFindings { mark: true };
-        let BoardAnswer::Findings { findings, closed } =
-            bosun_board::ask(&self.ctx.tools.board, ask)
-                .await
-                .map_err(|e| ChatsError::unavailable(format!("the board did not answer: {e}")))?
-        else {
-            return Ok(());
-        };
+        let ask = |reply| BoardRequest::MergeFindings { mark: true, reply };
+        let Findings { findings, closed } = bosun_board::ask(&self.ctx.tools.board, ask)
+            .await
+            .map_err(|e| ChatsError::unavailable(format!("the board did not answer: {e}")))?;
         let chat = if closed.is_empty() {
             chat
         } else {

@@ -1,13 +1,11 @@
 //! Why a chat, an answer or a decision on a pending action failed, in the person's words.
 
 use bosun_agents::AgentsError;
-use bosun_board::{BoardAnswer, BoardError};
+use bosun_board::BoardError;
 use bosun_kit::offload::BlockingError;
 use bosun_kit::prefix::PrefixError;
 use bosun_runs::RunsError;
 use bosun_store::StoreError;
-
-use super::tools::response_text;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChatsError {
@@ -106,10 +104,6 @@ pub enum ToolError {
     /// The path to attach has no file name: from `attach_file`. Retrying cannot help.
     #[error("{0} has no file name")]
     NoFileName(String),
-    /// The Board answered the look at the card with something other than a card, shown as it
-    /// is: from `attach_file`. Retrying may help.
-    #[error("{}", response_text(.0))]
-    NotACard(Box<BoardAnswer>),
     /// The file could not be copied beside the card: from `attach_file`. Retrying may help
     /// once the cause (a full disk) is fixed.
     #[error("could not copy {file}: {error}")]

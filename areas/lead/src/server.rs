@@ -43,7 +43,7 @@ use super::chats::{ChatsHandle, ChatsMsg};
 use super::record::McpServerMeta;
 use super::tools::{self, LeadTool, ToolCtx};
 use bosun_agents::stream::input_digest;
-use bosun_board::{BoardAnswer, BoardRequest, QaTokens};
+use bosun_board::{BoardRequest, QaTokens};
 use bosun_kit::offload::blocking;
 use bosun_store::writer::{Change, StoreWriter};
 
@@ -247,13 +247,14 @@ impl BosunMcp {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let req = BoardRequest::QaVerdict {
+        let req = |reply| BoardRequest::QaVerdict {
             card,
             pass,
             summary,
+            reply,
         };
         match bosun_board::ask(&self.ctx.tools.board, req).await {
-            Ok(BoardAnswer::Card(c)) => text_result(
+            Ok(c) => text_result(
                 format!(
                     "Recorded: {} for card {} at commit {}.",
                     if pass { "qa_pass" } else { "qa_fail" },
@@ -262,7 +263,6 @@ impl BosunMcp {
                 ),
                 false,
             ),
-            Ok(other) => text_result(tools::response_text(&other), false),
             Err(why) => text_result(why.to_string(), true),
         }
     }
@@ -335,9 +335,7 @@ impl BosunMcp {
             return false;
         };
         // Unknown: treated as the stricter case.
-        let Ok(BoardAnswer::Board(b)) =
-            bosun_board::ask(&self.ctx.tools.board, BoardRequest::Show).await
-        else {
+        let Ok(b) = bosun_board::ask(&self.ctx.tools.board, BoardRequest::Show).await else {
             return true;
         };
         let lower = card.to_ascii_lowercase();

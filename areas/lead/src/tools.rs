@@ -12,14 +12,16 @@ use bosun_shared::ChatId;
 use bosun_shared::agents::CliKind;
 use bosun_shared::protocol::agents::AgentParams;
 use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, EditCardParams, SetColumnParams,
+    AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
+    NoteView, SetColumnParams,
 };
+use bosun_shared::protocol::projects::ProjectView;
 use serde_json::{Value, json};
 
 use crate::{ToolError, UnknownTool};
 use bosun_agents::launch;
 use bosun_agents::registry::{AgentEdit, AgentsContext, AgentsHandle, AgentsMsg};
-use bosun_board::{BoardAnswer, BoardHandle, BoardRequest};
+use bosun_board::{BoardHandle, BoardRequest, Reply};
 use bosun_kit::edit::Edit;
 use bosun_kit::handle::ActorHandle;
 use bosun_kit::offload::blocking;
@@ -491,8 +493,13 @@ fn only_commands(list: &[String]) -> Result<(), ToolError> {
     }
 }
 
-async fn board(ctx: &ToolCtx, req: BoardRequest) -> Result<BoardAnswer, ToolError> {
-    Ok(bosun_board::ask(&ctx.board, req).await?)
+/// Asks the Board the request `make` builds around its reply port; the reply is the request's
+/// own type.
+async fn board<T: Send + 'static>(
+    ctx: &ToolCtx,
+    make: impl FnOnce(Reply<T>) -> BoardRequest,
+) -> Result<T, ToolError> {
+    Ok(bosun_board::ask(&ctx.board, make).await?)
 }
 
 async fn agents(
@@ -514,16 +521,25 @@ fn pretty(v: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
-pub(crate) fn response_text(r: &BoardAnswer) -> String {
-    pretty(r)
+/// A Board's reply as the lead is shown it: JSON tagged `answer` with what the reply is about,
+/// as the lead's tools have always shown it (the model reads these words, so they stay as
+/// they are). Serialized only, borrowing the reply.
+#[derive(serde::Serialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+enum Shown<'a> {
+    Board(&'a BoardView),
+    Column(&'a ColumnView),
+    Card(&'a CardView),
+    Notes { notes: &'a [NoteSummary] },
+    Note(&'a NoteView),
+    Project(&'a ProjectView),
+    Projects { projects: &'a [ProjectView] },
 }
 
-/// What the Board did, in its words.
-fn said(r: &BoardAnswer) -> String {
-    if let BoardAnswer::Said { said } = r {
-        return said.clone();
+impl Shown<'_> {
+    fn text(&self) -> String {
+        pretty(self)
     }
-    response_text(r)
 }
 
 /// The part of bosun a tool works on. Carrying out a call and previewing it go by this, one
@@ -646,10 +662,13 @@ async fn execute_board(
     match tool {
         BoardTool::ListTasks => board(ctx, BoardRequest::Show)
             .await
-            .map(|r| response_text(&r)),
-        BoardTool::GetTask => board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string()))
-            .await
-            .map(|r| response_text(&r)),
+            .map(|b| Shown::Board(&b).text()),
+        BoardTool::GetTask => {
+            let card = need(args, "card")?.to_string();
+            board(ctx, |reply| BoardRequest::ShowCard { card, reply })
+                .await
+                .map(|c| Shown::Card(&c).text())
+        }
         BoardTool::CreateTask => {
             let params = AddCardParams {
                 title: need(args, "title")?.to_string(),
@@ -659,9 +678,13 @@ async fn execute_board(
                 column: opt(args, "column"),
                 project: opt(args, "project"),
             };
-            board(ctx, BoardRequest::AddCard { params, taint })
-                .await
-                .map(|r| held_words(&r))
+            board(ctx, |reply| BoardRequest::AddCard {
+                params,
+                taint,
+                reply,
+            })
+            .await
+            .map(|c| held_words(&c))
         }
         BoardTool::UpdateTask => {
             let params = EditCardParams {
@@ -683,31 +706,35 @@ async fn execute_board(
                 budget_tokens: None,
             };
             let params = Box::new(params);
-            board(ctx, BoardRequest::EditCard { params, taint })
-                .await
-                .map(|r| held_words(&r))
+            board(ctx, |reply| BoardRequest::EditCard {
+                params,
+                taint,
+                reply,
+            })
+            .await
+            .map(|c| held_words(&c))
         }
-        BoardTool::AddColumn => board(
-            ctx,
-            BoardRequest::AddColumn(AddColumnParams {
+        BoardTool::AddColumn => {
+            let params = AddColumnParams {
                 name: need(args, "name")?.to_string(),
                 auto: args.get("auto").and_then(Value::as_bool).unwrap_or(false),
                 position: None,
-            }),
-        )
-        .await
-        .map(|r| response_text(&r)),
-        BoardTool::SetColumn => board(
-            ctx,
-            BoardRequest::SetColumn(SetColumnParams {
+            };
+            board(ctx, |reply| BoardRequest::AddColumn { params, reply })
+                .await
+                .map(|c| Shown::Column(&c).text())
+        }
+        BoardTool::SetColumn => {
+            let params = SetColumnParams {
                 column: need(args, "column")?.to_string(),
                 name: opt(args, "name"),
                 auto: args.get("auto").and_then(Value::as_bool),
                 position: None,
-            }),
-        )
-        .await
-        .map(|r| response_text(&r)),
+            };
+            board(ctx, |reply| BoardRequest::SetColumn { params, reply })
+                .await
+                .map(|c| Shown::Column(&c).text())
+        }
     }
 }
 
@@ -719,9 +746,8 @@ async fn execute_projects(
 ) -> Result<String, ToolError> {
     match tool {
         ProjectTool::MergePullRequest => {
-            board(ctx, BoardRequest::MergePr(need(args, "card")?.to_string()))
-                .await
-                .map(|r| said(&r))
+            let card = need(args, "card")?.to_string();
+            board(ctx, |reply| BoardRequest::MergePr { card, reply }).await
         }
         ProjectTool::UpdateCheckout => {
             let stash = match args.get("stash") {
@@ -730,25 +756,26 @@ async fn execute_projects(
                     .as_bool()
                     .ok_or_else(|| ToolError::NotABool("stash".into()))?,
             };
-            board(
-                ctx,
-                BoardRequest::UpdateCheckout {
-                    project: need(args, "project")?.to_string(),
-                    stash,
-                },
-            )
+            let project = need(args, "project")?.to_string();
+            board(ctx, |reply| BoardRequest::UpdateCheckout {
+                project,
+                stash,
+                reply,
+            })
             .await
-            .map(|r| said(&r))
         }
-        ProjectTool::ListProjects => board(ctx, BoardRequest::Projects)
-            .await
-            .map(|r| response_text(&r)),
-        ProjectTool::GetProject => board(
-            ctx,
-            BoardRequest::ShowProject(need(args, "project")?.to_string()),
-        )
-        .await
-        .map(|r| response_text(&r)),
+        ProjectTool::ListProjects => board(ctx, BoardRequest::Projects).await.map(|projects| {
+            Shown::Projects {
+                projects: &projects,
+            }
+            .text()
+        }),
+        ProjectTool::GetProject => {
+            let project = need(args, "project")?.to_string();
+            board(ctx, |reply| BoardRequest::ShowProject { project, reply })
+                .await
+                .map(|p| Shown::Project(&p).text())
+        }
     }
 }
 
@@ -883,49 +910,53 @@ async fn execute_runs(ctx: &ToolCtx, tool: RunTool, args: &Value) -> Result<Stri
 async fn execute_notes(ctx: &ToolCtx, tool: NoteTool, args: &Value) -> Result<String, ToolError> {
     match tool {
         NoteTool::Read => match arg(args, "path") {
-            Some(path) => board(ctx, BoardRequest::Note(path.to_string()))
-                .await
-                .map(|r| response_text(&r)),
+            Some(path) => {
+                let path = path.to_string();
+                board(ctx, |reply| BoardRequest::Note { path, reply })
+                    .await
+                    .map(|n| Shown::Note(&n).text())
+            }
             None => board(ctx, BoardRequest::Notes)
                 .await
-                .map(|r| response_text(&r)),
+                .map(|notes| Shown::Notes { notes: &notes }.text()),
         },
         NoteTool::Write => {
             let base_version = match args.get("base_version") {
                 None | Some(Value::Null) => None,
                 Some(v) => Some(v.as_u64().ok_or(ToolError::BaseVersionNotWhole)?),
             };
-            board(
-                ctx,
-                BoardRequest::WriteNote {
-                    path: need(args, "path")?.to_string(),
-                    text: need(args, "text")?.to_string(),
-                    base_version,
-                    force: false,
-                },
-            )
+            let path = need(args, "path")?.to_string();
+            let text = need(args, "text")?.to_string();
+            board(ctx, |reply| BoardRequest::WriteNote {
+                path,
+                text,
+                base_version,
+                force: false,
+                reply,
+            })
             .await
-            .map(|r| note_words(&r, "Saved"))
+            .map(|n| note_words(&n, "Saved"))
         }
-        NoteTool::Append => board(
-            ctx,
-            BoardRequest::AppendNote {
-                path: need(args, "path")?.to_string(),
-                heading: need(args, "heading")?.to_string(),
-                text: need(args, "text")?.to_string(),
-            },
-        )
-        .await
-        .map(|r| note_words(&r, "Appended to")),
-        NoteTool::Move => board(
-            ctx,
-            BoardRequest::MoveNote {
-                from: need(args, "from")?.to_string(),
-                to: need(args, "to")?.to_string(),
-            },
-        )
-        .await
-        .map(|r| note_words(&r, "Moved to")),
+        NoteTool::Append => {
+            let path = need(args, "path")?.to_string();
+            let heading = need(args, "heading")?.to_string();
+            let text = need(args, "text")?.to_string();
+            board(ctx, |reply| BoardRequest::AppendNote {
+                path,
+                heading,
+                text,
+                reply,
+            })
+            .await
+            .map(|n| note_words(&n, "Appended to"))
+        }
+        NoteTool::Move => {
+            let from = need(args, "from")?.to_string();
+            let to = need(args, "to")?.to_string();
+            board(ctx, |reply| BoardRequest::MoveNote { from, to, reply })
+                .await
+                .map(|n| note_words(&n, "Moved to"))
+        }
     }
 }
 
@@ -975,10 +1006,8 @@ async fn attachment(
     if !meta.is_file() {
         return Err(ToolError::NotAFile(shown));
     }
-    let answer = board(ctx, BoardRequest::ShowCard(need(args, "card")?.to_string())).await?;
-    let BoardAnswer::Card(card) = answer else {
-        return Err(ToolError::NotACard(Box::new(answer)));
-    };
+    let key = need(args, "card")?.to_string();
+    let card = board(ctx, |reply| BoardRequest::ShowCard { card: key, reply }).await?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -1010,13 +1039,11 @@ async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<Str
         )),
         ..EditCardParams::default()
     };
-    board(
-        ctx,
-        BoardRequest::EditCard {
-            params: Box::new(params),
-            taint: None,
-        },
-    )
+    board(ctx, |reply| BoardRequest::EditCard {
+        params: Box::new(params),
+        taint: None,
+        reply,
+    })
     .await?;
     Ok(format!(
         "Attached {} ({size} bytes) to the card.",
@@ -1024,18 +1051,13 @@ async fn attach(ctx: &ToolCtx, args: &Value, chat: Option<ChatId>) -> Result<Str
     ))
 }
 
-fn note_words(r: &BoardAnswer, verb: &str) -> String {
-    if let BoardAnswer::Note(n) = r {
-        return format!("{verb} {} (version {}).", n.path, n.version);
-    }
-    response_text(r)
+/// What was done to a note, in words.
+fn note_words(n: &NoteView, verb: &str) -> String {
+    format!("{verb} {} (version {}).", n.path, n.version)
 }
 
 /// A card's answer, saying so first when it waits on hold.
-fn held_words(r: &BoardAnswer) -> String {
-    let BoardAnswer::Card(c) = r else {
-        return response_text(r);
-    };
+fn held_words(c: &CardView) -> String {
     match &c.hold {
         Some(h) => format!(
             "The card {} is saved on hold ({}): {} No agent starts it until the person takes it off hold; tell them.\n{}",
@@ -1155,10 +1177,9 @@ async fn preview_notes(
 ) -> (String, Option<String>) {
     let a = |k: &str| arg(args, k).unwrap_or("").to_string();
     let note = |path: String| async move {
-        match board(ctx, BoardRequest::Note(path)).await {
-            Ok(BoardAnswer::Note(n)) => Some(n),
-            Ok(_) | Err(_) => None,
-        }
+        board(ctx, |reply| BoardRequest::Note { path, reply })
+            .await
+            .ok()
     };
     match notes {
         NoteTool::Write => {
@@ -1273,8 +1294,9 @@ async fn preview_projects(
     let a = |k: &str| arg(args, k).unwrap_or("").to_string();
     match projects {
         ProjectTool::MergePullRequest => {
-            match board(ctx, BoardRequest::ShowCard(a("card"))).await {
-                Ok(BoardAnswer::Card(c)) => (
+            let card = a("card");
+            match board(ctx, |reply| BoardRequest::ShowCard { card, reply }).await {
+                Ok(c) => (
                     format!(
                         "card {}: {}\npull request: the one of branch {}, found and checked against every rule when approved",
                         c.short_id,
@@ -1285,14 +1307,14 @@ async fn preview_projects(
                     ),
                     None,
                 ),
-                Ok(other) => (response_text(&other), None),
                 Err(e) => (format!("card {}", a("card")), Some(e.to_string())),
             }
         }
         ProjectTool::UpdateCheckout => {
             let stash = args.get("stash").and_then(Value::as_bool) == Some(true);
-            match board(ctx, BoardRequest::ShowProject(a("project"))).await {
-                Ok(BoardAnswer::Project(p)) => (
+            let project = a("project");
+            match board(ctx, |reply| BoardRequest::ShowProject { project, reply }).await {
+                Ok(p) => (
                     format!(
                         "project: {}\nfolder: {}\nstash first: {}",
                         p.name,
@@ -1301,7 +1323,6 @@ async fn preview_projects(
                     ),
                     None,
                 ),
-                Ok(other) => (response_text(&other), None),
                 Err(e) => (format!("project {}", a("project")), Some(e.to_string())),
             }
         }
@@ -1366,5 +1387,99 @@ mod tests {
             ]
         "#]]
         .assert_debug_eq(&privileged);
+    }
+}
+
+/// The JSON the lead is shown of the Board's replies, pinned byte for byte: the model has
+/// always read these shapes (tagged `answer`), so a change to the types behind them must not
+/// change them.
+#[cfg(test)]
+mod shown_tests {
+    use super::*;
+    use bosun_shared::Timestamp;
+
+    fn column() -> ColumnView {
+        ColumnView {
+            id: "2wsews00nev1322zbxr4fzry82".parse().expect("an id"),
+            name: "To do".to_string(),
+            auto: true,
+            position: 1,
+        }
+    }
+
+    #[test]
+    fn the_boards_replies_are_shown_to_the_lead_tagged_as_they_always_were() {
+        let at = Timestamp::from_millis(1_700_000_000_000);
+        let board = BoardView {
+            columns: vec![column()],
+            cards: Vec::new(),
+            limit: 2,
+            running: 0,
+        };
+        expect_test::expect![[r#"
+            {
+              "answer": "board",
+              "columns": [
+                {
+                  "id": "2wsews00nev1322zbxr4fzry82",
+                  "name": "To do",
+                  "auto": true,
+                  "position": 1
+                }
+              ],
+              "cards": [],
+              "limit": 2,
+              "running": 0
+            }"#]]
+        .assert_eq(&Shown::Board(&board).text());
+        expect_test::expect![[r#"
+            {
+              "answer": "column",
+              "id": "2wsews00nev1322zbxr4fzry82",
+              "name": "To do",
+              "auto": true,
+              "position": 1
+            }"#]]
+        .assert_eq(&Shown::Column(&column()).text());
+        let notes = vec![NoteSummary {
+            path: "a/b.md".to_string(),
+            version: 3,
+            bytes: 12,
+            updated_at: at,
+        }];
+        expect_test::expect![[r#"
+            {
+              "answer": "notes",
+              "notes": [
+                {
+                  "path": "a/b.md",
+                  "version": 3,
+                  "bytes": 12,
+                  "updated_at": 1700000000000
+                }
+              ]
+            }"#]]
+        .assert_eq(&Shown::Notes { notes: &notes }.text());
+        let note = NoteView {
+            path: "a/b.md".to_string(),
+            text: "hello\n".to_string(),
+            version: 3,
+            updated_at: at,
+        };
+        expect_test::expect![[r#"
+            {
+              "answer": "note",
+              "path": "a/b.md",
+              "text": "hello\n",
+              "version": 3,
+              "updated_at": 1700000000000
+            }"#]]
+        .assert_eq(&Shown::Note(&note).text());
+        expect_test::expect![[r#"
+            {
+              "answer": "projects",
+              "projects": []
+            }"#]]
+        .assert_eq(&Shown::Projects { projects: &[] }.text());
     }
 }

@@ -13,7 +13,6 @@ use bosun_shared::protocol::agents::{
     AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
     BuiltinToolsView, EditAgentParams,
 };
-use bosun_shared::protocol::board::CardView;
 use bosun_shared::protocol::ui::RunView;
 use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::time::TimeCap;
@@ -105,8 +104,11 @@ impl Handle for AgentRun {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunView, Failure> {
         let card = match &self.card {
             Some(key) => {
-                let card: CardView =
-                    super::board::ask(ctx, BoardRequest::ShowCard(key.clone())).await?;
+                let card = super::board::ask(ctx, |reply| BoardRequest::ShowCard {
+                    card: key.clone(),
+                    reply,
+                })
+                .await?;
                 if let Some(project) = &card.project {
                     return Err(WireError::new(
                         ErrorCode::BadRequest,

@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use bosun_board::{BoardAnswer, BoardRequest};
-use bosun_shared::protocol::WireError;
+use bosun_board::{BoardRequest, Reply};
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
     ColumnView, EditCardParams, NoteList, NoteShow, NoteSummary, NoteView, NoteWrite,
@@ -30,34 +29,44 @@ impl Handle for Board {
 
 impl Handle for AddColumnParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ColumnView, Failure> {
-        ask(ctx, BoardRequest::AddColumn(self)).await
+        ask(ctx, |reply| BoardRequest::AddColumn {
+            params: self,
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for SetColumnParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ColumnView, Failure> {
-        ask(ctx, BoardRequest::SetColumn(self)).await
+        ask(ctx, |reply| BoardRequest::SetColumn {
+            params: self,
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for AddCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
-        let req = BoardRequest::AddCard {
+        ask(ctx, |reply| BoardRequest::AddCard {
             params: self,
             taint: None,
-        };
-        ask(ctx, req).await
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for EditCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
         let budget = self.budget_micro_usd.is_some() || self.budget_tokens.is_some();
-        let req = BoardRequest::EditCard {
+        let view = ask(ctx, |reply| BoardRequest::EditCard {
             params: Box::new(self),
             taint: None,
-        };
-        let view: CardView = ask(ctx, req).await?;
+            reply,
+        })
+        .await?;
         if budget {
             budget_set_anew(ctx, &format!("card/{}", view.id)).await?;
         }
@@ -83,30 +92,43 @@ async fn budget_set_anew(ctx: &Arc<DaemonCtx>, prefix: &str) -> Result<(), Failu
 
 impl Handle for CardShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
-        ask(ctx, BoardRequest::ShowCard(self.card)).await
+        ask(ctx, |reply| BoardRequest::ShowCard {
+            card: self.card,
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for CardRemove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
-        let req = BoardRequest::RemoveCard {
+        ask(ctx, |reply| BoardRequest::RemoveCard {
             card: self.card,
             force: self.force,
-        };
-        ask(ctx, req).await
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for AddProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, BoardRequest::AddProject(self)).await
+        ask(ctx, |reply| BoardRequest::AddProject {
+            params: self,
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for EditProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
         let budget = self.daily_budget_micro_usd.is_some() || self.daily_budget_tokens.is_some();
-        let view: ProjectView = ask(ctx, BoardRequest::EditProject(self)).await?;
+        let view = ask(ctx, |reply| BoardRequest::EditProject {
+            params: self,
+            reply,
+        })
+        .await?;
         if budget {
             budget_set_anew(ctx, &format!("project/{}/", view.id)).await?;
         }
@@ -118,17 +140,22 @@ impl Handle for EditProjectParams {
 /// is set.
 impl Handle for ProjectSet {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        let req = BoardRequest::SetProject {
+        ask(ctx, |reply| BoardRequest::SetProject {
             project: self.project,
             settings: self.settings,
-        };
-        ask(ctx, req).await
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for ProjectShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, BoardRequest::ShowProject(self.project)).await
+        ask(ctx, |reply| BoardRequest::ShowProject {
+            project: self.project,
+            reply,
+        })
+        .await
     }
 }
 
@@ -140,13 +167,21 @@ impl Handle for ProjectList {
 
 impl Handle for ProjectRemove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, BoardRequest::RemoveProject(self.project)).await
+        ask(ctx, |reply| BoardRequest::RemoveProject {
+            project: self.project,
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for BoardLimit {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<BoardView, Failure> {
-        ask(ctx, BoardRequest::SetLimit(self.limit)).await
+        ask(ctx, |reply| BoardRequest::SetLimit {
+            limit: self.limit,
+            reply,
+        })
+        .await
     }
 }
 
@@ -158,104 +193,32 @@ impl Handle for NoteList {
 
 impl Handle for NoteShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<NoteView, Failure> {
-        ask(ctx, BoardRequest::Note(self.path)).await
+        ask(ctx, |reply| BoardRequest::Note {
+            path: self.path,
+            reply,
+        })
+        .await
     }
 }
 
 impl Handle for NoteWrite {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<NoteView, Failure> {
-        let req = BoardRequest::WriteNote {
+        ask(ctx, |reply| BoardRequest::WriteNote {
             path: self.path,
             text: self.text,
             base_version: self.base_version,
             force: self.force,
-        };
-        ask(ctx, req).await
+            reply,
+        })
+        .await
     }
 }
 
-/// Asks the Board actor (every change to the board and the notes goes through it), expecting
-/// the kind of answer `T` is.
-pub(super) async fn ask<T: FromBoard>(
+/// Asks the Board actor (every change to the board and the notes goes through it) the request
+/// `make` builds around its reply port; the reply is the request's own type.
+pub(super) async fn ask<T: Send + 'static>(
     ctx: &Arc<DaemonCtx>,
-    req: BoardRequest,
+    make: impl FnOnce(Reply<T>) -> BoardRequest,
 ) -> Result<T, Failure> {
-    let answer = bosun_board::ask(&ctx.board, req).await?;
-    T::from_board(answer)
-        .ok_or_else(|| WireError::internal("the board answered with something else").into())
-}
-
-/// A reply the Board's [`BoardAnswer`] can carry.
-pub(super) trait FromBoard: Sized {
-    fn from_board(a: BoardAnswer) -> Option<Self>;
-}
-
-impl FromBoard for BoardView {
-    fn from_board(a: BoardAnswer) -> Option<Self> {
-        if let BoardAnswer::Board(b) = a {
-            Some(*b)
-        } else {
-            None
-        }
-    }
-}
-
-impl FromBoard for ColumnView {
-    fn from_board(a: BoardAnswer) -> Option<Self> {
-        if let BoardAnswer::Column(c) = a {
-            Some(c)
-        } else {
-            None
-        }
-    }
-}
-
-impl FromBoard for CardView {
-    fn from_board(a: BoardAnswer) -> Option<Self> {
-        if let BoardAnswer::Card(c) = a {
-            Some(*c)
-        } else {
-            None
-        }
-    }
-}
-
-impl FromBoard for Vec<NoteSummary> {
-    fn from_board(a: BoardAnswer) -> Option<Self> {
-        if let BoardAnswer::Notes { notes } = a {
-            Some(notes)
-        } else {
-            None
-        }
-    }
-}
-
-impl FromBoard for NoteView {
-    fn from_board(a: BoardAnswer) -> Option<Self> {
-        if let BoardAnswer::Note(n) = a {
-            Some(n)
-        } else {
-            None
-        }
-    }
-}
-
-impl FromBoard for ProjectView {
-    fn from_board(a: BoardAnswer) -> Option<Self> {
-        if let BoardAnswer::Project(p) = a {
-            Some(*p)
-        } else {
-            None
-        }
-    }
-}
-
-impl FromBoard for Vec<ProjectView> {
-    fn from_board(a: BoardAnswer) -> Option<Self> {
-        if let BoardAnswer::Projects { projects } = a {
-            Some(projects)
-        } else {
-            None
-        }
-    }
+    Ok(bosun_board::ask(&ctx.board, make).await?)
 }
