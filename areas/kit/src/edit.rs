@@ -75,7 +75,13 @@ mod tests {
 
     #[test]
     fn a_checked_edit_keeps_its_kind_or_gives_the_refusal() {
-        let half = |n: u64| if n % 2 == 0 { Ok(n / 2) } else { Err(n) };
+        let half = |n: u64| {
+            if n.is_multiple_of(2) {
+                Ok(n / 2)
+            } else {
+                Err(n)
+            }
+        };
         assert_eq!(Edit::Set(8).try_map(half), Ok(Edit::Set(4)));
         assert_eq!(Edit::Set(3).try_map(half), Err(3));
         assert_eq!(Edit::<u64>::Clear.try_map(half), Ok(Edit::Clear));
