@@ -103,7 +103,7 @@ impl BoardState {
                     name: p.name.clone(),
                     day: day.clone(),
                 };
-                super::budget_view(
+                super::view::budget_view(
                     p.daily_budget,
                     self.ctx.spend.granted(&scope),
                     self.ctx.spend.day(p.id, &day),
@@ -297,7 +297,7 @@ impl BoardState {
             Some(g) => project.host = host_of(Some(g), None)?,
             None => {}
         }
-        project.daily_budget = super::edit_budget(
+        project.daily_budget = super::cards::edit_budget(
             project.daily_budget,
             p.daily_budget_micro_usd,
             p.daily_budget_tokens,
