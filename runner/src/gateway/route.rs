@@ -1,0 +1,214 @@
+//! Where each message of a connection goes: the CLI's on their way to the server (its
+//! `initialize` rewritten, a subscription refused, a call admitted or held), the server's on
+//! their way to the CLI (answers held to what the person approved, the server's own requests
+//! answered by the gateway or passed on), and the gateway's own messages to the server.
+
+use std::time::Duration;
+
+use bosun_shared::gateway::{Reach, TOKEN_ID_PREFIX, TOKEN_METHOD};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdout;
+use tokio::time::Instant;
+
+use super::held::{hold_to_ceiling, offer_requests};
+use super::{Conn, Lines, key};
+
+impl Conn<'_> {
+    pub(super) async fn tell_cli(&mut self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).unwrap_or_default();
+        line.push(b'\n');
+        let _ = self.to_cli.write_all(&line).await;
+    }
+
+    async fn tell_cli_raw(&mut self, line: &[u8]) {
+        let _ = self.to_cli.write_all(line).await;
+        let _ = self.to_cli.write_all(b"\n").await;
+    }
+
+    /// A message of the CLI's, on its way to the server.
+    pub(super) async fn on_cli(
+        &mut self,
+        line: &[u8],
+        from_server: &mut Option<Lines<ChildStdout>>,
+    ) {
+        let Ok(msg) = serde_json::from_slice::<Value>(line) else {
+            self.tell_server(line, from_server).await;
+            return;
+        };
+        let method = msg.get("method").and_then(Value::as_str);
+        let id = msg.get("id").filter(|i| !i.is_null());
+        if self.held_back(&msg, method, id).await {
+            return;
+        }
+        let mut rewritten = None;
+        match (method, id) {
+            (Some("initialize"), Some(id)) => {
+                self.init_id = Some(key(id));
+                let mut init = msg.clone();
+                self.cli_samples = offer_requests(&mut init, self.rules());
+                rewritten = serde_json::to_vec(&init).ok();
+                self.init = Some(init);
+            }
+            (Some("notifications/initialized"), None) => self.initialized = true,
+            (Some("tools/list"), Some(id)) => {
+                self.lists.insert(key(id));
+            }
+            (Some("resources/subscribe"), Some(id)) => {
+                let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": -32601,
+                    "message": "bosun keeps resource subscriptions off for its runs",
+                }});
+                self.tell_cli(&reply).await;
+                return;
+            }
+            (Some("tools/call"), Some(id)) => {
+                let goes_on = self.admit_call(&msg, id, line).await;
+                if !goes_on {
+                    return;
+                }
+            }
+            _ => {}
+        }
+        if let (Some(m), Some(id)) = (method, id)
+            && m != "tools/call"
+        {
+            self.asked.insert(key(id), id.clone());
+        }
+        self.tell_server(rewritten.as_deref().unwrap_or(line), from_server)
+            .await;
+        // A call's deadline counts from when the server has it: starting a server that had
+        // exited (bounded on its own) is not the server's time.
+        if let (Some("tools/call"), Some(id)) = (method, id)
+            && let Some(call) = self.calls.get_mut(&key(id))
+        {
+            call.deadline = Instant::now() + Duration::from_millis(self.server.rules.deadline_ms);
+        }
+    }
+
+    /// Deals, itself, with a message of the CLI's that goes no further: an answer to a request
+    /// of bosun's own (dropped), the cancel of a call still being judged, a request of a
+    /// capability the person has not approved (refused). True when the message was one of them.
+    async fn held_back(&mut self, msg: &Value, method: Option<&str>, id: Option<&Value>) -> bool {
+        // Only the gateway answers the bridge's asks for a token.
+        if method.is_none()
+            && id
+                .and_then(Value::as_str)
+                .is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
+        {
+            self.gw.note(format!(
+                "bosun's MCP gateway: {}: the CLI answered a request of bosun's own; dropped",
+                self.server.name
+            ));
+            return true;
+        }
+        if method == Some("notifications/cancelled")
+            && let Some(call) = msg.pointer("/params/requestId")
+            && self.cancel_judging(call)
+        {
+            return true;
+        }
+        if let (Some(m), Some(id)) = (method, id)
+            && let Some(c) = self.unapproved(m)
+        {
+            let name = &self.server.name;
+            self.gw.note(format!(
+                "mcp {name}: {m} refused by bosun's gateway (its {c} are not approved)"
+            ));
+            let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32601,
+                "message": format!("bosun holds back the {c} of the MCP server `{name}`: the person has not approved them (`bosun mcp approve {name} --capability {c}`)"),
+            }});
+            self.tell_cli(&reply).await;
+            return true;
+        }
+        false
+    }
+
+    /// A message of the server's, on its way to the CLI.
+    pub(super) async fn on_server(&mut self, line: &[u8]) {
+        let Ok(mut msg) = serde_json::from_slice::<Value>(line) else {
+            self.tell_cli_raw(line).await;
+            return;
+        };
+        let method = msg
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let id = msg.get("id").filter(|i| !i.is_null()).cloned();
+        match (method.as_deref(), id) {
+            (Some(m), Some(id)) => self.server_asks(m, id, msg.clone()).await,
+            // A notification of a capability the person has not approved goes nowhere.
+            (Some(m), None) if self.unapproved(m).is_some() => {}
+            (Some(_), None) => self.tell_cli(&msg).await,
+            (None, Some(id)) => {
+                let k = key(&id);
+                if id.as_str().is_some_and(|s| s.starts_with("bosun-gateway-")) {
+                    return;
+                }
+                if self.expired.remove(&k) {
+                    return;
+                }
+                self.asked.remove(&k);
+                if self.init_id.as_deref() == Some(k.as_str()) {
+                    self.ready = true;
+                    hold_to_ceiling(&mut msg, &self.server.rules.capabilities);
+                } else if self.lists.remove(&k) {
+                    self.hold_back_tools(&mut msg);
+                    self.hold_back_unseen(&mut msg);
+                } else if let Some(call) = self.calls.remove(&k) {
+                    self.shape_result(&call, &mut msg);
+                }
+                self.tell_cli(&msg).await;
+            }
+            (None, None) => self.tell_cli(&msg).await,
+        }
+    }
+
+    /// A request of the server's: roots are the run's workspace, sampling and elicitation go
+    /// by the server's policy ([`person`](super::person)), anything else (a ping) goes to the CLI.
+    async fn server_asks(&mut self, method: &str, id: Value, msg: Value) {
+        if method == TOKEN_METHOD
+            && !matches!(self.server.reach, Reach::Stdio { .. })
+            && id.as_str().is_some_and(|i| i.starts_with(TOKEN_ID_PREFIX))
+        {
+            self.ask_token(id, &msg);
+            return;
+        }
+        let reply = match method {
+            "roots/list" => {
+                let roots: Vec<Value> = self
+                    .server
+                    .roots
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "uri": format!("file://{}", r.display()),
+                            "name": r.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                        })
+                    })
+                    .collect();
+                json!({"jsonrpc": "2.0", "id": id, "result": {"roots": roots}})
+            }
+            "sampling/createMessage" | "elicitation/create" => {
+                self.server_wants_person(method, id, msg).await;
+                return;
+            }
+            _ => {
+                self.tell_cli(&msg).await;
+                return;
+            }
+        };
+        self.send_own(&reply).await;
+    }
+
+    /// A message of the gateway's own to the server (an answer to its request, a
+    /// cancellation), to a server that is there: none is started for it.
+    pub(super) async fn send_own(&mut self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).unwrap_or_default();
+        if let Some(run) = self.running.as_mut() {
+            line.push(b'\n');
+            let _ = run.stdin.write_all(&line).await;
+        }
+    }
+}
