@@ -14,7 +14,7 @@ use bosun_shared::protocol::ui::{
     ClientFrame, Request, Response, ResponseResult, ServerFrame, StartRunParams,
 };
 use bosun_shared::protocol::{
-    ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
+    ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role, WireError,
 };
 use bosun_shared::{RunId, RunToken};
 use bosun_tests::Bosun;
@@ -441,6 +441,33 @@ fn durations_out_of_range_are_refused_on_the_wire_and_on_the_command_line() -> a
     b.finish()
 }
 
+/// Sends one request on a session of its own and gives bosund's answer: its reply or its error.
+fn answer(b: &Bosun, body: Request) -> anyhow::Result<Result<Response, WireError>> {
+    runtime()?.block_on(async {
+        let (_, mut r, mut w) = hello(b, PROTOCOL_VERSION, Role::Ui).await?;
+        w.send_now(&ClientFrame::Request { id: 1, body }).await?;
+        match r.read::<ServerFrame>().await? {
+            Some(ServerFrame::Response { result, .. }) => Ok(match result {
+                ResponseResult::Ok(reply) => Ok(reply),
+                ResponseResult::Err(e) => Err(e),
+            }),
+            other => anyhow::bail!("expected an answer, got {other:?}"),
+        }
+    })
+}
+
+/// The answer is a refusal of a bad request, in words that say `want`.
+fn refused(answer: Result<Response, WireError>, want: &str) -> anyhow::Result<()> {
+    match answer {
+        Err(e) => {
+            assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
+            assert!(e.message.contains(want), "{want}: {}", e.message);
+            Ok(())
+        }
+        Ok(reply) => anyhow::bail!("expected a refusal ({want}), got {reply:?}"),
+    }
+}
+
 /// Issue 26: an edit of an agent names what it clears. On the wire an empty permission mode or
 /// model, or a zero time cap or output cap, takes the field off (as it always has); a time cap
 /// no run could have is refused where the request is read, and the agent is left as it was.
@@ -480,51 +507,22 @@ fn an_agent_edit_on_the_wire_clears_with_an_empty_value_and_refuses_a_cap_over_a
             ..p
         })
     };
-    runtime()?.block_on(async {
-        let (_, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
-        let over = edit(EditAgentParams {
-            time_cap_ms: Some(8 * 24 * 3600 * 1000),
-            model: Some(String::new()),
-            ..EditAgentParams::default()
-        });
-        w.send_now(&ClientFrame::Request { id: 1, body: over })
-            .await?;
-        match r.read::<ServerFrame>().await? {
-            Some(ServerFrame::Response {
-                result: ResponseResult::Err(e),
-                ..
-            }) => {
-                assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
-                assert!(
-                    e.message.contains("a time cap can be a week at most"),
-                    "{}",
-                    e.message
-                );
-            }
-            other => anyhow::bail!("expected the time cap refused, got {other:?}"),
-        }
-        anyhow::Ok(())
-    })?;
+    let over = edit(EditAgentParams {
+        time_cap_ms: Some(8 * 24 * 3600 * 1000),
+        model: Some(String::new()),
+        ..EditAgentParams::default()
+    });
+    refused(answer(&b, over)?, "a time cap can be a week at most")?;
     assert_eq!(shown()?, before, "a refused edit changes nothing");
-    runtime()?.block_on(async {
-        let (_, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
-        let clear = edit(EditAgentParams {
-            time_cap_ms: Some(0),
-            max_output: Some(0),
-            permission_mode: Some(String::new()),
-            model: Some("  ".into()),
-            ..EditAgentParams::default()
-        });
-        w.send_now(&ClientFrame::Request { id: 2, body: clear })
-            .await?;
-        match r.read::<ServerFrame>().await? {
-            Some(ServerFrame::Response {
-                result: ResponseResult::Ok(_),
-                ..
-            }) => anyhow::Ok(()),
-            other => anyhow::bail!("expected the edit made, got {other:?}"),
-        }
-    })?;
+    let clear = edit(EditAgentParams {
+        time_cap_ms: Some(0),
+        max_output: Some(0),
+        permission_mode: Some(String::new()),
+        model: Some("  ".into()),
+        ..EditAgentParams::default()
+    });
+    let made = answer(&b, clear)?;
+    anyhow::ensure!(made.is_ok(), "expected the edit made, got {made:?}");
     let after = shown()?;
     for field in ["time_cap_ms", "max_output", "permission_mode", "model"] {
         assert!(after[field].is_null(), "{field} cleared: {after}");
@@ -567,47 +565,20 @@ fn a_server_edit_on_the_wire_clears_with_an_empty_value_or_a_zero_port() -> anyh
             ..p
         })
     };
-    runtime()?.block_on(async {
-        let (_, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
-        let browser = edit(EditServerParams {
-            browser_program: Some(String::new()),
-            ..EditServerParams::default()
-        });
-        w.send_now(&ClientFrame::Request {
-            id: 1,
-            body: browser,
-        })
-        .await?;
-        match r.read::<ServerFrame>().await? {
-            Some(ServerFrame::Response {
-                result: ResponseResult::Err(e),
-                ..
-            }) => {
-                assert_eq!(e.code, ErrorCode::BadRequest, "{e:?}");
-                assert!(
-                    e.message.contains("is not the built-in browser"),
-                    "{}",
-                    e.message
-                );
-            }
-            other => anyhow::bail!("expected the browser program refused, got {other:?}"),
-        }
-        let clear = edit(EditServerParams {
-            client_id: Some(String::new()),
-            callback_port: Some(0),
-            client_metadata_url: Some(String::new()),
-            ..EditServerParams::default()
-        });
-        w.send_now(&ClientFrame::Request { id: 2, body: clear })
-            .await?;
-        match r.read::<ServerFrame>().await? {
-            Some(ServerFrame::Response {
-                result: ResponseResult::Ok(_),
-                ..
-            }) => anyhow::Ok(()),
-            other => anyhow::bail!("expected the edit made, got {other:?}"),
-        }
-    })?;
+    let browser = edit(EditServerParams {
+        browser_program: Some(String::new()),
+        ..EditServerParams::default()
+    });
+    refused(answer(&b, browser)?, "is not the built-in browser")?;
+    assert_eq!(shown()?, before, "a refused edit changes nothing");
+    let clear = edit(EditServerParams {
+        client_id: Some(String::new()),
+        callback_port: Some(0),
+        client_metadata_url: Some(String::new()),
+        ..EditServerParams::default()
+    });
+    let made = answer(&b, clear)?;
+    anyhow::ensure!(made.is_ok(), "expected the edit made, got {made:?}");
     let after = shown()?;
     for field in ["client_id", "callback_port", "client_metadata_url"] {
         assert!(after[field].is_null(), "{field} cleared: {after}");
