@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::agents::EditAgentParams;
+use bosun_shared::protocol::board::EditCardParams;
 use bosun_shared::protocol::mcp::EditServerParams;
 use bosun_shared::protocol::runner::StopLadder;
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
@@ -584,5 +585,50 @@ fn a_server_edit_on_the_wire_clears_with_an_empty_value_or_a_zero_port() -> anyh
         assert!(after[field].is_null(), "{field} cleared: {after}");
     }
     assert_eq!(after["url"], before["url"], "the rest stays: {after}");
+    b.finish()
+}
+
+/// Issue 26: a card's edit names what it does to the hold. On the wire a hold and `clear_hold`
+/// together are refused where the request is read, and change nothing; each alone puts the card
+/// on hold or takes it off.
+#[test]
+fn a_card_edit_on_the_wire_puts_on_hold_or_takes_off_but_not_both() -> anyhow::Result<()> {
+    let b = Bosun::new("proto_card_edit");
+    let card: serde_json::Value =
+        serde_json::from_str(&b.ok(&["board", "card", "add", "Write the docs", "--json"])?)?;
+    let id = card["id"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no id: {card}"))?
+        .to_string();
+    let shown = || -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::from_str(
+            &b.ok(&["board", "card", "show", &id, "--json"])?,
+        )?)
+    };
+    let edit = |hold: Option<&str>, clear_hold: bool| {
+        Request::from(EditCardParams {
+            card: id.clone(),
+            hold: hold.map(str::to_string),
+            clear_hold,
+            ..EditCardParams::default()
+        })
+    };
+    let before = shown()?;
+    refused(
+        answer(&b, edit(Some("wait"), true))?,
+        "put a card on hold or take it off hold, not both at once",
+    )?;
+    assert_eq!(shown()?, before, "a refused edit changes nothing");
+    let held = answer(&b, edit(Some("the person decides"), false))?;
+    anyhow::ensure!(held.is_ok(), "expected the card on hold, got {held:?}");
+    let on_hold = shown()?;
+    assert!(
+        on_hold["hold"].to_string().contains("the person decides"),
+        "{on_hold}"
+    );
+    let freed = answer(&b, edit(None, true))?;
+    anyhow::ensure!(freed.is_ok(), "expected the card off hold, got {freed:?}");
+    let after = shown()?;
+    assert!(after["hold"].is_null(), "off hold: {after}");
     b.finish()
 }

@@ -2,7 +2,8 @@
 //! showing and removing them. A card the lead touched after using a tool from outside bosun
 //! waits on hold for the person ([`tainted_reason`]).
 
-use bosun_shared::protocol::board::{AddCardParams, CardView, EditCardParams};
+use bosun_kit::edit::Edit;
+use bosun_shared::protocol::board::{AddCardParams, CardView};
 use bosun_shared::usage::{Budget, CapEdit};
 use bosun_shared::{AgentId, CardId, Timestamp};
 use tracing::info;
@@ -10,6 +11,31 @@ use tracing::info;
 use crate::record::{BoardChange, CardRecord, Hold};
 use crate::{BoardError, BoardState, bad, worktree};
 use bosun_kit::offload::blocking;
+
+/// A change to a card: what is `None` or [`Edit::Keep`] stays.
+#[derive(Clone, Debug, Default)]
+pub struct CardEdit {
+    /// Its id or the start of it.
+    pub card: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub acceptance: Option<String>,
+    /// An agent's name or id.
+    pub assignee: Edit<String>,
+    /// Move it to this column (name or id).
+    pub column: Option<String>,
+    /// On hold (`needs_decision`) with this reason, or taken off hold.
+    pub hold: Edit<String>,
+    /// A line for its activity log.
+    pub comment: Option<String>,
+    /// The project it belongs to (name or id). Only before its first run in a project: then
+    /// it has a worktree there.
+    pub project: Edit<String>,
+    /// What all the card's runs together may cost, in millionths of a dollar.
+    pub budget_micro_usd: Option<CapEdit>,
+    /// What all the card's runs together may use in tokens (every kind).
+    pub budget_tokens: Option<CapEdit>,
+}
 
 const MAX_TITLE: usize = 200;
 const MAX_TEXT: usize = 64 * 1024;
@@ -67,19 +93,24 @@ fn edit_words(
 
 /// Puts the card on hold (`hold`: why), or takes it off hold (`clear`), logging it; a card
 /// that was to run again once released counts as moved.
-fn edit_hold(card: &mut CardRecord, hold: Option<String>, clear: bool) -> Result<(), BoardError> {
-    if let Some(reason) = hold {
-        let reason = reason.trim().to_string();
-        if reason.is_empty() {
-            return Err(bad("say why the card is on hold"));
+fn edit_hold(card: &mut CardRecord, hold: Edit<String>) -> Result<(), BoardError> {
+    match hold {
+        Edit::Keep => {}
+        Edit::Set(reason) => {
+            let reason = reason.trim().to_string();
+            if reason.is_empty() {
+                return Err(bad("say why the card is on hold"));
+            }
+            card.log(format!("put on hold: {reason}"));
+            card.hold = Some(Hold::needs_decision(reason));
         }
-        card.log(format!("put on hold: {reason}"));
-        card.hold = Some(Hold::needs_decision(reason));
-    }
-    if clear && card.hold.take().is_some() {
-        card.log("taken off hold");
-        if std::mem::take(&mut card.rerun_on_release) {
-            card.moved += 1;
+        Edit::Clear => {
+            if card.hold.take().is_some() {
+                card.log("taken off hold");
+                if std::mem::take(&mut card.rerun_on_release) {
+                    card.moved += 1;
+                }
+            }
         }
     }
     Ok(())
@@ -180,29 +211,24 @@ impl BoardState {
 
     pub(crate) async fn edit_card(
         &mut self,
-        p: EditCardParams,
+        p: CardEdit,
         taint: Option<String>,
     ) -> Result<CardView, BoardError> {
         let id = self.card_id(&p.card)?;
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Err(BoardError::internal("the card went away"));
         };
-        if p.hold.is_some() && p.clear_hold {
-            return Err(bad(
-                "put a card on hold or take it off hold, not both at once",
-            ));
-        }
         edit_words(&mut card, p.title.as_deref(), p.description, p.acceptance)?;
-        if let Some(a) = p.assignee.as_deref().map(str::trim) {
-            self.assign(&mut card, a).await?;
+        if !p.assignee.is_keep() {
+            self.assign(&mut card, p.assignee).await?;
         }
-        if let Some(key) = p.project.as_deref().map(str::trim) {
-            self.put_in_project(&mut card, key)?;
+        if !p.project.is_keep() {
+            self.put_in_project(&mut card, p.project)?;
         }
         if let Some(c) = &p.column {
             self.move_to_column(&mut card, c)?;
         }
-        edit_hold(&mut card, p.hold, p.clear_hold)?;
+        edit_hold(&mut card, p.hold)?;
         let budget = edit_budget(
             card.budget,
             p.budget_micro_usd,
@@ -233,11 +259,12 @@ impl BoardState {
         self.card_reply(id).await
     }
 
-    /// Gives the card to the agent `a` (none when empty), logging the change.
-    async fn assign(&self, card: &mut CardRecord, a: &str) -> Result<(), BoardError> {
+    /// Gives the card to the agent `a` (or to none), logging the change.
+    async fn assign(&self, card: &mut CardRecord, a: Edit<String>) -> Result<(), BoardError> {
         let new = match a {
-            "" => None,
-            a => Some(self.agent(a).await?),
+            Edit::Keep => return Ok(()),
+            Edit::Clear => None,
+            Edit::Set(a) => Some(self.agent(a.trim()).await?),
         };
         if new.as_ref().map(|(id, _)| *id) != card.assignee {
             card.assignee = new.as_ref().map(|(id, _)| *id);
@@ -249,12 +276,13 @@ impl BoardState {
         Ok(())
     }
 
-    /// Puts the card in the project `key` (out of its project when empty), logging the change;
-    /// refused for a card that works in a worktree of its project already.
-    fn put_in_project(&self, card: &mut CardRecord, key: &str) -> Result<(), BoardError> {
+    /// Puts the card in the project `key` (or out of its project), logging the change; refused
+    /// for a card that works in a worktree of its project already.
+    fn put_in_project(&self, card: &mut CardRecord, key: Edit<String>) -> Result<(), BoardError> {
         let new = match key {
-            "" => None,
-            key => Some(self.project_id(key)?),
+            Edit::Keep => return Ok(()),
+            Edit::Clear => None,
+            Edit::Set(key) => Some(self.project_id(key.trim())?),
         };
         if new != card.project {
             if let Some(wt) = &card.worktree {

@@ -27,7 +27,7 @@ mod projects;
 pub mod record;
 mod view;
 pub mod worktree;
-pub use cards::tainted_reason;
+pub use cards::{CardEdit, tainted_reason};
 pub use error::BoardError;
 pub use merge::{Again, Closed, Finding, Findings, OfferNow, QaTokens};
 pub use notes::check_note_path;
@@ -38,8 +38,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, EditCardParams, NoteSummary,
-    NoteView, SetColumnParams,
+    AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, NoteSummary, NoteView,
+    SetColumnParams,
 };
 use bosun_shared::protocol::projects::{AddProjectParams, EditProjectParams, ProjectView};
 use bosun_shared::{CardId, ColumnId, ProjectId, RunId, Timestamp};
@@ -120,7 +120,7 @@ pub enum BoardRequest {
         reply: Reply<CardView>,
     },
     EditCard {
-        params: Box<EditCardParams>,
+        params: Box<CardEdit>,
         taint: Option<String>,
         reply: Reply<CardView>,
     },

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use bosun_board::{BoardRequest, Reply};
+use bosun_board::{BoardRequest, CardEdit, Reply};
+use bosun_kit::edit::Edit;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
     ColumnView, EditCardParams, NoteList, NoteShow, NoteSummary, NoteView, NoteWrite,
@@ -14,6 +15,7 @@ use bosun_shared::protocol::projects::{
     AddProjectParams, EditProjectParams, ProjectList, ProjectRemove, ProjectSet, ProjectShow,
     ProjectView,
 };
+use bosun_shared::protocol::{ErrorCode, WireError};
 
 use super::Handle;
 use crate::ctx::DaemonCtx;
@@ -61,8 +63,9 @@ impl Handle for AddCardParams {
 impl Handle for EditCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
         let budget = self.budget_micro_usd.is_some() || self.budget_tokens.is_some();
+        let params = Box::new(card_edit(self)?);
         let view = ask(ctx, |reply| BoardRequest::EditCard {
-            params: Box::new(self),
+            params,
             taint: None,
             reply,
         })
@@ -72,6 +75,36 @@ impl Handle for EditCardParams {
         }
         Ok(view)
     }
+}
+
+/// The wire's edit of a card as the board takes it: an empty assignee or project takes it off;
+/// a hold and `clear_hold` together are refused.
+fn card_edit(p: EditCardParams) -> Result<CardEdit, Failure> {
+    let hold = match (p.hold, p.clear_hold) {
+        (Some(_), true) => {
+            return Err(Failure(WireError::new(
+                ErrorCode::BadRequest,
+                "put a card on hold or take it off hold, not both at once",
+            )));
+        }
+        (Some(reason), false) => Edit::Set(reason),
+        (None, true) => Edit::Clear,
+        (None, false) => Edit::Keep,
+    };
+    let emptied = |given: Option<String>| Edit::read(given, |v| v.trim().is_empty());
+    Ok(CardEdit {
+        card: p.card,
+        title: p.title,
+        description: p.description,
+        acceptance: p.acceptance,
+        assignee: emptied(p.assignee),
+        column: p.column,
+        hold,
+        comment: p.comment,
+        project: emptied(p.project),
+        budget_micro_usd: p.budget_micro_usd,
+        budget_tokens: p.budget_tokens,
+    })
 }
 
 /// The person set a card's or a project's budget: what was allowed more of the one before is

@@ -4,8 +4,8 @@
 use crate::record::ChatReads;
 use std::path::PathBuf;
 
+use bosun_board::CardEdit;
 use bosun_shared::ChatId;
-use bosun_shared::protocol::board::EditCardParams;
 use serde_json::Value;
 
 use super::{ToolCtx, board, need};
@@ -87,14 +87,14 @@ pub(super) async fn attach(
         file: path.display().to_string(),
         error,
     })?;
-    let params = EditCardParams {
+    let params = CardEdit {
         card,
         comment: Some(format!(
             "attached {} ({size} bytes) as {}",
             path.display(),
             dest.display()
         )),
-        ..EditCardParams::default()
+        ..CardEdit::default()
     };
     board(ctx, |reply| BoardRequest::EditCard {
         params: Box::new(params),

@@ -9,7 +9,7 @@ use bosun_shared::ChatId;
 use bosun_shared::agents::CliKind;
 use bosun_shared::protocol::agents::AgentParams;
 use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, CardView, EditCardParams, NoteView, SetColumnParams,
+    AddCardParams, AddColumnParams, CardView, NoteView, SetColumnParams,
 };
 use serde_json::{Value, json};
 
@@ -22,7 +22,7 @@ use super::{
 use crate::ToolError;
 use bosun_agents::launch;
 use bosun_agents::registry::{AgentEdit, AgentsMsg};
-use bosun_board::BoardRequest;
+use bosun_board::{BoardRequest, CardEdit};
 use bosun_kit::edit::Edit;
 use bosun_kit::offload::blocking;
 
@@ -81,20 +81,19 @@ async fn execute_board(
             .map(|c| held_words(&c))
         }
         BoardTool::UpdateTask => {
-            let params = EditCardParams {
+            let clear_hold = args.get("clear_hold").and_then(Value::as_bool) == Some(true);
+            // An empty assignee or project takes it off, as on the wire.
+            let emptied = |key| Edit::read(opt(args, key), |v: &String| v.trim().is_empty());
+            let params = CardEdit {
                 card: need(args, "card")?.to_string(),
                 title: opt(args, "title"),
                 description: opt(args, "description"),
                 acceptance: opt(args, "acceptance"),
-                assignee: opt(args, "assignee"),
+                assignee: emptied("assignee"),
                 column: opt(args, "column"),
-                hold: None,
-                clear_hold: args
-                    .get("clear_hold")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
+                hold: if clear_hold { Edit::Clear } else { Edit::Keep },
                 comment: opt(args, "comment"),
-                project: opt(args, "project"),
+                project: emptied("project"),
                 // A card's budget is the person's alone to set: the lead's runs count toward it.
                 budget_micro_usd: None,
                 budget_tokens: None,
