@@ -200,16 +200,26 @@ impl GatewayArgs {
     }
 }
 
-pub(super) async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
+/// The environment and header lines given on the command line, and from stdin when asked.
+fn given_lines(
+    env: &[String],
+    headers: &[String],
+    from_stdin: bool,
+) -> anyhow::Result<(Vec<SecretLine>, Vec<SecretLine>)> {
     let (mut env, mut headers) = (
-        lines(&a.env, LineSyntax::Env)?,
-        lines(&a.headers, LineSyntax::Header)?,
+        lines(env, LineSyntax::Env)?,
+        lines(headers, LineSyntax::Header)?,
     );
-    if a.env_from_stdin {
+    if from_stdin {
         let (e, h) = read_stdin_lines()?;
         env.extend(e);
         headers.extend(h);
     }
+    Ok((env, headers))
+}
+
+pub(super) async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode> {
+    let (env, headers) = given_lines(&a.env, &a.headers, a.env_from_stdin)?;
     let url = a.url.clone().or(a.url_arg.clone());
     let kind: ServerKind = match (a.transport, &url, a.command.is_empty()) {
         (Some(t), _, _) => t.into(),
@@ -264,15 +274,7 @@ pub(super) async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode>
 }
 
 pub(super) async fn edit(dirs: &StateDir, a: EditArgs) -> anyhow::Result<ExitCode> {
-    let (mut env, mut headers) = (
-        lines(&a.env, LineSyntax::Env)?,
-        lines(&a.headers, LineSyntax::Header)?,
-    );
-    if a.env_from_stdin {
-        let (e, h) = read_stdin_lines()?;
-        env.extend(e);
-        headers.extend(h);
-    }
+    let (env, headers) = given_lines(&a.env, &a.headers, a.env_from_stdin)?;
     let (command, args) = if a.command.is_empty() {
         (None, None)
     } else {
