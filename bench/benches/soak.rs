@@ -34,6 +34,7 @@ use anyhow::{Context, bail};
 use bosun_agents::record::{AgentRun, Decision, ToolCall};
 use bosun_approvals::record::{ApprovalRecord, ApprovalState, WaitingApproval, changes_for};
 use bosun_bench::{Env, Figure, bin, fmt_duration, median, report, rss_kib};
+use bosun_runs::decisions::DecisionRow;
 use bosun_runs::record::RunRecord;
 use bosun_runs::spend::UsageRow;
 use bosun_shared::protocol::approvals::Approvals;
@@ -532,6 +533,7 @@ async fn fill(env: &Env, calls: u64, runs: u64, from: u64, to: u64) -> anyhow::R
         &dirs.runs(),
         &[
             RunRecord::TABLE,
+            DecisionRow::TABLE,
             UsageRow::TABLE,
             ApprovalRecord::TABLE,
             WaitingApproval::TABLE,
@@ -551,21 +553,27 @@ async fn fill(env: &Env, calls: u64, runs: u64, from: u64, to: u64) -> anyhow::R
         for c in 0..per_run {
             let at = first + c * step;
             let a = approval(rec.id, r, c, at);
-            agent.decisions.push(Decision {
-                key: a.key.clone(),
-                tool: a.tool.clone(),
-                summary: a.preview.clone(),
-                allowed: matches!(a.state, ApprovalState::Allowed { .. }),
-                by: "the person".into(),
-                approval: Some(a.id),
-                message: if let ApprovalState::Denied { message, .. } = &a.state {
-                    Some(message.clone())
-                } else {
-                    None
+            let row = DecisionRow {
+                run: rec.id,
+                n: c,
+                decision: Decision {
+                    key: a.key.clone(),
+                    tool: a.tool.clone(),
+                    summary: a.preview.clone(),
+                    allowed: matches!(a.state, ApprovalState::Allowed { .. }),
+                    by: "the person".into(),
+                    approval: Some(a.id),
+                    message: if let ApprovalState::Denied { message, .. } = &a.state {
+                        Some(message.clone())
+                    } else {
+                        None
+                    },
+                    escalates: false,
+                    at: Timestamp::from_millis(at),
                 },
-                escalates: false,
-                at: Timestamp::from_millis(at),
-            });
+            };
+            bytes += row.encode().len() as u64;
+            batch.push(Change::put(&row));
             if agent.calls.len() < 500 {
                 agent.calls.push(ToolCall {
                     id: Some(a.key.clone()),

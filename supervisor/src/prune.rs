@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use bosun_approvals::record::{ApprovalRecord, ApprovalState};
 use bosun_kit::offload::blocking;
+use bosun_runs::decisions::{self, DecisionRow};
 use bosun_runs::record::RunRecord;
 use bosun_shared::Timestamp;
 use bosun_shared::protocol::runs::PruneView;
@@ -84,7 +85,7 @@ async fn round(ctx: &Arc<DaemonCtx>, cutoff: Timestamp) -> Result<(u64, u64), St
         let mut pruned = (0, 0);
         read.each::<ApprovalRecord>(|a| {
             if decided_at(&a).is_some_and(|at| at < cutoff) && live.get(a.run).is_none() {
-                changes.push(Change::delete::<ApprovalRecord>(&a.id));
+                changes.push(vec![Change::delete::<ApprovalRecord>(&a.id)]);
                 pruned.0 += 1;
             }
             Ok(())
@@ -94,12 +95,17 @@ async fn round(ctx: &Arc<DaemonCtx>, cutoff: Timestamp) -> Result<(u64, u64), St
             if !over || live.get(run.id).is_some() {
                 return Ok(());
             }
-            let Some(agent) = run.agent.as_mut().filter(|a| !a.decisions.is_empty()) else {
+            let Some(agent) = run.agent.as_mut() else {
                 return Ok(());
             };
-            agent.decisions_pruned += agent.decisions.len() as u64;
-            agent.decisions.clear();
-            changes.push(Change::put(&run));
+            let keys = decisions::keys_of(&read, run.id)?;
+            if keys.is_empty() {
+                return Ok(());
+            }
+            agent.decisions_pruned += keys.len() as u64;
+            let mut group: Vec<Change> = keys.iter().map(Change::delete::<DecisionRow>).collect();
+            group.push(Change::put(&run));
+            changes.push(group);
             pruned.1 += 1;
             Ok(())
         })?;
@@ -107,11 +113,16 @@ async fn round(ctx: &Arc<DaemonCtx>, cutoff: Timestamp) -> Result<(u64, u64), St
     })
     .await
     .map_err(|e| StoreError::Corrupt(e.to_string()))??;
-    while !changes.is_empty() {
-        let rest = changes.split_off(changes.len().min(BATCH));
-        ctx.writer
-            .commit(std::mem::replace(&mut changes, rest))
-            .await?;
+    // Whole groups a commit: a run's rows go in the commit that counts them on its record.
+    let mut batch = Vec::new();
+    for group in changes.drain(..) {
+        batch.extend(group);
+        if batch.len() >= BATCH {
+            ctx.writer.commit(std::mem::take(&mut batch)).await?;
+        }
+    }
+    if !batch.is_empty() {
+        ctx.writer.commit(batch).await?;
     }
     Ok(pruned)
 }

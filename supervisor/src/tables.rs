@@ -7,6 +7,7 @@ use bosun_store::Record;
 /// Every table of the store; `Store::open` creates them all.
 pub const TABLES: &[&str] = &[
     bosun_runs::record::RunRecord::TABLE,
+    bosun_runs::decisions::DecisionRow::TABLE,
     bosun_runs::sealed::SealedPlan::TABLE,
     bosun_runs::spend::UsageRow::TABLE,
     bosun_runs::spend::BudgetGrant::TABLE,

@@ -10,6 +10,8 @@
 //! - **2 → 3.** Each run of a coding CLI gets its usage row (`runs::spend::UsageRow`), which
 //!   `bosun usage` and the budgets of cards and projects read; from then on each is written
 //!   with its run's record.
+//! - **3 → 4.** Each run's decisions move out of its record into rows of their own
+//!   (`runs::decisions`), so that deciding a call writes that call's row and nothing more.
 //! - **Every start.** A query still in the store (the keychain could not take it before) goes to
 //!   the keychain, and the store is written anew, so that no copy of it stays in a free page.
 //!
@@ -21,14 +23,18 @@ use std::path::Path;
 use bosun_shared::Timestamp;
 use tracing::{info, warn};
 
+use bosun_agents::record::Decision;
 use bosun_agents::record::{AgentRecord, CarriedOver};
 use bosun_approvals::carry;
 use bosun_approvals::policy::Verdict;
 use bosun_kit::keychain::Keychain;
 use bosun_mcp::address;
 use bosun_mcp::record::{ServerRecord, take_stored_query};
+use bosun_runs::decisions::DecisionRow;
 use bosun_runs::record::RunRecord;
 use bosun_runs::spend::UsageRow;
+use bosun_shared::RunId;
+use bosun_store::{Record, decode_part};
 use bosun_store::{Rewrite, SCHEMA_VERSION, Store, StoreError};
 
 /// What an upgrade did, for `bosun daemon status`.
@@ -69,10 +75,14 @@ pub fn run(store: &mut Store, keychain: &Keychain) -> Result<Upgraded, StoreErro
                 Some(v) if v < 3 => usage_rows(copy)?,
                 Some(_) | None => 0,
             };
-            Ok((carried, rows))
+            let decisions = match from {
+                Some(v) if v < 4 => decision_rows(copy)?,
+                Some(_) | None => 0,
+            };
+            Ok((carried, rows, decisions))
         },
     )?;
-    let (carried, rows) = carried;
+    let (carried, rows, decisions) = carried;
     let mut moved = moved.into_inner();
     moved.sort();
     moved.dedup();
@@ -88,10 +98,18 @@ pub fn run(store: &mut Store, keychain: &Keychain) -> Result<Upgraded, StoreErro
         to = SCHEMA_VERSION,
         agents = carried.len(),
         runs = rows,
+        decisions,
         "store upgraded"
     );
     Ok(Upgraded {
-        line: Some(line(from, backup.as_deref(), &moved, &carried, rows)),
+        line: Some(line(
+            from,
+            backup.as_deref(),
+            &moved,
+            &carried,
+            rows,
+            decisions,
+        )),
     })
 }
 
@@ -106,6 +124,58 @@ fn usage_rows(copy: &Rewrite) -> Result<usize, StoreError> {
     Ok(rows.len())
 }
 
+/// How many decisions [`decision_rows`] holds in memory before writing them.
+const DECISIONS_PER_COMMIT: usize = 10_000;
+
+/// Moves each run's decisions out of its record into rows of their own, in the order they were
+/// made, and writes the record again without them. Returns how many moved. A pass over the runs'
+/// bytes, a batch at a time: a store may hold millions of decisions.
+fn decision_rows(copy: &Rewrite) -> Result<usize, StoreError> {
+    /// What schema 3 kept of a run's decisions in its record.
+    #[derive(serde::Deserialize)]
+    struct Inline {
+        id: RunId,
+        #[serde(default)]
+        agent: Option<InlineAgent>,
+    }
+    #[derive(serde::Deserialize)]
+    struct InlineAgent {
+        #[serde(default)]
+        decisions: Vec<Decision>,
+    }
+    let (mut rows, mut runs, mut moved) = (Vec::new(), Vec::new(), 0);
+    let flush = |rows: &mut Vec<DecisionRow>, runs: &mut Vec<RunRecord>| {
+        copy.put_all(&std::mem::take(rows))?;
+        copy.put_all(&std::mem::take(runs))
+    };
+    copy.read()?.each_bytes::<RunRecord>(|bytes| {
+        let inline = decode_part::<RunRecord, Inline>(bytes)?;
+        let Some(agent) = inline.agent.filter(|a| !a.decisions.is_empty()) else {
+            return Ok(());
+        };
+        moved += agent.decisions.len();
+        rows.extend(
+            agent
+                .decisions
+                .into_iter()
+                .zip(0..)
+                .map(|(decision, n)| DecisionRow {
+                    run: inline.id,
+                    n,
+                    decision,
+                }),
+        );
+        // Written again, its decisions are left out.
+        runs.push(RunRecord::decode(bytes)?);
+        if rows.len() >= DECISIONS_PER_COMMIT {
+            flush(&mut rows, &mut runs)?;
+        }
+        Ok(())
+    })?;
+    flush(&mut rows, &mut runs)?;
+    Ok(moved)
+}
+
 /// The line `daemon status` shows after an upgrade.
 fn line(
     from: u64,
@@ -113,6 +183,7 @@ fn line(
     moved: &[String],
     carried: &[(String, String)],
     rows: usize,
+    decisions: usize,
 ) -> String {
     let mut line = format!("the store was upgraded from schema {from} to {SCHEMA_VERSION}");
     if let Some(b) = backup {
@@ -128,6 +199,11 @@ fn line(
         line.push_str(&format!(
             "; what {rows} run{} of coding CLIs used is kept apart for `bosun usage` and budgets",
             if rows == 1 { "" } else { "s" }
+        ));
+    }
+    if from < 4 && decisions > 0 {
+        line.push_str(&format!(
+            "; the runs' decisions on tool calls ({decisions}) are now kept a row each"
         ));
     }
     // Permission modes were carried over, and workspaces came, with the upgrade to schema 2.

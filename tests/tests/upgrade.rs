@@ -38,6 +38,12 @@ fn fixture_v2() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/upgrade-v2")
 }
 
+/// The store while a run's decisions were inside its record (schema 3), with one finished run
+/// of four decisions (`tests/fixtures/upgrade-v3/make.sh`).
+fn fixture_v3() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/upgrade-v3")
+}
+
 fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
@@ -129,7 +135,7 @@ fn the_previous_releases_state_opens_item_by_item_with_no_secret_left_in_the_sto
     let line = status["upgrade"].as_str().unwrap_or_default().to_string();
     let backup = b.home.join("bosun.redb.v1.bak");
     for want in [
-        "upgraded from schema 1 to 3",
+        "upgraded from schema 1 to 4",
         "agents' runs now write only in their own folder",
         &backup.display().to_string(),
         "the address query of old-kept moved to the keychain",
@@ -247,7 +253,7 @@ fn the_previous_releases_state_opens_item_by_item_with_no_secret_left_in_the_sto
     assert!(
         seen["daemon"]
             .as_str()
-            .is_some_and(|d| d.contains("upgraded from schema 1 to 3")),
+            .is_some_and(|d| d.contains("upgraded from schema 1 to 4")),
         "{seen:#}"
     );
     assert_eq!(
@@ -337,7 +343,7 @@ fn a_store_of_a_newer_schema_is_refused_with_words() -> anyhow::Result<()> {
     assert!(
         e.contains(
             "this state directory was made by a newer bosun: upgrade, or restore the backup it made"
-        ) && e.contains("bosun.redb.v3.bak"),
+        ) && e.contains("bosun.redb.v4.bak"),
         "{e}"
     );
     b.finish()
@@ -438,7 +444,7 @@ fn the_runs_of_a_store_before_usage_rows_are_in_bosun_usage_after_the_upgrade() 
     let status = b.json(&["daemon", "status"])?;
     let line = status["upgrade"].as_str().unwrap_or_default();
     assert!(
-        line.contains("upgraded from schema 2 to 3")
+        line.contains("upgraded from schema 2 to 4")
             && line.contains("what 2 runs of coding CLIs used is kept apart"),
         "{line}"
     );
@@ -485,6 +491,61 @@ fn the_runs_of_a_store_before_usage_rows_are_in_bosun_usage_after_the_upgrade() 
     assert!(b.home.join("bosun.redb.v2.bak").exists());
     b.ok(&["daemon", "stop"])?;
     assert_eq!(b.json(&["usage", "--by", "agent"])?["total"], old["total"]);
+    let again = b.json(&["daemon", "status"])?;
+    assert!(again["upgrade"].is_null(), "{again:#}");
+    b.finish()
+}
+
+#[test]
+fn a_runs_decisions_kept_in_its_record_are_shown_in_order_after_the_upgrade() -> anyhow::Result<()>
+{
+    use std::os::unix::fs::PermissionsExt;
+    let b = Bosun::new("upgrade_decision_rows");
+    copy_dir(&fixture_v3().join("state"), &b.home)?;
+    std::fs::set_permissions(&b.home, std::fs::Permissions::from_mode(0o700))?;
+    std::fs::set_permissions(
+        b.home.join("bosun.redb"),
+        std::fs::Permissions::from_mode(0o600),
+    )?;
+    let expected = |name: &str| -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(
+            fixture_v3().join("expected").join(name),
+        )?)
+    };
+    let run = expected("run")?.trim().to_string();
+    let old: Vec<Value> = serde_json::from_str(&expected("decisions.json")?)?;
+    assert_eq!(old.len(), 4);
+
+    // Every decision, field by field and in order, as the old build showed them.
+    assert_eq!(b.decisions(&run)?, old);
+    let status = b.json(&["daemon", "status"])?;
+    let line = status["upgrade"].as_str().unwrap_or_default();
+    assert!(
+        line.contains("upgraded from schema 3 to 4")
+            && line.contains("the runs' decisions on tool calls (4) are now kept a row each"),
+        "{line}"
+    );
+    // The person's decision still names its approval, which is there, denied.
+    let approval = old[3]["approval"].as_str().unwrap_or_default();
+    let all = b.all_approvals()?;
+    assert!(
+        all.iter()
+            .any(|a| a["id"] == approval && a["state"] == "denied"),
+        "{all:#?}"
+    );
+    // The list of every run carries them too.
+    let listed = b.json(&["ps", "--all"])?;
+    let listed = listed
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["id"] == run.as_str()))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(listed["agent"]["decisions"], Value::from(old.clone()));
+
+    // Kept as it was, and not upgraded again at the next start.
+    assert!(b.home.join("bosun.redb.v3.bak").exists());
+    b.ok(&["daemon", "stop"])?;
+    assert_eq!(b.decisions(&run)?, old);
     let again = b.json(&["daemon", "status"])?;
     assert!(again["upgrade"].is_null(), "{again:#}");
     b.finish()

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::approvals::{ApprovalMode, Verdict};
@@ -347,9 +348,11 @@ pub struct AgentRun {
     pub model: Option<String>,
     pub result: Option<CliResult>,
     /// What bosun decided about each tool call, in the order asked (a run whose calls go
-    /// through the approval policy). Left out of the record when there are none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub decisions: Vec<Decision>,
+    /// through the approval policy). Not part of the record's bytes: each is a row of its own
+    /// in the store (the runs area's `decisions` table), read back with the record. Shared, so
+    /// that a copy of a record with many is cheap.
+    #[serde(skip)]
+    pub decisions: Vec<Arc<Decision>>,
     /// Where the run may write besides its folder, as its agent said when it started: its file
     /// tools are judged by it and its runner fences its programs in by it. Absent on runs
     /// started before workspaces existed (their calls are judged by the agent's settings now).

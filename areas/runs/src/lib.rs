@@ -10,6 +10,7 @@ use crate::record::RunWrites;
 mod error;
 pub mod follow;
 pub use error::RunsError;
+pub mod decisions;
 pub mod events;
 pub mod live;
 pub mod log_hub;

@@ -13,7 +13,12 @@ use bosun_shared::run::{ExitInfo, RunState};
 use bosun_shared::{RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use bosun_agents::record::AgentRun;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bosun_agents::record::{AgentRun, Decision};
+
+use crate::decisions::{self, DecisionRow};
 use bosun_store::writer::{Change, StoreWriter, WriteOp};
 use bosun_store::{Record, Store, StoreError};
 
@@ -156,7 +161,8 @@ impl RunRecord {
     }
 }
 
-/// The runs' reads of the store.
+/// The runs' reads of the store. A record is read with its decisions (kept apart, see
+/// [`crate::decisions`]), in one read transaction.
 pub trait RunReads {
     /// One run's record.
     fn run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError>;
@@ -164,17 +170,41 @@ pub trait RunReads {
     /// Every run record, in id order.
     fn runs(&self) -> Result<Vec<RunRecord>, StoreError>;
 
+    /// A run's decisions, in the order they were made.
+    fn decisions_of(&self, id: RunId) -> Result<Vec<Arc<Decision>>, StoreError>;
+
     /// The ids of runs whose id starts with `prefix`, at most `limit` of them.
     fn run_ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<RunId>, StoreError>;
 }
 
 impl RunReads for Store {
     fn run(&self, id: RunId) -> Result<Option<RunRecord>, StoreError> {
-        self.get::<RunRecord>(&id)
+        let read = self.read()?;
+        let Some(mut rec) = read.get::<RunRecord>(&id)? else {
+            return Ok(None);
+        };
+        if let Some(agent) = rec.agent.as_mut() {
+            agent.decisions = decisions::of_run(&read, id)?;
+        }
+        Ok(Some(rec))
     }
 
     fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
-        self.all::<RunRecord>()
+        let read = self.read()?;
+        let mut runs = read.all::<RunRecord>()?;
+        // One pass over the decisions, in key order: run by run, each run's in order.
+        let at: HashMap<RunId, usize> = runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        read.each::<DecisionRow>(|row| {
+            if let Some(agent) = at.get(&row.run).and_then(|&i| runs[i].agent.as_mut()) {
+                agent.decisions.push(Arc::new(row.decision));
+            }
+            Ok(())
+        })?;
+        Ok(runs)
+    }
+
+    fn decisions_of(&self, id: RunId) -> Result<Vec<Arc<Decision>>, StoreError> {
+        decisions::of_run(&self.read()?, id)
     }
 
     fn run_ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<RunId>, StoreError> {

@@ -35,7 +35,8 @@ pub use rewrite::Rewrite;
 /// 2. The agents' permission modes carried over as saved verdicts, and no address query left in
 ///    the store or in its free pages (`crate::upgrade`).
 /// 3. A usage row (`usage[run_id]`) for every run of a coding CLI, written with its record.
-pub const SCHEMA_VERSION: u64 = 3;
+/// 4. A run's decisions in rows of their own (`decisions["<run_id>/<n>"]`), out of its record.
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// The store's own table: the schema version (and, under keys of their own, records that
 /// domains keep one of, such as the board's settings under `board`).

@@ -44,6 +44,11 @@ pub struct Rewrite {
 }
 
 impl Rewrite {
+    /// A read transaction of the copy, as it is now.
+    pub fn read(&self) -> Result<super::Reader, StoreError> {
+        Ok(super::Reader(self.db.begin_read()?))
+    }
+
     /// Every record of `R`'s table in the copy, in key order.
     pub fn all<R: Record>(&self) -> Result<Vec<R>, StoreError> {
         super::Reader(self.db.begin_read()?).all()

@@ -190,7 +190,7 @@ fn a_state_directory_of_the_old_layout_opens_and_reads_unchanged() {
         }
         txn.commit().unwrap();
     }
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     let store = Store::open(&path, &dir.path().join("runs"), TABLES).unwrap();
     // Schema 1 is read as it is, and must be upgraded before bosund uses it.
     assert_eq!(store.upgrade_from(), Some(1));
@@ -338,7 +338,7 @@ fn the_upgrade_from_schema_1_carries_the_permission_mode_over_and_keeps_a_backup
     let line = upgraded.line.unwrap();
     let backup = dir.path().join("bosun.redb.v1.bak");
     assert!(
-        line.contains("from schema 1 to 3")
+        line.contains("from schema 1 to 4")
             && line.contains("what 1 run of coding CLIs used is kept apart")
             && line.contains(&backup.display().to_string())
             && line.contains("coder: Write, Edit, MultiEdit, NotebookEdit from acceptEdits"),
@@ -512,4 +512,100 @@ async fn bosunds_settings_are_one_row_of_meta_and_a_store_without_it_reads_the_d
         .map(|(_, _, v)| String::from_utf8(v).unwrap())
         .collect();
     assert_eq!(meta, [r#"{"notify":false,"retention_ms":2592000000}"#]);
+}
+
+/// Two decisions as schema 3 kept them inside the run's record (`agent.decisions`), the second
+/// one a person's, and the rows schema 4 keeps them in, in order.
+const INLINE_DECISIONS: &str = r#"[{"key":"t1","tool":"Read","summary":"read a.txt","allowed":true,"by":"the policy (step 6)","at":1700000000150},{"key":"t2","tool":"Bash","summary":"$ rm -rf x","allowed":false,"by":"the person","approval":"01j9aaaaaaaaaaaaaaaaaaaaa4","message":"no","at":1700000000160}]"#;
+const DECISION_ROWS: [(&str, &str); 2] = [
+    (
+        "01j9aaaaaaaaaaaaaaaaaaaar1/0000000000",
+        r#"{"run":"01j9aaaaaaaaaaaaaaaaaaaar1","n":0,"decision":{"key":"t1","tool":"Read","summary":"read a.txt","allowed":true,"by":"the policy (step 6)","at":1700000000150}}"#,
+    ),
+    (
+        "01j9aaaaaaaaaaaaaaaaaaaar1/0000000001",
+        r#"{"run":"01j9aaaaaaaaaaaaaaaaaaaar1","n":1,"decision":{"key":"t2","tool":"Bash","summary":"$ rm -rf x","allowed":false,"by":"the person","approval":"01j9aaaaaaaaaaaaaaaaaaaaa4","message":"no","at":1700000000160}}"#,
+    ),
+];
+
+#[test]
+fn the_upgrade_from_schema_3_moves_each_runs_decisions_into_rows_of_their_own_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bosun.redb");
+    let (_, run_row) = row("runs", None);
+    let inline = run_row.replace(
+        r#""result":{"is_error":false,"reason":"done","text":"ok"}}"#,
+        &format!(
+            r#""result":{{"is_error":false,"reason":"done","text":"ok"}},"decisions":{INLINE_DECISIONS}}}"#
+        ),
+    );
+    assert_ne!(inline, run_row);
+    {
+        let db = Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn
+                .open_table(TableDefinition::<&str, &[u8]>::new("meta"))
+                .unwrap();
+            meta.insert("schema_version", 3u64.to_be_bytes().as_slice())
+                .unwrap();
+        }
+        for (table, key, value) in ROWS {
+            let value = if *table == "runs" { &inline } else { *value };
+            txn.open_table(TableDefinition::<&str, &[u8]>::new(table))
+                .unwrap()
+                .insert(*key, value.as_bytes())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let keychain = bosun_kit::keychain::Keychain::file(dir.path().join("keychain.json"));
+    let mut store = Store::open(&path, &dir.path().join("runs"), TABLES).unwrap();
+    let line = crate::upgrade::run(&mut store, &keychain)
+        .unwrap()
+        .line
+        .unwrap();
+    assert!(
+        line.contains("from schema 3 to 4")
+            && line.contains("the runs' decisions on tool calls (2) are now kept a row each"),
+        "{line}"
+    );
+    // Read back with its record, in order, as schema 3 had them.
+    let run = store.run(RUN.parse().unwrap()).unwrap().unwrap();
+    let want: Vec<bosun_agents::record::Decision> = serde_json::from_str(INLINE_DECISIONS).unwrap();
+    let got: Vec<_> = run
+        .agent
+        .as_ref()
+        .unwrap()
+        .decisions
+        .iter()
+        .map(|d| (**d).clone())
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(store.runs().unwrap(), vec![run]);
+    drop(store);
+
+    // The store: the record as schema 4 writes it (no decisions), and a row each.
+    let rows = rows_of(&Database::open(&path).unwrap());
+    let mut expected = expected_rows(SCHEMA_VERSION);
+    let at = expected.iter().position(|(t, _, _)| t == "runs").unwrap() + 1;
+    for (i, (key, value)) in DECISION_ROWS.iter().enumerate() {
+        expected.insert(
+            at + i,
+            (
+                "decisions".into(),
+                key.to_string(),
+                value.as_bytes().to_vec(),
+            ),
+        );
+    }
+    assert_eq!(rows, expected);
+    // The backup is the store as schema 3 had it.
+    let backup = rows_of(&Database::open(dir.path().join("bosun.redb.v3.bak")).unwrap());
+    assert!(
+        backup
+            .iter()
+            .any(|(t, _, v)| t == "runs" && *v == inline.as_bytes()),
+        "the backup keeps the record with its decisions"
+    );
 }

@@ -5,8 +5,10 @@
 //! Exactly once: a decision is committed before it is sent, and an ask that comes again (after
 //! a reconnect, or a restart of bosund) gets the decision that was committed, never a new one.
 
+use crate::record::RunReads;
 use bosun_approvals::record::ApprovalReads;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bosun_shared::protocol::approvals::ApprovalView;
 use bosun_shared::protocol::runner::{DaemonMsg, StopOrder, ToolAnswer, ToolAsk};
@@ -17,6 +19,7 @@ use tracing::{info, warn};
 
 use super::{RunActorState, RunMsg, ms};
 use crate::RunsError;
+use crate::decisions::DecisionRow;
 use crate::events::EventsMsg;
 use crate::spend::CardBudgets;
 use bosun_agents::record::{AgentRun, Decision};
@@ -70,6 +73,12 @@ impl RunActorState {
         myself: &ActorRef<RunMsg>,
     ) -> Result<(), ActorProcessingErr> {
         let mut asks = Asks::default();
+        let store = self.ctx.store.clone();
+        let id = self.rec.id;
+        if let Some(run) = self.rec.agent.as_mut() {
+            // The decisions kept for the run so far (none for a run just made).
+            run.decisions = blocking(move || store.decisions_of(id)).await??;
+        }
         if let Some(run) = &self.rec.agent {
             for d in &run.decisions {
                 asks.decided.insert(d.key.clone(), d.answer());
@@ -549,12 +558,21 @@ impl RunActorState {
         let by = decision.by.clone();
         let escalated = self.asks.escalated;
         self.asks.escalated |= decision.allowed && decision.escalates;
-        if let Some(run) = self.rec.agent.as_mut() {
-            run.decisions.push(decision);
-        }
-        let row = self.usage_row_to_save();
-        let mut changes = vec![Change::put(&self.rec)];
-        changes.extend(row.iter().map(Change::put));
+        // Its own row (an agent's run's: no other run keeps decisions); the run's record is not
+        // written again for it.
+        let id = self.rec.id;
+        let row = self.rec.agent.as_mut().map(|run| {
+            let row = DecisionRow {
+                run: id,
+                n: run.decisions.len() as u64,
+                decision: decision.clone(),
+            };
+            run.decisions.push(Arc::new(decision));
+            row
+        });
+        let usage = self.usage_row_to_save();
+        let mut changes: Vec<Change> = row.iter().map(Change::put).collect();
+        changes.extend(usage.iter().map(Change::put));
         if let Some(a) = approval {
             changes.extend(changes_for(a));
         }
@@ -567,7 +585,7 @@ impl RunActorState {
             self.asks.escalated = escalated;
             return Err(e.into());
         }
-        self.usage_saved = row.or(self.usage_saved.take());
+        self.usage_saved = usage.or(self.usage_saved.take());
         self.asks.waiting.remove(&key);
         bosun_kit::crash::point("approval-decided");
         self.ctx.live.update(&self.rec);
