@@ -301,6 +301,7 @@ async fn session(
         role: Role::Runner {
             run_id,
             token: token.clone(),
+            keeps_unsaved: true,
         },
     };
     if let Err(e) = writer.send_now(&hello).await {
@@ -349,6 +350,7 @@ async fn session(
         &mut msgs,
         welcome.started_recorded,
         welcome.binary_output,
+        welcome.keeps_unsaved,
     )
     .await;
     reader_task.abort();
@@ -356,15 +358,18 @@ async fn session(
 }
 
 /// Sends what is due and handles what the daemon says, until the session ends. Output goes in
-/// binary frames, or as JSON to a daemon of before them (`binary_output` false).
+/// binary frames, or as JSON to a daemon of before them (`binary_output` false); decisions kept
+/// unsaved only to a daemon that takes them back (`unsaved_taken`).
 async fn pump(
     state: &LinkState,
     writer: &mut FrameWriter<WriteHalf>,
     msgs: &mut mpsc::UnboundedReceiver<io::Result<DaemonMsg>>,
     started_acked: bool,
     binary_output: bool,
+    unsaved_taken: bool,
 ) -> SessionEnd {
     let mut told = Told {
+        unsaved_taken,
         next_seq: state.outbox.lock().map(|o| o.acked() + 1).unwrap_or(1),
         started_acked,
         started_sent: false,
@@ -408,6 +413,8 @@ struct Told {
     // What this session has said of the asks: each once (a new session says them all again;
     // bosund takes them as the same ones).
     said: Said,
+    /// This session's bosund takes back the decisions told before they were saved.
+    unsaved_taken: bool,
 }
 
 impl Told {
@@ -428,7 +435,7 @@ impl Told {
             }
         }
         let unsaid = match state.asks.lock() {
-            Ok(a) => a.unsaid(&mut self.said),
+            Ok(a) => a.unsaid(&mut self.said, self.unsaved_taken),
             Err(_) => Vec::new(),
         };
         for msg in unsaid {
@@ -538,14 +545,31 @@ impl Told {
                 let _ = state.stops.send(order);
             }
             Some(Ok(DaemonMsg::ExitAck)) => return Some(SessionEnd::ExitAcked),
-            Some(Ok(DaemonMsg::Decided { key, answer, by })) => match state.judging.waiter(&key) {
-                Some(to) => {
-                    let _ = to.send(Judgement::Decided { answer, by });
+            Some(Ok(DaemonMsg::Decided {
+                key,
+                answer,
+                by,
+                unsaved,
+            })) => {
+                if unsaved && let Ok(mut a) = state.asks.lock() {
+                    // Kept before the call goes on, in case this bosund goes away unsaved.
+                    a.unsaved(&key, &answer, &by);
+                    self.said.told_unsaved(&key);
                 }
-                None => {
-                    let _ = state.decisions.send(Decided { key, answer, by });
+                match state.judging.waiter(&key) {
+                    Some(to) => {
+                        let _ = to.send(Judgement::Decided { answer, by });
+                    }
+                    None => {
+                        let _ = state.decisions.send(Decided { key, answer, by });
+                    }
                 }
-            },
+            }
+            Some(Ok(DaemonMsg::Saved { key })) => {
+                if let Ok(mut a) = state.asks.lock() {
+                    a.saved(&key);
+                }
+            }
             Some(Ok(DaemonMsg::Waiting { key, note })) => {
                 if let Some(to) = state.judging.waiter(&key) {
                     let _ = to.send(Judgement::Waiting);

@@ -210,9 +210,13 @@ impl Actor for Session {
                 state.binary_log = hello.binary_log;
                 state.start_ui(&myself, reader, writer).await
             }
-            Role::Runner { run_id, token } => {
+            Role::Runner {
+                run_id,
+                token,
+                keeps_unsaved,
+            } => {
                 state
-                    .start_runner(&myself, reader, writer, run_id, token)
+                    .start_runner(&myself, reader, writer, run_id, token, keeps_unsaved)
                     .await
             }
         }
@@ -393,6 +397,7 @@ impl SessionState {
         mut writer: FrameWriter<WriteHalf>,
         run_id: RunId,
         token: RunToken,
+        keeps_unsaved: bool,
     ) {
         let entry = match self.admit(run_id, &token).await {
             Ok(entry) => entry,
@@ -403,8 +408,12 @@ impl SessionState {
             }
         };
         let (tx, rx) = mpsc::unbounded_channel::<DaemonMsg>();
-        let attached = match ractor::call!(entry.actor, |reply| RunMsg::Attach { tx, token, reply })
-        {
+        let attached = match ractor::call!(entry.actor, |reply| RunMsg::Attach {
+            tx,
+            token,
+            keeps_unsaved,
+            reply
+        }) {
             Ok(a) => a,
             Err(_) => {
                 let msg = format!("run {run_id} is not running under this bosund");
@@ -569,6 +578,7 @@ fn welcome(
         stop,
         started_recorded,
         binary_output: true,
+        keeps_unsaved: true,
     }
 }
 

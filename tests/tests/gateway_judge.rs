@@ -320,3 +320,77 @@ fn with_bosund_down_a_call_no_decision_covers_is_refused_and_never_runs() -> any
     assert_eq!(heard(&heard_file, "unjudged"), 0);
     b.finish()
 }
+
+/// A call the policy lets run is told to the runner while its decision is being saved, so the
+/// call does not wait for the disk. bosund SIGKILLed after telling it and before saving it: the
+/// call goes on all the same, and the runner tells the decision back to the next bosund, which
+/// saves it as it was told, once, never judging the call again.
+#[test]
+fn a_decision_told_before_it_was_saved_is_saved_once_when_bosund_is_back() -> anyhow::Result<()> {
+    let b = Bosun::new("gateway_judge_unsaved");
+    let fake = FakeModel::start("anthropic", "hold")?;
+    let heard_file = setup(&b, &fake)?;
+    b.kill_daemon()?;
+    let b = b.with_env("BOSUN_CRASH_AT", "decision-told-unsaved");
+    let run = b.json(&["agent", "run", "coder", "take your time"])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(1, Duration::from_secs(60))?;
+    let socket = b.home.join("runs").join(&id).join("gateway.sock");
+    let mut c = Client::dial(&socket, "everything")?;
+    c.initialize()?;
+
+    let one = c.call("echo", json!({"message": "one"}), Duration::from_secs(30))?;
+    assert!(text_of(&one).contains("Echo: one"), "{one}");
+    assert_eq!(heard(&heard_file, "one"), 1);
+    // bosund dies without saving it.
+    wait_for("bosund at its crash point", Duration::from_secs(30), || {
+        let log = std::fs::read_to_string(b.home.join("bosund.stderr")).unwrap_or_default();
+        Ok(log
+            .contains("BOSUN_CRASH_AT=decision-told-unsaved")
+            .then_some(()))
+    })?;
+
+    // The next bosund hears it back from the runner and saves it.
+    let b = b.with_env("BOSUN_CRASH_AT", "none");
+    let ds = wait_for("the decision saved", Duration::from_secs(60), || {
+        let ds = b.decisions(&id)?;
+        Ok((!ds.is_empty()).then_some(ds))
+    })?;
+    assert_eq!(ds.len(), 1, "{ds:#?}");
+    assert_eq!(ds[0]["tool"], "mcp__everything__echo");
+    assert_eq!(ds[0]["decision"], "allowed");
+    assert_eq!(ds[0]["by"], COVERED);
+    assert!(
+        ds[0]["summary"].as_str().is_some_and(|s| s.contains("one")),
+        "{ds:#?}"
+    );
+    let log = b.daemon_log();
+    assert!(
+        log.contains("saved a decision told before bosund went away"),
+        "{log}"
+    );
+
+    // And the run goes on: the next call is judged and saved as usual, after it.
+    let two = c.call("echo", json!({"message": "two"}), Duration::from_secs(30))?;
+    assert!(text_of(&two).contains("Echo: two"), "{two}");
+    let ds = wait_for("both decisions", Duration::from_secs(30), || {
+        let ds = b.decisions(&id)?;
+        Ok((ds.len() >= 2).then_some(ds))
+    })?;
+    let summaries: Vec<&str> = ds
+        .iter()
+        .map(|d| d["summary"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(ds.len(), 2, "{ds:#?}");
+    assert!(
+        summaries[0].contains("one") && summaries[1].contains("two"),
+        "{summaries:?}"
+    );
+    assert_eq!(
+        (heard(&heard_file, "one"), heard(&heard_file, "two")),
+        (1, 1)
+    );
+    drop(c);
+    b.ok(&["stop", &id])?;
+    b.finish()
+}

@@ -271,6 +271,7 @@ fn a_runner_with_a_wrong_token_or_an_unknown_run_is_refused() -> anyhow::Result<
             Role::Runner {
                 run_id,
                 token: RunToken::generate(),
+                keeps_unsaved: false,
             },
         )
         .await?;
@@ -288,6 +289,7 @@ fn a_runner_with_a_wrong_token_or_an_unknown_run_is_refused() -> anyhow::Result<
             Role::Runner {
                 run_id: other,
                 token: RunToken::generate(),
+                keeps_unsaved: false,
             },
         )
         .await?;

@@ -2,6 +2,15 @@
 //! the daemon kills itself with SIGKILL when it reaches that point — no destructor, no flush,
 //! exactly as an outside `kill -9` at that instant would leave things.
 
+/// Dies here when the environment names this point, `wait` after reaching it: the task goes
+/// no further, while the others go on meanwhile (a message just queued for a socket goes out).
+pub async fn point_after(name: &str, wait: std::time::Duration) {
+    if std::env::var("BOSUN_CRASH_AT").is_ok_and(|p| p == name) {
+        tokio::time::sleep(wait).await;
+        point(name);
+    }
+}
+
 /// Dies here when the environment names this point.
 pub fn point(name: &str) {
     if std::env::var("BOSUN_CRASH_AT").is_ok_and(|p| p == name) {

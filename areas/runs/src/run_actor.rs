@@ -74,6 +74,8 @@ pub enum RunMsg {
         tx: mpsc::UnboundedSender<DaemonMsg>,
         /// The token it proved itself with (a sealed plan is filled in with it).
         token: RunToken,
+        /// The runner keeps a decision told before it is saved.
+        keeps_unsaved: bool,
         reply: RpcReplyPort<Attached>,
     },
     /// A message from the runner on link `link_id`.
@@ -196,6 +198,8 @@ pub struct RunActorState {
 struct Link {
     link_id: u64,
     tx: mpsc::UnboundedSender<DaemonMsg>,
+    /// The runner keeps a decision told before it is saved (see [`DaemonMsg::Decided`]).
+    keeps_unsaved: bool,
 }
 
 impl Actor for RunActor {
@@ -306,10 +310,19 @@ impl RunActorState {
         msg: RunMsg,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            RunMsg::Attach { tx, token, reply } => {
+            RunMsg::Attach {
+                tx,
+                token,
+                keeps_unsaved,
+                reply,
+            } => {
                 let link_id = self.next_link_id;
                 self.next_link_id += 1;
-                self.link = Some(Link { link_id, tx });
+                self.link = Some(Link {
+                    link_id,
+                    tx,
+                    keeps_unsaved,
+                });
                 self.link_token = Some(token);
                 self.away_since = None;
                 // A runner whose output is still held says so again on its new link.
@@ -576,6 +589,7 @@ impl RunActorState {
             }
             RunnerMsg::Ask(ask) => self.on_ask(myself, ask).await,
             RunnerMsg::Delivered { key } => self.on_delivered(key).await,
+            RunnerMsg::Unsaved { ask, answer, by } => self.on_unsaved(ask, answer, by).await,
             RunnerMsg::Withdrawn { key } => self.on_withdrawn(key).await,
             RunnerMsg::WantPlan => self.on_want_plan(myself).await,
             RunnerMsg::Token(ask) => self.on_token_ask(myself, ask),

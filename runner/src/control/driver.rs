@@ -21,8 +21,11 @@ use crate::redact::Redactor;
 #[derive(Debug, Default)]
 pub struct Asks {
     /// Every message to say, in order, each once per session (a new session says them all
-    /// again; bosund takes them as the same ones). An ask leaves it once decided or withdrawn.
-    said: Vec<RunnerMsg>,
+    /// again; bosund takes them as the same ones), numbered as pushed. An ask leaves it once
+    /// decided or withdrawn.
+    said: Vec<(u64, RunnerMsg)>,
+    /// The number of the next message pushed.
+    next: u64,
     /// Bumped on every change, so a session with nothing new to say looks no further.
     version: u64,
 }
@@ -31,7 +34,18 @@ pub struct Asks {
 #[derive(Debug, Default)]
 pub struct Said {
     version: Option<u64>,
+    /// The messages numbered below this were looked at already: a session looks only at
+    /// those pushed since, however many the run has said.
+    upto: u64,
     sent: HashSet<(u8, String)>,
+}
+
+impl Said {
+    /// The decision on `key` this session's bosund told unsaved: it is not told back to the
+    /// bosund that made it, only to a later one.
+    pub fn told_unsaved(&mut self, key: &str) {
+        self.sent.insert((6, key.to_string()));
+    }
 }
 
 /// A message's identity among those said: its kind and key.
@@ -49,6 +63,7 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
                 .collect();
             Some((5, format!("{server}/{}", names.join(","))))
         }
+        RunnerMsg::Unsaved { ask, .. } => Some((6, ask.key.clone())),
         RunnerMsg::Started(_)
         | RunnerMsg::Output(_)
         | RunnerMsg::Logged { .. }
@@ -79,22 +94,10 @@ impl Asks {
         self.push(msg);
     }
 
-    /// Takes an ask of the gateway's out of what is said (answered, or given up).
-    pub fn drop_gateway(&mut self, key: &str) {
+    /// Takes out of what is said the messages `gone` picks; whether there were any.
+    fn drop_where(&mut self, gone: impl Fn(&RunnerMsg) -> bool) -> bool {
         let before = self.said.len();
-        // The gateway's asks are those said as kinds 3 (a token) and 4 (a server's request).
-        self.said
-            .retain(|m| !matches!(identity(m), Some((3 | 4, k)) if k == key));
-        if self.said.len() != before {
-            self.changed();
-        }
-    }
-
-    /// Takes an ask out of what is said (decided or withdrawn); whether it was there.
-    pub fn drop_ask(&mut self, key: &str) -> bool {
-        let before = self.said.len();
-        self.said
-            .retain(|m| !matches!(m, RunnerMsg::Ask(a) if a.key == key));
+        self.said.retain(|(_, m)| !gone(m));
         let dropped = self.said.len() != before;
         if dropped {
             self.changed();
@@ -102,9 +105,46 @@ impl Asks {
         dropped
     }
 
+    /// Takes an ask of the gateway's out of what is said (answered, or given up).
+    pub fn drop_gateway(&mut self, key: &str) {
+        // The gateway's asks are those said as kinds 3 (a token) and 4 (a server's request).
+        self.drop_where(|m| matches!(identity(m), Some((3 | 4, k)) if k == key));
+    }
+
+    /// Takes an ask out of what is said (decided or withdrawn); whether it was there.
+    pub fn drop_ask(&mut self, key: &str) -> bool {
+        self.drop_where(|m| matches!(m, RunnerMsg::Ask(a) if a.key == key))
+    }
+
     pub fn push(&mut self, msg: RunnerMsg) {
-        self.said.push(msg);
+        self.said.push((self.next, msg));
+        self.next += 1;
         self.changed();
+    }
+
+    /// bosund told its decision on the ask `key` before saving it: kept (the ask, the answer
+    /// and who made it), and said to any later bosund, until bosund says it is saved.
+    pub fn unsaved(&mut self, key: &str, answer: &ToolAnswer, by: &str) {
+        let ask = self.said.iter().rev().find_map(|(_, m)| {
+            if let RunnerMsg::Ask(a) = m
+                && a.key == key
+            {
+                return Some(a.clone());
+            }
+            None
+        });
+        if let Some(ask) = ask {
+            self.push(RunnerMsg::Unsaved {
+                ask,
+                answer: answer.clone(),
+                by: by.to_string(),
+            });
+        }
+    }
+
+    /// bosund saved its decision on the ask `key`: no more to keep.
+    pub fn saved(&mut self, key: &str) {
+        self.drop_where(|m| matches!(m, RunnerMsg::Unsaved { ask, .. } if ask.key == key));
     }
 
     /// Tools the gateway held back, said to bosund (again after each reconnect); said once
@@ -112,20 +152,26 @@ impl Asks {
     pub fn held_back(&mut self, server: String, tools: Vec<serde_json::Value>) {
         let msg = RunnerMsg::HeldBack { server, tools };
         let id = identity(&msg);
-        if !self.said.iter().any(|m| identity(m) == id) {
+        if !self.said.iter().any(|(_, m)| identity(m) == id) {
             self.push(msg);
         }
     }
 
     /// What the session has not said yet, in order; nothing to look through when nothing
-    /// changed since it last asked (the link asks on every wake, output's included).
-    pub fn unsaid(&self, said: &mut Said) -> Vec<RunnerMsg> {
+    /// changed since it last asked (the link asks on every wake, output's included), and only
+    /// what was pushed since otherwise. Decisions kept unsaved are said only to a bosund that
+    /// takes them back (`unsaved_taken`).
+    pub fn unsaid(&self, said: &mut Said, unsaved_taken: bool) -> Vec<RunnerMsg> {
         if said.version == Some(self.version) {
             return Vec::new();
         }
         said.version = Some(self.version);
-        self.said
+        let from = self.said.partition_point(|(n, _)| *n < said.upto);
+        said.upto = self.next;
+        self.said[from..]
             .iter()
+            .map(|(_, m)| m)
+            .filter(|m| unsaved_taken || !matches!(m, RunnerMsg::Unsaved { .. }))
             .filter(|m| identity(m).is_some_and(|id| said.sent.insert(id)))
             .cloned()
             .collect()
@@ -289,6 +335,7 @@ mod tests {
                 RunnerMsg::Token(t) => format!("token {}", t.key),
                 RunnerMsg::ServerAsk(a) => format!("server ask {}", a.key),
                 RunnerMsg::HeldBack { server, .. } => format!("held back {server}"),
+                RunnerMsg::Unsaved { ask, .. } => format!("unsaved {}", ask.key),
                 RunnerMsg::Started(_)
                 | RunnerMsg::Output(_)
                 | RunnerMsg::Logged { .. }
@@ -306,24 +353,82 @@ mod tests {
         let mut session = Said::default();
         asks.ask(ask("a"));
         asks.ask(ask("b"));
-        assert_eq!(keys(&asks.unsaid(&mut session)), ["ask a", "ask b"]);
-        assert!(asks.unsaid(&mut session).is_empty(), "nothing new");
+        assert_eq!(keys(&asks.unsaid(&mut session, true)), ["ask a", "ask b"]);
+        assert!(asks.unsaid(&mut session, true).is_empty(), "nothing new");
         assert!(asks.drop_ask("a"));
         asks.push(RunnerMsg::Delivered { key: "a".into() });
         assert!(asks.drop_ask("b"));
         asks.push(RunnerMsg::Withdrawn { key: "b".into() });
         assert_eq!(
-            keys(&asks.unsaid(&mut session)),
+            keys(&asks.unsaid(&mut session, true)),
             ["delivered a", "withdrawn b"]
         );
         asks.ask(ask("c"));
         let mut next = Said::default();
         assert_eq!(
-            keys(&asks.unsaid(&mut next)),
+            keys(&asks.unsaid(&mut next, true)),
             ["delivered a", "withdrawn b", "ask c"],
             "after a reconnect: in order, decided asks no more"
         );
         assert!(!asks.drop_ask("a"), "already gone");
+    }
+
+    #[test]
+    fn a_decision_told_unsaved_is_said_back_to_each_later_bosund_that_takes_it_until_saved() {
+        let mut asks = Asks::default();
+        asks.ask(ask("a"));
+        asks.ask(ask("b"));
+        let mut session = Said::default();
+        assert_eq!(keys(&asks.unsaid(&mut session, true)), ["ask a", "ask b"]);
+        // Told before it was saved; the call goes on, and its answer is delivered.
+        asks.unsaved("a", &ToolAnswer::Allow, "the policy (step 6)");
+        assert!(asks.drop_ask("a"));
+        asks.push(RunnerMsg::Delivered { key: "a".into() });
+        assert_eq!(
+            keys(&asks.unsaid(&mut session, true)),
+            ["unsaved a", "delivered a"]
+        );
+        // bosund went away: the next one hears it back, in order; one of before does not.
+        assert_eq!(
+            keys(&asks.unsaid(&mut Said::default(), true)),
+            ["ask b", "unsaved a", "delivered a"]
+        );
+        assert_eq!(
+            keys(&asks.unsaid(&mut Said::default(), false)),
+            ["ask b", "delivered a"]
+        );
+        let told = asks.unsaid(&mut Said::default(), true);
+        assert!(matches!(
+            &told[1],
+            RunnerMsg::Unsaved { ask, answer: ToolAnswer::Allow, by } if ask.key == "a" && by == "the policy (step 6)"
+        ));
+        // Saved: no more to say.
+        asks.saved("a");
+        assert_eq!(
+            keys(&asks.unsaid(&mut Said::default(), true)),
+            ["ask b", "delivered a"]
+        );
+        // An answer to an ask no longer there (withdrawn meanwhile) keeps nothing.
+        asks.unsaved("gone", &ToolAnswer::Allow, "");
+        assert_eq!(keys(&asks.unsaid(&mut Said::default(), true)).len(), 2);
+    }
+
+    #[test]
+    fn a_session_looks_only_at_what_was_said_since_however_long_the_run() {
+        let mut asks = Asks::default();
+        let mut session = Said::default();
+        for n in 0..1000 {
+            let key = format!("k{n}");
+            asks.ask(ask(&key));
+            assert_eq!(asks.unsaid(&mut session, true).len(), 1);
+            asks.drop_ask(&key);
+            asks.push(RunnerMsg::Delivered { key });
+            assert_eq!(
+                keys(&asks.unsaid(&mut session, true)),
+                [format!("delivered k{n}")]
+            );
+        }
+        assert_eq!(asks.unsaid(&mut Said::default(), true).len(), 1000);
     }
 
     /// A protocol whose CLI asks about one MCP call per line it writes (`KEY ARGS`), and which
@@ -388,12 +493,12 @@ mod tests {
         // Both asks reach what the link says, redacted.
         let mut said = Said::default();
         for _ in 0..200 {
-            if lock(&asks).unsaid(&mut Said::default()).len() == 2 {
+            if lock(&asks).unsaid(&mut Said::default(), true).len() == 2 {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
-        let sent = lock(&asks).unsaid(&mut said);
+        let sent = lock(&asks).unsaid(&mut said, true);
         assert_eq!(keys(&sent), ["ask k1", "ask k2"]);
         assert!(matches!(&sent[0], RunnerMsg::Ask(a) if a.redacted));
         decided_tx

@@ -103,7 +103,8 @@ mod tests {
             | RunnerMsg::WantPlan
             | RunnerMsg::Token(_)
             | RunnerMsg::ServerAsk(_)
-            | RunnerMsg::HeldBack { .. } => None,
+            | RunnerMsg::HeldBack { .. }
+            | RunnerMsg::Unsaved { .. } => None,
         }
     }
 

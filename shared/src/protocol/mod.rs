@@ -60,7 +60,16 @@ pub enum Role {
     /// A person's tool: the `bosun` command line or the web UI.
     Ui,
     /// The runner of one run, proving itself with the token it was given on stdin.
-    Runner { run_id: RunId, token: RunToken },
+    Runner {
+        run_id: RunId,
+        token: RunToken,
+        /// The runner keeps a decision bosund told before saving it
+        /// ([`runner::DaemonMsg::Decided`] with `unsaved`) until bosund says it is saved, and
+        /// tells it again after a reconnect ([`runner::RunnerMsg::Unsaved`]). A runner of
+        /// before it leaves this out, and bosund saves each decision before telling it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        keeps_unsaved: bool,
+    },
 }
 
 impl Decode for Hello {}
@@ -91,6 +100,11 @@ pub struct Welcome {
     /// binary frames leaves this out, and the runner sends it JSON.
     #[serde(default)]
     pub binary_output: bool,
+    /// For a runner: the daemon takes back the decisions it told and lost
+    /// ([`runner::RunnerMsg::Unsaved`]). A daemon from before leaves this out, and is not sent
+    /// them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keeps_unsaved: bool,
 }
 
 impl Decode for HelloReply {}

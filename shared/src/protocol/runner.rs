@@ -229,6 +229,17 @@ pub enum RunnerMsg {
         server: String,
         tools: Vec<serde_json::Value>,
     },
+    /// A decision bosund told `unsaved` and has not said is saved ([`DaemonMsg::Saved`]): the
+    /// ask it answered, the answer and who made it, for bosund to save as it was told (it went
+    /// away before the commit was on disk, and the call went on meanwhile). Sent again first
+    /// thing after each reconnect until saved; only to a bosund that takes it back
+    /// ([`super::Welcome::keeps_unsaved`]).
+    Unsaved {
+        ask: ToolAsk,
+        answer: ToolAnswer,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        by: String,
+    },
 }
 
 /// A server's request for the person, by the gateway of a run. `key` stays the same however
@@ -387,12 +398,21 @@ pub enum DaemonMsg {
     /// runner asks again: always the same decision. `by` says who made it, in the words the
     /// run's record keeps (the policy's rule with its step, the person, the deadline, …; empty
     /// from a bosund of before it): the gateway's record of the call says it.
+    ///
+    /// `unsaved`: a decision of the policy alone, told to a runner that keeps such decisions
+    /// while its commit is under way; [`DaemonMsg::Saved`] follows once it is on disk. Until
+    /// then the runner keeps it, and tells it back ([`RunnerMsg::Unsaved`]) to a bosund that
+    /// went away meanwhile, which saves it as it was told, never deciding the call again.
     Decided {
         key: String,
         answer: ToolAnswer,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         by: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unsaved: bool,
     },
+    /// The decision on the ask `key`, told `unsaved`, is on disk now.
+    Saved { key: String },
     /// An ask waits for the person: `note` says so (and how to decide), for the run's log.
     /// Said again, with an empty note, when the runner asks again while it waits.
     Waiting { key: String, note: String },
@@ -442,6 +462,7 @@ mod tests {
             key: "k".into(),
             answer: ToolAnswer::Allow,
             by: "the person".into(),
+            unsaved: false,
         };
         assert_eq!(
             serde_json::to_string(&now).unwrap(),

@@ -9,6 +9,7 @@ use crate::record::RunReads;
 use bosun_approvals::record::ApprovalReads;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bosun_shared::protocol::approvals::ApprovalView;
 use bosun_shared::protocol::runner::{DaemonMsg, StopOrder, ToolAnswer, ToolAsk};
@@ -133,6 +134,7 @@ impl RunActorState {
                 key: ask.key,
                 answer: answer.clone(),
                 by,
+                unsaved: false,
             });
             return Ok(());
         }
@@ -535,23 +537,89 @@ impl RunActorState {
     }
 
     /// Commits a decision (with the approval it settles, together), then tells the runner.
+    ///
+    /// A decision of the policy alone goes to a runner that keeps unsaved decisions while its
+    /// commit is under way (`unsaved`, then [`DaemonMsg::Saved`]): the call need not wait for
+    /// the disk. Should bosund go away before the commit is on disk, the runner tells the
+    /// decision back ([`Self::on_unsaved`]) and it is saved as it was told.
     async fn commit_decision(
         &mut self,
         decision: Decision,
         approval: Option<&ApprovalRecord>,
     ) -> Result<(), ActorProcessingErr> {
         let (key, by) = (decision.key.clone(), decision.by.clone());
-        let answer = self.record_decision(decision, approval).await?;
-        self.send(DaemonMsg::Decided { key, answer, by });
+        let early = approval.is_none() && self.link.as_ref().is_some_and(|l| l.keeps_unsaved);
+        let answer = self.record_decision(decision, approval, early).await?;
+        self.send(if early {
+            DaemonMsg::Saved { key }
+        } else {
+            DaemonMsg::Decided {
+                key,
+                answer,
+                by,
+                unsaved: false,
+            }
+        });
+        Ok(())
+    }
+
+    /// The runner tells back a decision told before it was saved, which this bosund (or the
+    /// one before it) did not save: saved as it was told (what the call did went on it), never
+    /// decided again; one already saved is only said to be.
+    pub(super) async fn on_unsaved(
+        &mut self,
+        ask: ToolAsk,
+        answer: ToolAnswer,
+        by: String,
+    ) -> Result<(), ActorProcessingErr> {
+        let key = ask.key.clone();
+        if !self.asks.decided.contains_key(&key) {
+            // What it would do in one line, and whether it took in outside content, as the
+            // policy says of the call; its verdict is the one told.
+            let eval = match self.rec.agent.clone() {
+                Some(run) => {
+                    let (store, folder, ask2) =
+                        (self.ctx.store.clone(), self.rec.cwd.clone(), ask.clone());
+                    let escalated = self.asks.escalated;
+                    Some(
+                        blocking(move || {
+                            bosun_approvals::evaluate(&store, &run, &folder, escalated, &ask2)
+                        })
+                        .await??,
+                    )
+                }
+                None => None,
+            };
+            let (allowed, message) = match answer {
+                ToolAnswer::Allow => (true, None),
+                ToolAnswer::Deny { message } => (false, Some(message)),
+            };
+            info!(run_id = %self.rec.id, key = %key, "saved a decision told before bosund went away");
+            let decision = Decision {
+                key: key.clone(),
+                tool: ask.tool.clone(),
+                summary: eval.as_ref().map(|e| e.summary.clone()).unwrap_or_default(),
+                allowed,
+                by,
+                approval: None,
+                message,
+                escalates: eval.is_some_and(|e| e.escalates),
+                at: Timestamp::now(),
+            };
+            self.record_decision(decision, None, false).await?;
+        }
+        self.send(DaemonMsg::Saved { key });
         Ok(())
     }
 
     /// Commits a decision (with the approval it settles, together) and remembers it: what the
-    /// runner is to be told.
+    /// runner is to be told. `early`: the runner is told it (`unsaved`) as soon as the commit is
+    /// submitted, before it is on disk.
     async fn record_decision(
         &mut self,
         decision: Decision,
         approval: Option<&ApprovalRecord>,
+        early: bool,
     ) -> Result<ToolAnswer, ActorProcessingErr> {
         let answer = decision.answer();
         let key = decision.key.clone();
@@ -575,6 +643,17 @@ impl RunActorState {
         changes.extend(usage.iter().map(Change::put));
         if let Some(a) = approval {
             changes.extend(changes_for(a));
+        }
+        if early {
+            self.send(DaemonMsg::Decided {
+                key: key.clone(),
+                answer: answer.clone(),
+                by: by.clone(),
+                unsaved: true,
+            });
+            // Told, and not saved: the runner has to tell it back to the next bosund.
+            bosun_kit::crash::point_after("decision-told-unsaved", Duration::from_millis(300))
+                .await;
         }
         if let Err(e) = self.ctx.writer.commit(changes).await {
             // Refused as a whole (a full disk): memory goes back to what the store has, and
@@ -887,6 +966,7 @@ impl RunActorState {
             key,
             answer,
             by: by_too,
+            unsaved: false,
         });
         Ok(())
     }
@@ -911,7 +991,7 @@ impl RunActorState {
             escalates: a.escalates,
             at: Timestamp::now(),
         };
-        let answer = self.record_decision(decision, Some(a)).await?;
+        let answer = self.record_decision(decision, Some(a), false).await?;
         self.publish(a);
         Ok(answer)
     }
