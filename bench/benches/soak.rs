@@ -28,6 +28,7 @@
 //! and the time from the `daemon set` until `daemon status` shows the round ended. The store's
 //! size is `bosun.redb`'s on disk; its live data is what the records weigh as JSON.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -756,13 +757,21 @@ fn count(env: &Env) -> anyhow::Result<Kept> {
         waiting_table: 0,
         bytes: 0,
     };
+    // Each run's decisions are rows of their own: counted per run, in one pass.
+    let mut decisions: HashMap<RunId, u64> = HashMap::new();
+    read.each::<DecisionRow>(|row| {
+        kept.bytes += row.encode().len() as u64;
+        *decisions.entry(row.run).or_default() += 1;
+        Ok(())
+    })?;
     read.each::<RunRecord>(|r| {
         kept.runs += 1;
         kept.bytes += r.encode().len() as u64;
+        let kept_rows = decisions.get(&r.id).copied().unwrap_or_default();
         if let Some(a) = &r.agent
             && a.agent_name == "coder"
             && r.state.outcome().map(|o| o.to_string()).as_deref() == Some("succeeded")
-            && a.decisions.len() as u64 + a.decisions_pruned == CALLS_PER_RUN
+            && kept_rows + a.decisions_pruned == CALLS_PER_RUN
             && a.usage.tool_calls == 500
         {
             kept.summaries_whole += 1;
