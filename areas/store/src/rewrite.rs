@@ -183,7 +183,9 @@ fn copy_live(from: &Database, to: &Path, schema: Option<u64>) -> Result<Database
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
     }
-    let db = Database::create(to).map_err(|e| StoreError::Db(e.into()))?;
+    let db = super::builder()
+        .create(to)
+        .map_err(|e| StoreError::Db(e.into()))?;
     let read = from.begin_read()?;
     if read.list_multimap_tables()?.next().is_some() {
         return Err(StoreError::Corrupt(
