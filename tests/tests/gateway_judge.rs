@@ -41,6 +41,18 @@ fn setup(b: &Bosun, fake: &FakeModel) -> anyhow::Result<PathBuf> {
     Ok(heard)
 }
 
+/// A run of `coder` held on its turn (the fake model's `hold`), and a client of its gateway to
+/// `everything`, initialized: its calls are covered by no control protocol.
+fn held_run(b: &Bosun, fake: &FakeModel) -> anyhow::Result<(String, Client)> {
+    let run = b.json(&["agent", "run", "coder", "take your time"])?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    fake.wait_turns(1, Duration::from_secs(60))?;
+    let socket = b.home.join("runs").join(&id).join("gateway.sock");
+    let mut c = Client::dial(&socket, "everything")?;
+    c.initialize()?;
+    Ok((id, c))
+}
+
 /// How many calls of echo with `message` the server received.
 fn heard(file: &Path, message: &str) -> usize {
     std::fs::read_to_string(file)
@@ -90,12 +102,7 @@ fn a_call_no_decision_covers_is_judged_at_the_gateway_and_waits_for_the_person()
     let b = Bosun::new("gateway_judge_asks");
     let fake = FakeModel::start("anthropic", "hold")?;
     let heard_file = setup(&b, &fake)?;
-    let run = b.json(&["agent", "run", "coder", "take your time"])?;
-    let id = run["id"].as_str().unwrap_or_default().to_string();
-    fake.wait_turns(1, Duration::from_secs(60))?;
-    let socket = b.home.join("runs").join(&id).join("gateway.sock");
-    let mut c = Client::dial(&socket, "everything")?;
-    c.initialize()?;
+    let (id, mut c) = held_run(&b, &fake)?;
 
     // A read the policy lets run: asked of bosund by the gateway, allowed at once.
     let one = c.call("echo", json!({"message": "one"}), Duration::from_secs(30))?;
@@ -283,12 +290,7 @@ fn with_bosund_down_a_call_no_decision_covers_is_refused_and_never_runs() -> any
     let b = Bosun::new("gateway_judge_no_bosund");
     let fake = FakeModel::start("anthropic", "hold")?;
     let heard_file = setup(&b, &fake)?;
-    let run = b.json(&["agent", "run", "coder", "take your time"])?;
-    let id = run["id"].as_str().unwrap_or_default().to_string();
-    fake.wait_turns(1, Duration::from_secs(60))?;
-    let socket = b.home.join("runs").join(&id).join("gateway.sock");
-    let mut c = Client::dial(&socket, "everything")?;
-    c.initialize()?;
+    let (id, mut c) = held_run(&b, &fake)?;
     b.kill_daemon()?;
     let started = std::time::Instant::now();
     let answer = c.call(
@@ -332,12 +334,7 @@ fn a_decision_told_before_it_was_saved_is_saved_once_when_bosund_is_back() -> an
     let heard_file = setup(&b, &fake)?;
     b.kill_daemon()?;
     let b = b.with_env("BOSUN_CRASH_AT", "decision-told-unsaved");
-    let run = b.json(&["agent", "run", "coder", "take your time"])?;
-    let id = run["id"].as_str().unwrap_or_default().to_string();
-    fake.wait_turns(1, Duration::from_secs(60))?;
-    let socket = b.home.join("runs").join(&id).join("gateway.sock");
-    let mut c = Client::dial(&socket, "everything")?;
-    c.initialize()?;
+    let (id, mut c) = held_run(&b, &fake)?;
 
     let one = c.call("echo", json!({"message": "one"}), Duration::from_secs(30))?;
     assert!(text_of(&one).contains("Echo: one"), "{one}");

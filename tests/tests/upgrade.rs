@@ -44,6 +44,26 @@ fn fixture_v3() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/upgrade-v3")
 }
 
+/// A bosun whose state directory is the fixture's in `dir` (its `state/`, as the old build left
+/// it, private as bosund keeps it), and what the old build said (a file of its `expected/`).
+fn from_state(
+    test: &str,
+    dir: &Path,
+) -> anyhow::Result<(Bosun, impl Fn(&str) -> anyhow::Result<String>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let b = Bosun::new(test);
+    copy_dir(&dir.join("state"), &b.home)?;
+    std::fs::set_permissions(&b.home, std::fs::Permissions::from_mode(0o700))?;
+    std::fs::set_permissions(
+        b.home.join("bosun.redb"),
+        std::fs::Permissions::from_mode(0o600),
+    )?;
+    let expected = dir.join("expected");
+    Ok((b, move |name: &str| {
+        Ok(std::fs::read_to_string(expected.join(name))?)
+    }))
+}
+
 fn copy_dir(from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
@@ -416,19 +436,8 @@ fn an_accept_edits_agent_of_the_old_store_writes_without_asking_in_a_board_run()
 #[test]
 fn the_runs_of_a_store_before_usage_rows_are_in_bosun_usage_after_the_upgrade() -> anyhow::Result<()>
 {
-    use std::os::unix::fs::PermissionsExt;
-    let b = Bosun::new("upgrade_usage_rows");
-    copy_dir(&fixture_v2().join("state"), &b.home)?;
-    std::fs::set_permissions(&b.home, std::fs::Permissions::from_mode(0o700))?;
-    std::fs::set_permissions(
-        b.home.join("bosun.redb"),
-        std::fs::Permissions::from_mode(0o600),
-    )?;
-    let expected = |name: &str| -> anyhow::Result<String> {
-        Ok(std::fs::read_to_string(
-            fixture_v2().join("expected").join(name),
-        )?)
-    };
+    let dir = fixture_v2();
+    let (b, expected) = from_state("upgrade_usage_rows", &dir)?;
     let (alone, card_run) = (
         expected("alone.run")?.trim().to_string(),
         expected("card.run")?.trim().to_string(),
@@ -499,19 +508,8 @@ fn the_runs_of_a_store_before_usage_rows_are_in_bosun_usage_after_the_upgrade() 
 #[test]
 fn a_runs_decisions_kept_in_its_record_are_shown_in_order_after_the_upgrade() -> anyhow::Result<()>
 {
-    use std::os::unix::fs::PermissionsExt;
-    let b = Bosun::new("upgrade_decision_rows");
-    copy_dir(&fixture_v3().join("state"), &b.home)?;
-    std::fs::set_permissions(&b.home, std::fs::Permissions::from_mode(0o700))?;
-    std::fs::set_permissions(
-        b.home.join("bosun.redb"),
-        std::fs::Permissions::from_mode(0o600),
-    )?;
-    let expected = |name: &str| -> anyhow::Result<String> {
-        Ok(std::fs::read_to_string(
-            fixture_v3().join("expected").join(name),
-        )?)
-    };
+    let dir = fixture_v3();
+    let (b, expected) = from_state("upgrade_decision_rows", &dir)?;
     let run = expected("run")?.trim().to_string();
     let old: Vec<Value> = serde_json::from_str(&expected("decisions.json")?)?;
     assert_eq!(old.len(), 4);
