@@ -428,7 +428,8 @@ pub struct SweepTarget {
     /// while the pid is not reused.
     pub group_leader: Option<ProcessIdentity>,
     /// Whether the caller is the runner itself (a child subreaper): then it reaps its orphans
-    /// between rounds.
+    /// between rounds, and a round that finds it with no child left ends the sweep without
+    /// reading `/proc` (see [`sweep`]).
     pub reap_children: bool,
 }
 
@@ -443,6 +444,15 @@ pub struct SweepReport {
 
 /// Kills every process of the run with SIGKILL, in rounds, until none is left or `deadline` has
 /// passed. Blocking: call it from a blocking thread.
+///
+/// Called by the runner ([`SweepTarget::reap_children`]), a round first asks the kernel whether
+/// the runner has any child left, and when it has none the sweep is over. That is exact, not a
+/// guess: every process of the run descends from the runner, and because the runner is a child
+/// subreaper, a descendant whose parent died becomes the runner's child; so while any
+/// descendant lives, the runner has a child. Only then is `/proc` read, which costs a file read
+/// per process of the machine (and one more per process for the marker). A marked process that
+/// does not descend from the runner (started for the run by a service outside it, such as
+/// `atd`) is found only by the full scan, so only when something of the run was left over.
 pub fn sweep(target: &SweepTarget, deadline: Duration) -> SweepReport {
     let me = std::process::id() as i32;
     let session = target.runner.filter(|r| !r.is_reused());
@@ -453,6 +463,9 @@ pub fn sweep(target: &SweepTarget, deadline: Duration) -> SweepReport {
     loop {
         if target.reap_children {
             reap_orphans();
+            if !has_children() {
+                return report;
+            }
         }
         let members: Vec<ProcStat> = all_processes()
             .into_iter()
@@ -495,6 +508,20 @@ pub fn reap_orphans() {
             Ok(_) => continue,
         }
     }
+}
+
+/// Whether the calling process has any child, running or exited and not yet reaped: a
+/// non-blocking `waitid` that the kernel answers with `ECHILD` only when there is none.
+/// `__WALL` counts children of every kind, including those that announce their end with
+/// another signal than SIGCHLD. A child that exited is not reaped here (`WNOWAIT`): its status
+/// stays for its owner (tokio's child handle, or [`reap_orphans`]).
+fn has_children() -> bool {
+    let flags =
+        WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT | WaitPidFlag::WEXITED | WaitPidFlag::__WALL;
+    !matches!(
+        nix::sys::wait::waitid(nix::sys::wait::Id::All, flags),
+        Err(Errno::ECHILD)
+    )
 }
 
 /// Keeps glibc from mapping and unmapping a fresh region for every buffer of 64 to 256 KiB:
@@ -548,6 +575,22 @@ mod tests {
             start_time: i.start_time + 1,
         });
         assert!(wrong.is_some_and(|w| !w.is_alive() && w.is_reused()));
+    }
+
+    #[test]
+    fn a_child_counts_until_reaped_and_asking_does_not_reap_it() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "exit 7"])
+            .spawn()
+            .expect("sh starts");
+        assert!(has_children());
+        // Exited and not reaped: still a child, and its status is still there for its owner.
+        assert!(within_ten_seconds(|| {
+            stat(child.id() as i32).is_some_and(|s| s.state == 'Z')
+        }));
+        assert!(has_children());
+        let status = child.wait().expect("the status was left to its owner");
+        assert_eq!(status.code(), Some(7));
     }
 
     /// The processes still running (zombies are done) that carry `BOSUN_TEST_HELPER=<marker>`.

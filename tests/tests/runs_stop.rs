@@ -127,6 +127,41 @@ fn what_a_program_leaves_running_is_ended_when_it_exits_by_itself() -> anyhow::R
     b.finish()
 }
 
+/// The runner ends what is left by its own tree (it is a child subreaper), not only by the run
+/// marker: here a daemon in a session of its own keeps a child that cleared its environment, so
+/// neither the run's group, nor its session, nor the marker names the child. It is the
+/// runner's only once its parent is killed and it is handed to the runner.
+#[test]
+fn a_leftover_chain_without_the_marker_is_ended_when_the_program_exits() -> anyhow::Result<()> {
+    let b = Bosun::new("exit_leftover_chain");
+    let (parent_file, child_file) = (
+        b.scratch().join("parent.pid"),
+        b.scratch().join("child.pid"),
+    );
+    let env_file = b.scratch().join("child.env");
+    let script = format!(
+        "(setsid sh -c 'echo $$ > {p}; env -i sh -c \"env > {e}; echo \\$\\$ > {c}; exec sleep 300\" & exec sleep 300' &); \
+         while [ ! -s {c} ]; do sleep 0.05; done; echo bye",
+        p = parent_file.display(),
+        c = child_file.display(),
+        e = env_file.display()
+    );
+    let id = b.start(&[], &["sh", "-c", &script])?;
+    let run = b.wait_ended(&id, T)?;
+    assert_eq!(run["outcome"], "succeeded");
+    let parent: i32 = std::fs::read_to_string(&parent_file)?.trim().parse()?;
+    let child: i32 = std::fs::read_to_string(&child_file)?.trim().parse()?;
+    let env = std::fs::read_to_string(&env_file)?;
+    assert!(
+        !env.contains(bosun_shared::RUN_MARKER_ENV),
+        "the child was meant to run without the marker: {env}"
+    );
+    wait_for("both leftovers to be gone", Duration::from_secs(5), || {
+        Ok((!alive(parent) && !alive(child)).then_some(()))
+    })?;
+    b.finish()
+}
+
 #[test]
 fn the_time_cap_stops_the_run_by_its_ladder() -> anyhow::Result<()> {
     let b = Bosun::new("time_cap");
