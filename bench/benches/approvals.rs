@@ -44,7 +44,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use bosun_bench::{Env, Figure, bin, fmt_duration, median, report};
 use bosun_shared::protocol::approvals::{Approvals, Decide};
-use bosun_shared::protocol::runs::ListRuns;
 use serde_json::{Value, json};
 
 const CARDS: usize = 10;
@@ -391,7 +390,7 @@ fn pile_up_history(s: &Setup<'_>) -> anyhow::Result<()> {
         }
         // Until the history runs have ended, so that nothing else goes on while timing.
         loop {
-            let live = client.call(ListRuns { all: false }).await?;
+            let live = client.runs(false).await?;
             if live.len() <= SOLO_RUNS {
                 return Ok(());
             }

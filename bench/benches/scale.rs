@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bosun_bench::{Env, Figure, bin, fmt_duration, median, report, rss_kib};
-use bosun_shared::protocol::runs::{DaemonStatus, ListRuns};
+use bosun_shared::protocol::runs::DaemonStatus;
 use bosun_shared::protocol::ui::StartRunParams;
 use bosun_ui::Client;
 
@@ -165,7 +165,7 @@ async fn wait_running(env: &Env) -> anyhow::Result<()> {
     let mut client = env.client().await?;
     let t0 = Instant::now();
     loop {
-        let runs = client.call(ListRuns { all: false }).await?;
+        let runs = client.runs(false).await?;
         if runs.len() == RUNS && runs.iter().all(|r| r.state == "running") {
             return Ok(());
         }

@@ -40,7 +40,7 @@ use bosun_runs::record::RunRecord;
 use bosun_runs::spend::UsageRow;
 use bosun_shared::protocol::approvals::Approvals;
 use bosun_shared::protocol::lead::Inbox;
-use bosun_shared::protocol::runs::{DaemonSet, DaemonStatus, DaemonStatusView, ListRuns};
+use bosun_shared::protocol::runs::{DaemonSet, DaemonStatus, DaemonStatusView};
 use bosun_shared::{ApprovalId, RunId, Timestamp};
 use bosun_store::writer::{Change, StoreWriter};
 use bosun_store::{Record, Store};
@@ -459,7 +459,7 @@ async fn inbox_median(env: &Env, waiting: usize) -> anyhow::Result<Duration> {
 async fn runs_list(env: &Env) -> anyhow::Result<String> {
     let mut client = Client::connect(&env.dirs()?, false).await?;
     let t0 = Instant::now();
-    Ok(match client.call(ListRuns { all: true }).await {
+    Ok(match client.runs(true).await {
         Ok(runs) => format!(
             "listed {} runs in {}",
             runs.len(),

@@ -183,3 +183,59 @@ fn an_ambiguous_prefix_is_refused_with_the_candidates() -> anyhow::Result<()> {
     }
     b.finish()
 }
+
+/// `bosun ps` over more than one answer can hold: the CLI asks bosund page by page, and every
+/// run is listed once, whole, in the order the runs were made; the live runs too.
+#[test]
+fn ps_lists_runs_that_do_not_fit_in_one_answer() -> anyhow::Result<()> {
+    use bosun_shared::protocol::frame::MAX_FRAME_LEN;
+    use serde_json::Value;
+
+    let b = Bosun::new("ps_pages");
+    let big = "x".repeat(100_000);
+    let arg = |i: usize| format!("{i}:{big}");
+    let mut ended = Vec::new();
+    for i in 0..45 {
+        ended.push(b.start(&[], &["true", &arg(i)])?);
+    }
+    for id in &ended {
+        b.wait_ended(id, T)?;
+    }
+    let mut live = Vec::new();
+    for i in 45..57 {
+        live.push(b.start(&[], &["sh", "-c", "sleep 120", &arg(i)])?);
+    }
+
+    let out = b.ok(&["ps", "--all", "--json"])?;
+    assert!(
+        out.len() > MAX_FRAME_LEN,
+        "the history ({} bytes) was meant to be larger than a frame",
+        out.len()
+    );
+    let runs: Vec<Value> = serde_json::from_str(&out)?;
+    let ids: Vec<&str> = runs.iter().filter_map(|r| r["id"].as_str()).collect();
+    let every: Vec<&str> = ended.iter().chain(&live).map(String::as_str).collect();
+    assert_eq!(ids, every, "each run once, in the order they were made");
+    for (i, run) in runs.iter().enumerate() {
+        let args = run["args"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let whole = args.last().and_then(Value::as_str) == Some(arg(i).as_str());
+        assert!(whole, "run {i} came back without its whole argument");
+    }
+
+    let out = b.ok(&["ps", "--json"])?;
+    let runs: Vec<Value> = serde_json::from_str(&out)?;
+    let ids: Vec<&str> = runs.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(ids, live.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let table = b.ok(&["ps", "--all"])?;
+    for id in &every {
+        assert!(table.contains(&id[..8]), "{id} is not in the table");
+    }
+    for id in &live {
+        b.ok(&["stop", id])?;
+    }
+    b.finish()
+}

@@ -13,6 +13,7 @@ use std::io;
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::call::{Call, Reply};
+use bosun_shared::protocol::runs::{ListRuns, RunView, RunsPage};
 use bosun_shared::protocol::socket::{self, WriteHalf};
 use bosun_shared::protocol::ui::{
     ClientFrame, Event, Request, Response, ResponseResult, ServerFrame,
@@ -167,6 +168,24 @@ impl Client {
     pub async fn call<C: Call>(&mut self, call: C) -> Result<C::Reply, ClientError> {
         let answer = self.request(call.into()).await?;
         C::Reply::from_response(answer).ok_or(ClientError::Unexpected)
+    }
+
+    /// The runs that are not over (with `all`, the finished ones too), in the order they were
+    /// made, asked for page by page so that no answer outgrows a frame however long the
+    /// history. A daemon from before pages answers the first request with all of them.
+    pub async fn runs(&mut self, all: bool) -> Result<Vec<RunView>, ClientError> {
+        let mut request = ListRuns::first_page(all);
+        let mut runs = Vec::new();
+        loop {
+            let page = self.call(request.clone()).await?;
+            runs.extend(page.runs);
+            match page.next {
+                Some(after) => {
+                    request.page = Some(RunsPage { after: Some(after) });
+                }
+                None => return Ok(runs),
+            }
+        }
     }
 
     /// Sends a request and waits for its answer, untyped: [`Client::call`] is the usual way.

@@ -170,6 +170,10 @@ pub trait RunReads {
     /// Every run record, in id order.
     fn runs(&self) -> Result<Vec<RunRecord>, StoreError>;
 
+    /// Every run record without its decisions (an agent run's are left empty), in id order:
+    /// what a page of runs is chosen from before the decisions of the chosen ones are read.
+    fn runs_without_decisions(&self) -> Result<Vec<RunRecord>, StoreError>;
+
     /// A run's decisions, in the order they were made.
     fn decisions_of(&self, id: RunId) -> Result<Vec<Arc<Decision>>, StoreError>;
 
@@ -201,6 +205,10 @@ impl RunReads for Store {
             Ok(())
         })?;
         Ok(runs)
+    }
+
+    fn runs_without_decisions(&self) -> Result<Vec<RunRecord>, StoreError> {
+        self.read()?.all::<RunRecord>()
     }
 
     fn decisions_of(&self, id: RunId) -> Result<Vec<Arc<Decision>>, StoreError> {

@@ -15,7 +15,7 @@ use super::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
 use super::lead::{AnswerStarted, ChatView, PendingView};
 use super::mcp::{CallView, ImportCandidates, Imported, InspectView, ServerView, ToolListing};
 use super::projects::ProjectView;
-use super::runs::{DaemonStatusView, Following};
+use super::runs::{DaemonStatusView, Following, RunList};
 use super::ui::{Request, Response, RunView};
 use super::usage::UsageView;
 
@@ -69,7 +69,7 @@ mod runs_calls {
 
     calls! {
         StartRunParams => StartRun: RunView;
-        ListRuns => ListRuns: Vec<RunView>;
+        ListRuns => ListRuns: RunList;
         GetRun => GetRun: RunView;
         StopRun => StopRun: RunView;
         FollowParams => FollowLog: Following;
@@ -244,7 +244,7 @@ macro_rules! replies {
 
 replies! {
     boxed RunView => Run;
-    field Vec<RunView> => Runs { runs };
+    plain RunList => Runs;
     plain Following => Following;
     unit () => Done;
     boxed DaemonStatusView => Status;

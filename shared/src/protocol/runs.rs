@@ -15,10 +15,53 @@ use crate::process::{Pgid, Pid};
 use crate::projects::RunGit;
 use crate::run::{ExitInfo, Outcome, RunState, Stream};
 
-/// The runs that are not over; with `all`, the finished ones too.
+/// The runs that are not over; with `all`, the finished ones too; in the order they were made.
+///
+/// With `page`, the answer is one page of them, at most about [`RUNS_PAGE_BYTES`] of JSON, and
+/// [`RunList::next`] says where the next page starts. Without it (clients from before pages),
+/// all of them come in one answer, which a long history can make larger than a frame may be.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ListRuns {
     pub all: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<RunsPage>,
+}
+
+impl ListRuns {
+    /// The first page of the runs (finished ones too with `all`).
+    pub fn first_page(all: bool) -> Self {
+        Self {
+            all,
+            page: Some(RunsPage { after: None }),
+        }
+    }
+}
+
+/// About the most JSON one page of [`ListRuns`] holds: a quarter of a frame. A page holds at
+/// least one run, however large.
+pub const RUNS_PAGE_BYTES: usize = 1024 * 1024;
+
+/// Which page of [`ListRuns`]: the first (no `after`), or the one after a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RunsPage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<RunsCursor>,
+}
+
+/// Where a page of runs ended: its last run, by what runs are ordered by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RunsCursor {
+    pub created_at: Timestamp,
+    pub run: RunId,
+}
+
+/// The answer to [`ListRuns`]: the runs, and, when they are a page and more follow, where the
+/// next page starts.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct RunList {
+    pub runs: Vec<RunView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<RunsCursor>,
 }
 
 /// One run, by full id or unique prefix.

@@ -35,7 +35,9 @@ use super::mcp::{
 use super::projects::{
     AddProjectParams, EditProjectParams, ProjectRemove, ProjectSet, ProjectShow, ProjectView,
 };
-use super::runs::{DaemonSet, DaemonStatusView, Following, GetRun, ListRuns, StopRun, Unfollow};
+use super::runs::{
+    DaemonSet, DaemonStatusView, Following, GetRun, ListRuns, RunList, StopRun, Unfollow,
+};
 pub use super::runs::{FollowParams, RunView, StartRunParams};
 use super::usage::{UsageReport, UsageView};
 use super::{LogBytes, WireError};
@@ -200,9 +202,7 @@ pub enum Request {
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum Response {
     Run(Box<RunView>),
-    Runs {
-        runs: Vec<RunView>,
-    },
+    Runs(RunList),
     Following(Following),
     Done,
     Status(Box<DaemonStatusView>),

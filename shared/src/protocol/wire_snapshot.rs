@@ -19,7 +19,9 @@ use super::mcp::{
     McpTools,
 };
 use super::projects::{ProjectRemove, ProjectSet, ProjectShow};
-use super::runs::{DaemonSet, Following, GetRun, ListRuns, StopRun, Unfollow};
+use super::runs::{
+    DaemonSet, Following, GetRun, ListRuns, RunList, RunsCursor, RunsPage, StopRun, Unfollow,
+};
 use super::ui::{Request, Response};
 use super::usage::{UsageBy, UsageReport};
 use crate::gateway::Capability;
@@ -107,7 +109,10 @@ fn requests() -> Vec<Request> {
             json!({"name": null, "program": "p", "args": [], "cwd": "/w",
             "env": [["K", "V"]], "time_cap_ms": null, "ladder": null, "umask": 18}),
         )),
-        Request::ListRuns(ListRuns { all: true }),
+        Request::ListRuns(ListRuns {
+            all: true,
+            page: None,
+        }),
         Request::GetRun(GetRun { run: "01a".into() }),
         Request::StopRun(StopRun { run: "01a".into() }),
         Request::FollowLog(view(
@@ -270,7 +275,7 @@ fn requests() -> Vec<Request> {
 fn responses() -> Vec<Response> {
     vec![
         Response::Run(view(run())),
-        Response::Runs { runs: vec![] },
+        Response::Runs(RunList::default()),
         Response::Following(Following {
             sub: 7,
             run: view(run()),
@@ -699,4 +704,38 @@ fn the_notification_events_are_pinned() {
         },
     ];
     check(events, NOTIFICATION_EVENTS);
+}
+
+/// A page of runs: the request's `page` and the answer's `next` are left out when absent, so a
+/// client or daemon from before pages reads and writes exactly what it did (pinned above).
+#[test]
+fn a_page_of_runs_is_pinned() {
+    let cursor = RunsCursor {
+        created_at: view(json!(5)),
+        run: view(json!(ID)),
+    };
+    check(
+        vec![
+            Request::ListRuns(ListRuns::first_page(true)),
+            Request::ListRuns(ListRuns {
+                all: false,
+                page: Some(RunsPage {
+                    after: Some(cursor),
+                }),
+            }),
+        ],
+        &[
+            r#"{"method":"list_runs","params":{"all":true,"page":{}}}"#,
+            r#"{"method":"list_runs","params":{"all":false,"page":{"after":{"created_at":5,"run":"01arz3ndektsv4rrffq69g5fav"}}}}"#,
+        ],
+    );
+    check(
+        vec![Response::Runs(RunList {
+            runs: vec![view(run())],
+            next: Some(cursor),
+        })],
+        &[
+            r#"{"answer":"runs","runs":[{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}],"next":{"created_at":5,"run":"01arz3ndektsv4rrffq69g5fav"}}"#,
+        ],
+    );
 }

@@ -2,7 +2,7 @@
 //! daemon), and the lookups the session shares: a run named by an id prefix, the freshest view
 //! of a run. (Following logs and subscribing to runs belong to the session.)
 
-use bosun_runs::record::RunReads;
+use bosun_runs::record::{RunReads, RunRecord};
 use std::sync::Arc;
 
 use bosun_runs::follow::blocking;
@@ -13,7 +13,8 @@ use bosun_shared::RunId;
 use bosun_shared::gateway::{CALLS_FILE, CallEntry};
 use bosun_shared::protocol::runner::StopOrder;
 use bosun_shared::protocol::runs::{
-    DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, McpCallsView, StopRun,
+    DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, McpCallsView,
+    RUNS_PAGE_BYTES, RunList, RunsCursor, StopRun,
 };
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
@@ -32,8 +33,14 @@ impl Handle for StartRunParams {
 }
 
 impl Handle for ListRuns {
-    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<RunView>, Failure> {
-        Ok(list_runs(ctx, self.all).await?)
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunList, Failure> {
+        Ok(match self.page {
+            None => RunList {
+                runs: list_runs(ctx, self.all).await?,
+                next: None,
+            },
+            Some(page) => runs_page(ctx, self.all, page.after).await?,
+        })
     }
 }
 
@@ -237,6 +244,70 @@ pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireEr
         .ok_or_else(|| WireError::not_found(format!("no run {id}")))?;
     view.log_unflushed = ctx.writer.health().unflushed(id);
     Ok(view)
+}
+
+/// One page of the runs after `after`, in the order they were made: runs are added while the
+/// page's JSON stays within [`RUNS_PAGE_BYTES`] (one run at least, however large). The records
+/// are read without their decisions, and only the page's runs get theirs, so a page costs what
+/// it holds rather than what the whole history holds.
+async fn runs_page(
+    ctx: &Arc<DaemonCtx>,
+    all: bool,
+    after: Option<RunsCursor>,
+) -> Result<RunList, WireError> {
+    let cursor = |r: &RunRecord| RunsCursor {
+        created_at: r.created_at,
+        run: r.id,
+    };
+    // A run only in the store comes with its record; a live one is viewed from its snapshot.
+    let mut runs: Vec<(RunsCursor, Option<RunRecord>)> = if all {
+        blocking(&ctx.store, |s| s.runs_without_decisions())
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|r| (cursor(&r), Some(r)))
+            .collect()
+    } else {
+        ctx.live
+            .entries()
+            .iter()
+            .map(|e| (cursor(&e.record), None))
+            .collect()
+    };
+    runs.retain(|(c, _)| after.is_none_or(|a| *c > a));
+    runs.sort_unstable_by_key(|(c, _)| *c);
+    let mut page = RunList::default();
+    let mut bytes = 0;
+    for (at, record) in runs {
+        let view = match (ctx.live.get(at.run), record) {
+            (Some(e), _) => live_view(ctx, &e),
+            (None, Some(mut r)) => {
+                if r.agent.is_some() {
+                    let id = r.id;
+                    let decisions = blocking(&ctx.store, move |s| s.decisions_of(id))
+                        .await
+                        .map_err(store_error)?;
+                    if let Some(agent) = r.agent.as_mut() {
+                        agent.decisions = decisions;
+                    }
+                }
+                r.view(r.last_seq)
+            }
+            // Live when the page was chosen, over now: no longer one of the runs asked for.
+            (None, None) => continue,
+        };
+        let size = serde_json::to_vec(&view).map_or(0, |v| v.len() + 1);
+        if !page.runs.is_empty() && bytes + size > RUNS_PAGE_BYTES {
+            page.next = page.runs.last().map(|v| RunsCursor {
+                created_at: v.created_at,
+                run: v.id,
+            });
+            break;
+        }
+        bytes += size;
+        page.runs.push(view);
+    }
+    Ok(page)
 }
 
 async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, WireError> {

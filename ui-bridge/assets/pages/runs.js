@@ -219,11 +219,23 @@ export function mount(root) {
     touched.add(v.id);
   }
 
+  // Every run, page by page: one answer of bosund holds about a megabyte of runs.
+  async function listAll() {
+    const all = [];
+    let page = {};
+    for (;;) {
+      const r = await call("list_runs", { all: true, page });
+      for (const v of r.runs) all.push(v);
+      if (!r.next) return { runs: all };
+      page = { after: r.next };
+    }
+  }
+
   async function load() {
     const mine = ++loading;
     touched = new Set();
     try {
-      const r = await call("list_runs", { all: true });
+      const r = await listAll();
       if (mine !== loading) return;
       const newer = new Map([...touched].filter((id) => runs.has(id)).map((id) => [id, runs.get(id)]));
       const before = new Map(runs);

@@ -18,7 +18,6 @@ use bosun_shared::protocol::board::Board;
 use bosun_shared::protocol::lead::ChatList;
 use bosun_shared::protocol::mcp::McpList;
 use bosun_shared::protocol::projects::ProjectList;
-use bosun_shared::protocol::runs::ListRuns;
 use bosun_ui::{Client, ClientError};
 use clap::{CommandFactory, ValueEnum};
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
@@ -154,7 +153,7 @@ async fn ask(kind: Names) -> Result<Vec<CompletionCandidate>, ClientError> {
             .map(|c| named(c.short_id, c.title))
             .collect(),
         Names::Runs => client
-            .call(ListRuns { all: true })
+            .runs(true)
             .await?
             .into_iter()
             .map(|r| {

@@ -6,9 +6,7 @@ use std::time::Duration;
 
 use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::runner::StopLadder;
-use bosun_shared::protocol::runs::{
-    DaemonSet, DaemonStatus, DaemonStop, GetRun, ListRuns, StopRun,
-};
+use bosun_shared::protocol::runs::{DaemonSet, DaemonStatus, DaemonStop, GetRun, StopRun};
 use bosun_shared::protocol::ui::StartRunParams;
 use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_ui::{Client, ClientError};
@@ -162,7 +160,7 @@ pub struct PsArgs {
 
 pub async fn ps(dirs: &StateDir, a: PsArgs) -> anyhow::Result<ExitCode> {
     let mut client = connect(dirs).await?;
-    let runs = client.call(ListRuns { all: a.all }).await?;
+    let runs = client.runs(a.all).await?;
     if a.json {
         output::print_json(&runs)?;
     } else {
