@@ -177,6 +177,9 @@ pub trait RunReads {
     /// A run's decisions, in the order they were made.
     fn decisions_of(&self, id: RunId) -> Result<Vec<Arc<Decision>>, StoreError>;
 
+    /// The decisions of each of `ids`, in the same order, read in one read transaction.
+    fn decisions_of_each(&self, ids: &[RunId]) -> Result<Vec<Vec<Arc<Decision>>>, StoreError>;
+
     /// The ids of runs whose id starts with `prefix`, at most `limit` of them.
     fn run_ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<RunId>, StoreError>;
 }
@@ -213,6 +216,11 @@ impl RunReads for Store {
 
     fn decisions_of(&self, id: RunId) -> Result<Vec<Arc<Decision>>, StoreError> {
         decisions::of_run(&self.read()?, id)
+    }
+
+    fn decisions_of_each(&self, ids: &[RunId]) -> Result<Vec<Vec<Arc<Decision>>>, StoreError> {
+        let read = self.read()?;
+        ids.iter().map(|&id| decisions::of_run(&read, id)).collect()
     }
 
     fn run_ids_with_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<RunId>, StoreError> {

@@ -3,6 +3,7 @@
 //! of a run. (Following logs and subscribing to runs belong to the session.)
 
 use bosun_runs::record::{RunReads, RunRecord};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bosun_runs::follow::blocking;
@@ -248,8 +249,9 @@ pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireEr
 
 /// One page of the runs after `after`, in the order they were made: runs are added while the
 /// page's JSON stays within [`RUNS_PAGE_BYTES`] (one run at least, however large). The records
-/// are read without their decisions, and only the page's runs get theirs, so a page costs what
-/// it holds rather than what the whole history holds.
+/// are read without their decisions, and only the page's runs get theirs (a few runs ahead at
+/// a time, in one read each), so a page costs what it holds rather than what the whole history
+/// holds.
 async fn runs_page(
     ctx: &Arc<DaemonCtx>,
     all: bool,
@@ -278,36 +280,70 @@ async fn runs_page(
     runs.sort_unstable_by_key(|(c, _)| *c);
     let mut page = RunList::default();
     let mut bytes = 0;
-    for (at, record) in runs {
-        let view = match (ctx.live.get(at.run), record) {
-            (Some(e), _) => live_view(ctx, &e),
-            (None, Some(mut r)) => {
-                if r.agent.is_some() {
-                    let id = r.id;
-                    let decisions = blocking(&ctx.store, move |s| s.decisions_of(id))
-                        .await
-                        .map_err(store_error)?;
-                    if let Some(agent) = r.agent.as_mut() {
-                        agent.decisions = decisions;
-                    }
-                }
-                r.view(r.last_seq)
-            }
-            // Live when the page was chosen, over now: no longer one of the runs asked for.
-            (None, None) => continue,
-        };
-        let size = serde_json::to_vec(&view).map_or(0, |v| v.len() + 1);
-        if !page.runs.is_empty() && bytes + size > RUNS_PAGE_BYTES {
-            page.next = page.runs.last().map(|v| RunsCursor {
-                created_at: v.created_at,
-                run: v.id,
-            });
-            break;
+    let mut rest = runs.into_iter();
+    loop {
+        let ahead: Vec<_> = rest.by_ref().take(READ_AHEAD).collect();
+        if ahead.is_empty() {
+            return Ok(page);
         }
-        bytes += size;
-        page.runs.push(view);
+        for view in views_of(ctx, ahead).await? {
+            let size = serde_json::to_vec(&view).map_or(0, |v| v.len() + 1);
+            if !page.runs.is_empty() && bytes + size > RUNS_PAGE_BYTES {
+                page.next = page.runs.last().map(|v| RunsCursor {
+                    created_at: v.created_at,
+                    run: v.id,
+                });
+                return Ok(page);
+            }
+            bytes += size;
+            page.runs.push(view);
+        }
     }
-    Ok(page)
+}
+
+/// How many runs a page reads the decisions of at once.
+const READ_AHEAD: usize = 64;
+
+/// The views of `runs`, in order: a live run's from its snapshot, a stored run's from its record
+/// with its decisions (read for all of them in one read). A run that was live when it was
+/// chosen and is over now is left out: it is no longer one of the runs asked for.
+async fn views_of(
+    ctx: &Arc<DaemonCtx>,
+    runs: Vec<(RunsCursor, Option<RunRecord>)>,
+) -> Result<Vec<RunView>, WireError> {
+    let runs: Vec<(Option<LiveEntry>, Option<RunRecord>)> = runs
+        .into_iter()
+        .map(|(at, record)| (ctx.live.get(at.run), record))
+        .collect();
+    let wanted: Vec<RunId> = runs
+        .iter()
+        .filter_map(|(live, record)| match (live, record) {
+            (None, Some(r)) if r.agent.is_some() => Some(r.id),
+            _ => None,
+        })
+        .collect();
+    let ids = wanted.clone();
+    let mut decisions: HashMap<RunId, _> = wanted
+        .into_iter()
+        .zip(
+            blocking(&ctx.store, move |s| s.decisions_of_each(&ids))
+                .await
+                .map_err(store_error)?,
+        )
+        .collect();
+    Ok(runs
+        .into_iter()
+        .filter_map(|(live, record)| match (live, record) {
+            (Some(e), _) => Some(live_view(ctx, &e)),
+            (None, Some(mut r)) => {
+                if let (Some(agent), Some(d)) = (r.agent.as_mut(), decisions.remove(&r.id)) {
+                    agent.decisions = d;
+                }
+                Some(r.view(r.last_seq))
+            }
+            (None, None) => None,
+        })
+        .collect())
 }
 
 async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, WireError> {
