@@ -1,11 +1,48 @@
-//! The domain of a run: its states, how it ended, and its output streams.
+//! The domain of a run: what starting one asks for, its states, how it ended, and its output
+//! streams.
 //!
 //! A run moves `queued → starting → running → stopping → exited(outcome)`. Every transition is
 //! persisted before it is announced; see `docs/supervision.md`.
 
 use std::fmt;
+use std::num::NonZeroU64;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use crate::placement::Placement;
+use crate::time::{StopGrace, TimeCap};
+
+/// A run to start, as bosund's areas take it: what `bosun run` asked for (read from the wire
+/// where it arrives), or what an agent's adapter made. Its time cap, stop ladder and output
+/// cap were checked when they were read, so each holds a valid value.
+#[derive(Clone, Debug, Default)]
+pub struct RunRequest {
+    pub name: Option<String>,
+    pub program: String,
+    pub args: Vec<String>,
+    /// Absolute.
+    pub cwd: PathBuf,
+    /// The program's whole environment.
+    pub env: Vec<(String, String)>,
+    pub time_cap: Option<TimeCap>,
+    /// The stop ladder's graces; bosun's default when absent.
+    pub ladder: Option<Ladder>,
+    /// The file mode creation mask the program starts with; 0o022 when absent.
+    pub umask: Option<u32>,
+    /// The most bytes of output kept; no cap when absent.
+    pub max_output: Option<NonZeroU64>,
+    /// Where the run's runner runs.
+    pub placement: Placement,
+}
+
+/// How long each rung of a run's stop ladder waits: SIGINT, `int_grace`, SIGTERM,
+/// `term_grace`, SIGKILL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ladder {
+    pub int_grace: StopGrace,
+    pub term_grace: StopGrace,
+}
 
 /// Where a run is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -59,6 +59,13 @@ impl Code for bosun_shared::time::TimeCapError {
     }
 }
 
+/// A stop ladder's grace the request gave that is too long (over an hour).
+impl Code for bosun_shared::time::StopGraceError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::BadRequest
+    }
+}
+
 impl Code for StoreError {
     fn code(&self) -> ErrorCode {
         ErrorCode::Internal

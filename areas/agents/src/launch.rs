@@ -6,6 +6,7 @@
 //! (runs know agents; agents know nothing of runs).
 
 use bosun_mcp::record::ServerReads;
+use std::num::NonZeroU64;
 use std::time::Duration;
 
 use crate::AgentsError;
@@ -13,7 +14,7 @@ use bosun_shared::agents::CliKind;
 use bosun_shared::gateway::{self, GatewayServer, PinnedTool, Reach};
 use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::runner::ControlPlan;
-use bosun_shared::protocol::ui::StartRunParams;
+use bosun_shared::run::RunRequest;
 use bosun_shared::{AnswerId, ChatId};
 
 use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
@@ -68,7 +69,7 @@ pub struct ChatLaunch {
 /// A run of an agent, ready to start.
 #[derive(Debug)]
 pub struct Prepared {
-    pub params: StartRunParams,
+    pub request: RunRequest,
     /// Files the runner writes (mode 0600) before the program starts and deletes when the run
     /// ends: (path, contents), the path under [`RUN_DIR`](super::adapter::RUN_DIR).
     pub files: Vec<(String, String)>,
@@ -154,20 +155,20 @@ pub async fn prepare_with(
     refuse_root_bypass(&rec, &agent_env)?;
     super::login::check_login(&ctx.logins, &rec, &agent_env, &inv.program).await?;
 
-    let params = StartRunParams {
+    let request = RunRequest {
         name: Some(rec.name.clone()),
         program: inv.program.clone(),
         args: inv.args.clone(),
         cwd: rec.cwd.clone(),
         env,
-        time_cap_ms: rec.time_cap_ms,
+        time_cap: rec.time_cap()?,
         ladder: None,
         umask: None,
-        max_output: rec.max_output,
+        max_output: rec.max_output.and_then(NonZeroU64::new),
         placement: rec.placement.clone(),
     };
     Ok(Prepared {
-        params,
+        request,
         files: inv.files,
         notes: parts.notes,
         run: parts.run,

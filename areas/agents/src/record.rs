@@ -11,6 +11,7 @@ use bosun_shared::approvals::{ApprovalMode, Verdict};
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::approvals::DecisionView;
 use bosun_shared::protocol::runner::ToolAnswer;
+use bosun_shared::time::TimeCap;
 use bosun_shared::usage::{Budget, Usage};
 use bosun_shared::{
     AgentId, AnswerId, ApprovalId, CardId, ChatId, ProjectId, RunId, ServerId, Timestamp,
@@ -18,6 +19,8 @@ use bosun_shared::{
 use serde::{Deserialize, Serialize};
 
 use bosun_store::{Record, Store, StoreError};
+
+use crate::AgentsError;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentRecord {
@@ -287,6 +290,15 @@ impl AgentReads for Store {
 }
 
 impl AgentRecord {
+    /// The time cap of the agent's runs, read from its record (checked when it was saved; a
+    /// record an older bosun saved is checked again here).
+    pub fn time_cap(&self) -> Result<Option<TimeCap>, AgentsError> {
+        self.time_cap_ms
+            .map(TimeCap::from_millis)
+            .transpose()
+            .map_err(|e| AgentsError::invalid(format!("agent {}: {e}", self.name)))
+    }
+
     /// Whether anything from outside (an outside MCP server, the web, the browser) is on: then
     /// its runs are told that what those return is data, never instructions.
     pub fn has_outside_sources(&self) -> bool {

@@ -354,7 +354,7 @@ async fn start_card_run(
         })
         .await?
         .map_err(|e| BoardError::unavailable(format!("its worktree could not be made: {e}")))?;
-        spec.params.cwd = wt.path.clone();
+        spec.request.cwd = wt.path.clone();
         spec.git = Some(RunGit {
             branch: wt.branch.clone(),
             head_at_start: head,

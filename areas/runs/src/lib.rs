@@ -21,6 +21,7 @@ mod spawn;
 pub mod spend;
 
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,9 +35,9 @@ use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::runner::{
     ControlPlan, FencePlan, LaunchPlan, PlanFile, StopLadder, StopOrder,
 };
-use bosun_shared::protocol::ui::{RunView, StartRunParams};
-use bosun_shared::run::{ExitInfo, Outcome, RunState};
-use bosun_shared::time::{StopGrace, TimeCap};
+use bosun_shared::protocol::ui::RunView;
+use bosun_shared::run::{ExitInfo, Outcome, RunRequest, RunState};
+use bosun_shared::time::TimeCap;
 use bosun_shared::{CardId, RunId, RunToken, Timestamp};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tracing::{error, info, warn};
@@ -117,7 +118,7 @@ type Checked = (RunRecord, LaunchPlan, Placement, Vec<SecretLine>);
 /// A run to start: what the person asked for, or what an agent's adapter made.
 #[derive(Debug, Default)]
 pub struct RunSpec {
-    pub params: StartRunParams,
+    pub request: RunRequest,
     /// Files the runner writes (mode 0600) before the program starts and deletes when the run
     /// ends: (path, contents), the path under [`RUN_DIR`](bosun_agents::adapter::RUN_DIR).
     pub files: Vec<(String, String)>,
@@ -140,9 +141,9 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
-    pub fn plain(params: StartRunParams) -> Self {
+    pub fn plain(request: RunRequest) -> Self {
         Self {
-            params,
+            request,
             ..Self::default()
         }
     }
@@ -151,7 +152,7 @@ impl RunSpec {
 impl From<Prepared> for RunSpec {
     fn from(p: Prepared) -> Self {
         Self {
-            params: p.params,
+            request: p.request,
             files: p.files,
             notes: p.notes,
             agent: Some(p.run),
@@ -450,7 +451,7 @@ impl RunsState {
     /// values in it, and where they come from).
     fn prepare(&self, spec: RunSpec) -> Result<Checked, RunsError> {
         let RunSpec {
-            params: mut p,
+            request: mut p,
             files,
             notes,
             agent,
@@ -460,11 +461,14 @@ impl RunsState {
             git,
             secrets,
         } = spec;
-        Self::check_params(&p)?;
+        Self::check_request(&p)?;
         check_free_space(self.ctx.dirs.root())?;
         let id = RunId::new();
         let token = RunToken::generate();
-        let ladder = p.ladder.unwrap_or_default();
+        let ladder = p.ladder.map_or_else(StopLadder::default, |l| StopLadder {
+            int_grace_ms: l.int_grace.as_millis(),
+            term_grace_ms: l.term_grace.as_millis(),
+        });
         // A run placed on another host keeps its folder where the node sees it.
         let placement = p.placement.clone();
         let run_dir = self.run_dir(&p.placement, id)?;
@@ -481,7 +485,7 @@ impl RunsState {
             args: p.args.clone(),
             cwd: p.cwd.clone(),
             env_names: p.env.iter().map(|(k, _)| k.clone()).collect(),
-            time_cap_ms: p.time_cap_ms,
+            time_cap_ms: p.time_cap.map(TimeCap::as_millis),
             ladder,
             state: RunState::Queued,
             created_at: Timestamp::now(),
@@ -508,11 +512,11 @@ impl RunsState {
             env: p.env,
             cwd: p.cwd,
             files: plan_files,
-            time_cap_ms: p.time_cap_ms,
+            time_cap_ms: p.time_cap.map(TimeCap::as_millis),
             ladder,
             umask: p.umask.unwrap_or(0o022) & 0o777,
             notes,
-            max_output: p.max_output,
+            max_output: p.max_output.map(NonZeroU64::get),
             // On this machine the runner writes the log file itself.
             log_file: placement.is_local().then(|| self.ctx.store.log_path(id)),
             control,
@@ -523,9 +527,9 @@ impl RunsState {
         Ok((rec, plan, placement, secrets))
     }
 
-    /// Refuses a start request whose program, folder, name, environment, time cap, stop ladder
-    /// or output cap is not valid, saying which.
-    fn check_params(p: &StartRunParams) -> Result<(), RunsError> {
+    /// Refuses a start request whose program, folder, name or environment is not valid, saying
+    /// which (its time cap, ladder and output cap were checked where they were read).
+    fn check_request(p: &RunRequest) -> Result<(), RunsError> {
         let bad = |m: String| Err(RunsError::invalid(m));
         if p.program.trim().is_empty() {
             return bad("no program given; say what to run after `--`".into());
@@ -550,19 +554,6 @@ impl RunsState {
             if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
                 return bad(format!("`{k}` is not a valid environment variable name"));
             }
-        }
-        // The wire carries milliseconds; out of a time cap's or a grace's range they are
-        // refused here, for every run (an agent's, a card's, the lead's, one by `bosun run`).
-        if let Some(ms) = p.time_cap_ms {
-            TimeCap::from_millis(ms).map_err(RunsError::invalid)?;
-        }
-        if let Some(l) = &p.ladder {
-            for ms in [l.int_grace_ms, l.term_grace_ms] {
-                StopGrace::from_millis(ms).map_err(RunsError::invalid)?;
-            }
-        }
-        if p.max_output == Some(0) {
-            return bad("an output cap must be more than zero bytes".into());
         }
         Ok(())
     }
@@ -591,11 +582,7 @@ impl RunsState {
 
     /// What the runner fences the program in with, for an agent's run with a limited workspace
     /// (its `TMPDIR` set in the run's environment); none for any other run.
-    fn fence(
-        agent: Option<&AgentRun>,
-        p: &mut StartRunParams,
-        run_dir: &Path,
-    ) -> Option<FencePlan> {
+    fn fence(agent: Option<&AgentRun>, p: &mut RunRequest, run_dir: &Path) -> Option<FencePlan> {
         // An agent's run with a limited workspace is fenced in by its runner, with a temporary
         // folder of its own.
         agent.and_then(|a| {
@@ -617,7 +604,7 @@ impl RunsState {
     /// An agent's arguments and environment with the run's folder written in, and its files,
     /// named by that folder, as the plan's secret files.
     fn into_run_dir(
-        p: &mut StartRunParams,
+        p: &mut RunRequest,
         files: &[(String, String)],
         run_dir: &Path,
     ) -> Vec<PlanFile> {

@@ -4,6 +4,7 @@
 
 use bosun_runs::record::{RunReads, RunRecord};
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use bosun_runs::follow::blocking;
@@ -19,6 +20,8 @@ use bosun_shared::protocol::runs::{
 };
 use bosun_shared::protocol::ui::{RunView, StartRunParams};
 use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
+use bosun_shared::run::{Ladder, RunRequest};
+use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_store::StoreError;
 use tracing::error;
 
@@ -29,8 +32,42 @@ use crate::wire::Failure;
 
 impl Handle for StartRunParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunView, Failure> {
-        start(ctx, RunSpec::plain(self)).await
+        start(ctx, RunSpec::plain(run_request(self)?)).await
     }
+}
+
+/// The wire's start request as the runs area takes it: its time cap, its ladder's graces and
+/// its output cap read into values that hold only what a run may have, or refused saying why.
+/// The wire carries milliseconds; a value out of range is refused here, once, for every client.
+fn run_request(p: StartRunParams) -> Result<RunRequest, Failure> {
+    let ladder = match p.ladder {
+        Some(l) => Some(Ladder {
+            int_grace: StopGrace::from_millis(l.int_grace_ms)?,
+            term_grace: StopGrace::from_millis(l.term_grace_ms)?,
+        }),
+        None => None,
+    };
+    let max_output = match p.max_output {
+        None => None,
+        Some(n) => Some(NonZeroU64::new(n).ok_or_else(|| {
+            WireError::new(
+                ErrorCode::BadRequest,
+                "an output cap must be more than zero bytes",
+            )
+        })?),
+    };
+    Ok(RunRequest {
+        name: p.name,
+        program: p.program,
+        args: p.args,
+        cwd: p.cwd,
+        env: p.env,
+        time_cap: p.time_cap_ms.map(TimeCap::from_millis).transpose()?,
+        ladder,
+        umask: p.umask,
+        max_output,
+        placement: p.placement,
+    })
 }
 
 impl Handle for ListRuns {
