@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_runs::follow::{FollowSpec, blocking, follow};
+use bosun_runs::follow::{FollowSpec, LogItem, LogSink, blocking, follow};
 use bosun_runs::live::LiveEntry;
 use bosun_runs::log_hub::LogHub;
 use bosun_runs::run_actor::RunMsg;
@@ -20,11 +20,11 @@ use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg};
 use bosun_shared::protocol::runs::{Following, Unfollow};
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::ui::{
-    ClientFrame, FollowParams, Outbound, Request, ResponseResult, ServerFrame,
+    ClientFrame, Event, FollowParams, Outbound, Request, ResponseResult, ServerFrame,
 };
 use bosun_shared::protocol::{
-    ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
-    Welcome, WireError,
+    ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, LogBytes, PROTOCOL_VERSION,
+    Role, Welcome, WireError, fast,
 };
 use bosun_shared::{RunId, RunToken};
 use interprocess::local_socket::tokio::Stream;
@@ -528,13 +528,16 @@ impl SessionState {
         let run = api::runs::resolve(&self.ctx, &p.run).await?;
         let view = api::runs::run_view(&self.ctx, run).await?;
         let spec = FollowSpec {
-            sub: id,
             run,
             from_seq: p.from_seq,
             follow: p.follow,
             stream: p.stream,
-            binary: self.binary_log,
             direct: p.direct,
+        };
+        let sink = FrameSink {
+            sub: id,
+            binary: self.binary_log,
+            out: out.clone(),
         };
         // The answer goes out before any of the subscription's events.
         let following = Following {
@@ -552,16 +555,62 @@ impl SessionState {
         let store = self.ctx.store.clone();
         let me = myself.clone();
         let ctx = self.ctx.clone();
-        let out = out.clone();
         let task = followers().spawn(async move {
             let hub = live_hub(&ctx, run).await;
-            if let Err(e) = follow(store, hub, spec, out).await {
+            if let Err(e) = follow(store, hub, spec, sink).await {
                 warn!(run_id = %run, error = %e, "following a log failed");
             }
             let _ = me.cast(SessionMsg::FollowEnded { sub: id });
         });
         self.follows.insert(id, task);
         Ok(())
+    }
+}
+
+/// A log subscription's items as its UI's frames: each chunk as a `Log` event (binary when the
+/// UI reads them so, its bytes not copied), then `LogLagged`, `LogProgress`, `LogEnd` or
+/// `LogFailed`, all under the subscription's id.
+struct FrameSink {
+    sub: u64,
+    binary: bool,
+    out: mpsc::Sender<Outbound>,
+}
+
+impl LogSink for FrameSink {
+    async fn send(&self, item: LogItem) -> bool {
+        let sub = self.sub;
+        let frame = match item {
+            LogItem::Chunk(c) if self.binary => Outbound::Split {
+                head: fast::log_event_head(sub, c.seq, c.stream, c.at, c.data.len()),
+                chunk: c,
+            },
+            LogItem::Chunk(c) => Outbound::Frame(ServerFrame::Event(Event::Log {
+                sub,
+                seq: c.seq,
+                stream: c.stream,
+                at: c.at,
+                data: LogBytes(c.data.clone()),
+            })),
+            LogItem::Lagged { resume_from } => {
+                ServerFrame::Event(Event::LogLagged { sub, resume_from }).into()
+            }
+            LogItem::Progress { upto } => {
+                ServerFrame::Event(Event::LogProgress { sub, upto }).into()
+            }
+            LogItem::End { last_seq, run } => ServerFrame::Event(Event::LogEnd {
+                sub,
+                last_seq,
+                run: Box::new(run.view(last_seq)),
+            })
+            .into(),
+            LogItem::Failed { last_seq, message } => ServerFrame::Event(Event::LogFailed {
+                sub,
+                last_seq,
+                message,
+            })
+            .into(),
+        };
+        self.out.send(frame).await.is_ok()
     }
 }
 

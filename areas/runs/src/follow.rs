@@ -14,19 +14,19 @@
 //!
 //! The decisions are made by [`Follower::plan`], a plain function of the hub's state, so that
 //! a test can drive it through any interleaving of writes, evictions and slow reads; [`follow`]
-//! only carries them out (sending, reading the file on a blocking thread, waiting for the hub).
+//! only carries them out (handing out, reading the file on a blocking thread, waiting for the
+//! hub). What it hands out are [`LogItem`]s, to a [`LogSink`] of the caller's: the session
+//! that asked turns each into its frame, so this area knows nothing of the wire.
 
 use crate::record::RunReads;
 use std::borrow::Borrow;
 use std::sync::Arc;
 
 use bosun_shared::RunId;
-use bosun_shared::protocol::fast;
-use bosun_shared::protocol::ui::{Event, Outbound, ServerFrame};
 use bosun_shared::run::Stream;
-use tokio::sync::mpsc;
 
 use super::log_hub::LogHub;
+use crate::record::RunRecord;
 use bosun_store::logfile::LogReader;
 use bosun_store::{LogChunk, Store, StoreError};
 
@@ -37,18 +37,35 @@ const HUB_BATCH_CHUNKS: usize = 256;
 /// What to follow.
 #[derive(Clone, Copy, Debug)]
 pub struct FollowSpec {
-    pub sub: u64,
     pub run: RunId,
     pub from_seq: u64,
     /// Keep going until the run ends; otherwise stop at what has arrived now.
     pub follow: bool,
     pub stream: Option<Stream>,
-    /// The UI reads log events in their binary form; else (a UI of before binary frames) they
-    /// go as JSON.
-    pub binary: bool,
     /// The subscriber reads the log file itself: it is told how far the file goes
-    /// ([`Event::LogProgress`]), not sent the chunks.
+    /// ([`LogItem::Progress`]), not handed the chunks.
     pub direct: bool,
+}
+
+/// What a follower hands its subscriber, in order.
+pub enum LogItem {
+    /// The next chunk of output (of the stream asked for), as memory holds it.
+    Chunk(Arc<LogChunk>),
+    /// The follower fell behind live output and goes on from the log file at `resume_from`;
+    /// nothing is lost.
+    Lagged { resume_from: u64 },
+    /// For a direct subscriber: the log file holds every chunk up to `upto`.
+    Progress { upto: u64 },
+    /// Everything up to `last_seq` was handed out: the last item, with the run as it stands.
+    End { last_seq: u64, run: Box<RunRecord> },
+    /// The log could not be followed past `last_seq`, and why: the last item.
+    Failed { last_seq: u64, message: String },
+}
+
+/// Where a follower's items go (for bosund, a session's frames to its UI).
+pub trait LogSink: Send + Sync {
+    /// Hands one item on, waiting while the subscriber is behind; false when it is gone.
+    fn send(&self, item: LogItem) -> impl Future<Output = bool> + Send;
 }
 
 /// One follower's position in a run's log.
@@ -196,13 +213,13 @@ fn missing(run: RunId, seq: u64) -> StoreError {
     ))
 }
 
-/// Sends the log to `out` as `Log` events, then a `LogEnd` (or a `LogFailed` saying why it
-/// could not go on). Returns when done, or when the receiver is gone.
+/// Hands the log to `out` chunk by chunk, then an [`LogItem::End`] (or a [`LogItem::Failed`]
+/// saying why it could not go on). Returns when done, or when the subscriber is gone.
 pub async fn follow(
     store: Store,
     hub: Option<Arc<LogHub>>,
     spec: FollowSpec,
-    out: mpsc::Sender<Outbound>,
+    out: impl LogSink,
 ) -> Result<(), StoreError> {
     let mut f = Follower::new(spec.from_seq);
     let served = if spec.direct {
@@ -214,25 +231,23 @@ pub async fn follow(
         Ok(true) => {}
         Ok(false) => return Ok(()),
         Err(e) => {
-            let failed = Event::LogFailed {
-                sub: spec.sub,
+            let failed = LogItem::Failed {
                 last_seq: f.next() - 1,
                 message: e.to_string(),
             };
-            let _ = out.send(ServerFrame::Event(failed).into()).await;
+            out.send(failed).await;
             return Err(e);
         }
     }
     let run = spec.run;
     let last_seq = f.next() - 1;
-    let view = blocking(&store, move |s| s.run(run)).await?;
-    if let Some(rec) = view {
-        let end = Event::LogEnd {
-            sub: spec.sub,
+    let rec = blocking(&store, move |s| s.run(run)).await?;
+    if let Some(rec) = rec {
+        out.send(LogItem::End {
             last_seq,
-            run: Box::new(rec.view(last_seq)),
-        };
-        let _ = out.send(ServerFrame::Event(end).into()).await;
+            run: Box::new(rec),
+        })
+        .await;
     }
     Ok(())
 }
@@ -244,7 +259,7 @@ async fn serve(
     hub: Option<Arc<LogHub>>,
     spec: &FollowSpec,
     f: &mut Follower,
-    out: &mpsc::Sender<Outbound>,
+    out: &impl LogSink,
 ) -> Result<bool, StoreError> {
     let mut file = FileCursor::new(store, spec.run);
     let Some(hub) = hub else {
@@ -283,11 +298,7 @@ async fn serve(
                 }
             }
             Plan::Lagged(resume_from) => {
-                let lagged = Event::LogLagged {
-                    sub: spec.sub,
-                    resume_from,
-                };
-                if out.send(ServerFrame::Event(lagged).into()).await.is_err() {
+                if !out.send(LogItem::Lagged { resume_from }).await {
                     return Ok(false);
                 }
             }
@@ -323,15 +334,9 @@ async fn serve_direct(
     hub: Option<Arc<LogHub>>,
     spec: &FollowSpec,
     f: &mut Follower,
-    out: &mpsc::Sender<Outbound>,
+    out: &impl LogSink,
 ) -> Result<bool, StoreError> {
-    let tell = |upto: u64| {
-        let e = Event::LogProgress {
-            sub: spec.sub,
-            upto,
-        };
-        out.send(ServerFrame::Event(e).into())
-    };
+    let tell = |upto: u64| out.send(LogItem::Progress { upto });
     let Some(hub) = hub else {
         // The run is over: its file has everything it wrote.
         let run = spec.run;
@@ -339,7 +344,7 @@ async fn serve_direct(
             .await?
             .map_or(0, |r| r.last_seq);
         if last >= f.next() {
-            if tell(last).await.is_err() {
+            if !tell(last).await {
                 return Ok(false);
             }
             f.told_upto(last);
@@ -353,7 +358,7 @@ async fn serve_direct(
         let bound = if spec.follow { state.received } else { target };
         let upto = state.stored.min(bound);
         if upto >= f.next() {
-            if tell(upto).await.is_err() {
+            if !tell(upto).await {
                 return Ok(false);
             }
             f.told_upto(upto);
@@ -372,7 +377,7 @@ async fn send_taken(
     f: &mut Follower,
     spec: &FollowSpec,
     chunks: &[Arc<LogChunk>],
-    out: &mpsc::Sender<Outbound>,
+    out: &impl LogSink,
 ) -> Result<bool, StoreError> {
     let taken = f.accept(chunks).map_err(|seq| missing(spec.run, seq))?;
     for c in taken {
@@ -383,25 +388,11 @@ async fn send_taken(
     Ok(true)
 }
 
-async fn send_chunk(spec: &FollowSpec, c: &Arc<LogChunk>, out: &mpsc::Sender<Outbound>) -> bool {
+async fn send_chunk(spec: &FollowSpec, c: &Arc<LogChunk>, out: &impl LogSink) -> bool {
     if spec.stream.is_some_and(|s| s != c.stream) {
         return true;
     }
-    let frame = if spec.binary {
-        Outbound::Split {
-            head: fast::log_event_head(spec.sub, c.seq, c.stream, c.at, c.data.len()),
-            chunk: c.clone(),
-        }
-    } else {
-        Outbound::Frame(ServerFrame::Event(Event::Log {
-            sub: spec.sub,
-            seq: c.seq,
-            stream: c.stream,
-            at: c.at,
-            data: bosun_shared::protocol::LogBytes(c.data.clone()),
-        }))
-    };
-    out.send(frame).await.is_ok()
+    out.send(LogItem::Chunk(c.clone())).await
 }
 
 #[cfg(test)]
