@@ -7,8 +7,8 @@
 //! the run's start replaces with the real directory.
 
 use bosun_shared::agents::{CliKind, WebFetch};
+use bosun_shared::mcp::ServerKind;
 use bosun_shared::mcp::full_tool_name;
-use bosun_shared::protocol::mcp::ServerKind;
 use bosun_shared::protocol::runner::{ControlPlan, ControlProtocol};
 use serde_json::{Map, Value, json};
 

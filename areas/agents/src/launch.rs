@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::AgentsError;
 use bosun_shared::agents::CliKind;
 use bosun_shared::gateway::{self, GatewayServer, PinnedTool, Reach};
-use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
+use bosun_shared::mcp::{ServerKind, SignInBy};
 use bosun_shared::protocol::runner::ControlPlan;
 use bosun_shared::run::RunRequest;
 use bosun_shared::{AnswerId, ChatId};

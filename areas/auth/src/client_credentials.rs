@@ -33,7 +33,7 @@ use aws_lc_rs::signature::{
 };
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use bosun_shared::protocol::mcp::SignInBy;
+use bosun_shared::mcp::SignInBy;
 use bosun_shared::{ServerId, Timestamp};
 use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject as _;

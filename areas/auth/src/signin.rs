@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::{AuthError, ProbeError};
-use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
+use bosun_shared::mcp::{ServerKind, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

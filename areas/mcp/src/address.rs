@@ -17,7 +17,7 @@
 //! unmoved in the meantime.
 
 use bosun_shared::ServerId;
-use bosun_shared::protocol::mcp::ServerKind;
+use bosun_shared::mcp::ServerKind;
 use url::Url;
 
 use super::RegistryError;

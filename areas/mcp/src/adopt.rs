@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use crate::RegistryError;
 use bosun_shared::mcp::check_server_name;
+use bosun_shared::mcp::{SecretLine, ServerKind};
 use bosun_shared::protocol::mcp::{
     AddServerParams, ImportCandidateView, ImportParams, ImportPick, ImportScan, ImportStatus,
-    SecretLine, ServerKind, ServerView,
+    ServerView,
 };
 use ractor::ActorRef;
 

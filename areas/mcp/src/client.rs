@@ -13,8 +13,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bosun_shared::mcp::ServerKind;
 use bosun_shared::process::{Helper, HelperError};
-use bosun_shared::protocol::mcp::ServerKind;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientServiceExt;
 use rmcp::model::{

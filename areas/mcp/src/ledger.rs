@@ -8,7 +8,8 @@
 //! approves it (`bosun mcp approve`). A changed tool is how a server turns on its users.
 
 use bosun_shared::gateway::{Capability, Rules};
-use bosun_shared::protocol::mcp::{PendingToolView, ServerView, ToolChange};
+use bosun_shared::mcp::ToolChange;
+use bosun_shared::protocol::mcp::{PendingToolView, ServerView};
 
 use crate::RegistryError;
 use crate::record::{ServerRecord, StoredTool};

@@ -4,7 +4,8 @@
 
 use bosun_shared::gateway::Rules;
 use bosun_shared::mcp::Hints;
-use bosun_shared::protocol::mcp::{LineView, ServerKind, ServerView, SignInBy};
+use bosun_shared::mcp::{ServerKind, SignInBy};
+use bosun_shared::protocol::mcp::{LineView, ServerView};
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 use url::Url;

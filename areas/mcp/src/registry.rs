@@ -25,10 +25,8 @@ use bosun_kit::edit::Edit;
 use bosun_kit::keychain::Keychain;
 use bosun_kit::offload::blocking;
 use bosun_shared::mcp::check_server_name;
-use bosun_shared::protocol::mcp::{
-    AddServerParams, GatewayEdit, McpApprove, SecretLine, SecretValue, ServerKind, ServerView,
-    SignInBy,
-};
+use bosun_shared::mcp::{SecretLine, SecretValue, ServerKind, SignInBy};
+use bosun_shared::protocol::mcp::{AddServerParams, GatewayEdit, McpApprove, ServerView};
 use bosun_shared::{ServerId, Timestamp};
 use bosun_store::writer::StoreWriter;
 use bosun_store::{Store, StoreError};

@@ -4,7 +4,6 @@
 //! [`SecretLine`], from the person's tool to the daemon, which puts it in the keychain. No
 //! answer ever carries one back: a saved line is shown by its name and "saved".
 
-use std::fmt;
 use std::path::PathBuf;
 
 use std::collections::BTreeSet;
@@ -13,74 +12,8 @@ use crate::gateway::{AskPolicy, Capability, Rules, ToolGlob};
 use serde::{Deserialize, Serialize};
 
 use crate::mcp::{Assessment, Hints};
+pub use crate::mcp::{SecretLine, SecretValue, ServerKind, SignInBy, ToolChange};
 use crate::{ServerId, Timestamp};
-
-/// How a server is reached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerKind {
-    /// A command bosun starts, speaking MCP on its stdin and stdout.
-    Stdio,
-    /// An address, Streamable HTTP.
-    Http,
-    /// An address, the older HTTP+SSE transport.
-    Sse,
-}
-
-impl fmt::Display for ServerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ServerKind::Stdio => "stdio",
-            ServerKind::Http => "http",
-            ServerKind::Sse => "sse",
-        })
-    }
-}
-
-/// Who signs in to a server reached by address.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SignInBy {
-    /// bosun signs in (OAuth), keeps the tokens and hands runs a fresh one.
-    #[default]
-    Bosun,
-    /// Claude Code signs in itself, with the sign-ins it keeps per account; bosun hands its runs
-    /// the address and header lines only, and lists no tools.
-    ClaudeCode,
-}
-
-impl fmt::Display for SignInBy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SignInBy::Bosun => "bosun",
-            SignInBy::ClaudeCode => "claude-code",
-        })
-    }
-}
-
-/// An environment or header line with its value, on its way to the keychain.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SecretLine {
-    pub name: String,
-    pub value: String,
-}
-
-impl fmt::Debug for SecretLine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}=<secret>", self.name)
-    }
-}
-
-/// A secret value on its way to the keychain (never printed by `Debug`).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SecretValue(pub String);
-
-impl fmt::Debug for SecretValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<secret>")
-    }
-}
 
 /// A new server.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -249,25 +182,6 @@ pub struct ServerView {
 pub struct PendingToolView {
     pub name: String,
     pub change: ToolChange,
-}
-
-/// How a tool differs from what the person approved.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolChange {
-    /// Not among the tools the person approved.
-    New,
-    /// Its description or input schema is not what the person approved.
-    Changed,
-}
-
-impl ToolChange {
-    pub fn words(self) -> &'static str {
-        match self {
-            ToolChange::New => "new",
-            ToolChange::Changed => "changed",
-        }
-    }
 }
 
 /// Approves tools of a server's last listing as they are, and capabilities it advertises: runs

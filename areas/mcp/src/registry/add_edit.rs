@@ -7,7 +7,8 @@ use std::num::NonZeroU16;
 use bosun_auth::record::configured_secret_key;
 use bosun_kit::edit::Edit;
 use bosun_kit::offload::blocking;
-use bosun_shared::protocol::mcp::{AddServerParams, SecretLine, ServerKind, ServerView, SignInBy};
+use bosun_shared::mcp::{SecretLine, ServerKind, SignInBy};
+use bosun_shared::protocol::mcp::{AddServerParams, ServerView};
 use bosun_shared::{ServerId, Timestamp};
 use tracing::{info, warn};
 

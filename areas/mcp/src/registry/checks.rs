@@ -6,7 +6,8 @@ use std::collections::HashSet;
 
 use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
 use bosun_shared::gateway::{AskPolicy, Rules};
-use bosun_shared::protocol::mcp::{GatewayEdit, SecretLine, SecretValue, ServerKind, SignInBy};
+use bosun_shared::mcp::{SecretLine, SecretValue, ServerKind, SignInBy};
+use bosun_shared::protocol::mcp::GatewayEdit;
 
 use crate::RegistryError;
 use crate::address;
@@ -223,7 +224,7 @@ pub(super) fn check_browser_options(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bosun_shared::protocol::mcp::SecretLine;
+    use bosun_shared::mcp::SecretLine;
 
     fn line(name: &str, value: &str) -> SecretLine {
         SecretLine {

@@ -4,7 +4,7 @@
 use bosun_kit::keychain::Keychain;
 use bosun_kit::offload::blocking;
 use bosun_shared::gateway::AskPolicy;
-use bosun_shared::protocol::mcp::{ServerKind, SignInBy};
+use bosun_shared::mcp::{ServerKind, SignInBy};
 
 use super::checks::check_browser_options;
 use super::{RegistryContext, find};

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use bosun_auth::record::{ClientAuth, Grant, SignInRecord};
 use bosun_kit::keychain::Keychain;
-use bosun_shared::protocol::mcp::{BrowserView, ServerKind, ServerView, SignInBy, SignInView};
+use bosun_shared::mcp::{ServerKind, SignInBy};
+use bosun_shared::protocol::mcp::{BrowserView, ServerView, SignInView};
 use bosun_store::Store;
 
 use super::SIGNED_OUT;
