@@ -12,6 +12,7 @@ pub mod gateway;
 pub mod ids;
 pub mod logfile;
 pub mod mcp;
+pub mod notice;
 pub mod paths;
 pub mod placement;
 pub mod process;

@@ -19,13 +19,14 @@ use bosun_lead::tools::ToolCtx;
 use bosun_mcp::registry::{RegistryContext, RegistryMsg};
 use bosun_notify::Notifier;
 use bosun_placement::Remote;
-use bosun_runs::events::{EventsHandle, EventsMsg};
 use bosun_runs::live::LiveRuns;
 use bosun_runs::spend::Spend;
 use bosun_runs::{RunsContext, RunsMsg};
 use bosun_shared::Timestamp;
+use bosun_shared::notice::{Notice, NotificationKind};
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::ui::{Event, NotificationKind};
+
+use crate::events::EventsHandle;
 use bosun_store::Store;
 use bosun_store::writer::StoreWriter;
 use ractor::ActorRef;
@@ -85,8 +86,9 @@ pub struct DaemonCtx {
 
 /// Tells every UI (and so the desktop) that a server's sign-in can no longer be used.
 fn sign_in_lost(events: EventsHandle) -> bosun_auth::SignInLost {
+    let tell = crate::events::tell_notices(events);
     Arc::new(move |server, why| {
-        events.cast(EventsMsg::Publish(Box::new(Event::Notification {
+        tell(Notice {
             kind: NotificationKind::SignIn,
             text: format!(
                 "{server} needs you to sign in again ({why}): bosun mcp sign-in {server}"
@@ -94,7 +96,7 @@ fn sign_in_lost(events: EventsHandle) -> bosun_auth::SignInLost {
             card: None,
             chat: None,
             at: Timestamp::now(),
-        })));
+        });
     })
 }
 
@@ -255,7 +257,7 @@ impl DaemonCtx {
             dirs: self.dirs.clone(),
             runner_bin: self.runner_bin.clone(),
             live: self.live.clone(),
-            events: self.events.clone(),
+            tell: crate::events::tell_runs(self.events.clone()),
             agents: self.agents.clone(),
             answers: Arc::new(self.answers.clone()),
             remote: self.remote.as_ref().map(|r| r.remote.clone()),
@@ -316,7 +318,7 @@ impl DaemonCtx {
             answers: self.answers.clone(),
             tools: self.tool_context(),
             mcp_url: self.mcp_url.clone(),
-            events: self.events.clone(),
+            tell: crate::events::tell_chats(self.events.clone()),
         }
     }
 
@@ -341,7 +343,7 @@ impl DaemonCtx {
             worktrees: self.dirs.worktrees(),
             mcp_url: self.mcp_url.clone(),
             qa_tokens: self.qa_tokens.clone(),
-            events: self.events.clone(),
+            tell: crate::events::tell_notices(self.events.clone()),
             spend: self.spend.clone(),
         }
     }

@@ -4,6 +4,7 @@
 mod api;
 mod control;
 mod ctx;
+mod events;
 #[cfg(test)]
 mod invariants;
 mod listener;
@@ -32,7 +33,7 @@ use ractor::Actor;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::{error, info};
 
-use bosun_runs::events::{EventsHandle, EventsMsg};
+use crate::events::{EventsHandle, EventsMsg};
 
 use crate::control::RootMsg;
 use crate::ctx::DaemonCtx;

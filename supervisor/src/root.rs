@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::events::Events;
 use bosun_agents::registry::Agents;
 use bosun_auth::Auth;
 use bosun_board::Board;
 use bosun_kit::supervision::{RestartBudget, RestartPolicy, Verdict};
 use bosun_lead::chats::Chats;
 use bosun_mcp::registry::Registry;
-use bosun_runs::events::Events;
 use bosun_runs::{Runs, RunsMsg};
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tracing::{error, info, warn};

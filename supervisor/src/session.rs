@@ -249,7 +249,7 @@ impl Actor for Session {
                 state
                     .ctx
                     .events
-                    .cast(bosun_runs::events::EventsMsg::Unsubscribe { session: state.id });
+                    .cast(crate::events::EventsMsg::Unsubscribe { session: state.id });
             }
             Mode::Handshake => {}
         }
@@ -500,12 +500,10 @@ impl SessionState {
                 Ok(().into_response())
             }
             Routed::SubscribeRuns => {
-                self.ctx
-                    .events
-                    .cast(bosun_runs::events::EventsMsg::Subscribe {
-                        session: self.id,
-                        tx: events,
-                    });
+                self.ctx.events.cast(crate::events::EventsMsg::Subscribe {
+                    session: self.id,
+                    tx: events,
+                });
                 Ok(().into_response())
             }
         };

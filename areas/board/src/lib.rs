@@ -78,8 +78,8 @@ pub struct BoardContext {
     pub mcp_url: Arc<OnceLock<String>>,
     /// The tokens of live QA runs.
     pub qa_tokens: QaTokens,
-    /// Every attached UI hears of the lead's merges.
-    pub events: bosun_runs::events::EventsHandle,
+    /// Where the lead's merges are told (bosund tells every attached UI).
+    pub tell: bosun_kit::tell::Tell<bosun_shared::notice::Notice>,
     /// What the runs of each card and project spent, for the budgets shown.
     pub spend: Arc<bosun_runs::spend::Spend>,
 }

@@ -36,8 +36,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bosun_shared::notice::{Notice, NotificationKind};
 use bosun_shared::protocol::board::CardView;
-use bosun_shared::protocol::ui::{Event, NotificationKind};
 use bosun_shared::{CardId, RunToken, Timestamp};
 use tracing::info;
 
@@ -46,7 +46,6 @@ use super::record::{BoardChange, CardRecord, MergeAsk, QaVerdict};
 use super::{BoardError, BoardState};
 use bosun_kit::git;
 use bosun_kit::offload::blocking;
-use bosun_runs::events::EventsMsg;
 
 /// How often merged pull requests are looked for, unless `BOSUN_PR_CHECK_SECS` says.
 const PR_CHECK: Duration = Duration::from_secs(300);
@@ -266,14 +265,12 @@ impl BoardState {
             card.id.short(),
             card.title
         );
-        self.ctx
-            .events
-            .cast(EventsMsg::Publish(Box::new(Event::Notification {
-                kind: NotificationKind::Merged,
-                text,
-                card: Some(card.id),
-                chat: None,
-                at: Timestamp::now(),
-            })));
+        (self.ctx.tell)(Notice {
+            kind: NotificationKind::Merged,
+            text,
+            card: Some(card.id),
+            chat: None,
+            at: Timestamp::now(),
+        });
     }
 }

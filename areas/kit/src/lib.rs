@@ -4,7 +4,8 @@
 //! ([`offload`]), the named crash points of the crash tests ([`crash`]), what the areas' error
 //! enums share ([`error`]), an edit's keep / clear / set of one field ([`edit`]), finding a
 //! record by the start of its id ([`prefix`]), the keychain where secret values live
-//! ([`keychain`]), and bosun's own git calls ([`git`]).
+//! ([`keychain`]), bosun's own git calls ([`git`]), and how an area tells what happened in it
+//! ([`tell`]).
 
 pub mod crash;
 pub mod edit;
@@ -15,3 +16,4 @@ pub mod keychain;
 pub mod offload;
 pub mod prefix;
 pub mod supervision;
+pub mod tell;

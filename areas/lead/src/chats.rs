@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use crate::ChatsError;
 use bosun_shared::protocol::lead::{ChatView, PendingView};
-use bosun_shared::protocol::ui::{Event, RunView};
+use bosun_shared::protocol::ui::RunView;
 use bosun_shared::{ActionId, AnswerId, ChatId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde_json::Value;
@@ -34,7 +34,8 @@ use tracing::{Instrument, warn};
 use super::answers::Answers;
 use super::record::{ChatChange, ChatRecord, MessageKind, MessageRecord, PendingRecord};
 use super::tools::{self, LeadTool, ToolCtx};
-use bosun_runs::events::{EventsHandle, EventsMsg};
+use bosun_kit::tell::Tell;
+use bosun_shared::notice::Notice;
 use bosun_store::Store;
 use bosun_store::writer::{Change, StoreWriter};
 
@@ -52,8 +53,20 @@ pub struct ChatsContext {
     pub tools: ToolCtx,
     /// bosun's own MCP server, once it listens.
     pub mcp_url: Arc<OnceLock<String>>,
-    /// Every attached UI hears of new messages and of pending actions kept or decided.
-    pub events: EventsHandle,
+    /// Where new messages, pending actions kept or decided, and notices are told (bosund
+    /// tells every attached UI).
+    pub tell: Tell<ChatEvent>,
+}
+
+/// What the chats tell as it happens, each already saved.
+#[derive(Clone, Debug)]
+pub enum ChatEvent {
+    /// A chat got a message (the person's, the lead's, or a note of bosun's).
+    Message(Box<MessageRecord>),
+    /// A pending action was kept, or decided (its `state` says which).
+    Pending(Box<PendingView>),
+    /// Something the person is to hear of now.
+    Notice(Notice),
 }
 
 pub type ChatsHandle = bosun_kit::handle::ActorHandle<ChatsMsg>;
@@ -332,10 +345,7 @@ impl ChatsState {
         let mut actions = Vec::new();
         for c in &changes {
             match c {
-                ChatChange::Message(m) => told.push(Event::ChatMessage {
-                    chat: m.chat,
-                    message: m.view(),
-                }),
+                ChatChange::Message(m) => told.push(ChatEvent::Message(m.clone())),
                 ChatChange::Pending(p) => actions.push(p.as_ref().clone()),
                 ChatChange::Chat(_) => {}
             }
@@ -346,15 +356,11 @@ impl ChatsState {
             .await?;
         for p in actions {
             for view in self.views_of(&[p]).await {
-                self.ctx
-                    .events
-                    .cast(EventsMsg::Publish(Box::new(Event::PendingChanged {
-                        action: Box::new(view),
-                    })));
+                (self.ctx.tell)(ChatEvent::Pending(Box::new(view)));
             }
         }
         for e in told {
-            self.ctx.events.cast(EventsMsg::Publish(Box::new(e)));
+            (self.ctx.tell)(e);
         }
         Ok(())
     }

@@ -1,148 +1,21 @@
-//! Events: the fan-out of run changes to every UI that asked for them, and of the storage's
-//! faults: when storage becomes faulty and when it recovers ([`bosun_store::health`]).
+//! What the runs area tells as it happens, in its own words: a run changed (its record, saved
+//! first), or a tool call of a run started waiting for the person or was decided. bosund
+//! hands the area a [`Tell`](bosun_kit::tell::Tell) of these and turns each into what every
+//! UI reads.
 
-use std::collections::HashMap;
+use bosun_approvals::record::ApprovalRecord;
 
-use bosun_shared::Timestamp;
-use bosun_shared::protocol::ui::{Event, RunView, ServerFrame};
-use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio::sync::{mpsc, watch};
-use tracing::Instrument;
+use crate::record::RunRecord;
 
-use bosun_kit::handle::ActorHandle;
-use bosun_store::health::Fault;
-
-/// The Events actor's messages.
-pub enum EventsMsg {
-    /// A session wants every run change from now on.
-    Subscribe {
-        session: u64,
-        tx: mpsc::UnboundedSender<ServerFrame>,
+/// Something that happened to a run, already saved.
+#[derive(Clone, Debug)]
+pub enum RunsEvent {
+    /// A run changed: its record, and the last seq of its output that arrived.
+    Run {
+        record: Box<RunRecord>,
+        last_seq: u64,
     },
-    Unsubscribe {
-        session: u64,
-    },
-    /// A run changed (already persisted).
-    RunChanged(Box<RunView>),
-    /// Any other event for every subscriber (a chat's message, a pending action), already
-    /// persisted.
-    Publish(Box<Event>),
+    /// A run's tool call (or its MCP server's question) started waiting for the person, or was
+    /// decided: its record says which.
+    Approval(Box<ApprovalRecord>),
 }
-
-pub struct Events;
-
-pub struct EventsState {
-    subscribers: HashMap<u64, mpsc::UnboundedSender<ServerFrame>>,
-    /// The task that turns the storage's faults into events; ended with the actor.
-    storage: Option<tokio::task::JoinHandle<()>>,
-    /// Everything this actor logs is in its span.
-    span: tracing::Span,
-}
-
-/// What the Events actor starts with: the storage's faults to tell (the store writer's
-/// [`bosun_store::health::StorageHealth::watch`]), or none.
-pub type StorageWatch = Option<watch::Receiver<Option<Fault>>>;
-
-impl Actor for Events {
-    type Msg = EventsMsg;
-    type State = EventsState;
-    type Arguments = StorageWatch;
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        storage: StorageWatch,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(EventsState {
-            subscribers: HashMap::new(),
-            storage: storage.map(|rx| tokio::spawn(tell_storage(rx, myself))),
-            span: tracing::info_span!("events"),
-        })
-    }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(task) = state.storage.take() {
-            task.abort();
-        }
-        Ok(())
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        let span = state.span.clone();
-        async move {
-            match msg {
-                EventsMsg::Subscribe { session, tx } => {
-                    state.subscribers.insert(session, tx);
-                }
-                EventsMsg::Unsubscribe { session } => {
-                    state.subscribers.remove(&session);
-                }
-                EventsMsg::Publish(event) => {
-                    state
-                        .subscribers
-                        .retain(|_, tx| tx.send(ServerFrame::Event((*event).clone())).is_ok());
-                }
-                EventsMsg::RunChanged(run) => {
-                    // A subscriber whose session is gone is dropped; the others each get the event.
-                    state.subscribers.retain(|_, tx| {
-                        tx.send(ServerFrame::Event(Event::RunChanged { run: run.clone() }))
-                            .is_ok()
-                    });
-                }
-            }
-            Ok(())
-        }
-        .instrument(span)
-        .await
-    }
-}
-
-/// Publishes [`Event::StorageFault`] when storage becomes faulty and
-/// [`Event::StorageRecovered`] when it recovers, until the actor is gone. A fault that is
-/// already there when it starts (a restarted Events actor) is told too.
-async fn tell_storage(mut rx: watch::Receiver<Option<Fault>>, events: ActorRef<EventsMsg>) {
-    let mut current: Option<Fault> = None;
-    loop {
-        let now = rx.borrow_and_update().clone();
-        let mut told = Vec::new();
-        // A fault that ended (or one that ended and another that began meanwhile).
-        if let Some(was) = &current
-            && now.as_ref().is_none_or(|f| f.since != was.since)
-        {
-            told.push(Event::StorageRecovered {
-                fault: was.message.clone(),
-                since: was.since,
-                at: Timestamp::now(),
-            });
-        }
-        if let Some(f) = &now
-            && current.as_ref().is_none_or(|c| c.since != f.since)
-        {
-            told.push(Event::StorageFault {
-                message: f.message.clone(),
-                since: f.since,
-            });
-        }
-        current = now;
-        for event in told {
-            if events.cast(EventsMsg::Publish(Box::new(event))).is_err() {
-                return;
-            }
-        }
-        if rx.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-/// Where to send run changes: the current Events actor.
-pub type EventsHandle = ActorHandle<EventsMsg>;

@@ -42,7 +42,7 @@ use bosun_shared::{CardId, RunId, RunToken, Timestamp};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tracing::{error, info, warn};
 
-use crate::events::{EventsHandle, EventsMsg};
+use crate::events::RunsEvent;
 use bosun_agents::adapter::RUN_DIR;
 use bosun_agents::launch::Prepared;
 use bosun_agents::prices::Prices;
@@ -50,6 +50,7 @@ use bosun_agents::record::{AgentRun, ToolCall};
 use bosun_agents::registry::AgentsHandle;
 use bosun_agents::secrets::{SecretLine, SecretReader};
 use bosun_kit::supervision::{RestartBudget, RestartPolicy, Verdict};
+use bosun_kit::tell::Tell;
 use bosun_placement::{PlacementError, Remote};
 use bosun_store::writer::{Change, StoreWriter};
 use bosun_store::{Store, StoreError};
@@ -65,7 +66,8 @@ pub struct RunsContext {
     pub dirs: StateDir,
     pub runner_bin: PathBuf,
     pub live: LiveRuns,
-    pub events: EventsHandle,
+    /// Where the runs' changes and their calls' approvals are told (bosund tells every UI).
+    pub tell: Tell<RunsEvent>,
     /// Where a run of an agent reports what it found.
     pub agents: AgentsHandle,
     /// Where an answer of the lead reports the tools it called, as they are read.
@@ -93,8 +95,13 @@ pub trait CallsRead: Send + Sync {
 }
 
 impl RunsContext {
-    pub(crate) fn announce(&self, view: RunView) {
-        self.events.cast(EventsMsg::RunChanged(Box::new(view)));
+    /// Tells that the run changed (its record saved first), with the last seq of its output
+    /// that arrived.
+    pub(crate) fn announce(&self, record: &RunRecord, last_seq: u64) {
+        (self.tell)(RunsEvent::Run {
+            record: Box::new(record.clone()),
+            last_seq,
+        });
     }
 
     pub(crate) fn delete_secret_files(&self, rec: &RunRecord) {
@@ -708,7 +715,7 @@ impl RunsState {
             None => Vec::new(),
         };
         if self.ctx.writer.put_run_with(&rec, also).await.is_ok() {
-            self.ctx.announce(rec.view(rec.last_seq));
+            self.ctx.announce(&rec, rec.last_seq);
         }
     }
 

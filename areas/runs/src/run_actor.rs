@@ -412,7 +412,7 @@ impl RunActorState {
         self.ctx.writer.put_run_with(&self.rec, also).await?;
         self.usage_saved = row.or(self.usage_saved.take());
         self.ctx.live.update(&self.rec);
-        self.ctx.announce(self.view());
+        self.ctx.announce(&self.rec, self.hub.state().received);
         Ok(())
     }
 

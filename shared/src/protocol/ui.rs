@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::notice::NotificationKind;
+
 use super::agents::{
     AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
     BuiltinToolsView, EditAgentParams,
@@ -314,18 +316,4 @@ pub enum Event {
         chat: Option<ChatId>,
         at: Timestamp,
     },
-}
-
-/// What a [`Event::Notification`] is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NotificationKind {
-    /// The lead merged a card's pull request.
-    Merged,
-    /// A card QA passed cannot be merged by the lead (failed checks, conflicts, a blocked
-    /// merge): the person sees to it.
-    NeedsYou,
-    /// An MCP server's sign-in can no longer be used (its refresh was refused, its client
-    /// forgotten): the person signs in again.
-    SignIn,
 }

@@ -3,14 +3,15 @@
 //! the merges refused for the person are told too.
 
 use crate::ChatsError;
-use bosun_shared::protocol::ui::{Event, NotificationKind};
+use bosun_shared::notice::{Notice, NotificationKind};
+
+use super::ChatEvent;
 use bosun_shared::{CardId, ChatId, Timestamp};
 use tracing::{info, warn};
 
 use super::ChatsState;
 use crate::record::{ChatChange, ChatRecord, MessageKind};
 use bosun_board::{BoardRequest, Findings};
-use bosun_runs::events::EventsMsg;
 
 impl ChatsState {
     /// Of the cards a board check offered, those whose merge was refused for the person (failed
@@ -125,15 +126,13 @@ impl ChatsState {
         self.save(changes).await?;
         self.chats.insert(chat.id, chat.clone());
         for c in closed {
-            self.ctx
-                .events
-                .cast(EventsMsg::Publish(Box::new(Event::Notification {
-                    kind: NotificationKind::NeedsYou,
-                    text: c.said,
-                    card: Some(c.card),
-                    chat: Some(chat.id),
-                    at: Timestamp::now(),
-                })));
+            (self.ctx.tell)(ChatEvent::Notice(Notice {
+                kind: NotificationKind::NeedsYou,
+                text: c.said,
+                card: Some(c.card),
+                chat: Some(chat.id),
+                at: Timestamp::now(),
+            }));
         }
         Ok(chat)
     }

@@ -7,8 +7,11 @@ use bosun_runs::record::RunReads;
 use std::path::PathBuf;
 
 use crate::ChatsError;
+use bosun_shared::notice::{Notice, NotificationKind};
 use bosun_shared::protocol::lead::ChatView;
-use bosun_shared::protocol::ui::{Event, NotificationKind, RunView};
+use bosun_shared::protocol::ui::RunView;
+
+use super::ChatEvent;
 use bosun_shared::{AnswerId, CardId, ChatId, RunToken, Timestamp};
 use ractor::ActorProcessingErr;
 use tracing::info;
@@ -17,7 +20,6 @@ use super::ChatsState;
 use crate::record::{AnswerRecord, ChatChange, ChatRecord, MessageKind, MessageRecord};
 use bosun_agents::launch::{self, ChatLaunch};
 use bosun_kit::offload::blocking;
-use bosun_runs::events::EventsMsg;
 
 const MAX_MESSAGE: usize = 256 * 1024;
 
@@ -318,15 +320,13 @@ impl ChatsState {
             self.chats.insert(chat, c);
             self.ctx.answers.close(answer.id);
             for (card, text) in told {
-                self.ctx
-                    .events
-                    .cast(EventsMsg::Publish(Box::new(Event::Notification {
-                        kind: NotificationKind::NeedsYou,
-                        text,
-                        card: Some(card),
-                        chat: Some(chat),
-                        at: Timestamp::now(),
-                    })));
+                (self.ctx.tell)(ChatEvent::Notice(Notice {
+                    kind: NotificationKind::NeedsYou,
+                    text,
+                    card: Some(card),
+                    chat: Some(chat),
+                    at: Timestamp::now(),
+                }));
             }
         }
         Ok(())

@@ -21,7 +21,7 @@ use tracing::{info, warn};
 use super::{RunActorState, RunMsg, ms};
 use crate::RunsError;
 use crate::decisions::DecisionRow;
-use crate::events::EventsMsg;
+use crate::events::RunsEvent;
 use crate::spend::CardBudgets;
 use bosun_agents::record::{AgentRun, Decision};
 use bosun_approvals::Outcome;
@@ -1006,11 +1006,7 @@ impl RunActorState {
     }
 
     pub(super) fn publish(&self, a: &ApprovalRecord) {
-        self.ctx.events.cast(EventsMsg::Publish(Box::new(
-            bosun_shared::protocol::ui::Event::ApprovalChanged {
-                approval: Box::new(a.view()),
-            },
-        )));
+        (self.ctx.tell)(RunsEvent::Approval(Box::new(a.clone())));
     }
 }
 
