@@ -14,6 +14,8 @@ use tracing::Instrument;
 
 use bosun_kit::handle::ActorHandle;
 use bosun_kit::tell::Tell;
+
+use crate::api::views::View;
 use bosun_lead::chats::ChatEvent;
 use bosun_runs::events::RunsEvent;
 use bosun_shared::notice::Notice;
@@ -149,8 +151,8 @@ pub type EventsHandle = ActorHandle<EventsMsg>;
 pub fn tell_runs(events: EventsHandle) -> Tell<RunsEvent> {
     Arc::new(move |e| {
         let event = match e {
-            RunsEvent::Run { record, last_seq } => Event::RunChanged {
-                run: Box::new(record.view(last_seq)),
+            RunsEvent::Run(run) => Event::RunChanged {
+                run: Box::new(run.view()),
             },
             RunsEvent::Approval(a) => Event::ApprovalChanged {
                 approval: Box::new(a.view()),
@@ -168,7 +170,9 @@ pub fn tell_chats(events: EventsHandle) -> Tell<ChatEvent> {
                 chat: m.chat,
                 message: m.view(),
             },
-            ChatEvent::Pending(action) => Event::PendingChanged { action },
+            ChatEvent::Pending(action) => Event::PendingChanged {
+                action: Box::new(action.view()),
+            },
             ChatEvent::Notice(n) => notification(n),
         };
         events.cast(EventsMsg::Publish(Box::new(event)));

@@ -598,7 +598,7 @@ impl LogSink for FrameSink {
             LogItem::End { last_seq, run } => ServerFrame::Event(Event::LogEnd {
                 sub,
                 last_seq,
-                run: Box::new(run.view(last_seq)),
+                run: Box::new(crate::api::views::run_view(&run, last_seq)),
             })
             .into(),
             LogItem::Failed { last_seq, message } => ServerFrame::Event(Event::LogFailed {

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::approvals::{ApprovalMode, Verdict};
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::approvals::DecisionView;
 use bosun_shared::protocol::runner::ToolAnswer;
 use bosun_shared::time::TimeCap;
 use bosun_shared::usage::{Budget, Usage};
@@ -463,18 +462,6 @@ pub struct Decision {
 }
 
 impl Decision {
-    pub fn view(&self) -> DecisionView {
-        DecisionView {
-            tool: self.tool.clone(),
-            summary: self.summary.clone(),
-            decision: if self.allowed { "allowed" } else { "denied" }.to_string(),
-            by: self.by.clone(),
-            approval: self.approval,
-            message: self.message.clone(),
-            at: self.at,
-        }
-    }
-
     /// What the CLI is told.
     pub fn answer(&self) -> ToolAnswer {
         if self.allowed {

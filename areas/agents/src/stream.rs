@@ -17,7 +17,6 @@
 
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::full_tool_name;
-use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView, WorkspaceView};
 use serde_json::Value;
 
 use std::sync::Arc;
@@ -71,42 +70,6 @@ pub enum Change {
 }
 
 impl AgentRun {
-    pub fn view(&self) -> AgentRunView {
-        AgentRunView {
-            agent: self.agent,
-            agent_name: self.agent_name.clone(),
-            cli: self.cli,
-            servers: self.servers.clone(),
-            claude_signs_in: self.claude_signs_in.clone(),
-            card: self.card.map(|(c, _)| c),
-            tools: self.tools.clone(),
-            calls: self
-                .calls
-                .iter()
-                .map(|c| ToolCallView {
-                    name: c.name.clone(),
-                    ok: c.ok,
-                    error: c.error.clone(),
-                })
-                .collect(),
-            session: self.session.clone(),
-            model: self.model.clone(),
-            result: self.result.as_ref().map(|r| CliResultView {
-                is_error: r.is_error,
-                reason: r.reason.clone(),
-                text: r.text.clone(),
-            }),
-            decisions: self.decisions.iter().map(|d| d.view()).collect(),
-            workspace: self.workspace.as_ref().map(|w| WorkspaceView {
-                roots: w.roots.clone(),
-                unrestricted: w.unrestricted,
-            }),
-            fence: self.fence.clone(),
-            usage: (self.usage != Default::default()).then(|| self.usage.clone()),
-            decisions_pruned: self.decisions_pruned,
-        }
-    }
-
     /// Why the run failed although the CLI exited with 0, when the CLI itself says it did.
     pub fn reported_failure(&self) -> Option<String> {
         let r = self.result.as_ref().filter(|r| r.is_error)?;

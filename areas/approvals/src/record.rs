@@ -6,7 +6,6 @@
 
 use std::path::PathBuf;
 
-use bosun_shared::protocol::approvals::ApprovalView;
 use bosun_shared::{AgentId, ApprovalId, CardId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -152,44 +151,6 @@ pub fn expired_message(wait_ms: u64) -> String {
 }
 
 impl ApprovalRecord {
-    pub fn view(&self) -> ApprovalView {
-        let (decided_by, decided_at, message) = match &self.state {
-            ApprovalState::Waiting => (None, None, None),
-            ApprovalState::Allowed { at } => (Some("the person".to_string()), Some(*at), None),
-            ApprovalState::Denied { at, by, message } => {
-                (Some(by.clone()), Some(*at), Some(message.clone()))
-            }
-            ApprovalState::Expired { at, message } => (
-                Some("the deadline".to_string()),
-                Some(*at),
-                Some(message.clone()),
-            ),
-            ApprovalState::Ended { at } => (Some("the run's end".to_string()), Some(*at), None),
-            ApprovalState::Withdrawn { at } => (Some("the CLI".to_string()), Some(*at), None),
-        };
-        ApprovalView {
-            id: self.id,
-            short_id: self.id.short(),
-            run: self.run,
-            agent: Some(self.agent_name.clone()).filter(|n| !n.is_empty()),
-            card: self.card,
-            tool: self.tool.clone(),
-            class: self.class.clone(),
-            why: self.why.clone(),
-            preview: self.preview.clone(),
-            input: self.input.clone(),
-            asked_at: self.asked_at,
-            deadline: self.deadline,
-            attended: self.attended,
-            state: self.state.word().to_string(),
-            decided_by,
-            decided_at,
-            message,
-            delivered_at: self.delivered_at,
-            form_answer: self.answer.clone(),
-        }
-    }
-
     /// What the run's gateway tells a server that asked the person (a form, a message of the
     /// model), once decided.
     pub fn server_answer(&self) -> Option<bosun_shared::protocol::runner::ServerAnswer> {

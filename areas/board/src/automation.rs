@@ -362,7 +362,7 @@ async fn start_card_run(
         });
         made = Some(wt);
     }
-    let run = bosun_runs::start(runs, spec).await.map(|v| v.id);
+    let run = bosun_runs::start(runs, spec).await.map(|v| v.record.id);
     bosun_kit::crash::point("board-after-run-started");
     Ok((run?, made))
 }

@@ -24,9 +24,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::ChatsError;
-use bosun_shared::protocol::lead::{ChatView, PendingView};
-use bosun_shared::protocol::ui::RunView;
-use bosun_shared::{ActionId, AnswerId, ChatId, Timestamp};
+use bosun_runs::record::RunSnapshot;
+use bosun_shared::{ActionId, AnswerId, ChatId, RunId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde_json::Value;
 use tracing::{Instrument, warn};
@@ -58,13 +57,40 @@ pub struct ChatsContext {
     pub tell: Tell<ChatEvent>,
 }
 
+/// A chat as the person is shown it.
+#[derive(Clone, Debug)]
+pub struct Chat {
+    pub id: ChatId,
+    /// The lead agent's name (or its id's start and "(removed)").
+    pub agent: String,
+    pub created_at: Timestamp,
+    /// The run of the answer being written now.
+    pub answering: Option<RunId>,
+    /// How many pending actions wait for the person.
+    pub waiting: u32,
+    /// Its messages, when they were asked for.
+    pub messages: Vec<MessageRecord>,
+    /// The chat of the board checks.
+    pub board_checks: bool,
+}
+
+/// A pending action as the person is shown it: its record, the one line that says what it
+/// does, and, while it waits, what it would do or why it would fail.
+#[derive(Clone, Debug)]
+pub struct PendingAction {
+    pub record: PendingRecord,
+    pub line: String,
+    pub preview: String,
+    pub would_fail: Option<String>,
+}
+
 /// What the chats tell as it happens, each already saved.
 #[derive(Clone, Debug)]
 pub enum ChatEvent {
     /// A chat got a message (the person's, the lead's, or a note of bosun's).
     Message(Box<MessageRecord>),
     /// A pending action was kept, or decided (its `state` says which).
-    Pending(Box<PendingView>),
+    Pending(Box<PendingAction>),
     /// Something the person is to hear of now.
     Notice(Notice),
 }
@@ -78,36 +104,36 @@ type Reply<T> = RpcReplyPort<Result<T, ChatsError>>;
 pub enum ChatsMsg {
     New {
         agent: Option<String>,
-        reply: Reply<ChatView>,
+        reply: Reply<Chat>,
     },
     Send {
         chat: String,
         message: String,
         files: Vec<PathBuf>,
-        reply: Reply<(ChatView, RunView)>,
+        reply: Reply<(Chat, RunSnapshot)>,
     },
     Show {
         chat: String,
-        reply: Reply<ChatView>,
+        reply: Reply<Chat>,
     },
     List {
-        reply: Reply<Vec<ChatView>>,
+        reply: Reply<Vec<Chat>>,
     },
     Inbox {
         chat: Option<String>,
-        reply: Reply<Vec<PendingView>>,
+        reply: Reply<Vec<PendingAction>>,
     },
     Approve {
         action: String,
-        reply: Reply<Vec<PendingView>>,
+        reply: Reply<Vec<PendingAction>>,
     },
     ApproveAll {
         chat: String,
-        reply: Reply<Vec<PendingView>>,
+        reply: Reply<Vec<PendingAction>>,
     },
     Discard {
         action: String,
-        reply: Reply<Vec<PendingView>>,
+        reply: Reply<Vec<PendingAction>>,
     },
     /// A privileged call after an outside tool: keep it for the person. The answer is the
     /// tool result the lead gets.
@@ -139,33 +165,27 @@ pub enum ChatMsg {
         chat: ChatId,
         message: String,
         files: Vec<PathBuf>,
-        reply: Reply<(ChatView, RunView)>,
+        reply: Reply<(Chat, RunSnapshot)>,
     },
     /// The chat with its messages.
-    Show {
-        chat: ChatId,
-        reply: Reply<ChatView>,
-    },
+    Show { chat: ChatId, reply: Reply<Chat> },
     /// The chat as a list shows it, without its messages.
-    View {
-        chat: ChatId,
-        reply: Reply<ChatView>,
-    },
+    View { chat: ChatId, reply: Reply<Chat> },
     Inbox {
         chat: ChatId,
-        reply: Reply<Vec<PendingView>>,
+        reply: Reply<Vec<PendingAction>>,
     },
     Approve {
         action: ActionId,
-        reply: Reply<Vec<PendingView>>,
+        reply: Reply<Vec<PendingAction>>,
     },
     ApproveAll {
         chat: ChatId,
-        reply: Reply<Vec<PendingView>>,
+        reply: Reply<Vec<PendingAction>>,
     },
     Discard {
         action: ActionId,
-        reply: Reply<Vec<PendingView>>,
+        reply: Reply<Vec<PendingAction>>,
     },
     Pend {
         chat: ChatId,

@@ -2,7 +2,6 @@
 //! pending actions (`pending[action id]`), as stored; and [`ChatChange`], the chats' one batch
 //! write. Also where bosun's own MCP server listens (`meta["mcp_server"]`).
 
-use bosun_shared::protocol::lead::MessageView;
 use bosun_shared::{ActionId, AgentId, AnswerId, CardId, ChatId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -121,16 +120,6 @@ impl Record for MessageRecord {
 impl MessageRecord {
     pub fn key_of(chat: ChatId, n: u64) -> String {
         format!("{chat}/{n:012}")
-    }
-
-    pub fn view(&self) -> MessageView {
-        MessageView {
-            n: self.n,
-            at: self.at,
-            kind: self.kind.word().to_string(),
-            text: self.text.clone(),
-            failed: self.failed,
-        }
     }
 }
 

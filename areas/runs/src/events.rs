@@ -5,16 +5,13 @@
 
 use bosun_approvals::record::ApprovalRecord;
 
-use crate::record::RunRecord;
+use crate::record::RunSnapshot;
 
 /// Something that happened to a run, already saved.
 #[derive(Clone, Debug)]
 pub enum RunsEvent {
-    /// A run changed: its record, and the last seq of its output that arrived.
-    Run {
-        record: Box<RunRecord>,
-        last_seq: u64,
-    },
+    /// A run changed: as it stands now.
+    Run(Box<RunSnapshot>),
     /// A run's tool call (or its MCP server's question) started waiting for the person, or was
     /// decided: its record says which.
     Approval(Box<ApprovalRecord>),

@@ -35,7 +35,6 @@ use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::runner::{
     ControlPlan, FencePlan, LaunchPlan, PlanFile, StopLadder, StopOrder,
 };
-use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, Outcome, RunRequest, RunState};
 use bosun_shared::time::TimeCap;
 use bosun_shared::{CardId, RunId, RunToken, Timestamp};
@@ -56,7 +55,7 @@ use bosun_store::writer::{Change, StoreWriter};
 use bosun_store::{Store, StoreError};
 use live::LiveRuns;
 use log_hub::LogHub;
-use record::RunRecord;
+use record::{RunRecord, RunSnapshot};
 use run_actor::{Launch, RunActor, RunArgs, RunMsg};
 
 /// What every RunActor shares.
@@ -98,10 +97,10 @@ impl RunsContext {
     /// Tells that the run changed (its record saved first), with the last seq of its output
     /// that arrived.
     pub(crate) fn announce(&self, record: &RunRecord, last_seq: u64) {
-        (self.tell)(RunsEvent::Run {
-            record: Box::new(record.clone()),
+        (self.tell)(RunsEvent::Run(Box::new(RunSnapshot::new(
+            record.clone(),
             last_seq,
-        });
+        ))));
     }
 
     pub(crate) fn delete_secret_files(&self, rec: &RunRecord) {
@@ -176,7 +175,7 @@ impl From<Prepared> for RunSpec {
 pub async fn start(
     runs: &bosun_kit::handle::ActorHandle<RunsMsg>,
     spec: impl Into<RunSpec>,
-) -> Result<RunView, RunsError> {
+) -> Result<RunSnapshot, RunsError> {
     let runs = runs.get().ok_or(bosun_kit::error::Starting)?;
     let spec = Box::new(spec.into());
     ractor::call!(runs, |reply| RunsMsg::Start { spec, reply })
@@ -187,7 +186,7 @@ pub async fn start(
 pub enum RunsMsg {
     Start {
         spec: Box<RunSpec>,
-        reply: RpcReplyPort<Result<RunView, RunsError>>,
+        reply: RpcReplyPort<Result<RunSnapshot, RunsError>>,
     },
     /// Stop every run (by the ladder, or at once) and answer when none is left.
     Shutdown {
@@ -310,7 +309,7 @@ impl Actor for Runs {
                     let store = state.ctx.store.clone();
                     let found = tokio::task::spawn_blocking(move || store.run(made)).await?;
                     let _ = reply.send(match found {
-                        Ok(Some(rec)) => Ok(rec.view(0)),
+                        Ok(Some(rec)) => Ok(RunSnapshot::stored(rec)),
                         Ok(None) | Err(_) => Err(RunsError::internal(format!(
                             "this card's move already has run {made}, which could not be read"
                         ))),

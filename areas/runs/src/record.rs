@@ -1,14 +1,14 @@
 //! The stored form of a run (`runs[run id]`) and its reads and write. Only `bosund` reads and
-//! writes it; what the UI sees is the protocol's `RunView`, made from it. Its agent part
+//! writes it; what the UI sees is the protocol's `RunView`, made from a [`RunSnapshot`] by
+//! bosund's api. Its agent part
 //! ([`AgentRun`]) is the agents' own (`agents::record`).
 
 use std::path::PathBuf;
 
-use bosun_shared::placement::{PlacedView, Placement};
+use bosun_shared::placement::Placement;
 use bosun_shared::process::{Pgid, Pid, ProcessIdentity};
 use bosun_shared::projects::RunGit;
 use bosun_shared::protocol::runner::{StopLadder, StopOrder};
-use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, RunState};
 use bosun_shared::{RunId, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -120,44 +120,24 @@ impl Record for RunRecord {
     }
 }
 
-impl RunRecord {
-    /// The record as the UI shows it, with `last_seq` given by whoever knows it best.
-    pub fn view(&self, last_seq: u64) -> RunView {
-        RunView {
-            id: self.id,
-            short_id: self.id.short(),
-            name: self.name.clone(),
-            state: self.state.name().to_string(),
-            outcome: self.state.outcome(),
-            exit: self.exit.clone(),
-            program: self.program.clone(),
-            args: self.args.clone(),
-            cwd: self.cwd.clone(),
-            created_at: self.created_at,
-            started_at: self.started_at,
-            ended_at: self.ended_at,
-            pid: self.process.map(|p| p.pid),
-            pgid: self.process.map(|p| p.pgid),
-            time_cap_ms: self.time_cap_ms,
-            last_seq: last_seq.max(self.last_seq),
-            stop_reason: match self.state {
-                RunState::Stopping => self.stop.as_ref().map(|s| s.reason.clone()),
-                RunState::Queued | RunState::Starting | RunState::Running | RunState::Exited(_) => {
-                    None
-                }
-            },
-            agent: self.agent.as_ref().map(AgentRun::view),
-            paused: None,
-            log_unflushed: None,
-            git: self.git.clone(),
-            placed: self.placed.as_ref().map(|p| PlacedView {
-                placement: p.placement.clone(),
-                job: p.job.clone(),
-                node: p.node.clone(),
-                queued_ms: p.queued_ms(),
-            }),
-            mcp_calls: None,
-        }
+/// A run as it stands: its record, and the last seq of its output that arrived (a live run's
+/// hub knows it before the record does).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSnapshot {
+    pub record: RunRecord,
+    pub last_seq: u64,
+}
+
+impl RunSnapshot {
+    /// The run with the output its runner sent so far (never less than its record says).
+    pub fn new(record: RunRecord, received: u64) -> Self {
+        let last_seq = received.max(record.last_seq);
+        Self { record, last_seq }
+    }
+
+    /// A stored run as its record has it.
+    pub fn stored(record: RunRecord) -> Self {
+        Self::new(record, 0)
     }
 }
 

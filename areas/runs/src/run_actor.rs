@@ -2,7 +2,8 @@
 //! every transition before announcing it, commits the runner's output through the store writer
 //! and acks it, and decides when a run whose runner is gone is lost.
 
-use crate::record::RunWrites;
+use crate::record::{RunSnapshot, RunWrites};
+use bosun_approvals::record::ApprovalRecord;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,6 @@ use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::protocol::runner::{
     DaemonMsg, FlushFailure, HeldOutput, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
 };
-use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, Outcome, RunState, Stream, signal_name};
 use bosun_shared::{RunToken, Timestamp};
 use nix::sys::signal::Signal;
@@ -94,15 +94,15 @@ pub enum RunMsg {
     /// Stop the run by its ladder (or at once).
     Stop {
         order: StopOrder,
-        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
+        reply: Option<RpcReplyPort<Result<RunSnapshot, RunsError>>>,
     },
     /// The run's record as the UI shows it.
-    Get { reply: RpcReplyPort<RunView> },
+    Get { reply: RpcReplyPort<RunSnapshot> },
     /// The person decides one of the run's approvals.
     Decide {
         approval: bosun_shared::ApprovalId,
         decision: PersonDecision,
-        reply: RpcReplyPort<Result<bosun_shared::protocol::approvals::ApprovalView, RunsError>>,
+        reply: RpcReplyPort<Result<ApprovalRecord, RunsError>>,
     },
     /// The deadline of the ask `key` may have come.
     Deadline { key: String },
@@ -137,7 +137,7 @@ pub enum Launch {
         /// The plan's secret values and where they come from (a remote run's plan is kept
         /// sealed with them).
         secrets: Vec<SecretLine>,
-        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
+        reply: Option<RpcReplyPort<Result<RunSnapshot, RunsError>>>,
     },
     /// A run found unfinished at startup (`daemon_restart`), or after this actor failed: wait
     /// for its runner to come back, or find it gone.
@@ -373,7 +373,7 @@ impl RunActorState {
                 }
             }
             RunMsg::Get { reply } => {
-                let _ = reply.send(self.view());
+                let _ = reply.send(self.snapshot());
             }
             RunMsg::Decide {
                 approval,
@@ -391,8 +391,9 @@ impl RunActorState {
         Ok(())
     }
 
-    fn view(&self) -> RunView {
-        self.rec.view(self.hub.state().received)
+    /// The run as it stands.
+    fn snapshot(&self) -> RunSnapshot {
+        RunSnapshot::new(self.rec.clone(), self.hub.state().received)
     }
 
     /// Persists the record durably (with its usage row when that changed), then tells
@@ -432,12 +433,12 @@ impl RunActorState {
     /// could not be recorded.
     async fn record_and_answer(
         &mut self,
-        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
+        reply: Option<RpcReplyPort<Result<RunSnapshot, RunsError>>>,
     ) -> Result<(), ActorProcessingErr> {
         let persisted = self.persist().await;
         if let Some(reply) = reply {
             let _ = reply.send(match &persisted {
-                Ok(()) => Ok(self.view()),
+                Ok(()) => Ok(self.snapshot()),
                 Err(e) => Err(RunsError::internal(format!(
                     "could not record the run: {e}"
                 ))),
@@ -451,7 +452,7 @@ impl RunActorState {
         &mut self,
         myself: &ActorRef<RunMsg>,
         plan: LaunchPlan,
-        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
+        reply: Option<RpcReplyPort<Result<RunSnapshot, RunsError>>>,
     ) -> Result<(), ActorProcessingErr> {
         self.record_and_answer(reply).await?;
 
@@ -813,7 +814,7 @@ impl RunActorState {
         Ok(())
     }
 
-    async fn stop(&mut self, order: StopOrder) -> Result<RunView, RunsError> {
+    async fn stop(&mut self, order: StopOrder) -> Result<RunSnapshot, RunsError> {
         if let RunState::Exited(outcome) = self.rec.state {
             return Err(RunsError::conflict(format!(
                 "run {} has already ended ({outcome})",
@@ -837,7 +838,7 @@ impl RunActorState {
                 let _ = process::signal_group(p.pgid, Signal::SIGKILL);
             }
         }
-        Ok(self.view())
+        Ok(self.snapshot())
     }
 
     /// Records the end, tells everyone, and stops this actor.

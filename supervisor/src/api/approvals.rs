@@ -14,6 +14,7 @@ use bosun_shared::protocol::approvals::{ApprovalView, Approvals, ApproveCard, De
 
 use super::Handle;
 use super::runs::resolve;
+use super::views::View;
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
 
@@ -91,6 +92,7 @@ async fn decide(
             id.short()
         ))
     })?
+    .map(|decided| decided.view())
     .map_err(Failure::from)
 }
 

@@ -11,6 +11,7 @@ use bosun_shared::protocol::lead::{
     Inbox, PendingView,
 };
 
+use super::views::View;
 use super::{Handle, starting_up};
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
@@ -103,15 +104,17 @@ impl Handle for Discard {
     }
 }
 
-/// Asks the Chats actor (chats, answers, and every decision on a pending action).
-async fn chats_call<T: Send + 'static>(
+/// Asks the Chats actor (chats, answers, and every decision on a pending action), and answers
+/// with what it said as the wire shows it.
+async fn chats_call<T: View + Send + 'static>(
     ctx: &Arc<DaemonCtx>,
     msg: impl FnOnce(ractor::RpcReplyPort<Result<T, ChatsError>>) -> ChatsMsg,
-) -> Result<T, Failure> {
+) -> Result<T::Wire, Failure> {
     let chats = ctx.chats.get().ok_or_else(starting_up)?;
-    Ok(chats
+    let said = chats
         .call(msg, None)
         .await
         .map_err(|e| WireError::internal(format!("the chats did not answer: {e}")))?
-        .success_or(WireError::internal("the chats did not answer"))??)
+        .success_or(WireError::internal("the chats did not answer"))??;
+    Ok(said.view())
 }

@@ -11,6 +11,7 @@ pub mod lead;
 pub mod mcp;
 pub mod runs;
 pub mod usage;
+pub mod views;
 
 use std::sync::Arc;
 

@@ -25,6 +25,7 @@ use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_store::StoreError;
 use tracing::error;
 
+use super::views::{View, run_view as run_view_of};
 use super::{Handle, starting_up};
 use crate::control::RootMsg;
 use crate::ctx::DaemonCtx;
@@ -148,6 +149,7 @@ impl Handle for StopRun {
             reply: Some(reply)
         })
         .map_err(|_| WireError::conflict(format!("run {} has just ended", id.short())))?
+        .map(|run| run.view())
         .map_err(Failure::from)
     }
 }
@@ -217,7 +219,7 @@ impl Handle for DaemonStop {
 
 /// Starts a run the one way there is: [`bosun_runs::start`].
 pub async fn start(ctx: &Arc<DaemonCtx>, spec: RunSpec) -> Result<RunView, Failure> {
-    Ok(bosun_runs::start(ctx.runs_handle(), spec).await?)
+    Ok(bosun_runs::start(ctx.runs_handle(), spec).await?.view())
 }
 
 fn store_error(e: StoreError) -> WireError {
@@ -262,7 +264,7 @@ pub async fn resolve(ctx: &Arc<DaemonCtx>, text: &str) -> Result<RunId, WireErro
 /// A live run as it is now, paused when its output cannot be written, and saying so when its
 /// log could not be flushed.
 fn live_view(ctx: &DaemonCtx, e: &LiveEntry) -> RunView {
-    let mut view = e.record.view(e.hub.state().received);
+    let mut view = run_view_of(&e.record, e.hub.state().received);
     view.paused = ctx.writer.health().paused(e.record.id);
     view.log_unflushed = ctx.writer.health().unflushed(e.record.id);
     view
@@ -278,7 +280,7 @@ pub async fn run_view(ctx: &Arc<DaemonCtx>, id: RunId) -> Result<RunView, WireEr
         .await
         .map_err(store_error)?;
     let mut view = rec
-        .map(|r| r.view(r.last_seq))
+        .map(|r| run_view_of(&r, r.last_seq))
         .ok_or_else(|| WireError::not_found(format!("no run {id}")))?;
     view.log_unflushed = ctx.writer.health().unflushed(id);
     Ok(view)
@@ -376,7 +378,7 @@ async fn views_of(
                 if let (Some(agent), Some(d)) = (r.agent.as_mut(), decisions.remove(&r.id)) {
                     agent.decisions = d;
                 }
-                Some(r.view(r.last_seq))
+                Some(run_view_of(&r, r.last_seq))
             }
             (None, None) => None,
         })
@@ -392,7 +394,7 @@ async fn list_runs(ctx: &Arc<DaemonCtx>, all: bool) -> Result<Vec<RunView>, Wire
             .into_iter()
             .map(|r| match ctx.live.get(r.id) {
                 Some(e) => live_view(ctx, &e),
-                None => r.view(r.last_seq),
+                None => run_view_of(&r, r.last_seq),
             })
             .collect()
     } else {

@@ -105,7 +105,7 @@ impl ChatsState {
         );
         let offered = findings.iter().map(|f| f.card).collect();
         let (_, run) = self.answer(chat, note, &prompt, offered).await?;
-        info!(chat_id = %id, run = %run.id, cards = findings.len(), "a board check started the lead");
+        info!(chat_id = %id, run = %run.record.id, cards = findings.len(), "a board check started the lead");
         Ok(())
     }
 

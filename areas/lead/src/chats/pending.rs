@@ -4,13 +4,12 @@
 //! off is recorded failed.
 
 use crate::ChatsError;
-use bosun_shared::protocol::lead::PendingView;
 use bosun_shared::{ActionId, AnswerId, ChatId, Timestamp};
 use ractor::ActorProcessingErr;
 use serde_json::Value;
 use tracing::{info, warn};
 
-use super::{ChatsState, NOTHING_WAITS, line_of};
+use super::{ChatsState, NOTHING_WAITS, PendingAction, line_of};
 use crate::record::{
     AnswerRecord, ChatChange, ChatRecord, MessageKind, MessageRecord, PendingRecord, PendingState,
 };
@@ -40,7 +39,7 @@ impl ChatsState {
         w.into_iter().map(|p| p.id).collect()
     }
 
-    pub(super) async fn views(&self, ids: &[ActionId]) -> Vec<PendingView> {
+    pub(super) async fn views(&self, ids: &[ActionId]) -> Vec<PendingAction> {
         let records: Vec<PendingRecord> = ids
             .iter()
             .filter_map(|id| self.pending.get(id).cloned())
@@ -48,7 +47,7 @@ impl ChatsState {
         self.views_of(&records).await
     }
 
-    pub(super) async fn views_of(&self, records: &[PendingRecord]) -> Vec<PendingView> {
+    pub(super) async fn views_of(&self, records: &[PendingRecord]) -> Vec<PendingAction> {
         let mut out = Vec::new();
         for p in records {
             let (preview, would_fail) = match LeadTool::parse(&p.tool) {
@@ -58,29 +57,11 @@ impl ChatsState {
                 Ok(_) => (String::new(), None),
                 Err(why) => (String::new(), Some(why.to_string())),
             };
-            let result = match &p.state {
-                PendingState::Approved { result, .. } => Some(result.clone()),
-                PendingState::Failed { why, .. } => Some(why.clone()),
-                PendingState::Gone { why } => Some(why.clone()),
-                PendingState::Replaced { by } => Some(format!("replaced by {}", by.short())),
-                PendingState::Waiting
-                | PendingState::Approving { .. }
-                | PendingState::Discarded { .. } => None,
-            };
-            out.push(PendingView {
-                id: p.id,
-                short_id: p.id.short(),
-                chat: p.chat,
-                answer: p.answer,
-                tool: p.tool.clone(),
-                args: p.args.clone(),
-                cause: p.cause.clone(),
-                at: p.at,
-                state: p.state.word().to_string(),
+            out.push(PendingAction {
+                record: p.clone(),
                 line: line_of(p),
                 preview,
                 would_fail,
-                result,
             });
         }
         out

@@ -8,12 +8,11 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::ChatsError;
-use bosun_shared::protocol::lead::{ChatView, PendingView};
 use bosun_shared::{ActionId, ChatId};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tracing::{error, warn};
 
-use super::{ChatActor, ChatMsg, ChatsContext, ChatsMsg, ChatsState, Reply};
+use super::{Chat, ChatActor, ChatMsg, ChatsContext, ChatsMsg, ChatsState, PendingAction, Reply};
 use bosun_board::{BoardRequest, Findings};
 use bosun_kit::offload::blocking;
 use bosun_kit::prefix::by_prefix;
@@ -225,7 +224,7 @@ impl ChatsSupervisor {
         &mut self,
         myself: &ActorRef<ChatsMsg>,
         agent: Option<String>,
-    ) -> Result<ChatView, ChatsError> {
+    ) -> Result<Chat, ChatsError> {
         let mut scratch = self.scratch();
         match scratch.new_chat(agent, false).await {
             Ok(view) => match self.open(myself, view.id).await {
@@ -259,8 +258,8 @@ impl ChatsSupervisor {
     async fn to_action_chat(
         &self,
         key: &str,
-        reply: Reply<Vec<PendingView>>,
-        msg: impl FnOnce(ActionId, Reply<Vec<PendingView>>) -> ChatMsg,
+        reply: Reply<Vec<PendingAction>>,
+        msg: impl FnOnce(ActionId, Reply<Vec<PendingAction>>) -> ChatMsg,
     ) {
         match self.chat_of_action(key).await {
             Ok((action, a)) => forward(&a, msg(action, reply)),
@@ -271,7 +270,7 @@ impl ChatsSupervisor {
     }
 
     /// Answers with what waits in every chat, oldest chat first.
-    async fn every_inbox(&self, reply: Reply<Vec<PendingView>>) {
+    async fn every_inbox(&self, reply: Reply<Vec<PendingAction>>) {
         let actors = self.in_order().await;
         // Asked of every chat away from here, so no chat waits on another.
         tokio::spawn(async move {
@@ -286,7 +285,7 @@ impl ChatsSupervisor {
     }
 
     /// Answers with every chat as a list shows it, oldest first.
-    async fn every_view(&self, reply: Reply<Vec<ChatView>>) {
+    async fn every_view(&self, reply: Reply<Vec<Chat>>) {
         let actors = self.in_order().await;
         tokio::spawn(async move {
             let mut all = Vec::new();

@@ -7,11 +7,10 @@ use bosun_runs::record::RunReads;
 use std::path::PathBuf;
 
 use crate::ChatsError;
+use bosun_runs::record::RunSnapshot;
 use bosun_shared::notice::{Notice, NotificationKind};
-use bosun_shared::protocol::lead::ChatView;
-use bosun_shared::protocol::ui::RunView;
 
-use super::ChatEvent;
+use super::{Chat, ChatEvent};
 use bosun_shared::{AnswerId, CardId, ChatId, RunToken, Timestamp};
 use ractor::ActorProcessingErr;
 use tracing::info;
@@ -24,11 +23,7 @@ use bosun_kit::offload::blocking;
 const MAX_MESSAGE: usize = 256 * 1024;
 
 impl ChatsState {
-    pub(super) async fn view(
-        &self,
-        id: ChatId,
-        with_messages: bool,
-    ) -> Result<ChatView, ChatsError> {
+    pub(super) async fn view(&self, id: ChatId, with_messages: bool) -> Result<Chat, ChatsError> {
         let c = self
             .chats
             .get(&id)
@@ -46,17 +41,12 @@ impl ChatsState {
         };
         let messages = if with_messages {
             let store = self.ctx.store.clone();
-            blocking(move || store.messages(id))
-                .await??
-                .iter()
-                .map(MessageRecord::view)
-                .collect()
+            blocking(move || store.messages(id)).await??.to_vec()
         } else {
             Vec::new()
         };
-        Ok(ChatView {
+        Ok(Chat {
             id,
-            short_id: id.short(),
             agent,
             created_at: c.created_at,
             answering: c.answering.as_ref().and_then(|a| a.run),
@@ -71,7 +61,7 @@ impl ChatsState {
         &mut self,
         agent: Option<String>,
         board_checks: bool,
-    ) -> Result<ChatView, ChatsError> {
+    ) -> Result<Chat, ChatsError> {
         let store = self.ctx.store.clone();
         let agents = blocking(move || store.agents()).await??;
         let lead = match agent {
@@ -129,7 +119,7 @@ impl ChatsState {
         id: ChatId,
         message: String,
         files: Vec<PathBuf>,
-    ) -> Result<(ChatView, RunView), ChatsError> {
+    ) -> Result<(Chat, RunSnapshot), ChatsError> {
         let Some(mut chat) = self.chats.get(&id).cloned() else {
             return Err(ChatsError::internal("the chat went away"));
         };
@@ -166,7 +156,7 @@ impl ChatsState {
         said: MessageRecord,
         message: &str,
         offered: Vec<CardId>,
-    ) -> Result<(ChatView, RunView), ChatsError> {
+    ) -> Result<(Chat, RunSnapshot), ChatsError> {
         let id = chat.id;
         let url =
             self.ctx.mcp_url.get().cloned().ok_or_else(|| {
@@ -209,13 +199,13 @@ impl ChatsState {
         match started {
             Ok(run) => {
                 chat.answering = Some(AnswerRecord {
-                    run: Some(run.id),
+                    run: Some(run.record.id),
                     ..answer.clone()
                 });
                 self.save(vec![ChatChange::Chat(Box::new(chat.clone()))])
                     .await?;
                 self.chats.insert(id, chat);
-                self.ctx.answers.set_run(answer.id, run.id);
+                self.ctx.answers.set_run(answer.id, run.record.id);
                 Ok((self.view(id, false).await?, run))
             }
             Err(e) => {
@@ -243,7 +233,7 @@ impl ChatsState {
         chat: &ChatRecord,
         prompt: &str,
         launch: ChatLaunch,
-    ) -> Result<RunView, ChatsError> {
+    ) -> Result<RunSnapshot, ChatsError> {
         let spec = launch::prepare_with(
             &self.ctx.tools.agents_ctx,
             &chat.agent.to_string(),

@@ -284,7 +284,7 @@ async fn execute_runs(ctx: &ToolCtx, tool: RunTool, args: &Value) -> Result<Stri
             let run = bosun_runs::start(&ctx.runs, spec).await?;
             Ok(format!(
                 "Started run {}, continuing run {}.",
-                run.short_id,
+                run.record.id.short(),
                 earlier.id.short()
             ))
         }
@@ -294,7 +294,10 @@ async fn execute_runs(ctx: &ToolCtx, tool: RunTool, args: &Value) -> Result<Stri
             let mut spec = launch::prepare(&ctx.agents_ctx, agent, prompt).await?;
             spec.run.unattended = true;
             let run = bosun_runs::start(&ctx.runs, spec).await?;
-            Ok(format!("Started run {} of agent {agent}.", run.short_id))
+            Ok(format!(
+                "Started run {} of agent {agent}.",
+                run.record.id.short()
+            ))
         }
     }
 }

@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_shared::protocol::approvals::ApprovalView;
 use bosun_shared::protocol::runner::{DaemonMsg, StopOrder, ToolAnswer, ToolAsk};
 use bosun_shared::usage::{Budget, BudgetScope, day_of};
 use bosun_shared::{ApprovalId, CardId, Timestamp};
@@ -383,7 +382,7 @@ impl RunActorState {
         mut a: ApprovalRecord,
         grant: Budget,
         by_person: bool,
-    ) -> Result<Option<ApprovalView>, RunsError> {
+    ) -> Result<Option<ApprovalRecord>, RunsError> {
         let internal = |e: &dyn std::fmt::Display| RunsError::internal(e.to_string());
         let before = self.rec.agent.as_ref().map(|r| r.budget_more);
         // What goes into the commit besides the approval: the run's record, or the grant.
@@ -434,7 +433,7 @@ impl RunActorState {
         self.asks.waiting.remove(&a.key);
         self.ctx.live.update(&self.rec);
         self.publish(&a);
-        let view = a.view();
+        let view = a.clone();
         if let Some(held) = self.asks.held.remove(&a.key) {
             self.on_ask(myself, held).await.map_err(|e| internal(&e))?;
         }
@@ -485,7 +484,7 @@ impl RunActorState {
             let Some(grant) = a.budget else { continue };
             let id = a.id;
             if let Some(view) = self.allow_more(myself, a, grant, false).await? {
-                info!(run_id = %self.rec.id, approval = %id, state = %view.state, "a shared budget was given more: the call that waited goes on");
+                info!(run_id = %self.rec.id, approval = %id, state = view.state.word(), "a shared budget was given more: the call that waited goes on");
             }
         }
         Ok(())
@@ -707,7 +706,7 @@ impl RunActorState {
         myself: &ActorRef<RunMsg>,
         id: ApprovalId,
         d: PersonDecision,
-    ) -> Result<ApprovalView, RunsError> {
+    ) -> Result<ApprovalRecord, RunsError> {
         let Some(key) = self
             .asks
             .waiting
@@ -751,7 +750,7 @@ impl RunActorState {
         mut a: ApprovalRecord,
         id: ApprovalId,
         now: Timestamp,
-    ) -> Result<ApprovalView, RunsError> {
+    ) -> Result<ApprovalRecord, RunsError> {
         let message = expired_message(ms(a.deadline.since(a.asked_at)));
         a.state = ApprovalState::Expired {
             at: now,
@@ -779,9 +778,9 @@ impl RunActorState {
         grant: Budget,
         d: PersonDecision,
         now: Timestamp,
-    ) -> Result<ApprovalView, RunsError> {
+    ) -> Result<ApprovalRecord, RunsError> {
         if d.allow {
-            let view = a.view();
+            let view = a.clone();
             return Ok(self
                 .allow_more(myself, a, grant, true)
                 .await?
@@ -796,7 +795,7 @@ impl RunActorState {
             by: "the person".into(),
             message: message.clone(),
         };
-        let view = a.view();
+        let view = a.clone();
         self.stop_for_budget(a, "the person stopped it".into(), message)
             .await
             .map_err(|e| RunsError::internal(e.to_string()))?;
@@ -810,7 +809,7 @@ impl RunActorState {
         mut a: ApprovalRecord,
         always: bool,
         now: Timestamp,
-    ) -> Result<ApprovalView, RunsError> {
+    ) -> Result<ApprovalRecord, RunsError> {
         let run = self.rec.agent.clone();
         if always {
             bosun_approvals::set_verdict(
@@ -837,14 +836,14 @@ impl RunActorState {
                 by: "the block".into(),
                 message: message.clone(),
             };
-            let view = a.view();
+            let view = a.clone();
             self.settle(a, false, "blocked since it was asked".into(), Some(message))
                 .await
                 .map_err(|e| RunsError::internal(e.to_string()))?;
             return Ok(view);
         }
         a.state = ApprovalState::Allowed { at: now };
-        let view = a.view();
+        let view = a.clone();
         self.settle(a, true, "the person".into(), None)
             .await
             .map_err(|e| RunsError::internal(e.to_string()))?;
@@ -857,7 +856,7 @@ impl RunActorState {
         mut a: ApprovalRecord,
         d: PersonDecision,
         now: Timestamp,
-    ) -> Result<ApprovalView, RunsError> {
+    ) -> Result<ApprovalRecord, RunsError> {
         if d.block {
             bosun_approvals::set_verdict(
                 &self.ctx.agents,
@@ -877,7 +876,7 @@ impl RunActorState {
             by: "the person".into(),
             message: message.clone(),
         };
-        let view = a.view();
+        let view = a.clone();
         self.settle(a, false, "the person".into(), Some(message))
             .await
             .map_err(|e| RunsError::internal(e.to_string()))?;

@@ -13,7 +13,6 @@ use bosun_approvals::record::{ApprovalRecord, ApprovalState, changes_for};
 use bosun_kit::offload::blocking;
 use bosun_shared::Timestamp;
 use bosun_shared::elicitation::Form;
-use bosun_shared::protocol::approvals::ApprovalView;
 use bosun_shared::protocol::runner::{DaemonMsg, ServerAnswer, ServerAsk, ServerAskKind, ToolAsk};
 use ractor::{ActorProcessingErr, ActorRef};
 use serde_json::{Value, json};
@@ -215,7 +214,7 @@ impl RunActorState {
         &mut self,
         mut a: ApprovalRecord,
         d: PersonDecision,
-    ) -> Result<ApprovalView, RunsError> {
+    ) -> Result<ApprovalRecord, RunsError> {
         let short = a.id.short();
         if a.deadline <= Timestamp::now() {
             self.server_ask_expired(a)
@@ -258,7 +257,7 @@ impl RunActorState {
             self.settle_server_ask(&a, true, None)
                 .await
                 .map_err(|e| RunsError::internal(e.to_string()))?;
-            return Ok(a.view());
+            return Ok(a.clone());
         }
         let message = match d.message {
             Some(m) if !m.trim().is_empty() => m,
@@ -272,7 +271,7 @@ impl RunActorState {
         self.settle_server_ask(&a, false, Some(message))
             .await
             .map_err(|e| RunsError::internal(e.to_string()))?;
-        Ok(a.view())
+        Ok(a.clone())
     }
 
     /// Nobody answered a server's request in time: the server is told it was cancelled.

@@ -8,7 +8,6 @@ use bosun_agents::secrets::{SecretLine, SecretSource};
 use bosun_shared::Timestamp;
 use bosun_shared::placement::Placement;
 use bosun_shared::protocol::runner::{DaemonMsg, LaunchPlan, StopOrder};
-use bosun_shared::protocol::ui::RunView;
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
 use bosun_store::writer::Change;
 use nix::sys::signal::Signal;
@@ -17,7 +16,7 @@ use tracing::{info, warn};
 
 use super::{RUNNER_CHECK_EVERY, RunActorState, RunMsg, failed};
 use crate::RunsError;
-use crate::record::Placed;
+use crate::record::{Placed, RunSnapshot};
 use crate::sealed::{self, SealedPlan};
 use bosun_placement::JobPhase;
 
@@ -51,7 +50,7 @@ impl RunActorState {
         mut plan: LaunchPlan,
         placement: Placement,
         secrets: &[SecretLine],
-        reply: Option<RpcReplyPort<Result<RunView, RunsError>>>,
+        reply: Option<RpcReplyPort<Result<RunSnapshot, RunsError>>>,
     ) -> Result<(), ActorProcessingErr> {
         self.record_and_answer(reply).await?;
         let Some(remote) = self.ctx.remote.clone() else {

@@ -22,7 +22,6 @@ use std::time::Duration;
 use bosun_agents::secrets::TokenAnew;
 use bosun_approvals::record::{ApprovalRecord, ApprovalState, changes_for};
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::approvals::ApprovalView;
 use bosun_shared::protocol::runner::{DaemonMsg, TokenAnswer, TokenAsk, ToolAnswer, ToolAsk};
 use ractor::{ActorProcessingErr, ActorRef};
 use tracing::{info, warn};
@@ -37,7 +36,7 @@ pub const SIGN_IN_WAIT: Duration = Duration::from_secs(15 * 60);
 /// What came of a sign-in approval when a new sign-in may have been made.
 enum GoesOn {
     /// The call went on with the new token; the approval as it is now.
-    Went(Box<ApprovalView>),
+    Went(Box<ApprovalRecord>),
     /// No token got since the call began to wait (why): it waits on.
     Waits(String),
 }
@@ -248,7 +247,7 @@ impl RunActorState {
             key: a.key.clone(),
             answer: TokenAnswer::Token { token },
         });
-        Ok(GoesOn::Went(Box::new(a.view())))
+        Ok(GoesOn::Went(Box::new(a.clone())))
     }
 
     /// The person answers a "needs a new sign-in" item: allowing it once they signed in sends
@@ -258,7 +257,7 @@ impl RunActorState {
         &mut self,
         mut a: ApprovalRecord,
         d: PersonDecision,
-    ) -> Result<ApprovalView, RunsError> {
+    ) -> Result<ApprovalRecord, RunsError> {
         let server = server_of(&a);
         if d.allow {
             return match self.sign_in_goes_on(a.clone(), "the person").await? {
@@ -283,7 +282,7 @@ impl RunActorState {
         self.settle_sign_in(a.clone(), message)
             .await
             .map_err(|e| RunsError::internal(e.to_string()))?;
-        Ok(a.view())
+        Ok(a.clone())
     }
 
     /// Nobody signed in within [`SIGN_IN_WAIT`]: the call fails, saying so.
