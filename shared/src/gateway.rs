@@ -281,6 +281,71 @@ pub struct Rules {
     pub sampling_max_tokens: u64,
 }
 
+/// How long a call through the gateway may take: 1 s to 1 h, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallDeadline(u64);
+
+/// How long a text result may be before the model gets its head and tail: 256 to 10,000,000
+/// characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultChars(u64);
+
+/// The most tokens a server's request for a message of the model may ask for: 1 to 100,000.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SamplingTokens(u64);
+
+/// A gateway rule's value out of its range, said as the person fixes it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error(
+        "a call's deadline is from 1 s to 1 h; `{0}` ms is not (say e.g. `--call-deadline 30s`)"
+    )]
+    Deadline(u64),
+    #[error("the result the model gets whole is from 256 to 10000000 characters; {0} is not")]
+    ResultChars(u64),
+    #[error("a request for a message of the model may ask for 1 to 100000 tokens; {0} is not")]
+    SamplingTokens(u64),
+}
+
+impl CallDeadline {
+    pub fn from_millis(ms: u64) -> Result<Self, RuleError> {
+        (1_000..=3_600_000)
+            .contains(&ms)
+            .then_some(Self(ms))
+            .ok_or(RuleError::Deadline(ms))
+    }
+
+    pub fn as_millis(self) -> u64 {
+        self.0
+    }
+}
+
+impl ResultChars {
+    pub fn new(n: u64) -> Result<Self, RuleError> {
+        (256..=10_000_000)
+            .contains(&n)
+            .then_some(Self(n))
+            .ok_or(RuleError::ResultChars(n))
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl SamplingTokens {
+    pub fn new(n: u64) -> Result<Self, RuleError> {
+        (1..=100_000)
+            .contains(&n)
+            .then_some(Self(n))
+            .ok_or(RuleError::SamplingTokens(n))
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
 /// What a server's request for a message of the model may ask for at most, unless the person
 /// says otherwise.
 pub const DEFAULT_SAMPLING_MAX_TOKENS: u64 = 1_000;
@@ -561,6 +626,32 @@ pub struct Hello {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rule_holds_only_a_value_in_its_range() {
+        assert_eq!(
+            CallDeadline::from_millis(999),
+            Err(RuleError::Deadline(999))
+        );
+        assert_eq!(
+            CallDeadline::from_millis(1_000).map(CallDeadline::as_millis),
+            Ok(1_000)
+        );
+        assert_eq!(
+            CallDeadline::from_millis(3_600_000).map(CallDeadline::as_millis),
+            Ok(3_600_000)
+        );
+        assert!(CallDeadline::from_millis(3_600_001).is_err());
+        assert!(ResultChars::new(255).is_err());
+        assert_eq!(ResultChars::new(256).map(ResultChars::get), Ok(256));
+        assert!(ResultChars::new(10_000_001).is_err());
+        assert_eq!(SamplingTokens::new(0), Err(RuleError::SamplingTokens(0)));
+        assert_eq!(
+            SamplingTokens::new(100_000).map(SamplingTokens::get),
+            Ok(100_000)
+        );
+        assert!(SamplingTokens::new(100_001).is_err());
+    }
 
     fn g(s: &str) -> ToolGlob {
         ToolGlob::parse(s).unwrap()

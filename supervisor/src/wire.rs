@@ -66,6 +66,13 @@ impl Code for bosun_shared::time::StopGraceError {
     }
 }
 
+/// A gateway rule's value out of its range.
+impl Code for bosun_shared::gateway::RuleError {
+    fn code(&self) -> ErrorCode {
+        ErrorCode::BadRequest
+    }
+}
+
 impl Code for StoreError {
     fn code(&self) -> ErrorCode {
         ErrorCode::Internal

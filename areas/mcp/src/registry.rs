@@ -14,7 +14,7 @@ mod checks;
 mod reach;
 mod view;
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::num::NonZeroU16;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,9 +24,12 @@ use bosun_auth::record::{SignInRecord, configured_secret_key};
 use bosun_kit::edit::Edit;
 use bosun_kit::keychain::Keychain;
 use bosun_kit::offload::blocking;
+use bosun_shared::gateway::{
+    AskPolicy, CallDeadline, Capability, ResultChars, SamplingTokens, ToolGlob,
+};
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::mcp::{SecretLine, SecretValue, ServerKind, SignInBy};
-use bosun_shared::protocol::mcp::{AddServerParams, GatewayEdit, McpApprove, ServerView};
+use bosun_shared::protocol::mcp::{AddServerParams, McpApprove, ServerView};
 use bosun_shared::{ServerId, Timestamp};
 use bosun_store::writer::StoreWriter;
 use bosun_store::{Store, StoreError};
@@ -84,7 +87,32 @@ pub struct ServerEdit {
     pub sign_in_by: Option<SignInBy>,
     pub client_metadata_url: Edit<String>,
     /// Changes to what bosun's gateway holds the server to.
-    pub gateway: GatewayEdit,
+    pub gateway: GatewayChange,
+}
+
+/// Changes to a server's gateway rules, each value in its range (read where the edit arrived);
+/// what is `None` stays as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GatewayChange {
+    pub trusted: Option<bool>,
+    /// Replaces the allow list (empty: every tool).
+    pub allow_tools: Option<Vec<ToolGlob>>,
+    /// Replaces the deny list.
+    pub deny_tools: Option<Vec<ToolGlob>>,
+    pub deadline: Option<CallDeadline>,
+    pub max_result_chars: Option<ResultChars>,
+    /// Replaces the capabilities runs get (at least one: checked with the server's name).
+    pub capabilities: Option<BTreeSet<Capability>>,
+    /// Ask or deny (allow is refused, with the server's name).
+    pub elicitation: Option<AskPolicy>,
+    pub sampling: Option<AskPolicy>,
+    pub sampling_max_tokens: Option<SamplingTokens>,
+}
+
+impl GatewayChange {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 pub enum RegistryMsg {
@@ -414,9 +442,9 @@ async fn approve(ctx: &RegistryContext, p: McpApprove) -> Result<ServerView, Reg
     if !p.capabilities.is_empty() {
         let mut capabilities = rec.rules.capabilities.clone();
         capabilities.extend(p.capabilities.iter().copied());
-        let edit = GatewayEdit {
+        let edit = GatewayChange {
             capabilities: Some(capabilities),
-            ..GatewayEdit::default()
+            ..GatewayChange::default()
         };
         rec.rules = gateway_rules(&rec, edit)?;
     }

@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use bosun_kit::edit::Edit;
 use bosun_mcp::RegistryError;
-use bosun_mcp::registry::{self, RegistryMsg, ServerEdit};
+use bosun_mcp::registry::{self, GatewayChange, RegistryMsg, ServerEdit};
 use bosun_mcp::{adopt, look};
+use bosun_shared::gateway::{CallDeadline, ResultChars, RuleError, SamplingTokens};
 use bosun_shared::protocol::WireError;
 use bosun_shared::protocol::mcp::{
-    AddServerParams, CallView, EditServerParams, ImportCandidates, ImportParams, ImportScan,
-    Imported, InspectView, McpApprove, McpCall, McpInspect, McpList, McpRemove, McpRename, McpShow,
-    McpTools, ServerView, ToolListing,
+    AddServerParams, CallView, EditServerParams, GatewayEdit, ImportCandidates, ImportParams,
+    ImportScan, Imported, InspectView, McpApprove, McpCall, McpInspect, McpList, McpRemove,
+    McpRename, McpShow, McpTools, ServerView, ToolListing,
 };
 
 use super::{Handle, starting_up};
@@ -32,16 +33,17 @@ impl Handle for AddServerParams {
 
 impl Handle for EditServerParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        let params = Box::new(server_edit(self));
+        let params = Box::new(server_edit(self)?);
         registry_call(ctx, |reply| RegistryMsg::Edit { params, reply }).await
     }
 }
 
 /// The wire's edit of a server as the registry takes it: an empty client id, browser program
-/// or client metadata address, or a callback port of zero, clears the field.
-fn server_edit(p: EditServerParams) -> ServerEdit {
+/// or client metadata address, or a callback port of zero, clears the field; a gateway rule's
+/// value out of its range is refused here.
+fn server_edit(p: EditServerParams) -> Result<ServerEdit, Failure> {
     let text = |given: Option<String>| Edit::read(given, |t| t.trim().is_empty());
-    ServerEdit {
+    Ok(ServerEdit {
         server: p.server,
         command: p.command,
         args: p.args,
@@ -61,8 +63,23 @@ fn server_edit(p: EditServerParams) -> ServerEdit {
         }),
         sign_in_by: p.sign_in_by,
         client_metadata_url: Edit::read(p.client_metadata_url, String::is_empty),
-        gateway: p.gateway,
-    }
+        gateway: gateway_change(p.gateway)?,
+    })
+}
+
+/// The wire's change of a server's gateway rules, each number read into its range.
+fn gateway_change(g: GatewayEdit) -> Result<GatewayChange, RuleError> {
+    Ok(GatewayChange {
+        trusted: g.trusted,
+        allow_tools: g.allow_tools,
+        deny_tools: g.deny_tools,
+        deadline: g.deadline_ms.map(CallDeadline::from_millis).transpose()?,
+        max_result_chars: g.max_result_chars.map(ResultChars::new).transpose()?,
+        capabilities: g.capabilities,
+        elicitation: g.elicitation,
+        sampling: g.sampling,
+        sampling_max_tokens: g.sampling_max_tokens.map(SamplingTokens::new).transpose()?,
+    })
 }
 
 impl Handle for McpApprove {
