@@ -24,7 +24,7 @@ use bosun_kit::offload::blocking;
 use bosun_mcp::record::{ServerReads, ServerRecord};
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::SecretLine;
-use bosun_shared::protocol::agents::{AgentParams, AgentView};
+use bosun_shared::protocol::agents::AgentView;
 use bosun_shared::time::TimeCap;
 use bosun_shared::{AgentId, Timestamp};
 use bosun_store::writer::StoreWriter;
@@ -84,9 +84,35 @@ pub struct AgentEdit {
     pub paused: Option<bool>,
 }
 
+/// A new agent, as read where the request arrived: its time cap and output cap in their
+/// ranges, an empty permission mode or model already left out.
+#[derive(Clone, Debug)]
+pub struct NewAgent {
+    pub name: String,
+    /// `worker` when absent.
+    pub role: Option<String>,
+    pub cli: CliKind,
+    pub instructions: Option<String>,
+    pub permission_mode: Option<String>,
+    pub allowed_commands: Vec<String>,
+    pub time_cap: Option<TimeCap>,
+    /// The most bytes of output kept per run.
+    pub max_output: Option<NonZeroU64>,
+    /// The folder its runs work in; absolute.
+    pub cwd: PathBuf,
+    /// A command agent's program and its arguments.
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub secret_env: Vec<SecretLine>,
+    /// The CLI's own default when absent.
+    pub model: Option<String>,
+    /// Codex only: `-c key=value` settings.
+    pub codex_config: Vec<(String, String)>,
+}
+
 pub enum AgentsMsg {
     Add {
-        params: AgentParams,
+        params: NewAgent,
         reply: RpcReplyPort<Result<AgentView, AgentsError>>,
     },
     Edit {

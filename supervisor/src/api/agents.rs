@@ -5,7 +5,7 @@ use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use bosun_agents::AgentsError;
-use bosun_agents::registry::{self as agents, AgentEdit, AgentsMsg};
+use bosun_agents::registry::{self as agents, AgentEdit, AgentsMsg, NewAgent};
 use bosun_agents::{builtin, launch};
 use bosun_board::BoardRequest;
 use bosun_kit::edit::Edit;
@@ -23,12 +23,30 @@ use crate::wire::Failure;
 
 impl Handle for AgentParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
-        agents_call(ctx, |reply| AgentsMsg::Add {
-            params: self,
-            reply,
-        })
-        .await
+        let params = new_agent(self)?;
+        agents_call(ctx, |reply| AgentsMsg::Add { params, reply }).await
     }
+}
+
+/// The wire's new agent as the agents area takes it: its time cap read into its range, an
+/// output cap of zero, an empty permission mode and a blank model left out.
+fn new_agent(p: AgentParams) -> Result<NewAgent, Failure> {
+    Ok(NewAgent {
+        name: p.name,
+        role: p.role,
+        cli: p.cli,
+        instructions: p.instructions,
+        permission_mode: p.permission_mode.filter(|m| !m.is_empty()),
+        allowed_commands: p.allowed_commands,
+        time_cap: p.time_cap_ms.map(TimeCap::from_millis).transpose()?,
+        max_output: p.max_output.and_then(NonZeroU64::new),
+        cwd: p.cwd,
+        command: p.command,
+        env: p.env,
+        secret_env: p.secret_env,
+        model: p.model.filter(|m| !m.trim().is_empty()),
+        codex_config: p.codex_config,
+    })
 }
 
 impl Handle for EditAgentParams {

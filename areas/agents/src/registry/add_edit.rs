@@ -9,14 +9,14 @@ use bosun_kit::offload::blocking;
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::SecretLine;
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::agents::{AgentParams, AgentView};
+use bosun_shared::protocol::agents::AgentView;
 use bosun_shared::time::TimeCap;
 use bosun_shared::usage::Budget;
 use bosun_shared::{AgentId, Timestamp};
 use tracing::{info, warn};
 
 use super::checks::{check_env_line, check_record};
-use super::{AgentEdit, AgentsContext, bad, find, view};
+use super::{AgentEdit, AgentsContext, NewAgent, bad, find, view};
 use crate::AgentsError;
 use crate::record::{AgentReads, AgentRecord, ApprovalSettings, Switches, WorkspaceSettings};
 
@@ -61,7 +61,7 @@ pub(super) async fn delete_values(
     blocking(move || keychain.delete_many(&keys).map_err(AgentsError::from)).await?
 }
 
-pub(super) async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView, AgentsError> {
+pub(super) async fn add(ctx: &AgentsContext, p: NewAgent) -> Result<AgentView, AgentsError> {
     let now = Timestamp::now();
     let rec = AgentRecord {
         id: AgentId::new(),
@@ -72,15 +72,15 @@ pub(super) async fn add(ctx: &AgentsContext, p: AgentParams) -> Result<AgentView
             .unwrap_or_else(|| "worker".into()),
         cli: p.cli,
         instructions: p.instructions.unwrap_or_default(),
-        permission_mode: p.permission_mode.filter(|m| !m.is_empty()),
+        permission_mode: p.permission_mode,
         allowed_commands: p.allowed_commands,
-        time_cap_ms: p.time_cap_ms,
-        max_output: p.max_output.filter(|m| *m > 0),
+        time_cap_ms: p.time_cap.map(TimeCap::as_millis),
+        max_output: p.max_output.map(NonZeroU64::get),
         cwd: p.cwd,
         command: p.command,
         env: p.env,
         secret_env: p.secret_env.iter().map(|l| l.name.clone()).collect(),
-        model: p.model.filter(|m| !m.trim().is_empty()),
+        model: p.model,
         codex_config: p.codex_config,
         switches: Switches::default(),
         approvals: ApprovalSettings::default(),

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use bosun_shared::ChatId;
 use bosun_shared::agents::CliKind;
-use bosun_shared::protocol::agents::AgentParams;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, CardView, NoteView, SetColumnParams,
 };
@@ -21,7 +20,7 @@ use super::{
 };
 use crate::ToolError;
 use bosun_agents::launch;
-use bosun_agents::registry::{AgentEdit, AgentsMsg};
+use bosun_agents::registry::{AgentEdit, AgentsMsg, NewAgent};
 use bosun_board::{BoardRequest, CardEdit};
 use bosun_kit::edit::Edit;
 use bosun_kit::offload::blocking;
@@ -211,20 +210,20 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
             let cli: CliKind = need(args, "cli")?.parse().map_err(ToolError::UnknownCli)?;
             let allowed = strings(args, "allowed_commands")?.unwrap_or_default();
             only_commands(&allowed)?;
-            let params = AgentParams {
+            let params = NewAgent {
                 name: need(args, "name")?.to_string(),
                 role: opt(args, "role"),
                 cli,
                 instructions: opt(args, "instructions"),
                 permission_mode: None,
                 allowed_commands: allowed,
-                time_cap_ms: None,
+                time_cap: None,
                 max_output: None,
                 cwd: PathBuf::from(need(args, "cwd")?),
                 command: Vec::new(),
                 env: Vec::new(),
                 secret_env: Vec::new(),
-                model: opt(args, "model"),
+                model: opt(args, "model").filter(|m| !m.trim().is_empty()),
                 codex_config: Vec::new(),
             };
             let view = agents(ctx, |reply| AgentsMsg::Add { params, reply }).await?;
