@@ -163,6 +163,11 @@ fn projects_are_added_listed_edited_and_removed_and_refused_in_plain_words() -> 
         (p["name"].as_str(), p["host"]["repo"].as_str()),
         (Some("site"), Some("acme/site"))
     );
+    // An empty GitHub name reads the host from the `origin` remote again.
+    let p = b.json(&["project", "edit", "site", "--github", ""])?;
+    assert_eq!(p["host"]["repo"], "acme/web", "{p}");
+    let p = b.json(&["project", "edit", "site", "--github", "acme/site"])?;
+    assert_eq!(p["host"]["repo"], "acme/site", "{p}");
     let err = b.fails(&["project", "set", "site", "merge=on"])?;
     assert!(err.contains("`merge` is not a project setting"), "{err}");
     let err = b.fails(&["project", "set", "site", "lead-may-merge=maybe"])?;

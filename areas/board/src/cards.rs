@@ -3,7 +3,7 @@
 //! waits on hold for the person ([`tainted_reason`]).
 
 use bosun_kit::edit::Edit;
-use bosun_shared::protocol::board::{AddCardParams, CardView};
+use bosun_shared::protocol::board::CardView;
 use bosun_shared::usage::{Budget, CapEdit};
 use bosun_shared::{AgentId, CardId, Timestamp};
 use tracing::info;
@@ -11,6 +11,21 @@ use tracing::info;
 use crate::record::{BoardChange, CardRecord, Hold};
 use crate::{BoardError, BoardState, bad, worktree};
 use bosun_kit::offload::blocking;
+
+/// A new card.
+#[derive(Clone, Debug, Default)]
+pub struct NewCard {
+    pub title: String,
+    pub description: String,
+    pub acceptance: String,
+    /// The agent that takes it (name or id).
+    pub assignee: Option<String>,
+    /// The column (name or id); the first column when absent.
+    pub column: Option<String>,
+    /// The project it belongs to (name or id); its runs then work in a worktree of the
+    /// project's repository.
+    pub project: Option<String>,
+}
 
 /// A change to a card: what is `None` or [`Edit::Keep`] stays.
 #[derive(Clone, Debug, Default)]
@@ -138,7 +153,7 @@ impl BoardState {
 
     pub(crate) async fn add_card(
         &mut self,
-        p: AddCardParams,
+        p: NewCard,
         taint: Option<String>,
     ) -> Result<CardView, BoardError> {
         let title = check_title(&p.title)?;

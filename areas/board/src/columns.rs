@@ -1,12 +1,32 @@
 //! The board's columns: their names, their order, Auto or Manual, and the limit on card runs at
 //! once that the board keeps with them.
 
-use bosun_shared::protocol::board::{AddColumnParams, BoardView, ColumnView, SetColumnParams};
+use bosun_shared::protocol::board::{BoardView, ColumnView};
 use bosun_shared::{ColumnId, Timestamp};
 use tracing::info;
 
 use crate::record::{BoardChange, BoardMeta, ColumnRecord};
 use crate::{BoardError, BoardState, bad};
+
+/// A new column.
+#[derive(Clone, Debug)]
+pub struct NewColumn {
+    pub name: String,
+    /// Auto: its assigned cards are picked up by their agent without being asked.
+    pub auto: bool,
+    /// Where it goes (0 = first); at the end when absent.
+    pub position: Option<u32>,
+}
+
+/// A change to a column: what is `None` stays.
+#[derive(Clone, Debug)]
+pub struct ColumnChange {
+    /// Its name or id.
+    pub column: String,
+    pub name: Option<String>,
+    pub auto: Option<bool>,
+    pub position: Option<u32>,
+}
 
 /// The most card runs at once the limit may be set to.
 const MAX_LIMIT: u32 = 64;
@@ -66,10 +86,7 @@ impl BoardState {
         self.board_view().await
     }
 
-    pub(crate) async fn add_column(
-        &mut self,
-        p: AddColumnParams,
-    ) -> Result<ColumnView, BoardError> {
+    pub(crate) async fn add_column(&mut self, p: NewColumn) -> Result<ColumnView, BoardError> {
         let name = check_column_name(&p.name)?;
         if self.column(&name).is_ok() {
             return Err(BoardError::conflict(format!(
@@ -98,10 +115,7 @@ impl BoardState {
         Ok(self.columns[at as usize].view())
     }
 
-    pub(crate) async fn set_column(
-        &mut self,
-        p: SetColumnParams,
-    ) -> Result<ColumnView, BoardError> {
+    pub(crate) async fn set_column(&mut self, p: ColumnChange) -> Result<ColumnView, BoardError> {
         let id = self.column(&p.column)?.id;
         let mut columns = self.columns.clone();
         let Some(index) = columns.iter().position(|c| c.id == id) else {

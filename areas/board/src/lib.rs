@@ -27,21 +27,20 @@ mod projects;
 pub mod record;
 mod view;
 pub mod worktree;
-pub use cards::{CardEdit, tainted_reason};
+pub use cards::{CardEdit, NewCard, tainted_reason};
+pub use columns::{ColumnChange, NewColumn};
 pub use error::BoardError;
 pub use merge::{Again, Closed, Finding, Findings, OfferNow, QaTokens};
 pub use notes::check_note_path;
+pub use projects::{NewProject, ProjectEdit};
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, BoardView, CardView, ColumnView, NoteSummary, NoteView,
-    SetColumnParams,
-};
-use bosun_shared::protocol::projects::{AddProjectParams, EditProjectParams, ProjectView};
+use bosun_shared::protocol::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
+use bosun_shared::protocol::projects::ProjectView;
 use bosun_shared::{CardId, ColumnId, ProjectId, RunId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::warn;
@@ -106,16 +105,16 @@ pub async fn ask<T: Send + 'static>(
 pub enum BoardRequest {
     Show(Reply<BoardView>),
     AddColumn {
-        params: AddColumnParams,
+        params: NewColumn,
         reply: Reply<ColumnView>,
     },
     SetColumn {
-        params: SetColumnParams,
+        params: ColumnChange,
         reply: Reply<ColumnView>,
     },
     /// `taint`: the outside tool the lead's answer used before this call, if any.
     AddCard {
-        params: AddCardParams,
+        params: NewCard,
         taint: Option<String>,
         reply: Reply<CardView>,
     },
@@ -165,11 +164,11 @@ pub enum BoardRequest {
         reply: Reply<NoteView>,
     },
     AddProject {
-        params: AddProjectParams,
+        params: NewProject,
         reply: Reply<ProjectView>,
     },
     EditProject {
-        params: EditProjectParams,
+        params: ProjectEdit,
         reply: Reply<ProjectView>,
     },
     /// The person's switches of a project (`key=value`); nobody else's request is made into it.

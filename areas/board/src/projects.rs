@@ -9,15 +9,46 @@
 use std::path::{Path, PathBuf};
 
 use bosun_shared::projects::{Host, check_name, github_repo};
-use bosun_shared::protocol::projects::{AddProjectParams, EditProjectParams, ProjectView};
-use bosun_shared::usage::{Budget, BudgetScope, day_of};
+use bosun_shared::protocol::projects::ProjectView;
+use bosun_shared::usage::{Budget, BudgetScope, CapEdit, day_of};
 use bosun_shared::{ProjectId, Timestamp};
 use tracing::info;
 
 use super::record::{BoardChange, ProjectRecord};
 use super::{BoardError, BoardState, bad};
+use bosun_kit::edit::Edit;
 use bosun_kit::git;
 use bosun_kit::offload::blocking;
+
+/// A new project.
+#[derive(Clone, Debug)]
+pub struct NewProject {
+    pub name: String,
+    /// The repository's folder: a git checkout (its top folder is taken).
+    pub folder: PathBuf,
+    /// Its main branch; when absent, what `origin/HEAD` says, else the checkout's branch.
+    pub main_branch: Option<String>,
+    /// GitHub `owner/name`, when the `origin` remote does not say it.
+    pub github: Option<String>,
+    /// Whether its cards are tested (QA) before review; on when absent.
+    pub testing: Option<bool>,
+}
+
+/// A change to a project: what is `None` or [`Edit::Keep`] stays.
+#[derive(Clone, Debug)]
+pub struct ProjectEdit {
+    /// Its name or id.
+    pub project: String,
+    pub name: Option<String>,
+    pub folder: Option<PathBuf>,
+    pub main_branch: Option<String>,
+    /// GitHub `owner/name`; cleared, the host is read from the `origin` remote again.
+    pub github: Edit<String>,
+    /// What the runs of its cards created on one day (UTC) may cost together.
+    pub daily_budget_micro_usd: Option<CapEdit>,
+    /// The same in tokens (every kind).
+    pub daily_budget_tokens: Option<CapEdit>,
+}
 
 /// What git says of a folder a project is to use.
 struct Checkout {
@@ -216,10 +247,7 @@ impl BoardState {
         Ok(branch)
     }
 
-    pub(super) async fn add_project(
-        &mut self,
-        p: AddProjectParams,
-    ) -> Result<ProjectView, BoardError> {
+    pub(super) async fn add_project(&mut self, p: NewProject) -> Result<ProjectView, BoardError> {
         let name = p.name.trim().to_string();
         self.check_unique(&name, None)?;
         let found = self.checkout(&p.folder, None).await?;
@@ -247,10 +275,7 @@ impl BoardState {
         self.project_reply(id)
     }
 
-    pub(super) async fn edit_project(
-        &mut self,
-        p: EditProjectParams,
-    ) -> Result<ProjectView, BoardError> {
+    pub(super) async fn edit_project(&mut self, p: ProjectEdit) -> Result<ProjectView, BoardError> {
         let id = self.project_id(&p.project)?;
         let Some(mut project) = self.projects.get(&id).cloned() else {
             return Err(BoardError::internal("the project went away"));
@@ -285,8 +310,8 @@ impl BoardState {
         if let Some(b) = p.main_branch {
             project.main_branch = self.main_branch(&project.folder, Some(b), None).await?;
         }
-        match p.github.as_deref().map(str::trim) {
-            Some("") => {
+        match p.github {
+            Edit::Clear => {
                 let dir = project.folder.clone();
                 let url = match origin {
                     Some(o) => Some(o),
@@ -294,8 +319,8 @@ impl BoardState {
                 };
                 project.host = host_of(None, url.as_deref())?;
             }
-            Some(g) => project.host = host_of(Some(g), None)?,
-            None => {}
+            Edit::Set(g) => project.host = host_of(Some(&g), None)?,
+            Edit::Keep => {}
         }
         project.daily_budget = super::cards::edit_budget(
             project.daily_budget,

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use bosun_board::{BoardRequest, CardEdit, Reply};
+use bosun_board::{
+    BoardRequest, CardEdit, ColumnChange, NewCard, NewColumn, NewProject, ProjectEdit, Reply,
+};
 use bosun_kit::edit::Edit;
 use bosun_shared::protocol::board::{
     AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
@@ -31,28 +33,39 @@ impl Handle for Board {
 
 impl Handle for AddColumnParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ColumnView, Failure> {
-        ask(ctx, |reply| BoardRequest::AddColumn {
-            params: self,
-            reply,
-        })
-        .await
+        let params = NewColumn {
+            name: self.name,
+            auto: self.auto,
+            position: self.position,
+        };
+        ask(ctx, |reply| BoardRequest::AddColumn { params, reply }).await
     }
 }
 
 impl Handle for SetColumnParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ColumnView, Failure> {
-        ask(ctx, |reply| BoardRequest::SetColumn {
-            params: self,
-            reply,
-        })
-        .await
+        let params = ColumnChange {
+            column: self.column,
+            name: self.name,
+            auto: self.auto,
+            position: self.position,
+        };
+        ask(ctx, |reply| BoardRequest::SetColumn { params, reply }).await
     }
 }
 
 impl Handle for AddCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
+        let params = NewCard {
+            title: self.title,
+            description: self.description,
+            acceptance: self.acceptance,
+            assignee: self.assignee,
+            column: self.column,
+            project: self.project,
+        };
         ask(ctx, |reply| BoardRequest::AddCard {
-            params: self,
+            params,
             taint: None,
             reply,
         })
@@ -146,22 +159,31 @@ impl Handle for CardRemove {
 
 impl Handle for AddProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, |reply| BoardRequest::AddProject {
-            params: self,
-            reply,
-        })
-        .await
+        let params = NewProject {
+            name: self.name,
+            folder: self.folder,
+            main_branch: self.main_branch,
+            github: self.github,
+            testing: self.testing,
+        };
+        ask(ctx, |reply| BoardRequest::AddProject { params, reply }).await
     }
 }
 
 impl Handle for EditProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
         let budget = self.daily_budget_micro_usd.is_some() || self.daily_budget_tokens.is_some();
-        let view = ask(ctx, |reply| BoardRequest::EditProject {
-            params: self,
-            reply,
-        })
-        .await?;
+        // An empty GitHub name on the wire reads the host from the `origin` remote again.
+        let params = ProjectEdit {
+            project: self.project,
+            name: self.name,
+            folder: self.folder,
+            main_branch: self.main_branch,
+            github: Edit::read(self.github.map(|g| g.trim().to_string()), String::is_empty),
+            daily_budget_micro_usd: self.daily_budget_micro_usd,
+            daily_budget_tokens: self.daily_budget_tokens,
+        };
+        let view = ask(ctx, |reply| BoardRequest::EditProject { params, reply }).await?;
         if budget {
             budget_set_anew(ctx, &format!("project/{}/", view.id)).await?;
         }

@@ -2,8 +2,8 @@
 //! added when the board has none) and its worktree is removed; a merge asked before a crash that
 //! GitHub did not carry out is cleared.
 
+use crate::columns::NewColumn;
 use bosun_shared::projects::Host;
-use bosun_shared::protocol::board::AddColumnParams;
 use bosun_shared::{CardId, ColumnId, Timestamp};
 use tracing::{info, warn};
 
@@ -120,7 +120,7 @@ impl BoardState {
             .iter()
             .find(|c| c.name.eq_ignore_ascii_case("review"))
             .map(|c| c.position + 1);
-        self.add_column(AddColumnParams {
+        self.add_column(NewColumn {
             name: "Deploy".into(),
             auto: false,
             position,

@@ -7,9 +7,7 @@ use std::path::PathBuf;
 
 use bosun_shared::ChatId;
 use bosun_shared::agents::CliKind;
-use bosun_shared::protocol::board::{
-    AddCardParams, AddColumnParams, CardView, NoteView, SetColumnParams,
-};
+use bosun_shared::protocol::board::{CardView, NoteView};
 use serde_json::{Value, json};
 
 use super::attach::attach;
@@ -21,7 +19,7 @@ use super::{
 use crate::ToolError;
 use bosun_agents::launch;
 use bosun_agents::registry::{AgentEdit, AgentsMsg, NewAgent};
-use bosun_board::{BoardRequest, CardEdit};
+use bosun_board::{BoardRequest, CardEdit, ColumnChange, NewCard, NewColumn};
 use bosun_kit::edit::Edit;
 use bosun_kit::offload::blocking;
 
@@ -63,7 +61,7 @@ async fn execute_board(
                 .map(|c| Shown::Card(&c).text())
         }
         BoardTool::CreateTask => {
-            let params = AddCardParams {
+            let params = NewCard {
                 title: need(args, "title")?.to_string(),
                 description: opt(args, "description").unwrap_or_default(),
                 acceptance: opt(args, "acceptance").unwrap_or_default(),
@@ -107,7 +105,7 @@ async fn execute_board(
             .map(|c| held_words(&c))
         }
         BoardTool::AddColumn => {
-            let params = AddColumnParams {
+            let params = NewColumn {
                 name: need(args, "name")?.to_string(),
                 auto: args.get("auto").and_then(Value::as_bool).unwrap_or(false),
                 position: None,
@@ -117,7 +115,7 @@ async fn execute_board(
                 .map(|c| Shown::Column(&c).text())
         }
         BoardTool::SetColumn => {
-            let params = SetColumnParams {
+            let params = ColumnChange {
                 column: need(args, "column")?.to_string(),
                 name: opt(args, "name"),
                 auto: args.get("auto").and_then(Value::as_bool),
