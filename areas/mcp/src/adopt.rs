@@ -10,14 +10,13 @@ use crate::RegistryError;
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::mcp::{SecretLine, ServerKind};
 use bosun_shared::protocol::mcp::{
-    AddServerParams, ImportCandidateView, ImportParams, ImportPick, ImportScan, ImportStatus,
-    ServerView,
+    ImportCandidateView, ImportParams, ImportPick, ImportScan, ImportStatus, ServerView,
 };
 use ractor::ActorRef;
 
 use super::address;
 use super::import::{self, CandidateTransport, ImportCandidate, ImportError, ImportSource};
-use super::registry::{RegistryContext, RegistryMsg};
+use super::registry::{NewServer, RegistryContext, RegistryMsg};
 
 /// Everything found, with files that could not be read in words.
 pub struct Found {
@@ -269,7 +268,7 @@ fn check_new(
 }
 
 /// What `mcp add` is given to add candidate `c` as `name`.
-fn add_params(c: &ImportCandidate, name: String) -> AddServerParams {
+fn add_params(c: &ImportCandidate, name: String) -> NewServer {
     let (kind, command, args, url) = target(c);
     let lines = |pairs: &[(String, String)]| -> Vec<SecretLine> {
         pairs
@@ -286,20 +285,13 @@ fn add_params(c: &ImportCandidate, name: String) -> AddServerParams {
             (Vec::new(), lines(headers))
         }
     };
-    AddServerParams {
-        name,
-        kind,
+    NewServer {
         command,
         args,
         url,
-        allow_http: false,
         env,
         headers,
-        client_id: None,
-        client_secret: None,
-        callback_port: None,
-        sign_in_by: None,
-        client_metadata_url: None,
+        ..NewServer::reached(name, kind)
     }
 }
 

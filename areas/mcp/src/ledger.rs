@@ -78,15 +78,21 @@ pub fn pending_capabilities(
     (pending, never)
 }
 
-/// Approves `tools` (or every tool, with `all`) of the record's last listing as they are now.
-pub fn approve_tools(
-    rec: &mut ServerRecord,
-    tools: &[String],
-    all: bool,
-) -> Result<(), RegistryError> {
-    if tools.is_empty() && !all {
-        return Ok(());
-    }
+/// Which tools of a server's last listing the person approves as they are now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolChoice {
+    None,
+    Named(Vec<String>),
+    All,
+}
+
+/// Approves the chosen tools of the record's last listing as they are now.
+pub fn approve_tools(rec: &mut ServerRecord, tools: &ToolChoice) -> Result<(), RegistryError> {
+    let tools = match tools {
+        ToolChoice::None => return Ok(()),
+        ToolChoice::All => None,
+        ToolChoice::Named(names) => Some(names),
+    };
     let Some(listing) = &rec.listing else {
         return Err(RegistryError::conflict(format!(
             "the tools of `{}` have not been listed yet: `bosun mcp tools {}` lists them (and approves what it finds the first time)",
@@ -97,9 +103,7 @@ pub fn approve_tools(
         .approved()
         .map(<[StoredTool]>::to_vec)
         .unwrap_or_default();
-    let chosen: Vec<&StoredTool> = if all {
-        listing.tools.iter().collect()
-    } else {
+    let chosen: Vec<&StoredTool> = if let Some(tools) = tools {
         let mut chosen = Vec::new();
         for name in tools {
             match listing.tools.iter().find(|t| &t.name == name) {
@@ -113,6 +117,8 @@ pub fn approve_tools(
             }
         }
         chosen
+    } else {
+        listing.tools.iter().collect()
     };
     for t in chosen {
         approved.retain(|a| a.name != t.name);
@@ -251,9 +257,10 @@ mod tests {
                 change: ToolChange::New
             }]
         );
-        approve_tools(&mut rec, &["rm".to_string()], false).unwrap();
+        approve_tools(&mut rec, &ToolChoice::Named(vec!["rm".to_string()])).unwrap();
         assert!(pending_of(&rec).is_empty());
-        let err = approve_tools(&mut rec, &["nope".to_string()], false).unwrap_err();
+        let err =
+            approve_tools(&mut rec, &ToolChoice::Named(vec!["nope".to_string()])).unwrap_err();
         assert!(
             err.to_string().contains("`nope` is not among the tools"),
             "{err}"

@@ -29,7 +29,7 @@ use bosun_shared::gateway::{
 };
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::mcp::{SecretLine, SecretValue, ServerKind, SignInBy};
-use bosun_shared::protocol::mcp::{AddServerParams, McpApprove, ServerView};
+use bosun_shared::protocol::mcp::ServerView;
 use bosun_shared::{ServerId, Timestamp};
 use bosun_store::writer::StoreWriter;
 use bosun_store::{Store, StoreError};
@@ -43,7 +43,7 @@ pub use self::view::sign_in_view;
 use self::view::view_of;
 use super::address;
 use super::browser::{self, BrowserSettings};
-use super::ledger;
+use super::ledger::{self, ToolChoice};
 use super::record::{LineKind, ServerReads, ServerRecord, StoredListing};
 use super::tools;
 use crate::RegistryError;
@@ -115,14 +115,69 @@ impl GatewayChange {
     }
 }
 
+/// A new server, as read where the request arrived.
+#[derive(Clone, Debug)]
+pub struct NewServer {
+    pub name: String,
+    pub kind: ServerKind,
+    /// Stdio: the program.
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// Http or Sse: the address. Its query is kept as a secret, and never shown again.
+    pub url: Option<String>,
+    /// Plain `http://` may reach another machine (without it, only this one).
+    pub allow_http: bool,
+    pub env: Vec<SecretLine>,
+    pub headers: Vec<SecretLine>,
+    /// A client id from the service, for a server that takes no registration.
+    pub client_id: Option<String>,
+    pub client_secret: Option<SecretValue>,
+    /// The loopback port for the sign-in's answer (a client id registered with a fixed one).
+    pub callback_port: Option<NonZeroU16>,
+    pub sign_in_by: SignInBy,
+    /// The HTTPS address of bosun's client metadata document that the person hosts.
+    pub client_metadata_url: Option<String>,
+}
+
+impl NewServer {
+    /// A server reached as `kind` says, with nothing else set.
+    pub fn reached(name: String, kind: ServerKind) -> Self {
+        Self {
+            name,
+            kind,
+            command: None,
+            args: Vec::new(),
+            url: None,
+            allow_http: false,
+            env: Vec::new(),
+            headers: Vec::new(),
+            client_id: None,
+            client_secret: None,
+            callback_port: None,
+            sign_in_by: SignInBy::default(),
+            client_metadata_url: None,
+        }
+    }
+}
+
+/// What the person approves of a server: tools of its last listing, and capabilities it
+/// advertises.
+#[derive(Clone, Debug)]
+pub struct Approve {
+    /// Its name or id.
+    pub server: String,
+    pub tools: ToolChoice,
+    pub capabilities: Vec<Capability>,
+}
+
 pub enum RegistryMsg {
     Add {
-        params: AddServerParams,
+        params: NewServer,
         reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     /// Approves tools of its last listing and capabilities it advertises.
     Approve {
-        params: McpApprove,
+        params: Approve,
         reply: RpcReplyPort<Result<ServerView, RegistryError>>,
     },
     Edit {
@@ -430,15 +485,15 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, Regis
 
 /// Approves tools of the server's last listing as they are, and capabilities: runs get them
 /// from the next run on.
-async fn approve(ctx: &RegistryContext, p: McpApprove) -> Result<ServerView, RegistryError> {
+async fn approve(ctx: &RegistryContext, p: Approve) -> Result<ServerView, RegistryError> {
     let mut rec = find(&ctx.store, &p.server).await?;
-    if p.tools.is_empty() && !p.all_tools && p.capabilities.is_empty() {
+    if p.tools == ToolChoice::None && p.capabilities.is_empty() {
         return Err(RegistryError::invalid(format!(
             "say what to approve of `{}`: tool names, --all-tools, or --capability NAME; `bosun mcp show {}` lists what waits",
             rec.name, rec.name
         )));
     }
-    ledger::approve_tools(&mut rec, &p.tools, p.all_tools)?;
+    ledger::approve_tools(&mut rec, &p.tools)?;
     if !p.capabilities.is_empty() {
         let mut capabilities = rec.rules.capabilities.clone();
         capabilities.extend(p.capabilities.iter().copied());
@@ -450,7 +505,7 @@ async fn approve(ctx: &RegistryContext, p: McpApprove) -> Result<ServerView, Reg
     }
     rec.updated_at = Timestamp::now();
     ctx.writer.put(&rec).await?;
-    info!(server = %rec.name, tools = p.tools.len(), all_tools = p.all_tools, capabilities = p.capabilities.len(), "approved");
+    info!(server = %rec.name, tools = ?p.tools, capabilities = p.capabilities.len(), "approved");
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
     Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use bosun_kit::edit::Edit;
 use bosun_mcp::RegistryError;
-use bosun_mcp::registry::{self, GatewayChange, RegistryMsg, ServerEdit};
+use bosun_mcp::ledger::ToolChoice;
+use bosun_mcp::registry::{self, Approve, GatewayChange, NewServer, RegistryMsg, ServerEdit};
 use bosun_mcp::{adopt, look};
 use bosun_shared::gateway::{CallDeadline, ResultChars, RuleError, SamplingTokens};
 use bosun_shared::protocol::WireError;
@@ -23,11 +24,23 @@ use crate::wire::Failure;
 
 impl Handle for AddServerParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        registry_call(ctx, |reply| RegistryMsg::Add {
-            params: self,
-            reply,
-        })
-        .await
+        // An empty client id or a callback port of zero is none.
+        let params = NewServer {
+            name: self.name,
+            kind: self.kind,
+            command: self.command,
+            args: self.args,
+            url: self.url,
+            allow_http: self.allow_http,
+            env: self.env,
+            headers: self.headers,
+            client_id: self.client_id.filter(|c| !c.is_empty()),
+            client_secret: self.client_secret,
+            callback_port: self.callback_port.and_then(NonZeroU16::new),
+            sign_in_by: self.sign_in_by.unwrap_or_default(),
+            client_metadata_url: self.client_metadata_url,
+        };
+        registry_call(ctx, |reply| RegistryMsg::Add { params, reply }).await
     }
 }
 
@@ -84,11 +97,18 @@ fn gateway_change(g: GatewayEdit) -> Result<GatewayChange, RuleError> {
 
 impl Handle for McpApprove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        registry_call(ctx, |reply| RegistryMsg::Approve {
-            params: self,
-            reply,
-        })
-        .await
+        // Every tool wins over tools by name.
+        let tools = match (self.all_tools, self.tools.is_empty()) {
+            (true, _) => ToolChoice::All,
+            (false, true) => ToolChoice::None,
+            (false, false) => ToolChoice::Named(self.tools),
+        };
+        let params = Approve {
+            server: self.server,
+            tools,
+            capabilities: self.capabilities,
+        };
+        registry_call(ctx, |reply| RegistryMsg::Approve { params, reply }).await
     }
 }
 

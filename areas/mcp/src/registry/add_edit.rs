@@ -8,7 +8,7 @@ use bosun_auth::record::configured_secret_key;
 use bosun_kit::edit::Edit;
 use bosun_kit::offload::blocking;
 use bosun_shared::mcp::{SecretLine, ServerKind, SignInBy};
-use bosun_shared::protocol::mcp::{AddServerParams, ServerView};
+use bosun_shared::protocol::mcp::ServerView;
 use bosun_shared::{ServerId, Timestamp};
 use tracing::{info, warn};
 
@@ -18,18 +18,15 @@ use super::checks::{
 };
 use super::view::view_of;
 use super::{
-    RegistryContext, ServerEdit, builtin_refusal, check_name, delete_values, find, line_pairs,
-    save_values, stdio_allow_http,
+    NewServer, RegistryContext, ServerEdit, builtin_refusal, check_name, delete_values, find,
+    line_pairs, save_values, stdio_allow_http,
 };
 use crate::RegistryError;
 use crate::address::{self, Address};
 use crate::browser;
 use crate::record::{self, LineKind, ServerRecord};
 
-pub(super) async fn add(
-    ctx: &RegistryContext,
-    p: AddServerParams,
-) -> Result<ServerView, RegistryError> {
+pub(super) async fn add(ctx: &RegistryContext, p: NewServer) -> Result<ServerView, RegistryError> {
     check_name(ctx, &p.name, None).await?;
     if p.allow_http && p.kind == ServerKind::Stdio {
         return Err(stdio_allow_http());
@@ -41,7 +38,7 @@ pub(super) async fn add(
         p.kind,
         p.client_id.as_deref(),
         &p.client_secret,
-        p.sign_in_by,
+        Some(p.sign_in_by),
     )?;
     let now = Timestamp::now();
     let rec = ServerRecord {
@@ -60,9 +57,9 @@ pub(super) async fn add(
         listing: None,
         last_error: None,
         browser: None,
-        client_id: p.client_id.clone().filter(|c| !c.is_empty()),
-        callback_port: p.callback_port.filter(|port| *port != 0),
-        sign_in_by: p.sign_in_by.unwrap_or_default(),
+        client_id: p.client_id.clone(),
+        callback_port: p.callback_port.map(NonZeroU16::get),
+        sign_in_by: p.sign_in_by,
         client_metadata_url: check_client_metadata_url(p.kind, p.client_metadata_url.as_deref())?,
         rules: Default::default(),
         approved_tools: None,
