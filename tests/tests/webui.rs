@@ -520,6 +520,34 @@ fn browser_stops_a_run_from_its_pages_and_an_answer_after_its_end_leaves_it_ende
     finish(b)
 }
 
+/// The Runs page reads a history larger than one answer of bosund (about 1 MiB of runs) page by
+/// page, and lists every run, the oldest last.
+#[test]
+fn browser_lists_a_history_larger_than_one_answer_page_by_page() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_runs_pages");
+    let big = "x".repeat(100_000);
+    let mut ids = Vec::new();
+    for i in 0..24 {
+        ids.push(b.start(&[], &["true", &format!("{i}:{big}")])?);
+    }
+    for id in &ids {
+        b.wait_ended(id, Duration::from_secs(30))?;
+    }
+    let ui = Ui::start(&b)?;
+    let seen = drive(&ui, "runsPages", &[])?;
+    assert!(
+        seen["asked"].as_u64().unwrap_or_default() >= 2,
+        "2.4 MB of runs came in one answer: {seen}"
+    );
+    assert_eq!(seen["count"], "24 of 24", "{seen}");
+    assert_eq!(
+        seen["last"],
+        ids[0].as_str(),
+        "the oldest run is last: {seen}"
+    );
+    finish(b)
+}
+
 #[test]
 fn browser_inbox_approves_the_leads_pending_action() -> anyhow::Result<()> {
     let b = Bosun::new("webui_browser_inbox");

@@ -100,6 +100,22 @@ const scenarios = {
     return { exit: await row.locator("td.exit").textContent(), state: await row.getAttribute("data-state") };
   },
 
+  // The Runs page with a history larger than one answer of bosund: how many list_runs calls it
+  // made, the count it shows, and the run in the last row once scrolled to the end (the oldest).
+  async runsPages(page) {
+    let asked = 0;
+    page.on("request", (r) => {
+      if (r.url().endsWith("/api/call") && (r.postData() || "").includes('"list_runs"')) asked++;
+    });
+    await page.goto(`${base}/#/runs`);
+    await page.waitForSelector("#runs-scroll[data-shown]", { timeout });
+    const count = await page.locator("#runs-count").textContent();
+    await page.locator("#runs-scroll").evaluate((e) => (e.scrollTop = e.scrollHeight));
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const last = await page.locator("#runs-body tr[data-run]").last().getAttribute("data-run");
+    return { asked, count, last };
+  },
+
   // Approves the one pending action of the lead from the Inbox.
   async inbox(page) {
     await page.goto(`${base}/#/inbox`);
