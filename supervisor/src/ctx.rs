@@ -307,6 +307,7 @@ impl DaemonCtx {
             agents_ctx: self.agents_context(),
             runs: self.runs.clone(),
             attachments: self.dirs.root().join("attachments"),
+            shows: Arc::new(crate::api::views::lead::LeadShows),
         }
     }
 

@@ -9,24 +9,34 @@ use std::time::Duration;
 use crate::AgentsError;
 use bosun_shared::agents::CliKind;
 use bosun_shared::process::Helper;
-use bosun_shared::protocol::agents::BuiltinToolsView;
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use super::catalog::{self, SwitchStates};
+use super::catalog::{self, BuiltinTool, SwitchStates};
 use super::record::AgentRecord;
 use super::registry::{AgentsContext, AgentsMsg, SAVE_LIMIT_MS, find};
 
 /// How long Claude Code may take to print its init line.
 const ASK_LIMIT: Duration = Duration::from_secs(30);
 
+/// An agent's built-in tools as the form lists them, and where the list comes from in words.
+#[derive(Clone, Debug)]
+pub struct BuiltinTools {
+    pub agent: String,
+    pub cli: CliKind,
+    pub source: String,
+    pub tools: Vec<BuiltinTool>,
+}
+
+/// The agent's built-in tools: bosun's catalog merged with those its last run saw, or with those
+/// Claude Code reports now when `ask`.
 pub async fn tools(
     ctx: &AgentsContext,
     agents: Option<ractor::ActorRef<AgentsMsg>>,
     agent: &str,
     ask: bool,
-) -> Result<BuiltinToolsView, AgentsError> {
+) -> Result<BuiltinTools, AgentsError> {
     let rec = find(&ctx.store, agent).await?;
     let mut seen = rec
         .last_run
@@ -68,7 +78,7 @@ pub async fn tools(
         permission_mode: rec.permission_mode.clone(),
         allowed_commands: rec.allowed_commands.clone(),
     };
-    Ok(BuiltinToolsView {
+    Ok(BuiltinTools {
         agent: rec.name.clone(),
         cli: rec.cli,
         source,

@@ -24,7 +24,6 @@ use std::fmt;
 
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::Risk;
-use bosun_shared::protocol::agents::BuiltinToolView;
 
 /// The groups the form lists built-in tools by, in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -56,14 +55,6 @@ impl Group {
             Group::Web => 4,
             Group::Other => 5,
         }
-    }
-
-    /// The group of a name as [`Display`](fmt::Display) writes it (the view carries the words).
-    fn rank_of(name: &str) -> u8 {
-        Group::ALL
-            .iter()
-            .find(|g| g.to_string() == name)
-            .map_or(Group::Other.rank(), |g| g.rank())
     }
 }
 
@@ -804,9 +795,9 @@ pub fn find(cli: CliKind, name: &str) -> Option<&'static CatalogTool> {
     catalog(cli).iter().find(|t| t.name == name)
 }
 
-/// Where the list comes from, in words, for [`BuiltinToolsView::source`].
+/// Where the list comes from, in words, for [`BuiltinTools::source`].
 ///
-/// [`BuiltinToolsView::source`]: bosun_shared::protocol::agents::BuiltinToolsView
+/// [`BuiltinTools::source`]: crate::builtin::BuiltinTools
 pub fn source(cli: CliKind, seen: &[String]) -> &'static str {
     match cli {
         CliKind::Claude if seen.is_empty() => {
@@ -838,10 +829,22 @@ fn catalog_name(cli: CliKind, reported: &str) -> &str {
     }
 }
 
+/// A built-in tool of an agent's CLI as the form lists it: what it allows, its risk (none for
+/// a tool the catalog does not know), its state in words, and whether the last run saw it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltinTool {
+    pub name: String,
+    pub group: Group,
+    pub what: &'static str,
+    pub risk: Option<Risk>,
+    pub state: String,
+    pub seen_in_last_run: bool,
+}
+
 /// The catalog merged with the tools the CLI reported in the agent's last run: every
 /// catalogued tool, marked when seen, and each reported tool the catalog does not know under
 /// Other, risk unknown, off. MCP tools are left out. Sorted by group, then name.
-pub fn merged(cli: CliKind, seen: &[String], switches: &SwitchStates) -> Vec<BuiltinToolView> {
+pub fn merged(cli: CliKind, seen: &[String], switches: &SwitchStates) -> Vec<BuiltinTool> {
     if cli == CliKind::Command {
         return Vec::new();
     }
@@ -852,12 +855,12 @@ pub fn merged(cli: CliKind, seen: &[String], switches: &SwitchStates) -> Vec<Bui
         .map(|n| catalog_name(cli, n))
         .collect();
     let tools = catalog(cli);
-    let mut out: Vec<BuiltinToolView> = tools
+    let mut out: Vec<BuiltinTool> = tools
         .iter()
-        .map(|t| BuiltinToolView {
+        .map(|t| BuiltinTool {
             name: t.name.to_string(),
-            group: t.group.to_string(),
-            what: t.what.to_string(),
+            group: t.group,
+            what: t.what,
             risk: Some(t.risk),
             state: state(cli, t, switches),
             seen_in_last_run: seen.contains(t.name),
@@ -866,10 +869,10 @@ pub fn merged(cli: CliKind, seen: &[String], switches: &SwitchStates) -> Vec<Bui
     out.extend(
         seen.iter()
             .filter(|n| !tools.iter().any(|t| t.name == **n))
-            .map(|n| BuiltinToolView {
+            .map(|n| BuiltinTool {
                 name: (*n).to_string(),
-                group: Group::Other.to_string(),
-                what: "A tool the CLI reported that bosun's catalog does not know".to_string(),
+                group: Group::Other,
+                what: "A tool the CLI reported that bosun's catalog does not know",
                 risk: None,
                 state: "off (a tool bosun's catalog does not know)".to_string(),
                 seen_in_last_run: true,
@@ -879,9 +882,10 @@ pub fn merged(cli: CliKind, seen: &[String], switches: &SwitchStates) -> Vec<Bui
     out
 }
 
-fn order(a: &BuiltinToolView, b: &BuiltinToolView) -> Ordering {
-    Group::rank_of(&a.group)
-        .cmp(&Group::rank_of(&b.group))
+fn order(a: &BuiltinTool, b: &BuiltinTool) -> Ordering {
+    a.group
+        .rank()
+        .cmp(&b.group.rank())
         .then_with(|| {
             a.name
                 .to_ascii_lowercase()
@@ -974,7 +978,7 @@ mod tests {
         names.iter().map(|n| (*n).to_string()).collect()
     }
 
-    fn by_name<'a>(views: &'a [BuiltinToolView], name: &str) -> &'a BuiltinToolView {
+    fn by_name<'a>(views: &'a [BuiltinTool], name: &str) -> &'a BuiltinTool {
         views
             .iter()
             .find(|v| v.name == name)
@@ -1023,16 +1027,13 @@ mod tests {
         let views = merged(CliKind::Claude, &seen, &SwitchStates::default());
         let fancy: Vec<_> = views.iter().filter(|v| v.name == "FancyNewTool").collect();
         assert_eq!(fancy.len(), 1);
-        assert_eq!(fancy[0].group, "Other");
+        assert_eq!(fancy[0].group, Group::Other);
         assert_eq!(fancy[0].risk, None);
         assert_eq!(fancy[0].state, "off (a tool bosun's catalog does not know)");
         assert!(fancy[0].seen_in_last_run);
         assert!(views.iter().all(|v| !v.name.starts_with("mcp__")));
         let res = by_name(&views, "ListMcpResourcesTool");
-        assert_eq!(
-            (res.group.as_str(), res.state.as_str()),
-            ("Other", "always on")
-        );
+        assert_eq!((res.group, res.state.as_str()), (Group::Other, "always on"));
         assert!(res.what.contains("comes with MCP servers"));
         assert_eq!(by_name(&views, "Read").state, "always on");
         assert_eq!(views.len(), catalog(CliKind::Claude).len() + 1);
@@ -1127,7 +1128,7 @@ mod tests {
             let views = merged(cli, &strings(&["Zzz", "aaa"]), &SwitchStates::default());
             let keys: Vec<(u8, String)> = views
                 .iter()
-                .map(|v| (Group::rank_of(&v.group), v.name.to_ascii_lowercase()))
+                .map(|v| (v.group.rank(), v.name.to_ascii_lowercase()))
                 .collect();
             let mut sorted = keys.clone();
             sorted.sort();

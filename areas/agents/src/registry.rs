@@ -12,11 +12,12 @@
 
 mod add_edit;
 mod checks;
+mod detail;
 mod switches;
-mod view;
 
 use std::num::NonZeroU64;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use bosun_kit::edit::Edit;
 use bosun_kit::keychain::{Keychain, agent_env_key};
@@ -24,7 +25,6 @@ use bosun_kit::offload::blocking;
 use bosun_mcp::record::{ServerReads, ServerRecord};
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::SecretLine;
-use bosun_shared::protocol::agents::AgentView;
 use bosun_shared::time::TimeCap;
 use bosun_shared::{AgentId, Timestamp};
 use bosun_store::writer::StoreWriter;
@@ -33,8 +33,9 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::{info, warn};
 
 use self::add_edit::{add, delete_values, edit};
+pub use self::detail::{AgentDetail, ServerSeen};
+use self::detail::{detail_of, servers_seen};
 use self::switches::set;
-use self::view::view_of;
 use crate::AgentsError;
 use crate::record::{AgentReads, AgentRecord, LastRun};
 
@@ -113,21 +114,21 @@ pub struct NewAgent {
 pub enum AgentsMsg {
     Add {
         params: NewAgent,
-        reply: RpcReplyPort<Result<AgentView, AgentsError>>,
+        reply: RpcReplyPort<Result<AgentDetail, AgentsError>>,
     },
     Edit {
         params: AgentEdit,
-        reply: RpcReplyPort<Result<AgentView, AgentsError>>,
+        reply: RpcReplyPort<Result<AgentDetail, AgentsError>>,
     },
     /// Switches as `key=value`, all applied or none.
     Set {
         agent: String,
         settings: Vec<String>,
-        reply: RpcReplyPort<Result<AgentView, AgentsError>>,
+        reply: RpcReplyPort<Result<AgentDetail, AgentsError>>,
     },
     Remove {
         agent: String,
-        reply: RpcReplyPort<Result<AgentView, AgentsError>>,
+        reply: RpcReplyPort<Result<AgentDetail, AgentsError>>,
     },
     /// A run of the agent ended: keep what it found, and answer once it is saved (the run
     /// records its end only then, so whoever sees the run ended finds it on the agent).
@@ -237,38 +238,44 @@ pub async fn find(store: &Store, agent: &str) -> Result<AgentRecord, AgentsError
         })
 }
 
-async fn servers(store: &Store) -> Result<Vec<ServerRecord>, AgentsError> {
+async fn server_records(store: &Store) -> Result<Vec<ServerRecord>, AgentsError> {
     let store = store.clone();
     blocking(move || store.servers())
         .await?
         .map_err(AgentsError::from)
 }
 
-/// Every agent as the UI shows it.
-pub async fn list(ctx: &AgentsContext) -> Result<Vec<AgentView>, AgentsError> {
+/// Every server, as the agents' switches see them.
+async fn seen_servers(store: &Store) -> Result<Arc<[ServerSeen]>, AgentsError> {
+    let store = store.clone();
+    blocking(move || Ok(servers_seen(&store, store.servers()?))).await?
+}
+
+/// Every agent, with what the registry sees beside each.
+pub async fn list(ctx: &AgentsContext) -> Result<Vec<AgentDetail>, AgentsError> {
     let store = ctx.store.clone();
     let agents = blocking(move || store.agents()).await??;
-    let servers = servers(&ctx.store).await?;
-    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
+    let servers = seen_servers(&ctx.store).await?;
+    let keychain = ctx.keychain.clone();
     Ok(blocking(move || {
         agents
-            .iter()
-            .map(|a| view_of(&keychain, &store, a, &servers))
+            .into_iter()
+            .map(|a| detail_of(&keychain, a, servers.clone()))
             .collect()
     })
     .await?)
 }
 
-/// One agent as the UI shows it.
-pub async fn show(ctx: &AgentsContext, agent: &str) -> Result<AgentView, AgentsError> {
+/// One agent, with what the registry sees beside it.
+pub async fn show(ctx: &AgentsContext, agent: &str) -> Result<AgentDetail, AgentsError> {
     let rec = find(&ctx.store, agent).await?;
-    view(ctx, rec).await
+    detail(ctx, rec).await
 }
 
-async fn view(ctx: &AgentsContext, rec: AgentRecord) -> Result<AgentView, AgentsError> {
-    let servers = servers(&ctx.store).await?;
-    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    Ok(blocking(move || view_of(&keychain, &store, &rec, &servers)).await?)
+async fn detail(ctx: &AgentsContext, rec: AgentRecord) -> Result<AgentDetail, AgentsError> {
+    let servers = seen_servers(&ctx.store).await?;
+    let keychain = ctx.keychain.clone();
+    Ok(blocking(move || detail_of(&keychain, rec, servers)).await?)
 }
 
 fn bad(m: impl std::fmt::Display) -> AgentsError {
@@ -326,14 +333,14 @@ async fn server_verdicts(
     Ok(())
 }
 
-async fn remove(ctx: &AgentsContext, agent: &str) -> Result<AgentView, AgentsError> {
+async fn remove(ctx: &AgentsContext, agent: &str) -> Result<AgentDetail, AgentsError> {
     let rec = find(&ctx.store, agent).await?;
     let keys: Vec<String> = rec
         .secret_env
         .iter()
         .map(|n| agent_env_key(rec.id, n))
         .collect();
-    let shown = view(ctx, rec.clone()).await?;
+    let shown = detail(ctx, rec.clone()).await?;
     // Secrets first: an agent is never removed while its secrets stay behind unnoticed.
     delete_values(&ctx.keychain, keys)
         .await

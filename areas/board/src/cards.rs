@@ -3,13 +3,12 @@
 //! waits on hold for the person ([`tainted_reason`]).
 
 use bosun_kit::edit::Edit;
-use bosun_shared::protocol::board::CardView;
 use bosun_shared::usage::{Budget, CapEdit};
 use bosun_shared::{AgentId, CardId, Timestamp};
 use tracing::info;
 
 use crate::record::{BoardChange, CardRecord, Hold};
-use crate::{BoardError, BoardState, bad, worktree};
+use crate::{BoardError, BoardState, Card, bad, worktree};
 use bosun_kit::offload::blocking;
 
 /// A new card.
@@ -146,7 +145,7 @@ impl BoardState {
         Ok((rec.id, rec.name))
     }
 
-    pub(crate) async fn show_card(&self, key: &str) -> Result<CardView, BoardError> {
+    pub(crate) async fn show_card(&self, key: &str) -> Result<Card, BoardError> {
         let id = self.card_id(key)?;
         self.card_reply(id).await
     }
@@ -155,7 +154,7 @@ impl BoardState {
         &mut self,
         p: NewCard,
         taint: Option<String>,
-    ) -> Result<CardView, BoardError> {
+    ) -> Result<Card, BoardError> {
         let title = check_title(&p.title)?;
         check_text("description", &p.description)?;
         check_text("acceptance criteria", &p.acceptance)?;
@@ -228,7 +227,7 @@ impl BoardState {
         &mut self,
         p: CardEdit,
         taint: Option<String>,
-    ) -> Result<CardView, BoardError> {
+    ) -> Result<Card, BoardError> {
         let id = self.card_id(&p.card)?;
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Err(BoardError::internal("the card went away"));
@@ -350,11 +349,7 @@ impl BoardState {
     /// Removes a card, and its worktree first (its branch stays): a crash in between leaves
     /// the card, whose next run or removal finds the worktree gone. Refused while a run of it
     /// is going.
-    pub(crate) async fn remove_card(
-        &mut self,
-        key: &str,
-        force: bool,
-    ) -> Result<CardView, BoardError> {
+    pub(crate) async fn remove_card(&mut self, key: &str, force: bool) -> Result<Card, BoardError> {
         let id = self.card_id(key)?;
         let Some(card) = self.cards.get(&id).cloned() else {
             return Err(BoardError::internal("the card went away"));

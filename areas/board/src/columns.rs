@@ -1,12 +1,11 @@
 //! The board's columns: their names, their order, Auto or Manual, and the limit on card runs at
 //! once that the board keeps with them.
 
-use bosun_shared::protocol::board::{BoardView, ColumnView};
 use bosun_shared::{ColumnId, Timestamp};
 use tracing::info;
 
 use crate::record::{BoardChange, BoardMeta, ColumnRecord};
-use crate::{BoardError, BoardState, bad};
+use crate::{BoardError, BoardNow, BoardState, bad};
 
 /// A new column.
 #[derive(Clone, Debug)]
@@ -74,7 +73,7 @@ impl BoardState {
         self.columns.iter().any(|c| c.id == id && c.auto)
     }
 
-    pub(crate) async fn set_limit(&mut self, limit: u32) -> Result<BoardView, BoardError> {
+    pub(crate) async fn set_limit(&mut self, limit: u32) -> Result<BoardNow, BoardError> {
         if limit == 0 || limit > MAX_LIMIT {
             return Err(bad(format!(
                 "the limit on card runs at once is 1 to {MAX_LIMIT}; {limit} is not"
@@ -83,10 +82,10 @@ impl BoardState {
         let meta = BoardMeta { limit };
         self.save(vec![BoardChange::Meta(meta.clone())]).await?;
         self.meta = meta;
-        self.board_view().await
+        self.board().await
     }
 
-    pub(crate) async fn add_column(&mut self, p: NewColumn) -> Result<ColumnView, BoardError> {
+    pub(crate) async fn add_column(&mut self, p: NewColumn) -> Result<ColumnRecord, BoardError> {
         let name = check_column_name(&p.name)?;
         if self.column(&name).is_ok() {
             return Err(BoardError::conflict(format!(
@@ -112,10 +111,10 @@ impl BoardState {
         self.save(changes).await?;
         self.columns = columns;
         info!(column = %col.name, auto = col.auto, "column added");
-        Ok(self.columns[at as usize].view())
+        Ok(self.columns[at as usize].clone())
     }
 
-    pub(crate) async fn set_column(&mut self, p: ColumnChange) -> Result<ColumnView, BoardError> {
+    pub(crate) async fn set_column(&mut self, p: ColumnChange) -> Result<ColumnRecord, BoardError> {
         let id = self.column(&p.column)?.id;
         let mut columns = self.columns.clone();
         let Some(index) = columns.iter().position(|c| c.id == id) else {
@@ -143,7 +142,7 @@ impl BoardState {
         changes.push(BoardChange::Column(columns[at].clone()));
         self.save(changes).await?;
         self.columns = columns;
-        Ok(self.columns[at].view())
+        Ok(self.columns[at].clone())
     }
 }
 

@@ -19,16 +19,17 @@ use crate::record::BoardReads;
 mod automation;
 mod cards;
 mod columns;
+mod detail;
 mod error;
 pub mod github;
 mod merge;
 mod notes;
 mod projects;
 pub mod record;
-mod view;
 pub mod worktree;
 pub use cards::{CardEdit, NewCard, tainted_reason};
 pub use columns::{ColumnChange, NewColumn};
+pub use detail::{BoardNow, BudgetNow, Card, Project};
 pub use error::BoardError;
 pub use merge::{Again, Closed, Finding, Findings, OfferNow, QaTokens};
 pub use notes::check_note_path;
@@ -39,8 +40,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use bosun_shared::protocol::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
-use bosun_shared::protocol::projects::ProjectView;
 use bosun_shared::{CardId, ColumnId, ProjectId, RunId, Timestamp};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::warn;
@@ -50,7 +49,9 @@ use bosun_kit::handle::ActorHandle;
 use bosun_runs::RunsMsg;
 use bosun_store::Store;
 use bosun_store::writer::{Change, StoreWriter};
-use record::{BoardChange, BoardMeta, CardRecord, CardWorktree, ColumnRecord, ProjectRecord};
+use record::{
+    BoardChange, BoardMeta, CardRecord, CardWorktree, ColumnRecord, NoteRecord, ProjectRecord,
+};
 
 /// How often the automation looks for work and for runs that ended.
 const TICK: Duration = Duration::from_millis(500);
@@ -103,52 +104,52 @@ pub async fn ask<T: Send + 'static>(
 /// What the Board is asked, each with the port for what it yields: the view of what the
 /// request was about, or for the lead's merges the words of what was done.
 pub enum BoardRequest {
-    Show(Reply<BoardView>),
+    Show(Reply<BoardNow>),
     AddColumn {
         params: NewColumn,
-        reply: Reply<ColumnView>,
+        reply: Reply<ColumnRecord>,
     },
     SetColumn {
         params: ColumnChange,
-        reply: Reply<ColumnView>,
+        reply: Reply<ColumnRecord>,
     },
     /// `taint`: the outside tool the lead's answer used before this call, if any.
     AddCard {
         params: NewCard,
         taint: Option<String>,
-        reply: Reply<CardView>,
+        reply: Reply<Card>,
     },
     EditCard {
         params: Box<CardEdit>,
         taint: Option<String>,
-        reply: Reply<CardView>,
+        reply: Reply<Card>,
     },
     ShowCard {
         card: String,
-        reply: Reply<CardView>,
+        reply: Reply<Card>,
     },
     /// Removes a card no run of is going, and its worktree (`force`: with changes not
     /// committed); the reply is the card as it was.
     RemoveCard {
         card: String,
         force: bool,
-        reply: Reply<CardView>,
+        reply: Reply<Card>,
     },
     SetLimit {
         limit: u32,
-        reply: Reply<BoardView>,
+        reply: Reply<BoardNow>,
     },
-    Notes(Reply<Vec<NoteSummary>>),
+    Notes(Reply<Vec<NoteRecord>>),
     Note {
         path: String,
-        reply: Reply<NoteView>,
+        reply: Reply<NoteRecord>,
     },
     WriteNote {
         path: String,
         text: String,
         base_version: Option<u64>,
         force: bool,
-        reply: Reply<NoteView>,
+        reply: Reply<NoteRecord>,
     },
     /// Adds a section (a `## heading` and its text) at the end of a note, creating it if need
     /// be.
@@ -156,43 +157,43 @@ pub enum BoardRequest {
         path: String,
         heading: String,
         text: String,
-        reply: Reply<NoteView>,
+        reply: Reply<NoteRecord>,
     },
     MoveNote {
         from: String,
         to: String,
-        reply: Reply<NoteView>,
+        reply: Reply<NoteRecord>,
     },
     AddProject {
         params: NewProject,
-        reply: Reply<ProjectView>,
+        reply: Reply<Project>,
     },
     EditProject {
         params: ProjectEdit,
-        reply: Reply<ProjectView>,
+        reply: Reply<Project>,
     },
     /// The person's switches of a project (`key=value`); nobody else's request is made into it.
     SetProject {
         project: String,
         settings: Vec<String>,
-        reply: Reply<ProjectView>,
+        reply: Reply<Project>,
     },
     ShowProject {
         project: String,
-        reply: Reply<ProjectView>,
+        reply: Reply<Project>,
     },
-    Projects(Reply<Vec<ProjectView>>),
+    Projects(Reply<Vec<Project>>),
     /// Removes a project; the reply is the project as it was.
     RemoveProject {
         project: String,
-        reply: Reply<ProjectView>,
+        reply: Reply<Project>,
     },
     /// A live QA run's verdict on its card (from bosun's MCP server, by the run's token).
     QaVerdict {
         card: CardId,
         pass: bool,
         summary: String,
-        reply: Reply<CardView>,
+        reply: Reply<Card>,
     },
     /// The lead's merge of a card's pull request, under every rule: what was done, in words.
     MergePr {
@@ -389,7 +390,7 @@ impl BoardState {
     /// succeeded: the board may have changed, so the automation looks again.
     async fn request(&mut self, req: BoardRequest) -> bool {
         match req {
-            BoardRequest::Show(reply) => send(reply, self.board_view().await),
+            BoardRequest::Show(reply) => send(reply, self.board().await),
             BoardRequest::AddColumn { params, reply } => send(reply, self.add_column(params).await),
             BoardRequest::SetColumn { params, reply } => send(reply, self.set_column(params).await),
             BoardRequest::AddCard {

@@ -37,13 +37,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bosun_shared::notice::{Notice, NotificationKind};
-use bosun_shared::protocol::board::CardView;
 use bosun_shared::{CardId, RunToken, Timestamp};
 use tracing::info;
 
 use super::github;
 use super::record::{BoardChange, CardRecord, MergeAsk, QaVerdict};
-use super::{BoardError, BoardState};
+use super::{BoardError, BoardState, Card};
 use bosun_kit::git;
 use bosun_kit::offload::blocking;
 
@@ -115,7 +114,7 @@ impl BoardState {
         id: CardId,
         pass: bool,
         summary: String,
-    ) -> Result<CardView, BoardError> {
+    ) -> Result<Card, BoardError> {
         let Some(mut card) = self.cards.get(&id).cloned() else {
             return Err(BoardError::not_found("the card of this QA run is gone"));
         };

@@ -1,13 +1,11 @@
 //! Memory notes: listed, read, written against the version they were based on, appended to and
 //! moved, each change a new version.
 
-use bosun_shared::Timestamp;
-use bosun_shared::projects::MAX_NOTE;
-use bosun_shared::protocol::board::{NoteSummary, NoteView};
-
 use crate::record::{BoardChange, NoteRecord};
 use crate::{BoardError, BoardState, bad};
 use bosun_kit::offload::blocking;
+use bosun_shared::Timestamp;
+use bosun_shared::projects::MAX_NOTE;
 
 const MAX_PATH: usize = 200;
 
@@ -35,23 +33,14 @@ pub fn check_note_path(path: &str) -> Result<(), BoardError> {
 }
 
 impl BoardState {
-    pub(crate) async fn notes(&self) -> Result<Vec<NoteSummary>, BoardError> {
+    pub(crate) async fn notes(&self) -> Result<Vec<NoteRecord>, BoardError> {
         let store = self.ctx.store.clone();
-        let notes = blocking(move || store.all::<NoteRecord>()).await??;
-        Ok(notes
-            .into_iter()
-            .map(|n| NoteSummary {
-                bytes: n.text.len() as u64,
-                path: n.path,
-                version: n.version,
-                updated_at: n.updated_at,
-            })
-            .collect())
+        Ok(blocking(move || store.all::<NoteRecord>()).await??)
     }
 
-    pub(crate) async fn read_note(&self, path: &str) -> Result<NoteView, BoardError> {
+    pub(crate) async fn read_note(&self, path: &str) -> Result<NoteRecord, BoardError> {
         check_note_path(path)?;
-        self.note(path).await?.map(|n| n.view()).ok_or_else(|| {
+        self.note(path).await?.ok_or_else(|| {
             BoardError::not_found(format!(
                 "there is no note `{path}`; `bosun note list` shows them"
             ))
@@ -63,7 +52,7 @@ impl BoardState {
         path: String,
         heading: String,
         text: String,
-    ) -> Result<NoteView, BoardError> {
+    ) -> Result<NoteRecord, BoardError> {
         check_note_path(&path)?;
         let heading = heading.trim();
         if heading.is_empty() || heading.contains('\n') {
@@ -88,14 +77,14 @@ impl BoardState {
             updated_at: Timestamp::now(),
         };
         self.save(vec![BoardChange::Note(note.clone())]).await?;
-        Ok(note.view())
+        Ok(note)
     }
 
     pub(crate) async fn move_note(
         &mut self,
         from: String,
         to: String,
-    ) -> Result<NoteView, BoardError> {
+    ) -> Result<NoteRecord, BoardError> {
         check_note_path(&from)?;
         check_note_path(&to)?;
         let Some(note) = self.note(&from).await? else {
@@ -104,7 +93,7 @@ impl BoardState {
             )));
         };
         if from == to {
-            return Ok(note.view());
+            return Ok(note);
         }
         if self.note(&to).await?.is_some() {
             return Err(BoardError::conflict(format!(
@@ -122,7 +111,7 @@ impl BoardState {
             BoardChange::Note(moved.clone()),
         ])
         .await?;
-        Ok(moved.view())
+        Ok(moved)
     }
 
     async fn note(&self, path: &str) -> Result<Option<NoteRecord>, BoardError> {
@@ -138,7 +127,7 @@ impl BoardState {
         text: String,
         base_version: Option<u64>,
         force: bool,
-    ) -> Result<NoteView, BoardError> {
+    ) -> Result<NoteRecord, BoardError> {
         check_note_path(&path)?;
         if text.len() > MAX_NOTE || text.contains('\0') {
             return Err(bad("a note is at most 1 MiB of text with no NUL byte"));
@@ -173,6 +162,6 @@ impl BoardState {
             updated_at: Timestamp::now(),
         };
         self.save(vec![BoardChange::Note(note.clone())]).await?;
-        Ok(note.view())
+        Ok(note)
     }
 }

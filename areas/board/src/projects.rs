@@ -9,13 +9,12 @@
 use std::path::{Path, PathBuf};
 
 use bosun_shared::projects::{Host, check_name, github_repo};
-use bosun_shared::protocol::projects::ProjectView;
 use bosun_shared::usage::{Budget, BudgetScope, CapEdit, day_of};
 use bosun_shared::{ProjectId, Timestamp};
 use tracing::info;
 
 use super::record::{BoardChange, ProjectRecord};
-use super::{BoardError, BoardState, bad};
+use super::{BoardError, BoardState, BudgetNow, Project, bad};
 use bosun_kit::edit::Edit;
 use bosun_kit::git;
 use bosun_kit::offload::blocking;
@@ -111,22 +110,15 @@ impl BoardState {
         )?)
     }
 
-    pub(super) fn project_view(&self, p: &ProjectRecord) -> ProjectView {
-        ProjectView {
-            id: p.id,
-            name: p.name.clone(),
-            folder: p.folder.clone(),
-            main_branch: p.main_branch.clone(),
-            host: p.host.clone(),
-            testing: p.testing,
-            lead_may_merge: p.lead_may_merge,
+    /// The project with how many cards belong to it and its daily budget as it stands today.
+    pub(super) fn project(&self, p: &ProjectRecord) -> Project {
+        Project {
+            record: p.clone(),
             cards: self
                 .cards
                 .values()
                 .filter(|c| c.project == Some(p.id))
                 .count() as u32,
-            created_at: p.created_at,
-            updated_at: p.updated_at,
             daily_budget: (!p.daily_budget.is_empty()).then(|| {
                 let day = day_of(Timestamp::now());
                 let scope = BudgetScope::ProjectDay {
@@ -134,33 +126,29 @@ impl BoardState {
                     name: p.name.clone(),
                     day: day.clone(),
                 };
-                super::view::budget_view(
-                    p.daily_budget,
-                    self.ctx.spend.granted(&scope),
-                    self.ctx.spend.day(p.id, &day),
-                )
+                BudgetNow {
+                    caps: p.daily_budget,
+                    more: self.ctx.spend.granted(&scope),
+                    spent: self.ctx.spend.day(p.id, &day),
+                }
             }),
         }
     }
 
-    fn project_reply(&self, id: ProjectId) -> Result<ProjectView, BoardError> {
+    fn project_reply(&self, id: ProjectId) -> Result<Project, BoardError> {
         self.projects
             .get(&id)
-            .map(|p| self.project_view(p))
+            .map(|p| self.project(p))
             .ok_or_else(|| BoardError::internal("the project went away"))
     }
 
-    pub(super) fn show_project(&self, key: &str) -> Result<ProjectView, BoardError> {
+    pub(super) fn show_project(&self, key: &str) -> Result<Project, BoardError> {
         self.project_reply(self.project_id(key)?)
     }
 
-    pub(super) fn list_projects(&self) -> Vec<ProjectView> {
-        let mut projects: Vec<ProjectView> = self
-            .projects
-            .values()
-            .map(|p| self.project_view(p))
-            .collect();
-        projects.sort_by(|a, b| a.name.cmp(&b.name));
+    pub(super) fn list_projects(&self) -> Vec<Project> {
+        let mut projects: Vec<Project> = self.projects.values().map(|p| self.project(p)).collect();
+        projects.sort_by(|a, b| a.record.name.cmp(&b.record.name));
         projects
     }
 
@@ -247,7 +235,7 @@ impl BoardState {
         Ok(branch)
     }
 
-    pub(super) async fn add_project(&mut self, p: NewProject) -> Result<ProjectView, BoardError> {
+    pub(super) async fn add_project(&mut self, p: NewProject) -> Result<Project, BoardError> {
         let name = p.name.trim().to_string();
         self.check_unique(&name, None)?;
         let found = self.checkout(&p.folder, None).await?;
@@ -275,7 +263,7 @@ impl BoardState {
         self.project_reply(id)
     }
 
-    pub(super) async fn edit_project(&mut self, p: ProjectEdit) -> Result<ProjectView, BoardError> {
+    pub(super) async fn edit_project(&mut self, p: ProjectEdit) -> Result<Project, BoardError> {
         let id = self.project_id(&p.project)?;
         let Some(mut project) = self.projects.get(&id).cloned() else {
             return Err(BoardError::internal("the project went away"));
@@ -340,7 +328,7 @@ impl BoardState {
         &mut self,
         key: &str,
         settings: &[String],
-    ) -> Result<ProjectView, BoardError> {
+    ) -> Result<Project, BoardError> {
         let id = self.project_id(key)?;
         let Some(mut project) = self.projects.get(&id).cloned() else {
             return Err(BoardError::internal("the project went away"));
@@ -374,7 +362,7 @@ impl BoardState {
         self.project_reply(id)
     }
 
-    pub(super) async fn remove_project(&mut self, key: &str) -> Result<ProjectView, BoardError> {
+    pub(super) async fn remove_project(&mut self, key: &str) -> Result<Project, BoardError> {
         let id = self.project_id(key)?;
         let Some(project) = self.projects.get(&id).cloned() else {
             return Err(BoardError::internal("the project went away"));
@@ -395,7 +383,7 @@ impl BoardState {
                 cards.join(", ")
             )));
         }
-        let view = self.project_view(&project);
+        let view = self.project(&project);
         self.save(vec![BoardChange::DeleteProject(id)]).await?;
         self.projects.remove(&id);
         info!(project = %project.name, "project removed");

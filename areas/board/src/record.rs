@@ -6,9 +6,6 @@
 use std::path::PathBuf;
 
 use bosun_shared::projects::Host;
-use bosun_shared::protocol::board::{
-    ActivityView, ColumnView, HoldView, MergedView, NoteView, QaView, WorktreeView,
-};
 use bosun_shared::usage::Budget;
 use bosun_shared::{AgentId, CardId, ColumnId, ProjectId, RunId, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -67,17 +64,6 @@ impl Record for ColumnRecord {
     }
 }
 
-impl ColumnRecord {
-    pub fn view(&self) -> ColumnView {
-        ColumnView {
-            id: self.id,
-            name: self.name.clone(),
-            auto: self.auto,
-            position: self.position,
-        }
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hold {
     /// `needs_decision`.
@@ -92,28 +78,12 @@ impl Hold {
             reason: reason.into(),
         }
     }
-
-    pub fn view(&self) -> HoldView {
-        HoldView {
-            kind: self.kind.clone(),
-            reason: self.reason.clone(),
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Activity {
     pub at: Timestamp,
     pub what: String,
-}
-
-impl Activity {
-    pub fn view(&self) -> ActivityView {
-        ActivityView {
-            at: self.at,
-            what: self.what.clone(),
-        }
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -215,18 +185,6 @@ pub struct QaVerdict {
     pub summary: String,
 }
 
-impl QaVerdict {
-    pub fn view(&self) -> QaView {
-        QaView {
-            verdict: if self.pass { "qa_pass" } else { "qa_fail" }.into(),
-            run: self.run,
-            head: self.head.clone(),
-            at: self.at,
-            summary: self.summary.clone(),
-        }
-    }
-}
-
 /// The lead's merge of a card's pull request, as asked of GitHub.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeAsk {
@@ -248,30 +206,11 @@ pub struct MergedPr {
     pub at: Timestamp,
 }
 
-impl MergedPr {
-    pub fn view(&self) -> MergedView {
-        MergedView {
-            number: self.number,
-            url: self.url.clone(),
-            at: self.at,
-        }
-    }
-}
-
 /// Where a card's runs work: a git worktree of its project's repository, on a branch of its own.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CardWorktree {
     pub path: PathBuf,
     pub branch: String,
-}
-
-impl CardWorktree {
-    pub fn view(&self) -> WorktreeView {
-        WorktreeView {
-            path: self.path.clone(),
-            branch: self.branch.clone(),
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -339,17 +278,6 @@ impl Record for NoteRecord {
 
     fn key(&self) -> String {
         self.path.clone()
-    }
-}
-
-impl NoteRecord {
-    pub fn view(&self) -> NoteView {
-        NoteView {
-            path: self.path.clone(),
-            text: self.text.clone(),
-            version: self.version,
-            updated_at: self.updated_at,
-        }
     }
 }
 

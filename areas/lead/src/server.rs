@@ -258,8 +258,8 @@ impl BosunMcp {
                 format!(
                     "Recorded: {} for card {} at commit {}.",
                     if pass { "qa_pass" } else { "qa_fail" },
-                    c.short_id,
-                    c.qa.as_ref().map_or("?", |q| q.head.as_str())
+                    c.record.id.short(),
+                    c.record.qa.as_ref().map_or("?", |q| q.head.as_str())
                 ),
                 false,
             ),
@@ -341,8 +341,8 @@ impl BosunMcp {
         let lower = card.to_ascii_lowercase();
         b.cards
             .iter()
-            .find(|c| c.id.to_string().starts_with(&lower))
-            .and_then(|c| b.columns.iter().find(|col| col.id == c.column_id))
+            .find(|c| c.record.id.to_string().starts_with(&lower))
+            .and_then(|c| b.columns.iter().find(|col| col.id == c.record.column))
             .is_none_or(|col| col.auto)
     }
 

@@ -6,7 +6,7 @@
 //! This file holds the tools themselves ([`LeadTool`]), the parts of bosun they work on and the
 //! helpers that read a call's arguments; the catalog the lead is offered is in [`catalog`], how
 //! a call is carried out in [`execute`] (attaching a file in [`attach`]), how the Board's replies
-//! are shown in [`shown`], and a waiting call in words in [`preview`].
+//! are written for the model by the [`Shows`] bosund hands it, and a waiting call in words in [`preview`].
 
 mod attach;
 mod catalog;
@@ -16,13 +16,15 @@ mod shown;
 pub use catalog::{ToolSpec, catalog};
 pub use execute::execute;
 pub use preview::{describe, preview};
+pub use shown::{Answer, Shows};
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::{ToolError, UnknownTool};
-use bosun_agents::registry::{AgentsContext, AgentsHandle, AgentsMsg};
+use bosun_agents::registry::{AgentDetail, AgentsContext, AgentsHandle, AgentsMsg};
 use bosun_board::{BoardHandle, BoardRequest, Reply};
 use bosun_kit::handle::ActorHandle;
 use bosun_runs::RunsMsg;
@@ -38,6 +40,8 @@ pub struct ToolCtx {
     pub runs: ActorHandle<RunsMsg>,
     /// Where attached files go: `<attachments>/<card id>/<file name>`.
     pub attachments: PathBuf,
+    /// Writes bosun's answers for the model.
+    pub shows: Arc<dyn Shows>,
 }
 
 /// bosun's own tools. A call names its tool; the name is parsed once, where the call comes in,
@@ -257,12 +261,8 @@ async fn board<T: Send + 'static>(
 
 async fn agents(
     ctx: &ToolCtx,
-    msg: impl FnOnce(
-        ractor::RpcReplyPort<
-            Result<bosun_shared::protocol::agents::AgentView, bosun_agents::AgentsError>,
-        >,
-    ) -> AgentsMsg,
-) -> Result<bosun_shared::protocol::agents::AgentView, ToolError> {
+    msg: impl FnOnce(ractor::RpcReplyPort<Result<AgentDetail, bosun_agents::AgentsError>>) -> AgentsMsg,
+) -> Result<AgentDetail, ToolError> {
     let a = ctx.agents.get().ok_or(bosun_kit::error::Starting)?;
     Ok(a.call(msg, None)
         .await

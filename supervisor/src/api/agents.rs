@@ -17,6 +17,7 @@ use bosun_shared::protocol::ui::RunView;
 use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_shared::time::TimeCap;
 
+use super::views::View;
 use super::{Handle, runs, starting_up};
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
@@ -24,7 +25,9 @@ use crate::wire::Failure;
 impl Handle for AgentParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
         let params = new_agent(self)?;
-        agents_call(ctx, |reply| AgentsMsg::Add { params, reply }).await
+        agents_call(ctx, |reply| AgentsMsg::Add { params, reply })
+            .await
+            .map(|a| a.view())
     }
 }
 
@@ -52,7 +55,9 @@ fn new_agent(p: AgentParams) -> Result<NewAgent, Failure> {
 impl Handle for EditAgentParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
         let params = agent_edit(self)?;
-        agents_call(ctx, |reply| AgentsMsg::Edit { params, reply }).await
+        agents_call(ctx, |reply| AgentsMsg::Edit { params, reply })
+            .await
+            .map(|a| a.view())
     }
 }
 
@@ -91,18 +96,21 @@ impl Handle for AgentSet {
             reply,
         })
         .await
+        .map(|a| a.view())
     }
 }
 
 impl Handle for AgentShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
-        Ok(agents::show(&ctx.agents_context(), &self.agent).await?)
+        Ok(agents::show(&ctx.agents_context(), &self.agent)
+            .await?
+            .view())
     }
 }
 
 impl Handle for AgentList {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<AgentView>, Failure> {
-        Ok(agents::list(&ctx.agents_context()).await?)
+        Ok(agents::list(&ctx.agents_context()).await?.view())
     }
 }
 
@@ -113,6 +121,7 @@ impl Handle for AgentRemove {
             reply,
         })
         .await
+        .map(|a| a.view())
     }
 }
 
@@ -132,12 +141,12 @@ impl Handle for AgentRun {
                         ErrorCode::BadRequest,
                         format!(
                             "card {} belongs to project {project}: its runs work only in its worktree, where the board starts them (move it to an Auto column); start this run without --card, or for a card of no project",
-                            card.short_id
+                            card.record.id.short()
                         ),
                     )
                     .into());
                 }
-                Some(card.id)
+                Some(card.record.id)
             }
             None => None,
         };
@@ -158,7 +167,8 @@ impl Handle for AgentTools {
             &self.agent,
             self.ask,
         )
-        .await?)
+        .await?
+        .view())
     }
 }
 

@@ -20,6 +20,8 @@ use bosun_shared::protocol::projects::{
 use bosun_shared::protocol::{ErrorCode, WireError};
 
 use super::Handle;
+use super::views::View;
+use super::views::board::note_summary;
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
 use bosun_runs::spend::BudgetGrant;
@@ -27,7 +29,7 @@ use bosun_store::writer::Change;
 
 impl Handle for Board {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<BoardView, Failure> {
-        ask(ctx, BoardRequest::Show).await
+        shown(ctx, BoardRequest::Show).await
     }
 }
 
@@ -38,7 +40,7 @@ impl Handle for AddColumnParams {
             auto: self.auto,
             position: self.position,
         };
-        ask(ctx, |reply| BoardRequest::AddColumn { params, reply }).await
+        shown(ctx, |reply| BoardRequest::AddColumn { params, reply }).await
     }
 }
 
@@ -50,7 +52,7 @@ impl Handle for SetColumnParams {
             auto: self.auto,
             position: self.position,
         };
-        ask(ctx, |reply| BoardRequest::SetColumn { params, reply }).await
+        shown(ctx, |reply| BoardRequest::SetColumn { params, reply }).await
     }
 }
 
@@ -64,7 +66,7 @@ impl Handle for AddCardParams {
             column: self.column,
             project: self.project,
         };
-        ask(ctx, |reply| BoardRequest::AddCard {
+        shown(ctx, |reply| BoardRequest::AddCard {
             params,
             taint: None,
             reply,
@@ -77,7 +79,7 @@ impl Handle for EditCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
         let budget = self.budget_micro_usd.is_some() || self.budget_tokens.is_some();
         let params = Box::new(card_edit(self)?);
-        let view = ask(ctx, |reply| BoardRequest::EditCard {
+        let view = shown(ctx, |reply| BoardRequest::EditCard {
             params,
             taint: None,
             reply,
@@ -138,7 +140,7 @@ async fn budget_set_anew(ctx: &Arc<DaemonCtx>, prefix: &str) -> Result<(), Failu
 
 impl Handle for CardShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
-        ask(ctx, |reply| BoardRequest::ShowCard {
+        shown(ctx, |reply| BoardRequest::ShowCard {
             card: self.card,
             reply,
         })
@@ -148,7 +150,7 @@ impl Handle for CardShow {
 
 impl Handle for CardRemove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
-        ask(ctx, |reply| BoardRequest::RemoveCard {
+        shown(ctx, |reply| BoardRequest::RemoveCard {
             card: self.card,
             force: self.force,
             reply,
@@ -166,7 +168,7 @@ impl Handle for AddProjectParams {
             github: self.github,
             testing: self.testing,
         };
-        ask(ctx, |reply| BoardRequest::AddProject { params, reply }).await
+        shown(ctx, |reply| BoardRequest::AddProject { params, reply }).await
     }
 }
 
@@ -183,7 +185,7 @@ impl Handle for EditProjectParams {
             daily_budget_micro_usd: self.daily_budget_micro_usd,
             daily_budget_tokens: self.daily_budget_tokens,
         };
-        let view = ask(ctx, |reply| BoardRequest::EditProject { params, reply }).await?;
+        let view = shown(ctx, |reply| BoardRequest::EditProject { params, reply }).await?;
         if budget {
             budget_set_anew(ctx, &format!("project/{}/", view.id)).await?;
         }
@@ -195,7 +197,7 @@ impl Handle for EditProjectParams {
 /// is set.
 impl Handle for ProjectSet {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, |reply| BoardRequest::SetProject {
+        shown(ctx, |reply| BoardRequest::SetProject {
             project: self.project,
             settings: self.settings,
             reply,
@@ -206,7 +208,7 @@ impl Handle for ProjectSet {
 
 impl Handle for ProjectShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, |reply| BoardRequest::ShowProject {
+        shown(ctx, |reply| BoardRequest::ShowProject {
             project: self.project,
             reply,
         })
@@ -216,13 +218,13 @@ impl Handle for ProjectShow {
 
 impl Handle for ProjectList {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<ProjectView>, Failure> {
-        ask(ctx, BoardRequest::Projects).await
+        shown(ctx, BoardRequest::Projects).await
     }
 }
 
 impl Handle for ProjectRemove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        ask(ctx, |reply| BoardRequest::RemoveProject {
+        shown(ctx, |reply| BoardRequest::RemoveProject {
             project: self.project,
             reply,
         })
@@ -232,7 +234,7 @@ impl Handle for ProjectRemove {
 
 impl Handle for BoardLimit {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<BoardView, Failure> {
-        ask(ctx, |reply| BoardRequest::SetLimit {
+        shown(ctx, |reply| BoardRequest::SetLimit {
             limit: self.limit,
             reply,
         })
@@ -242,13 +244,14 @@ impl Handle for BoardLimit {
 
 impl Handle for NoteList {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<NoteSummary>, Failure> {
-        ask(ctx, BoardRequest::Notes).await
+        let notes = ask(ctx, BoardRequest::Notes).await?;
+        Ok(notes.iter().map(note_summary).collect())
     }
 }
 
 impl Handle for NoteShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<NoteView, Failure> {
-        ask(ctx, |reply| BoardRequest::Note {
+        shown(ctx, |reply| BoardRequest::Note {
             path: self.path,
             reply,
         })
@@ -258,7 +261,7 @@ impl Handle for NoteShow {
 
 impl Handle for NoteWrite {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<NoteView, Failure> {
-        ask(ctx, |reply| BoardRequest::WriteNote {
+        shown(ctx, |reply| BoardRequest::WriteNote {
             path: self.path,
             text: self.text,
             base_version: self.base_version,
@@ -267,6 +270,14 @@ impl Handle for NoteWrite {
         })
         .await
     }
+}
+
+/// Asks the Board actor as [`ask`] does, and answers with the view of its reply.
+async fn shown<T: View + Send + 'static>(
+    ctx: &Arc<DaemonCtx>,
+    make: impl FnOnce(Reply<T>) -> BoardRequest,
+) -> Result<T::Wire, Failure> {
+    Ok(ask(ctx, make).await?.view())
 }
 
 /// Asks the Board actor (every change to the board and the notes goes through it) the request

@@ -9,14 +9,13 @@ use bosun_kit::offload::blocking;
 use bosun_shared::agents::CliKind;
 use bosun_shared::mcp::SecretLine;
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::agents::AgentView;
 use bosun_shared::time::TimeCap;
 use bosun_shared::usage::Budget;
 use bosun_shared::{AgentId, Timestamp};
 use tracing::{info, warn};
 
 use super::checks::{check_env_line, check_record};
-use super::{AgentEdit, AgentsContext, NewAgent, bad, find, view};
+use super::{AgentDetail, AgentEdit, AgentsContext, NewAgent, bad, detail, find};
 use crate::AgentsError;
 use crate::record::{AgentReads, AgentRecord, ApprovalSettings, Switches, WorkspaceSettings};
 
@@ -61,7 +60,7 @@ pub(super) async fn delete_values(
     blocking(move || keychain.delete_many(&keys).map_err(AgentsError::from)).await?
 }
 
-pub(super) async fn add(ctx: &AgentsContext, p: NewAgent) -> Result<AgentView, AgentsError> {
+pub(super) async fn add(ctx: &AgentsContext, p: NewAgent) -> Result<AgentDetail, AgentsError> {
     let now = Timestamp::now();
     let rec = AgentRecord {
         id: AgentId::new(),
@@ -109,10 +108,13 @@ pub(super) async fn add(ctx: &AgentsContext, p: NewAgent) -> Result<AgentView, A
         return Err(AgentsError::from(e));
     }
     info!(agent = %rec.name, id = %rec.id, cli = %rec.cli, "agent added");
-    view(ctx, rec).await
+    detail(ctx, rec).await
 }
 
-pub(super) async fn edit(ctx: &AgentsContext, mut p: AgentEdit) -> Result<AgentView, AgentsError> {
+pub(super) async fn edit(
+    ctx: &AgentsContext,
+    mut p: AgentEdit,
+) -> Result<AgentDetail, AgentsError> {
     let mut rec = find(&ctx.store, &p.agent).await?;
     apply_settings(&mut rec, &mut p);
     let stale = edit_env(&mut rec, &p)?;
@@ -125,7 +127,7 @@ pub(super) async fn edit(ctx: &AgentsContext, mut p: AgentEdit) -> Result<AgentV
         warn!(agent = %rec.name, error = %e, "could not delete the values of removed lines");
     }
     info!(agent = %rec.name, "agent changed");
-    view(ctx, rec).await
+    detail(ctx, rec).await
 }
 
 /// Sets what the edit gives of the agent's own settings (all but its environment).

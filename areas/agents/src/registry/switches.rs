@@ -11,11 +11,10 @@ use bosun_shared::Timestamp;
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::approvals::{ApprovalMode, ToolKey, Verdict};
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::agents::AgentView;
 use tracing::info;
 
 use super::checks::check_record;
-use super::{AgentsContext, bad, find, servers, view};
+use super::{AgentDetail, AgentsContext, bad, detail, find, server_records};
 use crate::AgentsError;
 use crate::catalog;
 use crate::record::{AgentRecord, ServerSwitch, ToolSelection};
@@ -377,14 +376,14 @@ pub(super) async fn set(
     ctx: &AgentsContext,
     agent: &str,
     settings: &[String],
-) -> Result<AgentView, AgentsError> {
+) -> Result<AgentDetail, AgentsError> {
     if settings.is_empty() {
         return Err(bad(format!(
             "no switch given; write KEY=VALUE, such as: bosun agent set {agent} mcp.github=on web.search=on (keys: {KEYS})"
         )));
     }
     let rec = find(&ctx.store, agent).await?;
-    let servers = servers(&ctx.store).await?;
+    let servers = server_records(&ctx.store).await?;
     let browser_id = servers.iter().find(|s| s.browser.is_some()).map(|s| s.id);
     // Every setting is parsed and checked before any is applied: all or nothing.
     let parsed = settings
@@ -408,5 +407,5 @@ pub(super) async fn set(
     rec.updated_at = Timestamp::now();
     ctx.writer.put(&rec).await?;
     info!(agent = %rec.name, "agent switches changed");
-    view(ctx, rec).await
+    detail(ctx, rec).await
 }

@@ -65,8 +65,8 @@ pub(super) async fn attachment(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or(ToolError::NoFileName(shown))?;
-    let dest = ctx.attachments.join(card.id.to_string()).join(&name);
-    Ok((path, meta.len(), dest, card.id.to_string()))
+    let dest = ctx.attachments.join(card.record.id.to_string()).join(&name);
+    Ok((path, meta.len(), dest, card.record.id.to_string()))
 }
 
 pub(super) async fn attach(

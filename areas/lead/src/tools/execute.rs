@@ -7,11 +7,10 @@ use std::path::PathBuf;
 
 use bosun_shared::ChatId;
 use bosun_shared::agents::CliKind;
-use bosun_shared::protocol::board::{CardView, NoteView};
 use serde_json::{Value, json};
 
 use super::attach::attach;
-use super::shown::Shown;
+use super::shown::Answer;
 use super::{
     AgentTool, Area, BoardTool, LeadTool, NoteTool, ProjectTool, RunTool, ToolCtx, agents, arg,
     board, need, only_commands, opt, pretty, strings,
@@ -19,7 +18,8 @@ use super::{
 use crate::ToolError;
 use bosun_agents::launch;
 use bosun_agents::registry::{AgentEdit, AgentsMsg, NewAgent};
-use bosun_board::{BoardRequest, CardEdit, ColumnChange, NewCard, NewColumn};
+use bosun_board::record::NoteRecord;
+use bosun_board::{BoardRequest, Card, CardEdit, ColumnChange, NewCard, NewColumn};
 use bosun_kit::edit::Edit;
 use bosun_kit::offload::blocking;
 
@@ -53,12 +53,12 @@ async fn execute_board(
     match tool {
         BoardTool::ListTasks => board(ctx, BoardRequest::Show)
             .await
-            .map(|b| Shown::Board(&b).text()),
+            .map(|b| ctx.shows.tagged(Answer::Board(&b))),
         BoardTool::GetTask => {
             let card = need(args, "card")?.to_string();
             board(ctx, |reply| BoardRequest::ShowCard { card, reply })
                 .await
-                .map(|c| Shown::Card(&c).text())
+                .map(|c| ctx.shows.tagged(Answer::Card(&c)))
         }
         BoardTool::CreateTask => {
             let params = NewCard {
@@ -75,7 +75,7 @@ async fn execute_board(
                 reply,
             })
             .await
-            .map(|c| held_words(&c))
+            .map(|c| held_words(ctx, &c))
         }
         BoardTool::UpdateTask => {
             let clear_hold = args.get("clear_hold").and_then(Value::as_bool) == Some(true);
@@ -102,7 +102,7 @@ async fn execute_board(
                 reply,
             })
             .await
-            .map(|c| held_words(&c))
+            .map(|c| held_words(ctx, &c))
         }
         BoardTool::AddColumn => {
             let params = NewColumn {
@@ -112,7 +112,7 @@ async fn execute_board(
             };
             board(ctx, |reply| BoardRequest::AddColumn { params, reply })
                 .await
-                .map(|c| Shown::Column(&c).text())
+                .map(|c| ctx.shows.tagged(Answer::Column(&c)))
         }
         BoardTool::SetColumn => {
             let params = ColumnChange {
@@ -123,7 +123,7 @@ async fn execute_board(
             };
             board(ctx, |reply| BoardRequest::SetColumn { params, reply })
                 .await
-                .map(|c| Shown::Column(&c).text())
+                .map(|c| ctx.shows.tagged(Answer::Column(&c)))
         }
     }
 }
@@ -154,17 +154,14 @@ async fn execute_projects(
             })
             .await
         }
-        ProjectTool::ListProjects => board(ctx, BoardRequest::Projects).await.map(|projects| {
-            Shown::Projects {
-                projects: &projects,
-            }
-            .text()
-        }),
+        ProjectTool::ListProjects => board(ctx, BoardRequest::Projects)
+            .await
+            .map(|projects| ctx.shows.tagged(Answer::Projects(&projects))),
         ProjectTool::GetProject => {
             let project = need(args, "project")?.to_string();
             board(ctx, |reply| BoardRequest::ShowProject { project, reply })
                 .await
-                .map(|p| Shown::Project(&p).text())
+                .map(|p| ctx.shows.tagged(Answer::Project(&p)))
         }
     }
 }
@@ -186,8 +183,12 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
             let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
             Ok(format!(
                 "Agent {} is {}.",
-                view.name,
-                if view.paused { "paused" } else { "active" }
+                view.record.name,
+                if view.record.paused {
+                    "paused"
+                } else {
+                    "active"
+                }
             ))
         }
         AgentTool::ListAgents => {
@@ -201,8 +202,8 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
             ))
         }
         AgentTool::GetAgent => {
-            let view = bosun_agents::registry::show(&ctx.agents_ctx, need(args, "agent")?).await?;
-            Ok(pretty(&view))
+            let agent = bosun_agents::registry::show(&ctx.agents_ctx, need(args, "agent")?).await?;
+            Ok(ctx.shows.plain(Answer::Agent(&agent)))
         }
         AgentTool::CreateAgent => {
             let cli: CliKind = need(args, "cli")?.parse().map_err(ToolError::UnknownCli)?;
@@ -227,7 +228,7 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
             let view = agents(ctx, |reply| AgentsMsg::Add { params, reply }).await?;
             Ok(format!(
                 "Created agent {} ({}); its tools are off until the person switches them on.",
-                view.name, view.cli
+                view.record.name, view.record.cli
             ))
         }
         AgentTool::UpdateAgent => {
@@ -245,7 +246,7 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
                 ..AgentEdit::default()
             };
             let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
-            Ok(format!("Changed agent {}.", view.name))
+            Ok(format!("Changed agent {}.", view.record.name))
         }
     }
 }
@@ -307,11 +308,11 @@ async fn execute_notes(ctx: &ToolCtx, tool: NoteTool, args: &Value) -> Result<St
                 let path = path.to_string();
                 board(ctx, |reply| BoardRequest::Note { path, reply })
                     .await
-                    .map(|n| Shown::Note(&n).text())
+                    .map(|n| ctx.shows.tagged(Answer::Note(&n)))
             }
             None => board(ctx, BoardRequest::Notes)
                 .await
-                .map(|notes| Shown::Notes { notes: &notes }.text()),
+                .map(|notes| ctx.shows.tagged(Answer::Notes(&notes))),
         },
         NoteTool::Write => {
             let base_version = match args.get("base_version") {
@@ -354,20 +355,20 @@ async fn execute_notes(ctx: &ToolCtx, tool: NoteTool, args: &Value) -> Result<St
 }
 
 /// What was done to a note, in words.
-fn note_words(n: &NoteView, verb: &str) -> String {
+fn note_words(n: &NoteRecord, verb: &str) -> String {
     format!("{verb} {} (version {}).", n.path, n.version)
 }
 
 /// A card's answer, saying so first when it waits on hold.
-fn held_words(c: &CardView) -> String {
-    match &c.hold {
+fn held_words(ctx: &ToolCtx, c: &Card) -> String {
+    let shown = ctx.shows.plain(Answer::Card(c));
+    match &c.record.hold {
         Some(h) => format!(
-            "The card {} is saved on hold ({}): {} No agent starts it until the person takes it off hold; tell them.\n{}",
-            c.short_id,
+            "The card {} is saved on hold ({}): {} No agent starts it until the person takes it off hold; tell them.\n{shown}",
+            c.record.id.short(),
             h.kind,
             h.reason,
-            pretty(c)
         ),
-        None => pretty(c),
+        None => shown,
     }
 }

@@ -240,9 +240,10 @@ async fn preview_projects(
                 Ok(c) => (
                     format!(
                         "card {}: {}\npull request: the one of branch {}, found and checked against every rule when approved",
-                        c.short_id,
-                        c.title,
-                        c.worktree
+                        c.record.id.short(),
+                        c.record.title,
+                        c.record
+                            .worktree
                             .as_ref()
                             .map_or("(none yet)", |w| w.branch.as_str())
                     ),
@@ -258,8 +259,8 @@ async fn preview_projects(
                 Ok(p) => (
                     format!(
                         "project: {}\nfolder: {}\nstash first: {}",
-                        p.name,
-                        p.folder.display(),
+                        p.record.name,
+                        p.record.folder.display(),
                         if stash { "yes" } else { "no" }
                     ),
                     None,
