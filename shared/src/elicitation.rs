@@ -392,7 +392,7 @@ impl Field {
         let ty = p.get("type").and_then(Value::as_str);
         let count = |key: &str| p.get(key).and_then(Value::as_u64);
         let kind = match ty {
-            Some("string") => match choices_of(p).map_err(|w| bad(&w))? {
+            Some("string") => match choices_of(p).map_err(|w| bad(&w.to_string()))? {
                 Some(options) => FieldKind::Choice { options },
                 None => {
                     let format = match text("format") {
@@ -425,7 +425,7 @@ impl Field {
             Some("array") => {
                 let items = p.get("items").unwrap_or(&Value::Null);
                 let options = choices_of(items)
-                    .map_err(|w| bad(&w))?
+                    .map_err(|w| bad(&w.to_string()))?
                     .ok_or_else(|| bad("is a list whose items are not a choice of options"))?;
                 FieldKind::Choices {
                     options,
@@ -563,14 +563,23 @@ fn values(options: &[Choice]) -> String {
     v.join(", ")
 }
 
+/// Why a choice's options cannot be offered.
+#[derive(Debug, thiserror::Error)]
+enum BadChoice {
+    #[error("has an option that is not text")]
+    NotText,
+    #[error("has an option without a text `const`")]
+    NoConst,
+}
+
 /// The options of a choice (`enum`, with `enumNames`; or `oneOf`/`anyOf` of `{const,
 /// title}`); `None` when `p` is not a choice.
-fn choices_of(p: &Value) -> Result<Option<Vec<Choice>>, String> {
+fn choices_of(p: &Value) -> Result<Option<Vec<Choice>>, BadChoice> {
     if let Some(values) = p.get("enum").and_then(Value::as_array) {
         let names = p.get("enumNames").and_then(Value::as_array);
         let mut options = Vec::with_capacity(values.len());
         for (i, v) in values.iter().enumerate() {
-            let value = v.as_str().ok_or("has an option that is not text")?;
+            let value = v.as_str().ok_or(BadChoice::NotText)?;
             let title = names
                 .and_then(|n| n.get(i))
                 .and_then(Value::as_str)
@@ -594,7 +603,7 @@ fn choices_of(p: &Value) -> Result<Option<Vec<Choice>>, String> {
         let value = o
             .get("const")
             .and_then(Value::as_str)
-            .ok_or("has an option without a text `const`")?;
+            .ok_or(BadChoice::NoConst)?;
         options.push(Choice {
             value: value.to_string(),
             title: o.get("title").and_then(Value::as_str).map(str::to_string),

@@ -627,7 +627,7 @@ pub async fn renew(
     let server = rec.server;
     let (machine, prover) = match kept_credentials(ctx, name, rec).await? {
         Ok(kept) => kept,
-        Err(why) => return Ok(Renewed::Refused(why)),
+        Err(why) => return Ok(Renewed::Refused(why.to_string())),
     };
     let answer = grant(
         &ctx.http,
@@ -689,6 +689,24 @@ pub async fn renew(
     Ok(Renewed::Token(Box::new(rec), tokens.access))
 }
 
+/// Why a machine's sign-in cannot be renewed with what the keychain kept: only the person can
+/// renew it now, by giving its credentials again.
+#[derive(Debug, thiserror::Error)]
+enum NotKept {
+    #[error(
+        "the sign-in's client authentication ({auth:?}) is not one bosun uses for client credentials; give them again with `bosun mcp sign-in {name} --client-credentials …`"
+    )]
+    NotUsable { auth: ClientAuth, name: String },
+    #[error("the client's secret or private key is no longer in the keychain")]
+    SecretGone,
+    #[error(
+        "bosun's DPoP key for this sign-in is gone from the keychain, and the server's tokens are bound to a key"
+    )]
+    DpopKeyGone,
+    #[error(transparent)]
+    DpopKey(#[from] super::dpop::DpopError),
+}
+
 /// The client's credentials and DPoP key a machine's sign-in kept in the keychain, to renew
 /// it with. The inner error says why only the person can renew it now (they are gone, or not
 /// ones bosun can use); the outer one is a failure of the keychain.
@@ -696,16 +714,16 @@ async fn kept_credentials(
     ctx: &AuthContext,
     name: &str,
     rec: &SignInRecord,
-) -> Result<Result<(Machine, Option<Prover>), String>, AuthError> {
+) -> Result<Result<(Machine, Option<Prover>), NotKept>, AuthError> {
     let server = rec.server;
     let key = match rec.client_auth {
         ClientAuth::ClientSecretBasic => machine_secret_key(server),
         ClientAuth::PrivateKeyJwt => private_key_key(server),
         ClientAuth::None | ClientAuth::ClientSecretPost => {
-            return Ok(Err(format!(
-                "the sign-in's client authentication ({:?}) is not one bosun uses for client credentials; give them again with `bosun mcp sign-in {name} --client-credentials …`",
-                rec.client_auth
-            )));
+            return Ok(Err(NotKept::NotUsable {
+                auth: rec.client_auth,
+                name: name.to_string(),
+            }));
         }
     };
     let keychain = ctx.keychain.clone();
@@ -714,9 +732,7 @@ async fn kept_credentials(
     })
     .await??;
     let Some(value) = kept else {
-        return Ok(Err(
-            "the client's secret or private key is no longer in the keychain".to_string(),
-        ));
+        return Ok(Err(NotKept::SecretGone));
     };
     let credential = match rec.client_auth {
         ClientAuth::PrivateKeyJwt => Credential::PrivateKey(value),
@@ -733,13 +749,11 @@ async fn kept_credentials(
     let prover = match (rec.dpop, kept_dpop) {
         (false, _) => None,
         (true, None) => {
-            return Ok(Err(
-                "bosun's DPoP key for this sign-in is gone from the keychain, and the server's tokens are bound to a key".to_string(),
-            ));
+            return Ok(Err(NotKept::DpopKeyGone));
         }
         (true, Some(value)) => match DpopKey::from_keychain(&value) {
             Ok(key) => Some(super::signin::authorization_prover(ctx, server, key)),
-            Err(e) => return Ok(Err(e.to_string())),
+            Err(e) => return Ok(Err(e.into())),
         },
     };
     Ok(Ok((machine, prover)))

@@ -272,9 +272,26 @@ fn mcp_setting(key: &str, value: &str, servers: &[ServerRecord]) -> Result<Setti
     }
 }
 
+/// Why a workspace root cannot be one.
+#[derive(Debug, thiserror::Error)]
+enum BadRoot {
+    #[error("{0} is not an absolute path; give each root from / (such as /home/me/notes)")]
+    Relative(String),
+    #[error("{0} does not exist; create it first")]
+    Missing(String),
+    #[error("{0} cannot be read: {1}")]
+    Unreadable(String, std::io::Error),
+    #[error("{0} is a file, not a folder; a root is a folder")]
+    NotAFolder(String),
+    #[error(
+        "{0} is the root of the file system, which would let runs write anywhere; to lift the limit say so with workspace=unrestricted"
+    )]
+    Everything(String),
+}
+
 /// The roots of `roots=DIR,…`: each absolute, an existing folder, not `/`, resolved now (every
 /// link followed), so a link changed later changes nothing. `none` (or nothing) clears them.
-fn parse_roots(value: &str) -> Result<Vec<PathBuf>, String> {
+fn parse_roots(value: &str) -> Result<Vec<PathBuf>, BadRoot> {
     let value = value.trim();
     if value.is_empty() || value == "none" {
         return Ok(Vec::new());
@@ -283,26 +300,20 @@ fn parse_roots(value: &str) -> Result<Vec<PathBuf>, String> {
     for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let path = PathBuf::from(part);
         if !path.is_absolute() {
-            return Err(format!(
-                "{part} is not an absolute path; give each root from / (such as /home/me/notes)"
-            ));
+            return Err(BadRoot::Relative(part.to_string()));
         }
         let resolved = std::fs::canonicalize(&path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                format!("{part} does not exist; create it first")
+                BadRoot::Missing(part.to_string())
             } else {
-                format!("{part} cannot be read: {e}")
+                BadRoot::Unreadable(part.to_string(), e)
             }
         })?;
         if !resolved.is_dir() {
-            return Err(format!(
-                "{part} is a file, not a folder; a root is a folder"
-            ));
+            return Err(BadRoot::NotAFolder(part.to_string()));
         }
         if resolved.parent().is_none() {
-            return Err(format!(
-                "{part} is the root of the file system, which would let runs write anywhere; to lift the limit say so with workspace=unrestricted"
-            ));
+            return Err(BadRoot::Everything(part.to_string()));
         }
         if !roots.contains(&resolved) {
             roots.push(resolved);

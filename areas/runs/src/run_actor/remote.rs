@@ -188,7 +188,7 @@ impl RunActorState {
     /// no plan for the run; `Err`: why it cannot be made, in the person's words.
     async fn plan_for_runner(
         &mut self,
-    ) -> Result<Result<Option<LaunchPlan>, String>, ActorProcessingErr> {
+    ) -> Result<Result<Option<LaunchPlan>, NoPlan>, ActorProcessingErr> {
         let (sealed, ephemeral) = match self.pending.take() {
             Some(PendingPlan::Held(plan)) => {
                 let given = (*plan).clone();
@@ -205,7 +205,7 @@ impl RunActorState {
             }
         };
         let Some(token) = self.link_token.clone() else {
-            return Ok(Err("no runner is connected".into()));
+            return Ok(Err(NoPlan::NoRunner));
         };
         // What only this bosund holds is taken from memory; everything else is read again.
         let held = |i: usize| ephemeral.get(i).cloned().flatten();
@@ -219,9 +219,9 @@ impl RunActorState {
                 let values = (0..sealed.sources.len())
                     .map(|i| held(i).or_else(|| read.next()).unwrap_or_default())
                     .collect();
-                sealed::fill(&sealed, values, token).map_err(|e| e.to_string())
+                sealed::fill(&sealed, values, token).map_err(NoPlan::Fill)
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(NoPlan::Secrets(e)),
         };
         self.pending = Some(PendingPlan::Sealed {
             plan: sealed,
@@ -366,4 +366,15 @@ fn backend_name(placement: &Placement) -> &'static str {
         Placement::Slurm { .. } => "Slurm",
         Placement::Kubernetes { .. } => "Kubernetes",
     }
+}
+
+/// Why the plan a runner asked for cannot be made.
+#[derive(Debug, thiserror::Error)]
+enum NoPlan {
+    #[error("no runner is connected")]
+    NoRunner,
+    #[error(transparent)]
+    Secrets(bosun_agents::AgentsError),
+    #[error(transparent)]
+    Fill(sealed::FillError),
 }
