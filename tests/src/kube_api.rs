@@ -323,6 +323,7 @@ fn list(kind: &str, api_version: &str, items: Vec<Value>, version: u64) -> Respo
     )
 }
 
+/// The API server's answer to one request, recorded first; a wrong token gets a 401.
 fn answer(st: &Arc<Mutex<State>>, req: &Request) -> Response {
     let mut st = st.lock().unwrap_or_else(|p| p.into_inner());
     st.requests.push((
@@ -334,80 +335,19 @@ fn answer(st: &Arc<Mutex<State>>, req: &Request) -> Response {
         return status(401, "Unauthorized", "Unauthorized".into(), Value::Null);
     }
     let selector = req.query_param("labelSelector");
+    let selector = selector.as_deref();
     let parts: Vec<&str> = req.path().trim_matches('/').split('/').collect();
     match (req.method.as_str(), parts.as_slice()) {
         ("GET", ["apis", "batch", "v1", "jobs"]) => {
-            let items = st
-                .jobs
-                .values()
-                .filter(|j| matches(selector.as_deref(), &j["metadata"]["labels"]))
-                .cloned()
-                .collect();
+            let items = select(&st.jobs, None, selector);
             list("JobList", "batch/v1", items, st.version)
         }
         ("GET", ["apis", "batch", "v1", "namespaces", ns, "jobs"]) => {
-            let items = st
-                .jobs
-                .iter()
-                .filter(|((n, _), j)| {
-                    n == ns && matches(selector.as_deref(), &j["metadata"]["labels"])
-                })
-                .map(|(_, j)| j.clone())
-                .collect();
+            let items = select(&st.jobs, Some(*ns), selector);
             list("JobList", "batch/v1", items, st.version)
         }
         ("POST", ["apis", "batch", "v1", "namespaces", ns, "jobs"]) => {
-            let Ok(mut job) = serde_json::from_slice::<Value>(&req.body) else {
-                return status(
-                    400,
-                    "BadRequest",
-                    "the body of the request was in an unknown format".into(),
-                    Value::Null,
-                );
-            };
-            let name = job["metadata"]["name"].as_str().unwrap_or("").to_string();
-            if st.forbidden.iter().any(|f| f == ns) {
-                return status(
-                    403,
-                    "Forbidden",
-                    format!(
-                        "jobs.batch is forbidden: User \"system:serviceaccount:bosun:bosund\" cannot create resource \"jobs\" in API group \"batch\" in the namespace \"{ns}\""
-                    ),
-                    json!({"group": "batch", "kind": "jobs"}),
-                );
-            }
-            let key = (ns.to_string(), name.clone());
-            if st.jobs.contains_key(&key) {
-                return status(
-                    409,
-                    "AlreadyExists",
-                    format!("jobs.batch \"{name}\" already exists"),
-                    json!({"name": name, "group": "batch", "kind": "jobs"}),
-                );
-            }
-            let version = st.next_version();
-            let uid = format!("3f6a2c1e-8d4b-4f0a-9c7e-{:012}", version);
-            job["apiVersion"] = json!("batch/v1");
-            job["kind"] = json!("Job");
-            job["metadata"]["namespace"] = json!(ns);
-            job["metadata"]["uid"] = json!(uid);
-            job["metadata"]["resourceVersion"] = json!(version);
-            job["metadata"]["generation"] = json!(1);
-            job["metadata"]["creationTimestamp"] = json!(now());
-            // What the API server defaults and the Job controller adds.
-            let spec = &mut job["spec"];
-            spec["completions"] = json!(1);
-            spec["parallelism"] = json!(1);
-            spec["completionMode"] = json!("NonIndexed");
-            spec["suspend"] = json!(false);
-            spec["manualSelector"] = json!(false);
-            spec["podReplacementPolicy"] = json!("TerminatingOrFailed");
-            spec["selector"] = json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}});
-            spec["template"]["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] =
-                json!(uid);
-            job["status"] = json!({"startTime": now(), "active": 0, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}});
-            st.jobs.insert(key, job.clone());
-            Response::json(201, &job)
+            create_job(&mut st, ns, &req.body)
         }
         ("GET", ["apis", "batch", "v1", "namespaces", ns, "jobs", name]) => {
             match st.jobs.get(&(ns.to_string(), name.to_string())) {
@@ -422,14 +362,7 @@ fn answer(st: &Arc<Mutex<State>>, req: &Request) -> Response {
             }
         }
         ("GET", ["api", "v1", "namespaces", ns, "pods"]) => {
-            let items = st
-                .pods
-                .iter()
-                .filter(|((n, _), p)| {
-                    n == ns && matches(selector.as_deref(), &p["metadata"]["labels"])
-                })
-                .map(|(_, p)| p.clone())
-                .collect();
+            let items = select(&st.pods, Some(*ns), selector);
             list("PodList", "v1", items, st.version)
         }
         _ => status(
@@ -439,6 +372,81 @@ fn answer(st: &Arc<Mutex<State>>, req: &Request) -> Response {
             json!({}),
         ),
     }
+}
+
+/// The objects in namespace `ns` (in any, for `None`) whose labels match `selector`.
+fn select(
+    objects: &BTreeMap<(String, String), Value>,
+    ns: Option<&str>,
+    selector: Option<&str>,
+) -> Vec<Value> {
+    objects
+        .iter()
+        .filter(|((n, _), o)| {
+            ns.is_none_or(|ns| n == ns) && matches(selector, &o["metadata"]["labels"])
+        })
+        .map(|(_, o)| o.clone())
+        .collect()
+}
+
+/// Creates a Job in `ns` from the request's body: 201 and the Job as stored, or the `Status`
+/// of a body that is not JSON (400), a forbidden namespace (403) or a name taken (409).
+fn create_job(st: &mut State, ns: &str, body: &[u8]) -> Response {
+    let Ok(mut job) = serde_json::from_slice::<Value>(body) else {
+        return status(
+            400,
+            "BadRequest",
+            "the body of the request was in an unknown format".into(),
+            Value::Null,
+        );
+    };
+    let name = job["metadata"]["name"].as_str().unwrap_or("").to_string();
+    if st.forbidden.iter().any(|f| f == ns) {
+        return status(
+            403,
+            "Forbidden",
+            format!(
+                "jobs.batch is forbidden: User \"system:serviceaccount:bosun:bosund\" cannot create resource \"jobs\" in API group \"batch\" in the namespace \"{ns}\""
+            ),
+            json!({"group": "batch", "kind": "jobs"}),
+        );
+    }
+    let key = (ns.to_string(), name.clone());
+    if st.jobs.contains_key(&key) {
+        return status(
+            409,
+            "AlreadyExists",
+            format!("jobs.batch \"{name}\" already exists"),
+            json!({"name": name, "group": "batch", "kind": "jobs"}),
+        );
+    }
+    let version = st.next_version();
+    admit_job(&mut job, ns, &version);
+    st.jobs.insert(key, job.clone());
+    Response::json(201, &job)
+}
+
+/// Fills in a new Job what the API server defaults and the Job controller adds: its metadata
+/// (namespace, uid, `version`, creation time), the spec's defaults and selector, and a status.
+fn admit_job(job: &mut Value, ns: &str, version: &str) {
+    let uid = format!("3f6a2c1e-8d4b-4f0a-9c7e-{:012}", version);
+    job["apiVersion"] = json!("batch/v1");
+    job["kind"] = json!("Job");
+    job["metadata"]["namespace"] = json!(ns);
+    job["metadata"]["uid"] = json!(uid);
+    job["metadata"]["resourceVersion"] = json!(version);
+    job["metadata"]["generation"] = json!(1);
+    job["metadata"]["creationTimestamp"] = json!(now());
+    let spec = &mut job["spec"];
+    spec["completions"] = json!(1);
+    spec["parallelism"] = json!(1);
+    spec["completionMode"] = json!("NonIndexed");
+    spec["suspend"] = json!(false);
+    spec["manualSelector"] = json!(false);
+    spec["podReplacementPolicy"] = json!("TerminatingOrFailed");
+    spec["selector"] = json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}});
+    spec["template"]["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = json!(uid);
+    job["status"] = json!({"startTime": now(), "active": 0, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}});
 }
 
 /// The status of a running pod on `node`.

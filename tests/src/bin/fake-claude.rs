@@ -357,58 +357,96 @@ impl Claude {
     ) -> anyhow::Result<bool> {
         self.turns += 1;
         let message_id = format!("msg_{}", self.token(24)?);
-        // Each call's `tool_use` line, followed by its hook_callback when a hook is registered;
-        // every hook is answered before any permission request is made.
+        let (uses, hooks_pending) = self.announce(&message_id, calls)?;
+        let Some(decisions) = self.hook_decisions(step, calls, &uses, input, hooks_pending)? else {
+            return Ok(false);
+        };
+        let pending = self.ask_permissions(step, calls, &uses, &decisions)?;
+        self.permission_answers(step, calls, &uses, input, pending)
+    }
+
+    /// Each call's `tool_use` line, followed by its `hook_callback` when a hook is registered.
+    /// Gives the calls' tool-use ids and the hook requests made (request id → call).
+    fn announce(
+        &mut self,
+        message_id: &str,
+        calls: &[Call],
+    ) -> anyhow::Result<(Vec<String>, HashMap<String, usize>)> {
         let hook = self.hooks.first().cloned();
         let mut uses = Vec::new();
         let mut pending = HashMap::new();
         for (i, call) in calls.iter().enumerate() {
             let use_id = format!("toolu_{}", self.token(24)?);
             self.assistant(
-                &message_id,
+                message_id,
                 json!({"type": "tool_use", "id": use_id, "name": call.tool, "input": call.input}),
             )?;
             if let Some(hook) = &hook {
-                let id = self.uuid()?;
-                let prompt_id = self.uuid()?;
-                self.write(&json!({
-                    "type": "control_request", "request_id": id,
-                    "request": {"subtype": "hook_callback", "callback_id": hook, "input": {
-                        "session_id": self.session,
-                        "transcript_path": format!("{}/.claude/projects/{}.jsonl", self.cwd, self.session),
-                        "cwd": self.cwd, "prompt_id": prompt_id, "permission_mode": "default",
-                        "effort": {"level": "medium"}, "hook_event_name": "PreToolUse",
-                        "tool_name": call.tool, "tool_input": call.input, "tool_use_id": use_id,
-                    }, "tool_use_id": use_id},
-                }))?;
+                let id = self.hook_callback(hook, call, &use_id)?;
                 pending.insert(id, i);
             }
             uses.push(use_id);
         }
+        Ok((uses, pending))
+    }
+
+    /// Writes the PreToolUse `hook_callback` request of one call; gives its request id.
+    fn hook_callback(&mut self, hook: &str, call: &Call, use_id: &str) -> anyhow::Result<String> {
+        let id = self.uuid()?;
+        let prompt_id = self.uuid()?;
+        self.write(&json!({
+            "type": "control_request", "request_id": id,
+            "request": {"subtype": "hook_callback", "callback_id": hook, "input": {
+                "session_id": self.session,
+                "transcript_path": format!("{}/.claude/projects/{}.jsonl", self.cwd, self.session),
+                "cwd": self.cwd, "prompt_id": prompt_id, "permission_mode": "default",
+                "effort": {"level": "medium"}, "hook_event_name": "PreToolUse",
+                "tool_name": call.tool, "tool_input": call.input, "tool_use_id": use_id,
+            }, "tool_use_id": use_id},
+        }))?;
+        Ok(id)
+    }
+
+    /// Waits for every hook request `pending` to be answered (before any permission request is
+    /// made); gives each call's decision: `allow`, `deny` or `ask`. `None` if stdin closed
+    /// first, once every call of the step has been finished as aborted.
+    fn hook_decisions(
+        &mut self,
+        step: usize,
+        calls: &[Call],
+        uses: &[String],
+        input: &mut impl Iterator<Item = std::io::Result<String>>,
+        mut pending: HashMap<String, usize>,
+    ) -> anyhow::Result<Option<Vec<String>>> {
         let mut decisions: Vec<String> = vec!["ask".into(); calls.len()];
         while let Some((_, i, response)) = self.next_answer(input, &mut pending)? {
             let Some(r) = response else {
                 for (i, call) in calls.iter().enumerate() {
                     self.finish_call(step, i, call, &uses[i], "", Answer::Aborted)?;
                 }
-                return Ok(false);
+                return Ok(None);
             };
             let d = &r["response"]["hookSpecificOutput"]["permissionDecision"];
             decisions[i] = d.as_str().unwrap_or("ask").to_string();
         }
-        // The permission requests, all outstanding together.
+        Ok(Some(decisions))
+    }
+
+    /// The permission requests of the calls the hooks sent on, all outstanding together; a call
+    /// a hook allowed or denied is finished at once. Gives the requests made (request id → call).
+    fn ask_permissions(
+        &mut self,
+        step: usize,
+        calls: &[Call],
+        uses: &[String],
+        decisions: &[String],
+    ) -> anyhow::Result<HashMap<String, usize>> {
         let mut pending = HashMap::new();
         for (i, call) in calls.iter().enumerate() {
             match decisions[i].as_str() {
                 "allow" => {
-                    self.finish_call(
-                        step,
-                        i,
-                        call,
-                        &uses[i],
-                        "",
-                        Answer::Allow(call.input.clone()),
-                    )?;
+                    let answer = Answer::Allow(call.input.clone());
+                    self.finish_call(step, i, call, &uses[i], "", answer)?;
                     continue;
                 }
                 "deny" => {
@@ -419,18 +457,7 @@ impl Claude {
                 _ => {}
             }
             let id = self.uuid()?;
-            let mut request = json!({
-                "subtype": "can_use_tool", "tool_name": call.tool, "display_name": call.tool,
-                "input": call.input, "decision_reason": "bosun decides every tool call",
-                "decision_reason_type": "hook", "decision_reason_hook_event": "PreToolUse",
-                "decision_reason_hook_source": "settings", "tool_use_id": uses[i],
-            });
-            if let Some(command) = call.input["command"]
-                .as_str()
-                .filter(|_| call.tool == "Bash")
-            {
-                request["description"] = json!(command);
-            }
+            let request = can_use_tool(call, &uses[i]);
             self.write(&json!({"type": "control_request", "request_id": id, "request": request}))?;
             self.note(
                 json!({"event": "asked", "step": step, "call": i, "tool": call.tool,
@@ -438,29 +465,22 @@ impl Claude {
             )?;
             pending.insert(id, i);
         }
+        Ok(pending)
+    }
+
+    /// Finishes each call as the answer to its permission request comes. False if stdin closed
+    /// before every one was answered.
+    fn permission_answers(
+        &mut self,
+        step: usize,
+        calls: &[Call],
+        uses: &[String],
+        input: &mut impl Iterator<Item = std::io::Result<String>>,
+        mut pending: HashMap<String, usize>,
+    ) -> anyhow::Result<bool> {
         let mut all_answered = true;
         while let Some((id, i, response)) = self.next_answer(input, &mut pending)? {
-            let answer = match response {
-                None => Answer::Aborted,
-                Some(r) if r["subtype"] == "success" => {
-                    let r = &r["response"];
-                    if r["behavior"] == "allow" {
-                        let given = &r["updatedInput"];
-                        let input = if given.is_null() {
-                            calls[i].input.clone()
-                        } else {
-                            given.clone()
-                        };
-                        Answer::Allow(input)
-                    } else {
-                        Answer::Deny(r["message"].as_str().unwrap_or("denied").to_string())
-                    }
-                }
-                Some(r) => Answer::Deny(format!(
-                    "Tool permission request failed: {}",
-                    r["error"].as_str().unwrap_or("error")
-                )),
-            };
+            let answer = permission_answer(response, &calls[i]);
             all_answered &= !matches!(answer, Answer::Aborted);
             self.finish_call(step, i, &calls[i], &uses[i], &id, answer)?;
         }
@@ -599,6 +619,49 @@ impl Claude {
             .iter()
             .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
             .collect())
+    }
+}
+
+/// The body of a call's `can_use_tool` request; a `Bash` call's command is its description.
+fn can_use_tool(call: &Call, use_id: &str) -> Value {
+    let mut request = json!({
+        "subtype": "can_use_tool", "tool_name": call.tool, "display_name": call.tool,
+        "input": call.input, "decision_reason": "bosun decides every tool call",
+        "decision_reason_type": "hook", "decision_reason_hook_event": "PreToolUse",
+        "decision_reason_hook_source": "settings", "tool_use_id": use_id,
+    });
+    if let Some(command) = call.input["command"]
+        .as_str()
+        .filter(|_| call.tool == "Bash")
+    {
+        request["description"] = json!(command);
+    }
+    request
+}
+
+/// What a `control_response` to a call's permission request says (`None`: stdin closed first).
+/// An allowed call runs with the input bosun gave back, or its own when none was given.
+fn permission_answer(response: Option<Value>, call: &Call) -> Answer {
+    match response {
+        None => Answer::Aborted,
+        Some(r) if r["subtype"] == "success" => {
+            let r = &r["response"];
+            if r["behavior"] == "allow" {
+                let given = &r["updatedInput"];
+                let input = if given.is_null() {
+                    call.input.clone()
+                } else {
+                    given.clone()
+                };
+                Answer::Allow(input)
+            } else {
+                Answer::Deny(r["message"].as_str().unwrap_or("denied").to_string())
+            }
+        }
+        Some(r) => Answer::Deny(format!(
+            "Tool permission request failed: {}",
+            r["error"].as_str().unwrap_or("error")
+        )),
     }
 }
 

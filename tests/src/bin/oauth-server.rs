@@ -452,82 +452,64 @@ const ISS_CHOICES: [(&str, Iss); 4] = [
     ("slash", Iss::Slash),
 ];
 
+impl Default for Options {
+    /// The options of a command line with no flag, as the module's documentation gives them.
+    fn default() -> Self {
+        Self {
+            port: 0,
+            prm: Prm::Header,
+            prm_resource: None,
+            issuer_path: String::new(),
+            metadata: Metadata::OAuth,
+            malformed_metadata: false,
+            scopes: split_scopes(DEFAULT_SCOPES),
+            registration: true,
+            client_id: None,
+            client_secret: None,
+            auth_method: AuthMethod::None,
+            revocation: true,
+            authorize_error: None,
+            wrong_state: false,
+            access_ttl: 3600,
+            refreshed_ttl: None,
+            rotate: false,
+            refuse_refresh: false,
+            refuse_refreshed: false,
+            refresh_delay: Duration::ZERO,
+            step_up: false,
+            step_up_names: None,
+            step_up_forever: false,
+            open_initialize: false,
+            stateless: false,
+            sse: false,
+            log: None,
+            iss: Iss::None,
+            iss_advertised: false,
+            metadata_issuer: None,
+            authorization_endpoint: None,
+            client_metadata_documents: false,
+            ca_file: None,
+            header_tools: false,
+            input_required: false,
+            dpop: false,
+            dpop_nonce_as: false,
+            dpop_nonce_rs: false,
+            second_issuer_path: None,
+            machine: machine::MachineOptions::default(),
+        }
+    }
+}
+
 /// The options, or `None` for `--help`.
 fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<Options>> {
-    let mut options = Options {
-        port: 0,
-        prm: Prm::Header,
-        prm_resource: None,
-        issuer_path: String::new(),
-        metadata: Metadata::OAuth,
-        malformed_metadata: false,
-        scopes: split_scopes(DEFAULT_SCOPES),
-        registration: true,
-        client_id: None,
-        client_secret: None,
-        auth_method: AuthMethod::None,
-        revocation: true,
-        authorize_error: None,
-        wrong_state: false,
-        access_ttl: 3600,
-        refreshed_ttl: None,
-        rotate: false,
-        refuse_refresh: false,
-        refuse_refreshed: false,
-        refresh_delay: Duration::ZERO,
-        step_up: false,
-        step_up_names: None,
-        step_up_forever: false,
-        open_initialize: false,
-        stateless: false,
-        sse: false,
-        log: None,
-        iss: Iss::None,
-        iss_advertised: false,
-        metadata_issuer: None,
-        authorization_endpoint: None,
-        client_metadata_documents: false,
-        ca_file: None,
-        header_tools: false,
-        input_required: false,
-        dpop: false,
-        dpop_nonce_as: false,
-        dpop_nonce_rs: false,
-        second_issuer_path: None,
-        machine: machine::MachineOptions::default(),
-    };
+    let mut options = Options::default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
-        let (flag, inline_value) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => {
-                (flag.to_owned(), Some(value.to_owned()))
-            }
-            Some(_) | None => (arg, None),
-        };
+        let (flag, inline_value) = split_flag(arg);
         if flag == "-h" || flag == "--help" {
             return Ok(None);
         }
-        let switch = match flag.as_str() {
-            "--malformed-metadata" => Some(&mut options.malformed_metadata),
-            "--wrong-state" => Some(&mut options.wrong_state),
-            "--rotate" => Some(&mut options.rotate),
-            "--refuse-refresh" => Some(&mut options.refuse_refresh),
-            "--refuse-refreshed" => Some(&mut options.refuse_refreshed),
-            "--step-up" => Some(&mut options.step_up),
-            "--step-up-forever" => Some(&mut options.step_up_forever),
-            "--open-initialize" => Some(&mut options.open_initialize),
-            "--stateless" => Some(&mut options.stateless),
-            "--sse" => Some(&mut options.sse),
-            "--iss-advertised" => Some(&mut options.iss_advertised),
-            "--client-metadata-documents" => Some(&mut options.client_metadata_documents),
-            "--header-tools" => Some(&mut options.header_tools),
-            "--input-required" => Some(&mut options.input_required),
-            "--dpop" => Some(&mut options.dpop),
-            "--dpop-nonce-as" => Some(&mut options.dpop_nonce_as),
-            "--dpop-nonce-rs" => Some(&mut options.dpop_nonce_rs),
-            _ => None,
-        };
-        if let Some(switch) = switch {
+        if let Some(switch) = options.switch(&flag) {
             ensure!(inline_value.is_none(), "{flag} takes no value");
             *switch = true;
             continue;
@@ -538,60 +520,109 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> anyhow::Result<Option<O
                 .next()
                 .with_context(|| format!("{flag} needs a value"))?,
         };
-        let number = |value: &str| {
-            value
-                .parse::<u64>()
-                .with_context(|| format!("bad {flag} {value:?}"))
-        };
-        match flag.as_str() {
-            "--port" => options.port = value.parse().context("bad --port")?,
-            "--prm" => options.prm = choose(&flag, &value, &PRM_CHOICES)?,
-            "--prm-resource" => options.prm_resource = Some(value),
-            "--issuer-path" => options.issuer_path = issuer_path(&value)?,
-            "--metadata" => options.metadata = choose(&flag, &value, &METADATA_CHOICES)?,
-            "--scopes" => options.scopes = split_scopes(&value),
-            "--registration" => options.registration = choose(&flag, &value, &ON_OFF)?,
-            "--client-id" => options.client_id = Some(value),
-            "--client-secret" => options.client_secret = Some(value),
-            "--auth-method" => options.auth_method = choose(&flag, &value, &AUTH_CHOICES)?,
-            "--revocation" => options.revocation = choose(&flag, &value, &ON_OFF)?,
-            "--authorize-error" => options.authorize_error = Some(value),
-            "--access-ttl" => options.access_ttl = number(&value)?,
-            "--refreshed-ttl" => options.refreshed_ttl = Some(number(&value)?),
-            "--refresh-delay-ms" => options.refresh_delay = Duration::from_millis(number(&value)?),
-            "--step-up-names" => options.step_up_names = Some(value),
-            "--log" => options.log = Some(PathBuf::from(value)),
-            "--iss" => options.iss = choose(&flag, &value, &ISS_CHOICES)?,
-            "--metadata-issuer" => options.metadata_issuer = Some(value),
-            "--authorization-endpoint" => options.authorization_endpoint = Some(value),
-            "--ca-file" => options.ca_file = Some(PathBuf::from(value)),
-            "--second-issuer-path" => options.second_issuer_path = Some(issuer_path(&value)?),
-            other if machine::MachineOptions::takes(other) => options.machine.set(other, value)?,
-            other => bail!("unknown argument {other:?}"),
+        options.set(&flag, value)?;
+    }
+    options.check()?;
+    Ok(Some(options))
+}
+
+/// `--flag=value` as the flag and its value; any other argument as it is, without a value.
+fn split_flag(arg: String) -> (String, Option<String>) {
+    match arg.split_once('=') {
+        Some((flag, value)) if flag.starts_with("--") => (flag.to_owned(), Some(value.to_owned())),
+        Some(_) | None => (arg, None),
+    }
+}
+
+/// The value of a flag that takes a whole number.
+fn number(flag: &str, value: &str) -> anyhow::Result<u64> {
+    value
+        .parse::<u64>()
+        .with_context(|| format!("bad {flag} {value:?}"))
+}
+
+impl Options {
+    /// The setting a switch (a flag without a value) turns on; `None` for any other flag.
+    fn switch(&mut self, flag: &str) -> Option<&mut bool> {
+        match flag {
+            "--malformed-metadata" => Some(&mut self.malformed_metadata),
+            "--wrong-state" => Some(&mut self.wrong_state),
+            "--rotate" => Some(&mut self.rotate),
+            "--refuse-refresh" => Some(&mut self.refuse_refresh),
+            "--refuse-refreshed" => Some(&mut self.refuse_refreshed),
+            "--step-up" => Some(&mut self.step_up),
+            "--step-up-forever" => Some(&mut self.step_up_forever),
+            "--open-initialize" => Some(&mut self.open_initialize),
+            "--stateless" => Some(&mut self.stateless),
+            "--sse" => Some(&mut self.sse),
+            "--iss-advertised" => Some(&mut self.iss_advertised),
+            "--client-metadata-documents" => Some(&mut self.client_metadata_documents),
+            "--header-tools" => Some(&mut self.header_tools),
+            "--input-required" => Some(&mut self.input_required),
+            "--dpop" => Some(&mut self.dpop),
+            "--dpop-nonce-as" => Some(&mut self.dpop_nonce_as),
+            "--dpop-nonce-rs" => Some(&mut self.dpop_nonce_rs),
+            _ => None,
         }
     }
-    options.machine.check()?;
-    if options.client_secret.is_some() && options.client_id.is_none() {
-        bail!("--client-secret needs --client-id");
+
+    /// Sets what a flag that takes a value says; an error for a bad value or an unknown flag.
+    fn set(&mut self, flag: &str, value: String) -> anyhow::Result<()> {
+        match flag {
+            "--port" => self.port = value.parse().context("bad --port")?,
+            "--prm" => self.prm = choose(flag, &value, &PRM_CHOICES)?,
+            "--prm-resource" => self.prm_resource = Some(value),
+            "--issuer-path" => self.issuer_path = issuer_path(&value)?,
+            "--metadata" => self.metadata = choose(flag, &value, &METADATA_CHOICES)?,
+            "--scopes" => self.scopes = split_scopes(&value),
+            "--registration" => self.registration = choose(flag, &value, &ON_OFF)?,
+            "--client-id" => self.client_id = Some(value),
+            "--client-secret" => self.client_secret = Some(value),
+            "--auth-method" => self.auth_method = choose(flag, &value, &AUTH_CHOICES)?,
+            "--revocation" => self.revocation = choose(flag, &value, &ON_OFF)?,
+            "--authorize-error" => self.authorize_error = Some(value),
+            "--access-ttl" => self.access_ttl = number(flag, &value)?,
+            "--refreshed-ttl" => self.refreshed_ttl = Some(number(flag, &value)?),
+            "--refresh-delay-ms" => {
+                self.refresh_delay = Duration::from_millis(number(flag, &value)?);
+            }
+            "--step-up-names" => self.step_up_names = Some(value),
+            "--log" => self.log = Some(PathBuf::from(value)),
+            "--iss" => self.iss = choose(flag, &value, &ISS_CHOICES)?,
+            "--metadata-issuer" => self.metadata_issuer = Some(value),
+            "--authorization-endpoint" => self.authorization_endpoint = Some(value),
+            "--ca-file" => self.ca_file = Some(PathBuf::from(value)),
+            "--second-issuer-path" => self.second_issuer_path = Some(issuer_path(&value)?),
+            other if machine::MachineOptions::takes(other) => self.machine.set(other, value)?,
+            other => bail!("unknown argument {other:?}"),
+        }
+        Ok(())
     }
-    if options.client_id.is_some()
-        && options.client_secret.is_some() != options.auth_method.has_secret()
-    {
-        bail!(
-            "--auth-method {} and --client-secret go together",
-            options.auth_method.name()
-        );
+
+    /// The rules between flags: which need which, and which cannot go together.
+    fn check(&self) -> anyhow::Result<()> {
+        self.machine.check()?;
+        if self.client_secret.is_some() && self.client_id.is_none() {
+            bail!("--client-secret needs --client-id");
+        }
+        if self.client_id.is_some() && self.client_secret.is_some() != self.auth_method.has_secret()
+        {
+            bail!(
+                "--auth-method {} and --client-secret go together",
+                self.auth_method.name()
+            );
+        }
+        if self.open_initialize && self.stateless {
+            bail!("--open-initialize is for the handshake revisions; --stateless has no handshake");
+        }
+        if (self.header_tools || self.input_required) && !self.stateless {
+            bail!("--header-tools and --input-required go with --stateless");
+        }
+        if (self.step_up_names.is_some() || self.step_up_forever) && !self.step_up {
+            bail!("--step-up-names and --step-up-forever go with --step-up");
+        }
+        Ok(())
     }
-    if options.open_initialize && options.stateless {
-        bail!("--open-initialize is for the handshake revisions; --stateless has no handshake");
-    }
-    if (options.header_tools || options.input_required) && !options.stateless {
-        bail!("--header-tools and --input-required go with --stateless");
-    }
-    if (options.step_up_names.is_some() || options.step_up_forever) && !options.step_up {
-        bail!("--step-up-names and --step-up-forever go with --step-up");
-    }
-    Ok(Some(options))
 }
 
 fn split_scopes(text: &str) -> Vec<String> {
@@ -1763,26 +1794,13 @@ impl Server {
         }
     }
 
+    /// `/mcp`: authorizes the request, then answers the JSON-RPC message it POSTs (see the
+    /// module's documentation for what each revision and flag changes).
     fn mcp(&self, request: &Request, log: &mut Map<String, Value>) -> Response {
-        let bearer = match self.dpop_resource_request(request, log) {
-            Ok(Some(token)) => Some(token),
-            Ok(None) => auth_header(request, "bearer").map(str::to_owned),
-            Err(refused) => return refused,
+        let caller = match self.mcp_caller(request, log) {
+            Ok(caller) => caller,
+            Err(answer) => return answer,
         };
-        let Some(bearer) = bearer else {
-            if let Some(answer) = self.open_without_token(request, log) {
-                return answer;
-            }
-            return self.challenge(None, false);
-        };
-        log.insert("bearer_sha".to_owned(), json!(short_sha(&bearer)));
-        let checked = self.state().check_bearer(&bearer);
-        let (client_id, scope) = match checked {
-            Ok(found) => found,
-            Err(reason) => return self.challenge(Some(reason), false),
-        };
-        log.insert("client_id".to_owned(), json!(client_id));
-        log.insert("scope".to_owned(), json!(scope));
         match request.method.as_str() {
             "POST" => {}
             "DELETE" if !self.options.stateless => return Response::new(200),
@@ -1806,70 +1824,69 @@ impl Server {
             // A notification, or a response from the client.
             return Response::new(202);
         };
-        let has_write = split_scopes(&scope).iter().any(|s| s == STEP_UP_WRITE);
+        let has_write = split_scopes(&caller.scope)
+            .iter()
+            .any(|s| s == STEP_UP_WRITE);
         let enough = has_write && !self.options.step_up_forever;
         if self.options.step_up && method == "tools/call" && !enough {
             return self.challenge(None, true);
         }
-        let params = message.get("params");
+        self.rpc(request, &caller, id, method, message.get("params"), log)
+    }
+
+    /// Who a request to `/mcp` comes from, by its access token (a DPoP-bound one with `--dpop`,
+    /// else a bearer token), logged; else the answer it gets instead: a refusal, or with
+    /// `--open-initialize` the answer to a handshake sent without a token.
+    fn mcp_caller(
+        &self,
+        request: &Request,
+        log: &mut Map<String, Value>,
+    ) -> Result<Caller, Response> {
+        let bearer = match self.dpop_resource_request(request, log) {
+            Ok(Some(token)) => Some(token),
+            Ok(None) => auth_header(request, "bearer").map(str::to_owned),
+            Err(refused) => return Err(refused),
+        };
+        let Some(bearer) = bearer else {
+            if let Some(answer) = self.open_without_token(request, log) {
+                return Err(answer);
+            }
+            return Err(self.challenge(None, false));
+        };
+        log.insert("bearer_sha".to_owned(), json!(short_sha(&bearer)));
+        let checked = self.state().check_bearer(&bearer);
+        let (client_id, scope) = match checked {
+            Ok(found) => found,
+            Err(reason) => return Err(self.challenge(Some(reason), false)),
+        };
+        log.insert("client_id".to_owned(), json!(client_id));
+        log.insert("scope".to_owned(), json!(scope));
+        Ok(Caller {
+            bearer,
+            client_id,
+            scope,
+        })
+    }
+
+    /// The answer to the JSON-RPC request `method` (with `id` and `params`) of an authorized
+    /// caller.
+    fn rpc(
+        &self,
+        request: &Request,
+        caller: &Caller,
+        id: Value,
+        method: &str,
+        params: Option<&Value>,
+        log: &mut Map<String, Value>,
+    ) -> Response {
         let stateless = self.options.stateless;
         let result = match method {
             "initialize" if stateless => Ok(json!({})),
             "initialize" => return self.initialize(id, params),
-            "server/discover" if stateless => Ok(json!({
-                "supportedVersions": [STATELESS_VERSION],
-                "capabilities": {"tools": {}},
-                "ttlMs": 0,
-                "cacheScope": "private",
-                "_meta": {"io.modelcontextprotocol/serverInfo":
-                    {"name": SERVER_NAME, "version": SERVER_VERSION}},
-            })),
+            "server/discover" if stateless => Ok(discover_result()),
             "ping" if !stateless => Ok(json!({})),
-            "tools/list" if stateless => {
-                let mut tools = vec![whoami_tool()];
-                if self.options.header_tools {
-                    tools.extend(header_tools());
-                }
-                Ok(json!({"tools": tools, "ttlMs": 0, "cacheScope": "private"}))
-            }
-            "tools/list" => Ok(json!({"tools": [whoami_tool()]})),
-            "tools/call" => match params
-                .and_then(|params| params.get("name"))
-                .and_then(Value::as_str)
-            {
-                Some("regional") if self.options.header_tools => {
-                    let region = request.header("mcp-param-region");
-                    if let Some(region) = region {
-                        log.insert("param_region".to_owned(), json!(region));
-                    }
-                    let text = format!("region={}", region.unwrap_or("absent"));
-                    Ok(json!({"content": [{"type": "text", "text": text}], "isError": false}))
-                }
-                Some("whoami") if self.options.input_required => {
-                    match self.round_trip(&id, params, log) {
-                        Ok(None) => {
-                            let text = format!(
-                                "client={client_id} scope={scope} token={}",
-                                short_sha(&bearer)
-                            );
-                            Ok(
-                                json!({"content": [{"type": "text", "text": text}], "isError": false}),
-                            )
-                        }
-                        Ok(Some(asked)) => Ok(asked),
-                        Err(refused) => Err(refused),
-                    }
-                }
-                Some("whoami") => {
-                    let text = format!(
-                        "client={client_id} scope={scope} token={}",
-                        short_sha(&bearer)
-                    );
-                    Ok(json!({"content": [{"type": "text", "text": text}], "isError": false}))
-                }
-                Some(other) => Err((-32602, format!("unknown tool {other}"))),
-                None => Err((-32602, "tools/call needs a string `name`".to_owned())),
-            },
+            "tools/list" => Ok(self.tools_list()),
+            "tools/call" => self.tools_call(request, caller, &id, params, log),
             _ => Err((-32601, "Method not found".to_owned())),
         };
         let answer = match result {
@@ -1886,6 +1903,90 @@ impl Server {
         };
         Response::json(200, &answer)
     }
+
+    /// The result of `tools/list`: `whoami`, and with `--stateless` the list's `ttlMs` and
+    /// `cacheScope` and the tools of `--header-tools`.
+    fn tools_list(&self) -> Value {
+        if !self.options.stateless {
+            return json!({"tools": [whoami_tool()]});
+        }
+        let mut tools = vec![whoami_tool()];
+        if self.options.header_tools {
+            tools.extend(header_tools());
+        }
+        json!({"tools": tools, "ttlMs": 0, "cacheScope": "private"})
+    }
+
+    /// The result of `tools/call`: `whoami` (after the round trip of `--input-required`) or,
+    /// with `--header-tools`, `regional`; else the JSON-RPC error.
+    fn tools_call(
+        &self,
+        request: &Request,
+        caller: &Caller,
+        id: &Value,
+        params: Option<&Value>,
+        log: &mut Map<String, Value>,
+    ) -> Result<Value, (i64, String)> {
+        let name = params
+            .and_then(|params| params.get("name"))
+            .and_then(Value::as_str);
+        match name {
+            Some("regional") if self.options.header_tools => {
+                let region = request.header("mcp-param-region");
+                if let Some(region) = region {
+                    log.insert("param_region".to_owned(), json!(region));
+                }
+                let text = format!("region={}", region.unwrap_or("absent"));
+                Ok(text_result(&text))
+            }
+            Some("whoami") if self.options.input_required => {
+                match self.round_trip(id, params, log)? {
+                    None => Ok(caller.whoami()),
+                    Some(asked) => Ok(asked),
+                }
+            }
+            Some("whoami") => Ok(caller.whoami()),
+            Some(other) => Err((-32602, format!("unknown tool {other}"))),
+            None => Err((-32602, "tools/call needs a string `name`".to_owned())),
+        }
+    }
+}
+
+/// Who a request to `/mcp` comes from: its access token, and that token's client and scope.
+struct Caller {
+    bearer: String,
+    client_id: String,
+    scope: String,
+}
+
+impl Caller {
+    /// The result of `tools/call whoami`: the client, the scope and the token's short hash.
+    fn whoami(&self) -> Value {
+        let text = format!(
+            "client={} scope={} token={}",
+            self.client_id,
+            self.scope,
+            short_sha(&self.bearer)
+        );
+        text_result(&text)
+    }
+}
+
+/// A tool's result that is one text.
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": false})
+}
+
+/// `--stateless`: the result of `server/discover`.
+fn discover_result() -> Value {
+    json!({
+        "supportedVersions": [STATELESS_VERSION],
+        "capabilities": {"tools": {}},
+        "ttlMs": 0,
+        "cacheScope": "private",
+        "_meta": {"io.modelcontextprotocol/serverInfo":
+            {"name": SERVER_NAME, "version": SERVER_VERSION}},
+    })
 }
 
 impl Server {
