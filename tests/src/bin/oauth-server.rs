@@ -1234,6 +1234,8 @@ impl Server {
         Ok(no_store(Response::json(201, &answer)))
     }
 
+    /// The authorization endpoint: the client and its redirect URI checked, then a code, or
+    /// the error, sent back to the redirect URI.
     async fn authorize(&self, request: &Request, log: &mut Map<String, Value>) -> Response {
         let param = |name: &str| request.query_param(name).filter(|value| !value.is_empty());
         for name in ["client_id", "resource", "scope"] {
@@ -1246,33 +1248,11 @@ impl Server {
         };
         // A client known by its metadata document: fetched and checked on every request,
         // before the state is locked (the fetch awaits another server).
-        let described =
-            if self.options.client_metadata_documents && client_id.starts_with("https://") {
-                let redirect_uri = param("redirect_uri").unwrap_or_default();
-                let checked = match self.documents.fetch(&client_id).await {
-                    Ok(document) => cimd::check(&document, &client_id, &redirect_uri),
-                    Err(why) => Err(why),
-                };
-                match checked {
-                    Ok(_) => {
-                        log.insert("client_metadata".to_owned(), json!("fetched"));
-                        // The document allowed this redirect URI (on this port, for a loopback
-                        // one): the client is known by it for this request.
-                        Some(vec![redirect_uri])
-                    }
-                    Err(why) => {
-                        log.insert("client_metadata_error".to_owned(), json!(why));
-                        log.insert("error".to_owned(), json!("invalid_client"));
-                        // The redirect URI of a client that cannot be trusted is not followed.
-                        return Response::json(
-                            400,
-                            &json!({"error": "invalid_client", "error_description": why}),
-                        );
-                    }
-                }
-            } else {
-                None
-            };
+        let asked_uri = param("redirect_uri").unwrap_or_default();
+        let described = match self.described_client(&client_id, asked_uri, log).await {
+            Ok(described) => described,
+            Err(refused) => return refused,
+        };
         let mut state = self.state();
         if let Some(redirect_uris) = described {
             let client = Client {
@@ -1342,6 +1322,41 @@ impl Server {
         };
         state.codes.insert(code.clone(), entry);
         redirect(vec![("code", code)])
+    }
+
+    /// The redirect URIs of a client known by its metadata document (`client_id` an https
+    /// address and documents on), fetched and checked now against the `redirect_uri` asked for; `Ok(None)` for any other client,
+    /// `Err` the refusal of one whose document cannot be trusted.
+    async fn described_client(
+        &self,
+        client_id: &str,
+        redirect_uri: String,
+        log: &mut Map<String, Value>,
+    ) -> Result<Option<Vec<String>>, Response> {
+        if !(self.options.client_metadata_documents && client_id.starts_with("https://")) {
+            return Ok(None);
+        }
+        let checked = match self.documents.fetch(client_id).await {
+            Ok(document) => cimd::check(&document, client_id, &redirect_uri),
+            Err(why) => Err(why),
+        };
+        match checked {
+            Ok(_) => {
+                log.insert("client_metadata".to_owned(), json!("fetched"));
+                // The document allowed this redirect URI (on this port, for a loopback one):
+                // the client is known by it for this request.
+                Ok(Some(vec![redirect_uri]))
+            }
+            Err(why) => {
+                log.insert("client_metadata_error".to_owned(), json!(why));
+                log.insert("error".to_owned(), json!("invalid_client"));
+                // The redirect URI of a client that cannot be trusted is not followed.
+                Err(Response::json(
+                    400,
+                    &json!({"error": "invalid_client", "error_description": why}),
+                ))
+            }
+        }
     }
 
     /// Checks an authorization request; the scope to grant and the `resource`, if sent.
