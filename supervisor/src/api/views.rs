@@ -1,7 +1,11 @@
 //! The one place the areas' records become the wire's views: a run, an agent's part of it and
-//! its decisions, a call waiting for the person, a chat, its messages and its pending actions. The areas answer in their
-//! own types; the handlers turn them into what the UI reads here, so that a word of the domain
-//! can change without changing the wire.
+//! its decisions, a call waiting for the person, a chat, its messages and its pending actions;
+//! in `views/mcp.rs`, the MCP servers, their tools, an inspection, a call and an import's finds. The
+//! areas answer in their own types; the handlers turn them into what the UI reads here, so
+//! that a word of the domain can change without changing the wire.
+
+mod mcp;
+pub use self::mcp::{candidate_view, removed_view};
 
 use bosun_agents::record::{AgentRun, Decision};
 use bosun_approvals::record::{ApprovalRecord, ApprovalState};

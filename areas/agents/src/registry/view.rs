@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use bosun_kit::keychain::{Keychain, agent_env_key};
 use bosun_mcp::browser;
 use bosun_mcp::record::ServerRecord;
-use bosun_mcp::tools;
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::protocol::agents::{
     AgentView, ApprovalsView, LastRunView, ServerSwitchView, SwitchesView, ToolSwitchView,
@@ -124,7 +123,7 @@ fn server_switches(
                         .map(|t| ToolSwitchView {
                             name: t.name.clone(),
                             on: switch.tool_on(&t.name),
-                            risk: tools::view(&s.name, t).assessment.risk,
+                            risk: t.hints.assess().risk,
                             seen_in_last_run: seen.contains(
                                 bosun_shared::mcp::full_tool_name(&s.name, &t.name).as_str(),
                             ),
@@ -138,7 +137,7 @@ fn server_switches(
                 on: switch.on,
                 tools,
                 listed: s.listing.is_some(),
-                sign_in: bosun_mcp::registry::sign_in_view(store, s).map(|v| v.state),
+                sign_in: bosun_mcp::registry::sign_in_of(store, s).map(|v| v.state().to_string()),
                 last_run_state: last
                     .servers
                     .iter()
