@@ -9,14 +9,64 @@ use std::path::{Path, PathBuf};
 use crate::RegistryError;
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::mcp::{SecretLine, ServerKind};
-use bosun_shared::protocol::mcp::{
-    ImportCandidateView, ImportParams, ImportPick, ImportScan, ImportStatus, ServerView,
-};
 use ractor::ActorRef;
 
 use super::address;
 use super::import::{self, CandidateTransport, ImportCandidate, ImportError, ImportSource};
-use super::registry::{NewServer, RegistryContext, RegistryMsg};
+use super::record::ServerRecord;
+use super::registry::{self, NewServer, RegistryContext, RegistryMsg, ServerDetail};
+
+/// Where to look for servers to import.
+#[derive(Clone, Debug)]
+pub struct Scan {
+    /// Config files to read beyond the usual places.
+    pub extra_files: Vec<PathBuf>,
+    /// The person's own `HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and `GEMINI_CLI_HOME`, which
+    /// say where the usual places are (the daemon's may differ).
+    pub env: Vec<(String, String)>,
+}
+
+/// Which candidates to import: every new one, the ones picked, or both.
+#[derive(Clone, Debug)]
+pub struct Import {
+    pub scan: Scan,
+    /// Every candidate that is new.
+    pub all: bool,
+    pub picks: Vec<Pick>,
+}
+
+/// A candidate picked by name.
+#[derive(Clone, Debug)]
+pub struct Pick {
+    pub name: String,
+    /// The name to give it in bosun (its own when `None`).
+    pub rename_to: Option<String>,
+    /// The file it is in, to choose between servers of one name in several files or scopes.
+    pub account: Option<PathBuf>,
+}
+
+/// Whether a candidate can be imported as it is, held against the servers bosun has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Not in bosun's list yet.
+    New,
+    /// A server with the same name and the same command or address is already in the list.
+    AlreadyInList,
+    /// Another server has this name: import it under another.
+    NameTaken,
+    /// The name breaks the rules or is reserved: import it under another.
+    BadName,
+}
+
+/// How a candidate would be reached once added.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub kind: ServerKind,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// The address as written in the CLI's file, its query included.
+    pub url: Option<String>,
+}
 
 /// Everything found, with files that could not be read in words.
 pub struct Found {
@@ -26,7 +76,7 @@ pub struct Found {
 
 /// Reads the usual places (by the person's environment) and the files they named. A file they
 /// named that cannot be read is an error; a usual one is a problem reported alongside.
-pub fn find(scan: &ImportScan) -> Result<Found, RegistryError> {
+pub fn find(scan: &Scan) -> Result<Found, RegistryError> {
     let env = |k: &str| {
         scan.env
             .iter()
@@ -77,8 +127,8 @@ fn classify(file: &Path) -> Result<ImportSource, RegistryError> {
 }
 
 /// How a candidate would be added.
-fn target(c: &ImportCandidate) -> (ServerKind, Option<String>, Vec<String>, Option<String>) {
-    match &c.transport {
+pub fn target(c: &ImportCandidate) -> Target {
+    let (kind, command, args, url) = match &c.transport {
         CandidateTransport::Stdio { command, args, .. } => {
             (ServerKind::Stdio, Some(command.clone()), args.clone(), None)
         }
@@ -88,11 +138,19 @@ fn target(c: &ImportCandidate) -> (ServerKind, Option<String>, Vec<String>, Opti
         CandidateTransport::Sse { url, .. } => {
             (ServerKind::Sse, None, Vec::new(), Some(url.clone()))
         }
+    };
+    Target {
+        kind,
+        command,
+        args,
+        url,
     }
 }
 
 fn target_text(c: &ImportCandidate) -> String {
-    let (_, command, args, url) = target(c);
+    let Target {
+        command, args, url, ..
+    } = target(c);
     match url {
         Some(u) => u,
         None => std::iter::once(command.unwrap_or_default())
@@ -102,12 +160,13 @@ fn target_text(c: &ImportCandidate) -> String {
     }
 }
 
-fn status(c: &ImportCandidate, name: &str, existing: &[ServerView]) -> ImportStatus {
+/// Whether candidate `c` can be imported as `name` among the servers bosun has.
+pub fn status(c: &ImportCandidate, name: &str, existing: &[ServerRecord]) -> Status {
     if check_server_name(name).is_err() {
-        return ImportStatus::BadName;
+        return Status::BadName;
     }
     match existing.iter().find(|s| s.name == name) {
-        None => ImportStatus::New,
+        None => Status::New,
         Some(s) => {
             let same = match s.kind {
                 ServerKind::Stdio => {
@@ -115,35 +174,17 @@ fn status(c: &ImportCandidate, name: &str, existing: &[ServerView]) -> ImportSta
                     parts.extend(s.args.iter().cloned());
                     parts.join(" ") == target_text(c)
                 }
-                // A view's address has its query hidden: compared as shown.
+                // The address bosun keeps has its query hidden: compared as shown.
                 ServerKind::Http | ServerKind::Sse => {
-                    s.url.as_deref() == Some(&address::shown(&target_text(c)))
+                    s.shown_url().as_deref() == Some(&address::shown(&target_text(c)))
                 }
             };
             if same {
-                ImportStatus::AlreadyInList
+                Status::AlreadyInList
             } else {
-                ImportStatus::NameTaken
+                Status::NameTaken
             }
         }
-    }
-}
-
-/// A candidate as the person sees it: names of lines, never values.
-pub fn view(c: &ImportCandidate, existing: &[ServerView]) -> ImportCandidateView {
-    let (kind, command, args, url) = target(c);
-    ImportCandidateView {
-        source: c.source.to_string(),
-        account: c.account.clone(),
-        scope: c.scope.to_string(),
-        name: c.name.clone(),
-        kind,
-        command,
-        args,
-        url: url.as_deref().map(address::shown),
-        env_names: c.env_names().into_iter().map(str::to_string).collect(),
-        header_names: c.header_names().into_iter().map(str::to_string).collect(),
-        status: status(c, &c.name, existing),
     }
 }
 
@@ -153,17 +194,17 @@ pub fn view(c: &ImportCandidate, existing: &[ServerView]) -> ImportCandidateView
 pub async fn import(
     ctx: &RegistryContext,
     registry: &ActorRef<RegistryMsg>,
-    params: ImportParams,
-) -> Result<Vec<ServerView>, RegistryError> {
+    params: Import,
+) -> Result<Vec<ServerDetail>, RegistryError> {
     let scan = params.scan.clone();
     let found = tokio::task::spawn_blocking(move || find(&scan))
         .await
         .map_err(|e| RegistryError::internal(e.to_string()))??;
-    let existing = super::registry::list(ctx).await?;
+    let existing = registry::records(&ctx.store).await?;
     let mut chosen: Vec<(&ImportCandidate, String)> = Vec::new();
     if params.all {
         for c in &found.candidates {
-            if status(c, &c.name, &existing) == ImportStatus::New
+            if status(c, &c.name, &existing) == Status::New
                 && !chosen.iter().any(|(_, n)| n == &c.name)
             {
                 chosen.push((c, c.name.clone()));
@@ -180,17 +221,17 @@ pub async fn import(
         chosen.push((c, name));
     }
 
-    let mut added: Vec<ServerView> = Vec::new();
+    let mut added: Vec<ServerDetail> = Vec::new();
     for (c, name) in chosen {
         let params = add_params(c, name);
         let result = ractor::call!(registry, |reply| RegistryMsg::Add { params, reply })
             .map_err(|e| RegistryError::internal(format!("the MCP registry did not answer: {e}")))
             .and_then(|r| r);
         match result {
-            Ok(view) => added.push(view),
+            Ok(detail) => added.push(detail),
             Err(e) => {
                 for done in &added {
-                    let server = done.name.clone();
+                    let server = done.record.name.clone();
                     let _ = ractor::call!(registry, |reply| RegistryMsg::Remove { server, reply });
                 }
                 return Err(RegistryError::NothingImported(Box::new(e)));
@@ -204,7 +245,7 @@ pub async fn import(
 /// first of several that start the same server.
 fn picked<'a>(
     candidates: &'a [ImportCandidate],
-    pick: &ImportPick,
+    pick: &Pick,
 ) -> Result<&'a ImportCandidate, RegistryError> {
     let matches: Vec<&ImportCandidate> = candidates
         .iter()
@@ -243,18 +284,18 @@ fn picked<'a>(
 fn check_new(
     c: &ImportCandidate,
     name: &str,
-    existing: &[ServerView],
+    existing: &[ServerRecord],
 ) -> Result<(), RegistryError> {
     match status(c, name, existing) {
-        ImportStatus::New => Ok(()),
-        ImportStatus::AlreadyInList => Err(RegistryError::conflict(format!(
+        Status::New => Ok(()),
+        Status::AlreadyInList => Err(RegistryError::conflict(format!(
             "`{name}` is already in the list"
         ))),
-        ImportStatus::NameTaken => Err(RegistryError::conflict(format!(
+        Status::NameTaken => Err(RegistryError::conflict(format!(
             "there is already a server named `{name}`; import it under another name with --as {}=NEW",
             c.name
         ))),
-        ImportStatus::BadName => {
+        Status::BadName => {
             let why = check_server_name(name)
                 .err()
                 .map(|e| e.to_string())
@@ -269,7 +310,12 @@ fn check_new(
 
 /// What `mcp add` is given to add candidate `c` as `name`.
 fn add_params(c: &ImportCandidate, name: String) -> NewServer {
-    let (kind, command, args, url) = target(c);
+    let Target {
+        kind,
+        command,
+        args,
+        url,
+    } = target(c);
     let lines = |pairs: &[(String, String)]| -> Vec<SecretLine> {
         pairs
             .iter()

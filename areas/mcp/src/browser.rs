@@ -344,6 +344,42 @@ pub fn launch(
     Ok(command_line(settings, &program, insecure_certs))
 }
 
+/// What this machine has of what the built-in browser needs, and the command line a run would
+/// start it with: for the person's list of servers.
+#[derive(Clone, Debug)]
+pub struct BrowserCheck {
+    /// Node's version, when found and new enough.
+    pub node: Option<String>,
+    /// The browser program a run would use, when found.
+    pub program: Option<Program>,
+    /// What is missing, and what to install, in plain words.
+    pub missing: Vec<String>,
+    /// The command line of a run (without insecure certificates), with the program found.
+    pub launch: Launch,
+}
+
+/// Looks on `path` for Node and the browser program the settings say, for the person's list.
+/// Blocks (it runs `node --version`).
+pub fn check_machine(settings: &BrowserSettings, path: Option<&str>) -> BrowserCheck {
+    let mut missing = Vec::new();
+    let node = check_node(path)
+        .map_err(|e| missing.push(e.to_string()))
+        .ok();
+    let program = find_program(settings, path)
+        .map_err(|e| missing.push(e.to_string()))
+        .ok();
+    let launch = match &program {
+        Some(p) => command_line(settings, p, false),
+        None => command_line(settings, &Program::ServerFinds(PathBuf::new()), false),
+    };
+    BrowserCheck {
+        node,
+        program,
+        missing,
+        launch,
+    }
+}
+
 /// The command line itself (no checks of the machine), for a given program.
 pub fn command_line(settings: &BrowserSettings, program: &Program, insecure_certs: bool) -> Launch {
     let mut args = vec!["-y".to_string(), format!("{PACKAGE}@{}", settings.version)];

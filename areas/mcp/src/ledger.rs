@@ -9,32 +9,37 @@
 
 use bosun_shared::gateway::{Capability, Rules};
 use bosun_shared::mcp::ToolChange;
-use bosun_shared::protocol::mcp::{PendingToolView, ServerView};
 
 use crate::RegistryError;
 use crate::record::{ServerRecord, StoredTool};
 
+/// A tool runs do not get until the person approves it as it is now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingTool {
+    pub name: String,
+    pub change: ToolChange,
+}
+
 /// The tools of the record's last listing that runs do not get until the person approves them.
-pub fn pending_of(rec: &ServerRecord) -> Vec<PendingToolView> {
+pub fn pending_of(rec: &ServerRecord) -> Vec<PendingTool> {
     match (&rec.listing, rec.approved()) {
         (Some(l), Some(approved)) => pending_tools(approved, &l.tools),
         _ => Vec::new(),
     }
 }
 
-/// A server's view with what waits for the person's approval.
-pub fn fill_in(view: &mut ServerView, rec: &ServerRecord) {
-    view.pending_capabilities = rec
-        .listing
+/// The capabilities the record's last listing advertised that runs do not get until the person
+/// approves them.
+pub fn capabilities_pending_of(rec: &ServerRecord) -> Vec<Capability> {
+    rec.listing
         .as_ref()
         .and_then(|l| l.capabilities.as_deref())
         .map(|advertised| pending_capabilities(advertised, &rec.rules).0)
-        .unwrap_or_default();
-    view.pending_tools = pending_of(rec);
+        .unwrap_or_default()
 }
 
 /// The tools of `listed` that are not in `approved` as they are.
-pub fn pending_tools(approved: &[StoredTool], listed: &[StoredTool]) -> Vec<PendingToolView> {
+pub fn pending_tools(approved: &[StoredTool], listed: &[StoredTool]) -> Vec<PendingTool> {
     listed
         .iter()
         .filter_map(|t| {
@@ -43,7 +48,7 @@ pub fn pending_tools(approved: &[StoredTool], listed: &[StoredTool]) -> Vec<Pend
                 Some(a) if !same(a, t) => ToolChange::Changed,
                 Some(_) => return None,
             };
-            Some(PendingToolView {
+            Some(PendingTool {
                 name: t.name.clone(),
                 change,
             })
@@ -192,11 +197,11 @@ mod tests {
         assert_eq!(
             pending,
             vec![
-                PendingToolView {
+                PendingTool {
                     name: "add".into(),
                     change: ToolChange::Changed
                 },
-                PendingToolView {
+                PendingTool {
                     name: "delete".into(),
                     change: ToolChange::New
                 },
@@ -252,7 +257,7 @@ mod tests {
         rec.take_listing(listing(vec![tool("echo", "Echoes"), tool("rm", "Removes")]));
         assert_eq!(
             pending_of(&rec),
-            vec![PendingToolView {
+            vec![PendingTool {
                 name: "rm".into(),
                 change: ToolChange::New
             }]
@@ -290,11 +295,11 @@ mod tests {
         assert_eq!(
             pending_of(&rec),
             vec![
-                PendingToolView {
+                PendingTool {
                     name: "echo".into(),
                     change: ToolChange::Changed
                 },
-                PendingToolView {
+                PendingTool {
                     name: "rm".into(),
                     change: ToolChange::New
                 },

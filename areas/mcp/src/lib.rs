@@ -9,7 +9,7 @@
 //! - [`client`]: talking to a server for a moment, over stdio, Streamable HTTP or [`sse`], in
 //!   the revision [`revision`] chose; [`dpop_http`] makes its HTTP requests for a server whose
 //!   tokens are DPoP-bound.
-//! - [`tools`]: a server's tools as bosun shows them, with their risk; one malformed tool set
+//! - [`tools`]: a server's tools as bosun keeps them, with their hints; one malformed tool set
 //!   aside with what is wrong, from the `tools/list` results [`tap`] keeps as sent.
 //! - [`import`] and [`adopt`]: the servers the coding CLIs already have, read and taken over.
 

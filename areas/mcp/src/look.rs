@@ -4,26 +4,88 @@
 //!
 //! Whatever a look returns, answer or error, passes through [`reach`], which redacts the secret
 //! values bosun handed the server: nothing the server says back reaches the person or the store
-//! without it.
+//! without it. A look answers in the area's own types ([`ListedTools`], [`Inspection`],
+//! [`ToolAnswer`]), already redacted; `supervisor/src/api` shows them.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::RegistryError;
 use bosun_auth::ProbeError;
 use bosun_auth::challenge::Challenge;
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::mcp::{CallView, InspectView, RevisionView, ToolListing, ToolView};
+use bosun_shared::gateway::Capability;
 use ractor::ActorRef;
 
 use std::future::Future;
 
 use super::client::{self, Endpoint, Limits};
 use super::error::{McpError, SignInAsked};
-use super::ledger;
-use super::record::{ServerRecord, StoredListing, StoredTool};
-use super::redact::Redact;
+use super::ledger::{self, PendingTool};
+use super::record::{ServerRecord, StoredListing, StoredMalformedTool, StoredTool};
+use super::redact::{Redact, Redactor};
 use super::registry::{self, RegistryContext, RegistryMsg};
+use super::revision::Revision;
 use super::tools;
+
+/// A server's tools as last listed, with its record as it is with that listing, to hold them
+/// against what the person approved.
+#[derive(Clone, Debug)]
+pub struct ListedTools {
+    pub record: ServerRecord,
+    pub listing: StoredListing,
+}
+
+impl ListedTools {
+    /// The tools of the listing that runs do not get until the person approves them.
+    pub fn pending(&self) -> Vec<PendingTool> {
+        self.record
+            .approved()
+            .map(|approved| ledger::pending_tools(approved, &self.listing.tools))
+            .unwrap_or_default()
+    }
+}
+
+/// What an inspection (the "test connection") found of a server: who it says it is, the
+/// revision spoken, what it advertises and lists, how long each step took, and the capability
+/// ledger held against what the person approved.
+#[derive(Clone, Debug)]
+pub struct Inspection {
+    pub server: String,
+    pub protocol_version: String,
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+    /// The capabilities the server advertised, as it sent them.
+    pub capabilities: serde_json::Value,
+    /// How many usable tools it lists (the malformed ones not counted).
+    pub tools: usize,
+    pub prompts: Option<usize>,
+    pub resources: Option<usize>,
+    pub instructions: Option<String>,
+    /// Starting or reaching the server and `initialize`.
+    pub connect: Duration,
+    /// The listings.
+    pub list: Duration,
+    pub total: Duration,
+    pub revision: Revision,
+    pub malformed: Vec<StoredMalformedTool>,
+    /// The capabilities runs get (approved by the person).
+    pub approved_capabilities: Vec<Capability>,
+    /// Advertised, and not in runs until the person approves them.
+    pub pending_capabilities: Vec<Capability>,
+    /// Advertised capabilities bosun's gateway cannot relay (such as `experimental`).
+    pub never_relayed: Vec<String>,
+    /// Tools it lists now that runs do not get until the person approves them.
+    pub pending_tools: Vec<PendingTool>,
+}
+
+/// What a server answered to a tool called by hand.
+#[derive(Clone, Debug)]
+pub struct ToolAnswer {
+    pub is_error: bool,
+    /// The result's content, as the server sent it.
+    pub content: serde_json::Value,
+    pub structured: Option<serde_json::Value>,
+}
 
 fn failed(server: &str, what: &str, e: &McpError) -> RegistryError {
     let advice = match e.sign_in_asked() {
@@ -128,7 +190,7 @@ pub async fn list_tools(
     ctx: &RegistryContext,
     registry: &ActorRef<RegistryMsg>,
     server: &str,
-) -> Result<ToolListing, RegistryError> {
+) -> Result<ListedTools, RegistryError> {
     let (rec, outcome) = reach(ctx, server, |ep| async move {
         let conn = client::connect(&ep, Limits::for_endpoint(&ep)).await?;
         let listing = conn.list_tools().await;
@@ -147,10 +209,13 @@ pub async fn list_tools(
     .await?;
     match outcome {
         Ok(kept) => {
-            // As the record will have it, with what is pending marked.
+            // As the record will have it, to hold against what the person approved.
             let mut after = rec.clone();
             after.take_listing(kept.clone());
-            let view = listing_view(&after, &kept);
+            let listed = ListedTools {
+                record: after,
+                listing: kept.clone(),
+            };
             // Kept before the answer goes out, so a `show` right after sees it.
             let _ = ractor::call!(registry, |reply| RegistryMsg::SaveLook {
                 id: rec.id,
@@ -158,7 +223,7 @@ pub async fn list_tools(
                 error: None,
                 reply,
             });
-            Ok(view)
+            Ok(listed)
         }
         Err(e) => {
             let _ = ractor::call!(registry, |reply| RegistryMsg::SaveLook {
@@ -180,46 +245,26 @@ fn advertised(capabilities: &rmcp::model::ServerCapabilities) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A listing as the person sees it, each tool that waits for their approval marked.
-fn listing_view(rec: &ServerRecord, kept: &StoredListing) -> ToolListing {
-    let pending = rec
-        .approved()
-        .map(|approved| ledger::pending_tools(approved, &kept.tools))
-        .unwrap_or_default();
-    ToolListing {
-        server: rec.name.clone(),
-        listed_at: kept.at,
-        tools: kept
-            .tools
-            .iter()
-            .map(|t| ToolView {
-                pending: pending.iter().find(|p| p.name == t.name).map(|p| p.change),
-                ..tools::view(&rec.name, t)
-            })
-            .collect(),
-        pages: kept.pages,
-        truncated: kept.truncated.clone(),
-        malformed: kept.malformed.iter().map(tools::malformed_view).collect(),
-    }
-}
-
 /// The last listing kept, without starting the server.
 pub async fn last_listing(
     ctx: &RegistryContext,
     server: &str,
-) -> Result<ToolListing, RegistryError> {
+) -> Result<ListedTools, RegistryError> {
     let rec = registry::find(&ctx.store, server).await?;
-    let Some(kept) = &rec.listing else {
+    let Some(listing) = rec.listing.clone() else {
         return Err(RegistryError::not_found(format!(
             "the tools of `{}` have not been listed yet; `bosun mcp tools {}` lists them",
             rec.name, rec.name
         )));
     };
-    Ok(listing_view(&rec, kept))
+    Ok(ListedTools {
+        record: rec,
+        listing,
+    })
 }
 
 /// The "test connection": identity, protocol, capabilities, counts and timings.
-pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView, RegistryError> {
+pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<Inspection, RegistryError> {
     let t0 = Instant::now();
     // What the person approved, to hold what the server says now against.
     let known = registry::find(&ctx.store, server).await?;
@@ -252,7 +297,7 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
             // As a listing keeps them (redacted), to compare with what the person approved.
             let now: Vec<StoredTool> = listing.tools.iter().map(tools::kept).collect();
             let now = now.redact(&redactor);
-            Ok(InspectView {
+            Ok(Inspection {
                 approved_capabilities: rules.capabilities.iter().copied().collect(),
                 pending_capabilities,
                 never_relayed,
@@ -268,19 +313,11 @@ pub async fn inspect(ctx: &RegistryContext, server: &str) -> Result<InspectView,
                 prompts,
                 resources,
                 instructions: peer.instructions.clone(),
-                connect_ms: connected.as_millis() as u64,
-                list_ms: list_time.as_millis() as u64,
-                total_ms: t0.elapsed().as_millis() as u64,
-                revision: Some(RevisionView {
-                    version: revision.version,
-                    stateless: revision.stateless,
-                    why: revision.why,
-                }),
-                malformed: listing
-                    .malformed
-                    .iter()
-                    .map(tools::malformed_view)
-                    .collect(),
+                connect: connected,
+                list: list_time,
+                total: t0.elapsed(),
+                revision,
+                malformed: listing.malformed,
             })
         }
     })
@@ -294,7 +331,7 @@ pub async fn call(
     server: &str,
     tool: &str,
     args: serde_json::Value,
-) -> Result<CallView, RegistryError> {
+) -> Result<ToolAnswer, RegistryError> {
     let serde_json::Value::Object(args) = args else {
         return Err(RegistryError::invalid(
             "--args must be a JSON object, such as '{\"message\": \"hi\"}'",
@@ -307,7 +344,7 @@ pub async fn call(
             let result = conn.call(tool, args).await;
             conn.close_in_background();
             let result = result?;
-            Ok(CallView {
+            Ok(ToolAnswer {
                 is_error: result.is_error.unwrap_or(false),
                 content: serde_json::to_value(&result.content).unwrap_or_default(),
                 structured: result.structured_content,
@@ -316,4 +353,34 @@ pub async fn call(
     })
     .await?;
     outcome.map_err(|e| failed(&rec.name, &format!("call `{tool}` on"), &e))
+}
+
+impl Redact for Inspection {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            protocol_version: self.protocol_version.redact(r),
+            server_name: self.server_name.redact(r),
+            server_version: self.server_version.redact(r),
+            capabilities: self.capabilities.redact(r),
+            instructions: self.instructions.redact(r),
+            revision: Revision {
+                version: self.revision.version.redact(r),
+                stateless: self.revision.stateless,
+                why: self.revision.why.redact(r),
+            },
+            malformed: self.malformed.redact(r),
+            never_relayed: self.never_relayed.redact(r),
+            ..self
+        }
+    }
+}
+
+impl Redact for ToolAnswer {
+    fn redact(self, r: &Redactor) -> Self {
+        Self {
+            is_error: self.is_error,
+            content: self.content.redact(r),
+            structured: self.structured.redact(r),
+        }
+    }
 }

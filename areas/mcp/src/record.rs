@@ -5,7 +5,6 @@
 use bosun_shared::gateway::Rules;
 use bosun_shared::mcp::Hints;
 use bosun_shared::mcp::{ServerKind, SignInBy};
-use bosun_shared::protocol::mcp::{LineView, ServerView};
 use bosun_shared::{ServerId, Timestamp};
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -174,54 +173,26 @@ impl From<&ServerRecord> for signin::Server {
 }
 
 impl ServerRecord {
-    /// The server as the UI shows it; `saved` says whether a line's value is in the keychain.
-    pub fn view(&self, saved: impl Fn(LineKind, &str) -> bool) -> ServerView {
-        ServerView {
-            id: self.id,
-            name: self.name.clone(),
-            kind: self.kind,
-            command: self.command.clone(),
-            args: self.args.clone(),
-            url: self.url.as_deref().map(|u| self.shown_url(u)),
-            allow_http: self.allow_http,
-            env: self
-                .env_names
-                .iter()
-                .map(|n| LineView {
-                    name: n.clone(),
-                    saved: saved(LineKind::Env, n),
-                })
-                .collect(),
-            headers: self
-                .header_names
-                .iter()
-                .map(|n| LineView {
-                    name: n.clone(),
-                    saved: saved(LineKind::Header, n),
-                })
-                .collect(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            listed_at: self.listing.as_ref().map(|l| l.at),
-            tool_count: self.listing.as_ref().map(|l| l.tools.len()),
-            // An older record may still hold its whole address, and errors that name it.
-            last_error: self.last_error.clone().redact(&Redactor::new(
-                &[],
-                &[],
-                self.url.as_deref(),
-            )),
-            builtin: self.browser.is_some(),
-            browser: None,
-            sign_in_by: self.sign_in_by,
-            client_id: self.client_id.clone(),
-            callback_port: self.callback_port,
-            sign_in: None,
-            client_metadata_url: self.client_metadata_url.clone(),
-            rules: self.rules.clone(),
-            // What waits for the person's approval: filled in by `crate::ledger::fill_in`.
-            pending_capabilities: Vec::new(),
-            pending_tools: Vec::new(),
-        }
+    /// Its address as shown: the query hidden, whether the keychain or (an older record) the
+    /// store keeps it.
+    pub fn shown_url(&self) -> Option<String> {
+        let url = self.url.as_deref()?;
+        let shown = address::shown(url);
+        Some(
+            if self.query_in_keychain && !shown.ends_with(address::HIDDEN_QUERY) {
+                format!("{shown}{}", address::HIDDEN_QUERY)
+            } else {
+                shown
+            },
+        )
+    }
+
+    /// Why the last look at it failed, as shown: an older record may still hold its whole
+    /// address, and errors that name it.
+    pub fn shown_error(&self) -> Option<String> {
+        self.last_error
+            .clone()
+            .redact(&Redactor::new(&[], &[], self.url.as_deref()))
     }
 
     /// The tools the person approved: as they approved them, or (a record an older bosun
@@ -246,17 +217,6 @@ impl ServerRecord {
     pub fn forget_listing(&mut self) {
         self.listing = None;
         self.approved_tools = None;
-    }
-
-    /// An address of this record as shown: the query hidden, whether the keychain or (an older
-    /// record) the store keeps it.
-    fn shown_url(&self, url: &str) -> String {
-        let shown = address::shown(url);
-        if self.query_in_keychain && !shown.ends_with(address::HIDDEN_QUERY) {
-            format!("{shown}{}", address::HIDDEN_QUERY)
-        } else {
-            shown
-        }
     }
 }
 

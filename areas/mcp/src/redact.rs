@@ -23,7 +23,6 @@
 use std::fmt;
 
 use base64::Engine as _;
-use bosun_shared::protocol::mcp::{CallView, InspectView, MalformedToolView, RevisionView};
 use serde_json::Value;
 
 use super::address;
@@ -183,45 +182,6 @@ impl Redact for Value {
                     .collect(),
             ),
             v @ (Value::Null | Value::Bool(_) | Value::Number(_)) => v,
-        }
-    }
-}
-
-impl Redact for MalformedToolView {
-    fn redact(self, r: &Redactor) -> Self {
-        Self {
-            name: self.name.redact(r),
-            problem: self.problem.redact(r),
-        }
-    }
-}
-
-impl Redact for InspectView {
-    fn redact(self, r: &Redactor) -> Self {
-        Self {
-            protocol_version: self.protocol_version.redact(r),
-            server_name: self.server_name.redact(r),
-            server_version: self.server_version.redact(r),
-            capabilities: self.capabilities.redact(r),
-            instructions: self.instructions.redact(r),
-            revision: self.revision.map(|v| RevisionView {
-                version: v.version.redact(r),
-                stateless: v.stateless,
-                why: v.why.redact(r),
-            }),
-            malformed: self.malformed.redact(r),
-            never_relayed: self.never_relayed.redact(r),
-            ..self
-        }
-    }
-}
-
-impl Redact for CallView {
-    fn redact(self, r: &Redactor) -> Self {
-        Self {
-            is_error: self.is_error,
-            content: self.content.redact(r),
-            structured: self.structured.redact(r),
         }
     }
 }

@@ -7,12 +7,13 @@
 //!
 //! This file holds the actor and the smaller changes (rename, remove, approve, what a look or a
 //! run found); [`add_edit`] adds and changes servers, [`checks`] checks their settings,
-//! [`reach`] says how to reach one, and [`view`] how the UI shows one.
+//! [`reach`] says how to reach one, and [`detail`] what the registry answers with: a server's
+//! record and what it finds out beyond it (its lines in the keychain, its sign-in).
 
 mod add_edit;
 mod checks;
+mod detail;
 mod reach;
-mod view;
 
 use std::collections::{BTreeSet, HashSet};
 use std::num::NonZeroU16;
@@ -29,7 +30,6 @@ use bosun_shared::gateway::{
 };
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::mcp::{SecretLine, SecretValue, ServerKind, SignInBy};
-use bosun_shared::protocol::mcp::ServerView;
 use bosun_shared::{ServerId, Timestamp};
 use bosun_store::writer::StoreWriter;
 use bosun_store::{Store, StoreError};
@@ -38,9 +38,9 @@ use tracing::{info, warn};
 
 use self::add_edit::{add, edit};
 use self::checks::gateway_rules;
+use self::detail::detail_of;
+pub use self::detail::{ServerDetail, SignIn, SignInState, sign_in_of};
 pub use self::reach::{endpoint, endpoint_unsigned, endpoint_with, secret_lines};
-pub use self::view::sign_in_view;
-use self::view::view_of;
 use super::address;
 use super::browser::{self, BrowserSettings};
 use super::ledger::{self, ToolChoice};
@@ -173,25 +173,26 @@ pub struct Approve {
 pub enum RegistryMsg {
     Add {
         params: NewServer,
-        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
+        reply: RpcReplyPort<Result<ServerDetail, RegistryError>>,
     },
     /// Approves tools of its last listing and capabilities it advertises.
     Approve {
         params: Approve,
-        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
+        reply: RpcReplyPort<Result<ServerDetail, RegistryError>>,
     },
     Edit {
         params: Box<ServerEdit>,
-        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
+        reply: RpcReplyPort<Result<ServerDetail, RegistryError>>,
     },
     Rename {
         server: String,
         new_name: String,
-        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
+        reply: RpcReplyPort<Result<ServerDetail, RegistryError>>,
     },
+    /// Answers with the record removed: its lines' values and its sign-in are gone with it.
     Remove {
         server: String,
-        reply: RpcReplyPort<Result<ServerView, RegistryError>>,
+        reply: RpcReplyPort<Result<ServerRecord, RegistryError>>,
     },
     /// A run's gateway held these tools of `server` back (their definitions as the server
     /// listed them to the run, secret values redacted): they join its pending list.
@@ -293,7 +294,7 @@ pub async fn find(store: &Store, server: &str) -> Result<ServerRecord, RegistryE
 pub const SIGNED_OUT: &str = "needs sign-in: signed out with `bosun mcp sign-out`";
 
 /// Signs bosun out of a server at the person's asking, and remembers that it needs a sign-in.
-pub async fn sign_out(ctx: &RegistryContext, server: &str) -> Result<ServerView, RegistryError> {
+pub async fn sign_out(ctx: &RegistryContext, server: &str) -> Result<ServerDetail, RegistryError> {
     let rec = find(&ctx.store, server).await?;
     let (store, id) = (ctx.store.clone(), rec.id);
     let had = blocking(move || store.get::<SignInRecord>(&id))
@@ -306,27 +307,36 @@ pub async fn sign_out(ctx: &RegistryContext, server: &str) -> Result<ServerView,
     show(ctx, &rec.name).await
 }
 
-/// Every server as the UI shows it, each line marked saved or missing in the keychain.
-pub async fn list(ctx: &RegistryContext) -> Result<Vec<ServerView>, RegistryError> {
-    let store = ctx.store.clone();
-    let mut records = blocking(move || store.servers()).await??;
-    // The built-in browser at the top, then by name.
+/// Every server's record, in name order.
+pub async fn records(store: &Store) -> Result<Vec<ServerRecord>, RegistryError> {
+    let store = store.clone();
+    Ok(blocking(move || store.servers()).await??)
+}
+
+/// Every server, the built-in browser first, then by name.
+pub async fn list(ctx: &RegistryContext) -> Result<Vec<ServerDetail>, RegistryError> {
+    let mut records = records(&ctx.store).await?;
     records.sort_by(|a, b| (a.browser.is_none(), &a.name).cmp(&(b.browser.is_none(), &b.name)));
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
     Ok(blocking(move || {
         records
             .iter()
-            .map(|r| view_of(&store, &keychain, r))
+            .map(|r| detail_of(&store, &keychain, r))
             .collect()
     })
     .await?)
 }
 
-/// One server as the UI shows it.
-pub async fn show(ctx: &RegistryContext, server: &str) -> Result<ServerView, RegistryError> {
+/// One server.
+pub async fn show(ctx: &RegistryContext, server: &str) -> Result<ServerDetail, RegistryError> {
     let rec = find(&ctx.store, server).await?;
+    detail(ctx, rec).await
+}
+
+/// A record with what the registry finds out beyond it, from a blocking thread.
+async fn detail(ctx: &RegistryContext, rec: ServerRecord) -> Result<ServerDetail, RegistryError> {
     let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+    Ok(blocking(move || detail_of(&store, &keychain, &rec)).await?)
 }
 
 /// The built-in browser is a server like the others (it has a listing and per-tool switches),
@@ -440,7 +450,7 @@ async fn rename(
     ctx: &RegistryContext,
     server: &str,
     new_name: &str,
-) -> Result<ServerView, RegistryError> {
+) -> Result<ServerDetail, RegistryError> {
     let mut rec = find(&ctx.store, server).await?;
     if rec.browser.is_some() {
         return Err(builtin_refusal("renamed"));
@@ -450,11 +460,10 @@ async fn rename(
     rec.updated_at = Timestamp::now();
     ctx.writer.put(&rec).await?;
     info!(from = %old, to = %new_name, "server renamed");
-    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+    detail(ctx, rec).await
 }
 
-async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, RegistryError> {
+async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerRecord, RegistryError> {
     let rec = find(&ctx.store, server).await?;
     if rec.browser.is_some() {
         return Err(builtin_refusal("removed"));
@@ -480,12 +489,12 @@ async fn remove(ctx: &RegistryContext, server: &str) -> Result<ServerView, Regis
         .map_err(|e| RegistryError::NothingRemoved(Box::new(e)))?;
     ctx.writer.delete::<ServerRecord>(&rec.id).await?;
     info!(server = %rec.name, "server removed");
-    Ok(rec.view(|_, _| false))
+    Ok(rec)
 }
 
 /// Approves tools of the server's last listing as they are, and capabilities: runs get them
 /// from the next run on.
-async fn approve(ctx: &RegistryContext, p: Approve) -> Result<ServerView, RegistryError> {
+async fn approve(ctx: &RegistryContext, p: Approve) -> Result<ServerDetail, RegistryError> {
     let mut rec = find(&ctx.store, &p.server).await?;
     if p.tools == ToolChoice::None && p.capabilities.is_empty() {
         return Err(RegistryError::invalid(format!(
@@ -506,8 +515,7 @@ async fn approve(ctx: &RegistryContext, p: Approve) -> Result<ServerView, Regist
     rec.updated_at = Timestamp::now();
     ctx.writer.put(&rec).await?;
     info!(server = %rec.name, tools = ?p.tools, capabilities = p.capabilities.len(), "approved");
-    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+    detail(ctx, rec).await
 }
 
 async fn save_look(

@@ -1,14 +1,13 @@
-//! A server's tools as bosun keeps and shows them: name, title, description, parameters in the
-//! server's order, the `inputSchema` as the server sent it, and the annotations' hints with the
-//! risk they add up to.
+//! A server's tools as bosun keeps them: name, title, description, parameters in the server's
+//! order, the `inputSchema` as the server sent it, and the annotations' hints (the risk they add
+//! up to is `Hints::assess`'s).
 //!
 //! A `tools/list` page is read tool by tool from its JSON ([`read_page`]): one malformed tool
 //! definition is set aside with what is wrong with it, and the others are listed and callable.
 
 use std::collections::HashSet;
 
-use bosun_shared::mcp::{Hints, full_tool_name};
-use bosun_shared::protocol::mcp::{MalformedToolView, ParamView, ToolView};
+use bosun_shared::mcp::Hints;
 use serde_json::Value;
 
 use super::record::{StoredMalformedTool, StoredParam, StoredTool};
@@ -199,14 +198,6 @@ fn cut(text: &str, chars: usize) -> String {
     text.chars().take(chars).collect()
 }
 
-/// A malformed tool as the UI shows it.
-pub fn malformed_view(t: &StoredMalformedTool) -> MalformedToolView {
-    MalformedToolView {
-        name: t.name.clone(),
-        problem: t.problem.clone(),
-    }
-}
-
 /// What bosun keeps of a tool the server listed, with its schema as sent.
 pub fn kept(listed: &Listed) -> StoredTool {
     StoredTool {
@@ -281,30 +272,6 @@ fn param_type(p: &Value) -> Option<String> {
         return Some(format!("array of {item}"));
     }
     Some(ty)
-}
-
-/// A kept tool as the UI shows it.
-pub fn view(server: &str, t: &StoredTool) -> ToolView {
-    ToolView {
-        name: t.name.clone(),
-        full_name: full_tool_name(server, &t.name),
-        title: t.title.clone(),
-        description: t.description.clone(),
-        params: t
-            .params
-            .iter()
-            .map(|p| ParamView {
-                name: p.name.clone(),
-                r#type: p.r#type.clone(),
-                required: p.required,
-                description: p.description.clone(),
-            })
-            .collect(),
-        hints: t.hints,
-        assessment: t.hints.assess(),
-        input_schema: t.input_schema.clone(),
-        pending: None,
-    }
 }
 
 #[cfg(test)]
@@ -395,8 +362,6 @@ mod tests {
             Hints::default(),
             "no annotations: no hints sent"
         );
-        let v = view("srv", &kept);
-        assert_eq!(v.full_name, "mcp__srv__t");
-        assert!(v.assessment.sent.is_empty());
+        assert!(kept.hints.assess().sent.is_empty());
     }
 }

@@ -12,6 +12,7 @@ use bosun_shared::protocol::auth::{
 use bosun_shared::protocol::mcp::ServerView;
 
 use super::Handle;
+use super::views::View;
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
 
@@ -39,17 +40,19 @@ impl Handle for McpSignInFinish {
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         let server = signin::finish(&ctx.auth, self.attempt).await?;
-        let view = registry::show(&ctx.registry_context(), &server.to_string()).await?;
+        let detail = registry::show(&ctx.registry_context(), &server.to_string()).await?;
         // Runs' calls that wait for this sign-in go on.
-        ctx.live.signed_in(&view.name);
-        Ok(view)
+        ctx.live.signed_in(&detail.record.name);
+        Ok(detail.view())
     }
 }
 
 impl Handle for McpSignInCancel {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         let server = signin::cancel(&ctx.auth, self.attempt)?;
-        Ok(registry::show(&ctx.registry_context(), &server.to_string()).await?)
+        Ok(registry::show(&ctx.registry_context(), &server.to_string())
+            .await?
+            .view())
     }
 }
 
@@ -67,9 +70,9 @@ impl Handle for McpSignInMachine {
         )?;
         let probe = look::sign_in_probe(&rc, &self.server);
         let server = client_credentials::sign_in(&rc.auth, &rec, machine, probe).await?;
-        let view = registry::show(&rc, &server.to_string()).await?;
-        ctx.live.signed_in(&view.name);
-        Ok(view)
+        let detail = registry::show(&rc, &server.to_string()).await?;
+        ctx.live.signed_in(&detail.record.name);
+        Ok(detail.view())
     }
 }
 
@@ -77,8 +80,8 @@ impl Handle for McpSignOut {
     const TASK: bool = true;
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        let view = registry::sign_out(&ctx.registry_context(), &self.server).await?;
-        super::agents::server_verdicts(ctx, view.name.clone(), None).await?;
-        Ok(view)
+        let detail = registry::sign_out(&ctx.registry_context(), &self.server).await?;
+        super::agents::server_verdicts(ctx, detail.record.name.clone(), None).await?;
+        Ok(detail.view())
     }
 }

@@ -12,12 +12,14 @@ use bosun_mcp::registry::{self, Approve, GatewayChange, NewServer, RegistryMsg, 
 use bosun_mcp::{adopt, look};
 use bosun_shared::gateway::{CallDeadline, ResultChars, RuleError, SamplingTokens};
 use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::mcp::ImportPick;
 use bosun_shared::protocol::mcp::{
     AddServerParams, CallView, EditServerParams, GatewayEdit, ImportCandidates, ImportParams,
     ImportScan, Imported, InspectView, McpApprove, McpCall, McpInspect, McpList, McpRemove,
     McpRename, McpShow, McpTools, ServerView, ToolListing,
 };
 
+use super::views::{View, candidate_view, removed_view};
 use super::{Handle, starting_up};
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;
@@ -40,14 +42,16 @@ impl Handle for AddServerParams {
             sign_in_by: self.sign_in_by.unwrap_or_default(),
             client_metadata_url: self.client_metadata_url,
         };
-        registry_call(ctx, |reply| RegistryMsg::Add { params, reply }).await
+        let added = registry_call(ctx, |reply| RegistryMsg::Add { params, reply }).await?;
+        Ok(added.view())
     }
 }
 
 impl Handle for EditServerParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         let params = Box::new(server_edit(self)?);
-        registry_call(ctx, |reply| RegistryMsg::Edit { params, reply }).await
+        let changed = registry_call(ctx, |reply| RegistryMsg::Edit { params, reply }).await?;
+        Ok(changed.view())
     }
 }
 
@@ -108,47 +112,48 @@ impl Handle for McpApprove {
             tools,
             capabilities: self.capabilities,
         };
-        registry_call(ctx, |reply| RegistryMsg::Approve { params, reply }).await
+        let approved = registry_call(ctx, |reply| RegistryMsg::Approve { params, reply }).await?;
+        Ok(approved.view())
     }
 }
 
 impl Handle for McpRename {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        let old = registry::show(&ctx.registry_context(), &self.server)
-            .await?
-            .name;
-        let view = registry_call(ctx, |reply| RegistryMsg::Rename {
+        let old = registry::find(&ctx.store, &self.server).await?.name;
+        let renamed = registry_call(ctx, |reply| RegistryMsg::Rename {
             server: self.server,
             new_name: self.new_name,
             reply,
         })
         .await?;
-        super::agents::server_verdicts(ctx, old, Some(view.name.clone())).await?;
-        Ok(view)
+        super::agents::server_verdicts(ctx, old, Some(renamed.record.name.clone())).await?;
+        Ok(renamed.view())
     }
 }
 
 impl Handle for McpRemove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        let view = registry_call(ctx, |reply| RegistryMsg::Remove {
+        let removed = registry_call(ctx, |reply| RegistryMsg::Remove {
             server: self.server,
             reply,
         })
         .await?;
-        super::agents::server_verdicts(ctx, view.name.clone(), None).await?;
-        Ok(view)
+        super::agents::server_verdicts(ctx, removed.name.clone(), None).await?;
+        Ok(removed_view(&removed))
     }
 }
 
 impl Handle for McpList {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<ServerView>, Failure> {
-        Ok(registry::list(&ctx.registry_context()).await?)
+        Ok(registry::list(&ctx.registry_context()).await?.view())
     }
 }
 
 impl Handle for McpShow {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
-        Ok(registry::show(&ctx.registry_context(), &self.server).await?)
+        Ok(registry::show(&ctx.registry_context(), &self.server)
+            .await?
+            .view())
     }
 }
 
@@ -157,10 +162,12 @@ impl Handle for McpTools {
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ToolListing, Failure> {
         if self.cached {
-            return Ok(look::last_listing(&ctx.registry_context(), &self.server).await?);
+            let listed = look::last_listing(&ctx.registry_context(), &self.server).await?;
+            return Ok(listed.view());
         }
         let registry = ctx.registry().ok_or_else(starting_up)?;
-        Ok(look::list_tools(&ctx.registry_context(), &registry, &self.server).await?)
+        let listed = look::list_tools(&ctx.registry_context(), &registry, &self.server).await?;
+        Ok(listed.view())
     }
 }
 
@@ -168,7 +175,9 @@ impl Handle for McpInspect {
     const TASK: bool = true;
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<InspectView, Failure> {
-        Ok(look::inspect(&ctx.registry_context(), &self.server).await?)
+        Ok(look::inspect(&ctx.registry_context(), &self.server)
+            .await?
+            .view())
     }
 }
 
@@ -176,21 +185,24 @@ impl Handle for McpCall {
     const TASK: bool = true;
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CallView, Failure> {
-        Ok(look::call(&ctx.registry_context(), &self.server, &self.tool, self.args).await?)
+        let answer =
+            look::call(&ctx.registry_context(), &self.server, &self.tool, self.args).await?;
+        Ok(answer.view())
     }
 }
 
 impl Handle for ImportScan {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ImportCandidates, Failure> {
-        let found = tokio::task::spawn_blocking(move || adopt::find(&self))
+        let scan = scan(self);
+        let found = tokio::task::spawn_blocking(move || adopt::find(&scan))
             .await
             .map_err(|e| WireError::internal(e.to_string()))??;
-        let existing = registry::list(&ctx.registry_context()).await?;
+        let existing = registry::records(&ctx.store).await?;
         Ok(ImportCandidates {
             candidates: found
                 .candidates
                 .iter()
-                .map(|c| adopt::view(c, &existing))
+                .map(|c| candidate_view(c, adopt::status(c, &c.name, &existing)))
                 .collect(),
             problems: found.problems,
         })
@@ -202,8 +214,31 @@ impl Handle for ImportParams {
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Imported, Failure> {
         let registry = ctx.registry().ok_or_else(starting_up)?;
-        let servers = adopt::import(&ctx.registry_context(), &registry, self).await?;
-        Ok(Imported { servers })
+        let params = adopt::Import {
+            scan: scan(self.scan),
+            all: self.all,
+            picks: self.picks.into_iter().map(pick).collect(),
+        };
+        let added = adopt::import(&ctx.registry_context(), &registry, params).await?;
+        Ok(Imported {
+            servers: added.view(),
+        })
+    }
+}
+
+/// Where the wire says to look for servers to import.
+fn scan(s: ImportScan) -> adopt::Scan {
+    adopt::Scan {
+        extra_files: s.extra_files,
+        env: s.env,
+    }
+}
+
+fn pick(p: ImportPick) -> adopt::Pick {
+    adopt::Pick {
+        name: p.name,
+        rename_to: p.rename_to,
+        account: p.account,
     }
 }
 

@@ -1,12 +1,15 @@
 //! The one place the areas' records become the wire's views: a run, an agent's part of it and
 //! its decisions, a call waiting for the person, a chat, its messages and its pending actions
-//! here; an agent in [`agents`], the board in [`board`], and what the lead's model is shown in
+//! here; an agent in [`agents`], the board in [`board`], the MCP servers, their tools, an
+//! inspection, a call and an import's finds in [`mcp`], and what the lead's model is shown in
 //! [`lead`]. The areas answer in their own types; the handlers turn them into what the UI
 //! reads, so that a word of the domain can change without changing the wire.
 
 mod agents;
 pub mod board;
 pub mod lead;
+mod mcp;
+pub use self::mcp::{candidate_view, removed_view};
 
 use bosun_agents::record::{AgentRun, Decision};
 use bosun_approvals::record::{ApprovalRecord, ApprovalState};

@@ -56,10 +56,12 @@ fn an_old_record_works_as_it_is_and_its_query_moves_to_the_keychain_on_start() {
         connect_url(&keychain, &rec).unwrap().as_deref(),
         Some("https://mcp.example.com/mcp?api_key=old-layout-k3y")
     );
-    let view = rec.view(|_, _| true);
-    assert_eq!(view.url.as_deref(), Some("https://mcp.example.com/mcp?…"));
     assert_eq!(
-        view.last_error.as_deref(),
+        rec.shown_url().as_deref(),
+        Some("https://mcp.example.com/mcp?…")
+    );
+    assert_eq!(
+        rec.shown_error().as_deref(),
         Some("could not reach https://mcp.example.com/mcp?…: dns error")
     );
 
@@ -91,7 +93,7 @@ fn an_old_record_works_as_it_is_and_its_query_moves_to_the_keychain_on_start() {
         Some("https://mcp.example.com/mcp?api_key=old-layout-k3y")
     );
     assert_eq!(
-        moved.view(|_, _| true).url.as_deref(),
+        moved.shown_url().as_deref(),
         Some("https://mcp.example.com/mcp?…")
     );
     // No copy of it stays anywhere in the file, free pages included.

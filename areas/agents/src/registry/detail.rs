@@ -8,6 +8,7 @@ use std::sync::Arc;
 use bosun_kit::keychain::{Keychain, agent_env_key};
 use bosun_mcp::browser;
 use bosun_mcp::record::ServerRecord;
+use bosun_mcp::registry::{SignInState, sign_in_of};
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_store::Store;
 
@@ -30,7 +31,7 @@ pub struct AgentDetail {
 #[derive(Clone, Debug)]
 pub struct ServerSeen {
     pub record: ServerRecord,
-    pub sign_in: Option<String>,
+    pub sign_in: Option<SignInState>,
 }
 
 impl AgentDetail {
@@ -50,7 +51,7 @@ pub(super) fn servers_seen(store: &Store, mut servers: Vec<ServerRecord>) -> Arc
     servers
         .into_iter()
         .map(|record| ServerSeen {
-            sign_in: bosun_mcp::registry::sign_in_view(store, &record).map(|v| v.state),
+            sign_in: sign_in_of(store, &record).map(|s| s.state()),
             record,
         })
         .collect()

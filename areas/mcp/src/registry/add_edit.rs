@@ -6,9 +6,7 @@ use std::num::NonZeroU16;
 
 use bosun_auth::record::configured_secret_key;
 use bosun_kit::edit::Edit;
-use bosun_kit::offload::blocking;
 use bosun_shared::mcp::{SecretLine, ServerKind, SignInBy};
-use bosun_shared::protocol::mcp::ServerView;
 use bosun_shared::{ServerId, Timestamp};
 use tracing::{info, warn};
 
@@ -16,17 +14,19 @@ use super::checks::{
     check_browser_options, check_client_metadata_url, check_lines, check_sign_in_settings,
     gateway_rules,
 };
-use super::view::view_of;
 use super::{
-    NewServer, RegistryContext, ServerEdit, builtin_refusal, check_name, delete_values, find,
-    line_pairs, save_values, stdio_allow_http,
+    NewServer, RegistryContext, ServerDetail, ServerEdit, builtin_refusal, check_name,
+    delete_values, detail, find, line_pairs, save_values, stdio_allow_http,
 };
 use crate::RegistryError;
 use crate::address::{self, Address};
 use crate::browser;
 use crate::record::{self, LineKind, ServerRecord};
 
-pub(super) async fn add(ctx: &RegistryContext, p: NewServer) -> Result<ServerView, RegistryError> {
+pub(super) async fn add(
+    ctx: &RegistryContext,
+    p: NewServer,
+) -> Result<ServerDetail, RegistryError> {
     check_name(ctx, &p.name, None).await?;
     if p.allow_http && p.kind == ServerKind::Stdio {
         return Err(stdio_allow_http());
@@ -84,14 +84,13 @@ pub(super) async fn add(ctx: &RegistryContext, p: NewServer) -> Result<ServerVie
         return Err(RegistryError::from(e));
     }
     info!(server = %rec.name, id = %rec.id, "server added");
-    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+    detail(ctx, rec).await
 }
 
 pub(super) async fn edit(
     ctx: &RegistryContext,
     mut p: ServerEdit,
-) -> Result<ServerView, RegistryError> {
+) -> Result<ServerDetail, RegistryError> {
     let mut rec = find(&ctx.store, &p.server).await?;
     if rec.browser.is_some() {
         return edit_builtin(ctx, rec, p).await;
@@ -149,8 +148,7 @@ pub(super) async fn edit(
         warn!(server = %rec.name, error = %e, "could not delete the values of removed lines");
     }
     info!(server = %rec.name, "server changed");
-    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+    detail(ctx, rec).await
 }
 
 /// What an edit does to the keychain once the record is saved: values to save, and the keys
@@ -291,7 +289,7 @@ async fn edit_builtin(
     ctx: &RegistryContext,
     mut rec: ServerRecord,
     p: ServerEdit,
-) -> Result<ServerView, RegistryError> {
+) -> Result<ServerDetail, RegistryError> {
     let other = p.command.is_some()
         || p.args.is_some()
         || p.url.is_some()
@@ -326,6 +324,5 @@ async fn edit_builtin(
     rec.updated_at = Timestamp::now();
     ctx.writer.put(&rec).await?;
     info!(server = %rec.name, "built-in browser changed");
-    let (keychain, store) = (ctx.keychain.clone(), ctx.store.clone());
-    Ok(blocking(move || view_of(&store, &keychain, &rec)).await?)
+    detail(ctx, rec).await
 }

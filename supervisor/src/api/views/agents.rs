@@ -111,7 +111,7 @@ fn server_switch(rec: &AgentRecord, seen: &HashSet<&str>, s: &ServerSeen) -> Ser
                 .map(|t| ToolSwitchView {
                     name: t.name.clone(),
                     on: switch.tool_on(&t.name),
-                    risk: bosun_mcp::tools::view(&server.name, t).assessment.risk,
+                    risk: t.hints.assess().risk,
                     seen_in_last_run: seen.contains(
                         bosun_shared::mcp::full_tool_name(&server.name, &t.name).as_str(),
                     ),
@@ -125,7 +125,7 @@ fn server_switch(rec: &AgentRecord, seen: &HashSet<&str>, s: &ServerSeen) -> Ser
         on: switch.on,
         tools,
         listed: server.listing.is_some(),
-        sign_in: s.sign_in.clone(),
+        sign_in: s.sign_in.map(|state| state.to_string()),
         last_run_state: last.and_then(|l| {
             l.servers
                 .iter()
