@@ -1,16 +1,12 @@
 //! The router: which handler ([`crate::api`]) answers each request of a UI, and how the session
-//! runs it. One line per request; the handler's typed reply becomes the [`Response`] here.
+//! runs it. The requests are the protocol's one table of them; each is routed by its type, and
+//! the handler's typed reply becomes the [`Response`] here.
 
 use std::pin::Pin;
 use std::sync::Arc;
 
-use bosun_shared::protocol::agents::AgentList;
-use bosun_shared::protocol::board::{Board, NoteList};
 use bosun_shared::protocol::call::Reply;
-use bosun_shared::protocol::lead::ChatList;
-use bosun_shared::protocol::mcp::McpList;
-use bosun_shared::protocol::projects::ProjectList;
-use bosun_shared::protocol::runs::{DaemonStatus, DaemonStop, Unfollow};
+use bosun_shared::protocol::runs::{SubscribeRuns, Unfollow};
 use bosun_shared::protocol::ui::{FollowParams, Request, Response};
 
 use crate::api::Handle;
@@ -32,72 +28,49 @@ pub enum Routed {
     SubscribeRuns,
 }
 
-pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
-    match request {
-        Request::StartRun(c) => to(ctx, c),
-        Request::ListRuns(c) => to(ctx, c),
-        Request::GetRun(c) => to(ctx, c),
-        Request::StopRun(c) => to(ctx, c),
-        Request::FollowLog(c) => Routed::Follow(c),
-        Request::Unfollow(c) => Routed::Unfollow(c),
-        Request::SubscribeRuns => Routed::SubscribeRuns,
-        Request::DaemonStatus => to(ctx, DaemonStatus),
-        Request::DaemonStop => to(ctx, DaemonStop),
-        Request::McpAdd(c) => to(ctx, c),
-        Request::McpEdit(c) => to(ctx, c),
-        Request::McpRename(c) => to(ctx, c),
-        Request::McpRemove(c) => to(ctx, c),
-        Request::McpList => to(ctx, McpList),
-        Request::McpShow(c) => to(ctx, c),
-        Request::McpTools(c) => to(ctx, c),
-        Request::McpInspect(c) => to(ctx, c),
-        Request::McpApprove(c) => to(ctx, c),
-        Request::McpCall(c) => to(ctx, c),
-        Request::McpImportScan(c) => to(ctx, c),
-        Request::McpImport(c) => to(ctx, c),
-        Request::McpSignIn(c) => to(ctx, c),
-        Request::McpSignInFinish(c) => to(ctx, c),
-        Request::McpSignOut(c) => to(ctx, c),
-        Request::McpSignInMachine(c) => to(ctx, c),
-        Request::AgentAdd(c) => to(ctx, c),
-        Request::AgentEdit(c) => to(ctx, c),
-        Request::AgentSet(c) => to(ctx, c),
-        Request::AgentShow(c) => to(ctx, c),
-        Request::AgentList => to(ctx, AgentList),
-        Request::AgentRemove(c) => to(ctx, c),
-        Request::AgentRun(c) => to(ctx, c),
-        Request::AgentTools(c) => to(ctx, c),
-        Request::Board => to(ctx, Board),
-        Request::ColumnAdd(c) => to(ctx, c),
-        Request::ColumnSet(c) => to(ctx, c),
-        Request::CardAdd(c) => to(ctx, c),
-        Request::CardEdit(c) => to(ctx, c),
-        Request::CardShow(c) => to(ctx, c),
-        Request::BoardLimit(c) => to(ctx, c),
-        Request::NoteList => to(ctx, NoteList),
-        Request::NoteShow(c) => to(ctx, c),
-        Request::NoteWrite(c) => to(ctx, c),
-        Request::ChatNew(c) => to(ctx, c),
-        Request::ChatSend(c) => to(ctx, c),
-        Request::ChatShow(c) => to(ctx, c),
-        Request::ChatList => to(ctx, ChatList),
-        Request::Inbox(c) => to(ctx, c),
-        Request::Approve(c) => to(ctx, c),
-        Request::ApproveAll(c) => to(ctx, c),
-        Request::Discard(c) => to(ctx, c),
-        Request::Approvals(c) => to(ctx, c),
-        Request::Decide(c) => to(ctx, c),
-        Request::ApproveCard(c) => to(ctx, c),
-        Request::ProjectAdd(c) => to(ctx, c),
-        Request::ProjectEdit(c) => to(ctx, c),
-        Request::ProjectSet(c) => to(ctx, c),
-        Request::ProjectShow(c) => to(ctx, c),
-        Request::ProjectList => to(ctx, ProjectList),
-        Request::ProjectRemove(c) => to(ctx, c),
-        Request::CardRemove(c) => to(ctx, c),
-        Request::McpSignInCancel(c) => to(ctx, c),
-        Request::DaemonSet(c) => to(ctx, c),
-        Request::Usage(c) => to(ctx, c),
+/// Routes each request of the table of every request ([`bosun_shared::every_request`]) by
+/// its type's [`Route`].
+macro_rules! route_every {
+    ($(
+        $variant:ident [$($decl:tt)*] [$($bind:tt)*] [$($value:tt)*] $ty:ty => $reply:ty;
+    )*) => {
+        pub fn route(ctx: &Arc<DaemonCtx>, request: Request) -> Routed {
+            match request {
+                $( Request::$variant $($bind)* => Route::route($($value)*, ctx), )*
+            }
+        }
+    };
+}
+
+bosun_shared::every_request!(route_every);
+
+/// How a request is routed: a request with a handler ([`Handle`]) to it; the session's own
+/// (following a log, ending that, subscribing to run events) to the session.
+trait Route {
+    fn route(self, ctx: &Arc<DaemonCtx>) -> Routed;
+}
+
+impl<C: Handle> Route for C {
+    fn route(self, ctx: &Arc<DaemonCtx>) -> Routed {
+        to(ctx, self)
+    }
+}
+
+impl Route for FollowParams {
+    fn route(self, _: &Arc<DaemonCtx>) -> Routed {
+        Routed::Follow(self)
+    }
+}
+
+impl Route for Unfollow {
+    fn route(self, _: &Arc<DaemonCtx>) -> Routed {
+        Routed::Unfollow(self)
+    }
+}
+
+impl Route for SubscribeRuns {
+    fn route(self, _: &Arc<DaemonCtx>) -> Routed {
+        Routed::SubscribeRuns
     }
 }
 

@@ -31,166 +31,130 @@ pub trait Reply: Sized {
     fn from_response(r: Response) -> Option<Self>;
 }
 
-/// Declares request types: `Type => Variant: Reply;` goes into `Request::Variant(Type)` and is
-/// answered with `Reply`; `unit Type => Variant: Reply;` goes into the unit variant (a method
-/// without params on the wire).
+/// Every request of the UI protocol, in the order the wire lists them, handed to the macro
+/// `$then` in one form: for each, its variant of [`Request`], `[($ty)]` or `[]` (how the
+/// variant is declared), `[(c)]` or `[]` (how a pattern binds its params), `[c]` or the unit
+/// type (the request's value, in a pattern or an expression), its type, and its reply. The
+/// binding `c` comes from this table, so a macro handed it uses the value given, never its own
+/// `c`: the two would not be the same name to the compiler.
+///
+/// This table is the one routing line of a request: the protocol's [`Request`] enum and each
+/// request's [`Call`] impl are made from it here, and bosund's router from it in
+/// `supervisor/src/requests.rs`. A new request is its type (with its area's others), one line
+/// here, and its handler in `supervisor/src/api`.
+#[macro_export]
+macro_rules! every_request {
+    ($then:ident) => {
+        $crate::every_request! { @table $then
+            // Runs and the daemon: `super::runs`.
+            StartRun(runs::StartRunParams) => RunView;
+            ListRuns(runs::ListRuns) => RunList;
+            GetRun(runs::GetRun) => RunView;
+            StopRun(runs::StopRun) => RunView;
+            FollowLog(runs::FollowParams) => Following;
+            Unfollow(runs::Unfollow) => ();
+            SubscribeRuns[runs::SubscribeRuns] => ();
+            DaemonStatus[runs::DaemonStatus] => DaemonStatusView;
+            DaemonStop[runs::DaemonStop] => ();
+            // MCP servers: `super::mcp`, and their sign-in: `super::auth`.
+            McpAdd(mcp::AddServerParams) => ServerView;
+            McpEdit(mcp::EditServerParams) => ServerView;
+            McpRename(mcp::McpRename) => ServerView;
+            McpRemove(mcp::McpRemove) => ServerView;
+            McpList[mcp::McpList] => Vec<ServerView>;
+            McpShow(mcp::McpShow) => ServerView;
+            McpTools(mcp::McpTools) => ToolListing;
+            McpInspect(mcp::McpInspect) => InspectView;
+            McpCall(mcp::McpCall) => CallView;
+            McpImportScan(mcp::ImportScan) => ImportCandidates;
+            McpImport(mcp::ImportParams) => Imported;
+            McpSignIn(auth::McpSignIn) => SignInStarted;
+            McpSignInFinish(auth::McpSignInFinish) => ServerView;
+            McpSignOut(auth::McpSignOut) => ServerView;
+            McpSignInMachine(auth::McpSignInMachine) => ServerView;
+            // Agents: `super::agents`.
+            AgentAdd(agents::AgentParams) => AgentView;
+            AgentEdit(agents::EditAgentParams) => AgentView;
+            AgentSet(agents::AgentSet) => AgentView;
+            AgentShow(agents::AgentShow) => AgentView;
+            AgentList[agents::AgentList] => Vec<AgentView>;
+            AgentRemove(agents::AgentRemove) => AgentView;
+            AgentRun(agents::AgentRun) => RunView;
+            AgentTools(agents::AgentTools) => BuiltinToolsView;
+            // The board and the notes: `super::board`.
+            Board[board::Board] => BoardView;
+            ColumnAdd(board::AddColumnParams) => ColumnView;
+            ColumnSet(board::SetColumnParams) => ColumnView;
+            CardAdd(board::AddCardParams) => CardView;
+            CardEdit(board::EditCardParams) => CardView;
+            CardShow(board::CardShow) => CardView;
+            BoardLimit(board::BoardLimit) => BoardView;
+            NoteList[board::NoteList] => Vec<NoteSummary>;
+            NoteShow(board::NoteShow) => NoteView;
+            NoteWrite(board::NoteWrite) => NoteView;
+            // Chats with the lead and pending actions: `super::lead`.
+            ChatNew(lead::ChatNew) => ChatView;
+            ChatSend(lead::ChatSend) => AnswerStarted;
+            ChatShow(lead::ChatShow) => ChatView;
+            ChatList[lead::ChatList] => Vec<ChatView>;
+            Inbox(lead::Inbox) => Vec<PendingView>;
+            Approve(lead::Approve) => Vec<PendingView>;
+            ApproveAll(lead::ApproveAll) => Vec<PendingView>;
+            Discard(lead::Discard) => Vec<PendingView>;
+            // Run approvals: `super::approvals`.
+            Approvals(approvals::Approvals) => Vec<ApprovalView>;
+            Decide(approvals::Decide) => ApprovalView;
+            ApproveCard(approvals::ApproveCard) => Vec<ApprovalView>;
+            // Projects: `super::projects`.
+            ProjectAdd(projects::AddProjectParams) => ProjectView;
+            ProjectEdit(projects::EditProjectParams) => ProjectView;
+            ProjectSet(projects::ProjectSet) => ProjectView;
+            ProjectShow(projects::ProjectShow) => ProjectView;
+            ProjectList[projects::ProjectList] => Vec<ProjectView>;
+            ProjectRemove(projects::ProjectRemove) => ProjectView;
+            // Added later, each at the end so that the order above stays as it was: the
+            // board's card remove, a sign-in's cancel, bosund's own settings, what runs used
+            // (`super::usage`), approving what waits of a server.
+            CardRemove(board::CardRemove) => CardView;
+            McpSignInCancel(auth::McpSignInCancel) => ServerView;
+            DaemonSet(runs::DaemonSet) => DaemonStatusView;
+            Usage(usage::UsageReport) => UsageView;
+            McpApprove(mcp::McpApprove) => ServerView;
+        }
+    };
+    (@table $then:ident $(
+        $variant:ident
+        $( ($m:ident :: $ty:ident) )?
+        $( [$um:ident :: $unit:ident] )?
+        => $reply:ty;
+    )*) => {
+        $then! { $(
+            $variant
+            $( [($crate::protocol::$m::$ty)] [(c)] [c] $crate::protocol::$m::$ty )?
+            $( [] [] [$crate::protocol::$um::$unit] $crate::protocol::$um::$unit )?
+            => $reply;
+        )* }
+    };
+}
+
+/// Each request's [`Call`] impl and its way into a [`Request`] (a method without params goes
+/// into its unit variant).
 macro_rules! calls {
-    () => {};
-    (unit $ty:ty => $variant:ident: $reply:ty; $($rest:tt)*) => {
-        impl From<$ty> for $crate::protocol::ui::Request {
-            fn from(_: $ty) -> Self {
-                Self::$variant
+    ($(
+        $variant:ident [$($decl:tt)*] [$($bind:tt)*] [$($value:tt)*] $ty:ty => $reply:ty;
+    )*) => { $(
+        impl From<$ty> for Request {
+            fn from($($value)*: $ty) -> Self {
+                Self::$variant $($bind)*
             }
         }
-        impl $crate::protocol::call::Call for $ty {
+        impl Call for $ty {
             type Reply = $reply;
         }
-        $crate::protocol::call::calls!($($rest)*);
-    };
-    ($ty:ty => $variant:ident: $reply:ty; $($rest:tt)*) => {
-        impl From<$ty> for $crate::protocol::ui::Request {
-            fn from(c: $ty) -> Self {
-                Self::$variant(c)
-            }
-        }
-        impl $crate::protocol::call::Call for $ty {
-            type Reply = $reply;
-        }
-        $crate::protocol::call::calls!($($rest)*);
-    };
-}
-use calls;
-
-// Every request of the protocol, by area: each area's types in a scope of their own, so that
-// the list reads as the areas write their names.
-
-mod runs_calls {
-    use crate::protocol::runs::*;
-
-    calls! {
-        StartRunParams => StartRun: RunView;
-        ListRuns => ListRuns: RunList;
-        GetRun => GetRun: RunView;
-        StopRun => StopRun: RunView;
-        FollowParams => FollowLog: Following;
-        Unfollow => Unfollow: ();
-        unit SubscribeRuns => SubscribeRuns: ();
-        unit DaemonStatus => DaemonStatus: DaemonStatusView;
-        unit DaemonStop => DaemonStop: ();
-        DaemonSet => DaemonSet: DaemonStatusView;
-    }
+    )* };
 }
 
-mod mcp_calls {
-    use crate::protocol::mcp::*;
-
-    calls! {
-        AddServerParams => McpAdd: ServerView;
-        EditServerParams => McpEdit: ServerView;
-        McpRename => McpRename: ServerView;
-        McpRemove => McpRemove: ServerView;
-        unit McpList => McpList: Vec<ServerView>;
-        McpShow => McpShow: ServerView;
-        McpTools => McpTools: ToolListing;
-        McpInspect => McpInspect: InspectView;
-        McpCall => McpCall: CallView;
-        McpApprove => McpApprove: ServerView;
-        ImportScan => McpImportScan: ImportCandidates;
-        ImportParams => McpImport: Imported;
-    }
-}
-
-mod usage_calls {
-    use crate::protocol::usage::*;
-
-    calls! {
-        UsageReport => Usage: UsageView;
-    }
-}
-
-mod auth_calls {
-    use crate::protocol::auth::*;
-    use crate::protocol::mcp::ServerView;
-
-    calls! {
-        McpSignIn => McpSignIn: SignInStarted;
-        McpSignInMachine => McpSignInMachine: ServerView;
-        McpSignInFinish => McpSignInFinish: ServerView;
-        McpSignInCancel => McpSignInCancel: ServerView;
-        McpSignOut => McpSignOut: ServerView;
-    }
-}
-
-mod agents_calls {
-    use crate::protocol::agents::*;
-
-    calls! {
-        AgentParams => AgentAdd: AgentView;
-        EditAgentParams => AgentEdit: AgentView;
-        AgentSet => AgentSet: AgentView;
-        AgentShow => AgentShow: AgentView;
-        unit AgentList => AgentList: Vec<AgentView>;
-        AgentRemove => AgentRemove: AgentView;
-        AgentRun => AgentRun: crate::protocol::ui::RunView;
-        AgentTools => AgentTools: BuiltinToolsView;
-    }
-}
-
-mod board_calls {
-    use crate::protocol::board::*;
-
-    calls! {
-        unit Board => Board: BoardView;
-        AddColumnParams => ColumnAdd: ColumnView;
-        SetColumnParams => ColumnSet: ColumnView;
-        AddCardParams => CardAdd: CardView;
-        EditCardParams => CardEdit: CardView;
-        CardShow => CardShow: CardView;
-        CardRemove => CardRemove: CardView;
-        BoardLimit => BoardLimit: BoardView;
-        unit NoteList => NoteList: Vec<NoteSummary>;
-        NoteShow => NoteShow: NoteView;
-        NoteWrite => NoteWrite: NoteView;
-    }
-}
-
-mod lead_calls {
-    use crate::protocol::lead::*;
-
-    calls! {
-        ChatNew => ChatNew: ChatView;
-        ChatSend => ChatSend: AnswerStarted;
-        ChatShow => ChatShow: ChatView;
-        unit ChatList => ChatList: Vec<ChatView>;
-        Inbox => Inbox: Vec<PendingView>;
-        Approve => Approve: Vec<PendingView>;
-        ApproveAll => ApproveAll: Vec<PendingView>;
-        Discard => Discard: Vec<PendingView>;
-    }
-}
-
-mod projects_calls {
-    use crate::protocol::projects::*;
-
-    calls! {
-        AddProjectParams => ProjectAdd: ProjectView;
-        EditProjectParams => ProjectEdit: ProjectView;
-        ProjectSet => ProjectSet: ProjectView;
-        ProjectShow => ProjectShow: ProjectView;
-        unit ProjectList => ProjectList: Vec<ProjectView>;
-        ProjectRemove => ProjectRemove: ProjectView;
-    }
-}
-
-mod approvals_calls {
-    use crate::protocol::approvals::*;
-
-    calls! {
-        Approvals => Approvals: Vec<ApprovalView>;
-        Decide => Decide: ApprovalView;
-        ApproveCard => ApproveCard: Vec<ApprovalView>;
-    }
-}
+crate::every_request!(calls);
 
 /// Each reply and the variant of [`Response`] that carries it: `boxed` (the variant holds a
 /// `Box`), `plain` (the value itself), `field` (a struct variant of one field), `unit`.

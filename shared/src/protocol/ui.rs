@@ -12,36 +12,17 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::notice::NotificationKind;
 
-use super::agents::{
-    AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
-    BuiltinToolsView, EditAgentParams,
-};
-use super::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
-use super::auth::{
-    McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
-};
-use super::board::{
-    AddCardParams, AddColumnParams, BoardLimit, BoardView, CardRemove, CardShow, CardView,
-    ColumnView, EditCardParams, NoteShow, NoteSummary, NoteView, NoteWrite, SetColumnParams,
-};
+use super::agents::{AgentView, BuiltinToolsView};
+use super::approvals::ApprovalView;
+use super::auth::SignInStarted;
+use super::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
 use super::frame::{BinaryFrame, Decode, FrameError};
-use super::lead::{
-    AnswerStarted, Approve, ApproveAll, ChatNew, ChatSend, ChatShow, ChatView, Discard, Inbox,
-    MessageView, PendingView,
-};
-use super::mcp::{
-    AddServerParams, CallView, EditServerParams, ImportCandidates, ImportParams, ImportScan,
-    Imported, InspectView, McpApprove, McpCall, McpInspect, McpRemove, McpRename, McpShow,
-    McpTools, ServerView, ToolListing,
-};
-use super::projects::{
-    AddProjectParams, EditProjectParams, ProjectRemove, ProjectSet, ProjectShow, ProjectView,
-};
-use super::runs::{
-    DaemonSet, DaemonStatusView, Following, GetRun, ListRuns, RunList, StopRun, Unfollow,
-};
+use super::lead::{AnswerStarted, ChatView, MessageView, PendingView};
+use super::mcp::{CallView, ImportCandidates, Imported, InspectView, ServerView, ToolListing};
+use super::projects::ProjectView;
+use super::runs::{DaemonStatusView, Following, RunList};
 pub use super::runs::{FollowParams, RunView, StartRunParams};
-use super::usage::{UsageReport, UsageView};
+use super::usage::UsageView;
 use super::{LogBytes, WireError};
 use crate::run::Stream;
 use crate::{CardId, ChatId, Timestamp};
@@ -114,89 +95,23 @@ pub enum ResponseResult {
     Err(WireError),
 }
 
-/// What a UI can ask. Each method's params are its request type, documented where it is
-/// defined with its area and naming its reply ([`super::call::Call`]); a method without params
-/// is a unit variant (no `params` on the wire).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "method", content = "params", rename_all = "snake_case")]
-pub enum Request {
-    // Runs and the daemon: `super::runs`.
-    StartRun(StartRunParams),
-    ListRuns(ListRuns),
-    GetRun(GetRun),
-    StopRun(StopRun),
-    FollowLog(FollowParams),
-    Unfollow(Unfollow),
-    SubscribeRuns,
-    DaemonStatus,
-    DaemonStop,
-    // MCP servers: `super::mcp`, and their sign-in: `super::auth`.
-    McpAdd(AddServerParams),
-    McpEdit(EditServerParams),
-    McpRename(McpRename),
-    McpRemove(McpRemove),
-    McpList,
-    McpShow(McpShow),
-    McpTools(McpTools),
-    McpInspect(McpInspect),
-    McpCall(McpCall),
-    McpImportScan(ImportScan),
-    McpImport(ImportParams),
-    McpSignIn(McpSignIn),
-    McpSignInFinish(McpSignInFinish),
-    McpSignOut(McpSignOut),
-    McpSignInMachine(McpSignInMachine),
-    // Agents: `super::agents`.
-    AgentAdd(AgentParams),
-    AgentEdit(EditAgentParams),
-    AgentSet(AgentSet),
-    AgentShow(AgentShow),
-    AgentList,
-    AgentRemove(AgentRemove),
-    AgentRun(AgentRun),
-    AgentTools(AgentTools),
-    // The board and the notes: `super::board`.
-    Board,
-    ColumnAdd(AddColumnParams),
-    ColumnSet(SetColumnParams),
-    CardAdd(AddCardParams),
-    CardEdit(EditCardParams),
-    CardShow(CardShow),
-    BoardLimit(BoardLimit),
-    NoteList,
-    NoteShow(NoteShow),
-    NoteWrite(NoteWrite),
-    // Chats with the lead and pending actions: `super::lead`.
-    ChatNew(ChatNew),
-    ChatSend(ChatSend),
-    ChatShow(ChatShow),
-    ChatList,
-    Inbox(Inbox),
-    Approve(Approve),
-    ApproveAll(ApproveAll),
-    Discard(Discard),
-    // Run approvals: `super::approvals`.
-    Approvals(Approvals),
-    Decide(Decide),
-    ApproveCard(ApproveCard),
-    // Projects: `super::projects`.
-    ProjectAdd(AddProjectParams),
-    ProjectEdit(EditProjectParams),
-    ProjectSet(ProjectSet),
-    ProjectShow(ProjectShow),
-    ProjectList,
-    ProjectRemove(ProjectRemove),
-    // The board again (added after the approvals, so the order above stays as it was).
-    CardRemove(CardRemove),
-    // A sign-in's cancel (added last, like the one above).
-    McpSignInCancel(McpSignInCancel),
-    // bosund's own settings (added last, like the ones above).
-    DaemonSet(DaemonSet),
-    // What runs used, summed.
-    Usage(UsageReport),
-    // Approving what waits of a server (added last, like the ones above).
-    McpApprove(McpApprove),
+/// Makes [`Request`] from the table of every request ([`crate::every_request`]).
+macro_rules! request_enum {
+    ($(
+        $variant:ident [$($decl:tt)*] [$($bind:tt)*] [$($value:tt)*] $ty:ty => $reply:ty;
+    )*) => {
+        /// What a UI can ask. Each method's params are its request type, documented where it
+        /// is defined with its area and naming its reply ([`super::call::Call`]); a method
+        /// without params is a unit variant (no `params` on the wire).
+        #[derive(Clone, Debug, Serialize, Deserialize)]
+        #[serde(tag = "method", content = "params", rename_all = "snake_case")]
+        pub enum Request {
+            $( $variant $($decl)*, )*
+        }
+    };
 }
+
+crate::every_request!(request_enum);
 
 /// A successful answer. (Tagged `answer`, since a run or a server may have a field `kind`.)
 /// Each reply type of a request is carried by one variant ([`super::call::Reply`]).
