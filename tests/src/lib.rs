@@ -993,8 +993,9 @@ impl Bosun {
 
     /// A Claude Code agent `name` whose `claude` is `fake-claude` (a CLI that speaks Claude
     /// Code's control protocol as recorded and ignores its flags), working in `<scratch>/work`
-    /// with `script` (`FAKE_CLAUDE_SCRIPT`). Returns the record file it appends each call to,
-    /// in its folder (its runs write nowhere else).
+    /// with `script` (written to `<work>/NAME.script.json`, named by `FAKE_CLAUDE_SCRIPT_FILE`,
+    /// since a long script is over the 64 KiB an agent's environment value may be). Returns
+    /// the record file it appends each call to, in its folder (its runs write nowhere else).
     pub fn add_fake_claude_agent(&self, name: &str, script: &Value) -> anyhow::Result<PathBuf> {
         let fakebin = self.scratch().join("fakebin");
         std::fs::create_dir_all(&fakebin)?;
@@ -1005,6 +1006,8 @@ impl Bosun {
         let work = self.scratch().join("work");
         std::fs::create_dir_all(&work)?;
         let record = work.join(format!("{name}.calls.jsonl"));
+        let script_file = work.join(format!("{name}.script.json"));
+        std::fs::write(&script_file, script.to_string())?;
         self.add_agent(
             name,
             &[
@@ -1015,7 +1018,7 @@ impl Bosun {
                 "--env",
                 &format!("PATH={}:{}", fakebin.display(), node_path()),
                 "--env",
-                &format!("FAKE_CLAUDE_SCRIPT={script}"),
+                &format!("FAKE_CLAUDE_SCRIPT_FILE={}", script_file.display()),
                 "--env",
                 &format!("FAKE_CLAUDE_RECORD={}", record.display()),
                 "--secret-env",

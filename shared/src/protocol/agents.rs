@@ -210,6 +210,10 @@ pub struct BuiltinToolView {
     pub seen_in_last_run: bool,
 }
 
+/// The most decisions a run's view holds: the latest ones. At a few hundred bytes each, a view
+/// stays far below the 4 MiB a message may be, however long the run.
+pub const DECISIONS_SHOWN: usize = 1_000;
+
 /// What bosun knows about a run of an agent, from the CLI's own stream.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentRunView {
@@ -248,6 +252,10 @@ pub struct AgentRunView {
     /// How many of its decisions' details were pruned after bosund's retention period.
     #[serde(default, skip_serializing_if = "crate::usage::is_zero")]
     pub decisions_pruned: u64,
+    /// How many of its earliest decisions this view leaves out: it holds the latest
+    /// [`DECISIONS_SHOWN`], so that a run of many thousands of calls is still one message.
+    #[serde(default, skip_serializing_if = "crate::usage::is_zero")]
+    pub decisions_not_shown: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

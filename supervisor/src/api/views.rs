@@ -17,7 +17,9 @@ use bosun_lead::chats::{Chat, PendingAction};
 use bosun_lead::record::{MessageRecord, PendingState};
 use bosun_runs::record::{RunRecord, RunSnapshot};
 use bosun_shared::placement::PlacedView;
-use bosun_shared::protocol::agents::{AgentRunView, CliResultView, ToolCallView, WorkspaceView};
+use bosun_shared::protocol::agents::{
+    AgentRunView, CliResultView, DECISIONS_SHOWN, ToolCallView, WorkspaceView,
+};
 use bosun_shared::protocol::approvals::{ApprovalView, DecisionView};
 use bosun_shared::protocol::lead::{ChatView, MessageView, PendingView};
 use bosun_shared::protocol::ui::RunView;
@@ -76,7 +78,9 @@ pub fn run_view(rec: &RunRecord, last_seq: u64) -> RunView {
 
 impl View for AgentRun {
     type Wire = AgentRunView;
+    /// Its latest decisions only ([`DECISIONS_SHOWN`]), the earlier ones counted.
     fn view(&self) -> AgentRunView {
+        let not_shown = self.decisions.len().saturating_sub(DECISIONS_SHOWN);
         AgentRunView {
             agent: self.agent,
             agent_name: self.agent_name.clone(),
@@ -101,7 +105,10 @@ impl View for AgentRun {
                 reason: r.reason.clone(),
                 text: r.text.clone(),
             }),
-            decisions: self.decisions.iter().map(|d| d.view()).collect(),
+            decisions: self.decisions[not_shown..]
+                .iter()
+                .map(|d| d.view())
+                .collect(),
             workspace: self.workspace.as_ref().map(|w| WorkspaceView {
                 roots: w.roots.clone(),
                 unrestricted: w.unrestricted,
@@ -109,6 +116,7 @@ impl View for AgentRun {
             fence: self.fence.clone(),
             usage: (self.usage != Default::default()).then(|| self.usage.clone()),
             decisions_pruned: self.decisions_pruned,
+            decisions_not_shown: not_shown as u64,
         }
     }
 }

@@ -156,6 +156,17 @@ const scenarios = {
   },
 
   // A run's MCP calls through bosun's gateway, on its page.
+  // A run's decisions as its page shows them: the heading, the line saying how many earlier
+  // ones are not shown, and each row's summary.
+  async decisions(page) {
+    await page.goto(`${base}/#/run/${run}`);
+    await page.waitForSelector("#decisions tbody tr");
+    const heading = await page.locator("#run-decisions h2").textContent();
+    const notShown = await page.locator("#decisions-not-shown").textContent();
+    const rows = await page.locator("#decisions tbody tr td.what").allTextContents();
+    return { heading, notShown, rows };
+  },
+
   async mcpcalls(page) {
     await page.goto(`${base}/#/run/${run}`);
     await page.waitForSelector("#mcp-calls tbody tr");

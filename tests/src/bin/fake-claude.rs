@@ -36,7 +36,9 @@
 //! # The script and the record
 //!
 //! `FAKE_CLAUDE_SCRIPT` is JSON: a list of steps, each a list of calls made at once, each call
-//! `{"tool": NAME, "input": {…}}`; unset, the run makes no call. With `FAKE_CLAUDE_RECORD=FILE`,
+//! `{"tool": NAME, "input": {…}}`; unset, the run makes no call. `FAKE_CLAUDE_SCRIPT_FILE` names a
+//! file holding the same JSON instead, for a script longer than the 64 KiB an agent's
+//! environment value may be. With `FAKE_CLAUDE_RECORD=FILE`,
 //! every call appends a line to FILE when it is asked and when it is answered:
 //! `{"event": "asked"|"answered"|"aborted", "run", "step", "call", "tool", "tool_use_id",
 //! "request_id", "behavior", "message", "at_ns"}`, where `run` is `BOSUN_RUN_ID` and `at_ns` the
@@ -96,9 +98,16 @@ fn run() -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let script = match std::env::var("FAKE_CLAUDE_SCRIPT") {
-        Ok(text) => parse_script(&text)?,
-        Err(_) => Vec::new(),
+    let script = match (
+        std::env::var("FAKE_CLAUDE_SCRIPT"),
+        std::env::var_os("FAKE_CLAUDE_SCRIPT_FILE"),
+    ) {
+        (Ok(text), _) => parse_script(&text)?,
+        (Err(_), Some(file)) => parse_script(
+            &std::fs::read_to_string(&file)
+                .with_context(|| format!("reading FAKE_CLAUDE_SCRIPT_FILE {}", file.display()))?,
+        )?,
+        (Err(_), None) => Vec::new(),
     };
     let mut claude = Claude::new()?;
     let stdin = std::io::stdin();

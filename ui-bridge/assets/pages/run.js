@@ -107,16 +107,22 @@ export function mount(root, [id]) {
         h("div", null, h("strong", null, "Tool calls: "), a.calls.map((c) => h("span", { class: `chip ${c.ok ? "ok" : "bad"}`, title: c.error || "" }, c.name))),
       );
     if (a.result) agentBox.append(h("div", { class: a.result.is_error ? "flash error" : "flash" }, a.result.is_error ? `The CLI says it failed: ${a.result.reason || ""}` : "The CLI says it finished.", a.result.text ? h("pre", { class: "result" }, a.result.text) : null));
-    drawDecisions(a.decisions || []);
+    drawDecisions(a.decisions || [], a.decisions_not_shown || 0, a.decisions_pruned || 0);
   }
 
   // What bosun decided about each tool call: by its policy (the rule), or the person, the
-  // deadline, the run's end.
-  function drawDecisions(ds) {
+  // deadline, the run's end. A long run's view holds its latest decisions only (the earlier
+  // ones counted), and a finished run's may have been pruned after bosund's retention period.
+  function drawDecisions(ds, notShown, pruned) {
     clear(decisionsBox);
+    if (!ds.length && !pruned) return;
+    decisionsBox.append(
+      h("h2", null, `Decisions (${ds.length + notShown + pruned})`),
+      notShown ? h("div", { class: "muted", id: "decisions-not-shown" }, `${notShown} earlier not shown; the latest ${ds.length} follow`) : null,
+      pruned ? h("div", { class: "muted", id: "decisions-pruned" }, `${pruned} pruned after bosund's retention period; the run's summary is kept`) : null,
+    );
     if (!ds.length) return;
     decisionsBox.append(
-      h("h2", null, `Decisions (${ds.length})`),
       h(
         "table",
         { class: "list decisions", id: "decisions" },

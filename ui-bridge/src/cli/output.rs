@@ -254,6 +254,16 @@ fn agent_lines(run: &RunView, a: &AgentRunView) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    if a.decisions_not_shown > 0 {
+        owned.push((
+            "decisions",
+            format!(
+                "{} earlier not shown; the latest {} follow",
+                a.decisions_not_shown,
+                a.decisions.len()
+            ),
+        ));
+    }
     for d in &a.decisions {
         let why = match &d.message {
             Some(m) => format!(" — told: {m}"),
