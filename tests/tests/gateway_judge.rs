@@ -337,6 +337,8 @@ fn a_decision_told_before_it_was_saved_is_saved_once_when_bosund_is_back() -> an
     let (id, mut c) = held_run(&b, &fake)?;
 
     let one = c.call("echo", json!({"message": "one"}), Duration::from_secs(30))?;
+    // The call was decided (and told) before it ran, so before this.
+    let answered_ms = now_ms();
     assert!(text_of(&one).contains("Echo: one"), "{one}");
     assert_eq!(heard(&heard_file, "one"), 1);
     // bosund dies without saving it.
@@ -360,6 +362,13 @@ fn a_decision_told_before_it_was_saved_is_saved_once_when_bosund_is_back() -> an
     assert!(
         ds[0]["summary"].as_str().is_some_and(|s| s.contains("one")),
         "{ds:#?}"
+    );
+    // Dated when it was made (the runner says when it was told), not when the next bosund
+    // saved it, which was after the call had its answer.
+    assert!(
+        ds[0]["at"].as_u64().is_some_and(|at| at <= answered_ms),
+        "decided at {} (the call answered at {answered_ms})",
+        ds[0]["at"]
     );
     let log = b.daemon_log();
     assert!(
@@ -390,4 +399,12 @@ fn a_decision_told_before_it_was_saved_is_saved_once_when_bosund_is_back() -> an
     drop(c);
     b.ok(&["stop", &id])?;
     b.finish()
+}
+
+/// The wall clock in milliseconds since the Unix epoch, as bosun dates what it records.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }

@@ -590,7 +590,12 @@ impl RunActorState {
             }
             RunnerMsg::Ask(ask) => self.on_ask(myself, ask).await,
             RunnerMsg::Delivered { key } => self.on_delivered(key).await,
-            RunnerMsg::Unsaved { ask, answer, by } => self.on_unsaved(ask, answer, by).await,
+            RunnerMsg::Unsaved {
+                ask,
+                answer,
+                by,
+                at,
+            } => self.on_unsaved(ask, answer, by, at).await,
             RunnerMsg::Withdrawn { key } => self.on_withdrawn(key).await,
             RunnerMsg::WantPlan => self.on_want_plan(myself).await,
             RunnerMsg::Token(ask) => self.on_token_ask(myself, ask),

@@ -138,6 +138,7 @@ impl Asks {
                 ask,
                 answer: answer.clone(),
                 by: by.to_string(),
+                at: Some(bosun_shared::Timestamp::now()),
             });
         }
     }
@@ -400,7 +401,7 @@ mod tests {
         let told = asks.unsaid(&mut Said::default(), true);
         assert!(matches!(
             &told[1],
-            RunnerMsg::Unsaved { ask, answer: ToolAnswer::Allow, by } if ask.key == "a" && by == "the policy (step 6)"
+            RunnerMsg::Unsaved { ask, answer: ToolAnswer::Allow, by, .. } if ask.key == "a" && by == "the policy (step 6)"
         ));
         // Saved: no more to say.
         asks.saved("a");

@@ -239,6 +239,10 @@ pub enum RunnerMsg {
         answer: ToolAnswer,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         by: String,
+        /// When the runner was told it: the decision's time (absent from an older runner,
+        /// whose decision is dated when saved).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<crate::Timestamp>,
     },
 }
 

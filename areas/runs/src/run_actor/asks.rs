@@ -570,6 +570,7 @@ impl RunActorState {
         ask: ToolAsk,
         answer: ToolAnswer,
         by: String,
+        at: Option<Timestamp>,
     ) -> Result<(), ActorProcessingErr> {
         let key = ask.key.clone();
         if !self.asks.decided.contains_key(&key) {
@@ -603,7 +604,8 @@ impl RunActorState {
                 approval: None,
                 message,
                 escalates: eval.is_some_and(|e| e.escalates),
-                at: Timestamp::now(),
+                // When the runner was told it; an older runner does not say.
+                at: at.unwrap_or_else(Timestamp::now),
             };
             self.record_decision(decision, None, false).await?;
         }
