@@ -176,11 +176,13 @@ fn a_form_waits_in_the_inbox_across_a_sigkill_of_bosund_and_is_answered_once() -
         .map_or(0, Vec::len);
     assert!(fields >= 12, "every field of the form: {item}");
     let short = item["short_id"].as_str().unwrap_or_default().to_string();
-    let log = log_text(&b, &id);
-    assert!(
-        log.contains(&format!("`bosun approve {short} --answer '")),
-        "the log says how to answer: {log}"
-    );
+    // The item is saved, then the runner is told it and writes the line: a moment later.
+    let how = format!("`bosun approve {short} --answer '");
+    wait_for(
+        "the log to say how to answer",
+        Duration::from_secs(30),
+        || Ok(log_text(&b, &id).contains(&how).then_some(())),
+    )?;
 
     // bosund SIGKILLed: the same item waits, and the call with it.
     b.kill_daemon()?;
