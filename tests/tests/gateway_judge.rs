@@ -338,7 +338,7 @@ fn a_decision_told_before_it_was_saved_is_saved_once_when_bosund_is_back() -> an
 
     let one = c.call("echo", json!({"message": "one"}), Duration::from_secs(30))?;
     // The call was decided (and told) before it ran, so before this.
-    let answered_ms = now_ms();
+    let answered_ms = bosun_shared::Timestamp::now().as_millis();
     assert!(text_of(&one).contains("Echo: one"), "{one}");
     assert_eq!(heard(&heard_file, "one"), 1);
     // bosund dies without saving it.
@@ -399,12 +399,4 @@ fn a_decision_told_before_it_was_saved_is_saved_once_when_bosund_is_back() -> an
     drop(c);
     b.ok(&["stop", &id])?;
     b.finish()
-}
-
-/// The wall clock in milliseconds since the Unix epoch, as bosun dates what it records.
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
