@@ -32,7 +32,13 @@ use crate::control::driver::{Asks, Decided, Said};
 use crate::outbox::Outbox;
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
+/// The longest wait between tries to reach a daemon that is not there (it is back within this).
 const BACKOFF_MAX: Duration = Duration::from_millis(500);
+/// The longest wait before a new session after sessions that ended soon after they began: a
+/// daemon that welcomes the runner and then drops it again and again is not hammered.
+const BACKOFF_MAX_SESSIONS: Duration = Duration::from_secs(5);
+/// A session that lasted this long was a good one: the next goes on at once after it ends.
+const SESSION_HEALTHY: Duration = Duration::from_secs(2);
 /// How long a connection over the network may take to be made and secured before it is tried
 /// again (a host that drops packets would otherwise hold the link forever).
 const TLS_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -160,7 +166,11 @@ impl LinkState {
         ask: bosun_shared::protocol::runner::TokenAsk,
     ) -> mpsc::UnboundedReceiver<TokenAnswer> {
         let rx = self.tokens.add(&ask.key);
-        self.say_until_done(RunnerMsg::Token(ask));
+        let key = ask.key.clone();
+        if let Err(e) = self.say_until_done(RunnerMsg::Token(ask)) {
+            let message = format!("bosun could not ask bosund for the server's token: {e}");
+            self.tokens.answer(&key, TokenAnswer::Failed { message });
+        }
         rx
     }
 
@@ -169,10 +179,26 @@ impl LinkState {
     /// come on the channel returned.
     pub fn ask_tool(&self, ask: ToolAsk) -> mpsc::UnboundedReceiver<Judgement> {
         let rx = self.judging.add(&ask.key);
-        if let Ok(mut a) = self.asks.lock() {
-            a.ask(ask);
+        let key = ask.key.clone();
+        let said = match self.asks.lock() {
+            Ok(mut a) => a.ask(ask),
+            Err(_) => Ok(()),
+        };
+        match said {
+            Ok(()) => self.wake.notify_one(),
+            // Nobody can judge a call that cannot be told to bosund: denied, failing closed.
+            Err(e) => self.judging.answer(
+                &key,
+                Judgement::Decided {
+                    answer: ToolAnswer::Deny {
+                        message: format!(
+                            "bosun could not judge this call, so it is denied: its request to bosund is too large ({e}); make the call smaller"
+                        ),
+                    },
+                    by: "bosun-runner".into(),
+                },
+            ),
         }
-        self.wake.notify_one();
         rx
     }
 
@@ -196,15 +222,22 @@ impl LinkState {
     /// reconnect until answered for good); bosund's answers come on the channel returned.
     pub fn ask_person(&self, ask: ServerAsk) -> mpsc::UnboundedReceiver<ServerAnswer> {
         let rx = self.server_asks.add(&ask.key);
-        self.say_until_done(RunnerMsg::ServerAsk(ask));
+        let key = ask.key.clone();
+        if let Err(e) = self.say_until_done(RunnerMsg::ServerAsk(ask)) {
+            let message = format!("bosun could not put the server's request to the person: {e}");
+            self.server_asks
+                .answer(&key, ServerAnswer::Cancel { message });
+        }
         rx
     }
 
-    fn say_until_done(&self, msg: RunnerMsg) {
+    /// Says `msg` to bosund until it is answered for good; refused when it cannot fit.
+    fn say_until_done(&self, msg: RunnerMsg) -> Result<(), FrameError> {
         if let Ok(mut a) = self.asks.lock() {
-            a.gateway(msg);
+            a.gateway(msg)?;
         }
         self.wake.notify_one();
+        Ok(())
     }
 
     /// The gateway no longer waits for its ask `key` (answered, or given up).
@@ -242,10 +275,20 @@ pub async fn run_link(
     let mut backoff = BACKOFF_FIRST;
     let mut last_problem = String::new();
     loop {
+        // Sessions that keep ending soon after they begin back off further than tries to
+        // connect do: whatever ends them (a daemon that drops the runner) will not mend itself
+        // within a few milliseconds.
+        let mut most = BACKOFF_MAX;
         match dial.connect().await {
             Ok((r, w)) => {
-                backoff = BACKOFF_FIRST;
-                match session(r, w, run_id, &token, &state).await {
+                let began = tokio::time::Instant::now();
+                let end = session(r, w, run_id, &token, &state).await;
+                if began.elapsed() >= SESSION_HEALTHY {
+                    backoff = BACKOFF_FIRST;
+                } else {
+                    most = BACKOFF_MAX_SESSIONS;
+                }
+                match end {
                     SessionEnd::ExitAcked => return LinkEnd::ExitAcked,
                     SessionEnd::Refused(why) => {
                         // Nobody will ever keep this run's output or record its end: end the
@@ -281,8 +324,8 @@ pub async fn run_link(
                 }
             }
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(BACKOFF_MAX);
+        tokio::time::sleep(backoff.min(most)).await;
+        backoff = (backoff * 2).min(most);
     }
 }
 
@@ -439,7 +482,12 @@ impl Told {
             Err(_) => Vec::new(),
         };
         for msg in unsaid {
-            writer.send(&msg).await?;
+            match encode_frame(&msg) {
+                Ok(frame) => writer.send_encoded(&frame).await?,
+                // What is said is checked to fit where it is made; one that still does not is
+                // dropped here, once a session, and never fails the link.
+                Err(e) => say!("bosun-runner: a message to bosund is not sent: {e}"),
+            }
         }
         self.send_output(state, writer, binary_output).await?;
         // The end is looked at before how far the log goes: whatever was written before the

@@ -82,6 +82,10 @@ pub struct Limits {
     pub max_tools: usize,
 }
 
+/// The most tools bosun keeps of one server: a look stops there, and so does the list of tools
+/// runs held back.
+pub const MOST_TOOLS: usize = 5000;
+
 impl Limits {
     /// 30 s to connect, or 2 minutes for a server that may download its package first;
     /// `BOSUN_MCP_TIMEOUT` (such as `5s`) in bosund's environment sets both deadlines.
@@ -98,7 +102,7 @@ impl Limits {
             connect,
             request: configured.unwrap_or(Duration::from_secs(30)),
             max_pages: 100,
-            max_tools: 5000,
+            max_tools: MOST_TOOLS,
         }
     }
 }

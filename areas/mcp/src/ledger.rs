@@ -154,12 +154,15 @@ pub fn take_held_back(rec: &mut ServerRecord, held: Vec<StoredTool>) -> bool {
         {
             continue;
         }
+        let full = listing.tools.len() >= crate::client::MOST_TOOLS;
         match listing.tools.iter_mut().find(|t| t.name == tool.name) {
             Some(t) if *t == tool => {}
             Some(t) => {
                 *t = tool;
                 changed = true;
             }
+            // Bounded as a look is: a server that lists more only floods bosun.
+            None if full => {}
             None => {
                 listing.tools.push(tool);
                 changed = true;

@@ -66,6 +66,11 @@ const RUNNER_CHECK_EVERY: Duration = Duration::from_millis(250);
 const RECONNECT_GRACE: Duration = Duration::from_secs(20);
 /// How long the daemon's own sweep of a lost run keeps killing.
 const SWEEP_DEADLINE: Duration = Duration::from_secs(5);
+/// How long past its whole ladder a stopped run may take to end before bosund ends it.
+const STOP_SLACK: Duration = Duration::from_secs(2);
+/// How long a runner whose program is gone may take to finish a stopped run (its last output,
+/// its sweep, its exit) before bosund ends it.
+const RUNNER_LAST_WHILE: Duration = Duration::from_secs(5);
 
 /// The RunActor's messages.
 pub enum RunMsg {
@@ -91,6 +96,8 @@ pub enum RunMsg {
     RunnerExited { how: String },
     /// Time to look at a runner that is not connected.
     CheckRunner,
+    /// The run was stopped a whole ladder ago: if it has not ended, bosund ends it itself.
+    StopOverdue,
     /// Stop the run by its ladder (or at once).
     Stop {
         order: StopOrder,
@@ -193,6 +200,10 @@ pub struct RunActorState {
     own_log: Option<FileCursor>,
     /// The runner said its output is held ([`RunnerMsg::OutputHeld`]).
     runner_held: bool,
+    /// This actor, for the stop's own deadline ([`RunMsg::StopOverdue`]).
+    me: ActorRef<RunMsg>,
+    /// The stop's deadline found the program gone and gave its runner a last while to finish.
+    stop_last_while: bool,
 }
 
 struct Link {
@@ -228,7 +239,7 @@ impl Actor for RunActor {
         );
         args.ctx
             .live
-            .insert_new(myself, args.hub.clone(), &args.record);
+            .insert_new(myself.clone(), args.hub.clone(), &args.record);
         Ok(RunActorState {
             ctx: args.ctx,
             rec: args.record,
@@ -250,6 +261,8 @@ impl Actor for RunActor {
             link_token: None,
             own_log: None,
             runner_held: false,
+            me: myself,
+            stop_last_while: false,
         })
     }
 
@@ -366,6 +379,7 @@ impl RunActorState {
                 }
             }
             RunMsg::CheckRunner => self.check_runner(myself).await?,
+            RunMsg::StopOverdue => self.stop_overdue(myself).await?,
             RunMsg::Stop { order, reply } => {
                 let result = self.stop(order).await;
                 if let Some(reply) = reply {
@@ -508,6 +522,10 @@ impl RunActorState {
                 Some(_),
             ) => {
                 self.away_since = Some(Instant::now());
+                // A stop the last bosund ordered holds here too, runner or no runner.
+                if self.rec.stop.is_some() {
+                    self.arm_stop_deadline();
+                }
                 self.check_runner(myself).await
             }
         }
@@ -600,8 +618,12 @@ impl RunActorState {
             RunnerMsg::WantPlan => self.on_want_plan(myself).await,
             RunnerMsg::Token(ask) => self.on_token_ask(myself, ask),
             RunnerMsg::ServerAsk(ask) => self.on_server_ask(myself, ask).await,
-            RunnerMsg::HeldBack { server, tools } => {
-                self.on_held_back(server, tools);
+            RunnerMsg::HeldBack {
+                server,
+                tools,
+                left_out,
+            } => {
+                self.on_held_back(server, tools, left_out);
                 Ok(())
             }
         }
@@ -834,6 +856,7 @@ impl RunActorState {
                 .await
                 .map_err(|e| RunsError::internal(format!("could not record the stop: {e}")))?;
             self.send(DaemonMsg::Stop(order.clone()));
+            self.arm_stop_deadline();
         }
         if let Some(placed) = self.rec.placed.clone() {
             self.stop_remote(&placed, &order).await;
@@ -909,11 +932,74 @@ impl RunActorState {
         Ok(())
     }
 
+    /// Arms the stop's own deadline: a whole ladder from now (at once for an immediate stop),
+    /// and a little more, the run must have ended. A stop never waits on the link.
+    fn arm_stop_deadline(&mut self) {
+        if self.rec.placed.is_some() {
+            // Its backend ends a run on another host ([`Self::stop_remote`]).
+            return;
+        }
+        let immediate = self.rec.stop.as_ref().is_some_and(|s| s.immediate);
+        let ladder = if immediate {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(
+                self.rec
+                    .ladder
+                    .int_grace_ms
+                    .saturating_add(self.rec.ladder.term_grace_ms),
+            )
+        };
+        self.stop_last_while = false;
+        drop(
+            self.me
+                .send_after(ladder + STOP_SLACK, || RunMsg::StopOverdue),
+        );
+    }
+
+    /// The stop's deadline came. A run that ended is left alone. While the program's group
+    /// still lives past the whole ladder, its runner did not carry the stop out (wedged, or its
+    /// link is): bosund ends the group and the runner itself and records the run stopped. When
+    /// the program is gone, the runner is finishing (its last output, its sweep) and gets one
+    /// more while.
+    async fn stop_overdue(&mut self, myself: &ActorRef<RunMsg>) -> Result<(), ActorProcessingErr> {
+        if self.rec.state.is_final() || self.rec.placed.is_some() {
+            return Ok(());
+        }
+        let Some(order) = self.rec.stop.clone() else {
+            return Ok(());
+        };
+        let program_alive = self.rec.process.is_some_and(|p| p.leader().is_alive());
+        if !program_alive && !self.stop_last_while {
+            self.stop_last_while = true;
+            drop(myself.send_after(RUNNER_LAST_WHILE, || RunMsg::StopOverdue));
+            return Ok(());
+        }
+        warn!(run_id = %self.rec.id, program_alive, "the runner did not end a stopped run; bosund ends it");
+        let reason = format!(
+            "{} (its runner did not end it in time, so bosund ended it)",
+            order.reason
+        );
+        self.end_without_runner(myself, Outcome::Stopped, reason)
+            .await
+    }
+
     /// The runner is gone without reporting an end: end whatever the run left, delete its
     /// secret files, and record it lost.
     async fn lose(
         &mut self,
         myself: &ActorRef<RunMsg>,
+        reason: String,
+    ) -> Result<(), ActorProcessingErr> {
+        self.end_without_runner(myself, Outcome::Lost, reason).await
+    }
+
+    /// Ends a run without its runner's word: SIGKILLs whatever the run has left, its runner
+    /// included, deletes its secret files, and records the end as `outcome`.
+    async fn end_without_runner(
+        &mut self,
+        myself: &ActorRef<RunMsg>,
+        outcome: Outcome,
         reason: String,
     ) -> Result<(), ActorProcessingErr> {
         if let Some(placed) = self.rec.placed.clone() {
@@ -946,9 +1032,9 @@ impl RunActorState {
                 self.hub.logged(last);
             }
         }
-        warn!(run_id = %self.rec.id, %reason, "run lost");
+        warn!(run_id = %self.rec.id, %reason, %outcome, "run ended without its runner");
         let exit = ExitInfo {
-            outcome: Outcome::Lost,
+            outcome,
             code: None,
             signal: None,
             reason,

@@ -6,6 +6,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use bosun_shared::protocol::FrameError;
+use bosun_shared::protocol::frame::check_fits;
 use bosun_shared::protocol::runner::{RunnerMsg, ToolAnswer, ToolAsk};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
@@ -56,7 +58,7 @@ fn identity(msg: &RunnerMsg) -> Option<(u8, String)> {
         RunnerMsg::Withdrawn { key } => Some((2, key.clone())),
         RunnerMsg::Token(t) => Some((3, t.key.clone())),
         RunnerMsg::ServerAsk(a) => Some((4, a.key.clone())),
-        RunnerMsg::HeldBack { server, tools } => {
+        RunnerMsg::HeldBack { server, tools, .. } => {
             let names: Vec<&str> = tools
                 .iter()
                 .filter_map(|t| t.get("name").and_then(serde_json::Value::as_str))
@@ -79,19 +81,30 @@ impl Asks {
         self.version += 1;
     }
 
-    /// A new ask (asked again under the same key: its newer form, at the end).
-    pub fn ask(&mut self, ask: ToolAsk) {
+    /// A new ask (asked again under the same key: its newer form, at the end). Refused, and
+    /// not said, when it could not fit in one message to bosund.
+    pub fn ask(&mut self, ask: ToolAsk) -> Result<(), FrameError> {
         self.drop_ask(&ask.key);
-        self.push(RunnerMsg::Ask(ask));
+        self.push_fitting(RunnerMsg::Ask(ask))
     }
 
     /// An ask of the gateway's (a server's token anew, a server's request for the person),
-    /// said until bosund answers it for good.
-    pub fn gateway(&mut self, msg: RunnerMsg) {
+    /// said until bosund answers it for good. Refused, and not said, when it could not fit in
+    /// one message to bosund.
+    pub fn gateway(&mut self, msg: RunnerMsg) -> Result<(), FrameError> {
         if let Some((_, key)) = identity(&msg) {
             self.drop_gateway(&key);
         }
+        self.push_fitting(msg)
+    }
+
+    /// Pushes a message made of what a peer said, once it is known to fit in one frame: one
+    /// that does not is refused here, where the caller can still answer for it, rather than
+    /// failing the link at every reconnect.
+    fn push_fitting(&mut self, msg: RunnerMsg) -> Result<(), FrameError> {
+        check_fits(&msg)?;
         self.push(msg);
+        Ok(())
     }
 
     /// Takes out of what is said the messages `gone` picks; whether there were any.
@@ -149,13 +162,24 @@ impl Asks {
     }
 
     /// Tools the gateway held back, said to bosund (again after each reconnect); said once
-    /// however often the same tools are held back.
-    pub fn held_back(&mut self, server: String, tools: Vec<serde_json::Value>) {
-        let msg = RunnerMsg::HeldBack { server, tools };
+    /// however often the same tools are held back. `left_out` counts those held back but not
+    /// told (the message is bounded). Refused, and not said, when it could not fit.
+    pub fn held_back(
+        &mut self,
+        server: String,
+        tools: Vec<serde_json::Value>,
+        left_out: u64,
+    ) -> Result<(), FrameError> {
+        let msg = RunnerMsg::HeldBack {
+            server,
+            tools,
+            left_out,
+        };
         let id = identity(&msg);
-        if !self.said.iter().any(|(_, m)| identity(m) == id) {
-            self.push(msg);
+        if self.said.iter().any(|(_, m)| identity(m) == id) {
+            return Ok(());
         }
+        self.push_fitting(msg)
     }
 
     /// What the session has not said yet, in order; nothing to look through when nothing
@@ -228,42 +252,59 @@ impl Driver {
         // made them (the gateway sees those, not the redacted ones bosund sees).
         let mut mcp: HashMap<String, (String, serde_json::Value)> = HashMap::new();
         loop {
-            for step in steps.drain(..) {
-                match step {
-                    Step::Write(mut bytes) => {
-                        if let Some(w) = stdin.as_mut() {
-                            bytes.push(b'\n');
-                            let written = async {
-                                w.write_all(&bytes).await?;
-                                w.flush().await
-                            }
-                            .await;
-                            if let Err(e) = written {
-                                say!("bosun-runner: could not write to the CLI: {e}");
-                                stdin = None;
+            // A step may bring more (a call denied here is answered at once).
+            while !steps.is_empty() {
+                for step in std::mem::take(&mut steps) {
+                    match step {
+                        Step::Write(mut bytes) => {
+                            if let Some(w) = stdin.as_mut() {
+                                bytes.push(b'\n');
+                                let written = async {
+                                    w.write_all(&bytes).await?;
+                                    w.flush().await
+                                }
+                                .await;
+                                if let Err(e) = written {
+                                    say!("bosun-runner: could not write to the CLI: {e}");
+                                    stdin = None;
+                                }
                             }
                         }
-                    }
-                    Step::Ask(ask) => {
-                        if ask.tool.starts_with("mcp__") {
-                            mcp.insert(ask.key.clone(), (ask.tool.clone(), ask.input.clone()));
+                        Step::Ask(ask) => {
+                            if ask.tool.starts_with("mcp__") {
+                                mcp.insert(ask.key.clone(), (ask.tool.clone(), ask.input.clone()));
+                            }
+                            let ask = super::for_bosund(ask, &self.cwd, &self.redactor);
+                            let key = ask.key.clone();
+                            match lock(&self.asks).ask(ask) {
+                                Ok(()) => self.wake.notify_one(),
+                                Err(e) => {
+                                    // Nobody can judge a call that cannot be told to bosund: it is
+                                    // denied here, failing closed, with the reason.
+                                    mcp.remove(&key);
+                                    let message = format!(
+                                        "bosun could not judge this call, so it is denied: its request to bosund is too large ({e}); make the call smaller"
+                                    );
+                                    say!("bosun-runner: the call {key} is denied: {e}");
+                                    steps.extend(
+                                        self.protocol.answer(&key, &ToolAnswer::Deny { message }),
+                                    );
+                                }
+                            }
                         }
-                        let ask = super::for_bosund(ask, &self.cwd, &self.redactor);
-                        lock(&self.asks).ask(ask);
-                        self.wake.notify_one();
-                    }
-                    Step::Withdraw(key) => {
-                        mcp.remove(&key);
-                        let mut asks = lock(&self.asks);
-                        asks.drop_ask(&key);
-                        asks.push(RunnerMsg::Withdrawn { key });
-                        drop(asks);
-                        self.wake.notify_one();
-                    }
-                    Step::Finish => {
-                        stdin = None;
-                        if let Some(done) = self.done.take() {
-                            let _ = done.send(());
+                        Step::Withdraw(key) => {
+                            mcp.remove(&key);
+                            let mut asks = lock(&self.asks);
+                            asks.drop_ask(&key);
+                            asks.push(RunnerMsg::Withdrawn { key });
+                            drop(asks);
+                            self.wake.notify_one();
+                        }
+                        Step::Finish => {
+                            stdin = None;
+                            if let Some(done) = self.done.take() {
+                                let _ = done.send(());
+                            }
                         }
                     }
                 }
@@ -352,8 +393,8 @@ mod tests {
     fn a_session_says_each_thing_once_and_a_new_session_says_what_still_stands() {
         let mut asks = Asks::default();
         let mut session = Said::default();
-        asks.ask(ask("a"));
-        asks.ask(ask("b"));
+        asks.ask(ask("a")).unwrap();
+        asks.ask(ask("b")).unwrap();
         assert_eq!(keys(&asks.unsaid(&mut session, true)), ["ask a", "ask b"]);
         assert!(asks.unsaid(&mut session, true).is_empty(), "nothing new");
         assert!(asks.drop_ask("a"));
@@ -364,7 +405,7 @@ mod tests {
             keys(&asks.unsaid(&mut session, true)),
             ["delivered a", "withdrawn b"]
         );
-        asks.ask(ask("c"));
+        asks.ask(ask("c")).unwrap();
         let mut next = Said::default();
         assert_eq!(
             keys(&asks.unsaid(&mut next, true)),
@@ -377,8 +418,8 @@ mod tests {
     #[test]
     fn a_decision_told_unsaved_is_said_back_to_each_later_bosund_that_takes_it_until_saved() {
         let mut asks = Asks::default();
-        asks.ask(ask("a"));
-        asks.ask(ask("b"));
+        asks.ask(ask("a")).unwrap();
+        asks.ask(ask("b")).unwrap();
         let mut session = Said::default();
         assert_eq!(keys(&asks.unsaid(&mut session, true)), ["ask a", "ask b"]);
         // Told before it was saved; the call goes on, and its answer is delivered.
@@ -420,7 +461,7 @@ mod tests {
         let mut session = Said::default();
         for n in 0..1000 {
             let key = format!("k{n}");
-            asks.ask(ask(&key));
+            asks.ask(ask(&key)).unwrap();
             assert_eq!(asks.unsaid(&mut session, true).len(), 1);
             asks.drop_ask(&key);
             asks.push(RunnerMsg::Delivered { key });

@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use bosun_shared::gateway::{AskPolicy, Capability, Rules};
+use bosun_shared::protocol::runner::{HELD_BACK_BYTES, MOST_HELD_BACK};
 use serde_json::{Value, json};
 
 use super::Conn;
@@ -138,22 +139,70 @@ impl Conn<'_> {
             state.is_none()
         });
         let server = self.server.name.clone();
-        let mut news = Vec::new();
+        let mut told = Told::default();
         for (name, state) in held {
             if self.pending.insert(name.clone(), state) != Some(state) {
-                self.gw.note(format!(
-                    "bosun's MCP gateway: {server}/{name} is held back from this run: {}; `bosun mcp inspect {server}` lists it as pending, and `bosun mcp approve {server} {name}` lets it through from the next run on",
-                    state.words()
-                ));
-                news.extend(definitions.remove(&name));
+                if told.noted < MOST_NOTES {
+                    self.gw.note(format!(
+                        "bosun's MCP gateway: {server}/{name} is held back from this run: {}; `bosun mcp inspect {server}` lists it as pending, and `bosun mcp approve {server} {name}` lets it through from the next run on",
+                        state.words()
+                    ));
+                    told.noted += 1;
+                } else {
+                    told.unnoted += 1;
+                }
+                if let Some(definition) = definitions.remove(&name) {
+                    told.add(definition);
+                }
             }
         }
+        if told.unnoted > 0 {
+            self.gw.note(format!(
+                "bosun's MCP gateway: {} more tools of {server} are held back from this run (new, or changed since the person approved them); `bosun mcp inspect {server}` lists what waits",
+                told.unnoted
+            ));
+        }
         // bosund hears of them now, so that the server's pending list shows them at once.
-        if !news.is_empty() {
-            if let Ok(mut asks) = self.gw.link.asks.lock() {
-                asks.held_back(server, news);
+        if !told.news.is_empty() {
+            let said = match self.gw.link.asks.lock() {
+                Ok(mut asks) => asks.held_back(server.clone(), told.news, told.left_out),
+                Err(_) => Ok(()),
+            };
+            match said {
+                Ok(()) => self.gw.link.wake.notify_one(),
+                Err(e) => self.gw.note(format!(
+                    "bosun's MCP gateway: the tools of {server} held back from this run are not told to bosund: {e}"
+                )),
             }
-            self.gw.link.wake.notify_one();
+        }
+    }
+}
+
+/// The most held-back tools one listing says in the run's log one by one; the rest are counted
+/// in one line.
+const MOST_NOTES: usize = 20;
+
+/// What one listing tells of the tools it held back: lines in the run's log, and definitions for
+/// bosund, bounded however many tools the server lists.
+#[derive(Default)]
+struct Told {
+    noted: usize,
+    unnoted: usize,
+    news: Vec<Value>,
+    bytes: usize,
+    left_out: u64,
+}
+
+impl Told {
+    /// Keeps `definition` for bosund while the message stays within its bounds; counts it as
+    /// left out otherwise.
+    fn add(&mut self, definition: Value) {
+        let len = serde_json::to_string(&definition).map_or(usize::MAX, |t| t.len());
+        if self.news.len() < MOST_HELD_BACK && self.bytes.saturating_add(len) <= HELD_BACK_BYTES {
+            self.bytes += len;
+            self.news.push(definition);
+        } else {
+            self.left_out += 1;
         }
     }
 }

@@ -241,6 +241,31 @@ pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     Ok(buf)
 }
 
+/// Whether `msg` fits in one frame, found by counting its encoding rather than keeping it: a
+/// message made from what a peer said (a server's tools, a CLI's call) is refused where it is
+/// made when it cannot fit, rather than failing a link each time it is sent.
+pub fn check_fits<T: Serialize>(msg: &T) -> Result<(), FrameError> {
+    struct Count(usize);
+    impl io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, msg).map_err(|e| malformed(e.to_string()))?;
+    if count.0 > MAX_FRAME_LEN {
+        return Err(FrameError::TooLarge {
+            len: count.0,
+            max: MAX_FRAME_LEN,
+        });
+    }
+    Ok(())
+}
+
 /// Decodes a JSON frame body read by [`FrameReader::read_raw`].
 pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
     if let Some(&first) = body.first()

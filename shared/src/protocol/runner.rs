@@ -180,6 +180,11 @@ impl Default for StopLadder {
     }
 }
 
+/// The most tools one [`RunnerMsg::HeldBack`] tells of: a server lists more only to flood bosun.
+pub const MOST_HELD_BACK: usize = 500;
+/// The most bytes of tool definitions one [`RunnerMsg::HeldBack`] carries, well inside a frame.
+pub const HELD_BACK_BYTES: usize = 1024 * 1024;
+
 /// A runner's message to the daemon.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -224,10 +229,14 @@ pub enum RunnerMsg {
     /// last approved the server's tools. `tools` are their definitions as the server listed
     /// them to the run (the run's secret values written `[redacted]`), so that the server's
     /// pending list shows them at once. Not answered; sent again after each reconnect (bosund
-    /// takes a tool it already knows as it is).
+    /// takes a tool it already knows as it is). At most [`MOST_HELD_BACK`] tools and
+    /// [`HELD_BACK_BYTES`] of definitions go in one message, whatever the server lists;
+    /// `left_out` counts the tools held back but not told (absent when none were).
     HeldBack {
         server: String,
         tools: Vec<serde_json::Value>,
+        #[serde(default, skip_serializing_if = "crate::usage::is_zero")]
+        left_out: u64,
     },
     /// A decision bosund told `unsaved` and has not said is saved ([`DaemonMsg::Saved`]): the
     /// ask it answered, the answer and who made it, for bosund to save as it was told (it went
@@ -475,6 +484,7 @@ mod tests {
         let held = RunnerMsg::HeldBack {
             server: "drift".into(),
             tools: vec![serde_json::json!({"name": "tool-01"})],
+            left_out: 0,
         };
         assert_eq!(
             serde_json::to_string(&held).unwrap(),
