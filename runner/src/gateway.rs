@@ -425,6 +425,8 @@ struct Conn<'a> {
     judging: HashMap<String, judge::Judging>,
     /// What the gateway's asks to bosund say back to the connection's loop.
     judge_events: mpsc::UnboundedSender<judge::Judged>,
+    /// Lines of the server's that are not JSON (the first is said in the run's log).
+    odd_lines: u64,
 }
 
 /// What an ask of bosund's (a server's token anew, a server's request for the person; each in
@@ -483,6 +485,7 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
         ask_events: token_tx,
         judging: HashMap::new(),
         judge_events: judge_tx,
+        odd_lines: 0,
     };
     let mut from_server: Option<Lines<ChildStdout>> = None;
     loop {

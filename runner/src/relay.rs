@@ -85,10 +85,13 @@ impl OutputCap {
 }
 
 impl Sink {
-    /// bosun's own lines about the run, in its log before the program's output.
+    /// bosun's own lines about the run, in its log before the program's output. Each is one
+    /// line, whatever it quotes (a server's tool name, its error): its control characters are
+    /// written out, since `bosun logs` prints notes as they are.
     pub fn notes(&self, notes: &[String]) {
         for n in notes {
-            self.emit(Stream::Note, format!("{n}\n").into_bytes());
+            let line = bosun_shared::text::visible(n);
+            self.emit(Stream::Note, format!("{line}\n").into_bytes());
         }
     }
 

@@ -22,6 +22,7 @@ pub mod redact;
 pub mod run;
 pub mod size;
 pub mod switch;
+pub mod text;
 pub mod time;
 pub mod usage;
 

@@ -150,6 +150,43 @@ pub fn check_server_name(name: &str) -> Result<(), NameError> {
     Ok(())
 }
 
+/// The longest name a tool may have (MCP 2025-11-25).
+pub const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// Why a tool's name breaks MCP's rules for tool names (1 to 128 characters: ASCII letters,
+/// digits, `_`, `-` and `.`). Such a tool is set aside as malformed: a name is shown to people
+/// and handed to models, so one that can hold anything is not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolNameError {
+    #[error("its name is empty; MCP asks for 1 to {MAX_TOOL_NAME_LEN} characters")]
+    Empty,
+    #[error("its name is {0} characters long; MCP allows at most {MAX_TOOL_NAME_LEN}")]
+    TooLong(usize),
+    #[error(
+        "its name has `{}` in it; MCP allows only ASCII letters, digits, _, - and . in a tool's name",
+        crate::text::visible(&.0.to_string())
+    )]
+    BadCharacter(char),
+}
+
+/// Checks a tool's name against MCP's rules ([`ToolNameError`]).
+pub fn check_tool_name(name: &str) -> Result<(), ToolNameError> {
+    if name.is_empty() {
+        return Err(ToolNameError::Empty);
+    }
+    let len = name.chars().count();
+    if len > MAX_TOOL_NAME_LEN {
+        return Err(ToolNameError::TooLong(len));
+    }
+    match name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        Some(c) => Err(ToolNameError::BadCharacter(c)),
+        None => Ok(()),
+    }
+}
+
 /// A tool's name as the coding CLIs see it: `mcp__<server>__<tool>`.
 pub fn full_tool_name(server: &str, tool: &str) -> String {
     format!("mcp__{server}__{tool}")

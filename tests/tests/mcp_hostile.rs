@@ -197,8 +197,180 @@ fn a_stop_ends_a_run_whose_runner_is_wedged() -> anyhow::Result<()> {
     b.finish()
 }
 
-/// Keeps `ESC` in mind for the terminal tests below.
-#[allow(dead_code)]
-fn has_escape(text: &[u8]) -> bool {
-    text.contains(&ESC)
+/// `bosun ARGS…` at a terminal: what it printed, which must hold no ESC byte but those of
+/// bosun's own progress line (`\r`, then ESC `[2K` to clear the line).
+fn at_terminal_without_escapes(b: &Bosun, args: &[&str]) -> anyhow::Result<String> {
+    let (_, text) = b.at_terminal(args)?;
+    let text = text.replace("\r\u{1b}[2K", "");
+    assert!(
+        !text.as_bytes().contains(&ESC),
+        "bosun {args:?} let an escape byte through:\n{}",
+        text.escape_debug()
+    );
+    // No line of the server's can pass for bosun's own.
+    assert!(
+        !text.lines().any(|l| l.starts_with("bosun: forged")),
+        "bosun {args:?} printed a forged line:\n{text}"
+    );
+    Ok(text)
+}
+
+#[test]
+fn escapes_newlines_and_bad_names_never_reach_a_terminal_as_control() -> anyhow::Result<()> {
+    let b = Bosun::new("hostile_escapes");
+    add_hostile(&b, "evil", "escapes", &[])?;
+
+    // The listing: the two tools whose names are fine, and the five whose names break MCP's
+    // rules set aside as malformed, each saying why, every control character written out.
+    let tools = at_terminal_without_escapes(&b, &["mcp", "tools", "evil"])?;
+    assert!(tools.contains("2 tools of evil"), "{tools}");
+    assert!(
+        tools.contains("5 tool definitions are malformed"),
+        "{tools}"
+    );
+    assert!(
+        tools.contains("`line\\nbreak`: its name has `\\n` in it"),
+        "{tools}"
+    );
+    assert!(tools.contains("`../up`: its name has `/` in it"), "{tools}");
+    assert!(tools.contains("its name is empty"), "{tools}");
+    assert!(
+        tools.contains("its name is 5000 characters long"),
+        "{tools}"
+    );
+    assert!(
+        !tools.contains(&"n".repeat(200)),
+        "a name of 5,000 characters is cut"
+    );
+    assert!(tools.contains("Echoes \\x1b]0;pwned-title\\x07"), "{tools}");
+    let listed = b.json(&["mcp", "tools", "evil"])?;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, ["echo", "fail"], "{listed:#}");
+
+    let inspect = at_terminal_without_escapes(&b, &["mcp", "inspect", "evil"])?;
+    assert!(inspect.contains("evil\\x1b]0;pwned-title"), "{inspect}");
+    at_terminal_without_escapes(&b, &["mcp", "show", "evil", "--tools"])?;
+    at_terminal_without_escapes(&b, &["mcp", "list"])?;
+    let call = at_terminal_without_escapes(
+        &b,
+        &[
+            "mcp",
+            "call",
+            "evil",
+            "echo",
+            "--args",
+            r#"{"message":"hi"}"#,
+        ],
+    )?;
+    assert!(call.contains("Echo: hi \\x1b]0;pwned-title"), "{call}");
+    let failed = at_terminal_without_escapes(&b, &["mcp", "call", "evil", "fail", "--args", "{}"])?;
+    assert!(failed.contains("it failed \\x1b]0;pwned-title"), "{failed}");
+    // A call of a tool whose name breaks the rules is refused, in words.
+    let refused =
+        at_terminal_without_escapes(&b, &["mcp", "call", "evil", "line\nbreak", "--args", "{}"])?;
+    assert!(refused.contains("malformed"), "{refused}");
+
+    // A real Claude Code run calls echo through the gateway: its log at a terminal, the
+    // gateway's notes included, holds no escape of the server's.
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"tool:evil/echo:{"message":"ping"};tool:evil/fail:{};text:All done."#,
+    )?;
+    add_coder(&b, &fake, "evil")?;
+    let out = b.output(&["agent", "run", "coder", "call echo", "--follow"])?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = b.run_ids().first().cloned().unwrap_or_default();
+    let logs = at_terminal_without_escapes(&b, &["logs", &run])?;
+    assert!(logs.contains("mcp evil/echo"), "{logs}");
+    at_terminal_without_escapes(&b, &["show", &run])?;
+    // The model was offered the tools with good names only.
+    let offered: Vec<String> = fake.turns()[0]["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t.as_str())
+                .filter(|t| t.starts_with("mcp__evil__"))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        offered,
+        ["mcp__evil__echo", "mcp__evil__fail"],
+        "{offered:?}"
+    );
+    b.finish()
+}
+
+/// A run of `coder` that calls `server/tool` and then waits on its model for ever (so that it
+/// is still there to be stopped), with `server` hostile in `mode`: the call is answered or
+/// refused in words, bosund's log stays quiet, and `bosun stop --wait` ends the run within its
+/// ladder. `look` is what `bosun mcp tools` must say of the server at a terminal, `logged`
+/// what the run's log must say of it.
+fn run_against(mode: &str, tool: &str, look: &str, logged: &str) -> anyhow::Result<()> {
+    let b = Bosun::new(&format!("hostile_{}", mode.replace('-', "_")));
+    add_hostile(&b, "rogue", mode, &[])?;
+    let said = at_terminal_without_escapes(&b, &["mcp", "tools", "rogue"])?;
+    assert!(
+        said.contains(look),
+        "bosun mcp tools said: {}",
+        &said[said.len().saturating_sub(600)..]
+    );
+
+    let fake = FakeModel::start(
+        "anthropic",
+        &format!(r#"tool:rogue/{tool}:{{"message":"ping"}};hold"#),
+    )?;
+    add_coder(&b, &fake, "rogue")?;
+    let daemon_log = b.home.join("bosund.log");
+    let before = bytes_of(&daemon_log);
+    let run = b.run_agent("coder", "call the tool")?;
+    // The call is over (answered, or refused in words) when the model is asked again.
+    fake.wait_turns(2, Duration::from_secs(120))?;
+    let result = fake.turns()[1]["tool_result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!result.is_empty(), "the model got no result");
+    let shown = stop_and_wait(&b, &run)?;
+    assert_eq!(shown["outcome"], "stopped", "{shown:#}");
+    let runner = runner_log(&b, &run);
+    assert!(!runner.contains("lost the daemon"), "{runner}");
+    let grew = bytes_of(&daemon_log) - before;
+    assert!(grew < 64 * 1024, "bosund.log grew {grew} bytes");
+    let logs = at_terminal_without_escapes(&b, &["logs", &run])?;
+    assert!(logs.contains(logged), "{logs}");
+    b.finish()
+}
+
+#[test]
+fn a_result_of_fifty_megabytes_reaches_the_model_cut() -> anyhow::Result<()> {
+    run_against("big-result", "big", "2 tools of rogue", "mcp rogue/big")
+}
+
+#[test]
+fn lines_that_are_not_json_fail_the_look_and_the_call_in_words() -> anyhow::Result<()> {
+    run_against(
+        "invalid-json",
+        "echo",
+        "not JSON-RPC, the first `\\x01\\x02 garbage",
+        "rogue wrote a line that is not JSON-RPC",
+    )
+}
+
+#[test]
+fn a_hundred_thousand_notifications_do_not_drown_the_run() -> anyhow::Result<()> {
+    run_against(
+        "notifications",
+        "echo",
+        "1 tools of rogue",
+        "mcp rogue/echo",
+    )
 }

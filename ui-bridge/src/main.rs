@@ -1,6 +1,10 @@
 //! `bosun`: the person's command line. It attaches to `bosund` (starting it when needed) and
 //! turns each subcommand into requests of the UI protocol.
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod term;
 mod cli;
 
 use std::process::ExitCode;
@@ -27,14 +31,17 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("bosun: could not start: {e}");
+            errln!("bosun: could not start: {e}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(cli::run(args)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("bosun: {e:#}");
+            // An error may quote what a server or a program said: its lines after the first
+            // are indented, so that none passes for a line of bosun's own.
+            let text = format!("{e:#}");
+            errln!("bosun: {}", text.replace('\n', "\n  "));
             ExitCode::FAILURE
         }
     }

@@ -128,6 +128,55 @@ struct ServerProcess {
     stderr: Arc<Mutex<StderrTail>>,
     /// Reads stderr until it closes.
     stderr_reader: Option<tokio::task::JoinHandle<()>>,
+    /// The lines it wrote on stdout that cannot be JSON-RPC.
+    odd: Arc<Mutex<OddLines>>,
+}
+
+/// The lines a stdio server wrote on stdout that cannot be JSON-RPC (they do not start with
+/// `{`), counted, with the first one kept cut: rmcp passes over them, so a server that writes
+/// only such lines would seem silent, and its request time out for no reason anyone could see.
+struct OddLines {
+    /// The server's secret values, written `[redacted]` in what is kept.
+    redactor: Redactor,
+    /// In the middle of a line (a line of JSON can come in many reads).
+    mid_line: bool,
+    count: u64,
+    first: String,
+}
+
+impl OddLines {
+    fn read(&mut self, bytes: &[u8]) {
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' {
+                self.mid_line = false;
+            } else if !self.mid_line && !b.is_ascii_whitespace() {
+                self.mid_line = true;
+                if b != b'{' {
+                    self.count += 1;
+                    if self.first.is_empty() {
+                        let rest = &bytes[i..];
+                        let end = rest.iter().position(|&c| c == b'\n').unwrap_or(rest.len());
+                        let line = String::from_utf8_lossy(&rest[..end]);
+                        self.first = cut(&self.redactor.text(&line), 80);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What a request that timed out should say of them, if there were any.
+    fn hint(&self) -> String {
+        if self.count == 0 {
+            return String::new();
+        }
+        format!(
+            " (but it wrote {} line{} on stdout that {} not JSON-RPC, the first `{}`: its answer may be among them)",
+            self.count,
+            if self.count == 1 { "" } else { "s" },
+            if self.count == 1 { "is" } else { "are" },
+            bosun_shared::text::visible(&self.first)
+        )
+    }
 }
 
 /// The last lines a server wrote on stderr.
@@ -206,14 +255,22 @@ async fn connect_stdio(
         });
     };
     let sniffed = Arc::new(Mutex::new(Vec::new()));
+    let odd = Arc::new(Mutex::new(OddLines {
+        redactor: ep.redactor.clone(),
+        mid_line: false,
+        count: 0,
+        first: String::new(),
+    }));
     let stdout = Sniff {
         inner: stdout,
         seen: sniffed.clone(),
+        odd: odd.clone(),
     };
     let mut process = ServerProcess {
         helper,
         stderr,
         stderr_reader,
+        odd,
     };
     let pages = Pages::default();
     let (transport, heard) =
@@ -866,6 +923,13 @@ impl Connection {
         tool: &str,
         args: serde_json::Map<String, serde_json::Value>,
     ) -> Result<rmcp::model::CallToolResult, McpError> {
+        // A name outside MCP's rules is one a look sets aside as malformed: not called either.
+        if let Err(why) = bosun_shared::mcp::check_tool_name(tool) {
+            return Err(McpError::MalformedTool {
+                tool: bosun_shared::text::visible(tool).into_owned(),
+                problem: why.to_string(),
+            });
+        }
         if self.param_headers {
             let listing = self.list_tools().await?;
             if let Some(bad) = listing
@@ -895,7 +959,11 @@ impl Connection {
             }),
             Err(_) => Err(McpError::TimedOut {
                 secs: self.limits.request.as_secs(),
-                hint: String::new(),
+                hint: self
+                    .process
+                    .as_ref()
+                    .and_then(|p| p.odd.lock().ok().map(|o| o.hint()))
+                    .unwrap_or_default(),
             }),
         }
     }
@@ -931,6 +999,7 @@ impl Connection {
 struct Sniff<R> {
     inner: R,
     seen: Arc<Mutex<Vec<u8>>>,
+    odd: Arc<Mutex<OddLines>>,
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for Sniff<R> {
@@ -941,6 +1010,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for Sniff<R> {
     ) -> std::task::Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Ok(mut odd) = self.odd.lock() {
+            odd.read(&buf.filled()[before..]);
+        }
         if let Ok(mut seen) = self.seen.lock()
             && seen.len() < 4096
         {

@@ -352,7 +352,13 @@ pub async fn call(
         }
     })
     .await?;
-    outcome.map_err(|e| failed(&rec.name, &format!("call `{tool}` on"), &e))
+    outcome.map_err(|e| {
+        failed(
+            &rec.name,
+            &format!("call `{}` on", bosun_shared::text::visible(tool)),
+            &e,
+        )
+    })
 }
 
 impl Redact for Inspection {

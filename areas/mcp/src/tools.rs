@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use bosun_shared::mcp::Hints;
+use bosun_shared::mcp::{Hints, MAX_TOOL_NAME_LEN};
 use serde_json::Value;
 
 use super::record::{StoredMalformedTool, StoredParam, StoredTool};
@@ -61,7 +61,9 @@ pub fn read_page(
             (Some(_), Err(e)) => Err(format!("its definition is not valid: {e}")),
             (Some(name), Ok(tool)) => {
                 let schema = item.get("inputSchema").cloned().unwrap_or(Value::Null);
-                if schema.get("type").and_then(Value::as_str) != Some("object") {
+                if let Err(why) = bosun_shared::mcp::check_tool_name(name) {
+                    Err(why.to_string())
+                } else if schema.get("type").and_then(Value::as_str) != Some("object") {
                     Err("its inputSchema is not a JSON Schema of `\"type\": \"object\"`, as MCP asks".to_string())
                 } else if let (true, Err(why)) = (headers, check_param_headers(&schema)) {
                     Err(format!("its x-mcp-header annotations are malformed: {why}"))
@@ -77,7 +79,14 @@ pub fn read_page(
         };
         match problem {
             Ok(listed) => page.tools.push(listed),
-            Err(problem) => page.malformed.push(StoredMalformedTool { name, problem }),
+            // A name that breaks the rules may be of any length: kept cut, for people to see.
+            Err(problem) => page.malformed.push(StoredMalformedTool {
+                name: name.map(|n| match n.char_indices().nth(MAX_TOOL_NAME_LEN) {
+                    Some((at, _)) => format!("{}…", &n[..at]),
+                    None => n,
+                }),
+                problem,
+            }),
         }
     }
     Ok(page)

@@ -81,6 +81,12 @@ impl Conn<'_> {
     /// not, why, and the command that changes it.
     fn judge_tool(&self, tool: &str) -> Result<(), (String, String)> {
         let name = &self.server.name;
+        if let Err(why) = bosun_shared::mcp::check_tool_name(tool) {
+            return Err((
+                format!("the tool is malformed: {why}"),
+                format!("ask the maker of the server {name} to name its tools as MCP says"),
+            ));
+        }
         match self.rules().judge(tool) {
             Err(Held::Denied(g)) => Err((
                 format!("its deny list holds `{g}`"),

@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use bosun_shared::gateway::{AskPolicy, Capability, Rules};
+use bosun_shared::mcp::check_tool_name;
 use bosun_shared::protocol::runner::{HELD_BACK_BYTES, MOST_HELD_BACK};
 use serde_json::{Value, json};
 
@@ -73,18 +74,33 @@ impl Conn<'_> {
         Capability::of_method(method).filter(|c| !self.rules().capabilities.contains(c))
     }
 
-    /// A listing without the tools the rules hold back.
+    /// A listing without the tools the rules hold back, nor those whose names break MCP's
+    /// rules (said in the run's log, counted).
     pub(super) fn hold_back_tools(&self, msg: &mut Value) {
-        if let Some(tools) = msg
+        let Some(tools) = msg
             .pointer_mut("/result/tools")
             .and_then(Value::as_array_mut)
-        {
-            let rules = &self.server.rules;
-            tools.retain(|t| {
-                t.get("name")
-                    .and_then(Value::as_str)
-                    .is_some_and(|n| rules.judge(n).is_ok())
-            });
+        else {
+            return;
+        };
+        let rules = &self.server.rules;
+        let mut malformed = 0usize;
+        tools.retain(|t| {
+            let Some(name) = t.get("name").and_then(Value::as_str) else {
+                malformed += 1;
+                return false;
+            };
+            if check_tool_name(name).is_err() {
+                malformed += 1;
+                return false;
+            }
+            rules.judge(name).is_ok()
+        });
+        if malformed > 0 {
+            self.gw.note(format!(
+                "bosun's MCP gateway: {malformed} tools of {} are not offered to this run: their names break MCP's rules for tool names (`bosun mcp tools {}` says what is wrong with each)",
+                self.server.name, self.server.name
+            ));
         }
     }
 

@@ -223,7 +223,7 @@ pub async fn run(dirs: &StateDir, cmd: AgentCommand) -> anyhow::Result<ExitCode>
             if a.json {
                 output::print_json(&agent)?;
             } else {
-                println!("{} switched", agent.name);
+                outln!("{} switched", agent.name);
                 print_switches(&agent);
                 print_warnings(&agent);
             }
@@ -261,7 +261,7 @@ fn done(json: bool, agent: &AgentView, what: &str) -> anyhow::Result<ExitCode> {
     if json {
         output::print_json(agent)?;
     } else {
-        println!("{} {what}", agent.name);
+        outln!("{} {what}", agent.name);
         print_warnings(agent);
     }
     Ok(ExitCode::SUCCESS)
@@ -514,14 +514,14 @@ async fn start(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         if a.json {
             output::print_json(&run)?;
         } else {
-            println!("{}", run.id);
+            outln!("{}", run.id);
         }
         return Ok(ExitCode::SUCCESS);
     }
     if a.json {
         output::print_json(&run)?;
     } else if output::stderr_is_terminal() {
-        eprintln!(
+        errln!(
             "bosun: run {} started; Ctrl-C stops following, not the run",
             run.short_id
         );
@@ -536,11 +536,11 @@ async fn start(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
     let end = print_log(dirs, &mut client, &run.id.to_string(), opts).await?;
     if !a.json {
         for p in output::server_problems(&end) {
-            eprintln!("bosun: {p}");
+            errln!("bosun: {p}");
         }
     }
     if !a.json && end.outcome != Some(bosun_shared::run::Outcome::Succeeded) {
-        eprintln!("bosun: run {} {}", end.short_id, output::state_words(&end));
+        errln!("bosun: run {} {}", end.short_id, output::state_words(&end));
     }
     Ok(output::exit_code_of(&end))
 }
@@ -551,7 +551,7 @@ fn on_off(b: bool) -> &'static str {
 
 fn print_agents(agents: &[AgentView]) {
     if agents.is_empty() {
-        println!("no agents; add one with `bosun agent add NAME --cli claude`");
+        outln!("no agents; add one with `bosun agent add NAME --cli claude`");
         return;
     }
     for a in agents {
@@ -562,7 +562,7 @@ fn print_agents(agents: &[AgentView]) {
             .filter(|s| s.on)
             .map(|s| s.server.as_str())
             .collect();
-        println!(
+        outln!(
             "{:<20} {:<8} {:<8} {}  mcp: {}",
             a.name,
             a.cli.to_string(),
@@ -578,7 +578,7 @@ fn print_agents(agents: &[AgentView]) {
 }
 
 fn print_agent(a: &AgentView) {
-    let row = |k: &str, v: String| println!("{k:<18}{v}");
+    let row = |k: &str, v: String| outln!("{k:<18}{v}");
     row("name", a.name.clone());
     row("id", a.id.to_string());
     row("role", a.role.clone());
@@ -653,16 +653,16 @@ fn print_agent(a: &AgentView) {
     print_switches(a);
     print_approvals(a);
     if let Some(l) = &a.last_run {
-        println!();
-        println!(
+        outln!();
+        outln!(
             "last run          {}",
             l.run.map(|r| r.short()).unwrap_or_else(|| "-".into())
         );
         for (server, state) in &l.servers {
-            println!("  {server:<16}{state}");
+            outln!("  {server:<16}{state}");
         }
         if !l.tools_seen.is_empty() {
-            println!("  {} tools seen", l.tools_seen.len());
+            outln!("  {} tools seen", l.tools_seen.len());
         }
     }
     print_warnings(a);
@@ -670,15 +670,15 @@ fn print_agent(a: &AgentView) {
 
 fn print_approvals(a: &AgentView) {
     let ap = &a.approvals;
-    println!();
+    outln!();
     let mode = match ap.mode.as_str() {
         "ask" => "ask before every action",
         "read-only" => "run read-only actions without asking",
         "skip" => "skip approvals (irreversible writes, commands and unknown tools still ask)",
         other => other,
     };
-    println!("approval          {} ({mode})", ap.mode);
-    println!(
+    outln!("approval          {} ({mode})", ap.mode);
+    outln!(
         "approval wait     {}, then denied{}",
         format_duration(std::time::Duration::from_millis(ap.wait_ms)),
         if ap.wait_for_person {
@@ -694,16 +694,16 @@ fn print_approvals(a: &AgentView) {
             "block" => "blocked",
             other => other,
         };
-        println!("  {tool:<30}{words}");
+        outln!("  {tool:<30}{words}");
     }
     if let Some(c) = &a.carried_over {
-        println!(
+        outln!(
             "  ({c}; change them with `bosun agent set {} KEY=ask`)",
             a.name
         );
     }
     if !a.budget.is_empty() {
-        println!(
+        outln!(
             "budget: {}; reached, a run's next tool call waits for you (allow more, or stop it)",
             a.budget.words()
         );
@@ -712,10 +712,10 @@ fn print_approvals(a: &AgentView) {
 
 fn print_switches(a: &AgentView) {
     let s = &a.switches;
-    println!();
-    println!("web search        {}", on_off(s.web_search));
-    println!("fetch web pages   {}", s.web_fetch);
-    println!(
+    outln!();
+    outln!("web search        {}", on_off(s.web_search));
+    outln!("fetch web pages   {}", s.web_fetch);
+    outln!(
         "browser           {}{}",
         on_off(s.browser),
         if s.browser_insecure_certs {
@@ -724,11 +724,11 @@ fn print_switches(a: &AgentView) {
             ""
         }
     );
-    println!("skills            {}", on_off(s.skills));
+    outln!("skills            {}", on_off(s.skills));
     for tool in &s.builtins {
-        println!("built-in {tool:<9}on (not in bosun's catalog: asks before each use)");
+        outln!("built-in {tool:<9}on (not in bosun's catalog: asks before each use)");
     }
-    println!(
+    outln!(
         "workspace         {}",
         super::output::workspace_words(&a.cwd, &a.workspace)
     );
@@ -745,13 +745,13 @@ fn print_switches(a: &AgentView) {
         if let Some(state) = &server.last_run_state {
             line.push_str(&format!("  (last run: {state})"));
         }
-        println!("{line}");
+        outln!("{line}");
         if server.on {
             if !server.listed {
-                println!("    tools not listed yet: all of them are on");
+                outln!("    tools not listed yet: all of them are on");
             }
             for t in &server.tools {
-                println!(
+                outln!(
                     "    {:<32}{:<4} {} risk{}",
                     t.name,
                     on_off(t.on),
@@ -769,20 +769,20 @@ fn print_switches(a: &AgentView) {
 
 fn print_warnings(a: &AgentView) {
     for w in &a.warnings {
-        eprintln!("bosun: warning: {w}");
+        errln!("bosun: warning: {w}");
     }
 }
 
 fn print_tools(v: &BuiltinToolsView) {
-    println!("{} ({}): {}", v.agent, v.cli, v.source);
+    outln!("{} ({}): {}", v.agent, v.cli, v.source);
     let mut group = "";
     for t in &v.tools {
         if t.group != group {
             group = &t.group;
-            println!();
-            println!("{group}");
+            outln!();
+            outln!("{group}");
         }
-        println!(
+        outln!(
             "  {:<22}{:<8}{}{}",
             t.name,
             t.risk
@@ -792,7 +792,7 @@ fn print_tools(v: &BuiltinToolsView) {
             if t.seen_in_last_run { " · seen" } else { "" }
         );
         if !t.what.is_empty() {
-            println!("  {:<22}{:<8}{}", "", "", t.what);
+            outln!("  {:<22}{:<8}{}", "", "", t.what);
         }
     }
 }

@@ -195,7 +195,7 @@ pub async fn board(dirs: &StateDir, args: BoardArgs) -> anyhow::Result<ExitCode>
             if json {
                 output::print_json(&b)?;
             } else {
-                println!("at most {} card runs at once", b.limit);
+                outln!("at most {} card runs at once", b.limit);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -248,7 +248,7 @@ async fn column(dirs: &StateDir, c: ColumnCommand) -> anyhow::Result<ExitCode> {
     if json {
         output::print_json(&c)?;
     } else {
-        println!(
+        outln!(
             "column {} ({}, position {})",
             c.name,
             if c.auto { "Auto" } else { "Manual" },
@@ -329,7 +329,7 @@ async fn card(dirs: &StateDir, c: CardCommand) -> anyhow::Result<ExitCode> {
             if json {
                 output::print_json(&c)?;
             } else {
-                println!("card {} removed", c.short_id);
+                outln!("card {} removed", c.short_id);
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -347,14 +347,15 @@ fn show_board(b: &BoardView, json: bool) -> anyhow::Result<ExitCode> {
         output::print_json(b)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "card runs: {} going, at most {} at once",
-        b.running, b.limit
+        b.running,
+        b.limit
     );
     for col in &b.columns {
         let cards: Vec<&CardView> = b.cards.iter().filter(|c| c.column_id == col.id).collect();
-        println!();
-        println!(
+        outln!();
+        outln!(
             "{} ({}, {} card{})",
             col.name,
             if col.auto { "Auto" } else { "Manual" },
@@ -372,39 +373,39 @@ fn show_board(b: &BoardView, json: bool) -> anyhow::Result<ExitCode> {
             if c.hold.is_some() {
                 line.push_str("  ON HOLD");
             }
-            println!("{line}");
+            outln!("{line}");
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn print_card(c: &CardView) {
-    println!("{:<12}{}", "card", c.id);
-    println!("{:<12}{}", "title", c.title);
-    println!("{:<12}{}", "column", c.column);
-    println!(
+    outln!("{:<12}{}", "card", c.id);
+    outln!("{:<12}{}", "title", c.title);
+    outln!("{:<12}{}", "column", c.column);
+    outln!(
         "{:<12}{}",
         "assignee",
         c.assignee.as_deref().unwrap_or("(none)")
     );
     if let Some(p) = &c.project {
-        println!("{:<12}{}", "project", p);
+        outln!("{:<12}{}", "project", p);
     }
     if let Some(w) = &c.worktree {
-        println!("{:<12}{} ({})", "worktree", w.path.display(), w.branch);
+        outln!("{:<12}{} ({})", "worktree", w.path.display(), w.branch);
     }
     if let Some(h) = &c.hold {
-        println!("{:<12}{}: {}", "on hold", h.kind, h.reason);
+        outln!("{:<12}{}: {}", "on hold", h.kind, h.reason);
     }
     if let Some(b) = &c.budget {
-        println!(
+        outln!(
             "{:<12}{}",
             "budget",
             output::shared_budget(b, "for all its runs")
         );
     }
     if let Some(r) = &c.run {
-        println!(
+        outln!(
             "{:<12}{} ({}), {} in all",
             "last run",
             r.short(),
@@ -413,15 +414,15 @@ fn print_card(c: &CardView) {
         );
     }
     if !c.description.is_empty() {
-        println!("\n{}", c.description.trim_end());
+        outln!("\n{}", c.description.trim_end());
     }
     if !c.acceptance.is_empty() {
-        println!("\nAcceptance criteria:\n{}", c.acceptance.trim_end());
+        outln!("\nAcceptance criteria:\n{}", c.acceptance.trim_end());
     }
     if !c.activity.is_empty() {
-        println!("\nActivity:");
+        outln!("\nActivity:");
         for a in &c.activity {
-            println!("  {:>10}  {}", output::age(a.at), a.what);
+            outln!("  {:>10}  {}", output::age(a.at), a.what);
         }
     }
 }
@@ -433,10 +434,10 @@ pub async fn note(dirs: &StateDir, cmd: NoteCommand) -> anyhow::Result<ExitCode>
             if json {
                 output::print_json(&notes)?;
             } else if notes.is_empty() {
-                println!("no notes yet; write one with `bosun note write PATH < file`");
+                outln!("no notes yet; write one with `bosun note write PATH < file`");
             } else {
                 for n in &notes {
-                    println!("{:<40} v{:<4} {} bytes", n.path, n.version, n.bytes);
+                    outln!("{:<40} v{:<4} {} bytes", n.path, n.version, n.bytes);
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -475,9 +476,9 @@ fn print_note(n: &NoteView, json: bool, text: bool) -> anyhow::Result<ExitCode> 
     if json {
         output::print_json(n)?;
     } else if text {
-        print!("{}", n.text);
+        out!("{}", n.text);
     } else {
-        println!("{} saved (version {})", n.path, n.version);
+        outln!("{} saved (version {})", n.path, n.version);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -61,7 +61,7 @@ pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode>
             if json {
                 output::print_json(&c)?;
             } else {
-                println!("{}", c.short_id);
+                outln!("{}", c.short_id);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -70,10 +70,10 @@ pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode>
             if json {
                 output::print_json(&chats)?;
             } else if chats.is_empty() {
-                println!("no chats; start one with `bosun chat new`");
+                outln!("no chats; start one with `bosun chat new`");
             } else {
                 for c in &chats {
-                    println!(
+                    outln!(
                         "{}  with {}  {}{}",
                         c.short_id,
                         c.agent,
@@ -150,9 +150,9 @@ pub async fn chat(dirs: &StateDir, cmd: ChatCommand) -> anyhow::Result<ExitCode>
 fn print_messages(c: &ChatView, after: u64) {
     for m in c.messages.iter().filter(|m| m.n > after) {
         match m.kind.as_str() {
-            "person" => println!("you: {}", m.text),
-            "lead" => println!("{}: {}", c.agent, m.text),
-            _ => println!("{}bosun: {}", if m.failed { "!! " } else { "" }, m.text),
+            "person" => outln!("you: {}", m.text),
+            "lead" => outln!("{}: {}", c.agent, m.text),
+            _ => outln!("{}bosun: {}", if m.failed { "!! " } else { "" }, m.text),
         }
     }
 }
@@ -184,7 +184,7 @@ async fn stream_answer(client: &mut bosun_ui::Client, run: &str, json: bool) -> 
             } if s == sub => {
                 if stream == Stream::Note {
                     for line in String::from_utf8_lossy(data.as_slice()).lines() {
-                        eprintln!("bosun: {line}");
+                        errln!("bosun: {line}");
                     }
                     continue;
                 }
@@ -247,7 +247,7 @@ async fn print_waiting(client: &mut bosun_ui::Client, c: &ChatView) -> anyhow::R
         })
         .await?;
     if !actions.is_empty() {
-        println!("\nWaiting for your OK:");
+        outln!("\nWaiting for your OK:");
         super::inbox::print_actions(&actions);
     }
     Ok(())

@@ -154,9 +154,9 @@ pub async fn doctor(dirs: &StateDir, a: DoctorArgs) -> anyhow::Result<ExitCode> 
                 Status::Warning => "warning",
                 Status::Failing => "FAILING",
             };
-            println!("{status:<8} {:<16} {}", c.name, c.found);
+            outln!("{status:<8} {:<16} {}", c.name, c.found);
             if let Some(advice) = &c.advice {
-                println!("{:<8} {:<16} → {advice}", "", "");
+                outln!("{:<8} {:<16} → {advice}", "", "");
             }
         }
     }

@@ -2,6 +2,7 @@
 //! the runs' tool calls. `bosun inbox [-f]`, `bosun approve ID [--always] | --all CHAT |
 //! --card CARD`, `bosun deny ID [--block] [--message TEXT]`, `bosun discard ID`.
 
+use bosun_shared::text::visible;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -105,18 +106,21 @@ enum Item<'a> {
 
 pub fn print_actions(actions: &[PendingView]) {
     for a in actions {
-        println!(
+        outln!(
             "  {}  {}  [{}]  (after {})",
-            a.short_id, a.line, a.state, a.cause
+            a.short_id,
+            visible(&a.line),
+            a.state,
+            visible(&a.cause)
         );
         for line in a.preview.lines() {
-            println!("      {line}");
+            outln!("      {line}");
         }
         if let Some(why) = &a.would_fail {
-            println!("      approving would fail now: {why}");
+            outln!("      approving would fail now: {}", visible(why));
         }
         if let Some(r) = &a.result {
-            println!("      {}", r.lines().next().unwrap_or_default());
+            outln!("      {}", visible(r.lines().next().unwrap_or_default()));
         }
     }
 }
@@ -136,15 +140,15 @@ fn print_approvals(approvals: &[ApprovalView]) {
             left(a.deadline)
         } else {
             match (&a.decided_by, &a.message) {
-                (Some(by), Some(m)) => format!("{} by {by}: {m}", a.state),
+                (Some(by), Some(m)) => format!("{} by {by}: {}", a.state, visible(m)),
                 (Some(by), None) => format!("{} by {by}", a.state),
                 (None, _) => a.state.clone(),
             }
         };
-        println!(
+        outln!(
             "  {}  {}  [{}]  agent {}, run {}{}",
             a.short_id,
-            a.tool,
+            visible(&a.tool),
             state,
             a.agent.as_deref().unwrap_or("?"),
             a.run.short(),
@@ -152,12 +156,12 @@ fn print_approvals(approvals: &[ApprovalView]) {
                 .map(|c| format!(", card {}", c.short()))
                 .unwrap_or_default()
         );
-        println!("      {} · asks because {}", a.class, a.why);
+        outln!("      {} · asks because {}", a.class, visible(&a.why));
         for line in a.preview.lines().take(50) {
-            println!("      {line}");
+            outln!("      {line}");
         }
         if let Some(answer) = &a.form_answer {
-            println!("      answered: {answer}");
+            outln!("      answered: {}", answer);
         }
     }
 }
@@ -246,19 +250,19 @@ pub async fn inbox(dirs: &StateDir, a: InboxArgs) -> anyhow::Result<ExitCode> {
             .collect();
         output::print_json(&items)?;
     } else if actions.is_empty() && approvals.is_empty() {
-        println!("nothing waits for your OK");
+        outln!("nothing waits for your OK");
     } else {
         if !approvals.is_empty() {
-            println!("Runs' tool calls:");
+            outln!("Runs' tool calls:");
             print_approvals(&approvals);
-            println!(
+            outln!(
                 "\n`bosun approve ID [--always]` lets one run, `bosun deny ID [--block] [--message TEXT]` refuses it.\n"
             );
         }
         if !actions.is_empty() {
-            println!("The lead's pending actions:");
+            outln!("The lead's pending actions:");
             print_actions(&actions);
-            println!(
+            outln!(
                 "\n`bosun approve ID` runs one, `bosun approve --all CHAT` runs a chat's in order, `bosun discard ID` drops one."
             );
         }

@@ -122,7 +122,7 @@ impl<W: Write> Printer<W> {
             // bosun's own lines about the run go with its other messages, on stderr.
             self.out.flush()?;
             for line in String::from_utf8_lossy(data).lines() {
-                eprintln!("bosun: {line}");
+                errln!("bosun: {line}");
             }
         } else if self.timestamps {
             write_with_times(&mut self.out, data, at, &mut self.at_line_start)?;
@@ -334,8 +334,8 @@ impl<W: Write> Follower<W> {
             && v.paused != self.paused
         {
             match &v.paused {
-                Some(why) => eprintln!("bosun: run {} is {why}", v.short_id),
-                None => eprintln!("bosun: run {} goes on", v.short_id),
+                Some(why) => errln!("bosun: run {} is {why}", v.short_id),
+                None => errln!("bosun: run {} goes on", v.short_id),
             }
             self.paused = v.paused;
         }
@@ -348,9 +348,10 @@ impl<W: Write> Follower<W> {
         if let Some(v) = &self.view
             && output::stderr_is_terminal()
         {
-            eprintln!(
+            errln!(
                 "\nbosun: stopped following; run {} goes on (`bosun stop {}` ends it)",
-                v.short_id, v.short_id
+                v.short_id,
+                v.short_id
             );
         }
         self.view
@@ -362,7 +363,7 @@ impl<W: Write> Follower<W> {
     fn goes_on(&mut self) -> anyhow::Result<()> {
         if self.paused.take().is_some() {
             self.p.out.flush()?;
-            eprintln!("bosun: run {} goes on", self.run);
+            errln!("bosun: run {} goes on", self.run);
         }
         Ok(())
     }
@@ -448,7 +449,7 @@ async fn reconnect(dirs: &StateDir, run: &str, next: u64) -> anyhow::Result<bosu
     loop {
         match bosun_ui::Client::connect(dirs, true).await {
             Ok(client) => {
-                eprintln!("bosun: bosund restarted; following run {run} on from chunk {next}");
+                errln!("bosun: bosund restarted; following run {run} on from chunk {next}");
                 return Ok(client);
             }
             Err(_) if started.elapsed() < RECONNECT_FOR => {

@@ -239,7 +239,7 @@ fn done(json: bool, server: &ServerView, what: &str) -> anyhow::Result<ExitCode>
     if json {
         output::print_json(server)?;
     } else {
-        println!("{} {what}", server.name);
+        outln!("{} {what}", server.name);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,11 +10,12 @@ use bosun_shared::protocol::agents::AgentRunView;
 use bosun_shared::protocol::runs::DaemonStatusView;
 use bosun_shared::protocol::runs::McpCallsView;
 use bosun_shared::protocol::ui::RunView;
+use bosun_shared::text::visible;
 use bosun_shared::time::format_duration;
 use serde::Serialize;
 
 pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    outln!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -82,7 +83,7 @@ fn cost_cell(r: &RunView) -> String {
 
 pub fn print_table(runs: &[RunView]) {
     if runs.is_empty() {
-        println!("no runs");
+        outln!("no runs");
         return;
     }
     let rows: Vec<[String; 6]> = runs
@@ -102,7 +103,7 @@ pub fn print_table(runs: &[RunView]) {
                 },
                 age(r.created_at),
                 cost_cell(r),
-                command_line(r),
+                visible(&command_line(r)).into_owned(),
             ]
         })
         .collect();
@@ -124,10 +125,10 @@ pub fn print_table(runs: &[RunView]) {
         }
         s
     };
-    println!("{}", line(&headers));
+    outln!("{}", line(&headers));
     for row in &rows {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        println!("{}", line(&cells));
+        outln!("{}", line(&cells));
     }
 }
 
@@ -139,8 +140,10 @@ pub fn print_run(run: &RunView) {
     if let Some(m) = &run.mcp_calls {
         lines.extend(mcp_call_lines(m));
     }
+    // Each value is one line: whatever it quotes (a tool's error, a server's words, a program's
+    // arguments) has its control characters written out.
     for (k, v) in lines {
-        println!("{k:<14}{v}");
+        outln!("{k:<14}{}", visible(&v));
     }
 }
 
@@ -408,44 +411,44 @@ pub fn server_problems(run: &RunView) -> Vec<String> {
 }
 
 pub fn print_status(s: &DaemonStatusView) {
-    println!("bosund is running");
-    println!("{:<14}{}", "pid", s.pid);
-    println!("{:<14}{}", "version", s.version);
-    println!("{:<14}{}", "state dir", s.state_dir.display());
-    println!(
+    outln!("bosund is running");
+    outln!("{:<14}{}", "pid", s.pid);
+    outln!("{:<14}{}", "version", s.version);
+    outln!("{:<14}{}", "state dir", s.state_dir.display());
+    outln!(
         "{:<14}{} ({})",
         "up since",
         s.started_at.rfc3339(),
         age(s.started_at)
     );
-    println!("{:<14}{}", "live runs", s.live_runs);
-    println!("{:<14}{} connected", "runners", s.attached_runners);
+    outln!("{:<14}{}", "live runs", s.live_runs);
+    outln!("{:<14}{} connected", "runners", s.attached_runners);
     if let Some(listener) = &s.runner_listener {
-        println!("{:<14}{listener}", "remote runners");
+        outln!("{:<14}{listener}", "remote runners");
     }
     if s.shutting_down {
-        println!("{:<14}yes", "shutting down");
+        outln!("{:<14}yes", "shutting down");
     }
     match (&s.storage_fault, &s.storage_last_fault) {
-        (Some(fault), _) => println!("{:<14}cannot write: {fault}", "storage"),
-        (None, Some(last)) => println!("{:<14}ok; {last}", "storage"),
-        (None, None) => println!("{:<14}ok", "storage"),
+        (Some(fault), _) => outln!("{:<14}cannot write: {fault}", "storage"),
+        (None, Some(last)) => outln!("{:<14}ok; {last}", "storage"),
+        (None, None) => outln!("{:<14}ok", "storage"),
     }
     if let Some(line) = &s.upgrade {
-        println!("{:<14}{line}", "upgrade");
+        outln!("{:<14}{line}", "upgrade");
     }
     if let Some(notify) = &s.notify {
-        println!("{:<14}{}", "notify", notify_words(notify));
+        outln!("{:<14}{}", "notify", notify_words(notify));
     }
     if let Some(ms) = s.retention_ms {
-        println!(
+        outln!(
             "{:<14}decided approvals and finished runs' decision details kept {} (bosun daemon set retention=…)",
             "retention",
             format_duration(Duration::from_millis(ms))
         );
     }
     if let Some(p) = &s.last_prune {
-        println!(
+        outln!(
             "{:<14}{}: {} decided approvals and the decision details of {} finished runs, in {}",
             "last pruned",
             age(p.ended_at),

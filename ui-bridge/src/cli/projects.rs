@@ -107,10 +107,10 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
             if json {
                 output::print_json(&list)?;
             } else if list.is_empty() {
-                println!("no projects yet; add one with `bosun project add NAME FOLDER`");
+                outln!("no projects yet; add one with `bosun project add NAME FOLDER`");
             } else {
                 for p in &list {
-                    println!(
+                    outln!(
                         "{:<20} {:<10} {:<24} {} card{}  {}",
                         p.name,
                         p.main_branch,
@@ -188,7 +188,7 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
     if json {
         output::print_json(&p)?;
     } else if let Some(said) = said {
-        println!("project {} {said}", p.name);
+        outln!("project {} {said}", p.name);
         print_project(&p);
     } else {
         print_project(&p);
@@ -198,16 +198,16 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
 
 fn print_project(p: &ProjectView) {
     let on = |b: bool| if b { "on" } else { "off" };
-    println!("{:<16}{}", "project", p.name);
-    println!("{:<16}{}", "id", p.id);
-    println!("{:<16}{}", "folder", p.folder.display());
-    println!("{:<16}{}", "main branch", p.main_branch);
-    println!("{:<16}{}", "host", p.host);
-    println!("{:<16}{}", "testing", on(p.testing));
-    println!("{:<16}{}", "lead may merge", on(p.lead_may_merge));
-    println!("{:<16}{}", "cards", p.cards);
+    outln!("{:<16}{}", "project", p.name);
+    outln!("{:<16}{}", "id", p.id);
+    outln!("{:<16}{}", "folder", p.folder.display());
+    outln!("{:<16}{}", "main branch", p.main_branch);
+    outln!("{:<16}{}", "host", p.host);
+    outln!("{:<16}{}", "testing", on(p.testing));
+    outln!("{:<16}{}", "lead may merge", on(p.lead_may_merge));
+    outln!("{:<16}{}", "cards", p.cards);
     if let Some(b) = &p.daily_budget {
-        println!(
+        outln!(
             "{:<16}{}",
             "daily budget",
             output::shared_budget(b, "a day for all its cards' runs; today")

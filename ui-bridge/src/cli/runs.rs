@@ -126,14 +126,14 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         if a.json {
             output::print_json(&run)?;
         } else {
-            println!("{}", run.id);
+            outln!("{}", run.id);
         }
         return Ok(ExitCode::SUCCESS);
     }
     if a.json {
         output::print_json(&run)?;
     } else if output::stderr_is_terminal() {
-        eprintln!(
+        errln!(
             "bosun: run {} started; Ctrl-C stops following, not the run",
             run.short_id
         );
@@ -217,9 +217,9 @@ pub async fn stop(dirs: &StateDir, a: StopArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         output::print_json(&run)?;
     } else if a.wait {
-        println!("{} {}", run.short_id, output::state_words(&run));
+        outln!("{} {}", run.short_id, output::state_words(&run));
     } else {
-        println!("{} stopping", run.short_id);
+        outln!("{} stopping", run.short_id);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -237,9 +237,9 @@ pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCo
                     "last_words": last,
                 }))?;
             } else {
-                println!("bosund is not running (state directory {dir})");
+                outln!("bosund is not running (state directory {dir})");
                 if let Some(why) = last {
-                    println!("It last stopped, or would not start, saying: {why}");
+                    outln!("It last stopped, or would not start, saying: {why}");
                 }
             }
             return Ok(ExitCode::from(3));
@@ -255,7 +255,7 @@ pub async fn daemon_status(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCo
         output::print_json(&v)?;
     } else {
         output::print_status(&status);
-        println!("{:<14}{}", "started", started_by.words());
+        outln!("{:<14}{}", "started", started_by.words());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -272,7 +272,7 @@ pub async fn daemon_set(
     if json {
         output::print_json(&status)?;
     } else if let Some(notify) = &status.notify {
-        println!("{:<14}{}", "notify", output::notify_words(notify));
+        outln!("{:<14}{}", "notify", output::notify_words(notify));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -284,7 +284,7 @@ pub async fn daemon_stop(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode
             if json {
                 output::print_json(&serde_json::json!({ "stopped": false, "was_running": false }))?;
             } else {
-                println!("bosund is not running (state directory {dir})");
+                outln!("bosund is not running (state directory {dir})");
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -302,7 +302,7 @@ pub async fn daemon_stop(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode
     };
     if answered {
         if !json && output::stderr_is_terminal() {
-            eprintln!("bosun: stopping every run, then bosund (pid {pid})…");
+            errln!("bosun: stopping every run, then bosund (pid {pid})…");
         }
         // The daemon closes every connection as it exits.
         client.closed().await;
@@ -324,7 +324,7 @@ pub async fn daemon_stop(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode
             &serde_json::json!({ "stopped": true, "was_running": true, "pid": pid }),
         )?;
     } else {
-        println!("bosund stopped");
+        outln!("bosund stopped");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -257,26 +257,26 @@ pub async fn install(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         output::print_json(&installed)?;
     } else {
-        println!(
+        outln!(
             "wrote {} (bosund: {})",
             installed.unit.display(),
             installed.bosund.display()
         );
         for r in &installed.ran {
-            println!("ran: {r}");
+            outln!("ran: {r}");
         }
         if !installed.to_run.is_empty() {
             if !systemd {
-                println!("no systemd user manager answers here; where there is one, run:");
+                outln!("no systemd user manager answers here; where there is one, run:");
             } else {
-                println!("then run:");
+                outln!("then run:");
             }
             for r in &installed.to_run {
-                println!("  {r}");
+                outln!("  {r}");
             }
         }
         if let Some(l) = &installed.linger {
-            println!("{l}");
+            outln!("{l}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -307,12 +307,12 @@ pub fn uninstall(json: bool) -> anyhow::Result<ExitCode> {
     if json {
         output::print_json(&serde_json::json!({ "removed": path, "ran": ran }))?;
     } else {
-        println!("removed {}", path.display());
+        outln!("removed {}", path.display());
         for r in &ran {
-            println!("ran: {r}");
+            outln!("ran: {r}");
         }
         if !systemd {
-            println!(
+            outln!(
                 "no systemd user manager answers here; where bosund runs as the service, run: systemctl --user disable --now {UNIT}"
             );
         }

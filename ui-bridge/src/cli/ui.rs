@@ -49,7 +49,7 @@ pub async fn ui(dirs: &StateDir, a: UiArgs) -> anyhow::Result<ExitCode> {
     }
     let listen = a.listen.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
     if !listen.is_loopback() {
-        eprintln!(
+        errln!(
             "bosun: warning: the web UI listens on {listen}, not only on this machine: anyone who can reach it can try to sign in, and its traffic is not encrypted"
         );
     }
@@ -83,18 +83,18 @@ pub async fn ui(dirs: &StateDir, a: UiArgs) -> anyhow::Result<ExitCode> {
         let v = serde_json::json!({
             "url": url, "login_url": login, "pid": address.pid, "port": address.port, "started": started,
         });
-        println!("{v}");
+        outln!("{v}");
     } else {
-        println!("bosun web UI: {url}");
-        println!("sign in (the address works once): {login}");
+        outln!("bosun web UI: {url}");
+        outln!("sign in (the address works once): {login}");
     }
     if !a.no_open {
         match open_browser(&login).await {
-            Ok(program) if !a.json => println!("opened with {program}"),
+            Ok(program) if !a.json => outln!("opened with {program}"),
             Ok(_) => {}
-            Err(why) => eprintln!(
-                "bosun: could not open a browser ({why}); open the sign-in address yourself"
-            ),
+            Err(why) => {
+                errln!("bosun: could not open a browser ({why}); open the sign-in address yourself")
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -189,7 +189,7 @@ async fn start(dirs: &StateDir, listen: IpAddr, port: u16) -> anyhow::Result<Add
 fn stop(dirs: &StateDir) -> anyhow::Result<ExitCode> {
     let Some(address) = Address::read(dirs).filter(Address::is_alive) else {
         let _ = std::fs::remove_file(Address::path(dirs));
-        println!("the web UI is not running");
+        outln!("the web UI is not running");
         return Ok(ExitCode::SUCCESS);
     };
     let pid = Pid::of_child(address.pid);
@@ -208,7 +208,7 @@ fn stop(dirs: &StateDir) -> anyhow::Result<ExitCode> {
     if Address::read(dirs).is_some_and(|a| a.pid == address.pid) {
         let _ = std::fs::remove_file(Address::path(dirs));
     }
-    println!("stopped the web UI (pid {})", address.pid);
+    outln!("stopped the web UI (pid {})", address.pid);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -64,9 +64,9 @@ pub async fn usage(dirs: &StateDir, a: UsageArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         output::print_json(&view)?;
     } else if a.csv {
-        print!("{}", csv(&view));
+        out!("{}", csv(&view));
     } else {
-        print!("{}", table(&view));
+        out!("{}", table(&view));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -265,9 +265,9 @@ pub(super) async fn add(dirs: &StateDir, a: AddArgs) -> anyhow::Result<ExitCode>
     if a.json {
         output::print_json(&server)?;
     } else {
-        println!("added {} ({})", server.name, describe_target(&server));
+        outln!("added {} ({})", server.name, describe_target(&server));
         if server.kind == ServerKind::Stdio {
-            println!("list its tools with: bosun mcp tools {}", server.name);
+            outln!("list its tools with: bosun mcp tools {}", server.name);
         }
     }
     Ok(ExitCode::SUCCESS)

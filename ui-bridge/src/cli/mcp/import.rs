@@ -59,7 +59,7 @@ pub(super) async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<Exi
             )?;
         } else {
             for p in &problems {
-                eprintln!("bosun: {p}");
+                errln!("bosun: {p}");
             }
             print_candidates(&candidates);
         }
@@ -93,10 +93,10 @@ pub(super) async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<Exi
     if a.json {
         output::print_json(&servers)?;
     } else if servers.is_empty() {
-        println!("nothing to import: every server found is already in the list");
+        outln!("nothing to import: every server found is already in the list");
     } else {
         for s in &servers {
-            println!("imported {} ({})", s.name, describe_target(s));
+            outln!("imported {} ({})", s.name, describe_target(s));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -104,7 +104,7 @@ pub(super) async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<Exi
 
 fn print_candidates(cands: &[ImportCandidateView]) {
     if cands.is_empty() {
-        println!("no MCP servers found in Claude Code, Codex or Gemini CLI configuration");
+        outln!("no MCP servers found in Claude Code, Codex or Gemini CLI configuration");
         return;
     }
     for c in cands {
@@ -122,7 +122,7 @@ fn print_candidates(cands: &[ImportCandidateView]) {
             }
             ServerKind::Http | ServerKind::Sse => c.url.clone().unwrap_or_default(),
         };
-        println!(
+        outln!(
             "{:<20} {} ({}), {} scope, {}: {target}",
             c.name,
             c.source,
@@ -131,12 +131,12 @@ fn print_candidates(cands: &[ImportCandidateView]) {
             c.kind
         );
         if !c.env_names.is_empty() {
-            println!("{:<20} env: {}", "", c.env_names.join(", "));
+            outln!("{:<20} env: {}", "", c.env_names.join(", "));
         }
         if !c.header_names.is_empty() {
-            println!("{:<20} headers: {}", "", c.header_names.join(", "));
+            outln!("{:<20} headers: {}", "", c.header_names.join(", "));
         }
-        println!("{:<20} {status}", "");
+        outln!("{:<20} {status}", "");
     }
-    println!("\nimport with: bosun mcp import NAME… (or --all)");
+    outln!("\nimport with: bosun mcp import NAME… (or --all)");
 }

@@ -8,6 +8,7 @@ use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::mcp::{
     CallView, InspectView, McpApprove, McpCall, McpShow, McpTools, ToolListing,
 };
+use bosun_shared::text::visible;
 
 use super::print::{print_ledger, print_server};
 use super::sign_in::with_sign_in;
@@ -43,7 +44,7 @@ pub(super) async fn show(
     } else {
         print_server(&server);
         if let Some(l) = listing {
-            println!();
+            outln!();
             print_tools(&l);
         }
     }
@@ -82,7 +83,7 @@ pub(super) async fn approve(
     if json {
         output::print_json(&server)?;
     } else {
-        println!("approved; runs get it from the next run on");
+        outln!("approved; runs get it from the next run on");
         print_ledger(
             &server.name,
             &server.rules.capabilities,
@@ -126,48 +127,49 @@ pub(super) async fn call(
 }
 
 fn print_tools(l: &ToolListing) {
-    println!(
+    outln!(
         "{} tools of {} (listed {})",
         l.tools.len(),
         l.server,
         l.listed_at.rfc3339()
     );
     if let Some(t) = &l.truncated {
-        println!("note: {t}");
+        outln!("note: {t}");
     }
     print_malformed(&l.malformed);
     for t in &l.tools {
-        println!();
+        outln!();
         let title = t
             .title
             .as_deref()
-            .map(|t| format!(" — {t}"))
+            .map(|t| format!(" — {}", visible(t)))
             .unwrap_or_default();
-        println!("{}{title}", t.full_name);
+        outln!("{}{title}", visible(&t.full_name));
         if let Some(change) = t.pending {
-            println!(
+            outln!(
                 "  {}: held back from runs until you approve it (bosun mcp approve {} {})",
                 change.words(),
                 l.server,
-                t.name
+                visible(&t.name)
             );
         }
-        println!(
+        outln!(
             "  risk: {} ({})",
             t.assessment.risk,
             t.assessment.words.join(", ")
         );
         if t.assessment.sent.is_empty() {
-            println!("  hints: none sent; the MCP spec's defaults apply");
+            outln!("  hints: none sent; the MCP spec's defaults apply");
         } else if t.assessment.sent.len() < 4 {
-            println!(
+            outln!(
                 "  hints sent: {}; the others are the spec's defaults",
                 t.assessment.sent.join(", ")
             );
         }
+        // A description keeps its lines, each indented, so none passes for a line of bosun's.
         if let Some(d) = &t.description {
             for line in d.lines().filter(|l| !l.trim().is_empty()).take(6) {
-                println!("  {line}");
+                outln!("  {}", visible(line));
             }
         }
         for p in &t.params {
@@ -176,9 +178,9 @@ fn print_tools(l: &ToolListing) {
             let desc = p
                 .description
                 .as_deref()
-                .map(|d| format!(": {d}"))
+                .map(|d| format!(": {}", visible(d)))
                 .unwrap_or_default();
-            println!("    {} ({ty}, {req}){desc}", p.name);
+            outln!("    {} ({}, {req}){desc}", visible(&p.name), visible(ty));
         }
     }
 }
@@ -189,7 +191,7 @@ fn print_malformed(malformed: &[bosun_shared::protocol::mcp::MalformedToolView])
     if malformed.is_empty() {
         return;
     }
-    println!(
+    outln!(
         "{} tool definition{} malformed; bosun lists and calls the others:",
         malformed.len(),
         if malformed.len() == 1 { " is" } else { "s are" }
@@ -198,35 +200,35 @@ fn print_malformed(malformed: &[bosun_shared::protocol::mcp::MalformedToolView])
         let name = m
             .name
             .as_deref()
-            .map(|n| format!("`{n}`"))
+            .map(|n| format!("`{}`", visible(n)))
             .unwrap_or_else(|| "a tool without a name".into());
-        println!("  {name}: {}", m.problem);
+        outln!("  {name}: {}", visible(&m.problem));
     }
 }
 
 pub(super) fn print_inspect(v: &InspectView) {
-    println!("{:<18}{}", "server", v.server);
-    println!(
+    outln!("{:<18}{}", "server", v.server);
+    outln!(
         "{:<18}{} {}",
         "identifies as",
-        v.server_name.as_deref().unwrap_or("?"),
-        v.server_version.as_deref().unwrap_or("")
+        visible(v.server_name.as_deref().unwrap_or("?")),
+        visible(v.server_version.as_deref().unwrap_or(""))
     );
-    println!("{:<18}{}", "protocol", v.protocol_version);
+    outln!("{:<18}{}", "protocol", v.protocol_version);
     if let Some(r) = &v.revision {
         let how = if r.stateless {
             "stateless"
         } else {
             "initialize handshake"
         };
-        println!("{:<18}{} ({how}): {}", "revision", r.version, r.why);
+        outln!("{:<18}{} ({how}): {}", "revision", r.version, r.why);
     }
     let caps: Vec<String> = v
         .capabilities
         .as_object()
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
-    println!(
+    outln!(
         "{:<18}{}",
         "capabilities",
         if caps.is_empty() {
@@ -235,12 +237,12 @@ pub(super) fn print_inspect(v: &InspectView) {
             caps.join(", ")
         }
     );
-    println!("{:<18}{}", "tools", v.tools);
+    outln!("{:<18}{}", "tools", v.tools);
     print_malformed(&v.malformed);
     let names = |c: &[Capability]| c.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
-    println!("{:<18}{}", "runs get", names(&v.approved_capabilities));
+    outln!("{:<18}{}", "runs get", names(&v.approved_capabilities));
     if !v.pending_capabilities.is_empty() {
-        println!(
+        outln!(
             "{:<18}{} (bosun mcp approve {} --capability NAME)",
             "pending",
             names(&v.pending_capabilities),
@@ -248,7 +250,7 @@ pub(super) fn print_inspect(v: &InspectView) {
         );
     }
     if !v.never_relayed.is_empty() {
-        println!(
+        outln!(
             "{:<18}{} (bosun's gateway does not relay these)",
             "never in a run",
             v.never_relayed.join(", ")
@@ -258,51 +260,61 @@ pub(super) fn print_inspect(v: &InspectView) {
         let tools: Vec<String> = v
             .pending_tools
             .iter()
-            .map(|t| format!("{} ({})", t.name, t.change.words()))
+            .map(|t| format!("{} ({})", visible(&t.name), t.change.words()))
             .collect();
-        println!(
+        outln!(
             "{:<18}{} (bosun mcp approve {} TOOL…)",
             "pending tools",
             tools.join(", "),
             v.server
         );
     }
-    println!(
+    outln!(
         "{:<18}{}",
         "prompts",
         v.prompts
             .map(|n| n.to_string())
             .unwrap_or_else(|| "not offered".into())
     );
-    println!(
+    outln!(
         "{:<18}{}",
         "resources",
         v.resources
             .map(|n| n.to_string())
             .unwrap_or_else(|| "not offered".into())
     );
-    println!(
+    outln!(
         "{:<18}connect + initialize {} ms, listing {} ms, total {} ms",
-        "timings", v.connect_ms, v.list_ms, v.total_ms
+        "timings",
+        v.connect_ms,
+        v.list_ms,
+        v.total_ms
     );
 }
 
+/// A call's result: its text keeps its lines, each indented, so that none of the server's
+/// lines passes for one of bosun's (`--json` has the result exactly as it came).
 fn print_call(v: &CallView) {
     if v.is_error {
-        println!("the tool reported an error:");
+        outln!("the tool reported an error:");
     }
+    let indented = |text: &str| {
+        for line in text.lines() {
+            outln!("  {line}");
+        }
+    };
     match v.content.as_array() {
         Some(items) => {
             for item in items {
                 match item.get("text").and_then(|t| t.as_str()) {
-                    Some(text) => println!("{text}"),
-                    None => println!("{item}"),
+                    Some(text) => indented(text),
+                    None => indented(&item.to_string()),
                 }
             }
         }
-        None => println!("{}", v.content),
+        None => indented(&v.content.to_string()),
     }
     if let Some(s) = &v.structured {
-        println!("structured: {s}");
+        outln!("structured: {s}");
     }
 }

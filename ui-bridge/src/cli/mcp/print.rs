@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use bosun_shared::gateway::{AskPolicy, Capability, ToolGlob};
 use bosun_shared::protocol::mcp::{PendingToolView, ServerKind, ServerView};
+use bosun_shared::text::visible;
 
 pub(super) fn describe_target(s: &ServerView) -> String {
     match s.kind {
@@ -26,7 +27,7 @@ pub(super) fn describe_target(s: &ServerView) -> String {
 
 pub(super) fn print_servers(servers: &[ServerView]) {
     if servers.is_empty() {
-        println!(
+        outln!(
             "no MCP servers; add one with `bosun mcp add NAME -- CMD ARGS…` or `bosun mcp import`"
         );
         return;
@@ -69,9 +70,9 @@ pub(super) fn print_servers(servers: &[ServerView]) {
             line.push_str(&format!("  [{}]", si.state));
         }
         if let Some(e) = &s.last_error {
-            line.push_str(&format!("\n{:<20} last look failed: {e}", ""));
+            line.push_str(&format!("\n{:<20} last look failed: {}", "", visible(e)));
         }
-        println!("{line}");
+        outln!("{line}");
     }
 }
 
@@ -83,7 +84,7 @@ fn print_rules(r: &bosun_shared::gateway::Rules) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    println!(
+    outln!(
         "{:<12}{}",
         "trust",
         if r.trusted {
@@ -93,22 +94,22 @@ fn print_rules(r: &bosun_shared::gateway::Rules) {
         }
     );
     if !r.allow_tools.is_empty() {
-        println!("{:<12}{}", "allow tools", list(&r.allow_tools));
+        outln!("{:<12}{}", "allow tools", list(&r.allow_tools));
     }
     if !r.deny_tools.is_empty() {
-        println!(
+        outln!(
             "{:<12}{} (never offered nor allowed)",
             "deny tools",
             list(&r.deny_tools)
         );
     }
-    println!(
+    outln!(
         "{:<12}{} per call; results over {} characters reach the model as head and tail",
         "deadline",
         bosun_shared::time::format_duration(std::time::Duration::from_millis(r.deadline_ms)),
         r.max_result_chars
     );
-    println!(
+    outln!(
         "{:<12}{}",
         "elicitation",
         match r.elicitation {
@@ -130,7 +131,7 @@ fn print_rules(r: &bosun_shared::gateway::Rules) {
             r.sampling_max_tokens
         ),
     };
-    println!("{:<12}{sampling}", "sampling");
+    outln!("{:<12}{sampling}", "sampling");
 }
 
 /// What runs get of a server, and what waits for the person's approval.
@@ -143,9 +144,9 @@ pub(super) fn print_ledger(
     let names = |c: &mut dyn Iterator<Item = &Capability>| {
         c.map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
     };
-    println!("{:<12}{}", "capabilities", names(&mut approved.iter()));
+    outln!("{:<12}{}", "capabilities", names(&mut approved.iter()));
     if !pending.is_empty() {
-        println!(
+        outln!(
             "{:<12}{} advertised, held back from runs (bosun mcp approve {server} --capability NAME)",
             "pending",
             names(&mut pending.iter())
@@ -154,9 +155,9 @@ pub(super) fn print_ledger(
     if !pending_tools.is_empty() {
         let tools: Vec<String> = pending_tools
             .iter()
-            .map(|t| format!("{} ({})", t.name, t.change.words()))
+            .map(|t| format!("{} ({})", visible(&t.name), t.change.words()))
             .collect();
-        println!(
+        outln!(
             "{:<12}{}: held back from runs (bosun mcp approve {server} TOOL…, or --all-tools)",
             "new tools",
             tools.join(", ")
@@ -165,16 +166,16 @@ pub(super) fn print_ledger(
 }
 
 pub(super) fn print_server(s: &ServerView) {
-    println!("{:<12}{}", "name", s.name);
-    println!("{:<12}{}", "id", s.id);
-    println!("{:<12}{}", "reached by", describe_target(s));
+    outln!("{:<12}{}", "name", s.name);
+    outln!("{:<12}{}", "id", s.id);
+    outln!("{:<12}{}", "reached by", describe_target(s));
     for (what, lines) in [("env", &s.env), ("headers", &s.headers)] {
         if lines.is_empty() {
             continue;
         }
         for (i, l) in lines.iter().enumerate() {
             let label = if i == 0 { what } else { "" };
-            println!(
+            outln!(
                 "{label:<12}{} ({})",
                 l.name,
                 if l.saved {
@@ -186,28 +187,29 @@ pub(super) fn print_server(s: &ServerView) {
         }
     }
     if let Some(b) = &s.browser {
-        println!(
+        outln!(
             "{:<12}chrome-devtools-mcp {} (built in)",
-            "browser", b.version
+            "browser",
+            b.version
         );
         match &b.program_found {
-            Some(p) => println!("{:<12}{}", "program", p.display()),
-            None => println!("{:<12}none found", "program"),
+            Some(p) => outln!("{:<12}{}", "program", p.display()),
+            None => outln!("{:<12}none found", "program"),
         }
         match &b.node {
-            Some(v) => println!("{:<12}{v}", "node"),
-            None => println!("{:<12}not usable", "node"),
+            Some(v) => outln!("{:<12}{v}", "node"),
+            None => outln!("{:<12}not usable", "node"),
         }
         for m in &b.missing {
-            println!("{:<12}{m}", "missing");
+            outln!("{:<12}{m}", "missing");
         }
     }
     match (s.listed_at, s.tool_count) {
-        (Some(at), Some(n)) => println!("{:<12}{n}, listed {}", "tools", at.rfc3339()),
-        _ => println!("{:<12}not listed yet (bosun mcp tools {})", "tools", s.name),
+        (Some(at), Some(n)) => outln!("{:<12}{n}, listed {}", "tools", at.rfc3339()),
+        _ => outln!("{:<12}not listed yet (bosun mcp tools {})", "tools", s.name),
     }
     if let Some(doc) = &s.client_metadata_url {
-        println!("{:<12}{doc} (client metadata document)", "client doc");
+        outln!("{:<12}{doc} (client metadata document)", "client doc");
     }
     print_rules(&s.rules);
     print_ledger(
@@ -217,12 +219,12 @@ pub(super) fn print_server(s: &ServerView) {
         &s.pending_tools,
     );
     if let Some(si) = &s.sign_in {
-        println!("{:<12}{}", "sign-in", si.state);
+        outln!("{:<12}{}", "sign-in", si.state);
         if let Some(why) = &si.why {
-            println!("{:<12}{why}", "");
+            outln!("{:<12}{}", "", visible(why));
         }
         if let Some(issuer) = &si.issuer {
-            println!("{:<12}{issuer}", "issuer");
+            outln!("{:<12}{}", "issuer", visible(issuer));
         }
         if let Some(id) = &si.client_id {
             let how = if si.registered {
@@ -230,26 +232,30 @@ pub(super) fn print_server(s: &ServerView) {
             } else {
                 ""
             };
-            println!("{:<12}{id}{how}", "client id");
+            outln!("{:<12}{}{how}", "client id", visible(id));
         }
         if si.dpop {
-            println!("{:<12}bound to a key (DPoP)", "tokens");
+            outln!("{:<12}bound to a key (DPoP)", "tokens");
         }
         if let Some(method) = &si.client_credentials {
-            println!("{:<12}client credentials ({method})", "as machine");
+            outln!("{:<12}client credentials ({method})", "as machine");
         }
         if let Some(scope) = &si.scope {
-            println!("{:<12}{scope}", "scope");
+            outln!("{:<12}{}", "scope", visible(scope));
         }
         if let Some(left) = token_life(si.expires_at) {
-            println!("{:<12}{left}", "token");
+            outln!("{:<12}{left}", "token");
         }
         if let Some(w) = &si.wanted_scope {
-            println!("{:<12}the server asks for more: {w} (sign in again)", "");
+            outln!(
+                "{:<12}the server asks for more: {} (sign in again)",
+                "",
+                visible(w)
+            );
         }
     }
     if let Some(e) = &s.last_error {
-        println!("{:<12}{e}", "last error");
+        outln!("{:<12}{}", "last error", visible(e));
     }
 }
 

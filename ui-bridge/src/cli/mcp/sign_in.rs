@@ -3,7 +3,7 @@
 //! sign-in options `add` and `edit` share, and a request that starts a server, signed in
 //! first when it asks and a person is at the terminal.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -210,8 +210,8 @@ pub(super) async fn with_sign_in<C: Call + Clone>(
     if server.kind == ServerKind::Stdio || server.sign_in_by != SignInBy::Bosun {
         return Ok(first?);
     }
-    eprintln!("bosun: {asked}");
-    eprintln!("bosun: signing in to {name} now, then asking once more");
+    errln!("bosun: {asked}");
+    errln!("bosun: signing in to {name} now, then asking once more");
     sign_in_flow(dirs, name, false, false).await?;
     let mut client = connect(dirs).await?;
     Ok(with_progress(&mut client, call, name, progress).await?)
@@ -245,21 +245,21 @@ async fn sign_in_flow(
         super::super::ui::open_browser(&url).await.ok()
     };
     match opened {
-        Some(how) => eprintln!("bosun: opened the sign-in page for {name} with {how}"),
-        None => eprintln!("bosun: open this page to sign in to {name}:\n\n  {url}\n"),
+        Some(how) => errln!("bosun: opened the sign-in page for {name} with {how}"),
+        None => errln!("bosun: open this page to sign in to {name}:\n\n  {url}\n"),
     }
     if let Some(w) = &warning {
-        eprintln!("bosun: warning: {w}");
+        errln!("bosun: warning: {w}");
     }
     if reused_registration {
         // The server's page is the only one to know when it forgot bosun's client.
-        eprintln!(
+        errln!(
             "bosun: this uses the client bosun registered there before; if the page says the client or app is unknown, press Ctrl-C and run `bosun mcp sign-in {name} --new-client`"
         );
     }
     // Taken from here on: Ctrl-C cancels the sign-in rather than leave it waiting in bosund.
     let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    eprintln!(
+    errln!(
         "bosun: waiting for the sign-in to finish ({} at most; Ctrl-C cancels it)…",
         bosun_shared::time::format_duration(Duration::from_secs(wait_secs))
     );
@@ -302,7 +302,7 @@ pub(super) async fn sign_in_machine(
     let mut client = connect(dirs).await?;
     let server = client.call(request).await?;
     if let Some(path) = key_file {
-        eprintln!(
+        errln!(
             "bosun: the private key from {} is in the keychain now; bosun does not read the file again (you may remove it)",
             path.display()
         );
@@ -329,14 +329,14 @@ async fn with_progress<C: Call>(
                 let secs = t0.elapsed().as_secs();
                 if secs >= 1 {
                     let hint = if secs >= 5 { " (a first run of an npx server downloads its package: up to 2 minutes)" } else { "" };
-                    eprint!("\r\x1b[2Kstarting {name}… {secs}s{hint}");
-                    let _ = std::io::stderr().flush();
+                    let name = bosun_shared::text::visible(name);
+                    crate::term::raw_err(&format!("\r\x1b[2Kstarting {name}… {secs}s{hint}"));
                 }
             }
         }
     };
     if show && t0.elapsed() >= Duration::from_secs(1) {
-        eprint!("\r\x1b[2K");
+        crate::term::raw_err("\r\x1b[2K");
     }
     result
 }
