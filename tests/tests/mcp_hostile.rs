@@ -174,27 +174,42 @@ fn a_stop_ends_a_run_whose_runner_is_wedged() -> anyhow::Result<()> {
     let shown = b.wait_run(&run, "the run to start", Duration::from_secs(30), |v| {
         v["state"] == "running"
     })?;
-    // The program is the runner's child.
+    // The runner can no longer do anything: its link is wedged, and so is its ladder.
+    wedge_runner_of(&shown)?;
+    let shown = stop_and_wait(&b, &run)?;
+    assert_eq!(shown["outcome"], "stopped", "{shown:#}");
+    let reason = shown["exit"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("bosund ended it"), "{shown:#}");
+
+    // The daemon's own stop of every run ends a wedged one too, and leaves nothing behind.
+    let second = b.start(&["--stop-grace", "1s"], &["sleep", "1000"])?;
+    let shown = b.wait_run(&second, "the run to start", Duration::from_secs(30), |v| {
+        v["state"] == "running"
+    })?;
+    wedge_runner_of(&shown)?;
+    b.ok(&["daemon", "stop"])?;
+    let shown = b.show(&second)?;
+    assert_eq!(shown["outcome"], "stopped", "{shown:#}");
+    b.finish()
+}
+
+/// SIGSTOPs the runner of the run `shown` (the parent of its program).
+fn wedge_runner_of(shown: &Value) -> anyhow::Result<()> {
     let program = shown["pid"]
         .as_i64()
         .ok_or_else(|| anyhow::anyhow!("no pid in {shown:#}"))?;
     let status = std::fs::read_to_string(format!("/proc/{program}/status"))?;
-    let runner: i64 = status
+    let runner: i32 = status
         .lines()
         .find_map(|l| l.strip_prefix("PPid:"))
         .map(str::trim)
         .unwrap_or_default()
         .parse()?;
-    // The runner can no longer do anything: its link is wedged, and so is its ladder.
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(runner as i32),
+        nix::unistd::Pid::from_raw(runner),
         nix::sys::signal::Signal::SIGSTOP,
     )?;
-    let shown = stop_and_wait(&b, &run)?;
-    assert_eq!(shown["outcome"], "stopped", "{shown:#}");
-    let reason = shown["exit"]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("bosund ended it"), "{shown:#}");
-    b.finish()
+    Ok(())
 }
 
 /// `bosun ARGS…` at a terminal: what it printed, which must hold no ESC byte but those of

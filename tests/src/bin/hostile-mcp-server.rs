@@ -144,7 +144,11 @@ fn parse_args() -> Result<Options, String> {
     let mode = mode.ok_or("--mode is required")?;
     let count = count.unwrap_or(match mode {
         Mode::Notifications => 100_000,
-        _ => 20_000,
+        Mode::ManyTools
+        | Mode::Escapes
+        | Mode::BigResult
+        | Mode::InvalidJson
+        | Mode::NeverAnswers => 20_000,
     });
     Ok(Options {
         mode,
@@ -164,7 +168,11 @@ fn initialize(options: &Options, msg: &Value) -> Value {
             format!("1.0{NASTY}"),
             format!("Instructions {NASTY}"),
         ),
-        _ => ("hostile".into(), "1.0.0".into(), String::new()),
+        Mode::ManyTools
+        | Mode::BigResult
+        | Mode::InvalidJson
+        | Mode::Notifications
+        | Mode::NeverAnswers => ("hostile".into(), "1.0.0".into(), String::new()),
     };
     let mut result = json!({
         "protocolVersion": version,
