@@ -71,6 +71,27 @@ fn stop_and_wait(b: &Bosun, run: &str) -> anyhow::Result<Value> {
     Ok(shown)
 }
 
+/// Points `coder` at a new fake model that asks for `server/tool` and then never answers, runs
+/// it, waits for the call to be over, and stops the run, which must end within its ladder.
+fn held_run_is_stopped(b: &Bosun, server: &str, tool: &str) -> anyhow::Result<()> {
+    let fake = FakeModel::start(
+        "anthropic",
+        &format!(r#"tool:{server}/{tool}:{{"message":"ping"}};hold"#),
+    )?;
+    b.ok(&[
+        "agent",
+        "edit",
+        "coder",
+        "--env",
+        &format!("ANTHROPIC_BASE_URL={}", fake.url()),
+    ])?;
+    let run = b.run_agent("coder", "call the tool")?;
+    fake.wait_turns(2, Duration::from_secs(120))?;
+    let shown = stop_and_wait(b, &run)?;
+    assert_eq!(shown["outcome"], "stopped", "{shown:#}");
+    Ok(())
+}
+
 #[test]
 fn twenty_thousand_tools_after_a_look_do_not_wedge_the_run() -> anyhow::Result<()> {
     let b = Bosun::new("hostile_many_tools");
@@ -139,14 +160,23 @@ fn twenty_thousand_tools_after_a_look_do_not_wedge_the_run() -> anyhow::Result<(
         .unwrap_or_default();
     // (`inspect` looks at the server itself: a look keeps at most 5,000 tools.)
     assert!((1..=5000).contains(&pending), "{pending} pending");
+    let listed = at_terminal_without_escapes(&b, &["mcp", "tools", "flood"])?;
+    assert!(
+        listed.contains("stopped at 5000 tools"),
+        "{}",
+        &listed[..listed.len().min(400)]
+    );
+    held_run_is_stopped(&b, "flood", "echo")?;
     b.finish()
 }
 
 #[test]
 fn a_call_the_server_never_answers_is_stopped_within_the_ladder() -> anyhow::Result<()> {
-    let b = Bosun::new("hostile_never_answers");
+    let b = Bosun::new("hostile_never_answers").with_env("BOSUN_MCP_TIMEOUT", "3s");
     add_hostile(&b, "mute", "never-answers", &[])?;
-    b.ok(&["mcp", "tools", "mute"])?;
+    at_terminal_without_escapes(&b, &["mcp", "tools", "mute"])?;
+    let call = at_terminal_without_escapes(&b, &["mcp", "call", "mute", "echo", "--args", "{}"])?;
+    assert!(call.contains("did not answer within 3s"), "{call}");
     b.ok(&["mcp", "edit", "mute", "--call-deadline", "10m"])?;
     let fake = FakeModel::start(
         "anthropic",
@@ -305,6 +335,7 @@ fn escapes_newlines_and_bad_names_never_reach_a_terminal_as_control() -> anyhow:
     let logs = at_terminal_without_escapes(&b, &["logs", &run])?;
     assert!(logs.contains("mcp evil/echo"), "{logs}");
     at_terminal_without_escapes(&b, &["show", &run])?;
+    held_run_is_stopped(&b, "evil", "echo")?;
     // The model was offered the tools with good names only.
     let offered: Vec<String> = fake.turns()[0]["tools"]
         .as_array()
