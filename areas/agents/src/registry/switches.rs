@@ -11,6 +11,7 @@ use bosun_shared::Timestamp;
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::approvals::{ApprovalMode, ToolKey, Verdict};
 use bosun_shared::placement::Placement;
+use bosun_shared::usage::{AmountError, parse_count, parse_dollars};
 use tracing::info;
 
 use super::checks::check_record;
@@ -59,27 +60,24 @@ enum Setting {
     MaxToolCalls(Option<u64>),
 }
 
-/// A cap of `budget.usd`, `budget.tokens` or `max-tool-calls`: `off` (or `none`) for none.
+/// A cap of `budget.usd`, `budget.tokens` or `max-tool-calls`: `off` (or `none`) for none,
+/// else an amount read by the parser cards' and projects' budgets use too, so that the same
+/// value is refused for the same reason everywhere.
 fn cap(
     key: &str,
     value: &str,
-    parse: impl Fn(&str) -> Option<u64>,
+    parse: impl Fn(&str) -> Result<u64, AmountError>,
     example: &str,
 ) -> Result<Option<u64>, AgentsError> {
     let v = value.trim();
     if matches!(v, "off" | "none") {
         return Ok(None);
     }
-    parse(v).map(Some).ok_or_else(|| {
+    parse(v).map(Some).map_err(|reason| {
         bad(format!(
-            "`{key}={v}`: {key} takes a positive amount, such as {key}={example}, or off"
+            "{reason}: {key} takes a positive amount, such as {key}={example}, or off"
         ))
     })
-}
-
-/// A whole number above 0.
-fn positive(v: &str) -> Option<u64> {
-    v.parse::<u64>().ok().filter(|n| *n > 0)
 }
 
 fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
@@ -138,10 +136,10 @@ fn parse_setting(
         }
         "approval.wait-for-person" => Ok(Setting::WaitForPerson(on_off(key, value)?)),
         "budget.usd" => {
-            cap(key, value, bosun_shared::usage::parse_dollars, "2").map(Setting::BudgetUsd)
+            cap(key, value, parse_dollars, "2").map(Setting::BudgetUsd)
         }
-        "budget.tokens" => cap(key, value, positive, "500000").map(Setting::BudgetTokens),
-        "max-tool-calls" => cap(key, value, positive, "200").map(Setting::MaxToolCalls),
+        "budget.tokens" => cap(key, value, parse_count, "500000").map(Setting::BudgetTokens),
+        "max-tool-calls" => cap(key, value, parse_count, "200").map(Setting::MaxToolCalls),
         "placement" => value
             .parse::<Placement>()
             .map(Setting::Placement)
