@@ -20,6 +20,7 @@ pub mod projects;
 pub mod protocol;
 pub mod redact;
 pub mod run;
+pub mod settings;
 pub mod size;
 pub mod switch;
 pub mod time;
