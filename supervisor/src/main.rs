@@ -220,8 +220,10 @@ async fn open_store(dirs: &StateDir) -> anyhow::Result<Store> {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
-            // It names the file and says what to do already.
-            Err(e @ StoreError::Damaged { .. }) => return Err(e.into()),
+            // These name the file and say what to do already.
+            Err(e @ (StoreError::Damaged { .. } | StoreError::NoAccess { .. })) => {
+                return Err(e.into());
+            }
             Err(e) => {
                 return Err(e).context(format!("could not open the store {}", dirs.db().display()));
             }
