@@ -26,6 +26,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
+use tokio::sync::watch;
 
 use super::redact::Redactor;
 use super::revision::{self, Observed, Revision};
@@ -103,10 +104,28 @@ impl Limits {
     }
 }
 
+/// The most bytes of one message bosun reads from a stdio server: rmcp's own default, set here
+/// so that the transport and [`LineWatch`] agree on it (and the same as rmcp's limit of one
+/// event over HTTP).
+pub const MESSAGE_MAX: usize = 16 * 1024 * 1024;
+
+/// A message of the server's past [`MESSAGE_MAX`], which rmcp's transport drops without a word:
+/// which line of its stdout it is (from 0), how many bytes of it were seen, and whether it
+/// ended (its newline came).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Oversize {
+    line: u64,
+    bytes: u64,
+    ended: bool,
+}
+
 /// A connection to a server, for one look.
 pub struct Connection {
     service: RunningService<RoleClient, ClientConfig>,
     process: Option<ServerProcess>,
+    /// A stdio server's messages past [`MESSAGE_MAX`], as [`LineWatch`] sees them; `None` over
+    /// HTTP, where such an answer fails its request instead.
+    oversize: Option<watch::Receiver<Option<Oversize>>>,
     limits: Limits,
     /// How long starting (or reaching) and `initialize` took.
     pub connect_time: Duration,
@@ -202,8 +221,14 @@ async fn connect_stdio(
         });
     };
     let sniffed = Arc::new(Mutex::new(Vec::new()));
+    let (oversize_tx, oversize) = watch::channel(None);
     let stdout = Sniff {
-        inner: stdout,
+        inner: LineWatch {
+            inner: stdout,
+            lines: 0,
+            line: 0,
+            oversize: oversize_tx,
+        },
         seen: sniffed.clone(),
     };
     let mut process = ServerProcess {
@@ -212,8 +237,8 @@ async fn connect_stdio(
         stderr_reader,
     };
     let pages = Pages::default();
-    let (transport, heard) =
-        Observed::new(AsyncRwTransport::new_client(stdout, stdin), pages.clone());
+    let transport = AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MESSAGE_MAX);
+    let (transport, heard) = Observed::new(transport, pages.clone());
     let served = tokio::time::timeout(
         limits.connect,
         client_info(ep).serve_with_lifecycle(transport, revision::lifecycle()),
@@ -225,6 +250,7 @@ async fn connect_stdio(
                 revision: settled(&service, &heard),
                 service,
                 process: Some(process),
+                oversize: Some(oversize),
                 limits,
                 connect_time: started.elapsed(),
                 pages,
@@ -384,6 +410,7 @@ async fn connect_http(
                 revision,
                 service,
                 process: None,
+                oversize: None,
                 limits,
                 connect_time: started.elapsed(),
                 pages,
@@ -879,17 +906,41 @@ impl Connection {
         self.request(self.service.call_tool(params)).await
     }
 
+    /// Waits for the answer to one request, within the request deadline. An answer past
+    /// [`MESSAGE_MAX`] is dropped by rmcp's transport without a word, so it would look like no
+    /// answer at all until the deadline: a message that big, seen whole while the request
+    /// waits, is reported at once as too large instead.
     async fn request<T>(
         &self,
         fut: impl Future<Output = Result<T, rmcp::ServiceError>>,
     ) -> Result<T, McpError> {
-        match tokio::time::timeout(self.limits.request, fut).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(match e.auth_challenge() {
-                Some(header) => auth_error(header),
-                None => McpError::Protocol(e.to_string()),
-            }),
-            Err(_) => Err(McpError::TimedOut {
+        let mut oversize = self.oversize.clone();
+        // What came before this request is not its answer.
+        let before = oversize.as_mut().and_then(|o| *o.borrow_and_update());
+        let too_large = |o: Oversize| McpError::TooLarge {
+            seen: Some(o.bytes),
+            ended: o.ended,
+            limit: MESSAGE_MAX,
+        };
+        tokio::select! {
+            answer = fut => match answer {
+                Ok(v) => Ok(v),
+                Err(e) => Err(match (e.auth_challenge(), seen(oversize.as_ref(), before)) {
+                    (Some(header), _) => auth_error(header),
+                    // The server went away in the middle of a message too large to read.
+                    (None, Some(o)) => too_large(o),
+                    (None, None) => match http_body_limit(&e) {
+                        Some(limit) => McpError::TooLarge {
+                            seen: None,
+                            ended: false,
+                            limit,
+                        },
+                        None => McpError::Protocol(e.to_string()),
+                    },
+                }),
+            },
+            o = ended_oversize(oversize.as_mut()) => Err(too_large(o)),
+            () = tokio::time::sleep(self.limits.request) => Err(McpError::TimedOut {
                 secs: self.limits.request.as_secs(),
                 hint: String::new(),
             }),
@@ -923,6 +974,109 @@ impl Connection {
     }
 }
 
+/// The limit an HTTP answer's body went past, when that is why a request failed: rmcp's
+/// Streamable HTTP client reads at most 16 MiB of a response's body, and says so in a typed
+/// error under its transport's.
+fn http_body_limit(e: &rmcp::ServiceError) -> Option<usize> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let rmcp::ServiceError::TransportSend(t) = e else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(t.error.as_ref());
+    while let Some(current) = source {
+        if let Some(StreamableHttpError::ResponseBodyTooLarge { max_size }) =
+            current.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return Some(*max_size);
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// The message past [`MESSAGE_MAX`] seen since the request began (when `before` was the
+/// last), if any.
+fn seen(
+    oversize: Option<&watch::Receiver<Option<Oversize>>>,
+    before: Option<Oversize>,
+) -> Option<Oversize> {
+    oversize
+        .and_then(|o| *o.borrow())
+        .filter(|now| Some(*now) != before)
+}
+
+/// Waits until a message past [`MESSAGE_MAX`] has come whole; never, over HTTP or once the
+/// server's stdout is closed.
+async fn ended_oversize(oversize: Option<&mut watch::Receiver<Option<Oversize>>>) -> Oversize {
+    if let Some(o) = oversize {
+        while o.changed().await.is_ok() {
+            if let Some(whole) = o.borrow_and_update().filter(|x| x.ended) {
+                return whole;
+            }
+        }
+    }
+    std::future::pending().await
+}
+
+/// Counts the bytes of each line (each JSON-RPC message) a stdio server writes, and tells of
+/// one past [`MESSAGE_MAX`]: as soon as no newline could make it fit, and again, with its size,
+/// when it ends. rmcp's transport, which reads through this, drops such a line and waits for
+/// the next.
+struct LineWatch<R> {
+    inner: R,
+    /// Lines ended so far: the current line's number.
+    lines: u64,
+    /// Bytes of the current line so far, its newline not counted.
+    line: u64,
+    oversize: watch::Sender<Option<Oversize>>,
+}
+
+impl<R> LineWatch<R> {
+    fn saw(&mut self, bytes: &[u8]) {
+        let max = MESSAGE_MAX as u64;
+        let mut rest = bytes;
+        loop {
+            let newline = rest.iter().position(|b| *b == b'\n');
+            let take = newline.unwrap_or(rest.len());
+            let before = self.line;
+            self.line += take as u64;
+            // As rmcp counts: a line is too long when it and its newline are over the limit.
+            let over = |len: u64| len + 1 > max;
+            let ended = newline.is_some();
+            // Told when it goes past the limit, and again when it ends.
+            if over(self.line) && (ended || !over(before)) {
+                self.oversize.send_replace(Some(Oversize {
+                    line: self.lines,
+                    bytes: self.line,
+                    ended,
+                }));
+            }
+            match newline {
+                Some(i) => {
+                    self.lines += 1;
+                    self.line = 0;
+                    rest = &rest[i + 1..];
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for LineWatch<R> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = std::pin::Pin::new(&mut this.inner).poll_read(cx, buf);
+        this.saw(&buf.filled()[before..]);
+        poll
+    }
+}
+
 /// Keeps the first few KiB a server writes on stdout, to tell afterwards whether it was MCP.
 struct Sniff<R> {
     inner: R,
@@ -945,5 +1099,55 @@ impl<R: AsyncRead + Unpin> AsyncRead for Sniff<R> {
             seen.extend_from_slice(&new[..new.len().min(room)]);
         }
         poll
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 44: a stdio server's answer past [`MESSAGE_MAX`] was dropped by rmcp without a
+    /// word, and the call waited for its deadline. The watch under the transport tells of it
+    /// as rmcp counts it (a line and its newline over the limit), however it is cut into reads:
+    /// when it goes past, and with its size when it ends.
+    #[test]
+    fn a_line_past_the_limit_is_told_when_it_goes_past_and_when_it_ends() {
+        let (tx, rx) = watch::channel(None);
+        let mut w = LineWatch {
+            inner: (),
+            lines: 0,
+            line: 0,
+            oversize: tx,
+        };
+        // At the limit with its newline: read by rmcp, nothing to tell.
+        let fits = vec![b'x'; MESSAGE_MAX - 1];
+        w.saw(b"{\"a\":1}\n");
+        w.saw(&fits[..1000]);
+        w.saw(&fits[1000..]);
+        w.saw(b"\n");
+        assert_eq!(*rx.borrow(), None);
+        // One byte more, cut anywhere: told as soon as no newline could make it fit, then
+        // whole.
+        w.saw(&fits);
+        assert_eq!(*rx.borrow(), None);
+        w.saw(b"x");
+        let past = Some(Oversize {
+            line: 2,
+            bytes: MESSAGE_MAX as u64,
+            ended: false,
+        });
+        assert_eq!(*rx.borrow(), past);
+        w.saw(b"yz");
+        assert_eq!(*rx.borrow(), past, "told once while it goes on");
+        w.saw(b"\n{\"b\":2}\n");
+        assert_eq!(
+            *rx.borrow(),
+            Some(Oversize {
+                line: 2,
+                bytes: MESSAGE_MAX as u64 + 2,
+                ended: true
+            })
+        );
+        assert_eq!((w.lines, w.line), (4, 0));
     }
 }
