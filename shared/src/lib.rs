@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod notice;
 pub mod paths;
 pub mod placement;
+pub mod prices;
 pub mod process;
 pub mod projects;
 pub mod protocol;
