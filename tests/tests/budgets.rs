@@ -114,6 +114,78 @@ fn denying_or_nobody_answering_stops_the_run_by_its_ladder_saying_budget() -> an
     b.finish()
 }
 
+/// Issue 44: a run stopped for its budget showed its last call, which never got its result, as
+/// "(running)" — in `bosun show`, in its JSON and on the web UI's run page — long after the run
+/// had ended. (Gemini CLI, stopped while its call waits, writes no result for it; Claude Code
+/// and Codex write the denial as one.) A call of a run that is over and has no result says
+/// what happened to it.
+#[test]
+fn a_call_left_without_its_result_by_a_budget_stop_says_so_rather_than_running()
+-> anyhow::Result<()> {
+    let b = Bosun::new("budget_cut_call");
+    let fake = FakeModel::start(
+        "gemini",
+        r#"call:run_shell_command:{"command":"echo one"};call:run_shell_command:{"command":"echo two"};text:done"#,
+    )?;
+    b.add_gemini_agent("coder", fake.url(), &["--allow", "Bash(echo *)"])?;
+    b.ok(&[
+        "agent",
+        "set",
+        "coder",
+        "max-tool-calls=1",
+        "approval.wait=2s",
+    ])?;
+    let run = b.run_agent("coder", "echo twice")?;
+    let view = b.wait_ended(&run, WAIT)?;
+    assert_eq!(view["outcome"], "stopped", "{view:#}");
+    let calls = view["agent"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let open: Vec<&Value> = calls.iter().filter(|c| c["ok"].is_null()).collect();
+    assert_eq!(
+        open.len(),
+        1,
+        "the call the budget held has no result: {calls:#?}"
+    );
+    assert_eq!(
+        open[0]["unanswered"], "the run was stopped first",
+        "{calls:#?}"
+    );
+    assert!(
+        calls
+            .iter()
+            .filter(|c| c["ok"] == true)
+            .all(|c| c.get("unanswered").is_none()),
+        "a call with its result says nothing more: {calls:#?}"
+    );
+    let text = b.ok(&["show", &run])?;
+    assert!(!text.contains("(running)"), "{text}");
+    assert!(
+        text.contains("run_shell_command (no result: the run was stopped first)"),
+        "{text}"
+    );
+    let ui = bosun_tests::webui::Ui::start(&b)?;
+    let page = bosun_tests::browser_scenario(&ui.login, "toolcalls", &[("BOSUN_UI_RUN", &run)])?;
+    let chips = page["calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(chips.len(), 2, "{page:#}");
+    assert_eq!(chips[0]["class"], "chip ok", "{page:#}");
+    assert_eq!(
+        chips[1]["text"], "run_shell_command (no result)",
+        "{page:#}"
+    );
+    assert_eq!(
+        chips[1]["title"], "no result: the run was stopped first",
+        "{page:#}"
+    );
+    assert_ne!(
+        chips[1]["class"], "chip bad",
+        "not shown as failed: {page:#}"
+    );
+    b.ok(&["ui", "--stop"])?;
+    b.finish()
+}
+
 #[test]
 fn caps_that_are_not_positive_amounts_are_refused_and_off_removes_one() -> anyhow::Result<()> {
     let b = Bosun::new("budget_bad");
