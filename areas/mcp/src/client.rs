@@ -25,7 +25,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
 use super::redact::Redactor;
@@ -33,6 +33,10 @@ use super::revision::{self, Observed, Revision};
 use super::sse::{SseError, SseTransport};
 use super::tap::{Pages, Tap};
 use super::tools::{self, Listed};
+
+mod stdout;
+pub use stdout::MESSAGE_MAX;
+use stdout::{LineWatch, Oversize, Sniff, ended_oversize, seen};
 
 /// How a server is reached, with its secret values (only for the moment of the call).
 pub struct Endpoint {
@@ -102,21 +106,6 @@ impl Limits {
             max_tools: 5000,
         }
     }
-}
-
-/// The most bytes of one message bosun reads from a stdio server: rmcp's own default, set here
-/// so that the transport and [`LineWatch`] agree on it (and the same as rmcp's limit of one
-/// event over HTTP).
-pub const MESSAGE_MAX: usize = 16 * 1024 * 1024;
-
-/// A message of the server's past [`MESSAGE_MAX`], which rmcp's transport drops without a word:
-/// which line of its stdout it is (from 0), how many bytes of it were seen, and whether it
-/// ended (its newline came).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Oversize {
-    line: u64,
-    bytes: u64,
-    ended: bool,
 }
 
 /// A connection to a server, for one look.
@@ -223,12 +212,7 @@ async fn connect_stdio(
     let sniffed = Arc::new(Mutex::new(Vec::new()));
     let (oversize_tx, oversize) = watch::channel(None);
     let stdout = Sniff {
-        inner: LineWatch {
-            inner: stdout,
-            lines: 0,
-            line: 0,
-            oversize: oversize_tx,
-        },
+        inner: LineWatch::new(stdout, oversize_tx),
         seen: sniffed.clone(),
     };
     let mut process = ServerProcess {
@@ -992,162 +976,4 @@ fn http_body_limit(e: &rmcp::ServiceError) -> Option<usize> {
         source = current.source();
     }
     None
-}
-
-/// The message past [`MESSAGE_MAX`] seen since the request began (when `before` was the
-/// last), if any.
-fn seen(
-    oversize: Option<&watch::Receiver<Option<Oversize>>>,
-    before: Option<Oversize>,
-) -> Option<Oversize> {
-    oversize
-        .and_then(|o| *o.borrow())
-        .filter(|now| Some(*now) != before)
-}
-
-/// Waits until a message past [`MESSAGE_MAX`] has come whole; never, over HTTP or once the
-/// server's stdout is closed.
-async fn ended_oversize(oversize: Option<&mut watch::Receiver<Option<Oversize>>>) -> Oversize {
-    if let Some(o) = oversize {
-        while o.changed().await.is_ok() {
-            if let Some(whole) = o.borrow_and_update().filter(|x| x.ended) {
-                return whole;
-            }
-        }
-    }
-    std::future::pending().await
-}
-
-/// Counts the bytes of each line (each JSON-RPC message) a stdio server writes, and tells of
-/// one past [`MESSAGE_MAX`]: as soon as no newline could make it fit, and again, with its size,
-/// when it ends. rmcp's transport, which reads through this, drops such a line and waits for
-/// the next.
-struct LineWatch<R> {
-    inner: R,
-    /// Lines ended so far: the current line's number.
-    lines: u64,
-    /// Bytes of the current line so far, its newline not counted.
-    line: u64,
-    oversize: watch::Sender<Option<Oversize>>,
-}
-
-impl<R> LineWatch<R> {
-    fn saw(&mut self, bytes: &[u8]) {
-        let max = MESSAGE_MAX as u64;
-        let mut rest = bytes;
-        loop {
-            let newline = rest.iter().position(|b| *b == b'\n');
-            let take = newline.unwrap_or(rest.len());
-            let before = self.line;
-            self.line += take as u64;
-            // As rmcp counts: a line is too long when it and its newline are over the limit.
-            let over = |len: u64| len + 1 > max;
-            let ended = newline.is_some();
-            // Told when it goes past the limit, and again when it ends.
-            if over(self.line) && (ended || !over(before)) {
-                self.oversize.send_replace(Some(Oversize {
-                    line: self.lines,
-                    bytes: self.line,
-                    ended,
-                }));
-            }
-            match newline {
-                Some(i) => {
-                    self.lines += 1;
-                    self.line = 0;
-                    rest = &rest[i + 1..];
-                }
-                None => return,
-            }
-        }
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for LineWatch<R> {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let poll = std::pin::Pin::new(&mut this.inner).poll_read(cx, buf);
-        this.saw(&buf.filled()[before..]);
-        poll
-    }
-}
-
-/// Keeps the first few KiB a server writes on stdout, to tell afterwards whether it was MCP.
-struct Sniff<R> {
-    inner: R,
-    seen: Arc<Mutex<Vec<u8>>>,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for Sniff<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let Ok(mut seen) = self.seen.lock()
-            && seen.len() < 4096
-        {
-            let new = &buf.filled()[before..];
-            let room = 4096 - seen.len();
-            seen.extend_from_slice(&new[..new.len().min(room)]);
-        }
-        poll
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Issue 44: a stdio server's answer past [`MESSAGE_MAX`] was dropped by rmcp without a
-    /// word, and the call waited for its deadline. The watch under the transport tells of it
-    /// as rmcp counts it (a line and its newline over the limit), however it is cut into reads:
-    /// when it goes past, and with its size when it ends.
-    #[test]
-    fn a_line_past_the_limit_is_told_when_it_goes_past_and_when_it_ends() {
-        let (tx, rx) = watch::channel(None);
-        let mut w = LineWatch {
-            inner: (),
-            lines: 0,
-            line: 0,
-            oversize: tx,
-        };
-        // At the limit with its newline: read by rmcp, nothing to tell.
-        let fits = vec![b'x'; MESSAGE_MAX - 1];
-        w.saw(b"{\"a\":1}\n");
-        w.saw(&fits[..1000]);
-        w.saw(&fits[1000..]);
-        w.saw(b"\n");
-        assert_eq!(*rx.borrow(), None);
-        // One byte more, cut anywhere: told as soon as no newline could make it fit, then
-        // whole.
-        w.saw(&fits);
-        assert_eq!(*rx.borrow(), None);
-        w.saw(b"x");
-        let past = Some(Oversize {
-            line: 2,
-            bytes: MESSAGE_MAX as u64,
-            ended: false,
-        });
-        assert_eq!(*rx.borrow(), past);
-        w.saw(b"yz");
-        assert_eq!(*rx.borrow(), past, "told once while it goes on");
-        w.saw(b"\n{\"b\":2}\n");
-        assert_eq!(
-            *rx.borrow(),
-            Some(Oversize {
-                line: 2,
-                bytes: MESSAGE_MAX as u64 + 2,
-                ended: true
-            })
-        );
-        assert_eq!((w.lines, w.line), (4, 0));
-    }
 }
