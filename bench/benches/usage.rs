@@ -10,13 +10,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bosun_agents::prices::Prices;
 use bosun_agents::record::AgentRun;
 use bosun_agents::stream::StreamParser;
 use bosun_bench::{Env, Figure, fmt_duration, median, report};
 use bosun_runs::record::RunRecord;
 use bosun_runs::spend::UsageRow;
 use bosun_shared::agents::CliKind;
+use bosun_shared::prices::Prices;
 use bosun_shared::protocol::usage::{UsageBy, UsageReport};
 use bosun_store::writer::{Change, StoreWriter};
 use bosun_store::{Record, Store};

@@ -330,8 +330,8 @@ impl CapEdit {
 
 /// A cap as the person writes it for a card or a project (`5`, `$2.50`, `500000`), or `off` to
 /// take it off: `Ok(None)`. Anything else is refused with the reason, naming `what` (such as
-/// "a card's budget in dollars"). `dollars` reads it as dollars (kept in millionths), else as
-/// a whole number of tokens.
+/// "a card's budget in dollars"). `dollars` reads it as dollars by [`parse_dollars`] (kept in
+/// millionths), else as a whole number of tokens by [`parse_count`].
 pub fn parse_cap(what: &str, text: &str, dollars: bool) -> Result<Option<u64>, CapError> {
     let v = text.trim();
     if matches!(v, "off" | "none") {
@@ -340,28 +340,48 @@ pub fn parse_cap(what: &str, text: &str, dollars: bool) -> Result<Option<u64>, C
     let parsed = if dollars {
         parse_dollars(v)
     } else {
-        v.parse::<u64>().ok().filter(|n| *n > 0)
+        parse_count(v)
     };
     let example = if dollars { "5 or 2.50" } else { "500000" };
-    parsed.map(Some).ok_or_else(|| CapError {
-        amount: v.into(),
+    parsed.map(Some).map_err(|reason| CapError {
+        reason,
         what: what.into(),
         example,
     })
 }
 
-/// A cap [`parse_cap`] refused: not a positive amount, nor `off`.
+/// A cap [`parse_cap`] refused: not an amount bosun can keep, nor `off`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "`{amount}` is not a positive amount: {what} takes one, such as {example}, or off to take it off"
-)]
+#[error("{reason}: {what} takes a positive amount, such as {example}, or off to take it off")]
 pub struct CapError {
-    /// What the person wrote, trimmed.
-    pub amount: String,
+    /// What is wrong with what the person wrote.
+    pub reason: AmountError,
     /// The cap it was for, in words ("a card's budget in dollars").
     pub what: String,
     /// How to write one instead.
     pub example: &'static str,
+}
+
+/// Why an amount (of dollars, or a count of tokens or calls) is not one bosun can keep. Each
+/// quotes what the person wrote; the caller adds what the amount was for and how to write one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AmountError {
+    /// Zero, negative, or not a number written as bosun reads one (`5`, `2.50`, `$1.25`).
+    #[error("`{0}` is not a positive amount")]
+    NotPositive(String),
+    /// Above zero, but less than a millionth of a dollar, which would be kept as nothing.
+    #[error(
+        "`{0}` is less than $0.000001, the smallest amount bosun keeps (it counts dollars in millionths)"
+    )]
+    TooSmall(String),
+    /// More decimals than a millionth of a dollar, which would be rounded.
+    #[error(
+        "`{0}` has more than six decimals; bosun counts dollars in millionths, such as 0.000125"
+    )]
+    TooFine(String),
+    /// A million dollars or more.
+    #[error("`{0}` is too large; an amount of dollars is under 1000000")]
+    TooLarge(String),
 }
 
 impl fmt::Display for Reached {
@@ -390,13 +410,18 @@ pub fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Dollars as people read them: `$0.0123`, `$1.20`, `$14.05` (four decimals under a dollar).
+/// Dollars as people read them: `$0.0123`, `$1.20`, `$14.05` (four decimals under a dollar, and
+/// up to six under a hundredth of a cent, so that the smallest amount a budget takes is not
+/// shown as `$0.0000`).
 pub struct Dollars(pub u64);
 
 impl fmt::Display for Dollars {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let usd = self.0 as f64 / 1e6;
-        if self.0 < 1_000_000 {
+        if self.0 > 0 && self.0 < 100 {
+            let six = format!("{usd:.6}");
+            write!(f, "${}", six.trim_end_matches('0'))
+        } else if self.0 < 1_000_000 {
             write!(f, "${usd:.4}")
         } else {
             write!(f, "${usd:.2}")
@@ -404,11 +429,60 @@ impl fmt::Display for Dollars {
     }
 }
 
-/// Dollars (`2`, `0.5`, `$1.25`) as millionths of a dollar: positive and below a million.
-pub fn parse_dollars(text: &str) -> Option<u64> {
-    let t = text.trim().trim_start_matches('$');
-    let usd: f64 = t.parse().ok()?;
-    (usd.is_finite() && usd > 0.0 && usd < 1e6).then(|| (usd * 1e6).round() as u64)
+/// The most dollars an amount may be: just under a million, in millionths.
+const MAX_MICRO_USD: u64 = 1_000_000 * 1_000_000 - 1;
+
+/// Dollars as the person writes them (`2`, `0.5`, `.25`, `$1.25`) as millionths of a dollar,
+/// the unit every amount of bosun is kept in: the one parser of an amount of dollars, for the
+/// budgets of agents, cards and projects, on the command line, in the web UI and in bosund.
+/// The digits are read exactly, never through a float, so that what is kept is what was
+/// written: an amount below a millionth, or finer than one, is refused rather than rounded
+/// (`0.0000001` would be kept as `$0`), and so are zero, signs, exponents and a million or
+/// more.
+pub fn parse_dollars(text: &str) -> Result<u64, AmountError> {
+    let t = text.trim();
+    let not_positive = || AmountError::NotPositive(t.to_string());
+    let digits = t.strip_prefix('$').unwrap_or(t);
+    let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && frac.is_empty()) || !all_digits(whole) || !all_digits(frac) {
+        return Err(not_positive());
+    }
+    // Trailing zeros say nothing more (`2.5000000` is `2.5`).
+    let frac = frac.trim_end_matches('0');
+    let too_large = || AmountError::TooLarge(t.to_string());
+    let whole: u64 = match whole.trim_start_matches('0') {
+        "" => 0,
+        w => w.parse().map_err(|_| too_large())?,
+    };
+    if frac.len() > 6 {
+        return Err(if whole == 0 && frac.bytes().take(6).all(|b| b == b'0') {
+            AmountError::TooSmall(t.to_string())
+        } else {
+            AmountError::TooFine(t.to_string())
+        });
+    }
+    // At most six digits, padded to six: the millionths.
+    let millionths: u64 = format!("{frac:0<6}").parse().map_err(|_| not_positive())?;
+    let micro = whole
+        .checked_mul(1_000_000)
+        .and_then(|w| w.checked_add(millionths))
+        .filter(|m| *m <= MAX_MICRO_USD)
+        .ok_or_else(too_large)?;
+    if micro == 0 {
+        return Err(not_positive());
+    }
+    Ok(micro)
+}
+
+/// A whole number above zero (`500000`), as a cap of tokens or of tool calls is written: the
+/// one parser of such a count.
+pub fn parse_count(text: &str) -> Result<u64, AmountError> {
+    let t = text.trim();
+    t.parse::<u64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| AmountError::NotPositive(t.to_string()))
 }
 
 #[cfg(test)]
@@ -420,11 +494,57 @@ mod tests {
         assert_eq!(Dollars(656).to_string(), "$0.0007");
         assert_eq!(Dollars(12_300).to_string(), "$0.0123");
         assert_eq!(Dollars(14_050_000).to_string(), "$14.05");
-        assert_eq!(parse_dollars("2"), Some(2_000_000));
-        assert_eq!(parse_dollars("$0.5"), Some(500_000));
-        for bad in ["0", "-1", "abc", "", "NaN", "inf", "1e9"] {
-            assert_eq!(parse_dollars(bad), None, "{bad}");
+        assert_eq!(Dollars(1).to_string(), "$0.000001");
+        assert_eq!(Dollars(20).to_string(), "$0.00002");
+        assert_eq!(Dollars(0).to_string(), "$0.0000");
+        assert_eq!(parse_dollars("2"), Ok(2_000_000));
+        assert_eq!(parse_dollars("$0.5"), Ok(500_000));
+        assert_eq!(parse_dollars(" .25 "), Ok(250_000));
+        assert_eq!(parse_dollars("0.000001"), Ok(1));
+        assert_eq!(parse_dollars("2.5000000"), Ok(2_500_000));
+        assert_eq!(parse_dollars("999999.999999"), Ok(999_999_999_999));
+        for bad in [
+            "0", "0.000000", "-1", "abc", "", ".", "$", "NaN", "inf", "1e2", "+5",
+        ] {
+            assert_eq!(
+                parse_dollars(bad),
+                Err(AmountError::NotPositive(bad.trim().into())),
+                "{bad}"
+            );
         }
+        for big in ["1000000", "1e9", "99999999999999999999999"] {
+            assert!(parse_dollars(big).is_err(), "{big}");
+        }
+        assert_eq!(
+            parse_dollars("1000000"),
+            Err(AmountError::TooLarge("1000000".into()))
+        );
+    }
+
+    /// Issue 44: `budget.usd=0.0000001` was kept as $0 (the float rounded to no millionths),
+    /// while `budget.usd=0` was refused; and a card's budget of the same amount was refused as
+    /// "`0` is not a positive amount", naming a value the person never wrote.
+    #[test]
+    fn an_amount_below_a_millionth_of_a_dollar_is_refused_as_too_small_not_kept_as_zero() {
+        let e = parse_dollars("0.0000001").expect_err("too small");
+        assert_eq!(
+            e.to_string(),
+            "`0.0000001` is less than $0.000001, the smallest amount bosun keeps (it counts dollars in millionths)"
+        );
+        assert_eq!(
+            parse_dollars("$0.0000004"),
+            Err(AmountError::TooSmall("$0.0000004".into()))
+        );
+        assert_eq!(
+            parse_dollars("0.0000015"),
+            Err(AmountError::TooFine("0.0000015".into())),
+            "finer than a millionth is refused, not rounded"
+        );
+        let card = parse_cap("a card's budget in dollars", "0.0000001", true).expect_err("refused");
+        assert_eq!(
+            card.to_string(),
+            "`0.0000001` is less than $0.000001, the smallest amount bosun keeps (it counts dollars in millionths): a card's budget in dollars takes a positive amount, such as 5 or 2.50, or off to take it off"
+        );
     }
 
     #[test]
@@ -493,7 +613,7 @@ mod tests {
             let e = parse_cap("a card's budget in dollars", bad, true).expect_err(bad);
             assert!(
                 e.to_string().ends_with(
-                    "is not a positive amount: a card's budget in dollars takes one, such as 5 or 2.50, or off to take it off"
+                    "a card's budget in dollars takes a positive amount, such as 5 or 2.50, or off to take it off"
                 ),
                 "{e}"
             );

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use anyhow::Context;
 use bosun_agents::login::LoginChecks;
-use bosun_agents::prices::Prices;
 use bosun_agents::registry::{AgentsContext, AgentsHandle};
 use bosun_auth::AuthContext;
 use bosun_board::{BoardContext, BoardMsg, QaTokens};
@@ -25,6 +24,7 @@ use bosun_runs::{RunsContext, RunsMsg};
 use bosun_shared::Timestamp;
 use bosun_shared::notice::{Notice, NotificationKind};
 use bosun_shared::paths::StateDir;
+use bosun_shared::prices::Prices;
 
 use crate::events::EventsHandle;
 use bosun_store::Store;

@@ -117,8 +117,10 @@ async fn serve(dirs: StateDir) -> anyhow::Result<ExitCode> {
         .get::<DaemonSettings>(DaemonSettings::KEY)
         .context("could not read bosund's settings from the store")?
         .unwrap_or_default();
-    // A price table of the person's that cannot be read is refused before anything starts.
-    let prices = bosun_agents::prices::Prices::load(&dirs.root().join("prices.toml"))?;
+    // A price table of the person's that cannot be used is refused before anything starts:
+    // costs reckoned with a bad price would be wrong, and so would the budgets held by them.
+    let prices = bosun_shared::prices::Prices::load(&dirs.root().join("prices.toml"))
+        .context("bosund did not start, since its price table cannot be used")?;
     // The budgets shared by a card's runs and a project's are kept from the first call on.
     let read = store.clone();
     let spend = tokio::task::spawn_blocking(move || {
@@ -220,8 +222,10 @@ async fn open_store(dirs: &StateDir) -> anyhow::Result<Store> {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
-            // It names the file and says what to do already.
-            Err(e @ StoreError::Damaged { .. }) => return Err(e.into()),
+            // These name the file and say what to do already.
+            Err(e @ (StoreError::Damaged { .. } | StoreError::NoAccess { .. })) => {
+                return Err(e.into());
+            }
             Err(e) => {
                 return Err(e).context(format!("could not open the store {}", dirs.db().display()));
             }

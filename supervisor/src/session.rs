@@ -1,7 +1,8 @@
 //! Session: one per connection. It takes the hello, then serves a UI (requests, log
 //! subscriptions, run events) or links a runner to its RunActor.
 //!
-//! A frame that is not valid JSON of the expected shape is answered with a plain-words error
+//! A frame that is not valid JSON of the expected shape is answered with a plain-words error —
+//! under the request's id when its JSON has one, quoting a few hundred bytes of it at most —
 //! and the connection goes on; a frame over the size limit is answered and the connection is
 //! closed (its body is never read). Neither disturbs any other connection.
 
@@ -15,12 +16,11 @@ use bosun_runs::live::LiveEntry;
 use bosun_runs::log_hub::LogHub;
 use bosun_runs::run_actor::RunMsg;
 use bosun_shared::protocol::call::Reply;
-use bosun_shared::protocol::frame::decode_body;
 use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg};
 use bosun_shared::protocol::runs::{Following, Unfollow};
 use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
 use bosun_shared::protocol::ui::{
-    ClientFrame, Event, FollowParams, Outbound, Request, ResponseResult, ServerFrame,
+    ClientFrame, Event, FollowParams, Outbound, Request, ResponseResult, ServerFrame, UnreadFrame,
 };
 use bosun_shared::protocol::{
     ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, LogBytes, PROTOCOL_VERSION,
@@ -63,8 +63,8 @@ pub enum Conn {
 pub enum SessionMsg {
     /// A UI's request.
     Request { id: u64, body: Box<Request> },
-    /// A UI sent a frame that is not a request.
-    BadFrame { detail: String },
+    /// A UI sent a frame that is not a request it can read.
+    BadFrame(UnreadFrame),
     /// A UI sent a frame over the limit; the connection is closed after the answer.
     TooLarge { detail: String },
     /// A log subscription ended.
@@ -265,12 +265,19 @@ impl Actor for Session {
         bosun_kit::supervision::in_span(state.span(), async move {
             match msg {
                 SessionMsg::Request { id, body } => state.on_request(&myself, id, *body).await,
-                SessionMsg::BadFrame { detail } => {
-                    let err = WireError::new(
-                        ErrorCode::BadFrame,
-                        format!("a frame was not a valid request and was ignored: {detail}"),
-                    );
-                    state.send(ServerFrame::Error(err)).await;
+                SessionMsg::BadFrame(unread) => {
+                    // A request whose id could be read is answered under it, so that its client
+                    // knows which of its requests was not done; any other frame with an error
+                    // of its own.
+                    let err = WireError::new(ErrorCode::BadFrame, unread.to_string());
+                    let frame = match unread.id {
+                        Some(id) => ServerFrame::Response {
+                            id,
+                            result: ResponseResult::Err(err),
+                        },
+                        None => ServerFrame::Error(err),
+                    };
+                    state.send(frame).await;
                 }
                 SessionMsg::TooLarge { detail } => {
                     let err = WireError::new(
@@ -319,20 +326,22 @@ impl SessionState {
         self.tasks.push(tokio::spawn(async move {
             loop {
                 let msg = match reader.read_raw().await {
-                    Ok(Some(body)) => match decode_body::<ClientFrame>(body) {
+                    Ok(Some(body)) => match ClientFrame::decode(body) {
                         Ok(ClientFrame::Request { id, body }) => SessionMsg::Request {
                             id,
                             body: Box::new(body),
                         },
-                        Err(e) => SessionMsg::BadFrame {
-                            detail: e.to_string(),
-                        },
+                        Err(unread) => SessionMsg::BadFrame(unread),
                     },
                     Ok(None) => SessionMsg::Closed,
                     Err(e @ FrameError::TooLarge { .. }) => SessionMsg::TooLarge {
                         detail: e.to_string(),
                     },
-                    Err(FrameError::Malformed { detail }) => SessionMsg::BadFrame { detail },
+                    Err(FrameError::Malformed { detail }) => SessionMsg::BadFrame(UnreadFrame {
+                        id: None,
+                        method: None,
+                        detail,
+                    }),
                     Err(FrameError::Io(_) | FrameError::Truncated) => SessionMsg::Closed,
                 };
                 let last = matches!(msg, SessionMsg::Closed | SessionMsg::TooLarge { .. });

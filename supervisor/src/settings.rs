@@ -1,10 +1,8 @@
 //! bosund's own settings, which `bosun daemon set KEY=VALUE` changes: kept as one record of the
 //! store's `meta` table (key `daemon`), read at start and written whole on each change. Each
-//! `KEY=VALUE` is parsed at the edge into a [`Setting`], so a bad one is refused before
-//! anything changes. The keys: `notify` (desktop notifications) and `retention` (how long decided
-//! approvals and finished runs' decision details are kept).
-
-use std::str::FromStr;
+//! `KEY=VALUE` is parsed at the edge into a [`Setting`], so a bad one, or a key given twice, is
+//! refused before anything changes. The keys: `notify` (desktop notifications) and `retention`
+//! (how long decided approvals and finished runs' decision details are kept).
 
 use bosun_store::{META, Record};
 use serde::{Deserialize, Serialize};
@@ -94,16 +92,15 @@ pub enum SettingError {
     Nothing,
     #[error("`retention={0}`: retention takes a time from 1s to 3650d, such as 30d or 12h")]
     NotARetention(String),
+    /// A key given twice, or a line with no key: in the words of the one reader of such lists.
+    #[error("{0}")]
+    List(bosun_shared::settings::KeyValueError),
 }
 
-impl FromStr for Setting {
-    type Err = SettingError;
-
-    fn from_str(text: &str) -> Result<Self, SettingError> {
-        let Some((key, value)) = text.split_once('=') else {
-            return Err(SettingError::NotKeyValue(text.to_string()));
-        };
-        match key.trim() {
+impl Setting {
+    /// One `KEY=VALUE`, already split.
+    fn parse(key: &str, value: &str) -> Result<Self, SettingError> {
+        match key {
             "notify" => bosun_shared::switch::parse(value)
                 .map(Setting::Notify)
                 .ok_or_else(|| SettingError::NotASwitch {
@@ -121,12 +118,21 @@ impl FromStr for Setting {
     }
 }
 
-/// Every `KEY=VALUE`, or the first that is wrong.
+/// Every `KEY=VALUE`, or the first that is wrong; a key given twice is refused, since which of
+/// the two the person meant cannot be known.
 pub fn parse(texts: &[String]) -> Result<Vec<Setting>, SettingError> {
+    use bosun_shared::settings::{self, KeyValueError};
     if texts.is_empty() {
         return Err(SettingError::Nothing);
     }
-    texts.iter().map(|t| t.parse()).collect()
+    let pairs = settings::parse(texts).map_err(|e| match e {
+        KeyValueError::NotKeyValue(text) => SettingError::NotKeyValue(text),
+        e @ (KeyValueError::NoKey(_) | KeyValueError::Twice { .. }) => SettingError::List(e),
+    })?;
+    pairs
+        .iter()
+        .map(|p| Setting::parse(p.key, p.value))
+        .collect()
 }
 
 #[cfg(test)]
@@ -138,17 +144,22 @@ mod tests {
     }
 
     #[test]
-    fn notify_takes_on_or_off_and_the_last_word_wins() {
-        let changes = set(&["notify=off", "notify = on", "notify=OFF"]).expect("valid");
-        assert_eq!(
-            changes,
-            [
-                Setting::Notify(false),
-                Setting::Notify(true),
-                Setting::Notify(false)
-            ]
-        );
+    fn notify_takes_on_or_off_in_its_spellings() {
+        assert_eq!(set(&["notify=off"]), Ok(vec![Setting::Notify(false)]));
+        assert_eq!(set(&["notify = on"]), Ok(vec![Setting::Notify(true)]));
+        let changes = set(&["notify=OFF", "retention=7d"]).expect("valid");
         assert!(!DaemonSettings::default().with(&changes).notify);
+    }
+
+    /// Issue 44: `bosun daemon set retention=7d retention=8d` kept 8d without a word.
+    #[test]
+    fn a_key_given_twice_is_refused_naming_it() {
+        let e = set(&["retention=7d", "retention=8d"]).expect_err("twice");
+        assert_eq!(
+            e.to_string(),
+            "`retention` is given twice (`retention=7d` and `retention=8d`), so nothing was changed; give each key once"
+        );
+        assert!(set(&["notify=off", "notify = on"]).is_err());
     }
 
     #[test]
@@ -163,7 +174,7 @@ mod tests {
                 "`notify` is not KEY=VALUE; bosund's settings are notify=on|off, retention=DURATION (such as 30d)",
             ),
             (
-                vec!["notify=on", "notify=maybe"],
+                vec!["retention=7d", "notify=maybe"],
                 "`notify=maybe`: notify takes on or off",
             ),
             (

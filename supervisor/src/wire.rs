@@ -103,6 +103,10 @@ impl Code for PrefixError {
 
 impl Code for McpError {
     fn code(&self) -> ErrorCode {
+        // An answer too large is the same answer next time: the person asks for less.
+        if matches!(self, McpError::TooLarge { .. }) {
+            return ErrorCode::BadRequest;
+        }
         match self.sign_in_asked() {
             Some(_) => ErrorCode::Unauthorized,
             None => ErrorCode::Unavailable,

@@ -114,6 +114,78 @@ fn denying_or_nobody_answering_stops_the_run_by_its_ladder_saying_budget() -> an
     b.finish()
 }
 
+/// Issue 44: a run stopped for its budget showed its last call, which never got its result, as
+/// "(running)" — in `bosun show`, in its JSON and on the web UI's run page — long after the run
+/// had ended. (Gemini CLI, stopped while its call waits, writes no result for it; Claude Code
+/// and Codex write the denial as one.) A call of a run that is over and has no result says
+/// what happened to it.
+#[test]
+fn a_call_left_without_its_result_by_a_budget_stop_says_so_rather_than_running()
+-> anyhow::Result<()> {
+    let b = Bosun::new("budget_cut_call");
+    let fake = FakeModel::start(
+        "gemini",
+        r#"call:run_shell_command:{"command":"echo one"};call:run_shell_command:{"command":"echo two"};text:done"#,
+    )?;
+    b.add_gemini_agent("coder", fake.url(), &["--allow", "Bash(echo *)"])?;
+    b.ok(&[
+        "agent",
+        "set",
+        "coder",
+        "max-tool-calls=1",
+        "approval.wait=2s",
+    ])?;
+    let run = b.run_agent("coder", "echo twice")?;
+    let view = b.wait_ended(&run, WAIT)?;
+    assert_eq!(view["outcome"], "stopped", "{view:#}");
+    let calls = view["agent"]["calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let open: Vec<&Value> = calls.iter().filter(|c| c["ok"].is_null()).collect();
+    assert_eq!(
+        open.len(),
+        1,
+        "the call the budget held has no result: {calls:#?}"
+    );
+    assert_eq!(
+        open[0]["unanswered"], "the run was stopped first",
+        "{calls:#?}"
+    );
+    assert!(
+        calls
+            .iter()
+            .filter(|c| c["ok"] == true)
+            .all(|c| c.get("unanswered").is_none()),
+        "a call with its result says nothing more: {calls:#?}"
+    );
+    let text = b.ok(&["show", &run])?;
+    assert!(!text.contains("(running)"), "{text}");
+    assert!(
+        text.contains("run_shell_command (no result: the run was stopped first)"),
+        "{text}"
+    );
+    let ui = bosun_tests::webui::Ui::start(&b)?;
+    let page = bosun_tests::browser_scenario(&ui.login, "toolcalls", &[("BOSUN_UI_RUN", &run)])?;
+    let chips = page["calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(chips.len(), 2, "{page:#}");
+    assert_eq!(chips[0]["class"], "chip ok", "{page:#}");
+    assert_eq!(
+        chips[1]["text"], "run_shell_command (no result)",
+        "{page:#}"
+    );
+    assert_eq!(
+        chips[1]["title"], "no result: the run was stopped first",
+        "{page:#}"
+    );
+    assert_ne!(
+        chips[1]["class"], "chip bad",
+        "not shown as failed: {page:#}"
+    );
+    b.ok(&["ui", "--stop"])?;
+    b.finish()
+}
+
 #[test]
 fn caps_that_are_not_positive_amounts_are_refused_and_off_removes_one() -> anyhow::Result<()> {
     let b = Bosun::new("budget_bad");
@@ -122,22 +194,22 @@ fn caps_that_are_not_positive_amounts_are_refused_and_off_removes_one() -> anyho
     for (setting, words) in [
         (
             "budget.usd=0",
-            "`budget.usd=0`: budget.usd takes a positive amount, such as budget.usd=2, or off",
+            "`0` is not a positive amount: budget.usd takes a positive amount, such as budget.usd=2, or off",
         ),
         (
             "budget.usd=-1",
-            "`budget.usd=-1`: budget.usd takes a positive amount",
+            "`-1` is not a positive amount: budget.usd takes a positive amount",
         ),
         (
             "budget.tokens=lots",
-            "`budget.tokens=lots`: budget.tokens takes a positive amount, such as budget.tokens=500000, or off",
+            "`lots` is not a positive amount: budget.tokens takes a positive amount, such as budget.tokens=500000, or off",
         ),
         (
             "max-tool-calls=0",
-            "`max-tool-calls=0`: max-tool-calls takes a positive amount, such as max-tool-calls=200, or off",
+            "`0` is not a positive amount: max-tool-calls takes a positive amount, such as max-tool-calls=200, or off",
         ),
     ] {
-        let e = b.fails(&["agent", "set", "coder", "max-tool-calls=5", setting])?;
+        let e = b.fails(&["agent", "set", "coder", "web.search=on", setting])?;
         assert!(e.contains(words), "{setting}: {e}");
     }
     // Nothing of a refused set was kept.
@@ -281,7 +353,7 @@ fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_m
     for (bad, words) in [
         (
             "0",
-            "`0` is not a positive amount: a card's budget in tokens takes one, such as 500000, or off to take it off",
+            "`0` is not a positive amount: a card's budget in tokens takes a positive amount, such as 500000, or off to take it off",
         ),
         ("-5", "`-5` is not a positive amount"),
         ("lots", "`lots` is not a positive amount"),
@@ -300,7 +372,7 @@ fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_m
     }
     let e = b.fails(&["board", "card", "edit", &card, "--budget-usd", "0"])?;
     assert!(
-        e.contains("a card's budget in dollars takes one, such as 5 or 2.50"),
+        e.contains("a card's budget in dollars takes a positive amount, such as 5 or 2.50"),
         "{e}"
     );
     let v = b.json(&["board", "card", "show", &card])?;
@@ -464,7 +536,7 @@ fn a_projects_daily_budget_reached_holds_the_runs_of_its_cards() -> anyhow::Resu
     let e = b.fails(&["project", "edit", "web", "--daily-budget-usd", "-2"])?;
     assert!(
         e.contains(
-            "`-2` is not a positive amount: a project's daily budget in dollars takes one, such as 5 or 2.50, or off to take it off"
+            "`-2` is not a positive amount: a project's daily budget in dollars takes a positive amount, such as 5 or 2.50, or off to take it off"
         ),
         "{e}"
     );
@@ -537,5 +609,45 @@ fn a_projects_daily_budget_reached_holds_the_runs_of_its_cards() -> anyhow::Resu
         let view = b.wait_ended(run, WAIT)?;
         assert_eq!(view["outcome"], "succeeded", "{view:#}");
     }
+    b.finish()
+}
+
+/// Issue 44: `agent set x budget.usd=0.0000001` was kept as a budget of $0 (the amount rounded
+/// to no millionths of a dollar, the unit kept), while `budget.usd=0` was refused; a card's
+/// budget of the same amount was refused as "`0` is not a positive amount", a value the person
+/// never wrote. Now an agent's, a card's and a project's budget refuse it for the same reason,
+/// saying the smallest amount there is, and the smallest amount itself is kept and shown.
+#[test]
+fn a_dollar_budget_below_a_millionth_is_refused_as_too_small_by_agents_cards_and_projects()
+-> anyhow::Result<()> {
+    let b = Bosun::new("budget_too_small");
+    let cwd = b.scratch().display().to_string();
+    b.ok(&["agent", "add", "coder", "--cli", "claude", "--cwd", &cwd])?;
+    let card = b.json(&["board", "card", "add", "Tiny budget"])?;
+    let card = card["short_id"].as_str().unwrap_or_default().to_string();
+    b.json(&["project", "add", "web", &repo(&b)?.display().to_string()])?;
+    let reason = "`0.0000001` is less than $0.000001, the smallest amount bosun keeps (it counts dollars in millionths)";
+    let refusals = [
+        b.fails(&["agent", "set", "coder", "budget.usd=0.0000001"])?,
+        b.fails(&["board", "card", "edit", &card, "--budget-usd", "0.0000001"])?,
+        b.fails(&["project", "edit", "web", "--daily-budget-usd", "0.0000001"])?,
+    ];
+    for e in &refusals {
+        assert!(e.contains(reason), "{e}");
+        assert!(!e.contains("`0` is not"), "{e}");
+    }
+    assert_eq!(b.json(&["agent", "show", "coder"])?["budget"], Value::Null);
+    assert_eq!(
+        b.json(&["board", "card", "show", &card])?["budget"],
+        Value::Null
+    );
+    // The smallest amount is kept as it is, and shown as it was written.
+    b.ok(&["agent", "set", "coder", "budget.usd=0.000001"])?;
+    assert_eq!(
+        b.json(&["agent", "show", "coder"])?["budget"],
+        serde_json::json!({"micro_usd": 1})
+    );
+    let shown = b.ok(&["agent", "show", "coder"])?;
+    assert!(shown.contains("budget: $0.000001 a run"), "{shown}");
     b.finish()
 }

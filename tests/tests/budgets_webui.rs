@@ -88,9 +88,9 @@ fn browser_sets_refuses_and_takes_off_a_cards_budget_and_sets_a_projects_and_an_
     assert_eq!(
         seen["said"],
         json!([
-            "Nothing was changed: `0` is not a positive amount: a budget in dollars takes one, such as 5 or 2.50, or off to take it off",
-            "Nothing was changed: `-1` is not a positive amount: a budget in dollars takes one, such as 5 or 2.50, or off to take it off",
-            "Nothing was changed: `lots` is not a positive amount: a budget in tokens takes one, such as 500000, or off to take it off",
+            "Nothing was changed: `0` is not a positive amount: a budget in dollars takes a positive amount, such as 5 or 2.50, or off to take it off",
+            "Nothing was changed: `-1` is not a positive amount: a budget in dollars takes a positive amount, such as 5 or 2.50, or off to take it off",
+            "Nothing was changed: `lots` is not a positive amount: a budget in tokens takes a positive amount, such as 500000, or off to take it off",
         ]),
         "{seen:#}"
     );
@@ -151,7 +151,7 @@ fn browser_sets_refuses_and_takes_off_a_cards_budget_and_sets_a_projects_and_an_
     assert_eq!(seen["shown"], json!(["2.5", "500000"]), "{seen:#}");
     assert!(
         text(&seen["refused"]).contains(
-            "`max-tool-calls=0`: max-tool-calls takes a positive amount, such as max-tool-calls=200, or off"
+            "`0` is not a positive amount: max-tool-calls takes a positive amount, such as max-tool-calls=200, or off"
         ),
         "{seen:#}"
     );

@@ -83,6 +83,7 @@ fn doctor_reports_every_check_in_json_and_does_not_start_bosund() -> anyhow::Res
             "state directory",
             "disk",
             "bosund",
+            "prices",
             "keychain",
             "landlock",
             "claude",

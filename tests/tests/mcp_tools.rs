@@ -340,3 +340,93 @@ fn failures_are_told_in_plain_words() -> anyhow::Result<()> {
     b.assert_secret_nowhere(secret)?;
     b.finish()
 }
+
+/// Issue 44: a 50 MB tool result over stdio failed after 30 s with "the server did not answer
+/// within 30s", though the server had answered in a fraction of a second: the answer was over
+/// the 16 MiB bosun's MCP client reads of one message, dropped without a word, and the call
+/// waited for an answer that would not come. Too large is now said as such at once, with the
+/// size and the limit and what to do; a result that fits in bosund's answer to the command
+/// comes whole, and one that fits the MCP client but not that answer (4 MiB) is refused in
+/// words, with the session and the server's next call going on.
+#[test]
+fn a_tool_result_too_large_is_refused_at_once_as_too_large_and_one_that_fits_comes_whole()
+-> anyhow::Result<()> {
+    let b = Bosun::new("mcp_big_result");
+    add_test_server(&b, "big", "big")?;
+    let call = |bytes: u64| {
+        let args = format!("{{\"bytes\": {bytes}}}");
+        let started = std::time::Instant::now();
+        let out = b.output(&["mcp", "call", "big", "big", "--args", &args, "--json"]);
+        (out, started.elapsed())
+    };
+
+    let (out, _) = call(1_000_000);
+    let out = out?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fits: Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(
+        fits["content"][0]["text"].as_str().map(str::len),
+        Some(1_000_000),
+        "a result that fits comes whole"
+    );
+
+    let (out, took) = call(50_000_000);
+    let err = String::from_utf8_lossy(&out?.stderr).to_string();
+    assert!(
+        took < std::time::Duration::from_secs(15),
+        "refused at once, not after the 30 s deadline: {took:?}: {err}"
+    );
+    assert!(!err.contains("did not answer"), "{err}");
+    assert!(err.contains("the server's answer is 500000"), "{err}");
+    assert!(
+        err.contains("bytes, more than the 16 MiB bosun reads of one message from an MCP server"),
+        "{err}"
+    );
+    assert!(err.contains("ask for less"), "{err}");
+
+    // Within the MCP client's limit, over what one answer of bosund to this command can carry.
+    let (out, took) = call(6_000_000);
+    let err = String::from_utf8_lossy(&out?.stderr).to_string();
+    assert!(took < std::time::Duration::from_secs(15), "{took:?}: {err}");
+    assert!(
+        err.contains("could not call `big` on `big`: its result is 6000"),
+        "said as too large, with its size: {err}"
+    );
+    assert!(err.contains("more than the 4 MiB"), "{err}");
+    assert!(err.contains("ask for less"), "{err}");
+
+    let echo = b.json(&[
+        "mcp",
+        "call",
+        "big",
+        "echo",
+        "--args",
+        r#"{"message":"still here"}"#,
+    ])?;
+    assert_eq!(echo["content"][0]["text"], "Echo: still here");
+
+    // Over Streamable HTTP the client reads at most 16 MiB of a response's body too: said as
+    // too large, not as the server breaking the protocol.
+    let http = Peer::test_server("big")?;
+    b.ok(&["mcp", "add", "bighttp", "--url", &http.url])?;
+    let out = b.output(&[
+        "mcp",
+        "call",
+        "bighttp",
+        "big",
+        "--args",
+        r#"{"bytes": 20000000}"#,
+    ])?;
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        err.contains(
+            "could not call `big` on `bighttp`: the server's answer is more than the 16 MiB bosun reads of one message from an MCP server; ask for less"
+        ),
+        "{err}"
+    );
+    b.finish()
+}

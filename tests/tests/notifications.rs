@@ -92,7 +92,7 @@ fn what_waits_for_the_person_and_failed_runs_reach_the_desktop_once_each_until_t
     assert_eq!(shown[2].summary, "Run heard failed");
 
     // A bad setting changes nothing and says what there is.
-    let e = b.fails(&["daemon", "set", "notify=off", "notify=maybe"])?;
+    let e = b.fails(&["daemon", "set", "retention=7d", "notify=maybe"])?;
     assert!(e.contains("`notify=maybe`: notify takes on or off"), "{e}");
     let e = b.fails(&["daemon", "set", "colour=blue"])?;
     assert!(

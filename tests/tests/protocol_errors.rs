@@ -635,3 +635,73 @@ fn a_card_edit_on_the_wire_puts_on_hold_or_takes_off_but_not_both() -> anyhow::R
     assert!(after["hold"].is_null(), "off hold: {after}");
     b.finish()
 }
+
+/// Issue 44: a request whose parameters could not be read was answered with a `bad_frame`
+/// error that carried no id, so a client could not tell which of its requests it was for, and
+/// the error quoted the input whole (a 3 MB string came back in full). Now the answer goes to
+/// the request's id, names its method and says why, quoting a few hundred bytes at most; a
+/// frame without an id is answered as before, cut as short; and the session goes on.
+#[test]
+fn a_request_with_bad_parameters_is_answered_under_its_id_naming_it_and_quoting_little()
+-> anyhow::Result<()> {
+    let b = Bosun::new("proto_bad_params");
+    b.ok(&["ps"])?;
+    let big = "a".repeat(3_000_000);
+    runtime()?.block_on(async {
+        let (reply, mut r, mut w) = hello(&b, PROTOCOL_VERSION, Role::Ui).await?;
+        anyhow::ensure!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
+        let cases = [
+            (
+                41,
+                serde_json::json!({"type": "request", "id": 41,
+                    "body": {"method": "list_runs", "params": {"all": big}}}),
+                "request `list_runs` could not be read, so it was not done: invalid type: string \"aaaa",
+            ),
+            (
+                42,
+                serde_json::json!({"type": "request", "id": 42,
+                    "body": {"method": "get_run", "params": {"run": 7}}}),
+                "request `get_run` could not be read, so it was not done: invalid type: integer `7`, expected a string",
+            ),
+            (
+                43,
+                serde_json::json!({"type": "request", "id": 43, "body": {"method": big}}),
+                "could not be read, so it was not done: unknown variant `aaaa",
+            ),
+        ];
+        for (id, frame, want) in cases {
+            let body = serde_json::to_vec(&frame)?;
+            w.send_encoded(&(body.len() as u32).to_be_bytes()).await?;
+            w.send_encoded(&body).await?;
+            w.flush().await?;
+            match r.read::<ServerFrame>().await? {
+                Some(ServerFrame::Response {
+                    id: rid,
+                    result: ResponseResult::Err(e),
+                }) => {
+                    assert_eq!(rid, id, "answered under the request's id: {e:?}");
+                    assert_eq!(e.code, ErrorCode::BadFrame, "{e:?}");
+                    assert!(e.message.contains(want), "{want}: {}", e.message);
+                    assert!(e.message.len() < 1_000, "quoted at most a few hundred bytes: {} bytes", e.message.len());
+                }
+                other => anyhow::bail!("expected an error under id {id}, got {other:?}"),
+            }
+        }
+        // Without an id, the error frame as before, as short.
+        let body = format!("{{\"type\":\"request\",\"body\":{{\"method\":\"{big}\"}}}}");
+        w.send_encoded(&(body.len() as u32).to_be_bytes()).await?;
+        w.send_encoded(body.as_bytes()).await?;
+        w.flush().await?;
+        match r.read::<ServerFrame>().await? {
+            Some(ServerFrame::Error(e)) => {
+                assert_eq!(e.code, ErrorCode::BadFrame);
+                assert!(e.message.starts_with("a frame was not a valid request and was ignored: "), "{}", e.message);
+                assert!(e.message.contains('…'), "{}", e.message);
+                assert!(e.message.len() < 1_000, "{} bytes", e.message.len());
+            }
+            other => anyhow::bail!("expected an error frame, got {other:?}"),
+        }
+        status_works(&mut r, &mut w, 44).await
+    })?;
+    b.finish()
+}

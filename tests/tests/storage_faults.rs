@@ -923,3 +923,101 @@ fn a_damaged_or_cut_store_file_is_refused_without_a_panic_and_left_as_it_is() ->
     assert_eq!(agents.as_array().map(Vec::len), Some(20), "{agents}");
     b.finish()
 }
+
+/// `bosun` run as `nobody` (uid 65534) on this test's state directory, given to that user: as
+/// root, which the tests run as, a file's mode stops no one, so the person without rights must
+/// be another user. Its output, whatever its status.
+fn as_nobody(b: &Bosun, args: &[&str]) -> anyhow::Result<std::process::Output> {
+    let inner = b.cmd(args);
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .env("HOME", b.scratch())
+        .stdin(std::process::Stdio::null());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    Ok(c.output()?)
+}
+
+/// Gives every file of `dir` to `uid`.
+fn chown_all(dir: &Path, uid: u32) -> anyhow::Result<()> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        std::os::unix::fs::lchown(&p, Some(uid), Some(uid))?;
+        if p.is_dir() {
+            stack.extend(
+                std::fs::read_dir(&p)?
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Issue 44: a store made read-only, or another user's, was refused with "I/O error: Permission
+/// denied (os error 13)", said twice in one line, without the file or what to do. Now it is
+/// said once, with the file, its owner and mode, and what to do.
+#[test]
+fn a_read_only_or_foreign_store_is_refused_once_with_its_owner_and_what_to_do() -> anyhow::Result<()>
+{
+    use std::os::unix::fs::PermissionsExt;
+    if !nix::unistd::getuid().is_root() {
+        // Without root there is no other user to be, nor a file to give away.
+        return Ok(());
+    }
+    let b = Bosun::new("store_no_access");
+    b.ok(&["ps"])?;
+    b.ok(&["daemon", "stop"])?;
+    let db = b.home.join("bosun.redb");
+    let path = db.display().to_string();
+    let root = b.home.parent().map(Path::to_path_buf).unwrap_or_default();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))?;
+    chown_all(&b.home, 65534)?;
+    chown_all(&b.scratch(), 65534)?;
+
+    // Its own file, made read-only.
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o400))?;
+    let out = as_nobody(&b, &["ps"])?;
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{err}");
+    let want = format!(
+        "bosun's store {path} is not writable by you (owner uid 65534, mode 0400), and bosund must read and write it; give it back with `chmod u+rw {path}`, or use another state directory (set BOSUN_HOME)"
+    );
+    assert!(err.contains(&want), "{err}");
+    assert_eq!(
+        err.matches("is not writable by you").count(),
+        1,
+        "said once: {err}"
+    );
+    assert!(!err.contains("os error 13"), "{err}");
+
+    // Another user's file.
+    std::os::unix::fs::lchown(&db, Some(0), Some(0))?;
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600))?;
+    let out = as_nobody(&b, &["ps"])?;
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{err}");
+    let want = format!(
+        "bosun's store {path} belongs to another user (owner uid 0, mode 0600; you are uid 65534), and bosund must read and write it; run bosun as its owner, give it to yourself (such as `sudo chown 65534 {path}`), or use another state directory (set BOSUN_HOME)"
+    );
+    assert!(err.contains(&want), "{err}");
+    assert_eq!(
+        err.matches("belongs to another user").count(),
+        1,
+        "said once: {err}"
+    );
+    let status = String::from_utf8_lossy(&as_nobody(&b, &["daemon", "status"])?.stdout).to_string();
+    assert!(status.contains("belongs to another user"), "{status}");
+
+    // Given back, bosund starts on it.
+    chown_all(&b.home, 0)?;
+    chown_all(&b.scratch(), 0)?;
+    b.ok(&["ps"])?;
+    b.finish()
+}

@@ -218,9 +218,89 @@ fn a_price_table_that_cannot_be_read_keeps_bosund_from_starting_and_says_why() -
     let err = b.fails(&["ps"])?;
     assert!(
         err.contains(
-            "model `m`: input must be a price in dollars per million tokens, 0 or more; -1 is not"
+            "prices.toml, line 3: model `m`: input must be a price in dollars per million tokens, from 0 to 10000; `-1.0` is not"
         ),
         "{err}"
     );
+    b.finish()
+}
+
+/// Issue 44: `date = "banana"` and `input = 1e300` were taken, the costs of runs reckoned with
+/// them, and `bosun doctor` had nothing to say of the price table. Now bosund does not start on
+/// such a table and says why, with the file's line (`bosun` that started it, and `daemon
+/// status` after); doctor says the same as a failing check, and of a good table which file it
+/// is, how many models it prices and their date.
+#[test]
+fn a_price_table_with_no_real_date_or_a_price_out_of_range_keeps_bosund_from_starting_and_doctor_says_so()
+-> anyhow::Result<()> {
+    let b = Bosun::new("usage_prices_checked");
+    let prices = b.home.join("prices.toml");
+    let path = prices.display().to_string();
+    let doctor = |b: &Bosun| -> anyhow::Result<(bool, Value)> {
+        let out = b.output(&["doctor", "--json"])?;
+        let report: Value = serde_json::from_slice(&out.stdout)?;
+        let check = report["checks"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == "prices").cloned())
+            .unwrap_or_default();
+        Ok((out.status.success(), check))
+    };
+    let (_, check) = doctor(&b)?;
+    assert_eq!(check["status"], "ok", "{check}");
+    assert!(
+        check["found"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("the built-in table: ")
+                && f.contains(" models, prices of 2026-07-01")),
+        "{check}"
+    );
+    std::fs::create_dir_all(&b.home)?;
+    for (table, want) in [
+        (
+            "# mine\ndate = \"banana\"\n[models.m]\ninput = 1.0\noutput = 1.0\n",
+            format!(
+                "{path}, line 2: date `banana` is not a day of the calendar; write the day the prices were listed as YYYY-MM-DD"
+            ),
+        ),
+        (
+            "date = \"2026-12-01\"\n[models.m]\ninput = 1e300\noutput = 1.0\n",
+            format!(
+                "{path}, line 3: model `m`: input must be a price in dollars per million tokens, from 0 to 10000; `1e300` is not"
+            ),
+        ),
+    ] {
+        std::fs::write(&prices, table)?;
+        let err = b.fails(&["ps"])?;
+        assert!(
+            err.contains("bosund did not start, since its price table cannot be used: "),
+            "{err}"
+        );
+        assert!(err.contains(&want), "{err}");
+        assert!(b.daemon_pid().is_none(), "bosund did not start");
+        let status = String::from_utf8_lossy(&b.output(&["daemon", "status"])?.stdout).to_string();
+        assert!(status.contains(&want), "{status}");
+        let (ok, check) = doctor(&b)?;
+        assert!(!ok, "doctor fails: {check}");
+        assert_eq!(check["status"], "failing", "{check}");
+        assert!(
+            check["found"].as_str().is_some_and(|f| f.contains(&want)),
+            "{check}"
+        );
+        assert_eq!(
+            check["advice"],
+            "bosund does not start until it is fixed or moved aside"
+        );
+    }
+    std::fs::write(
+        &prices,
+        "date = \"2026-12-01\"\n[models.a]\ninput = 1.0\noutput = 2.0\n[models.b]\ninput = 10000\noutput = 0\n",
+    )?;
+    let (_, check) = doctor(&b)?;
+    assert_eq!(check["status"], "ok", "{check}");
+    assert_eq!(
+        check["found"],
+        format!("{path}: 2 models, prices of 2026-12-01")
+    );
+    b.ok(&["ps"])?;
     b.finish()
 }

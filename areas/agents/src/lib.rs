@@ -19,7 +19,6 @@ pub mod fence;
 pub use error::AgentsError;
 pub mod launch;
 pub mod login;
-pub mod prices;
 pub mod record;
 pub mod registry;
 pub mod secrets;

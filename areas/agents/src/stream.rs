@@ -21,8 +21,8 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::prices::Prices;
 use super::record::{AgentRun, CliResult, ToolCall};
+use bosun_shared::prices::Prices;
 
 mod rpc;
 mod usage;

@@ -397,7 +397,7 @@ pub(crate) fn edit_budget(
     let cap = |edit: CapEdit, of: &str| match edit {
         CapEdit::Off => Ok(None),
         CapEdit::Set(0) => Err(bad(format!(
-            "`0` is not a positive amount: {what} in {of} takes one, or off to take it off"
+            "`0` is not a positive amount: {what} in {of} takes a positive amount, or off to take it off"
         ))),
         CapEdit::Set(n) => Ok(Some(n)),
     };
@@ -440,7 +440,7 @@ mod budget_tests {
         .expect_err("0 tokens");
         assert_eq!(
             e.to_string(),
-            "`0` is not a positive amount: a card's budget in tokens takes one, or off to take it off"
+            "`0` is not a positive amount: a card's budget in tokens takes a positive amount, or off to take it off"
         );
         let edited = edit_budget(b, Some(CapEdit::Off), None, "a card's budget").expect("off");
         assert_eq!(

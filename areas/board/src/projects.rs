@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use bosun_shared::projects::{Host, check_name, github_repo};
+use bosun_shared::settings::{KeyValue, KeyValueError};
 use bosun_shared::usage::{Budget, BudgetScope, CapEdit, day_of};
 use bosun_shared::{ProjectId, Timestamp};
 use tracing::info;
@@ -338,13 +339,16 @@ impl BoardState {
                 "say what to set, such as `lead-may-merge=on` or `testing=off`",
             ));
         }
-        for s in settings {
-            let Some((k, v)) = s.split_once('=') else {
-                return Err(bad(format!(
-                    "`{s}` is not a setting; write it as key=value, such as lead-may-merge=on"
-                )));
-            };
-            match k.trim() {
+        // A key given twice is refused with the rest, before anything is set: which of the two
+        // the person meant cannot be known.
+        let pairs = bosun_shared::settings::parse(settings).map_err(|e| match e {
+            KeyValueError::NotKeyValue(s) => bad(format!(
+                "`{s}` is not a setting; write it as key=value, such as lead-may-merge=on"
+            )),
+            e @ (KeyValueError::NoKey(_) | KeyValueError::Twice { .. }) => bad(e.to_string()),
+        })?;
+        for KeyValue { key, value: v, .. } in pairs {
+            match key {
                 "lead-may-merge" => project.lead_may_merge = switch("lead-may-merge", v)?,
                 "testing" => project.testing = switch("testing", v)?,
                 other => {

@@ -25,13 +25,18 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader, ReadBuf};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::watch;
 
 use super::redact::Redactor;
 use super::revision::{self, Observed, Revision};
 use super::sse::{SseError, SseTransport};
 use super::tap::{Pages, Tap};
 use super::tools::{self, Listed};
+
+mod stdout;
+pub use stdout::MESSAGE_MAX;
+use stdout::{LineWatch, OddLines, Oversize, Sniff, ended_oversize, seen};
 
 /// How a server is reached, with its secret values (only for the moment of the call).
 pub struct Endpoint {
@@ -111,6 +116,9 @@ impl Limits {
 pub struct Connection {
     service: RunningService<RoleClient, ClientConfig>,
     process: Option<ServerProcess>,
+    /// A stdio server's messages past [`MESSAGE_MAX`], as [`LineWatch`] sees them; `None` over
+    /// HTTP, where such an answer fails its request instead.
+    oversize: Option<watch::Receiver<Option<Oversize>>>,
     limits: Limits,
     /// How long starting (or reaching) and `initialize` took.
     pub connect_time: Duration,
@@ -130,53 +138,6 @@ struct ServerProcess {
     stderr_reader: Option<tokio::task::JoinHandle<()>>,
     /// The lines it wrote on stdout that cannot be JSON-RPC.
     odd: Arc<Mutex<OddLines>>,
-}
-
-/// The lines a stdio server wrote on stdout that cannot be JSON-RPC (they do not start with
-/// `{`), counted, with the first one kept cut: rmcp passes over them, so a server that writes
-/// only such lines would seem silent, and its request time out for no reason anyone could see.
-struct OddLines {
-    /// The server's secret values, written `[redacted]` in what is kept.
-    redactor: Redactor,
-    /// In the middle of a line (a line of JSON can come in many reads).
-    mid_line: bool,
-    count: u64,
-    first: String,
-}
-
-impl OddLines {
-    fn read(&mut self, bytes: &[u8]) {
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' {
-                self.mid_line = false;
-            } else if !self.mid_line && !b.is_ascii_whitespace() {
-                self.mid_line = true;
-                if b != b'{' {
-                    self.count += 1;
-                    if self.first.is_empty() {
-                        let rest = &bytes[i..];
-                        let end = rest.iter().position(|&c| c == b'\n').unwrap_or(rest.len());
-                        let line = String::from_utf8_lossy(&rest[..end]);
-                        self.first = cut(&self.redactor.text(&line), 80);
-                    }
-                }
-            }
-        }
-    }
-
-    /// What a request that timed out should say of them, if there were any.
-    fn hint(&self) -> String {
-        if self.count == 0 {
-            return String::new();
-        }
-        format!(
-            " (but it wrote {} line{} on stdout that {} not JSON-RPC, the first `{}`: its answer may be among them)",
-            self.count,
-            if self.count == 1 { "" } else { "s" },
-            if self.count == 1 { "is" } else { "are" },
-            bosun_shared::text::visible(&self.first)
-        )
-    }
 }
 
 /// The last lines a server wrote on stderr.
@@ -261,8 +222,9 @@ async fn connect_stdio(
         count: 0,
         first: String::new(),
     }));
+    let (oversize_tx, oversize) = watch::channel(None);
     let stdout = Sniff {
-        inner: stdout,
+        inner: LineWatch::new(stdout, oversize_tx),
         seen: sniffed.clone(),
         odd: odd.clone(),
     };
@@ -273,8 +235,8 @@ async fn connect_stdio(
         odd,
     };
     let pages = Pages::default();
-    let (transport, heard) =
-        Observed::new(AsyncRwTransport::new_client(stdout, stdin), pages.clone());
+    let transport = AsyncRwTransport::new_client(stdout, stdin).with_max_line_length(MESSAGE_MAX);
+    let (transport, heard) = Observed::new(transport, pages.clone());
     let served = tokio::time::timeout(
         limits.connect,
         client_info(ep).serve_with_lifecycle(transport, revision::lifecycle()),
@@ -286,6 +248,7 @@ async fn connect_stdio(
                 revision: settled(&service, &heard),
                 service,
                 process: Some(process),
+                oversize: Some(oversize),
                 limits,
                 connect_time: started.elapsed(),
                 pages,
@@ -445,6 +408,7 @@ async fn connect_http(
                 revision,
                 service,
                 process: None,
+                oversize: None,
                 limits,
                 connect_time: started.elapsed(),
                 pages,
@@ -947,17 +911,41 @@ impl Connection {
         self.request(self.service.call_tool(params)).await
     }
 
+    /// Waits for the answer to one request, within the request deadline. An answer past
+    /// [`MESSAGE_MAX`] is dropped by rmcp's transport without a word, so it would look like no
+    /// answer at all until the deadline: a message that big, seen whole while the request
+    /// waits, is reported at once as too large instead.
     async fn request<T>(
         &self,
         fut: impl Future<Output = Result<T, rmcp::ServiceError>>,
     ) -> Result<T, McpError> {
-        match tokio::time::timeout(self.limits.request, fut).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(match e.auth_challenge() {
-                Some(header) => auth_error(header),
-                None => McpError::Protocol(e.to_string()),
-            }),
-            Err(_) => Err(McpError::TimedOut {
+        let mut oversize = self.oversize.clone();
+        // What came before this request is not its answer.
+        let before = oversize.as_mut().and_then(|o| *o.borrow_and_update());
+        let too_large = |o: Oversize| McpError::TooLarge {
+            seen: Some(o.bytes),
+            ended: o.ended,
+            limit: MESSAGE_MAX,
+        };
+        tokio::select! {
+            answer = fut => match answer {
+                Ok(v) => Ok(v),
+                Err(e) => Err(match (e.auth_challenge(), seen(oversize.as_ref(), before)) {
+                    (Some(header), _) => auth_error(header),
+                    // The server went away in the middle of a message too large to read.
+                    (None, Some(o)) => too_large(o),
+                    (None, None) => match http_body_limit(&e) {
+                        Some(limit) => McpError::TooLarge {
+                            seen: None,
+                            ended: false,
+                            limit,
+                        },
+                        None => McpError::Protocol(e.to_string()),
+                    },
+                }),
+            },
+            o = ended_oversize(oversize.as_mut()) => Err(too_large(o)),
+            () = tokio::time::sleep(self.limits.request) => Err(McpError::TimedOut {
                 secs: self.limits.request.as_secs(),
                 hint: self
                     .process
@@ -995,31 +983,22 @@ impl Connection {
     }
 }
 
-/// Keeps the first few KiB a server writes on stdout, to tell afterwards whether it was MCP.
-struct Sniff<R> {
-    inner: R,
-    seen: Arc<Mutex<Vec<u8>>>,
-    odd: Arc<Mutex<OddLines>>,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for Sniff<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let Ok(mut odd) = self.odd.lock() {
-            odd.read(&buf.filled()[before..]);
-        }
-        if let Ok(mut seen) = self.seen.lock()
-            && seen.len() < 4096
+/// The limit an HTTP answer's body went past, when that is why a request failed: rmcp's
+/// Streamable HTTP client reads at most 16 MiB of a response's body, and says so in a typed
+/// error under its transport's.
+fn http_body_limit(e: &rmcp::ServiceError) -> Option<usize> {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let rmcp::ServiceError::TransportSend(t) = e else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(t.error.as_ref());
+    while let Some(current) = source {
+        if let Some(StreamableHttpError::ResponseBodyTooLarge { max_size }) =
+            current.downcast_ref::<StreamableHttpError<reqwest::Error>>()
         {
-            let new = &buf.filled()[before..];
-            let room = 4096 - seen.len();
-            seen.extend_from_slice(&new[..new.len().min(room)]);
+            return Some(*max_size);
         }
-        poll
+        source = current.source();
     }
+    None
 }

@@ -71,6 +71,19 @@ pub enum McpError {
     Exited { status: String, stderr: String },
     #[error("the server did not answer within {secs}s{hint}")]
     TimedOut { secs: u64, hint: String },
+    /// The server's answer is past what bosun's MCP client reads of one message (`limit`
+    /// bytes): `seen` bytes of it were seen, all of it when it `ended` (over HTTP the size is
+    /// not known). Retrying gets the same answer; the person asks for less.
+    #[error(
+        "the server's answer is {}more than the {} MiB bosun reads of one message from an MCP server; ask for less (a tool's arguments may narrow or page what it returns)",
+        size_words(*seen, *ended),
+        limit / (1024 * 1024)
+    )]
+    TooLarge {
+        seen: Option<u64>,
+        ended: bool,
+        limit: usize,
+    },
     #[error(
         "the server needs sign-in: it answered 401 Unauthorized (WWW-Authenticate: {www_authenticate})"
     )]
@@ -101,6 +114,15 @@ pub enum McpError {
     BadConfig(String),
 }
 
+/// How large an answer too large was, as far as it is known, for [`McpError::TooLarge`].
+fn size_words(seen: Option<u64>, ended: bool) -> String {
+    match (seen, ended) {
+        (Some(n), true) => format!("{n} bytes, "),
+        (Some(n), false) => format!("over {n} bytes, "),
+        (None, _) => String::new(),
+    }
+}
+
 /// What a failure asks of the person's sign-in, if anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SignInAsked {
@@ -121,6 +143,7 @@ impl McpError {
             | McpError::CannotStart { .. }
             | McpError::Exited { .. }
             | McpError::TimedOut { .. }
+            | McpError::TooLarge { .. }
             | McpError::Tls { .. }
             | McpError::Refused { .. }
             | McpError::Unreachable { .. }
@@ -143,6 +166,7 @@ impl McpError {
             | McpError::CannotStart { .. }
             | McpError::Exited { .. }
             | McpError::TimedOut { .. }
+            | McpError::TooLarge { .. }
             | McpError::Tls { .. }
             | McpError::Refused { .. }
             | McpError::Unreachable { .. }
@@ -174,6 +198,7 @@ impl Redact for McpError {
                 secs,
                 hint: hint.redact(r),
             },
+            e @ McpError::TooLarge { .. } => e,
             McpError::NeedsSignIn { www_authenticate } => McpError::NeedsSignIn {
                 www_authenticate: www_authenticate.redact(r),
             },

@@ -279,6 +279,7 @@ pub(super) fn errno(e: &StoreError) -> Option<Errno> {
         StoreError::Db(_)
         | StoreError::AlreadyOpen
         | StoreError::Damaged { .. }
+        | StoreError::NoAccess { .. }
         | StoreError::NewerSchema { .. }
         | StoreError::Corrupt(_)
         | StoreError::LogDamaged(_)
@@ -342,6 +343,7 @@ pub(super) fn commit_reason(e: &StoreError, free: Option<u64>) -> String {
             StoreError::Unavailable(why) => format!("{why}; nothing of this change was made"),
             StoreError::AlreadyOpen
             | StoreError::Damaged { .. }
+            | StoreError::NoAccess { .. }
             | StoreError::NewerSchema { .. }
             | StoreError::Corrupt(_)
             | StoreError::LogDamaged(_)

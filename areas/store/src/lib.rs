@@ -56,6 +56,21 @@ pub enum StoreError {
         path = .path.display()
     )]
     Damaged { path: PathBuf, why: String },
+    /// The file is there but this process may not read and write it: another user's, made
+    /// read-only, or on a read-only file system. Returned by [`Store::open`] before redb opens
+    /// the file (which would say only "Permission denied"); not retryable until the person
+    /// gives it back or uses another state directory.
+    #[error("{}", no_access_words(path, *owner, *mode, *you, *read_only_fs))]
+    NoAccess {
+        path: PathBuf,
+        /// The file's owner and permission bits.
+        owner: u32,
+        mode: u32,
+        /// The user bosund runs as.
+        you: u32,
+        /// The file system is mounted read-only: no mode or owner helps.
+        read_only_fs: bool,
+    },
     /// The file was written by a newer bosun. Returned by [`Store::open`]; not retryable with
     /// this build. `backup` is where the newer bosun kept the store as it was in this build's
     /// schema, when it upgraded it.
@@ -76,12 +91,14 @@ pub enum StoreError {
     /// seq named, and retrying does not help.
     #[error("{0}")]
     LogDamaged(String),
-    /// redb failed (I/O, full disk). Retrying may help once the cause is fixed.
+    /// redb failed (I/O, full disk). Retrying may help once the cause is fixed. (redb's error
+    /// is in the words, not a source, so that a chain of causes does not say it twice.)
     #[error("the store failed: {0}")]
-    Db(#[from] redb::Error),
-    /// A run's log file could not be written or read (full disk, I/O error).
+    Db(redb::Error),
+    /// A run's log file could not be written or read (full disk, I/O error). (The I/O error is
+    /// in the words, not a source, for the same reason.)
     #[error("a run's log file failed: {0}")]
-    LogFile(#[from] std::io::Error),
+    LogFile(std::io::Error),
     /// A group commit failed (full disk, I/O error): refused as a whole, none of its changes
     /// were made. The text says why in plain words and what to do; retrying helps once the
     /// cause is fixed.
@@ -119,11 +136,37 @@ macro_rules! from_redb {
     )*};
 }
 from_redb!(
+    redb::Error,
     redb::TransactionError,
     redb::TableError,
     redb::StorageError,
     redb::CommitError
 );
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        StoreError::LogFile(e)
+    }
+}
+
+/// What [`StoreError::NoAccess`] says: whose the file is, and the one thing to do about it.
+fn no_access_words(path: &Path, owner: u32, mode: u32, you: u32, read_only_fs: bool) -> String {
+    let path = path.display();
+    let elsewhere = "or use another state directory (set BOSUN_HOME)";
+    if read_only_fs {
+        format!(
+            "bosun's store {path} is on a read-only file system, and bosund must write it; mount it read-write, {elsewhere}"
+        )
+    } else if owner != you {
+        format!(
+            "bosun's store {path} belongs to another user (owner uid {owner}, mode {mode:04o}; you are uid {you}), and bosund must read and write it; run bosun as its owner, give it to yourself (such as `sudo chown {you} {path}`), {elsewhere}"
+        )
+    } else {
+        format!(
+            "bosun's store {path} is not writable by you (owner uid {owner}, mode {mode:04o}), and bosund must read and write it; give it back with `chmod u+rw {path}`, {elsewhere}"
+        )
+    }
+}
 
 pub use bosun_shared::logfile::{self, LogChunk};
 
@@ -304,7 +347,7 @@ fn open_checked(path: &Path) -> Result<Database, StoreError> {
                 "it is empty: 0 bytes, where even a new store has its header".into(),
             ));
         }
-        Ok(_) => {}
+        Ok(m) => no_access(path, &m)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return open_db(path),
         Err(e) => return Err(StoreError::Db(redb::Error::Io(e))),
     }
@@ -333,7 +376,23 @@ fn open_checked(path: &Path) -> Result<Database, StoreError> {
     }
 }
 
-/// Opens (or creates) the redb file, telling a file held by another daemon apart.
+/// Refuses a store this process may not read and write, saying whose it is and what to do.
+/// (As root, only a read-only file system refuses: root may write any file.)
+fn no_access(path: &Path, m: &std::fs::Metadata) -> Result<(), StoreError> {
+    use nix::unistd::{AccessFlags, access};
+    use std::os::unix::fs::MetadataExt;
+    match access(path, AccessFlags::R_OK | AccessFlags::W_OK) {
+        Ok(()) => Ok(()),
+        Err(errno) => Err(StoreError::NoAccess {
+            path: path.to_path_buf(),
+            owner: m.uid(),
+            mode: m.mode() & 0o7777,
+            you: nix::unistd::getuid().as_raw(),
+            read_only_fs: errno == nix::errno::Errno::EROFS,
+        }),
+    }
+}
+
 /// How much memory redb may keep of the file's pages (its default is 1 GiB). Its integrity
 /// check at start reads the whole file through this cache, so on a store of some history the
 /// default is filled at once and kept: bosund held 1.9–3.3 GiB before its first request on the
@@ -347,6 +406,7 @@ fn builder() -> redb::Builder {
     b
 }
 
+/// Opens (or creates) the redb file, telling a file held by another daemon apart.
 fn open_db(path: &Path) -> Result<Database, StoreError> {
     match builder().create(path) {
         Ok(db) => Ok(db),

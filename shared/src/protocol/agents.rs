@@ -261,9 +261,13 @@ pub struct AgentRunView {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCallView {
     pub name: String,
-    /// `None` while it runs.
+    /// `None` while it runs, and for a call that never got its result.
     pub ok: Option<bool>,
     pub error: Option<String>,
+    /// For a call of a run that is over and that never got its result, what happened to it
+    /// instead, in words ("the run was stopped first"); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unanswered: Option<String>,
 }
 
 /// How the CLI itself judged the run.

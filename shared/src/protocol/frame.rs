@@ -266,7 +266,9 @@ pub fn check_fits<T: Serialize>(msg: &T) -> Result<(), FrameError> {
     Ok(())
 }
 
-/// Decodes a JSON frame body read by [`FrameReader::read_raw`].
+/// Decodes a JSON frame body read by [`FrameReader::read_raw`]. Why a body is not valid is
+/// said in at most [`QUOTE_MAX`] bytes, since serde's words quote the value they could not
+/// take whole, and the error goes back to the peer that sent it.
 pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
     if let Some(&first) = body.first()
         && is_binary(first)
@@ -276,8 +278,33 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, FrameError> {
         )));
     }
     serde_json::from_slice(body).map_err(|e| FrameError::Malformed {
-        detail: e.to_string(),
+        detail: shorten(&e.to_string(), QUOTE_MAX),
     })
+}
+
+/// The most bytes of why a frame is not valid that an error says: a few hundred, enough for
+/// what was expected and where, however large the value it quotes.
+pub const QUOTE_MAX: usize = 300;
+
+/// `text` whole when it has at most `max` bytes, else its start and its end (where serde says
+/// what it expected and at which line and column) around `…`, in at most `max` bytes; cut
+/// between characters, never inside one.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    const ELLIPSIS: &str = "…";
+    let room = max.saturating_sub(ELLIPSIS.len());
+    let tail_want = room / 3;
+    let mut head_end = room - tail_want;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - tail_want;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    format!("{}{ELLIPSIS}{}", &text[..head_end], &text[tail_start..])
 }
 
 /// Reads frames from a byte stream.
@@ -476,6 +503,26 @@ mod tests {
     use super::*;
     use crate::process::{Pgid, Pid};
     use serde::Deserialize;
+
+    /// Issue 44: a frame whose JSON held a 3 MB string of the wrong type was refused with
+    /// serde's words, which quote the string whole, and they went back to the client.
+    #[test]
+    fn why_a_frame_is_not_valid_is_said_in_a_few_hundred_bytes_whatever_it_quotes() {
+        let body = format!("{{\"n\":\"{}é\"}}", "x".repeat(3_000_000));
+        let Err(FrameError::Malformed { detail }) = decode_body::<Ping>(body.as_bytes()) else {
+            panic!("refused as malformed");
+        };
+        assert!(detail.len() <= QUOTE_MAX, "{} bytes", detail.len());
+        assert!(detail.starts_with("invalid type: string \"xxx"), "{detail}");
+        assert!(detail.contains('…'), "{detail}");
+        assert!(
+            detail.contains("é\", expected u32 at line 1 column "),
+            "what was expected and where are kept: {detail}"
+        );
+        assert_eq!(shorten("short", 300), "short");
+        let cut = shorten(&"é".repeat(400), 301);
+        assert!(cut.len() <= 301 && cut.contains('…'), "{cut}");
+    }
 
     #[derive(Debug, PartialEq, Serialize, Deserialize)]
     struct Ping {

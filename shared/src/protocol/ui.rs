@@ -36,6 +36,78 @@ pub enum ClientFrame {
 
 impl Decode for ClientFrame {}
 
+impl ClientFrame {
+    /// Reads a frame's body as a UI's frame. What cannot be read is refused with why, and with
+    /// the request's id and method when its JSON has them, so that the answer can go to that
+    /// request and name it.
+    pub fn decode(body: &[u8]) -> Result<ClientFrame, UnreadFrame> {
+        super::frame::decode_body(body).map_err(|e| {
+            let detail = match e {
+                FrameError::Malformed { detail } => detail,
+                other @ (FrameError::Io(_)
+                | FrameError::TooLarge { .. }
+                | FrameError::Truncated) => other.to_string(),
+            };
+            UnreadFrame::of(body, detail)
+        })
+    }
+}
+
+/// A UI's frame that is not a request bosund can read: why, and what could be read of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnreadFrame {
+    /// The request's id, when the frame's JSON has one: the answer goes to it.
+    pub id: Option<u64>,
+    /// The method asked for, when there is one, cut to [`UnreadFrame::METHOD_MAX`] bytes.
+    pub method: Option<String>,
+    /// Why it could not be read, cut to a few hundred bytes
+    /// ([`super::frame::QUOTE_MAX`]).
+    pub detail: String,
+}
+
+impl UnreadFrame {
+    /// The most bytes of a method's name an answer quotes.
+    pub const METHOD_MAX: usize = 64;
+
+    /// What can be read of `body`, whose reading as a request failed for `detail`: its id and
+    /// method, if it is a JSON object that has them. (The body is read a second time, as plain
+    /// JSON: only a frame that was refused pays for it.)
+    fn of(body: &[u8], detail: String) -> Self {
+        let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+        let id = json
+            .as_ref()
+            .and_then(|v| v.get("id"))
+            .and_then(serde_json::Value::as_u64);
+        let method = json
+            .as_ref()
+            .and_then(|v| v.get("body"))
+            .and_then(|b| b.get("method"))
+            .and_then(serde_json::Value::as_str)
+            .map(|m| super::frame::shorten(m, Self::METHOD_MAX));
+        Self { id, method, detail }
+    }
+}
+
+impl std::fmt::Display for UnreadFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let detail = &self.detail;
+        match (&self.method, self.id) {
+            (Some(method), Some(_)) => write!(
+                f,
+                "request `{method}` could not be read, so it was not done: {detail}"
+            ),
+            (None, Some(id)) => write!(
+                f,
+                "request {id} could not be read, so it was not done: {detail}"
+            ),
+            (_, None) => write!(
+                f,
+                "a frame was not a valid request and was ignored: {detail}"
+            ),
+        }
+    }
+}
+
 /// A frame from the daemon to a UI.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

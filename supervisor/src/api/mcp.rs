@@ -12,6 +12,7 @@ use bosun_mcp::registry::{self, Approve, GatewayChange, NewServer, RegistryMsg, 
 use bosun_mcp::{adopt, look};
 use bosun_shared::gateway::{CallDeadline, ResultChars, RuleError, SamplingTokens};
 use bosun_shared::protocol::WireError;
+use bosun_shared::protocol::frame::MAX_FRAME_LEN;
 use bosun_shared::protocol::mcp::ImportPick;
 use bosun_shared::protocol::mcp::{
     AddServerParams, CallView, EditServerParams, GatewayEdit, ImportCandidates, ImportParams,
@@ -181,13 +182,30 @@ impl Handle for McpInspect {
     }
 }
 
+/// The most bytes a tool's result may take in bosund's answer: a frame, less room for the
+/// response around it (its id, its tags).
+const CALL_ROOM: usize = MAX_FRAME_LEN - 1024;
+
 impl Handle for McpCall {
     const TASK: bool = true;
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CallView, Failure> {
         let answer =
             look::call(&ctx.registry_context(), &self.server, &self.tool, self.args).await?;
-        Ok(answer.view())
+        let view = answer.view();
+        // The result goes back in one frame. One that cannot fit is refused here, saying what
+        // it is and what to do, rather than as an answer the session could not send.
+        let len = serde_json::to_vec(&view).map_or(0, |v| v.len());
+        if len > CALL_ROOM {
+            return Err(WireError::bad_request(format!(
+                "could not call `{}` on `{}`: its result is {len} bytes, more than the {} MiB one answer of bosund can carry, so it is not shown; ask for less (a tool's arguments may narrow or page what it returns)",
+                self.tool,
+                self.server,
+                MAX_FRAME_LEN / (1024 * 1024)
+            ))
+            .into());
+        }
+        Ok(view)
     }
 }
 

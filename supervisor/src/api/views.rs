@@ -23,7 +23,7 @@ use bosun_shared::protocol::agents::{
 use bosun_shared::protocol::approvals::{ApprovalView, DecisionView};
 use bosun_shared::protocol::lead::{ChatView, MessageView, PendingView};
 use bosun_shared::protocol::ui::RunView;
-use bosun_shared::run::RunState;
+use bosun_shared::run::{Outcome, RunState};
 
 /// A domain value as the wire shows it.
 pub trait View {
@@ -62,7 +62,15 @@ pub fn run_view(rec: &RunRecord, last_seq: u64) -> RunView {
             RunState::Stopping => rec.stop.as_ref().map(|s| s.reason.clone()),
             RunState::Queued | RunState::Starting | RunState::Running | RunState::Exited(_) => None,
         },
-        agent: rec.agent.as_ref().map(View::view),
+        agent: rec.agent.as_ref().map(|a| {
+            let mut view = a.view();
+            if let RunState::Exited(outcome) = rec.state {
+                for call in view.calls.iter_mut().filter(|c| c.ok.is_none()) {
+                    call.unanswered = Some(unanswered(outcome));
+                }
+            }
+            view
+        }),
         paused: None,
         log_unflushed: None,
         git: rec.git.clone(),
@@ -74,6 +82,19 @@ pub fn run_view(rec: &RunRecord, last_seq: u64) -> RunView {
         }),
         mcp_calls: None,
     }
+}
+
+/// What happened to a call that never got its result, in a run that ended with `outcome`: it
+/// is not running, whatever the CLI last said of it. (Said from the run's end rather than kept
+/// on the call, so that runs that ended before this was said read the same.)
+fn unanswered(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Stopped => "the run was stopped first",
+        Outcome::TimedOut => "the run reached its time cap first",
+        Outcome::Lost => "the run was lost first",
+        Outcome::Succeeded | Outcome::Failed => "the run ended first",
+    }
+    .to_string()
 }
 
 impl View for AgentRun {
@@ -96,6 +117,7 @@ impl View for AgentRun {
                     name: c.name.clone(),
                     ok: c.ok,
                     error: c.error.clone(),
+                    unanswered: None,
                 })
                 .collect(),
             session: self.session.clone(),

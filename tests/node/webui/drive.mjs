@@ -167,6 +167,15 @@ const scenarios = {
     return { heading, notShown, rows };
   },
 
+  // A run's tool calls as its page shows them: each chip's text, title and class.
+  async toolcalls(page) {
+    await page.goto(`${base}/#/run/${run}`);
+    await page.waitForSelector("#tool-calls .chip");
+    const calls = await page.locator("#tool-calls .chip").evaluateAll((chips) =>
+      chips.map((c) => ({ text: c.textContent, title: c.title, class: c.className })));
+    return { calls };
+  },
+
   async mcpcalls(page) {
     await page.goto(`${base}/#/run/${run}`);
     await page.waitForSelector("#mcp-calls tbody tr");

@@ -70,6 +70,8 @@
 //!   and `array-schema` (an `inputSchema` that is an array). With `TEST_SECRET` set, a last
 //!   tool, `leaky`, is malformed with that value as its `readOnlyHint` (what is wrong with it
 //!   quotes it).
+//! - `big`: one page, `big` and `echo`; calling `big` with `{"bytes": N}` answers a text of
+//!   exactly N bytes (`x` repeated), in one message: a result as large as a test wants.
 //!
 //! Usage errors exit with status 2, other failures with status 1.
 
@@ -85,7 +87,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 const USAGE: &str = "usage: test-mcp-server [--transport stdio|http|sse] [--port N] --mode MODE
 modes: paged, no-annotations, hang, exit, unauthorized (http only), not-mcp, endless, repeat-cursor,
-echo-secrets, malformed";
+echo-secrets, malformed, big";
 
 const SERVER_NAME: &str = "bosun-test-mcp";
 const SERVER_VERSION: &str = "1.0.0";
@@ -206,10 +208,11 @@ enum Mode {
     RepeatCursor,
     EchoSecrets,
     Malformed,
+    Big,
 }
 
 impl Mode {
-    const ALL: [Self; 10] = [
+    const ALL: [Self; 11] = [
         Self::Paged,
         Self::NoAnnotations,
         Self::Hang,
@@ -220,6 +223,7 @@ impl Mode {
         Self::RepeatCursor,
         Self::EchoSecrets,
         Self::Malformed,
+        Self::Big,
     ];
 
     fn parse(value: &str) -> anyhow::Result<Self> {
@@ -241,6 +245,7 @@ impl Mode {
             Self::RepeatCursor => "repeat-cursor",
             Self::EchoSecrets => "echo-secrets",
             Self::Malformed => "malformed",
+            Self::Big => "big",
         }
     }
 }
@@ -491,6 +496,11 @@ impl McpServer {
                 Ok(json!({"tools": [reveal, plain_tool("fail")]}))
             }
             Mode::Malformed => Ok(malformed_tools()),
+            Mode::Big => {
+                let mut big = plain_tool("big");
+                big["inputSchema"]["properties"] = json!({"bytes": {"type": "integer"}});
+                Ok(json!({"tools": [big, echo_tool()]}))
+            }
             // These modes never get as far as answering a request.
             Mode::Hang | Mode::Exit | Mode::Unauthorized | Mode::NotMcp => Ok(json!({"tools": []})),
         }
@@ -520,6 +530,15 @@ impl McpServer {
             result["structuredContent"] = json!({ "given": given });
             return Ok(result);
         }
+        if name == "big" {
+            let bytes = params
+                .and_then(|params| params.get("arguments"))
+                .and_then(|arguments| arguments.get("bytes"))
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| RpcError::invalid_params("big needs a number argument `bytes`"))?;
+            return Ok(text_content(&"x".repeat(bytes)));
+        }
         if name == "fail" {
             return Err(RpcError {
                 code: INVALID_PARAMS,
@@ -545,6 +564,7 @@ impl McpServer {
             Mode::RepeatCursor => name == "looping",
             Mode::EchoSecrets => matches!(name, "reveal" | "fail"),
             Mode::Malformed => matches!(name, "echo" | "schema-ref"),
+            Mode::Big => matches!(name, "big" | "echo"),
             Mode::Hang | Mode::Exit | Mode::Unauthorized | Mode::NotMcp => false,
         }
     }
@@ -779,7 +799,8 @@ fn stdio_reply(server: &McpServer, text: &str) -> anyhow::Result<Option<String>>
         | Mode::Endless
         | Mode::RepeatCursor
         | Mode::EchoSecrets
-        | Mode::Malformed => server
+        | Mode::Malformed
+        | Mode::Big => server
             .handle_text(text)
             .into_message()
             .map(|message| serde_json::to_string(&message))
@@ -850,6 +871,7 @@ fn route(server: &McpServer, request: &Request, port: u16) -> Option<Response> {
         | Mode::RepeatCursor
         | Mode::EchoSecrets
         | Mode::Malformed
+        | Mode::Big
         | Mode::Hang
         | Mode::Unauthorized
         | Mode::Exit => Some(mcp_endpoint(server, request, on_mcp)),

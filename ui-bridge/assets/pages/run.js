@@ -94,6 +94,15 @@ export function mount(root, [id]) {
     drawAgent();
   }
 
+  // A tool call: ok, failed (with why), running, or — in a run that is over — what happened
+  // to it instead of a result.
+  function callChip(c) {
+    if (c.ok === true) return h("span", { class: "chip ok" }, c.name);
+    if (c.ok === false) return h("span", { class: "chip bad", title: c.error || "failed" }, c.name);
+    if (c.unanswered) return h("span", { class: "chip warn", title: `no result: ${c.unanswered}` }, `${c.name} (no result)`);
+    return h("span", { class: "chip", title: "running" }, c.name);
+  }
+
   function drawAgent() {
     clear(agentBox);
     const a = run && run.agent;
@@ -104,7 +113,7 @@ export function mount(root, [id]) {
       agentBox.append(h("div", null, h("strong", null, "Servers: "), a.servers.map(([n, s]) => h("span", { class: `chip ${s === "connected" ? "ok" : "warn"}` }, `${n}: ${s}`))));
     if (a.calls && a.calls.length)
       agentBox.append(
-        h("div", null, h("strong", null, "Tool calls: "), a.calls.map((c) => h("span", { class: `chip ${c.ok ? "ok" : "bad"}`, title: c.error || "" }, c.name))),
+        h("div", { id: "tool-calls" }, h("strong", null, "Tool calls: "), a.calls.map(callChip)),
       );
     if (a.result) agentBox.append(h("div", { class: a.result.is_error ? "flash error" : "flash" }, a.result.is_error ? `The CLI says it failed: ${a.result.reason || ""}` : "The CLI says it finished.", a.result.text ? h("pre", { class: "result" }, a.result.text) : null));
     drawDecisions(a.decisions || [], a.decisions_not_shown || 0, a.decisions_pruned || 0);

@@ -267,18 +267,14 @@ fn done(json: bool, agent: &AgentView, what: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `KEY=VALUE` lines of a repeatable flag, read by the one reader of such lists: a line
+/// without `=` or without a key, or a key given twice, is refused naming the flag.
 fn key_values(args: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
-    args.iter()
-        .map(|line| {
-            let Some((k, v)) = line.split_once('=') else {
-                anyhow::bail!("{flag} `{line}` is not KEY=VALUE");
-            };
-            if k.trim().is_empty() {
-                anyhow::bail!("{flag} `{line}` has no name before `=`");
-            }
-            Ok((k.trim().to_string(), v.to_string()))
-        })
-        .collect()
+    let pairs = bosun_shared::settings::parse(args).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+    Ok(pairs
+        .iter()
+        .map(|p| (p.key.to_string(), p.value.to_string()))
+        .collect())
 }
 
 /// The values of `--secret-env` names: one name takes all of stdin (or is asked on a

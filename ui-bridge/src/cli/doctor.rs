@@ -50,7 +50,7 @@ pub(crate) enum Status {
 /// One line of the report.
 #[derive(Debug, Serialize)]
 pub(crate) struct Check {
-    /// What was checked: `state directory`, `disk`, `bosund`, `keychain`, `landlock`, `claude`,
+    /// What was checked: `state directory`, `disk`, `bosund`, `prices`, `keychain`, `landlock`, `claude`,
     /// `codex`, `gemini`, `git`, `gh`, `slurm`, `kubernetes`.
     pub name: &'static str,
     pub status: Status,
@@ -138,6 +138,7 @@ pub async fn doctor(dirs: &StateDir, a: DoctorArgs) -> anyhow::Result<ExitCode> 
     checks.extend(system::state_dir(dirs));
     let (daemon, configured) = daemon(dirs).await;
     checks.push(daemon);
+    checks.push(system::prices(dirs));
     checks.push(system::keychain(&configured).await);
     checks.push(system::landlock());
     checks.extend(tools::clis(&configured).await);

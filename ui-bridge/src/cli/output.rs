@@ -244,7 +244,10 @@ fn agent_lines(run: &RunView, a: &AgentRunView) -> Vec<(&'static str, String)> {
             (Some(true), _) => "ok".to_string(),
             (Some(false), Some(e)) => format!("failed: {e}"),
             (Some(false), None) => "failed".to_string(),
-            (None, _) => "running".to_string(),
+            (None, _) => match &c.unanswered {
+                Some(what) => format!("no result: {what}"),
+                None => "running".to_string(),
+            },
         };
         owned.push(("tool call", format!("{} ({how})", c.name)));
     }

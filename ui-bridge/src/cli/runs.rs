@@ -8,6 +8,7 @@ use bosun_shared::paths::StateDir;
 use bosun_shared::protocol::runner::StopLadder;
 use bosun_shared::protocol::runs::{DaemonSet, DaemonStatus, DaemonStop, GetRun, StopRun};
 use bosun_shared::protocol::ui::StartRunParams;
+use bosun_shared::settings::KeyValueError;
 use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_ui::{Client, ClientError};
 use clap::Args;
@@ -66,17 +67,19 @@ pub async fn run(dirs: &StateDir, a: RunArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .chain(std::env::vars().filter(|(k, _)| k.starts_with("LC_")))
         .collect();
-    for line in &a.env {
-        let Some((k, v)) = line.split_once('=') else {
-            anyhow::bail!(
-                "`{line}` is not KEY=VALUE; write an environment line such as --env RUST_LOG=debug"
-            );
-        };
-        if k.is_empty() {
-            anyhow::bail!("`{line}` has no name before `=`");
+    // A name given twice in --env is refused (which one was meant cannot be known); a name of
+    // this command's own environment is replaced by the line given for it.
+    let lines = bosun_shared::settings::parse(&a.env).map_err(|e| match e {
+        KeyValueError::NotKeyValue(line) => anyhow::anyhow!(
+            "`{line}` is not KEY=VALUE; write an environment line such as --env RUST_LOG=debug"
+        ),
+        e @ (KeyValueError::NoKey(_) | KeyValueError::Twice { .. }) => {
+            anyhow::anyhow!("--env {e}")
         }
-        env.retain(|(key, _)| key != k);
-        env.push((k.to_string(), v.to_string()));
+    })?;
+    for line in lines {
+        env.retain(|(key, _)| key != line.key);
+        env.push((line.key.to_string(), line.value.to_string()));
     }
     let time_cap_ms = a
         .time_cap

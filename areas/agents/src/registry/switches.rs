@@ -11,6 +11,8 @@ use bosun_shared::Timestamp;
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::approvals::{ApprovalMode, ToolKey, Verdict};
 use bosun_shared::placement::Placement;
+use bosun_shared::settings::{KeyValue, KeyValueError};
+use bosun_shared::usage::{AmountError, parse_count, parse_dollars};
 use tracing::info;
 
 use super::checks::check_record;
@@ -59,27 +61,24 @@ enum Setting {
     MaxToolCalls(Option<u64>),
 }
 
-/// A cap of `budget.usd`, `budget.tokens` or `max-tool-calls`: `off` (or `none`) for none.
+/// A cap of `budget.usd`, `budget.tokens` or `max-tool-calls`: `off` (or `none`) for none,
+/// else an amount read by the parser cards' and projects' budgets use too, so that the same
+/// value is refused for the same reason everywhere.
 fn cap(
     key: &str,
     value: &str,
-    parse: impl Fn(&str) -> Option<u64>,
+    parse: impl Fn(&str) -> Result<u64, AmountError>,
     example: &str,
 ) -> Result<Option<u64>, AgentsError> {
     let v = value.trim();
     if matches!(v, "off" | "none") {
         return Ok(None);
     }
-    parse(v).map(Some).ok_or_else(|| {
+    parse(v).map(Some).map_err(|reason| {
         bad(format!(
-            "`{key}={v}`: {key} takes a positive amount, such as {key}={example}, or off"
+            "{reason}: {key} takes a positive amount, such as {key}={example}, or off"
         ))
     })
-}
-
-/// A whole number above 0.
-fn positive(v: &str) -> Option<u64> {
-    v.parse::<u64>().ok().filter(|n| *n > 0)
 }
 
 fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
@@ -106,16 +105,11 @@ fn verdict_value(key: &str, value: &str) -> Result<Option<Verdict>, AgentsError>
 }
 
 fn parse_setting(
-    text: &str,
+    kv: KeyValue<'_>,
     servers: &[ServerRecord],
     cli: CliKind,
 ) -> Result<Setting, AgentsError> {
-    let Some((key, value)) = text.split_once('=') else {
-        return Err(bad(format!(
-            "`{text}` is not a setting; write KEY=VALUE, such as mcp.github=on or web.fetch=docs.rs (keys: {KEYS})"
-        )));
-    };
-    let key = key.trim();
+    let KeyValue { text, key, value } = kv;
     match key {
         "approval" => value
             .parse::<ApprovalMode>()
@@ -137,11 +131,9 @@ fn parse_setting(
             ))
         }
         "approval.wait-for-person" => Ok(Setting::WaitForPerson(on_off(key, value)?)),
-        "budget.usd" => {
-            cap(key, value, bosun_shared::usage::parse_dollars, "2").map(Setting::BudgetUsd)
-        }
-        "budget.tokens" => cap(key, value, positive, "500000").map(Setting::BudgetTokens),
-        "max-tool-calls" => cap(key, value, positive, "200").map(Setting::MaxToolCalls),
+        "budget.usd" => cap(key, value, parse_dollars, "2").map(Setting::BudgetUsd),
+        "budget.tokens" => cap(key, value, parse_count, "500000").map(Setting::BudgetTokens),
+        "max-tool-calls" => cap(key, value, parse_count, "200").map(Setting::MaxToolCalls),
         "placement" => value
             .parse::<Placement>()
             .map(Setting::Placement)
@@ -175,10 +167,7 @@ fn parse_setting(
         }
         other if other.starts_with("builtin.") => builtin_setting(other, value, cli),
         other => {
-            let is_verdict = matches!(
-                value.trim(),
-                "allow" | "ask" | "block" | "reset" | "always-allow" | "needs-approval" | "blocked"
-            );
+            let is_verdict = is_verdict(value);
             if is_verdict || !other.starts_with("mcp.") {
                 if !is_verdict {
                     return Err(bad(format!(
@@ -190,6 +179,21 @@ fn parse_setting(
             mcp_setting(other, value, servers)
         }
     }
+}
+
+/// Whether `value` is a verdict (or `reset`), not a switch: `mcp.<server>.<tool>=block` sets
+/// the tool's verdict where `=off` switches it off.
+fn is_verdict(value: &str) -> bool {
+    matches!(
+        value.trim(),
+        "allow" | "ask" | "block" | "reset" | "always-allow" | "needs-approval" | "blocked"
+    )
+}
+
+/// What a line sets, to find a setting given twice: its key, and for an MCP key, which names
+/// a server's or a tool's switch and its verdict alike, whether it is the verdict.
+fn slot<'a>(kv: &KeyValue<'a>) -> (&'a str, bool) {
+    (kv.key, kv.key.starts_with("mcp.") && is_verdict(kv.value))
 }
 
 /// `builtin.NAME=on|off`: a built-in tool of the agent's CLI that bosun's catalog does not know.
@@ -396,10 +400,17 @@ pub(super) async fn set(
     let rec = find(&ctx.store, agent).await?;
     let servers = server_records(&ctx.store).await?;
     let browser_id = servers.iter().find(|s| s.browser.is_some()).map(|s| s.id);
-    // Every setting is parsed and checked before any is applied: all or nothing.
-    let parsed = settings
-        .iter()
-        .map(|s| parse_setting(s, &servers, rec.cli))
+    // Every setting is parsed and checked before any is applied: all or nothing. A key given
+    // twice is refused too, since which of the two the person meant cannot be known.
+    let pairs = bosun_shared::settings::parse_by(settings, slot).map_err(|e| match e {
+        KeyValueError::NotKeyValue(text) => bad(format!(
+            "`{text}` is not a setting; write KEY=VALUE, such as mcp.github=on or web.fetch=docs.rs (keys: {KEYS})"
+        )),
+        e @ (KeyValueError::NoKey(_) | KeyValueError::Twice { .. }) => bad(e.to_string()),
+    })?;
+    let parsed = pairs
+        .into_iter()
+        .map(|kv| parse_setting(kv, &servers, rec.cli))
         .collect::<Result<Vec<_>, _>>()?;
     let mut next = rec.clone();
     for p in parsed {

@@ -1,10 +1,12 @@
-//! The machine's part of `bosun doctor`: the state directory and its disk, the keychain (the
-//! Secret Service asked as bosund asks it), and the kernel's Landlock.
+//! The machine's part of `bosun doctor`: the state directory and its disk, the price table
+//! (read as bosund reads it), the keychain (the Secret Service asked as bosund asks it), and the
+//! kernel's Landlock.
 
 use std::path::Path;
 use std::time::Duration;
 
 use bosun_shared::paths::StateDir;
+use bosun_shared::prices::Prices;
 
 use super::{Check, Configured};
 
@@ -55,6 +57,38 @@ pub(crate) fn state_dir(dirs: &StateDir) -> Vec<Check> {
     }
     checks.push(disk(measured));
     checks
+}
+
+/// The price table bosund reckons costs with: the person's `prices.toml` in the state
+/// directory, read by the parser bosund uses, or else the built-in one. A table bosund would
+/// not start on fails, with its line and what is wrong.
+pub(crate) fn prices(dirs: &StateDir) -> Check {
+    let path = dirs.root().join("prices.toml");
+    match Prices::load(&path) {
+        Ok(p) if path.exists() => Check::ok(
+            "prices",
+            format!(
+                "{}: {} models, prices of {}",
+                path.display(),
+                p.models(),
+                p.date()
+            ),
+        ),
+        Ok(p) => Check::ok(
+            "prices",
+            format!(
+                "the built-in table: {} models, prices of {} (put your own in {})",
+                p.models(),
+                p.date(),
+                path.display()
+            ),
+        ),
+        Err(e) => Check::failing(
+            "prices",
+            e.to_string(),
+            "bosund does not start until it is fixed or moved aside",
+        ),
+    }
 }
 
 fn disk(at: &Path) -> Check {

@@ -9,6 +9,7 @@ use bosun_shared::protocol::mcp::{
     ImportCandidateView, ImportCandidates, ImportParams, ImportPick, ImportScan, ImportStatus,
     Imported, ServerKind,
 };
+use bosun_shared::settings::KeyValueError;
 use clap::Args;
 
 use super::print::describe_target;
@@ -65,13 +66,18 @@ pub(super) async fn import(dirs: &StateDir, a: ImportArgs) -> anyhow::Result<Exi
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut renames = std::collections::HashMap::new();
-    for r in &a.rename {
-        let Some((from, to)) = r.split_once('=') else {
-            anyhow::bail!("--as takes NAME=NEW, such as --as github=github-work");
-        };
-        renames.insert(from.to_string(), to.to_string());
-    }
+    // A server renamed twice is refused: which of the two names was meant cannot be known.
+    let renames: std::collections::HashMap<String, String> =
+        bosun_shared::settings::parse(&a.rename)
+            .map_err(|e| match e {
+                KeyValueError::NotKeyValue(_) | KeyValueError::NoKey(_) => {
+                    anyhow::anyhow!("--as takes NAME=NEW, such as --as github=github-work")
+                }
+                e @ KeyValueError::Twice { .. } => anyhow::anyhow!("--as {e}"),
+            })?
+            .iter()
+            .map(|p| (p.key.to_string(), p.value.to_string()))
+            .collect();
     let picks = a
         .names
         .iter()

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use bosun_shared::agents::CliKind;
 use bosun_shared::usage::{Cost, CostSource, ModelUsage, Tokens, Usage};
 
-use crate::prices::Prices;
 use crate::record::AgentRun;
 use crate::stream::StreamParser;
+use bosun_shared::prices::Prices;
 
 fn read(cli: CliKind, model: Option<&str>, lines: &[&str], prices: Prices) -> Usage {
     let mut run = AgentRun {
