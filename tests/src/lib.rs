@@ -958,6 +958,18 @@ impl Bosun {
         self.add_agent(name, &args, "sk-ant-test-77c1e0d9a4")
     }
 
+    /// The Claude Code agent `agent` talks to the fake model API `fake` from its next run on.
+    pub fn point_claude_at(&self, agent: &str, fake: &FakeModel) -> anyhow::Result<()> {
+        self.ok(&[
+            "agent",
+            "edit",
+            agent,
+            "--env",
+            &format!("ANTHROPIC_BASE_URL={}", fake.url()),
+        ])?;
+        Ok(())
+    }
+
     /// bosun's MCP server as the lead's answer in `chat` has it: the address and the answer's
     /// token, read from the answer's 0600 config the way the lead's CLI reads it. Waited for
     /// until the file is whole (the runner writes it just before it starts the CLI, and a file

@@ -336,13 +336,7 @@ fn an_approval_whose_run_ended_cannot_be_approved() -> anyhow::Result<()> {
         "anthropic",
         r#"tool:Bash:{"command":"echo never again"};text:All done."#,
     )?;
-    b.ok(&[
-        "agent",
-        "edit",
-        "coder",
-        "--env",
-        &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
-    ])?;
+    b.point_claude_at("coder", &fake2)?;
     let run = b.run_agent("coder", "run a command again")?;
     let a = b.wait_approval()?;
     let runner = b
@@ -484,13 +478,7 @@ fn an_unattended_board_run_is_denied_at_once_after_outside_content() -> anyhow::
         "anthropic",
         r#"tool:gzip-file-as-resource:{"name":"a.txt.gz","data":"data:text/plain;base64,aGk="};tool:echo:{"message":"after"};text:All done."#,
     )?;
-    b.ok(&[
-        "agent",
-        "edit",
-        "coder",
-        "--env",
-        &format!("ANTHROPIC_BASE_URL={}", fake2.url()),
-    ])?;
+    b.point_claude_at("coder", &fake2)?;
     b.json(&["board", "card", "move", &card, "To do"])?;
     let a = b.wait_approval()?;
     assert_eq!(a["tool"], "mcp__everything__echo");

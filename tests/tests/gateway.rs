@@ -45,13 +45,7 @@ fn setup_with(b: &Bosun, fake: &FakeModel, rules: &[&str], look: bool) -> anyhow
 
 /// The agent `coder` talks to `fake` from its next run on.
 fn point_at(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
-    b.ok(&[
-        "agent",
-        "edit",
-        "coder",
-        "--env",
-        &format!("ANTHROPIC_BASE_URL={}", fake.url()),
-    ])?;
+    b.point_claude_at("coder", &fake)?;
     Ok(())
 }
 

@@ -78,13 +78,7 @@ fn held_run_is_stopped(b: &Bosun, server: &str, tool: &str) -> anyhow::Result<()
         "anthropic",
         &format!(r#"tool:{server}/{tool}:{{"message":"ping"}};hold"#),
     )?;
-    b.ok(&[
-        "agent",
-        "edit",
-        "coder",
-        "--env",
-        &format!("ANTHROPIC_BASE_URL={}", fake.url()),
-    ])?;
+    b.point_claude_at("coder", &fake)?;
     let run = b.run_agent("coder", "call the tool")?;
     fake.wait_turns(2, Duration::from_secs(120))?;
     let shown = stop_and_wait(b, &run)?;
