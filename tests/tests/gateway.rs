@@ -45,7 +45,7 @@ fn setup_with(b: &Bosun, fake: &FakeModel, rules: &[&str], look: bool) -> anyhow
 
 /// The agent `coder` talks to `fake` from its next run on.
 fn point_at(b: &Bosun, fake: &FakeModel) -> anyhow::Result<()> {
-    b.point_claude_at("coder", &fake)?;
+    b.point_claude_at("coder", fake)?;
     Ok(())
 }
 
