@@ -15,6 +15,7 @@ use bosun_lead::ChatsError;
 use bosun_mcp::McpError;
 use bosun_mcp::RegistryError;
 use bosun_runs::RunsError;
+use bosun_shared::protocol::frame::shorten;
 use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_store::StoreError;
 
@@ -28,9 +29,16 @@ pub trait Code {
 #[derive(Debug)]
 pub struct Failure(pub WireError);
 
+/// The most bytes of an error's words that cross the wire. Words are for a person, and a
+/// refusal may quote what the request gave (a run's id prefix, a name): a request of megabytes
+/// must not be echoed back whole. Real messages, a server's stderr tail included, fit well
+/// within this; a longer one keeps its start and its end.
+const ERROR_WORDS_MAX: usize = 8 * 1024;
+
 impl<E: Code + std::fmt::Display> From<E> for Failure {
     fn from(e: E) -> Self {
-        Failure(WireError::new(e.code(), e.to_string()))
+        let words = shorten(&e.to_string(), ERROR_WORDS_MAX);
+        Failure(WireError::new(e.code(), words))
     }
 }
 

@@ -687,6 +687,24 @@ fn a_request_with_bad_parameters_is_answered_under_its_id_naming_it_and_quoting_
                 other => anyhow::bail!("expected an error under id {id}, got {other:?}"),
             }
         }
+        // A request that reads well but quotes megabytes (a run's id prefix) is refused in
+        // words that do not echo it whole.
+        let frame = serde_json::json!({"type": "request", "id": 45,
+            "body": {"method": "get_run", "params": {"run": big}}});
+        let body = serde_json::to_vec(&frame)?;
+        w.send_encoded(&(body.len() as u32).to_be_bytes()).await?;
+        w.send_encoded(&body).await?;
+        w.flush().await?;
+        match r.read::<ServerFrame>().await? {
+            Some(ServerFrame::Response {
+                id: 45,
+                result: ResponseResult::Err(e),
+            }) => {
+                assert!(e.message.contains("aaaa…aaaa"), "{}", &e.message[..200]);
+                assert!(e.message.len() <= 8 * 1024, "{} bytes", e.message.len());
+            }
+            other => anyhow::bail!("expected an error under id 45, got {other:?}"),
+        }
         // Without an id, the error frame as before, as short.
         let body = format!("{{\"type\":\"request\",\"body\":{{\"method\":\"{big}\"}}}}");
         w.send_encoded(&(body.len() as u32).to_be_bytes()).await?;
