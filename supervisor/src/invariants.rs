@@ -25,14 +25,14 @@ fn every_process_started_for_a_moment_goes_through_the_helpers() {
     let mut files = Vec::new();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     sources(&manifest.join("src"), &mut files);
-    sources(&manifest.join("../areas"), &mut files);
+    sources(&manifest.join("../actors"), &mut files);
     let mut wrong = Vec::new();
     // This file names what it looks for.
     files.retain(|(path, _)| !path.ends_with("src/invariants.rs"));
     for (path, text) in &files {
         let starts = text.contains("Command::new(");
         let helped = text.contains("Helper::spawn(") || text.contains("output_blocking(");
-        let is_runner = path.ends_with("areas/runs/src/spawn.rs");
+        let is_runner = path.ends_with("actors/runs/src/spawn.rs");
         let own_group = text.contains(".process_group(") || text.contains(".kill_on_drop(");
         if starts && !helped && !is_runner || own_group {
             wrong.push(path.clone());
