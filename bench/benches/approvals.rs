@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bosun_bench::{Env, Figure, bin, fmt_duration, median, report};
-use bosun_shared::protocol::approvals::{Approvals, Decide};
+use bosun_protocol::approvals::{Approvals, Decide};
 use serde_json::{Value, json};
 
 const CARDS: usize = 10;

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bosun_bench::{Env, Figure, bin, fmt_duration, median, report, settle, time};
-use bosun_shared::protocol::runs::Following;
-use bosun_shared::protocol::ui::{Event, FollowParams};
+use bosun_protocol::runs::Following;
+use bosun_protocol::ui::{Event, FollowParams};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 

@@ -20,8 +20,8 @@ use anyhow::bail;
 use bosun_bench::{
     Env, Figure, bin, fmt_duration, median, report, run_to_end, runs_to_end, settle,
 };
+use bosun_protocol::ui::StartRunParams;
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::ui::StartRunParams;
 use bosun_tests::slurm::SlurmCluster;
 
 const IN_FLIGHT: usize = 32;

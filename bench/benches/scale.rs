@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bosun_bench::{Env, Figure, bin, fmt_duration, median, report, rss_kib};
-use bosun_shared::protocol::runs::DaemonStatus;
-use bosun_shared::protocol::ui::StartRunParams;
+use bosun_protocol::runs::DaemonStatus;
+use bosun_protocol::ui::StartRunParams;
 use bosun_ui::Client;
 
 const RUNS: usize = 1000;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bosun_bench::{Env, Figure, fmt_duration, median, report, runs_to_end, settle, time};
-use bosun_shared::protocol::ui::StartRunParams;
+use bosun_protocol::ui::StartRunParams;
 
 const RUNS: usize = 500;
 const IN_FLIGHT: usize = 32;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bosun_bench::{Env, Figure, bin, report, runs_to_end, settle};
-use bosun_shared::protocol::ui::StartRunParams;
+use bosun_protocol::ui::StartRunParams;
 use serde_json::Value;
 
 const ROUNDS: usize = 5;

@@ -217,10 +217,10 @@ pub fn fmt_duration(d: Duration) -> String {
 /// ended.
 pub async fn run_to_end(
     client: &mut Client,
-    params: bosun_shared::protocol::ui::StartRunParams,
-) -> anyhow::Result<bosun_shared::protocol::ui::RunView> {
-    use bosun_shared::protocol::runs::Following;
-    use bosun_shared::protocol::ui::{Event, FollowParams};
+    params: bosun_protocol::ui::StartRunParams,
+) -> anyhow::Result<bosun_protocol::ui::RunView> {
+    use bosun_protocol::runs::Following;
+    use bosun_protocol::ui::{Event, FollowParams};
     let run = client.call(params).await?;
     let follow = FollowParams {
         run: run.id.to_string(),
@@ -250,7 +250,7 @@ pub async fn runs_to_end(
     env: &Env,
     n: usize,
     in_flight: usize,
-    params: bosun_shared::protocol::ui::StartRunParams,
+    params: bosun_protocol::ui::StartRunParams,
 ) -> anyhow::Result<Duration> {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};

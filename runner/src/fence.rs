@@ -17,7 +17,7 @@
 
 use std::os::unix::process::CommandExt;
 
-use bosun_shared::protocol::runner::FencePlan;
+use bosun_protocol::runner::FencePlan;
 use landlock::{
     ABI, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreated,
     RulesetCreatedAttr, path_beneath_rules,

@@ -57,11 +57,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bosun_protocol::runner::{FencePlan, LaunchPlan};
 use bosun_shared::gateway::{
     BRIDGE, CALLS_FILE, CallDecision, CallEntry, CallOutcome, GatewayServer, Hello, Rules,
     SAFE_ENV, SOCKET_FILE,
 };
-use bosun_shared::protocol::runner::{FencePlan, LaunchPlan};
 use bosun_shared::{RUN_MARKER_ENV, Timestamp};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};

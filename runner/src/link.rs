@@ -13,15 +13,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bosun_shared::protocol::fast;
-use bosun_shared::protocol::frame::encode_frame;
-use bosun_shared::protocol::runner::{
+use bosun_protocol::fast;
+use bosun_protocol::frame::encode_frame;
+use bosun_protocol::runner::{
     DaemonMsg, FlushFailure, LaunchPlan, RunnerMsg, ServerAnswer, ServerAsk, Started, StopOrder,
     TokenAnswer, ToolAnswer, ToolAsk,
 };
-use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
-use bosun_shared::protocol::tls;
-use bosun_shared::protocol::{
+use bosun_protocol::socket::{self, ReadHalf, WriteHalf};
+use bosun_protocol::tls;
+use bosun_protocol::{
     ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
 };
 use bosun_shared::run::ExitInfo;
@@ -163,7 +163,7 @@ impl LinkState {
     /// for good); its answers come on the channel returned.
     pub fn ask_token(
         &self,
-        ask: bosun_shared::protocol::runner::TokenAsk,
+        ask: bosun_protocol::runner::TokenAsk,
     ) -> mpsc::UnboundedReceiver<TokenAnswer> {
         let rx = self.tokens.add(&ask.key);
         let key = ask.key.clone();

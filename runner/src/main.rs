@@ -36,12 +36,12 @@ use std::process::{ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bosun_protocol::FrameReader;
+use bosun_protocol::runner::{LaunchPlan, StopOrder};
+use bosun_protocol::tls;
 use bosun_shared::RUN_MARKER_ENV;
 use bosun_shared::Timestamp;
 use bosun_shared::process::{self, Pgid, Pid, ProcessIdentity, SweepTarget};
-use bosun_shared::protocol::FrameReader;
-use bosun_shared::protocol::runner::{LaunchPlan, StopOrder};
-use bosun_shared::protocol::tls;
 use bosun_shared::run::{ExitInfo, Outcome, signal_name};
 use bosun_shared::time::format_duration;
 use nix::sys::signal::Signal;
@@ -122,7 +122,7 @@ enum RunnerError {
     #[error("no launch plan arrived on stdin")]
     NoPlan,
     #[error("the launch plan on stdin is not valid: {0}")]
-    BadPlan(bosun_shared::protocol::frame::FrameError),
+    BadPlan(bosun_protocol::frame::FrameError),
     #[error("could not read the link file {}: {source}", path.display())]
     ReadLink {
         path: std::path::PathBuf,
@@ -491,7 +491,7 @@ impl Watch<'_> {
         }
         let leader = ProcessIdentity::of(pid);
         if let Some(l) = leader {
-            *lock(&state.started) = Some(bosun_shared::protocol::runner::Started {
+            *lock(&state.started) = Some(bosun_protocol::runner::Started {
                 pid,
                 pgid: Pgid::led_by(pid),
                 start_time: l.start_time,
@@ -935,7 +935,7 @@ async fn recv_signal(sig: &mut Option<tokio::signal::unix::Signal>) -> Option<()
 
 /// SIGINT, wait, SIGTERM, wait, SIGKILL, to the program's whole process group. Aborted as soon
 /// as the program exits.
-async fn run_ladder(pgid: Pgid, ladder: bosun_shared::protocol::runner::StopLadder, now: bool) {
+async fn run_ladder(pgid: Pgid, ladder: bosun_protocol::runner::StopLadder, now: bool) {
     if !now {
         for (sig, grace) in [
             (Signal::SIGINT, ladder.int_grace_ms),

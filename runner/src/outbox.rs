@@ -2,7 +2,7 @@
 //!
 //! **On bosund's machine** (a plan with a log file) the runner appends every chunk to the run's
 //! log file itself, as records of the log's own format, and only tells bosund how far the file
-//! goes ([`RunnerMsg::Logged`](bosun_shared::protocol::runner::RunnerMsg::Logged)): the bytes
+//! goes ([`RunnerMsg::Logged`](bosun_protocol::runner::RunnerMsg::Logged)): the bytes
 //! never cross the socket, and a daemon that is away costs nothing but that message. The file is
 //! the outbox then; see [`OwnLog`].
 //!
@@ -30,10 +30,10 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bosun_protocol::fast;
+use bosun_protocol::runner::{FlushFailure, HeldOutput};
 use bosun_shared::Timestamp;
 use bosun_shared::logfile::{LogChunk, LogFile};
-use bosun_shared::protocol::fast;
-use bosun_shared::protocol::runner::{FlushFailure, HeldOutput};
 use bosun_shared::run::Stream;
 
 /// Memory held at a peak above this is given back to the system once it is free again.

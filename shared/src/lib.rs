@@ -1,8 +1,9 @@
-//! bosun-shared: what every bosun process agrees on.
+//! bosun-shared: the domain values several bosun crates use.
 //!
-//! This crate owns the typed ids, the domain types of a run, the wire protocols with their one
-//! frame codec, the plain-words error shape that crosses every socket, the state-directory layout,
-//! and the process-group helpers. It depends on nothing else of bosun's, and it stays small:
+//! This crate owns the typed ids, the domain types of a run, MCP's names and hints, prices,
+//! durations and sizes as people write them, the state-directory layout and the process-group
+//! helpers. It must not hold the wire (that is `bosun-protocol`, which carries these values) nor
+//! anything that needs the store. It depends on nothing else of bosun's, and it stays small:
 //! `bosun-runner` links it, and a runner must stay a few megabytes.
 
 pub mod agents;
@@ -18,7 +19,6 @@ pub mod placement;
 pub mod prices;
 pub mod process;
 pub mod projects;
-pub mod protocol;
 pub mod redact;
 pub mod run;
 pub mod settings;

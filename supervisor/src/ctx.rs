@@ -75,7 +75,7 @@ pub struct DaemonCtx {
     /// Wakes the pruner (`crate::prune`) for a round now.
     pub prune_now: tokio::sync::Notify,
     /// The pruner's last round since bosund started, for `daemon status`.
-    pub last_prune: Mutex<Option<bosun_shared::protocol::runs::PruneView>>,
+    pub last_prune: Mutex<Option<bosun_protocol::runs::PruneView>>,
     /// What a run costs when its CLI does not say: `prices.toml` in the state directory, or
     /// the repository's.
     pub prices: Arc<Prices>,

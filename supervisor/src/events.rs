@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use bosun_protocol::ui::{Event, ServerFrame};
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::ui::{Event, ServerFrame};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_shared::protocol::socket::{peer_pid, peer_uid};
-use bosun_shared::protocol::{ErrorCode, FrameWriter, HelloReply, WireError};
+use bosun_protocol::socket::{peer_pid, peer_uid};
+use bosun_protocol::{ErrorCode, FrameWriter, HelloReply, WireError};
 use interprocess::local_socket::tokio::{Listener as SocketListener, Stream};
 use interprocess::local_socket::traits::tokio::Listener as _;
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
@@ -211,7 +211,7 @@ impl ListenerState {
 /// it gets to read the refusal.
 fn refuse(stream: Stream, error: WireError) {
     tokio::spawn(async move {
-        let (mut r, w) = bosun_shared::protocol::socket::split(stream);
+        let (mut r, w) = bosun_protocol::socket::split(stream);
         let mut writer = FrameWriter::new(w);
         let _ = writer.send_now(&HelloReply::Refused(error)).await;
         let mut sink = [0u8; 4096];

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use bosun_approvals::record::{ApprovalRecord, ApprovalState};
 use bosun_kit::offload::blocking;
+use bosun_protocol::runs::PruneView;
 use bosun_runs::decisions::{self, DecisionRow};
 use bosun_runs::record::RunRecord;
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::runs::PruneView;
 use bosun_store::StoreError;
 use bosun_store::writer::Change;
 use tracing::{info, warn};

@@ -5,9 +5,9 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use bosun_shared::protocol::call::Reply;
-use bosun_shared::protocol::runs::{SubscribeRuns, Unfollow};
-use bosun_shared::protocol::ui::{FollowParams, Request, Response};
+use bosun_protocol::call::Reply;
+use bosun_protocol::runs::{SubscribeRuns, Unfollow};
+use bosun_protocol::ui::{FollowParams, Request, Response};
 
 use crate::api::Handle;
 use crate::ctx::DaemonCtx;
@@ -28,7 +28,7 @@ pub enum Routed {
     SubscribeRuns,
 }
 
-/// Routes each request of the table of every request ([`bosun_shared::every_request`]) by
+/// Routes each request of the table of every request ([`bosun_protocol::every_request`]) by
 /// its type's [`Route`].
 macro_rules! route_every {
     ($(
@@ -42,7 +42,7 @@ macro_rules! route_every {
     };
 }
 
-bosun_shared::every_request!(route_every);
+bosun_protocol::every_request!(route_every);
 
 /// How a request is routed: a request with a handler ([`Handle`]) to it; the session's own
 /// (following a log, ending that, subscribing to run events) to the session.

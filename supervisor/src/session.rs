@@ -11,21 +11,21 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bosun_protocol::call::Reply;
+use bosun_protocol::runner::{DaemonMsg, RunnerMsg};
+use bosun_protocol::runs::{Following, Unfollow};
+use bosun_protocol::socket::{self, ReadHalf, WriteHalf};
+use bosun_protocol::ui::{
+    ClientFrame, Event, FollowParams, Outbound, Request, ResponseResult, ServerFrame, UnreadFrame,
+};
+use bosun_protocol::{
+    ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, LogBytes, PROTOCOL_VERSION,
+    Role, Welcome, WireError, fast,
+};
 use bosun_runs::follow::{FollowSpec, LogItem, LogSink, blocking, follow};
 use bosun_runs::live::LiveEntry;
 use bosun_runs::log_hub::LogHub;
 use bosun_runs::run_actor::RunMsg;
-use bosun_shared::protocol::call::Reply;
-use bosun_shared::protocol::runner::{DaemonMsg, RunnerMsg};
-use bosun_shared::protocol::runs::{Following, Unfollow};
-use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
-use bosun_shared::protocol::ui::{
-    ClientFrame, Event, FollowParams, Outbound, Request, ResponseResult, ServerFrame, UnreadFrame,
-};
-use bosun_shared::protocol::{
-    ErrorCode, FrameError, FrameReader, FrameWriter, Hello, HelloReply, LogBytes, PROTOCOL_VERSION,
-    Role, Welcome, WireError, fast,
-};
 use bosun_shared::{RunId, RunToken};
 use interprocess::local_socket::tokio::Stream;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -623,7 +623,7 @@ impl LogSink for FrameSink {
 
 fn welcome(
     acked_seq: u64,
-    stop: Option<bosun_shared::protocol::runner::StopOrder>,
+    stop: Option<bosun_protocol::runner::StopOrder>,
     started_recorded: bool,
 ) -> Welcome {
     Welcome {

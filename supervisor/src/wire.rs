@@ -14,9 +14,9 @@ use bosun_kit::prefix::PrefixError;
 use bosun_lead::ChatsError;
 use bosun_mcp::McpError;
 use bosun_mcp::RegistryError;
+use bosun_protocol::frame::shorten;
+use bosun_protocol::{ErrorCode, WireError};
 use bosun_runs::RunsError;
-use bosun_shared::protocol::frame::shorten;
-use bosun_shared::protocol::{ErrorCode, WireError};
 use bosun_store::StoreError;
 
 /// The code a program reacts to, for each way a request can fail.

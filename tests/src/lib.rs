@@ -1371,11 +1371,9 @@ pub struct EventWatcher {
 impl EventWatcher {
     /// Subscribes to the running daemon of `b`; returns once the subscription is answered.
     pub fn start(b: &Bosun) -> anyhow::Result<Self> {
-        use bosun_shared::protocol::socket;
-        use bosun_shared::protocol::ui::{ClientFrame, Request, ServerFrame};
-        use bosun_shared::protocol::{
-            FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role,
-        };
+        use bosun_protocol::socket;
+        use bosun_protocol::ui::{ClientFrame, Request, ServerFrame};
+        use bosun_protocol::{FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role};
         let sock = b.home.join("bosund.sock");
         let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let seen = heard.clone();

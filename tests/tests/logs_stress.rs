@@ -13,12 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bosun_shared::protocol::runs::Following;
-use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
-use bosun_shared::protocol::ui::{
+use bosun_protocol::runs::Following;
+use bosun_protocol::socket::{self, ReadHalf, WriteHalf};
+use bosun_protocol::ui::{
     ClientFrame, Event, FollowParams, Request, Response, ResponseResult, ServerFrame,
 };
-use bosun_shared::protocol::{FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role};
+use bosun_protocol::{FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role};
 use bosun_shared::run::{Outcome, Stream};
 use bosun_tests::stress::{self, Follower, Gen};
 use bosun_tests::{Bosun, wait_for};

@@ -5,18 +5,18 @@
 
 use std::time::Duration;
 
-use bosun_shared::placement::Placement;
-use bosun_shared::protocol::agents::EditAgentParams;
-use bosun_shared::protocol::board::EditCardParams;
-use bosun_shared::protocol::mcp::EditServerParams;
-use bosun_shared::protocol::runner::StopLadder;
-use bosun_shared::protocol::socket::{self, ReadHalf, WriteHalf};
-use bosun_shared::protocol::ui::{
+use bosun_protocol::agents::EditAgentParams;
+use bosun_protocol::board::EditCardParams;
+use bosun_protocol::mcp::EditServerParams;
+use bosun_protocol::runner::StopLadder;
+use bosun_protocol::socket::{self, ReadHalf, WriteHalf};
+use bosun_protocol::ui::{
     ClientFrame, Request, Response, ResponseResult, ServerFrame, StartRunParams,
 };
-use bosun_shared::protocol::{
+use bosun_protocol::{
     ErrorCode, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role, WireError,
 };
+use bosun_shared::placement::Placement;
 use bosun_shared::{RunId, RunToken};
 use bosun_tests::Bosun;
 use tokio::io::AsyncWriteExt;
@@ -146,7 +146,7 @@ fn a_ui_of_before_binary_frames_gets_its_log_events_as_json() -> anyhow::Result<
         anyhow::ensure!(matches!(reply, HelloReply::Welcome(_)), "{reply:?}");
         w.send_now(&ClientFrame::Request {
             id: 1,
-            body: Request::FollowLog(bosun_shared::protocol::ui::FollowParams {
+            body: Request::FollowLog(bosun_protocol::ui::FollowParams {
                 run: run.clone(),
                 from_seq: 1,
                 follow: false,
@@ -163,11 +163,11 @@ fn a_ui_of_before_binary_frames_gets_its_log_events_as_json() -> anyhow::Result<
                 .ok_or_else(|| anyhow::anyhow!("closed"))?
                 .to_vec();
             assert_eq!(body.first(), Some(&b'{'), "every frame is JSON");
-            match bosun_shared::protocol::frame::decode_body::<ServerFrame>(&body)? {
-                ServerFrame::Event(bosun_shared::protocol::ui::Event::Log { data, .. }) => {
+            match bosun_protocol::frame::decode_body::<ServerFrame>(&body)? {
+                ServerFrame::Event(bosun_protocol::ui::Event::Log { data, .. }) => {
                     text.extend_from_slice(data.as_slice())
                 }
-                ServerFrame::Event(bosun_shared::protocol::ui::Event::LogEnd { .. }) => break,
+                ServerFrame::Event(bosun_protocol::ui::Event::LogEnd { .. }) => break,
                 ServerFrame::Response { .. } | ServerFrame::Event(_) | ServerFrame::Error(_) => {}
             }
         }
@@ -220,7 +220,7 @@ fn an_answer_too_large_for_one_frame_is_an_error_and_the_session_goes_on() -> an
         for (id, all) in [(1, true), (2, false)] {
             let req = ClientFrame::Request {
                 id,
-                body: Request::ListRuns(bosun_shared::protocol::runs::ListRuns { all, page: None }),
+                body: Request::ListRuns(bosun_protocol::runs::ListRuns { all, page: None }),
             };
             w.send_now(&req).await?;
             let frame: ServerFrame = r.read().await?.ok_or_else(|| anyhow::anyhow!("closed"))?;

@@ -188,7 +188,7 @@ fn an_ambiguous_prefix_is_refused_with_the_candidates() -> anyhow::Result<()> {
 /// run is listed once, whole, in the order the runs were made; the live runs too.
 #[test]
 fn ps_lists_runs_that_do_not_fit_in_one_answer() -> anyhow::Result<()> {
-    use bosun_shared::protocol::frame::MAX_FRAME_LEN;
+    use bosun_protocol::frame::MAX_FRAME_LEN;
     use serde_json::Value;
 
     let b = Bosun::new("ps_pages");

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use bosun_protocol::socket;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::socket;
 use interprocess::local_socket::tokio::Stream;
 
 use crate::ClientError;

@@ -11,17 +11,15 @@ pub mod web;
 use std::collections::VecDeque;
 use std::io;
 
-use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::call::{Call, Reply};
-use bosun_shared::protocol::runs::{ListRuns, RunView, RunsPage};
-use bosun_shared::protocol::socket::{self, WriteHalf};
-use bosun_shared::protocol::ui::{
-    ClientFrame, Event, Request, Response, ResponseResult, ServerFrame,
-};
-use bosun_shared::protocol::{
+use bosun_protocol::call::{Call, Reply};
+use bosun_protocol::runs::{ListRuns, RunView, RunsPage};
+use bosun_protocol::socket::{self, WriteHalf};
+use bosun_protocol::ui::{ClientFrame, Event, Request, Response, ResponseResult, ServerFrame};
+use bosun_protocol::{
     FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role, Welcome,
     WireError,
 };
+use bosun_shared::paths::StateDir;
 use tokio::sync::mpsc;
 
 /// What can go wrong talking to the daemon.

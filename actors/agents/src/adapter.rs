@@ -6,10 +6,10 @@
 //! (`adapter/tests.rs`). Paths inside the run's directory are written with [`RUN_DIR`], which
 //! the run's start replaces with the real directory.
 
+use bosun_protocol::runner::{ControlPlan, ControlProtocol};
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::mcp::ServerKind;
 use bosun_shared::mcp::full_tool_name;
-use bosun_shared::protocol::runner::{ControlPlan, ControlProtocol};
 use serde_json::{Map, Value, json};
 
 /// Stands for the run's own directory in arguments, environment values and file paths.

@@ -10,8 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use bosun_protocol::runner::FencePlan;
 use bosun_shared::agents::CliKind;
-use bosun_shared::protocol::runner::FencePlan;
 
 /// The folder in a run's directory that is its `TMPDIR`.
 pub const TMP: &str = "tmp";

@@ -10,10 +10,10 @@ use std::num::NonZeroU64;
 use std::time::Duration;
 
 use crate::AgentsError;
+use bosun_protocol::runner::ControlPlan;
 use bosun_shared::agents::CliKind;
 use bosun_shared::gateway::{self, GatewayServer, PinnedTool, Reach};
 use bosun_shared::mcp::{ServerKind, SignInBy};
-use bosun_shared::protocol::runner::ControlPlan;
 use bosun_shared::run::RunRequest;
 use bosun_shared::{AnswerId, ChatId};
 

@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use bosun_protocol::runner::ToolAnswer;
 use bosun_shared::agents::{CliKind, WebFetch};
 use bosun_shared::approvals::{ApprovalMode, Verdict};
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::runner::ToolAnswer;
 use bosun_shared::time::TimeCap;
 use bosun_shared::usage::{Budget, Usage};
 use bosun_shared::{

@@ -16,8 +16,8 @@ pub mod workspace;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use bosun_protocol::runner::ToolAsk;
 use bosun_shared::agents::CliKind;
-use bosun_shared::protocol::runner::ToolAsk;
 use serde_json::Value;
 
 use bosun_agents::record::{AgentRecord, AgentRun, WorkspaceSettings};

@@ -673,7 +673,7 @@ pub struct PolicyInput {
     /// Someone can answer: a person started the run, or its agent waits for the person.
     pub attended: bool,
     /// The call held a secret value of the run, seen here as `[redacted]`
-    /// ([`ToolAsk::redacted`](bosun_shared::protocol::runner::ToolAsk::redacted)).
+    /// ([`ToolAsk::redacted`](bosun_protocol::runner::ToolAsk::redacted)).
     pub holds_secret: bool,
 }
 

@@ -153,8 +153,8 @@ pub fn expired_message(wait_ms: u64) -> String {
 impl ApprovalRecord {
     /// What the run's gateway tells a server that asked the person (a form, a message of the
     /// model), once decided.
-    pub fn server_answer(&self) -> Option<bosun_shared::protocol::runner::ServerAnswer> {
-        use bosun_shared::protocol::runner::ServerAnswer;
+    pub fn server_answer(&self) -> Option<bosun_protocol::runner::ServerAnswer> {
+        use bosun_protocol::runner::ServerAnswer;
         Some(match &self.state {
             ApprovalState::Waiting => return None,
             ApprovalState::Allowed { .. } => ServerAnswer::Accept {
@@ -173,8 +173,8 @@ impl ApprovalRecord {
     }
 
     /// What the CLI is told, once decided.
-    pub fn answer(&self) -> Option<bosun_shared::protocol::runner::ToolAnswer> {
-        use bosun_shared::protocol::runner::ToolAnswer;
+    pub fn answer(&self) -> Option<bosun_protocol::runner::ToolAnswer> {
+        use bosun_protocol::runner::ToolAnswer;
         match &self.state {
             ApprovalState::Waiting => None,
             ApprovalState::Allowed { .. } => Some(ToolAnswer::Allow),

@@ -4,7 +4,7 @@
 //! notifications (a card merged, a card that needs the person). Everything else is not an
 //! alert. Pure: no D-Bus here.
 
-use bosun_shared::protocol::ui::{Event, NotificationKind};
+use bosun_protocol::ui::{Event, NotificationKind};
 use bosun_shared::run::Outcome;
 
 /// What one notification says, and the item it is about.

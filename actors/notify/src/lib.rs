@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bosun_shared::protocol::runs::NotifyView;
-use bosun_shared::protocol::ui::ServerFrame;
+use bosun_protocol::runs::NotifyView;
+use bosun_protocol::ui::ServerFrame;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bosun_shared::protocol::ui::{Event, ServerFrame};
+use bosun_protocol::ui::{Event, ServerFrame};
 use serde_json::json;
 use tokio::sync::mpsc;
 

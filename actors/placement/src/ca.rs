@@ -8,9 +8,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use bosun_protocol::tls::SERVER_NAME;
 use bosun_shared::RunId;
 use bosun_shared::paths::create_private_dir;
-use bosun_shared::protocol::tls::SERVER_NAME;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -182,8 +182,8 @@ impl CaError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bosun_protocol::tls::{RemoteLink, client_config, server_config};
     use bosun_shared::RunToken;
-    use bosun_shared::protocol::tls::{RemoteLink, client_config, server_config};
 
     #[test]
     fn the_ca_is_kept_and_signs_what_the_link_accepts() {

@@ -3,7 +3,7 @@
 //! A run is placed on this machine (`local`, the default: bosund starts the runner itself) or
 //! handed to a cluster engine that starts it on a host it picks (`slurm`, or `kubernetes`: one
 //! Job per run, [`kubernetes`]). A placed runner dials
-//! back to bosund over TCP with mutual TLS ([`ca`], `shared::protocol::tls`) and speaks the same
+//! back to bosund over TCP with mutual TLS ([`ca`], `bosun_protocol::tls`) and speaks the same
 //! frames, acks and spool as a local one; bosund stays the single writer of everything.
 //!
 //! Remote placement is configured in `$BOSUN_HOME/placement.toml`; without that file bosund
@@ -26,8 +26,8 @@ pub use error::PlacementError;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bosun_protocol::tls::{RemoteLink, cert_digest_pem};
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::tls::{RemoteLink, cert_digest_pem};
 use bosun_shared::{RunId, RunToken};
 use serde::Deserialize;
 

@@ -26,15 +26,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bosun_protocol::runner::{ControlPlan, FencePlan, LaunchPlan, PlanFile, StopLadder, StopOrder};
 use bosun_shared::agents::CliKind;
 use bosun_shared::gateway::GatewayServer;
 use bosun_shared::paths::StateDir;
 use bosun_shared::placement::Placement;
 use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::projects::RunGit;
-use bosun_shared::protocol::runner::{
-    ControlPlan, FencePlan, LaunchPlan, PlanFile, StopLadder, StopOrder,
-};
 use bosun_shared::run::{ExitInfo, Outcome, RunRequest, RunState};
 use bosun_shared::time::TimeCap;
 use bosun_shared::{CardId, RunId, RunToken, Timestamp};

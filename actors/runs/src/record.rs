@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
+use bosun_protocol::runner::{StopLadder, StopOrder};
 use bosun_shared::placement::Placement;
 use bosun_shared::process::{Pgid, Pid, ProcessIdentity};
 use bosun_shared::projects::RunGit;
-use bosun_shared::protocol::runner::{StopLadder, StopOrder};
 use bosun_shared::run::{ExitInfo, RunState};
 use bosun_shared::{RunId, Timestamp};
 use serde::{Deserialize, Serialize};

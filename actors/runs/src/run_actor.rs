@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use crate::RunsError;
 use bosun_agents::secrets::SecretLine;
-use bosun_shared::placement::Placement;
-use bosun_shared::process::{self, SweepTarget};
-use bosun_shared::protocol::runner::{
+use bosun_protocol::runner::{
     DaemonMsg, FlushFailure, HeldOutput, LaunchPlan, OutputChunk, RunnerMsg, Started, StopOrder,
 };
+use bosun_shared::placement::Placement;
+use bosun_shared::process::{self, SweepTarget};
 use bosun_shared::run::{ExitInfo, Outcome, RunState, Stream, signal_name};
 use bosun_shared::{RunToken, Timestamp};
 use nix::sys::signal::Signal;
@@ -118,7 +118,7 @@ pub enum RunMsg {
     BudgetMore,
     /// What came of the runner's ask for a server's token anew.
     TokenGot {
-        ask: bosun_shared::protocol::runner::TokenAsk,
+        ask: bosun_protocol::runner::TokenAsk,
         got: Box<bosun_agents::secrets::TokenAnew>,
     },
     /// The server `server` was signed in to: calls waiting for that sign-in go on.

@@ -20,7 +20,7 @@
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use bosun_agents::secrets::{SecretLine, SecretSource};
-use bosun_shared::protocol::runner::LaunchPlan;
+use bosun_protocol::runner::LaunchPlan;
 use bosun_shared::redact::MIN_LEN;
 use bosun_shared::{RunId, RunToken};
 use bosun_store::Record;

@@ -6,10 +6,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::Stdio;
 
+use bosun_protocol::frame::encode_frame;
+use bosun_protocol::runner::LaunchPlan;
 use bosun_shared::paths::{StateDir, create_private_dir};
 use bosun_shared::process::{Pid, ProcessIdentity};
-use bosun_shared::protocol::frame::encode_frame;
-use bosun_shared::protocol::runner::LaunchPlan;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin};
 

@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
+use bosun_protocol::runner::{ControlPlan, ToolAnswer, ToolAsk};
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::runner::{ControlPlan, ToolAnswer, ToolAsk};
 use serde_json::{Value, json};
 
 use super::{Protocol, Step};

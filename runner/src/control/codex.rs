@@ -26,9 +26,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use bosun_protocol::runner::{ControlPlan, ToolAnswer, ToolAsk};
 use bosun_shared::Timestamp;
 use bosun_shared::mcp::full_tool_name;
-use bosun_shared::protocol::runner::{ControlPlan, ToolAnswer, ToolAsk};
 use serde_json::{Map, Value, json};
 
 use super::{Protocol, Step};

@@ -6,9 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use bosun_shared::protocol::FrameError;
-use bosun_shared::protocol::frame::check_fits;
-use bosun_shared::protocol::runner::{RunnerMsg, ToolAnswer, ToolAsk};
+use bosun_protocol::FrameError;
+use bosun_protocol::frame::check_fits;
+use bosun_protocol::runner::{RunnerMsg, ToolAnswer, ToolAsk};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::{Notify, mpsc};

@@ -13,7 +13,7 @@ pub mod gemini;
 
 use std::path::{Path, PathBuf};
 
-use bosun_shared::protocol::runner::{ControlPlan, ControlProtocol, ToolAnswer, ToolAsk};
+use bosun_protocol::runner::{ControlPlan, ControlProtocol, ToolAnswer, ToolAsk};
 
 use crate::redact::Redactor;
 

@@ -5,9 +5,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use bosun_protocol::runner::{HELD_BACK_BYTES, MOST_HELD_BACK};
 use bosun_shared::gateway::{AskPolicy, Capability, Rules};
 use bosun_shared::mcp::check_tool_name;
-use bosun_shared::protocol::runner::{HELD_BACK_BYTES, MOST_HELD_BACK};
 use serde_json::{Value, json};
 
 use super::Conn;

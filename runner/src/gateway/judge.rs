@@ -21,10 +21,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use bosun_protocol::runner::{ToolAnswer, ToolAsk};
 use bosun_shared::Timestamp;
 use bosun_shared::gateway::{AskedAt, CallDecision, CallEntry, CallOutcome, CallVerdict};
 use bosun_shared::mcp::full_tool_name;
-use bosun_shared::protocol::runner::{ToolAnswer, ToolAsk};
 use serde_json::{Value, json};
 use tokio::process::ChildStdout;
 use tokio::time::Instant;

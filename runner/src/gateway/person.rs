@@ -15,9 +15,9 @@
 
 use std::time::Duration;
 
+use bosun_protocol::runner::{ServerAnswer, ServerAsk, ServerAskKind};
 use bosun_shared::elicitation::{Form, FormRefused};
 use bosun_shared::gateway::AskPolicy;
-use bosun_shared::protocol::runner::{ServerAnswer, ServerAsk, ServerAskKind};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio::time::Instant;

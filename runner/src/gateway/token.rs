@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use bosun_shared::protocol::runner::{TokenAnswer, TokenAsk};
+use bosun_protocol::runner::{TokenAnswer, TokenAsk};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 

@@ -9,12 +9,12 @@ use bosun_agents::registry::{self as agents, AgentEdit, AgentsMsg, NewAgent};
 use bosun_agents::{builtin, launch};
 use bosun_board::BoardRequest;
 use bosun_kit::edit::Edit;
-use bosun_shared::protocol::agents::{
+use bosun_protocol::agents::{
     AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
     BuiltinToolsView, EditAgentParams,
 };
-use bosun_shared::protocol::ui::RunView;
-use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_protocol::ui::RunView;
+use bosun_protocol::{ErrorCode, WireError};
 use bosun_shared::time::TimeCap;
 
 use super::views::View;

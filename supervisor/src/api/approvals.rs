@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use bosun_approvals::record::{ApprovalRecord, ApprovalState};
 use bosun_kit::prefix::{PrefixError, by_prefix};
+use bosun_protocol::WireError;
+use bosun_protocol::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
 use bosun_runs::follow::blocking;
 use bosun_runs::run_actor::{PersonDecision, RunMsg};
 use bosun_shared::ApprovalId;
-use bosun_shared::protocol::WireError;
-use bosun_shared::protocol::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
 
 use super::Handle;
 use super::runs::resolve;

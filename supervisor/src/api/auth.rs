@@ -6,10 +6,10 @@ use std::sync::Arc;
 use bosun_auth::client_credentials::{self, Machine};
 use bosun_auth::signin;
 use bosun_mcp::{look, registry};
-use bosun_shared::protocol::auth::{
+use bosun_protocol::auth::{
     McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
 };
-use bosun_shared::protocol::mcp::ServerView;
+use bosun_protocol::mcp::ServerView;
 
 use super::Handle;
 use super::views::View;

@@ -8,16 +8,16 @@ use bosun_board::{
     BoardRequest, CardEdit, ColumnChange, NewCard, NewColumn, NewProject, ProjectEdit, Reply,
 };
 use bosun_kit::edit::Edit;
-use bosun_shared::protocol::board::{
+use bosun_protocol::board::{
     AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
     ColumnView, EditCardParams, NoteList, NoteShow, NoteSummary, NoteView, NoteWrite,
     SetColumnParams,
 };
-use bosun_shared::protocol::projects::{
+use bosun_protocol::projects::{
     AddProjectParams, EditProjectParams, ProjectList, ProjectRemove, ProjectSet, ProjectShow,
     ProjectView,
 };
-use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_protocol::{ErrorCode, WireError};
 
 use super::Handle;
 use super::views::View;

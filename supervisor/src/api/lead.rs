@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use bosun_lead::ChatsError;
 use bosun_lead::chats::ChatsMsg;
-use bosun_shared::protocol::WireError;
-use bosun_shared::protocol::lead::{
+use bosun_protocol::WireError;
+use bosun_protocol::lead::{
     AnswerStarted, Approve, ApproveAll, ChatList, ChatNew, ChatSend, ChatShow, ChatView, Discard,
     Inbox, PendingView,
 };

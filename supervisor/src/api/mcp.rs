@@ -10,15 +10,15 @@ use bosun_mcp::RegistryError;
 use bosun_mcp::ledger::ToolChoice;
 use bosun_mcp::registry::{self, Approve, GatewayChange, NewServer, RegistryMsg, ServerEdit};
 use bosun_mcp::{adopt, look};
-use bosun_shared::gateway::{CallDeadline, ResultChars, RuleError, SamplingTokens};
-use bosun_shared::protocol::WireError;
-use bosun_shared::protocol::frame::MAX_FRAME_LEN;
-use bosun_shared::protocol::mcp::ImportPick;
-use bosun_shared::protocol::mcp::{
+use bosun_protocol::WireError;
+use bosun_protocol::frame::MAX_FRAME_LEN;
+use bosun_protocol::mcp::ImportPick;
+use bosun_protocol::mcp::{
     AddServerParams, CallView, EditServerParams, GatewayEdit, ImportCandidates, ImportParams,
     ImportScan, Imported, InspectView, McpApprove, McpCall, McpInspect, McpList, McpRemove,
     McpRename, McpShow, McpTools, ServerView, ToolListing,
 };
+use bosun_shared::gateway::{CallDeadline, ResultChars, RuleError, SamplingTokens};
 
 use super::views::{View, candidate_view, removed_view};
 use super::{Handle, starting_up};

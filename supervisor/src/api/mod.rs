@@ -16,7 +16,7 @@ pub mod views;
 use std::sync::Arc;
 
 use bosun_kit::error::Starting;
-use bosun_shared::protocol::call::Call;
+use bosun_protocol::call::Call;
 
 use crate::ctx::DaemonCtx;
 use crate::wire::Failure;

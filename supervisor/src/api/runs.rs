@@ -7,19 +7,19 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
+use bosun_protocol::runner::StopOrder;
+use bosun_protocol::runs::{
+    DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, McpCallsView,
+    RUNS_PAGE_BYTES, RunList, RunsCursor, StopRun,
+};
+use bosun_protocol::ui::{RunView, StartRunParams};
+use bosun_protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
 use bosun_runs::follow::blocking;
 use bosun_runs::live::LiveEntry;
 use bosun_runs::run_actor::RunMsg;
 use bosun_runs::{RunSpec, RunsMsg};
 use bosun_shared::RunId;
 use bosun_shared::gateway::{CALLS_FILE, CallEntry};
-use bosun_shared::protocol::runner::StopOrder;
-use bosun_shared::protocol::runs::{
-    DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, McpCallsView,
-    RUNS_PAGE_BYTES, RunList, RunsCursor, StopRun,
-};
-use bosun_shared::protocol::ui::{RunView, StartRunParams};
-use bosun_shared::protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
 use bosun_shared::run::{Ladder, RunRequest};
 use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_store::StoreError;

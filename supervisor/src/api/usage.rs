@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use bosun_board::record::BoardReads;
 use bosun_kit::offload::blocking;
+use bosun_protocol::usage::{UsageBy, UsageReport, UsageRow, UsageView};
 use bosun_runs::spend::UsageRow as RunUsage;
-use bosun_shared::protocol::usage::{UsageBy, UsageReport, UsageRow, UsageView};
 use bosun_shared::usage::{Tokens, day_of};
 use bosun_shared::{CardId, ProjectId, Timestamp};
 use bosun_store::decode_part;

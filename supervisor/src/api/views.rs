@@ -15,14 +15,14 @@ use bosun_agents::record::{AgentRun, Decision};
 use bosun_approvals::record::{ApprovalRecord, ApprovalState};
 use bosun_lead::chats::{Chat, PendingAction};
 use bosun_lead::record::{MessageRecord, PendingState};
-use bosun_runs::record::{RunRecord, RunSnapshot};
-use bosun_shared::placement::PlacedView;
-use bosun_shared::protocol::agents::{
+use bosun_protocol::agents::{
     AgentRunView, CliResultView, DECISIONS_SHOWN, ToolCallView, WorkspaceView,
 };
-use bosun_shared::protocol::approvals::{ApprovalView, DecisionView};
-use bosun_shared::protocol::lead::{ChatView, MessageView, PendingView};
-use bosun_shared::protocol::ui::RunView;
+use bosun_protocol::approvals::{ApprovalView, DecisionView};
+use bosun_protocol::lead::{ChatView, MessageView, PendingView};
+use bosun_protocol::ui::RunView;
+use bosun_runs::record::{RunRecord, RunSnapshot};
+use bosun_shared::placement::PlacedView;
 use bosun_shared::run::{Outcome, RunState};
 
 /// A domain value as the wire shows it.

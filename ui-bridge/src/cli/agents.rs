@@ -4,16 +4,16 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bosun_protocol::agents::{
+    AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
+    BuiltinToolsView, EditAgentParams,
+};
+use bosun_protocol::call::Call;
+use bosun_protocol::mcp::SecretLine;
 use bosun_shared::agents::{
     CliKind, MAX_INSTRUCTIONS, MAX_SECRET_VALUE, instructions_too_long, secret_too_long,
 };
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::agents::{
-    AgentList, AgentParams, AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools, AgentView,
-    BuiltinToolsView, EditAgentParams,
-};
-use bosun_shared::protocol::call::Call;
-use bosun_shared::protocol::mcp::SecretLine;
 use bosun_shared::size::read_at_most;
 use bosun_shared::time::{TimeCap, format_duration};
 use clap::{Args, Subcommand};

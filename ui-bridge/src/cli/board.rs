@@ -2,13 +2,13 @@
 
 use std::process::ExitCode;
 
-use bosun_shared::paths::StateDir;
-use bosun_shared::projects::MAX_NOTE;
-use bosun_shared::protocol::board::{
+use bosun_protocol::board::{
     AddCardParams, AddColumnParams, Board, BoardLimit, BoardView, CardRemove, CardShow, CardView,
     EditCardParams, NoteList, NoteShow, NoteView, NoteWrite, SetColumnParams,
 };
-use bosun_shared::protocol::call::Call;
+use bosun_protocol::call::Call;
+use bosun_shared::paths::StateDir;
+use bosun_shared::projects::MAX_NOTE;
 use bosun_shared::usage::CapEdit;
 use clap::{Args, Subcommand};
 

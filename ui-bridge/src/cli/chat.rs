@@ -4,12 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bosun_protocol::lead::{AnswerStarted, ChatList, ChatNew, ChatSend, ChatShow, ChatView};
+use bosun_protocol::runs::Following;
+use bosun_protocol::ui::{Event, FollowParams};
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::lead::{
-    AnswerStarted, ChatList, ChatNew, ChatSend, ChatShow, ChatView,
-};
-use bosun_shared::protocol::runs::Following;
-use bosun_shared::protocol::ui::{Event, FollowParams};
 use bosun_shared::run::Stream;
 use clap::Subcommand;
 use serde_json::Value;
@@ -242,7 +240,7 @@ fn print_line(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
 
 async fn print_waiting(client: &mut bosun_ui::Client, c: &ChatView) -> anyhow::Result<()> {
     let actions = client
-        .call(bosun_shared::protocol::lead::Inbox {
+        .call(bosun_protocol::lead::Inbox {
             chat: Some(c.id.to_string()),
         })
         .await?;

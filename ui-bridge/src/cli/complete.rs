@@ -12,12 +12,12 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bosun_protocol::agents::AgentList;
+use bosun_protocol::board::Board;
+use bosun_protocol::lead::ChatList;
+use bosun_protocol::mcp::McpList;
+use bosun_protocol::projects::ProjectList;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::agents::AgentList;
-use bosun_shared::protocol::board::Board;
-use bosun_shared::protocol::lead::ChatList;
-use bosun_shared::protocol::mcp::McpList;
-use bosun_shared::protocol::projects::ProjectList;
 use bosun_ui::{Client, ClientError};
 use clap::{CommandFactory, ValueEnum};
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};

@@ -20,12 +20,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bosun_protocol::agents::AgentList;
+use bosun_protocol::mcp::McpList;
+use bosun_protocol::projects::ProjectList;
+use bosun_protocol::runs::DaemonStatus;
 use bosun_shared::agents::CliKind;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::agents::AgentList;
-use bosun_shared::protocol::mcp::McpList;
-use bosun_shared::protocol::projects::ProjectList;
-use bosun_shared::protocol::runs::DaemonStatus;
 use bosun_ui::{Client, ClientError};
 use clap::Args;
 use serde::Serialize;

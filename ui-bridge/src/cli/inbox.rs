@@ -6,13 +6,13 @@ use bosun_shared::text::visible;
 use std::io::Write;
 use std::process::ExitCode;
 
+use bosun_protocol::ErrorCode;
+use bosun_protocol::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
+use bosun_protocol::lead::{Approve, ApproveAll, Discard, Inbox, PendingView};
+use bosun_protocol::runs::SubscribeRuns;
+use bosun_protocol::ui::Event;
 use bosun_shared::Timestamp;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::ErrorCode;
-use bosun_shared::protocol::approvals::{ApprovalView, Approvals, ApproveCard, Decide};
-use bosun_shared::protocol::lead::{Approve, ApproveAll, Discard, Inbox, PendingView};
-use bosun_shared::protocol::runs::SubscribeRuns;
-use bosun_shared::protocol::ui::Event;
 use bosun_shared::time::format_duration;
 use bosun_ui::ClientError;
 use clap::Args;

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use bosun_protocol::runs::{Following, GetRun, Unfollow};
+use bosun_protocol::ui::{Event, FollowParams, RunView};
 use bosun_shared::Timestamp;
 use bosun_shared::logfile::LogReader;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::runs::{Following, GetRun, Unfollow};
-use bosun_shared::protocol::ui::{Event, FollowParams, RunView};
 use bosun_shared::run::Stream;
 use bosun_ui::ClientError;
 use clap::Args;
@@ -114,7 +114,7 @@ impl<W: Write> Printer<W> {
             return Ok(());
         }
         if self.json {
-            let data = bosun_shared::protocol::LogBytes(data.to_vec());
+            let data = bosun_protocol::LogBytes(data.to_vec());
             let line = serde_json::json!({ "seq": seq, "stream": stream, "at": at, "data": data });
             serde_json::to_writer(&mut self.out, &line)?;
             self.out.write_all(b"\n")?;

@@ -15,12 +15,10 @@ mod sign_in;
 
 use std::process::ExitCode;
 
+use bosun_protocol::auth::McpSignOut;
+use bosun_protocol::mcp::{McpApprove, McpInspect, McpList, McpRemove, McpRename, ServerView};
 use bosun_shared::gateway::Capability;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::auth::McpSignOut;
-use bosun_shared::protocol::mcp::{
-    McpApprove, McpInspect, McpList, McpRemove, McpRename, ServerView,
-};
 use clap::Subcommand;
 
 use self::add_edit::{AddArgs, EditArgs, add, edit};

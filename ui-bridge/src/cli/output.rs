@@ -4,12 +4,12 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bosun_protocol::agents::AgentRunView;
+use bosun_protocol::runs::DaemonStatusView;
+use bosun_protocol::runs::McpCallsView;
+use bosun_protocol::ui::RunView;
 use bosun_shared::Timestamp;
 use bosun_shared::placement::PlacedView;
-use bosun_shared::protocol::agents::AgentRunView;
-use bosun_shared::protocol::runs::DaemonStatusView;
-use bosun_shared::protocol::runs::McpCallsView;
-use bosun_shared::protocol::ui::RunView;
 use bosun_shared::text::visible;
 use bosun_shared::time::format_duration;
 use serde::Serialize;
@@ -373,7 +373,7 @@ pub fn cost_words(cost: Option<&bosun_shared::usage::Cost>) -> String {
 
 /// A budget several runs share, in a line: `$5.00 for all its runs; spent $1.2345, 40000
 /// tokens; allowed more: $5.00`.
-pub fn shared_budget(b: &bosun_shared::protocol::board::SharedBudgetView, what: &str) -> String {
+pub fn shared_budget(b: &bosun_protocol::board::SharedBudgetView, what: &str) -> String {
     use bosun_shared::usage::Dollars;
     let mut line = format!(
         "{} {what}; spent {}{} tokens",
@@ -464,7 +464,7 @@ pub fn print_status(s: &DaemonStatusView) {
 
 /// Desktop notifications in words: on or off (and how to change it), how many were shown, and
 /// why the last could not be.
-pub fn notify_words(n: &bosun_shared::protocol::runs::NotifyView) -> String {
+pub fn notify_words(n: &bosun_protocol::runs::NotifyView) -> String {
     if !n.on {
         return "off (bosun daemon set notify=on)".to_string();
     }
@@ -478,7 +478,7 @@ pub fn notify_words(n: &bosun_shared::protocol::runs::NotifyView) -> String {
 /// Where a run may write, in words: its folder and its agent's roots, or anywhere.
 pub fn workspace_words(
     folder: &std::path::Path,
-    w: &bosun_shared::protocol::agents::WorkspaceView,
+    w: &bosun_protocol::agents::WorkspaceView,
 ) -> String {
     if w.unrestricted {
         return "unrestricted: file tools may write anywhere but git metadata".to_string();

@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::call::Call;
-use bosun_shared::protocol::projects::{
+use bosun_protocol::call::Call;
+use bosun_protocol::projects::{
     AddProjectParams, EditProjectParams, ProjectList, ProjectRemove, ProjectSet, ProjectShow,
     ProjectView,
 };
+use bosun_shared::paths::StateDir;
 use bosun_shared::usage::CapEdit;
 use clap::{Args, Subcommand};
 

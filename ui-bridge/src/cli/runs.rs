@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bosun_protocol::runner::StopLadder;
+use bosun_protocol::runs::{DaemonSet, DaemonStatus, DaemonStop, GetRun, StopRun};
+use bosun_protocol::ui::StartRunParams;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::runner::StopLadder;
-use bosun_shared::protocol::runs::{DaemonSet, DaemonStatus, DaemonStop, GetRun, StopRun};
-use bosun_shared::protocol::ui::StartRunParams;
 use bosun_shared::settings::KeyValueError;
 use bosun_shared::time::{StopGrace, TimeCap};
 use bosun_ui::{Client, ClientError};

@@ -19,9 +19,9 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use anyhow::Context;
+use bosun_protocol::runs::DaemonStatus;
 use bosun_shared::paths::StateDir;
 use bosun_shared::process::{Pid, environ_value, output_blocking, systemd_service};
-use bosun_shared::protocol::runs::DaemonStatus;
 use serde::Serialize;
 
 use crate::cli::output;

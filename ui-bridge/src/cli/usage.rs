@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
+use bosun_protocol::usage::{UsageBy, UsageReport, UsageRow, UsageView};
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::usage::{UsageBy, UsageReport, UsageRow, UsageView};
 use bosun_shared::time::{millis, parse_duration};
 use bosun_shared::usage::Dollars;
 use clap::Args;

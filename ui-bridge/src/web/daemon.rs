@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
+use bosun_protocol::ui::{Request, Response};
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::ui::{Request, Response};
 
 use super::error::ApiError;
 use crate::Client;

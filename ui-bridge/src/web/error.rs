@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use bosun_shared::protocol::{ErrorCode, WireError};
+use bosun_protocol::{ErrorCode, WireError};
 use serde_json::json;
 
 use crate::ClientError;

@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use bosun_protocol::lead::Inbox;
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::lead::Inbox;
 
 use crate::Client;
 

@@ -1,4 +1,4 @@
-use bosun_shared::protocol::ui::Event;
+use bosun_protocol::ui::Event;
 use serde_json::{Value, json};
 
 use super::Alert;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_shared::protocol::runner::{DaemonMsg, StopOrder, ToolAnswer, ToolAsk};
+use bosun_protocol::runner::{DaemonMsg, StopOrder, ToolAnswer, ToolAsk};
 use bosun_shared::usage::{Budget, BudgetScope, day_of};
 use bosun_shared::{ApprovalId, CardId, Timestamp};
 use ractor::{ActorProcessingErr, ActorRef};

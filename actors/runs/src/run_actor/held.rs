@@ -1,11 +1,11 @@
 //! Tools a run's gateway held back: new on the server, or changed since the person last
 //! approved its tools. The runner says which as soon as it holds them back
-//! ([`RunnerMsg::HeldBack`](bosun_shared::protocol::runner::RunnerMsg::HeldBack)); they go on
+//! ([`RunnerMsg::HeldBack`](bosun_protocol::runner::RunnerMsg::HeldBack)); they go on
 //! to the MCP registry, which adds them to the server's pending list, so that `bosun mcp
 //! inspect` shows them without waiting for the next `bosun mcp tools`.
 
 use bosun_mcp::registry::RegistryMsg;
-use bosun_shared::protocol::runner::MOST_HELD_BACK;
+use bosun_protocol::runner::MOST_HELD_BACK;
 use tracing::info;
 
 use super::RunActorState;

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use bosun_approvals::record::{ApprovalRecord, ApprovalState, changes_for};
 use bosun_kit::offload::blocking;
+use bosun_protocol::runner::{DaemonMsg, ServerAnswer, ServerAsk, ServerAskKind, ToolAsk};
 use bosun_shared::Timestamp;
 use bosun_shared::elicitation::Form;
-use bosun_shared::protocol::runner::{DaemonMsg, ServerAnswer, ServerAsk, ServerAskKind, ToolAsk};
 use ractor::{ActorProcessingErr, ActorRef};
 use serde_json::{Value, json};
 use tracing::info;

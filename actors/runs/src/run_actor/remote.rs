@@ -5,9 +5,9 @@
 use std::time::{Duration, Instant};
 
 use bosun_agents::secrets::{SecretLine, SecretSource};
+use bosun_protocol::runner::{DaemonMsg, LaunchPlan, StopOrder};
 use bosun_shared::Timestamp;
 use bosun_shared::placement::Placement;
-use bosun_shared::protocol::runner::{DaemonMsg, LaunchPlan, StopOrder};
 use bosun_shared::run::{ExitInfo, Outcome, RunState};
 use bosun_store::writer::Change;
 use nix::sys::signal::Signal;

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use bosun_agents::secrets::TokenAnew;
 use bosun_approvals::record::{ApprovalRecord, ApprovalState, changes_for};
+use bosun_protocol::runner::{DaemonMsg, TokenAnswer, TokenAsk, ToolAnswer, ToolAsk};
 use bosun_shared::Timestamp;
-use bosun_shared::protocol::runner::{DaemonMsg, TokenAnswer, TokenAsk, ToolAnswer, ToolAsk};
 use ractor::{ActorProcessingErr, ActorRef};
 use tracing::{info, warn};
 

@@ -1,8 +1,8 @@
 use std::path::PathBuf;
 
 use bosun_agents::secrets::{SecretLine, SecretSource, UsedAs};
+use bosun_protocol::runner::{LaunchPlan, PlanFile, StopLadder};
 use bosun_shared::gateway::{GatewayServer, Reach, Rules};
-use bosun_shared::protocol::runner::{LaunchPlan, PlanFile, StopLadder};
 use bosun_shared::{RunId, RunToken, ServerId};
 use bosun_store::Record;
 

@@ -2,7 +2,7 @@
 //! model that asked for `mcp__everything__echo` (allowed) and `Bash` (denied): `<<` lines are
 //! what Claude wrote, `>>` lines what the supervisor answered.
 
-use bosun_shared::protocol::runner::{ControlPlan, ControlProtocol, ToolAnswer};
+use bosun_protocol::runner::{ControlPlan, ControlProtocol, ToolAnswer};
 use serde_json::Value;
 
 use super::*;

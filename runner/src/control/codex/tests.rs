@@ -4,7 +4,7 @@
 //! message) and `mcp__everything__get-sum` (denied with a message): `<<` lines are what Codex
 //! wrote, `>>` lines what the supervisor wrote.
 
-use bosun_shared::protocol::runner::{ControlPlan, ControlProtocol, ToolAnswer};
+use bosun_protocol::runner::{ControlPlan, ControlProtocol, ToolAnswer};
 use serde_json::{Value, json};
 
 use super::*;

@@ -5,7 +5,7 @@
 //! `mcp_everything_get-sum` (rejected) and `run_shell_command` `ls` (which did not ask): `<<`
 //! lines are what Gemini wrote, `>>` lines what the supervisor wrote.
 
-use bosun_shared::protocol::runner::{ControlPlan, ControlProtocol, ToolAnswer};
+use bosun_protocol::runner::{ControlPlan, ControlProtocol, ToolAnswer};
 use serde_json::{Value, json};
 
 use super::*;

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
+use bosun_protocol::usage::{UsageBy, UsageRow, UsageView};
 use bosun_runs::record::RunRecord;
 use bosun_runs::spend::UsageRow as RunUsage;
-use bosun_shared::protocol::usage::{UsageBy, UsageRow, UsageView};
 use bosun_shared::usage::Tokens;
 use bosun_shared::{CardId, Timestamp};
 use bosun_store::{Record, decode_part};

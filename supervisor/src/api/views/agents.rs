@@ -6,11 +6,11 @@ use bosun_agents::builtin::BuiltinTools;
 use bosun_agents::catalog::BuiltinTool;
 use bosun_agents::record::{AgentRecord, ServerSwitch};
 use bosun_agents::registry::{AgentDetail, DEFAULT_APPROVAL_WAIT_MS, ServerSeen};
-use bosun_shared::protocol::agents::{
+use bosun_protocol::agents::{
     AgentView, ApprovalsView, BuiltinToolView, BuiltinToolsView, LastRunView, ServerSwitchView,
     SwitchesView, ToolSwitchView, WorkspaceView,
 };
-use bosun_shared::protocol::mcp::LineView;
+use bosun_protocol::mcp::LineView;
 
 use super::View;
 

@@ -4,11 +4,11 @@ use bosun_board::record::{
     Activity, CardWorktree, ColumnRecord, Hold, MergedPr, NoteRecord, QaVerdict,
 };
 use bosun_board::{BoardNow, BudgetNow, Card, Project};
-use bosun_shared::protocol::board::{
+use bosun_protocol::board::{
     ActivityView, BoardView, CardView, ColumnView, HoldView, MergedView, NoteSummary, NoteView,
     QaView, SharedBudgetView, WorktreeView,
 };
-use bosun_shared::protocol::projects::ProjectView;
+use bosun_protocol::projects::ProjectView;
 
 use super::View;
 

@@ -3,8 +3,8 @@
 //! these shapes, so they are pinned byte for byte below.
 
 use bosun_lead::tools::{Answer, Shows};
-use bosun_shared::protocol::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
-use bosun_shared::protocol::projects::ProjectView;
+use bosun_protocol::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
+use bosun_protocol::projects::ProjectView;
 use serde::Serialize;
 
 use super::View;
@@ -17,7 +17,7 @@ pub struct LeadShows;
 #[derive(Serialize)]
 #[serde(tag = "answer", rename_all = "snake_case")]
 enum Shown {
-    Agent(bosun_shared::protocol::agents::AgentView),
+    Agent(bosun_protocol::agents::AgentView),
     Board(BoardView),
     Column(ColumnView),
     Card(CardView),

@@ -11,12 +11,12 @@ use bosun_mcp::ledger::{self, PendingTool};
 use bosun_mcp::look::{Inspection, ListedTools, ToolAnswer};
 use bosun_mcp::record::{LineKind, ServerRecord, StoredMalformedTool, StoredTool};
 use bosun_mcp::registry::{ServerDetail, SignIn};
-use bosun_shared::mcp::{ToolChange, full_tool_name};
-use bosun_shared::protocol::mcp::{
+use bosun_protocol::mcp::{
     BrowserView, CallView, ImportCandidateView, ImportStatus, InspectView, LineView,
     MalformedToolView, ParamView, PendingToolView, RevisionView, ServerView, SignInView,
     ToolListing, ToolView,
 };
+use bosun_shared::mcp::{ToolChange, full_tool_name};
 
 use super::View;
 

@@ -5,12 +5,10 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use bosun_protocol::mcp::{AddServerParams, EditServerParams, GatewayEdit, SecretLine, ServerKind};
 use bosun_shared::agents::MAX_SECRET_VALUE;
 use bosun_shared::gateway::{AskPolicy, Capability, ToolGlob};
 use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::mcp::{
-    AddServerParams, EditServerParams, GatewayEdit, SecretLine, ServerKind,
-};
 use bosun_shared::size::{format_size, read_at_most};
 use clap::{Args, ValueEnum};
 

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::mcp::{
+use bosun_protocol::mcp::{
     ImportCandidateView, ImportCandidates, ImportParams, ImportPick, ImportScan, ImportStatus,
     Imported, ServerKind,
 };
+use bosun_shared::paths::StateDir;
 use bosun_shared::settings::KeyValueError;
 use clap::Args;
 

@@ -3,11 +3,11 @@
 
 use std::process::ExitCode;
 
-use bosun_shared::gateway::Capability;
-use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::mcp::{
+use bosun_protocol::mcp::{
     CallView, InspectView, McpApprove, McpCall, McpShow, McpTools, ToolListing,
 };
+use bosun_shared::gateway::Capability;
+use bosun_shared::paths::StateDir;
 use bosun_shared::text::visible;
 
 use super::print::{print_ledger, print_server};
@@ -187,7 +187,7 @@ fn print_tools(l: &ToolListing) {
 
 /// The tools bosun set aside, each with what is wrong (their input schemas as sent are in
 /// `--json`).
-fn print_malformed(malformed: &[bosun_shared::protocol::mcp::MalformedToolView]) {
+fn print_malformed(malformed: &[bosun_protocol::mcp::MalformedToolView]) {
     if malformed.is_empty() {
         return;
     }

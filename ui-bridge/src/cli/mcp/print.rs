@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use bosun_protocol::mcp::{PendingToolView, ServerKind, ServerView};
 use bosun_shared::gateway::{AskPolicy, Capability, ToolGlob};
-use bosun_shared::protocol::mcp::{PendingToolView, ServerKind, ServerView};
 use bosun_shared::text::visible;
 
 pub(super) fn describe_target(s: &ServerView) -> String {

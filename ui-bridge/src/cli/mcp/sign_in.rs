@@ -8,14 +8,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
-use bosun_shared::paths::StateDir;
-use bosun_shared::protocol::ErrorCode;
-use bosun_shared::protocol::auth::{
+use bosun_protocol::ErrorCode;
+use bosun_protocol::auth::{
     McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, SignInStarted,
 };
-use bosun_shared::protocol::call::Call;
-use bosun_shared::protocol::mcp::{McpShow, SecretValue, ServerKind, ServerView, SignInBy};
+use bosun_protocol::call::Call;
+use bosun_protocol::mcp::{McpShow, SecretValue, ServerKind, ServerView, SignInBy};
+use bosun_shared::agents::{MAX_SECRET_VALUE, secret_too_long};
+use bosun_shared::paths::StateDir;
 use bosun_shared::size::read_at_most;
 use bosun_ui::{Client, ClientError};
 use clap::{Args, ValueEnum};

@@ -130,8 +130,8 @@ macro_rules! every_request {
     )*) => {
         $then! { $(
             $variant
-            $( [($crate::protocol::$m::$ty)] [(c)] [c] $crate::protocol::$m::$ty )?
-            $( [] [] [$crate::protocol::$um::$unit] $crate::protocol::$um::$unit )?
+            $( [($crate::$m::$ty)] [(c)] [c] $crate::$m::$ty )?
+            $( [] [] [$crate::$um::$unit] $crate::$um::$unit )?
             => $reply;
         )* }
     };

@@ -17,7 +17,7 @@ use rustls::server::{VerifierBuilderError, WebPkiClientVerifier};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{RunId, RunToken};
+use bosun_shared::{RunId, RunToken};
 
 /// The name every bosund's server certificate carries, and every runner checks: a runner trusts
 /// only its own bosund's CA, so one fixed name is enough and the address may change freely.

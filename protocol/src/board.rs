@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::usage::{Budget, CapEdit};
-use crate::{AgentId, CardId, ColumnId, RunId, Timestamp};
+use bosun_shared::usage::{Budget, CapEdit};
+use bosun_shared::{AgentId, CardId, ColumnId, RunId, Timestamp};
 
 /// A new column.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::projects::Host;
-use crate::protocol::board::SharedBudgetView;
-use crate::usage::CapEdit;
-use crate::{ProjectId, Timestamp};
+use crate::board::SharedBudgetView;
+use bosun_shared::projects::Host;
+use bosun_shared::usage::CapEdit;
+use bosun_shared::{ProjectId, Timestamp};
 
 /// A new project.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use super::agents::AgentRunView;
 use super::runner::StopLadder;
-use crate::RunId;
-use crate::Timestamp;
-use crate::placement::{PlacedView, Placement};
-use crate::process::{Pgid, Pid};
-use crate::projects::RunGit;
-use crate::run::{ExitInfo, Outcome, RunState, Stream};
+use bosun_shared::RunId;
+use bosun_shared::Timestamp;
+use bosun_shared::placement::{PlacedView, Placement};
+use bosun_shared::process::{Pgid, Pid};
+use bosun_shared::projects::RunGit;
+use bosun_shared::run::{ExitInfo, Outcome, RunState, Stream};
 
 /// The runs that are not over; with `all`, the finished ones too; in the order they were made.
 ///
@@ -268,7 +268,7 @@ pub struct RunView {
 pub struct McpCallsView {
     pub total: u64,
     /// The last [`McpCallsView::SHOWN`] calls, oldest first.
-    pub calls: Vec<crate::gateway::CallEntry>,
+    pub calls: Vec<bosun_shared::gateway::CallEntry>,
 }
 
 impl McpCallsView {

@@ -8,12 +8,12 @@ use std::path::PathBuf;
 
 use std::collections::BTreeSet;
 
-use crate::gateway::{AskPolicy, Capability, Rules, ToolGlob};
+use bosun_shared::gateway::{AskPolicy, Capability, Rules, ToolGlob};
 use serde::{Deserialize, Serialize};
 
-use crate::mcp::{Assessment, Hints};
-pub use crate::mcp::{SecretLine, SecretValue, ServerKind, SignInBy, ToolChange};
-use crate::{ServerId, Timestamp};
+use bosun_shared::mcp::{Assessment, Hints};
+pub use bosun_shared::mcp::{SecretLine, SecretValue, ServerKind, SignInBy, ToolChange};
+use bosun_shared::{ServerId, Timestamp};
 
 /// A new server.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -17,8 +17,8 @@ use tokio::io::{
 };
 
 use super::bytes::OutputChunk;
-use crate::Timestamp;
-use crate::run::Stream;
+use bosun_shared::Timestamp;
+use bosun_shared::run::Stream;
 
 /// The longest frame either side accepts: 4 MiB.
 pub const MAX_FRAME_LEN: usize = 4 * 1024 * 1024;
@@ -501,7 +501,7 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::{Pgid, Pid};
+    use bosun_shared::process::{Pgid, Pid};
     use serde::Deserialize;
 
     /// Issue 44: a frame whose JSON held a 3 MB string of the wrong type was refused with

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ActionId, AnswerId, ChatId, RunId, Timestamp};
+use bosun_shared::{ActionId, AnswerId, ChatId, RunId, Timestamp};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatView {

@@ -24,7 +24,7 @@ use super::runs::{
 };
 use super::ui::{Request, Response};
 use super::usage::{UsageBy, UsageReport};
-use crate::gateway::Capability;
+use bosun_shared::gateway::Capability;
 
 const ID: &str = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
@@ -629,7 +629,7 @@ const STORAGE_EVENTS: &[&str] = &[
 #[test]
 fn the_storage_events_are_pinned() {
     use super::ui::Event;
-    use crate::Timestamp;
+    use bosun_shared::Timestamp;
     let events = vec![
         Event::StorageFault {
             message: "the state directory's disk is full".into(),
@@ -682,7 +682,7 @@ const NOTIFICATION_EVENTS: &[&str] = &[
 #[test]
 fn the_notification_events_are_pinned() {
     use super::ui::{Event, NotificationKind};
-    use crate::{CardId, ChatId, Timestamp};
+    use bosun_shared::{CardId, ChatId, Timestamp};
     let (card, chat): (CardId, ChatId) = (
         "0aaaaaaaaaaaaaaaaaaaaaaaaa".parse().unwrap_or_default(),
         "0bbbbbbbbbbbbbbbbbbbbbbbbb".parse().unwrap_or_default(),

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Timestamp;
-use crate::usage::Tokens;
+use bosun_shared::Timestamp;
+use bosun_shared::usage::Tokens;
 
 /// What the runs of coding CLIs created in the last `since_ms` (every run when absent) used,
 /// summed by `by`. Answered with a [`UsageView`].

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ApprovalId, CardId, RunId, Timestamp};
+use bosun_shared::{ApprovalId, CardId, RunId, Timestamp};
 
 /// A tool call of a run that waited, or waits, for the person.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::notice::NotificationKind;
+pub use bosun_shared::notice::NotificationKind;
 
 use super::agents::{AgentView, BuiltinToolsView};
 use super::approvals::ApprovalView;
@@ -24,8 +24,8 @@ use super::runs::{DaemonStatusView, Following, RunList};
 pub use super::runs::{FollowParams, RunView, StartRunParams};
 use super::usage::UsageView;
 use super::{LogBytes, WireError};
-use crate::run::Stream;
-use crate::{CardId, ChatId, Timestamp};
+use bosun_shared::run::Stream;
+use bosun_shared::{CardId, ChatId, Timestamp};
 
 /// A frame from a UI to the daemon.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -149,7 +149,7 @@ pub enum Outbound {
     /// and the output chunk whose bytes follow it, sent without being copied together.
     Split {
         head: Vec<u8>,
-        chunk: std::sync::Arc<crate::logfile::LogChunk>,
+        chunk: std::sync::Arc<bosun_shared::logfile::LogChunk>,
     },
 }
 

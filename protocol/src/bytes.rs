@@ -96,8 +96,8 @@ impl<'de> Visitor<'de> for LogBytesVisitor {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OutputChunk {
     pub seq: u64,
-    pub stream: crate::run::Stream,
-    pub at: crate::Timestamp,
+    pub stream: bosun_shared::run::Stream,
+    pub at: bosun_shared::Timestamp,
     pub data: LogBytes,
 }
 

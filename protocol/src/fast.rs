@@ -10,8 +10,8 @@ use super::frame::{
     KIND_OUTPUT, LOG_HEADER_LEN, OUTPUT_HEADER_LEN, decode_binary, encode_frame, put_header,
 };
 use super::runner::RunnerMsg;
-use crate::Timestamp;
-use crate::run::Stream;
+use bosun_shared::Timestamp;
+use bosun_shared::run::Stream;
 
 /// Encodes a runner's `Output` frame (length prefix included).
 pub fn output_frame(seq: u64, stream: Stream, at: Timestamp, data: &[u8]) -> Vec<u8> {
@@ -56,10 +56,10 @@ pub fn output_frame_as_json(frame: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::frame::{FrameError, FrameReader};
-    use crate::protocol::runner::OutputChunk;
-    use crate::protocol::ui::{Event, ServerFrame};
-    use crate::protocol::{LogBytes, MAX_FRAME_LEN};
+    use crate::frame::{FrameError, FrameReader};
+    use crate::runner::OutputChunk;
+    use crate::ui::{Event, ServerFrame};
+    use crate::{LogBytes, MAX_FRAME_LEN};
 
     fn samples() -> Vec<Vec<u8>> {
         vec![
@@ -78,9 +78,7 @@ mod tests {
         ]
     }
 
-    async fn read_all<T: crate::protocol::frame::Decode>(
-        frames: Vec<u8>,
-    ) -> Result<Vec<T>, FrameError> {
+    async fn read_all<T: crate::frame::Decode>(frames: Vec<u8>) -> Result<Vec<T>, FrameError> {
         let mut r = FrameReader::new(std::io::Cursor::new(frames));
         let mut out = Vec::new();
         while let Some(m) = r.read::<T>().await? {

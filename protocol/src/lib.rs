@@ -1,11 +1,19 @@
-//! The wire protocols and their one frame codec.
+//! bosun-protocol: the wire, and nothing else. Every socket of bosun (the CLI's, the web UI
+//! bridge's, a runner's, a runner's over mutual TLS) speaks what this crate defines; it is
+//! pinned byte for byte by its snapshot test (`wire_snapshot.rs`).
+//!
+//! It holds the frames and their codec, the requests and their replies, the events, the
+//! runner's messages and the error shape that crosses every socket. It must not hold domain
+//! logic: domain values it carries (ids, a run's state, a gateway's rules) come from
+//! `bosun-shared`, and the areas of bosund never name a type of this crate's UI wire
+//! (`supervisor/src/api` turns their answers into it).
 //!
 //! Every socket of bosun speaks the same frames ([`frame`]): a big-endian `u32` length, then that
 //! many bytes of JSON, or, for the two frames that carry a program's output, a binary header and
 //! the raw bytes ([`fast`]). A connection opens with a [`Hello`] naming the protocol version and
 //! the peer's role; the daemon answers with a [`HelloReply`]. After that, a UI speaks [`ui`] and
 //! a runner speaks [`runner`]. Protocol types are kept apart from the domain types of
-//! [`crate::run`]: they are what crosses the socket, and they change only with the version (or,
+//! [`bosun_shared::run`]: they are what crosses the socket, and they change only with the version (or,
 //! readable by both versions, with a field an older peer leaves out, such as
 //! [`Welcome::binary_output`]).
 
@@ -36,7 +44,7 @@ pub use bytes::LogBytes;
 pub use error::{ErrorCode, WireError};
 pub use frame::{Decode, FrameError, FrameReader, FrameWriter, MAX_FRAME_LEN};
 
-use crate::{RunId, RunToken};
+use bosun_shared::{RunId, RunToken};
 
 /// The version both ends must speak. Raise it with any change a peer of the old version would
 /// misread.

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::mcp::{LineView, SecretLine};
-use crate::agents::{CliKind, WebFetch};
-use crate::mcp::Risk;
-use crate::placement::Placement;
-use crate::{AgentId, CardId, RunId, ServerId, Timestamp};
+use bosun_shared::agents::{CliKind, WebFetch};
+use bosun_shared::mcp::Risk;
+use bosun_shared::placement::Placement;
+use bosun_shared::{AgentId, CardId, RunId, ServerId, Timestamp};
 
 /// A new agent.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -109,8 +109,8 @@ pub struct AgentView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried_over: Option<String>,
     /// What each of its runs may use before its next tool call waits for the person.
-    #[serde(default, skip_serializing_if = "crate::usage::Budget::is_empty")]
-    pub budget: crate::usage::Budget,
+    #[serde(default, skip_serializing_if = "bosun_shared::usage::Budget::is_empty")]
+    pub budget: bosun_shared::usage::Budget,
     /// The board starts no run of a paused agent.
     #[serde(default)]
     pub paused: bool,
@@ -248,13 +248,13 @@ pub struct AgentRunView {
     /// What the run used, as its CLI reported it: tokens per model, its cost and where that
     /// figure comes from, its tool calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::usage::Usage>,
+    pub usage: Option<bosun_shared::usage::Usage>,
     /// How many of its decisions' details were pruned after bosund's retention period.
-    #[serde(default, skip_serializing_if = "crate::usage::is_zero")]
+    #[serde(default, skip_serializing_if = "bosun_shared::usage::is_zero")]
     pub decisions_pruned: u64,
     /// How many of its earliest decisions this view leaves out: it holds the latest
     /// [`DECISIONS_SHOWN`], so that a run of many thousands of calls is still one message.
-    #[serde(default, skip_serializing_if = "crate::usage::is_zero")]
+    #[serde(default, skip_serializing_if = "bosun_shared::usage::is_zero")]
     pub decisions_not_shown: u64,
 }
 

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 pub use super::bytes::OutputChunk;
 use super::frame::{BinaryFrame, Decode, FrameError};
-use crate::process::{Pgid, Pid};
-use crate::run::ExitInfo;
-use crate::{RunId, RunToken, Timestamp};
+use bosun_shared::process::{Pgid, Pid};
+use bosun_shared::run::ExitInfo;
+use bosun_shared::{RunId, RunToken, Timestamp};
 
 /// Everything a runner needs to carry out one run. The runner executes the plan and nothing else.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -38,7 +38,7 @@ pub struct LaunchPlan {
     /// The program's file mode creation mask (bosun's own processes use 0o077).
     pub umask: u32,
     /// bosun's own lines for the run's log (what was left out of the run, and why), sent as
-    /// [`Stream::Note`](crate::run::Stream::Note) output before the program starts.
+    /// [`Stream::Note`](bosun_shared::run::Stream::Note) output before the program starts.
     #[serde(default)]
     pub notes: Vec<String>,
     /// The most bytes of the program's output the runner keeps; past it, output is read (so
@@ -66,7 +66,7 @@ pub struct LaunchPlan {
     /// The stdio MCP servers the program reaches through the runner's gateway (their secrets
     /// here and in the runner only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gateway: Vec<crate::gateway::GatewayServer>,
+    pub gateway: Vec<bosun_shared::gateway::GatewayServer>,
 }
 
 impl Decode for LaunchPlan {}
@@ -235,7 +235,7 @@ pub enum RunnerMsg {
     HeldBack {
         server: String,
         tools: Vec<serde_json::Value>,
-        #[serde(default, skip_serializing_if = "crate::usage::is_zero")]
+        #[serde(default, skip_serializing_if = "bosun_shared::usage::is_zero")]
         left_out: u64,
     },
     /// A decision bosund told `unsaved` and has not said is saved ([`DaemonMsg::Saved`]): the
@@ -251,7 +251,7 @@ pub enum RunnerMsg {
         /// When the runner was told it: the decision's time (absent from an older runner,
         /// whose decision is dated when saved).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        at: Option<crate::Timestamp>,
+        at: Option<bosun_shared::Timestamp>,
     },
 }
 
@@ -269,7 +269,9 @@ pub struct ServerAsk {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ServerAskKind {
     /// `elicitation/create`: a form for the person to fill in.
-    Elicitation { form: crate::elicitation::Form },
+    Elicitation {
+        form: bosun_shared::elicitation::Form,
+    },
     /// `sampling/createMessage`: a message of the model, which the run's CLI writes once the
     /// person allows it. `preview` is what the server sends the model, in words.
     Sampling { preview: String, max_tokens: u64 },
@@ -302,7 +304,7 @@ pub struct TokenAsk {
     pub key: String,
     /// The server's name in bosun's list.
     pub server: String,
-    /// The fingerprint ([`crate::gateway::fingerprint`]) of the token the server refused: that
+    /// The fingerprint ([`bosun_shared::gateway::fingerprint`]) of the token the server refused: that
     /// one is refreshed, not handed out again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
