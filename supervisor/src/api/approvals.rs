@@ -135,18 +135,21 @@ impl Handle for Decide {
         let Some(a) = found.iter().find(|a| a.id == id) else {
             return Err(WireError::not_found("the approval went missing").into());
         };
-        decide(
-            ctx,
-            a,
-            PersonDecision {
-                allow: self.allow,
-                always: self.always,
-                block: self.block,
-                message: self.message,
+        // The wire's three switches, read into the one answer they make (the combinations
+        // that mean nothing were refused above).
+        let decision = match (self.allow, self.always, self.block) {
+            (true, true, _) => PersonDecision::AllowAlways,
+            (true, false, _) => PersonDecision::Allow {
                 answer: self.answer,
             },
-        )
-        .await
+            (false, _, true) => PersonDecision::Block {
+                message: self.message,
+            },
+            (false, _, false) => PersonDecision::Deny {
+                message: self.message,
+            },
+        };
+        decide(ctx, a, decision).await
     }
 }
 
@@ -173,11 +176,7 @@ impl Handle for ApproveCard {
             .into_iter()
             .filter(|a| a.card == Some(card) && a.class != bosun_runs::run_actor::ELICITATION_CLASS)
         {
-            let allow = PersonDecision {
-                allow: true,
-                ..PersonDecision::default()
-            };
-            match decide(ctx, a, allow).await {
+            match decide(ctx, a, PersonDecision::allow()).await {
                 Ok(view) => done.push(view),
                 // A wait for the card's (or its project's) budget is let go by the first one
                 // allowed, for every run of the card: allowed already, not refused.

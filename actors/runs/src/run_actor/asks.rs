@@ -36,15 +36,41 @@ struct BudgetReached {
     scope: Option<BudgetScope>,
 }
 
-/// The person's decision on one approval.
-#[derive(Clone, Debug, Default)]
-pub struct PersonDecision {
-    pub allow: bool,
-    pub always: bool,
-    pub block: bool,
-    pub message: Option<String>,
-    /// The person's answer to a server's form.
-    pub answer: Option<serde_json::Value>,
+/// What the person says of one approval: each answer a person can give, with only what that
+/// answer carries, so that no decision can both allow and block.
+#[derive(Clone, Debug)]
+pub enum PersonDecision {
+    /// Let it go on; for a server's form, with the person's answer to it.
+    Allow { answer: Option<serde_json::Value> },
+    /// Let it go on, and every call like it from now on (`bosun approve --always`).
+    AllowAlways,
+    /// Refuse it; `message`, when given, tells the model why.
+    Deny { message: Option<String> },
+    /// Refuse it and every call like it from now on (`bosun deny --block`).
+    Block { message: Option<String> },
+}
+
+impl PersonDecision {
+    /// A plain allow (`bosun approve ID`, `approve --card`).
+    pub fn allow() -> Self {
+        Self::Allow { answer: None }
+    }
+
+    /// Whether it lets the call go on.
+    pub fn allows(&self) -> bool {
+        match self {
+            Self::Allow { .. } | Self::AllowAlways => true,
+            Self::Deny { .. } | Self::Block { .. } => false,
+        }
+    }
+
+    /// The person's words for the model, given with a refusal.
+    pub(super) fn message(self) -> Option<String> {
+        match self {
+            Self::Deny { message } | Self::Block { message } => message,
+            Self::Allow { .. } | Self::AllowAlways => None,
+        }
+    }
 }
 
 /// What the RunActor knows of its run's asks.
@@ -738,10 +764,12 @@ impl RunActorState {
         if let Some(grant) = a.budget {
             return self.budget_decided(myself, a, grant, d, now).await;
         }
-        if d.allow {
-            self.person_allows(a, d.always, now).await
-        } else {
-            self.person_denies(a, d, now).await
+        match d {
+            PersonDecision::Allow { .. } => self.person_allows(a, false, now).await,
+            PersonDecision::AllowAlways => self.person_allows(a, true, now).await,
+            PersonDecision::Deny { .. } | PersonDecision::Block { .. } => {
+                self.person_denies(a, d, now).await
+            }
         }
     }
 
@@ -781,14 +809,14 @@ impl RunActorState {
         d: PersonDecision,
         now: Timestamp,
     ) -> Result<ApprovalRecord, RunsError> {
-        if d.allow {
+        if d.allows() {
             let view = a.clone();
             return Ok(self
                 .allow_more(myself, a, grant, true)
                 .await?
                 .unwrap_or(view));
         }
-        let message = match d.message {
+        let message = match d.message() {
             Some(m) if !m.trim().is_empty() => m,
             _ => "the run's budget is spent and the person stopped the run".to_string(),
         };
@@ -852,14 +880,15 @@ impl RunActorState {
         Ok(view)
     }
 
-    /// The person denies a call (with `d.block`: and blocks every call like it from now on).
+    /// The person denies a call (blocked: and every call like it from now on).
     async fn person_denies(
         &mut self,
         mut a: ApprovalRecord,
         d: PersonDecision,
         now: Timestamp,
     ) -> Result<ApprovalRecord, RunsError> {
-        if d.block {
+        let block = matches!(d, PersonDecision::Block { .. });
+        if block {
             bosun_approvals::set_verdict(
                 &self.ctx.agents,
                 &a,
@@ -868,7 +897,7 @@ impl RunActorState {
             .await
             .map_err(RunsError::internal)?;
         }
-        let message = match (d.message, d.block) {
+        let message = match (d.message(), block) {
             (Some(m), _) if !m.trim().is_empty() => m,
             (_, true) => bosun_approvals::blocked_message(&a.tool),
             (_, false) => "the person denied this call".to_string(),

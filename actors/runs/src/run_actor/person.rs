@@ -225,16 +225,19 @@ impl RunActorState {
             )));
         }
         let server = server_of(&a).to_string();
-        if d.always || d.block {
+        if matches!(
+            d,
+            PersonDecision::AllowAlways | PersonDecision::Block { .. }
+        ) {
             return Err(RunsError::invalid(format!(
                 "approval {short} is a request of the MCP server `{server}`, answered each time: --always and --block are for tool calls (its policy is set with `bosun mcp edit {server} --{} deny`)",
                 a.class
             )));
         }
-        if d.allow {
+        if let PersonDecision::Allow { answer } = d {
             if a.class == ELICITATION_CLASS {
                 let form = form_of(&a)?;
-                let Some(answer) = d.answer else {
+                let Some(answer) = answer else {
                     return Err(RunsError::invalid(format!(
                         "approval {short} is a form of the MCP server `{server}`: answer it with `bosun approve {short} --answer '{}'`, or decline it with `bosun deny {short}`",
                         form.example()
@@ -246,7 +249,7 @@ impl RunActorState {
                     ))
                 })?;
                 a.answer = Some(Value::Object(content));
-            } else if d.answer.is_some() {
+            } else if answer.is_some() {
                 return Err(RunsError::invalid(format!(
                     "approval {short} asks to let the run's CLI write a message for `{server}`; it takes no --answer"
                 )));
@@ -259,7 +262,7 @@ impl RunActorState {
                 .map_err(|e| RunsError::internal(e.to_string()))?;
             return Ok(a.clone());
         }
-        let message = match d.message {
+        let message = match d.message() {
             Some(m) if !m.trim().is_empty() => m,
             _ => format!("the person declined the request of the MCP server `{server}`"),
         };

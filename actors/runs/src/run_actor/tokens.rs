@@ -259,7 +259,7 @@ impl RunActorState {
         d: PersonDecision,
     ) -> Result<ApprovalRecord, RunsError> {
         let server = server_of(&a);
-        if d.allow {
+        if d.allows() {
             return match self.sign_in_goes_on(a.clone(), "the person").await? {
                 GoesOn::Went(view) => Ok(*view),
                 GoesOn::Waits(why) => Err(RunsError::conflict(format!(
@@ -268,7 +268,7 @@ impl RunActorState {
                 ))),
             };
         }
-        let message = match d.message {
+        let message = match d.message() {
             Some(m) if !m.trim().is_empty() => m,
             _ => format!(
                 "the MCP server `{server}` needs a new sign-in and the person dismissed it; the call was not run"
