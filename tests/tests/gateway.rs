@@ -211,6 +211,20 @@ fn the_model_gets_what_the_rules_let_through_and_the_log_says_each_call() -> any
     b.ok(&["ui", "--stop"])?;
     b.assert_secret_nowhere(SERVER_SECRET)?;
     b.assert_secret_nowhere(API_KEY)?;
+
+    // An empty pattern clears the list; the other list is kept as it is.
+    b.ok(&["mcp", "edit", "everything", "--allow-tool", "echo"])?;
+    b.ok(&["mcp", "edit", "everything", "--deny-tool", ""])?;
+    let rules = &b.json(&["mcp", "show", "everything"])?["rules"];
+    assert!(
+        rules["deny_tools"].as_array().is_none_or(Vec::is_empty),
+        "{rules:#}"
+    );
+    assert_eq!(
+        rules["allow_tools"],
+        serde_json::json!(["echo"]),
+        "{rules:#}"
+    );
     b.finish()
 }
 

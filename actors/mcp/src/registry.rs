@@ -95,10 +95,10 @@ pub struct ServerEdit {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GatewayChange {
     pub trusted: Option<bool>,
-    /// Replaces the allow list (empty: every tool).
-    pub allow_tools: Option<Vec<ToolGlob>>,
-    /// Replaces the deny list.
-    pub deny_tools: Option<Vec<ToolGlob>>,
+    /// Replaces the allow list, or clears it (every tool).
+    pub allow_tools: Edit<Vec<ToolGlob>>,
+    /// Replaces the deny list, or clears it (no tool denied).
+    pub deny_tools: Edit<Vec<ToolGlob>>,
     pub deadline: Option<CallDeadline>,
     pub max_result_chars: Option<ResultChars>,
     /// Replaces the capabilities runs get (at least one: checked with the server's name).

@@ -89,8 +89,9 @@ fn server_edit(p: EditServerParams) -> Result<ServerEdit, Failure> {
 fn gateway_change(g: GatewayEdit) -> Result<GatewayChange, RuleError> {
     Ok(GatewayChange {
         trusted: g.trusted,
-        allow_tools: g.allow_tools,
-        deny_tools: g.deny_tools,
+        // An empty list on the wire clears it (`--allow-tool ""`).
+        allow_tools: Edit::read(g.allow_tools, Vec::is_empty),
+        deny_tools: Edit::read(g.deny_tools, Vec::is_empty),
         deadline: g.deadline_ms.map(CallDeadline::from_millis).transpose()?,
         max_result_chars: g.max_result_chars.map(ResultChars::new).transpose()?,
         capabilities: g.capabilities,

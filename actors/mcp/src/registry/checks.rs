@@ -13,6 +13,7 @@ use crate::RegistryError;
 use crate::address;
 use crate::browser;
 use crate::record::ServerRecord;
+use bosun_kit::edit::Edit;
 
 /// Checks environment and header lines: valid names, each once, values that fit.
 pub(super) fn check_lines(env: &[SecretLine], headers: &[SecretLine]) -> Result<(), RegistryError> {
@@ -116,11 +117,15 @@ pub(super) fn gateway_rules(
     if let Some(t) = edit.trusted {
         rules.trusted = t;
     }
-    if let Some(allow) = edit.allow_tools {
-        rules.allow_tools = allow;
-    }
-    if let Some(deny) = edit.deny_tools {
-        rules.deny_tools = deny;
+    for (change, list) in [
+        (edit.allow_tools, &mut rules.allow_tools),
+        (edit.deny_tools, &mut rules.deny_tools),
+    ] {
+        match change {
+            Edit::Keep => {}
+            Edit::Clear => list.clear(),
+            Edit::Set(globs) => *list = globs,
+        }
     }
     if let Some(capabilities) = edit.capabilities {
         if capabilities.is_empty() {
