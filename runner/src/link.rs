@@ -28,7 +28,7 @@ use bosun_shared::run::ExitInfo;
 use bosun_shared::{RunId, RunToken};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::control::driver::{Asks, Decided, Said};
+use crate::control::driver::{Asks, Decided, Said, too_large_to_judge};
 use crate::outbox::Outbox;
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
@@ -190,11 +190,7 @@ impl LinkState {
             Err(e) => self.judging.answer(
                 &key,
                 Judgement::Decided {
-                    answer: ToolAnswer::Deny {
-                        message: format!(
-                            "bosun could not judge this call, so it is denied: its request to bosund is too large ({e}); make the call smaller"
-                        ),
-                    },
+                    answer: too_large_to_judge(&e),
                     by: "bosun-runner".into(),
                 },
             ),

@@ -203,6 +203,16 @@ impl Asks {
     }
 }
 
+/// The answer to a call whose ask could not fit in a message to bosund: nobody can judge it,
+/// so it is denied, failing closed, saying why.
+pub fn too_large_to_judge(e: &FrameError) -> ToolAnswer {
+    ToolAnswer::Deny {
+        message: format!(
+            "bosun could not judge this call, so it is denied: its request to bosund is too large ({e}); make the call smaller"
+        ),
+    }
+}
+
 /// bosund's decision on an ask, from the link.
 #[derive(Debug)]
 pub struct Decided {
@@ -282,12 +292,9 @@ impl Driver {
                                     // Nobody can judge a call that cannot be told to bosund: it is
                                     // denied here, failing closed, with the reason.
                                     mcp.remove(&key);
-                                    let message = format!(
-                                        "bosun could not judge this call, so it is denied: its request to bosund is too large ({e}); make the call smaller"
-                                    );
                                     say!("bosun-runner: the call {key} is denied: {e}");
                                     steps.extend(
-                                        self.protocol.answer(&key, &ToolAnswer::Deny { message }),
+                                        self.protocol.answer(&key, &too_large_to_judge(&e)),
                                     );
                                 }
                             }

@@ -129,14 +129,14 @@ impl Conn<'_> {
     pub(super) async fn on_server(&mut self, line: &[u8]) {
         let Ok(mut msg) = serde_json::from_slice::<Value>(line) else {
             // Passed on as it is (the CLI's client decides), and said once in the run's log,
-            // so that a server that answers garbage is seen to.
+            // so that a server that answers garbage is seen to (the log's writer redacts it).
             self.odd_lines += 1;
             if self.odd_lines == 1 {
                 let text = String::from_utf8_lossy(&line[..line.len().min(120)]);
                 self.gw.note(format!(
                     "bosun's MCP gateway: {} wrote a line that is not JSON-RPC: `{}` (said once a connection)",
                     self.server.name,
-                    self.gw.redactor.text(&text).unwrap_or_else(|| text.into_owned())
+                    text
                 ));
             }
             self.tell_cli_raw(line).await;
