@@ -602,7 +602,7 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
         assert!(answer.contains(&format!("bosun's fence refused 127.0.0.1:{port}: 127.0.0.1:{port} is not in this run's list of hosts")), "{answer}");
         let reason = format!(
-            "127.0.0.1:{port} is not in this run's list of hosts; allow it for the agent with `bosun agent set <agent> web.fetch=127.0.0.1`"
+            "127.0.0.1:{port} is not in this run's list of hosts; allow it for the run's agent with `bosun agent set NAME web.fetch=127.0.0.1` (its list, comma-separated)"
         );
         let conn = Connection {
             port,

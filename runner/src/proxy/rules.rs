@@ -367,7 +367,7 @@ mod tests {
             "{reason}"
         );
         assert!(reason.contains("web.fetch=other.org"), "{reason}");
-        assert_eq!(rules(&[]).decide("a.b", 1), Decision::Refused { reason: "a.b:1 is not in this run's list of hosts; allow it for the agent with `bosun agent set <agent> web.fetch=a.b`".into() });
+        assert_eq!(rules(&[]).decide("a.b", 1), Decision::Refused { reason: "a.b:1 is not in this run's list of hosts; allow it for the run's agent with `bosun agent set NAME web.fetch=a.b` (its list, comma-separated)".into() });
     }
 
     #[test]
