@@ -248,6 +248,63 @@ pub fn unreadable_file(run_dir: &std::path::Path) -> std::io::Result<std::path::
     }
 }
 
+/// The read-only paths that do not exist at the start: a bind needs a path, so each the run
+/// makes is set aside at its end instead ([`set_aside`]). Those in a `.git` that did not exist
+/// either are left out: a repository the run made is its own.
+pub fn absent(plan: &FencePlan) -> Vec<std::path::PathBuf> {
+    plan.read_only
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_err())
+        .filter(|p| {
+            p.ancestors()
+                .find(|a| a.file_name().is_some_and(|n| n == ".git"))
+                .is_none_or(|git| git.exists())
+        })
+        .cloned()
+        .collect()
+}
+
+/// After the run: each of `absent` the run made is renamed beside itself
+/// (`NAME.set-aside-by-bosun`), where nothing reads it as configuration; returns a line for the
+/// run's log for each.
+pub fn set_aside(absent: &[std::path::PathBuf]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for p in absent {
+        if std::fs::symlink_metadata(p).is_err() {
+            continue;
+        }
+        let Some(name) = p.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        let to = (0..100)
+            .map(|i| {
+                let suffix = if i == 0 {
+                    String::new()
+                } else {
+                    format!("-{i}")
+                };
+                p.with_file_name(format!("{name}.set-aside-by-bosun{suffix}"))
+            })
+            .find(|t| std::fs::symlink_metadata(t).is_err());
+        notes.push(match to.map(|t| std::fs::rename(p, &t).map(|()| t)) {
+            Some(Ok(t)) => format!(
+                "bosun's fence: the run made {}, which can run programs or redirect git outside bosun; it is set aside as {} (rename it back if you want it)",
+                p.display(),
+                t.display()
+            ),
+            Some(Err(e)) => format!(
+                "bosun's fence: the run made {}, which can run programs or redirect git outside bosun, and it could not be set aside ({e}); look at it before you use this folder",
+                p.display()
+            ),
+            None => format!(
+                "bosun's fence: the run made {}, which can run programs or redirect git outside bosun, and it could not be set aside (too many set aside already); look at it before you use this folder",
+                p.display()
+            ),
+        });
+    }
+    notes
+}
+
 /// One host a run may reach, in words.
 fn net_words(a: &NetAllow) -> String {
     match a.port {

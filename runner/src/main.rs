@@ -469,6 +469,7 @@ impl Watch<'_> {
             mut child,
             fence,
             net,
+            absent,
         } = program;
         let Watch {
             plan,
@@ -532,6 +533,7 @@ impl Watch<'_> {
         if let Some(proxy) = proxy {
             proxy.finish().await;
         }
+        notes.notes(&fence::set_aside(&absent));
         if let Some(relay) = relay {
             drain(relay, finish_tx).await;
         }
@@ -856,6 +858,7 @@ fn start_program(plan: &LaunchPlan) -> Result<Program, LaunchError> {
             })?;
         }
     }
+    let absent = plan.fence.as_ref().map(fence::absent).unwrap_or_default();
     let (report, spaces, net) = match &plan.fence {
         None => (None, None, None),
         Some(f) => {
@@ -890,6 +893,7 @@ fn start_program(plan: &LaunchPlan) -> Result<Program, LaunchError> {
         child,
         fence: report,
         net,
+        absent,
     })
 }
 
@@ -899,6 +903,8 @@ struct Program {
     child: tokio::process::Child,
     fence: Option<String>,
     net: Option<(fence::Net, fence::ns::Listeners)>,
+    /// The paths to keep read-only that did not exist at the start, checked at the end.
+    absent: Vec<std::path::PathBuf>,
 }
 
 fn write_private_file(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {

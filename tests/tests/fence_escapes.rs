@@ -66,6 +66,7 @@ fn attempts(settings: &Path, key: &Path, refused: u16, udp: u16, allowed: u16) -
          (exec 3<>/dev/tcp/127.0.0.2/{refused}) 2>/dev/null; echo tcp=$?; \
          echo hi > /dev/udp/127.0.0.1/{udp}; \
          echo inside > ok.txt; \
+         echo '{{\"mcpServers\":{{}}}}' > .mcp.json; mkdir -p .vscode && echo '{{}}' > .vscode/tasks.json; \
          curl -s -m 10 http://127.0.0.1:{allowed}/page; echo allowed=$?",
         settings = settings.display(),
         key = key.display(),
@@ -132,6 +133,16 @@ impl Scene {
         let view = b.wait_ended(run, Duration::from_secs(120))?;
         assert_eq!(view["outcome"], "succeeded", "{view:#}");
         assert!(!self.work.join(".git/hooks/post-commit").exists());
+        // What can run programs, made by the run where nothing was, is set aside at its end.
+        for made in [".mcp.json", ".vscode"] {
+            assert!(!self.work.join(made).exists(), "{made} is left in place");
+            assert!(
+                self.work
+                    .join(format!("{made}.set-aside-by-bosun"))
+                    .exists(),
+                "{made} was not set aside"
+            );
+        }
         let turns = serde_json::to_string(&fake.turns())?;
         assert!(!turns.contains(KEY), "the key reached the model: {turns}");
         assert!(turns.contains("key="), "the command ran: {turns}");

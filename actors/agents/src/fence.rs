@@ -120,6 +120,9 @@ pub struct Confine<'a> {
     pub state_dir: &'a Path,
     /// The hosts the run may reach, when its network is fenced.
     pub net: Option<&'a [NetAllow]>,
+    /// The person's home (bosund's), whose secrets are hidden as well as those of the run's
+    /// `HOME` (which an agent may set elsewhere, and which is the run's own for Gemini CLI).
+    pub person_home: Option<&'a Path>,
 }
 
 /// The fence of a run.
@@ -169,7 +172,15 @@ pub fn plan(c: &Confine<'_>) -> FencePlan {
     let (hidden, kept) = if c.workspace.reads_open {
         (Vec::new(), Vec::new())
     } else {
-        let mut hidden: Vec<PathBuf> = HIDDEN_IN_HOME.iter().filter_map(|p| in_home(p)).collect();
+        let homes: Vec<&Path> = home
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(c.person_home)
+            .collect();
+        let mut hidden: Vec<PathBuf> = homes
+            .iter()
+            .flat_map(|h| HIDDEN_IN_HOME.iter().map(move |p| h.join(p)))
+            .collect();
         hidden.extend(c.workspace.read_deny.iter().cloned());
         hidden.push(c.state_dir.to_path_buf());
         // What the agent lifted, and whatever holds a folder the run works in, stays readable.
@@ -362,6 +373,7 @@ mod tests {
             run_dir: Path::new("/state/runs/r1"),
             state_dir: Path::new("/state"),
             net: None,
+            person_home: None,
         });
         let common = git.join("worktrees/card").join("../..");
         let made = [

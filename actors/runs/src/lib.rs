@@ -608,6 +608,7 @@ impl RunsState {
                 run_dir,
                 state_dir,
                 net: a.net.as_deref(),
+                person_home: std::env::var_os("HOME").as_deref().map(Path::new),
             }))
         })
     }
