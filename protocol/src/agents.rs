@@ -147,6 +147,9 @@ pub struct WorkspaceView {
     /// `fence.net=off`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub net_open: bool,
+    /// `fence.protect=off`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub protect_open: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -17,7 +17,8 @@
 //! - Landlock allows, it never carves out: what must stay read-only inside a writable root is
 //!   bound read-only in the mount namespace ([`ns`]), which holds alongside Landlock.
 //! - The namespaces fail closed: a kernel that will not make them refuses the run, with the
-//!   agent's switch that turns the part off (`fence.net=off`, `fence.read=off`).
+//!   agent's switches that turn the parts off (`fence.net=off`, `fence.read=off`,
+//!   `fence.protect=off`).
 
 pub mod ns;
 

@@ -162,12 +162,16 @@ pub fn plan(c: &Confine<'_>) -> FencePlan {
     writable.extend(make.iter().cloned());
     writable.extend(DEVICES.iter().map(PathBuf::from));
     dedup(&mut writable);
-    let mut read_only: Vec<PathBuf> = roots
-        .iter()
-        .flat_map(|r| READ_ONLY_IN_ROOTS.iter().map(move |p| r.join(p)))
-        .collect();
-    // A worktree's `.git` is a file naming its git directory: kept as it is.
-    read_only.extend(roots.iter().map(|r| r.join(".git")).filter(|g| g.is_file()));
+    let mut read_only: Vec<PathBuf> = Vec::new();
+    if !c.workspace.protect_open {
+        read_only.extend(
+            roots
+                .iter()
+                .flat_map(|r| READ_ONLY_IN_ROOTS.iter().map(move |p| r.join(p))),
+        );
+        // A worktree's `.git` is a file naming its git directory: kept as it is.
+        read_only.extend(roots.iter().map(|r| r.join(".git")).filter(|g| g.is_file()));
+    }
     dedup(&mut read_only);
     let (hidden, kept) = if c.workspace.reads_open {
         (Vec::new(), Vec::new())

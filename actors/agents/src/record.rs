@@ -175,6 +175,10 @@ pub struct WorkspaceSettings {
     /// `fence.net=off`: the run's programs reach any host, as its user does.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub net_open: bool,
+    /// `fence.protect=off`: what runs code or redirects git inside the roots is as writable as
+    /// the rest of them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub protect_open: bool,
 }
 
 impl WorkspaceSettings {
@@ -190,6 +194,7 @@ impl WorkspaceSettings {
             read_allow: self.read_allow.clone(),
             reads_open: self.reads_open,
             net_open: self.net_open,
+            protect_open: self.protect_open,
         }
     }
 }

@@ -85,7 +85,7 @@ pub enum NsError {
 fn hint(step: Step, errno: &std::io::Error) -> &'static str {
     match (step, errno.raw_os_error()) {
         (Step::Unshare, Some(libc::EPERM | libc::ENOSPC | libc::EINVAL)) => {
-            ": this machine does not let an unprivileged process make user namespaces (see `sysctl kernel.unprivileged_userns_clone` and `user.max_user_namespaces`, or AppArmor's `kernel.apparmor_restrict_unprivileged_userns`); allow them, or turn the parts that need them off for the agent with `bosun agent set NAME fence.net=off fence.read=off`"
+            ": this machine does not let an unprivileged process make user namespaces (see `sysctl kernel.unprivileged_userns_clone` and `user.max_user_namespaces`, or AppArmor's `kernel.apparmor_restrict_unprivileged_userns`); allow them, or turn the parts that need them off for the agent with `bosun agent set NAME fence.net=off fence.read=off fence.protect=off`"
         }
         _ => "",
     }

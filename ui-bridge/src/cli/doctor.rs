@@ -141,6 +141,7 @@ pub async fn doctor(dirs: &StateDir, a: DoctorArgs) -> anyhow::Result<ExitCode> 
     checks.push(system::prices(dirs));
     checks.push(system::keychain(&configured).await);
     checks.push(system::landlock());
+    checks.push(system::namespaces());
     checks.extend(tools::clis(&configured).await);
     checks.push(tools::git(&configured).await);
     checks.push(tools::gh().await);

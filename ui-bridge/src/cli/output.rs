@@ -507,5 +507,8 @@ pub fn workspace_words(
     if w.net_open {
         words.push_str("; network not fenced (fence.net=off)");
     }
+    if w.protect_open {
+        words.push_str("; git hooks and settings in its roots writable (fence.protect=off)");
+    }
     words
 }

@@ -59,6 +59,8 @@ enum Setting {
     FenceRead(bool),
     /// `fence.net=on|off`.
     FenceNet(bool),
+    /// `fence.protect=on|off`.
+    FenceProtect(bool),
     /// `builtin.NAME=on|off`: a built-in tool bosun's catalog does not know.
     Builtin(String, bool),
     /// `budget.usd=2` (in millionths of a dollar), or `=off`.
@@ -95,7 +97,7 @@ fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
 }
 
 /// The keys `bosun agent set` takes, for messages.
-const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, builtin.<tool>, roots, workspace, read.deny, read.allow, fence.read, fence.net, approval, approval.wait, approval.wait-for-person, placement, budget.usd, budget.tokens, max-tool-calls, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
+const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, builtin.<tool>, roots, workspace, read.deny, read.allow, fence.read, fence.net, fence.protect, approval, approval.wait, approval.wait-for-person, placement, budget.usd, budget.tokens, max-tool-calls, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
 
 /// The most an agent's calls may wait for the person.
 const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
@@ -164,6 +166,7 @@ fn parse_setting(
             .map_err(|e| bad(format!("`{text}`: {e}"))),
         "fence.read" => Ok(Setting::FenceRead(on_off(key, value)?)),
         "fence.net" => Ok(Setting::FenceNet(on_off(key, value)?)),
+        "fence.protect" => Ok(Setting::FenceProtect(on_off(key, value)?)),
         "web.search" => Ok(Setting::WebSearch(on_off(key, value)?)),
         "web.fetch" => WebFetch::parse(value).map(Setting::WebFetch).map_err(|e| {
             bad(format!(
@@ -413,6 +416,7 @@ fn apply(rec: &mut AgentRecord, setting: Setting, browser_id: Option<bosun_share
         Setting::ReadAllow(paths) => workspace.read_allow = paths,
         Setting::FenceRead(on) => workspace.reads_open = !on,
         Setting::FenceNet(on) => workspace.net_open = !on,
+        Setting::FenceProtect(on) => workspace.protect_open = !on,
         Setting::Builtin(tool, true) => {
             switches.builtins.insert(tool);
         }

@@ -1,6 +1,6 @@
 //! The machine's part of `bosun doctor`: the state directory and its disk, the price table
 //! (read as bosund reads it), the keychain (the Secret Service asked as bosund asks it), and the
-//! kernel's Landlock.
+//! kernel's Landlock and namespaces.
 
 use std::path::Path;
 use std::time::Duration;
@@ -213,6 +213,42 @@ pub(crate) fn landlock() -> Check {
             "landlock",
             "this kernel offers no Landlock, so runs' programs may write wherever your user may (bosun's policy still keeps file tools to the workspace)",
             "boot a kernel of 5.13 or later with Landlock among its LSMs (lsm=…,landlock)",
+        ),
+    }
+}
+
+/// Whether this user may make the namespaces the runner's fence puts a run in (a user, a mount
+/// and a network namespace), tried the way the runner makes them: in a child, before it runs a
+/// program.
+pub(crate) fn namespaces() -> Check {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new("true");
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: the closure runs in the child between fork and exec and makes one system call.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWNET) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => Check::ok(
+            "namespaces",
+            "runs get namespaces of their own: what runs code stays read-only in their roots, secrets are hidden, and their network goes only through bosun's proxy",
+        ),
+        Ok(s) => Check::warning(
+            "namespaces",
+            format!("a test program in the namespaces ended {s}"),
+            "run `unshare --user --mount --net true` to see why",
+        ),
+        Err(e) => Check::failing(
+            "namespaces",
+            format!("this user may not make user namespaces ({e}), so fenced runs are refused"),
+            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces, or AppArmor's kernel.apparmor_restrict_unprivileged_userns=0), or turn the parts that need them off per agent: `bosun agent set NAME fence.net=off fence.read=off fence.protect=off`",
         ),
     }
 }
