@@ -305,6 +305,16 @@ pub fn net_allow(
     allow
 }
 
+/// Lets a run whose network is fenced reach the host of `url` too (an MCP server given to it
+/// after it was prepared, such as bosun's own to a QA run); nothing when it is not fenced.
+pub fn allow_url(net: &mut Option<Vec<NetAllow>>, url: &str, why: &str) {
+    if let (Some(net), Some(host)) = (net.as_mut(), url_host(url, why)) {
+        if !net.iter().any(|a| a.host == host.host && a.port == host.port) {
+            net.push(host);
+        }
+    }
+}
+
 /// The host and port of `url`, as a host a run may reach.
 fn url_host(url: &str, why: &str) -> Option<NetAllow> {
     let u = url::Url::parse(url).ok()?;

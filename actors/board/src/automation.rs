@@ -416,6 +416,7 @@ fn give_verdict_tools(
         "headers": { "Authorization": format!("Bearer {secret}") },
     });
     *text = serde_json::to_string_pretty(&json).unwrap_or_default();
+    bosun_agents::fence::allow_url(&mut prepared.run.net, url, "bosun's own MCP server");
     prepared.redact.push(secret);
     prepared.notes.push(
         "bosun's MCP server is given to this QA run: it ends with qa_pass or qa_fail for its card."
