@@ -1,7 +1,8 @@
 //! Where the programs of an agent's run may write, for the runner's Landlock fence: the run's
-//! folder and the agent's roots, the git directories a worktree's commits write, the CLI's own
-//! state and caches, a temporary folder of the run's own (`TMPDIR`), and the devices every
-//! program writes to. Nothing else: `~/.bashrc`, another project, the state directory.
+//! folder and the agent's roots, the git directories a worktree's commits write, the CLI's
+//! state and caches in folders of the run's own ([`homes`]), a temporary folder of the run's
+//! own (`TMPDIR`), and the devices every program writes to. Nothing else: `~/.bashrc`, the
+//! person's own CLI configuration, another project, the state directory.
 //!
 //! Decided per CLI (`docs/approvals.md`, "The fence"): Claude Code and Gemini CLI run under
 //! bosun's fence; so does Codex, with its own sandbox switched off, since its sandbox builds a
@@ -13,10 +14,12 @@ use std::path::{Path, PathBuf};
 use bosun_protocol::runner::FencePlan;
 use bosun_shared::agents::CliKind;
 
+use crate::homes;
+
 /// The folder in a run's directory that is its `TMPDIR`.
 pub const TMP: &str = "tmp";
 /// The folder in a run's directory that is the home of a Gemini run.
-const HOME: &str = "home";
+const HOME: &str = homes::GEMINI;
 
 /// Devices any program may open for writing.
 const DEVICES: [&str; 9] = [
@@ -32,42 +35,29 @@ const DEVICES: [&str; 9] = [
 ];
 
 /// The fence of a run of a `cli` agent working in `folder`, with the agent's `roots`, its
-/// environment `env` and its run directory `run_dir`.
+/// environment `_env` and its run directory `run_dir`. The CLI's state and the caches are the
+/// run's own folders ([`homes`]), whatever the environment says: never the person's.
 pub fn plan(
     cli: CliKind,
     folder: &Path,
     roots: &[PathBuf],
-    env: &[(String, String)],
+    _env: &[(String, String)],
     run_dir: &Path,
 ) -> FencePlan {
-    let var = |name: &str| {
-        env.iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| PathBuf::from(v))
-            .filter(|p| p.is_absolute())
-    };
-    let home = var("HOME");
-    let in_home = |rest: &str| home.as_ref().map(|h| h.join(rest));
     let mut writable: Vec<PathBuf> = vec![folder.to_path_buf()];
     writable.extend(roots.iter().cloned());
     writable.extend(worktree_git(folder));
     // Folders a program makes when it needs them: made by the runner first, so that the fence
     // can name them.
     let mut make: Vec<PathBuf> = vec![run_dir.join(TMP)];
-    // The CLI's own state.
+    // The CLI's own state, in the run's folder (Gemini's is its home, below).
     match cli {
-        CliKind::Claude => {
-            make.extend(var("CLAUDE_CONFIG_DIR").or_else(|| in_home(".claude")));
-            writable.extend(in_home(".claude.json"));
-        }
-        CliKind::Codex => make.extend(var("CODEX_HOME").or_else(|| in_home(".codex"))),
-        CliKind::Gemini => make.extend(in_home(".gemini")),
-        CliKind::Command => {}
+        CliKind::Claude | CliKind::Codex => make.extend(homes::state(cli).map(|d| run_dir.join(d))),
+        CliKind::Gemini | CliKind::Command => {}
     }
-    // Caches: npm's (for the MCP servers started with npx) and the XDG cache (the browser's
-    // profile among them).
-    make.extend(var("XDG_CACHE_HOME").or_else(|| in_home(".cache")));
-    make.extend(var("npm_config_cache").or_else(|| in_home(".npm")));
+    // Caches, the run's own: the XDG cache (the browser's profile among them) and npm's (for
+    // the MCP servers started with npx).
+    make.extend(homes::CACHES.iter().map(|c| run_dir.join(c)));
     writable.push(run_dir.join(HOME));
     writable.extend(make.iter().cloned());
     writable.extend(DEVICES.iter().map(PathBuf::from));
@@ -133,11 +123,12 @@ mod tests {
             Path::new("/state/runs/r1"),
         );
         let common = git.join("worktrees/card").join("../..");
+        // The run's own, never the person's.
         let made = [
             PathBuf::from("/state/runs/r1/tmp"),
-            PathBuf::from("/cfg/claude"),
-            PathBuf::from("/home/me/.cache"),
-            PathBuf::from("/home/me/.npm"),
+            PathBuf::from("/state/runs/r1/claude"),
+            PathBuf::from("/state/runs/r1/cache"),
+            PathBuf::from("/state/runs/r1/npm"),
         ];
         assert_eq!(plan.make, made);
         let want: Vec<PathBuf> = [
@@ -147,7 +138,6 @@ mod tests {
             common.join("objects"),
             common.join("refs"),
             common.join("logs"),
-            PathBuf::from("/home/me/.claude.json"),
             PathBuf::from("/state/runs/r1/home"),
         ]
         .into_iter()
@@ -155,6 +145,14 @@ mod tests {
         .chain(DEVICES.iter().map(PathBuf::from))
         .collect();
         assert_eq!(plan.writable, want);
+        assert!(
+            !plan
+                .writable
+                .iter()
+                .any(|p| p.starts_with("/home/me") || p.starts_with("/cfg")),
+            "{:?}",
+            plan.writable
+        );
         // Never the repository's configuration or hooks.
         assert!(
             !plan
