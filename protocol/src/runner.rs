@@ -67,9 +67,31 @@ pub struct LaunchPlan {
     /// here and in the runner only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gateway: Vec<bosun_shared::gateway::GatewayServer>,
+    /// Folders of the run's own that the runner makes (0700) before the program starts: a
+    /// coding CLI's state (kept after the run, with its transcripts) and the run's scratch
+    /// (its `TMPDIR` when fenced, its caches), removed with all they hold when the run ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub folders: Vec<RunFolder>,
 }
 
 impl Decode for LaunchPlan {}
+
+/// A folder of a run's own, and what becomes of it when the run ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFolder {
+    pub path: PathBuf,
+    pub at_end: AtEnd,
+}
+
+/// What the runner does with a [`RunFolder`] when the run ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AtEnd {
+    /// Left as it is: what the person may want again (a CLI's session transcripts).
+    Keep,
+    /// Removed with everything in it: scratch only the run needed.
+    Remove,
+}
 
 /// Where a fenced program may write: beneath these paths (folders, or single files such as
 /// `/dev/null`), and nowhere else. Reading and running programs are left alone.

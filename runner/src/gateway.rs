@@ -212,6 +212,25 @@ enum CallsFile {
     Failed,
 }
 
+/// The caches the servers a gateway starts keep: the person's npm cache (the servers started
+/// with npx come from it) and XDG cache (the browser's profile), in the run's `HOME`. The
+/// servers may write them; the run's CLI and its commands have caches of their own and may not,
+/// so no command of a run can plant a package a server later runs.
+fn server_caches(env: &[(String, String)]) -> Vec<(&'static str, PathBuf)> {
+    let Some(home) = env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v))
+        .filter(|h| h.is_absolute())
+    else {
+        return Vec::new();
+    };
+    vec![
+        ("npm_config_cache", home.join(".npm")),
+        ("XDG_CACHE_HOME", home.join(".cache")),
+    ]
+}
+
 impl Gateway {
     pub fn new(
         plan: &LaunchPlan,
@@ -228,6 +247,18 @@ impl Gateway {
             .cloned()
             .collect();
         base_env.push((RUN_MARKER_ENV.into(), plan.run_id.to_string()));
+        let caches = server_caches(&plan.env);
+        // Made now, so that the fence can name them (a Landlock rule names an open folder).
+        for (_, dir) in &caches {
+            if !dir.is_dir() {
+                let _ = bosun_shared::paths::create_private_dir(dir);
+            }
+        }
+        base_env.extend(
+            caches
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.display().to_string())),
+        );
         let calls = std::sync::Mutex::new(CallsFile::NotYet(plan.run_dir.join(CALLS_FILE)));
         Self {
             servers: plan.gateway.clone(),
@@ -236,7 +267,15 @@ impl Gateway {
             // The servers' fence is the run's, but their network is left as it is for now:
             // a server's transport (npx fetching its package, a bridge reaching its URL) needs
             // hosts of its own (docs/approvals.md, "The fence").
-            fence: plan.fence.clone().map(|f| FencePlan { net: None, ..f }),
+            fence: plan.fence.clone().map(|f| {
+                let dirs = caches.iter().map(|(_, d)| d.clone());
+                FencePlan {
+                    net: None,
+                    writable: f.writable.iter().cloned().chain(dirs.clone()).collect(),
+                    make: f.make.iter().cloned().chain(dirs).collect(),
+                    ..f
+                }
+            }),
             run_dir: plan.run_dir.clone(),
             pgid,
             notes,

@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bosun_protocol::FrameReader;
-use bosun_protocol::runner::{LaunchPlan, StopOrder};
+use bosun_protocol::runner::{AtEnd, LaunchPlan, StopOrder};
 use bosun_protocol::tls;
 use bosun_shared::RUN_MARKER_ENV;
 use bosun_shared::Timestamp;
@@ -846,9 +846,10 @@ fn start_program(plan: &LaunchPlan) -> Result<Program, LaunchError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // The folders a fenced run's programs make when they need them (its TMPDIR, the CLI's
-    // state and caches), made before the fence names them.
-    for dir in plan.fence.iter().flat_map(|f| &f.make) {
+    // The run's own folders (the CLI's state, its caches, its TMPDIR), and those a fenced
+    // run's programs make when they need them, made before the fence names them.
+    let folders = plan.folders.iter().map(|f| &f.path);
+    for dir in folders.chain(plan.fence.iter().flat_map(|f| &f.make)) {
         if !dir.is_dir() {
             bosun_shared::paths::create_private_dir(dir).map_err(|source| {
                 LaunchError::MakeFolder {
@@ -921,26 +922,25 @@ fn write_private_file(path: &std::path::Path, contents: &[u8]) -> std::io::Resul
     f.sync_all()
 }
 
-/// The `TMPDIR` of a fenced run: a folder of the run's own, made at its start and removed at
-/// its end.
-fn fenced_tmp(plan: &LaunchPlan) -> Option<std::path::PathBuf> {
-    plan.fence.as_ref()?;
-    plan.env
-        .iter()
-        .find(|(k, _)| k == "TMPDIR")
-        .map(|(_, v)| std::path::PathBuf::from(v))
-        .filter(|p| p.starts_with(&plan.run_dir))
-}
-
+/// Deletes what the run needed only while it ran: the gateway's socket, the run's scratch
+/// folders (its `TMPDIR`, its caches: never one outside the run's directory), and its secret
+/// files. The CLI's state folder stays, with its transcripts.
 fn delete_secret_files(plan: &LaunchPlan) {
     if !plan.gateway.is_empty() {
         let _ = fs::remove_file(plan.run_dir.join(bosun_shared::gateway::SOCKET_FILE));
     }
-    if let Some(tmp) = fenced_tmp(plan) {
-        match fs::remove_dir_all(&tmp) {
+    let scratch = plan
+        .folders
+        .iter()
+        .filter(|f| f.at_end == AtEnd::Remove && f.path.starts_with(&plan.run_dir));
+    for folder in scratch {
+        match fs::remove_dir_all(&folder.path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => say!("bosun-runner: could not remove {}: {e}", tmp.display()),
+            Err(e) => say!(
+                "bosun-runner: could not remove {}: {e}",
+                folder.path.display()
+            ),
         }
     }
     for file in plan.files.iter().filter(|f| f.secret) {

@@ -184,16 +184,28 @@ impl Bosun {
     }
 
     /// Fails if `secret` is in any file of the state directory (the store, the logs, the runs'
-    /// files).
+    /// files). The CLIs' own session transcripts in a run's folder are left out: they hold what
+    /// the model was given, tool results included, as they did in the person's own folder
+    /// before each run kept its CLI's state in its own.
     pub fn assert_secret_not_in_files(&self, secret: &str) -> anyhow::Result<()> {
         let needle = secret.as_bytes();
         let contains = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        let runs = self.home.join("runs");
+        // `runs/<run>/claude/projects`, `runs/<run>/codex/sessions`.
+        let transcripts = |p: &Path| {
+            p.strip_prefix(&runs).is_ok_and(|rest| {
+                rest.components().count() == 3
+                    && (rest.ends_with("claude/projects") || rest.ends_with("codex/sessions"))
+            })
+        };
         let mut stack = vec![self.home.clone()];
         while let Some(dir) = stack.pop() {
             for entry in std::fs::read_dir(&dir)?.filter_map(|e| e.ok()) {
                 let path = entry.path();
                 if path.is_dir() {
-                    stack.push(path);
+                    if !transcripts(&path) {
+                        stack.push(path);
+                    }
                 } else if path.is_file()
                     && let Ok(bytes) = std::fs::read(&path)
                     && contains(&bytes)

@@ -106,12 +106,15 @@ pub struct Invocation {
 
 /// Builds the invocation of one run.
 pub fn build(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation {
-    match setup.cli {
+    let mut inv = match setup.cli {
         CliKind::Claude => claude(setup, prompt, servers),
         CliKind::Codex => codex(setup, prompt, servers),
         CliKind::Gemini => gemini(setup, prompt, servers),
         CliKind::Command => command(setup, prompt),
-    }
+    };
+    // The CLI's state and the caches are folders of the run's own, never the person's.
+    inv.env.extend(super::homes::env(setup.cli));
+    inv
 }
 
 fn instructions(setup: &AgentSetup) -> String {
@@ -137,7 +140,7 @@ fn prompt_with_instructions(setup: &AgentSetup, prompt: &str) -> String {
 
 /// Claude Code: `-p` with the prompt right after it (its list flags would swallow it), list
 /// flags as `--flag=value`, the run's own MCP config (`--strict-mcp-config`), hooks off, only
-/// the user's own settings.
+/// the user settings (in the run's own `CLAUDE_CONFIG_DIR`, which has none but the sign-in).
 fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation {
     let (allowed, disallowed) = claude_tools(setup, servers);
     let config: Map<String, Value> = servers
@@ -351,8 +354,8 @@ fn codex_var(server: &str, what: &str, name: &str) -> String {
 ///
 /// Controlled, it is `codex app-server` with the same `-c` settings, each server's tools set to
 /// ask (`default_tools_approval_mode="prompt"`), and the sandbox, model and instructions in the
-/// thread the runner starts. The app server has no `--ignore-user-config`: servers stored in
-/// the person's own `config.toml` are loaded too.
+/// thread the runner starts. The app server has no `--ignore-user-config`, and needs none: its
+/// `CODEX_HOME` is the run's own, which has no `config.toml`.
 fn codex(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation {
     let args: Vec<String> = if setup.controlled {
         vec!["app-server".into()]
@@ -550,7 +553,7 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         .collect();
     let allowed = gemini_allowed_tools(setup, &mut notes);
     let exclude = gemini_excluded_tools(setup);
-    let home = format!("{RUN_DIR}/home");
+    let home = format!("{RUN_DIR}/{}", super::homes::GEMINI);
     let auth = if setup.gemini_vertex {
         "vertex-ai"
     } else {
@@ -613,8 +616,8 @@ fn gemini(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
         program: "gemini".into(),
         args,
         env: vec![
-            ("HOME".into(), home.clone()),
-            // One process, so a signal to the run's group reaches the CLI itself.
+            // One process, so a signal to the run's group reaches the CLI itself (its HOME is
+            // the run's own, as every CLI's folder is: [`build`]).
             ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
         ],
         files,

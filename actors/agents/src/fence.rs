@@ -1,8 +1,9 @@
 //! The fence of an agent's run, for its runner:
 //! - where its programs may write (Landlock): the run's folder and the agent's roots, the git
-//!   directories a worktree's commits write, the CLI's own state and caches, a temporary folder
-//!   of the run's own (`TMPDIR`), and the devices every program writes to. Nothing else:
-//!   `~/.bashrc`, another project, the state directory;
+//!   directories a worktree's commits write, the CLI's state and caches in folders of the
+//!   run's own ([`homes`]), a temporary folder of the run's own (`TMPDIR`), and the devices
+//!   every program writes to. Nothing else: `~/.bashrc`, the person's own CLI configuration,
+//!   another project, the state directory;
 //! - what stays read-only inside those roots (git's hooks and configuration, rc files, the
 //!   CLIs' project settings) and what it may not read at all (where secrets live, bosun's state
 //!   directory but for the run's own folder), both made in the run's mount namespace;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use bosun_protocol::runner::{FencePlan, NetAllow, NetPlan};
 use bosun_shared::agents::{CliKind, WebFetch};
 
+use crate::homes;
 use crate::record::WorkspaceSettings;
 
 /// The folder in a run's directory that is its `TMPDIR`.
@@ -68,9 +70,15 @@ const READ_ONLY_IN_ROOTS: [&str; 22] = [
 ];
 
 /// Where secrets live in a home, unreadable by everything a run starts unless the agent says
-/// otherwise (`read.allow=…`): keys, cloud and cluster credentials, package registries' and
-/// forges' tokens, password stores, the keychain's files, browsers' profiles (their cookies).
-const HIDDEN_IN_HOME: [&str; 33] = [
+/// otherwise (`read.allow=…`): the coding CLIs' sign-ins, keys, cloud and cluster credentials,
+/// package registries' and forges' tokens, password stores, the keychain's files, browsers'
+/// profiles (their cookies).
+const HIDDEN_IN_HOME: [&str; 37] = [
+    // The person's own CLI folders: their sign-ins (a run gets a copy of its own, `homes`).
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".gemini",
     ".ssh",
     ".gnupg",
     ".aws",
@@ -135,7 +143,6 @@ pub fn plan(c: &Confine<'_>) -> FencePlan {
             .filter(|p| p.is_absolute())
     };
     let home = var("HOME");
-    let in_home = |rest: &str| home.as_ref().map(|h| h.join(rest));
     let roots: Vec<PathBuf> = std::iter::once(c.folder.to_path_buf())
         .chain(c.workspace.roots.iter().cloned())
         .collect();
@@ -144,20 +151,17 @@ pub fn plan(c: &Confine<'_>) -> FencePlan {
     // Folders a program makes when it needs them: made by the runner first, so that the fence
     // can name them.
     let mut make: Vec<PathBuf> = vec![c.run_dir.join(TMP)];
-    // The CLI's own state.
+    // The CLI's own state, in the run's folder (Gemini's is its home, below): never the
+    // person's, whatever the environment says ([`homes`]).
     match c.cli {
-        CliKind::Claude => {
-            make.extend(var("CLAUDE_CONFIG_DIR").or_else(|| in_home(".claude")));
-            writable.extend(in_home(".claude.json"));
+        CliKind::Claude | CliKind::Codex => {
+            make.extend(homes::state(c.cli).map(|d| c.run_dir.join(d)));
         }
-        CliKind::Codex => make.extend(var("CODEX_HOME").or_else(|| in_home(".codex"))),
-        CliKind::Gemini => make.extend(in_home(".gemini")),
-        CliKind::Command => {}
+        CliKind::Gemini | CliKind::Command => {}
     }
-    // Caches: npm's (for the MCP servers started with npx) and the XDG cache (the browser's
-    // profile among them).
-    make.extend(var("XDG_CACHE_HOME").or_else(|| in_home(".cache")));
-    make.extend(var("npm_config_cache").or_else(|| in_home(".npm")));
+    // Caches, the run's own: the XDG cache (the browser's profile among them) and npm's (for
+    // the MCP servers started with npx).
+    make.extend(homes::CACHES.iter().map(|d| c.run_dir.join(d)));
     writable.push(c.run_dir.join(HOME));
     writable.extend(make.iter().cloned());
     writable.extend(DEVICES.iter().map(PathBuf::from));
@@ -309,7 +313,10 @@ pub fn net_allow(
 /// after it was prepared, such as bosun's own to a QA run); nothing when it is not fenced.
 pub fn allow_url(net: &mut Option<Vec<NetAllow>>, url: &str, why: &str) {
     if let (Some(net), Some(host)) = (net.as_mut(), url_host(url, why)) {
-        if !net.iter().any(|a| a.host == host.host && a.port == host.port) {
+        if !net
+            .iter()
+            .any(|a| a.host == host.host && a.port == host.port)
+        {
             net.push(host);
         }
     }
@@ -392,9 +399,9 @@ mod tests {
         let common = git.join("worktrees/card").join("../..");
         let made = [
             PathBuf::from("/state/runs/r1/tmp"),
-            PathBuf::from("/cfg/claude"),
-            PathBuf::from("/home/me/.cache"),
-            PathBuf::from("/home/me/.npm"),
+            PathBuf::from("/state/runs/r1/claude"),
+            PathBuf::from("/state/runs/r1/cache"),
+            PathBuf::from("/state/runs/r1/npm"),
         ];
         assert_eq!(plan.make, made);
         let want: Vec<PathBuf> = [
@@ -404,7 +411,6 @@ mod tests {
             common.join("objects"),
             common.join("refs"),
             common.join("logs"),
-            PathBuf::from("/home/me/.claude.json"),
             PathBuf::from("/state/runs/r1/home"),
         ]
         .into_iter()

@@ -15,9 +15,10 @@ use bosun_shared::agents::CliKind;
 use bosun_shared::gateway::{self, GatewayServer, PinnedTool, Reach};
 use bosun_shared::mcp::{ServerKind, SignInBy};
 use bosun_shared::run::RunRequest;
-use bosun_shared::{AnswerId, ChatId};
+use bosun_shared::{AnswerId, ChatId, RunId};
 
 use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
+use super::homes;
 use super::record::AgentRun;
 use super::record::{AgentRecord, ServerSwitch, Switches, ToolSelection};
 use super::registry::{AgentsContext, find};
@@ -66,6 +67,14 @@ pub struct ChatLaunch {
     pub only_bosun: bool,
 }
 
+/// A Claude Code session a run continues: its id, and the run that wrote it last (none for a
+/// session from before each run kept its CLI's state in its own folder).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resume {
+    pub session: String,
+    pub run: Option<RunId>,
+}
+
 /// A run of an agent, ready to start.
 #[derive(Debug)]
 pub struct Prepared {
@@ -73,6 +82,9 @@ pub struct Prepared {
     /// Files the runner writes (mode 0600) before the program starts and deletes when the run
     /// ends: (path, contents), the path under [`RUN_DIR`](super::adapter::RUN_DIR).
     pub files: Vec<(String, String)>,
+    /// Files the runner writes (mode 0600) before the program starts and leaves when the run
+    /// ends, like the rest of the CLI's state: a continued session's transcript.
+    pub kept_files: Vec<(String, String)>,
     /// Lines for the run's log, before the program's output.
     pub notes: Vec<String>,
     pub run: AgentRun,
@@ -98,13 +110,14 @@ pub async fn prepare(
 }
 
 /// Turns an agent and a prompt into a run; with `chat`, an answer of the lead; with `resume`,
-/// a run that continues that Claude Code session.
+/// a run that continues that Claude Code session (its transcript carried into the run's
+/// folder).
 pub async fn prepare_with(
     ctx: &AgentsContext,
     agent: &str,
     prompt: &str,
     chat: Option<ChatLaunch>,
-    resume: Option<String>,
+    resume: Option<Resume>,
 ) -> Result<Prepared, AgentsError> {
     let mut rec = find(&ctx.store, agent).await?;
     let only_bosun = chat.as_ref().is_some_and(|c| c.only_bosun);
@@ -141,19 +154,32 @@ pub async fn prepare_with(
     }
     let allowed_commands = only_commands(&rec, &mut parts.notes);
 
-    let setup = agent_setup(&rec, allowed_commands, chat.as_ref(), resume);
-    let inv = adapter::build(&setup, prompt, &parts.servers);
+    let session = resume.as_ref().map(|r| r.session.clone());
+    let setup = agent_setup(&rec, allowed_commands, chat.as_ref(), session);
+    let mut inv = adapter::build(&setup, prompt, &parts.servers);
     parts.notes.extend(inv.notes.iter().cloned());
-    let redact = secret_values(&secret_env, &parts.servers, &parts.gateway);
+    let mut redact = secret_values(&secret_env, &parts.servers, &parts.gateway);
 
     // The environment: the allow-list, the agent's own lines, then what the adapter needs
-    // (a Gemini run's own home), which wins.
+    // (the run's own folders for the CLI's state and caches), which wins.
     set_all(&mut env, rec.env.iter().cloned());
     set_all(&mut env, secret_env);
     let agent_env = env.clone();
     set_all(&mut env, inv.env.iter().cloned());
     refuse_root_bypass(&rec, &agent_env)?;
+    // The agent's own folder says which sign-in the run uses: checked there, and copied from
+    // there into the run's.
     super::login::check_login(&ctx.logins, &rec, &agent_env, &inv.program).await?;
+    let kept_files = carry_in(
+        ctx,
+        &rec,
+        &agent_env,
+        resume,
+        &mut inv,
+        &mut parts,
+        &mut redact,
+    )
+    .await?;
     if !rec.workspace.unrestricted && !rec.workspace.net_open {
         let urls: Vec<&str> = parts
             .servers
@@ -185,6 +211,7 @@ pub async fn prepare_with(
     Ok(Prepared {
         request,
         files: inv.files,
+        kept_files,
         notes: parts.notes,
         run: parts.run,
         control: inv.control,
@@ -192,6 +219,47 @@ pub async fn prepare_with(
         gateway: parts.gateway,
         secrets: parts.secrets,
     })
+}
+
+/// What a run's CLI gets in its folder from outside it, read in a blocking task: copies of the
+/// agent's sign-in (the run's secret files, their tokens hidden in its output), and the
+/// transcript of the session it continues (kept with the run's own).
+async fn carry_in(
+    ctx: &AgentsContext,
+    rec: &AgentRecord,
+    agent_env: &[(String, String)],
+    resume: Option<Resume>,
+    inv: &mut adapter::Invocation,
+    parts: &mut RunParts,
+    redact: &mut Vec<String>,
+) -> Result<Vec<(String, String)>, AgentsError> {
+    let cli = rec.cli;
+    let source = homes::source(cli, agent_env);
+    let earlier = resume
+        .as_ref()
+        .and_then(|r| r.run)
+        .map(|run| ctx.store.run_dir(run));
+    let (copies, transcript) = blocking(move || {
+        let copies = match &source {
+            Some(s) => homes::sign_in(cli, s)?,
+            None => Vec::new(),
+        };
+        let transcript = resume
+            .map(|r| homes::transcript(&r.session, earlier.as_deref(), source.as_deref()))
+            .transpose()?;
+        Ok::<_, AgentsError>((copies, transcript))
+    })
+    .await??;
+    for (copy, line) in copies {
+        redact.extend(line.redact_forms());
+        parts.secrets.push(line);
+        inv.files.push((copy.path, copy.contents));
+    }
+    redact.sort();
+    redact.dedup();
+    Ok(transcript
+        .map(|t| vec![(t.path, t.contents)])
+        .unwrap_or_default())
 }
 
 /// What a run is given, gathered as it is prepared: the lines for its log, its record, the

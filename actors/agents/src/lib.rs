@@ -8,6 +8,7 @@
 //! - [`secrets`]: where each secret value of a run comes from, to read it again later.
 //! - [`stream`]: each CLI's own output stream turned into the run's events.
 //! - [`fence`]: where the programs of an agent's run may write, for the runner's Landlock fence.
+//! - [`homes`]: the run's own folders for its CLI's state and caches, and the sign-in copied in.
 //! - [`catalog`]: each CLI's built-in tools, by group; [`builtin`]: the list shown, and asking
 //!   the installed Claude Code for its own.
 
@@ -16,6 +17,7 @@ pub mod builtin;
 pub mod catalog;
 mod error;
 pub mod fence;
+pub mod homes;
 pub use error::AgentsError;
 pub mod launch;
 pub mod login;

@@ -45,6 +45,10 @@ pub enum SecretSource {
     /// A value that lives only as long as the bosund that made it (the bearer token of a lead's
     /// answer for bosun's own MCP server).
     Ephemeral { what: String },
+    /// A coding CLI's sign-in file in the agent's own folder (Claude Code's
+    /// `.credentials.json`, Codex's `auth.json`), copied whole into the run's folder
+    /// ([`homes`](super::homes)).
+    CliFile { path: std::path::PathBuf },
 }
 
 /// What a secret value is used as, which says how a program may print it.
@@ -95,6 +99,7 @@ impl SecretLine {
                     redact::secret_values(&[], &[], Some(&format!("{url}?{v}")))
                 }
             },
+            SecretSource::CliFile { .. } => super::homes::sign_in_values(v),
             SecretSource::Token { .. } | SecretSource::Ephemeral { .. } => redact::secret_values(
                 &[],
                 &[("Authorization".into(), format!("Bearer {v}"))],
@@ -150,6 +155,18 @@ impl SecretReader {
                             )));
                         }
                         Err(e) => return Err(e.into()),
+                    }
+                }
+                SecretSource::CliFile { path } => {
+                    let p = path.clone();
+                    match blocking(move || std::fs::read_to_string(p)).await? {
+                        Ok(v) => v,
+                        Err(e) => {
+                            return Err(AgentsError::conflict(format!(
+                                "the CLI's sign-in {} could not be read again ({e}); sign the CLI in again",
+                                path.display()
+                            )));
+                        }
                     }
                 }
                 SecretSource::Ephemeral { what } => {

@@ -39,6 +39,11 @@ pub struct ChatRecord {
     pub created_at: Timestamp,
     /// Claude Code's session, continued by each answer.
     pub session: Option<String>,
+    /// The answer's run that wrote the session last: the next answer's run gets its transcript
+    /// from that run's folder. None for a chat from before each run kept its CLI's state in
+    /// its own folder (the session is then looked for in the lead's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_run: Option<RunId>,
     /// How many messages it has.
     pub messages: u64,
     /// The answer being written, if any.

@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bosun_protocol::runner::{ControlPlan, FencePlan, LaunchPlan, PlanFile, StopLadder, StopOrder};
+use bosun_protocol::runner::{
+    AtEnd, ControlPlan, FencePlan, LaunchPlan, PlanFile, RunFolder, StopLadder, StopOrder,
+};
 use bosun_shared::agents::CliKind;
 use bosun_shared::gateway::GatewayServer;
 use bosun_shared::paths::StateDir;
@@ -126,6 +128,9 @@ pub struct RunSpec {
     /// Files the runner writes (mode 0600) before the program starts and deletes when the run
     /// ends: (path, contents), the path under [`RUN_DIR`](bosun_agents::adapter::RUN_DIR).
     pub files: Vec<(String, String)>,
+    /// Files the runner writes (mode 0600) before the program starts and leaves when the run
+    /// ends (a continued session's transcript), named the same way.
+    pub kept_files: Vec<(String, String)>,
     /// Lines for the run's log, before the program's output.
     pub notes: Vec<String>,
     /// Set for a run of an agent.
@@ -158,6 +163,7 @@ impl From<Prepared> for RunSpec {
         Self {
             request: p.request,
             files: p.files,
+            kept_files: p.kept_files,
             notes: p.notes,
             agent: Some(p.run),
             control: p.control,
@@ -457,6 +463,7 @@ impl RunsState {
         let RunSpec {
             request: mut p,
             files,
+            kept_files,
             notes,
             agent,
             control,
@@ -477,8 +484,9 @@ impl RunsState {
         let placement = p.placement.clone();
         let run_dir = self.run_dir(&p.placement, id)?;
         let fence = Self::fence(agent.as_ref(), &mut p, &run_dir, self.ctx.dirs.root());
+        let folders = Self::folders(agent.as_ref(), &p, &run_dir);
         let plan_files = if agent.is_some() {
-            Self::into_run_dir(&mut p, &files, &run_dir)
+            Self::into_run_dir(&mut p, &files, &kept_files, &run_dir)
         } else {
             Vec::new()
         };
@@ -501,7 +509,11 @@ impl RunsState {
             stop: None,
             exit: None,
             last_seq: 0,
-            secret_files: plan_files.iter().map(|f| f.path.clone()).collect(),
+            secret_files: plan_files
+                .iter()
+                .filter(|f| f.secret)
+                .map(|f| f.path.clone())
+                .collect(),
             agent,
             git,
             placed: None,
@@ -527,6 +539,7 @@ impl RunsState {
             redact,
             fence,
             gateway,
+            folders,
         };
         Ok((rec, plan, placement, secrets))
     }
@@ -613,11 +626,40 @@ impl RunsState {
         })
     }
 
+    /// The folders of an agent's run's own that its runner makes: the CLI's state (kept), and
+    /// the caches and a fenced run's `TMPDIR` (removed at the end).
+    fn folders(agent: Option<&AgentRun>, p: &RunRequest, run_dir: &Path) -> Vec<RunFolder> {
+        let Some(a) = agent else {
+            return Vec::new();
+        };
+        let cli = a.cli.unwrap_or(CliKind::Command);
+        let kept = bosun_agents::homes::state(cli).map(|d| RunFolder {
+            path: run_dir.join(d),
+            at_end: AtEnd::Keep,
+        });
+        let tmp = p
+            .env
+            .iter()
+            .find(|(k, _)| k == "TMPDIR")
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|t| *t == run_dir.join(bosun_agents::fence::TMP));
+        let scratch = bosun_agents::homes::CACHES
+            .iter()
+            .map(|c| run_dir.join(c))
+            .chain(tmp)
+            .map(|path| RunFolder {
+                path,
+                at_end: AtEnd::Remove,
+            });
+        kept.into_iter().chain(scratch).collect()
+    }
+
     /// An agent's arguments and environment with the run's folder written in, and its files,
-    /// named by that folder, as the plan's secret files.
+    /// named by that folder: the plan's secret files, and the ones kept after the run.
     fn into_run_dir(
         p: &mut RunRequest,
         files: &[(String, String)],
+        kept_files: &[(String, String)],
         run_dir: &Path,
     ) -> Vec<PlanFile> {
         // An agent's invocation names its own files by the run's directory, known only now.
@@ -625,13 +667,17 @@ impl RunsState {
         let here = |s: &str| s.replace(RUN_DIR, &dir);
         p.args = p.args.iter().map(|a| here(a)).collect();
         p.env = p.env.iter().map(|(k, v)| (k.clone(), here(v))).collect();
-        files
-            .iter()
-            .map(|(path, contents)| PlanFile {
+        let file = |secret: bool| {
+            move |(path, contents): &(String, String)| PlanFile {
                 path: PathBuf::from(here(path)),
                 contents: contents.clone(),
-                secret: true,
-            })
+                secret,
+            }
+        };
+        files
+            .iter()
+            .map(file(true))
+            .chain(kept_files.iter().map(file(false)))
             .collect()
     }
 

@@ -116,6 +116,7 @@ fn what(source: &SecretSource) -> String {
     match source {
         SecretSource::Keychain { what, .. } | SecretSource::Ephemeral { what } => what.clone(),
         SecretSource::Token { name, .. } => format!("the access token of the MCP server `{name}`"),
+        SecretSource::CliFile { path } => format!("the CLI's sign-in {}", path.display()),
     }
 }
 

@@ -302,9 +302,14 @@ impl Store {
         Some(st.blocks_available() * st.fragment_size())
     }
 
+    /// The folder of a run on this machine.
+    pub fn run_dir(&self, id: RunId) -> PathBuf {
+        self.runs_dir.join(id.to_string())
+    }
+
     /// The log file of a run.
     pub fn log_path(&self, id: RunId) -> PathBuf {
-        self.runs_dir.join(id.to_string()).join("log")
+        self.run_dir(id).join("log")
     }
 
     /// The seq of a run's last stored chunk (0 when it has none).

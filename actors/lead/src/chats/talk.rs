@@ -99,6 +99,7 @@ impl ChatsState {
             agent: lead.id,
             created_at: Timestamp::now(),
             session: None,
+            session_run: None,
             messages: 0,
             answering: None,
             untold: Vec::new(),
@@ -239,7 +240,10 @@ impl ChatsState {
             &chat.agent.to_string(),
             prompt,
             Some(launch),
-            chat.session.clone(),
+            chat.session.clone().map(|session| launch::Resume {
+                session,
+                run: chat.session_run,
+            }),
         )
         .await?;
         Ok(bosun_runs::start(&self.ctx.tools.runs, spec).await?)
@@ -267,6 +271,7 @@ impl ChatsState {
             let agent = rec.agent.clone().unwrap_or_default();
             if agent.session.is_some() {
                 c.session = agent.session.clone();
+                c.session_run = Some(rec.id);
             }
             let result = agent.result.clone();
             let msg = match result {

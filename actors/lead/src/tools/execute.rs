@@ -275,7 +275,10 @@ async fn execute_runs(ctx: &ToolCtx, tool: RunTool, args: &Value) -> Result<Stri
                 &agent.to_string(),
                 prompt,
                 None,
-                Some(session),
+                Some(launch::Resume {
+                    session,
+                    run: Some(earlier.id),
+                }),
             )
             .await?;
             spec.run.unattended = true;

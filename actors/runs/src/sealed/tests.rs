@@ -101,6 +101,7 @@ fn plan(agent: &str, token: &str) -> LaunchPlan {
         redact,
         log_file: None,
         fence: None,
+        folders: Vec::new(),
         gateway: vec![
             GatewayServer {
                 name: "docs".into(),
