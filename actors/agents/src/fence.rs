@@ -312,13 +312,12 @@ pub fn net_allow(
 /// Lets a run whose network is fenced reach the host of `url` too (an MCP server given to it
 /// after it was prepared, such as bosun's own to a QA run); nothing when it is not fenced.
 pub fn allow_url(net: &mut Option<Vec<NetAllow>>, url: &str, why: &str) {
-    if let (Some(net), Some(host)) = (net.as_mut(), url_host(url, why)) {
-        if !net
+    if let (Some(net), Some(host)) = (net.as_mut(), url_host(url, why))
+        && !net
             .iter()
             .any(|a| a.host == host.host && a.port == host.port)
-        {
-            net.push(host);
-        }
+    {
+        net.push(host);
     }
 }
 
