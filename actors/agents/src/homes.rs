@@ -25,11 +25,12 @@
 use std::path::{Path, PathBuf};
 
 use bosun_shared::agents::CliKind;
-use serde_json::Value;
 
 use crate::AgentsError;
-use crate::adapter::RUN_DIR;
 use crate::secrets::{SecretLine, SecretSource};
+
+/// Stands for the run's own directory in arguments, environment values and file paths.
+pub const RUN_DIR: &str = "${BOSUN_RUN_DIR}";
 
 /// Claude Code's `CLAUDE_CONFIG_DIR` in a run's directory.
 pub const CLAUDE: &str = "claude";
@@ -152,34 +153,6 @@ pub fn sign_in(cli: CliKind, source: &Path) -> Result<Vec<(CopiedIn, SecretLine)
     Ok(out)
 }
 
-/// The secret values in a CLI's sign-in file (a JSON document): every string under a key that
-/// names a token or a key, for the runner to hide in the run's output.
-pub fn sign_in_values(contents: &str) -> Vec<String> {
-    fn walk(v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    let k = k.to_ascii_lowercase();
-                    let secret = k.contains("token") || k.contains("key");
-                    match v.as_str() {
-                        Some(s) if secret && s.len() >= bosun_shared::redact::MIN_LEN => {
-                            out.push(s.to_string())
-                        }
-                        Some(_) | None => walk(v, out),
-                    }
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
-            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
-        }
-    }
-    let mut out = Vec::new();
-    if let Ok(v) = serde_json::from_str::<Value>(contents) {
-        walk(&v, &mut out);
-    }
-    out
-}
-
 /// The transcript of Claude Code's session `session`, for a run that continues it: looked for
 /// in the run that wrote it (`earlier`, its directory), else in the agent's own folder (a
 /// session from before runs had folders of their own); put at the same place in the new run's
@@ -238,6 +211,7 @@ pub fn transcript(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secrets::sign_in_values;
 
     #[test]
     fn each_cli_gets_its_own_folders_and_the_caches() {

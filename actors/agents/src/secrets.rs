@@ -17,6 +17,7 @@ use bosun_kit::offload::blocking;
 use bosun_mcp::redact;
 use bosun_shared::ServerId;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::AgentsError;
 
@@ -99,7 +100,7 @@ impl SecretLine {
                     redact::secret_values(&[], &[], Some(&format!("{url}?{v}")))
                 }
             },
-            SecretSource::CliFile { .. } => super::homes::sign_in_values(v),
+            SecretSource::CliFile { .. } => sign_in_values(v),
             SecretSource::Token { .. } | SecretSource::Ephemeral { .. } => redact::secret_values(
                 &[],
                 &[("Authorization".into(), format!("Bearer {v}"))],
@@ -264,4 +265,32 @@ impl SecretReader {
             )),
         }
     }
+}
+
+/// The secret values in a CLI's sign-in file (a JSON document): every string under a key that
+/// names a token or a key, for the runner to hide in the run's output.
+pub fn sign_in_values(contents: &str) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let k = k.to_ascii_lowercase();
+                    let secret = k.contains("token") || k.contains("key");
+                    match v.as_str() {
+                        Some(s) if secret && s.len() >= bosun_shared::redact::MIN_LEN => {
+                            out.push(s.to_string())
+                        }
+                        Some(_) | None => walk(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::from_str::<Value>(contents) {
+        walk(&v, &mut out);
+    }
+    out
 }
