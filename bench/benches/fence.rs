@@ -10,7 +10,13 @@
 //! - **start**: 30 runs of a `command` agent running `true`, fenced (the default) and
 //!   unrestricted (no fence), alternating; each figure is the median of the time from the run's
 //!   record being made to its program started (`started_at - created_at`, as bosund records it).
-//!   Target: the fence adds under 5 ms.
+//!   Target: the fence adds under 5 ms. Since issue 45 the same runs go three ways: with the
+//!   whole fence (namespaces and proxy), with Landlock alone (`fence.net=off fence.read=off
+//!   fence.protect=off`, the fence before), and unfenced. Target: the namespaces and the proxy
+//!   add under 20 ms to Landlock alone.
+//! - **download**: 5 downloads of 100 MB from 127.0.0.1 by `curl` in a command agent's run whose
+//!   network is fenced (through the runner's proxy), against the same with `fence.net=off`,
+//!   alternating; curl's own speed, median. Target: at least 0.9x direct.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,7 +42,8 @@ fn us(d: Duration) -> String {
 
 fn main() -> anyhow::Result<()> {
     policy_cost()?;
-    start_cost()
+    start_cost()?;
+    download()
 }
 
 /// The calls of the policy figure, in a worktree-like tree under `base`.
@@ -182,15 +189,28 @@ fn start_cost() -> anyhow::Result<()> {
     let work = env.scratch().join("work");
     std::fs::create_dir_all(&work)?;
     let cwd = work.display().to_string();
-    for name in ["fenced", "open"] {
+    for name in ["fenced", "landlock", "open"] {
         env.ok(&[
             "agent", "add", name, "--cli", "command", "--cwd", &cwd, "--", "true",
         ])?;
     }
+    // The fence as it was before its namespaces: Landlock alone.
+    env.ok(&[
+        "agent",
+        "set",
+        "landlock",
+        "fence.net=off",
+        "fence.read=off",
+        "fence.protect=off",
+    ])?;
     env.ok(&["agent", "set", "open", "workspace=unrestricted"])?;
-    let (mut fenced, mut open) = (Vec::new(), Vec::new());
+    let (mut fenced, mut landlock, mut open) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
-        for (agent, into) in [("fenced", &mut fenced), ("open", &mut open)] {
+        for (agent, into) in [
+            ("fenced", &mut fenced),
+            ("landlock", &mut landlock),
+            ("open", &mut open),
+        ] {
             env.ok(&["agent", "run", agent, "go", "--follow"])?;
             let runs: Value = serde_json::from_str(&env.ok(&["ps", "--all", "--json"])?)?;
             let last = runs
@@ -209,16 +229,111 @@ fn start_cost() -> anyhow::Result<()> {
         }
     }
     env.stop_daemon()?;
-    let (f, o) = (median(fenced), median(open));
-    let added = f.saturating_sub(o);
+    let (f, l, o) = (median(fenced), median(landlock), median(open));
+    let added = f.saturating_sub(l);
     report(Figure {
         bench: "fence",
-        what: "start: record made to program started, median of 30",
+        what: "start with namespaces and proxy: record made to program started, median of 30",
         value: format!("{} fenced", bosun_bench::fmt_duration(f)),
+        baseline: format!("{} with Landlock alone", bosun_bench::fmt_duration(l)),
+        ratio: added.as_secs_f64() / 20e-3,
+        target: "< 20 ms added",
+        met: added < Duration::from_millis(20),
+    });
+    let added = l.saturating_sub(o);
+    report(Figure {
+        bench: "fence",
+        what: "start with Landlock: record made to program started, median of 30",
+        value: format!("{} with Landlock", bosun_bench::fmt_duration(l)),
         baseline: format!("{} unfenced", bosun_bench::fmt_duration(o)),
         ratio: added.as_secs_f64() / 5e-3,
         target: "< 5 ms added",
         met: added < Duration::from_millis(5),
+    });
+    Ok(())
+}
+
+/// The size of the download through the proxy.
+const DOWNLOAD: usize = 100 * 1000 * 1000;
+/// How many downloads of each kind.
+const DOWNLOADS: usize = 5;
+
+/// A server on 127.0.0.1 that answers every connection with [`DOWNLOAD`] bytes over HTTP.
+fn download_server() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        let block = vec![b'x'; 1 << 20];
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut head = [0u8; 4096];
+                let _ = s.read(&mut head);
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {DOWNLOAD}\r\nConnection: close\r\n\r\n"
+                );
+                let mut left = DOWNLOAD;
+                while left > 0 {
+                    let n = left.min(block.len());
+                    if s.write_all(&block[..n]).is_err() {
+                        return;
+                    }
+                    left -= n;
+                }
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// A 100 MB download from 127.0.0.1 by `curl` in a run whose network is fenced (through the
+/// runner's proxy) against the same in a run whose network is not (`fence.net=off`),
+/// alternating; each figure is the median of curl's own speed.
+fn download() -> anyhow::Result<()> {
+    let env = Env::new("fence-download")?;
+    env.start_daemon()?;
+    let port = download_server()?;
+    let work = env.scratch().join("work");
+    std::fs::create_dir_all(&work)?;
+    let cwd = work.display().to_string();
+    let script =
+        format!("curl -s -o /dev/null -w '%{{speed_download}}\\n' http://127.0.0.1:{port}/blob");
+    for name in ["proxied", "direct"] {
+        env.ok(&[
+            "agent", "add", name, "--cli", "command", "--cwd", &cwd, "--", "sh", "-c", &script,
+        ])?;
+    }
+    env.ok(&["agent", "set", "proxied", "web.fetch=127.0.0.1"])?;
+    env.ok(&["agent", "set", "direct", "fence.net=off"])?;
+    let (mut proxied, mut direct) = (Vec::new(), Vec::new());
+    for _ in 0..DOWNLOADS {
+        for (agent, into) in [("proxied", &mut proxied), ("direct", &mut direct)] {
+            let out = env.ok(&["agent", "run", agent, "go", "--follow"])?;
+            let speed: f64 = out
+                .lines()
+                .rev()
+                .find_map(|l| l.trim().parse().ok())
+                .with_context(|| format!("curl's speed in {out:?}"))?;
+            into.push(speed);
+        }
+    }
+    env.stop_daemon()?;
+    let mid = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (p, d) = (mid(proxied), mid(direct));
+    let ratio = p / d;
+    report(Figure {
+        bench: "fence",
+        what: "a 100 MB download from 127.0.0.1 through the run's proxy, median of 5",
+        value: format!("{:.0} MB/s proxied", p / 1e6),
+        baseline: format!("{:.0} MB/s direct (fence.net=off)", d / 1e6),
+        ratio,
+        target: ">= 0.9x direct",
+        met: ratio >= 0.9,
     });
     Ok(())
 }

@@ -86,6 +86,7 @@ fn doctor_reports_every_check_in_json_and_does_not_start_bosund() -> anyhow::Res
             "prices",
             "keychain",
             "landlock",
+            "namespaces",
             "claude",
             "codex",
             "gemini",
