@@ -25,6 +25,8 @@ mod fence;
 mod gateway;
 mod link;
 mod outbox;
+#[allow(dead_code)] // Not wired in until the namespace hands the runner its listener.
+mod proxy;
 mod redact;
 mod relay;
 
