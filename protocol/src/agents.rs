@@ -137,6 +137,16 @@ pub struct ApprovalsView {
 pub struct WorkspaceView {
     pub roots: Vec<PathBuf>,
     pub unrestricted: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_deny: Vec<PathBuf>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_allow: Vec<PathBuf>,
+    /// `fence.read=off`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reads_open: bool,
+    /// `fence.net=off`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub net_open: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

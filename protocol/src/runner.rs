@@ -81,6 +81,43 @@ pub struct FencePlan {
     /// make itself (its cache, its state, the run's `TMPDIR`) must exist first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub make: Vec<PathBuf>,
+    /// Paths inside the writable ones that stay read-only for everything the run starts (a
+    /// repository's hooks and configuration, the shell's rc files, the CLIs' project
+    /// settings). Those that exist at the start are bound read-only in the run's own mount
+    /// namespace; those that do not are checked at the run's end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_only: Vec<PathBuf>,
+    /// Paths nothing the run starts may read (where the person's secrets live): an empty
+    /// folder or file nobody may open is mounted over each that exists at the start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<PathBuf>,
+    /// Paths beneath hidden ones that stay as they are (the run's own folder in bosun's state
+    /// directory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<PathBuf>,
+    /// The run's network, when it is fenced: a namespace of its own with only loopback, whose
+    /// one way out is the runner's proxy. `None`: the network is left as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<NetPlan>,
+}
+
+/// What the runner's proxy lets a fenced run reach: each host (with a port, or any port) for a
+/// reason; nothing else.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetPlan {
+    pub allow: Vec<NetAllow>,
+}
+
+/// One host a fenced run may reach, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetAllow {
+    /// A DNS name, `*.` and a domain (any name beneath it), an IP address, or `*` (any host).
+    pub host: String,
+    /// The one port allowed; any port when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The rule, in words: "the model API of Claude Code", "web.fetch".
+    pub why: String,
 }
 
 /// How the runner drives a CLI through its control protocol, so that each of its tool calls

@@ -178,6 +178,8 @@ pub struct Gateway {
     base_env: Vec<(String, String)>,
     cwd: PathBuf,
     fence: Option<FencePlan>,
+    /// The run's folder (where the fence's unreadable file is).
+    run_dir: PathBuf,
     /// The CLI's process group, which the servers join.
     pgid: i32,
     notes: mpsc::UnboundedSender<String>,
@@ -231,7 +233,11 @@ impl Gateway {
             servers: plan.gateway.clone(),
             base_env,
             cwd: plan.cwd.clone(),
-            fence: plan.fence.clone(),
+            // The servers' fence is the run's, but their network is left as it is for now:
+            // a server's transport (npx fetching its package, a bridge reaching its URL) needs
+            // hosts of its own (docs/approvals.md, "The fence").
+            fence: plan.fence.clone().map(|f| FencePlan { net: None, ..f }),
+            run_dir: plan.run_dir.clone(),
             pgid,
             notes,
             redactor,

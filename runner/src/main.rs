@@ -25,7 +25,6 @@ mod fence;
 mod gateway;
 mod link;
 mod outbox;
-#[allow(dead_code)] // Not wired in until the namespace hands the runner its listener.
 mod proxy;
 mod redact;
 mod relay;
@@ -173,6 +172,8 @@ enum LaunchError {
         dir: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error("bosun's fence: {0}")]
+    Fence(#[from] fence::ns::NsError),
     #[error("could not start `{program}`: {}", spawn_words(source))]
     Spawn {
         program: String,
@@ -410,7 +411,7 @@ async fn run() -> Result<(), RunnerError> {
             signal: None,
             reason: why.to_string(),
         },
-        Ok(((child, fence), listener)) => {
+        Ok((program, listener)) => {
             let watch = Watch {
                 plan: &plan,
                 state: &state,
@@ -421,7 +422,7 @@ async fn run() -> Result<(), RunnerError> {
                 decisions,
                 stops: &mut stops,
             };
-            watch.program(child, fence, listener).await
+            watch.program(program, listener).await
         }
     };
     report_end(exit, &plan, &state, flusher, link).await;
@@ -461,10 +462,14 @@ impl Watch<'_> {
     /// gone; then ends whatever it left, lets its pipes drain, and says how it ended.
     async fn program(
         self,
-        mut child: tokio::process::Child,
-        fence: Option<String>,
+        program: Program,
         listener: Option<tokio::net::UnixListener>,
     ) -> ExitInfo {
+        let Program {
+            mut child,
+            fence,
+            net,
+        } = program;
         let Watch {
             plan,
             state,
@@ -478,6 +483,7 @@ impl Watch<'_> {
         if let Some(report) = &fence {
             notes.notes(&[format!("bosun's fence: {report}")]);
         }
+        let proxy = net.map(|(net, listeners)| serve_net(net, listeners, notes.clone()));
         let me = ProcessIdentity::of(Pid::this());
         let pid = Pid::of_child(child.id().unwrap_or(0));
         if let Some(listener) = listener {
@@ -523,6 +529,9 @@ impl Watch<'_> {
 
         // The program is gone: end whatever it left, then let the relay drain the pipes.
         sweep_leftovers(plan, me, leader).await;
+        if let Some(proxy) = proxy {
+            proxy.finish().await;
+        }
         if let Some(relay) = relay {
             drain(relay, finish_tx).await;
         }
@@ -531,6 +540,74 @@ impl Watch<'_> {
         }
         exit_info(status, stopping)
     }
+}
+
+/// The proxy of a fenced run's network, serving the listeners made in its namespace.
+struct NetServed {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    notes: tokio::task::JoinHandle<()>,
+}
+
+/// How long the connections still open when a run's programs are gone may take to be noted.
+const NET_NOTES_GRACE: Duration = Duration::from_secs(2);
+
+impl NetServed {
+    /// Stops taking connections, and notes those still open as they close (for a short while).
+    async fn finish(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let _ = tokio::time::timeout(NET_NOTES_GRACE, self.notes).await;
+    }
+}
+
+/// Serves a fenced run's network: its proxy, and its loopback forwards, each connection made or
+/// refused noted in the run's log.
+fn serve_net(net: fence::Net, listeners: fence::ns::Listeners, notes: Sink) -> NetServed {
+    let (tx, mut rx) = mpsc::unbounded_channel::<proxy::Connection>();
+    let mut tasks = Vec::new();
+    let rules = match proxy::NetRules::of(&net.allow) {
+        Ok(rules) => Arc::new(rules),
+        Err(e) => {
+            // The run's network stays closed: nothing is served.
+            notes.notes(&[format!(
+                "bosun's proxy refused the run's list of hosts ({e}), so the run reaches no host"
+            )]);
+            Arc::new(proxy::NetRules::default())
+        }
+    };
+    let mut listeners = listeners.into_iter().map(|l| {
+        l.set_nonblocking(true)?;
+        tokio::net::TcpListener::from_std(l)
+    });
+    match listeners.next() {
+        Some(Ok(l)) => tasks.push(tokio::spawn(proxy::serve(l, rules, tx.clone()))),
+        Some(Err(e)) => notes.notes(&[format!("bosun's proxy could not serve the run: {e}")]),
+        None => {}
+    }
+    for ((port, allow), l) in net.forwards.iter().zip(listeners) {
+        match l {
+            Ok(l) => {
+                let to = std::net::SocketAddr::from(([127, 0, 0, 1], *port));
+                tasks.push(tokio::spawn(proxy::forward(
+                    l,
+                    to,
+                    allow.why.clone(),
+                    tx.clone(),
+                )));
+            }
+            Err(e) => notes.notes(&[format!(
+                "bosun's proxy could not forward port {port} of the run: {e}"
+            )]),
+        }
+    }
+    drop(tx);
+    let notes = tokio::spawn(async move {
+        while let Some(c) = rx.recv().await {
+            notes.notes(&[format!("bosun's proxy: {c}")]);
+        }
+    });
+    NetServed { tasks, notes }
 }
 
 /// A CLI driven through its control protocol, once its driver is started.
@@ -735,9 +812,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Writes the plan's files and starts the program in a process group of its own, under the
 /// plan's fence (what it applied, in words, beside the child).
-fn start_program(
-    plan: &LaunchPlan,
-) -> Result<(tokio::process::Child, Option<String>), LaunchError> {
+fn start_program(plan: &LaunchPlan) -> Result<Program, LaunchError> {
     for file in &plan.files {
         write_private_file(&file.path, file.contents.as_bytes()).map_err(|source| {
             LaunchError::WriteFile {
@@ -781,17 +856,49 @@ fn start_program(
             })?;
         }
     }
-    let report = plan.fence.as_ref().map(|f| {
-        let fence = fence::Fence::build(f);
-        let report = fence.report.clone();
-        fence.install(&mut cmd);
-        report
-    });
-    let child = cmd.spawn().map_err(|source| LaunchError::Spawn {
-        program: plan.program.clone(),
-        source,
-    })?;
-    Ok((child, report))
+    let (report, spaces, net) = match &plan.fence {
+        None => (None, None, None),
+        Some(f) => {
+            let empty =
+                fence::unreadable_file(&plan.run_dir).map_err(|source| LaunchError::WriteFile {
+                    path: plan.run_dir.join(fence::UNREADABLE),
+                    source,
+                })?;
+            let fence = fence::Fence::build(f, &empty)?;
+            let report = fence.report.clone();
+            let (spaces, net) = fence.install(&mut cmd)?;
+            (Some(report), spaces, net)
+        }
+    };
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(source) => {
+            if let Some(why) = spaces.and_then(fence::ns::Started::failure) {
+                return Err(why.into());
+            }
+            return Err(LaunchError::Spawn {
+                program: plan.program.clone(),
+                source,
+            });
+        }
+    };
+    let net = match (spaces, net) {
+        (Some(spaces), Some(net)) => Some((net, spaces.listeners()?)),
+        _ => None,
+    };
+    Ok(Program {
+        child,
+        fence: report,
+        net,
+    })
+}
+
+/// A started program: the child, the fence it is under (in words), and its fenced network's
+/// proxy to serve.
+struct Program {
+    child: tokio::process::Child,
+    fence: Option<String>,
+    net: Option<(fence::Net, fence::ns::Listeners)>,
 }
 
 fn write_private_file(path: &std::path::Path, contents: &[u8]) -> std::io::Result<()> {

@@ -21,8 +21,6 @@
 //! - Connections still open when the run ends are reported with their counts so far; a request
 //!   that names no host (a bad request, a head too large, a client that never sends one) is
 //!   answered and not reported.
-//! - Not yet wired in: `main.rs` carries `#[allow(dead_code)]` on `mod proxy` until the
-//!   namespace hands the runner its listener.
 
 mod rules;
 
@@ -39,9 +37,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 use tokio::time::timeout;
 
-// `RuleError` is named by the callers of `HostRule::parse`, none yet in the runner.
-#[allow(unused_imports)]
-pub use rules::{Decision, HostRule, NetRules, RuleError};
+pub use rules::{Decision, NetRules};
 use rules::{Host, Target};
 
 /// The largest request head read; a larger one is refused with 431.
@@ -88,6 +84,33 @@ pub struct Connection {
     pub bytes_down: u64,
     /// What ended it other than a close by either end, in words.
     pub failure: Option<String>,
+}
+
+impl std::fmt::Display for Connection {
+    /// One line of the run's log: what was reached (or refused), how, with its bytes and rule.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = match self.how {
+            How::Tunnel => "tunnel",
+            How::Forward => "http",
+            How::Direct => "loopback forward",
+        };
+        match &self.decision {
+            Decision::Refused { reason } => {
+                write!(f, "refused {}:{} ({how}): {reason}", self.host, self.port)
+            }
+            Decision::Allowed { rule } => {
+                write!(
+                    f,
+                    "{}:{} ({how}), {} bytes out, {} bytes in, allowed by {rule}",
+                    self.host, self.port, self.bytes_up, self.bytes_down
+                )?;
+                match &self.failure {
+                    Some(why) => write!(f, "; {why}"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
 }
 
 /// Serves the run's proxy on `listener` until the task is aborted, one task per connection.
@@ -214,20 +237,6 @@ async fn proxy_one(
 struct Open {
     conn: Connection,
     report: UnboundedSender<Connection>,
-}
-
-impl Open {
-    fn new(
-        target: &Target,
-        how: How,
-        decision: Decision,
-        report: UnboundedSender<Connection>,
-    ) -> Open {
-        Open {
-            conn: record(target, how, decision),
-            report,
-        }
-    }
 }
 
 /// The record of a connection to `target`, before any byte moved.
@@ -479,6 +488,7 @@ impl AsyncWrite for Counted<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rules::HostRule;
     use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
     use tokio::task::JoinHandle;
 
@@ -592,7 +602,7 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
         assert!(answer.contains(&format!("bosun's fence refused 127.0.0.1:{port}: 127.0.0.1:{port} is not in this run's list of hosts")), "{answer}");
         let reason = format!(
-            "127.0.0.1:{port} is not in this run's list of hosts; allow it for the agent with `bosun agent set <agent> web.fetch=127.0.0.1`"
+            "127.0.0.1:{port} is not in this run's list of hosts; allow it for the run's agent with `bosun agent set NAME web.fetch=127.0.0.1` (its list, comma-separated)"
         );
         let conn = Connection {
             port,

@@ -1,7 +1,12 @@
-//! Where the programs of an agent's run may write, for the runner's Landlock fence: the run's
-//! folder and the agent's roots, the git directories a worktree's commits write, the CLI's own
-//! state and caches, a temporary folder of the run's own (`TMPDIR`), and the devices every
-//! program writes to. Nothing else: `~/.bashrc`, another project, the state directory.
+//! The fence of an agent's run, for its runner:
+//! - where its programs may write (Landlock): the run's folder and the agent's roots, the git
+//!   directories a worktree's commits write, the CLI's own state and caches, a temporary folder
+//!   of the run's own (`TMPDIR`), and the devices every program writes to. Nothing else:
+//!   `~/.bashrc`, another project, the state directory;
+//! - what stays read-only inside those roots (git's hooks and configuration, rc files, the
+//!   CLIs' project settings) and what it may not read at all (where secrets live, bosun's state
+//!   directory but for the run's own folder), both made in the run's mount namespace;
+//! - which hosts it may reach through the runner's proxy, when its network is fenced.
 //!
 //! Decided per CLI (`docs/approvals.md`, "The fence"): Claude Code and Gemini CLI run under
 //! bosun's fence; so does Codex, with its own sandbox switched off, since its sandbox builds a
@@ -10,8 +15,10 @@
 
 use std::path::{Path, PathBuf};
 
-use bosun_protocol::runner::FencePlan;
-use bosun_shared::agents::CliKind;
+use bosun_protocol::runner::{FencePlan, NetAllow, NetPlan};
+use bosun_shared::agents::{CliKind, WebFetch};
+
+use crate::record::WorkspaceSettings;
 
 /// The folder in a run's directory that is its `TMPDIR`.
 pub const TMP: &str = "tmp";
@@ -31,31 +38,111 @@ const DEVICES: [&str; 9] = [
     "/dev/shm",
 ];
 
-/// The fence of a run of a `cli` agent working in `folder`, with the agent's `roots`, its
-/// environment `env` and its run directory `run_dir`.
-pub fn plan(
-    cli: CliKind,
-    folder: &Path,
-    roots: &[PathBuf],
-    env: &[(String, String)],
-    run_dir: &Path,
-) -> FencePlan {
+/// What can run code or redirect git inside a writable root, kept read-only for everything the
+/// run starts: git's hooks and configuration, the shell's rc files, `direnv`'s file, and the
+/// project settings of the coding CLIs and editors (each can name a program that runs later,
+/// outside bosun).
+const READ_ONLY_IN_ROOTS: [&str; 22] = [
+    ".git/hooks",
+    ".git/config",
+    ".git/info",
+    ".gitmodules",
+    ".gitconfig",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".envrc",
+    ".mcp.json",
+    ".ripgreprc",
+    ".claude",
+    ".codex",
+    ".gemini",
+    ".vscode",
+    ".idea",
+    ".devcontainer",
+];
+
+/// Where secrets live in a home, unreadable by everything a run starts unless the agent says
+/// otherwise (`read.allow=…`): keys, cloud and cluster credentials, package registries' and
+/// forges' tokens, password stores, the keychain's files, browsers' profiles (their cookies).
+const HIDDEN_IN_HOME: [&str; 33] = [
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/hub",
+    ".config/glab-cli",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".local/share/keyrings",
+    ".password-store",
+    ".config/op",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".terraform.d",
+    ".vault-token",
+    ".config/rclone",
+    ".s3cfg",
+    ".oci",
+    ".config/doctl",
+    ".gradle/gradle.properties",
+    ".m2/settings.xml",
+    ".mozilla",
+    ".config/chromium",
+    ".config/google-chrome",
+];
+
+/// What a run's fence is made of, besides the CLI and the run's folder.
+pub struct Confine<'a> {
+    pub cli: CliKind,
+    /// The run's folder (its agent's, or a card's worktree).
+    pub folder: &'a Path,
+    pub workspace: &'a WorkspaceSettings,
+    /// The run's environment.
+    pub env: &'a [(String, String)],
+    /// The run's own directory, in bosun's state directory.
+    pub run_dir: &'a Path,
+    /// bosun's state directory, hidden but for the run's own directory.
+    pub state_dir: &'a Path,
+    /// The hosts the run may reach, when its network is fenced.
+    pub net: Option<&'a [NetAllow]>,
+}
+
+/// The fence of a run.
+pub fn plan(c: &Confine<'_>) -> FencePlan {
     let var = |name: &str| {
-        env.iter()
+        c.env
+            .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| PathBuf::from(v))
             .filter(|p| p.is_absolute())
     };
     let home = var("HOME");
     let in_home = |rest: &str| home.as_ref().map(|h| h.join(rest));
-    let mut writable: Vec<PathBuf> = vec![folder.to_path_buf()];
-    writable.extend(roots.iter().cloned());
-    writable.extend(worktree_git(folder));
+    let roots: Vec<PathBuf> = std::iter::once(c.folder.to_path_buf())
+        .chain(c.workspace.roots.iter().cloned())
+        .collect();
+    let mut writable: Vec<PathBuf> = roots.clone();
+    writable.extend(worktree_git(c.folder));
     // Folders a program makes when it needs them: made by the runner first, so that the fence
     // can name them.
-    let mut make: Vec<PathBuf> = vec![run_dir.join(TMP)];
+    let mut make: Vec<PathBuf> = vec![c.run_dir.join(TMP)];
     // The CLI's own state.
-    match cli {
+    match c.cli {
         CliKind::Claude => {
             make.extend(var("CLAUDE_CONFIG_DIR").or_else(|| in_home(".claude")));
             writable.extend(in_home(".claude.json"));
@@ -68,16 +155,154 @@ pub fn plan(
     // profile among them).
     make.extend(var("XDG_CACHE_HOME").or_else(|| in_home(".cache")));
     make.extend(var("npm_config_cache").or_else(|| in_home(".npm")));
-    writable.push(run_dir.join(HOME));
+    writable.push(c.run_dir.join(HOME));
     writable.extend(make.iter().cloned());
     writable.extend(DEVICES.iter().map(PathBuf::from));
+    dedup(&mut writable);
+    let mut read_only: Vec<PathBuf> = roots
+        .iter()
+        .flat_map(|r| READ_ONLY_IN_ROOTS.iter().map(move |p| r.join(p)))
+        .collect();
+    // A worktree's `.git` is a file naming its git directory: kept as it is.
+    read_only.extend(roots.iter().map(|r| r.join(".git")).filter(|g| g.is_file()));
+    dedup(&mut read_only);
+    let (hidden, kept) = if c.workspace.reads_open {
+        (Vec::new(), Vec::new())
+    } else {
+        let mut hidden: Vec<PathBuf> = HIDDEN_IN_HOME.iter().filter_map(|p| in_home(p)).collect();
+        hidden.extend(c.workspace.read_deny.iter().cloned());
+        hidden.push(c.state_dir.to_path_buf());
+        // What the agent lifted, and whatever holds a folder the run works in, stays readable.
+        hidden.retain(|h| {
+            !c.workspace.read_allow.iter().any(|a| h.starts_with(a))
+                && !roots.iter().any(|r| r.starts_with(h))
+        });
+        dedup(&mut hidden);
+        (hidden, vec![c.run_dir.to_path_buf()])
+    };
+    FencePlan {
+        writable,
+        make,
+        read_only,
+        hidden,
+        kept,
+        net: c.net.map(|allow| NetPlan {
+            allow: allow.to_vec(),
+        }),
+    }
+}
+
+fn dedup(paths: &mut Vec<PathBuf>) {
     let mut seen = Vec::new();
-    writable.retain(|p| {
+    paths.retain(|p| {
         let new = !seen.contains(p);
         seen.push(p.clone());
         new
     });
-    FencePlan { writable, make }
+}
+
+/// The hosts a run of `cli` may reach when its network is fenced: its model API (the host of
+/// its base URL when the agent points it elsewhere, else the provider's, with its sign-in
+/// hosts), the hosts of `web.fetch`, and the addresses of the MCP servers its CLI reaches
+/// itself (over HTTP, bosun's own among them).
+pub fn net_allow(
+    cli: CliKind,
+    env: &[(String, String)],
+    codex_config: &[(String, String)],
+    web_fetch: &WebFetch,
+    server_urls: &[&str],
+) -> Vec<NetAllow> {
+    let var = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    };
+    let mut allow: Vec<NetAllow> = Vec::new();
+    let model =
+        |url: Option<&str>, defaults: &[&str], why: &str, allow: &mut Vec<NetAllow>| match url
+            .and_then(|u| url_host(u, why))
+        {
+            Some(a) => allow.push(a),
+            None => allow.extend(defaults.iter().map(|h| NetAllow {
+                host: (*h).to_string(),
+                port: Some(443),
+                why: why.to_string(),
+            })),
+        };
+    match cli {
+        CliKind::Claude => model(
+            var("ANTHROPIC_BASE_URL"),
+            &["api.anthropic.com", "console.anthropic.com", "claude.ai"],
+            "the model API of Claude Code",
+            &mut allow,
+        ),
+        CliKind::Codex => {
+            let base = codex_config
+                .iter()
+                .find(|(k, _)| k.ends_with("base_url"))
+                .map(|(_, v)| v.trim().trim_matches('"'))
+                .or(var("OPENAI_BASE_URL"));
+            model(
+                base,
+                &["api.openai.com", "chatgpt.com", "auth.openai.com"],
+                "the model API of Codex",
+                &mut allow,
+            );
+        }
+        CliKind::Gemini => model(
+            var("GOOGLE_GEMINI_BASE_URL"),
+            &[
+                "generativelanguage.googleapis.com",
+                "cloudcode-pa.googleapis.com",
+                "oauth2.googleapis.com",
+            ],
+            "the model API of Gemini CLI",
+            &mut allow,
+        ),
+        CliKind::Command => {}
+    }
+    match web_fetch {
+        WebFetch::Off => {}
+        WebFetch::Any => allow.push(NetAllow {
+            host: "*".into(),
+            port: None,
+            why: "web.fetch=any".into(),
+        }),
+        WebFetch::Domains(ds) => allow.extend(ds.iter().map(|d| NetAllow {
+            host: d.trim_end_matches('.').to_ascii_lowercase(),
+            port: None,
+            why: "web.fetch".into(),
+        })),
+    }
+    allow.extend(
+        server_urls
+            .iter()
+            .filter_map(|u| url_host(u, "an MCP server the CLI reaches")),
+    );
+    let mut seen: Vec<(String, Option<u16>)> = Vec::new();
+    allow.retain(|a| {
+        let key = (a.host.clone(), a.port);
+        let new = !seen.contains(&key);
+        seen.push(key);
+        new
+    });
+    allow
+}
+
+/// The host and port of `url`, as a host a run may reach.
+fn url_host(url: &str, why: &str) -> Option<NetAllow> {
+    let u = url::Url::parse(url).ok()?;
+    let host = match u.host()? {
+        url::Host::Domain(d) => d.to_ascii_lowercase(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => ip.to_string(),
+    };
+    Some(NetAllow {
+        host,
+        port: u.port_or_known_default(),
+        why: why.to_string(),
+    })
 }
 
 /// For a folder that is a git worktree (its `.git` a file naming its git directory): that git
@@ -125,13 +350,19 @@ mod tests {
             ("HOME".to_string(), "/home/me".to_string()),
             ("CLAUDE_CONFIG_DIR".to_string(), "/cfg/claude".to_string()),
         ];
-        let plan = plan(
-            CliKind::Claude,
-            &wt,
-            &[PathBuf::from("/data")],
-            &env,
-            Path::new("/state/runs/r1"),
-        );
+        let workspace = WorkspaceSettings {
+            roots: vec![PathBuf::from("/data")],
+            ..WorkspaceSettings::default()
+        };
+        let plan = plan(&Confine {
+            cli: CliKind::Claude,
+            folder: &wt,
+            workspace: &workspace,
+            env: &env,
+            run_dir: Path::new("/state/runs/r1"),
+            state_dir: Path::new("/state"),
+            net: None,
+        });
         let common = git.join("worktrees/card").join("../..");
         let made = [
             PathBuf::from("/state/runs/r1/tmp"),

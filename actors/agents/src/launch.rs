@@ -154,6 +154,21 @@ pub async fn prepare_with(
     set_all(&mut env, inv.env.iter().cloned());
     refuse_root_bypass(&rec, &agent_env)?;
     super::login::check_login(&ctx.logins, &rec, &agent_env, &inv.program).await?;
+    if !rec.workspace.unrestricted && !rec.workspace.net_open {
+        let urls: Vec<&str> = parts
+            .servers
+            .iter()
+            .filter_map(|s| s.url.as_deref())
+            .chain(chat.as_ref().map(|c| c.url.as_str()))
+            .collect();
+        parts.run.net = Some(super::fence::net_allow(
+            rec.cli,
+            &env,
+            &setup.codex_config,
+            &setup.web_fetch,
+            &urls,
+        ));
+    }
 
     let request = RunRequest {
         name: Some(rec.name.clone()),

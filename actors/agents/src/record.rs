@@ -162,11 +162,35 @@ pub struct WorkspaceSettings {
     /// File tools may write anywhere but git metadata, and the runner puts up no fence.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unrestricted: bool,
+    /// Paths the run's programs may not read, besides bosun's own list (`read.deny=…`):
+    /// absolute, `..`-free, not `/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_deny: Vec<PathBuf>,
+    /// Paths of bosun's list the run's programs may read after all (`read.allow=…`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_allow: Vec<PathBuf>,
+    /// `fence.read=off`: the run's programs may read wherever its user may.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reads_open: bool,
+    /// `fence.net=off`: the run's programs reach any host, as its user does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub net_open: bool,
 }
 
 impl WorkspaceSettings {
     pub fn is_default(&self) -> bool {
         *self == Self::default()
+    }
+
+    pub fn view(&self) -> bosun_protocol::agents::WorkspaceView {
+        bosun_protocol::agents::WorkspaceView {
+            roots: self.roots.clone(),
+            unrestricted: self.unrestricted,
+            read_deny: self.read_deny.clone(),
+            read_allow: self.read_allow.clone(),
+            reads_open: self.reads_open,
+            net_open: self.net_open,
+        }
     }
 }
 
@@ -369,6 +393,11 @@ pub struct AgentRun {
     /// started before workspaces existed (their calls are judged by the agent's settings now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<WorkspaceSettings>,
+    /// The hosts the run's programs may reach through its runner's proxy, when its network is
+    /// fenced; absent when it is not (an unrestricted workspace, `fence.net=off`, a run from
+    /// before the network was fenced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<Vec<bosun_protocol::runner::NetAllow>>,
     /// What fence the runner applied, in words (from its start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<String>,

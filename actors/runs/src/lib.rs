@@ -476,7 +476,7 @@ impl RunsState {
         // A run placed on another host keeps its folder where the node sees it.
         let placement = p.placement.clone();
         let run_dir = self.run_dir(&p.placement, id)?;
-        let fence = Self::fence(agent.as_ref(), &mut p, &run_dir);
+        let fence = Self::fence(agent.as_ref(), &mut p, &run_dir, self.ctx.dirs.root());
         let plan_files = if agent.is_some() {
             Self::into_run_dir(&mut p, &files, &run_dir)
         } else {
@@ -586,7 +586,12 @@ impl RunsState {
 
     /// What the runner fences the program in with, for an agent's run with a limited workspace
     /// (its `TMPDIR` set in the run's environment); none for any other run.
-    fn fence(agent: Option<&AgentRun>, p: &mut RunRequest, run_dir: &Path) -> Option<FencePlan> {
+    fn fence(
+        agent: Option<&AgentRun>,
+        p: &mut RunRequest,
+        run_dir: &Path,
+        state_dir: &Path,
+    ) -> Option<FencePlan> {
         // An agent's run with a limited workspace is fenced in by its runner, with a temporary
         // folder of its own.
         agent.and_then(|a| {
@@ -595,13 +600,15 @@ impl RunsState {
             let tmp = run_dir.join(bosun_agents::fence::TMP);
             p.env.retain(|(k, _)| k != "TMPDIR");
             p.env.push(("TMPDIR".into(), tmp.display().to_string()));
-            Some(bosun_agents::fence::plan(
+            Some(bosun_agents::fence::plan(&bosun_agents::fence::Confine {
                 cli,
-                &p.cwd,
-                &space.roots,
-                &p.env,
+                folder: &p.cwd,
+                workspace: space,
+                env: &p.env,
                 run_dir,
-            ))
+                state_dir,
+                net: a.net.as_deref(),
+            }))
         })
     }
 

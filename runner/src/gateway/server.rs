@@ -29,6 +29,8 @@ enum StartError {
     Spawn(std::io::Error),
     #[error("its pipes could not be opened")]
     NoPipes,
+    #[error("bosun's fence: {0}")]
+    Fence(#[from] fence::ns::NsError),
     #[error("bosun's bridge to it would not start ({0})")]
     Bridge(std::io::Error),
     #[error("it is gone")]
@@ -156,16 +158,29 @@ impl Conn<'_> {
             })
             .process_group(self.gw.pgid)
             .kill_on_drop(true);
-        if let Some(f) = &self.gw.fence {
-            fence::Fence::build(f).install(&mut cmd);
-        }
-        let mut child = cmd.spawn().map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                StartError::NoProgram(command.to_string())
-            } else {
-                StartError::Spawn(e)
+        let spaces = match &self.gw.fence {
+            Some(f) => {
+                let empty = fence::unreadable_file(&self.gw.run_dir).map_err(StartError::Spawn)?;
+                let (spaces, _) =
+                    fence::Fence::build(f, &empty).and_then(|fence| fence.install(&mut cmd))?;
+                spaces
             }
-        })?;
+            None => None,
+        };
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                if let Some(why) = spaces.and_then(fence::ns::Started::failure) {
+                    return Err(why.into());
+                }
+                return Err(if e.kind() == std::io::ErrorKind::NotFound {
+                    StartError::NoProgram(command.to_string())
+                } else {
+                    StartError::Spawn(e)
+                });
+            }
+        };
+        drop(spaces);
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(StartError::NoPipes);
         };

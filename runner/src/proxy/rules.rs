@@ -173,6 +173,8 @@ enum Pattern {
     Exact(Host),
     /// Any subdomain of this name (at any depth), not the name itself.
     Subdomains(String),
+    /// Any host at all (`web.fetch=any`).
+    Any,
 }
 
 /// One allowed host (or family of hosts) and port, with the rule's name in words.
@@ -213,6 +215,7 @@ impl HostRule {
                     && name[..name.len() - domain.len()].ends_with('.')
             }
             (Pattern::Subdomains(_), Host::Ip(_)) => false,
+            (Pattern::Any, _) => true,
         };
         host && self.port.is_none_or(|port| port == target.port)
     }
@@ -223,6 +226,7 @@ impl fmt::Display for HostRule {
         match &self.pattern {
             Pattern::Exact(host) => write!(f, "{host}")?,
             Pattern::Subdomains(domain) => write!(f, "*.{domain}")?,
+            Pattern::Any => f.write_str("any host")?,
         }
         match self.port {
             Some(port) => write!(f, ":{port}"),
@@ -247,7 +251,32 @@ pub enum Decision {
 }
 
 impl NetRules {
+    /// The rules of a run's plan: each host (`*` for any) with its port, or any port. A host
+    /// the plan names that cannot be read is refused with the reason.
+    pub fn of(allow: &[bosun_protocol::runner::NetAllow]) -> Result<NetRules, RuleError> {
+        let allow = allow
+            .iter()
+            .map(|a| {
+                let mut rule = if a.host == "*" {
+                    HostRule {
+                        pattern: Pattern::Any,
+                        port: None,
+                        why: a.why.clone(),
+                    }
+                } else {
+                    HostRule::parse(&a.host, a.why.clone())?
+                };
+                if a.port.is_some() {
+                    rule.port = a.port;
+                }
+                Ok(rule)
+            })
+            .collect::<Result<Vec<_>, RuleError>>()?;
+        Ok(NetRules { allow })
+    }
+
     /// Decides for `host` (a name, an address, `[v6]`) and `port`.
+    #[cfg(test)]
     pub fn decide(&self, host: &str, port: u16) -> Decision {
         match Host::parse(host) {
             Ok(host) => self.decide_target(&Target { host, port }),
@@ -264,7 +293,7 @@ impl NetRules {
             },
             None => Decision::Refused {
                 reason: format!(
-                    "{target} is not in this run's list of hosts; allow it for the agent with `bosun agent set <agent> web.fetch={}`",
+                    "{target} is not in this run's list of hosts; allow it for the run's agent with `bosun agent set NAME web.fetch={}` (its list, comma-separated)",
                     target.host
                 ),
             },
@@ -338,7 +367,7 @@ mod tests {
             "{reason}"
         );
         assert!(reason.contains("web.fetch=other.org"), "{reason}");
-        assert_eq!(rules(&[]).decide("a.b", 1), Decision::Refused { reason: "a.b:1 is not in this run's list of hosts; allow it for the agent with `bosun agent set <agent> web.fetch=a.b`".into() });
+        assert_eq!(rules(&[]).decide("a.b", 1), Decision::Refused { reason: "a.b:1 is not in this run's list of hosts; allow it for the run's agent with `bosun agent set NAME web.fetch=a.b` (its list, comma-separated)".into() });
     }
 
     #[test]

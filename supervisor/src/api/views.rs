@@ -15,9 +15,7 @@ use bosun_agents::record::{AgentRun, Decision};
 use bosun_approvals::record::{ApprovalRecord, ApprovalState};
 use bosun_lead::chats::{Chat, PendingAction};
 use bosun_lead::record::{MessageRecord, PendingState};
-use bosun_protocol::agents::{
-    AgentRunView, CliResultView, DECISIONS_SHOWN, ToolCallView, WorkspaceView,
-};
+use bosun_protocol::agents::{AgentRunView, CliResultView, DECISIONS_SHOWN, ToolCallView};
 use bosun_protocol::approvals::{ApprovalView, DecisionView};
 use bosun_protocol::lead::{ChatView, MessageView, PendingView};
 use bosun_protocol::ui::RunView;
@@ -131,10 +129,10 @@ impl View for AgentRun {
                 .iter()
                 .map(|d| d.view())
                 .collect(),
-            workspace: self.workspace.as_ref().map(|w| WorkspaceView {
-                roots: w.roots.clone(),
-                unrestricted: w.unrestricted,
-            }),
+            workspace: self
+                .workspace
+                .as_ref()
+                .map(bosun_agents::record::WorkspaceSettings::view),
             fence: self.fence.clone(),
             usage: (self.usage != Default::default()).then(|| self.usage.clone()),
             decisions_pruned: self.decisions_pruned,

@@ -483,9 +483,29 @@ pub fn workspace_words(
     if w.unrestricted {
         return "unrestricted: file tools may write anywhere but git metadata".to_string();
     }
-    std::iter::once(folder)
+    let mut words = std::iter::once(folder)
         .chain(w.roots.iter().map(std::path::PathBuf::as_path))
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    let paths = |ps: &[std::path::PathBuf]| {
+        ps.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if w.reads_open {
+        words.push_str("; reads not fenced (fence.read=off)");
+    } else {
+        if !w.read_deny.is_empty() {
+            words.push_str(&format!("; also unreadable: {}", paths(&w.read_deny)));
+        }
+        if !w.read_allow.is_empty() {
+            words.push_str(&format!("; readable after all: {}", paths(&w.read_allow)));
+        }
+    }
+    if w.net_open {
+        words.push_str("; network not fenced (fence.net=off)");
+    }
+    words
 }

@@ -51,6 +51,14 @@ enum Setting {
     Roots(Vec<PathBuf>),
     /// `workspace=unrestricted|roots`.
     Unrestricted(bool),
+    /// `read.deny=PATH,…`, or `read.deny=none`.
+    ReadDeny(Vec<PathBuf>),
+    /// `read.allow=PATH,…`, or `read.allow=none`.
+    ReadAllow(Vec<PathBuf>),
+    /// `fence.read=on|off`.
+    FenceRead(bool),
+    /// `fence.net=on|off`.
+    FenceNet(bool),
     /// `builtin.NAME=on|off`: a built-in tool bosun's catalog does not know.
     Builtin(String, bool),
     /// `budget.usd=2` (in millionths of a dollar), or `=off`.
@@ -87,7 +95,7 @@ fn on_off(key: &str, value: &str) -> Result<bool, AgentsError> {
 }
 
 /// The keys `bosun agent set` takes, for messages.
-const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, builtin.<tool>, roots, workspace, approval, approval.wait, approval.wait-for-person, placement, budget.usd, budget.tokens, max-tool-calls, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
+const KEYS: &str = "mcp.<server>, mcp.<server>.<tool>, web.search, web.fetch, browser, browser.insecure-certs, skills, builtin.<tool>, roots, workspace, read.deny, read.allow, fence.read, fence.net, approval, approval.wait, approval.wait-for-person, placement, budget.usd, budget.tokens, max-tool-calls, and a tool's verdict such as Bash(git *)=allow, mcp.<server>.<tool>=block or write_file=ask";
 
 /// The most an agent's calls may wait for the person.
 const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
@@ -148,6 +156,14 @@ fn parse_setting(
                 "`workspace={other}`: workspace takes roots (its runs write only in their folder and the agent's roots) or unrestricted (anywhere but git metadata)"
             ))),
         },
+        "read.deny" => parse_read_paths(value)
+            .map(Setting::ReadDeny)
+            .map_err(|e| bad(format!("`{text}`: {e}"))),
+        "read.allow" => parse_read_paths(value)
+            .map(Setting::ReadAllow)
+            .map_err(|e| bad(format!("`{text}`: {e}"))),
+        "fence.read" => Ok(Setting::FenceRead(on_off(key, value)?)),
+        "fence.net" => Ok(Setting::FenceNet(on_off(key, value)?)),
         "web.search" => Ok(Setting::WebSearch(on_off(key, value)?)),
         "web.fetch" => WebFetch::parse(value).map(Setting::WebFetch).map_err(|e| {
             bad(format!(
@@ -326,6 +342,57 @@ fn parse_roots(value: &str) -> Result<Vec<PathBuf>, BadRoot> {
     Ok(roots)
 }
 
+/// Why a path of `read.deny=` or `read.allow=` cannot be one.
+#[derive(Debug, thiserror::Error)]
+enum BadReadPath {
+    #[error("{0} is not an absolute path; give each path from / or from ~/ (such as ~/.secrets)")]
+    Relative(String),
+    #[error("{0} names `..`; give the path itself")]
+    Climbs(String),
+    #[error(
+        "{0} is the root of the file system; to let runs read nothing, that is not a fence bosun can put up"
+    )]
+    Everything(String),
+    #[error("{0} starts with ~/, but bosund has no HOME to read it from; give the path from /")]
+    NoHome(String),
+}
+
+/// The paths of `read.deny=…` or `read.allow=…`: each absolute (or from `~/`, bosund's home),
+/// without `..`, not `/`. They need not exist yet. `none` (or nothing) clears them.
+fn parse_read_paths(value: &str) -> Result<Vec<PathBuf>, BadReadPath> {
+    let value = value.trim();
+    if value.is_empty() || value == "none" {
+        return Ok(Vec::new());
+    }
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let path = match part.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(rest))
+                .ok_or_else(|| BadReadPath::NoHome(part.to_string()))?,
+            None => PathBuf::from(part),
+        };
+        if !path.is_absolute() {
+            return Err(BadReadPath::Relative(part.to_string()));
+        }
+        if path
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(BadReadPath::Climbs(part.to_string()));
+        }
+        if path.parent().is_none() {
+            return Err(BadReadPath::Everything(part.to_string()));
+        }
+        let path: PathBuf = path.components().collect();
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    Ok(paths)
+}
+
 /// Makes one parsed setting on `rec` (a copy, kept only when every setting is made).
 fn apply(rec: &mut AgentRecord, setting: Setting, browser_id: Option<bosun_shared::ServerId>) {
     let AgentRecord {
@@ -342,6 +409,10 @@ fn apply(rec: &mut AgentRecord, setting: Setting, browser_id: Option<bosun_share
         Setting::MaxToolCalls(cap) => budget.tool_calls = cap,
         Setting::Roots(roots) => workspace.roots = roots,
         Setting::Unrestricted(on) => workspace.unrestricted = on,
+        Setting::ReadDeny(paths) => workspace.read_deny = paths,
+        Setting::ReadAllow(paths) => workspace.read_allow = paths,
+        Setting::FenceRead(on) => workspace.reads_open = !on,
+        Setting::FenceNet(on) => workspace.net_open = !on,
         Setting::Builtin(tool, true) => {
             switches.builtins.insert(tool);
         }

@@ -8,7 +8,7 @@ use bosun_agents::record::{AgentRecord, ServerSwitch};
 use bosun_agents::registry::{AgentDetail, DEFAULT_APPROVAL_WAIT_MS, ServerSeen};
 use bosun_protocol::agents::{
     AgentView, ApprovalsView, BuiltinToolView, BuiltinToolsView, LastRunView, ServerSwitchView,
-    SwitchesView, ToolSwitchView, WorkspaceView,
+    SwitchesView, ToolSwitchView,
 };
 use bosun_protocol::mcp::LineView;
 
@@ -60,10 +60,7 @@ impl View for AgentDetail {
                 skills: rec.switches.skills,
                 builtins: rec.switches.builtins.iter().cloned().collect(),
             },
-            workspace: WorkspaceView {
-                roots: rec.workspace.roots.clone(),
-                unrestricted: rec.workspace.unrestricted,
-            },
+            workspace: rec.workspace.view(),
             approvals: ApprovalsView {
                 mode: rec.approvals.mode.to_string(),
                 verdicts: rec
