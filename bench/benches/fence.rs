@@ -263,9 +263,10 @@ fn download_server() -> anyhow::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     std::thread::spawn(move || {
-        let block = vec![b'x'; 1 << 20];
+        let block = std::sync::Arc::new(vec![b'x'; 1 << 20]);
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
+            let block = block.clone();
             std::thread::spawn(move || {
                 use std::io::{Read, Write};
                 let mut head = [0u8; 4096];
