@@ -581,7 +581,7 @@ fn serve_net(
 ) -> NetServed {
     let (tx, mut rx) = mpsc::unbounded_channel::<proxy::Connection>();
     let mut tasks = Vec::new();
-    let (rules, asking) = match proxy::NetRules::of(&net.allow) {
+    let (rules, asking) = match proxy::NetRules::of(&net.allow, &net.quiet) {
         Ok(rules) => (
             Arc::new(rules),
             Some(Arc::new(proxy::asking::Asking::new(person))),

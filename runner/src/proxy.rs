@@ -227,7 +227,9 @@ async fn proxy_one(
     };
     let (how, target, first) = parse_request(&head)?;
     let decision = match (rules.decide_target(&target), asking) {
-        (Decision::Refused { .. }, Some(asking)) => asking.decide(&target, how, NOT_LISTED).await,
+        (Decision::Refused { .. }, Some(asking)) if !rules.is_quiet(&target) => {
+            asking.decide(&target, how, NOT_LISTED).await
+        }
         (decision, _) => decision,
     };
     if let Decision::Refused { reason } = &decision {
@@ -525,6 +527,7 @@ mod tests {
                 .iter()
                 .map(|r| HostRule::parse(r, "test").unwrap())
                 .collect(),
+            quiet: Vec::new(),
         };
         let (report, reports) = unbounded_channel();
         (

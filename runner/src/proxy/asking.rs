@@ -171,6 +171,10 @@ mod tests {
     }
 
     async fn start() -> Scene {
+        start_with(NetRules::default()).await
+    }
+
+    async fn start_with(rules: NetRules) -> Scene {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let proxy = listener.local_addr().unwrap();
         let (answer, answers) = unbounded_channel();
@@ -183,8 +187,7 @@ mod tests {
         };
         let asking = Arc::new(Asking::new(Arc::new(fake)));
         let (report, reports) = unbounded_channel();
-        let rules = Arc::new(NetRules::default());
-        tokio::spawn(serve(listener, rules, Some(asking), report));
+        tokio::spawn(serve(listener, Arc::new(rules), Some(asking), report));
         Scene {
             proxy,
             asks,
@@ -280,5 +283,24 @@ mod tests {
         assert!(again.await.unwrap().contains("403"));
         assert_eq!(s.asks.load(Ordering::SeqCst), 2);
         assert_eq!(count.load(Ordering::SeqCst), 0, "a denied host was dialed");
+    }
+
+    #[tokio::test]
+    async fn a_quiet_host_is_refused_without_asking() {
+        let quiet = vec![bosun_protocol::runner::NetAllow {
+            host: "127.0.0.1".into(),
+            port: None,
+            why: "test".into(),
+        }];
+        let s = start_with(NetRules::of(&[], &quiet).unwrap()).await;
+        let (port, count) = host().await;
+        let answer = get(s.proxy, port).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
+        assert_eq!(
+            s.asks.load(Ordering::SeqCst),
+            0,
+            "a quiet host was asked for"
+        );
+        assert_eq!(count.load(Ordering::SeqCst), 0);
     }
 }
