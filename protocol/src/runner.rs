@@ -128,6 +128,11 @@ pub struct FencePlan {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetPlan {
     pub allow: Vec<NetAllow>,
+    /// Hosts beyond `allow` that are refused without asking the person: the CLI's own
+    /// provider hosts, which it reaches by itself (its checks and telemetry) when the agent
+    /// points its model API elsewhere. Any other host is asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quiet: Vec<NetAllow>,
 }
 
 /// One host a fenced run may reach, and why.

@@ -50,13 +50,15 @@ pub struct Net {
     pub proxy_port: u16,
     pub forwards: Vec<(u16, NetAllow)>,
     pub allow: Vec<NetAllow>,
+    /// Hosts refused without asking (the plan's `quiet`).
+    pub quiet: Vec<NetAllow>,
 }
 
 /// The port of the runner's proxy inside a run's network namespace, unless a forward takes it.
 const PROXY_PORT: u16 = 3128;
 
 impl Net {
-    fn of(allow: &[NetAllow]) -> Net {
+    fn of(allow: &[NetAllow], quiet: &[NetAllow]) -> Net {
         let forwards: Vec<(u16, NetAllow)> = allow
             .iter()
             .filter(|a| is_loopback(&a.host))
@@ -69,6 +71,7 @@ impl Net {
             proxy_port,
             forwards,
             allow: allow.to_vec(),
+            quiet: quiet.to_vec(),
         }
     }
 
@@ -112,7 +115,7 @@ impl Fence {
     /// Builds the ruleset for `plan`: Landlock when the kernel has it, else nothing (with a
     /// report that says so).
     pub fn build(plan: &FencePlan, empty_file: &std::path::Path) -> Result<Fence, ns::NsError> {
-        let net = plan.net.as_ref().map(|n| Net::of(&n.allow));
+        let net = plan.net.as_ref().map(|n| Net::of(&n.allow, &n.quiet));
         let spaces = if plan.hidden.is_empty() && plan.read_only.is_empty() && net.is_none() {
             None
         } else {

@@ -24,6 +24,7 @@ mod control;
 mod fence;
 mod gateway;
 mod link;
+mod net_ask;
 mod outbox;
 mod proxy;
 mod redact;
@@ -484,7 +485,14 @@ impl Watch<'_> {
         if let Some(report) = &fence {
             notes.notes(&[format!("bosun's fence: {report}")]);
         }
-        let proxy = net.map(|(net, listeners)| serve_net(net, listeners, notes.clone()));
+        let proxy = net.map(|(net, listeners)| {
+            let person = net_ask::OverLink::new(
+                Arc::clone(state),
+                plan.cwd.clone(),
+                control::ask_redactor(&plan.redact, &plan.cwd),
+            );
+            serve_net(net, listeners, Arc::new(person), notes.clone())
+        });
         let me = ProcessIdentity::of(Pid::this());
         let pid = Pid::of_child(child.id().unwrap_or(0));
         if let Some(listener) = listener {
@@ -564,18 +572,26 @@ impl NetServed {
 }
 
 /// Serves a fenced run's network: its proxy, and its loopback forwards, each connection made or
-/// refused noted in the run's log.
-fn serve_net(net: fence::Net, listeners: fence::ns::Listeners, notes: Sink) -> NetServed {
+/// refused noted in the run's log. A host the run's list does not have is asked of `person`.
+fn serve_net(
+    net: fence::Net,
+    listeners: fence::ns::Listeners,
+    person: Arc<dyn proxy::asking::Person>,
+    notes: Sink,
+) -> NetServed {
     let (tx, mut rx) = mpsc::unbounded_channel::<proxy::Connection>();
     let mut tasks = Vec::new();
-    let rules = match proxy::NetRules::of(&net.allow) {
-        Ok(rules) => Arc::new(rules),
+    let (rules, asking) = match proxy::NetRules::of(&net.allow, &net.quiet) {
+        Ok(rules) => (
+            Arc::new(rules),
+            Some(Arc::new(proxy::asking::Asking::new(person))),
+        ),
         Err(e) => {
-            // The run's network stays closed: nothing is served.
+            // The run's network stays closed: nothing is served, nothing is asked for.
             notes.notes(&[format!(
                 "bosun's proxy refused the run's list of hosts ({e}), so the run reaches no host"
             )]);
-            Arc::new(proxy::NetRules::default())
+            (Arc::new(proxy::NetRules::default()), None)
         }
     };
     let mut listeners = listeners.into_iter().map(|l| {
@@ -583,7 +599,7 @@ fn serve_net(net: fence::Net, listeners: fence::ns::Listeners, notes: Sink) -> N
         tokio::net::TcpListener::from_std(l)
     });
     match listeners.next() {
-        Some(Ok(l)) => tasks.push(tokio::spawn(proxy::serve(l, rules, tx.clone()))),
+        Some(Ok(l)) => tasks.push(tokio::spawn(proxy::serve(l, rules, asking, tx.clone()))),
         Some(Err(e)) => notes.notes(&[format!("bosun's proxy could not serve the run: {e}")]),
         None => {}
     }

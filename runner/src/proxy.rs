@@ -6,6 +6,10 @@
 //! (`GET http://host/path`), and [`forward`] pipes a fixed address for programs that ignore
 //! proxy variables. Names are resolved outside the namespace, where the runner runs.
 //!
+//! A target the rules refuse is asked for when the run has someone to ask ([`asking`]): the
+//! client's connection is held, nothing read past its request head, until the answer; allowed,
+//! it goes on as for a listed host, denied, it is refused with the reason.
+//!
 //! **Invariant:** no byte reaches a host before its decision is `Allowed`; a refused target is
 //! never connected to. Every connection runs in a task of its own, so a slow or hostile client
 //! holds only itself; the tasks end with the accept loop's task.
@@ -23,6 +27,7 @@
 //!   that names no host (a bad request, a head too large, a client that never sends one) is
 //!   answered and not reported.
 
+pub mod asking;
 mod rules;
 mod tunnel;
 
@@ -37,6 +42,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 use tokio::time::timeout;
 
+use asking::Asking;
 pub use rules::{Decision, NetRules};
 use rules::{Host, Target};
 
@@ -109,14 +115,16 @@ impl std::fmt::Display for Connection {
     }
 }
 
-/// Serves the run's proxy on `listener` until the task is aborted, one task per connection.
+/// Serves the run's proxy on `listener` until the task is aborted, one task per connection; a
+/// target the rules refuse is asked for through `asking` when there is one.
 pub async fn serve(
     listener: TcpListener,
     rules: Arc<NetRules>,
+    asking: Option<Arc<Asking>>,
     report: UnboundedSender<Connection>,
 ) {
     accept_forever(listener, move |client| {
-        handle(client, Arc::clone(&rules), report.clone())
+        handle(client, Arc::clone(&rules), asking.clone(), report.clone())
     })
     .await;
 }
@@ -180,16 +188,27 @@ where
 /// An answer of the proxy's own: its status line and a plain-text body.
 type Answer = (&'static str, String);
 
-async fn handle(mut client: TcpStream, rules: Arc<NetRules>, report: UnboundedSender<Connection>) {
-    if let Err((status, body)) = proxy_one(&mut client, &rules, report).await {
+async fn handle(
+    mut client: TcpStream,
+    rules: Arc<NetRules>,
+    asking: Option<Arc<Asking>>,
+    report: UnboundedSender<Connection>,
+) {
+    if let Err((status, body)) = proxy_one(&mut client, &rules, asking.as_deref(), report).await {
         refuse(&mut client, status, &body).await;
     }
 }
 
-/// Reads one request, decides, and if allowed connects and pipes; Err is the proxy's answer.
+/// Why a target the rules refused is asked for, in words for the person.
+const NOT_LISTED: &str =
+    "it is not in the run's list of hosts (its CLI's model API, web.fetch, its MCP servers)";
+
+/// Reads one request, decides (asking, when the rules refuse and there is someone to ask), and
+/// if allowed connects and pipes; Err is the proxy's answer.
 async fn proxy_one(
     client: &mut TcpStream,
     rules: &NetRules,
+    asking: Option<&Asking>,
     report: UnboundedSender<Connection>,
 ) -> Result<(), Answer> {
     let (head, early) = match timeout(HEAD_TIMEOUT, read_head(client)).await {
@@ -203,7 +222,12 @@ async fn proxy_one(
         }
     };
     let (how, target, first) = parse_request(&head)?;
-    let decision = rules.decide_target(&target);
+    let decision = match (rules.decide_target(&target), asking) {
+        (Decision::Refused { .. }, Some(asking)) if !rules.is_quiet(&target) => {
+            asking.decide(&target, how, NOT_LISTED).await
+        }
+        (decision, _) => decision,
+    };
     if let Decision::Refused { reason } = &decision {
         let _ = report.send(record(&target, how, decision.clone()));
         return Err((
@@ -426,12 +450,13 @@ mod tests {
                 .iter()
                 .map(|r| HostRule::parse(r, "test").unwrap())
                 .collect(),
+            quiet: Vec::new(),
         };
         let (report, reports) = unbounded_channel();
         (
             address,
             reports,
-            tokio::spawn(serve(listener, Arc::new(rules), report)),
+            tokio::spawn(serve(listener, Arc::new(rules), None, report)),
         )
     }
 

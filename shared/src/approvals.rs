@@ -161,6 +161,11 @@ pub fn shell_command<'a>(cli: CliKind, tool: &str, input: &'a Value) -> Option<&
     input.get(field).and_then(Value::as_str)
 }
 
+/// The tool a fenced run's proxy asks about when a program of the run wants a host its list
+/// does not have, with the input `{"host": "...", "port": N}`. No CLI has a built-in tool of
+/// this name (a test of the policy's tables checks it), so a call of it is always the proxy's.
+pub const NET_TOOL: &str = "Network";
+
 /// What a verdict is saved against, and what a call is looked up by.
 ///
 /// Written as the person types it (and saved under its [`Display`](fmt::Display), the one
@@ -168,12 +173,97 @@ pub fn shell_command<'a>(cli: CliKind, tool: &str, input: &'a Value) -> Option<&
 /// tool as `mcp.<server>.<tool>`; shell commands as `Bash(…)` for every CLI, as allowed commands
 /// are — `Bash(git *)` (or `Bash(git:*)`) for the commands that start with the word `git`,
 /// `Bash(npm test)` for that one command. `Bash` alone is the shell of whichever CLI the agent
-/// runs.
+/// runs. A host the fence's proxy asks for is `Network(example.com:443)` (that port) or
+/// `Network(example.com)` (any port); `Network` alone is every host.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ToolKey {
     Builtin(String),
     Mcp { server: String, tool: String },
     Command(CommandPattern),
+    Host(HostKey),
+}
+
+/// A host the run's proxy may be allowed to reach: a lowercased DNS name or an address (IPv6 in
+/// brackets), and its port (`None`: any port).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostKey {
+    host: String,
+    port: Option<u16>,
+}
+
+impl HostKey {
+    /// Reads `host[:port]` as a key names it; `None` when it is not a host (a `*`, a space, a
+    /// bracket out of place, a port out of range).
+    pub fn parse(text: &str) -> Option<HostKey> {
+        let text = text.trim();
+        let (host, port) = match text.strip_prefix('[') {
+            Some(rest) => {
+                let (v6, after) = rest.split_once(']')?;
+                let port = match after {
+                    "" => None,
+                    _ => Some(after.strip_prefix(':')?),
+                };
+                v6.parse::<std::net::Ipv6Addr>().ok()?;
+                (format!("[{}]", v6.to_ascii_lowercase()), port)
+            }
+            None => {
+                let (host, port) = match text.rsplit_once(':') {
+                    Some((h, p)) => (h, Some(p)),
+                    None => (text, None),
+                };
+                let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+                let fits = host.len() <= 253
+                    && host.split('.').all(|label| {
+                        !label.is_empty()
+                            && label.len() <= 63
+                            && label
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                    });
+                if !fits {
+                    return None;
+                }
+                (host, port)
+            }
+        };
+        let port = match port {
+            None => None,
+            Some(digits) if digits.bytes().all(|b| b.is_ascii_digit()) => {
+                Some(digits.parse::<u16>().ok().filter(|p| *p != 0)?)
+            }
+            Some(_) => return None,
+        };
+        Some(HostKey { host, port })
+    }
+
+    /// The key for exactly `host` and `port`, as the proxy's ask names them.
+    pub fn exact(host: &str, port: u16) -> Option<HostKey> {
+        HostKey::parse(host)
+            .filter(|k| k.port.is_none())
+            .map(|k| HostKey {
+                port: Some(port),
+                ..k
+            })
+    }
+
+    /// Whether this key (a host with its port, or with any port) covers `call`'s host and port.
+    pub fn covers(&self, call: &HostKey) -> bool {
+        self.host == call.host && self.port.is_none_or(|p| Some(p) == call.port)
+    }
+
+    /// A key with its port is more specific than one for any port.
+    pub fn specificity(&self) -> bool {
+        self.port.is_some()
+    }
+}
+
+impl fmt::Display for HostKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.port {
+            Some(port) => write!(f, "{}:{port}", self.host),
+            None => f.write_str(&self.host),
+        }
+    }
 }
 
 /// The commands a `Bash(…)` key stands for, as words (runs of spaces count as one).
@@ -215,7 +305,7 @@ impl ToolKey {
     pub fn is_shell_tool(&self) -> bool {
         match self {
             ToolKey::Builtin(name) => SHELL_TOOLS.iter().any(|(_, n, _)| n == name),
-            ToolKey::Mcp { .. } | ToolKey::Command(_) => false,
+            ToolKey::Mcp { .. } | ToolKey::Command(_) | ToolKey::Host(_) => false,
         }
     }
 }
@@ -231,6 +321,7 @@ impl fmt::Display for ToolKey {
             ToolKey::Command(CommandPattern::Prefix(words)) => {
                 write!(f, "{SHELL}({} *)", words.join(" "))
             }
+            ToolKey::Host(host) => write!(f, "{NET_TOOL}({host})"),
         }
     }
 }
@@ -271,7 +362,7 @@ pub enum KeyError {
     #[error("`{0}` has a ) inside the brackets; a command pattern ends at its one )")]
     ParenInside(String),
     #[error(
-        "`{written}`: only commands take a pattern in brackets, written Bash(…) for every CLI; for the whole of {tool} write {tool} alone"
+        "`{written}`: only commands and hosts take a pattern in brackets, written Bash(…) for every CLI and Network(host:port); for the whole of {tool} write {tool} alone"
     )]
     NotACommand { written: String, tool: String },
     #[error(
@@ -280,6 +371,10 @@ pub enum KeyError {
     EmptyPattern(String),
     #[error("`{0}` has a * that does not end it; a * may only end the pattern, as in Bash(git *)")]
     StarInside(String),
+    #[error(
+        "`{0}` does not name one host: write Network(example.com:443) for that host and port, Network(example.com) for any port, or Network for every host (no wildcards)"
+    )]
+    BadHost(String),
 }
 
 impl FromStr for ToolKey {
@@ -316,6 +411,11 @@ impl FromStr for ToolKey {
         let Some(inner) = rest.strip_suffix(')') else {
             return Err(KeyError::Unclosed(text.to_string()));
         };
+        if name == NET_TOOL {
+            return HostKey::parse(inner)
+                .map(ToolKey::Host)
+                .ok_or_else(|| KeyError::BadHost(text.to_string()));
+        }
         if name != SHELL {
             return Err(KeyError::NotACommand {
                 written: text.to_string(),

@@ -3,8 +3,9 @@
 //! - a hook planted in the person's own CLI settings (the file is unchanged);
 //! - a git hook planted in the run's own repository (the file does not exist);
 //! - a secret key read (it is in no request the fake model API received);
-//! - a host reached that the agent did not list (a listener on 127.0.0.1 counts no connection,
-//!   over TCP through the proxy or around it, nor over UDP).
+//! - a host reached that the agent did not list (a listener on 127.0.0.2 counts no connection,
+//!   over TCP through the proxy or around it, nor over UDP); through the proxy it is asked for,
+//!   nobody answers, and the wait's end refuses it with 403 (`fence_ask_host.rs` answers).
 //!
 //! The same run then works normally: it writes in its folder and reaches a host its
 //! `web.fetch` lists, through bosun's proxy, once; each connection is in its log.
@@ -19,6 +20,10 @@ use std::time::Duration;
 use bosun_tests::{Bosun, FakeModel};
 
 const KEY: &str = "CANARY-PRIVATE-KEY-5d1e9b";
+
+/// The approval wait of the agents here: the ask for the unlisted host is refused when it runs
+/// out, well within the 5 s the script's curl waits.
+const NOBODY_ANSWERS: &str = "approval.wait=1s";
 
 /// A TCP listener on 127.0.0.1 that counts the connections it accepts and answers each with a
 /// small HTTP response.
@@ -203,7 +208,14 @@ fn claude_code_s_allowed_commands_cannot_escape_the_fence() -> anyhow::Result<()
         ),
     )?;
     b.add_claude_agent("coder", fake.url(), &[])?;
-    b.ok(&["agent", "set", "coder", "Bash=allow", "web.fetch=127.0.0.1"])?;
+    b.ok(&[
+        "agent",
+        "set",
+        "coder",
+        "Bash=allow",
+        "web.fetch=127.0.0.1",
+        NOBODY_ANSWERS,
+    ])?;
     let run = b.run_agent("coder", "try")?;
     scene.check(&b, &run, &fake, &settings)?;
     // The person's own settings in their home are out of reach too.
@@ -232,6 +244,7 @@ fn codex_s_allowed_commands_cannot_escape_the_fence() -> anyhow::Result<()> {
         "coder",
         "exec_command=allow",
         "web.fetch=127.0.0.1",
+        NOBODY_ANSWERS,
     ])?;
     let run = b.run_agent("coder", "try")?;
     scene.check(
@@ -271,6 +284,7 @@ fn gemini_cli_s_allowed_commands_cannot_escape_the_fence_and_read_deny_hides_mor
         "coder",
         "run_shell_command=allow",
         "web.fetch=127.0.0.1",
+        NOBODY_ANSWERS,
         &format!("read.deny={}", secrets.display()),
         &format!("roots={}", b.scratch().join("coder/work").display()),
     ])?;

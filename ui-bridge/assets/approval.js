@@ -193,7 +193,10 @@ export function approvalItem(a, { done, failed, cardName, showRun = true }) {
   };
   const agent = a.agent || "an agent";
   const shell = /^\$ /.test(a.preview || "");
-  const what = shell ? "this command" : `the tool ${a.tool}`;
+  // The fence's proxy asks for a host as a call of bosun's own tool `Network`; --always
+  // allows that host and port.
+  const host = a.tool === "Network" && a.input && typeof a.input.host === "string";
+  const what = shell ? "this command" : host ? `${a.input.host}:${a.input.port}` : `the tool ${a.tool}`;
   const card = a.card ? h("a", { href: "#/board", title: `card ${a.card}` }, cardName || a.card.slice(0, 8)) : null;
   return h(
     "div",

@@ -207,6 +207,15 @@ pub fn plan(c: &Confine<'_>) -> FencePlan {
         kept,
         net: c.net.map(|allow| NetPlan {
             allow: allow.to_vec(),
+            quiet: provider_hosts(c.cli)
+                .iter()
+                .chain(background_hosts(c.cli))
+                .map(|h| NetAllow {
+                    host: (*h).to_string(),
+                    port: None,
+                    why: format!("{}'s own provider host", c.cli),
+                })
+                .collect(),
         }),
     }
 }
@@ -218,6 +227,33 @@ fn dedup(paths: &mut Vec<PathBuf>) {
         seen.push(p.clone());
         new
     });
+}
+
+/// The provider's own hosts of a CLI, with its sign-in hosts: its model API unless the agent
+/// points it elsewhere.
+pub fn provider_hosts(cli: CliKind) -> &'static [&'static str] {
+    match cli {
+        CliKind::Claude => &["api.anthropic.com", "console.anthropic.com", "claude.ai"],
+        CliKind::Codex => &["api.openai.com", "chatgpt.com", "auth.openai.com"],
+        CliKind::Gemini => &[
+            "generativelanguage.googleapis.com",
+            "cloudcode-pa.googleapis.com",
+            "oauth2.googleapis.com",
+        ],
+        CliKind::Command => &[],
+    }
+}
+
+/// The domains of a CLI's own background traffic (its provider's other hosts: reports,
+/// feature flags, updates): refused without asking, like its provider's hosts when the agent
+/// points its model API elsewhere, so that they never fill the inbox.
+fn background_hosts(cli: CliKind) -> &'static [&'static str] {
+    match cli {
+        CliKind::Claude => &["*.anthropic.com", "*.claude.ai", "*.claude.com"],
+        CliKind::Codex => &["*.openai.com", "*.chatgpt.com"],
+        CliKind::Gemini => &["*.googleapis.com"],
+        CliKind::Command => &[],
+    }
 }
 
 /// The hosts a run of `cli` may reach when its network is fenced: its model API (the host of
@@ -252,7 +288,7 @@ pub fn net_allow(
     match cli {
         CliKind::Claude => model(
             var("ANTHROPIC_BASE_URL"),
-            &["api.anthropic.com", "console.anthropic.com", "claude.ai"],
+            provider_hosts(cli),
             "the model API of Claude Code",
             &mut allow,
         ),
@@ -264,18 +300,14 @@ pub fn net_allow(
                 .or(var("OPENAI_BASE_URL"));
             model(
                 base,
-                &["api.openai.com", "chatgpt.com", "auth.openai.com"],
+                provider_hosts(cli),
                 "the model API of Codex",
                 &mut allow,
             );
         }
         CliKind::Gemini => model(
             var("GOOGLE_GEMINI_BASE_URL"),
-            &[
-                "generativelanguage.googleapis.com",
-                "cloudcode-pa.googleapis.com",
-                "oauth2.googleapis.com",
-            ],
+            provider_hosts(cli),
             "the model API of Gemini CLI",
             &mut allow,
         ),

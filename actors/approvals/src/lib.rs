@@ -130,9 +130,12 @@ pub fn evaluate(
     });
     let input = redact(&ask.input);
     let (summary, preview) = describe(cli, &ask.tool, &key, &input, ask.cwd.as_deref());
-    let verdict_key = match command {
-        Some(line) => policy::exact_command(line).map(|k| k.to_string()),
-        None => Some(key.to_string()),
+    let verdict_key = match (command, &key) {
+        (Some(line), _) => policy::exact_command(line).map(|k| k.to_string()),
+        // The proxy's ask names one host and port; one that does not read saves nothing,
+        // never a verdict for every host.
+        (None, ToolKey::Builtin(name)) if name == policy::NET_TOOL => None,
+        (None, _) => Some(key.to_string()),
     };
     // The run's record keeps the rule in words with the spec's step ("… (step 4)").
     let by = |rule: &policy::Rule| format!("{rule} (step {})", rule.step());
@@ -169,6 +172,11 @@ fn first_step(
     folder: &Path,
     ask: &ToolAsk,
 ) -> Option<Refusal> {
+    // A host the fence's proxy asks for has no switch: the list the run started with is
+    // `web.fetch`'s, and what is beyond it is the person's to allow or not.
+    if ask.tool == policy::NET_TOOL {
+        return None;
+    }
     let named = named(cli, &ask.tool, servers);
     let call = match &named {
         Named::Builtin(name) => gate::Call::Builtin {
@@ -227,6 +235,12 @@ fn class_and_key(
     input: &Value,
     servers: &[ServerRecord],
 ) -> (Class, ToolKey) {
+    if tool == policy::NET_TOOL {
+        let key = net_target(input)
+            .and_then(|(host, port)| policy::HostKey::exact(host, port))
+            .map_or_else(|| ToolKey::Builtin(tool.to_string()), ToolKey::Host);
+        return (Class::NETWORK, key);
+    }
     match named(cli, tool, servers) {
         Named::Builtin(name) => (
             policy::classify_builtin(cli, name, input),
@@ -255,6 +269,13 @@ fn class_and_key(
             )
         }
     }
+}
+
+/// The host and port of the proxy's ask ([`policy::NET_TOOL`]).
+fn net_target(input: &Value) -> Option<(&str, u16)> {
+    let host = input.get("host").and_then(Value::as_str)?;
+    let port = input.get("port").and_then(Value::as_u64)?;
+    Some((host, u16::try_from(port).ok()?))
 }
 
 /// Whether the tool of an approval is blocked now (the message for the model when it is).
@@ -419,6 +440,27 @@ pub fn describe(
     let folder = cwd
         .map(|c| format!("\nin {}", c.display()))
         .unwrap_or_default();
+    if tool == policy::NET_TOOL {
+        let target = match key {
+            ToolKey::Host(host) => host.to_string(),
+            ToolKey::Builtin(_) | ToolKey::Mcp { .. } | ToolKey::Command(_) => {
+                "a host bosun cannot read".to_string()
+            }
+        };
+        let how = match field(input, &["how"]) {
+            Some("tunnel") => " (a tunnel: HTTPS or another protocol inside)",
+            Some("http") => " (plain HTTP)",
+            Some(_) | None => "",
+        };
+        let why = field(input, &["why"]).unwrap_or("it is not in the run's list of hosts");
+        return (
+            format!("{tool}: {target}"),
+            format!(
+                "connect to {target}{how}\nthe run's fence refused it: {}\nallowed, it stays open to the run until its end; --always allows it for the agent",
+                cut(why, 300)
+            ),
+        );
+    }
     if let Some(cmd) = policy::shell_command(cli, tool, input) {
         return (
             format!("{tool}: {}", cut(cmd, 200)),
@@ -465,7 +507,9 @@ pub fn describe(
     let args = serde_json::to_string(input).unwrap_or_default();
     let line = match key {
         ToolKey::Mcp { server, tool } => format!("{server} · {tool} {}", cut(&args, 160)),
-        ToolKey::Builtin(_) | ToolKey::Command(_) => format!("{tool} {}", cut(&args, 160)),
+        ToolKey::Builtin(_) | ToolKey::Command(_) | ToolKey::Host(_) => {
+            format!("{tool} {}", cut(&args, 160))
+        }
     };
     let preview = serde_json::to_string_pretty(input).unwrap_or_default();
     (line, cut(&preview, 4000))

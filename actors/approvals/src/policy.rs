@@ -47,10 +47,11 @@ use serde_json::Value;
 use bosun_agents::launch::BOSUN_SERVER;
 use bosun_mcp::browser::NAME as BROWSER;
 pub use bosun_shared::approvals::{
-    ApprovalMode, CommandPattern, KeyError, NotAChoice, SHELL, ToolKey, Verdict, shell_command,
+    ApprovalMode, CommandPattern, HostKey, KeyError, NET_TOOL, NotAChoice, SHELL, ToolKey, Verdict,
+    shell_command,
 };
 
-use ToolClass::{Egress, Execute, IrreversibleWrite, ReadOnly, ReversibleWrite, Unknown};
+use ToolClass::{Egress, Execute, IrreversibleWrite, Network, ReadOnly, ReversibleWrite, Unknown};
 
 /// What a tool does, as far as the approval mode cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -74,16 +75,20 @@ pub enum ToolClass {
     /// Nothing says what it does: a tool the catalog does not know, an MCP tool without
     /// annotations.
     Unknown,
+    /// A host the run's fence does not list, asked for by its proxy ([`NET_TOOL`]): a new way
+    /// out of the run for whatever program asked, which no mode lets through unasked.
+    Network,
 }
 
 impl ToolClass {
-    pub const ALL: [ToolClass; 6] = [
+    pub const ALL: [ToolClass; 7] = [
         ToolClass::ReadOnly,
         ToolClass::ReversibleWrite,
         ToolClass::IrreversibleWrite,
         ToolClass::Execute,
         ToolClass::Egress,
         ToolClass::Unknown,
+        ToolClass::Network,
     ];
 }
 
@@ -96,6 +101,7 @@ impl fmt::Display for ToolClass {
             ToolClass::Execute => "runs commands",
             ToolClass::Egress => "reads from outside",
             ToolClass::Unknown => "unknown",
+            ToolClass::Network => "reaches a host outside the run's list",
         })
     }
 }
@@ -122,21 +128,29 @@ impl Class {
         kind: ToolClass::Unknown,
         outside_content: true,
     };
+
+    /// A host asked for by the run's proxy: whatever comes back from it is outside content.
+    pub const NETWORK: Class = Class {
+        kind: ToolClass::Network,
+        outside_content: true,
+    };
 }
 
-/// Whether the mode lets a call of this kind run without asking.
+/// Whether the mode lets a call of this kind run without asking. A host outside the fence's list
+/// asks in every mode: the list is what the person gave the run, and only the person (now, or
+/// by a saved verdict) widens it.
 pub fn covers(mode: ApprovalMode, kind: ToolClass) -> bool {
     match mode {
         ApprovalMode::AskEveryAction => false,
         ApprovalMode::ReadOnlyWithoutAsking => match kind {
             ReadOnly | Egress => true,
-            ReversibleWrite | IrreversibleWrite | Execute | Unknown => false,
+            ReversibleWrite | IrreversibleWrite | Execute | Unknown | Network => false,
         },
         // A command on the person's machine may destroy anything, and bosun does not read a
         // command for what it destroys: it asks, like an unknown tool.
         ApprovalMode::SkipApprovals => match kind {
             ReadOnly | Egress | ReversibleWrite => true,
-            IrreversibleWrite | Execute | Unknown => false,
+            IrreversibleWrite | Execute | Unknown | Network => false,
         },
     }
 }
@@ -329,7 +343,8 @@ pub fn classify_mcp(server: &str, hints: &Hints) -> Class {
             | ToolClass::ReversibleWrite
             | ToolClass::IrreversibleWrite
             | ToolClass::Execute
-            | ToolClass::Unknown) => other,
+            | ToolClass::Unknown
+            | ToolClass::Network) => other,
         };
         class.outside_content = false;
     }
@@ -376,6 +391,9 @@ pub fn verdict_for(
             .map(|(_, v)| *v)
             .max_by_key(|v| v.strictness())
     };
+    if let ToolKey::Host(call) = key {
+        return host_verdict(&saved, call);
+    }
     let own = on(key);
     if !key.is_shell_tool() {
         return own;
@@ -392,7 +410,7 @@ pub fn verdict_for(
         .iter()
         .filter_map(|(k, v)| match k {
             ToolKey::Command(p) => Some((p, *v)),
-            ToolKey::Builtin(_) | ToolKey::Mcp { .. } => None,
+            ToolKey::Builtin(_) | ToolKey::Mcp { .. } | ToolKey::Host(_) => None,
         })
         .collect();
     let commands: Option<Vec<Vec<&str>>> = simple_commands(line).map(|commands| {
@@ -430,6 +448,30 @@ pub fn verdict_for(
             Some(Verdict::Blocked) => 3,
         })
         .flatten()
+}
+
+/// The verdict for a host the proxy asks for: a block on the host (any port, or this one) or on
+/// every host (`Network`) wins; otherwise the host with this port, then the host, then every
+/// host. Two spellings of one key with different verdicts: the stricter.
+fn host_verdict(saved: &[(ToolKey, Verdict)], call: &HostKey) -> Option<Verdict> {
+    let strictest = |keep: &dyn Fn(&ToolKey) -> bool| {
+        saved
+            .iter()
+            .filter(|(k, _)| keep(k))
+            .map(|(_, v)| *v)
+            .max_by_key(|v| v.strictness())
+    };
+    let host = |exact: bool| move |k: &ToolKey| matches!(k, ToolKey::Host(h) if h.covers(call) && h.specificity() == exact);
+    let every = |k: &ToolKey| matches!(k, ToolKey::Builtin(name) if name == NET_TOOL);
+    let (exact, any_port, all) = (
+        strictest(&host(true)),
+        strictest(&host(false)),
+        strictest(&every),
+    );
+    if [exact, any_port, all].contains(&Some(Verdict::Blocked)) {
+        return Some(Verdict::Blocked);
+    }
+    exact.or(any_port).or(all)
 }
 
 /// The commands of a line that a pattern may allow or ask for: the pieces between `;`, `&&`,

@@ -239,6 +239,8 @@ impl fmt::Display for HostRule {
 #[derive(Debug, Clone, Default)]
 pub struct NetRules {
     pub allow: Vec<HostRule>,
+    /// Hosts refused without asking anyone, though the run has someone to ask.
+    pub quiet: Vec<HostRule>,
 }
 
 /// The fence's answer for one host and port.
@@ -253,8 +255,24 @@ pub enum Decision {
 impl NetRules {
     /// The rules of a run's plan: each host (`*` for any) with its port, or any port. A host
     /// the plan names that cannot be read is refused with the reason.
-    pub fn of(allow: &[bosun_protocol::runner::NetAllow]) -> Result<NetRules, RuleError> {
-        let allow = allow
+    pub fn of(
+        allow: &[bosun_protocol::runner::NetAllow],
+        quiet: &[bosun_protocol::runner::NetAllow],
+    ) -> Result<NetRules, RuleError> {
+        let read = |list: &[bosun_protocol::runner::NetAllow]| Self::read(list);
+        Ok(NetRules {
+            allow: read(allow)?,
+            quiet: read(quiet)?,
+        })
+    }
+
+    /// Whether `target` is refused without asking.
+    pub(crate) fn is_quiet(&self, target: &Target) -> bool {
+        self.quiet.iter().any(|rule| rule.matches(target))
+    }
+
+    fn read(allow: &[bosun_protocol::runner::NetAllow]) -> Result<Vec<HostRule>, RuleError> {
+        allow
             .iter()
             .map(|a| {
                 let mut rule = if a.host == "*" {
@@ -271,8 +289,7 @@ impl NetRules {
                 }
                 Ok(rule)
             })
-            .collect::<Result<Vec<_>, RuleError>>()?;
-        Ok(NetRules { allow })
+            .collect::<Result<Vec<_>, RuleError>>()
     }
 
     /// Decides for `host` (a name, an address, `[v6]`) and `port`.
@@ -311,6 +328,7 @@ mod tests {
                 .iter()
                 .map(|r| HostRule::parse(r, "test").unwrap())
                 .collect(),
+            quiet: Vec::new(),
         }
     }
 

@@ -545,8 +545,8 @@ fn bad_tool_keys_say_what_is_wrong_and_how_to_write_them() {
             "Bash(  )": `Bash(  )` has nothing between the brackets; write Bash for every command, Bash(git *) for those that start with git, or Bash(npm test) for that one command
             "Bash(git * main)": `Bash(git * main)` has a * that does not end it; a * may only end the pattern, as in Bash(git *)
             "Bash(a)b)": `Bash(a)b)` has a ) inside the brackets; a command pattern ends at its one )
-            "WebFetch(domain:docs.rs)": `WebFetch(domain:docs.rs)`: only commands take a pattern in brackets, written Bash(…) for every CLI; for the whole of WebFetch write WebFetch alone
-            "run_shell_command(git)": `run_shell_command(git)`: only commands take a pattern in brackets, written Bash(…) for every CLI; for the whole of run_shell_command write run_shell_command alone
+            "WebFetch(domain:docs.rs)": `WebFetch(domain:docs.rs)`: only commands and hosts take a pattern in brackets, written Bash(…) for every CLI and Network(host:port); for the whole of WebFetch write WebFetch alone
+            "run_shell_command(git)": `run_shell_command(git)`: only commands and hosts take a pattern in brackets, written Bash(…) for every CLI and Network(host:port); for the whole of run_shell_command write run_shell_command alone
             "(git *)": `(git *)` is not a tool's name; a built-in tool's name takes only letters, digits and _ (such as Read or write_file), and an MCP tool is written mcp.<server>.<tool>
         "#]],
     );
@@ -931,4 +931,106 @@ fn an_approved_command_is_saved_as_exactly_that_command_or_not_at_all() {
         verdict(&saved, "Bash", Some("rm -rf 'other dir'")),
         Some(AlwaysAllow)
     );
+}
+
+#[test]
+fn host_keys_read_one_host_with_or_without_its_port() {
+    let shown: String = [
+        "Network(Example.COM.:443)",
+        "Network(example.com)",
+        "Network(127.0.0.2:8080)",
+        "Network([::1]:443)",
+        "Network",
+        "Network(*.example.com)",
+        "Network(example.com:0)",
+        "Network(example.com:x)",
+        "Network(exa mple.com)",
+        "Network()",
+    ]
+    .iter()
+    .map(|typed| match typed.parse::<ToolKey>() {
+        Ok(key) => format!("{typed} → {key}\n"),
+        Err(e) => format!("{typed}: {e}\n"),
+    })
+    .collect();
+    check(
+        shown,
+        expect![[r#"
+        Network(Example.COM.:443) → Network(example.com:443)
+        Network(example.com) → Network(example.com)
+        Network(127.0.0.2:8080) → Network(127.0.0.2:8080)
+        Network([::1]:443) → Network([::1]:443)
+        Network → Network
+        Network(*.example.com): `Network(*.example.com)` does not name one host: write Network(example.com:443) for that host and port, Network(example.com) for any port, or Network for every host (no wildcards)
+        Network(example.com:0): `Network(example.com:0)` does not name one host: write Network(example.com:443) for that host and port, Network(example.com) for any port, or Network for every host (no wildcards)
+        Network(example.com:x): `Network(example.com:x)` does not name one host: write Network(example.com:443) for that host and port, Network(example.com) for any port, or Network for every host (no wildcards)
+        Network(exa mple.com): `Network(exa mple.com)` does not name one host: write Network(example.com:443) for that host and port, Network(example.com) for any port, or Network for every host (no wildcards)
+        Network(): `Network()` does not name one host: write Network(example.com:443) for that host and port, Network(example.com) for any port, or Network for every host (no wildcards)
+    "#]],
+    );
+}
+
+#[test]
+fn a_host_s_verdict_a_block_anywhere_wins_then_the_port_then_the_host_then_every_host() {
+    let call = "Network(example.com:443)";
+    assert_eq!(verdict(&[], call, None), None);
+    assert_eq!(
+        verdict(&[("Network(example.com)", AlwaysAllow)], call, None),
+        Some(AlwaysAllow)
+    );
+    assert_eq!(
+        verdict(&[("Network(example.com:80)", AlwaysAllow)], call, None),
+        None,
+        "another port"
+    );
+    assert_eq!(
+        verdict(&[("Network(other.com)", AlwaysAllow)], call, None),
+        None
+    );
+    assert_eq!(
+        verdict(
+            &[
+                ("Network(example.com)", NeedsApproval),
+                ("Network(example.com:443)", AlwaysAllow)
+            ],
+            call,
+            None
+        ),
+        Some(AlwaysAllow),
+        "the port is more specific"
+    );
+    assert_eq!(
+        verdict(
+            &[
+                ("Network", Blocked),
+                ("Network(example.com:443)", AlwaysAllow)
+            ],
+            call,
+            None
+        ),
+        Some(Blocked)
+    );
+    assert_eq!(
+        verdict(&[("Network", AlwaysAllow)], call, None),
+        Some(AlwaysAllow)
+    );
+    // A verdict for the shell or another tool says nothing of hosts.
+    assert_eq!(verdict(&[("Bash", AlwaysAllow)], call, None), None);
+}
+
+#[test]
+fn no_cli_has_a_built_in_tool_named_as_the_proxy_s_ask() {
+    for cli in CLIS {
+        assert!(
+            !builtin_classes(cli)
+                .iter()
+                .any(|(name, _)| *name == NET_TOOL),
+            "{cli:?}"
+        );
+        assert!(catalog::find(cli, NET_TOOL).is_none(), "{cli:?}");
+    }
+    let class = Class::NETWORK;
+    for mode in ApprovalMode::ALL {
+        assert!(!covers(mode, class.kind), "{mode} runs a host unasked");
+    }
 }
