@@ -250,7 +250,15 @@ pub fn provider_hosts(cli: CliKind) -> &'static [&'static str] {
 fn background_hosts(cli: CliKind) -> &'static [&'static str] {
     match cli {
         CliKind::Claude => &["*.anthropic.com", "*.claude.ai", "*.claude.com"],
-        CliKind::Codex => &["*.openai.com", "*.chatgpt.com"],
+        // Codex also syncs OpenAI's curated plugins from GitHub at every start.
+        CliKind::Codex => &[
+            "*.openai.com",
+            "*.chatgpt.com",
+            "github.com",
+            "codeload.github.com",
+            "api.github.com",
+            "raw.githubusercontent.com",
+        ],
         CliKind::Gemini => &["*.googleapis.com"],
         CliKind::Command => &[],
     }
