@@ -338,3 +338,36 @@ fn read_paths_are_refused_with_the_reason() -> anyhow::Result<()> {
     );
     b.finish()
 }
+
+#[test]
+fn another_agent_s_folder_cannot_be_read() -> anyhow::Result<()> {
+    let b = Bosun::new("fence_other_agents");
+    let (mine, theirs) = (b.scratch().join("mine"), b.scratch().join("theirs"));
+    std::fs::create_dir_all(&mine)?;
+    std::fs::create_dir_all(&theirs)?;
+    std::fs::write(theirs.join("notes.txt"), "THEIR-NOTES")?;
+    let script = format!(
+        "cat {f} 2>&1; echo read=$?; ls {d} 2>&1; echo listed=$?",
+        f = theirs.join("notes.txt").display(),
+        d = theirs.display()
+    );
+    for (name, cwd) in [("me", &mine), ("them", &theirs)] {
+        let cwd = cwd.display().to_string();
+        b.ok(&[
+            "agent", "add", name, "--cli", "command", "--cwd", &cwd, "--", "sh", "-c", &script,
+        ])?;
+    }
+    let run = b.run_agent("me", "go")?;
+    let view = b.wait_ended(&run, Duration::from_secs(60))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let log = String::from_utf8_lossy(&b.logs(&run)?).into_owned();
+    assert!(!log.contains("THEIR-NOTES"), "{log}");
+    assert!(log.contains("read=1") && log.contains("listed=2"), "{log}");
+    assert!(log.contains("Permission denied"), "{log}");
+    // The other agent's own run reads its folder.
+    let run = b.run_agent("them", "go")?;
+    b.wait_ended(&run, Duration::from_secs(60))?;
+    let log = String::from_utf8_lossy(&b.logs(&run)?).into_owned();
+    assert!(log.contains("THEIR-NOTES"), "{log}");
+    b.finish()
+}

@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context;
 use bosun_tests::{Bosun, FakeModel, everything_bin, post_initialize, wait_for};
 use serde_json::Value;
 
@@ -125,10 +126,22 @@ fn after_an_outside_tool_calls_wait_for_the_person_and_auto_cards_are_held() -> 
     setup(&b, &fake)?;
     let chat = new_chat(&b)?;
     // An attached UI: every action kept or decided reaches it as it happens.
-    let watcher = b
+    let mut watcher = b
         .cmd(&["inbox", "-f", "--json"])
         .stdout(std::process::Stdio::piped())
         .spawn()?;
+    // Its lines as they come, so that the test waits for the last before it stops it.
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let heard = heard.clone();
+        let out = watcher.stdout.take().context("the watcher's stdout")?;
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                heard.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        })
+    };
     std::thread::sleep(Duration::from_millis(500));
     let out = send(&b, &chat, "echo, then save the plan and start the worker")?;
     assert!(out.contains("Waiting for your OK:"), "{out}");
@@ -209,13 +222,26 @@ fn after_an_outside_tool_calls_wait_for_the_person_and_auto_cards_are_held() -> 
     let err = b.fails(&["approve", &run])?;
     assert!(err.contains("was discarded already"), "{err}");
     assert_eq!(worker_runs(&b)?, 0);
+    wait_for(
+        "the watcher hears the discard",
+        Duration::from_secs(20),
+        || {
+            let heard = heard.lock().unwrap_or_else(|e| e.into_inner());
+            Ok(heard
+                .iter()
+                .any(|l| l.contains("\"discarded\""))
+                .then_some(()))
+        },
+    )?;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(watcher.id() as i32),
         nix::sys::signal::Signal::SIGINT,
     )?;
-    let seen = watcher.wait_with_output()?;
-    let events: Vec<(String, String)> = String::from_utf8_lossy(&seen.stdout)
-        .lines()
+    watcher.wait()?;
+    let _ = reader.join();
+    let heard = heard.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let events: Vec<(String, String)> = heard
+        .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .map(|v| {
             (

@@ -19,7 +19,7 @@ use bosun_shared::{AnswerId, ChatId, RunId};
 
 use super::adapter::{self, AgentSetup, RunServer, ToolPlan};
 use super::homes;
-use super::record::AgentRun;
+use super::record::{AgentReads, AgentRun};
 use super::record::{AgentRecord, ServerSwitch, Switches, ToolSelection};
 use super::registry::{AgentsContext, find};
 use super::secrets::{SecretLine, SecretSource, UsedAs};
@@ -194,6 +194,26 @@ pub async fn prepare_with(
             &setup.web_fetch,
             &urls,
         ));
+    }
+    if !rec.workspace.unrestricted && !rec.workspace.reads_open {
+        // Other agents' folders are theirs: the run may not read them (a folder that holds
+        // one of its own roots excepted, when the fence is made).
+        let store = ctx.store.clone();
+        let others = blocking(move || store.agents()).await??;
+        if let Some(space) = parts.run.workspace.as_mut() {
+            let own: Vec<&std::path::Path> = std::iter::once(rec.cwd.as_path())
+                .chain(rec.workspace.roots.iter().map(std::path::PathBuf::as_path))
+                .collect();
+            for folder in others
+                .iter()
+                .filter(|a| a.id != rec.id)
+                .flat_map(|a| std::iter::once(&a.cwd).chain(&a.workspace.roots))
+            {
+                if !own.contains(&folder.as_path()) && !space.read_deny.contains(folder) {
+                    space.read_deny.push(folder.clone());
+                }
+            }
+        }
     }
 
     let request = RunRequest {
