@@ -275,7 +275,7 @@ impl Gateway {
             web_fetch: plan.fence.as_ref().and_then(|f| f.net.as_ref()).map(|n| {
                 n.allow
                     .iter()
-                    .filter(|a| a.why.starts_with("web.fetch"))
+                    .filter(|a| a.is_web_fetch())
                     .cloned()
                     .collect()
             }),
