@@ -108,6 +108,10 @@ pub struct GatewayEdit {
     pub sampling: Option<AskPolicy>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling_max_tokens: Option<u64>,
+    /// Replaces the hosts the server may reach from a fenced run (`host[:port]`; empty:
+    /// none beyond what its transport needs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net: Option<Vec<String>>,
 }
 
 impl GatewayEdit {

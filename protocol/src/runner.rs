@@ -147,6 +147,18 @@ pub struct NetAllow {
     pub why: String,
 }
 
+/// The `why` of the hosts `web.fetch` lists, and of every host when it says `any`: the runner
+/// gives these to bosun's built-in browser too.
+pub const WEB_FETCH_WHY: &str = "web.fetch";
+pub const WEB_FETCH_ANY_WHY: &str = "web.fetch=any";
+
+impl NetAllow {
+    /// Whether the agent's `web.fetch` put it in the list.
+    pub fn is_web_fetch(&self) -> bool {
+        self.why == WEB_FETCH_WHY || self.why == WEB_FETCH_ANY_WHY
+    }
+}
+
 /// How the runner drives a CLI through its control protocol, so that each of its tool calls
 /// waits for bosun's answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -45,6 +45,7 @@
 mod calls;
 mod held;
 mod judge;
+mod net;
 mod route;
 mod server;
 mod token;
@@ -57,7 +58,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bosun_protocol::runner::{FencePlan, LaunchPlan};
+use bosun_protocol::runner::{FencePlan, LaunchPlan, NetAllow};
 use bosun_shared::gateway::{
     BRIDGE, CALLS_FILE, CallDecision, CallEntry, CallOutcome, GatewayServer, Hello, Rules,
     SAFE_ENV, SOCKET_FILE,
@@ -177,7 +178,12 @@ pub struct Gateway {
     /// The safe part of the run's environment, and the run's marker.
     base_env: Vec<(String, String)>,
     cwd: PathBuf,
+    /// The run's fence for its servers, without a network: each server's is made when it
+    /// starts ([`net`]).
     fence: Option<FencePlan>,
+    /// For a run whose network is fenced, its `web.fetch` list (which the built-in browser
+    /// reaches); None when the run's network is not fenced, nor then the servers'.
+    web_fetch: Option<Vec<NetAllow>>,
     /// The run's folder (where the fence's unreadable file is).
     run_dir: PathBuf,
     /// The CLI's process group, which the servers join.
@@ -264,9 +270,15 @@ impl Gateway {
             servers: plan.gateway.clone(),
             base_env,
             cwd: plan.cwd.clone(),
-            // The servers' fence is the run's, but their network is left as it is for now:
-            // a server's transport (npx fetching its package, a bridge reaching its URL) needs
-            // hosts of its own (docs/approvals.md, "The fence").
+            // The servers' fence is the run's; the network of each is its own, made when it
+            // starts with the hosts its transport needs ([`net`]).
+            web_fetch: plan.fence.as_ref().and_then(|f| f.net.as_ref()).map(|n| {
+                n.allow
+                    .iter()
+                    .filter(|a| a.is_web_fetch())
+                    .cloned()
+                    .collect()
+            }),
             fence: plan.fence.clone().map(|f| {
                 let dirs = caches.iter().map(|(_, d)| d.clone());
                 FencePlan {
@@ -425,6 +437,8 @@ impl Call {
 struct Running {
     child: Child,
     stdin: ChildStdin,
+    /// The server's own proxy in a fenced run, which stops with it.
+    _net: Option<crate::proxy::served::NetServed>,
 }
 
 /// What becomes of a connection whose server ended.

@@ -491,7 +491,13 @@ impl Watch<'_> {
                 plan.cwd.clone(),
                 control::ask_redactor(&plan.redact, &plan.cwd),
             );
-            serve_net(net, listeners, Arc::new(person), notes.clone())
+            let notes = notes.clone();
+            proxy::served::serve_net(
+                &net,
+                listeners,
+                proxy::served::Whose::Program(Arc::new(person)),
+                move |line| notes.notes(&[line]),
+            )
         });
         let me = ProcessIdentity::of(Pid::this());
         let pid = Pid::of_child(child.id().unwrap_or(0));
@@ -550,82 +556,6 @@ impl Watch<'_> {
         }
         exit_info(status, stopping)
     }
-}
-
-/// The proxy of a fenced run's network, serving the listeners made in its namespace.
-struct NetServed {
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    notes: tokio::task::JoinHandle<()>,
-}
-
-/// How long the connections still open when a run's programs are gone may take to be noted.
-const NET_NOTES_GRACE: Duration = Duration::from_secs(2);
-
-impl NetServed {
-    /// Stops taking connections, and notes those still open as they close (for a short while).
-    async fn finish(self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-        let _ = tokio::time::timeout(NET_NOTES_GRACE, self.notes).await;
-    }
-}
-
-/// Serves a fenced run's network: its proxy, and its loopback forwards, each connection made or
-/// refused noted in the run's log. A host the run's list does not have is asked of `person`.
-fn serve_net(
-    net: fence::Net,
-    listeners: fence::ns::Listeners,
-    person: Arc<dyn proxy::asking::Person>,
-    notes: Sink,
-) -> NetServed {
-    let (tx, mut rx) = mpsc::unbounded_channel::<proxy::Connection>();
-    let mut tasks = Vec::new();
-    let (rules, asking) = match proxy::NetRules::of(&net.allow, &net.quiet) {
-        Ok(rules) => (
-            Arc::new(rules),
-            Some(Arc::new(proxy::asking::Asking::new(person))),
-        ),
-        Err(e) => {
-            // The run's network stays closed: nothing is served, nothing is asked for.
-            notes.notes(&[format!(
-                "bosun's proxy refused the run's list of hosts ({e}), so the run reaches no host"
-            )]);
-            (Arc::new(proxy::NetRules::default()), None)
-        }
-    };
-    let mut listeners = listeners.into_iter().map(|l| {
-        l.set_nonblocking(true)?;
-        tokio::net::TcpListener::from_std(l)
-    });
-    match listeners.next() {
-        Some(Ok(l)) => tasks.push(tokio::spawn(proxy::serve(l, rules, asking, tx.clone()))),
-        Some(Err(e)) => notes.notes(&[format!("bosun's proxy could not serve the run: {e}")]),
-        None => {}
-    }
-    for ((port, allow), l) in net.forwards.iter().zip(listeners) {
-        match l {
-            Ok(l) => {
-                let to = std::net::SocketAddr::from(([127, 0, 0, 1], *port));
-                tasks.push(tokio::spawn(proxy::forward(
-                    l,
-                    to,
-                    allow.why.clone(),
-                    tx.clone(),
-                )));
-            }
-            Err(e) => notes.notes(&[format!(
-                "bosun's proxy could not forward port {port} of the run: {e}"
-            )]),
-        }
-    }
-    drop(tx);
-    let notes = tokio::spawn(async move {
-        while let Some(c) = rx.recv().await {
-            notes.notes(&[format!("bosun's proxy: {c}")]);
-        }
-    });
-    NetServed { tasks, notes }
 }
 
 /// A CLI driven through its control protocol, once its driver is started.

@@ -29,6 +29,7 @@
 
 pub mod asking;
 mod rules;
+pub mod served;
 mod tunnel;
 
 use std::io;
@@ -43,7 +44,7 @@ use tokio::task::JoinSet;
 use tokio::time::timeout;
 
 use asking::Asking;
-pub use rules::{Decision, NetRules};
+pub use rules::{Decision, NetRules, ServerList};
 use rules::{Host, Target};
 
 /// The largest request head read; a larger one is refused with 431.
@@ -451,6 +452,7 @@ mod tests {
                 .map(|r| HostRule::parse(r, "test").unwrap())
                 .collect(),
             quiet: Vec::new(),
+            server: None,
         };
         let (report, reports) = unbounded_channel();
         (

@@ -152,6 +152,10 @@ pub struct GatewayServer {
     /// held back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<Vec<PinnedTool>>,
+    /// bosun's built-in browser (chrome-devtools): in a fenced run it reaches the run's
+    /// `web.fetch` list.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub browser: bool,
 }
 
 /// A tool as the person last saw it (its description and input schema as bosun kept them,
@@ -279,6 +283,10 @@ pub struct Rules {
     /// is refused.
     #[serde(skip_serializing_if = "is_default_sampling_max")]
     pub sampling_max_tokens: u64,
+    /// Hosts the server may reach from a fenced run beyond what its transport needs
+    /// (`bosun mcp edit NAME --net HOST[:PORT],…`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<crate::hosts::NetHost>,
 }
 
 /// How long a call through the gateway may take: 1 s to 1 h, in milliseconds.
@@ -305,6 +313,11 @@ pub enum RuleError {
     ResultChars(u64),
     #[error("a request for a message of the model may ask for 1 to 100000 tokens; {0} is not")]
     SamplingTokens(u64),
+    #[error("`{host}` is not a host a server may reach: {why}")]
+    NetHost {
+        host: String,
+        why: crate::hosts::HostError,
+    },
 }
 
 impl CallDeadline {
@@ -424,6 +437,7 @@ impl Default for Rules {
             elicitation: AskPolicy::Deny,
             sampling: AskPolicy::Deny,
             sampling_max_tokens: DEFAULT_SAMPLING_MAX_TOKENS,
+            net: Vec::new(),
         }
     }
 }

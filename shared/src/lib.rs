@@ -10,6 +10,7 @@ pub mod agents;
 pub mod approvals;
 pub mod elicitation;
 pub mod gateway;
+pub mod hosts;
 pub mod ids;
 pub mod logfile;
 pub mod mcp;

@@ -388,7 +388,24 @@ fn each_rule_holds_at_the_gateway_itself() -> anyhow::Result<()> {
         Duration::from_secs(10),
     )?;
     let env = text_of(&c.call("get-env", json!({}), Duration::from_secs(10))?);
-    assert!(env.contains(SERVER_SECRET), "the server has its line");
+    // Its result is cut to 256 characters here: the server's own environment is read instead.
+    let line = format!("EVERYTHING_TOKEN={SERVER_SECRET}");
+    let environs: Vec<Vec<String>> = everything_pids(sid)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .map(bosun_tests::environ_of)
+        .collect();
+    assert!(
+        environs.iter().any(|e| e.contains(&line)),
+        "the server has its line: {env}"
+    );
+    // Its network is its own, whose one way out is its own proxy in the runner.
+    assert!(
+        environs.iter().any(|e| e
+            .iter()
+            .any(|v| v.starts_with("HTTPS_PROXY=http://127.0.0.1:"))),
+        "the server's network goes through its proxy: {environs:?}"
+    );
     assert!(
         !env.contains("ANTHROPIC_BASE_URL") && !env.contains("CLAUDE_CONFIG_DIR"),
         "the server's environment is minimal"

@@ -326,12 +326,12 @@ pub fn net_allow(
         WebFetch::Any => allow.push(NetAllow {
             host: "*".into(),
             port: None,
-            why: "web.fetch=any".into(),
+            why: bosun_protocol::runner::WEB_FETCH_ANY_WHY.into(),
         }),
         WebFetch::Domains(ds) => allow.extend(ds.iter().map(|d| NetAllow {
             host: d.trim_end_matches('.').to_ascii_lowercase(),
             port: None,
-            why: "web.fetch".into(),
+            why: bosun_protocol::runner::WEB_FETCH_WHY.into(),
         })),
     }
     allow.extend(

@@ -904,6 +904,7 @@ fn through_gateway(
                 })
                 .collect()
         }),
+        browser: rec.browser.is_some(),
     };
     let given = RunServer {
         kind: ServerKind::Stdio,

@@ -28,6 +28,7 @@ use bosun_kit::offload::blocking;
 use bosun_shared::gateway::{
     AskPolicy, CallDeadline, Capability, ResultChars, SamplingTokens, ToolGlob,
 };
+use bosun_shared::hosts::NetHost;
 use bosun_shared::mcp::check_server_name;
 use bosun_shared::mcp::{SecretLine, SecretValue, ServerKind, SignInBy};
 use bosun_shared::{ServerId, Timestamp};
@@ -107,6 +108,8 @@ pub struct GatewayChange {
     pub elicitation: Option<AskPolicy>,
     pub sampling: Option<AskPolicy>,
     pub sampling_max_tokens: Option<SamplingTokens>,
+    /// Replaces the hosts the server may reach from a fenced run, or clears them.
+    pub net: Edit<Vec<NetHost>>,
 }
 
 impl GatewayChange {

@@ -13,6 +13,9 @@ use tokio::process::ChildStdout;
 
 use super::{Call, Conn, Gone, Lines, Running, key};
 use crate::fence;
+use crate::proxy::ServerList;
+use crate::proxy::served::{Whose, serve_net};
+use bosun_protocol::runner::{FencePlan, NetPlan};
 
 /// How long a server has to exit once the CLI is gone and its stdin closed.
 const END_GRACE: Duration = Duration::from_secs(2);
@@ -158,14 +161,29 @@ impl Conn<'_> {
             })
             .process_group(self.gw.pgid)
             .kill_on_drop(true);
-        let spaces = match &self.gw.fence {
+        let (spaces, net) = match &self.gw.fence {
             Some(f) => {
                 let empty = fence::unreadable_file(&self.gw.run_dir).map_err(StartError::Spawn)?;
-                let (spaces, _) =
-                    fence::Fence::build(f, &empty).and_then(|fence| fence.install(&mut cmd))?;
-                spaces
+                // In a run whose network is fenced, the server's network is a namespace of its
+                // own whose only way out is its own proxy ([`super::net`]).
+                let plan = match &self.gw.web_fetch {
+                    Some(web_fetch) => {
+                        let env: Vec<(String, String)> =
+                            self.gw.base_env.iter().chain(env.iter()).cloned().collect();
+                        let allow = super::net::hosts(self.server, &env, web_fetch);
+                        FencePlan {
+                            net: Some(NetPlan {
+                                allow,
+                                quiet: Vec::new(),
+                            }),
+                            ..f.clone()
+                        }
+                    }
+                    None => f.clone(),
+                };
+                fence::Fence::build(&plan, &empty).and_then(|fence| fence.install(&mut cmd))?
             }
-            None => None,
+            None => (None, None),
         };
         let mut child = match cmd.spawn() {
             Ok(child) => child,
@@ -180,7 +198,38 @@ impl Conn<'_> {
                 });
             }
         };
-        drop(spaces);
+        let net = match (spaces, net) {
+            (Some(spaces), Some(net)) => match spaces.listeners() {
+                Ok(listeners) => {
+                    let notes = self.gw.notes.clone();
+                    let list = ServerList {
+                        name: self.server.name.clone(),
+                        added: self
+                            .server
+                            .rules
+                            .net
+                            .iter()
+                            .map(|h| h.to_string())
+                            .collect(),
+                    };
+                    Some(serve_net(
+                        &net,
+                        listeners,
+                        Whose::Server(list),
+                        move |line| {
+                            let _ = notes.send(line);
+                        },
+                    ))
+                }
+                Err(e) => {
+                    // Its namespace has no way out: it is ended rather than left without one.
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                    return Err(e.into());
+                }
+            },
+            _ => None,
+        };
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(StartError::NoPipes);
         };
@@ -198,7 +247,11 @@ impl Conn<'_> {
                 });
             }
         }
-        self.running = Some(Running { child, stdin });
+        self.running = Some(Running {
+            child,
+            stdin,
+            _net: net,
+        });
         let mut lines = Lines::new(stdout);
         self.starts += 1;
         if self.starts > 1
@@ -327,7 +380,10 @@ impl Conn<'_> {
     /// The CLI closed the connection: the server's stdin is closed, and it is ended if it does
     /// not exit by itself.
     pub(super) async fn end(mut self) {
-        if let Some(Running { mut child, stdin }) = self.running.take() {
+        if let Some(Running {
+            mut child, stdin, ..
+        }) = self.running.take()
+        {
             drop(stdin);
             if tokio::time::timeout(END_GRACE, child.wait()).await.is_err() {
                 if let Some(pid) = child.id() {

@@ -19,6 +19,7 @@ use bosun_protocol::mcp::{
     McpRename, McpShow, McpTools, ServerView, ToolListing,
 };
 use bosun_shared::gateway::{CallDeadline, ResultChars, RuleError, SamplingTokens};
+use bosun_shared::hosts::NetHost;
 
 use super::views::{View, candidate_view, removed_view};
 use super::{Handle, starting_up};
@@ -98,7 +99,28 @@ fn gateway_change(g: GatewayEdit) -> Result<GatewayChange, RuleError> {
         elicitation: g.elicitation,
         sampling: g.sampling,
         sampling_max_tokens: g.sampling_max_tokens.map(SamplingTokens::new).transpose()?,
+        net: net_hosts(g.net)?,
     })
+}
+
+/// The wire's list of a server's hosts, each read as the fence's proxy reads it; an empty list
+/// clears it.
+fn net_hosts(given: Option<Vec<String>>) -> Result<Edit<Vec<NetHost>>, RuleError> {
+    let Some(list) = given else {
+        return Ok(Edit::Keep);
+    };
+    if list.is_empty() {
+        return Ok(Edit::Clear);
+    }
+    list.iter()
+        .map(|h| {
+            NetHost::parse(h).map_err(|why| RuleError::NetHost {
+                host: bosun_shared::text::visible(h).into_owned(),
+                why,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Edit::Set)
 }
 
 impl Handle for McpApprove {

@@ -569,6 +569,8 @@ function gatewayRows(s, approve) {
       r.sampling === "ask" ? "ask: each waits in the Inbox; once allowed, the run's CLI writes it"
         : r.sampling === "allow" ? `allow: the run's CLI writes it, up to ${r.sampling_max_tokens ?? 1000} tokens each`
           : "deny: refused")],
+    ["Network (fenced runs)", h("span", { id: "gateway-net" }, (r.net || []).length
+      ? `what its transport needs, and ${r.net.join(", ")}` : "only what its transport needs (bosun mcp edit NAME --net HOST adds hosts)")],
   ];
 }
 

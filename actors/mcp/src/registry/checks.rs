@@ -151,6 +151,13 @@ pub(super) fn gateway_rules(
     if let Some(n) = edit.sampling_max_tokens {
         rules.sampling_max_tokens = n.get();
     }
+    match edit.net {
+        Edit::Keep => {}
+        Edit::Clear => rules.net.clear(),
+        Edit::Set(hosts) => rules.net = hosts,
+    }
+    rules.net.sort();
+    rules.net.dedup();
     for list in [&mut rules.allow_tools, &mut rules.deny_tools] {
         list.sort();
         list.dedup();

@@ -115,6 +115,7 @@ fn plan(agent: &str, token: &str) -> LaunchPlan {
                 rules: Rules::default(),
                 roots: vec![PathBuf::from("/work")],
                 pinned: None,
+                browser: false,
             },
             GatewayServer {
                 name: "feed".into(),
@@ -128,6 +129,7 @@ fn plan(agent: &str, token: &str) -> LaunchPlan {
                 rules: Rules::default(),
                 roots: vec![PathBuf::from("/work")],
                 pinned: None,
+                browser: false,
             },
         ],
     }

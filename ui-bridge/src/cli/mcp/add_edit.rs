@@ -156,6 +156,11 @@ pub struct GatewayArgs {
     /// asks for more is refused
     #[arg(long, value_name = "TOKENS")]
     sampling_max_tokens: Option<u64>,
+    /// The hosts the server may reach from a fenced run besides what its transport needs,
+    /// comma-separated: host, host:port, *.domain, an address ([::1]:443); replaces the list;
+    /// "none" clears it
+    #[arg(long, value_name = "HOST[:PORT],…")]
+    net: Option<String>,
 }
 
 impl GatewayArgs {
@@ -194,8 +199,29 @@ impl GatewayArgs {
             elicitation: self.elicitation,
             sampling: self.sampling,
             sampling_max_tokens: self.sampling_max_tokens,
+            net: self.net.map(|list| net_list(&list)).transpose()?,
         })
     }
+}
+
+/// The hosts of `--net`: comma-separated, each read as the fence's proxy reads it (a bad one is
+/// refused here with the reason, as bosund would); `none` is the empty list, which clears it.
+fn net_list(list: &str) -> anyhow::Result<Vec<String>> {
+    if list.trim().eq_ignore_ascii_case("none") {
+        return Ok(Vec::new());
+    }
+    list.split(',')
+        .map(|h| {
+            bosun_shared::hosts::NetHost::parse(h.trim())
+                .map(String::from)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "--net: `{}` is not a host a server may reach: {e}",
+                        bosun_shared::text::visible(h.trim())
+                    )
+                })
+        })
+        .collect()
 }
 
 /// The environment and header lines given on the command line, and from stdin when asked.

@@ -132,6 +132,14 @@ fn print_rules(r: &bosun_shared::gateway::Rules) {
         ),
     };
     outln!("{:<12}{sampling}", "sampling");
+    if !r.net.is_empty() {
+        let hosts: Vec<&str> = r.net.iter().map(|h| h.as_str()).collect();
+        outln!(
+            "{:<12}in a fenced run, what its transport needs and {}",
+            "network",
+            hosts.join(", ")
+        );
+    }
 }
 
 /// What runs get of a server, and what waits for the person's approval.
