@@ -121,6 +121,20 @@ pub enum Judgement {
     Decided { answer: ToolAnswer, by: String },
 }
 
+/// How long bosund has to first answer an ask (a decision, or that it waits for the person):
+/// past it, the ask is withdrawn and what asked fails closed.
+pub const FIRST_ANSWER: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// What came of an ask ([`LinkState::judged`]).
+pub enum Verdict {
+    /// Decided, by `by` (`bosund` when it named nobody).
+    Decided { answer: ToolAnswer, by: String },
+    /// bosund did not answer within [`FIRST_ANSWER`].
+    Unreachable,
+    /// The ask was withdrawn before it was decided.
+    Withdrawn,
+}
+
 /// Where bosund's answers to the gateway's asks of one kind go, by the ask's key.
 pub struct Waiters<T>(Mutex<HashMap<String, mpsc::UnboundedSender<T>>>);
 
@@ -200,6 +214,38 @@ impl LinkState {
 
     /// The gateway no longer waits for its ask `key`: its decision reached the call
     /// (`delivered`), or it gave up on it (withdrawn: bosund stops waiting for the person).
+    /// Asks bosund about `ask` and waits for its verdict: bosund must first answer within
+    /// [`FIRST_ANSWER`] (a decision, or that the ask waits for the person), then the wait is
+    /// as long as the decision takes. The ask is done with (delivered, or withdrawn when
+    /// bosund never answered) before this returns; a withdrawn one (`Withdrawn`) is the
+    /// caller's.
+    pub async fn judged(&self, ask: ToolAsk) -> Verdict {
+        let key = ask.key.clone();
+        let mut answers = self.ask_tool(ask);
+        let mut wait = Some(FIRST_ANSWER);
+        loop {
+            let next = match wait {
+                Some(w) => tokio::time::timeout(w, answers.recv()).await,
+                None => Ok(answers.recv().await),
+            };
+            match next {
+                Ok(Some(Judgement::Waiting)) => wait = None,
+                Ok(Some(Judgement::Decided { answer, by })) => {
+                    self.tool_done(&key, true);
+                    let by = if by.is_empty() { "bosund".into() } else { by };
+                    return Verdict::Decided { answer, by };
+                }
+                Err(_) => {
+                    self.tool_done(&key, false);
+                    return Verdict::Unreachable;
+                }
+                // Nobody waits for the answer any more (the call was withdrawn, or the link
+                // is gone with the run).
+                Ok(None) => return Verdict::Withdrawn,
+            }
+        }
+    }
+
     pub fn tool_done(&self, key: &str, delivered: bool) {
         self.judging.remove(key);
         if let Ok(mut a) = self.asks.lock() {

@@ -6,7 +6,7 @@
 //! the person through the inbox, within the agent's approval wait).
 //!
 //! # Caveats
-//! - bosund must first answer within [`FIRST_ANSWER`] (a decision, or that the ask waits for
+//! - bosund must first answer within [`FIRST_ANSWER`](crate::link::FIRST_ANSWER) (a decision, or that the ask waits for
 //!   the person): past it, bosund is taken as unreachable and the host is refused, saying so.
 
 use std::future::Future;
@@ -14,20 +14,16 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use bosun_protocol::runner::{ToolAnswer, ToolAsk};
 use bosun_shared::Timestamp;
 use bosun_shared::approvals::NET_TOOL;
 use serde_json::json;
 
-use crate::link::{Judgement, LinkState};
+use crate::link::{FIRST_ANSWER, LinkState, Verdict};
 use crate::proxy::How;
 use crate::proxy::asking::{HostAnswer, Person};
 use crate::redact::Redactor;
-
-/// How long bosund has to first answer an ask for a host.
-const FIRST_ANSWER: Duration = Duration::from_secs(15);
 
 /// Asks bosund over the runner's link.
 pub struct OverLink {
@@ -75,46 +71,32 @@ impl Person for OverLink {
         let ask = crate::control::for_bosund(ask, &self.cwd, &self.redactor);
         let link = Arc::clone(&self.link);
         Box::pin(async move {
-            let mut answers = link.ask_tool(ask);
-            let mut wait = Some(FIRST_ANSWER);
-            loop {
-                let next = match wait {
-                    Some(w) => tokio::time::timeout(w, answers.recv()).await,
-                    None => Ok(answers.recv().await),
-                };
-                match next {
-                    Ok(Some(Judgement::Waiting)) => wait = None,
-                    Ok(Some(Judgement::Decided { answer, by })) => {
-                        link.tool_done(&key, true);
-                        let by = if by.is_empty() { "bosund".into() } else { by };
-                        return match answer {
-                            ToolAnswer::Allow => HostAnswer::Allowed { by },
-                            ToolAnswer::Deny { message } if message.is_empty() => {
-                                HostAnswer::Denied {
-                                    reason: format!("denied by {by}"),
-                                }
-                            }
-                            ToolAnswer::Deny { message } => HostAnswer::Denied {
-                                reason: format!("denied by {by}: {message}"),
-                            },
-                        };
-                    }
-                    Err(_) => {
-                        link.tool_done(&key, false);
-                        return HostAnswer::Denied {
-                            reason: format!(
-                                "bosund did not answer within {} s, so nobody could allow it",
-                                FIRST_ANSWER.as_secs()
-                            ),
-                        };
-                    }
-                    // Nobody waits for the answer any more: the link is gone with the run.
-                    Ok(None) => {
-                        return HostAnswer::Denied {
-                            reason: "the ask for it was withdrawn".into(),
-                        };
-                    }
-                }
+            match link.judged(ask).await {
+                Verdict::Decided {
+                    answer: ToolAnswer::Allow,
+                    by,
+                } => HostAnswer::Allowed { by },
+                Verdict::Decided {
+                    answer: ToolAnswer::Deny { message },
+                    by,
+                } if message.is_empty() => HostAnswer::Denied {
+                    reason: format!("denied by {by}"),
+                },
+                Verdict::Decided {
+                    answer: ToolAnswer::Deny { message },
+                    by,
+                } => HostAnswer::Denied {
+                    reason: format!("denied by {by}: {message}"),
+                },
+                Verdict::Unreachable => HostAnswer::Denied {
+                    reason: format!(
+                        "bosund did not answer within {} s, so nobody could allow it",
+                        FIRST_ANSWER.as_secs()
+                    ),
+                },
+                Verdict::Withdrawn => HostAnswer::Denied {
+                    reason: "the ask for it was withdrawn".into(),
+                },
             }
         })
     }

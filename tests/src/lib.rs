@@ -1541,3 +1541,40 @@ pub fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
+
+/// A TCP listener that counts the connections it accepts and answers each with a small HTTP
+/// response (`reached-ok!`): a host a fenced run must or must not reach.
+pub struct CountingServer {
+    pub port: u16,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl CountingServer {
+    /// Listens on `ip` (a loopback address: 127.0.0.2 is not in any run's list by default).
+    pub fn start(ip: &str) -> anyhow::Result<CountingServer> {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind((ip, 0))?;
+        let port = listener.local_addr()?.port();
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = count.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { continue };
+                seen.fetch_add(1, Ordering::SeqCst);
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nreached-ok!\n",
+                );
+            }
+        });
+        Ok(CountingServer { port, count })
+    }
+
+    /// The connections accepted so far.
+    pub fn count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

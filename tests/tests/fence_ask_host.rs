@@ -5,50 +5,13 @@
 //! agent's next run reaches it without asking; a denied host gets 403 with the person's words
 //! and is never reached.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bosun_tests::{Bosun, wait_for};
+use bosun_tests::{Bosun, CountingServer, wait_for};
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A TCP listener on 127.0.0.2 (which no run's list has) that counts the connections it
-/// accepts and answers each with a small HTTP response.
-struct Counter {
-    port: u16,
-    count: Arc<AtomicUsize>,
-}
-
-impl Counter {
-    fn start() -> anyhow::Result<Counter> {
-        let listener = TcpListener::bind(("127.0.0.2", 0))?;
-        let port = listener.local_addr()?.port();
-        let count = Arc::new(AtomicUsize::new(0));
-        let seen = count.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut s) = stream else { continue };
-                seen.fetch_add(1, Ordering::SeqCst);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut buf = [0u8; 4096];
-                let _ = s.read(&mut buf);
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nreached-ok!\n",
-                );
-            }
-        });
-        Ok(Counter { port, count })
-    }
-
-    fn count(&self) -> usize {
-        self.count.load(Ordering::SeqCst)
-    }
-}
 
 /// A command agent `name` whose run fetches the counter's page with curl (through the run's
 /// proxy, which the fence points it at), printing the body and `code=NNN`.
@@ -97,7 +60,7 @@ fn log_of(b: &Bosun, run: &str) -> anyhow::Result<String> {
 #[test]
 fn a_refused_host_is_asked_for_survives_a_daemon_kill_and_is_reached_once() -> anyhow::Result<()> {
     let b = Bosun::new("fence_ask_host");
-    let host = Counter::start()?;
+    let host = CountingServer::start("127.0.0.2")?;
     add_agent(&b, "fetcher", host.port)?;
     let target = format!("127.0.0.2:{}", host.port);
 
@@ -176,7 +139,7 @@ fn a_refused_host_is_asked_for_survives_a_daemon_kill_and_is_reached_once() -> a
 #[test]
 fn a_denied_host_is_403_with_the_person_s_words_and_never_reached() -> anyhow::Result<()> {
     let b = Bosun::new("fence_ask_host_denied");
-    let host = Counter::start()?;
+    let host = CountingServer::start("127.0.0.2")?;
     add_agent(&b, "fetcher", host.port)?;
     let run = b.run_agent("fetcher", "go")?;
     let ask = ask_of(&b, &run)?;

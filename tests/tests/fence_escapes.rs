@@ -10,53 +10,17 @@
 //! The same run then works normally: it writes in its folder and reaches a host its
 //! `web.fetch` lists, through bosun's proxy, once; each connection is in its log.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, UdpSocket};
+use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bosun_tests::{Bosun, FakeModel};
+use bosun_tests::{Bosun, CountingServer, FakeModel};
 
 const KEY: &str = "CANARY-PRIVATE-KEY-5d1e9b";
 
 /// The approval wait of the agents here: the ask for the unlisted host is refused when it runs
 /// out, well within the 5 s the script's curl waits.
 const NOBODY_ANSWERS: &str = "approval.wait=1s";
-
-/// A TCP listener on 127.0.0.1 that counts the connections it accepts and answers each with a
-/// small HTTP response.
-struct Counter {
-    port: u16,
-    count: Arc<AtomicUsize>,
-}
-
-impl Counter {
-    fn start(ip: &str) -> anyhow::Result<Counter> {
-        let listener = TcpListener::bind((ip, 0))?;
-        let port = listener.local_addr()?.port();
-        let count = Arc::new(AtomicUsize::new(0));
-        let seen = count.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut s) = stream else { continue };
-                seen.fetch_add(1, Ordering::SeqCst);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut buf = [0u8; 4096];
-                let _ = s.read(&mut buf);
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nreached-ok!\n",
-                );
-            }
-        });
-        Ok(Counter { port, count })
-    }
-
-    fn count(&self) -> usize {
-        self.count.load(Ordering::SeqCst)
-    }
-}
 
 /// What the allowed command tries, as one shell script run by `bash`, given the person's
 /// settings file to plant a hook in, the listener it must not reach, the UDP port it must not
@@ -83,9 +47,9 @@ fn attempts(settings: &Path, key: &Path, refused: u16, udp: u16, allowed: u16) -
 struct Scene {
     work: PathBuf,
     home: PathBuf,
-    refused: Counter,
+    refused: CountingServer,
     udp: UdpSocket,
-    allowed: Counter,
+    allowed: CountingServer,
 }
 
 impl Scene {
@@ -106,9 +70,9 @@ impl Scene {
         Ok(Scene {
             work,
             home,
-            refused: Counter::start("127.0.0.2")?,
+            refused: CountingServer::start("127.0.0.2")?,
             udp,
-            allowed: Counter::start("127.0.0.1")?,
+            allowed: CountingServer::start("127.0.0.1")?,
         })
     }
 

@@ -4,46 +4,7 @@
 //! names the server and says how to add the host); `bosun mcp edit NAME --net HOST:PORT` adds
 //! it, and the next run's call reaches the host exactly once, through the proxy.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
-
-use bosun_tests::{Bosun, FakeModel, bin_dir};
-
-/// A TCP listener on 127.0.0.2 that counts the connections it accepts and answers each with a
-/// small HTTP response.
-struct Counter {
-    port: u16,
-    count: Arc<AtomicUsize>,
-}
-
-impl Counter {
-    fn start() -> anyhow::Result<Counter> {
-        let listener = TcpListener::bind(("127.0.0.2", 0))?;
-        let port = listener.local_addr()?.port();
-        let count = Arc::new(AtomicUsize::new(0));
-        let seen = count.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut s) = stream else { continue };
-                seen.fetch_add(1, Ordering::SeqCst);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let mut buf = [0u8; 4096];
-                let _ = s.read(&mut buf);
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nreached-ok!\n",
-                );
-            }
-        });
-        Ok(Counter { port, count })
-    }
-
-    fn count(&self) -> usize {
-        self.count.load(Ordering::SeqCst)
-    }
-}
+use bosun_tests::{Bosun, CountingServer, FakeModel, bin_dir};
 
 /// A run of `coder` against a new fake model that calls the server's tool once; the tool's
 /// result as the model got it, and the run's id.
@@ -86,7 +47,7 @@ fn network_line(shown: &str) -> Option<&str> {
 #[test]
 fn a_servers_host_is_refused_until_mcp_edit_adds_it_then_reached_once() -> anyhow::Result<()> {
     let b = Bosun::new("fence_mcp_net");
-    let host = Counter::start()?;
+    let host = CountingServer::start("127.0.0.2")?;
     let target = format!("127.0.0.2:{}", host.port);
     let server = bin_dir().join("net-mcp-server").display().to_string();
     b.ok(&["mcp", "add", "net", "--", &server, "--to", &target])?;

@@ -13,7 +13,7 @@
 //! that decision, never a second one.
 //!
 //! # Caveats
-//! - bosund must first answer within [`FIRST_ANSWER`] (a decision, or that the call waits for
+//! - bosund must first answer within [`FIRST_ANSWER`](crate::link::FIRST_ANSWER) (a decision, or that the call waits for
 //!   the person): past it, bosund is taken as unreachable and the call is refused, saying so
 //!   (it never runs unjudged). Once it waits for the person, it waits as long as bosund's
 //!   approval does (bosund's deadline ends it).
@@ -30,10 +30,7 @@ use tokio::process::ChildStdout;
 use tokio::time::Instant;
 
 use super::{Call, Conn, Gateway, Lines, key};
-use crate::link::Judgement;
-
-/// How long bosund has to first answer the gateway's ask about a call.
-pub const FIRST_ANSWER: Duration = Duration::from_secs(15);
+use crate::link::{FIRST_ANSWER, Verdict};
 
 /// Who refused a call when bosund could not be reached to judge it.
 const UNREACHABLE: &str = "bosun's gateway: bosund could not be reached";
@@ -116,40 +113,20 @@ impl Conn<'_> {
         let link = self.gw.link.clone();
         let events = self.judge_events.clone();
         tokio::spawn(async move {
-            let mut answers = link.ask_tool(ask);
-            let mut wait = Some(FIRST_ANSWER);
-            let (decision, message) = loop {
-                let next = match wait {
-                    Some(w) => tokio::time::timeout(w, answers.recv()).await,
-                    None => Ok(answers.recv().await),
-                };
-                match next {
-                    Ok(Some(Judgement::Waiting)) => wait = None,
-                    Ok(Some(Judgement::Decided { answer, by })) => {
-                        link.tool_done(&ask_key, true);
-                        let by = if by.is_empty() {
-                            "bosund".to_string()
-                        } else {
-                            by
-                        };
-                        break match answer {
-                            ToolAnswer::Allow => (allowed(by), String::new()),
-                            ToolAnswer::Deny { message } => (denied(by), message),
-                        };
-                    }
-                    Err(_) => {
-                        link.tool_done(&ask_key, false);
-                        break (
-                            denied(UNREACHABLE.into()),
-                            format!(
-                                "bosund did not answer within {} s (it is down or cannot be reached from this run), so nobody could judge this call; call again once bosund is back",
-                                FIRST_ANSWER.as_secs()
-                            ),
-                        );
-                    }
-                    // The call was withdrawn (the CLI cancelled it, or went away).
-                    Ok(None) => return,
-                }
+            let (decision, message) = match link.judged(ask).await {
+                Verdict::Decided { answer, by } => match answer {
+                    ToolAnswer::Allow => (allowed(by), String::new()),
+                    ToolAnswer::Deny { message } => (denied(by), message),
+                },
+                Verdict::Unreachable => (
+                    denied(UNREACHABLE.into()),
+                    format!(
+                        "bosund did not answer within {} s (it is down or cannot be reached from this run), so nobody could judge this call; call again once bosund is back",
+                        FIRST_ANSWER.as_secs()
+                    ),
+                ),
+                // The call was withdrawn (the CLI cancelled it, or went away).
+                Verdict::Withdrawn => return,
             };
             let _ = events.send(Judged {
                 call,
