@@ -850,6 +850,22 @@ impl FakeModel {
         })
     }
 
+    /// A fake model API of `api` (`anthropic`, `openai` or `gemini`) that has its CLI run
+    /// `command` once with its shell tool (Claude Code's `Bash`, Codex's `exec_command`, Gemini
+    /// CLI's `run_shell_command`), then ends the turn.
+    pub fn running(api: &str, command: &str) -> anyhow::Result<Self> {
+        let command = serde_json::to_string(command)?;
+        let script = match api {
+            "anthropic" => format!(r#"call:Bash:{{"command":{command}}};text:done"#),
+            "openai" => format!(r#"call:exec_command:{{"cmd":{command}}};text:All done."#),
+            "gemini" => {
+                format!(r#"call:run_shell_command:{{"command":{command}}};text:All done."#)
+            }
+            other => anyhow::bail!("no shell tool known for the fake {other} API"),
+        };
+        Self::start(api, &script)
+    }
+
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> &str {
         &self.peer.url

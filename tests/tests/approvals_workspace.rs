@@ -272,13 +272,7 @@ fn a_command_the_person_allowed_still_cannot_write_outside_the_roots() -> anyhow
         out = outside.display(),
         notes = notes.display()
     );
-    let fake = FakeModel::start(
-        "anthropic",
-        &format!(
-            r#"call:Bash:{{"command":{}}};text:done"#,
-            serde_json::to_string(&command)?
-        ),
-    )?;
+    let fake = FakeModel::running("anthropic", &command)?;
     claude(
         &b,
         &fake,

@@ -67,13 +67,7 @@ fn a_claude_code_run_cannot_change_the_persons_claude_code_configuration() -> an
     let home = b.scratch().join("coder/home");
     let source = b.scratch().join("coder/claude");
     let command = attack(&home, &source, "settings.json");
-    let fake = FakeModel::start(
-        "anthropic",
-        &format!(
-            r#"call:Bash:{{"command":{}}};text:done"#,
-            serde_json::to_string(&command)?
-        ),
-    )?;
+    let fake = FakeModel::running("anthropic", &command)?;
     b.add_claude_agent("coder", fake.url(), &[])?;
     b.ok(&["agent", "set", "coder", "Bash=allow"])?;
     // The agent's own folder says which sign-in the run uses: a Claude.ai sign-in here, which
@@ -121,13 +115,7 @@ fn a_codex_run_cannot_change_the_persons_codex_configuration() -> anyhow::Result
     let home = b.scratch().join("coder/home");
     let source = b.scratch().join("coder/codex");
     let command = attack(&home, &source, "config.toml");
-    let fake = FakeModel::start(
-        "openai",
-        &format!(
-            r#"call:exec_command:{{"cmd":{}}};text:All done."#,
-            serde_json::to_string(&command)?
-        ),
-    )?;
+    let fake = FakeModel::running("openai", &command)?;
     b.add_codex_agent("coder", fake.url(), &[])?;
     b.ok(&["agent", "set", "coder", "Bash=allow"])?;
     let auth = r#"{"OPENAI_API_KEY":"sk-test-cli-state-5c1d8e2a9b"}"#;
@@ -161,13 +149,7 @@ fn a_gemini_run_cannot_change_the_persons_gemini_configuration() -> anyhow::Resu
     std::fs::create_dir_all(&home)?;
     std::fs::create_dir_all(&source)?;
     let command = attack(&home, &source, "settings.json");
-    let fake = FakeModel::start(
-        "gemini",
-        &format!(
-            r#"call:run_shell_command:{{"command":{}}};text:All done."#,
-            serde_json::to_string(&command)?
-        ),
-    )?;
+    let fake = FakeModel::running("gemini", &command)?;
     b.add_gemini_agent("writer", fake.url(), &[])?;
     b.ok(&["agent", "set", "writer", "Bash=allow"])?;
     let view = run_to_end(&b, "writer")?;

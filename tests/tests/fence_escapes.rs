@@ -164,13 +164,7 @@ fn claude_code_s_allowed_commands_cannot_escape_the_fence() -> anyhow::Result<()
     let scene = Scene::new(&b, "coder")?;
     let settings = b.scratch().join("coder/claude/settings.json");
     let command = scene.script(&settings)?;
-    let fake = FakeModel::start(
-        "anthropic",
-        &format!(
-            r#"call:Bash:{{"command":{}}};text:done"#,
-            serde_json::to_string(&command)?
-        ),
-    )?;
+    let fake = FakeModel::running("anthropic", &command)?;
     b.add_claude_agent("coder", fake.url(), &[])?;
     b.ok(&[
         "agent",
@@ -194,13 +188,7 @@ fn codex_s_allowed_commands_cannot_escape_the_fence() -> anyhow::Result<()> {
     let settings = b.scratch().join("coder/codex/config.toml");
     let before = std::fs::read(&settings).ok();
     let command = scene.script(&b.scratch().join("coder/codex/planted.json"))?;
-    let fake = FakeModel::start(
-        "openai",
-        &format!(
-            r#"call:exec_command:{{"cmd":{}}};text:All done."#,
-            serde_json::to_string(&command)?
-        ),
-    )?;
+    let fake = FakeModel::running("openai", &command)?;
     b.add_codex_agent("coder", fake.url(), &[])?;
     b.ok(&[
         "agent",
@@ -234,13 +222,7 @@ fn gemini_cli_s_allowed_commands_cannot_escape_the_fence_and_read_deny_hides_mor
     let secrets = scene.home.join(".ssh");
     let settings = scene.home.join(".gemini/settings.json");
     let command = scene.script(&settings)?;
-    let fake = FakeModel::start(
-        "gemini",
-        &format!(
-            r#"call:run_shell_command:{{"command":{}}};text:All done."#,
-            serde_json::to_string(&command)?
-        ),
-    )?;
+    let fake = FakeModel::running("gemini", &command)?;
     b.add_gemini_agent("coder", fake.url(), &[])?;
     b.ok(&[
         "agent",
