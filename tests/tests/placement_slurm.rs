@@ -716,3 +716,57 @@ fn a_secret_set_again_or_gone_while_its_run_waits_in_the_queue() -> anyhow::Resu
     }
     p.finish()
 }
+
+#[test]
+fn a_run_on_a_node_is_fenced_by_its_runner_there() -> anyhow::Result<()> {
+    let cluster = SlurmCluster::try_start(3)?;
+    let p = placed("remote_fence", &cluster, 60)?;
+    let secret = p.b.scratch().join("secret");
+    std::fs::create_dir_all(&secret)?;
+    std::fs::write(secret.join("key"), "NODE-CANARY-4b1d")?;
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&p.work)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()?;
+    assert!(git.success());
+    let script = format!(
+        "cat {key} 2>&1; echo read=$?; echo x > .git/hooks/post-commit 2>&1; echo hook=$?; \
+         echo ok > inside.txt; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+        key = secret.join("key").display()
+    );
+    let work = p.work.display().to_string();
+    p.b.ok(&[
+        "agent", "add", "far", "--cli", "command", "--cwd", &work, "--", "sh", "-c", &script,
+    ])?;
+    p.b.ok(&[
+        "agent",
+        "set",
+        "far",
+        "placement=slurm",
+        &format!("read.deny={}", secret.display()),
+    ])?;
+    let run = agent_run(&p, "far")?;
+    let v = p.b.wait_ended(&run, Duration::from_secs(90))?;
+    assert_eq!(v["outcome"], "succeeded", "{v:#}\n{}", p.story(&cluster));
+    assert!(v["placed"]["job"].is_string(), "{v:#}");
+    let log = String::from_utf8_lossy(&p.b.logs(&run)?).to_string();
+    assert!(!log.contains("NODE-CANARY"), "{log}");
+    assert!(
+        log.contains("Permission denied") && log.contains("read=1"),
+        "{log}"
+    );
+    assert!(
+        log.contains("Read-only file system") && log.contains("hook="),
+        "{log}"
+    );
+    assert!(!p.work.join(".git/hooks/post-commit").exists());
+    assert_eq!(std::fs::read_to_string(p.work.join("inside.txt"))?, "ok\n");
+    // Its network is loopback alone on the node too.
+    let devices: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.contains('=') && !l.contains(' ') && !l.is_empty())
+        .collect();
+    assert_eq!(devices, ["lo"], "{log}");
+    p.finish()
+}
