@@ -153,6 +153,16 @@ pub const WEB_FETCH_WHY: &str = "web.fetch";
 pub const WEB_FETCH_ANY_WHY: &str = "web.fetch=any";
 
 impl NetAllow {
+    /// The host and port of an `http` or `https` URL, allowed for `why`.
+    pub fn from_url(url: &str, why: &str) -> Option<NetAllow> {
+        let (host, port) = bosun_shared::hosts::url_host(url)?;
+        Some(NetAllow {
+            host,
+            port: Some(port),
+            why: why.to_string(),
+        })
+    }
+
     /// Whether the agent's `web.fetch` put it in the list.
     pub fn is_web_fetch(&self) -> bool {
         self.why == WEB_FETCH_WHY || self.why == WEB_FETCH_ANY_WHY

@@ -283,8 +283,7 @@ impl Gateway {
                 let dirs = caches.iter().map(|(_, d)| d.clone());
                 FencePlan {
                     net: None,
-                    writable: f.writable.iter().cloned().chain(dirs.clone()).collect(),
-                    make: f.make.iter().cloned().chain(dirs).collect(),
+                    writable: f.writable.iter().cloned().chain(dirs).collect(),
                     ..f
                 }
             }),

@@ -195,17 +195,22 @@ impl WebFetch {
     /// in it, or under one of its `*.` entries (`*.laravel.com` takes `api.laravel.com` and
     /// `a.b.laravel.com`, not `laravel.com` itself). Hosts compare without case and without a
     /// trailing dot.
+    ///
+    /// The same rule as the fence's proxy ([`crate::hosts::HostRule`]), read by its parser: a
+    /// host that parser cannot read is not allowed.
     pub fn allows_host(&self, host: &str) -> bool {
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
         match self {
             WebFetch::Off => false,
             WebFetch::Any => true,
-            WebFetch::Domains(domains) => domains.iter().any(|d| match d.strip_prefix("*.") {
-                Some(parent) => host
-                    .strip_suffix(parent)
-                    .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
-                None => host == *d,
-            }),
+            WebFetch::Domains(domains) => {
+                let Ok(host) = crate::hosts::Host::parse(host) else {
+                    return false;
+                };
+                domains.iter().any(|d| {
+                    crate::hosts::HostRule::parse(d, "web.fetch")
+                        .is_ok_and(|rule| rule.pattern.covers(&host))
+                })
+            }
         }
     }
 

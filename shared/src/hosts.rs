@@ -168,6 +168,25 @@ impl fmt::Display for Target {
     }
 }
 
+/// The host (an IPv6 address without its brackets) and port of an `http` or `https` URL; none
+/// for another scheme, or a host this module cannot read.
+pub fn url_host(url: &str) -> Option<(String, u16)> {
+    let (scheme, rest) = url.trim().split_once("://")?;
+    let default = match scheme.to_ascii_lowercase().as_str() {
+        "https" => 443,
+        "http" => 80,
+        _ => return None,
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let (host, port) = split_port(authority).ok()?;
+    let host = match Host::parse(host).ok()? {
+        Host::Ip(ip) => ip.to_string(),
+        Host::Name(name) => name,
+    };
+    Some((host, port.unwrap_or(default)))
+}
+
 /// What a rule's host matches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pattern {
@@ -210,7 +229,15 @@ impl HostRule {
 
     /// Whether the rule allows `target`.
     pub fn matches(&self, target: &Target) -> bool {
-        let host = match (&self.pattern, &target.host) {
+        self.pattern.covers(&target.host) && self.port.is_none_or(|port| port == target.port)
+    }
+}
+
+impl Pattern {
+    /// Whether `host` is this pattern's: the host itself, one beneath the domain (at any
+    /// depth, not the domain itself), or any host.
+    pub fn covers(&self, host: &Host) -> bool {
+        match (self, host) {
             (Pattern::Exact(want), got) => want == got,
             (Pattern::Subdomains(domain), Host::Name(name)) => {
                 name.len() > domain.len() + 1
@@ -219,8 +246,7 @@ impl HostRule {
             }
             (Pattern::Subdomains(_), Host::Ip(_)) => false,
             (Pattern::Any, _) => true,
-        };
-        host && self.port.is_none_or(|port| port == target.port)
+        }
     }
 }
 

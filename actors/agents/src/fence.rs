@@ -284,7 +284,7 @@ pub fn net_allow(
     let mut allow: Vec<NetAllow> = Vec::new();
     let model =
         |url: Option<&str>, defaults: &[&str], why: &str, allow: &mut Vec<NetAllow>| match url
-            .and_then(|u| url_host(u, why))
+            .and_then(|u| NetAllow::from_url(u, why))
         {
             Some(a) => allow.push(a),
             None => allow.extend(defaults.iter().map(|h| NetAllow {
@@ -337,7 +337,7 @@ pub fn net_allow(
     allow.extend(
         server_urls
             .iter()
-            .filter_map(|u| url_host(u, "an MCP server the CLI reaches")),
+            .filter_map(|u| NetAllow::from_url(u, "an MCP server the CLI reaches")),
     );
     let mut seen: Vec<(String, Option<u16>)> = Vec::new();
     allow.retain(|a| {
@@ -352,28 +352,13 @@ pub fn net_allow(
 /// Lets a run whose network is fenced reach the host of `url` too (an MCP server given to it
 /// after it was prepared, such as bosun's own to a QA run); nothing when it is not fenced.
 pub fn allow_url(net: &mut Option<Vec<NetAllow>>, url: &str, why: &str) {
-    if let (Some(net), Some(host)) = (net.as_mut(), url_host(url, why))
+    if let (Some(net), Some(host)) = (net.as_mut(), NetAllow::from_url(url, why))
         && !net
             .iter()
             .any(|a| a.host == host.host && a.port == host.port)
     {
         net.push(host);
     }
-}
-
-/// The host and port of `url`, as a host a run may reach.
-fn url_host(url: &str, why: &str) -> Option<NetAllow> {
-    let u = url::Url::parse(url).ok()?;
-    let host = match u.host()? {
-        url::Host::Domain(d) => d.to_ascii_lowercase(),
-        url::Host::Ipv4(ip) => ip.to_string(),
-        url::Host::Ipv6(ip) => ip.to_string(),
-    };
-    Some(NetAllow {
-        host,
-        port: u.port_or_known_default(),
-        why: why.to_string(),
-    })
 }
 
 /// For a folder that is a git worktree (its `.git` a file naming its git directory): that git

@@ -13,7 +13,6 @@
 
 use bosun_protocol::runner::NetAllow;
 use bosun_shared::gateway::{GatewayServer, Reach};
-use bosun_shared::hosts::{Host, split_port};
 
 /// The npm registry npx fetches packages from when nothing names another.
 const NPM_REGISTRY: &str = "https://registry.npmjs.org/";
@@ -28,7 +27,7 @@ pub(super) fn hosts(
     let mut allow = Vec::new();
     match &server.reach {
         Reach::Http { url, .. } | Reach::Sse { url, .. } => {
-            allow.extend(url_host(url, "the server's address"));
+            allow.extend(NetAllow::from_url(url, "the server's address"));
         }
         Reach::Stdio { command, args, .. } => {
             if starts_npx(command, args) {
@@ -39,7 +38,10 @@ pub(super) fn hosts(
                     .map(|(_, v)| v.as_str())
                     .filter(|v| !v.trim().is_empty())
                     .unwrap_or(NPM_REGISTRY);
-                allow.extend(url_host(registry, "the npm registry npx fetches from"));
+                allow.extend(NetAllow::from_url(
+                    registry,
+                    "the npm registry npx fetches from",
+                ));
             }
         }
     }
@@ -61,30 +63,6 @@ fn starts_npx(command: &str, args: &[String]) -> bool {
         .and_then(|n| n.to_str())
         .unwrap_or(command);
     name == "npx" || (name == "npm" && args.first().is_some_and(|a| a == "exec" || a == "x"))
-}
-
-/// The host and port of an `http://` or `https://` address, as a host the server may reach;
-/// none for an address that cannot be read (the server then reaches nothing for it).
-fn url_host(url: &str, why: &str) -> Option<NetAllow> {
-    let (scheme, rest) = url.trim().split_once("://")?;
-    let default = match scheme.to_ascii_lowercase().as_str() {
-        "https" => 443,
-        "http" => 80,
-        _ => return None,
-    };
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-    let (host, port) = split_port(authority).ok()?;
-    // An IPv6 address without its brackets, as the plan's hosts are written.
-    let host = match Host::parse(host).ok()? {
-        Host::Ip(ip) => ip.to_string(),
-        Host::Name(name) => name,
-    };
-    Some(NetAllow {
-        host,
-        port: Some(port.unwrap_or(default)),
-        why: why.to_string(),
-    })
 }
 
 #[cfg(test)]
