@@ -72,6 +72,12 @@ pub struct LaunchPlan {
     /// (its `TMPDIR` when fenced, its caches), removed with all they hold when the run ends.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub folders: Vec<RunFolder>,
+    /// Lines of the program's stdout that begin with one of these are not kept: pieces of a
+    /// message that a later whole line of the CLI's repeats (Claude Code's
+    /// `--include-partial-messages`). They are dropped before redaction, so that no secret
+    /// value reaches the log cut into pieces that no redaction matches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_lines: Vec<String>,
 }
 
 impl Decode for LaunchPlan {}

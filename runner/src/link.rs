@@ -503,8 +503,10 @@ struct Told {
 }
 
 impl Told {
-    /// Sends what is due, in order: the start, the asks not said yet, the output, how far the
-    /// log goes and how output stands, the end once all output is acknowledged; then flushes.
+    /// Sends what is due, in order: the start, the output and how far the log goes, the asks
+    /// not said yet, how output stands, the end once all output is acknowledged; then flushes.
+    /// The output goes before the asks: what a CLI wrote before a tool call it asks (what its
+    /// model used, for the run's budget) reaches bosund first.
     async fn send_due(
         &mut self,
         state: &LinkState,
@@ -519,6 +521,11 @@ impl Told {
                 self.started_sent = true;
             }
         }
+        // The end is looked at before how far the log goes: whatever was written before the
+        // end was set is then in what `Logged` says, which goes first.
+        let exit = state.exit.lock().ok().and_then(|e| e.clone());
+        self.send_output(state, writer, binary_output).await?;
+        self.send_logged(state, writer).await?;
         let unsaid = match state.asks.lock() {
             Ok(a) => a.unsaid(&mut self.said, self.unsaved_taken),
             Err(_) => Vec::new(),
@@ -531,10 +538,6 @@ impl Told {
                 Err(e) => say!("bosun-runner: a message to bosund is not sent: {e}"),
             }
         }
-        self.send_output(state, writer, binary_output).await?;
-        // The end is looked at before how far the log goes: whatever was written before the
-        // end was set is then in what `Logged` says, which goes first.
-        let exit = state.exit.lock().ok().and_then(|e| e.clone());
         self.send_log_state(state, writer).await?;
         if !self.exit_sent {
             let all_acked = state.outbox.lock().map(|o| o.all_acked()).unwrap_or(false);
@@ -578,9 +581,8 @@ impl Told {
         }
     }
 
-    /// Tells bosund, where it changed, how far the runner's own log file goes, whether output
-    /// is held, and whether writing the log out failed.
-    async fn send_log_state(
+    /// Tells bosund, where it changed, how far the runner's own log file goes.
+    async fn send_logged(
         &mut self,
         state: &LinkState,
         writer: &mut FrameWriter<WriteHalf>,
@@ -590,6 +592,16 @@ impl Told {
             writer.send(&RunnerMsg::Logged { upto }).await?;
             self.logged_said = upto;
         }
+        Ok(())
+    }
+
+    /// Tells bosund, where it changed, whether output is held, and whether writing the log
+    /// out failed.
+    async fn send_log_state(
+        &mut self,
+        state: &LinkState,
+        writer: &mut FrameWriter<WriteHalf>,
+    ) -> Result<(), FrameError> {
         let held = state.outbox.lock().ok().and_then(|o| o.held_output());
         let held_now = held.as_ref().map(|h| h.error.clone());
         if self.held_said.as_ref() != Some(&held_now)

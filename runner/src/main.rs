@@ -392,6 +392,7 @@ async fn run() -> Result<(), RunnerError> {
         cap: cap.clone(),
         tap: None,
         redactor: redactor.clone(),
+        drop_lines: Arc::new([]),
     };
     notes_sink.notes(&plan.notes);
     let notes_sink_fence = notes_sink.clone();
@@ -530,6 +531,11 @@ impl Watch<'_> {
             cap,
             tap: control.tap,
             redactor,
+            drop_lines: plan
+                .drop_lines
+                .iter()
+                .map(|d| d.as_bytes().into())
+                .collect(),
         };
         let (finish_tx, finish_rx) = oneshot::channel();
         let relay = match (child.stdout.take(), child.stderr.take()) {

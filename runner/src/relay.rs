@@ -48,6 +48,8 @@ pub struct Sink {
     pub tap: Option<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>,
     /// The run's secret values, replaced in its output.
     pub redactor: Arc<Redactor>,
+    /// How the lines of stdout begin that are not kept (the plan's `drop_lines`).
+    pub drop_lines: Arc<[Box<[u8]>]>,
 }
 
 /// The run's output cap (`--max-output`): how much of the program's output is kept.
@@ -203,7 +205,11 @@ impl Pending {
         self.held_back = None;
         self.buf.extend_from_slice(data);
         if let Some(pos) = data.iter().rposition(|&b| b == b'\n') {
+            let judged = self.complete;
             self.complete = old_len + pos + 1;
+            if self.stream == Stream::Stdout {
+                self.drop_lines(judged, &sink.drop_lines);
+            }
             self.lines_since.get_or_insert(now);
         }
         if self.complete >= BATCH_BYTES {
@@ -223,6 +229,28 @@ impl Pending {
         } else {
             None
         };
+    }
+
+    /// Takes out of the complete lines from `from` (a line's start) those that begin with one
+    /// of `drop`.
+    fn drop_lines(&mut self, from: usize, drop: &[Box<[u8]>]) {
+        if drop.is_empty() {
+            return;
+        }
+        let (mut kept, mut at) = (from, from);
+        while at < self.complete {
+            let end = self.buf[at..self.complete]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(self.complete, |i| at + i + 1);
+            if !drop.iter().any(|d| self.buf[at..end].starts_with(d)) {
+                self.buf.copy_within(at..end, kept);
+                kept += end - at;
+            }
+            at = end;
+        }
+        self.buf.drain(kept..self.complete);
+        self.complete = kept;
     }
 
     /// Sends the complete lines waiting, if any.
@@ -316,12 +344,16 @@ pub async fn relay(
             r = stdout.read(&mut out_buf), if out_open => {
                 match r {
                     Ok(n) if n > 0 => {
-                        if let Some(tap) = &sink.tap {
-                            let _ = tap.send(out_buf[..n].to_vec());
-                        }
                         // Lines of the other stream that came first go first.
                         err.send_lines(&sink);
                         out.feed(&out_buf[..n], &sink);
+                        if let Some(tap) = &sink.tap {
+                            // A CLI driven through its control protocol: its lines go out now,
+                            // before its driver reads them, so that bosund reads what a model
+                            // message used (its budget) before any tool call the message asks.
+                            out.send_lines(&sink);
+                            let _ = tap.send(out_buf[..n].to_vec());
+                        }
                     }
                     Ok(_) | Err(_) => { out.send_all(&sink); out_open = false; }
                 }
@@ -383,6 +415,24 @@ mod tests {
         assert_eq!(cap.take(4), (0, false));
         let none = OutputCap::new(None);
         assert_eq!(none.take(1 << 30), (1 << 30, false));
+    }
+
+    #[test]
+    fn lines_to_drop_are_taken_out_whole_and_the_rest_kept_in_order() {
+        let drop: [Box<[u8]>; 1] = [b"DROP".as_slice().into()];
+        let mut p = Pending::new(Stream::Stdout);
+        p.buf = b"keep 1\nDROP a\nkeep 2\nDROP b\nDROP c\nkeep 3\nDROP partial".to_vec();
+        p.complete = p.buf.len() - "DROP partial".len();
+        p.drop_lines(0, &drop);
+        assert_eq!(p.buf, b"keep 1\nkeep 2\nkeep 3\nDROP partial");
+        assert_eq!(p.complete, "keep 1\nkeep 2\nkeep 3\n".len());
+        // Only lines from where it was judged last are looked at; an unfinished line waits.
+        p.buf.extend_from_slice(b" ends\nkeep 4\n");
+        let judged = p.complete;
+        p.complete = p.buf.len();
+        p.drop_lines(judged, &drop);
+        assert_eq!(p.buf, b"keep 1\nkeep 2\nkeep 3\nkeep 4\n");
+        assert_eq!(p.complete, p.buf.len());
     }
 
     #[test]

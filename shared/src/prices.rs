@@ -227,6 +227,24 @@ impl Prices {
             .map(|(_, p)| p)
     }
 
+    /// What `tokens` of `model` cost by this table, in millionths of a dollar, when it prices
+    /// the model.
+    pub fn cost_of(&self, model: &str, tokens: Tokens) -> Option<u64> {
+        self.of(model).map(|p| {
+            let Tokens {
+                input,
+                output,
+                cache_read,
+                cache_write,
+            } = tokens;
+            (input as f64 * p.input
+                + output as f64 * p.output
+                + cache_read as f64 * p.cache_read
+                + cache_write as f64 * p.cache_write)
+                .round() as u64
+        })
+    }
+
     /// Prices `usage` by this table: each model's tokens, and the whole when every model is
     /// known (a cost the CLI reported is left as it is).
     pub fn apply(&self, usage: &mut Usage) {
@@ -235,19 +253,7 @@ impl Prices {
         }
         let mut total = Some(0u64);
         for m in &mut usage.models {
-            m.micro_usd = self.of(&m.model).map(|p| {
-                let Tokens {
-                    input,
-                    output,
-                    cache_read,
-                    cache_write,
-                } = m.tokens;
-                (input as f64 * p.input
-                    + output as f64 * p.output
-                    + cache_read as f64 * p.cache_read
-                    + cache_write as f64 * p.cache_write)
-                    .round() as u64
-            });
+            m.micro_usd = self.cost_of(&m.model, m.tokens);
             total = total.zip(m.micro_usd).map(|(t, c)| t.saturating_add(c));
         }
         usage.cost = total
@@ -258,6 +264,44 @@ impl Prices {
                     date: self.date.clone(),
                 },
             });
+    }
+
+    /// Prices `usage` as it stands beyond `settled`, the CLI's own last total: each model's
+    /// figure and the whole are the CLI's, plus what came since worked out by this table. What
+    /// came since of a model the table does not price adds nothing: the figure is then what at
+    /// least was spent. A total without a cost of the CLI's is priced whole.
+    pub fn apply_since(&self, settled: &Usage, usage: &mut Usage) {
+        let Some(said) = settled.cost.clone() else {
+            usage.cost = None;
+            return self.apply(usage);
+        };
+        let mut more = 0u64;
+        for m in &mut usage.models {
+            let before = settled.models.iter().find(|s| s.model == m.model);
+            let since = m.tokens.minus(before.map(|b| b.tokens).unwrap_or_default());
+            let base = before.and_then(|b| b.micro_usd);
+            if since.is_zero() {
+                m.micro_usd = base;
+                continue;
+            }
+            let priced = self.cost_of(&m.model, since);
+            m.micro_usd = match (base, priced) {
+                (Some(b), Some(p)) => Some(b.saturating_add(p)),
+                (None, Some(p)) if before.is_none() => Some(p),
+                _ => base,
+            };
+            more = more.saturating_add(priced.unwrap_or(0));
+        }
+        usage.cost = Some(if more == 0 {
+            said
+        } else {
+            Cost {
+                micro_usd: said.micro_usd.saturating_add(more),
+                source: CostSource::Computed {
+                    date: self.date.clone(),
+                },
+            }
+        });
     }
 }
 
@@ -274,7 +318,55 @@ mod tests {
                 .is_some_and(|m| m.input == 0.75)
         );
         assert!(p.of("gpt-5.4").is_some_and(|m| m.input == 2.50));
-        assert!(p.of("claude-opus").is_none());
+        // Claude's: a listed model, and one newer than the table at its family's price.
+        assert!(
+            p.of("claude-opus-4-1-20250805")
+                .is_some_and(|m| m.input == 15.0)
+        );
+        assert!(
+            p.of("claude-opus-4-20250514")
+                .is_some_and(|m| m.input == 15.0)
+        );
+        assert!(p.of("claude-opus-5-5").is_some_and(|m| m.input == 5.0));
+        assert!(p.of("claude-sonnet-5-5").is_some_and(|m| m.output == 15.0));
+        assert!(p.of("claude-mock").is_none());
+    }
+
+    #[test]
+    fn past_the_clis_own_total_what_came_since_is_priced_on_top_of_it() {
+        let p = Prices::parse(
+            "date = \"2026-12-01\"\n[models.m]\ninput = 2.0\noutput = 10.0\n",
+            "t",
+        )
+        .expect("parses");
+        let tokens = |input, output| Tokens {
+            input,
+            output,
+            ..Tokens::default()
+        };
+        // The CLI said $0.5 for 1000 in and 100 out (not what the table gives: its figure
+        // stands).
+        let mut settled = Usage::default();
+        *settled.model_mut("m") += tokens(1_000, 100);
+        settled.models[0].micro_usd = Some(500_000);
+        settled.cost = Some(Cost {
+            micro_usd: 500_000,
+            source: CostSource::Reported,
+        });
+        let mut now = settled.clone();
+        p.apply_since(&settled, &mut now);
+        assert_eq!(now.cost, settled.cost, "nothing since: the CLI's figure");
+        *now.model_mut("m") += tokens(100, 10);
+        *now.model_mut("other") += tokens(5, 5);
+        p.apply_since(&settled, &mut now);
+        // A model the table does not know leaves the whole at what was known: at least this.
+        assert_eq!(now.cost.as_ref().map(|c| c.micro_usd), Some(500_000 + 300));
+        assert_eq!(now.models[0].micro_usd, Some(500_300));
+        assert_eq!(now.models[1].micro_usd, None);
+        assert!(matches!(
+            now.cost.as_ref().map(|c| &c.source),
+            Some(CostSource::Computed { .. })
+        ));
     }
 
     #[test]

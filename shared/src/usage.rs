@@ -49,6 +49,32 @@ impl std::ops::AddAssign for Tokens {
     }
 }
 
+impl Tokens {
+    /// Each count the larger of the two.
+    pub fn max(self, o: Tokens) -> Tokens {
+        Tokens {
+            input: self.input.max(o.input),
+            output: self.output.max(o.output),
+            cache_read: self.cache_read.max(o.cache_read),
+            cache_write: self.cache_write.max(o.cache_write),
+        }
+    }
+
+    /// Each count less `o`'s, never below zero.
+    pub fn minus(self, o: Tokens) -> Tokens {
+        Tokens {
+            input: self.input.saturating_sub(o.input),
+            output: self.output.saturating_sub(o.output),
+            cache_read: self.cache_read.saturating_sub(o.cache_read),
+            cache_write: self.cache_write.saturating_sub(o.cache_write),
+        }
+    }
+
+    pub fn is_zero(&self) -> bool {
+        *self == Tokens::default()
+    }
+}
+
 /// A cost, and where the figure comes from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cost {
@@ -85,6 +111,15 @@ impl Usage {
             t += m.tokens;
         }
         t
+    }
+
+    /// The tokens of `model` (none when it has none).
+    pub fn tokens_of(&self, model: &str) -> Tokens {
+        self.models
+            .iter()
+            .find(|m| m.model == model)
+            .map(|m| m.tokens)
+            .unwrap_or_default()
     }
 
     /// The tokens of `model`, made if it is new.

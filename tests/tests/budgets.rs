@@ -269,6 +269,104 @@ fn a_token_budget_is_held_at_most_one_call_past_its_cap_with_codex() -> anyhow::
     b.finish()
 }
 
+/// Issue 47: a Claude Code run's dollar cap holds within one prompt. Each message of the fake's
+/// is 12 tokens in and, at its end (`message_delta`), 20 out; a Sonnet is priced by bosun's
+/// table at $3 and $15 a million: $0.000051 as a message begins (its output a placeholder),
+/// $0.000336 once it ends. With a cap of $0.0002, the first Read may go (its message's end may
+/// not be read yet when it is asked: at most one call past the cap), and a later call waits
+/// in the inbox. Before, Claude Code's usage was read only from its `result` line, at the end of
+/// the prompt: every call went and nothing waited. The wait survives a SIGKILL of bosund, which
+/// reads the messages again without counting any twice; allowing gives as much again each
+/// time, and denying stops the run.
+#[test]
+fn a_dollar_budget_holds_within_one_prompt_of_claude_code() -> anyhow::Result<()> {
+    let b = Bosun::new("budget_claude_usd");
+    let fake = FakeModel::start("anthropic", TWO_READS)?;
+    b.add_claude_agent("coder", fake.url(), &["--model", "claude-sonnet-4-5"])?;
+    b.ok(&["agent", "set", "coder", "budget.usd=0.0002"])?;
+    std::fs::write(b.scratch().join("coder/work/a.txt"), "a")?;
+    std::fs::write(b.scratch().join("coder/work/b.txt"), "b")?;
+    let run = b.run_agent("coder", "read both")?;
+    let a = b.wait_approval()?;
+    assert_eq!(a["class"], "budget", "{a:#}");
+    let why = a["why"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("budget reached: $0.000") && why.ends_with(" of $0.0002"),
+        "{why}"
+    );
+    assert!(
+        allowed(&b, &run)? <= 1,
+        "at most one call past the cap: {:#?}",
+        b.decisions(&run)?
+    );
+    // Every message read so far counted once: 12 tokens in each, before and after bosund is
+    // killed and reads the log again from where its record says.
+    let input = |b: &Bosun| -> anyhow::Result<u64> {
+        Ok(b.show(&run)?["agent"]["usage"]["models"][0]["input"]
+            .as_u64()
+            .unwrap_or_default())
+    };
+    let before = input(&b)?;
+    let messages = fake.turns().len() as u64;
+    assert_eq!(before, 12 * messages, "{:#}", b.show(&run)?);
+    let cost = &b.show(&run)?["agent"]["usage"]["cost"];
+    assert_eq!(cost["source"]["kind"], "computed", "{cost:#}");
+    b.kill_daemon()?;
+    assert_eq!(
+        input(&b)?,
+        before,
+        "read again after a SIGKILL, counted once"
+    );
+
+    // Allowed: the call goes on; each later wait is allowed too, until the run ends.
+    b.ok(&["approve", &short_id(&a)])?;
+    let mut asked = 1;
+    let view = wait_for("the run's end, allowing more each time", WAIT, || {
+        for w in budget_waits(&b)? {
+            b.ok(&["approve", &short_id(&w)])?;
+            asked += 1;
+        }
+        let view = b.show(&run)?;
+        Ok((view["state"] == "exited").then_some(view))
+    })?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    assert_eq!(
+        b.decisions(&run)?
+            .iter()
+            .filter(|d| d["decision"] == "allowed")
+            .count(),
+        2,
+        "both Reads ran"
+    );
+    assert!(asked >= 1, "asked {asked} times");
+    // The prompt's end: Claude Code's own total and cost replace bosun's count.
+    let usage = &view["agent"]["usage"];
+    assert_eq!(usage["cost"]["source"]["kind"], "reported", "{usage:#}");
+    // The log keeps each message's start and end, not the pieces of it that its whole lines
+    // repeat (a secret value could reach the log cut into pieces).
+    let log = String::from_utf8_lossy(&b.logs(&run)?).into_owned();
+    assert!(log.contains(r#""type":"message_delta""#), "{log}");
+    assert!(!log.contains(r#""type":"content_block_delta""#), "{log}");
+
+    // Denied: the run is stopped, saying why.
+    let fake2 = FakeModel::start("anthropic", TWO_READS)?;
+    b.add_claude_agent("other", fake2.url(), &["--model", "claude-sonnet-4-5"])?;
+    b.ok(&["agent", "set", "other", "budget.usd=0.0002"])?;
+    let run = b.run_agent("other", "read both")?;
+    let a = b.wait_approval()?;
+    assert_eq!(a["class"], "budget", "{a:#}");
+    b.ok(&["deny", &short_id(&a)])?;
+    let view = b.wait_ended(&run, WAIT)?;
+    assert_eq!(view["outcome"], "stopped", "{view:#}");
+    let reason = view["exit"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("budget: budget reached: $")
+            && reason.ends_with("the person stopped it"),
+        "{reason}"
+    );
+    b.finish()
+}
+
 /// Eight `echo` calls, then done: 9 model requests a run, 15 tokens each (10 in, 5 out).
 const EIGHT_ECHOES: &str = r#"call:exec_command:{"cmd":"echo 1"};call:exec_command:{"cmd":"echo 2"};call:exec_command:{"cmd":"echo 3"};call:exec_command:{"cmd":"echo 4"};call:exec_command:{"cmd":"echo 5"};call:exec_command:{"cmd":"echo 6"};call:exec_command:{"cmd":"echo 7"};call:exec_command:{"cmd":"echo 8"};text:All done."#;
 /// The tokens of one request of the fake's.

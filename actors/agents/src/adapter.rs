@@ -166,6 +166,9 @@ fn claude(setup: &AgentSetup, prompt: &str, servers: &[RunServer]) -> Invocation
     args.extend([
         "--output-format=stream-json".into(),
         "--verbose".into(),
+        // Each message's usage at its end (`message_delta`), so that a budget holds within a
+        // prompt; the runner drops the pieces of the message that come with it.
+        "--include-partial-messages".into(),
         format!("--mcp-config={mcp_path}"),
         "--strict-mcp-config".into(),
         "--setting-sources=user".into(),

@@ -414,6 +414,10 @@ pub struct AgentRun {
     /// counted twice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parsed_to: Option<ParsedTo>,
+    /// The model messages counted as they streamed (Claude Code's, between its `result`
+    /// lines): saved with `parsed_to`, so a message read again after a restart adds nothing.
+    #[serde(default, skip_serializing_if = "Streamed::is_empty")]
+    pub streamed: Streamed,
     /// What the run may use before its next tool call waits for the person: its agent's
     /// budget when it started ...
     #[serde(default, skip_serializing_if = "Budget::is_empty")]
@@ -463,6 +467,38 @@ impl AgentRun {
 
 fn usage_is_empty(u: &Usage) -> bool {
     *u == Usage::default()
+}
+
+/// What was counted of the model's messages as they streamed, before the CLI's own total.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Streamed {
+    /// The last messages seen (at most [`Streamed::KEPT`], newest last): each one's id, model
+    /// and the tokens counted of it so far. A message is counted once whatever number of lines
+    /// repeat its usage; a later line adds only what grew.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<StreamedMessage>,
+    /// The run's usage as the CLI's last total gave it (its cost the CLI's own): what came
+    /// since is priced on top of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<Usage>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamedMessage {
+    pub id: String,
+    pub model: String,
+    #[serde(flatten)]
+    pub tokens: bosun_shared::usage::Tokens,
+}
+
+impl Streamed {
+    /// The most messages remembered: a message's lines come together, and sub-agents' few
+    /// at a time, so an id older than this never comes back.
+    pub const KEPT: usize = 16;
+
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.settled.is_none()
+    }
 }
 
 /// A place in a run's log just after a line's end: byte `offset` of chunk `seq`.

@@ -27,6 +27,12 @@ use bosun_shared::prices::Prices;
 mod rpc;
 mod usage;
 
+/// How each line of Claude Code's pieces of a message begins (`--include-partial-messages`:
+/// a content block's start, its deltas, its stop). The whole block follows in an `assistant`
+/// line, so the runner drops these from the log, and the reader skips any left unread: a
+/// secret value the model wrote would reach the log in pieces no redaction matches.
+pub const CLAUDE_PIECE: &str = r#"{"type":"stream_event","event":{"type":"content_block_"#;
+
 /// The longest line parsed; a longer one (a huge tool result) is skipped.
 const MAX_LINE: usize = 4 * 1024 * 1024;
 /// The most tool calls kept on a run.
@@ -221,7 +227,7 @@ impl StreamParser {
 
     fn line(&self, line: &[u8], run: &mut AgentRun) -> Change {
         let trimmed = line.trim_ascii();
-        if !trimmed.starts_with(b"{") {
+        if !trimmed.starts_with(b"{") || trimmed.starts_with(CLAUDE_PIECE.as_bytes()) {
             return Change::None;
         }
         let Ok(v) = serde_json::from_slice::<Value>(trimmed) else {
@@ -235,11 +241,12 @@ impl StreamParser {
             CliKind::Gemini => gemini(&v, run),
             CliKind::Command => Change::None,
         };
-        // Priced again only when the tokens changed (a line in twenty, or fewer).
-        if tokens(run) != before {
-            self.prices.apply(&mut run.usage);
+        // Priced again only when the tokens changed (a message's lines, or fewer).
+        if tokens(run) == before {
+            return change;
         }
-        change
+        usage::price(&self.prices, run);
+        change.max(Change::Minor)
     }
 }
 
@@ -307,6 +314,17 @@ fn claude(v: &Value, run: &mut AgentRun) -> Change {
             Change::Minor
         }
         ("assistant", _) => {
+            let message = v.get("message").unwrap_or(&Value::Null);
+            if let Some(u) = message.get("usage").filter(|u| u.is_object())
+                && message.get("model").and_then(Value::as_str) != Some("<synthetic>")
+            {
+                usage::claude_message(
+                    message.get("id").and_then(Value::as_str),
+                    message.get("model").and_then(Value::as_str),
+                    u,
+                    run,
+                );
+            }
             let mut change = Change::None;
             for block in content(v) {
                 if block.get("type").and_then(Value::as_str) == Some("tool_use") {
@@ -341,6 +359,32 @@ fn claude(v: &Value, run: &mut AgentRun) -> Change {
                 }
             }
             change
+        }
+        ("stream_event", _) => {
+            // `--include-partial-messages`: only a message's start and its end are read (its
+            // pieces are the runner's to drop; see `CLAUDE_PIECE`).
+            let event = v.get("event").unwrap_or(&Value::Null);
+            let id = v.get("api_message_id").and_then(Value::as_str);
+            match event.get("type").and_then(Value::as_str) {
+                Some("message_start") => {
+                    let message = event.get("message").unwrap_or(&Value::Null);
+                    if let Some(u) = message.get("usage") {
+                        usage::claude_message(
+                            message.get("id").and_then(Value::as_str).or(id),
+                            message.get("model").and_then(Value::as_str),
+                            u,
+                            run,
+                        );
+                    }
+                }
+                Some("message_delta") => {
+                    if let Some(u) = event.get("usage") {
+                        usage::claude_message(id, None, u, run);
+                    }
+                }
+                _ => {}
+            }
+            Change::None
         }
         ("result", _) => {
             usage::claude_result(v, run);

@@ -485,6 +485,10 @@ impl RunsState {
         let run_dir = self.run_dir(&p.placement, id)?;
         let fence = Self::fence(agent.as_ref(), &mut p, &run_dir, self.ctx.dirs.root());
         let folders = Self::folders(agent.as_ref(), &p, &run_dir);
+        let drop_lines = match agent.as_ref().and_then(|a| a.cli) {
+            Some(CliKind::Claude) => vec![bosun_agents::stream::CLAUDE_PIECE.to_string()],
+            _ => Vec::new(),
+        };
         let plan_files = if agent.is_some() {
             Self::into_run_dir(&mut p, &files, &kept_files, &run_dir)
         } else {
@@ -540,6 +544,7 @@ impl RunsState {
             fence,
             gateway,
             folders,
+            drop_lines,
         };
         Ok((rec, plan, placement, secrets))
     }

@@ -86,6 +86,7 @@ fn claude_with_nothing_on() {
               fix the build
               --output-format=stream-json
               --verbose
+              --include-partial-messages
               --mcp-config=${BOSUN_RUN_DIR}/mcp.json
               --strict-mcp-config
               --setting-sources=user
@@ -130,6 +131,7 @@ fn claude_with_servers_web_and_skills() {
               fix the build
               --output-format=stream-json
               --verbose
+              --include-partial-messages
               --mcp-config=${BOSUN_RUN_DIR}/mcp.json
               --strict-mcp-config
               --setting-sources=user
@@ -380,6 +382,7 @@ fn claude_with_fetch_domains_a_model_and_a_server_with_some_tools_off() {
               review the diff
               --output-format=stream-json
               --verbose
+              --include-partial-messages
               --mcp-config=${BOSUN_RUN_DIR}/mcp.json
               --strict-mcp-config
               --setting-sources=user

@@ -5,10 +5,11 @@
 //! from the cache, output, cache reads and cache writes (OpenAI and Gemini count cached input
 //! inside their input; it is taken out).
 
+use bosun_shared::prices::Prices;
 use bosun_shared::usage::{Cost, CostSource, ModelUsage, Tokens, Usage};
 use serde_json::Value;
 
-use crate::record::AgentRun;
+use crate::record::{AgentRun, Streamed, StreamedMessage};
 
 /// The model a line names none for: the run's own, or the CLI's name.
 fn model_of(run: &AgentRun, cli: &str) -> String {
@@ -26,8 +27,79 @@ fn set_models(usage: &mut Usage, models: Vec<ModelUsage>) {
     }
 }
 
+/// Anthropic's token counts, as a message's `usage` gives them (cache reads and writes apart
+/// from the input).
+fn anthropic_tokens(u: &Value) -> Tokens {
+    Tokens {
+        input: n(u, "input_tokens"),
+        output: n(u, "output_tokens"),
+        cache_read: n(u, "cache_read_input_tokens"),
+        cache_write: n(u, "cache_creation_input_tokens"),
+    }
+}
+
+/// One model message's `usage` as Claude Code streams it, counted once: each `assistant` line
+/// repeats its message's usage as the message began (the output a placeholder), and with
+/// `--include-partial-messages` the message's `message_start` and `message_delta` events give
+/// it at its start and its end. Whatever grew since the message was last seen is added to the
+/// run; a line that repeats it adds nothing. `id` absent: the message seen last (a
+/// `message_delta` names none of its own when its line has no `api_message_id`). Whether the
+/// run's tokens changed.
+pub(super) fn claude_message(
+    id: Option<&str>,
+    model: Option<&str>,
+    u: &Value,
+    run: &mut AgentRun,
+) -> bool {
+    let seen = anthropic_tokens(u);
+    let streamed = &mut run.streamed;
+    let at = match id {
+        Some(id) => streamed.messages.iter().position(|m| m.id == id),
+        None => streamed.messages.len().checked_sub(1),
+    };
+    let at = match (at, id) {
+        (Some(at), _) => at,
+        (None, Some(id)) => {
+            let model = model
+                .map(str::to_string)
+                .unwrap_or_else(|| model_of(run, "claude"));
+            let streamed = &mut run.streamed;
+            if streamed.messages.len() >= Streamed::KEPT {
+                streamed.messages.remove(0);
+            }
+            streamed.messages.push(StreamedMessage {
+                id: id.to_string(),
+                model,
+                tokens: Tokens::default(),
+            });
+            streamed.messages.len() - 1
+        }
+        (None, None) => return false,
+    };
+    let message = &mut run.streamed.messages[at];
+    let counted = message.tokens;
+    let now = counted.max(seen);
+    if now == counted {
+        return false;
+    }
+    message.tokens = now;
+    let model = message.model.clone();
+    *run.usage.model_mut(&model) += now.minus(counted);
+    true
+}
+
+/// Prices the run's usage after its tokens changed: past a total of the CLI's own (Claude
+/// Code's `result`), that figure plus what came since; before one, by the table alone.
+pub(super) fn price(prices: &Prices, run: &mut AgentRun) {
+    match &run.streamed.settled {
+        Some(settled) => prices.apply_since(settled, &mut run.usage),
+        None => prices.apply(&mut run.usage),
+    }
+}
+
 /// Claude Code's `result` line: `modelUsage` per model (or `usage` for the run's model) and
-/// `total_cost_usd`, the CLI's own figure.
+/// `total_cost_usd`, the CLI's own figure. It replaces what was counted of the messages, and
+/// what comes after it is counted on top.
 pub(super) fn claude_result(v: &Value, run: &mut AgentRun) {
     let mut models = Vec::new();
     if let Some(per_model) = v.get("modelUsage").and_then(Value::as_object) {
@@ -49,12 +121,7 @@ pub(super) fn claude_result(v: &Value, run: &mut AgentRun) {
     {
         models.push(ModelUsage::new(
             model_of(run, "claude"),
-            Tokens {
-                input: n(u, "input_tokens"),
-                output: n(u, "output_tokens"),
-                cache_read: n(u, "cache_read_input_tokens"),
-                cache_write: n(u, "cache_creation_input_tokens"),
-            },
+            anthropic_tokens(u),
         ));
     }
     set_models(&mut run.usage, models);
@@ -64,6 +131,10 @@ pub(super) fn claude_result(v: &Value, run: &mut AgentRun) {
             source: CostSource::Reported,
         });
     }
+    run.streamed.settled = Some(Usage {
+        tool_calls: 0,
+        ..run.usage.clone()
+    });
 }
 
 /// A number of dollars the CLI wrote, in millionths of a dollar.

@@ -102,6 +102,7 @@ fn plan(agent: &str, token: &str) -> LaunchPlan {
         log_file: None,
         fence: None,
         folders: Vec::new(),
+        drop_lines: Vec::new(),
         gateway: vec![
             GatewayServer {
                 name: "docs".into(),

@@ -136,3 +136,78 @@ fn gemini_gives_its_totals_in_its_result_line_and_per_model_in_its_prompts_answe
     );
     assert_eq!(u.total(), tokens(96, 40, 0, 0));
 }
+
+#[test]
+fn claude_codes_messages_are_counted_once_each_as_they_stream_and_its_total_settles_them() {
+    let table = prices(
+        "date = \"2026-12-01\"\n[models.\"claude-t\"]\ninput = 1.0\noutput = 10.0\ncache_read = 0.1\ncache_write = 2.0\n",
+    );
+    let mut run = AgentRun {
+        cli: Some(CliKind::Claude),
+        ..AgentRun::default()
+    };
+    let mut p = StreamParser::new(CliKind::Claude, Arc::new(table));
+    let mut feed = |line: &str, run: &mut AgentRun| {
+        p.feed(format!("{line}\n").as_bytes(), run);
+    };
+    let start = r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","model":"claude-t","usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":1000,"cache_creation_input_tokens":10}}},"api_message_id":"msg_1"}"#;
+    let piece = r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}},"api_message_id":"msg_1"}"#;
+    let text = r#"{"type":"assistant","message":{"id":"msg_1","model":"claude-t","content":[{"type":"text","text":"Hi"}],"usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":1000,"cache_creation_input_tokens":10}}}"#;
+    let tool = r#"{"type":"assistant","message":{"id":"msg_1","model":"claude-t","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}],"usage":{"input_tokens":100,"output_tokens":1,"cache_read_input_tokens":1000,"cache_creation_input_tokens":10}}}"#;
+    let end = r#"{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":50}},"api_message_id":"msg_1"}"#;
+    for line in [start, piece, text, tool] {
+        feed(line, &mut run);
+    }
+    // As the message began: its input, and the placeholder of its output.
+    assert_eq!(run.usage.total(), tokens(100, 1, 1000, 10));
+    feed(end, &mut run);
+    // Its end gives its output, once, however many lines repeat the message.
+    feed(tool, &mut run);
+    feed(end, &mut run);
+    assert_eq!(run.usage.total(), tokens(100, 50, 1000, 10));
+    // 100 × 1 + 50 × 10 + 1000 × 0.1 + 10 × 2, per million.
+    assert_eq!(run.usage.cost.as_ref().map(|c| c.micro_usd), Some(720));
+    assert_eq!(run.usage.tool_calls, 1);
+
+    // The prompt's end: the CLI's own total and cost replace what was counted.
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.001,"modelUsage":{"claude-t":{"inputTokens":100,"outputTokens":52,"cacheReadInputTokens":1000,"cacheCreationInputTokens":10,"costUSD":0.001}}}"#;
+    feed(result, &mut run);
+    assert_eq!(run.usage.total(), tokens(100, 52, 1000, 10));
+    assert_eq!(
+        run.usage.cost,
+        Some(Cost {
+            micro_usd: 1_000,
+            source: CostSource::Reported
+        })
+    );
+    // The next prompt's message counts on top of it, priced by the table.
+    let next = r#"{"type":"assistant","message":{"id":"msg_2","model":"claude-t","content":[],"usage":{"input_tokens":200,"output_tokens":30}}}"#;
+    feed(next, &mut run);
+    feed(next, &mut run);
+    assert_eq!(run.usage.total(), tokens(300, 82, 1000, 10));
+    assert_eq!(
+        run.usage.cost.as_ref().map(|c| c.micro_usd),
+        Some(1_000 + 500)
+    );
+
+    // Read again from a saved record (a restart): what the record counted is not added twice.
+    let saved: AgentRun =
+        serde_json::from_value(serde_json::to_value(&run).expect("saves")).expect("reads");
+    let mut again = saved.clone();
+    let mut p2 = StreamParser::new(CliKind::Claude, Arc::new(Prices::default()));
+    p2.feed(format!("{next}\n").as_bytes(), &mut again);
+    assert_eq!(again.usage, saved.usage);
+}
+
+#[test]
+fn a_synthetic_message_and_the_pieces_of_a_message_count_nothing() {
+    let synthetic = r#"{"type":"assistant","message":{"id":"x","model":"<synthetic>","content":[{"type":"text","text":"Not logged in"}],"usage":{"input_tokens":5,"output_tokens":5}}}"#;
+    let piece = r#"{"type":"stream_event","event":{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""},"usage":{"input_tokens":9}}}"#;
+    let u = read(
+        CliKind::Claude,
+        None,
+        &[synthetic, piece],
+        Prices::default(),
+    );
+    assert_eq!(u, Usage::default());
+}
