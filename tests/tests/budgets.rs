@@ -311,6 +311,13 @@ fn a_dollar_budget_holds_within_one_prompt_of_claude_code() -> anyhow::Result<()
     assert_eq!(before, 12 * messages, "{:#}", b.show(&run)?);
     let cost = &b.show(&run)?["agent"]["usage"]["cost"];
     assert_eq!(cost["source"]["kind"], "computed", "{cost:#}");
+    // The cost so far shows while the run goes, worked out (`~`).
+    let ps = b.ok(&["ps"])?;
+    let line = ps
+        .lines()
+        .find(|l| l.contains(&run[..8]))
+        .unwrap_or_default();
+    assert!(line.contains("running") && line.contains("~$0.000"), "{ps}");
     b.kill_daemon()?;
     assert_eq!(
         input(&b)?,
