@@ -86,6 +86,9 @@ pub struct EditCardParams {
     /// What all the card's runs together may use in tokens (every kind), or off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<CapEdit>,
+    /// How many tool calls bosun may allow all the card's runs together, or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_calls: Option<CapEdit>,
 }
 
 /// A budget several runs share (a card's, a project's for a day) and how it stands.
@@ -99,6 +102,9 @@ pub struct SharedBudgetView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent_micro_usd: Option<u64>,
     pub spent_tokens: u64,
+    /// The tool calls bosun allowed them.
+    #[serde(default, skip_serializing_if = "bosun_shared::usage::is_zero")]
+    pub spent_calls: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

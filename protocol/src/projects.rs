@@ -48,6 +48,9 @@ pub struct EditProjectParams {
     /// The same in tokens (every kind), or off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daily_budget_tokens: Option<CapEdit>,
+    /// The same in tool calls bosun allowed, or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_budget_calls: Option<CapEdit>,
 }
 
 /// The person's switches of a project, as `key=value`: `testing=on|off`,

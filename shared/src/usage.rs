@@ -163,7 +163,7 @@ impl Budget {
 
     /// The first cap `usage` (with `calls` tool calls decided so far) has reached, if any.
     pub fn reached(&self, usage: &Usage, calls: u64) -> Option<Reached> {
-        self.reached_by(&Spent::of(usage), calls)
+        self.reached_by(&Spent::of(usage, calls), calls)
     }
 
     /// The first cap `spent` (with `calls` tool calls decided so far) has reached, if any.
@@ -241,11 +241,13 @@ impl Budget {
 pub struct Spent {
     pub micro_usd: Option<u64>,
     pub tokens: u64,
+    /// Tool calls bosun allowed.
+    pub calls: u64,
 }
 
 impl Spent {
-    /// What one run's `usage` spent.
-    pub fn of(usage: &Usage) -> Spent {
+    /// What one run's `usage` spent, with the `calls` bosun allowed it.
+    pub fn of(usage: &Usage, calls: u64) -> Spent {
         let t = usage.total();
         Spent {
             micro_usd: usage.cost.as_ref().map(|c| c.micro_usd),
@@ -254,6 +256,7 @@ impl Spent {
                 .saturating_add(t.output)
                 .saturating_add(t.cache_read)
                 .saturating_add(t.cache_write),
+            calls,
         }
     }
 
@@ -265,6 +268,7 @@ impl Spent {
                 (a, b) => a.or(b),
             },
             tokens: self.tokens.saturating_add(o.tokens),
+            calls: self.calls.saturating_add(o.calls),
         }
     }
 
@@ -276,6 +280,7 @@ impl Spent {
                 (a, _) => a,
             },
             tokens: self.tokens.saturating_sub(o.tokens),
+            calls: self.calls.saturating_sub(o.calls),
         }
     }
 }
@@ -678,19 +683,23 @@ mod tests {
         assert_eq!(
             Spent {
                 micro_usd: Some(5),
-                tokens: 7
+                tokens: 7,
+                calls: 4
             }
             .plus(&Spent {
                 micro_usd: None,
-                tokens: 3
+                tokens: 3,
+                calls: 1
             })
             .minus(&Spent {
                 micro_usd: Some(2),
-                tokens: 1
+                tokens: 1,
+                calls: 2
             }),
             Spent {
                 micro_usd: Some(3),
-                tokens: 9
+                tokens: 9,
+                calls: 3
             }
         );
     }

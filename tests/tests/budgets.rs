@@ -632,6 +632,73 @@ fn repo(b: &Bosun) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Issue 47: a card's budget of tool calls counts the calls bosun allowed all its runs, and two
+/// runs of the card going at once reach it together. Each run may be one call past it (both
+/// may be judged at the same moment), no further; allowing gives as much again, for both.
+#[test]
+fn a_cards_budget_of_tool_calls_is_reached_by_two_runs_at_once() -> anyhow::Result<()> {
+    let b = Bosun::new("budget_card_calls");
+    let _fakes = [echoer(&b, "one")?, echoer(&b, "two")?];
+    let card = b.json(&["board", "card", "add", "Count the calls"])?;
+    let card = card["short_id"].as_str().unwrap_or_default().to_string();
+    let e = b.fails(&["board", "card", "edit", &card, "--budget-calls", "0"])?;
+    assert!(
+        e.contains("a card's budget in tool calls takes a positive amount"),
+        "{e}"
+    );
+    b.ok(&["board", "card", "edit", &card, "--budget-calls", "4"])?;
+    let runs: Vec<String> = ["one", "two"]
+        .iter()
+        .map(|name| {
+            let v = b.json(&["agent", "run", name, "echo eight times", "--card", &card])?;
+            Ok(v["id"].as_str().unwrap_or_default().to_string())
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let waits = all_wait(&b, &runs)?;
+    for a in &waits {
+        let why = a["why"].as_str().unwrap_or_default();
+        assert!(
+            why.starts_with("budget reached: card 'Count the calls' ")
+                && why.ends_with(" of 4 tool calls"),
+            "{why}"
+        );
+    }
+    let made: Vec<usize> = runs
+        .iter()
+        .map(|r| allowed(&b, r))
+        .collect::<anyhow::Result<_>>()?;
+    let all: usize = made.iter().sum();
+    assert!(
+        (4..=6).contains(&all) && made.iter().all(|&n| n >= 1),
+        "4 calls allowed between the two, one past at most each: {made:?}"
+    );
+    let shown = b.ok(&["board", "card", "show", &card])?;
+    let line = shown
+        .lines()
+        .find(|l| l.starts_with("budget"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("4 tool calls for all its runs; spent ")
+            && line.ends_with(&format!(" tokens, {all} tool calls")),
+        "{shown}"
+    );
+    // One allow gives the card 4 more, and both runs go on.
+    b.ok(&["approve", &short_id(&waits[0])])?;
+    wait_for("both runs to go past the cap", WAIT, || {
+        let past = runs
+            .iter()
+            .map(|r| allowed(&b, r))
+            .collect::<anyhow::Result<Vec<_>>>()?
+            .iter()
+            .sum::<usize>();
+        Ok((past > all).then_some(()))
+    })?;
+    for r in &runs {
+        b.ok(&["stop", r])?;
+    }
+    b.finish()
+}
+
 #[test]
 fn a_projects_daily_budget_reached_holds_the_runs_of_its_cards() -> anyhow::Result<()> {
     let b = Bosun::new("budget_project");

@@ -49,6 +49,8 @@ pub struct CardEdit {
     pub budget_micro_usd: Option<CapEdit>,
     /// What all the card's runs together may use in tokens (every kind).
     pub budget_tokens: Option<CapEdit>,
+    /// How many tool calls bosun may allow all the card's runs together.
+    pub budget_calls: Option<CapEdit>,
 }
 
 const MAX_TITLE: usize = 200;
@@ -245,8 +247,7 @@ impl BoardState {
         edit_hold(&mut card, p.hold)?;
         let budget = edit_budget(
             card.budget,
-            p.budget_micro_usd,
-            p.budget_tokens,
+            [p.budget_micro_usd, p.budget_tokens, p.budget_calls],
             "a card's budget",
         )?;
         if budget != card.budget {
@@ -388,10 +389,10 @@ impl BoardState {
 
 /// `budget` with the caps the person changed (set, or taken off), each checked: a cap of 0 is
 /// refused with the reason, and nothing is changed.
+/// `budget` with its caps of dollars, tokens and tool calls edited (`None`: kept).
 pub(crate) fn edit_budget(
     mut budget: Budget,
-    micro_usd: Option<CapEdit>,
-    tokens: Option<CapEdit>,
+    [micro_usd, tokens, calls]: [Option<CapEdit>; 3],
     what: &str,
 ) -> Result<Budget, BoardError> {
     let cap = |edit: CapEdit, of: &str| match edit {
@@ -406,6 +407,9 @@ pub(crate) fn edit_budget(
     }
     if let Some(e) = tokens {
         budget.tokens = cap(e, "tokens")?;
+    }
+    if let Some(e) = calls {
+        budget.tool_calls = cap(e, "tool calls")?;
     }
     Ok(budget)
 }
@@ -433,8 +437,7 @@ mod budget_tests {
         };
         let e = edit_budget(
             b,
-            Some(CapEdit::Set(1)),
-            Some(CapEdit::Set(0)),
+            [Some(CapEdit::Set(1)), Some(CapEdit::Set(0)), None],
             "a card's budget",
         )
         .expect_err("0 tokens");
@@ -442,11 +445,17 @@ mod budget_tests {
             e.to_string(),
             "`0` is not a positive amount: a card's budget in tokens takes a positive amount, or off to take it off"
         );
-        let edited = edit_budget(b, Some(CapEdit::Off), None, "a card's budget").expect("off");
+        let edited = edit_budget(
+            b,
+            [Some(CapEdit::Off), None, Some(CapEdit::Set(7))],
+            "a card's budget",
+        )
+        .expect("off");
         assert_eq!(
             edited,
             Budget {
                 tokens: Some(100),
+                tool_calls: Some(7),
                 ..Budget::default()
             }
         );

@@ -48,6 +48,8 @@ pub struct ProjectEdit {
     pub daily_budget_micro_usd: Option<CapEdit>,
     /// The same in tokens (every kind).
     pub daily_budget_tokens: Option<CapEdit>,
+    /// The same in tool calls bosun allowed.
+    pub daily_budget_calls: Option<CapEdit>,
 }
 
 /// What git says of a folder a project is to use.
@@ -313,8 +315,11 @@ impl BoardState {
         }
         project.daily_budget = super::cards::edit_budget(
             project.daily_budget,
-            p.daily_budget_micro_usd,
-            p.daily_budget_tokens,
+            [
+                p.daily_budget_micro_usd,
+                p.daily_budget_tokens,
+                p.daily_budget_calls,
+            ],
             "a project's daily budget",
         )?;
         project.updated_at = Timestamp::now();

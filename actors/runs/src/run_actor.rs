@@ -679,13 +679,13 @@ impl RunActorState {
             return;
         };
         let tokens = |run: &AgentRun| (run.usage.models.len(), run.usage.total());
-        let before = (tokens(run), Spent::of(&run.usage));
+        let before = (tokens(run), Spent::of(&run.usage, 0));
         let change = parser.feed(stdout, run);
         if tokens(run) != before.0 {
             self.usage_unsaved = true;
         }
         // What a run of a card spent counts at once for the runs that share its budgets.
-        let spent_more = Spent::of(&run.usage) != before.1;
+        let spent_more = Spent::of(&run.usage, 0) != before.1;
         if spent_more
             && run.card.is_some()
             && let Some(row) = UsageRow::of(&self.rec)

@@ -20,7 +20,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use bosun_shared::agents::CliKind;
-use bosun_shared::usage::{Budget, BudgetScope, ModelUsage, Reached, Spent, Tokens, day_of};
+use bosun_shared::usage::{
+    Budget, BudgetScope, ModelUsage, Reached, Spent, Tokens, day_of, is_zero,
+};
 use bosun_shared::{CardId, ProjectId, RunId, Timestamp};
 use bosun_store::{Record, StoreError};
 use serde::{Deserialize, Serialize};
@@ -46,6 +48,10 @@ pub struct UsageRow {
     pub micro_usd: Option<u64>,
     #[serde(default)]
     pub tool_calls: u64,
+    /// The tool calls bosun allowed the run: what a card's and a project's budget of tool
+    /// calls count.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub allowed_calls: u64,
     /// Tokens per model (last, so that a reader that needs no model can pass over them).
     #[serde(default)]
     pub models: Vec<ModelUsage>,
@@ -76,6 +82,7 @@ impl UsageRow {
             tokens: run.usage.total(),
             micro_usd: run.usage.cost.as_ref().map(|c| c.micro_usd),
             tool_calls: run.usage.tool_calls,
+            allowed_calls: run.decisions.iter().filter(|d| d.allowed).count() as u64,
             models: run.usage.models.clone(),
         })
     }
@@ -89,6 +96,7 @@ impl UsageRow {
                 .saturating_add(t.output)
                 .saturating_add(t.cache_read)
                 .saturating_add(t.cache_write),
+            calls: self.allowed_calls,
         }
     }
 }
@@ -348,7 +356,7 @@ impl Ledger {
             }
         };
         let more = self.grants.get(&scope.key()).copied().unwrap_or_default();
-        let reached = base.extended(&more).reached_by(&spent, 0)?;
+        let reached = base.extended(&more).reached_by(&spent, spent.calls)?;
         Some((base, reached))
     }
 }

@@ -77,7 +77,9 @@ impl Handle for AddCardParams {
 
 impl Handle for EditCardParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<CardView, Failure> {
-        let budget = self.budget_micro_usd.is_some() || self.budget_tokens.is_some();
+        let budget = self.budget_micro_usd.is_some()
+            || self.budget_tokens.is_some()
+            || self.budget_calls.is_some();
         let params = Box::new(card_edit(self)?);
         let view = shown(ctx, |reply| BoardRequest::EditCard {
             params,
@@ -119,6 +121,7 @@ fn card_edit(p: EditCardParams) -> Result<CardEdit, Failure> {
         project: emptied(p.project),
         budget_micro_usd: p.budget_micro_usd,
         budget_tokens: p.budget_tokens,
+        budget_calls: p.budget_calls,
     })
 }
 
@@ -174,7 +177,9 @@ impl Handle for AddProjectParams {
 
 impl Handle for EditProjectParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        let budget = self.daily_budget_micro_usd.is_some() || self.daily_budget_tokens.is_some();
+        let budget = self.daily_budget_micro_usd.is_some()
+            || self.daily_budget_tokens.is_some()
+            || self.daily_budget_calls.is_some();
         // An empty GitHub name on the wire reads the host from the `origin` remote again.
         let params = ProjectEdit {
             project: self.project,
@@ -184,6 +189,7 @@ impl Handle for EditProjectParams {
             github: Edit::read(self.github.map(|g| g.trim().to_string()), String::is_empty),
             daily_budget_micro_usd: self.daily_budget_micro_usd,
             daily_budget_tokens: self.daily_budget_tokens,
+            daily_budget_calls: self.daily_budget_calls,
         };
         let view = shown(ctx, |reply| BoardRequest::EditProject { params, reply }).await?;
         if budget {

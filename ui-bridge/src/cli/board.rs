@@ -123,6 +123,10 @@ enum CardCommand {
         #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true,
               value_parser = |s: &str| CapEdit::parse("a card's budget in tokens", s, false))]
         budget_tokens: Option<CapEdit>,
+        /// How many tool calls bosun may allow all its runs together, or off
+        #[arg(long, value_name = "CALLS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a card's budget in tool calls", s, false))]
+        budget_calls: Option<CapEdit>,
         #[command(flatten)]
         fields: CardFields,
     },
@@ -289,6 +293,7 @@ async fn card(dirs: &StateDir, c: CardCommand) -> anyhow::Result<ExitCode> {
             comment,
             budget_micro_usd,
             budget_tokens,
+            budget_calls,
             fields,
         } => (
             ask(
@@ -306,6 +311,7 @@ async fn card(dirs: &StateDir, c: CardCommand) -> anyhow::Result<ExitCode> {
                     project: fields.project,
                     budget_micro_usd,
                     budget_tokens,
+                    budget_calls,
                 },
             )
             .await?,

@@ -372,7 +372,7 @@ pub fn cost_words(cost: Option<&bosun_shared::usage::Cost>) -> String {
 }
 
 /// A budget several runs share, in a line: `$5.00 for all its runs; spent $1.2345, 40000
-/// tokens; allowed more: $5.00`.
+/// tokens, 12 tool calls; allowed more: $5.00`.
 pub fn shared_budget(b: &bosun_protocol::board::SharedBudgetView, what: &str) -> String {
     use bosun_shared::usage::Dollars;
     let mut line = format!(
@@ -383,6 +383,9 @@ pub fn shared_budget(b: &bosun_protocol::board::SharedBudgetView, what: &str) ->
             .unwrap_or_default(),
         b.spent_tokens
     );
+    if b.spent_calls > 0 || b.caps.tool_calls.is_some() {
+        line.push_str(&format!(", {} tool calls", b.spent_calls));
+    }
     if let Some(more) = b.more.caps_words() {
         line.push_str(&format!("; allowed more: {more}"));
     }

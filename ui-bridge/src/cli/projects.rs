@@ -62,6 +62,10 @@ pub enum ProjectCommand {
         #[arg(long, value_name = "TOKENS|off", allow_hyphen_values = true,
               value_parser = |s: &str| CapEdit::parse("a project's daily budget in tokens", s, false))]
         daily_budget_tokens: Option<CapEdit>,
+        /// The same in tool calls bosun allowed, or off
+        #[arg(long, value_name = "CALLS|off", allow_hyphen_values = true,
+              value_parser = |s: &str| CapEdit::parse("a project's daily budget in tool calls", s, false))]
+        daily_budget_calls: Option<CapEdit>,
         #[arg(long)]
         json: bool,
     },
@@ -157,6 +161,7 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
             github,
             daily_budget_micro_usd,
             daily_budget_tokens,
+            daily_budget_calls,
             json,
         } => {
             let params = EditProjectParams {
@@ -167,6 +172,7 @@ pub async fn run(dirs: &StateDir, cmd: ProjectCommand) -> anyhow::Result<ExitCod
                 github,
                 daily_budget_micro_usd,
                 daily_budget_tokens,
+                daily_budget_calls,
             };
             (ask(dirs, params).await?, json, Some("changed"))
         }

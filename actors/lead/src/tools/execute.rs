@@ -94,6 +94,7 @@ async fn execute_board(
                 // A card's budget is the person's alone to set: the lead's runs count toward it.
                 budget_micro_usd: None,
                 budget_tokens: None,
+                budget_calls: None,
             };
             let params = Box::new(params);
             board(ctx, |reply| BoardRequest::EditCard {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bosun_protocol::runner::{DaemonMsg, StopOrder, ToolAnswer, ToolAsk};
+use bosun_shared::agents::CliKind;
 use bosun_shared::usage::{Budget, BudgetScope, day_of};
 use bosun_shared::{ApprovalId, CardId, Timestamp};
 use ractor::{ActorProcessingErr, ActorRef};
@@ -662,6 +663,11 @@ impl RunActorState {
                 n: run.decisions.len() as u64,
                 decision: decision.clone(),
             };
+            // A command agent has no stream its calls are read from: each call bosun decides
+            // is one.
+            if run.cli == Some(CliKind::Command) {
+                run.usage.tool_calls += 1;
+            }
             run.decisions.push(Arc::new(decision));
             row
         });
@@ -687,9 +693,16 @@ impl RunActorState {
             // an approval stays waiting.
             if let Some(run) = self.rec.agent.as_mut() {
                 run.decisions.pop();
+                if run.cli == Some(CliKind::Command) {
+                    run.usage.tool_calls -= 1;
+                }
             }
             self.asks.escalated = escalated;
             return Err(e.into());
+        }
+        // A call allowed counts at once toward its card's and project's budgets of tool calls.
+        if let Some(row) = usage.as_ref().filter(|r| r.card.is_some()) {
+            self.ctx.spend.count(row);
         }
         self.usage_saved = usage.or(self.usage_saved.take());
         self.asks.waiting.remove(&key);

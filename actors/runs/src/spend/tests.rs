@@ -33,8 +33,37 @@ fn row(
         },
         micro_usd: Some(usd),
         tool_calls: 0,
+        allowed_calls: 0,
         models: Vec::new(),
     }
+}
+
+/// Issue 47: a card's budget of tool calls counts the calls bosun allowed every run of it.
+#[test]
+fn a_cards_budget_of_tool_calls_is_reached_by_two_runs_together() {
+    let (card, a, b) = (CardId::new(), RunId::new(), RunId::new());
+    let caps = CardBudgets {
+        title: "Fix login".into(),
+        budget: Budget {
+            tool_calls: Some(3),
+            ..Budget::default()
+        },
+        project: None,
+    };
+    let calls = |id, n| UsageRow {
+        allowed_calls: n,
+        ..row(id, card, None, NOON, 0, 0)
+    };
+    let spend = Spend::default();
+    spend.count(&calls(a, 1));
+    spend.count(&calls(b, 1));
+    let day = bosun_shared::usage::day_of(Timestamp::from_millis(NOON));
+    assert_eq!(spend.reached(&caps, card, &day), None);
+    spend.count(&calls(a, 2));
+    let reached = spend.reached(&caps, card, &day).expect("3 of 3");
+    assert_eq!(reached.reached, Reached::ToolCalls { made: 3, cap: 3 });
+    assert_eq!(reached.grant.tool_calls, Some(3), "as much again");
+    assert_eq!(spend.card(card).calls, 3);
 }
 
 fn caps(card_usd: Option<u64>, project: Option<(ProjectId, u64)>) -> CardBudgets {
@@ -68,7 +97,8 @@ fn a_run_counted_again_replaces_what_it_counted_and_days_are_apart() {
         spend.card(card),
         Spent {
             micro_usd: Some(2_700_000),
-            tokens: 270
+            tokens: 270,
+            ..Spent::default()
         }
     );
     let day = bosun_shared::usage::day_of(Timestamp::from_millis(NOON));
@@ -76,7 +106,8 @@ fn a_run_counted_again_replaces_what_it_counted_and_days_are_apart() {
         spend.day(project, &day),
         Spent {
             micro_usd: Some(2_000_000),
-            tokens: 200
+            tokens: 200,
+            ..Spent::default()
         }
     );
     // Loaded from the rows as saved, the sums are the same.

@@ -128,6 +128,7 @@ impl View for BudgetNow {
             more: self.more,
             spent_micro_usd: self.spent.micro_usd,
             spent_tokens: self.spent.tokens,
+            spent_calls: self.spent.calls,
         }
     }
 }
