@@ -432,6 +432,15 @@ impl Call {
     }
 }
 
+/// A request of the CLI's other than a call (a resource read, a prompt, a list) on its way.
+struct Asked {
+    id: Value,
+    method: String,
+    /// When it runs out of time, as a call does; none for `initialize` (the CLI bounds the
+    /// start of its servers itself).
+    deadline: Option<Instant>,
+}
+
 /// The running server of a connection.
 struct Running {
     child: Child,
@@ -466,8 +475,8 @@ struct Conn<'a> {
     /// The server answered `initialize` once: it is an MCP server that started.
     ready: bool,
     /// The CLI's other requests on their way (not calls): answered with an error when the
-    /// server ends before it answers them.
-    asked: HashMap<String, Value>,
+    /// server ends before it answers them, or when their deadline passes first.
+    asked: HashMap<String, Asked>,
     lists: HashSet<String>,
     /// Tools held back as new or changed (said in the log once each).
     pending: HashMap<String, Pending>,
@@ -547,7 +556,12 @@ async fn session(stream: tokio::net::UnixStream, gw: Arc<Gateway>) {
     };
     let mut from_server: Option<Lines<ChildStdout>> = None;
     loop {
-        let next_deadline = conn.calls.values().map(|c| c.deadline).min();
+        let next_deadline = conn
+            .calls
+            .values()
+            .map(|c| c.deadline)
+            .chain(conn.asked.values().filter_map(|a| a.deadline))
+            .min();
         tokio::select! {
             line = from_cli.next() => match line {
                 Ok(Some(line)) => conn.on_cli(&line, &mut from_server).await,

@@ -73,7 +73,26 @@ impl Conn<'_> {
         if let (Some(m), Some(id)) = (method, id)
             && m != "tools/call"
         {
-            self.asked.insert(key(id), id.clone());
+            if m == "resources/read"
+                && let Some(uri) = msg.pointer("/params/uri").and_then(Value::as_str)
+            {
+                // The run's timeline keeps what it read.
+                self.gw.note(format!(
+                    "mcp {}: reads the resource {}",
+                    self.server.name,
+                    super::cut(uri, 300)
+                ));
+            }
+            let deadline = (m != "initialize")
+                .then(|| Instant::now() + Duration::from_millis(self.rules().deadline_ms));
+            self.asked.insert(
+                key(id),
+                super::Asked {
+                    id: id.clone(),
+                    method: m.to_string(),
+                    deadline,
+                },
+            );
         }
         self.tell_server(rewritten.as_deref().unwrap_or(line), from_server)
             .await;
@@ -160,7 +179,7 @@ impl Conn<'_> {
                 if self.expired.remove(&k) {
                     return;
                 }
-                self.asked.remove(&k);
+                let asked = self.asked.remove(&k);
                 if self.init_id.as_deref() == Some(k.as_str()) {
                     self.ready = true;
                     hold_to_ceiling(&mut msg, &self.server.rules.capabilities);
@@ -169,6 +188,8 @@ impl Conn<'_> {
                     self.hold_back_unseen(&mut msg);
                 } else if let Some(call) = self.calls.remove(&k) {
                     self.shape_result(&call, &mut msg);
+                } else if let Some(a) = asked {
+                    self.shape_text(&a.method, &mut msg);
                 }
                 self.tell_cli(&msg).await;
             }

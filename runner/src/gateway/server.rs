@@ -344,7 +344,7 @@ impl Conn<'_> {
         self.gw.note(format!(
             "bosun's MCP gateway: {name} ended: {how}; it is started again at the next call"
         ));
-        let asked: Vec<Value> = self.asked.drain().map(|(_, id)| id).collect();
+        let asked: Vec<Value> = self.asked.drain().map(|(_, a)| a.id).collect();
         for id in asked {
             let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
                 "code": -32000,

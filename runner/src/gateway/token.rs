@@ -125,14 +125,14 @@ impl Conn<'_> {
             }
             AskEvent::Answer(answer) => self.send_own(&answer).await,
             AskEvent::HoldAll { until } => {
-                for c in self.calls.values_mut() {
-                    c.deadline = c.deadline.max(until);
+                for c in self.deadlines() {
+                    *c = (*c).max(until);
                 }
             }
             AskEvent::ResumeAll => {
                 let deadline = Instant::now() + Duration::from_millis(self.rules().deadline_ms);
-                for c in self.calls.values_mut() {
-                    c.deadline = deadline;
+                for c in self.deadlines() {
+                    *c = deadline;
                 }
             }
             AskEvent::ToCli(msg) => self.tell_cli(&msg).await,
