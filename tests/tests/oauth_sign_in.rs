@@ -164,9 +164,36 @@ fn sign_in_with_registration_then_use_refresh_and_sign_out() -> anyhow::Result<(
     let after = held_tokens(&b);
     assert_ne!(before, after, "the rotated tokens were saved");
 
-    // Sign-out revokes the refresh token and forgets everything.
+    // Two agents' verdicts on the server's tools, and one on a tool of the CLI's own.
+    for agent in ["coder", "reviewer"] {
+        b.add_claude_agent(agent, "http://127.0.0.1:9", &[])?;
+        b.ok(&[
+            "agent",
+            "set",
+            agent,
+            "mcp.remote.whoami=allow",
+            "Bash(git *)=allow",
+        ])?;
+        let shown = b.json(&["agent", "show", agent])?;
+        assert_eq!(
+            shown["approvals"]["verdicts"],
+            serde_json::json!([["Bash(git *)", "allow"], ["mcp.remote.whoami", "allow"]]),
+        );
+    }
+
+    // Sign-out revokes the refresh token and forgets everything, every agent's verdicts on
+    // the server's tools too (an "always allow" must not outlive the sign-in it was given
+    // under); the agents' other verdicts stay.
     let tokens = held_tokens(&b);
     let out = b.json(&["mcp", "sign-out", "remote"])?;
+    for agent in ["coder", "reviewer"] {
+        let shown = b.json(&["agent", "show", agent])?;
+        assert_eq!(
+            shown["approvals"]["verdicts"],
+            serde_json::json!([["Bash(git *)", "allow"]]),
+            "{agent}"
+        );
+    }
     assert_eq!(out["sign_in"]["state"], "not signed in");
     assert_eq!(
         out["sign_in"]["why"],
