@@ -97,6 +97,16 @@ pub struct GatewayEdit {
     pub allow_tools: Option<Vec<ToolGlob>>,
     /// Replaces the deny list.
     pub deny_tools: Option<Vec<ToolGlob>>,
+    /// Replace the allow and deny lists of resources (by URI) and prompts (by name); empty:
+    /// cleared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_resources: Option<Vec<ToolGlob>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deny_resources: Option<Vec<ToolGlob>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_prompts: Option<Vec<ToolGlob>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deny_prompts: Option<Vec<ToolGlob>>,
     pub deadline_ms: Option<u64>,
     pub max_result_chars: Option<u64>,
     /// Replaces the capabilities runs get.

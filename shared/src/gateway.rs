@@ -265,6 +265,18 @@ pub struct Rules {
     /// Tools never offered nor callable; deny wins over allow.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deny_tools: Vec<ToolGlob>,
+    /// Resources listed and readable, by URI: every one when empty, else those matching one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_resources: Vec<ToolGlob>,
+    /// Resources never listed nor readable; deny wins over allow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny_resources: Vec<ToolGlob>,
+    /// Prompts listed and given, by name: every one when empty, else those matching one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_prompts: Vec<ToolGlob>,
+    /// Prompts never listed nor given; deny wins over allow.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny_prompts: Vec<ToolGlob>,
     /// How long a call may take before the CLI gets an error and the server a cancellation.
     pub deadline_ms: u64,
     /// Text results longer than this reach the model as head and tail.
@@ -431,6 +443,10 @@ impl Default for Rules {
             trusted: false,
             allow_tools: Vec::new(),
             deny_tools: Vec::new(),
+            allow_resources: Vec::new(),
+            deny_resources: Vec::new(),
+            allow_prompts: Vec::new(),
+            deny_prompts: Vec::new(),
             deadline_ms: DEFAULT_DEADLINE_MS,
             max_result_chars: DEFAULT_MAX_RESULT_CHARS,
             capabilities: Capability::APPROVED_AT_FIRST.into_iter().collect(),
@@ -521,18 +537,34 @@ impl Rules {
 
     /// Whether `tool` may be offered and called; deny wins.
     pub fn judge(&self, tool: &str) -> Result<(), Held<'_>> {
-        if let Some(g) = self.deny_tools.iter().find(|g| g.matches(tool)) {
-            return Err(Held::Denied(g));
-        }
-        if !self.allow_tools.is_empty() && !self.allow_tools.iter().any(|g| g.matches(tool)) {
-            return Err(Held::NotAllowed);
-        }
-        Ok(())
+        judge_by(&self.allow_tools, &self.deny_tools, tool)
+    }
+
+    /// Whether a resource (by its URI) may be listed and read.
+    pub fn judge_resource(&self, uri: &str) -> Result<(), Held<'_>> {
+        judge_by(&self.allow_resources, &self.deny_resources, uri)
+    }
+
+    /// Whether a prompt (by its name) may be listed and given.
+    pub fn judge_prompt(&self, name: &str) -> Result<(), Held<'_>> {
+        judge_by(&self.allow_prompts, &self.deny_prompts, name)
     }
 }
 
-/// A pattern of tool names: `*` stands for any run of characters, `?` for one; nothing else is
-/// special. Never empty, no control characters, at most 200 characters.
+/// `name` against an allow list (empty: everything) and a deny list, deny winning.
+fn judge_by<'a>(allow: &[ToolGlob], deny: &'a [ToolGlob], name: &str) -> Result<(), Held<'a>> {
+    if let Some(g) = deny.iter().find(|g| g.matches(name)) {
+        return Err(Held::Denied(g));
+    }
+    if !allow.is_empty() && !allow.iter().any(|g| g.matches(name)) {
+        return Err(Held::NotAllowed);
+    }
+    Ok(())
+}
+
+/// A pattern of names (of tools, of prompts) or of resource URIs: `*` stands for any run of
+/// characters, `?` for one; nothing else is special. Never empty, no control characters, at
+/// most 200 characters.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct ToolGlob(String);
@@ -717,6 +749,31 @@ mod tests {
             ..Rules::default()
         };
         assert_eq!(only.judge("echo"), Err(Held::NotAllowed));
+    }
+
+    #[test]
+    fn resources_by_uri_and_prompts_by_name_have_lists_of_their_own() {
+        let rules = Rules {
+            allow_resources: vec![g("docs://public/*")],
+            deny_resources: vec![g("docs://public/secret*")],
+            deny_prompts: vec![g("admin-*")],
+            ..Rules::default()
+        };
+        assert!(rules.judge_resource("docs://public/readme").is_ok());
+        assert_eq!(
+            rules.judge_resource("docs://public/secret.txt"),
+            Err(Held::Denied(&g("docs://public/secret*")))
+        );
+        assert_eq!(
+            rules.judge_resource("file:///etc/passwd"),
+            Err(Held::NotAllowed)
+        );
+        assert!(rules.judge_prompt("review").is_ok());
+        assert!(rules.judge_prompt("admin-reset").is_err());
+        assert!(
+            rules.judge("admin-reset").is_ok(),
+            "tools keep their own lists"
+        );
     }
 
     #[test]

@@ -253,6 +253,59 @@ fn a_resource_read_is_bounded_in_time_and_reaches_the_model_framed_and_cut() -> 
     b.finish()
 }
 
+/// Issue 50: a server's resources have allow and deny lists of their own, by URI, as its tools
+/// do: a resource held back is not listed to the CLI, and a read of it never reaches the
+/// server (Claude Code reads only what was listed; the gateway refuses any other in words).
+#[test]
+fn a_resource_the_deny_list_holds_is_neither_listed_nor_read() -> anyhow::Result<()> {
+    let b = Bosun::new("hostile_resource_lists");
+    let reads = b.scratch().join("reads");
+    let reads_arg = reads.display().to_string();
+    add_hostile(
+        &b,
+        "rogue",
+        "big-result",
+        &["--bytes", "10", "--state", &reads_arg],
+    )?;
+    b.ok(&["mcp", "approve", "rogue", "--capability", "resources"])?;
+    b.ok(&["mcp", "edit", "rogue", "--deny-resource", "hostile://*"])?;
+    let shown = b.ok(&["mcp", "show", "rogue"])?;
+    assert!(
+        shown.contains("deny resources") && shown.contains("hostile://*"),
+        "{shown}"
+    );
+    let fake = FakeModel::start(
+        "anthropic",
+        r#"call:ListMcpResourcesTool:{"server":"rogue"};call:ReadMcpResourceTool:{"server":"rogue","uri":"hostile://doc"};text:done"#,
+    )?;
+    add_coder(&b, &fake, "rogue")?;
+    let run = b.run_agent("coder", "list and read")?;
+    // What the listing brought in escalates the turn: the read waits for the person.
+    if let Ok(a) = b.wait_approval() {
+        b.ok(&["approve", &bosun_tests::short_id(&a)])?;
+    }
+    let view = b.wait_ended(&run, Duration::from_secs(120))?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let turns = fake.turns();
+    let result = |n: usize| {
+        turns[n]["tool_result"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let listed = result(1);
+    assert!(!listed.contains("hostile://doc"), "{listed}");
+    let read = result(2);
+    assert!(
+        read.contains("bosun holds back the resource `hostile://doc` of the MCP server `rogue`: its deny list holds `hostile://*`")
+            || read.contains("Resource not found: hostile://doc"),
+        "{read}"
+    );
+    let reached = std::fs::read_to_string(&reads).unwrap_or_default();
+    assert_eq!(reached, "", "no read reached the server");
+    b.finish()
+}
+
 #[test]
 fn a_stop_ends_a_run_whose_runner_is_wedged() -> anyhow::Result<()> {
     let b = Bosun::new("hostile_wedged_runner");

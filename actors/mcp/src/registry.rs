@@ -100,6 +100,11 @@ pub struct GatewayChange {
     pub allow_tools: Edit<Vec<ToolGlob>>,
     /// Replaces the deny list, or clears it (no tool denied).
     pub deny_tools: Edit<Vec<ToolGlob>>,
+    /// The same of resources (by URI) and of prompts (by name).
+    pub allow_resources: Edit<Vec<ToolGlob>>,
+    pub deny_resources: Edit<Vec<ToolGlob>>,
+    pub allow_prompts: Edit<Vec<ToolGlob>>,
+    pub deny_prompts: Edit<Vec<ToolGlob>>,
     pub deadline: Option<CallDeadline>,
     pub max_result_chars: Option<ResultChars>,
     /// Replaces the capabilities runs get (at least one: checked with the server's name).

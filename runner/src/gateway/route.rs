@@ -68,6 +68,12 @@ impl Conn<'_> {
                     return;
                 }
             }
+            (Some(m @ ("resources/read" | "prompts/get")), Some(id)) => {
+                if let Some(reply) = self.held_by_lists(m, &msg, id) {
+                    self.tell_cli(&reply).await;
+                    return;
+                }
+            }
             _ => {}
         }
         if let (Some(m), Some(id)) = (method, id)
@@ -102,6 +108,68 @@ impl Conn<'_> {
             && let Some(call) = self.calls.get_mut(&key(id))
         {
             call.deadline = Instant::now() + Duration::from_millis(self.server.rules.deadline_ms);
+        }
+    }
+
+    /// A resource read or a prompt asked for that the server's lists hold back: the error the
+    /// CLI gets, saying why and what the person can change (and a line in the run's log).
+    fn held_by_lists(&self, method: &str, msg: &Value, id: &Value) -> Option<Value> {
+        let (what, key) = match method {
+            "resources/read" => ("resource", "/params/uri"),
+            _ => ("prompt", "/params/name"),
+        };
+        let target = msg.pointer(key).and_then(Value::as_str).unwrap_or("");
+        let rules = self.rules();
+        let held = match method {
+            "resources/read" => rules.judge_resource(target),
+            _ => rules.judge_prompt(target),
+        };
+        let why = match held.err()? {
+            bosun_shared::gateway::Held::Denied(g) => format!("its deny list holds `{g}`"),
+            bosun_shared::gateway::Held::NotAllowed => "it is not on its allow list".into(),
+        };
+        let name = &self.server.name;
+        let target = super::cut(target, 300);
+        self.gw.note(format!(
+            "mcp {name}: the {what} {target} refused by bosun's gateway ({why})"
+        ));
+        Some(json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32602,
+            "message": format!("bosun holds back the {what} `{target}` of the MCP server `{name}`: {why} (`bosun mcp edit {name}`)"),
+        }}))
+    }
+
+    /// A listing of resources or prompts, without those the server's lists hold back.
+    fn hold_back_listed(&self, method: &str, msg: &mut Value) {
+        let rules = self.rules();
+        let keep = |list: &str, key: &str, judge: &dyn Fn(&str) -> bool, msg: &mut Value| {
+            if let Some(items) = msg
+                .pointer_mut(&format!("/result/{list}"))
+                .and_then(Value::as_array_mut)
+            {
+                items.retain(|i| judge(i.get(key).and_then(Value::as_str).unwrap_or("")));
+            }
+        };
+        match method {
+            "resources/list" => keep(
+                "resources",
+                "uri",
+                &|uri| rules.judge_resource(uri).is_ok(),
+                msg,
+            ),
+            "resources/templates/list" => keep(
+                "resourceTemplates",
+                "uriTemplate",
+                &|uri| rules.judge_resource(uri).is_ok(),
+                msg,
+            ),
+            "prompts/list" => keep(
+                "prompts",
+                "name",
+                &|name| rules.judge_prompt(name).is_ok(),
+                msg,
+            ),
+            _ => {}
         }
     }
 
@@ -189,6 +257,7 @@ impl Conn<'_> {
                 } else if let Some(call) = self.calls.remove(&k) {
                     self.shape_result(&call, &mut msg);
                 } else if let Some(a) = asked {
+                    self.hold_back_listed(&a.method, &mut msg);
                     self.shape_text(&a.method, &mut msg);
                 }
                 self.tell_cli(&msg).await;

@@ -93,6 +93,10 @@ fn gateway_change(g: GatewayEdit) -> Result<GatewayChange, RuleError> {
         // An empty list on the wire clears it (`--allow-tool ""`).
         allow_tools: Edit::read(g.allow_tools, Vec::is_empty),
         deny_tools: Edit::read(g.deny_tools, Vec::is_empty),
+        allow_resources: Edit::read(g.allow_resources, Vec::is_empty),
+        deny_resources: Edit::read(g.deny_resources, Vec::is_empty),
+        allow_prompts: Edit::read(g.allow_prompts, Vec::is_empty),
+        deny_prompts: Edit::read(g.deny_prompts, Vec::is_empty),
         deadline: g.deadline_ms.map(CallDeadline::from_millis).transpose()?,
         max_result_chars: g.max_result_chars.map(ResultChars::new).transpose()?,
         capabilities: g.capabilities,

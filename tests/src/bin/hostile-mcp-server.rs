@@ -247,6 +247,19 @@ type Answer = Option<Result<Value, (i64, String)>>;
 /// that tells the model what to do (`big-result`), else a line.
 fn read(options: &Options, msg: &Value) -> Answer {
     let uri = msg["params"]["uri"].as_str().unwrap_or("");
+    if options.mode != Mode::ManyTools
+        && let Some(state) = &options.state
+    {
+        // Outside `many-tools`, `--state` counts the reads that reached the server.
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(state)
+        {
+            let _ = writeln!(f, "read {uri}");
+        }
+    }
     let text = match options.mode {
         Mode::NeverAnswers => return None,
         Mode::BigResult => format!(

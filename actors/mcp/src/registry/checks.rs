@@ -120,6 +120,10 @@ pub(super) fn gateway_rules(
     for (change, list) in [
         (edit.allow_tools, &mut rules.allow_tools),
         (edit.deny_tools, &mut rules.deny_tools),
+        (edit.allow_resources, &mut rules.allow_resources),
+        (edit.deny_resources, &mut rules.deny_resources),
+        (edit.allow_prompts, &mut rules.allow_prompts),
+        (edit.deny_prompts, &mut rules.deny_prompts),
     ] {
         match change {
             Edit::Keep => {}
@@ -158,7 +162,14 @@ pub(super) fn gateway_rules(
     }
     rules.net.sort();
     rules.net.dedup();
-    for list in [&mut rules.allow_tools, &mut rules.deny_tools] {
+    for list in [
+        &mut rules.allow_tools,
+        &mut rules.deny_tools,
+        &mut rules.allow_resources,
+        &mut rules.deny_resources,
+        &mut rules.allow_prompts,
+        &mut rules.deny_prompts,
+    ] {
         list.sort();
         list.dedup();
     }

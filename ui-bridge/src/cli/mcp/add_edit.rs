@@ -132,6 +132,22 @@ pub struct GatewayArgs {
     /// replaces the list; "" clears it). Deny wins over allow
     #[arg(long = "deny-tool", value_name = "PATTERN")]
     deny_tools: Vec<String>,
+    /// List and read only the resources whose URI matches these patterns, e.g.
+    /// 'docs://public/*' (repeatable; replaces the list; "" clears it: every resource)
+    #[arg(long = "allow-resource", value_name = "PATTERN")]
+    allow_resources: Vec<String>,
+    /// Never list nor read the resources whose URI matches these patterns (repeatable; replaces
+    /// the list; "" clears it). Deny wins over allow
+    #[arg(long = "deny-resource", value_name = "PATTERN")]
+    deny_resources: Vec<String>,
+    /// List and give only the prompts whose name matches these patterns (repeatable; replaces
+    /// the list; "" clears it: every prompt)
+    #[arg(long = "allow-prompt", value_name = "PATTERN")]
+    allow_prompts: Vec<String>,
+    /// Never list nor give the prompts whose name matches these patterns (repeatable; replaces
+    /// the list; "" clears it). Deny wins over allow
+    #[arg(long = "deny-prompt", value_name = "PATTERN")]
+    deny_prompts: Vec<String>,
     /// How long a call may take before it is cancelled: 30s, 2m (default 60s)
     #[arg(long, value_name = "DURATION")]
     call_deadline: Option<String>,
@@ -193,6 +209,10 @@ impl GatewayArgs {
             },
             allow_tools: globs(self.allow_tools)?,
             deny_tools: globs(self.deny_tools)?,
+            allow_resources: globs(self.allow_resources)?,
+            deny_resources: globs(self.deny_resources)?,
+            allow_prompts: globs(self.allow_prompts)?,
+            deny_prompts: globs(self.deny_prompts)?,
             deadline_ms,
             max_result_chars: self.max_result,
             capabilities: self.capabilities.map(|c| c.into_iter().collect()),

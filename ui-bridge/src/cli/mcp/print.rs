@@ -103,6 +103,21 @@ fn print_rules(r: &bosun_shared::gateway::Rules) {
             list(&r.deny_tools)
         );
     }
+    for (what, allow, deny) in [
+        ("resources", &r.allow_resources, &r.deny_resources),
+        ("prompts", &r.allow_prompts, &r.deny_prompts),
+    ] {
+        if !allow.is_empty() {
+            outln!("{:<12}{}", format!("allow {what}"), list(allow));
+        }
+        if !deny.is_empty() {
+            outln!(
+                "{:<12}{} (never listed nor given)",
+                format!("deny {what}"),
+                list(deny)
+            );
+        }
+    }
     outln!(
         "{:<12}{} per call; results over {} characters reach the model as head and tail",
         "deadline",
