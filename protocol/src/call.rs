@@ -10,6 +10,7 @@
 
 use super::agents::{AgentView, BuiltinToolsView};
 use super::approvals::ApprovalView;
+use super::audit::AuditView;
 use super::auth::SignInStarted;
 use super::board::{BoardView, CardView, ColumnView, NoteSummary, NoteView};
 use super::lead::{AnswerStarted, ChatView, PendingView};
@@ -120,6 +121,7 @@ macro_rules! every_request {
             DaemonSet(runs::DaemonSet) => DaemonStatusView;
             Usage(usage::UsageReport) => UsageView;
             McpApprove(mcp::McpApprove) => ServerView;
+            Audit(audit::AuditList) => AuditView;
         }
     };
     (@table $then:ident $(
@@ -237,4 +239,5 @@ replies! {
     boxed ProjectView => Project;
     field Vec<ProjectView> => Projects { projects };
     boxed UsageView => Usage;
+    boxed AuditView => Audit;
 }

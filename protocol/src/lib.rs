@@ -19,6 +19,7 @@
 
 pub mod agents;
 pub mod approvals;
+pub mod audit;
 pub mod auth;
 pub mod board;
 pub mod bytes;
@@ -59,6 +60,34 @@ pub struct Hello {
     /// binary frames leaves this out and is sent JSON.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub binary_log: bool,
+    /// Which UI it is, for the audit log: the local web UI says so; the command line, and a
+    /// UI of before, leaves it out.
+    #[serde(default, skip_serializing_if = "UiClient::is_cli")]
+    pub client: UiClient,
+}
+
+/// Which of the person's tools a UI is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UiClient {
+    /// `bosun` at this machine's command line.
+    #[default]
+    Cli,
+    /// The local web UI's bridge (`bosun ui`).
+    Web,
+}
+
+impl UiClient {
+    pub fn is_cli(&self) -> bool {
+        *self == UiClient::Cli
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            UiClient::Cli => "cli",
+            UiClient::Web => "web",
+        }
+    }
 }
 
 /// Who is connecting.

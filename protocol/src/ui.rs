@@ -235,6 +235,7 @@ pub enum Response {
         projects: Vec<ProjectView>,
     },
     Usage(Box<UsageView>),
+    Audit(Box<super::audit::AuditView>),
 }
 
 /// Something the daemon pushes on a subscription.

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::agents::{AgentRemove, AgentRun, AgentSet, AgentShow, AgentTools};
 use super::approvals::{Approvals, ApproveCard, Decide};
+use super::audit::AuditList;
 use super::auth::{
     McpSignIn, McpSignInCancel, McpSignInFinish, McpSignInMachine, McpSignOut, SignInStarted,
 };
@@ -262,6 +263,10 @@ fn requests() -> Vec<Request> {
             by: UsageBy::Model,
             since_ms: Some(604_800_000),
         }),
+        Request::Audit(AuditList {
+            since_ms: Some(86_400_000),
+            verify: true,
+        }),
         Request::McpApprove(McpApprove {
             server: "s".into(),
             tools: vec!["t".into()],
@@ -389,6 +394,11 @@ fn responses() -> Vec<Response> {
             "total": {"key": "total", "runs": 2, "input": 10, "output": 5, "cache_read": 1,
                       "cache_write": 0, "micro_usd": 1500, "unpriced": 1, "tool_calls": 3}
         }))),
+        Response::Audit(view(json!({
+            "entries": [{"n": 1, "at": 5, "who": "cli", "what": "agent set a x=on",
+                "after": {"x": true}, "prev": "genesis", "hash": "ab"}],
+            "check": {"state": "intact", "entries": 1}
+        }))),
     ]
 }
 
@@ -457,6 +467,7 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"mcp_sign_in_cancel","params":{"attempt":3}}"#,
     r#"{"method":"daemon_set","params":{"settings":["notify=off"]}}"#,
     r#"{"method":"usage","params":{"by":"model","since_ms":604800000}}"#,
+    r#"{"method":"audit","params":{"since_ms":86400000,"verify":true}}"#,
     r#"{"method":"mcp_approve","params":{"server":"s","tools":["t"],"all_tools":false,"capabilities":["resources"]}}"#,
 ];
 
@@ -496,6 +507,7 @@ const RESPONSES: &[&str] = &[
     r#"{"answer":"project","id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2,"daily_budget":{"caps":{"micro_usd":20000000},"more":{"tokens":5},"spent_micro_usd":7,"spent_tokens":9}}"#,
     r#"{"answer":"projects","projects":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"p","folder":"/w","main_branch":"main","host":{"kind":"github","repo":"o/n"},"testing":true,"lead_may_merge":false,"cards":0,"created_at":1,"updated_at":2}]}"#,
     r#"{"answer":"usage","by":"agent","since":5,"rows":[{"key":"coder","runs":2,"input":10,"output":5,"cache_read":1,"cache_write":0,"micro_usd":1500,"unpriced":1,"tool_calls":3}],"total":{"key":"total","runs":2,"input":10,"output":5,"cache_read":1,"cache_write":0,"micro_usd":1500,"unpriced":1,"tool_calls":3}}"#,
+    r#"{"answer":"audit","entries":[{"n":1,"at":5,"who":"cli","what":"agent set a x=on","after":{"x":true},"prev":"genesis","hash":"ab"}],"check":{"state":"intact","entries":1}}"#,
 ];
 
 /// Each value is exactly its pinned text, and the text reads back as the same value.
@@ -573,7 +585,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set`, `usage`, `mcp_approve` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set`, `usage`, `mcp_approve`, `audit` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

@@ -382,6 +382,7 @@ async fn session(
     let mut reader = FrameReader::new(r);
     let hello = Hello {
         binary_log: false,
+        client: Default::default(),
         protocol_version: PROTOCOL_VERSION,
         role: Role::Runner {
             run_id,

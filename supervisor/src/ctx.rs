@@ -82,6 +82,8 @@ pub struct DaemonCtx {
     /// What the runs of each card and project (per day) spent together, for their budgets:
     /// filled from the store's usage rows before any actor starts.
     pub spend: Arc<Spend>,
+    /// Who changed what agents may do, and who answered what (`audit.jsonl`).
+    pub audit: Arc<crate::audit::AuditLog>,
 }
 
 /// Tells every UI (and so the desktop) that a server's sign-in can no longer be used.
@@ -151,6 +153,7 @@ impl DaemonCtx {
             bosun_mcp::record::server_names,
         )
         .with_sign_in_lost(sign_in_lost(events.clone()));
+        let audit = Arc::new(crate::audit::AuditLog::new(dirs.root()));
         Self {
             dirs,
             store,
@@ -181,6 +184,7 @@ impl DaemonCtx {
             last_prune: Mutex::new(None),
             prices: Arc::new(Prices::built_in()),
             spend: Arc::new(Spend::default()),
+            audit,
         }
     }
 
@@ -308,6 +312,7 @@ impl DaemonCtx {
             runs: self.runs.clone(),
             attachments: self.dirs.root().join("attachments"),
             shows: Arc::new(crate::api::views::lead::LeadShows),
+            audit: self.audit.clone(),
         }
     }
 

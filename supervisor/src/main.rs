@@ -2,6 +2,7 @@
 //! socket. People do not usually start it themselves: `bosun` starts it when it is not running.
 
 mod api;
+mod audit;
 mod control;
 mod ctx;
 mod events;

@@ -38,6 +38,7 @@ pub async fn every_hour(ctx: Arc<DaemonCtx>) {
         wait = ROUND;
         let retention = ctx.settings.lock().await.retention_ms;
         let cutoff = Timestamp::from_millis(Timestamp::now().as_millis().saturating_sub(retention));
+        prune_audit(&ctx, cutoff).await;
         let started = Instant::now();
         match round(&ctx, cutoff).await {
             Ok((approvals, runs)) => {
@@ -59,6 +60,23 @@ pub async fn every_hour(ctx: Arc<DaemonCtx>) {
             }
             Err(e) => warn!(error = %e, "could not prune; the next round tries again"),
         }
+    }
+}
+
+/// The audit log's entries older than the retention go too, the last of them kept as the
+/// anchor the rest follow.
+async fn prune_audit(ctx: &Arc<DaemonCtx>, cutoff: Timestamp) {
+    let audit = ctx.audit.clone();
+    match tokio::task::spawn_blocking(move || audit.prune(cutoff)).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(entries)) => info!(
+            entries,
+            "pruned the audit log's entries older than the retention"
+        ),
+        Ok(Err(e)) => {
+            warn!(error = %e, "could not prune the audit log; the next round tries again")
+        }
+        Err(e) => warn!(error = %e, "could not prune the audit log"),
     }
 }
 

@@ -89,6 +89,8 @@ pub struct SessionState {
     follows: HashMap<u64, JoinHandle<()>>,
     /// The UI reads log events in their binary form (its hello said so).
     binary_log: bool,
+    /// Which UI it is (its hello said so): who its requests are in the audit log.
+    client: bosun_protocol::UiClient,
 }
 
 enum Mode {
@@ -135,6 +137,7 @@ impl Actor for Session {
             tasks: Vec::new(),
             follows: HashMap::new(),
             binary_log: false,
+            client: Default::default(),
         })
     }
 
@@ -208,6 +211,7 @@ impl Actor for Session {
             }
             Role::Ui => {
                 state.binary_log = hello.binary_log;
+                state.client = hello.client;
                 state.start_ui(&myself, reader, writer).await
             }
             Role::Runner {
@@ -481,14 +485,16 @@ impl SessionState {
             return;
         };
         let (out, events) = (out.clone(), events.clone());
+        // What the request changes is the UI's in the audit log.
+        let who = crate::audit::Who::Ui(self.client);
         let result = match requests::route(&self.ctx, body) {
-            Routed::Now(answer) => answer.await.map_err(|f| f.0),
+            Routed::Now(answer) => crate::audit::as_who(who, answer).await.map_err(|f| f.0),
             // Looking at an MCP server can take minutes (a first npx download): it runs as a
             // task of the session's, ended (with the server's process group) if the client goes.
             Routed::Task(answer) => {
                 let me = myself.clone();
                 let task = tokio::spawn(async move {
-                    let result = match answer.await {
+                    let result = match crate::audit::as_who(who, answer).await {
                         Ok(r) => ResponseResult::Ok(r),
                         Err(e) => ResponseResult::Err(e.0),
                     };

@@ -1423,6 +1423,7 @@ impl EventWatcher {
                     protocol_version: PROTOCOL_VERSION,
                     role: Role::Ui,
                     binary_log: false,
+                    client: Default::default(),
                 };
                 if w.send_now(&hello).await.is_err() {
                     return;

@@ -85,6 +85,7 @@ async fn subscribe(
         protocol_version: PROTOCOL_VERSION,
         role: Role::Ui,
         binary_log: true,
+        client: Default::default(),
     })
     .await
     .map_err(|e| fail(format!("hello: {e}")))?;

@@ -37,6 +37,7 @@ async fn hello(
         role,
         // As a UI of before binary frames: its log events come as JSON.
         binary_log: false,
+        client: Default::default(),
     })
     .await?;
     let reply = r

@@ -16,8 +16,8 @@ use bosun_protocol::runs::{ListRuns, RunView, RunsPage};
 use bosun_protocol::socket::{self, WriteHalf};
 use bosun_protocol::ui::{ClientFrame, Event, Request, Response, ResponseResult, ServerFrame};
 use bosun_protocol::{
-    FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role, Welcome,
-    WireError,
+    FrameError, FrameReader, FrameWriter, Hello, HelloReply, PROTOCOL_VERSION, Role, UiClient,
+    Welcome, WireError,
 };
 use bosun_shared::paths::StateDir;
 use tokio::sync::mpsc;
@@ -60,6 +60,10 @@ pub struct Client {
     next_id: u64,
     pub welcome: Welcome,
 }
+
+/// Which UI this process is, said to bosund in each connection's hello (for its audit log):
+/// the web bridge sets it once as it starts; the command line leaves it.
+pub static CLIENT: std::sync::OnceLock<UiClient> = std::sync::OnceLock::new();
 
 impl Client {
     /// Connects to the daemon of `dirs`, starting it if `autostart` and it is not running.
@@ -110,6 +114,7 @@ impl Client {
                 protocol_version: PROTOCOL_VERSION,
                 role: Role::Ui,
                 binary_log: true,
+                client: *CLIENT.get().unwrap_or(&UiClient::Cli),
             })
             .await?;
         let welcome = match reader.read::<HelloReply>().await? {

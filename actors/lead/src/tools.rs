@@ -42,6 +42,14 @@ pub struct ToolCtx {
     pub attachments: PathBuf,
     /// Writes bosun's answers for the model.
     pub shows: Arc<dyn Shows>,
+    /// Where the lead's changes to what agents may do are put on record.
+    pub audit: Arc<dyn LeadAudit>,
+}
+
+/// Where the lead's changes to what agents may do are put on record (bosund's audit log), as
+/// the lead's: what, and how it stands after (never a secret value).
+pub trait LeadAudit: Send + Sync {
+    fn lead_did(&self, what: &str, after: serde_json::Value);
 }
 
 /// bosun's own tools. A call names its tool; the name is parsed once, where the call comes in,

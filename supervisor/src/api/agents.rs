@@ -25,9 +25,12 @@ use crate::wire::Failure;
 impl Handle for AgentParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
         let params = new_agent(self)?;
-        agents_call(ctx, |reply| AgentsMsg::Add { params, reply })
+        let what = format!("agent add {}", params.name);
+        let view = agents_call(ctx, |reply| AgentsMsg::Add { params, reply })
             .await
-            .map(|a| a.view())
+            .map(|a| a.view())?;
+        ctx.audit.record(&what, None, Some(&view));
+        Ok(view)
     }
 }
 
@@ -55,9 +58,16 @@ fn new_agent(p: AgentParams) -> Result<NewAgent, Failure> {
 impl Handle for EditAgentParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
         let params = agent_edit(self)?;
-        agents_call(ctx, |reply| AgentsMsg::Edit { params, reply })
+        let before = agent_view(ctx, &params.agent).await;
+        let view = agents_call(ctx, |reply| AgentsMsg::Edit { params, reply })
             .await
-            .map(|a| a.view())
+            .map(|a| a.view())?;
+        ctx.audit.record(
+            &format!("agent edit {}", view.name),
+            before.as_ref(),
+            Some(&view),
+        );
+        Ok(view)
     }
 }
 
@@ -90,14 +100,26 @@ fn agent_edit(p: EditAgentParams) -> Result<AgentEdit, Failure> {
 
 impl Handle for AgentSet {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
-        agents_call(ctx, |reply| AgentsMsg::Set {
+        let before = agent_view(ctx, &self.agent).await;
+        let what = format!("agent set {} {}", self.agent, self.settings.join(" "));
+        let view = agents_call(ctx, |reply| AgentsMsg::Set {
             agent: self.agent,
             settings: self.settings,
             reply,
         })
         .await
-        .map(|a| a.view())
+        .map(|a| a.view())?;
+        ctx.audit.record(&what, before.as_ref(), Some(&view));
+        Ok(view)
     }
+}
+
+/// How an agent shows now, for the audit log's "before" (none when it cannot be found).
+async fn agent_view(ctx: &Arc<DaemonCtx>, agent: &str) -> Option<AgentView> {
+    agents::show(&ctx.agents_context(), agent)
+        .await
+        .ok()
+        .map(|a| a.view())
 }
 
 impl Handle for AgentShow {
@@ -116,12 +138,15 @@ impl Handle for AgentList {
 
 impl Handle for AgentRemove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<AgentView, Failure> {
-        agents_call(ctx, |reply| AgentsMsg::Remove {
+        let view = agents_call(ctx, |reply| AgentsMsg::Remove {
             agent: self.agent,
             reply,
         })
         .await
-        .map(|a| a.view())
+        .map(|a| a.view())?;
+        ctx.audit
+            .record(&format!("agent remove {}", view.name), Some(&view), None);
+        Ok(view)
     }
 }
 

@@ -81,7 +81,13 @@ async fn decide(
         .into());
     };
     let id = a.id;
-    ractor::call!(entry.actor, |reply| RunMsg::Decide {
+    let said = match &decision {
+        PersonDecision::Allow { .. } => "allowed",
+        PersonDecision::AllowAlways => "allowed always",
+        PersonDecision::Deny { .. } => "denied",
+        PersonDecision::Block { .. } => "blocked",
+    };
+    let view = ractor::call!(entry.actor, |reply| RunMsg::Decide {
         approval: id,
         decision,
         reply
@@ -93,7 +99,19 @@ async fn decide(
         ))
     })?
     .map(|decided| decided.view())
-    .map_err(Failure::from)
+    .map_err(Failure::from)?;
+    ctx.audit.record(
+        &format!(
+            "{said} approval {} of run {}: {} ({})",
+            id.short(),
+            a.run.short(),
+            bosun_shared::text::visible(&a.tool),
+            a.class
+        ),
+        Some(&a.view()),
+        Some(&view),
+    );
+    Ok(view)
 }
 
 impl Handle for Decide {

@@ -43,7 +43,10 @@ impl Handle for McpSignInFinish {
         let detail = registry::show(&ctx.registry_context(), &server.to_string()).await?;
         // Runs' calls that wait for this sign-in go on.
         ctx.live.signed_in(&detail.record.name);
-        Ok(detail.view())
+        let view = detail.view();
+        ctx.audit
+            .record(&format!("mcp sign-in {}", view.name), None, Some(&view));
+        Ok(view)
     }
 }
 
@@ -72,7 +75,13 @@ impl Handle for McpSignInMachine {
         let server = client_credentials::sign_in(&rc.auth, &rec, machine, probe).await?;
         let detail = registry::show(&rc, &server.to_string()).await?;
         ctx.live.signed_in(&detail.record.name);
-        Ok(detail.view())
+        let view = detail.view();
+        ctx.audit.record(
+            &format!("mcp sign-in {} (as this machine)", view.name),
+            None,
+            Some(&view),
+        );
+        Ok(view)
     }
 }
 
@@ -82,6 +91,15 @@ impl Handle for McpSignOut {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         let detail = registry::sign_out(&ctx.registry_context(), &self.server).await?;
         super::agents::server_verdicts(ctx, detail.record.name.clone(), None).await?;
-        Ok(detail.view())
+        let view = detail.view();
+        ctx.audit.record(
+            &format!(
+                "mcp sign-out {} (every agent's verdicts on its tools forgotten)",
+                view.name
+            ),
+            None,
+            Some(&view),
+        );
+        Ok(view)
     }
 }

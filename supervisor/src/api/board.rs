@@ -89,6 +89,12 @@ impl Handle for EditCardParams {
         .await?;
         if budget {
             budget_set_anew(ctx, &format!("card/{}", view.id)).await?;
+            let caps = view.budget.as_ref().map(|b| b.caps);
+            ctx.audit.record(
+                &format!("card budget {} '{}'", view.short_id, view.title),
+                None,
+                Some(&caps),
+            );
         }
         Ok(view)
     }
@@ -194,6 +200,12 @@ impl Handle for EditProjectParams {
         let view = shown(ctx, |reply| BoardRequest::EditProject { params, reply }).await?;
         if budget {
             budget_set_anew(ctx, &format!("project/{}/", view.id)).await?;
+            let caps = view.daily_budget.as_ref().map(|b| b.caps);
+            ctx.audit.record(
+                &format!("project daily budget {}", view.name),
+                None,
+                Some(&caps),
+            );
         }
         Ok(view)
     }
@@ -203,12 +215,19 @@ impl Handle for EditProjectParams {
 /// is set.
 impl Handle for ProjectSet {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ProjectView, Failure> {
-        shown(ctx, |reply| BoardRequest::SetProject {
+        let what = format!("project set {} {}", self.project, self.settings.join(" "));
+        let view = shown(ctx, |reply| BoardRequest::SetProject {
             project: self.project,
             settings: self.settings,
             reply,
         })
-        .await
+        .await?;
+        let switches = serde_json::json!({
+            "testing": view.testing,
+            "lead_may_merge": view.lead_may_merge,
+        });
+        ctx.audit.record(&what, None, Some(&switches));
+        Ok(view)
     }
 }
 

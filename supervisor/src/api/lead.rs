@@ -74,11 +74,14 @@ impl Handle for Approve {
     const TASK: bool = true;
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<PendingView>, Failure> {
-        chats_call(ctx, |reply| ChatsMsg::Approve {
+        let what = format!("approved the lead's pending action {}", self.action);
+        let left = chats_call(ctx, |reply| ChatsMsg::Approve {
             action: self.action,
             reply,
         })
-        .await
+        .await?;
+        ctx.audit.record::<()>(&what, None, None);
+        Ok(left)
     }
 }
 
@@ -86,21 +89,30 @@ impl Handle for ApproveAll {
     const TASK: bool = true;
 
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<PendingView>, Failure> {
-        chats_call(ctx, |reply| ChatsMsg::ApproveAll {
+        let what = format!(
+            "approved every pending action of the lead's chat {}",
+            self.chat
+        );
+        let left = chats_call(ctx, |reply| ChatsMsg::ApproveAll {
             chat: self.chat,
             reply,
         })
-        .await
+        .await?;
+        ctx.audit.record::<()>(&what, None, None);
+        Ok(left)
     }
 }
 
 impl Handle for Discard {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<Vec<PendingView>, Failure> {
-        chats_call(ctx, |reply| ChatsMsg::Discard {
+        let what = format!("discarded the lead's pending action {}", self.action);
+        let left = chats_call(ctx, |reply| ChatsMsg::Discard {
             action: self.action,
             reply,
         })
-        .await
+        .await?;
+        ctx.audit.record::<()>(&what, None, None);
+        Ok(left)
     }
 }
 

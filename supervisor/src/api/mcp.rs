@@ -45,15 +45,25 @@ impl Handle for AddServerParams {
             client_metadata_url: self.client_metadata_url,
         };
         let added = registry_call(ctx, |reply| RegistryMsg::Add { params, reply }).await?;
-        Ok(added.view())
+        let view = added.view();
+        ctx.audit
+            .record(&format!("mcp add {}", view.name), None, Some(&view));
+        Ok(view)
     }
 }
 
 impl Handle for EditServerParams {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         let params = Box::new(server_edit(self)?);
+        let before = server_view(ctx, &params.server).await;
         let changed = registry_call(ctx, |reply| RegistryMsg::Edit { params, reply }).await?;
-        Ok(changed.view())
+        let view = changed.view();
+        ctx.audit.record(
+            &format!("mcp edit {}", view.name),
+            before.as_ref(),
+            Some(&view),
+        );
+        Ok(view)
     }
 }
 
@@ -127,6 +137,14 @@ fn net_hosts(given: Option<Vec<String>>) -> Result<Edit<Vec<NetHost>>, RuleError
         .map(Edit::Set)
 }
 
+/// How a server shows now, for the audit log's "before" (none when it cannot be found).
+async fn server_view(ctx: &Arc<DaemonCtx>, server: &str) -> Option<ServerView> {
+    registry::show(&ctx.registry_context(), server)
+        .await
+        .ok()
+        .map(|d| d.view())
+}
+
 impl Handle for McpApprove {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<ServerView, Failure> {
         // Every tool wins over tools by name.
@@ -135,13 +153,20 @@ impl Handle for McpApprove {
             (false, true) => ToolChoice::None,
             (false, false) => ToolChoice::Named(self.tools),
         };
+        let before = server_view(ctx, &self.server).await;
         let params = Approve {
             server: self.server,
             tools,
             capabilities: self.capabilities,
         };
         let approved = registry_call(ctx, |reply| RegistryMsg::Approve { params, reply }).await?;
-        Ok(approved.view())
+        let view = approved.view();
+        ctx.audit.record(
+            &format!("mcp approve {}", view.name),
+            before.as_ref(),
+            Some(&view),
+        );
+        Ok(view)
     }
 }
 
@@ -154,8 +179,14 @@ impl Handle for McpRename {
             reply,
         })
         .await?;
-        super::agents::server_verdicts(ctx, old, Some(renamed.record.name.clone())).await?;
-        Ok(renamed.view())
+        super::agents::server_verdicts(ctx, old.clone(), Some(renamed.record.name.clone())).await?;
+        let view = renamed.view();
+        ctx.audit.record(
+            &format!("mcp rename {old} {}", view.name),
+            None,
+            Some(&view),
+        );
+        Ok(view)
     }
 }
 
@@ -167,7 +198,16 @@ impl Handle for McpRemove {
         })
         .await?;
         super::agents::server_verdicts(ctx, removed.name.clone(), None).await?;
-        Ok(removed_view(&removed))
+        let view = removed_view(&removed);
+        ctx.audit.record(
+            &format!(
+                "mcp remove {} (every agent's verdicts on its tools forgotten)",
+                view.name
+            ),
+            Some(&view),
+            None,
+        );
+        Ok(view)
     }
 }
 

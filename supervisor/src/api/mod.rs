@@ -5,6 +5,7 @@
 
 pub mod agents;
 pub mod approvals;
+pub mod audit;
 pub mod auth;
 pub mod board;
 pub mod lead;

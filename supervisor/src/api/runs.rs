@@ -169,6 +169,11 @@ impl Handle for DaemonSet {
         let next = settings.with(&changes);
         ctx.writer.put(&next).await?;
         ctx.notifier.set(next.notify);
+        ctx.audit.record(
+            &format!("daemon set {}", self.settings.join(" ")),
+            Some(&*settings),
+            Some(&next),
+        );
         *settings = next;
         drop(settings);
         // A retention set (or set again) prunes at once, not at the next hourly round.

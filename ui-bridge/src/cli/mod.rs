@@ -2,6 +2,7 @@
 //! or, with `--json`, for programs.
 
 mod agents;
+mod audit;
 mod board;
 mod chat;
 pub mod complete;
@@ -46,6 +47,8 @@ enum Command {
     Show(runs::ShowArgs),
     /// What the runs of coding CLIs used and cost, summed by agent, card, project, model or day
     Usage(usage::UsageArgs),
+    /// Who changed what agents may do, and who answered what (`audit verify` checks the record)
+    Audit(audit::AuditArgs),
     /// Print a run's output exactly as the program wrote it
     Logs(logs::LogsArgs),
     /// Stop a run by its ladder (SIGINT, then SIGTERM, then SIGKILL)
@@ -136,6 +139,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Run(a) => runs::run(&dirs, a).await,
         Command::Ps(a) => runs::ps(&dirs, a).await,
         Command::Usage(a) => usage::usage(&dirs, a).await,
+        Command::Audit(a) => audit::audit(&dirs, a).await,
         Command::Show(a) => runs::show(&dirs, a).await,
         Command::Logs(a) => logs::logs(&dirs, a).await,
         Command::Stop(a) => runs::stop(&dirs, a).await,

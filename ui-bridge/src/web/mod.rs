@@ -104,6 +104,8 @@ fn note(line: &str) {
 
 /// Serves the web UI until SIGTERM or SIGINT; removes the address file on the way out.
 pub async fn serve(dirs: StateDir, opts: Options) -> Result<(), ServeError> {
+    // What this process asks of bosund is the web UI's, in bosund's audit log.
+    let _ = crate::CLIENT.set(bosun_protocol::UiClient::Web);
     ignore_sigpipe();
     let addr = SocketAddr::new(opts.listen, opts.port);
     let listener = tokio::net::TcpListener::bind(addr)

@@ -182,6 +182,10 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
                 ..AgentEdit::default()
             };
             let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
+            ctx.audit.lead_did(
+                &format!("agent edit {}", view.record.name),
+                json!({"paused": view.record.paused}),
+            );
             Ok(format!(
                 "Agent {} is {}.",
                 view.record.name,
@@ -227,6 +231,10 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
                 codex_config: Vec::new(),
             };
             let view = agents(ctx, |reply| AgentsMsg::Add { params, reply }).await?;
+            ctx.audit.lead_did(
+                &format!("agent add {}", view.record.name),
+                json!({"cli": view.record.cli.to_string(), "allowed_commands": view.record.allowed_commands}),
+            );
             Ok(format!(
                 "Created agent {} ({}); its tools are off until the person switches them on.",
                 view.record.name, view.record.cli
@@ -247,6 +255,10 @@ async fn execute_agents(ctx: &ToolCtx, tool: AgentTool, args: &Value) -> Result<
                 ..AgentEdit::default()
             };
             let view = agents(ctx, |reply| AgentsMsg::Edit { params, reply }).await?;
+            ctx.audit.lead_did(
+                &format!("agent edit {}", view.record.name),
+                json!({"allowed_commands": view.record.allowed_commands, "model": view.record.model}),
+            );
             Ok(format!("Changed agent {}.", view.record.name))
         }
     }
