@@ -48,7 +48,6 @@ fn every_change_and_answer_is_on_record_and_an_edit_of_the_record_is_found() -> 
         r#"{"method":"agent_set","params":{"agent":"coder","settings":["web.search=off"]}}"#,
     )?;
     assert_eq!(r.status, 200, "{}", r.body);
-    b.ok(&["ui", "--stop"])?;
 
     // An answer to a run's approval.
     let run = b.run_agent("coder", "run a command")?;
@@ -112,6 +111,22 @@ fn every_change_and_answer_is_on_record_and_an_edit_of_the_record_is_found() -> 
         text.contains("web") && text.contains("agent set coder"),
         "{text}"
     );
+    // The web UI's Audit page, in Chromium: the same entries, newest first, and the check.
+    // (A sign-in address is good once: `bosun ui` gives a new one.)
+    let again = Ui::start(&b)?;
+    assert_eq!(again.pid, ui.pid, "the same bridge");
+    let seen = bosun_tests::browser_scenario(&again.login, "audit", &[])?;
+    let rows = seen["rows"].as_array().cloned().unwrap_or_default();
+    assert_eq!(rows.len(), want.len(), "{seen:#}");
+    assert_eq!(rows[0]["n"], want.len() as u64, "{seen:#}");
+    assert_eq!(rows[2]["who"], "web", "{seen:#}");
+    assert!(
+        seen["check"]
+            .as_str()
+            .is_some_and(|c| c.contains(&format!("intact: {} entries", want.len()))),
+        "{seen:#}"
+    );
+    b.ok(&["ui", "--stop"])?;
 
     // Edited by hand: found, by line.
     let path = b.home.join("audit.jsonl");

@@ -18,6 +18,7 @@ const pages = {
   projects: () => import("./pages/projects.js"),
   chat: () => import("./pages/chat.js"),
   usage: () => import("./pages/usage.js"),
+  audit: () => import("./pages/audit.js"),
 };
 
 let unmount = null;

@@ -715,7 +715,7 @@ const scenarios = {
   // no error.
   async pages(page) {
     const shown = {};
-    for (const p of ["runs", "inbox", "board", "projects", "agents", "agents/~new", "mcp", "chat", "usage", "daemon"]) {
+    for (const p of ["runs", "inbox", "board", "projects", "agents", "agents/~new", "mcp", "chat", "usage", "audit", "daemon"]) {
       await page.goto(`${base}/#/${p}`);
       await page.waitForTimeout(700);
       const errors = await page.locator("#view .flash.error").allTextContents();
@@ -804,6 +804,22 @@ const scenarios = {
     await page.waitForSelector("#agent-form-message .flash.error");
     const refused = await page.locator("#agent-form-message .flash.error").textContent();
     return { before, shown, refused };
+  },
+
+  // The Audit page: its rows (newest first: number, who, what), and what Verify says.
+  async audit(page) {
+    await page.goto(`${base}/#/audit`);
+    await page.waitForSelector("#audit-table tbody tr[data-n]", { timeout });
+    const rows = await page.$$eval("#audit-table tbody tr[data-n]", (trs) =>
+      trs.map((tr) => {
+        const td = tr.querySelectorAll("td");
+        return { n: Number(tr.dataset.n), who: td[2].textContent, what: td[3].textContent };
+      }),
+    );
+    await page.locator("#audit-verify").click();
+    await page.waitForSelector("#audit-check p", { timeout });
+    const check = await page.locator("#audit-check p").textContent();
+    return { rows, check };
   },
 
   // The Daemon page's row of desktop notifications, before and after its switch is pressed.
