@@ -766,8 +766,27 @@ fn browser_inbox_denies_with_a_message_blocks_and_shows_markup_as_text() -> anyh
 #[test]
 fn browser_opens_every_page_without_an_error() -> anyhow::Result<()> {
     let b = Bosun::new("webui_browser_pages");
+    // Issue 48: an agent's, a server's and a run's page (with a decision) printed "null" where
+    // an optional part was left out.
+    let fake = bosun_tests::FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"echo hi"};text:All done."#,
+    )?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    b.ok(&["agent", "set", "coder", "Bash(echo *)=allow"])?;
+    let bin = bosun_tests::test_server_bin();
+    b.ok(&[
+        "mcp",
+        "add",
+        "local",
+        "--",
+        bin.to_str().unwrap_or_default(),
+    ])?;
+    let run = b.run_agent("coder", "say hi")?;
+    b.wait_ended(&run, std::time::Duration::from_secs(90))?;
     let ui = Ui::start(&b)?;
-    let seen = drive(&ui, "pages", &[])?;
+    let more = format!("agents/coder,mcp/local,run/{run}");
+    let seen = drive(&ui, "pages", &[("BOSUN_UI_MORE", &more)])?;
     assert!(
         seen["shown"]["daemon"]
             .as_str()
@@ -779,7 +798,14 @@ fn browser_opens_every_page_without_an_error() -> anyhow::Result<()> {
         seen["shown"]["usage"]
             .as_str()
             .unwrap_or_default()
-            .contains("No runs of coding CLIs in this window."),
+            .starts_with("Usage"),
+        "{seen}"
+    );
+    assert!(
+        seen["shown"][format!("run/{run}")]
+            .as_str()
+            .unwrap_or_default()
+            .contains("succeeded"),
         "{seen}"
     );
     finish(b)

@@ -1,6 +1,16 @@
 // Building the page. Everything that comes from a run or the daemon goes in as text nodes:
 // no innerHTML anywhere in the web UI.
 
+// An optional part left out (`cond ? h(…) : null`) is skipped by `append`, as `h` skips it:
+// the DOM's own `append` writes it as the text "null". Every page builds on this module, so
+// this holds for each of them.
+for (const proto of [Element.prototype, DocumentFragment.prototype]) {
+  const append = proto.append;
+  proto.append = function (...nodes) {
+    return append.apply(this, nodes.filter((n) => n != null && n !== false));
+  };
+}
+
 export function h(tag, props, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(props || {})) {
