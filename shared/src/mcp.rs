@@ -229,7 +229,8 @@ pub struct Assessment {
     pub risk: Risk,
     /// One phrase per hint, in plain words, e.g. "reads only", "may delete or overwrite".
     pub words: Vec<String>,
-    /// The hints the server really sent (the others are the spec's defaults).
+    /// The hints the server really sent, each with its value (`readOnlyHint=true`); the others
+    /// are the spec's defaults.
     pub sent: Vec<String>,
 }
 
@@ -274,7 +275,7 @@ impl Hints {
             ("openWorldHint", self.open_world),
         ]
         .into_iter()
-        .filter_map(|(name, v)| v.map(|_| name.to_string()))
+        .filter_map(|(name, v)| v.map(|v| format!("{name}={v}")))
         .collect();
         Assessment { risk, words, sent }
     }
@@ -360,7 +361,7 @@ mod tests {
         }
         .assess();
         assert_eq!(partial.risk, Risk::Medium, "open world by default");
-        assert_eq!(partial.sent, ["readOnlyHint"]);
+        assert_eq!(partial.sent, ["readOnlyHint=true"]);
 
         let additive = Hints {
             read_only: Some(false),

@@ -207,7 +207,7 @@ fn a_tool_without_annotations_gets_the_specs_defaults_marked_as_such() -> anyhow
     let partial = tool(&listing, "partial");
     assert_eq!(
         partial["assessment"]["sent"],
-        serde_json::json!(["readOnlyHint"])
+        serde_json::json!(["readOnlyHint=true"])
     );
     assert_eq!(partial["assessment"]["risk"], "medium");
     let text = b.ok(&["mcp", "tools", "bare"])?;
@@ -216,7 +216,7 @@ fn a_tool_without_annotations_gets_the_specs_defaults_marked_as_such() -> anyhow
         "{text}"
     );
     assert!(
-        text.contains("hints sent: readOnlyHint; the others are the spec's defaults"),
+        text.contains("hints sent: readOnlyHint=true; the others are the spec's defaults"),
         "{text}"
     );
     b.finish()

@@ -304,3 +304,34 @@ fn a_price_table_with_no_real_date_or_a_price_out_of_range_keeps_bosund_from_sta
     b.ok(&["ps"])?;
     b.finish()
 }
+
+/// Issue 48: a command agent's run (the person's program, no model) counted as a run of
+/// unknown cost on the Usage page ("+1 unknown"). It costs nothing, and that is known.
+#[test]
+fn a_command_agents_run_costs_nothing_rather_than_an_unknown_amount() -> anyhow::Result<()> {
+    let b = Bosun::new("usage_command");
+    let cwd = b.scratch().join("work");
+    std::fs::create_dir_all(&cwd)?;
+    let cwd = cwd.display().to_string();
+    b.ok(&[
+        "agent",
+        "add",
+        "tool",
+        "--cli",
+        "command",
+        "--cwd",
+        &cwd,
+        "--",
+        "sh",
+        "-c",
+        "echo done",
+    ])?;
+    let run = b.run_agent("tool", "go")?;
+    let view = b.wait_ended(&run, WAIT)?;
+    assert_eq!(view["outcome"], "succeeded", "{view:#}");
+    let usage = b.json(&["usage"])?;
+    assert_eq!(usage["total"]["runs"], 1, "{usage:#}");
+    assert_eq!(usage["total"]["unpriced"], 0, "{usage:#}");
+    assert_eq!(usage["total"]["micro_usd"], 0, "{usage:#}");
+    b.finish()
+}

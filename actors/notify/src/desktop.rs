@@ -14,9 +14,7 @@ const ANSWER_LIMIT: Duration = Duration::from_secs(5);
 /// Why an alert was not shown.
 #[derive(Debug, thiserror::Error)]
 pub enum ShowError {
-    #[error(
-        "no desktop notification service answered on the session bus ({0}); the inbox still has everything"
-    )]
+    #[error("desktop notifications could not be shown: {0}; the inbox still has everything")]
     Unreachable(String),
     #[error("the desktop notification service did not answer within {}s", ANSWER_LIMIT.as_secs())]
     NoAnswer,
@@ -31,9 +29,30 @@ pub async fn show(alert: Alert) -> Result<(), ShowError> {
         .timeout(Timeout::Default);
     match tokio::time::timeout(ANSWER_LIMIT, n.show_async()).await {
         Ok(Ok(_handle)) => Ok(()),
-        Ok(Err(e)) => Err(ShowError::Unreachable(e.to_string())),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "the session bus refused the notification");
+            Err(ShowError::Unreachable(why_unreachable(&e.to_string())))
+        }
         Err(_) => Err(ShowError::NoAnswer),
     }
+}
+
+/// What keeps the notification from the desktop, in the person's words rather than the bus's
+/// (the bus's own is in bosund's log).
+fn why_unreachable(raw: &str) -> String {
+    if raw.contains("ServiceUnknown") || raw.contains("org.freedesktop.Notifications") {
+        return "no notification service runs in the desktop session: start one (the desktop's own, or dunst), or turn notifications off".into();
+    }
+    if raw.contains("DBUS_SESSION_BUS_ADDRESS")
+        || raw.contains("No such file")
+        || raw.contains("Connection refused")
+        || raw.contains("os error")
+    {
+        return "bosund has no desktop session bus to reach (it was started outside the desktop session): start bosun from the desktop, or turn notifications off".into();
+    }
+    let first = raw.lines().next().unwrap_or_default();
+    let short: String = first.chars().take(120).collect();
+    format!("the session bus said: {short}")
 }
 
 /// The body as text for a service that reads markup (most do: a `<` in a command line must

@@ -80,7 +80,14 @@ impl UsageRow {
             card: run.card.map(|(c, _)| c),
             project: run.project,
             tokens: run.usage.total(),
-            micro_usd: run.usage.cost.as_ref().map(|c| c.micro_usd),
+            // A command agent runs the person's program, no model: it costs nothing, which is
+            // known (not a cost the table cannot price).
+            micro_usd: match cli {
+                CliKind::Command => Some(run.usage.cost.as_ref().map_or(0, |c| c.micro_usd)),
+                CliKind::Claude | CliKind::Codex | CliKind::Gemini => {
+                    run.usage.cost.as_ref().map(|c| c.micro_usd)
+                }
+            },
             tool_calls: run.usage.tool_calls,
             allowed_calls: run.decisions.iter().filter(|d| d.allowed).count() as u64,
             models: run.usage.models.clone(),

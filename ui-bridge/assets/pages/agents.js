@@ -195,7 +195,7 @@ function agentPage(root, name) {
         [
           ["ask", "ask: every action that is not read-only waits for the person"],
           ["read-only", "read-only: reads run without asking, the rest waits"],
-          ["skip", "skip: nothing waits (the CLI's own rules only)"],
+          ["skip", "skip: the rest runs, but irreversible writes, shell commands and unknown tools wait"],
         ],
         a.approvals.mode,
         { name: "approval" },

@@ -85,7 +85,8 @@ export function mount(root, [id]) {
       ["Program", [run.program, ...run.args].join(" ")],
       ["Folder", run.cwd],
       ["Started", when(run.started_at || run.created_at)],
-      ["Took", duration(took)],
+      // A run still going has been going for so long; it has not taken it yet.
+      [run.ended_at ? "Took" : "Running for", duration(took)],
       ["Exit", exitText(run)],
       ["Paused", run.paused],
       ["Process", run.pid ? `pid ${run.pid}, group ${run.pgid}` : ""],
