@@ -395,6 +395,25 @@ fn echoer(b: &Bosun, name: &str) -> anyhow::Result<FakeModel> {
     Ok(fake)
 }
 
+/// Starts a run of each agent of `names` for `card`, echoing eight times; their ids.
+fn card_runs(b: &Bosun, names: &[&str], card: &str) -> anyhow::Result<Vec<String>> {
+    names
+        .iter()
+        .map(|name| {
+            let v = b.json(&["agent", "run", name, "echo eight times", "--card", card])?;
+            Ok(v["id"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+/// Each of `waits` says it waits because a budget was reached: `starts` … `ends`.
+fn each_says(waits: &[Value], starts: &str, ends: &str) {
+    for a in waits {
+        let why = a["why"].as_str().unwrap_or_default();
+        assert!(why.starts_with(starts) && why.ends_with(ends), "{why}");
+    }
+}
+
 /// The budget approvals waiting, by run.
 fn budget_waits(b: &Bosun) -> anyhow::Result<Vec<Value>> {
     Ok(b.waiting_approvals()?
@@ -505,22 +524,16 @@ fn five_runs_of_one_card_share_its_budget_wait_across_a_sigkill_and_go_on_when_m
 
     // Five runs of the card at once: each may go one call past the cap (its tokens possibly
     // reported a request late, as for a run's own budget), no further.
-    let runs: Vec<String> = names
-        .iter()
-        .map(|name| {
-            let v = b.json(&["agent", "run", name, "echo eight times", "--card", &card])?;
-            Ok(v["id"].as_str().unwrap_or_default().to_string())
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let runs = card_runs(&b, &names, &card)?;
     let waits = all_wait(&b, &runs)?;
     assert_eq!(waits.len(), 5, "one wait a run: {waits:#?}");
+    each_says(
+        &waits,
+        "budget reached: card 'Share the budget' ",
+        " of 150 tokens",
+    );
     for a in &waits {
-        let why = a["why"].as_str().unwrap_or_default();
-        assert!(
-            why.starts_with("budget reached: card 'Share the budget' ")
-                && why.ends_with(" of 150 tokens"),
-            "{why}"
-        );
         let preview = a["preview"].as_str().unwrap_or_default();
         assert!(
             preview.starts_with(
@@ -647,22 +660,13 @@ fn a_cards_budget_of_tool_calls_is_reached_by_two_runs_at_once() -> anyhow::Resu
         "{e}"
     );
     b.ok(&["board", "card", "edit", &card, "--budget-calls", "4"])?;
-    let runs: Vec<String> = ["one", "two"]
-        .iter()
-        .map(|name| {
-            let v = b.json(&["agent", "run", name, "echo eight times", "--card", &card])?;
-            Ok(v["id"].as_str().unwrap_or_default().to_string())
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let runs = card_runs(&b, &["one", "two"], &card)?;
     let waits = all_wait(&b, &runs)?;
-    for a in &waits {
-        let why = a["why"].as_str().unwrap_or_default();
-        assert!(
-            why.starts_with("budget reached: card 'Count the calls' ")
-                && why.ends_with(" of 4 tool calls"),
-            "{why}"
-        );
-    }
+    each_says(
+        &waits,
+        "budget reached: card 'Count the calls' ",
+        " of 4 tool calls",
+    );
     let made: Vec<usize> = runs
         .iter()
         .map(|r| allowed(&b, r))
@@ -759,14 +763,11 @@ fn a_projects_daily_budget_reached_holds_the_runs_of_its_cards() -> anyhow::Resu
         })
         .collect::<anyhow::Result<_>>()?;
     let waits = all_wait(&b, &runs)?;
-    for a in &waits {
-        let why = a["why"].as_str().unwrap_or_default();
-        assert!(
-            why.starts_with("daily budget reached: project 'web' on ")
-                && why.ends_with(" of 60 tokens"),
-            "{why}"
-        );
-    }
+    each_says(
+        &waits,
+        "daily budget reached: project 'web' on ",
+        " of 60 tokens",
+    );
     let p = b.json(&["project", "show", "web"])?;
     let spent = p["daily_budget"]["spent_tokens"]
         .as_u64()

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use bosun_protocol::audit::{AuditCheck, AuditList};
 use bosun_shared::paths::StateDir;
 use bosun_shared::text::visible;
-use bosun_shared::time::{millis, parse_duration};
 use clap::{Args, Subcommand};
 
 use super::{connect, output};
@@ -35,12 +34,7 @@ pub async fn audit(dirs: &StateDir, a: AuditArgs) -> anyhow::Result<ExitCode> {
     if let Some(AuditCommand::Verify { json }) = a.command {
         return verify(dirs, json).await;
     }
-    let since_ms = match &a.since {
-        Some(text) => Some(millis(
-            parse_duration(text).map_err(|e| anyhow::anyhow!("--since {text}: {e}"))?,
-        )),
-        None => None,
-    };
+    let since_ms = super::usage::since_ms(a.since.as_deref())?;
     let mut client = connect(dirs).await?;
     let view = client
         .call(AuditList {

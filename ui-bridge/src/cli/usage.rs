@@ -48,12 +48,7 @@ impl From<By> for UsageBy {
 }
 
 pub async fn usage(dirs: &StateDir, a: UsageArgs) -> anyhow::Result<ExitCode> {
-    let since_ms = match &a.since {
-        Some(text) => Some(millis(
-            parse_duration(text).map_err(|e| anyhow::anyhow!("--since {text}: {e}"))?,
-        )),
-        None => None,
-    };
+    let since_ms = since_ms(a.since.as_deref())?;
     let mut client = connect(dirs).await?;
     let view = client
         .call(UsageReport {
@@ -69,6 +64,17 @@ pub async fn usage(dirs: &StateDir, a: UsageArgs) -> anyhow::Result<ExitCode> {
         out!("{}", table(&view));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--since DURATION` (7d, 12h, 30m) in milliseconds, refused in words when it does not read.
+pub fn since_ms(since: Option<&str>) -> anyhow::Result<Option<u64>> {
+    since
+        .map(|text| {
+            parse_duration(text)
+                .map(millis)
+                .map_err(|e| anyhow::anyhow!("--since {text}: {e}"))
+        })
+        .transpose()
 }
 
 const COLUMNS: [&str; 8] = [
