@@ -232,6 +232,9 @@ pub const DECISIONS_SHOWN: usize = 1_000;
 pub struct AgentRunView {
     pub agent: Option<AgentId>,
     pub agent_name: String,
+    /// What the run was asked to do (its start; absent on runs from before it was kept).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task: String,
     pub cli: Option<CliKind>,
     /// Each MCP server and its state in the run: given, connected, failed, needs-auth, or
     /// left out (why).

@@ -1581,3 +1581,36 @@ fn the_bridge_reaps_a_bosund_it_started_when_it_dies() -> anyhow::Result<()> {
     )?;
     finish(b)
 }
+
+/// Issue 48: waiting is a state. A Claude Code run whose command waits for the person: the app
+/// opened with no page named goes to the Inbox, whose group is headed by the run's task and
+/// agent; the Runs page shows the run "waiting for you", and the Agents page its agent; `bosun
+/// show` says the task.
+#[test]
+fn browser_shows_a_run_whose_call_waits_as_waiting_everywhere() -> anyhow::Result<()> {
+    let b = Bosun::new("webui_waiting");
+    let fake = bosun_tests::FakeModel::start(
+        "anthropic",
+        r#"tool:Bash:{"command":"echo waited"};text:All done."#,
+    )?;
+    b.add_claude_agent("coder", fake.url(), &[])?;
+    let run = b.run_agent("coder", "Tidy the release notes\nand then say done")?;
+    let a = b.wait_approval()?;
+    let shown = b.ok(&["show", &run])?;
+    assert!(shown.contains("Tidy the release notes …"), "{shown}");
+    let ui = Ui::start(&b)?;
+    let seen = drive(
+        &ui,
+        "waiting",
+        &[("BOSUN_UI_RUN", &run), ("BOSUN_UI_AGENT", "coder")],
+    )?;
+    assert_eq!(
+        seen["heading"], "Tidy the release notes · coder",
+        "{seen:#}"
+    );
+    assert_eq!(seen["runState"], "waiting for you (1 call)", "{seen:#}");
+    assert_eq!(seen["agent"], "waiting for you (1 call)", "{seen:#}");
+    b.ok(&["deny", &bosun_tests::short_id(&a)])?;
+    b.wait_ended(&run, Duration::from_secs(90))?;
+    finish(b)
+}

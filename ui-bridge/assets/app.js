@@ -49,6 +49,8 @@ async function route() {
 // (`run:ID`), each with the line a notification says.
 const waiting = new Map();
 const baseTitle = "bosun";
+// Whether what waits was read once since the page opened.
+let opened = false;
 
 function showCount() {
   const n = waiting.size;
@@ -68,6 +70,9 @@ async function loadWaiting() {
     for (const a of inbox.actions) if (a.state === "waiting") waiting.set(`lead:${a.id}`, actionLine(a));
     for (const a of runs.approvals) if (a.state === "waiting") waiting.set(`run:${a.id}`, approvalLine(a));
     showCount();
+    // Opened with no page named while something waits: the Inbox first.
+    if (!opened && !location.hash && waiting.size) location.hash = "#/inbox";
+    opened = true;
   } catch {
     // The connection indicator says what is wrong.
   }

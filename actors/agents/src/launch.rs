@@ -216,6 +216,7 @@ pub async fn prepare_with(
         }
     }
 
+    parts.run.task = task_of(prompt, &redact);
     let request = RunRequest {
         name: Some(rec.name.clone()),
         program: inv.program.clone(),
@@ -240,6 +241,22 @@ pub async fn prepare_with(
         secrets: parts.secrets,
     })
 }
+
+/// The task a run is given, as its record keeps it: at most [`TASK_KEPT`] characters, every
+/// secret value the run was given written `[redacted]`.
+fn task_of(prompt: &str, secrets: &[String]) -> String {
+    let mut task = prompt.trim().to_string();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        task = task.replace(s.as_str(), "[redacted]");
+    }
+    if task.chars().count() > TASK_KEPT {
+        task = task.chars().take(TASK_KEPT).collect::<String>() + "…";
+    }
+    task
+}
+
+/// How much of a run's task its record keeps.
+const TASK_KEPT: usize = 2_000;
 
 /// What a run's CLI gets in its folder from outside it, read in a blocking task: copies of the
 /// agent's sign-in (the run's secret files, their tokens hidden in its output), and the

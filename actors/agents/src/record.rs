@@ -359,6 +359,10 @@ impl AgentRecord {
 pub struct AgentRun {
     pub agent: Option<AgentId>,
     pub agent_name: String,
+    /// What the run was asked to do (its first 2,000 characters, secret values redacted);
+    /// empty on runs from before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task: String,
     pub cli: Option<CliKind>,
     /// Each MCP server of the agent's and its state in this run: `given` until the CLI says
     /// more (connected, failed, needs-auth), or `left out: why`.

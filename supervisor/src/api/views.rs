@@ -103,6 +103,7 @@ impl View for AgentRun {
         AgentRunView {
             agent: self.agent,
             agent_name: self.agent_name.clone(),
+            task: bosun_shared::text::visible_lines(&self.task).into_owned(),
             cli: self.cli,
             servers: self.servers.clone(),
             claude_signs_in: self.claude_signs_in.clone(),

@@ -816,6 +816,27 @@ const scenarios = {
     return { before, shown, refused };
   },
 
+  // A run whose call waits: the app opened with no page named goes to the Inbox, whose group is
+  // headed by the run's task and agent; the Runs and Agents pages say it waits.
+  async waiting(page) {
+    await page.goto(`${base}/`);
+    await page.waitForFunction(() => location.hash === "#/inbox", null, { timeout });
+    const head = page.locator(`section[data-group="run:${run}"] .group-head h2`);
+    await page.waitForFunction((sel) => {
+      const el = document.querySelector(sel);
+      return el && !el.textContent.startsWith("Run");
+    }, `section[data-group="run:${run}"] .group-head h2`, { timeout });
+    const heading = await head.textContent();
+    await page.goto(`${base}/#/runs`);
+    const state = page.locator(`tr[data-run="${run}"] .state.st-waiting`);
+    await state.waitFor({ timeout });
+    const runState = await state.textContent();
+    await page.goto(`${base}/#/agents`);
+    const chip = page.locator(`tr[data-agent="${process.env.BOSUN_UI_AGENT}"] .waiting`);
+    await chip.waitFor({ timeout });
+    return { heading, runState, agent: await chip.textContent() };
+  },
+
   // The Audit page: its rows (newest first: number, who, what), and what Verify says.
   async audit(page) {
     await page.goto(`${base}/#/audit`);

@@ -7,6 +7,7 @@
 // refuses them, the page offers to send only them again); starting a run; pausing and removing.
 
 import { call, getJSON } from "../api.js";
+import { onWaiting, waitingWords, waits } from "../waiting.js";
 import { capText } from "../budget.js";
 import { ago, clear, duration, flash, h } from "../dom.js";
 import { field, forgetSecrets, formMessage, lineRows, linesOf, secret, select, text } from "../forms.js";
@@ -26,26 +27,40 @@ function listPage(root) {
     msg,
     h("table", { class: "list" }, h("thead", null, h("tr", null, ["Agent", "Role", "CLI", "Folder", "Servers on", "Approvals", "Last run"].map((c) => h("th", null, c)))), body),
   );
+  let agents = [];
+  // Drawn again when what waits changes: an agent whose runs wait for the person says so.
+  function draw() {
+    clear(body);
+    for (const a of agents)
+      body.append(
+        h(
+          "tr",
+          { dataset: { agent: a.name } },
+          h(
+            "td",
+            null,
+            h("a", { href: `#/agents/${encodeURIComponent(a.name)}` }, a.name),
+            a.paused ? h("span", { class: "paused" }, " paused") : null,
+            waits("agent", a.name) ? h("a", { class: "chip warn waiting", href: "#/inbox" }, waitingWords(waits("agent", a.name))) : null,
+          ),
+          h("td", null, a.role),
+          h("td", null, a.cli),
+          h("td", { class: "mono" }, a.cwd),
+          h("td", null, a.switches.mcp.filter((s) => s.on).map((s) => s.server).join(", ")),
+          h("td", null, a.approvals ? a.approvals.mode : ""),
+          h("td", null, a.last_run && a.last_run.run ? h("a", { href: `#/run/${a.last_run.run}` }, ago(a.last_run.at)) : ""),
+        ),
+      );
+    if (!agents.length) body.append(h("tr", null, h("td", { colspan: 7, class: "muted" }, "No agents yet.")));
+  }
   call("agent_list").then(
     (r) => {
-      for (const a of r.agents)
-        body.append(
-          h(
-            "tr",
-            { dataset: { agent: a.name } },
-            h("td", null, h("a", { href: `#/agents/${encodeURIComponent(a.name)}` }, a.name), a.paused ? h("span", { class: "paused" }, " paused") : null),
-            h("td", null, a.role),
-            h("td", null, a.cli),
-            h("td", { class: "mono" }, a.cwd),
-            h("td", null, a.switches.mcp.filter((s) => s.on).map((s) => s.server).join(", ")),
-            h("td", null, a.approvals ? a.approvals.mode : ""),
-            h("td", null, a.last_run && a.last_run.run ? h("a", { href: `#/run/${a.last_run.run}` }, ago(a.last_run.at)) : ""),
-          ),
-        );
-      if (!r.agents.length) body.append(h("tr", null, h("td", { colspan: 7, class: "muted" }, "No agents yet.")));
+      agents = r.agents;
+      draw();
     },
     (e) => flash(msg, e.message, true),
   );
+  return onWaiting(draw);
 }
 
 // An agent's roots as the form shows them: comma-separated, or `none`.

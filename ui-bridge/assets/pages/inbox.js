@@ -12,6 +12,7 @@
 
 import { call } from "../api.js";
 import { on } from "../bus.js";
+import { title } from "./runs.js";
 import { approvalItem, decidedLine, saidDone, tick } from "../approval.js";
 import { clear, flash, h } from "../dom.js";
 import { approveAllButton, leadHistory, onHistory, pendingItem, saidActions } from "../pending.js";
@@ -78,7 +79,21 @@ export function mount(root, [kind, focus] = []) {
           ),
         );
     } else {
-      g.head.append(h("h2", null, "Run ", h("a", { class: "mono", href: `#/run/${encodeURIComponent(g.run)}` }, g.run.slice(0, 8)), g.agent ? ` · ${g.agent}` : ""));
+      // Under the run's task and agent: what the person knows the run by.
+      if (g.task === undefined) {
+        g.task = null;
+        call("get_run", { run: g.run }).then(
+          (r) => {
+            g.task = title(r);
+            drawHead(g);
+          },
+          () => {},
+        );
+      }
+      g.head.append(
+        h("h2", null, g.task || "Run", g.agent ? ` · ${g.agent}` : ""),
+        h("a", { class: "mono muted", href: `#/run/${encodeURIComponent(g.run)}` }, `run ${g.run.slice(0, 8)}`),
+      );
     }
   }
 

@@ -82,6 +82,7 @@ export function mount(root, [id]) {
     clear(info);
     const took = run.started_at ? (run.ended_at || Date.now()) - run.started_at : null;
     const rows = [
+      ["Task", run.agent && run.agent.task ? h("div", { class: "task" }, run.agent.task) : ""],
       ["Program", [run.program, ...run.args].join(" ")],
       ["Folder", run.cwd],
       ["Started", when(run.started_at || run.created_at)],

@@ -9,6 +9,7 @@
 import { dollars } from "./usage.js";
 import { call } from "../api.js";
 import { on } from "../bus.js";
+import { onWaiting, waitingWords, waits } from "../waiting.js";
 import { ago, clear, duration, flash, h } from "../dom.js";
 
 const LIVE = new Set(["queued", "starting", "running", "stopping"]);
@@ -44,6 +45,9 @@ export function exitText(r) {
 }
 
 export function stateCell(r) {
+  // A run whose calls wait in the inbox is waiting for the person, not just running.
+  const asks = r.state === "running" ? waits("run", r.id) : 0;
+  if (asks) return h("a", { class: "state st-waiting", href: "#/inbox" }, waitingWords(asks));
   const label = r.state === "exited" ? r.outcome || "exited" : r.state;
   return h("span", { class: `state st-${label}` }, label, r.paused ? h("span", { class: "paused", title: r.paused }, " paused") : null);
 }
@@ -56,7 +60,10 @@ export function later(shown, v) {
   return shown && shown.id === v.id && shown.state === "exited" && v.state !== "exited" ? shown : v;
 }
 
+// What a run is: an agent's run by its task, any other by its name or command line.
 export function title(r) {
+  const task = r.agent && r.agent.task ? r.agent.task.split("\n").find((l) => l.trim()) : "";
+  if (task) return task.length > 120 ? `${task.slice(0, 120)}…` : task;
   return r.name || [r.program, ...(r.args || [])].join(" ");
 }
 
@@ -263,6 +270,7 @@ export function mount(root) {
       filter();
     }),
     on("hello", load),
+    onWaiting(filter),
   ];
   const tick = setInterval(draw, 10_000);
   load();

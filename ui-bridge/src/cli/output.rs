@@ -224,6 +224,14 @@ fn placement_lines(run: &RunView, p: &PlacedView) -> Vec<(&'static str, String)>
 /// An agent's run: its agent, servers, tool calls, the policy's decisions, usage and verdict.
 fn agent_lines(run: &RunView, a: &AgentRunView) -> Vec<(&'static str, String)> {
     let mut owned: Vec<(&str, String)> = vec![("agent", a.agent_name.clone())];
+    if let Some(first) = a.task.lines().find(|l| !l.trim().is_empty()) {
+        let more = if a.task.trim().lines().count() > 1 {
+            " …"
+        } else {
+            ""
+        };
+        owned.push(("task", format!("{}{more}", first.trim())));
+    }
     if let Some(m) = &a.model {
         owned.push(("model", m.clone()));
     }
