@@ -42,6 +42,7 @@
 //! the rules deny and the person has not approved, [`token`] asks for a server's token anew,
 //! and [`judge`] and [`person`] ask bosund.
 
+mod browser;
 mod calls;
 mod held;
 mod judge;
@@ -447,6 +448,8 @@ struct Running {
     stdin: ChildStdin,
     /// The server's own proxy in a fenced run, which stops with it.
     _net: Option<crate::proxy::served::NetServed>,
+    /// The built-in browser's short link to the run's temporary folder, removed with it.
+    _tmp: Option<browser::ShortTmp>,
 }
 
 /// What becomes of a connection whose server ended.

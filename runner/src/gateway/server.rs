@@ -185,6 +185,27 @@ impl Conn<'_> {
             }
             None => (None, None),
         };
+        // The built-in browser in a fenced run: its proxy named outright, and a short path to
+        // the run's temporary folder ([`super::browser`]).
+        let mut short_tmp = None;
+        if self.server.browser && self.gw.fence.is_some() {
+            if let Some(net) = &net {
+                cmd.args(super::browser::proxy_args(net.proxy_port));
+            }
+            let tmp = self
+                .gw
+                .base_env
+                .iter()
+                .chain(env.iter())
+                .rev()
+                .find(|(k, _)| k == "TMPDIR");
+            if let Some((_, tmp)) = tmp {
+                let link = super::browser::ShortTmp::to(std::path::Path::new(tmp))
+                    .map_err(StartError::Spawn)?;
+                cmd.env("TMPDIR", &link.link);
+                short_tmp = Some(link);
+            }
+        }
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => {
@@ -251,6 +272,7 @@ impl Conn<'_> {
             child,
             stdin,
             _net: net,
+            _tmp: short_tmp,
         });
         let mut lines = Lines::new(stdout);
         self.starts += 1;
