@@ -87,10 +87,11 @@ pub async fn every_hour(ctx: Arc<DaemonCtx>) {
                 });
                 // Idle: the space the round freed goes back to the file system.
                 let freed = pruned.approvals > 0 || pruned.runs > 0 || pruned.logs > 0;
-                if freed && ctx.live.len() == 0 {
-                    if let Err(e) = compact(&ctx).await {
-                        warn!(error = %e, "could not compact the store after pruning; the next round tries again");
-                    }
+                if freed
+                    && ctx.live.is_empty()
+                    && let Err(e) = compact(&ctx).await
+                {
+                    warn!(error = %e, "could not compact the store after pruning; the next round tries again");
                 }
             }
             Err(e) => warn!(error = %e, "could not prune; the next round tries again"),

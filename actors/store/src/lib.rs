@@ -411,16 +411,21 @@ fn open_checked(path: &Path) -> Result<Database, StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return open_db(path),
         Err(e) => return Err(StoreError::Db(redb::Error::Io(e))),
     }
+    let started = std::time::Instant::now();
     let opened =
         std::panic::catch_unwind(|| builder().set_check_integrity_on_open(true).open(path));
+    tracing::info!(took = ?started.elapsed(), "the store was checked whole");
     match opened {
         // The check read the whole file through redb's page cache and left it full: the file
         // is opened again, with an empty cache, so that bosund does not hold 64 MiB of pages
         // it read once (the close records the allocator's state, so the open is quick).
         Ok(Ok(db)) => {
+            let started = std::time::Instant::now();
             drop(db);
             bosun_shared::process::give_back_memory();
-            open_db(path)
+            let db = open_db(path);
+            tracing::info!(took = ?started.elapsed(), "the store was opened again, its page cache empty");
+            db
         }
         Ok(Err(redb::DatabaseError::DatabaseAlreadyOpen)) => Err(StoreError::AlreadyOpen),
         Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(why)))) => {

@@ -379,9 +379,13 @@ impl Writer {
         let result = if self.needs_reopen || self.health.commit_faulty() {
             Err("changes cannot be saved now, so it was not tried".to_string())
         } else {
-            self.store.compact().map_err(|e| match e {
-                StoreError::Compact(why) => why,
-                other => other.to_string(),
+            // Told again as a compaction's failure, its reason once.
+            self.store.compact().map_err(|e| {
+                if let StoreError::Compact(why) = e {
+                    why
+                } else {
+                    e.to_string()
+                }
             })
         };
         match &result {
