@@ -37,7 +37,7 @@ use bosun_approvals::record::{ApprovalRecord, ApprovalState, WaitingApproval, ch
 use bosun_bench::{Env, Figure, bin, fmt_duration, median, report, rss_kib};
 use bosun_protocol::approvals::Approvals;
 use bosun_protocol::lead::Inbox;
-use bosun_protocol::runs::{DaemonSet, DaemonStatus, DaemonStatusView};
+use bosun_protocol::runs::{DaemonCompact, DaemonSet, DaemonStatus, DaemonStatusView};
 use bosun_runs::decisions::DecisionRow;
 use bosun_runs::record::RunRecord;
 use bosun_runs::spend::UsageRow;
@@ -81,6 +81,11 @@ async fn bench(env: &Env) -> anyhow::Result<()> {
     let s = Setup::new(env)?;
     let empty_inbox = inbox_median(env, 0).await?;
     let empty_size = db_size(env)?;
+    // The baseline of bosund's memory: its RSS on the empty store, after the same start.
+    let empty_rss = env
+        .daemon_pid()
+        .and_then(rss_kib)
+        .context("bosund is not running")?;
     env.stop_daemon()?;
     wait_stopped(env)?;
 
@@ -97,7 +102,7 @@ async fn bench(env: &Env) -> anyhow::Result<()> {
         fmt_duration(fill1.took),
         mib(size_filled)
     );
-    let round1 = s.round(Retention::Days30, calls, &fill1).await?;
+    let round1 = s.round(Retention::Days30, calls, &fill1, false).await?;
     env.stop_daemon()?;
     wait_stopped(env)?;
     let kept1 = count(env)?;
@@ -122,6 +127,7 @@ async fn bench(env: &Env) -> anyhow::Result<()> {
             Retention::SinceFirstFill(end1),
             calls - round1.pruned.approvals + WAITING as u64 + more_calls,
             &fill2,
+            true,
         )
         .await?;
     env.stop_daemon()?;
@@ -141,7 +147,13 @@ async fn bench(env: &Env) -> anyhow::Result<()> {
         );
     }
 
-    figures(&[round1, round2], empty_inbox, empty_size, &kept2);
+    figures(
+        &[round1, round2],
+        empty_inbox,
+        empty_size,
+        empty_rss,
+        &kept2,
+    );
     Ok(())
 }
 
@@ -189,7 +201,12 @@ struct Round {
     inbox_before: Duration,
     inbox_after: Duration,
     start: Duration,
+    /// bosund's RSS once it answers, before anything is asked of it.
+    rss_started: u64,
+    /// After the waiting runs started and the inbox was asked.
     rss_before: u64,
+    /// After the round and `ps --all`, which read every run.
+    rss_listed: u64,
     rss_peak: u64,
     rss_after: u64,
     /// bosund's own time, and the time from the `daemon set` until `daemon status` said so.
@@ -197,6 +214,9 @@ struct Round {
     seen: Duration,
     pruned: Pruned,
     runs_list: String,
+    /// `bosun daemon compact` after the round (the last one only): its time, and the file's
+    /// size after it.
+    compacted: Option<(Duration, u64)>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -205,8 +225,36 @@ struct Pruned {
     runs: u64,
 }
 
-fn figures(rounds: &[Round; 2], empty_inbox: Duration, empty_size: u64, kept: &Kept) {
+fn figures(
+    rounds: &[Round; 2],
+    empty_inbox: Duration,
+    empty_size: u64,
+    empty_rss: u64,
+    kept: &Kept,
+) {
     let [r1, r2] = rounds;
+    for (n, r) in [(1, r1), (2, r2)] {
+        report(Figure {
+            bench: "soak",
+            what: &format!("bosund's RSS right after start, round {n}"),
+            value: mib(r.rss_started * 1024),
+            baseline: format!("empty store {}", mib(empty_rss * 1024)),
+            ratio: r.rss_started as f64 / empty_rss.max(1) as f64,
+            target: "< 150 MB",
+            met: r.rss_started * 1024 < 150_000_000,
+        });
+        if let Some((took, size)) = r.compacted {
+            report(Figure {
+                bench: "soak",
+                what: &format!("`bosun daemon compact` after round {n}"),
+                value: format!("{} → {}", mib(r.size_after), mib(size)),
+                baseline: format!("took {}", fmt_duration(took)),
+                ratio: size as f64 / r.size_after.max(1) as f64,
+                target: "< 1.0",
+                met: size < r.size_after,
+            });
+        }
+    }
     report(Figure {
         bench: "soak",
         what: "bosun.redb, 1M calls (60 days) → pruned to 30",
@@ -263,12 +311,16 @@ fn figures(rounds: &[Round; 2], empty_inbox: Duration, empty_size: u64, kept: &K
         });
         report(Figure {
             bench: "soak",
-            what: &format!("round {n}: bosund's RSS before / peak / after"),
+            what: &format!(
+                "round {n}: bosund's RSS started / runs waiting / round's peak / after it / after `ps --all`"
+            ),
             value: format!(
-                "{} / {} / {}",
+                "{} / {} / {} / {} / {}",
+                mib(r.rss_started * 1024),
                 mib(r.rss_before * 1024),
                 mib(r.rss_peak * 1024),
-                mib(r.rss_after * 1024)
+                mib(r.rss_after * 1024),
+                mib(r.rss_listed * 1024)
             ),
             baseline: format!("bosund started in {}", fmt_duration(r.start)),
             ratio: r.rss_peak as f64 / r.rss_before.max(1) as f64,
@@ -331,6 +383,7 @@ impl<'a> Setup<'a> {
         retention: Retention,
         approvals: u64,
         fill: &Filled,
+        compact_after: bool,
     ) -> anyhow::Result<Round> {
         let env = self.env;
         let size_before = db_size(env)?;
@@ -338,12 +391,12 @@ impl<'a> Setup<'a> {
         env.start_daemon()?;
         let start = t0.elapsed();
         let pid = env.daemon_pid().context("bosund is not running")?;
+        let rss_started = rss_kib(pid).unwrap_or_default();
         for i in 0..WAITING {
             env.ok(&["agent", "run", "waiter", &format!("Read the notes, {i}")])?;
         }
         wait_waiting(env).await?;
         let inbox_before = inbox_median(env, WAITING).await?;
-        let runs_list = runs_list(env).await?;
         let rss_before = rss_kib(pid).unwrap_or_default();
 
         let mut client = env.client().await?;
@@ -378,6 +431,10 @@ impl<'a> Setup<'a> {
         let rss_after = rss_kib(pid).unwrap_or_default();
         let size_after = db_size(env)?;
         let inbox_after = inbox_median(env, WAITING).await?;
+        // `ps --all` after the round: over this history it takes longer than the minute before
+        // bosund's first round of its own, which would then prune before the benchmark's.
+        let runs_list = runs_list(env).await?;
+        let rss_listed = rss_kib(pid).unwrap_or_default();
         let waiting = client
             .call(Approvals {
                 run: None,
@@ -390,6 +447,30 @@ impl<'a> Setup<'a> {
                 waiting.len()
             );
         }
+        // Compacted after the last round only: a compacted file grows again by redb's steps
+        // (doubling, under 4 GiB), so compacting between the rounds would change what the
+        // second round's size says (the freed pages reused).
+        let compacted = if compact_after {
+            let t0 = Instant::now();
+            let status = client.call(DaemonCompact).await?;
+            let took = t0.elapsed();
+            let size = db_size(env)?;
+            println!(
+                "soak       compacted: bosun.redb {} → {} in {}",
+                mib(size_after),
+                mib(size),
+                fmt_duration(took),
+            );
+            if status.store_bytes != Some(size) {
+                bail!(
+                    "after compacting, bosund says its store is {:?} bytes, and the file is {size}",
+                    status.store_bytes
+                );
+            }
+            Some((took, size))
+        } else {
+            None
+        };
         if done.approvals == 0 || done.approvals > approvals {
             bail!(
                 "the round pruned {} of {approvals} approvals",
@@ -415,7 +496,9 @@ impl<'a> Setup<'a> {
             inbox_before,
             inbox_after,
             start,
+            rss_started,
             rss_before,
+            rss_listed,
             rss_peak,
             rss_after,
             took: Duration::from_millis(done.took_ms),
@@ -425,6 +508,7 @@ impl<'a> Setup<'a> {
                 runs: done.runs,
             },
             runs_list,
+            compacted,
         })
     }
 }

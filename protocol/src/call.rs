@@ -115,12 +115,13 @@ macro_rules! every_request {
             ProjectRemove(projects::ProjectRemove) => ProjectView;
             // Added later, each at the end so that the order above stays as it was: the
             // board's card remove, a sign-in's cancel, bosund's own settings, what runs used
-            // (`super::usage`), approving what waits of a server.
+            // (`super::usage`), approving what waits of a server, compacting the store.
             CardRemove(board::CardRemove) => CardView;
             McpSignInCancel(auth::McpSignInCancel) => ServerView;
             DaemonSet(runs::DaemonSet) => DaemonStatusView;
             Usage(usage::UsageReport) => UsageView;
             McpApprove(mcp::McpApprove) => ServerView;
+            DaemonCompact[runs::DaemonCompact] => DaemonStatusView;
             Audit(audit::AuditList) => AuditView;
         }
     };

@@ -164,6 +164,32 @@ pub struct DaemonStatusView {
     /// bosund older than it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_prune: Option<PruneView>,
+    /// The most the finished runs' logs may take together (`logs.max`), in bytes; absent when
+    /// there is no bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs_max: Option<u64>,
+    /// The store file's size now, in bytes (absent from a bosund older than compaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_bytes: Option<u64>,
+    /// The last compaction of the store since bosund started (absent before the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_compact: Option<CompactView>,
+}
+
+/// Compact bosund's store now: the file gives back the space pruning freed. Answers the
+/// daemon's [`DaemonStatusView`] with the compaction as its `last_compact`. Runs' changes wait
+/// while it works.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DaemonCompact;
+
+/// One compaction of the store: when it ended, how long it took, the file's size before and
+/// after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactView {
+    pub ended_at: Timestamp,
+    pub took_ms: u64,
+    pub before: u64,
+    pub after: u64,
 }
 
 /// One round of pruning what was older than the retention: when it ended, how long it took,
@@ -176,6 +202,12 @@ pub struct PruneView {
     pub approvals: u64,
     /// Finished runs whose decisions' details were dropped (their summaries kept).
     pub runs: u64,
+    /// Finished runs whose logs and MCP call records were deleted (their summaries kept).
+    #[serde(default)]
+    pub logs: u64,
+    /// What those runs' folders gave back, in bytes.
+    #[serde(default)]
+    pub log_bytes: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -261,6 +293,37 @@ pub struct RunView {
     /// The MCP calls the run made through bosun's gateway (in `bosun show`, not in lists).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_calls: Option<McpCallsView>,
+    /// Set once the run's log and MCP call records were pruned; the rest of this view, its
+    /// summary, stays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_pruned: Option<LogPrunedView>,
+}
+
+/// A finished run's log and MCP call records pruned by bosund.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogPrunedView {
+    pub at: Timestamp,
+    /// `retention` (the run ended longer ago than bosund's retention) or `size` (the finished
+    /// runs' logs took more than `logs.max`, and this run's were among the oldest).
+    pub why: String,
+    /// What the run's folder gave back.
+    pub bytes: u64,
+}
+
+impl LogPrunedView {
+    /// In words, for `bosun logs`, `bosun show` and the web UI's run page.
+    pub fn words(&self, short_id: &str) -> String {
+        let why = match self.why.as_str() {
+            "size" => {
+                "the finished runs' logs took more than bosund's logs.max, and this run's were among the oldest"
+            }
+            _ => "the run ended longer ago than bosund's retention",
+        };
+        format!(
+            "the log and MCP call records of run {short_id} were pruned at {} ({why}); its summary is kept: `bosun show {short_id}`",
+            self.at.rfc3339()
+        )
+    }
 }
 
 /// A run's MCP calls: how many, and the last of them.

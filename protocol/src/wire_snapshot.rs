@@ -273,6 +273,7 @@ fn requests() -> Vec<Request> {
             all_tools: false,
             capabilities: vec![Capability::Resources],
         }),
+        Request::DaemonCompact,
     ]
 }
 
@@ -280,6 +281,14 @@ fn requests() -> Vec<Request> {
 fn responses() -> Vec<Response> {
     vec![
         Response::Run(view(run())),
+        // A finished run whose log was pruned: `log_pruned` shows only then.
+        Response::Run(view(
+            json!({"id": ID, "short_id": "01arz3nd", "name": null, "state": "exited",
+            "outcome": "succeeded", "exit": null, "program": "p", "args": [], "cwd": "/w",
+            "created_at": 1, "started_at": 2, "ended_at": 3, "pid": null, "pgid": null,
+            "time_cap_ms": null, "last_seq": 3, "stop_reason": null,
+            "log_pruned": {"at": 4, "why": "retention", "bytes": 4096}}),
+        )),
         Response::Runs(RunList::default()),
         Response::Following(Following {
             sub: 7,
@@ -304,6 +313,16 @@ fn responses() -> Vec<Response> {
             "state_dir": "/s", "started_at": 1, "live_runs": 0, "attached_runners": 0,
             "shutting_down": false,
             "notify": {"on": true, "shown": 4, "problem": "no desktop notification service answered"}}),
+        )),
+        // With its retention, the bound on the logs, the last round of pruning and compaction.
+        Response::Status(view(
+            json!({"pid": 1, "version": "0.1.0", "protocol_version": 1,
+            "state_dir": "/s", "started_at": 1, "live_runs": 0, "attached_runners": 0,
+            "shutting_down": false, "retention_ms": 2_592_000_000u64,
+            "last_prune": {"ended_at": 5, "took_ms": 6, "approvals": 7, "runs": 8, "logs": 9,
+                "log_bytes": 10},
+            "logs_max": 21_474_836_480u64, "store_bytes": 4096,
+            "last_compact": {"ended_at": 5, "took_ms": 6, "before": 8192, "after": 4096}}),
         )),
         Response::Server(view(server())),
         Response::Servers {
@@ -469,16 +488,19 @@ const REQUESTS: &[&str] = &[
     r#"{"method":"usage","params":{"by":"model","since_ms":604800000}}"#,
     r#"{"method":"audit","params":{"since_ms":86400000,"verify":true}}"#,
     r#"{"method":"mcp_approve","params":{"server":"s","tools":["t"],"all_tools":false,"capabilities":["resources"]}}"#,
+    r#"{"method":"daemon_compact"}"#,
 ];
 
 const RESPONSES: &[&str] = &[
     r#"{"answer":"run","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}"#,
+    r#"{"answer":"run","id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":null,"state":"exited","outcome":"succeeded","exit":null,"program":"p","args":[],"cwd":"/w","created_at":1,"started_at":2,"ended_at":3,"pid":null,"pgid":null,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null,"log_pruned":{"at":4,"why":"retention","bytes":4096}}"#,
     r#"{"answer":"runs","runs":[]}"#,
     r#"{"answer":"following","sub":7,"run":{"id":"01arz3ndektsv4rrffq69g5fav","short_id":"01arz3nd","name":"n","state":"running","outcome":null,"exit":null,"program":"p","args":["a"],"cwd":"/w","created_at":1,"started_at":2,"ended_at":null,"pid":10,"pgid":10,"time_cap_ms":null,"last_seq":3,"stop_reason":null,"agent":null}}"#,
     r#"{"answer":"done"}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":2,"attached_runners":1,"shutting_down":false}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":0,"attached_runners":0,"shutting_down":false,"upgrade":"the store was upgraded from schema 1 to 2"}"#,
     r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":0,"attached_runners":0,"shutting_down":false,"notify":{"on":true,"shown":4,"problem":"no desktop notification service answered"}}"#,
+    r#"{"answer":"status","pid":1,"version":"0.1.0","protocol_version":1,"state_dir":"/s","started_at":1,"live_runs":0,"attached_runners":0,"shutting_down":false,"retention_ms":2592000000,"last_prune":{"ended_at":5,"took_ms":6,"approvals":7,"runs":8,"logs":9,"log_bytes":10},"logs_max":21474836480,"store_bytes":4096,"last_compact":{"ended_at":5,"took_ms":6,"before":8192,"after":4096}}"#,
     r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null,"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192,"capabilities":["tools","prompts"]}}"#,
     r#"{"answer":"servers","servers":[{"id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"stdio","command":"c","args":[],"url":null,"allow_http":false,"env":[{"name":"K","saved":true}],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":null,"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192,"capabilities":["tools","prompts"]}}]}"#,
     r#"{"answer":"server","id":"01arz3ndektsv4rrffq69g5fav","name":"s","kind":"http","command":null,"args":[],"url":"https://mcp.example.com/mcp","allow_http":false,"env":[],"headers":[],"created_at":1,"updated_at":2,"listed_at":null,"tool_count":null,"last_error":null,"builtin":false,"browser":null,"sign_in_by":"bosun","client_id":null,"callback_port":null,"sign_in":{"state":"signed in","why":null,"issuer":"https://as.example.com","client_id":"cid","registered":true,"scope":null,"expires_at":3,"signed_in_at":1,"refreshed_at":null,"wanted_scope":null,"dpop":true},"rules":{"trusted":false,"deadline_ms":60000,"max_result_chars":8192,"capabilities":["tools","prompts"]}}"#,
@@ -585,7 +607,7 @@ const LENIENT: &[(&str, &str)] = &[
     ),
     (
         r#"{"method":"no_such_thing"}"#,
-        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set`, `usage`, `mcp_approve`, `audit` at line 1 column 25"#,
+        r#"error: unknown variant `no_such_thing`, expected one of `start_run`, `list_runs`, `get_run`, `stop_run`, `follow_log`, `unfollow`, `subscribe_runs`, `daemon_status`, `daemon_stop`, `mcp_add`, `mcp_edit`, `mcp_rename`, `mcp_remove`, `mcp_list`, `mcp_show`, `mcp_tools`, `mcp_inspect`, `mcp_call`, `mcp_import_scan`, `mcp_import`, `mcp_sign_in`, `mcp_sign_in_finish`, `mcp_sign_out`, `mcp_sign_in_machine`, `agent_add`, `agent_edit`, `agent_set`, `agent_show`, `agent_list`, `agent_remove`, `agent_run`, `agent_tools`, `board`, `column_add`, `column_set`, `card_add`, `card_edit`, `card_show`, `board_limit`, `note_list`, `note_show`, `note_write`, `chat_new`, `chat_send`, `chat_show`, `chat_list`, `inbox`, `approve`, `approve_all`, `discard`, `approvals`, `decide`, `approve_card`, `project_add`, `project_edit`, `project_set`, `project_show`, `project_list`, `project_remove`, `card_remove`, `mcp_sign_in_cancel`, `daemon_set`, `usage`, `mcp_approve`, `daemon_compact`, `audit` at line 1 column 25"#,
     ),
     (
         r#"{"method":"get_run","params":{"run":7}}"#,

@@ -535,6 +535,18 @@ pub fn tune_allocator() {
     }
 }
 
+/// Gives the memory glibc holds free back to the system (`malloc_trim`), after work that
+/// allocated much and freed it: a pass over a long history (a round of pruning, `ps --all`, the
+/// store's check at start). glibc keeps freed memory in each thread's arena for reuse and trims
+/// only the top of the main heap by itself, so without this bosund's resident memory stays at
+/// the peak of its largest request for as long as it runs.
+pub fn give_back_memory() {
+    // SAFETY: malloc_trim only releases free memory of the allocator; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Raises the soft limit of open files to the hard limit: the daemon holds a socket per runner.
 pub fn raise_fd_limit() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};

@@ -76,6 +76,8 @@ pub struct DaemonCtx {
     pub prune_now: tokio::sync::Notify,
     /// The pruner's last round since bosund started, for `daemon status`.
     pub last_prune: Mutex<Option<bosun_protocol::runs::PruneView>>,
+    /// The last compaction of the store since bosund started, for `daemon status`.
+    pub last_compact: Mutex<Option<bosun_protocol::runs::CompactView>>,
     /// What a run costs when its CLI does not say: `prices.toml` in the state directory, or
     /// the repository's.
     pub prices: Arc<Prices>,
@@ -182,6 +184,7 @@ impl DaemonCtx {
             notifier: Notifier::new(DaemonSettings::default().notify),
             prune_now: tokio::sync::Notify::new(),
             last_prune: Mutex::new(None),
+            last_compact: Mutex::new(None),
             prices: Arc::new(Prices::built_in()),
             spend: Arc::new(Spend::default()),
             audit,

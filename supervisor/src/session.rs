@@ -540,6 +540,11 @@ impl SessionState {
     ) -> Result<(), WireError> {
         let run = api::runs::resolve(&self.ctx, &p.run).await?;
         let view = api::runs::run_view(&self.ctx, run).await?;
+        // A pruned log is said to be so, in words, to every reader (the CLI, the web UI's
+        // stream, chunks and download), rather than read as a damaged one.
+        if let Some(pruned) = &view.log_pruned {
+            return Err(WireError::not_found(pruned.words(&view.short_id)));
+        }
         let spec = FollowSpec {
             run,
             from_seq: p.from_seq,

@@ -74,7 +74,7 @@ fn what_is_older_than_the_retention_is_pruned_and_what_waits_is_kept() -> anyhow
     let status = b.ok(&["daemon", "status"])?;
     assert!(
         status.contains(
-            "retention     decided approvals and finished runs' decision details kept 1s"
+            "retention     decided approvals and finished runs' decision details, logs and MCP call records kept 1s"
         ),
         "{status}"
     );
@@ -82,7 +82,7 @@ fn what_is_older_than_the_retention_is_pruned_and_what_waits_is_kept() -> anyhow
     // was set again while waiting) that found nothing left to prune.
     assert!(
         status.contains("last pruned   ")
-            && status.contains("decided approvals and the decision details of"),
+            && status.contains("decided approvals, the decision details of"),
         "{status}"
     );
     let last = &b.json(&["daemon", "status"])?["last_prune"];

@@ -5,6 +5,8 @@
 //! told (`daemon status`, `agent show`, the agent's page in chromium); no canary secret is left anywhere in the migrated store file (free pages included) or
 //! its backup; and an `acceptEdits` agent's board run writes without asking. From a store before
 //! usage rows (schema 2, `tests/fixtures/upgrade-v2/`): its runs' usage is in `bosun usage`.
+//! From the main before finished runs' logs were pruned (schema 4, `tests/fixtures/upgrade-v4/`):
+//! its runs read as they did, then their logs go after the retention with their summaries kept.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -546,5 +548,66 @@ fn a_runs_decisions_kept_in_its_record_are_shown_in_order_after_the_upgrade() ->
     assert_eq!(b.decisions(&run)?, old);
     let again = b.json(&["daemon", "status"])?;
     assert!(again["upgrade"].is_null(), "{again:#}");
+    b.finish()
+}
+
+/// The store before finished runs' logs were pruned (commit 21a79f4, schema 4 as today), with a
+/// plain run and an agent's run whose gateway recorded three MCP calls
+/// (`tests/fixtures/upgrade-v4/make.sh`).
+fn fixture_v4() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/upgrade-v4")
+}
+
+#[test]
+fn the_previous_mains_runs_read_as_before_and_their_logs_are_pruned_with_their_summaries_kept()
+-> anyhow::Result<()> {
+    let dir = fixture_v4();
+    let (b, expected) = from_state("upgrade_logs_pruned", &dir)?;
+    let plain = expected("plain")?.trim().to_string();
+    let run = expected("run")?.trim().to_string();
+
+    // As the old build left them: nothing to upgrade, the log byte for byte, the MCP calls.
+    assert_eq!(b.ok(&["logs", &plain])?, expected("plain.log")?);
+    let tools: Vec<String> = b.show(&run)?["mcp_calls"]["calls"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| c["tool"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let old: Vec<String> = serde_json::from_str(&expected("mcp_calls.json")?)?;
+    assert_eq!(tools, old);
+    let status = b.json(&["daemon", "status"])?;
+    assert!(status["upgrade"].is_null(), "{status:#}");
+    assert!(b.show(&plain)?["log_pruned"].is_null());
+
+    // Their logs are pruned after the retention; what they were stays.
+    b.ok(&["daemon", "set", "retention=1s"])?;
+    wait_for(
+        "the old runs' logs to be pruned",
+        Duration::from_secs(60),
+        || {
+            b.ok(&["daemon", "set", "retention=1s"])?;
+            let pruned =
+                |r: &str| -> anyhow::Result<bool> { Ok(!b.show(r)?["log_pruned"].is_null()) };
+            Ok((pruned(&plain)? && pruned(&run)?).then_some(()))
+        },
+    )?;
+    for id in [&plain, &run] {
+        for f in ["log", "runner.log", "mcp-calls.jsonl"] {
+            assert!(!b.home.join("runs").join(id).join(f).exists(), "{id}/{f}");
+        }
+    }
+    let shown = b.show(&run)?;
+    assert_eq!(shown["outcome"], "succeeded", "{shown:#}");
+    assert!(shown["mcp_calls"].is_null(), "{shown:#}");
+    assert_eq!(shown["agent"]["decisions_pruned"], 4, "{shown:#}");
+    let e = b.fails(&["logs", &plain])?;
+    assert!(e.contains("were pruned at"), "{e}");
+    // The old store compacts, and opens again after it.
+    b.json(&["daemon", "compact"])?;
+    b.ok(&["daemon", "stop"])?;
+    assert_eq!(b.show(&plain)?["log_pruned"]["why"], "retention");
     b.finish()
 }

@@ -521,6 +521,7 @@ impl RunsState {
             agent,
             git,
             placed: None,
+            log_pruned: None,
         };
         let plan = LaunchPlan {
             run_id: id,

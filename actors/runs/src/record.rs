@@ -80,6 +80,29 @@ pub struct RunRecord {
     /// For a run placed on another host: its backend's job. Left out for a local run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placed: Option<Placed>,
+    /// Set once the run's log and MCP call records were pruned (`bosund`'s retention, or
+    /// `logs.max`); this record, the run's summary, stays. Left out until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_pruned: Option<LogPruned>,
+}
+
+/// A finished run's log and MCP call records pruned: when, why, and how much went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogPruned {
+    pub at: Timestamp,
+    pub why: PruneWhy,
+    /// What the run's folder held and gave back.
+    pub bytes: u64,
+}
+
+/// Why a run's log was pruned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PruneWhy {
+    /// The run ended longer ago than bosund's retention.
+    Retention,
+    /// The finished runs' logs took more than `logs.max`; this run's were among the oldest.
+    Size,
 }
 
 /// A run handed to a cluster engine: its job, its folder on the shared filesystem, and the

@@ -285,6 +285,7 @@ pub(super) fn errno(e: &StoreError) -> Option<Errno> {
         | StoreError::LogDamaged(_)
         | StoreError::CommitFailed(_)
         | StoreError::Unavailable(_)
+        | StoreError::Compact(_)
         | StoreError::Closed => None,
     };
     io.and_then(std::io::Error::raw_os_error)
@@ -350,6 +351,7 @@ pub(super) fn commit_reason(e: &StoreError, free: Option<u64>) -> String {
             | StoreError::Db(_)
             | StoreError::LogFile(_)
             | StoreError::CommitFailed(_)
+            | StoreError::Compact(_)
             | StoreError::Closed => format!(
                 "bosund could not save this change ({e}); nothing of it was made: try again"
             ),

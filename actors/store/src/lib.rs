@@ -111,6 +111,10 @@ pub enum StoreError {
     /// The writer thread is gone (the daemon is shutting down).
     #[error("the store is closed")]
     Closed,
+    /// The store could not be compacted (a read held it past the wait, or redb failed); it is
+    /// as it was, whole. Returned by [`writer::StoreWriter::compact`]; a later try may help.
+    #[error("bosund's store could not be compacted: {0}")]
+    Compact(String),
 }
 
 /// Why [`Store::reopen`] could not open the store again; the writer tries again later.
@@ -280,6 +284,54 @@ impl Store {
         }
     }
 
+    /// Compacts the file in place: redb moves the live pages toward its start and gives the
+    /// free end back to the file system. redb needs the database to itself for it, so no
+    /// read may begin meanwhile: the handle is held for writing (a read that begins waits on
+    /// it; compaction is brief next to how rarely it is done), and the reads already under way
+    /// are waited for, [`COMPACT_WAIT`] at most. Called by the writer thread only, between
+    /// commits, so no write of ours is under way. A compaction cut short by a crash leaves a
+    /// whole file: redb makes each step a durable commit.
+    pub(crate) fn compact(&self) -> Result<bool, StoreError> {
+        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        let deadline = std::time::Instant::now() + COMPACT_WAIT;
+        let held = || {
+            StoreError::Compact(format!(
+                "a read held the store for {} s; try again",
+                COMPACT_WAIT.as_secs()
+            ))
+        };
+        loop {
+            let db = match &mut *slot {
+                Handle::Open(db) => db,
+                Handle::Closed(why) => return Err(StoreError::Unavailable(why.clone())),
+            };
+            // A reader holds a clone only while it begins a read transaction.
+            let Some(db) = Arc::get_mut(db) else {
+                if std::time::Instant::now() > deadline {
+                    return Err(held());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                continue;
+            };
+            match db.compact() {
+                Ok(compacted) => return Ok(compacted),
+                // A read transaction begun before the handle was held: wait for its end.
+                Err(redb::CompactionError::TransactionInProgress)
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(redb::CompactionError::TransactionInProgress) => return Err(held()),
+                Err(e) => return Err(StoreError::Compact(e.to_string())),
+            }
+        }
+    }
+
+    /// The store file's size on disk, if it can be read.
+    pub fn file_bytes(&self) -> Option<u64> {
+        std::fs::metadata(&self.path).ok().map(|m| m.len())
+    }
+
     /// A moment of the store, to read several records that must agree.
     pub fn read(&self) -> Result<Reader, StoreError> {
         Ok(Reader(self.db()?.begin_read()?))
@@ -325,6 +377,9 @@ impl Store {
     }
 }
 
+/// The longest a compaction waits for the reads under way when it begins.
+const COMPACT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The store's redb handle: open, or closed after a failed save could not open it again.
 enum Handle {
     Open(Arc<Database>),
@@ -356,10 +411,22 @@ fn open_checked(path: &Path) -> Result<Database, StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return open_db(path),
         Err(e) => return Err(StoreError::Db(redb::Error::Io(e))),
     }
+    let started = std::time::Instant::now();
     let opened =
         std::panic::catch_unwind(|| builder().set_check_integrity_on_open(true).open(path));
+    tracing::info!(took = ?started.elapsed(), "the store was checked whole");
     match opened {
-        Ok(Ok(db)) => Ok(db),
+        // The check read the whole file through redb's page cache and left it full: the file
+        // is opened again, with an empty cache, so that bosund does not hold 64 MiB of pages
+        // it read once (the close records the allocator's state, so the open is quick).
+        Ok(Ok(db)) => {
+            let started = std::time::Instant::now();
+            drop(db);
+            bosun_shared::process::give_back_memory();
+            let db = open_db(path);
+            tracing::info!(took = ?started.elapsed(), "the store was opened again, its page cache empty");
+            db
+        }
         Ok(Err(redb::DatabaseError::DatabaseAlreadyOpen)) => Err(StoreError::AlreadyOpen),
         Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(why)))) => {
             Err(damaged(why))
@@ -400,8 +467,9 @@ fn no_access(path: &Path, m: &std::fs::Metadata) -> Result<(), StoreError> {
 
 /// How much memory redb may keep of the file's pages (its default is 1 GiB). Its integrity
 /// check at start reads the whole file through this cache, so on a store of some history the
-/// default is filled at once and kept: bosund held 1.9–3.3 GiB before its first request on the
-/// soak's 2.2 GiB store. Pages past it are read again from the file, which the system caches.
+/// default was filled at once and kept: bosund held 1.9–3.3 GiB before its first request on the
+/// soak's 2.2 GiB store (the file is now opened again after the check, with an empty cache).
+/// Pages past it are read again from the file, which the system caches.
 const CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 /// A redb builder with the store's settings.

@@ -93,6 +93,8 @@ pub enum WriteOp {
         /// goes to disk and is closed.
         ends_log: Option<RunId>,
     },
+    /// Compact the store file ([`Store::compact`]) once what came before it is committed.
+    Compact,
 }
 
 impl WriteOp {
@@ -100,6 +102,7 @@ impl WriteOp {
         match self {
             WriteOp::Commit { changes, .. } => 512 * changes.len(),
             WriteOp::AppendLog { chunk, .. } => chunk.data.len(),
+            WriteOp::Compact => 0,
         }
     }
 }
@@ -227,6 +230,12 @@ impl StoreWriter {
         .await
     }
 
+    /// Compacts the store file once every change submitted before is committed, and returns
+    /// once it is done. Changes submitted meanwhile wait.
+    pub async fn compact(&self) -> Result<(), StoreError> {
+        self.durably(WriteOp::Compact).await
+    }
+
     /// Submits a change and returns once it is saved.
     pub async fn durably(&self, op: WriteOp) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
@@ -329,6 +338,7 @@ impl Writer {
         // Output first, grouped by run, one write each; then the records, in one durable commit.
         let mut by_run: HashMap<RunId, Held> = HashMap::new();
         let mut records = Vec::new();
+        let mut compacts = Vec::new();
         for job in jobs {
             match job.op {
                 WriteOp::AppendLog { run, chunk } => {
@@ -343,6 +353,7 @@ impl Writer {
                 WriteOp::Commit { changes, ends_log } => {
                     records.push((changes, ends_log, job.done));
                 }
+                WriteOp::Compact => compacts.extend(job.done),
             }
         }
         for (run, out) in by_run {
@@ -355,6 +366,44 @@ impl Writer {
                 None => self.write_out(run, out),
             }
         }
+        self.commit_records(records);
+        if !compacts.is_empty() {
+            self.compact(compacts);
+        }
+    }
+
+    /// Compacts the store (after the commits of the same group, which came before) and tells
+    /// each waiter how it went. A store that cannot be written is not compacted.
+    fn compact(&mut self, waiters: Vec<Done>) {
+        let started = Instant::now();
+        let result = if self.needs_reopen || self.health.commit_faulty() {
+            Err("changes cannot be saved now, so it was not tried".to_string())
+        } else {
+            // Told again as a compaction's failure, its reason once.
+            self.store.compact().map_err(|e| {
+                if let StoreError::Compact(why) = e {
+                    why
+                } else {
+                    e.to_string()
+                }
+            })
+        };
+        match &result {
+            Ok(moved) => {
+                tracing::info!(moved, took = ?started.elapsed(), "the store was compacted")
+            }
+            Err(why) => tracing::warn!(%why, "the store could not be compacted"),
+        }
+        for done in waiters {
+            done(match &result {
+                Ok(_) => Ok(()),
+                Err(why) => Err(StoreError::Compact(why.clone())),
+            });
+        }
+    }
+
+    /// Commits the records of a group, in one durable commit, and tells their waiters.
+    fn commit_records(&mut self, records: Vec<(Vec<Change>, Option<RunId>, Option<Done>)>) {
         if records.is_empty() {
             return;
         }

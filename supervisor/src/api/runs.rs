@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use bosun_protocol::runner::StopOrder;
 use bosun_protocol::runs::{
-    DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns, McpCallsView,
-    RUNS_PAGE_BYTES, RunList, RunsCursor, StopRun,
+    DaemonCompact, DaemonSet, DaemonStatus, DaemonStatusView, DaemonStop, GetRun, ListRuns,
+    McpCallsView, RUNS_PAGE_BYTES, RunList, RunsCursor, StopRun,
 };
 use bosun_protocol::ui::{RunView, StartRunParams};
 use bosun_protocol::{ErrorCode, PROTOCOL_VERSION, WireError};
@@ -29,6 +29,7 @@ use super::views::{View, run_view as run_view_of};
 use super::{Handle, starting_up};
 use crate::control::RootMsg;
 use crate::ctx::DaemonCtx;
+use crate::settings::LogsMax;
 use crate::wire::Failure;
 
 impl Handle for StartRunParams {
@@ -73,13 +74,19 @@ fn run_request(p: StartRunParams) -> Result<RunRequest, Failure> {
 
 impl Handle for ListRuns {
     async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<RunList, Failure> {
-        Ok(match self.page {
+        let list = match self.page {
             None => RunList {
                 runs: list_runs(ctx, self.all).await?,
                 next: None,
             },
             Some(page) => runs_page(ctx, self.all, page.after).await?,
-        })
+        };
+        // Every run's record and decisions were read (each page reads every record): what that
+        // took goes back to the system once the last page is made.
+        if self.all && list.next.is_none() {
+            bosun_shared::process::give_back_memory();
+        }
+        Ok(list)
     }
 }
 
@@ -187,6 +194,7 @@ async fn status(ctx: &Arc<DaemonCtx>) -> DaemonStatusView {
         Some(runs) => ractor::call!(runs, |reply| RunsMsg::ShuttingDown { reply }).unwrap_or(true),
         None => false,
     };
+    let settings = ctx.settings.lock().await.clone();
     DaemonStatusView {
         pid: std::process::id(),
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -201,11 +209,27 @@ async fn status(ctx: &Arc<DaemonCtx>) -> DaemonStatusView {
         runner_listener: ctx.remote.as_ref().map(|r| r.describe()),
         upgrade: ctx.upgrade.clone(),
         notify: Some(ctx.notifier.view()),
-        retention_ms: Some(ctx.settings.lock().await.retention_ms),
+        retention_ms: Some(settings.retention_ms),
         last_prune: *ctx
             .last_prune
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
+        logs_max: settings.logs_max.map(LogsMax::bytes),
+        store_bytes: ctx.store.file_bytes(),
+        last_compact: *ctx
+            .last_compact
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    }
+}
+
+/// Compacts the store now, whatever else goes on (runs' changes wait meanwhile).
+impl Handle for DaemonCompact {
+    const TASK: bool = true;
+
+    async fn handle(self, ctx: &Arc<DaemonCtx>) -> Result<DaemonStatusView, Failure> {
+        crate::prune::compact(ctx).await?;
+        Ok(status(ctx).await)
     }
 }
 

@@ -18,8 +18,9 @@ use bosun_lead::record::{MessageRecord, PendingState};
 use bosun_protocol::agents::{AgentRunView, CliResultView, DECISIONS_SHOWN, ToolCallView};
 use bosun_protocol::approvals::{ApprovalView, DecisionView};
 use bosun_protocol::lead::{ChatView, MessageView, PendingView};
+use bosun_protocol::runs::LogPrunedView;
 use bosun_protocol::ui::RunView;
-use bosun_runs::record::{RunRecord, RunSnapshot};
+use bosun_runs::record::{PruneWhy, RunRecord, RunSnapshot};
 use bosun_shared::placement::PlacedView;
 use bosun_shared::run::{Outcome, RunState};
 
@@ -79,6 +80,15 @@ pub fn run_view(rec: &RunRecord, last_seq: u64) -> RunView {
             queued_ms: p.queued_ms(),
         }),
         mcp_calls: None,
+        log_pruned: rec.log_pruned.map(|p| LogPrunedView {
+            at: p.at,
+            why: match p.why {
+                PruneWhy::Retention => "retention",
+                PruneWhy::Size => "size",
+            }
+            .to_string(),
+            bytes: p.bytes,
+        }),
     }
 }
 

@@ -25,6 +25,17 @@ export function mount(root) {
       ];
       if (s.upgrade) rows.push(["Upgrade", s.upgrade]);
       if (s.notify) rows.push(["Desktop notifications", notifyCell(s.notify)]);
+      // What bosund keeps (`bosun daemon set retention=… logs.max=…`), and how its store fares.
+      if (s.retention_ms != null) {
+        rows.push(["Retention", `${span(s.retention_ms)}: decided approvals and finished runs' decisions, logs and MCP call records`]);
+        rows.push(["Logs at most", s.logs_max != null ? mib(s.logs_max) : "no bound (logs.max=off)"]);
+      }
+      if (s.last_prune) {
+        const p = s.last_prune;
+        rows.push(["Last pruned", `${when(p.ended_at)}: ${p.approvals} approvals, the decisions of ${p.runs} runs, the logs of ${p.logs || 0} (${mib(p.log_bytes || 0)})`]);
+      }
+      if (s.store_bytes != null) rows.push(["Store", mib(s.store_bytes)]);
+      if (s.last_compact) rows.push(["Last compacted", `${when(s.last_compact.ended_at)}: ${mib(s.last_compact.before)} → ${mib(s.last_compact.after)}`]);
       for (const [k, v] of rows) table.append(h("tr", null, h("th", null, k), h("td", null, v)));
       flash(msg, "");
     } catch (e) {
@@ -57,4 +68,13 @@ export function mount(root) {
     clearInterval(t);
     off();
   };
+}
+
+function mib(bytes) {
+  return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
+}
+
+// A retention as it is set: whole days as days (`30d`), else as a duration.
+function span(ms) {
+  return ms % 86400000 === 0 ? `${ms / 86400000}d` : duration(ms);
 }

@@ -91,6 +91,7 @@ export function mount(root, [id]) {
       ["Exit", exitText(run)],
       ["Paused", run.paused],
       ["Process", run.pid ? `pid ${run.pid}, group ${run.pgid}` : ""],
+      ["Log", run.log_pruned ? `pruned ${when(run.log_pruned.at)}` : ""],
     ];
     info.append(h("table", { class: "kv" }, rows.filter(([, v]) => v).map(([k, v]) => h("tr", null, h("th", null, k), h("td", null, v)))));
     drawAgent();
@@ -391,6 +392,17 @@ export function mount(root, [id]) {
     }
     drawHead();
     if (run.agent) loadApprovals();
+    // A finished run whose log bosund pruned: said in place of the log, which is not read.
+    if (run.log_pruned) {
+      const p = run.log_pruned;
+      const why = p.why === "size" ? "the finished runs' logs took more than bosund's logs.max, and this run's were among the oldest" : "the run ended longer ago than bosund's retention";
+      log.scroll.before(h("div", { class: "muted", id: "log-pruned" }, `The log and MCP call records of this run were pruned ${when(p.at)} (${why}). Its summary is kept above.`));
+      log.scroll.hidden = true;
+      download.remove();
+      gone = true;
+      earlierDone = true;
+      return;
+    }
     if (run.last_seq > 0) {
       first = Math.max(1, run.last_seq - TAIL_CHUNKS + 1);
       try {

@@ -107,11 +107,22 @@ enum DaemonCommand {
         json: bool,
     },
     /// Change bosund's own settings, kept across restarts: notify=on|off (desktop
-    /// notifications of what waits for you and of failed runs)
+    /// notifications of what waits for you and of failed runs); retention=DURATION (how long
+    /// decided approvals and finished runs' decisions, logs and MCP call records are kept, 30d
+    /// unless set; a run's summary stays); logs.max=SIZE|off (the most the finished runs' logs
+    /// take together, such as 20G, the oldest pruned first; off unless set). Nothing of a run
+    /// still going, or of a call still waiting, is ever pruned
     Set {
         /// Each KEY=VALUE
         #[arg(required = true, value_name = "KEY=VALUE")]
         settings: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compact bosund's store now, so that its file gives back the space pruning freed (bosund
+    /// also does it by itself after a round of pruning when no run goes). Runs' changes wait
+    /// while it works
+    Compact {
         #[arg(long)]
         json: bool,
     },
@@ -148,6 +159,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Daemon(DaemonCommand::Set { settings, json }) => {
             runs::daemon_set(&dirs, settings, json).await
         }
+        Command::Daemon(DaemonCommand::Compact { json }) => runs::daemon_compact(&dirs, json).await,
         Command::Daemon(DaemonCommand::Install { user: _, json }) => {
             service::install(&dirs, json).await
         }

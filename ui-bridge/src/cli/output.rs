@@ -194,6 +194,20 @@ fn process_lines(run: &RunView) -> Vec<(&'static str, String)> {
         lines.push(("time cap", format_duration(Duration::from_millis(cap))));
     }
     lines.push(("output chunks", run.last_seq.to_string()));
+    if let Some(p) = &run.log_pruned {
+        let why = match p.why.as_str() {
+            "size" => "past bosund's logs.max, among the oldest",
+            _ => "after bosund's retention period",
+        };
+        lines.push((
+            "log",
+            format!(
+                "pruned {} ({why}): its output and MCP call records are gone ({}), the run's summary is kept",
+                p.at.rfc3339(),
+                format_size(p.bytes)
+            ),
+        ));
+    }
     lines
 }
 
@@ -456,20 +470,60 @@ pub fn print_status(s: &DaemonStatusView) {
     }
     if let Some(ms) = s.retention_ms {
         outln!(
-            "{:<14}decided approvals and finished runs' decision details kept {} (bosun daemon set retention=…)",
+            "{:<14}decided approvals and finished runs' decision details, logs and MCP call records kept {} (bosun daemon set retention=…)",
             "retention",
             format_duration(Duration::from_millis(ms))
         );
+        match s.logs_max {
+            Some(max) => outln!(
+                "{:<14}the finished runs' logs take {} at most, the oldest pruned first (bosun daemon set logs.max=…)",
+                "logs.max",
+                format_size(max)
+            ),
+            None => outln!(
+                "{:<14}off: the finished runs' logs are bounded by the retention only (bosun daemon set logs.max=20G)",
+                "logs.max"
+            ),
+        }
     }
     if let Some(p) = &s.last_prune {
         outln!(
-            "{:<14}{}: {} decided approvals and the decision details of {} finished runs, in {}",
+            "{:<14}{}: {} decided approvals, the decision details of {} finished runs, the logs of {} ({}), in {}",
             "last pruned",
             age(p.ended_at),
             p.approvals,
             p.runs,
+            p.logs,
+            format_size(p.log_bytes),
             format_duration(Duration::from_millis(p.took_ms))
         );
+    }
+    if let Some(bytes) = s.store_bytes {
+        outln!("{:<14}{}", "store", format_size(bytes));
+    }
+    if let Some(c) = &s.last_compact {
+        outln!(
+            "{:<14}{}: {} → {}, in {}",
+            "compacted",
+            age(c.ended_at),
+            format_size(c.before),
+            format_size(c.after),
+            format_duration(Duration::from_millis(c.took_ms))
+        );
+    }
+}
+
+/// A size in words for people: whole units where they are whole, else one decimal of MiB or
+/// GiB (`1.4 GiB`), else bytes.
+pub fn format_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && !b.is_multiple_of(1 << 30) => {
+            format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+        }
+        b if b >= 1 << 20 && !b.is_multiple_of(1 << 20) => {
+            format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+        }
+        b => bosun_shared::size::format_size(b),
     }
 }
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bosun_protocol::runner::StopLadder;
-use bosun_protocol::runs::{DaemonSet, DaemonStatus, DaemonStop, GetRun, StopRun};
+use bosun_protocol::runs::{DaemonCompact, DaemonSet, DaemonStatus, DaemonStop, GetRun, StopRun};
 use bosun_protocol::ui::StartRunParams;
 use bosun_shared::paths::StateDir;
 use bosun_shared::settings::KeyValueError;
@@ -276,6 +276,24 @@ pub async fn daemon_set(
         output::print_json(&status)?;
     } else if let Some(notify) = &status.notify {
         outln!("{:<14}{}", "notify", output::notify_words(notify));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bosun daemon compact`: starts bosund if need be, compacts its store and says what the file
+/// weighed before and after.
+pub async fn daemon_compact(dirs: &StateDir, json: bool) -> anyhow::Result<ExitCode> {
+    let mut client = connect(dirs).await?;
+    let status = client.call(DaemonCompact).await?;
+    if json {
+        output::print_json(&status)?;
+    } else if let Some(c) = &status.last_compact {
+        outln!(
+            "compacted bosun.redb: {} → {}, in {}",
+            output::format_size(c.before),
+            output::format_size(c.after),
+            bosun_shared::time::format_duration(Duration::from_millis(c.took_ms))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
