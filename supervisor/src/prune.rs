@@ -173,6 +173,19 @@ struct Kept {
     decisions: Vec<Change>,
 }
 
+impl Kept {
+    /// Says on the run's record that its log goes now, and why; counted in `pruned`.
+    fn say_pruned(&mut self, why: PruneWhy, at: Timestamp, pruned: &mut Pruned) {
+        self.run.log_pruned = Some(LogPruned {
+            at,
+            why,
+            bytes: self.bytes,
+        });
+        pruned.logs += 1;
+        pruned.log_bytes += self.bytes;
+    }
+}
+
 /// A finished run's files that prune takes, those there are, and their size.
 fn files_of(dirs: &bosun_shared::paths::StateDir, run: &RunRecord) -> (Vec<PathBuf>, u64) {
     let mut folders = vec![dirs.run_dir(run.id)];
@@ -254,13 +267,7 @@ async fn round(
                 // A record that says so already (a round cut off by a crash after its commit)
                 // keeps what it says; only its files go.
                 if k.run.log_pruned.is_none() {
-                    k.run.log_pruned = Some(LogPruned {
-                        at: now,
-                        why: PruneWhy::Retention,
-                        bytes: k.bytes,
-                    });
-                    pruned.logs += 1;
-                    pruned.log_bytes += k.bytes;
+                    k.say_pruned(PruneWhy::Retention, now, &mut pruned);
                     k.decisions.push(Change::put(&k.run));
                 } else if !k.decisions.is_empty() {
                     k.decisions.push(Change::put(&k.run));
@@ -285,13 +292,7 @@ async fn round(
                 deletions.push(k.files);
             } else if logs_max.is_some_and(|max| total > max.bytes()) {
                 total -= k.bytes;
-                k.run.log_pruned = Some(LogPruned {
-                    at: now,
-                    why: PruneWhy::Size,
-                    bytes: k.bytes,
-                });
-                pruned.logs += 1;
-                pruned.log_bytes += k.bytes;
+                k.say_pruned(PruneWhy::Size, now, &mut pruned);
                 deletions.push(k.files);
                 changed = true;
             }
