@@ -530,6 +530,16 @@ pub enum Held<'a> {
     NotAllowed,
 }
 
+impl Held<'_> {
+    /// Why, in words: "its deny list holds `delete_*`", "it is not on its allow list".
+    pub fn words(&self) -> String {
+        match self {
+            Held::Denied(g) => format!("its deny list holds `{g}`"),
+            Held::NotAllowed => "it is not on its allow list".to_string(),
+        }
+    }
+}
+
 impl Rules {
     pub fn is_default(&self) -> bool {
         *self == Self::default()

@@ -17,6 +17,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -166,7 +167,7 @@ impl AuditLog {
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
-            .mode_0600()
+            .mode(0o600)
             .open(&self.path)?;
         f.write_all(format!("{line}\n").as_bytes())?;
         f.sync_data()?;
@@ -309,7 +310,7 @@ impl AuditLog {
             .create(true)
             .write(true)
             .truncate(true)
-            .mode_0600()
+            .mode(0o600)
             .open(&tmp)?;
         for line in &kept {
             out.write_all(format!("{line}\n").as_bytes())?;
@@ -337,18 +338,6 @@ fn split_hash(line: &str) -> Option<(String, String)> {
     let hash = hash.strip_suffix("\"}")?;
     (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
         .then(|| (format!("{text}}}"), hash.to_string()))
-}
-
-/// Files of the log are the person's alone.
-trait Private {
-    fn mode_0600(&mut self) -> &mut Self;
-}
-
-impl Private for OpenOptions {
-    fn mode_0600(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.mode(0o600)
-    }
 }
 
 #[cfg(test)]

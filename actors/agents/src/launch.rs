@@ -245,10 +245,7 @@ pub async fn prepare_with(
 /// The task a run is given, as its record keeps it: at most [`TASK_KEPT`] characters, every
 /// secret value the run was given written `[redacted]`.
 fn task_of(prompt: &str, secrets: &[String]) -> String {
-    let mut task = prompt.trim().to_string();
-    for s in secrets.iter().filter(|s| !s.is_empty()) {
-        task = task.replace(s.as_str(), "[redacted]");
-    }
+    let mut task = redact::Redactor::of_values(secrets).text(prompt.trim());
     if task.chars().count() > TASK_KEPT {
         task = task.chars().take(TASK_KEPT).collect::<String>() + "…";
     }

@@ -64,6 +64,17 @@ impl Redactor {
         Self { pairs }
     }
 
+    /// A redactor for `values` (each already known to be a secret of the run's).
+    pub fn of_values(values: &[String]) -> Self {
+        Self::default().with(&Self {
+            pairs: values
+                .iter()
+                .filter(|v| !v.is_empty())
+                .map(|v| (v.clone(), REDACTED.to_string()))
+                .collect(),
+        })
+    }
+
     /// A redactor that knows the values of both.
     pub fn with(mut self, other: &Redactor) -> Self {
         self.pairs.extend(other.pairs.iter().cloned());
@@ -190,6 +201,15 @@ impl Redact for Value {
 mod tests {
     use super::*;
     use crate::McpError;
+
+    #[test]
+    fn values_are_replaced_longest_first_so_none_leaves_a_piece_of_another() {
+        let r = Redactor::of_values(&["secret-one".into(), "secret-one-two".into(), String::new()]);
+        assert_eq!(
+            r.text("a secret-one-two and a secret-one"),
+            "a [redacted] and a [redacted]"
+        );
+    }
 
     fn pair(k: &str, v: &str) -> (String, String) {
         (k.to_string(), v.to_string())

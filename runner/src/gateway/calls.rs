@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use bosun_shared::Timestamp;
-use bosun_shared::gateway::{AskedAt, CallDecision, CallEntry, CallOutcome, CallVerdict, Held};
+use bosun_shared::gateway::{AskedAt, CallDecision, CallEntry, CallOutcome, CallVerdict};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -88,14 +88,7 @@ impl Conn<'_> {
             ));
         }
         match self.rules().judge(tool) {
-            Err(Held::Denied(g)) => Err((
-                format!("its deny list holds `{g}`"),
-                format!("bosun mcp edit {name}"),
-            )),
-            Err(Held::NotAllowed) => Err((
-                "it is not on its allow list".to_string(),
-                format!("bosun mcp edit {name}"),
-            )),
+            Err(held) => Err((held.words(), format!("bosun mcp edit {name}"))),
             Ok(()) => match self.unseen(tool) {
                 Some(p) => Err((
                     p.words().to_string(),

@@ -124,10 +124,7 @@ impl Conn<'_> {
             "resources/read" => rules.judge_resource(target),
             _ => rules.judge_prompt(target),
         };
-        let why = match held.err()? {
-            bosun_shared::gateway::Held::Denied(g) => format!("its deny list holds `{g}`"),
-            bosun_shared::gateway::Held::NotAllowed => "it is not on its allow list".into(),
-        };
+        let why = held.err()?.words();
         let name = &self.server.name;
         let target = super::cut(target, 300);
         self.gw.note(format!(
